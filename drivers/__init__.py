@@ -1,0 +1,1 @@
+"""Driver adapters: the reference driver, real-runtime adapters, and deliberately broken drivers."""

@@ -1,0 +1,1 @@
+"""Hypothesis strategies for operation signatures, random graphs and operand data."""

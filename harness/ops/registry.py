@@ -1,0 +1,201 @@
+"""The one table of operations, and the two views an operation module sees.
+
+An operation module provides, per operation type:
+- ``validate(v: OpView)``: static signature checks (input/output counts, types, ranks, quant
+  parameters, constant parameter ranges).  It raises through ``v.fail``, which names the
+  operation and the input or output.
+- ``execute(ctx: OpContext) -> list[np.ndarray]``: computes every output in its operand's
+  storage dtype.  The executor checks the shapes against the model.
+and registers them with ``@register(OperationType.X, data_types=..., validate=...)`` on the
+execute function.  ``data_types`` lists the primary tensor types implemented; it feeds the
+coverage table, the reference driver's honesty about support, and the generators.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import NotImplementedOperation, OpFailure, ValidationError
+from ..ir import Model, Operand, OperandType, Operation, OperationType, Subgraph
+
+
+@dataclass(frozen=True)
+class OpDef:
+    type: OperationType
+    execute: Callable[["OpContext"], Sequence[np.ndarray]]
+    validate: Callable[["OpView"], None]
+    data_types: tuple[OperandType, ...]
+    module: str
+    primary_input: int = 0   # which input's type is "the" data type (for coverage/support)
+
+
+REGISTRY: dict[OperationType, OpDef] = {}
+_loaded = False
+
+
+def register(*op_types: OperationType, data_types: Sequence[OperandType],
+             validate: Callable[["OpView"], None], primary_input: int = 0):
+    def deco(fn):
+        for t in op_types:
+            t = OperationType(t)
+            if t in REGISTRY:
+                raise RuntimeError(f"{t.name} registered twice ({REGISTRY[t].module} and {fn.__module__})")
+            REGISTRY[t] = OpDef(t, fn, validate, tuple(OperandType(d) for d in data_types),
+                                fn.__module__, primary_input)
+        return fn
+    return deco
+
+
+def load_all() -> dict[OperationType, OpDef]:
+    """Import every operation module in this package (once)."""
+    global _loaded
+    if not _loaded:
+        pkg = importlib.import_module(__package__)
+        for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+            if m.name not in ("registry",):
+                importlib.import_module(f"{__package__}.{m.name}")
+        _loaded = True
+    return REGISTRY
+
+
+def get_op(op_type: int) -> OpDef:
+    load_all()
+    try:
+        return REGISTRY[OperationType(op_type)]
+    except (KeyError, ValueError):
+        try:
+            name = OperationType(op_type).name
+        except ValueError:
+            name = f"operation type {op_type}"
+        raise NotImplementedOperation(f"{name} is not implemented by the reference executor yet") from None
+
+
+AnyType = OperandType | tuple[OperandType, ...] | None
+
+
+class OpView:
+    """Static view of one operation for signature validation."""
+
+    def __init__(self, model: Model, subgraph: Subgraph, index: int, where: str = ""):
+        self.model, self.subgraph, self.index = model, subgraph, index
+        self.operation: Operation = subgraph.operations[index]
+        self.inputs: list[Operand] = [subgraph.operands[i] for i in self.operation.inputs]
+        self.outputs: list[Operand] = [subgraph.operands[i] for i in self.operation.outputs]
+        self.where = where or f"operations[{index}] ({self.operation.name})"
+
+    # errors --------------------------------------------------------------------------
+    def fail(self, message: str, *, input: int | None = None, output: int | None = None):
+        where = self.where
+        if input is not None:
+            where += f" input {input}"
+        if output is not None:
+            where += f" output {output}"
+        raise ValidationError(where, message)
+
+    # accessors -----------------------------------------------------------------------
+    def input_type(self, i: int) -> OperandType:
+        return self.inputs[i].type
+
+    def is_omitted(self, i: int) -> bool:
+        return i >= len(self.inputs) or self.inputs[i].is_omitted
+
+    def constant(self, i: int) -> np.ndarray | None:
+        op = self.inputs[i]
+        return op.value if op.is_constant else None
+
+    def constant_scalar(self, i: int):
+        v = self.constant(i)
+        return None if v is None else v.reshape(-1)[0].item()
+
+    # checks ---------------------------------------------------------------------------
+    def expect_counts(self, inputs: int | Sequence[int], outputs: int | Sequence[int]) -> None:
+        ins = (inputs,) if isinstance(inputs, int) else tuple(inputs)
+        outs = (outputs,) if isinstance(outputs, int) else tuple(outputs)
+        if len(self.inputs) not in ins:
+            self.fail(f"takes {' or '.join(map(str, ins))} inputs, got {len(self.inputs)}")
+        if len(self.outputs) not in outs:
+            self.fail(f"gives {' or '.join(map(str, outs))} outputs, got {len(self.outputs)}")
+
+    def expect_types(self, inputs: Sequence[AnyType] = (), outputs: Sequence[AnyType] = ()) -> None:
+        """Each entry is a type, a tuple of allowed types, or None (not checked).
+        Only the operands that exist are checked; omitted optional inputs are skipped."""
+        for kind, ops, wanted in (("input", self.inputs, inputs), ("output", self.outputs, outputs)):
+            for i, (op, w) in enumerate(zip(ops, wanted)):
+                if w is None or (kind == "input" and op.is_omitted):
+                    continue
+                allowed = w if isinstance(w, tuple) else (w,)
+                if op.type not in allowed:
+                    names = " or ".join(t.name for t in allowed)
+                    self.fail(f"must be {names}, got {op.type.name}", **{kind: i})
+
+    def expect_rank(self, i: int, ranks: Sequence[int] | range, *, output: bool = False) -> None:
+        op = (self.outputs if output else self.inputs)[i]
+        if op.info.is_scalar or not op.dimensions:
+            return  # unknown rank: checked at run time
+        if len(op.dimensions) not in ranks:
+            kind = {"output": i} if output else {"input": i}
+            self.fail(f"rank must be in {list(ranks)}, got {len(op.dimensions)}", **kind)
+
+    def expect_same_type(self, *pairs: tuple[str, int]) -> None:
+        """All named operands (('input', 0), ('output', 0), ...) share one type."""
+        ops = [(k, i, (self.inputs if k == "input" else self.outputs)[i]) for k, i in pairs]
+        k0, i0, first = ops[0]
+        for k, i, op in ops[1:]:
+            if op.type != first.type:
+                self.fail(f"type {op.type.name} differs from {k0} {i0}'s {first.type.name}", **{k: i})
+
+    def expect_same_quant(self, *pairs: tuple[str, int]) -> None:
+        ops = [(k, i, (self.inputs if k == "input" else self.outputs)[i]) for k, i in pairs]
+        k0, i0, first = ops[0]
+        for k, i, op in ops[1:]:
+            if op.scale != first.scale or op.zero_point != first.zero_point:
+                self.fail(f"scale/zero point ({op.scale:g}, {op.zero_point}) must equal {k0} {i0}'s "
+                          f"({first.scale:g}, {first.zero_point})", **{k: i})
+
+    def expect_scalar_in(self, i: int, allowed: Sequence[Any], what: str = "value") -> None:
+        v = self.constant_scalar(i)
+        if v is not None and v not in allowed:
+            self.fail(f"{what} must be one of {list(allowed)}, got {v}", input=i)
+
+
+class OpContext:
+    """Run-time view of one operation: input values and operand metadata with actual dims."""
+
+    def __init__(self, executor, subgraph: Subgraph, index: int, values: list):
+        self.executor = executor
+        self.subgraph = subgraph
+        self.index = index
+        self.operation: Operation = subgraph.operations[index]
+        self.inputs: list[np.ndarray | None] = [values[i] for i in self.operation.inputs]
+        self.in_operands: list[Operand] = []
+        for i, v in zip(self.operation.inputs, self.inputs):
+            op = subgraph.operands[i]
+            if v is not None and not op.info.is_scalar and tuple(v.shape) != op.dimensions:
+                op = op.with_dims(v.shape)
+            self.in_operands.append(op)
+        self.out_operands: list[Operand] = [subgraph.operands[i] for i in self.operation.outputs]
+
+    @property
+    def relaxed(self) -> bool:
+        return self.executor.model.relax_fp32_to_fp16
+
+    def has(self, i: int) -> bool:
+        return i < len(self.inputs) and self.inputs[i] is not None
+
+    def scalar(self, i: int, default: Any = None):
+        """A scalar input as a Python value (``default`` when omitted or absent)."""
+        if not self.has(i):
+            if default is None:
+                self.fail(f"input {i} is required")
+            return default
+        return self.inputs[i].reshape(-1)[0].item()
+
+    def fail(self, message: str):
+        raise OpFailure(f"operations[{self.index}] ({self.operation.name}): {message}")
+
+    def output_dtype(self, j: int) -> np.dtype:
+        return self.out_operands[j].info.dtype

@@ -1,0 +1,1 @@
+"""Turning result rows into CSV and HTML reports."""
