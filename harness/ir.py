@@ -266,6 +266,9 @@ class Operand:
     value: np.ndarray | int | None = None
     channel_quant: ChannelQuant | None = None
     name: str = ""
+    # HAL's numberOfConsumers.  None means "derive it"; a number is checked by validation
+    # (VTS mutates it to see that drivers reject a wrong count).
+    num_consumers: int | None = None
 
     @property
     def info(self) -> TypeInfo:
