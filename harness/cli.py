@@ -1,0 +1,204 @@
+"""The ``nnconform`` command.
+
+    nnconform run --driver X [--suite S ...] [--report-dir D] [-- pytest args]
+    nnconform drivers
+    nnconform validate FILE
+    nnconform replay SPEC --driver X
+
+Bad input (unknown driver, malformed spec, invalid model) is one line on stderr and a
+non-zero exit status, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+def _err(msg: str, code: int = EXIT_USAGE) -> int:
+    print(f"nnconform: error: {msg}", file=sys.stderr)
+    return code
+
+
+def suites_dir() -> Path:
+    from . import suites
+    return Path(suites.__file__).parent
+
+
+def available_suites() -> dict[str, Path]:
+    return {p.stem.removeprefix("test_"): p for p in sorted(suites_dir().glob("test_*.py"))}
+
+
+# ---- run ---------------------------------------------------------------------------------
+
+def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
+    import pytest
+    from .errors import DriverLoadError
+    from .loader import load_driver
+
+    try:
+        load_driver(a.driver)  # fail early with one line, before pytest starts
+    except DriverLoadError as e:
+        return _err(str(e))
+    suites = available_suites()
+    chosen = a.suite or list(suites)
+    unknown = [s for s in chosen if s not in suites]
+    if unknown:
+        return _err(f"unknown suite(s) {', '.join(unknown)} (available: {', '.join(suites)})")
+    args = [str(suites[s]) for s in chosen]
+    args += ["--driver", a.driver, "--nn-report-dir", a.report_dir, "-p", "no:cacheprovider",
+             "--import-mode=importlib", "-q", "-rfE"]
+    if a.seed is not None:
+        args += ["--nn-seed", str(a.seed)]
+    if a.vectors:
+        args += ["--nn-vectors", a.vectors]
+    args += extra
+    print(f"nnconform: running suites {', '.join(chosen)} against driver '{a.driver}'", flush=True)
+    code = int(pytest.main(args))
+    report = Path(a.report_dir) / "report.html"
+    if report.exists():
+        print(f"nnconform: report written to {report}")
+    return code
+
+
+# ---- drivers -----------------------------------------------------------------------------
+
+def cmd_drivers(a: argparse.Namespace) -> int:
+    from .loader import installed_drivers, load_driver
+    from .errors import NnError
+    eps = installed_drivers()
+    if not eps:
+        print("no drivers installed")
+        return EXIT_OK
+    for name, ep in sorted(eps.items()):
+        try:
+            dev = load_driver(name)
+        except NnError as e:
+            print(f"{name:14s} unavailable: {e}")
+            continue
+        extras = [i.__name__ for i in _optional_interfaces(dev)]
+        caps = dev.capabilities()
+        print(f"{name:14s} {ep.value}  version {dev.version}, feature level {dev.feature_level}, "
+              f"{len(caps.operand_performance)} operand types, optional: {', '.join(extras) or 'none'}")
+    return EXIT_OK
+
+
+def _optional_interfaces(dev) -> list[type]:
+    from .driver import AsyncExecution, CompilationCaching
+    found = [c for c in (CompilationCaching,) if isinstance(dev, c)]
+    return found + ([AsyncExecution] if _prepared_class_is(dev, AsyncExecution) else [])
+
+
+def _prepared_class_is(dev, iface) -> bool:
+    # Only a prepared model can say whether it executes asynchronously; prepare a trivial model.
+    from .ir import ModelBuilder, OperandType as T, OperationType as Op
+    from .errors import NnError
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [1])
+    b.operation(Op.RELU, [x], [b.output(T.TENSOR_FLOAT32, [1])])
+    try:
+        pm = dev.prepare(b.build())
+    except (NnError, Exception):  # a driver that cannot prepare RELU simply shows no async interface
+        return False
+    try:
+        return isinstance(pm, iface)
+    finally:
+        pm.release()
+
+
+# ---- validate ----------------------------------------------------------------------------
+
+def cmd_validate(a: argparse.Namespace) -> int:
+    from .errors import SpecError
+    from .spec import load_spec
+    try:
+        spec = load_spec(a.file, validate=True)
+    except SpecError as e:
+        return _err(f"{a.file}: {e}", EXIT_FAIL)
+    except OSError as e:
+        return _err(f"{a.file}: {e.strerror}", EXIT_FAIL)
+    m = spec.model
+    print(f"{a.file}: valid: {len(m.main.operations)} operation(s) [{', '.join(m.operation_names())}], "
+          f"{len(m.referenced)} referenced subgraph(s), {len(spec.examples)} example(s)")
+    return EXIT_OK
+
+
+# ---- replay ------------------------------------------------------------------------------
+
+def cmd_replay(a: argparse.Namespace) -> int:
+    from .errors import DriverLoadError, SpecError
+    from .loader import load_driver
+    from .runner import run_case
+    from .spec import load_spec
+    try:
+        spec = load_spec(a.spec, validate=False)
+    except SpecError as e:
+        return _err(f"{a.spec}: {e}", EXIT_FAIL)
+    except OSError as e:
+        return _err(f"{a.spec}: {e.strerror}", EXIT_FAIL)
+    try:
+        device = load_driver(a.driver)
+    except DriverLoadError as e:
+        return _err(str(e))
+    meta = spec.meta or {}
+    if meta:
+        print(f"spec: {a.spec} (recorded: driver {meta.get('driver', '?')}, seed {meta.get('seed', '?')}, "
+              f"harness {meta.get('harness_version', '?')})")
+        if meta.get("message"):
+            print(f"recorded failure: {meta['message']}")
+    worst = EXIT_OK
+    for i, ex in enumerate(spec.examples):
+        out = run_case(device, spec.model, ex.inputs, ex.outputs, ignored=ex.ignored or None,
+                       expect_failure=ex.expect_failure)
+        print(f"example {i} ({ex.name}) on {a.driver}: {out.outcome}" + (f": {out.message}" if out.message else ""))
+        if out.comparison is not None and a.verbose:
+            for m in out.comparison.mismatches:
+                print(f"  {m}")
+        if out.outcome in ("FAIL", "ERROR"):
+            worst = EXIT_FAIL
+    return worst
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nnconform", description="Conformance and stress tests for NN drivers.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run conformance suites against a driver and write a report")
+    r.add_argument("--driver", default="reference", help="installed driver name or module:attribute")
+    r.add_argument("--suite", action="append", help="suite to run (repeatable; default: all). "
+                   "Available: " + ", ".join(available_suites()))
+    r.add_argument("--report-dir", default="nnconform-report")
+    r.add_argument("--seed", type=int, default=None)
+    r.add_argument("--vectors", default=None, help="AOSP vectors directory for the vectors suite")
+    sub.add_parser("drivers", help="list installed drivers and their capabilities")
+    v = sub.add_parser("validate", help="check a spec file (format and model validity)")
+    v.add_argument("file")
+    rp = sub.add_parser("replay", help="re-run a spec file (e.g. a dumped failure) on a driver")
+    rp.add_argument("spec")
+    rp.add_argument("--driver", default="reference")
+    rp.add_argument("-v", "--verbose", action="store_true", help="list every mismatch")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        k = argv.index("--")
+        argv, extra = argv[:k], argv[k + 1:]
+    a = build_parser().parse_args(argv)
+    if a.command == "run":
+        return cmd_run(a, extra)
+    if a.command == "drivers":
+        return cmd_drivers(a)
+    if a.command == "validate":
+        return cmd_validate(a)
+    if a.command == "replay":
+        return cmd_replay(a)
+    return _err(f"unknown command {a.command}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""Running one conformance case through a driver, the way CTS does.
+
+supported_operations -> prepare -> execute -> sanity of the result -> accuracy criteria.
+Whatever the driver does (raise a plain exception, return garbage, the wrong shape or dtype)
+becomes an outcome with a one-line message, never an exception escaping the harness.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from .criteria import Comparison, compare
+from .driver import Device, DriverError, ExecutionResult
+from .ir import Model, Request
+
+PASS, FAIL, SKIP, ERROR = "PASS", "FAIL", "SKIP", "ERROR"
+
+
+@dataclass
+class CaseOutcome:
+    outcome: str
+    message: str = ""
+    stage: str = ""                       # where it ended: supported/prepare/execute/compare
+    actual: list[np.ndarray] | None = None
+    comparison: Comparison | None = None
+    duration_s: float = 0.0
+
+
+def _describe_exc(e: BaseException) -> str:
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
+             expected: Sequence[np.ndarray], *, ignored: Sequence[bool] | None = None,
+             expect_failure: bool = False, criteria=None, measure_timing: bool = False) -> CaseOutcome:
+    t0 = time.perf_counter()
+    ops = ", ".join(model.operation_names())
+
+    def done(outcome: str, message: str, stage: str, **kw) -> CaseOutcome:
+        return CaseOutcome(outcome, message, stage, duration_s=time.perf_counter() - t0, **kw)
+
+    # 1. support query
+    try:
+        supported = device.supported_operations(model)
+    except DriverError as e:
+        if expect_failure:
+            return done(PASS, f"rejected as expected by supported_operations: {e}", "supported")
+        return done(FAIL, f"supported_operations failed on a valid model: {e}", "supported")
+    except Exception as e:  # a driver bug must become a recorded FAIL, not a harness crash
+        return done(FAIL, f"driver raised in supported_operations: {_describe_exc(e)}", "supported")
+    if not isinstance(supported, (list, tuple)) or len(supported) != len(model.main.operations) \
+            or not all(isinstance(s, (bool, np.bool_)) for s in supported):
+        return done(FAIL, f"supported_operations returned {supported!r:.80}; expected "
+                          f"{len(model.main.operations)} bools", "supported")
+    if not all(supported):
+        missing = sorted({model.main.operations[i].name for i, s in enumerate(supported) if not s})
+        return done(SKIP, f"driver does not support {', '.join(missing)} for {'/'.join(model.data_types())}",
+                    "supported")
+
+    # 2. prepare
+    try:
+        prepared = device.prepare(model)
+    except DriverError as e:
+        if expect_failure:
+            return done(PASS, f"rejected as expected by prepare: {e}", "prepare")
+        return done(FAIL, f"prepare failed although every operation is supported: {e}", "prepare")
+    except Exception as e:
+        return done(FAIL, f"driver raised in prepare: {_describe_exc(e)}", "prepare")
+
+    # 3. execute
+    try:
+        try:
+            request = Request.from_arrays(model, list(inputs))
+            result = prepared.execute(request, measure_timing=measure_timing)
+        finally:
+            prepared.release()
+    except DriverError as e:
+        if expect_failure:
+            return done(PASS, f"execution failed as expected: {e}", "execute")
+        return done(FAIL, f"execution failed on [{ops}]: {e}", "execute")
+    except Exception as e:
+        return done(FAIL, f"driver raised in execute on [{ops}]: {_describe_exc(e)}", "execute")
+    if expect_failure:
+        return done(FAIL, f"driver accepted and executed an invalid model [{ops}] (must fail)", "execute")
+    if not isinstance(result, ExecutionResult):
+        return done(FAIL, f"execute returned {type(result).__name__}, not an ExecutionResult", "execute")
+    actual = list(result.outputs) if isinstance(result.outputs, (list, tuple)) else []
+    if not isinstance(result.outputs, (list, tuple)) or not all(isinstance(a, np.ndarray) for a in actual):
+        return done(FAIL, f"execute returned outputs of type {type(result.outputs).__name__} "
+                          f"(need a sequence of numpy arrays)", "execute")
+
+    # 4. accuracy
+    cmp = compare(model, list(expected), actual, criteria=criteria, ignored=ignored)
+    if cmp.passed:
+        return done(PASS, "", "compare", actual=actual, comparison=cmp)
+    return done(FAIL, f"[{ops}] {cmp.message}", "compare", actual=actual, comparison=cmp)

@@ -1,0 +1,218 @@
+"""Loading AOSP CTS golden vectors (JSON, see shared/aosp_vectors/SCHEMA.md) as nnconform models.
+
+The vectors are data beside the project, never part of it: the directory comes from an
+option, the NNCONFORM_VECTORS environment variable, or ``../shared/aosp_vectors`` next to the
+checkout.  ``python -m nnconform.vectors DIR --op CONV_2D -v`` runs the reference executor
+over the matching vectors and prints the counts (a developer's tool for op work).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .errors import NnError, NotImplementedOperation, OpFailure, ValidationError, DeadlineMissed
+from .ir import (ChannelQuant, Lifetime, Model, Operand, OperandType, Operation, OperationType,
+                 Subgraph, type_info)
+
+ENV_VAR = "NNCONFORM_VECTORS"
+HAL_DIRS = ("V1_0", "V1_1", "V1_2", "V1_3", "V1_3_cts_only")
+
+
+def default_root() -> Path:
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return Path(env)
+    # <checkout>/harness/vectors.py -> <checkout>/../shared/aosp_vectors
+    return Path(__file__).resolve().parents[2] / "shared" / "aosp_vectors"
+
+
+@dataclass(frozen=True, eq=False)
+class VectorCase:
+    name: str
+    spec_dir: str
+    spec: str
+    model: Model
+    inputs: tuple[np.ndarray, ...]
+    outputs: tuple[np.ndarray, ...]
+    ignored: tuple[bool, ...]
+    expect_failure: bool
+    multinomial_tolerance: float
+    operations: tuple[str, ...]
+    path: str
+    variations: tuple[str, ...] = ()
+
+    @property
+    def test_id(self) -> str:
+        return f"{self.spec_dir}/{self.name}"
+
+
+def _decode_values(values: Sequence, t: OperandType, dims: Sequence[int]) -> np.ndarray:
+    info = type_info(t)
+    if info.is_float:
+        # Parse as float32 first, then narrow: AOSP builds fp16 buffers that way.
+        arr = np.array([float(v) for v in values] if any(isinstance(v, str) for v in values) else values,
+                       dtype=np.float32)
+        arr = arr.astype(info.dtype)
+    elif info.dtype == np.bool_:
+        arr = np.array(values, dtype=np.bool_)
+    else:
+        arr = np.array(values, dtype=np.int64).astype(info.dtype)
+    if info.is_scalar:
+        return arr.reshape(())
+    if dims and all(d > 0 for d in dims) and arr.size == int(np.prod(dims)):
+        return arr.reshape(tuple(dims))
+    return arr
+
+
+def _subgraph(d: dict) -> Subgraph:
+    operands = []
+    for od in d["operands"]:
+        t = OperandType[od["type"]]
+        lifetime = Lifetime[od["lifetime"]]
+        dims = tuple(int(x) for x in od["dimensions"])
+        cq = od.get("channel_quant")
+        channel_quant = None
+        if cq is not None and not cq.get("hidden", False):
+            channel_quant = ChannelQuant(tuple(float(s) for s in cq["scales"]), int(cq["channel_dim"]))
+        value = None
+        if lifetime == Lifetime.SUBGRAPH:
+            value = int(od["value"][0])
+        elif od.get("value") is not None and lifetime in (Lifetime.CONSTANT_COPY, Lifetime.CONSTANT_REFERENCE):
+            value = _decode_values(od["value"], t, dims)
+            value.setflags(write=False)
+        operands.append(Operand(t, dims, float(od.get("scale", 0.0)), int(od.get("zero_point", 0)), lifetime,
+                                value, channel_quant, od.get("name", ""), od.get("num_consumers")))
+    operations = tuple(Operation(OperationType[o["type"]], tuple(o["inputs"]), tuple(o["outputs"]))
+                       for o in d["operations"])
+    return Subgraph(tuple(operands), operations, tuple(d["input_indexes"]), tuple(d["output_indexes"]),
+                    d.get("name", ""))
+
+
+def case_from_dict(d: dict, path: str = "") -> VectorCase:
+    m = d["model"]
+    model = Model(_subgraph(m["main"]), tuple(_subgraph(s) for s in m.get("referenced", [])),
+                  bool(m.get("relax_float32_to_float16", False)))
+
+    def arrays(entries):
+        out = []
+        for e in entries:
+            op = model.main.operands[e["operand"]]
+            out.append(_decode_values(e["values"], op.type, op.dimensions))
+        return tuple(out)
+
+    ops = sorted({op.name for op in model.all_operations()})
+    return VectorCase(d["name"], d.get("spec_dir", ""), d.get("spec", ""), model, arrays(d["inputs"]),
+                      arrays(d["outputs"]), tuple(bool(e.get("ignored", False)) for e in d["outputs"]),
+                      bool(d.get("expect_failure", False)), float(d.get("multinomial_tolerance", 0) or 0),
+                      tuple(ops), path, tuple(d.get("variations") or ()))
+
+
+def vector_files(root: Path, dirs: Iterable[str] | None = None) -> list[Path]:
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"vectors directory {root} does not exist")
+    files = []
+    for sub in (dirs or HAL_DIRS):
+        files.extend(sorted((root / sub).glob("*.json")))
+    return files
+
+
+def load_cases(root: Path | str | None = None, ops: Iterable[str] | None = None,
+               dirs: Iterable[str] | None = None, name_contains: str | None = None) -> list[VectorCase]:
+    """All cases under ``root`` (optionally only those using any of ``ops``)."""
+    root = Path(root) if root is not None else default_root()
+    wanted = {o.upper() for o in ops} if ops else None
+    cases = []
+    for f in vector_files(root, dirs):
+        with open(f) as fh:
+            raw = json.load(fh)
+        for d in raw:
+            if name_contains and name_contains not in d["name"]:
+                continue
+            if wanted is not None:
+                used = {o["type"] for sg in (d["model"]["main"], *d["model"].get("referenced", []))
+                        for o in sg["operations"]}
+                if not used & wanted:
+                    continue
+            cases.append(case_from_dict(d, str(f)))
+    return cases
+
+
+def check_case(case: VectorCase) -> tuple[str, str]:
+    """Run one vector on the reference executor: ("pass"|"fail"|"not_implemented"|"error", message)."""
+    from .criteria import compare
+    from .executor import Executor
+    from .validation import validate_model
+
+    try:
+        validate_model(case.model)
+        actual = Executor(case.model).run(list(case.inputs))
+    except NotImplementedOperation as e:
+        return "not_implemented", str(e)
+    except (ValidationError, OpFailure, DeadlineMissed) as e:
+        if case.expect_failure:
+            return "pass", f"failed as expected: {e}"
+        return "fail", f"{type(e).__name__}: {e}"
+    except NnError as e:
+        return "error", f"{type(e).__name__}: {e}"
+    if case.expect_failure:
+        return "fail", "expected the model or its execution to fail, but it ran"
+    if case.multinomial_tolerance > 0:
+        return "not_implemented", "RANDOM_MULTINOMIAL distribution check is not implemented"
+    cmp = compare(case.model, list(case.outputs), actual, ignored=list(case.ignored))
+    return ("pass", "") if cmp.passed else ("fail", cmp.message)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m nnconform.vectors",
+                                description="Run AOSP golden vectors on the reference executor.")
+    p.add_argument("root", nargs="?", default=None, help="vectors directory (default: $NNCONFORM_VECTORS "
+                   "or ../shared/aosp_vectors)")
+    p.add_argument("--op", action="append", help="only vectors using this operation (repeatable)")
+    p.add_argument("--dir", action="append", help="only this HAL directory (V1_0 ... V1_3_cts_only)")
+    p.add_argument("--name", help="only vectors whose name contains this")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="print failures (-vv: all of them)")
+    a = p.parse_args(argv)
+    t0 = time.perf_counter()
+    try:
+        cases = load_cases(a.root, a.op, a.dir, a.name)
+    except (FileNotFoundError, KeyError, json.JSONDecodeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    counts: Counter = Counter()
+    per_dir: dict[str, Counter] = defaultdict(Counter)
+    failures = []
+    missing: Counter = Counter()
+    for c in cases:
+        status, msg = check_case(c)
+        counts[status] += 1
+        per_dir[c.spec_dir][status] += 1
+        if status in ("fail", "error"):
+            failures.append((c.test_id, msg))
+        elif status == "not_implemented":
+            missing[msg] += 1
+    print(f"{len(cases)} vectors in {time.perf_counter() - t0:.1f}s: " +
+          ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    for d in sorted(per_dir):
+        print(f"  {d:14s} " + ", ".join(f"{k} {v}" for k, v in sorted(per_dir[d].items())))
+    if missing and a.verbose:
+        print("not implemented:")
+        for msg, n in missing.most_common():
+            print(f"  {n:5d}  {msg}")
+    limit = None if a.verbose >= 2 else 20
+    for tid, msg in failures[:limit] if a.verbose else []:
+        print(f"FAIL {tid}: {msg}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

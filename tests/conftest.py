@@ -1,0 +1,5 @@
+"""Make tests/helpers.py importable (tests run with --import-mode=importlib)."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))

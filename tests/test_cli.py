@@ -1,0 +1,93 @@
+"""The nnconform command end to end, as a user runs it (subprocesses, real report files)."""
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nnconform.vectors import default_root
+
+
+def nnconform(*args, cwd=None, timeout=900):
+    return subprocess.run([sys.executable, "-m", "nnconform", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=timeout)
+
+
+def rows(report_dir: Path) -> list[dict]:
+    with open(report_dir / "results.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_generated_suite_passes_on_reference(tmp_path):
+    r = nnconform("run", "--driver", "reference", "--suite", "generated", "--report-dir", str(tmp_path), "--seed", "7")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    got = rows(tmp_path)
+    assert got and {row["outcome"] for row in got} == {"PASS"}
+    assert all(row["seed"] == "7" for row in got)
+    html = (tmp_path / "report.html").read_text()
+    assert "generated" in html and "PASS" in html
+
+
+def test_broken_quant_add_fails_with_replayable_spec(tmp_path):
+    r = nnconform("run", "--driver", "nnconform.drivers.broken:QuantAddOffByTwo", "--suite", "generated",
+                  "--report-dir", str(tmp_path))
+    assert r.returncode == 1
+    failed = [row for row in rows(tmp_path) if row["outcome"] == "FAIL"]
+    assert failed and all("ADD" in row["operations"] for row in failed)
+    assert all("quant8" in row["data_types"] for row in failed)
+    spec = Path(failed[0]["spec_path"])
+    assert spec.exists() and "nnconform replay" in failed[0]["replay"]
+    meta = json.loads(spec.read_text())["meta"]
+    assert meta["driver"].endswith("QuantAddOffByTwo") and "actual_outputs" in meta and "criterion" in meta
+    again = nnconform("replay", str(spec), "--driver", "nnconform.drivers.broken:QuantAddOffByTwo")
+    assert again.returncode == 1 and "FAIL" in again.stdout and "ADD" in again.stdout
+    fixed = nnconform("replay", str(spec), "--driver", "reference")
+    assert fixed.returncode == 0 and "PASS" in fixed.stdout
+
+
+def test_unknown_driver_is_one_line(tmp_path):
+    r = nnconform("run", "--driver", "nosuchdriver", "--report-dir", str(tmp_path))
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0 and "unknown driver 'nosuchdriver'" in r.stderr
+
+
+@pytest.mark.parametrize("content,fragment", [
+    ("{not json", "invalid JSON"),
+    ('{"format": "nnconform-spec", "version": 99}', "version"),
+])
+def test_validate_rejects_malformed_spec_in_one_line(tmp_path, content, fragment):
+    p = tmp_path / "bad.spec.json"
+    p.write_text(content)
+    r = nnconform("validate", str(p))
+    assert r.returncode == 1 and r.stderr.strip().count("\n") == 0, r.stderr
+    assert fragment.lower() in r.stderr.lower()
+
+
+def test_validate_and_replay_missing_file(tmp_path):
+    for args in (("validate", str(tmp_path / "nope.json")), ("replay", str(tmp_path / "nope.json"))):
+        r = nnconform(*args)
+        assert r.returncode == 1 and "nope.json" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_drivers_lists_reference():
+    r = nnconform("drivers")
+    assert r.returncode == 0 and "reference" in r.stdout and "CompilationCaching" in r.stdout
+
+
+@pytest.mark.skipif(not default_root().is_dir(), reason=f"AOSP vectors not found at {default_root()} "
+                    "(set NNCONFORM_VECTORS)")
+def test_vectors_suite_on_reference(tmp_path):
+    """Every vector whose operations the reference implements must pass; the rest skip with a reason."""
+    r = nnconform("run", "--driver", "reference", "--suite", "vectors", "--report-dir", str(tmp_path),
+                  timeout=1800)
+    got = rows(tmp_path)
+    outcomes = {o: sum(1 for row in got if row["outcome"] == o) for o in ("PASS", "FAIL", "SKIP", "ERROR")}
+    print("vectors:", outcomes)
+    failures = [f"{row['test_id']}: {row['message']}" for row in got if row["outcome"] in ("FAIL", "ERROR")]
+    assert not failures, "\n".join(failures[:20])
+    assert r.returncode == 0
+    assert len(got) == 9127 and outcomes["PASS"] > 0
+    skips = [row["message"] for row in got if row["outcome"] == "SKIP"]
+    assert all(m for m in skips), "every skip says why"
