@@ -1,1 +1,28 @@
 """Turning result rows into CSV and HTML reports."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping
+
+from nnconform.results import read_results
+
+from .csv_report import write_csv
+from .html_report import write_html
+
+RESULTS_FILE = "results.jsonl"
+CSV_FILE = "results.csv"
+HTML_FILE = "report.html"
+
+__all__ = ["build_reports", "write_csv", "write_html", "RESULTS_FILE", "CSV_FILE", "HTML_FILE"]
+
+
+def build_reports(report_dir: str | os.PathLike, meta: Mapping[str, object] | None = None,
+                  title: str = "nnconform report") -> tuple[Path, Path]:
+    """Read ``report_dir/results.jsonl`` and write ``results.csv`` and ``report.html`` beside
+    it.  Returns (csv_path, html_path).  A truncated last row (killed run) is ignored."""
+    report_dir = Path(report_dir)
+    records = read_results(report_dir / RESULTS_FILE)
+    csv_path = write_csv(records, report_dir / CSV_FILE)
+    html_path = write_html(records, report_dir / HTML_FILE, title=title, meta=meta)
+    return csv_path, html_path

@@ -1,0 +1,208 @@
+"""Result records: one row per case run, appended to a JSON-lines file (design contract 6).
+
+Every case (a pytest conformance test or a stress case) produces one ``ResultRecord``.
+``ResultsWriter`` appends it to ``results.jsonl`` as one JSON line and flushes and fsyncs at
+once, so a run that is killed loses nothing already recorded.  Reports read only these rows
+(``read_results``), which tolerates what a kill leaves behind: a truncated last line.
+
+Outcomes: conformance cases are PASS / FAIL / SKIP / ERROR (ERROR: the harness or the driver
+broke before a verdict, e.g. an exception the test did not expect); stress cases are
+SUCCESS / FAILURE / HANG / CRASH (MLTS crash-test classification).
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import json
+import math
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+PASS, FAIL, SKIP, ERROR = "PASS", "FAIL", "SKIP", "ERROR"
+SUCCESS, FAILURE, HANG, CRASH = "SUCCESS", "FAILURE", "HANG", "CRASH"
+CONFORMANCE_OUTCOMES = (PASS, FAIL, SKIP, ERROR)
+STRESS_OUTCOMES = (SUCCESS, FAILURE, HANG, CRASH)
+OUTCOMES = CONFORMANCE_OUTCOMES + STRESS_OUTCOMES
+# How reports group outcomes: a good verdict, a bad one, or no verdict.
+GOOD_OUTCOMES = frozenset({PASS, SUCCESS})
+BAD_OUTCOMES = frozenset({FAIL, ERROR, FAILURE, HANG, CRASH})
+SKIPPED_OUTCOMES = frozenset({SKIP})
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass
+class ResultRecord:
+    """One case run.  ``replay`` is the command line that reruns exactly this case;
+    ``spec_path`` the dumped spec file (failures); ``extra`` anything else a suite wants to
+    keep (comparison details, timings, the device's version string...)."""
+    suite: str
+    test_id: str
+    driver: str
+    outcome: str
+    operations: list[str] = field(default_factory=list)
+    data_types: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+    seed: int | None = None
+    spec_path: str | None = None
+    message: str = ""
+    replay: str = ""
+    timestamp: str = field(default_factory=_now)
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"outcome {self.outcome!r} is not one of {', '.join(OUTCOMES)}")
+        self.operations = [str(o) for o in self.operations]
+        self.data_types = [str(t) for t in self.data_types]
+
+    @property
+    def good(self) -> bool:
+        return self.outcome in GOOD_OUTCOMES
+
+    @property
+    def bad(self) -> bool:
+        return self.outcome in BAD_OUTCOMES
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ResultRecord":
+        """Build a record from a parsed line.  Keys this version does not know (written by a
+        newer harness, or by hand) are kept in ``extra`` rather than rejected."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in d.items() if k in known}
+        extra = dict(kwargs.pop("extra", None) or {})
+        for k, v in d.items():
+            if k not in known:
+                extra.setdefault(k, v)
+        missing = [k for k in ("suite", "test_id", "driver", "outcome") if k not in kwargs]
+        if missing:
+            raise ValueError(f"record lacks {', '.join(missing)}")
+        return cls(**kwargs, extra=extra)
+
+
+def _json_default(v: Any) -> Any:
+    # numpy scalars and arrays, paths and sets show up in ``extra``; keep them readable.
+    if hasattr(v, "tolist"):
+        return v.tolist()
+    if isinstance(v, (set, frozenset, tuple)):
+        return list(v)
+    if isinstance(v, os.PathLike):
+        return os.fspath(v)
+    return repr(v)
+
+
+def _clean_floats(v: Any) -> Any:
+    # JSON has no NaN/inf; write them as strings so every line is standard JSON.
+    if isinstance(v, float) and not math.isfinite(v):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    if isinstance(v, dict):
+        return {str(k): _clean_floats(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_clean_floats(x) for x in v]
+    return v
+
+
+def record_to_json(record: ResultRecord) -> str:
+    d = json.loads(json.dumps(record.to_dict(), default=_json_default))
+    return json.dumps(_clean_floats(d), allow_nan=False, ensure_ascii=False)
+
+
+class ResultsWriter:
+    """Appends records to a JSON-lines file, one durable line each.
+
+    Opening an existing file keeps its rows; a partial last line left by a killed run is cut
+    off first, so the new rows do not glue onto it.  Safe for several threads of one process.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._trim_partial_line()
+        self._f = open(self.path, "a", encoding="utf-8")
+
+    def _trim_partial_line(self) -> None:
+        if not self.path.exists():
+            return
+        with open(self.path, "rb+") as f:
+            size = f.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            f.seek(size - 1)
+            if f.read(1) == b"\n":
+                return
+            # Find the last newline; everything after it is the partial line.
+            pos, chunk = size, 4096
+            keep = 0
+            while pos > 0:
+                start = max(0, pos - chunk)
+                f.seek(start)
+                data = f.read(pos - start)
+                nl = data.rfind(b"\n")
+                if nl >= 0:
+                    keep = start + nl + 1
+                    break
+                pos = start
+            f.truncate(keep)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def write(self, record: ResultRecord) -> None:
+        line = record_to_json(record) + "\n"
+        with self._lock:
+            if self._f.closed:
+                raise ValueError(f"results writer for {self.path} is closed")
+            self._f.write(line)
+            self._f.flush()
+            os.fsync(self._f.fileno())
+
+    def write_all(self, records: Iterable[ResultRecord]) -> None:
+        for r in records:
+            self.write(r)
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._f.closed:
+                self._f.close()
+
+    def __enter__(self) -> "ResultsWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def read_results(path: str | os.PathLike) -> list[ResultRecord]:
+    """All records of a results file, in the order written.
+
+    A last line that does not parse (a run killed mid-write) is dropped.  Any other bad line
+    raises ValueError naming the file and line number: that file was damaged some other way.
+    A missing file raises FileNotFoundError.
+    """
+    path = Path(path)
+    text = path.read_text(encoding="utf-8", errors="replace")
+    lines = text.split("\n")
+    # Index of the last non-blank line: the only one allowed to be broken.
+    last = max((i for i, ln in enumerate(lines) if ln.strip()), default=-1)
+    records: list[ResultRecord] = []
+    for i, ln in enumerate(lines):
+        if not ln.strip():
+            continue
+        try:
+            d = json.loads(ln)
+            if not isinstance(d, dict):
+                raise ValueError(f"a JSON {type(d).__name__}, not an object")
+            records.append(ResultRecord.from_dict(d))
+        except (ValueError, TypeError) as e:
+            if i == last and not text.endswith("\n"):
+                break
+            raise ValueError(f"{path}:{i + 1}: not a result record ({e})") from None
+    return records

@@ -1,0 +1,126 @@
+"""CSV and HTML reports built from a results file (nnconform.reports)."""
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+import pytest
+
+from nnconform.reports import build_reports, write_csv, write_html
+from nnconform.results import ResultRecord, ResultsWriter
+
+NASTY = 'expected 1 <b>&</b> "got" 2 \'x\' <script>alert(1)</script>'
+
+
+def records():
+    def r(suite, tid, outcome, ops, types, **kw):
+        return ResultRecord(suite=suite, test_id=tid, driver="ref", outcome=outcome,
+                            operations=ops, data_types=types, **kw)
+    return [
+        r("generated", "add_fp32_1", "PASS", ["ADD"], ["fp32"], duration_s=0.1, seed=1),
+        r("generated", "add_fp32_2", "PASS", ["ADD"], ["fp32"], seed=2),
+        r("generated", "add_fp32_3", "FAIL", ["ADD"], ["fp32"], seed=3, message=NASTY,
+          replay="nnconform replay 'dump dir/add <3>.json' --driver a&b",
+          spec_path="/tmp/dumps/add_3.json"),
+        r("generated", "add_q8", "SKIP", ["ADD"], ["quant8"], message="unsupported"),
+        r("generated", "conv_q8", "PASS", ["CONV_2D"], ["quant8"], extra={"k": [1, 2]}),
+        r("validation", "conv_bad", "ERROR", ["CONV_2D"], ["fp32"], message="boom"),
+        r("stress", "graph_7", "CRASH", ["ADD", "CONV_2D"], ["fp32"], seed=7,
+          message="signal 11"),
+        r("stress", "graph_8", "SUCCESS", [], [], seed=8),
+    ]
+
+
+@pytest.fixture
+def report_dir(tmp_path):
+    with ResultsWriter(tmp_path / "results.jsonl") as w:
+        w.write_all(records())
+    with open(tmp_path / "results.jsonl", "a") as f:
+        f.write('{"suite": "generated", "test_id": "killed')   # a killed run's last row
+    return tmp_path
+
+
+def test_build_reports_paths(report_dir):
+    csv_path, html_path = build_reports(report_dir, meta={"seed": 42})
+    assert csv_path == report_dir / "results.csv" and html_path == report_dir / "report.html"
+    assert csv_path.exists() and html_path.exists()
+
+
+def test_csv_rows(report_dir):
+    csv_path, _ = build_reports(report_dir)
+    df = pd.read_csv(csv_path, keep_default_na=False)
+    assert len(df) == 8
+    assert list(df.columns[:4]) == ["suite", "test_id", "driver", "outcome"]
+    assert df["outcome"].tolist() == ["PASS", "PASS", "FAIL", "SKIP", "PASS", "ERROR",
+                                      "CRASH", "SUCCESS"]
+    fail = df[df.test_id == "add_fp32_3"].iloc[0]
+    assert fail["message"] == NASTY                      # CSV keeps the raw text
+    assert fail["spec_path"] == "/tmp/dumps/add_3.json"
+    assert df[df.test_id == "graph_7"].iloc[0]["operations"] == "ADD;CONV_2D"
+    assert json.loads(df[df.test_id == "conv_q8"].iloc[0]["extra"]) == {"k": [1, 2]}
+    assert df[df.test_id == "add_q8"].iloc[0]["seed"] == ""      # None stays empty
+    assert df[df.test_id == "graph_8"].iloc[0]["seed"] == "8"    # not "8.0"
+
+
+def test_write_csv_of_no_records(tmp_path):
+    p = write_csv([], tmp_path / "empty.csv")
+    assert pd.read_csv(p).empty
+
+
+def cell(html_text, op, dtype):
+    m = re.search(rf'<td class="([^"]*)" data-op="{re.escape(op)}" data-type="{re.escape(dtype)}"'
+                  rf'(?: title="([^"]*)")?>([^<]*)</td>', html_text)
+    assert m, (op, dtype)
+    return m.group(1), m.group(2), m.group(3)
+
+
+def test_html_content(report_dir):
+    _, html_path = build_reports(report_dir, meta={"seed": 42, "date": "2024-05-01"})
+    h = html_path.read_text(encoding="utf-8")
+    assert h.startswith("<!DOCTYPE html>") and "<style>" in h
+    # self-contained: no scripts of ours, no external links
+    assert not re.search(r'<script|<link|src=|href=', h)
+    # metadata
+    for text in ("<td>seed</td><td>42</td>", "<td>date</td><td>2024-05-01</td>",
+                 "<td>harness version</td>", "<td>driver</td><td>ref</td>"):
+        assert text in h
+    # counts per outcome and per suite
+    assert "8 cases:" in h
+    assert '<span class="outcome-PASS">3 PASS</span>' in h
+    assert '<span class="outcome-CRASH">1 CRASH</span>' in h
+    assert re.search(r'data-suite="generated" data-outcome="PASS">3<', h)
+    assert re.search(r'data-suite="generated" data-outcome="FAIL">1<', h)
+    assert re.search(r'data-suite="stress" data-outcome="SUCCESS">1<', h)
+    assert re.search(r'data-suite="all suites" data-outcome="SKIP">1<', h)
+    # matrix cells: pass / fail / skip
+    assert cell(h, "ADD", "fp32") == ("num bad", "2 pass, 2 fail, 0 skip", "2 / 2 / 0")
+    assert cell(h, "ADD", "quant8") == ("num skip", "0 pass, 0 fail, 1 skip", "0 / 0 / 1")
+    assert cell(h, "CONV_2D", "quant8") == ("num good", "1 pass, 0 fail, 0 skip", "1 / 0 / 0")
+    assert cell(h, "CONV_2D", "fp32")[2] == "0 / 2 / 0"
+    assert cell(h, "(none)", "(none)")[2] == "1 / 0 / 0"
+    assert cell(h, "ADD", "(none)")[0] == "empty"
+    # columns in the preferred type order
+    assert h.index("<th>fp32</th>") < h.index("<th>quant8</th>")
+    # failures table: escaped message and replay command
+    assert "Failures (3)" in h
+    assert NASTY not in h
+    assert ("expected 1 &lt;b&gt;&amp;&lt;/b&gt; &quot;got&quot; 2 &#x27;x&#x27; "
+            "&lt;script&gt;alert(1)&lt;/script&gt;") in h
+    assert ("<code>nnconform replay &#x27;dump dir/add &lt;3&gt;.json&#x27; --driver "
+            "a&amp;b</code>") in h
+    assert "signal 11" in h and "boom" in h
+    assert "unsupported" not in h                       # skips are not failures
+
+
+def test_html_no_failures_and_title_escaped(tmp_path):
+    recs = [r for r in records() if r.outcome in ("PASS", "SKIP")]
+    p = write_html(recs, tmp_path / "r.html", title="night <1>")
+    h = p.read_text()
+    assert "<title>night &lt;1&gt;</title>" in h
+    assert "<h2>Failures</h2>\n<p>None.</p>" in h
+
+
+def test_build_reports_missing_results(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        build_reports(tmp_path)
