@@ -41,7 +41,7 @@ class VectorCase:
     spec_dir: str
     spec: str
     model: Model
-    inputs: tuple[np.ndarray, ...]
+    inputs: tuple[np.ndarray | None, ...]
     outputs: tuple[np.ndarray, ...]
     ignored: tuple[bool, ...]
     expect_failure: bool
@@ -106,6 +106,11 @@ def case_from_dict(d: dict, path: str = "") -> VectorCase:
         out = []
         for e in entries:
             op = model.main.operands[e["operand"]]
+            # AOSP's harness passes a zero-length buffer as "no value" (an omitted optional
+            # input, e.g. LSTM's unused peephole weights), so an empty list means None.
+            if not e["values"] and not op.info.is_scalar:
+                out.append(None)
+                continue
             out.append(_decode_values(e["values"], op.type, op.dimensions))
         return tuple(out)
 

@@ -25,7 +25,9 @@ def quant_bounds(activation: int, out: Operand) -> tuple[int, int]:
     qmin, qmax = quant_range(out)
 
     def q(f: float) -> int:
-        return out.zero_point + round_half_away(f / out.scale)
+        # float32 division, as the reference does: it decides which side of a .5 tie a
+        # bound falls on.
+        return out.zero_point + round_half_away(float(np.float32(f) / np.float32(out.scale)))
 
     if activation == RELU:
         return max(qmin, q(0.0)), qmax

@@ -46,6 +46,9 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
     if q_fixed == (1 << 31):
         q_fixed //= 2
         shift += 1
+    if shift < -31:
+        # The reference flushes multipliers too small to represent to exactly zero.
+        return 0, 0
     return int(q_fixed), int(shift)
 
 

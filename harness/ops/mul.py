@@ -1,0 +1,65 @@
+"""MUL (element-wise product, with broadcasting and a fused activation).
+
+Signature:
+  input 0: tensor, rank <= 4, of TENSOR_FLOAT32, TENSOR_FLOAT16, TENSOR_QUANT8_ASYMM,
+           TENSOR_QUANT8_ASYMM_SIGNED or TENSOR_INT32.
+  input 1: tensor of input 0's type, dimensions broadcasting with input 0's.  Quantised: its
+           own scale and zero point.
+  input 2: INT32 scalar, fused activation 0..3; must be NONE for TENSOR_INT32.
+  output 0: input 0's type, the broadcast shape.  TENSOR_QUANT8_ASYMM requires
+           output scale > input 0 scale * input 1 scale (the product taken in float32, as the
+           reference's validation does).  The reference does not check this for
+           TENSOR_QUANT8_ASYMM_SIGNED at validation, but its execution fails when the ratio
+           is not below one, and so does ours.
+
+Semantics:
+- Floats: a * b in float32 (fp16 widened and narrowed once), then the activation clamp.
+- TENSOR_INT32: two's-complement wrap-around, no activation.
+- Quantised (TFLite's integer Mul kernel): (qa - za) * (qb - zb) as an int32, rescaled by the
+  fixed-point form of float32(sa * sb) / so (below one, rounded half away from zero), plus the
+  output zero point, clamped to the activation range.
+- A zero-sized output skips the computation.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import OperandType as T, OperationType as Op
+from . import activation, broadcast, quant
+from .add_sub import (QUANT8, TYPES, empty_output, f32, float_arith, fused_activation,
+                      int32_arith, multiplier_below_one, validate_arith)
+from .registry import OpContext, OpView, register
+
+
+def validate(v: OpView) -> None:
+    validate_arith(v, TYPES)
+    if v.input_type(0) == T.TENSOR_QUANT8_ASYMM:
+        product = np.float32(v.inputs[0].scale) * np.float32(v.inputs[1].scale)
+        if not np.float32(v.outputs[0].scale) > product:
+            v.fail(f"scale {v.outputs[0].scale:g} must exceed input 0 scale x input 1 scale "
+                   f"({float(product):g})", output=0)
+
+
+def _quant_mul(ctx: OpContext, act: int) -> np.ndarray:
+    in1, in2, out = ctx.in_operands[0], ctx.in_operands[1], ctx.out_operands[0]
+    product_scale = float(np.float32(in1.scale) * np.float32(in2.scale))
+    m, shift = multiplier_below_one(ctx, product_scale / f32(out.scale), "output")
+    prod = ((ctx.inputs[0].astype(np.int64) - in1.zero_point)
+            * (ctx.inputs[1].astype(np.int64) - in2.zero_point))
+    acc = quant.multiply_by_quantized_multiplier(prod, m, shift) + out.zero_point
+    return activation.apply_quant(acc, act, out)
+
+
+@register(Op.MUL, data_types=TYPES, validate=validate)
+def execute(ctx: OpContext) -> list[np.ndarray]:
+    shape = broadcast.output_shape(ctx)
+    act = fused_activation(ctx)
+    empty = empty_output(ctx, shape)
+    if empty is not None:
+        return [empty]
+    t = ctx.in_operands[0].type
+    if t in QUANT8:
+        return [_quant_mul(ctx, act)]
+    if t == T.TENSOR_INT32:
+        return [int32_arith(ctx, np.multiply)]
+    return [float_arith(ctx, np.multiply, act)]
