@@ -1,0 +1,131 @@
+"""SOFTMAX: ``exp((x - max) * beta) / sum(exp((x - max) * beta))`` along one axis.
+
+  input 0: TENSOR_FLOAT32, TENSOR_FLOAT16, TENSOR_QUANT8_ASYMM or TENSOR_QUANT8_ASYMM_SIGNED,
+           rank 1..4 (zero-sized tensors allowed: the output is empty).
+  input 1: beta, FLOAT16 for a TENSOR_FLOAT16 input, else FLOAT32; must be > 0.
+  input 2 (optional, HAL 1.2+): axis, INT32 in [-rank, rank); default -1 (the last axis).
+  output 0: same type and shape as input 0.
+  Quantised outputs have a fixed encoding: scale 1/256 with zero point 0 (QUANT8_ASYMM) or
+  -128 (QUANT8_ASYMM_SIGNED).
+
+Floats: float32 arithmetic (fp16 widened first).  Along the last axis the reference uses the
+TFLite kernel, which multiplies by the reciprocal of the sum; along other axes it divides.
+
+Quantised: bit-faithful to the reference's fixed-point kernel.  Differences ``q - max(q)`` are
+scaled by ``beta * input_scale * 2**26`` (capped at 2**31 - 1) into Q5.26; differences below
+``-radius`` contribute nothing and give the lowest output code.  gemmlowp's
+``exp_on_negative_values`` gives each term in Q0.31; the terms are summed in Q12.19; the sum
+is normalised by its leading-zero count and inverted with ``one_over_one_plus_x``; each output
+is ``exp * (1/sum)`` shifted right (rounding) down to units of 1/256, minus 128 when signed.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import OperandType as T, OperationType as Op
+from . import quant
+from .logistic import check_fixed_output_quant
+from .fixedpoint import calculate_input_radius, exp_on_negative_values, f32, one_over_one_plus_x_for_x_in_0_1, quantize_multiplier_greater_than_one, rescale, wrap32
+from .quant import rounding_divide_by_pot, saturating_rounding_doubling_high_mul
+from .registry import OpContext, OpView, register
+
+TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+OUTPUT_ENCODING = {T.TENSOR_QUANT8_ASYMM: (1.0 / 256, 0), T.TENSOR_QUANT8_ASYMM_SIGNED: (1.0 / 256, -128)}
+
+_SCALED_DIFF_INTEGER_BITS = 5     # Q5.26 for the scaled differences
+_ACCUMULATION_INTEGER_BITS = 12   # Q12.19 for the sum of exponentials
+
+
+def beta_type(t: T) -> T:
+    return T.FLOAT16 if t == T.TENSOR_FLOAT16 else T.FLOAT32
+
+
+def validate_axis_constant(v: OpView, i: int) -> None:
+    """A constant axis must be in [-rank, rank) when the input rank is known."""
+    axis = v.constant_scalar(i) if not v.is_omitted(i) and i < len(v.inputs) else None
+    rank = len(v.inputs[0].dimensions)
+    if axis is not None and rank and not -rank <= axis < rank:
+        v.fail(f"axis {axis} is out of range for rank {rank}", input=i)
+
+
+def resolve_axis(ctx: OpContext, axis: int, rank: int) -> int:
+    if not -rank <= axis < rank:
+        ctx.fail(f"axis {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def validate(v: OpView) -> None:
+    v.expect_counts((2, 3), 1)
+    t = v.input_type(0)
+    if t not in TYPES:
+        v.fail(f"must be {' or '.join(x.name for x in TYPES)}, got {t.name}", input=0)
+    v.expect_types([t, beta_type(t), T.INT32], [t])
+    v.expect_rank(0, range(1, 5))
+    beta = v.constant_scalar(1)
+    if beta is not None and not beta > 0:
+        v.fail(f"beta must be > 0, got {beta}", input=1)
+    if len(v.inputs) == 3:
+        validate_axis_constant(v, 2)
+    out = v.outputs[0]
+    if out.type in OUTPUT_ENCODING:
+        check_fixed_output_quant(out.scale, out.zero_point, OUTPUT_ENCODING[out.type],
+                                 lambda msg: v.fail(msg, output=0))
+
+
+def _softmax_float(x: np.ndarray, beta: float, axis: int) -> np.ndarray:
+    x = x.astype(np.float32)
+    shifted = (x - x.max(axis=axis, keepdims=True)) * np.float32(beta)
+    e = np.exp(shifted)
+    total = e.sum(axis=axis, keepdims=True, dtype=np.float32)
+    if axis == x.ndim - 1:
+        return e * (np.float32(1) / total)
+    return e / total
+
+
+def _softmax_quant(ctx: OpContext, x: np.ndarray, beta: float, axis: int) -> np.ndarray:
+    in_op, out_op = ctx.in_operands[0], ctx.out_operands[0]
+    real = min(1.0 * f32(beta) * f32(in_op.scale) * float(1 << (31 - _SCALED_DIFF_INTEGER_BITS)),
+               float((1 << 31) - 1))
+    params = quantize_multiplier_greater_than_one(real)
+    if params is None:
+        ctx.fail(f"beta * input scale ({beta:g} * {in_op.scale:g}) is too small for the fixed-point kernel")
+    multiplier, left_shift = params
+    diff_min = -calculate_input_radius(_SCALED_DIFF_INTEGER_BITS, left_shift)
+
+    q = np.moveaxis(x.astype(np.int64), axis, -1)
+    diff = q - q.max(axis=-1, keepdims=True)
+    used = diff >= diff_min
+    scaled = saturating_rounding_doubling_high_mul(np.where(used, diff, 0) << left_shift, multiplier)
+    exps = exp_on_negative_values(scaled, _SCALED_DIFF_INTEGER_BITS)
+    terms = np.where(used, rescale(exps, 0, _ACCUMULATION_INTEGER_BITS), 0)
+    total = wrap32(terms.sum(axis=-1, keepdims=True)) & 0xFFFFFFFF   # as uint32
+    # count leading zeros of the 32-bit sum (it is never 0: the max term alone is 2**19)
+    headroom_plus_one = 32 - np.frexp(total.astype(np.float64))[1].astype(np.int64)
+    bits_over_unit = _ACCUMULATION_INTEGER_BITS - headroom_plus_one
+    shifted_sum_minus_one = ((total << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31)
+    reciprocal = one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one)
+    y = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(reciprocal, exps),
+                               bits_over_unit + 31 - 8)
+    lo, hi = quant.quant_range(out_op)
+    if out_op.type == T.TENSOR_QUANT8_ASYMM_SIGNED:
+        y = y - 128
+    y = np.where(used, np.clip(y, lo, hi), lo)
+    return np.moveaxis(y, -1, axis).astype(out_op.info.dtype)
+
+
+@register(Op.SOFTMAX, data_types=TYPES, validate=validate)
+def execute(ctx: OpContext) -> list[np.ndarray]:
+    x = ctx.inputs[0]
+    in_op, out_op = ctx.in_operands[0], ctx.out_operands[0]
+    if x.ndim > 4:
+        ctx.fail(f"input rank {x.ndim} exceeds 4")
+    beta = ctx.scalar(1)
+    if not beta > 0:
+        ctx.fail(f"beta must be > 0, got {beta}")
+    if x.size == 0:   # the reference skips the kernel, and with it the axis check
+        return [np.empty(x.shape, out_op.info.dtype)]
+    axis = resolve_axis(ctx, ctx.scalar(2, -1), x.ndim)
+    if in_op.info.is_float:
+        return [_softmax_float(x, beta, axis).astype(out_op.info.dtype)]
+    check_fixed_output_quant(out_op.scale, out_op.zero_point, OUTPUT_ENCODING[out_op.type], ctx.fail)
+    return [_softmax_quant(ctx, x, beta, axis)]
