@@ -10,7 +10,6 @@ import concurrent.futures
 import threading
 import time
 
-import numpy as np
 
 from nnconform import __version__
 from nnconform.driver import (AsyncExecution, Capabilities, CompilationCaching, Device, DriverError,

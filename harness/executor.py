@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from .errors import DeadlineMissed, OpFailure, ValidationError
-from .ir import Lifetime, Model, OperandType, Subgraph
+from .ir import Lifetime, Model, Subgraph
 from .ops.registry import OpContext, get_op, load_all
 
 DEFAULT_LOOP_TIMEOUT = 2.0   # seconds (NNAPI LoopTimeoutDurationNs default)

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 import random
 import re
 import shlex
 import sys
-import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-import numpy as np
 import pytest
 
 from . import __version__

@@ -7,7 +7,7 @@ becomes an outcome with a one-line message, never an exception escaping the harn
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np

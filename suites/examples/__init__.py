@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
-from nnconform.ir import Model, SHORT_TYPE_NAME
+from nnconform.ir import Model
 
 
 @dataclass(frozen=True, eq=False)
