@@ -1,0 +1,420 @@
+"""Shared pieces of the convolution family (CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D,
+TRANSPOSE_CONV_2D) and FULLY_CONNECTED.
+
+- Argument layouts: the "implicit padding" signature (padding scheme SAME/VALID) and the
+  "explicit padding" signature (left, right, top, bottom), both followed by strides, the
+  op-specific integers (depth multiplier, number of groups), the fused activation, an optional
+  NCHW flag and optional dilation factors.  Which one a model uses is told, as in NNAPI, by the
+  input count and by the type of the input just after the implicit form's activation (BOOL:
+  layout flag of the implicit form, INT32: the explicit form's strides).
+- im2col over NHWC (a ``sliding_window_view`` made contiguous) plus one matmul per group.
+- Quantised accumulation: offsets (value - zero point) are multiplied in floating point.  The
+  products and partial sums are integers, and a float matmul is exact while every partial
+  sum fits the mantissa, so we pick float32 when K * max|a| * max|b| < 2**24 and float64
+  otherwise (8-bit offsets summed over any realistic K stay far below 2**53).
+- Requantisation of int accumulators with one multiplier or one per output channel, exactly
+  as the reference does: real multiplier (input_scale * filter_scale computed in float32, then
+  divided in double by output_scale), QuantizeMultiplier, MultiplyByQuantizedMultiplier.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ..ir import Operand, OperandType as T
+from . import activation, layout
+from .padding import PADDING_SAME, PADDING_VALID, explicit_padding, output_size
+from .quant import multiply_by_quantized_multiplier, quantize_multiplier
+from .registry import OpContext, OpView
+
+FLOAT_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
+QUANT_TYPES = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = FLOAT_TYPES + QUANT_TYPES
+PER_CHANNEL = T.TENSOR_QUANT8_SYMM_PER_CHANNEL
+
+
+# ---------------------------------------------------------------------------------------
+# Argument layouts
+# ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ArgLayout:
+    """Input indexes of the scalar arguments of one convolution signature."""
+    explicit: bool
+    padding: tuple[int, ...]        # (scheme,) or (left, right, top, bottom)
+    stride_w: int
+    stride_h: int
+    extra: tuple[int, ...]          # depth multiplier (DEPTHWISE) or groups (GROUPED)
+    activation: int
+    layout: int | None
+    dilation: tuple[int, int] | None  # (width factor, height factor)
+
+    @property
+    def int_inputs(self) -> tuple[int, ...]:
+        d = self.dilation or ()
+        return (*self.padding, self.stride_w, self.stride_h, *self.extra, self.activation, *d)
+
+
+class LayoutError(ValueError):
+    def __init__(self, message: str, input: int | None = None):
+        super().__init__(message)
+        self.input = input
+
+
+def parse_layout(count: int, type_at: Callable[[int], T], n_extra: int = 0, *,
+                 dilation: bool = True, layout_required: bool = False) -> ArgLayout:
+    """Which signature ``count`` inputs form.  Raises LayoutError (naming the input when one is
+    to blame) otherwise."""
+    k = 7 + n_extra  # input count of the shortest implicit-padding form
+    if count == k or (count > k and type_at(k) == T.BOOL):
+        pads, sw, first_extra = (3,), 4, 6
+        explicit = False
+    elif count >= k + 3 and type_at(k) == T.INT32:
+        pads, sw, first_extra = (3, 4, 5, 6), 7, 9
+        explicit = True
+    elif count > k:
+        wanted = "BOOL (layout flag)" + (" or INT32 (explicit padding's stride)" if count >= k + 3 else "")
+        raise LayoutError(f"must be {wanted} with {count} inputs, got {type_at(k).name}", k)
+    else:
+        raise LayoutError(f"{count} inputs match neither the implicit nor the explicit padding signature")
+    act = first_extra + n_extra
+    rest = count - act - 1
+    allowed = (1,) if layout_required else ((0, 1, 3) if dilation else (0, 1))
+    if rest not in allowed:
+        if rest == 2 and dilation:
+            raise LayoutError("gives one dilation factor; both width and height factors are required")
+        counts = sorted(act + 1 + r for r in allowed)
+        form = "explicit" if explicit else "implicit"
+        raise LayoutError(f"the {form} padding signature takes {' or '.join(map(str, counts))} inputs, got {count}")
+    return ArgLayout(explicit, pads, sw, sw + 1, tuple(range(first_extra, act)), act,
+                     act + 1 if rest >= 1 else None, (act + 2, act + 3) if rest == 3 else None)
+
+
+def view_layout(v: OpView, n_extra: int = 0, **kw) -> ArgLayout:
+    try:
+        return parse_layout(len(v.inputs), v.input_type, n_extra, **kw)
+    except LayoutError as e:
+        v.fail(str(e), input=e.input)
+
+
+def ctx_layout(ctx: OpContext, n_extra: int = 0, **kw) -> ArgLayout:
+    try:
+        return parse_layout(len(ctx.in_operands), lambda i: ctx.in_operands[i].type, n_extra, **kw)
+    except LayoutError as e:
+        ctx.fail(str(e) if e.input is None else f"input {e.input} {e}")
+
+
+# ---------------------------------------------------------------------------------------
+# Validation helpers
+# ---------------------------------------------------------------------------------------
+
+def known_dim(op: Operand, axis: int) -> int:
+    """Size of ``axis`` when the rank and that dimension are known, else 0."""
+    return op.dimensions[axis] if len(op.dimensions) > axis else 0
+
+
+def validate_tensor_types(v: OpView, filter_channel_dim: int | None) -> None:
+    """Input/filter/bias/output types and quantisation rules of the convolution family.
+    ``filter_channel_dim``: the per-channel filter's required channel dim (None: per-channel
+    filters are not allowed)."""
+    inp, flt, bias = v.inputs[0], v.inputs[1], v.inputs[2]
+    if inp.type not in TYPES:
+        v.fail(f"must be {' or '.join(t.name for t in TYPES)}, got {inp.type.name}", input=0)
+    quant = inp.type in QUANT_TYPES
+    allowed_filter = (inp.type, PER_CHANNEL) if quant and filter_channel_dim is not None else (inp.type,)
+    v.expect_types([None, allowed_filter, T.TENSOR_INT32 if quant else inp.type], [inp.type])
+    for i in (0, 1):
+        v.expect_rank(i, (4,))
+    v.expect_rank(2, (1,))
+    v.expect_rank(0, (4,), output=True)
+    if not quant:
+        return
+    if flt.type == PER_CHANNEL:
+        cq = flt.channel_quant
+        if cq is None:
+            v.fail("a TENSOR_QUANT8_SYMM_PER_CHANNEL filter needs per-channel scales", input=1)
+        if cq.channel_dim != filter_channel_dim:
+            v.fail(f"per-channel quantisation must be along dimension {filter_channel_dim}, "
+                   f"got {cq.channel_dim}", input=1)
+        n = known_dim(flt, filter_channel_dim)
+        if n and len(cq.scales) != n:
+            v.fail(f"has {len(cq.scales)} channel scales for {n} channels", input=1)
+        if any(not s > 0 for s in cq.scales):
+            v.fail("channel scales must be positive", input=1)
+    else:
+        check_bias_scale(v, inp, flt, bias)
+
+
+def check_bias_scale(v: OpView, inp: Operand, flt: Operand, bias: Operand) -> None:
+    product = product_scale(inp.scale, flt.scale)
+    if not bias_scale_ok(product, bias.scale):
+        v.fail(f"bias scale {bias.scale:g} must equal input scale x filter scale = {product:g}", input=2)
+
+
+def validate_scalars(v: OpView, lay: ArgLayout) -> None:
+    """Types and (when constant) ranges of the scalar arguments."""
+    for i in lay.int_inputs:
+        if v.input_type(i) != T.INT32:
+            v.fail(f"must be INT32, got {v.input_type(i).name}", input=i)
+    if lay.layout is not None and v.input_type(lay.layout) != T.BOOL:
+        v.fail(f"(layout flag) must be BOOL, got {v.input_type(lay.layout).name}", input=lay.layout)
+    if lay.explicit:
+        for i in lay.padding:
+            _expect_min(v, i, 0, "explicit padding")
+    else:
+        v.expect_scalar_in(lay.padding[0], (PADDING_SAME, PADDING_VALID), "padding scheme")
+    for i in (lay.stride_w, lay.stride_h, *(lay.dilation or ())):
+        _expect_min(v, i, 1, "stride" if i in (lay.stride_w, lay.stride_h) else "dilation factor")
+    v.expect_scalar_in(lay.activation, activation.FUSED_ACTIVATIONS, "fused activation")
+
+
+def _expect_min(v: OpView, i: int, lo: int, what: str) -> None:
+    val = v.constant_scalar(i)
+    if val is not None and val < lo:
+        v.fail(f"{what} must be >= {lo}, got {val}", input=i)
+
+
+# ---------------------------------------------------------------------------------------
+# Run-time parameters
+# ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ConvParams:
+    pad_top: int
+    pad_bottom: int
+    pad_left: int
+    pad_right: int
+    stride_h: int
+    stride_w: int
+    dil_h: int
+    dil_w: int
+    activation: int
+    nchw: bool
+    extra: tuple[int, ...]
+
+
+def ctx_params(ctx: OpContext, lay: ArgLayout) -> ConvParams:
+    """Scalar arguments with implicit padding resolved against the input and filter sizes
+    (filter is [*, height, width, *] for every op of the family but TRANSPOSE_CONV_2D)."""
+    nchw = bool(ctx.scalar(lay.layout)) if lay.layout is not None else False
+    sw, sh = ctx.scalar(lay.stride_w), ctx.scalar(lay.stride_h)
+    dw, dh = (ctx.scalar(lay.dilation[0]), ctx.scalar(lay.dilation[1])) if lay.dilation else (1, 1)
+    act = ctx.scalar(lay.activation)
+    if sw < 1 or sh < 1:
+        ctx.fail(f"strides must be positive, got ({sw}, {sh})")
+    if dw < 1 or dh < 1:
+        ctx.fail(f"dilation factors must be positive, got ({dw}, {dh})")
+    if act not in activation.FUSED_ACTIVATIONS:
+        ctx.fail(f"fused activation must be 0..3, got {act}")
+    if lay.explicit:
+        pl, pr, pt, pb = (ctx.scalar(i) for i in lay.padding)
+        if min(pl, pr, pt, pb) < 0:
+            ctx.fail(f"explicit padding must be >= 0, got {[pl, pr, pt, pb]}")
+    else:
+        scheme = ctx.scalar(lay.padding[0])
+        if scheme not in (PADDING_SAME, PADDING_VALID):
+            ctx.fail(f"padding scheme must be 1 (SAME) or 2 (VALID), got {scheme}")
+        x, f = ctx.in_operands[0], ctx.in_operands[1]
+        if x.rank != 4 or f.rank != 4:
+            ctx.fail(f"input and filter must be rank 4, got {x.rank} and {f.rank}")
+        h, w = (x.dimensions[2], x.dimensions[3]) if nchw else (x.dimensions[1], x.dimensions[2])
+        pl, pr = explicit_padding(w, sw, f.dimensions[2], scheme, dw)
+        pt, pb = explicit_padding(h, sh, f.dimensions[1], scheme, dh)
+    return ConvParams(pt, pb, pl, pr, sh, sw, dh, dw, act, nchw, tuple(ctx.scalar(i) for i in lay.extra))
+
+
+def check_shapes(ctx: OpContext, x: np.ndarray, fh: int, fw: int, p: ConvParams) -> tuple[int, int]:
+    """The reference's prepare() checks shared by CONV_2D, DEPTHWISE and GROUPED; returns the
+    output height and width.  ``x`` is NHWC."""
+    _, h, w, c = x.shape
+    if h <= 0 or w <= 0 or c <= 0:
+        ctx.fail(f"input height, width and depth must be positive (only the batch may be 0), got {list(x.shape)}")
+    eh, ew = (fh - 1) * p.dil_h + 1, (fw - 1) * p.dil_w + 1
+    if not (eh > p.pad_top and eh > p.pad_bottom and ew > p.pad_left and ew > p.pad_right):
+        ctx.fail(f"padding {[p.pad_left, p.pad_right, p.pad_top, p.pad_bottom]} must be smaller than the "
+                 f"(dilated) filter size {ew}x{eh}")
+    oh = output_size(h, fh, p.stride_h, p.pad_top, p.pad_bottom, p.dil_h)
+    ow = output_size(w, fw, p.stride_w, p.pad_left, p.pad_right, p.dil_w)
+    if oh <= 0 or ow <= 0:
+        ctx.fail(f"output would be {oh}x{ow}: the filter does not fit the padded input")
+    return oh, ow
+
+
+# ---------------------------------------------------------------------------------------
+# Arithmetic
+# ---------------------------------------------------------------------------------------
+
+def padded(x: np.ndarray, p: ConvParams) -> np.ndarray:
+    """NHWC ``x`` with zero padding (callers subtract the zero point first)."""
+    if p.pad_top or p.pad_bottom or p.pad_left or p.pad_right:
+        return np.pad(x, ((0, 0), (p.pad_top, p.pad_bottom), (p.pad_left, p.pad_right), (0, 0)))
+    return x
+
+
+def tap(xp: np.ndarray, i: int, j: int, oh: int, ow: int, p: ConvParams) -> np.ndarray:
+    """Strided view [N, OH, OW, C] of padded NHWC ``xp`` seen by filter tap (i, j)."""
+    r0, c0 = i * p.dil_h, j * p.dil_w
+    return xp[:, r0:r0 + (oh - 1) * p.stride_h + 1:p.stride_h, c0:c0 + (ow - 1) * p.stride_w + 1:p.stride_w, :]
+
+
+def im2col(x: np.ndarray, fh: int, fw: int, oh: int, ow: int, p: ConvParams) -> np.ndarray:
+    """Patches as a contiguous [N, OH, OW, fh, fw, C] array (C innermost, like the filters)."""
+    xp = padded(x, p)
+    eh, ew = (fh - 1) * p.dil_h + 1, (fw - 1) * p.dil_w + 1
+    win = sliding_window_view(xp, (eh, ew), axis=(1, 2))  # [N, H', W', C, eh, ew]
+    win = win[:, :(oh - 1) * p.stride_h + 1:p.stride_h, :(ow - 1) * p.stride_w + 1:p.stride_w,
+              :, ::p.dil_h, ::p.dil_w]
+    return np.ascontiguousarray(win.transpose(0, 1, 2, 4, 5, 3))
+
+
+def offset_bound(values: np.ndarray, zero_point: int) -> int:
+    """max |value - zero_point| over ``values`` (0 when empty)."""
+    if values.size == 0:
+        return 0
+    return max(abs(int(values.max()) - zero_point), abs(int(values.min()) - zero_point))
+
+
+def exact_float_dtype(k: int, amax: int, bmax: int) -> type:
+    """float32 when every k-term integer dot product of values bounded by ``amax`` and
+    ``bmax`` stays below 2**24 in magnitude (so every partial sum is exact), else float64
+    (exact below 2**53)."""
+    bound = k * amax * bmax
+    if bound >= 1 << 53:
+        raise OverflowError(f"integer accumulation bound {bound} exceeds float64's exact range")
+    return np.float32 if bound < (1 << 24) else np.float64
+
+
+def offsets_as(values: np.ndarray, zero_point: int, dtype) -> np.ndarray:
+    """``values - zero_point`` in ``dtype`` (exact: small integers)."""
+    out = values.astype(dtype)
+    if zero_point:
+        out -= dtype(zero_point)
+    return out
+
+
+def filter_zero_point(op: Operand) -> int:
+    return 0 if op.type == PER_CHANNEL else op.zero_point
+
+
+def grouped_matmul_conv(cols: np.ndarray, wmat: np.ndarray, groups: int = 1) -> np.ndarray:
+    """cols [N, OH, OW, fh, fw, C], filters [O, fh, fw, C/groups] -> [N, OH, OW, O]."""
+    n, oh, ow, fh, fw, c = cols.shape
+    o = wmat.shape[0]
+    if groups == 1:
+        return (cols.reshape(-1, fh * fw * c) @ wmat.reshape(o, -1).T).reshape(n, oh, ow, o)
+    cg, og = c // groups, o // groups
+    out = np.empty((n * oh * ow, o), dtype=np.result_type(cols, wmat))
+    for g in range(groups):
+        a = cols[..., g * cg:(g + 1) * cg].reshape(-1, fh * fw * cg)
+        out[:, g * og:(g + 1) * og] = a @ wmat[g * og:(g + 1) * og].reshape(og, -1).T
+    return out.reshape(n, oh, ow, o)
+
+
+def product_scale(input_scale: float, filter_scale: float) -> float:
+    # The reference multiplies the two float scales in single precision before widening.
+    return float(np.float32(input_scale) * np.float32(filter_scale))
+
+
+def bias_scale_ok(product: float, bias_scale: float) -> bool:
+    """GetQuantizedConvolutionMultipler's rule: bias scale within 1e-6 (relative) of
+    input_scale * filter_scale."""
+    return abs(product - float(np.float32(bias_scale))) <= 1e-6 * min(product, float(np.float32(bias_scale))) \
+        and product >= 0
+
+
+def output_multipliers(ctx: OpContext, inp: Operand, flt: Operand, bias: Operand, out: Operand,
+                       n_out: int) -> tuple[np.ndarray, np.ndarray]:
+    """(multiplier, shift) per output channel (arrays of length ``n_out``; shift > 0 is left)."""
+    out_scale = float(np.float32(out.scale))
+    if out_scale <= 0:
+        ctx.fail(f"output scale must be positive, got {out.scale}")
+    if flt.type == PER_CHANNEL:
+        if flt.channel_quant is None or len(flt.channel_quant.scales) != n_out:
+            ctx.fail(f"per-channel filter needs {n_out} channel scales")
+        products = [product_scale(inp.scale, s) for s in flt.channel_quant.scales]
+    else:
+        product = product_scale(inp.scale, flt.scale)
+        if not bias_scale_ok(product, bias.scale):
+            ctx.fail(f"bias scale {bias.scale:g} differs from input scale x filter scale = {product:g}")
+        products = [product]
+    pairs = [quantize_multiplier(pr / out_scale) for pr in products]
+    mult = np.array([m for m, _ in pairs], dtype=np.int64)
+    shift = np.array([s for _, s in pairs], dtype=np.int64)
+    if len(pairs) == 1 and n_out != 1:
+        mult, shift = np.repeat(mult, n_out), np.repeat(shift, n_out)
+    return mult, shift
+
+
+def requantize(acc: np.ndarray, bias: np.ndarray, mult: np.ndarray, shift: np.ndarray,
+               out: Operand, act: int) -> np.ndarray:
+    """int64 accumulators [..., channels] + bias -> stored output values of ``out``."""
+    acc = acc + bias.astype(np.int64)
+    if np.all(mult == mult[0]) and np.all(shift == shift[0]):
+        scaled = multiply_by_quantized_multiplier(acc, int(mult[0]), int(shift[0]))
+    else:
+        scaled = multiply_by_quantized_multiplier(acc, mult, shift)
+    return activation.apply_quant(scaled + out.zero_point, act, out)
+
+
+def to_float32(values: np.ndarray) -> np.ndarray:
+    """fp16 operands compute in float32, as the reference converts them."""
+    return values.astype(np.float32) if values.dtype != np.float32 else values
+
+
+def finish_float(y: np.ndarray, act: int, out: Operand) -> np.ndarray:
+    return activation.apply_float(y, act).astype(out.info.dtype, copy=False)
+
+
+def check_conv_types(ctx: OpContext) -> bool:
+    """The reference's prepare() type rules; returns True for a quantised convolution."""
+    x, f, b = ctx.in_operands[:3]
+    if f.type == PER_CHANNEL:
+        if x.type not in QUANT_TYPES:
+            ctx.fail(f"a per-channel filter needs a quantised input, got {x.type.name}")
+    elif f.type != x.type:
+        ctx.fail(f"filter type {f.type.name} differs from input type {x.type.name}")
+    quant = x.type in QUANT_TYPES
+    if b.type != (T.TENSOR_INT32 if quant else x.type):
+        ctx.fail(f"bias type {b.type.name} does not fit input type {x.type.name}")
+    if x.type not in TYPES:
+        ctx.fail(f"input type {x.type.name} is not supported")
+    return quant
+
+
+def run_conv(ctx: OpContext, p: ConvParams, groups: int = 1) -> np.ndarray:
+    """CONV_2D (groups == 1) and GROUPED_CONV_2D: filter [O, fh, fw, C/groups], bias [O]."""
+    quant = check_conv_types(ctx)
+    x, f, b = ctx.inputs[0], ctx.inputs[1], ctx.inputs[2]
+    if x.ndim != 4 or f.ndim != 4 or b.ndim != 1:
+        ctx.fail(f"input, filter and bias must be rank 4, 4 and 1, got {x.ndim}, {f.ndim}, {b.ndim}")
+    x = layout.to_nhwc(x, p.nchw)
+    o, fh, fw, cf = f.shape
+    n, c = x.shape[0], x.shape[3]
+    if groups < 1:
+        ctx.fail(f"number of groups must be positive, got {groups}")
+    if cf * groups != c:
+        ctx.fail(f"filter depth {cf} x {groups} group(s) does not match input depth {c}")
+    if o % groups:
+        ctx.fail(f"output depth {o} is not a multiple of the {groups} groups")
+    if b.shape[0] != o:
+        ctx.fail(f"bias has {b.shape[0]} values for {o} output channels")
+    if o <= 0 or fh <= 0 or fw <= 0:
+        ctx.fail(f"filter dimensions must be positive, got {list(f.shape)}")
+    oh, ow = check_shapes(ctx, x, fh, fw, p)
+    out = ctx.out_operands[0]
+    if n == 0:
+        return layout.from_nhwc(np.zeros((0, oh, ow, o), out.info.dtype), p.nchw)
+    if not quant:
+        cols = im2col(to_float32(x), fh, fw, oh, ow, p)
+        y = grouped_matmul_conv(cols, to_float32(f), groups) + to_float32(b)
+        return layout.from_nhwc(finish_float(y, p.activation, out), p.nchw)
+    xo, fo = ctx.in_operands[0], ctx.in_operands[1]
+    xz, fz = xo.zero_point, filter_zero_point(fo)
+    dt = exact_float_dtype(fh * fw * cf, offset_bound(x, xz), offset_bound(f, fz))
+    cols = im2col(offsets_as(x, xz, dt), fh, fw, oh, ow, p)
+    acc = grouped_matmul_conv(cols, offsets_as(f, fz, dt), groups).astype(np.int64)
+    mult, shift = output_multipliers(ctx, xo, fo, ctx.in_operands[2], out, o)
+    return layout.from_nhwc(requantize(acc, b, mult, shift, out, p.activation), p.nchw)
