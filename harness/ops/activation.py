@@ -12,6 +12,10 @@ FUSED_ACTIVATIONS = (NONE, RELU, RELU1, RELU6)
 _FLOAT_BOUNDS = {NONE: (-np.inf, np.inf), RELU: (0.0, np.inf), RELU1: (-1.0, 1.0), RELU6: (0.0, 6.0)}
 
 
+def float_bounds(activation: int) -> tuple[float, float]:
+    return _FLOAT_BOUNDS[activation]
+
+
 def apply_float(x: np.ndarray, activation: int) -> np.ndarray:
     lo, hi = _FLOAT_BOUNDS[activation]
     if activation == NONE:

@@ -35,7 +35,7 @@ from typing import Callable
 import numpy as np
 
 from ..ir import OperandType as T, OperationType as Op
-from . import activation, broadcast, quant
+from . import lut, activation, broadcast, quant
 from .registry import OpContext, OpView, register
 
 TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED,
@@ -78,12 +78,16 @@ def fused_activation(ctx: OpContext) -> int:
 
 def float_arith(ctx: OpContext, fn: Callable[[np.ndarray, np.ndarray], np.ndarray],
                 act: int) -> np.ndarray:
-    a = ctx.inputs[0].astype(np.float32)
-    b = ctx.inputs[1].astype(np.float32)
+    # fp16 computes in float32; fp32 is used as it is (no copies: this is a hot path).
+    a = ctx.inputs[0].astype(np.float32, copy=False)
+    b = ctx.inputs[1].astype(np.float32, copy=False)
     # Division by zero and overflow give inf/nan, as IEEE float in the reference does.
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        r = fn(a, b).astype(np.float32)
-    return activation.apply_float(r, act).astype(ctx.output_dtype(0))
+        r = fn(a, b)
+    if act != activation.NONE:
+        lo, hi = activation.float_bounds(act)
+        np.clip(r, lo, hi, out=r)
+    return r.astype(ctx.output_dtype(0), copy=False)
 
 
 def int32_arith(ctx: OpContext, fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
@@ -128,12 +132,18 @@ def _quant_add(ctx: OpContext, act: int, subtract: bool) -> np.ndarray:
     mo, eo = multiplier_below_one(ctx, twice_max / ((1 << ADD_LEFT_SHIFT) * so), "output")
     if subtract:
         m2 = -m2
-    x1 = (ctx.inputs[0].astype(np.int64) - in1.zero_point) << ADD_LEFT_SHIFT
-    x2 = (ctx.inputs[1].astype(np.int64) - in2.zero_point) << ADD_LEFT_SHIFT
-    total = (quant.multiply_by_quantized_multiplier(x1, m1, e1)
-             + quant.multiply_by_quantized_multiplier(x2, m2, e2))
-    acc = quant.multiply_by_quantized_multiplier(total, mo, eo) + out.zero_point
-    return activation.apply_quant(acc, act, out)
+
+    def kernel(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        x1 = (a.astype(np.int64) - in1.zero_point) << ADD_LEFT_SHIFT
+        x2 = (b.astype(np.int64) - in2.zero_point) << ADD_LEFT_SHIFT
+        total = (quant.multiply_by_quantized_multiplier(x1, m1, e1)
+                 + quant.multiply_by_quantized_multiplier(x2, m2, e2))
+        acc = quant.multiply_by_quantized_multiplier(total, mo, eo) + out.zero_point
+        return activation.apply_quant(acc, act, out)
+
+    key = ("add", m1, e1, in1.zero_point, m2, e2, in2.zero_point, mo, eo, out.zero_point,
+           activation.quant_bounds(act, out), out.type)
+    return lut.binary(key, kernel, ctx.inputs[0], ctx.inputs[1])
 
 
 def _add_or_sub(ctx: OpContext, subtract: bool) -> list[np.ndarray]:

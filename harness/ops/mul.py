@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import OperandType as T, OperationType as Op
-from . import activation, broadcast, quant
+from . import activation, broadcast, lut, quant
 from .add_sub import (QUANT8, TYPES, empty_output, f32, float_arith, fused_activation,
                       int32_arith, multiplier_below_one, validate_arith)
 from .registry import OpContext, OpView, register
@@ -44,10 +44,15 @@ def _quant_mul(ctx: OpContext, act: int) -> np.ndarray:
     in1, in2, out = ctx.in_operands[0], ctx.in_operands[1], ctx.out_operands[0]
     product_scale = float(np.float32(in1.scale) * np.float32(in2.scale))
     m, shift = multiplier_below_one(ctx, product_scale / f32(out.scale), "output")
-    prod = ((ctx.inputs[0].astype(np.int64) - in1.zero_point)
-            * (ctx.inputs[1].astype(np.int64) - in2.zero_point))
-    acc = quant.multiply_by_quantized_multiplier(prod, m, shift) + out.zero_point
-    return activation.apply_quant(acc, act, out)
+
+    def kernel(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        prod = (a.astype(np.int64) - in1.zero_point) * (b.astype(np.int64) - in2.zero_point)
+        acc = quant.multiply_by_quantized_multiplier(prod, m, shift) + out.zero_point
+        return activation.apply_quant(acc, act, out)
+
+    key = ("mul", in1.zero_point, in2.zero_point, m, shift, out.zero_point,
+           activation.quant_bounds(act, out), out.type)
+    return lut.binary(key, kernel, ctx.inputs[0], ctx.inputs[1])
 
 
 @register(Op.MUL, data_types=TYPES, validate=validate)

@@ -68,36 +68,55 @@ def quantize_multiplier_greater_than_one(real: float) -> tuple[int, int]:
     return m, shift
 
 
-def _trunc_div_pow2(x: np.ndarray, n: int) -> np.ndarray:
-    """C++ integer division by 2**n (truncates toward zero)."""
-    return np.where(x >= 0, x >> n, -((-x) >> n))
+_LOW31 = (1 << 31) - 1
 
 
 def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
-    """gemmlowp SaturatingRoundingDoublingHighMul on int32 values held in int64."""
+    """gemmlowp SaturatingRoundingDoublingHighMul on int32 values held in int64.
+
+    (a*b + nudge) / 2**31 truncated toward zero, where nudge is 2**30 for a non-negative
+    product and 1 - 2**30 for a negative one.  Branch-free: ``x >> 63`` is 0 or -1, so
+    masking with it selects the negative-side corrections without np.where (this runs on
+    every quantised tensor element, so it must stay cheap)."""
     a = np.asarray(a, dtype=np.int64)
-    b = np.asarray(b, dtype=np.int64)
-    ab = a * b
-    nudge = np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
-    out = _trunc_div_pow2(ab + nudge, 31)
-    overflow = (a == INT32_MIN) & (b == INT32_MIN)
-    return np.where(overflow, INT32_MAX, out)
+    ab = a * np.int64(b) if np.isscalar(b) else a * np.asarray(b, dtype=np.int64)
+    neg = ab >> 63                           # sign of the product: 0 or -1
+    neg &= 1 - (1 << 31)                     # negative products: nudge 1 - 2**30, not 2**30
+    ab += neg
+    ab += (1 << 30)
+    ab += (ab >> 63) & _LOW31                # C++ division truncates toward zero
+    ab >>= 31
+    if np.isscalar(b) and b != INT32_MIN:
+        return ab                            # the only overflow needs both at INT32_MIN
+    overflow = (a == INT32_MIN) & (np.asarray(b) == INT32_MIN)
+    return np.where(overflow, INT32_MAX, ab)
 
 
 def rounding_divide_by_pot(x, exponent) -> np.ndarray:
-    """gemmlowp RoundingDivideByPOT: x / 2**exponent rounded half away from zero."""
+    """gemmlowp RoundingDivideByPOT: x / 2**exponent rounded to nearest, ties away from zero."""
     x = np.asarray(x, dtype=np.int64)
+    if np.isscalar(exponent) or np.ndim(exponent) == 0:
+        e = int(exponent)
+        if e == 0:
+            return x
+        mask = (1 << e) - 1
+        threshold = (mask >> 1) + (x < 0)
+        return (x >> e) + ((x & mask) > threshold)
     exponent = np.asarray(exponent, dtype=np.int64)
     mask = (np.int64(1) << exponent) - 1
-    remainder = x & mask
     threshold = (mask >> 1) + (x < 0)
-    return (x >> exponent) + (remainder > threshold)
+    return (x >> exponent) + ((x & mask) > threshold)
 
 
 def multiply_by_quantized_multiplier(x, multiplier, shift) -> np.ndarray:
     """TFLite MultiplyByQuantizedMultiplier: shift > 0 shifts left before the multiply,
     shift < 0 rounds right after it.  ``multiplier``/``shift`` may be arrays (per channel)."""
     x = np.asarray(x, dtype=np.int64)
+    if np.ndim(shift) == 0 and np.ndim(multiplier) == 0:   # the common per-tensor case
+        shift, multiplier = int(shift), int(multiplier)
+        if shift > 0:
+            x = x << shift
+        return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, multiplier), max(-shift, 0))
     shift = np.asarray(shift, dtype=np.int64)
     left = np.maximum(shift, 0)
     right = np.maximum(-shift, 0)

@@ -1,0 +1,33 @@
+"""Lookup tables must reproduce the direct fixed-point kernels bit for bit."""
+import numpy as np
+import pytest
+
+from nnconform.executor import execute
+from nnconform.ir import OperandType as T
+from nnconform.ops import lut
+
+from helpers import add_model
+
+
+@pytest.mark.parametrize("t,lo,hi,zp", [(T.TENSOR_QUANT8_ASYMM, 0, 255, 120),
+                                         (T.TENSOR_QUANT8_ASYMM_SIGNED, -128, 127, -7)])
+@pytest.mark.parametrize("act", [0, 1, 3])
+def test_large_quant_add_through_table_equals_direct_kernel(monkeypatch, t, lo, hi, zp, act):
+    rng = np.random.default_rng(act)
+    dtype = np.uint8 if lo == 0 else np.int8
+    dims = (1, 64, 64, 32)                       # 131072 elements: above the table threshold
+    a = rng.integers(lo, hi + 1, dims).astype(dtype)
+    b = rng.integers(lo, hi + 1, dims).astype(dtype)
+    model = add_model(t, dims, scale=0.05, zp=zp, act=act)
+    via_table = execute(model, [a, b])[0]
+    monkeypatch.setattr(lut, "BINARY_MIN_ELEMENTS", 1 << 40)
+    direct = execute(model, [a, b])[0]
+    assert via_table.dtype == direct.dtype and np.array_equal(via_table, direct)
+
+
+def test_table_covers_every_byte_in_pattern_order():
+    dom = lut._domain(np.dtype(np.int8))
+    assert dom[0] == 0 and dom[127] == 127 and dom[128] == -128 and dom[255] == -1
+    table = lut.unary(("neg-test",), lambda x: (-x.astype(np.int16)).astype(np.int16),
+                      np.arange(-128, 128, dtype=np.int8).repeat(8))
+    assert table[0] == 128 and table[-1] == -127
