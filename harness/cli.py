@@ -162,6 +162,26 @@ def cmd_replay(a: argparse.Namespace) -> int:
     return worst
 
 
+# ---- coverage ----------------------------------------------------------------------------
+
+def cmd_coverage(a: argparse.Namespace) -> int:
+    import csv
+    from .coverage import coverage, summary, to_csv_rows, to_markdown
+    results = Path(a.results) if a.results else None
+    if results is not None and not results.exists():
+        return _err(f"{results}: no such results file (run the vectors suite first)", EXIT_FAIL)
+    rows = coverage(results)
+    if a.format == "csv":
+        table = to_csv_rows(rows)
+        w = csv.DictWriter(sys.stdout, fieldnames=list(table[0]))
+        w.writeheader()
+        w.writerows(table)
+    else:
+        print(summary(rows) + "\n")
+        print(to_markdown(rows))
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nnconform", description="Conformance and stress tests for NN drivers.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -175,6 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("drivers", help="list installed drivers and their capabilities")
     v = sub.add_parser("validate", help="check a spec file (format and model validity)")
     v.add_argument("file")
+    c = sub.add_parser("coverage", help="operation x data type coverage of the reference executor")
+    c.add_argument("--results", help="a results.jsonl of a vectors run, to count vectors passed")
+    c.add_argument("--format", choices=("md", "csv"), default="md")
     rp = sub.add_parser("replay", help="re-run a spec file (e.g. a dumped failure) on a driver")
     rp.add_argument("spec")
     rp.add_argument("--driver", default="reference")
@@ -197,6 +220,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_validate(a)
     if a.command == "replay":
         return cmd_replay(a)
+    if a.command == "coverage":
+        return cmd_coverage(a)
     return _err(f"unknown command {a.command}")
 
 

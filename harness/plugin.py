@@ -210,7 +210,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     s: NnSession = session.config.stash[_SESSION_KEY]
     if s.rows:
         from .reports import build_reports
-        s.reports = build_reports(s.report_dir, meta=s.meta())
+        # The coverage table describes the reference executor; show it on reference runs.
+        s.reports = build_reports(s.report_dir, meta=s.meta(), with_coverage=s.driver_spec == "reference")
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:

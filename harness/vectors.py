@@ -102,21 +102,25 @@ def case_from_dict(d: dict, path: str = "") -> VectorCase:
     model = Model(_subgraph(m["main"]), tuple(_subgraph(s) for s in m.get("referenced", [])),
                   bool(m.get("relax_float32_to_float16", False)))
 
-    def arrays(entries):
+    def arrays(entries, are_inputs: bool):
         out = []
         for e in entries:
             op = model.main.operands[e["operand"]]
-            # AOSP's harness passes a zero-length buffer as "no value" (an omitted optional
-            # input, e.g. LSTM's unused peephole weights), so an empty list means None.
             if not e["values"] and not op.info.is_scalar:
-                out.append(None)
+                if are_inputs:
+                    # AOSP's harness passes a zero-length input buffer as "no value" (an
+                    # omitted optional input, e.g. LSTM's unused peephole weights).
+                    out.append(None)
+                else:
+                    # An empty expected output is a zero-sized tensor of the model's shape.
+                    out.append(np.zeros(tuple(op.dimensions) or (0,), dtype=op.info.dtype))
                 continue
             out.append(_decode_values(e["values"], op.type, op.dimensions))
         return tuple(out)
 
     ops = sorted({op.name for op in model.all_operations()})
-    return VectorCase(d["name"], d.get("spec_dir", ""), d.get("spec", ""), model, arrays(d["inputs"]),
-                      arrays(d["outputs"]), tuple(bool(e.get("ignored", False)) for e in d["outputs"]),
+    return VectorCase(d["name"], d.get("spec_dir", ""), d.get("spec", ""), model, arrays(d["inputs"], True),
+                      arrays(d["outputs"], False), tuple(bool(e.get("ignored", False)) for e in d["outputs"]),
                       bool(d.get("expect_failure", False)), float(d.get("multinomial_tolerance", 0) or 0),
                       tuple(ops), path, tuple(d.get("variations") or ()))
 

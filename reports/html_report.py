@@ -153,11 +153,26 @@ def _metadata(records: list[ResultRecord], meta: Mapping[str, object] | None) ->
     return "<h2>Run</h2>\n" + _table(["", ""], [[k, v] for k, v in m.items()])
 
 
+def _coverage(rows) -> str:
+    """The reference executor's operation x data type coverage (harness/coverage.py rows)."""
+    if not rows:
+        return ""
+    body = []
+    for r in rows:
+        impl = ", ".join(r.implemented) if r.implemented else "not implemented"
+        vr = sum(r.vectors_run.values())
+        vectors = f"{sum(r.vectors_passed.values())}/{vr}" if vr else "-"
+        body.append([str(r.code), r.operation, impl, str(sum(r.examples.values())), vectors])
+    return ("<h2>Reference executor coverage</h2>\n<p>Data types implemented, hand-checked examples "
+            "and golden vectors passed in this run, per operation.</p>\n"
+            + _table(["code", "operation", "data types implemented", "examples", "vectors passed"], body))
+
+
 def render_html(records: Iterable[ResultRecord], title: str = "nnconform report",
-                meta: Mapping[str, object] | None = None) -> str:
+                meta: Mapping[str, object] | None = None, coverage_rows=None) -> str:
     records = list(records)
     body = "\n".join([f"<h1>{_e(title)}</h1>", _metadata(records, meta), _summary(records),
-                      _matrix(records), _failures(records)])
+                      _matrix(records), _failures(records), _coverage(coverage_rows)])
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<title>{_e(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n{body}\n"
             "</body>\n</html>\n")
@@ -165,10 +180,10 @@ def render_html(records: Iterable[ResultRecord], title: str = "nnconform report"
 
 def write_html(records: Iterable[ResultRecord], path: str | os.PathLike,
                title: str = "nnconform report",
-               meta: Mapping[str, object] | None = None) -> Path:
+               meta: Mapping[str, object] | None = None, coverage_rows=None) -> Path:
     """Write the report; ``meta`` (driver, seed, harness version, date, ...) is shown as
     given and overrides the defaults taken from the records."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(records, title=title, meta=meta), encoding="utf-8")
+    path.write_text(render_html(records, title=title, meta=meta, coverage_rows=coverage_rows), encoding="utf-8")
     return path
