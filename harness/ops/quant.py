@@ -32,8 +32,13 @@ def round_half_away(x: float) -> int:
 
 
 def round_half_away_array(x: np.ndarray) -> np.ndarray:
-    """std::round, vectorised."""
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+    """std::round, vectorised and exact for every finite input.
+
+    floor(|x| + 0.5) is wrong just below 0.5 (0.49999997f + 0.5 rounds up to 1.0 in float32);
+    splitting off the integer part avoids any rounding: x - trunc(x) is exact."""
+    x = np.asarray(x)
+    t = np.trunc(x)
+    return t + np.where(np.abs(x - t) >= 0.5, np.sign(x), 0).astype(x.dtype)
 
 
 def quantize_multiplier(real: float) -> tuple[int, int]:
