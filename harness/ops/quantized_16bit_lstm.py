@@ -1,0 +1,292 @@
+"""QUANTIZED_16BIT_LSTM: one step of a quantised LSTM cell with 16-bit cell state (HAL 1.2),
+plus the gemmlowp int16 fixed-point functions it and QUANTIZED_LSTM share.
+
+Inputs (15):
+  0  input [num_batches, input_size] TENSOR_QUANT8_ASYMM, scale 1/128, zero point 128
+  1-4  input-to-{input, forget, cell, output} weights [output_size, input_size] QUANT8_ASYMM
+  5-8  recurrent-to-{input, forget, cell, output} weights [output_size, output_size]
+       (all eight weights share one scale and zero point)
+  9-12 {input, forget, cell, output} gate bias [output_size] TENSOR_INT32,
+       scale = weights scale / 128, zero point 0
+  13 previous cell state [num_batches, output_size] TENSOR_QUANT16_SYMM, scale 2**-11, zp 0
+  14 previous output [num_batches, output_size] QUANT8_ASYMM, scale 1/128, zero point 128
+Outputs (2): 0 cell state out (as input 13), 1 output (as input 14).
+
+Arithmetic (TFLite's legacy quantised LstmCell with StateIntegerBits = 4, bit for bit):
+the four gates' pre-activations come from one fully connected layer over the concatenated
+[input | previous output] (values - 128) with weights (values - weights zero point), int32
+accumulators starting from the bias, requantised by 4096 * bias_scale to Q3.12 int16 and
+saturated.  Reference quirk kept: the concatenated weight matrix holds the recurrent weights
+in its first output_size columns and the input weights after them, while the concatenated
+activations hold the input first; when input_size != output_size the columns of activations
+and weights are therefore not paired by name.  (The CTS vectors encode this behaviour.)
+Then, per unit, in gemmlowp 16-bit fixed point: i = logistic(Q3), g = tanh(Q3),
+f = logistic(Q3), o = logistic(Q3); c = saturating_add(rescale_Q4(i * g), f * c_prev);
+h = o * tanh(rescale_Q3(c)); output = 128 + clamp(rounding_shift(h, 8), -128, 127).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import OperandType as T, OperationType as Op
+from .quant import multiply_by_quantized_multiplier, quantize_multiplier, rounding_divide_by_pot
+from .registry import OpContext, OpView, register
+
+INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
+
+# ---------------------------------------------------------------------------------------
+# gemmlowp FixedPoint<int16_t, IntegerBits>, raw values held in int64 arrays.
+# The int32 counterparts live in fixedpoint.py; these differ in width (15 fractional bits
+# for Q0, constants rounded from their int32 forms, int16 wrap-around and saturation).
+# ---------------------------------------------------------------------------------------
+
+
+def wrap16(x) -> np.ndarray:
+    """int16 two's-complement wrap-around (gemmlowp's plain int16 Add/Sub/Neg)."""
+    x = np.asarray(x, dtype=np.int64)
+    return ((x + (1 << 15)) & 0xFFFF) - (1 << 15)
+
+
+def srdhm16(a, b) -> np.ndarray:
+    """SaturatingRoundingDoublingHighMul for int16."""
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    ab = a * b
+    nudge = np.where(ab >= 0, 1 << 14, 1 - (1 << 14))
+    s = ab + nudge
+    out = np.where(s >= 0, s >> 15, -((-s) >> 15))    # C division truncates toward zero
+    return np.where((a == INT16_MIN) & (b == INT16_MIN), INT16_MAX, wrap16(out))
+
+
+def sat_mul_pot16(x, exponent: int) -> np.ndarray:
+    """SaturatingRoundingMultiplyByPOT for int16."""
+    x = np.asarray(x, dtype=np.int64)
+    if exponent == 0:
+        return x
+    if exponent < 0:
+        return rounding_divide_by_pot(x, -exponent)
+    threshold = (1 << (15 - exponent)) - 1
+    return np.where(x > threshold, INT16_MAX, np.where(x < -threshold, INT16_MIN, x << exponent))
+
+
+def rescale16(x, src_bits: int, dst_bits: int) -> np.ndarray:
+    return sat_mul_pot16(x, src_bits - dst_bits)
+
+
+def saturating_add16(a, b) -> np.ndarray:
+    return np.clip(np.asarray(a, np.int64) + np.asarray(b, np.int64), INT16_MIN, INT16_MAX)
+
+
+def _c16(raw32: int) -> int:
+    """An int32 gemmlowp constant narrowed to int16 (RescaleConstantInitializer)."""
+    return int(rounding_divide_by_pot(np.int64(raw32), 16))
+
+
+_ONE_Q0 = INT16_MAX
+
+
+def _rounding_half_sum16(a, b) -> np.ndarray:
+    s = np.asarray(a, np.int64) + np.asarray(b, np.int64)
+    s = s + np.where(s >= 0, 1, -1)
+    return wrap16(np.where(s >= 0, s // 2, -((-s) // 2)))
+
+
+def _exp_quarter16(a) -> np.ndarray:
+    """exp(a) for a in [-1/4, 0), Q0.15 in and out (Taylor series around -1/8)."""
+    constant_term, one_third = _c16(1895147668), _c16(715827883)
+    x = wrap16(a + (1 << 12))
+    x2 = srdhm16(x, x)
+    x3 = srdhm16(x2, x)
+    x4 = srdhm16(x2, x2)
+    x4_over_4 = sat_mul_pot16(x4, -2)
+    poly = sat_mul_pot16(wrap16(srdhm16(wrap16(x4_over_4 + x3), one_third) + x2), -1)
+    return saturating_add16(constant_term, srdhm16(constant_term, wrap16(x + poly)))
+
+
+_EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
+               (2, 39332535), (3, 720401), (4, 242))
+
+
+def exp_on_negative_values16(a, integer_bits: int) -> np.ndarray:
+    a = np.asarray(a, dtype=np.int64)
+    frac = 15 - integer_bits
+    quarter = 1 << (frac - 2)
+    a_mod = wrap16((a & (quarter - 1)) - quarter)
+    result = _exp_quarter16(rescale16(a_mod, integer_bits, 0))
+    remainder = wrap16(a_mod - a)
+    for exponent, multiplier in _EXP_BARREL:
+        if integer_bits > exponent:
+            bit = np.int64(1) << (frac + exponent)
+            result = np.where((remainder & bit) != 0, srdhm16(result, _c16(multiplier)), result)
+    if integer_bits > 5:
+        clamp = _c16(-(1 << (36 - integer_bits)))
+        result = np.where(a < clamp, 0, result)
+    return np.where(a == 0, _ONE_Q0, result)
+
+
+def _newton_half_reciprocal16(a) -> np.ndarray:
+    """x ~ 1 / ((1 + a) / 2) in Q2.13 for a in [0, 1] (three Newton-Raphson steps)."""
+    half_den = _rounding_half_sum16(a, _ONE_Q0)
+    c48_17, cm32_17 = _c16(1515870810), _c16(-1010580540)
+    one_q2 = 1 << 13
+    x = wrap16(c48_17 + srdhm16(half_den, cm32_17))
+    for _ in range(3):
+        one_minus = wrap16(one_q2 - srdhm16(half_den, x))
+        x = wrap16(x + rescale16(srdhm16(x, one_minus), 4, 2))
+    return x
+
+
+def one_over_one_plus_x16(a) -> np.ndarray:
+    return rescale16(_newton_half_reciprocal16(a), 1, 0)
+
+
+def one_minus_x_over_one_plus_x16(a) -> np.ndarray:
+    return rescale16(wrap16(_newton_half_reciprocal16(a) - (1 << 13)), 2, 0)
+
+
+def logistic16(a, integer_bits: int) -> np.ndarray:
+    """gemmlowp logistic: FixedPoint<int16, integer_bits> in, Q0.15 out."""
+    a = np.asarray(a, dtype=np.int64)
+    positive = a > 0
+    abs_a = np.where(positive, a, wrap16(-a))
+    if_positive = one_over_one_plus_x16(exp_on_negative_values16(wrap16(-abs_a), integer_bits))
+    if_negative = wrap16(_ONE_Q0 - if_positive)
+    return np.where(a == 0, _c16(1 << 30), np.where(positive, if_positive, if_negative))
+
+
+def tanh16(a, integer_bits: int) -> np.ndarray:
+    """gemmlowp tanh: FixedPoint<int16, integer_bits> in, Q0.15 out."""
+    a = np.asarray(a, dtype=np.int64)
+    negative = a < 0
+    n = np.where(negative, a, wrap16(-a))
+    t = one_minus_x_over_one_plus_x16(exp_on_negative_values16(n, integer_bits + 1))
+    return np.where(a == 0, 0, np.where(negative, wrap16(-t), t))
+
+
+# ---------------------------------------------------------------------------------------
+# QUANTIZED_16BIT_LSTM
+# ---------------------------------------------------------------------------------------
+
+Q8, Q16, I32 = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT16_SYMM, T.TENSOR_INT32
+INPUT, PREV_CELL, PREV_OUTPUT = 0, 13, 14
+WEIGHTS = range(1, 9)
+BIASES = range(9, 13)
+STATE_SCALE = 2.0 ** -11     # StateIntegerBits = 4
+
+
+def _f32(x: float) -> np.float32:
+    return np.float32(x)
+
+
+def _check_quant(fail, scale, zp, want_scale, want_zp, what) -> None:
+    if _f32(scale) != _f32(want_scale) or zp != want_zp:
+        fail(f"{what} must have scale {want_scale:g} and zero point {want_zp}, got {scale:g} and {zp}")
+
+
+def _state_integer_bits(scale: float) -> int | None:
+    """15 + log2(scale) when the scale is (nearly) a power of two (AOSP CheckedLog2)."""
+    if not scale > 0:
+        return None
+    lg = float(np.log(np.float32(scale)) * (np.float32(1.0) / np.log(np.float32(2.0))))
+    r = float(np.sign(lg) * np.floor(abs(lg) + 0.5))
+    return 15 + int(r) if abs(lg - r) < 1e-3 else None
+
+
+def _check_signature(ops, fail, outputs=None) -> None:
+    """Quantisation rules shared by validation (operands) and execution."""
+    x, prev_out, prev_cell = ops[INPUT], ops[PREV_OUTPUT], ops[PREV_CELL]
+    _check_quant(lambda m: fail(INPUT, m), x.scale, x.zero_point, 1 / 128, 128, "input")
+    _check_quant(lambda m: fail(PREV_OUTPUT, m), prev_out.scale, prev_out.zero_point, 1 / 128, 128,
+                 "previous output")
+    w0 = ops[1]
+    if w0.scale == 0:
+        fail(1, "weights scale must not be 0")
+    for i in WEIGHTS:
+        if ops[i].scale != w0.scale or ops[i].zero_point != w0.zero_point:
+            fail(i, f"weights must share input 1's scale and zero point ({w0.scale:g}, {w0.zero_point}), "
+                    f"got ({ops[i].scale:g}, {ops[i].zero_point})")
+    b0 = ops[9]
+    if _f32(b0.scale) != _f32(float(_f32(w0.scale)) / 128.0) or b0.zero_point != 0:
+        fail(9, f"bias must have scale weights_scale / 128 = {w0.scale / 128:g} and zero point 0, "
+                f"got {b0.scale:g} and {b0.zero_point}")
+    for i in BIASES:
+        if ops[i].scale != b0.scale or ops[i].zero_point != 0:
+            fail(i, f"bias must share input 9's scale {b0.scale:g} and zero point 0")
+    if prev_cell.zero_point != 0 or _state_integer_bits(prev_cell.scale) != 4:
+        fail(PREV_CELL, f"cell state must have scale 2^-11 (16 / 32768) and zero point 0, got "
+                        f"{prev_cell.scale:g} and {prev_cell.zero_point}")
+    if outputs is not None:
+        cell_out, out = outputs
+        if cell_out.scale != prev_cell.scale or cell_out.zero_point != prev_cell.zero_point:
+            fail(None, "output 0 (cell state out) must have the previous cell state's scale and zero point")
+        _check_quant(lambda m: fail(None, m), out.scale, out.zero_point, 1 / 128, 128, "output 1")
+
+
+def validate(v: OpView) -> None:
+    v.expect_counts(15, 2)
+    v.expect_types([Q8] * 9 + [I32] * 4 + [Q16, Q8], [Q16, Q8])
+    for i in range(15):
+        if v.is_omitted(i):
+            v.fail("is required but omitted", input=i)
+    for i in (INPUT, PREV_CELL, PREV_OUTPUT, *WEIGHTS):
+        v.expect_rank(i, (2,))
+    for i in BIASES:
+        v.expect_rank(i, (1,))
+
+    def fail(i, m):
+        if i is None:
+            v.fail(m)
+        v.fail(m, input=i)
+    _check_signature(v.inputs, fail, v.outputs)
+    dims = [op.dimensions for op in v.inputs]
+    if all(v.inputs[i].fully_specified for i in range(15)):
+        _check_shapes(dims, fail)
+
+
+def _check_shapes(dims, fail) -> tuple[int, int, int]:
+    batches, input_size = dims[INPUT]
+    if dims[PREV_OUTPUT][0] != batches:
+        fail(PREV_OUTPUT, f"must have {batches} batches, got {list(dims[PREV_OUTPUT])}")
+    output_size = dims[PREV_OUTPUT][1]
+    for i in WEIGHTS:
+        want = (output_size, input_size if i < 5 else output_size)
+        if tuple(dims[i]) != want:
+            fail(i, f"must have shape {list(want)}, got {list(dims[i])}")
+    for i in BIASES:
+        if tuple(dims[i]) != (output_size,):
+            fail(i, f"must have shape {[output_size]}, got {list(dims[i])}")
+    if tuple(dims[PREV_CELL]) != (batches, output_size):
+        fail(PREV_CELL, f"must have shape {[batches, output_size]}, got {list(dims[PREV_CELL])}")
+    return batches, input_size, output_size
+
+
+@register(Op.QUANTIZED_16BIT_LSTM, data_types=(Q8,), validate=validate)
+def execute(ctx: OpContext) -> list[np.ndarray]:
+    def fail(i, m):
+        ctx.fail(m if i is None else f"input {i}: {m}")
+    for i in range(15):
+        if not ctx.has(i):
+            fail(i, "is required but omitted")
+        if ctx.inputs[i].ndim != (1 if i in BIASES else 2):
+            fail(i, f"has rank {ctx.inputs[i].ndim}")
+    _check_signature(ctx.in_operands, fail, ctx.out_operands)
+    batches, input_size, output_size = _check_shapes([v.shape for v in ctx.inputs], fail)
+    ins = [v.astype(np.int64) for v in ctx.inputs]
+    w_zp = ctx.in_operands[1].zero_point
+    # [input | previous output] against [recurrent | input] weight columns: see the docstring.
+    acts = np.concatenate([ins[INPUT], ins[PREV_OUTPUT]], axis=1) - 128
+    gate_order = ((1, 5), (3, 7), (2, 6), (4, 8))       # input, cell (modulation), forget, output
+    weights = np.concatenate([np.concatenate([ins[r], ins[i]], axis=1) for i, r in gate_order]) - w_zp
+    bias = np.concatenate([ins[9], ins[11], ins[10], ins[12]])
+    acc = bias + acts @ weights.T                        # [batches, 4 * output_size]
+    multiplier, shift = quantize_multiplier(4096.0 * float(_f32(ctx.in_operands[9].scale)))
+    acc = np.clip(multiply_by_quantized_multiplier(acc, multiplier, shift), INT16_MIN, INT16_MAX)
+    pre_i, pre_g, pre_f, pre_o = np.split(acc, 4, axis=1)
+    i_gate, g_gate = logistic16(pre_i, 3), tanh16(pre_g, 3)
+    f_gate, o_gate = logistic16(pre_f, 3), logistic16(pre_o, 3)
+    input_times_mod = srdhm16(i_gate, g_gate)                       # Q0
+    prev_times_forget = srdhm16(f_gate, ins[PREV_CELL])             # Q0 * Q4 -> Q4
+    new_cell = saturating_add16(rescale16(input_times_mod, 0, 4), prev_times_forget)
+    h = srdhm16(o_gate, tanh16(rescale16(new_cell, 4, 3), 3))       # Q0
+    out = 128 + np.clip(rounding_divide_by_pot(h, 8), -128, 127)
+    return [new_cell.astype(np.int16), out.astype(np.uint8)]
