@@ -36,7 +36,8 @@ def _describe_exc(e: BaseException) -> str:
 
 def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
              expected: Sequence[np.ndarray], *, ignored: Sequence[bool] | None = None,
-             expect_failure: bool = False, criteria=None, measure_timing: bool = False) -> CaseOutcome:
+             expect_failure: bool = False, criteria=None, measure_timing: bool = False,
+             loop_timeout: float | None = None) -> CaseOutcome:
     t0 = time.perf_counter()
     ops = ", ".join(model.operation_names())
 
@@ -75,7 +76,7 @@ def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
     try:
         try:
             request = Request.from_arrays(model, list(inputs))
-            result = prepared.execute(request, measure_timing=measure_timing)
+            result = prepared.execute(request, measure_timing=measure_timing, loop_timeout=loop_timeout)
         finally:
             prepared.release()
     except DriverError as e:

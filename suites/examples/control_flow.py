@@ -432,3 +432,41 @@ def _examples() -> list[Example]:
 
 
 EXAMPLES = _examples()
+
+
+def while_carry(t: T, dims=(2,), scale: float = 0.0, zp: int = 0) -> Model:
+    """x is carried unchanged (identity CAST) while a counter runs: i = 0; while i < n: i += 1.
+    Checks that WHILE passes every tensor type through its loop variables bit for bit."""
+    b = ModelBuilder(f"while_carry_{t.name.lower()}")
+    q = dict(scale=scale, zero_point=zp)
+    vars_ = [(t, dims), I32_1, I32_1]
+    cond = b.subgraph("cond_i_lt_n")
+    cx, ci, cn = cond.input(t, dims, **q), cond.input(*I32_1), cond.input(*I32_1)
+    cond.operation(Op.LESS, [ci, cn], [cond.output(T.TENSOR_BOOL8, BOOL1)])
+    body = b.subgraph("body_carry_x_count_i")
+    x, i, _n = body.input(t, dims, **q), body.input(*I32_1), body.input(*I32_1)
+    x_out, i_out = body.output(t, dims, **q), body.output(T.TENSOR_INT32, (1,))
+    body.operation(Op.CAST, [x], [x_out])
+    body.operation(Op.ADD, [i, body.const(T.TENSOR_INT32, (1,), [1]), body.i32(0)], [i_out])
+    del vars_, cx
+    x0 = b.input(t, dims, **q)
+    n = b.input(T.TENSOR_INT32, (1,))
+    b.operation(Op.WHILE, [b.subgraph_ref(cond), b.subgraph_ref(body), x0,
+                           b.const(T.TENSOR_INT32, (1,), [0]), n], [b.output(t, dims, **q)])
+    return b.build()
+
+
+# One carry loop per remaining type WHILE claims (fp32 and int32 loops are above); after
+# three iterations the output is the input, unchanged.
+_CARRY = [
+    ("fp16", T.TENSOR_FLOAT16, 0.0, 0, np.array([1.5, -2.25], np.float16)),
+    ("quant8", T.TENSOR_QUANT8_ASYMM, 0.5, 100, np.array([0, 255], np.uint8)),
+    ("quant8_signed", T.TENSOR_QUANT8_ASYMM_SIGNED, 0.5, -3, np.array([-128, 127], np.int8)),
+    ("quant8_symm", T.TENSOR_QUANT8_SYMM, 0.25, 0, np.array([-7, 9], np.int8)),
+    ("quant16_asymm", T.TENSOR_QUANT16_ASYMM, 0.125, 5, np.array([0, 65535], np.uint16)),
+    ("quant16_symm", T.TENSOR_QUANT16_SYMM, 0.125, 0, np.array([-32768, 1234], np.int16)),
+    ("bool8", T.TENSOR_BOOL8, 0.0, 0, np.array([True, False])),
+]
+EXAMPLES += [Example(f"while_carry_{name}", while_carry(t, (2,), scale, zp), [x, _i(3)], [x],
+                     note="identity CAST in the body: the output equals the input")
+             for name, t, scale, zp, x in _CARRY]
