@@ -68,7 +68,8 @@ class NnSession:
 
     # results --------------------------------------------------------------------------
     def meta(self) -> dict:
-        return {"driver": self.driver_spec, "seed": self.seed, "harness_version": __version__,
+        # human-readable keys: the HTML report shows them as they are
+        return {"driver": self.driver_spec, "seed": self.seed, "harness version": __version__,
                 "started": self.started, "python": sys.version.split()[0]}
 
     def write_row(self, record) -> None:
@@ -99,8 +100,7 @@ class NnSession:
         if outcome.comparison is not None:
             meta["criterion"] = outcome.comparison.to_dict()
         if outcome.actual is not None:
-            from .spec import encode_tensor
-            meta["actual_outputs"] = [encode_tensor(a) for a in outcome.actual]
+            meta["actual_outputs"] = list(outcome.actual)   # spec.dump_spec encodes arrays
         meta.update(extra_meta or {})
         replay = f"nnconform replay {shlex.quote(str(path))} --driver {shlex.quote(self.driver_spec)}"
         meta["replay"] = replay

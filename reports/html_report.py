@@ -30,6 +30,7 @@ table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.9em; }
 th, td { border: 1px solid #bbb; padding: 3px 7px; vertical-align: top; text-align: left; }
 th { background: #eee; }
 td.num { text-align: right; }
+td.good, td.bad, td.skip, td.empty { white-space: nowrap; }
 td.good { background: #c8efc8; } td.bad { background: #f4b6b6; }
 td.skip { background: #e4e4e4; color: #555; } td.empty { background: #fff; }
 .outcome-PASS, .outcome-SUCCESS { color: #17631a; font-weight: bold; }
