@@ -52,7 +52,7 @@ from ..ir import OperandType as T, OperationType as Op
 from .fixedpoint import saturating_rounding_mul_by_pot as sat_mul_pot32, wrap32
 from .quant import (INT32_MAX, multiply_by_quantized_multiplier as mbqm, quantize_multiplier,
                     saturating_rounding_doubling_high_mul as srdhm32, rounding_divide_by_pot)
-from .quantized_16bit_lstm import INT16_MAX, INT16_MIN, logistic16, tanh16, wrap16
+from .fixedpoint16 import INT16_MAX, INT16_MIN, logistic16, tanh16, wrap16
 from .registry import OpContext, OpView, register
 
 S8, Q8S, Q16, I32, F32 = (T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT16_SYMM,

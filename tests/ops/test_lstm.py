@@ -11,7 +11,7 @@ import pytest
 from nnconform.errors import OpFailure, ValidationError
 from nnconform.executor import execute
 from nnconform.ir import Lifetime, Model, OperandType as T
-from nnconform.ops import quantized_16bit_lstm as q16
+from nnconform.ops import fixedpoint16 as q16
 from nnconform.ops import quantized_lstm as qlstm
 from nnconform.ops.registry import OpView, get_op
 from nnconform.suites.examples import lstm as ex_mod
