@@ -176,7 +176,9 @@ def check_case(case: VectorCase) -> tuple[str, str]:
     if case.expect_failure:
         return "fail", "expected the model or its execution to fail, but it ran"
     if case.multinomial_tolerance > 0:
-        return "not_implemented", "RANDOM_MULTINOMIAL distribution check is not implemented"
+        from .ops.random_multinomial import check_multinomial
+        ok, msg = check_multinomial(case.inputs[0], actual[0], case.multinomial_tolerance)
+        return ("pass", "") if ok else ("fail", msg)
     cmp = compare(case.model, list(case.outputs), actual, ignored=list(case.ignored))
     return ("pass", "") if cmp.passed else ("fail", cmp.message)
 
