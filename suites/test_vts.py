@@ -1,0 +1,1058 @@
+"""VTS suite: driver API semantics and must-reject validation (HAL 1.3 VTS, re-made for Python).
+
+Test ids (one result row each; aggregated rows name the class, the message names the cases):
+
+    vts/model_mutation/<class>     the 22 ValidateModel classes (nnconform.mutations) applied to a
+                                   representative model of every operation combination of the
+                                   generated suite: supported_operations (except for preference/
+                                   priority) and prepare must both give INVALID_ARGUMENT
+    vts/request/<class>            ValidateRequest: removed/added argument, wrong rank, wrong known
+                                   dimension, zero input dimension, buffers too small; the answer is
+                                   INVALID_ARGUMENT with no output shapes (OUTPUT_INSUFFICIENT_SIZE
+                                   for a too-small output), on every execution path the driver has
+    vts/api/capabilities           every performance value > 0, operand types sorted, no SUBGRAPH,
+                                   the same answer twice
+    vts/api/supported_operations   one bool per main-subgraph operation, the same answer twice
+    vts/api/prepare_when_supported all operations supported => prepare succeeds
+    vts/api/timing                 no timing unless asked; asked: None or on-device <= in-driver
+    vts/api/output_shapes          one entry per output, dims = the output's, sufficient
+    vts/api/dynamic_output_shape   outputs declared with unknown (0) dimensions are resolved and
+                                   reported (control flow excluded, as in VTS)
+    vts/api/output_insufficient_size  output 0 one element too small on such a model:
+                                   OUTPUT_INSUFFICIENT_SIZE, is_sufficient false, real dims reported
+    vts/api/deadline_passed/<call> prepare/execute with a deadline already passed: NONE (and a right
+                                   answer) or MISSED_DEADLINE_*
+    vts/api/priority, vts/api/preference   every valid value is accepted
+    vts/concurrency/interleave     m1/m2 prepared, r1..r4 alternate between them, both released
+    vts/concurrency/threads        several threads execute one prepared model at once on different
+                                   inputs; each gets its own answer
+    vts/concurrency/release        release frees the prepared model; another one is unaffected
+    vts/quant_coupling/<example>   a single-operation quant8-asymm example re-run as quant8-signed
+                                   (zero points, data and expected values shifted by 128)
+    vts/consistency/repeat|paths|threads   bitwise-identical outputs across repeated runs, across
+                                   the execution paths offered, across concurrent threads
+    vts/optional/async|caching|fenced|burst   optional interfaces, when the driver declares them
+
+Every driver call that could hang runs under ``watchdog.call_with_timeout``; a hang is a FAIL
+whose message starts with HANG.
+
+Fenced and burst execution are not (yet) part of ``nnconform.driver``; this suite recognises
+them by the minimal protocols ``FencedExecution`` and ``BurstExecution`` below.
+"""
+from __future__ import annotations
+
+import dataclasses
+import gc
+import threading
+import time
+import weakref
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+import pytest
+
+from nnconform.criteria import compare
+from nnconform.driver import (AsyncExecution, CompilationCaching, DriverError, ErrorStatus, ExecutionPreference,
+                              ExecutionResult, PerformanceInfo, Priority, Timing)
+from nnconform.ir import (Model, ModelBuilder, OperandType as T, OperationType as Op, Request,
+                          RequestArgument)
+from nnconform.mutations import MODEL_MUTATIONS, ModelMutation, request_mutation_class, request_mutations
+from nnconform.runner import FAIL, CaseOutcome, run_case
+from nnconform.suites.examples import Example, all_examples
+from nnconform.watchdog import HangError, call_with_timeout
+
+SUITE = "vts"
+BOUND_S = 20.0            # no single driver call of this suite should come near this
+MISSED_DEADLINE = (ErrorStatus.MISSED_DEADLINE_TRANSIENT, ErrorStatus.MISSED_DEADLINE_PERSISTENT)
+_CONTROL_FLOW = (Op.IF, Op.WHILE)
+SHOWN = 4                 # how many failing cases a message names
+
+
+# ---------------------------------------------------------------------------------------
+# Optional interfaces not (yet) in nnconform.driver: a prepared model offers them by having
+# these methods.
+# ---------------------------------------------------------------------------------------
+
+@runtime_checkable
+class FencedExecutionHandle(Protocol):
+    def wait(self, timeout: float | None = None) -> ExecutionResult:
+        """Block until done; return the result or raise DriverError (the sync fence); raise
+        TimeoutError if it is not done within ``timeout`` seconds."""
+
+    def execution_info(self) -> tuple[ErrorStatus, Timing, Timing]:
+        """(status, timing from launch, timing from when the wait fences were signalled)."""
+
+
+@runtime_checkable
+class FencedExecution(Protocol):
+    def execute_fenced(self, request: Request, wait_for: Sequence[threading.Event], *,
+                       measure_timing: bool = False, deadline: float | None = None,
+                       loop_timeout: float | None = None,
+                       timeout_after_fence: float | None = None) -> FencedExecutionHandle:
+        """Start once every ``wait_for`` event is set.  A None among them: INVALID_ARGUMENT.
+        Request errors may be raised here or by the handle's wait()."""
+
+
+@runtime_checkable
+class Burst(Protocol):
+    def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
+                loop_timeout: float | None = None) -> ExecutionResult: ...
+
+    def release(self) -> None: ...
+
+
+@runtime_checkable
+class BurstExecution(Protocol):
+    def configure_burst(self) -> Burst: ...
+
+
+# ---------------------------------------------------------------------------------------
+# Models used by the suite
+# ---------------------------------------------------------------------------------------
+
+VALID: list[Example] = [e for e in all_examples() if not e.expect_failure]
+
+
+def _representatives() -> list[Example]:
+    """The first valid example of every distinct set of operations (keeps every operation and
+    every multi-operation graph shape while keeping the run short)."""
+    seen: set[tuple[str, ...]] = set()
+    out = []
+    for e in VALID:
+        key = tuple(e.operations)
+        if key not in seen:
+            seen.add(key)
+            out.append(e)
+    return out
+
+
+REPRESENTATIVE = _representatives()
+QUANT_COUPLING_EXEMPT = {"HASHTABLE_LOOKUP", "LSH_PROJECTION", "PAD_V2", "CAST", "QUANTIZED_16BIT_LSTM"}
+
+
+def _bounded(fn: Callable[[], Any], what: str, bound: float = BOUND_S) -> Any:
+    return call_with_timeout(fn, bound, what)
+
+
+def _describe(e: BaseException) -> str:
+    if isinstance(e, DriverError):
+        return e.status.name
+    if isinstance(e, HangError):
+        return str(e)
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _shown(items: Sequence[str]) -> str:
+    more = f"; ... {len(items) - SHOWN} more" if len(items) > SHOWN else ""
+    return "; ".join(items[:SHOWN]) + more
+
+
+def _fail(nn_session, nn_record, tid: str, message: str, *, model: Model | None = None,
+          inputs=None, expected=None, **extra) -> None:
+    """Record and raise a failure; with a (valid) model, dump a spec that shows it."""
+    nn_record["message"] = message
+    nn_record["extra"].update(extra)
+    if model is not None:
+        outcome = CaseOutcome(FAIL, message, "execute")
+        try:
+            nn_record["spec_path"], nn_record["replay"] = nn_session.dump_failure(
+                tid, model, inputs or [], expected or [np.zeros(1, np.float32)], outcome, extra_meta=extra)
+        except Exception as e:  # the verdict matters more than the dump; say why it is missing
+            nn_record["message"] += f" (spec dump failed: {type(e).__name__}: {e})"
+    pytest.fail(nn_record["message"], pytrace=False)
+
+
+def _skip(nn_record, message: str) -> None:
+    nn_record["message"] = message
+    pytest.skip(message)
+
+
+def _begin(nn_record, tid: str, examples: Sequence[Example] = ()) -> None:
+    ops = sorted({o for e in examples for o in e.operations})
+    types = sorted({t for e in examples for t in e.data_types})
+    nn_record.update(suite=SUITE, test_id=tid, operations=ops if len(examples) == 1 else [],
+                     data_types=types if len(examples) == 1 else [])
+
+
+class _Prepared:
+    """Representative models the driver fully supports, prepared once for the module."""
+
+    def __init__(self, device):
+        self.device = device
+        self.ready: list[tuple[Example, Any]] = []
+        self.problems: list[str] = []
+        for e in REPRESENTATIVE:
+            try:
+                supported = _bounded(lambda: device.supported_operations(e.model), "supported_operations")
+                if not all(supported):
+                    continue
+                pm = _bounded(lambda: device.prepare(e.model), "prepare")
+            except Exception as exc:  # judged by vts/api tests; here the model is just left out
+                self.problems.append(f"{e.name}: {_describe(exc)}")
+                continue
+            self.ready.append((e, pm))
+
+    def release(self) -> None:
+        for _, pm in self.ready:
+            try:
+                _bounded(pm.release, "release", 5.0)
+            except Exception:  # releasing is best effort at teardown; tests judge release itself
+                continue
+
+
+@pytest.fixture(scope="module")
+def prepared(nn_device):
+    p = _Prepared(nn_device)
+    yield p
+    p.release()
+
+
+def _paths(pm) -> dict[str, Callable[..., ExecutionResult]]:
+    """Every execution path the prepared model offers, each as a blocking call."""
+    paths: dict[str, Callable[..., ExecutionResult]] = {"sync": lambda r, **kw: pm.execute(r, **kw)}
+    if isinstance(pm, AsyncExecution):
+        paths["async"] = lambda r, **kw: pm.execute_async(r, **kw).result(timeout=BOUND_S)
+    if isinstance(pm, FencedExecution):
+        paths["fenced"] = lambda r, **kw: pm.execute_fenced(r, (), **kw).wait(BOUND_S)
+    if isinstance(pm, BurstExecution):
+        def via_burst(r, **kw):
+            burst = pm.configure_burst()
+            try:
+                return burst.execute(r, **kw)
+            finally:
+                burst.release()
+        paths["burst"] = via_burst
+    return paths
+
+
+def _run(fn: Callable[[], ExecutionResult], what: str) -> ExecutionResult | BaseException:
+    try:
+        return _bounded(fn, what)
+    except Exception as e:  # the driver's answer, judged by the caller
+        return e
+
+
+def _result_problem(model: Model, got, expected=None) -> str | None:
+    """None when ``got`` is a well-formed result (and matches ``expected`` if given)."""
+    if isinstance(got, BaseException):
+        return f"failed: {_describe(got)}"
+    if not isinstance(got, ExecutionResult):
+        return f"returned {type(got).__name__}, not an ExecutionResult"
+    if not isinstance(got.outputs, (list, tuple)) or not all(isinstance(a, np.ndarray) for a in got.outputs):
+        return "outputs are not a sequence of numpy arrays"
+    if expected is not None:
+        cmp = compare(model, list(expected), list(got.outputs))
+        if not cmp.passed:
+            return cmp.message
+    return None
+
+
+def _same_bits(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> bool:
+    return len(a) == len(b) and all(x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+                                    for x, y in zip(a, b))
+
+
+def _request(e: Example) -> Request:
+    return Request.from_arrays(e.model, list(e.inputs))
+
+
+# ---------------------------------------------------------------------------------------
+# Model mutations
+# ---------------------------------------------------------------------------------------
+
+def _not_rejected(device, m: ModelMutation) -> str | None:
+    """None if the driver rejects the mutation as VTS requires; else what it did instead."""
+    calls = []
+    if m.query_support:
+        calls.append(("supported_operations", lambda: device.supported_operations(m.model)))
+    calls.append(("prepare", lambda: device.prepare(m.model, preference=m.preference, priority=m.priority)))
+    for what, fn in calls:
+        try:
+            got = _bounded(fn, what)
+        except DriverError as e:
+            if e.status != ErrorStatus.INVALID_ARGUMENT:
+                return f"{what} gave {e.status.name}, expected INVALID_ARGUMENT"
+            continue
+        except HangError as e:
+            return str(e)
+        except Exception as e:  # a crash is not a rejection
+            return f"{what} raised {_describe(e)} instead of DriverError(INVALID_ARGUMENT)"
+        if what == "prepare":
+            try:
+                _bounded(got.release, "release", 5.0)
+            except Exception:  # the verdict is already made: the invalid model was accepted
+                pass
+        return f"{what} accepted it"
+    return None
+
+
+@pytest.mark.parametrize("cls", list(MODEL_MUTATIONS))
+def test_model_mutation(cls, nn_device, nn_session, nn_record):
+    tid = f"{SUITE}/model_mutation/{cls}"
+    _begin(nn_record, tid)
+    accepted: list[str] = []
+    total = models = 0
+    for e in REPRESENTATIVE:
+        mutations = list(MODEL_MUTATIONS[cls](e.model))
+        models += bool(mutations)
+        for m in mutations:
+            total += 1
+            why = _not_rejected(nn_device, m)
+            if why:
+                accepted.append(f"{e.name} {m.name}: {why}")
+    nn_record["extra"].update(mutations=total, models=models, accepted=len(accepted))
+    if total == 0:
+        _fail(nn_session, nn_record, tid, f"harness: no model of the generated suite yields a {cls} mutation")
+    if accepted:
+        _fail(nn_session, nn_record, tid,
+              f"{len(accepted)} of {total} {cls} mutations were not rejected with INVALID_ARGUMENT: "
+              f"{_shown(accepted)}", not_rejected=accepted[:50])
+    nn_record["message"] = f"{total} mutations of {models} models rejected"
+
+
+# ---------------------------------------------------------------------------------------
+# Request mutations
+# ---------------------------------------------------------------------------------------
+
+REQUEST_CLASSES = ["remove_input", "add_input", "remove_output", "add_output", "input_wrong_rank",
+                   "input_wrong_dimension", "input_zero_dimension", "input_buffer_too_small",
+                   "output_wrong_rank", "output_wrong_dimension", "output_buffer_too_small"]
+
+
+def _request_verdict(got, allowed: Sequence[ErrorStatus], n_outputs: int, output: int | None) -> str | None:
+    if isinstance(got, ExecutionResult):
+        return "executed it (returned outputs)"
+    if not isinstance(got, DriverError):
+        return f"raised {_describe(got)} instead of a DriverError"
+    if got.status not in allowed:
+        return f"gave {got.status.name}, expected {' or '.join(s.name for s in allowed)}"
+    if got.status == ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
+        if len(got.output_shapes) != n_outputs:
+            return f"OUTPUT_INSUFFICIENT_SIZE with {len(got.output_shapes)} output shapes, the model has {n_outputs}"
+        if output is not None and got.output_shapes[output].is_sufficient:
+            return f"OUTPUT_INSUFFICIENT_SIZE but output {output} is reported sufficient"
+    elif got.output_shapes:
+        return f"{got.status.name} came with output shapes {list(got.output_shapes)} (must be empty)"
+    return None
+
+
+@pytest.mark.parametrize("cls", REQUEST_CLASSES)
+def test_request(cls, prepared, nn_session, nn_record):
+    tid = f"{SUITE}/request/{cls}"
+    _begin(nn_record, tid)
+    if not prepared.ready:
+        _skip(nn_record, "the driver fully supports none of the representative models")
+    bad: list[str] = []
+    total = 0
+    for e, pm in prepared.ready:
+        for rm in request_mutations(e.model, _request(e)):
+            if request_mutation_class(rm.name) != cls:
+                continue
+            output = int(rm.name.split("/")[1]) if cls.startswith("output_") else None
+            for path, run in _paths(pm).items():
+                total += 1
+                got = _run(lambda: run(rm.request), f"{path} execute")
+                why = _request_verdict(got, rm.allowed, len(e.model.main.output_indexes), output)
+                if why:
+                    bad.append(f"{e.name} {rm.name} ({path}): {why} [{rm.rule}]")
+    nn_record["extra"].update(cases=total, failed=len(bad))
+    if total == 0:
+        _skip(nn_record, f"no prepared model yields a {cls} request")
+    if bad:
+        _fail(nn_session, nn_record, tid, f"{len(bad)} of {total} {cls} requests not rejected as required: "
+                                          f"{_shown(bad)}", failures=bad[:50])
+    nn_record["message"] = f"{total} requests rejected"
+
+
+# ---------------------------------------------------------------------------------------
+# API semantics
+# ---------------------------------------------------------------------------------------
+
+def test_capabilities(nn_device, nn_session, nn_record):
+    tid = f"{SUITE}/api/capabilities"
+    _begin(nn_record, tid)
+    try:
+        first = _bounded(nn_device.capabilities, "capabilities")
+        second = _bounded(nn_device.capabilities, "capabilities")
+    except Exception as e:
+        _fail(nn_session, nn_record, tid, f"capabilities() failed: {_describe(e)}")
+    problems = []
+    if first != second:
+        problems.append("two calls gave different capabilities")
+    named = [("relaxed_float32_to_float16_scalar", first.relaxed_float32_to_float16_scalar),
+             ("relaxed_float32_to_float16_tensor", first.relaxed_float32_to_float16_tensor),
+             ("if_performance", first.if_performance), ("while_performance", first.while_performance)]
+    named += [(f"operand_performance[{T(t).name}]", p) for t, p in first.operand_performance]
+    for name, p in named:
+        if not isinstance(p, PerformanceInfo) or not (p.exec_time > 0 and p.power_usage > 0):
+            problems.append(f"{name} = {p!r} (exec_time and power_usage must be > 0)")
+    types = [int(t) for t, _ in first.operand_performance]
+    if types != sorted(types) or len(set(types)) != len(types):
+        problems.append(f"operand_performance is not sorted by type without repeats: {types}")
+    if int(T.SUBGRAPH) in types:
+        problems.append("operand_performance lists SUBGRAPH (if_performance/while_performance cover it)")
+    if problems:
+        _fail(nn_session, nn_record, tid, "; ".join(problems))
+    nn_record["message"] = f"{len(types)} operand types, all positive and stable"
+
+
+def test_supported_operations(nn_device, nn_session, nn_record):
+    tid = f"{SUITE}/api/supported_operations"
+    _begin(nn_record, tid)
+    bad = []
+    for e in REPRESENTATIVE:
+        n = len(e.model.main.operations)
+        try:
+            a = _bounded(lambda: nn_device.supported_operations(e.model), "supported_operations")
+            b = _bounded(lambda: nn_device.supported_operations(e.model), "supported_operations")
+        except Exception as exc:
+            bad.append(f"{e.name}: {_describe(exc)} on a valid model")
+            continue
+        if not isinstance(a, (list, tuple)) or len(a) != n or not all(isinstance(s, (bool, np.bool_)) for s in a):
+            bad.append(f"{e.name}: returned {a!r:.60}, expected {n} bools (one per main-subgraph operation)")
+        elif list(a) != list(b):
+            bad.append(f"{e.name}: two calls disagree ({list(a)} vs {list(b)})")
+    if bad:
+        _fail(nn_session, nn_record, tid, f"{len(bad)} of {len(REPRESENTATIVE)} models: {_shown(bad)}")
+    nn_record["message"] = f"{len(REPRESENTATIVE)} models answered"
+
+
+def test_prepare_when_supported(prepared, nn_session, nn_record):
+    tid = f"{SUITE}/api/prepare_when_supported"
+    _begin(nn_record, tid)
+    if prepared.problems:
+        _fail(nn_session, nn_record, tid, f"prepare failed on {len(prepared.problems)} fully supported valid "
+                                          f"models: {_shown(prepared.problems)}")
+    if not prepared.ready:
+        _skip(nn_record, "the driver fully supports none of the representative models")
+    nn_record["message"] = f"{len(prepared.ready)} fully supported models prepared"
+
+
+def _timing_problem(timing, asked: bool) -> str | None:
+    if not isinstance(timing, Timing):
+        return f"timing is {timing!r}, not a Timing"
+    dev, drv = timing.time_on_device, timing.time_in_driver
+    if not asked:
+        if dev is not None or drv is not None:
+            return f"timing {timing} reported although measure_timing was False (must be None)"
+        return None
+    for name, v in (("time_on_device", dev), ("time_in_driver", drv)):
+        if v is not None and (not isinstance(v, (int, np.integer)) or v < 0):
+            return f"{name} = {v!r} (must be None or microseconds >= 0)"
+    if dev is not None and drv is not None and dev > drv:
+        return f"time_on_device {dev} us > time_in_driver {drv} us (on-device must be <= in-driver)"
+    return None
+
+
+def test_timing(prepared, nn_session, nn_record):
+    tid = f"{SUITE}/api/timing"
+    _begin(nn_record, tid)
+    if not prepared.ready:
+        _skip(nn_record, "the driver fully supports none of the representative models")
+    bad, runs = [], 0
+    for e, pm in prepared.ready:
+        for path, run in _paths(pm).items():
+            for asked in (False, True):
+                got = _run(lambda: run(_request(e), measure_timing=asked), f"{path} execute")
+                runs += 1
+                why = _result_problem(e.model, got) or _timing_problem(got.timing, asked)
+                if why:
+                    bad.append(f"{e.name} ({path}, measure_timing={asked}): {why}")
+    if bad:
+        _fail(nn_session, nn_record, tid, f"{len(bad)} of {runs} executions: {_shown(bad)}", failures=bad[:50])
+    nn_record["message"] = f"{runs} executions with consistent timing"
+
+
+def test_output_shapes(prepared, nn_session, nn_record):
+    tid = f"{SUITE}/api/output_shapes"
+    _begin(nn_record, tid)
+    if not prepared.ready:
+        _skip(nn_record, "the driver fully supports none of the representative models")
+    bad = []
+    for e, pm in prepared.ready:
+        got = _run(lambda: pm.execute(_request(e)), "execute")
+        why = _result_problem(e.model, got)
+        if why is None:
+            why = _shapes_problem(e.model, got)
+        if why:
+            bad.append(f"{e.name}: {why}")
+    if bad:
+        _fail(nn_session, nn_record, tid, f"{len(bad)} of {len(prepared.ready)} models: {_shown(bad)}")
+    nn_record["message"] = f"{len(prepared.ready)} models report their output shapes"
+
+
+def _shapes_problem(model: Model, got: ExecutionResult, *, required: bool = False) -> str | None:
+    """Section 6: output_shapes is empty or one entry per output; an entry gives the output's
+    real dimensions and is sufficient.  ``required``: the model has unspecified outputs, so
+    the entries must be there."""
+    n = len(model.main.output_indexes)
+    shapes = got.output_shapes
+    if len(got.outputs) != n:
+        return f"{len(got.outputs)} outputs, the model has {n}"
+    if not shapes and not required:
+        return None
+    if len(shapes) != n:
+        return f"{len(shapes)} output shapes for {n} outputs"
+    for i, (s, arr) in enumerate(zip(shapes, got.outputs)):
+        if tuple(s.dimensions) != tuple(arr.shape):
+            return f"output {i}: reported dimensions {list(s.dimensions)}, the output is {list(arr.shape)}"
+        if not s.is_sufficient:
+            return f"output {i}: reported insufficient on a successful execution"
+    for i, k in enumerate(model.main.output_indexes):
+        dims = model.main.operands[k].dimensions
+        arr = got.outputs[i]
+        if dims and (arr.ndim != len(dims) or any(d and d != a for d, a in zip(dims, arr.shape))):
+            return f"output {i} has shape {list(arr.shape)}, the model says {list(dims)}"
+    return None
+
+
+def _dynamic_variant(model: Model) -> Model | None:
+    """The model with every tensor output's dimensions unknown (0), rank kept."""
+    sg = model.main
+    ops = list(sg.operands)
+    changed = False
+    for k in sg.output_indexes:
+        o = ops[k]
+        if not o.info.is_scalar and o.dimensions and any(o.dimensions):
+            ops[k] = dataclasses.replace(o, dimensions=tuple(0 for _ in o.dimensions))
+            changed = True
+    if not changed:
+        return None
+    return dataclasses.replace(model, main=dataclasses.replace(sg, operands=tuple(ops)))
+
+
+def _dynamic_cases(nn_device):
+    """(example, dynamic model, prepared) for every representative without control flow whose
+    dynamic variant the driver supports and prepares; the caller releases."""
+    for e in REPRESENTATIVE:
+        if any(Op(o.type) in _CONTROL_FLOW for o in e.model.all_operations()):
+            continue
+        dyn = _dynamic_variant(e.model)
+        if dyn is None:
+            continue
+        try:
+            if not all(_bounded(lambda: nn_device.supported_operations(dyn), "supported_operations")):
+                continue
+            pm = _bounded(lambda: nn_device.prepare(dyn), "prepare")
+        except Exception:  # VTS: a driver may refuse unspecified outputs at preparation
+            continue
+        yield e, dyn, pm
+
+
+def test_dynamic_output_shape(nn_device, nn_session, nn_record):
+    tid = f"{SUITE}/api/dynamic_output_shape"
+    _begin(nn_record, tid)
+    bad, ran, skipped = [], 0, 0
+    for e, dyn, pm in _dynamic_cases(nn_device):
+        try:
+            got = _run(lambda: pm.execute(Request.from_arrays(dyn, list(e.inputs))), "execute")
+        finally:
+            _run(pm.release, "release")
+        if isinstance(got, DriverError) and got.status == ErrorStatus.GENERAL_FAILURE:
+            skipped += 1          # VTS: GENERAL_FAILURE on unspecified outputs means skip
+            continue
+        ran += 1
+        why = _result_problem(dyn, got, e.outputs) or _shapes_problem(dyn, got, required=True)
+        if why:
+            bad.append(f"{e.name}: {why}")
+    nn_record["extra"].update(ran=ran, skipped=skipped)
+    if bad:
+        _fail(nn_session, nn_record, tid, f"{len(bad)} of {ran} models with unknown output dimensions: "
+                                          f"{_shown(bad)}", failures=bad[:50])
+    if not ran:
+        _skip(nn_record, "the driver runs no model with unknown output dimensions")
+    nn_record["message"] = f"{ran} models resolved their unknown output dimensions"
+
+
+def test_output_insufficient_size(nn_device, nn_session, nn_record):
+    tid = f"{SUITE}/api/output_insufficient_size"
+    _begin(nn_record, tid)
+    bad, ran = [], 0
+    for e, dyn, pm in _dynamic_cases(nn_device):
+        out0 = np.asarray(e.outputs[0])
+        if out0.size == 0:
+            _run(pm.release, "release")
+            continue
+        req = Request.from_arrays(dyn, list(e.inputs))
+        small = RequestArgument(capacity=out0.nbytes - out0.itemsize)
+        req = dataclasses.replace(req, outputs=(small, *req.outputs[1:]))
+        try:
+            got = _run(lambda: pm.execute(req), "execute")
+        finally:
+            _run(pm.release, "release")
+        if isinstance(got, DriverError) and got.status == ErrorStatus.GENERAL_FAILURE:
+            continue
+        ran += 1
+        n = len(dyn.main.output_indexes)
+        if not isinstance(got, DriverError) or got.status != ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
+            what = "succeeded" if isinstance(got, ExecutionResult) else _describe(got)
+            bad.append(f"{e.name}: {what}, expected OUTPUT_INSUFFICIENT_SIZE")
+        elif len(got.output_shapes) != n:
+            bad.append(f"{e.name}: {len(got.output_shapes)} output shapes for {n} outputs")
+        elif got.output_shapes[0].is_sufficient:
+            bad.append(f"{e.name}: output 0 reported sufficient")
+        elif tuple(got.output_shapes[0].dimensions) != out0.shape:
+            bad.append(f"{e.name}: output 0 reported as {list(got.output_shapes[0].dimensions)}, "
+                       f"its real shape is {list(out0.shape)}")
+    nn_record["extra"]["ran"] = ran
+    if bad:
+        _fail(nn_session, nn_record, tid, f"{len(bad)} of {ran} models: {_shown(bad)}", failures=bad[:50])
+    if not ran:
+        _skip(nn_record, "the driver runs no model with unknown output dimensions")
+    nn_record["message"] = f"{ran} models reported the too-small output 0"
+
+
+def _small_supported(prepared, count: int = 6):
+    """A few fully supported representatives, for the tests that need only some."""
+    return prepared.ready[:: max(1, len(prepared.ready) // count)][:count]
+
+
+@pytest.mark.parametrize("call", ["prepare", "execute"])
+def test_deadline_passed(call, nn_device, prepared, nn_session, nn_record):
+    tid = f"{SUITE}/api/deadline_passed/{call}"
+    _begin(nn_record, tid)
+    cases = _small_supported(prepared)
+    if not cases:
+        _skip(nn_record, "the driver fully supports none of the representative models")
+    bad, missed = [], 0
+    for e, pm in cases:
+        past = time.monotonic() - 1.0
+        if call == "prepare":
+            got = _run(lambda: nn_device.prepare(e.model, deadline=past), "prepare")
+            if isinstance(got, DriverError) and got.status in MISSED_DEADLINE:
+                missed += 1
+                continue
+            if isinstance(got, BaseException):
+                bad.append(f"{e.name}: prepare gave {_describe(got)}, expected NONE or MISSED_DEADLINE_*")
+                continue
+            result = _run(lambda: got.execute(_request(e)), "execute")
+            _run(got.release, "release")
+        else:
+            result = _run(lambda: pm.execute(_request(e), deadline=past), "execute")
+            if isinstance(result, DriverError) and result.status in MISSED_DEADLINE:
+                missed += 1
+                if result.output_shapes:
+                    bad.append(f"{e.name}: {result.status.name} came with output shapes")
+                continue
+        why = _result_problem(e.model, result, e.outputs)
+        if why:
+            bad.append(f"{e.name}: {why} (expected a correct result or MISSED_DEADLINE_*)")
+    if bad:
+        _fail(nn_session, nn_record, tid, _shown(bad))
+    nn_record["message"] = f"{missed} of {len(cases)} missed the deadline, the others were correct"
+
+
+@pytest.mark.parametrize("what", ["priority", "preference"])
+def test_prepare_arguments(what, nn_device, prepared, nn_session, nn_record):
+    tid = f"{SUITE}/api/{what}"
+    _begin(nn_record, tid)
+    cases = _small_supported(prepared, 3)
+    if not cases:
+        _skip(nn_record, "the driver fully supports none of the representative models")
+    values = list(Priority) if what == "priority" else list(ExecutionPreference)
+    bad = []
+    for e, _ in cases:
+        for v in values:
+            got = _run(lambda: nn_device.prepare(e.model, **{what: v}), "prepare")
+            if isinstance(got, BaseException):
+                bad.append(f"{e.name} {what} {v.name}: prepare gave {_describe(got)}")
+                continue
+            result = _run(lambda: got.execute(_request(e)), "execute")
+            _run(got.release, "release")
+            why = _result_problem(e.model, result, e.outputs)
+            if why:
+                bad.append(f"{e.name} {what} {v.name}: {why}")
+    if bad:
+        _fail(nn_session, nn_record, tid, _shown(bad))
+    nn_record["message"] = f"every {what} accepted on {len(cases)} models"
+
+
+# ---------------------------------------------------------------------------------------
+# Concurrency and lifetime
+# ---------------------------------------------------------------------------------------
+
+def test_interleave(nn_device, prepared, nn_session, nn_record):
+    tid = f"{SUITE}/concurrency/interleave"
+    _begin(nn_record, tid)
+    pool = [e for e, _ in prepared.ready]
+    if len(pool) < 2:
+        _skip(nn_record, "fewer than two fully supported models")
+    e1, e2 = pool[0], pool[len(pool) // 2]
+    try:
+        m1 = _bounded(lambda: nn_device.prepare(e1.model), "prepare m1")
+        m2 = _bounded(lambda: nn_device.prepare(e2.model), "prepare m2")
+    except Exception as exc:
+        _fail(nn_session, nn_record, tid, f"prepare failed: {_describe(exc)}")
+    bad = []
+    for step, (e, pm) in enumerate(((e1, m1), (e2, m2), (e1, m1), (e2, m2)), 1):
+        why = _result_problem(e.model, _run(lambda: pm.execute(_request(e)), f"r{step}"), e.outputs)
+        if why:
+            bad.append(f"r{step} on {e.name}: {why}")
+    for name, pm in (("m1", m1), ("m2", m2)):
+        got = _run(pm.release, f"release {name}")
+        if isinstance(got, BaseException):
+            bad.append(f"release {name}: {_describe(got)}")
+    if bad:
+        _fail(nn_session, nn_record, tid, _shown(bad), model=e1.model, inputs=e1.inputs, expected=e1.outputs)
+    nn_record["message"] = f"m1={e1.name}, m2={e2.name}: r1..r4 correct, both released"
+
+
+THREADS, ROUNDS = 8, 3
+
+
+def _thread_model() -> Model:
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [64])
+    y = b.input(T.TENSOR_FLOAT32, [64])
+    b.operation(Op.ADD, [x, y, b.i32(0)], [b.output(T.TENSOR_FLOAT32, [64])])
+    return b.build()
+
+
+def test_threads(nn_device, nn_session, nn_record):
+    tid = f"{SUITE}/concurrency/threads"
+    model = _thread_model()
+    nn_record.update(suite=SUITE, test_id=tid, operations=["ADD"], data_types=["fp32"])
+    rng = np.random.default_rng(nn_session.seed)
+    inputs = [[rng.standard_normal(64).astype(np.float32), np.full(64, float(i), np.float32)]
+              for i in range(THREADS)]
+    try:
+        if not all(_bounded(lambda: nn_device.supported_operations(model), "supported_operations")):
+            _skip(nn_record, "the driver does not support fp32 ADD")
+        pm = _bounded(lambda: nn_device.prepare(model), "prepare")
+    except DriverError as e:
+        _fail(nn_session, nn_record, tid, f"could not prepare fp32 ADD: {_describe(e)}", model=model)
+    expected = [x + y for x, y in inputs]   # exact in fp32: each sum is one rounding
+    barrier = threading.Barrier(THREADS)
+    results: list[list] = [[] for _ in range(THREADS)]
+
+    def worker(i: int) -> None:
+        req = Request.from_arrays(model, inputs[i])
+        barrier.wait(timeout=BOUND_S)
+        for _ in range(ROUNDS):
+            results[i].append(_run(lambda: pm.execute(req), f"execute in thread {i}"))
+
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(BOUND_S * ROUNDS)
+    _run(pm.release, "release")
+    bad = []
+    for i in range(THREADS):
+        if len(results[i]) != ROUNDS:
+            bad.append(f"thread {i}: HANG, {len(results[i])} of {ROUNDS} executions returned")
+            continue
+        for r, got in enumerate(results[i]):
+            why = _result_problem(model, got)
+            if why is None and not np.array_equal(got.outputs[0], expected[i]):
+                other = [j for j in range(THREADS) if j != i and np.array_equal(got.outputs[0], expected[j])]
+                why = ("got thread " + str(other[0]) + "'s answer") if other else "wrong answer"
+            if why:
+                bad.append(f"thread {i} round {r}: {why}")
+    if bad:
+        _fail(nn_session, nn_record, tid, f"{len(bad)} of {THREADS * ROUNDS} concurrent executions of one "
+                                          f"prepared model went wrong: {_shown(bad)}",
+              model=model, inputs=inputs[0], expected=[expected[0]])
+    nn_record["message"] = f"{THREADS} threads x {ROUNDS} executions, each its own answer"
+
+
+def test_release(nn_device, prepared, nn_session, nn_record):
+    tid = f"{SUITE}/concurrency/release"
+    _begin(nn_record, tid)
+    if not prepared.ready:
+        _skip(nn_record, "the driver fully supports none of the representative models")
+    e = prepared.ready[0][0]
+    try:
+        keep = _bounded(lambda: nn_device.prepare(e.model), "prepare")
+        # held only by this list, so clearing it drops the suite's last reference
+        gone = [_bounded(lambda: nn_device.prepare(e.model), "prepare")]
+    except Exception as exc:
+        _fail(nn_session, nn_record, tid, f"prepare failed: {_describe(exc)}")
+    bad = []
+    why = _result_problem(e.model, _run(lambda: gone[0].execute(_request(e)), "execute"), e.outputs)
+    if why:
+        bad.append(f"before release: {why}")
+    got = _run(gone[0].release, "release")
+    if isinstance(got, BaseException):
+        bad.append(f"release: {_describe(got)}")
+    ref = weakref.ref(gone[0])
+    gone.clear()
+    gc.collect()
+    if ref() is not None:
+        holders = [type(h).__name__ for h in gc.get_referrers(ref())][:5]
+        bad.append(f"the released prepared model is still referenced (by {', '.join(holders)}): not freed")
+    why = _result_problem(e.model, _run(lambda: keep.execute(_request(e)), "execute"), e.outputs)
+    if why:
+        bad.append(f"another prepared model of the same model after the release: {why}")
+    _run(keep.release, "release")
+    if bad:
+        _fail(nn_session, nn_record, tid, _shown(bad), model=e.model, inputs=e.inputs, expected=e.outputs)
+    nn_record["message"] = f"{e.name}: released model freed, the other still correct"
+
+
+# ---------------------------------------------------------------------------------------
+# Quantisation coupling
+# ---------------------------------------------------------------------------------------
+
+def _to_signed(e: Example) -> tuple[Model, list, list]:
+    """quant8-asymm -> quant8-asymm-signed: same scale, zero point and every value minus 128."""
+    sg = e.model.main
+
+    def shift(arr):
+        out = (np.asarray(arr).astype(np.int16) - 128).astype(np.int8)
+        out.setflags(write=False)
+        return out
+
+    ops = []
+    for o in sg.operands:
+        if o.type == T.TENSOR_QUANT8_ASYMM:
+            o = dataclasses.replace(o, type=T.TENSOR_QUANT8_ASYMM_SIGNED, zero_point=o.zero_point - 128,
+                                    value=None if o.value is None else shift(o.value))
+        ops.append(o)
+    model = dataclasses.replace(e.model, main=dataclasses.replace(sg, operands=tuple(ops)))
+    ins = [shift(v) if v is not None and sg.operands[k].type == T.TENSOR_QUANT8_ASYMM else v
+           for k, v in zip(sg.input_indexes, e.inputs)]
+    outs = [shift(v) if sg.operands[k].type == T.TENSOR_QUANT8_ASYMM else v
+            for k, v in zip(sg.output_indexes, e.outputs)]
+    return model, ins, outs
+
+
+COUPLED = [e for e in VALID if len(e.model.main.operations) == 1 and not e.model.referenced
+           and e.operations[0] not in QUANT_COUPLING_EXEMPT
+           and any(o.type == T.TENSOR_QUANT8_ASYMM for o in e.model.main.operands)]
+
+
+@pytest.mark.parametrize("example", COUPLED, ids=[e.name for e in COUPLED])
+def test_quant_coupling(example, nn_device, nn_session, nn_record):
+    tid = f"{SUITE}/quant_coupling/{example.name}"
+    model, ins, outs = _to_signed(example)
+    nn_record.update(suite=SUITE, test_id=tid, operations=example.operations, data_types=model.data_types())
+    try:
+        outcome = _bounded(lambda: run_case(nn_device, model, ins, outs), "quant8-signed case")
+    except HangError as e:
+        outcome = CaseOutcome(FAIL, str(e), "execute")
+    if outcome.outcome == "FAIL":
+        outcome.message = f"quant8-signed twin of {example.name} disagrees: {outcome.message}"
+    nn_session.conclude(nn_record, outcome, test_id=tid, model=model, inputs=ins, expected=outs)
+    nn_record["message"] = nn_record["message"] or "quant8-signed twin agrees"
+
+
+# ---------------------------------------------------------------------------------------
+# Self-consistency (beyond VTS)
+# ---------------------------------------------------------------------------------------
+
+def test_consistency_repeat(prepared, nn_session, nn_record):
+    tid = f"{SUITE}/consistency/repeat"
+    _begin(nn_record, tid)
+    if not prepared.ready:
+        _skip(nn_record, "the driver fully supports none of the representative models")
+    bad = []
+    for e, pm in prepared.ready:
+        runs = [_run(lambda: pm.execute(_request(e)), "execute") for _ in range(3)]
+        if any(_result_problem(e.model, r) for r in runs):
+            bad.append(f"{e.name}: {next(_result_problem(e.model, r) for r in runs if _result_problem(e.model, r))}")
+        elif not all(_same_bits(runs[0].outputs, r.outputs) for r in runs[1:]):
+            bad.append(f"{e.name}: three runs of one prepared model are not bitwise identical")
+    if bad:
+        _fail(nn_session, nn_record, tid, _shown(bad))
+    nn_record["message"] = f"{len(prepared.ready)} models bitwise stable over 3 runs"
+
+
+def test_consistency_paths(prepared, nn_session, nn_record):
+    tid = f"{SUITE}/consistency/paths"
+    _begin(nn_record, tid)
+    if not prepared.ready:
+        _skip(nn_record, "the driver fully supports none of the representative models")
+    names = list(_paths(prepared.ready[0][1]))
+    if len(names) < 2:
+        _skip(nn_record, "the driver offers only synchronous execution")
+    bad = []
+    for e, pm in prepared.ready:
+        got = {path: _run(lambda: run(_request(e)), f"{path} execute") for path, run in _paths(pm).items()}
+        base = got["sync"]
+        for path, r in got.items():
+            why = _result_problem(e.model, r)
+            if why:
+                bad.append(f"{e.name} ({path}): {why}")
+            elif path != "sync" and not isinstance(base, BaseException) and not _same_bits(base.outputs, r.outputs):
+                bad.append(f"{e.name}: {path} and sync outputs are not bitwise identical")
+    if bad:
+        _fail(nn_session, nn_record, tid, _shown(bad))
+    nn_record["message"] = f"{'/'.join(names)} agree bitwise on {len(prepared.ready)} models"
+
+
+def test_consistency_threads(prepared, nn_session, nn_record):
+    tid = f"{SUITE}/consistency/threads"
+    _begin(nn_record, tid)
+    if not prepared.ready:
+        _skip(nn_record, "the driver fully supports none of the representative models")
+    bad = []
+    for e, pm in prepared.ready:
+        base = _run(lambda: pm.execute(_request(e)), "execute")
+        if _result_problem(e.model, base):
+            bad.append(f"{e.name}: {_result_problem(e.model, base)}")
+            continue
+        box: list = [None] * 4
+        barrier = threading.Barrier(4)
+
+        def worker(i):
+            barrier.wait(timeout=BOUND_S)
+            box[i] = _run(lambda: pm.execute(_request(e)), f"execute in thread {i}")
+
+        threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(BOUND_S)
+        for i, r in enumerate(box):
+            why = "HANG" if r is None else _result_problem(e.model, r)
+            if why is None and not _same_bits(base.outputs, r.outputs):
+                why = "not bitwise identical to the single-threaded run"
+            if why:
+                bad.append(f"{e.name} thread {i}: {why}")
+    if bad:
+        _fail(nn_session, nn_record, tid, _shown(bad))
+    nn_record["message"] = f"{len(prepared.ready)} models bitwise identical across 4 threads"
+
+
+# ---------------------------------------------------------------------------------------
+# Optional interfaces
+# ---------------------------------------------------------------------------------------
+
+def test_optional_async(prepared, nn_session, nn_record):
+    tid = f"{SUITE}/optional/async"
+    _begin(nn_record, tid)
+    cases = [(e, pm) for e, pm in prepared.ready if isinstance(pm, AsyncExecution)]
+    if not cases:
+        _skip(nn_record, "the driver has no asynchronous execution (AsyncExecution)")
+    bad = []
+    for e, pm in cases:
+        futures = [pm.execute_async(_request(e)) for _ in range(3)]  # several in flight at once
+        for f in futures:
+            got = _run(lambda: f.result(timeout=BOUND_S), "execute_async")
+            why = _result_problem(e.model, got, e.outputs)
+            if why:
+                bad.append(f"{e.name}: {why}")
+        req = _request(e)
+        broken = dataclasses.replace(req, inputs=req.inputs[:-1]) if req.inputs else None
+        if broken is not None:
+            got = _run(lambda: pm.execute_async(broken).result(timeout=BOUND_S), "execute_async")
+            why = _request_verdict(got, (ErrorStatus.INVALID_ARGUMENT,), len(e.model.main.output_indexes), None)
+            if why:
+                bad.append(f"{e.name} with an input removed: {why}")
+    if bad:
+        _fail(nn_session, nn_record, tid, _shown(bad))
+    nn_record["message"] = f"{len(cases)} models correct asynchronously; invalid requests rejected"
+
+
+def test_optional_caching(nn_device, prepared, nn_session, nn_record):
+    tid = f"{SUITE}/optional/caching"
+    _begin(nn_record, tid)
+    if not isinstance(nn_device, CompilationCaching):
+        _skip(nn_record, "the driver has no compilation caching (CompilationCaching)")
+    cases = _small_supported(prepared)
+    if not cases:
+        _skip(nn_record, "the driver fully supports none of the representative models")
+    bad = []
+    for n, (e, _) in enumerate(cases):
+        token = bytes([n + 1]) * 32
+        first = _run(lambda: nn_device.prepare(e.model, cache_token=token), "prepare with token")
+        if isinstance(first, BaseException):
+            bad.append(f"{e.name}: prepare with a cache token gave {_describe(first)}")
+            continue
+        again = _run(lambda: nn_device.prepare_from_cache(token), "prepare_from_cache")
+        if isinstance(again, BaseException):
+            bad.append(f"{e.name}: prepare_from_cache gave {_describe(again)}")
+        else:
+            a = _run(lambda: first.execute(_request(e)), "execute")
+            b = _run(lambda: again.execute(_request(e)), "execute from cache")
+            why = _result_problem(e.model, b, e.outputs)
+            if why:
+                bad.append(f"{e.name} from cache: {why}")
+            elif not isinstance(a, BaseException) and not _same_bits(a.outputs, b.outputs):
+                bad.append(f"{e.name}: the cached compilation's outputs differ bitwise from the original")
+            _run(again.release, "release")
+        _run(first.release, "release")
+    unknown = _run(lambda: nn_device.prepare_from_cache(b"\xfe" * 32), "prepare_from_cache")
+    if not (isinstance(unknown, DriverError) and unknown.status == ErrorStatus.GENERAL_FAILURE):
+        what = "returned a prepared model" if not isinstance(unknown, BaseException) else _describe(unknown)
+        bad.append(f"prepare_from_cache with a token never saved: {what}, expected GENERAL_FAILURE")
+    if bad:
+        _fail(nn_session, nn_record, tid, _shown(bad))
+    nn_record["message"] = f"{len(cases)} models saved and prepared from cache; unknown token rejected"
+
+
+def test_optional_fenced(prepared, nn_session, nn_record):
+    tid = f"{SUITE}/optional/fenced"
+    _begin(nn_record, tid)
+    cases = [(e, pm) for e, pm in _small_supported(prepared) if isinstance(pm, FencedExecution)]
+    if not cases:
+        _skip(nn_record, "the driver has no fenced execution (execute_fenced)")
+    bad = []
+    for e, pm in cases:
+        fence = threading.Event()
+        try:
+            handle = _bounded(lambda: pm.execute_fenced(_request(e), (fence,), measure_timing=True), "execute_fenced")
+        except Exception as exc:
+            bad.append(f"{e.name}: execute_fenced gave {_describe(exc)}")
+            continue
+        early = _run(lambda: handle.wait(0.05), "wait before the fence")
+        if isinstance(early, ExecutionResult):
+            bad.append(f"{e.name}: finished before its wait fence was signalled")
+        fence.set()
+        got = _run(lambda: handle.wait(BOUND_S), "wait")
+        why = _result_problem(e.model, got, e.outputs)
+        if why:
+            bad.append(f"{e.name}: {why}")
+        else:
+            status, launched, fenced = handle.execution_info()
+            if status != ErrorStatus.NONE:
+                bad.append(f"{e.name}: execution_info status {status!r} after a successful execution")
+            for name, t in (("launched", launched), ("fenced", fenced)):
+                w = _timing_problem(t, True)
+                if w:
+                    bad.append(f"{e.name} timing {name}: {w}")
+        got = _run(lambda: pm.execute_fenced(_request(e), (None,)).wait(BOUND_S), "execute_fenced")
+        if not (isinstance(got, DriverError) and got.status == ErrorStatus.INVALID_ARGUMENT):
+            bad.append(f"{e.name}: a None wait fence gave {_describe(got) if isinstance(got, BaseException) else 'a result'}"
+                       f", expected INVALID_ARGUMENT")
+        req = _request(e)
+        small = dataclasses.replace(req, outputs=(RequestArgument(capacity=0), *req.outputs[1:]))
+        if np.asarray(e.outputs[0]).size:
+            got = _run(lambda: pm.execute_fenced(small, ()).wait(BOUND_S), "execute_fenced")
+            if not (isinstance(got, DriverError) and got.status == ErrorStatus.INVALID_ARGUMENT):
+                bad.append(f"{e.name}: fenced execution with an insufficient output gave "
+                           f"{_describe(got) if isinstance(got, BaseException) else 'a result'}, expected INVALID_ARGUMENT")
+    if bad:
+        _fail(nn_session, nn_record, tid, _shown(bad))
+    nn_record["message"] = f"{len(cases)} models: fences honoured, bad fences and outputs rejected"
+
+
+def test_optional_burst(prepared, nn_session, nn_record):
+    tid = f"{SUITE}/optional/burst"
+    _begin(nn_record, tid)
+    cases = [(e, pm) for e, pm in _small_supported(prepared) if isinstance(pm, BurstExecution)]
+    if not cases:
+        _skip(nn_record, "the driver has no burst execution (configure_burst)")
+    bad = []
+    for e, pm in cases:
+        try:
+            burst = _bounded(pm.configure_burst, "configure_burst")
+        except Exception as exc:
+            bad.append(f"{e.name}: configure_burst gave {_describe(exc)}")
+            continue
+        for _ in range(3):
+            why = _result_problem(e.model, _run(lambda: burst.execute(_request(e)), "burst execute"), e.outputs)
+            if why:
+                bad.append(f"{e.name}: {why}")
+        req = _request(e)
+        broken = dataclasses.replace(req, outputs=req.outputs[:-1])
+        got = _run(lambda: burst.execute(broken), "burst execute")
+        why = _request_verdict(got, (ErrorStatus.INVALID_ARGUMENT,), len(e.model.main.output_indexes), None)
+        if why:
+            bad.append(f"{e.name} burst with an output removed: {why}")
+        _run(burst.release, "burst release")
+    if bad:
+        _fail(nn_session, nn_record, tid, _shown(bad))
+    nn_record["message"] = f"{len(cases)} models correct through a burst; invalid request rejected"

@@ -1,0 +1,170 @@
+"""The VTS mutations and suite: every mutation is really invalid, and the suite catches the
+deliberately broken drivers of nnconform.drivers.broken_vts (and only with the expected ids)."""
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nnconform.driver import ExecutionPreference, Priority
+from nnconform.errors import ValidationError
+from nnconform.ir import Request
+from nnconform.mutations import (MODEL_CHANGING, MODEL_MUTATIONS, request_mutation_class, request_mutations)
+from nnconform.suites.examples import all_examples
+from nnconform.validation import validate_model, validate_request
+
+from helpers import add_model
+
+VALID = [e for e in all_examples() if not e.expect_failure]
+
+
+@pytest.mark.parametrize("cls", MODEL_CHANGING)
+def test_every_model_mutation_is_invalid(cls):
+    made = 0
+    accepted = []
+    for e in VALID:
+        for name, model, *_ in MODEL_MUTATIONS[cls](e.model):
+            made += 1
+            try:
+                validate_model(model)
+            except ValidationError:
+                continue
+            accepted.append(f"{e.name}: {name}")
+    assert made > 0, f"no valid example yields a {cls} mutation"
+    assert not accepted, f"{len(accepted)} {cls} mutations pass validation: {accepted[:5]}"
+
+
+@pytest.mark.parametrize("cls", ["execution_preference", "priority"])
+def test_argument_mutations_keep_the_model_and_break_the_argument(cls):
+    model = add_model()
+    muts = list(MODEL_MUTATIONS[cls](model))
+    assert len(muts) == 2 and all(m.model is model and not m.query_support for m in muts)
+    values = [m.preference if cls == "execution_preference" else m.priority for m in muts]
+    valid = {int(v) for v in (ExecutionPreference if cls == "execution_preference" else Priority)}
+    assert not set(values) & valid
+
+
+def test_mutations_do_not_touch_the_original():
+    e = next(x for x in VALID if len(x.model.main.operations) > 1)
+    before = [(o.type, o.dimensions, o.scale, o.zero_point, o.lifetime, o.num_consumers) for o in e.model.main.operands]
+    ops_before = e.model.main.operations
+    for cls in MODEL_MUTATIONS:
+        list(MODEL_MUTATIONS[cls](e.model))
+    after = [(o.type, o.dimensions, o.scale, o.zero_point, o.lifetime, o.num_consumers) for o in e.model.main.operands]
+    assert before == after and e.model.main.operations == ops_before
+    validate_model(e.model)
+
+
+def test_mutation_names_say_what_changed():
+    names = [m.name for m in MODEL_MUTATIONS["operand_scale"](add_model())]
+    assert names[0] == "operand_scale/operands[0](TENSOR_FLOAT32)=1"
+    assert all(n.startswith("operand_scale/") for n in names)
+
+
+def test_execution_order_moves_reader_before_writer():
+    e = next(x for x in VALID if x.name == "concat_fp32_zero_sized_input")
+    muts = list(MODEL_MUTATIONS["execution_order"](e.model))
+    assert muts
+    for m in muts:
+        with pytest.raises(ValidationError, match="before any operation writes it"):
+            validate_model(m.model)
+
+
+def test_every_request_mutation_is_invalid():
+    classes = set()
+    accepted = []
+    for e in VALID:
+        request = Request.from_arrays(e.model, list(e.inputs))
+        for rm in request_mutations(e.model, request):
+            cls = request_mutation_class(rm.name)
+            classes.add(cls)
+            if cls == "output_buffer_too_small":
+                # not a validation rule: the execution must report OUTPUT_INSUFFICIENT_SIZE
+                k = e.model.main.output_indexes[int(rm.name.split("/")[1])]
+                operand = e.model.main.operands[k]
+                need = int(np.prod(operand.dimensions)) * operand.info.dtype.itemsize
+                assert rm.request.outputs[int(rm.name.split("/")[1])].capacity < need
+                continue
+            try:
+                validate_request(e.model, rm.request)
+            except ValidationError:
+                continue
+            accepted.append(f"{e.name}: {rm.name}")
+    assert not accepted, f"{len(accepted)} request mutations pass validation: {accepted[:5]}"
+    assert classes == {"remove_input", "add_input", "remove_output", "add_output", "input_wrong_rank",
+                       "input_wrong_dimension", "input_zero_dimension", "input_buffer_too_small",
+                       "output_wrong_rank", "output_wrong_dimension", "output_buffer_too_small"}
+
+
+# ---- the suite end to end, against the reference and the broken drivers ---------------------
+
+DRIVERS = {
+    "reference": "reference",
+    "accepts_everything": "nnconform.drivers.broken_vts:AcceptsEverything",
+    "shared_scratch": "nnconform.drivers.broken_vts:SharedScratchBuffer",
+    "bad_timing": "nnconform.drivers.broken_vts:BadTiming",
+}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Run the vts suite once per driver, all in parallel; {key: (exit code, rows, output)}."""
+    procs = {}
+    for key, driver in DRIVERS.items():
+        d = tmp_path_factory.mktemp(f"vts_{key}")
+        cmd = [sys.executable, "-m", "nnconform", "run", "--driver", driver, "--suite", "vts",
+               "--report-dir", str(d), "--seed", "11"]
+        procs[key] = (subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True), d)
+    out = {}
+    for key, (p, d) in procs.items():
+        text, _ = p.communicate(timeout=900)
+        csv_path = Path(d) / "results.csv"
+        rows = list(csv.DictReader(open(csv_path, newline=""))) if csv_path.exists() else []
+        out[key] = (p.returncode, rows, text)
+    return out
+
+
+def _failed(rows):
+    return {r["test_id"] for r in rows if r["outcome"] in ("FAIL", "ERROR")}
+
+
+def test_reference_passes_vts(runs):
+    code, rows, text = runs["reference"]
+    assert code == 0, text[-3000:]
+    ids = {r["test_id"] for r in rows}
+    assert {f"vts/model_mutation/{c}" for c in MODEL_MUTATIONS} <= ids
+    assert {"vts/api/timing", "vts/concurrency/threads", "vts/optional/async", "vts/optional/caching",
+            "vts/consistency/paths", "vts/api/dynamic_output_shape"} <= ids
+    assert any(i.startswith("vts/quant_coupling/") for i in ids)
+    outcome = {r["test_id"]: r["outcome"] for r in rows}
+    # the reference implements async and caching, so those really run
+    assert outcome["vts/optional/async"] == outcome["vts/optional/caching"] == "PASS"
+    assert outcome["vts/consistency/paths"] == "PASS"
+    assert all(r["suite"] == "vts" for r in rows)
+
+
+def test_accepts_everything_fails_each_mutation_class(runs):
+    code, rows, text = runs["accepts_everything"]
+    assert code == 1, text[-3000:]
+    assert _failed(rows) == {f"vts/model_mutation/{c}" for c in MODEL_MUTATIONS}
+    msg = {r["test_id"]: r["message"] for r in rows}
+    assert "not rejected with INVALID_ARGUMENT" in msg["vts/model_mutation/operand_scale"]
+    assert "prepare accepted it" in msg["vts/model_mutation/priority"]
+
+
+def test_shared_scratch_buffer_fails_concurrency(runs):
+    code, rows, text = runs["shared_scratch"]
+    assert code == 1, text[-3000:]
+    assert _failed(rows) == {"vts/concurrency/threads"}
+    row = next(r for r in rows if r["test_id"] == "vts/concurrency/threads")
+    assert "answer" in row["message"] and row["spec_path"]
+
+
+def test_bad_timing_fails_timing(runs):
+    code, rows, text = runs["bad_timing"]
+    assert code == 1, text[-3000:]
+    assert _failed(rows) == {"vts/api/timing"}
+    row = next(r for r in rows if r["test_id"] == "vts/api/timing")
+    assert "time_on_device" in row["message"] and "time_in_driver" in row["message"]
