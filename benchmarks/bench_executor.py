@@ -1,33 +1,53 @@
 """Reference executor speed, side by side with onnxruntime (CPU) when it is installed.
 
-    python benchmarks/bench_executor.py [--repeats N] [--threads T]
+    python benchmarks/bench_executor.py [--repeats N] [--threads T] [--clock wall|cpu]
 
 Prints one row per case: median milliseconds per execution for the reference executor and for
 onnxruntime running the same operation (NHWC/NCHW transposes are not timed on either side),
-and the ratio.  The issue's goals: conv/depthwise/FC within 3x of onnxruntime fp32,
+and the ratio.  ``--threads`` applies to both sides: onnxruntime's intra-op threads and the
+BLAS threads numpy uses (OPENBLAS_NUM_THREADS etc., unless already set in the environment;
+they must be set before numpy is imported).  On a loaded machine wall-clock medians are noisy
+and oversubscribed BLAS threads can stall small GEMMs; ``--clock cpu`` measures process CPU
+time (time.process_time) instead.  The issue's goals: conv/depthwise/FC within 3x of onnxruntime fp32,
 elementwise within 1.5x.  onnxruntime is optional (`pip install nnconform[onnx]`).
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import sys
 import time
 
-import numpy as np
 
-from nnconform.executor import Executor
+def _threads_from_argv(argv: list[str]) -> str:
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+    return "1"
+
+
+if __name__ == "__main__":
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, _threads_from_argv(sys.argv[1:]))
+
+import numpy as np  # noqa: E402
+
+from nnconform.executor import Executor  # noqa: E402
 from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
 
 RNG = np.random.default_rng(0)
 
 
-def _time(fn, repeats: int) -> float:
+def _time(fn, repeats: int, clock=time.perf_counter) -> float:
     fn()  # warm-up (allocations, BLAS threads)
     samples = []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        samples.append(time.perf_counter() - t0)
+        samples.append(clock() - t0)
     return statistics.median(samples) * 1e3
 
 
@@ -121,7 +141,7 @@ def softmax_case(quant: bool):
 # ---- onnxruntime equivalents -------------------------------------------------------------
 
 def ort_session(kind: str, quant: bool, inputs, params, threads: int):
-    import onnx
+
     from onnx import TensorProto, helper, numpy_helper
     import onnxruntime as ort
 
@@ -204,8 +224,12 @@ CASES = [
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=10)
-    p.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads (default 1)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="onnxruntime intra-op threads and BLAS threads (default 1)")
+    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                   help="wall: time.perf_counter; cpu: time.process_time (steadier on a loaded machine)")
     a = p.parse_args()
+    clock = time.process_time if a.clock == "cpu" else time.perf_counter
     try:
         import onnxruntime  # noqa: F401
         have_ort = True
@@ -217,11 +241,11 @@ def main() -> None:
         for quant in (False, True):
             model, inputs, params = make(quant)
             ex = Executor(model)
-            ref_ms = _time(lambda: ex.run(inputs), a.repeats)
+            ref_ms = _time(lambda: ex.run(inputs), a.repeats, clock)
             ort_ms = None
             if have_ort:
                 try:
-                    ort_ms = _time(ort_session(kind, quant, inputs, params, a.threads), a.repeats)
+                    ort_ms = _time(ort_session(kind, quant, inputs, params, a.threads), a.repeats, clock)
                 except Exception as e:  # an ORT build without this contrib op: show why, keep going
                     print(f"  (onnxruntime cannot run {kind} {'quant8' if quant else 'fp32'}: "
                           f"{type(e).__name__}: {str(e).splitlines()[0][:80]})")

@@ -4,6 +4,7 @@
     nnconform drivers
     nnconform validate FILE
     nnconform replay SPEC --driver X
+    nnconform stress --driver X --budget 30m [--tests ...] [--workers N] [--seed S] [--resume]
 
 Bad input (unknown driver, malformed spec, invalid model) is one line on stderr and a
 non-zero exit status, never a traceback.
@@ -11,6 +12,7 @@ non-zero exit status, never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -182,6 +184,55 @@ def cmd_coverage(a: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ---- stress ------------------------------------------------------------------------------
+
+def cmd_stress(a: argparse.Namespace) -> int:
+    from .stress.runner import (MANIFEST, TESTS, StressConfig, StressUsageError, parse_budget,
+                                rebuild_reports, run_stress)
+    from .stress.tests import StressOptions
+    try:
+        if a.list:
+            for name in TESTS:
+                print(name)
+            return EXIT_OK
+        if a.report_only:
+            if not (Path(a.report_dir) / "results.jsonl").exists():
+                return _err(f"{a.report_dir}: no results.jsonl to build reports from", EXIT_FAIL)
+            csv_path, html_path = rebuild_reports(a.report_dir)
+            print(f"reports: {csv_path}  {html_path}")
+            return EXIT_OK
+        tests = [t for arg in (a.tests or []) for t in arg.split(",") if t] or list(TESTS)
+        unknown = [t for t in tests if t not in TESTS]
+        if unknown:
+            return _err(f"unknown stress test(s) {', '.join(unknown)} (available: {', '.join(TESTS)})")
+        durations = {}
+        for item in a.duration or []:
+            name, _, sec = item.partition("=")
+            if name not in TESTS or not sec:
+                return _err(f"bad --duration {item!r} (expected TEST=SECONDS, TEST one of {', '.join(TESTS)})")
+            durations[name] = float(sec)
+        opts = StressOptions(durations=durations, threads=a.threads, processes=a.processes,
+                             client_threads=a.client_threads, hang_grace=a.hang_grace,
+                             perf_threshold=a.perf_threshold, leak_threshold_mb=a.leak_threshold_mb,
+                             random_pause=a.random_pause)
+        if not a.resume:
+            from .errors import DriverLoadError
+            from .loader import load_driver
+            try:
+                load_driver(a.driver)  # one line now rather than a dead worker later
+            except DriverLoadError as e:
+                return _err(str(e))
+        seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "little")
+        cfg = StressConfig(driver=a.driver, budget_s=parse_budget(a.budget), tests=tests,
+                           workers=a.workers if (a.workers is not None or a.resume) else 1, seed=seed,
+                           report_dir=a.report_dir, options=opts, mem_limit=a.mem_limit, cases=a.case)
+        return run_stress(cfg, resume=a.resume)
+    except StressUsageError as e:
+        return _err(str(e))
+    except (OSError, ValueError) as e:
+        return _err(f"{a.report_dir}: {e}", EXIT_FAIL) if Path(a.report_dir, MANIFEST).exists() else _err(str(e))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nnconform", description="Conformance and stress tests for NN drivers.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -202,6 +253,26 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("spec")
     rp.add_argument("--driver", default="reference")
     rp.add_argument("-v", "--verbose", action="store_true", help="list every mismatch")
+    st = sub.add_parser("stress", help="MLTS-style crash tests and random graphs in subprocess sandboxes")
+    st.add_argument("--driver", default="reference", help="installed driver name or module:attribute")
+    st.add_argument("--budget", default="30m", help="wall-clock budget: 90s, 30m, 2h (default 30m)")
+    st.add_argument("--tests", action="append", help="comma-separated stress tests (default: all; see --list)")
+    st.add_argument("--workers", type=int, default=None, help="cases run in parallel (default 1)")
+    st.add_argument("--seed", type=int, default=None, help="run seed (default: random, printed and recorded)")
+    st.add_argument("--report-dir", default="nnconform-stress")
+    st.add_argument("--resume", action="store_true", help="continue the run recorded in --report-dir")
+    st.add_argument("--case", action="append", help="run only this case, TEST#INDEX (repeatable; replay)")
+    st.add_argument("--duration", action="append", help="seconds per case of a test, TEST=SECONDS (repeatable)")
+    st.add_argument("--threads", type=int, default=4, help="parallel-inference threads")
+    st.add_argument("--processes", type=int, default=3, help="multi-process clients")
+    st.add_argument("--client-threads", type=int, default=2, help="threads per multi-process client")
+    st.add_argument("--hang-grace", type=float, default=10.0, help="seconds past a case's duration before HANG")
+    st.add_argument("--perf-threshold", type=float, default=0.5, help="performance degradation limit (0.5 = +50%%)")
+    st.add_argument("--leak-threshold-mb", type=float, default=32.0, help="RSS growth that counts as a leak")
+    st.add_argument("--random-pause", type=float, default=0.0, help="pause after each random-graph case (s)")
+    st.add_argument("--mem-limit", type=int, default=4 << 30, help="RLIMIT_AS of a worker in bytes (default 4 GiB)")
+    st.add_argument("--report-only", action="store_true", help="rebuild CSV/HTML from the journal and exit")
+    st.add_argument("--list", action="store_true", help="list the stress tests and exit")
     return p
 
 
@@ -222,6 +293,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_replay(a)
     if a.command == "coverage":
         return cmd_coverage(a)
+    if a.command == "stress":
+        return cmd_stress(a)
     return _err(f"unknown command {a.command}")
 
 

@@ -33,6 +33,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--nn-report-dir", default="nnconform-report", help="where results and reports go")
     g.addoption("--nn-vectors", default=None,
                 help="directory of AOSP golden vectors (default: $NNCONFORM_VECTORS or ../shared/aosp_vectors)")
+    g.addoption("--nn-hypothesis-profile", default="default", choices=("ci", "default", "nightly"),
+                help="Hypothesis profile of the random suite: ci (small, derandomised), default, "
+                     "nightly (many examples, no deadline)")
+    g.addoption("--nn-max-examples", type=int, default=None,
+                help="random suite: examples per test (overrides the profile's count)")
 
 
 class NnSession:

@@ -1,5 +1,4 @@
 """Small models shared by the harness's own tests."""
-import numpy as np
 
 from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
 

@@ -7,7 +7,7 @@ from nnconform.driver import AsyncExecution, DriverError, ErrorStatus
 from nnconform.drivers.reference import ReferenceDevice
 from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op, Request, RequestArgument
 
-from helpers import add_model, relu_model
+from helpers import relu_model
 
 X = np.array([-1, 2, -3, 4], np.float32)
 

@@ -349,14 +349,102 @@ def output_multipliers(ctx: OpContext, inp: Operand, flt: Operand, bias: Operand
 
 
 def requantize(acc: np.ndarray, bias: np.ndarray, mult: np.ndarray, shift: np.ndarray,
-               out: Operand, act: int) -> np.ndarray:
-    """int64 accumulators [..., channels] + bias -> stored output values of ``out``."""
-    acc = acc + bias.astype(np.int64)
+               out: Operand, act: int, acc_bound: int | None = None) -> np.ndarray:
+    """Accumulators [..., channels] (integers held in any int or float dtype) + bias -> stored
+    output values of ``out``.  ``acc_bound`` (optional) bounds |acc|; it lets the fused path
+    below prove that its int64 intermediates cannot overflow without scanning ``acc``."""
+    lo, hi = activation.quant_bounds(act, out)
+    if acc.size:
+        if acc_bound is None:
+            acc_bound = max(abs(int(acc.max())), abs(int(acc.min())))
+        fused = _fused_requantizer(int(acc_bound), bias, mult, shift, out.zero_point)
+        if fused is not None:
+            return fused(acc, bias, lo, hi, out.info.dtype)
+    scaled = acc.astype(np.int64) + bias.astype(np.int64)
     if np.all(mult == mult[0]) and np.all(shift == shift[0]):
-        scaled = multiply_by_quantized_multiplier(acc, int(mult[0]), int(shift[0]))
+        scaled = multiply_by_quantized_multiplier(scaled, int(mult[0]), int(shift[0]))
     else:
-        scaled = multiply_by_quantized_multiplier(acc, mult, shift)
-    return activation.apply_quant(scaled + out.zero_point, act, out)
+        scaled = multiply_by_quantized_multiplier(scaled, mult, shift)
+    return np.clip(scaled + out.zero_point, lo, hi).astype(out.info.dtype)
+
+
+# Elements per block of the fused requantisation: its two int64 work buffers stay in cache.
+_REQUANT_BLOCK = 16384
+
+
+def _fused_requantizer(acc_bound: int, bias: np.ndarray, mult: np.ndarray, shift: np.ndarray,
+                       zero_point: int):
+    """A function computing, for every accumulator x (bias added), exactly
+    clip(RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x << left, m), e) + zp) in a
+    handful of in-place int64 passes over cache-sized blocks; None when its intermediates
+    could leave int64 (the caller then takes the step-by-step path).
+
+    Why it is exact, with y = (x << left) * m:
+      - SaturatingRoundingDoublingHighMul is floor((y + 2**30) / 2**31) for every sign: its
+        nudge 1 - 2**30 and truncation toward zero for y < 0 come to the same floor (the
+        saturating case needs m == INT32_MIN; multipliers are below 2**31).
+      - RoundingDivideByPOT(h, e > 0) rounds half away from zero:
+        floor((h + 2**(e-1) - [h < 0]) / 2**e), and h < 0 exactly when y + 2**30 < 0.
+      - Nested floors of divisions by positive integers merge, and adding the integer zp
+        inside a floor adds it outside, so the result plus zp is
+        floor((y + 2**30 - 2**31 [y + 2**30 < 0] + 2**(30+e) + zp * 2**(31+e)) / 2**(31+e))
+        (for e == 0: floor((y + 2**30 + zp * 2**31) / 2**31), no sign term)."""
+    mult = np.asarray(mult, dtype=np.int64)
+    shift = np.asarray(shift, dtype=np.int64)
+    if mult.size == 0 or int(mult.min()) < 0:
+        return None
+    left, e = np.maximum(shift, 0), np.maximum(-shift, 0)
+    limit = 1 << 61
+    bias_max = max(abs(int(bias.max())), abs(int(bias.min()))) if bias.size else 0
+    x_bound = (acc_bound + bias_max) << int(left.max())
+    if x_bound * int(mult.max()) >= limit or (abs(zero_point) + 1) << (31 + int(e.max())) >= limit:
+        return None
+    per_tensor = bool(np.all(mult == mult[0]) and np.all(shift == shift[0]))
+    if per_tensor:
+        m, lshift, ee = int(mult[0]), int(left[0]), int(e[0])
+        offset = (1 << (30 + ee) if ee else 0) + (zero_point << (31 + ee))
+        rshift = 31 + ee
+        sign_mask = -(1 << 31) if ee else 0
+    else:
+        m, lshift = mult, (left if int(left.max()) else 0)
+        offset = np.where(e > 0, np.int64(1) << (30 + e), 0) + (np.int64(zero_point) << (31 + e))
+        rshift = 31 + e
+        sign_mask = np.where(e > 0, np.int64(-(1 << 31)), np.int64(0))
+    has_sign_term, has_left = bool(np.any(e)), bool(np.any(left))
+    offset_with_nudge = offset + (1 << 30)
+
+    def run(acc: np.ndarray, bias: np.ndarray, lo: int, hi: int, dtype) -> np.ndarray:
+        channels = acc.shape[-1]
+        a2 = acc.reshape(-1, channels)
+        result = np.empty(acc.shape, dtype=dtype)
+        r2 = result.reshape(a2.shape)
+        rows = max(1, _REQUANT_BLOCK // max(channels, 1))
+        ubuf = np.empty((min(rows, a2.shape[0]), channels), np.int64)
+        tbuf = np.empty_like(ubuf) if has_sign_term else None
+        b64 = bias.astype(np.int64)
+        for start in range(0, a2.shape[0], rows):
+            block = a2[start:start + rows]
+            u = ubuf[:block.shape[0]]
+            # float accumulators hold exact integers: the float64 sum with the bias is exact
+            np.add(block, b64, out=u, casting="unsafe")
+            if has_left:
+                u <<= lshift
+            u *= m
+            if tbuf is not None:
+                u += 1 << 30
+                t = tbuf[:block.shape[0]]
+                np.right_shift(u, 63, out=t)
+                t &= sign_mask
+                u += t
+                u += offset
+            else:
+                u += offset_with_nudge
+            u >>= rshift
+            np.clip(u, lo, hi, out=u)
+            r2[start:start + block.shape[0]] = u
+        return result
+
+    return run
 
 
 def to_float32(values: np.ndarray) -> np.ndarray:

@@ -41,7 +41,7 @@ The scratch-buffer output of LSTM holds the gate buffers after the step, gate by
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np

@@ -439,16 +439,16 @@ def while_carry(t: T, dims=(2,), scale: float = 0.0, zp: int = 0) -> Model:
     Checks that WHILE passes every tensor type through its loop variables bit for bit."""
     b = ModelBuilder(f"while_carry_{t.name.lower()}")
     q = dict(scale=scale, zero_point=zp)
-    vars_ = [(t, dims), I32_1, I32_1]
     cond = b.subgraph("cond_i_lt_n")
-    cx, ci, cn = cond.input(t, dims, **q), cond.input(*I32_1), cond.input(*I32_1)
+    cond.input(t, dims, **q)
+    ci, cn = cond.input(*I32_1), cond.input(*I32_1)
     cond.operation(Op.LESS, [ci, cn], [cond.output(T.TENSOR_BOOL8, BOOL1)])
     body = b.subgraph("body_carry_x_count_i")
-    x, i, _n = body.input(t, dims, **q), body.input(*I32_1), body.input(*I32_1)
+    x, i = body.input(t, dims, **q), body.input(*I32_1)
+    body.input(*I32_1)   # n: input-only loop variable, read by the condition
     x_out, i_out = body.output(t, dims, **q), body.output(T.TENSOR_INT32, (1,))
     body.operation(Op.CAST, [x], [x_out])
     body.operation(Op.ADD, [i, body.const(T.TENSOR_INT32, (1,), [1]), body.i32(0)], [i_out])
-    del vars_, cx
     x0 = b.input(t, dims, **q)
     n = b.input(T.TENSOR_INT32, (1,))
     b.operation(Op.WHILE, [b.subgraph_ref(cond), b.subgraph_ref(body), x0,
