@@ -2,13 +2,22 @@
 
 A driver adapter subclasses :class:`Device` and :class:`PreparedModel`.  Failures are raised
 as :class:`DriverError` carrying an :class:`ErrorStatus`; success returns an
-:class:`ExecutionResult`.  Optional capabilities (async, caching, ...) are separate mix-in
-interfaces at the bottom of this file, discovered with ``isinstance``.
+:class:`ExecutionResult`.  Optional capabilities are separate mix-in interfaces at the bottom
+of this file, discovered with ``isinstance``:
+
+    on the PreparedModel   AsyncExecution      execute_1_3 with a callback (a future here)
+                           FencedExecution     executeFenced: wait fences, getExecutionInfo
+                           BurstExecution      configureExecutionBurst
+    on the Device          CompilationCaching  prepareModel with a token, prepareModelFromCache
+                           MemoryDomains       IDevice::allocate, IBuffer copyFrom/copyTo; a
+                                               request names a buffer by its token with
+                                               ``RequestArgument(memory=token)``
 """
 from __future__ import annotations
 
 import abc
 import enum
+import threading
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -137,3 +146,122 @@ class CompilationCaching(abc.ABC):
     @abc.abstractmethod
     def prepare_from_cache(self, cache_token: bytes) -> PreparedModel:
         """Raise DriverError(GENERAL_FAILURE) when nothing is cached under the token."""
+
+
+class FencedExecutionHandle(abc.ABC):
+    """What executeFenced hands back: the sync fence (``wait``) and the
+    IFencedExecutionCallback (``get_execution_info``) in one object."""
+
+    @abc.abstractmethod
+    def wait(self, timeout: float | None = None) -> ExecutionResult:
+        """Block until the execution has finished; return its result or raise its DriverError.
+        Raise ``TimeoutError`` if it has not finished within ``timeout`` seconds (it keeps
+        running; wait again).  The result's ``timing`` is the one measured from launch."""
+
+    @abc.abstractmethod
+    def get_execution_info(self) -> "FencedExecutionInfo":
+        """Block until the execution has finished, then give its status and both timings."""
+
+
+@dataclass(frozen=True)
+class FencedExecutionInfo:
+    """IFencedExecutionCallback::getExecutionInfo.  ``timing_launched`` counts from the call to
+    ``execute_fenced``; ``timing_fenced`` from the moment every wait fence was signalled.  Both
+    are NO_TIMING unless timing was asked for and ``status`` is NONE."""
+    status: ErrorStatus
+    timing_launched: Timing = NO_TIMING
+    timing_fenced: Timing = NO_TIMING
+
+
+class FencedExecution(abc.ABC):
+    """The prepared model can start an execution gated by fences (IPreparedModel::executeFenced).
+
+    Rules (HAL 1.3): a None among the wait fences, an output whose dimensions are not fully
+    specified by the model or the request, or an output buffer too small for its (then known)
+    size gives INVALID_ARGUMENT, raised by ``execute_fenced`` itself or by the handle's
+    ``wait``; fenced execution has no OUTPUT_INSUFFICIENT_SIZE.  ``deadline`` is an absolute
+    ``time.monotonic()`` value, ``timeout_after_fence`` a duration in seconds counted from the
+    moment the fences are signalled, ``loop_timeout`` as for ``PreparedModel.execute``.
+    """
+
+    @abc.abstractmethod
+    def execute_fenced(self, request: Request, wait_for: Sequence[threading.Event], *,
+                       measure_timing: bool = False, deadline: float | None = None,
+                       loop_timeout: float | None = None,
+                       timeout_after_fence: float | None = None) -> FencedExecutionHandle:
+        """Return at once; the execution starts once every event in ``wait_for`` is set."""
+
+
+class Burst(abc.ABC):
+    """An execution burst (IBurstContext): a channel for many executions of one prepared model
+    in a row.  It executes like ``PreparedModel.execute``; after ``release`` it gives
+    GENERAL_FAILURE."""
+
+    @abc.abstractmethod
+    def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
+                loop_timeout: float | None = None) -> ExecutionResult:
+        """One execution through the burst; same contract as ``PreparedModel.execute``."""
+
+    @abc.abstractmethod
+    def release(self) -> None:
+        """Close the burst and free what it cached."""
+
+
+class BurstExecution(abc.ABC):
+    """The prepared model can open bursts (IPreparedModel::configureExecutionBurst)."""
+
+    @abc.abstractmethod
+    def configure_burst(self) -> Burst:
+        """Open a burst; raise DriverError (GENERAL_FAILURE) if none can be made."""
+
+
+@dataclass(frozen=True)
+class BufferRole:
+    """How a device buffer will be used: input or output ``io_index`` of
+    ``prepared_models[model_index]``; ``frequency`` in (0, 1] is a hint."""
+    model_index: int
+    io_index: int
+    frequency: float = 1.0
+
+
+@dataclass(frozen=True)
+class BufferDesc:
+    """IDevice::allocate's BufferDesc: dimensions that refine the roles' (empty: take them from
+    the roles; 0 entries: unknown)."""
+    dimensions: tuple[int, ...] = ()
+
+
+class DeviceBuffer(abc.ABC):
+    """IBuffer: driver-managed memory for one operand shape and type.  It is initialised by a
+    successful ``copy_from`` or by a successful execution writing it as an output."""
+
+    @abc.abstractmethod
+    def copy_from(self, array: np.ndarray) -> None:
+        """Fill the buffer from ``array`` (its shape gives the dimensions).  A size, rank,
+        dimension or data-type mismatch with the buffer gives INVALID_ARGUMENT."""
+
+    @abc.abstractmethod
+    def copy_to(self) -> np.ndarray:
+        """The buffer's contents as a new array; GENERAL_FAILURE if it is not initialised."""
+
+
+class MemoryDomains(abc.ABC):
+    """The device can allocate driver-managed buffers (IDevice::allocate).
+
+    The roles must name inputs/outputs of the given prepared models (each role once) that share
+    one operand type, scale, zero point and channel quantisation, with dimensions that combine
+    (and combine with ``desc.dimensions``).  A request uses a buffer with
+    ``RequestArgument(memory=token)`` for one of its roles only; an unknown token, a use outside
+    the roles, or one buffer as two outputs or as both input and output gives INVALID_ARGUMENT;
+    an uninitialised buffer read as an input gives GENERAL_FAILURE.  An output written to a
+    buffer appears in ``ExecutionResult.outputs`` as an empty array (its data stays in the
+    buffer; read it with ``copy_to``); its ``output_shapes`` entry is reported as usual.
+    """
+
+    @abc.abstractmethod
+    def allocate(self, desc: BufferDesc, prepared_models: Sequence[PreparedModel],
+                 input_roles: Sequence[BufferRole], output_roles: Sequence[BufferRole]
+                 ) -> tuple[DeviceBuffer, int]:
+        """Return the buffer and its token (> 0).  Invalid roles or description:
+        DriverError(INVALID_ARGUMENT); a valid request the driver cannot serve (e.g. unknown
+        dimensions): DriverError(GENERAL_FAILURE).  A failure hands back no buffer."""

@@ -369,12 +369,15 @@ class RequestArgument:
     For inputs ``value`` holds the data (stored representation).  ``dimensions`` (optional)
     specifies dims the model left unknown; for outputs, ``capacity`` is the size of the
     caller's buffer in bytes (None: exactly what the output needs).  ``has_no_value``
-    omits an optional input.
+    omits an optional input.  ``memory`` is the token of a driver-managed buffer
+    (``nnconform.driver.MemoryDomains.allocate``) that holds the input or receives the output,
+    HAL's Request.MemoryPool token; ``value`` and ``capacity`` are then unset.
     """
     value: np.ndarray | None = None
     dimensions: tuple[int, ...] | None = None
     capacity: int | None = None
     has_no_value: bool = False
+    memory: int | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -349,6 +349,12 @@ def _check_argument(op: Operand, arg: RequestArgument, p: str, is_input: bool) -
         if arg.dimensions:
             _fail(f"{p}.dimensions", "has_no_value is set, so there must be no dimensions")
         return
+    if arg.memory is not None:
+        # device memory: the token is checked by the driver that issued it
+        if not _is_index(arg.memory) or arg.memory <= 0:
+            _fail(f"{p}.memory", f"must be a buffer token > 0, got {arg.memory!r}")
+        if arg.value is not None or arg.capacity is not None:
+            _fail(f"{p}.memory", "a device-memory argument has no value and no capacity")
     if arg.capacity is not None and (not _is_index(arg.capacity) or arg.capacity < 0):
         _fail(f"{p}.capacity", f"must be None or a byte count >= 0, got {arg.capacity!r}")
     info = op.info
@@ -358,7 +364,7 @@ def _check_argument(op: Operand, arg: RequestArgument, p: str, is_input: bool) -
         if info.dtype is not None and value.dtype != info.dtype and \
                 not np.can_cast(value.dtype, info.dtype, casting="same_kind"):
             _fail(f"{p}.value", f"dtype {value.dtype} cannot hold {op.type.name} (stored as {info.dtype})")
-    elif is_input:
+    elif is_input and arg.memory is None:
         _fail(f"{p}.value", "is missing (set has_no_value to omit an optional input)")
     if info.is_scalar:
         if value is not None and value.size != 1:
@@ -385,6 +391,8 @@ def _check_argument(op: Operand, arg: RequestArgument, p: str, is_input: bool) -
             if m != 0 and r != m:
                 _fail(f"{p}.dimensions", f"dimension {i} is {r}, the model says {m} ({list(model_dims)})")
     if is_input:
+        if not dims and arg.memory is not None:
+            return   # the buffer knows its dimensions
         if 0 in dims:
             _fail(f"{p}.dimensions", f"dimension {dims.index(0)} is 0 in {list(dims)}; input dimensions "
                                      f"must be fully specified")

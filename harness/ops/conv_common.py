@@ -254,6 +254,28 @@ def padded(x: np.ndarray, p: ConvParams) -> np.ndarray:
     return x
 
 
+def padded_offsets(x: np.ndarray, p: ConvParams, zero_point: int, dtype) -> np.ndarray:
+    """NHWC ``x - zero_point`` in ``dtype`` (exact: small integers, or float32 widening)
+    surrounded by zeros: the same values as ``padded(offsets_as(x, zero_point, dtype), p)``
+    in one pass over a fresh buffer."""
+    n, h, w, c = x.shape
+    xp = np.empty((n, h + p.pad_top + p.pad_bottom, w + p.pad_left + p.pad_right, c), dtype)
+    if p.pad_top:
+        xp[:, :p.pad_top] = 0
+    if p.pad_bottom:
+        xp[:, p.pad_top + h:] = 0
+    if p.pad_left:
+        xp[:, p.pad_top:p.pad_top + h, :p.pad_left] = 0
+    if p.pad_right:
+        xp[:, p.pad_top:p.pad_top + h, p.pad_left + w:] = 0
+    inner = xp[:, p.pad_top:p.pad_top + h, p.pad_left:p.pad_left + w]
+    if zero_point:
+        np.subtract(x, dtype(zero_point), out=inner, dtype=dtype, casting="unsafe")
+    else:
+        inner[...] = x
+    return xp
+
+
 def tap(xp: np.ndarray, i: int, j: int, oh: int, ow: int, p: ConvParams) -> np.ndarray:
     """Strided view [N, OH, OW, C] of padded NHWC ``xp`` seen by filter tap (i, j)."""
     r0, c0 = i * p.dil_h, j * p.dil_w

@@ -50,21 +50,56 @@ def validate(v: OpView) -> None:
         v.fail(f"bias has {bl} values for {fo} output channels", input=2)
 
 
-def _depthwise(xp: np.ndarray, w: np.ndarray, m: int, oh: int, ow: int, p: cc.ConvParams,
-               acc_dtype) -> np.ndarray:
-    """Padded NHWC ``xp`` [N, H', W', C], filter taps ``w`` [fh, fw, C*M] -> [N, OH, OW, C*M].
-    One multiply-add per filter tap, each over the whole output."""
+# Output elements per block of the tap loop: the block and its product buffer stay in cache
+# while the fh*fw taps are accumulated into it.
+_BLOCK = 1 << 16
+
+
+def _depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams,
+               bias: np.ndarray | None = None) -> np.ndarray:
+    """Padded NHWC ``xp`` [N, H', W', C], filter taps ``w`` [fh, fw, C] (one filter per
+    channel: a depth multiplier M > 1 is handled by the caller repeating each input channel M
+    times) -> [N, OH, OW, C] in ``w``'s dtype, plus ``bias`` [C] when given.
+
+    Every output element is 0 + tap_0 * w_0 + tap_1 * w_1 + ... (+ bias), in tap order, over
+    blocks of output rows that stay in cache.  The weights are tiled across the output width
+    so that each multiply runs over whole rows (a broadcast over only C channels would make
+    numpy's inner loop C elements long)."""
     n, c = xp.shape[0], xp.shape[3]
     fh, fw = w.shape[:2]
-    w = w.astype(acc_dtype).reshape(fh, fw, c, m)
-    acc = np.zeros((n, oh, ow, c, m), dtype=acc_dtype)
-    tmp = np.empty_like(acc)
-    for i in range(fh):
-        for j in range(fw):
-            t = cc.tap(xp, i, j, oh, ow, p)[..., None]
-            np.multiply(t, w[i, j], out=tmp)
-            acc += tmp
-    return acc.reshape(n, oh, ow, c * m)
+    dtype = w.dtype
+    wt = np.ascontiguousarray(np.broadcast_to(w[:, :, None, :], (fh, fw, ow, c)))
+    bt = None if bias is None else np.ascontiguousarray(np.broadcast_to(bias.astype(dtype), (ow, c)))
+    out = np.empty((n, oh, ow, c), dtype=dtype)
+    image = oh * ow * c
+    if image >= _BLOCK:      # blocks of rows within one image
+        rows, images = max(1, _BLOCK // (ow * c)), 1
+    else:                    # blocks of whole images
+        rows, images = oh, max(1, _BLOCK // image)
+    tmp = np.empty((min(images, n), min(rows, oh), ow, c), dtype=dtype)
+    sh, sw, dh, dw = p.stride_h, p.stride_w, p.dil_h, p.dil_w
+    for b0 in range(0, n, images):
+        b1 = min(b0 + images, n)
+        for r0 in range(0, oh, rows):
+            r1 = min(r0 + rows, oh)
+            acc = out[b0:b1, r0:r1]
+            t = tmp[:b1 - b0, :r1 - r0]
+            acc[...] = 0
+            for i in range(fh):
+                top = r0 * sh + i * dh
+                for j in range(fw):
+                    left = j * dw
+                    view = xp[b0:b1, top:top + (r1 - r0 - 1) * sh + 1:sh, left:left + (ow - 1) * sw + 1:sw]
+                    np.multiply(view, wt[i, j], out=t)
+                    acc += t
+            if bt is not None:
+                acc += bt
+    return out
+
+
+def _repeat_channels(xp: np.ndarray, m: int) -> np.ndarray:
+    """Output channel c*M + k reads input channel c: repeat each channel M times."""
+    return xp if m == 1 else np.repeat(xp, m, axis=3)
 
 
 @register(Op.DEPTHWISE_CONV_2D, data_types=cc.TYPES, validate=validate)
@@ -91,14 +126,17 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     if n == 0:
         return [layout.from_nhwc(np.zeros((0, oh, ow, o), out.info.dtype), p.nchw)]
     if not quant:
-        y = _depthwise(cc.padded(cc.to_float32(x), p), cc.to_float32(f[0]), m, oh, ow, p, np.float32)
-        y += cc.to_float32(b)
+        xp = _repeat_channels(cc.padded_offsets(x, p, 0, np.float32), m)
+        y = _depthwise(xp, cc.to_float32(f[0]), oh, ow, p, bias=cc.to_float32(b))
         return [layout.from_nhwc(cc.finish_float(y, p.activation, out), p.nchw)]
     xo, fo = ctx.in_operands[0], ctx.in_operands[1]
     xz, fz = xo.zero_point, cc.filter_zero_point(fo)
-    # Exact integer sums: int32 while fh*fw products of offsets cannot overflow it.
-    bound = fh * fw * cc.offset_bound(x, xz) * cc.offset_bound(f, fz)
-    dt = np.int32 if bound < (1 << 31) else np.int64
-    y = _depthwise(cc.padded(cc.offsets_as(x, xz, dt), p), cc.offsets_as(f[0], fz, dt), m, oh, ow, p, dt)
+    # Exact integer sums in floating point: every partial sum of fh*fw products of offsets is
+    # an integer below the dtype's exact range (float32 for 8-bit 3x3 filters).
+    amax, bmax = cc.offset_bound(x, xz), cc.offset_bound(f, fz)
+    dt = cc.exact_float_dtype(fh * fw, amax, bmax)
+    xp = _repeat_channels(cc.padded_offsets(x, p, xz, dt), m)
+    y = _depthwise(xp, cc.offsets_as(f[0], fz, dt), oh, ow, p)
     mult, shift = cc.output_multipliers(ctx, xo, fo, ctx.in_operands[2], out, o)
-    return [layout.from_nhwc(cc.requantize(y.astype(np.int64), b, mult, shift, out, p.activation), p.nchw)]
+    return [layout.from_nhwc(cc.requantize(y, b, mult, shift, out, p.activation, acc_bound=fh * fw * amax * bmax),
+                             p.nchw)]

@@ -14,7 +14,6 @@ from nnconform.ir import Lifetime, Model, OperandType as T
 from nnconform.ops import fixedpoint16 as q16
 from nnconform.ops import quantized_lstm as qlstm
 from nnconform.ops.registry import OpView, get_op
-from nnconform.suites.examples import lstm as ex_mod
 from nnconform.suites.examples.lstm import EXAMPLES
 from nnconform.validation import validate_model
 
