@@ -1,0 +1,242 @@
+"""Random models: one operation, or a graph of N operations (CTS ``RandomGraphGenerator``).
+
+``generate(draw, config, value_seed) -> GeneratedCase`` builds a model in topological order.
+For each of the N operation slots:
+
+1. an operation whose signature takes the configuration's data type (and rank) is drawn;
+2. its primary input may be an earlier output of that type and rank: each compatible earlier
+   output gives an edge with probability ``edge_p`` (CTS: 0.1 per pair), so the chance grows
+   with the number of candidates; other tensor inputs may take an earlier output of exactly
+   their type and shape (adopting its quantisation where the signature allows);
+3. every other tensor input becomes a constant with probability ``const_p`` (CTS 0.5), else a
+   model input; scalars and structural tensors are always constants;
+4. the candidate is checked by the operation's own ``validate`` and run by its own
+   ``execute`` on the actual values, which gives the output shapes.  A candidate that fails
+   either, produces NaN, or has an empty output is redrawn (``attempts`` times, then the slot
+   stays empty).
+
+Outputs nobody consumes become model outputs.  The final model must pass
+``validate_model``; otherwise the draw is rejected (:class:`signatures.Reject`).
+
+Each slot first draws whether it is used at all (unused with probability 1/8, more when a
+test case shrinks): that is the lever Hypothesis pulls to shrink a failing graph to the one
+or two operations that matter.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from nnconform.errors import NnError
+from nnconform.executor import Executor
+from nnconform.ir import (Lifetime, Model, Operand, OperandType as T, Operation, OperationType as Op,
+                          Subgraph)
+from nnconform.ops.registry import OpContext, OpView, get_op
+from nnconform.validation import validate_model
+
+from . import values as V
+from .signatures import (SIGNATURES, Candidate, Ctx, Data, Drawer, Omitted, Param, Reject,
+                         build_candidate, ops_for)
+
+
+@dataclass(frozen=True)
+class GraphConfig:
+    dtype: T
+    n_ops: int = 1
+    rank: int | None = None            # None: each operation draws one of its ranks
+    max_dim: int = 1000
+    max_elems: int = 10000             # CTS: element product <= 10000 when dims go above 10
+    ops: tuple[Op, ...] | None = None  # None: every covered operation of dtype (and rank)
+    edge_values: bool = False
+    edge_p: float = 0.3
+    const_p: float = 0.5
+    attempts: int = 8
+    shrinkable: bool = True            # slots may be dropped (the shrinking lever)
+
+
+@dataclass
+class GeneratedCase:
+    model: Model
+    inputs: list[np.ndarray]
+    ignored: list[bool]
+    operations: list[str]
+    # every operand's value from the generation run (the reference's own execute functions)
+    values: list = field(repr=False, default_factory=list)
+    edge_values: bool = False
+
+    def describe(self) -> str:
+        return f"{len(self.model.main.operations)} op(s) [{', '.join(self.operations)}]"
+
+
+def _chance(draw: Drawer, p: float) -> bool:
+    """True with probability p; shrinks towards False."""
+    k = int(round(p * 100))
+    return draw.integer(0, 99) >= 100 - k
+
+
+def _quant_of(op: Operand) -> tuple[float, int]:
+    return op.scale, op.zero_point
+
+
+class _Builder:
+    def __init__(self, draw: Drawer, cfg: GraphConfig, value_seed: int, edge: bool):
+        self.d, self.cfg = draw, cfg
+        self.rng = np.random.default_rng(value_seed)
+        self.edge = edge
+        self.operands: list[Operand] = []
+        self.values: list = []
+        self.operations: list[Operation] = []
+        self.available: list[int] = []          # connectable outputs
+        self.ignored_outputs: set[int] = set()
+
+    # -- one slot -------------------------------------------------------------------------
+    def slot(self, ops: list[Op]) -> bool:
+        for _ in range(self.cfg.attempts):
+            op = self.d.choice(ops) if len(ops) > 1 else ops[0]
+            s = SIGNATURES[op]
+            rank = self.cfg.rank if self.cfg.rank is not None else self.d.choice(list(s.ranks))
+            given = self._pick_given(rank)
+            ctx = Ctx(self.d, self.cfg.dtype, rank, self.cfg.max_dim, self.cfg.max_elems, given)
+            try:
+                cand = build_candidate(s, ctx)
+                self._connect_secondary(cand)
+                if self._try(cand):
+                    return True
+            except Reject:
+                continue
+        return False
+
+    def _pick_given(self, rank: int) -> Data | None:
+        compat = [k for k in self.available
+                  if self.operands[k].type == self.cfg.dtype and len(self.operands[k].dimensions) == rank]
+        if not compat or not _chance(self.d, 1 - (1 - self.cfg.edge_p) ** len(compat)):
+            return None
+        k = self.d.choice(compat)
+        o = self.operands[k]
+        return Data(o.type, o.dimensions, o.scale, o.zero_point, source=k)
+
+    def _connect_secondary(self, cand: Candidate) -> None:
+        for inp in cand.inputs:
+            if not isinstance(inp, Data) or inp.source is not None or not inp.connectable:
+                continue
+            matches = [k for k in self.available
+                       if self.operands[k].type == inp.type and self.operands[k].dimensions == inp.dims
+                       and (inp.free_quant or _quant_of(self.operands[k]) == (inp.scale, inp.zero_point))]
+            if matches and _chance(self.d, 1 - (1 - self.cfg.edge_p) ** len(matches)):
+                k = self.d.choice(matches)
+                inp.source = k
+                inp.scale, inp.zero_point = _quant_of(self.operands[k])
+
+    def _try(self, cand: Candidate) -> bool:
+        """Materialise, validate and run one candidate; keep it if all is well."""
+        new_ops: list[Operand] = []
+        new_vals: list = []
+        base = len(self.operands)
+
+        def add(operand: Operand, value) -> int:
+            new_ops.append(operand)
+            new_vals.append(value)
+            return base + len(new_ops) - 1
+
+        ins = []
+        for inp in cand.inputs:
+            if isinstance(inp, Data):
+                if inp.source is not None:
+                    ins.append(inp.source)
+                    continue
+                val = V.fill(self.rng, inp.type, inp.dims, inp.lo, inp.hi, edge=self.edge,
+                             nonzero=inp.nonzero)
+                const = _chance(self.d, self.cfg.const_p)
+                val.setflags(write=False)
+                ins.append(add(Operand(inp.type, inp.dims, inp.scale, inp.zero_point,
+                                       Lifetime.CONSTANT_COPY if const else Lifetime.SUBGRAPH_INPUT,
+                                       val if const else None), val))
+            elif isinstance(inp, Param):
+                info_dtype = Operand(inp.type).info.dtype
+                val = np.array(inp.value, dtype=info_dtype).reshape(inp.dims)
+                val.setflags(write=False)
+                ins.append(add(Operand(inp.type, inp.dims, lifetime=Lifetime.CONSTANT_COPY, value=val), val))
+            elif isinstance(inp, Omitted):
+                ins.append(add(Operand(inp.type, (), lifetime=Lifetime.NO_VALUE), None))
+            else:
+                raise TypeError(f"unknown candidate input {inp!r}")
+        outs = [add(Operand(o.type, (), o.scale, o.zero_point, Lifetime.TEMPORARY_VARIABLE), None)
+                for o in cand.outputs]
+        operation = Operation(cand.op, tuple(ins), tuple(outs))
+        sg = Subgraph(tuple(self.operands) + tuple(new_ops), (operation,), (), ())
+        model = Model(sg)
+        vals = self.values + new_vals
+        try:
+            get_op(cand.op).validate(OpView(model, sg, 0))
+            results = get_op(cand.op).execute(OpContext(Executor(model), sg, 0, vals))
+        except (NnError, Reject):
+            return False
+        if len(results) != len(outs):
+            return False
+        for o, arr in zip(cand.outputs, results):
+            arr = np.asarray(arr)
+            if arr.dtype != Operand(o.type).info.dtype:
+                return False
+            if arr.dtype.kind == "f" and np.isnan(arr).any():
+                return False   # the reference must not produce NaN (it never passes)
+            if not Operand(o.type).info.is_scalar and (arr.ndim == 0 or arr.size == 0 or arr.ndim > 4):
+                return False
+        # commit
+        for j, (o, arr) in enumerate(zip(cand.outputs, results)):
+            k = outs[j] - base
+            if not new_ops[k].info.is_scalar:
+                new_ops[k] = new_ops[k].with_dims(np.asarray(arr).shape)
+            new_vals[k] = np.asarray(arr)
+            if o.connectable and not o.ignored:
+                self.available.append(outs[j])
+            if o.ignored:
+                self.ignored_outputs.add(outs[j])
+        self.operands += new_ops
+        self.values += new_vals
+        self.operations.append(operation)
+        return True
+
+    # -- the whole model --------------------------------------------------------------------
+    def finish(self) -> GeneratedCase:
+        if not self.operations:
+            raise Reject("no operation could be generated")
+        consumed = {i for op in self.operations for i in op.inputs}
+        produced = [i for op in self.operations for i in op.outputs]
+        outputs = [i for i in produced if i not in consumed]
+        operands = list(self.operands)
+        for i in outputs:
+            operands[i] = replace(operands[i], lifetime=Lifetime.SUBGRAPH_OUTPUT)
+        inputs = [i for i, o in enumerate(operands) if o.lifetime == Lifetime.SUBGRAPH_INPUT]
+        if not inputs:   # CTS keeps at least one model input when there is a candidate
+            consts = [i for i, o in enumerate(operands)
+                      if o.lifetime == Lifetime.CONSTANT_COPY and not o.info.is_scalar and o.type != T.TENSOR_INT32
+                      and i in consumed]
+            if consts:
+                operands[consts[0]] = replace(operands[consts[0]], lifetime=Lifetime.SUBGRAPH_INPUT, value=None)
+                inputs = [consts[0]]
+        model = Model(Subgraph(tuple(operands), tuple(self.operations), tuple(inputs), tuple(outputs), "main"))
+        try:
+            validate_model(model)
+        except NnError as e:
+            raise Reject(f"generated model is invalid: {e}") from None
+        return GeneratedCase(model, [self.values[i] for i in inputs],
+                             [i in self.ignored_outputs for i in outputs],
+                             [op.name for op in self.operations], self.values, self.edge)
+
+
+def generate(draw: Drawer, cfg: GraphConfig, value_seed: int, edge: bool | None = None) -> GeneratedCase:
+    """One random model; raises Reject when nothing valid came out of the draws."""
+    ops = list(cfg.ops) if cfg.ops is not None else ops_for(cfg.dtype, cfg.rank)
+    if cfg.rank is not None:
+        ops = [o for o in ops if cfg.rank in SIGNATURES[o].ranks]
+    ops = [o for o in ops if cfg.dtype in SIGNATURES[o].types]
+    if not ops:
+        raise ValueError(f"no covered operation takes {cfg.dtype.name}"
+                         + (f" at rank {cfg.rank}" if cfg.rank else ""))
+    b = _Builder(draw, cfg, value_seed, cfg.edge_values if edge is None else edge)
+    for _ in range(cfg.n_ops):
+        if cfg.shrinkable and cfg.n_ops > 1 and draw.integer(0, 7) == 0:
+            continue
+        b.slot(ops)
+    return b.finish()

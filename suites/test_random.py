@@ -1,0 +1,166 @@
+"""Random suite (CTS "TestRandomGraph", done with Hypothesis): random valid models run on the
+driver and compared with the reference executor under the random-graph criteria.
+
+- ``test_single_operation[OP-type]``: one operation with random operands, dims <= 1000
+  (element count <= 10000), the operation's criteria set (Strict/Medium/Relaxed/Conv);
+- ``test_graph[small|large-type-rankR]``: 5 operations with dims <= 1000 (SmallGraph
+  criteria) or 40 operations with dims <= 10 (LargeGraph), for fp32, fp16, int32, bool8 and,
+  unlike CTS, quant8 asymm and quant8 signed; ranks 1-4.
+
+Driver handling as in CTS: a case is skipped when the driver does not support every operation
+or fails prepare with GENERAL_FAILURE (the runtime's OP_FAILED); any other error fails.  A
+test whose every example was skipped is reported as skipped.
+
+On a failure Hypothesis shrinks the model; the minimal one is dumped as a spec file (seed,
+driver, expected and actual outputs, the failed criterion, and the first operation whose own
+output diverges) and ``nnconform replay`` reruns it.  Options: ``--nn-hypothesis-profile``
+(ci / default / nightly) and ``--nn-max-examples``.  Draws follow the session seed
+(``--nn-seed``) except under the derandomised ci profile.
+"""
+from __future__ import annotations
+
+import zlib
+
+import pytest
+from hypothesis import given, seed as hypothesis_seed
+
+from nnconform.criteria import (LARGE_GRAPH, RELAXED, SMALL_GRAPH, STRICT, Criteria,
+                                criteria_for_operation)
+from nnconform.driver import DriverError, ErrorStatus
+from nnconform.executor import Executor
+from nnconform.generators import profiles
+from nnconform.generators.diverge import first_divergent_operation
+from nnconform.generators.signatures import SIGNATURES
+from nnconform.generators.strategies import random_graph, single_operation
+from nnconform.ir import SHORT_TYPE_NAME, OperandType as T, OperationType as Op
+from nnconform.runner import ERROR, FAIL, SKIP, run_case
+
+GRAPH_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8,
+               T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+GRAPH_SIZES = {"small": (5, 1000, SMALL_GRAPH), "large": (40, 10, LARGE_GRAPH)}
+# Operations newer than the CTS table (feature level 6/7): data movement is Strict, the
+# matrix product is judged like FULLY_CONNECTED.
+_NEWER_OPS = {Op.MIRROR_PAD: STRICT, Op.REVERSE: STRICT, Op.PACK: STRICT, Op.BATCH_MATMUL: RELAXED}
+
+SINGLE = [(op, t) for op, s in sorted(SIGNATURES.items(), key=lambda kv: kv[0].name) for t in s.types]
+GRAPHS = [(size, t, r) for size in GRAPH_SIZES for t in GRAPH_TYPES for r in (1, 2, 3, 4)]
+
+
+def op_criteria(op: Op) -> Criteria:
+    return _NEWER_OPS.get(op) or criteria_for_operation(op, "1.3")
+
+
+class CaseFailed(Exception):
+    """One Hypothesis example failed on the driver (carried out to the pytest test)."""
+
+    def __init__(self, case, expected, outcome):
+        super().__init__(outcome.message)
+        self.case, self.expected, self.outcome = case, expected, outcome
+
+
+class _OpFailedAtPrepare:
+    """Forwards to the driver and notes a GENERAL_FAILURE from prepare (CTS: OP_FAILED is a
+    skip, not a failure)."""
+
+    def __init__(self, device):
+        self._device = device
+        self.op_failed = False
+
+    def __getattr__(self, name):
+        return getattr(self._device, name)
+
+    def supported_operations(self, model):
+        return self._device.supported_operations(model)
+
+    def prepare(self, model, **kw):
+        try:
+            return self._device.prepare(model, **kw)
+        except DriverError as e:
+            self.op_failed = e.status == ErrorStatus.GENERAL_FAILURE
+            raise
+
+
+def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, criteria: Criteria,
+         graph: bool) -> None:
+    cfg = request.config
+    profile = cfg.getoption("nn_hypothesis_profile", "default") or "default"
+    st_settings = profiles.settings_for(profile, graph=graph, max_examples=cfg.getoption("nn_max_examples", None),
+                                        report_dir=nn_session.report_dir)
+    device = _OpFailedAtPrepare(nn_device)
+    tally = {"passed": 0, "skipped": 0, "skip_reasons": set()}
+
+    def one_example(case):
+        expected = Executor(case.model).run(case.inputs)
+        device.op_failed = False
+        outcome = run_case(device, case.model, case.inputs, expected, ignored=case.ignored, criteria=criteria)
+        if outcome.outcome == SKIP or (device.op_failed and outcome.stage == "prepare"):
+            tally["skipped"] += 1
+            tally["skip_reasons"].add(outcome.message)
+            return
+        if outcome.outcome in (FAIL, ERROR):
+            raise CaseFailed(case, expected, outcome)
+        tally["passed"] += 1
+
+    one_example._hypothesis_internal_add_digest = test_id.encode()
+    test = given(strategy)(one_example)
+    if not st_settings.derandomize:
+        test = hypothesis_seed(nn_session.seed ^ zlib.crc32(test_id.encode()))(test)
+    test = st_settings(test)
+    nn_record["extra"].update(profile=profile, max_examples=st_settings.max_examples,
+                              criteria=criteria.name)
+    failure = None
+    try:
+        test()
+    except CaseFailed as f:
+        failure = f
+    if failure is not None:   # outside the except block: the report needs no exception chain
+        _report_failure(nn_session, nn_device, nn_record, test_id, failure, criteria, profile)
+    nn_record["extra"].update(passed=tally["passed"], skipped=tally["skipped"])
+    if tally["passed"] == 0 and tally["skipped"]:
+        pytest.skip("every example skipped: " + "; ".join(sorted(tally["skip_reasons"]))[:300])
+
+
+def _report_failure(nn_session, nn_device, nn_record, test_id, f: CaseFailed, criteria, profile) -> None:
+    case, outcome = f.case, f.outcome
+    m = case.model.main
+    ignored_operands = [i for i, ig in zip(m.output_indexes, case.ignored) if ig]
+    extra = {"suite": "random", "criteria_set": criteria.name, "hypothesis_profile": profile,
+             "operations": case.operations, "edge_values": case.edge_values}
+    try:
+        div = first_divergent_operation(nn_device, case.model, case.inputs, criteria, ignored_operands)
+    except Exception as e:  # the failure itself is the verdict; say why the hunt gave nothing
+        div, extra["divergence_error"] = None, f"{type(e).__name__}: {e}"
+    if div is not None:
+        n, name, cmp = div
+        extra["first_divergent_operation"] = {"index": n, "name": name, "message": cmp.message,
+                                              "comparison": cmp.to_dict()}
+    nn_record["operations"] = sorted(set(case.operations))
+    nn_record["extra"].update(first_divergent_operation=div[1] if div else None,
+                              shrunk_operations=len(m.operations))
+    try:
+        nn_record["spec_path"], nn_record["replay"] = nn_session.dump_failure(
+            test_id, case.model, case.inputs, f.expected, outcome, ignored=case.ignored, extra_meta=extra)
+    except Exception as e:
+        outcome.message += f" (spec dump failed: {type(e).__name__}: {e})"
+    where = f"; first divergent operation: #{div[0]} {div[1]}" if div else ""
+    nn_record["message"] = f"{outcome.message}{where}"
+    pytest.fail(f"{nn_record['message']} (minimal model: {case.describe()}, seed {nn_session.seed})"
+                + (f"\n  replay: {nn_record['replay']}" if nn_record.get("replay") else ""), pytrace=False)
+
+
+@pytest.mark.parametrize("op,dtype", SINGLE, ids=[f"{op.name}-{SHORT_TYPE_NAME[t]}" for op, t in SINGLE])
+def test_single_operation(op, dtype, request, nn_session, nn_device, nn_record):
+    test_id = f"random/single/{op.name}/{SHORT_TYPE_NAME[dtype]}"
+    nn_record.update(suite="random", test_id=test_id, operations=[op.name], data_types=[SHORT_TYPE_NAME[dtype]])
+    _run(request, nn_session, nn_device, nn_record, test_id,
+         single_operation(op, dtype, value_mode="mixed"), op_criteria(op), graph=False)
+
+
+@pytest.mark.parametrize("size,dtype,rank", GRAPHS,
+                         ids=[f"{s}-{SHORT_TYPE_NAME[t]}-rank{r}" for s, t, r in GRAPHS])
+def test_graph(size, dtype, rank, request, nn_session, nn_device, nn_record):
+    n_ops, max_dim, criteria = GRAPH_SIZES[size]
+    test_id = f"random/{size}/{SHORT_TYPE_NAME[dtype]}/rank{rank}"
+    nn_record.update(suite="random", test_id=test_id, operations=[], data_types=[SHORT_TYPE_NAME[dtype]])
+    _run(request, nn_session, nn_device, nn_record, test_id,
+         random_graph(dtype, rank, n_ops, max_dim, value_mode="mixed"), criteria, graph=True)

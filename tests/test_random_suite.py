@@ -1,0 +1,63 @@
+"""End to end: `nnconform run --suite random` passes on the reference driver and catches the
+deliberately broken drivers with a minimal dumped spec that `nnconform replay` reproduces."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nnconform.criteria import RANDOM_GRAPH_SETS
+from nnconform.drivers import broken
+from nnconform.runner import run_case
+from nnconform.spec import load_spec
+
+BROKEN = "nnconform.drivers.broken:"
+
+
+def _run(tmp_path: Path, driver: str, *pytest_args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "nnconform", "run", "--driver", driver, "--suite", "random",
+           "--report-dir", str(tmp_path / "report"), "--seed", "7", "--", *pytest_args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+
+
+def test_reference_passes_the_whole_random_suite_ci_profile(tmp_path):
+    r = _run(tmp_path, "reference", "--nn-hypothesis-profile", "ci")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    rows = [json.loads(x) for x in (tmp_path / "report" / "results.jsonl").read_text().splitlines()]
+    assert len(rows) > 300 and all(row["outcome"] == "PASS" for row in rows)
+    assert {row["seed"] for row in rows} == {7}
+
+
+@pytest.mark.parametrize("driver_cls,selection", [
+    (broken.QuantAddOffByTwo, "single_operation and ADD and quant8"),
+    (broken.ConvFp32InFp16, "single_operation and CONV_2D-fp32"),
+    (broken.Relu6Ignored, "RELU6 or small-fp32-rank2"),
+])
+def test_broken_driver_fails_with_a_minimal_replayable_spec(tmp_path, driver_cls, selection):
+    driver = BROKEN + driver_cls.__name__
+    r = _run(tmp_path, driver, "-k", selection, "--nn-max-examples", "40")
+    assert r.returncode != 0, r.stdout[-3000:]
+    specs = sorted((tmp_path / "report" / "failures").glob("*.spec.json"))
+    assert specs, r.stdout[-3000:]
+    for path in specs:
+        spec = load_spec(path)
+        meta = spec.meta
+        ops = spec.model.main.operations
+        assert 1 <= len(ops) <= 2, f"{path.name}: {[o.name for o in ops]}"
+        assert meta["seed"] == 7 and meta["driver"] == driver
+        assert meta["actual_outputs"] and meta["criterion"]["mismatches"]
+        assert meta["first_divergent_operation"]["name"] in {o.name for o in ops}
+        # Re-running the spec under its recorded criteria gives the recorded mismatch ...
+        ex = spec.examples[0]
+        out = run_case(driver_cls(), spec.model, ex.inputs, ex.outputs, ignored=ex.ignored or None,
+                       criteria=RANDOM_GRAPH_SETS[meta["criteria_set"]])
+        recorded = meta["criterion"]["mismatches"][0]
+        got = out.comparison.mismatches[0]
+        assert (got.kind, got.index, got.output) == (recorded["kind"], recorded["index"], recorded["output"])
+        assert out.message.split("(")[0] == meta["message"].split("(")[0]
+        # ... and the replay command fails the same case on the broken driver.
+        rp = subprocess.run([sys.executable, "-m", "nnconform", "replay", str(path), "--driver", driver],
+                            capture_output=True, text=True, timeout=120)
+        assert rp.returncode == 1 and ": FAIL:" in rp.stdout, rp.stdout + rp.stderr
+        assert f"output {recorded['output']} " in rp.stdout
