@@ -90,11 +90,11 @@ def _subgraph(d: dict) -> Subgraph:
             value = _decode_values(od["value"], t, dims)
             value.setflags(write=False)
         operands.append(Operand(t, dims, float(od.get("scale", 0.0)), int(od.get("zero_point", 0)), lifetime,
-                                value, channel_quant, od.get("name", ""), od.get("num_consumers")))
+                                value, channel_quant, od.get("name") or "", od.get("num_consumers")))
     operations = tuple(Operation(OperationType[o["type"]], tuple(o["inputs"]), tuple(o["outputs"]))
                        for o in d["operations"])
     return Subgraph(tuple(operands), operations, tuple(d["input_indexes"]), tuple(d["output_indexes"]),
-                    d.get("name", ""))
+                    d.get("name") or "")
 
 
 def case_from_dict(d: dict, path: str = "") -> VectorCase:
