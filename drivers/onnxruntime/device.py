@@ -1,0 +1,177 @@
+"""The onnxruntime device: nnconform's driver interface over an onnxruntime InferenceSession.
+
+prepare() validates the model, converts it to ONNX once (convert.py) and builds the session;
+execute() only feeds the request to the session.  Errors map to NNAPI statuses: an invalid
+model or request is INVALID_ARGUMENT, anything the runtime raises while building or running
+the session is GENERAL_FAILURE (with onnxruntime's first message line).
+
+Options (constructor arguments, or environment variables for the registered name):
+  provider      execution provider, default CPUExecutionProvider ($NNCONFORM_ORT_PROVIDER)
+  optimization  graph optimisation level: disable, basic, extended, all (default all,
+                onnxruntime's own default; $NNCONFORM_ORT_OPTIMIZATION)
+  threads       intra-op threads (default 1: many small models, deterministic reductions)
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+from nnconform import __version__
+from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
+                              ExecutionResult, OutputShape, PerformanceInfo, PreparedModel, Priority,
+                              Timing)
+from nnconform.errors import DriverLoadError, ValidationError
+from nnconform.ir import Model, Request
+from nnconform.validation import validate_model, validate_request
+
+from . import convert
+
+_LEVELS = {
+    "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+class OnnxRuntimePreparedModel(PreparedModel):
+    def __init__(self, model: Model, session: ort.InferenceSession, onnx_model):
+        self.model = model
+        self.session = session
+        self.onnx_model = onnx_model
+        self._inputs = [f"o{i}" for i in model.main.input_indexes]
+        self._outputs = [f"o{i}" for i in model.main.output_indexes]
+        self._released = False
+
+    def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
+                loop_timeout: float | None = None) -> ExecutionResult:
+        t_driver = time.perf_counter_ns()
+        if self._released:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, "prepared model was released")
+        try:
+            validate_request(self.model, request)
+        except ValidationError as e:
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, str(e)) from None
+        if deadline is not None and time.monotonic() > deadline:
+            raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "deadline passed before execution")
+        feed = {}
+        for name, idx, arg in zip(self._inputs, self.model.main.input_indexes, request.inputs):
+            if arg.has_no_value:
+                raise DriverError(ErrorStatus.INVALID_ARGUMENT,
+                                  "an omitted model input cannot be fed to onnxruntime")
+            operand = self.model.main.operands[idx]
+            value = np.asarray(arg.value, dtype=operand.info.dtype)
+            if arg.dimensions is not None and tuple(value.shape) != tuple(arg.dimensions):
+                value = value.reshape(arg.dimensions)
+            feed[name] = value
+        t_device = time.perf_counter_ns()
+        try:
+            outputs = self.session.run(self._outputs, feed)
+        except Exception as e:  # onnxruntime raises its own exception types from C++
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"onnxruntime: {_first_line(e)}") from None
+        device_us = (time.perf_counter_ns() - t_device) // 1000
+        if deadline is not None and time.monotonic() > deadline:
+            raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "execution finished after the deadline")
+        results, shapes, insufficient = [], [], False
+        for idx, arg, out in zip(self.model.main.output_indexes, request.outputs, outputs):
+            operand = self.model.main.operands[idx]
+            arr = np.asarray(out).astype(operand.info.dtype, copy=False)
+            if operand.info.is_scalar:
+                arr = arr.reshape(())
+            ok = arg.capacity is None or arr.nbytes <= arg.capacity
+            insufficient |= not ok
+            shapes.append(OutputShape(tuple(int(d) for d in arr.shape), ok))
+            results.append(arr)
+        if insufficient:
+            raise DriverError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "an output buffer is too small", shapes)
+        timing = Timing()
+        if measure_timing:
+            timing = Timing(device_us, max(device_us, (time.perf_counter_ns() - t_driver) // 1000))
+        return ExecutionResult(tuple(results), tuple(shapes), timing)
+
+    def release(self) -> None:
+        self._released = True
+        self.session = None
+
+
+class OnnxRuntimeDevice(Device):
+    """NNAPI semantics on onnxruntime.  Honest support: see convert.CONVERTERS."""
+
+    feature_level = 30
+
+    def __init__(self, provider: str | None = None, optimization: str | None = None, threads: int = 1):
+        self.provider = provider or os.environ.get("NNCONFORM_ORT_PROVIDER", "CPUExecutionProvider")
+        level = optimization or os.environ.get("NNCONFORM_ORT_OPTIMIZATION", "all")
+        if level not in _LEVELS:
+            raise DriverLoadError(f"onnxruntime driver: optimization must be one of {', '.join(_LEVELS)}, got {level!r}")
+        if self.provider not in ort.get_available_providers():
+            raise DriverLoadError(f"onnxruntime has no {self.provider} here (available: "
+                             f"{', '.join(ort.get_available_providers())})")
+        self.optimization = level
+        self.threads = threads
+        self.name = "onnxruntime" if self.provider == "CPUExecutionProvider" else f"onnxruntime-{self.provider}"
+        self.version = f"{__version__}+ort{ort.__version__}"
+
+    def capabilities(self) -> Capabilities:
+        perf = PerformanceInfo(1.0, 1.0)
+        types = sorted(convert.ONNX_TYPE, key=int)  # HAL: sorted by type, no repeats
+        return Capabilities(perf, perf, tuple((t, perf) for t in types), perf, perf)
+
+    def supported_operations(self, model: Model) -> list[bool]:
+        try:
+            validate_model(model)
+        except ValidationError as e:
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, str(e)) from None
+        return [convert.operation_supported(model, i)[0] for i in range(len(model.main.operations))]
+
+    def unsupported_reasons(self, model: Model) -> list[str]:
+        """Why each operation is unsupported ("" when it is supported): for humans and tests."""
+        return [convert.operation_supported(model, i)[1] for i in range(len(model.main.operations))]
+
+    def _session_options(self) -> ort.SessionOptions:
+        so = ort.SessionOptions()
+        so.graph_optimization_level = _LEVELS[self.optimization]
+        so.intra_op_num_threads = self.threads
+        so.inter_op_num_threads = 1
+        so.log_severity_level = 3
+        return so
+
+    def prepare(self, model: Model, *, preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
+                priority: Priority = Priority.MEDIUM, deadline: float | None = None,
+                cache_token: bytes | None = None) -> PreparedModel:
+        if int(preference) not in {int(p) for p in ExecutionPreference}:
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"bad execution preference {preference}")
+        if int(priority) not in {int(p) for p in Priority}:
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"bad priority {priority}")
+        if cache_token is not None and len(cache_token) != 32:
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, "cache token must be 32 bytes")
+        try:
+            validate_model(model)
+        except ValidationError as e:
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, str(e)) from None
+        if deadline is not None and time.monotonic() > deadline:
+            raise DriverError(ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline passed before preparation")
+        try:
+            onnx_model = convert.to_onnx(model)
+        except convert.Unsupported as e:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"cannot convert to ONNX: {e}") from None
+        except convert.Rejected as e:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"the operation must fail: {e}") from None
+        try:
+            session = ort.InferenceSession(onnx_model.SerializeToString(), self._session_options(),
+                                           providers=[self.provider])
+        except Exception as e:  # onnxruntime's C++ exceptions surface as several Python types
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"onnxruntime rejected the graph: {_first_line(e)}") \
+                from None
+        return OnnxRuntimePreparedModel(model, session, onnx_model)
+
+
+__all__ = ["OnnxRuntimeDevice", "OnnxRuntimePreparedModel"]

@@ -1,0 +1,159 @@
+"""The onnxruntime adapter (drivers/onnxruntime): conversion, honesty about support, and the
+generated suite end to end.  Skipped when the optional extra (onnx, onnxruntime) is missing."""
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx", reason="onnxruntime driver needs the 'onnx' extra: pip install nnconform[onnx]")
+pytest.importorskip("onnxruntime", reason="onnxruntime driver needs the 'onnx' extra: pip install nnconform[onnx]")
+
+from nnconform.driver import DriverError, ErrorStatus  # noqa: E402
+from nnconform.drivers.onnxruntime import OnnxRuntimeDevice  # noqa: E402
+from nnconform.ir import ChannelQuant, ModelBuilder, OperandType as T, OperationType as Op, Request  # noqa: E402
+from nnconform.loader import load_driver  # noqa: E402
+from nnconform.runner import PASS, SKIP, run_case  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def device() -> OnnxRuntimeDevice:
+    return OnnxRuntimeDevice()
+
+
+def run(device, model, *inputs):
+    prepared = device.prepare(model)
+    try:
+        return prepared.execute(Request.from_arrays(model, list(inputs)), measure_timing=True)
+    finally:
+        prepared.release()
+
+
+def test_registered_entry_point_loads():
+    dev = load_driver("onnxruntime")
+    assert isinstance(dev, OnnxRuntimeDevice)
+    assert dev.provider == "CPUExecutionProvider"
+
+
+def test_add_with_fused_relu6_and_broadcast(device):
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [2, 3])
+    y = b.output(T.TENSOR_FLOAT32, [2, 3])
+    b.operation(Op.ADD, [x, b.const(T.TENSOR_FLOAT32, [3], [1.0, -10.0, 5.0]), b.i32(3)], [y])
+    res = run(device, b.build(), np.array([[0.5, 2, 3], [-4, 20, 0]], np.float32))
+    np.testing.assert_array_equal(res.outputs[0], [[1.5, 0, 6], [0, 6, 5]])
+    assert res.timing.time_on_device is not None and res.timing.time_in_driver >= res.timing.time_on_device
+
+
+def test_conv_2d_nhwc_same_padding_matches_hand_computation(device):
+    # 3x3 input, 2x2 all-ones filter, SAME, stride 1: the odd padding goes to the bottom/right,
+    # so output[i, j] sums the window starting at (i, j).
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [1, 3, 3, 1])
+    y = b.output(T.TENSOR_FLOAT32, [1, 3, 3, 1])
+    f = b.const(T.TENSOR_FLOAT32, [1, 2, 2, 1], np.ones(4))
+    bias = b.const(T.TENSOR_FLOAT32, [1], [0.5])
+    b.operation(Op.CONV_2D, [x, f, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)], [y])
+    img = np.arange(9, dtype=np.float32).reshape(1, 3, 3, 1)
+    padded = np.pad(img[0, :, :, 0], ((0, 1), (0, 1)))
+    want = np.array([[padded[i:i + 2, j:j + 2].sum() for j in range(3)] for i in range(3)]) + 0.5
+    np.testing.assert_allclose(run(device, b.build(), img).outputs[0][0, :, :, 0], want)
+
+
+def test_quant8_per_channel_conv_runs_on_qlinearconv(device):
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_QUANT8_ASYMM, [1, 1, 1, 2], scale=0.5, zero_point=128)
+    y = b.output(T.TENSOR_QUANT8_ASYMM, [1, 1, 1, 2], scale=1.0, zero_point=100)
+    f = b.const(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [2, 1, 1, 2], [1, 2, 3, 4],
+                channel_quant=ChannelQuant((0.5, 1.0), 0))
+    bias = b.const(T.TENSOR_INT32, [2], [4, 0])
+    b.operation(Op.CONV_2D, [x, f, bias, b.i32(2), b.i32(1), b.i32(1), b.i32(0)], [y])
+    # reals: x = (4, 8) * 0.5 = (2, 4); filter ch0 = (0.5, 1.0), ch1 = (3, 4); bias0 = 4 * 0.25 = 1
+    # out0 = 1 + 2 * 0.5 + 4 * 1 = 6, out1 = 2 * 3 + 4 * 4 = 22 -> stored 106, 122.
+    out = run(device, b.build(), np.array([[[[132, 136]]]], np.uint8)).outputs[0]
+    np.testing.assert_array_equal(out.reshape(-1), [106, 122])
+
+
+def test_int32_div_floors_and_zero_divisor_gives_zero(device):
+    b = ModelBuilder()
+    a_, d_ = b.input(T.TENSOR_INT32, [4]), b.input(T.TENSOR_INT32, [4])
+    y = b.output(T.TENSOR_INT32, [4])
+    b.operation(Op.DIV, [a_, d_, b.i32(0)], [y])
+    out = run(device, b.build(), np.array([-5, 5, 7, 3], np.int32), np.array([2, -2, 0, 3], np.int32))
+    np.testing.assert_array_equal(out.outputs[0], [-3, -3, 0, 1])
+
+
+def test_unmappable_operations_are_reported_unsupported(device):
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [1, 4])
+    h = b.temp(T.TENSOR_FLOAT32, [1, 4])
+    y = b.output(T.TENSOR_FLOAT32, [1, 2])
+    b.operation(Op.RELU, [x], [h])
+    b.operation(Op.TOPK_V2, [h, b.i32(2)], [y, b.output(T.TENSOR_INT32, [1, 2])])
+    model = b.build()
+    assert device.supported_operations(model) == [True, False]
+    reasons = device.unsupported_reasons(model)
+    assert reasons[0] == "" and "TOPK_V2" in reasons[1]
+    with pytest.raises(DriverError) as e:
+        device.prepare(model)
+    assert e.value.status == ErrorStatus.GENERAL_FAILURE
+
+
+def test_unfaithful_type_or_parameter_is_unsupported(device):
+    # SYMMETRIC mirror padding has no ONNX equivalent; a run-time activation is no attribute.
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [3])
+    y = b.output(T.TENSOR_FLOAT32, [5])
+    b.operation(Op.MIRROR_PAD, [x, b.const(T.TENSOR_INT32, [1, 2], [1, 1]), b.i32(1)], [y])
+    assert device.supported_operations(b.build()) == [False]
+    b = ModelBuilder()
+    x, act = b.input(T.TENSOR_FLOAT32, [2]), b.input(T.INT32)
+    y = b.output(T.TENSOR_FLOAT32, [2])
+    b.operation(Op.ADD, [x, x, act], [y])
+    assert device.supported_operations(b.build()) == [False]
+
+
+def test_invalid_model_is_invalid_argument(device):
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [2])
+    y = b.output(T.TENSOR_FLOAT32, [2])
+    b.operation(Op.ADD, [x, x, b.i32(9)], [y])  # activation 9 does not exist
+    with pytest.raises(DriverError) as e:
+        device.supported_operations(b.build())
+    assert e.value.status == ErrorStatus.INVALID_ARGUMENT
+
+
+def test_run_case_skips_unsupported_and_passes_supported(device):
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT16, [3])
+    y = b.output(T.TENSOR_FLOAT16, [3])
+    b.operation(Op.LOGISTIC, [x], [y])
+    xs = np.array([-1, 0, 2], np.float16)
+    want = (1 / (1 + np.exp(-xs.astype(np.float64)))).astype(np.float16)
+    assert run_case(device, b.build(), [xs], [want]).outcome == PASS
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [1, 2, 2, 1])
+    y = b.output(T.TENSOR_FLOAT32, [1, 4, 4, 1])
+    b.operation(Op.RESIZE_BILINEAR, [x, b.i32(4), b.i32(4)], [y])
+    assert run_case(device, b.build(), [np.zeros((1, 2, 2, 1), np.float32)],
+                    [np.zeros((1, 4, 4, 1), np.float32)]).outcome == SKIP
+
+
+def test_generated_suite_passes_against_onnxruntime(tmp_path):
+    report = tmp_path / "report"
+    proc = subprocess.run([sys.executable, "-m", "nnconform", "run", "--driver", "onnxruntime",
+                           "--suite", "generated", "--report-dir", str(report)],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    with open(report / "results.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows, "no result rows recorded"
+    failed = [r["test_id"] for r in rows if r["outcome"] in ("FAIL", "ERROR")]
+    assert not failed, failed
+    assert sum(r["outcome"] == "PASS" for r in rows) > 300
