@@ -157,3 +157,30 @@ def test_generated_suite_passes_against_onnxruntime(tmp_path):
     failed = [r["test_id"] for r in rows if r["outcome"] in ("FAIL", "ERROR")]
     assert not failed, failed
     assert sum(r["outcome"] == "PASS" for r in rows) > 300
+
+
+@pytest.mark.skipif(not (REPO.parent / "shared" / "aosp_vectors").is_dir() and not __import__("os").environ.get(
+    "NNCONFORM_VECTORS"), reason="AOSP vectors not found beside the checkout (set NNCONFORM_VECTORS)")
+def test_vectors_suite_fails_only_on_documented_runtime_differences(tmp_path):
+    """Every vector onnxruntime fails must be a documented genuine difference, and every
+    documented difference must still show (a fixed runtime makes the entry stale)."""
+    import fnmatch
+    import json
+    known = json.loads((REPO / "drivers" / "onnxruntime" / "known_differences.json").read_text())
+    patterns = [p for d in known["differences"] for p in d["patterns"]]
+    report = tmp_path / "report"
+    proc = subprocess.run([sys.executable, "-m", "nnconform", "run", "--driver", "onnxruntime",
+                           "--suite", "vectors", "--report-dir", str(report)],
+                          cwd=REPO, capture_output=True, text=True, timeout=1800)
+    with open(report / "results.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) > 9000, proc.stdout[-2000:] + proc.stderr[-2000:]
+    failed = [r for r in rows if r["outcome"] in ("FAIL", "ERROR")]
+    unexplained = [f"{r['test_id']}: {r['message'][:160]}" for r in failed
+                   if not any(fnmatch.fnmatch(r["test_id"], p) for p in patterns)]
+    assert not unexplained, "\n".join(unexplained[:20])
+    stale = [p for p in patterns if not any(fnmatch.fnmatch(r["test_id"], p) for r in failed)]
+    assert not stale, f"documented differences no longer seen: {stale}"
+    counts = {o: sum(r["outcome"] == o for r in rows) for o in ("PASS", "FAIL", "SKIP")}
+    print("onnxruntime vectors:", counts)
+    assert counts["PASS"] > 5000
