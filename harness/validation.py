@@ -47,7 +47,9 @@ Request rules (main subgraph): the argument counts match; ``has_no_value`` comes
 value and no dimensions; an input has a value whose dtype can hold the operand type; the
 request's dimensions (given, or else the value's shape) have the model's rank and agree
 with every known model dimension; an input has no dimension 0 and no dimension left unknown;
-an output may leave dimensions unknown (HAL 1.2+); an output capacity is >= 0.
+an output may leave dimensions unknown (HAL 1.2+); an output capacity is >= 0.  A
+device-memory argument (``memory`` token) has a token > 0, no value and no capacity, and may
+leave an input's dimensions to its buffer; the driver owning the token checks the rest.
 """
 from __future__ import annotations
 
@@ -348,6 +350,8 @@ def _check_argument(op: Operand, arg: RequestArgument, p: str, is_input: bool) -
             _fail(f"{p}.value", "has_no_value is set, so there must be no value")
         if arg.dimensions:
             _fail(f"{p}.dimensions", "has_no_value is set, so there must be no dimensions")
+        if arg.memory is not None:
+            _fail(f"{p}.memory", "has_no_value is set, so there must be no device memory")
         return
     if arg.memory is not None:
         # device memory: the token is checked by the driver that issued it

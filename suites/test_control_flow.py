@@ -9,7 +9,7 @@ Test ids say what each case checks:
                                            and WHILE-in-WHILE, and invalid models to reject
     control_flow/loop_timeout_1ms/<path>   an infinite WHILE with a 1 ms loop timeout must end
                                            with MISSED_DEADLINE_TRANSIENT or _PERSISTENT
-                                           (path: sync, async); a driver that does not return
+                                           (paths: sync, async, fenced, burst); a driver that does not return
                                            within HANG_BOUND_S is reported as a HANG
     control_flow/loop_timeout_default      the same loop with no timeout given must stop after
                                            the 2 s default (not before), within the bound
@@ -109,29 +109,48 @@ def _judge(status_or_result, elapsed: float, bound: float, loop_timeout) -> str 
     return f"execute on an infinite WHILE raised {type(status_or_result).__name__}: {status_or_result}"
 
 
-@pytest.mark.parametrize("path", ["sync", "async"])
+@pytest.mark.parametrize("path", ["sync", "async", "fenced", "burst"])
 def test_loop_timeout_1ms(path, nn_device, nn_session, nn_record):
+    from nnconform.driver import BurstExecution, FencedExecution
     tid = f"{SUITE}/loop_timeout_1ms/{path}"
     model, prepared = _prepare_infinite_loop(nn_device, nn_session, nn_record, tid)
     inputs = [np.array([True])]
     request = Request.from_arrays(model, inputs)
-    if path == "async" and not isinstance(prepared, AsyncExecution):
+    needs = {"async": AsyncExecution, "fenced": FencedExecution, "burst": BurstExecution}
+    if path in needs and not isinstance(prepared, needs[path]):
         _release(prepared, nn_record)
-        nn_record["message"] = "driver has no asynchronous execution"
+        nn_record["message"] = f"driver has no {path} execution ({needs[path].__name__})"
         pytest.skip(nn_record["message"])
+    burst = None
     t0 = time.monotonic()
     try:
         if path == "sync":
             got = call_with_timeout(lambda: prepared.execute(request, loop_timeout=0.001), HANG_BOUND_S, "execute")
-        else:
+        elif path == "async":
             future = prepared.execute_async(request, loop_timeout=0.001)
             try:
                 got = future.result(timeout=HANG_BOUND_S)
             except concurrent.futures.TimeoutError:
                 got = HangError("execute_async", HANG_BOUND_S)
+        elif path == "fenced":
+            handle = call_with_timeout(lambda: prepared.execute_fenced(request, (), loop_timeout=0.001),
+                                       HANG_BOUND_S, "execute_fenced")
+            try:
+                got = handle.wait(HANG_BOUND_S)
+            except TimeoutError:
+                got = HangError("execute_fenced (waiting on its sync fence)", HANG_BOUND_S)
+        else:
+            burst = call_with_timeout(prepared.configure_burst, HANG_BOUND_S, "configure_burst")
+            got = call_with_timeout(lambda: burst.execute(request, loop_timeout=0.001), HANG_BOUND_S,
+                                    "burst execute")
     except Exception as e:  # the driver's answer, judged below
         got = e
     elapsed = time.monotonic() - t0
+    if burst is not None:
+        try:
+            call_with_timeout(burst.release, RELEASE_BOUND_S, "burst release")
+        except Exception as e:  # the verdict is about the loop timeout; note the release problem
+            nn_record["extra"]["burst_release"] = str(e)
     _release(prepared, nn_record)
     message = _judge(got, elapsed, HANG_BOUND_S, 0.001)
     nn_record["extra"]["elapsed_s"] = round(elapsed, 4)

@@ -139,8 +139,11 @@ def test_reference_passes_vts(runs):
             "vts/consistency/paths", "vts/api/dynamic_output_shape"} <= ids
     assert any(i.startswith("vts/quant_coupling/") for i in ids)
     outcome = {r["test_id"]: r["outcome"] for r in rows}
-    # the reference implements async and caching, so those really run
-    assert outcome["vts/optional/async"] == outcome["vts/optional/caching"] == "PASS"
+    # the reference implements every optional interface, so those tests really run
+    optional = ["vts/optional/async", "vts/optional/caching", "vts/optional/fenced", "vts/optional/burst"]
+    optional += [f"vts/optional/memory_domain/{c}"
+                 for c in ("output_role", "input_role", "bad_allocate", "uninitialised", "misuse")]
+    assert {i: outcome.get(i) for i in optional} == {i: "PASS" for i in optional}
     assert outcome["vts/consistency/paths"] == "PASS"
     assert all(r["suite"] == "vts" for r in rows)
 
