@@ -89,9 +89,9 @@ def cmd_drivers(a: argparse.Namespace) -> int:
 
 
 def _optional_interfaces(dev) -> list[type]:
-    from .driver import AsyncExecution, CompilationCaching
-    found = [c for c in (CompilationCaching,) if isinstance(dev, c)]
-    return found + ([AsyncExecution] if _prepared_class_is(dev, AsyncExecution) else [])
+    from .driver import AsyncExecution, BurstExecution, CompilationCaching, FencedExecution, MemoryDomains
+    found = [c for c in (CompilationCaching, MemoryDomains) if isinstance(dev, c)]
+    return found + [c for c in (AsyncExecution, FencedExecution, BurstExecution) if _prepared_class_is(dev, c)]
 
 
 def _prepared_class_is(dev, iface) -> bool:
@@ -151,10 +151,18 @@ def cmd_replay(a: argparse.Namespace) -> int:
               f"harness {meta.get('harness_version', '?')})")
         if meta.get("message"):
             print(f"recorded failure: {meta['message']}")
+    criteria = None
+    if meta.get("criteria_set"):
+        # A random-graph failure is judged by the criteria set it failed under.
+        from .criteria import RANDOM_GRAPH_SETS
+        criteria = RANDOM_GRAPH_SETS.get(meta["criteria_set"])
+        if criteria is None:
+            return _err(f"{a.spec}: meta.criteria_set: unknown criteria set {meta['criteria_set']!r}", EXIT_FAIL)
+        print(f"criteria: {criteria.name} (recorded with the failure)")
     worst = EXIT_OK
     for i, ex in enumerate(spec.examples):
         out = run_case(device, spec.model, ex.inputs, ex.outputs, ignored=ex.ignored or None,
-                       expect_failure=ex.expect_failure)
+                       expect_failure=ex.expect_failure, criteria=criteria)
         print(f"example {i} ({ex.name}) on {a.driver}: {out.outcome}" + (f": {out.message}" if out.message else ""))
         if out.comparison is not None and a.verbose:
             for m in out.comparison.mismatches:
@@ -173,6 +181,14 @@ def cmd_coverage(a: argparse.Namespace) -> int:
     if results is not None and not results.exists():
         return _err(f"{results}: no such results file (run the vectors suite first)", EXIT_FAIL)
     rows = coverage(results)
+    if a.write_readme:
+        from .coverage import update_readme
+        try:
+            update_readme(Path(a.write_readme), rows)
+        except (OSError, ValueError) as e:
+            return _err(str(e), EXIT_FAIL)
+        print(f"{a.write_readme}: coverage table updated ({summary(rows)})")
+        return EXIT_OK
     if a.format == "csv":
         table = to_csv_rows(rows)
         w = csv.DictWriter(sys.stdout, fieldnames=list(table[0]))
@@ -249,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("coverage", help="operation x data type coverage of the reference executor")
     c.add_argument("--results", help="a results.jsonl of a vectors run, to count vectors passed")
     c.add_argument("--format", choices=("md", "csv"), default="md")
+    c.add_argument("--write-readme", metavar="README", help="replace the table between the coverage markers")
     rp = sub.add_parser("replay", help="re-run a spec file (e.g. a dumped failure) on a driver")
     rp.add_argument("spec")
     rp.add_argument("--driver", default="reference")
