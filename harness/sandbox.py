@@ -1,0 +1,508 @@
+"""Subprocess sandbox: run one stress case in a child process and classify what happened.
+
+    box = Sandbox("reference", mem_limit=4 << 30)
+    r = box.run("nnconform.stress.tests:run_case", {"test": "leak", "params": {...}},
+                timeout=30.0, case_key="leak#3", seed=1234)
+    r.verdict   # SUCCESS / FAILURE / HANG / CRASH
+    box.close()
+
+The child is a *warm worker*: a fresh interpreter (``python -m nnconform.sandbox``, started
+with subprocess, never forked from the harness, so GPU runtimes that break under fork are
+safe) that imports the driver once and then runs cases one after the other, reading requests
+from a pipe.  Per-case overhead is one JSON round trip.  ``mode="fresh"`` starts a new
+interpreter for every case instead (the benchmark compares the two).
+
+Each worker runs in its own session (process group) with ``RLIMIT_AS`` set and faulthandler
+on (SIGSEGV & co. print every thread's Python stack; SIGUSR1 prints it on demand).  Verdicts,
+as MLTS's ``CrashTestStatus``:
+
+- SUCCESS / FAILURE: the case function returned (or raised: FAILURE with the exception);
+  ``MemoryError`` is a FAILURE that names the memory limit;
+- HANG: no verdict within ``timeout`` seconds.  The harness asks the child for a stack dump
+  (SIGUSR1), then SIGKILLs its whole process group, so clients it spawned go too;
+- CRASH: the child died before answering: signal number or exit code (``os._exit(0)`` in a
+  driver is a CRASH: exit status 0 but no verdict), with the tail of its stderr, which holds
+  faulthandler's stack.
+
+After a HANG or CRASH (or a case that asks for it, ``Verdict.recycle``), the next case gets a
+new worker.  A worker that loses its parent (the runner was SIGKILLed) kills its own process
+group within a second, so nothing is left running.
+
+A case function runs in the worker as ``fn(ctx: CaseContext, **kwargs) -> Verdict``; ``ctx``
+carries the loaded device, the case key and seed, a breadcrumb slot (what the case was doing
+when it died, read back by the harness after a crash or hang) and the worker's RSS.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .results import CRASH, FAILURE, HANG, SUCCESS
+
+DEFAULT_MEM_LIMIT = 4 << 30          # RLIMIT_AS of a worker (bytes): generous, catches runaway leaks
+STARTUP_TIMEOUT = 120.0              # seconds for a worker to import the driver and say "ready"
+STDERR_TAIL_LINES = 40
+BREADCRUMB_SIZE = 512
+CASE_ENV = "NNCONFORM_CASE"          # the running case's key, visible to the driver and its children
+
+
+class SandboxError(Exception):
+    """A worker could not start (the driver cannot be loaded, or the interpreter died at
+    start-up).  The message is one line for the user."""
+
+
+@dataclass
+class Verdict:
+    """What a case function returns.  ``verdict`` is SUCCESS or FAILURE; ``recycle`` asks for
+    a new worker afterwards (the case left threads or memory behind)."""
+    verdict: str
+    reason: str = ""
+    extra: dict = field(default_factory=dict)
+    recycle: bool = False
+
+    @classmethod
+    def success(cls, reason: str = "", **extra) -> "Verdict":
+        return cls(SUCCESS, reason, extra)
+
+    @classmethod
+    def failure(cls, reason: str, recycle: bool = False, **extra) -> "Verdict":
+        return cls(FAILURE, reason, extra, recycle)
+
+
+@dataclass
+class SandboxResult:
+    verdict: str
+    reason: str = ""
+    duration_s: float = 0.0           # parent's wall clock, request sent -> verdict known
+    case_s: float | None = None       # time the case function took inside the worker
+    extra: dict = field(default_factory=dict)
+    signal: int | None = None         # CRASH by signal
+    exit_code: int | None = None      # CRASH by exit
+    stderr_tail: str = ""
+    breadcrumb: str = ""
+    worker_pid: int | None = None
+    rss_bytes: int | None = None      # worker RSS after the case (SUCCESS/FAILURE)
+
+
+def signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process (Linux /proc; 0 where unavailable)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _json_default(v: Any) -> Any:
+    if hasattr(v, "tolist"):
+        return v.tolist()
+    if isinstance(v, (set, frozenset, tuple)):
+        return list(v)
+    return repr(v)
+
+
+# ---------------------------------------------------------------------------------------
+# The parent side
+# ---------------------------------------------------------------------------------------
+
+class _Worker:
+    """One child interpreter with the driver loaded."""
+
+    def __init__(self, driver: str, mem_limit: int | None, env: dict | None, workdir: str,
+                 startup_timeout: float):
+        self.driver = driver
+        fd, self.stderr_path = tempfile.mkstemp(prefix="worker-", suffix=".stderr", dir=workdir)
+        os.close(fd)
+        fd, self.crumb_path = tempfile.mkstemp(prefix="worker-", suffix=".crumb", dir=workdir)
+        os.close(fd)
+        req_r, req_w = os.pipe()
+        res_r, res_w = os.pipe()
+        cmd = [sys.executable, "-X", "faulthandler", "-m", "nnconform.sandbox", "--driver", driver,
+               "--req-fd", str(req_r), "--res-fd", str(res_w), "--crumb", self.crumb_path,
+               "--mem-limit", str(int(mem_limit or 0))]
+        child_env = dict(os.environ if env is None else env)
+        child_env["PYTHONFAULTHANDLER"] = "1"
+        with open(self.stderr_path, "ab") as err:
+            try:
+                self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
+                                             pass_fds=(req_r, res_w), start_new_session=True,
+                                             env=child_env)
+            finally:
+                os.close(req_r)
+                os.close(res_w)
+        self.pid = self.proc.pid
+        self._req = os.fdopen(req_w, "w", encoding="utf-8")
+        self._res = res_r
+        self._buf = b""
+        self.cases_run = 0
+        msg = self._read(time.monotonic() + startup_timeout)
+        if msg is None or "ready" not in msg:
+            if msg is not None and "error" in msg:
+                why = msg["error"]
+            elif msg is None and self.proc.poll() is None:
+                why = f"no 'ready' within {startup_timeout:g} s"
+            else:
+                why = f"worker died at start-up ({self._describe_exit()}): {self.stderr_tail(0, 5)!r}"
+            self.kill()
+            raise SandboxError(why)
+        self.startup_s = msg.get("startup_s")
+
+    # -- messages -----------------------------------------------------------------------
+    def _read(self, deadline: float) -> dict | None:
+        """The next JSON line from the worker; None on EOF; TimeoutError past ``deadline``."""
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([self._res], [], [], left)
+            if not ready:
+                raise TimeoutError
+            chunk = os.read(self._res, 65536)
+            if not chunk:
+                return None
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return json.loads(line)
+
+    def send(self, msg: dict) -> bool:
+        try:
+            self._req.write(json.dumps(msg, default=_json_default) + "\n")
+            self._req.flush()
+            return True
+        except (BrokenPipeError, OSError):
+            return False
+
+    # -- death --------------------------------------------------------------------------
+    def _describe_exit(self) -> str:
+        rc = self.proc.returncode
+        if rc is None:
+            return "still running"
+        return f"killed by {signal_name(-rc)}" if rc < 0 else f"exit code {rc}"
+
+    def kill_group(self) -> None:
+        try:
+            os.killpg(self.pid, signal.SIGKILL)  # the worker leads its own session/group
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def kill(self) -> None:
+        self.kill_group()
+        try:
+            self.proc.kill()
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+        self._close_fds()
+
+    def _close_fds(self) -> None:
+        for closer in (self._req.close, lambda: os.close(self._res)):
+            try:
+                closer()
+            except OSError:
+                pass
+
+    def quit(self) -> None:
+        if self.proc.poll() is None and self.send({"op": "quit"}):
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+        self.cleanup()
+
+    def cleanup(self) -> None:
+        for p in (self.stderr_path, self.crumb_path):
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+
+    # -- diagnostics --------------------------------------------------------------------
+    def stderr_size(self) -> int:
+        try:
+            return os.path.getsize(self.stderr_path)
+        except OSError:
+            return 0
+
+    def stderr_tail(self, offset: int, lines: int = STDERR_TAIL_LINES) -> str:
+        try:
+            with open(self.stderr_path, "rb") as f:
+                f.seek(offset)
+                data = f.read()
+        except OSError:
+            return ""
+        text = data.decode("utf-8", errors="replace").rstrip("\n")
+        return "\n".join(text.split("\n")[-lines:])[-6000:]
+
+    def breadcrumb(self) -> str:
+        try:
+            with open(self.crumb_path, "rb") as f:
+                return f.read(BREADCRUMB_SIZE).rstrip(b"\0 ").decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+
+
+class Sandbox:
+    """One sandbox slot.  Not thread-safe: a runner with N workers holds N of these.
+
+    ``mode``: "warm" keeps a worker across cases (replaced after a CRASH/HANG/recycle);
+    "fresh" starts a new interpreter for every case.  ``env`` replaces the workers'
+    environment (default: inherit).  Worker start-up failures raise SandboxError.
+    """
+
+    def __init__(self, driver: str, *, mem_limit: int | None = DEFAULT_MEM_LIMIT, mode: str = "warm",
+                 env: dict | None = None, workdir: str | None = None,
+                 startup_timeout: float = STARTUP_TIMEOUT, hang_dump_s: float = 0.5):
+        if mode not in ("warm", "fresh"):
+            raise ValueError(f"mode must be 'warm' or 'fresh', not {mode!r}")
+        self.driver, self.mem_limit, self.mode, self.env = driver, mem_limit, mode, env
+        self._own_workdir = workdir is None
+        self.workdir = workdir or tempfile.mkdtemp(prefix="nnconform-sandbox-")
+        os.makedirs(self.workdir, exist_ok=True)
+        self.startup_timeout = startup_timeout
+        self.hang_dump_s = hang_dump_s
+        self._worker: _Worker | None = None
+        self.workers_started = 0
+
+    @property
+    def worker_pid(self) -> int | None:
+        return self._worker.pid if self._worker else None
+
+    def start(self) -> _Worker:
+        if self._worker is None:
+            self._worker = _Worker(self.driver, self.mem_limit, self.env, self.workdir, self.startup_timeout)
+            self.workers_started += 1
+        return self._worker
+
+    def _retire(self, kill: bool) -> None:
+        w, self._worker = self._worker, None
+        if w is None:
+            return
+        if kill:
+            w.kill()
+            w.cleanup()
+        else:
+            w.quit()
+
+    def run(self, target: str, kwargs: dict | None = None, *, timeout: float, case_key: str = "",
+            seed: int | None = None) -> SandboxResult:
+        """Run ``target`` ("module:function") in the worker; never raises for anything the
+        case or the driver does (only SandboxError when no worker can be started)."""
+        w = self.start()
+        offset = w.stderr_size()
+        t0 = time.monotonic()
+        sent = w.send({"op": "run", "target": target, "kwargs": kwargs or {}, "case_key": case_key,
+                       "seed": seed, "timeout": timeout})
+        msg: dict | None = None
+        timed_out = False
+        if sent:
+            try:
+                msg = w._read(t0 + timeout)
+            except TimeoutError:
+                timed_out = True
+        dt = time.monotonic() - t0
+
+        if msg is not None:
+            w.cases_run += 1
+            verdict = msg.get("verdict", FAILURE)
+            res = SandboxResult(verdict, msg.get("reason", ""), dt, msg.get("case_s"), msg.get("extra") or {},
+                                worker_pid=w.pid, rss_bytes=msg.get("rss"))
+            if verdict != SUCCESS:
+                res.stderr_tail = w.stderr_tail(offset)
+                res.breadcrumb = w.breadcrumb()
+            # A case that ran a client in the group and left it behind must not outlive the case.
+            if self.mode == "fresh" or msg.get("recycle"):
+                self._retire(kill=False)
+            return res
+
+        if timed_out:
+            # Ask for every thread's stack (faulthandler on SIGUSR1), then kill the group.
+            try:
+                os.kill(w.pid, signal.SIGUSR1)
+            except ProcessLookupError:
+                pass
+            deadline = time.monotonic() + self.hang_dump_s
+            while time.monotonic() < deadline and w.proc.poll() is None:
+                time.sleep(0.02)
+            w.kill()
+            res = SandboxResult(HANG, f"no verdict within {timeout:g} s; worker process group killed",
+                                dt, worker_pid=w.pid, stderr_tail=w.stderr_tail(offset), breadcrumb=w.breadcrumb())
+            w.cleanup()
+            self._worker = None
+            return res
+
+        # EOF (or a broken request pipe): the worker died.  Reap it, then kill what it left.
+        try:
+            w.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        rc = w.proc.returncode
+        w.kill()
+        if rc is None:
+            reason = "worker closed its result pipe without a verdict and did not exit"
+            res = SandboxResult(CRASH, reason, dt)
+        elif rc < 0:
+            res = SandboxResult(CRASH, f"worker killed by {signal_name(-rc)}", dt, signal=-rc)
+        else:
+            res = SandboxResult(CRASH, f"worker exited with code {rc} without a verdict", dt, exit_code=rc)
+        res.worker_pid = w.pid
+        res.stderr_tail = w.stderr_tail(offset)
+        res.breadcrumb = w.breadcrumb()
+        w.cleanup()
+        self._worker = None
+        return res
+
+    def close(self) -> None:
+        self._retire(kill=False)
+        if self._own_workdir:
+            try:
+                for name in os.listdir(self.workdir):
+                    os.unlink(os.path.join(self.workdir, name))
+                os.rmdir(self.workdir)
+            except OSError:
+                pass
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------------------------------
+# The worker side
+# ---------------------------------------------------------------------------------------
+
+@dataclass
+class CaseContext:
+    """What a case function sees in the worker."""
+    device: Any
+    driver: str
+    case_key: str
+    seed: int | None
+    timeout: float
+    crumb_fd: int | None = None
+
+    def breadcrumb(self, text: str) -> None:
+        """Say what the case is doing now (e.g. the model being executed); the harness reads
+        it back if the worker crashes or hangs.  Cheap: one pwrite."""
+        if self.crumb_fd is not None:
+            data = text.encode("utf-8", errors="replace")[:BREADCRUMB_SIZE].ljust(BREADCRUMB_SIZE, b"\0")
+            os.pwrite(self.crumb_fd, data, 0)
+
+    @staticmethod
+    def rss_bytes() -> int:
+        return rss_bytes()
+
+
+def _resolve(target: str):
+    module, _, attr = target.partition(":")
+    obj = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _orphan_watchdog(parent: int) -> None:
+    # The runner was killed (SIGKILL leaves no chance to clean up): take our group down.
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os.killpg(0, signal.SIGKILL)
+
+
+def _worker_main(argv: list[str]) -> int:
+    import faulthandler
+    import traceback
+
+    p = argparse.ArgumentParser(prog="nnconform.sandbox")
+    p.add_argument("--driver", required=True)
+    p.add_argument("--req-fd", type=int, required=True)
+    p.add_argument("--res-fd", type=int, required=True)
+    p.add_argument("--crumb", default=None)
+    p.add_argument("--mem-limit", type=int, default=0)
+    a = p.parse_args(argv)
+    t0 = time.perf_counter()
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
+    if a.mem_limit > 0:
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (a.mem_limit, a.mem_limit))
+    threading.Thread(target=_orphan_watchdog, args=(os.getppid(),), daemon=True,
+                     name="nnconform-orphan-watchdog").start()
+    req = os.fdopen(a.req_fd, "r", encoding="utf-8")
+    res = os.fdopen(a.res_fd, "w", encoding="utf-8")
+    crumb_fd = os.open(a.crumb, os.O_WRONLY) if a.crumb else None
+
+    def send(msg: dict) -> None:
+        res.write(json.dumps(msg, default=_json_default) + "\n")
+        res.flush()
+
+    from .errors import NnError
+    from .loader import load_driver
+    try:
+        device = load_driver(a.driver)
+    except NnError as e:
+        send({"error": str(e)})
+        return 3
+    send({"ready": True, "pid": os.getpid(), "startup_s": time.perf_counter() - t0})
+
+    for line in req:
+        msg = json.loads(line)
+        if msg.get("op") != "run":
+            break
+        key = msg.get("case_key", "")
+        os.environ[CASE_ENV] = key
+        ctx = CaseContext(device, a.driver, key, msg.get("seed"), float(msg.get("timeout") or 0), crumb_fd)
+        ctx.breadcrumb("")
+        t1 = time.perf_counter()
+        recycle = False
+        try:
+            out = _resolve(msg["target"])(ctx, **msg.get("kwargs", {}))
+            if not isinstance(out, Verdict):
+                out = Verdict.failure(f"case function returned {type(out).__name__}, not a Verdict")
+            recycle = out.recycle
+        except MemoryError:
+            out = Verdict.failure(f"MemoryError: the worker hit its memory limit "
+                                  f"({a.mem_limit / 2**30:.1f} GiB RLIMIT_AS) or ran out of memory")
+            recycle = True
+        except BaseException as e:  # a driver's exception is the case's FAILURE reason
+            tb = traceback.extract_tb(e.__traceback__)
+            where = f" at {tb[-1].filename}:{tb[-1].lineno}" if tb else ""
+            text = str(e).splitlines()[0] if str(e) else ""
+            out = Verdict.failure(f"{type(e).__name__}: {text}{where}" if text else f"{type(e).__name__}{where}",
+                                  traceback="".join(traceback.format_exception(e))[-4000:])
+            recycle = isinstance(e, (SystemExit, KeyboardInterrupt))
+        send({"verdict": out.verdict, "reason": out.reason, "extra": out.extra, "recycle": recycle,
+              "case_s": time.perf_counter() - t1, "rss": rss_bytes()})
+        os.environ.pop(CASE_ENV, None)
+    return 0
+
+
+# Targets used by the tests and the benchmark: they measure the sandbox, not a driver.
+def noop_case(ctx: CaseContext, **kwargs) -> Verdict:
+    return Verdict.success()
+
+
+if __name__ == "__main__":
+    # Run the importable module's copy, so case functions and this loop share one Verdict class.
+    from nnconform.sandbox import _worker_main as _main
+    sys.exit(_main(sys.argv[1:]))

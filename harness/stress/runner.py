@@ -1,0 +1,472 @@
+"""The stress runner behind ``nnconform stress``: plan, sandboxes, journal, resume, reports.
+
+    nnconform stress --driver X --budget 30m [--tests a,b] [--workers N] [--seed S]
+                     [--report-dir D] [--resume]
+
+**Plan.**  A case is (test name, case index); its seed is derived from the run seed, the test
+name and the index (:func:`case_seed`), and its parameters from that seed and the options
+only, so a case replays alike whatever the budget.  The budget (x workers) is shared among the
+tests by weight; each test gets as many cases as its nominal case duration fits (at least
+one), and the cases of all tests are interleaved.  The plan, seed and options are written to
+``stress-run.json`` in the report directory before the first case starts.
+
+**Journal.**  Every finished case is one :class:`nnconform.results.ResultRecord` (suite
+``stress``, test id ``"<test>#<index>"``) appended, flushed and fsynced to
+``results.jsonl`` at once (contract 6).  Killing the runner, even with SIGKILL, loses only the
+cases in flight; the workers notice their parent is gone and kill their process groups.
+``--resume`` reads the manifest and the journal and runs exactly the planned cases that have
+no row yet; its time budget is what is left of the original one, but never less than the
+remaining cases' nominal time.  The CSV and HTML reports are written at the end and can be
+rebuilt from the journal alone (``nnconform stress --report-only --report-dir D``).
+
+**Failures.**  Every FAILURE / HANG / CRASH row carries the reason, the signal or exit code,
+the tail of the worker's stderr (faulthandler's stack for a crash or hang), the breadcrumb
+(what the case was running), a dumped model spec where the model is known (random graphs: the
+graph and its inputs with the reference's outputs; workload tests: the example in flight), the
+command that reruns exactly that case (``replay``), and for CRASH/HANG the liveness probe's
+verdict (a fresh worker running a small known-good model).
+
+**Random graphs.**  Cases build their graphs with :func:`nnconform.stress.random_models.random_model`.
+To switch to the Hypothesis generators in ``nnconform.generators`` once they land, change only
+``random_models.random_model(seed, num_ops, max_dim)`` so it returns a RandomModel built by
+them from that seed (a seeded builder, or a strategy drawn with a ``random.Random(seed)``
+data source); the runner, the case functions and spec dumps only use its ``model``,
+``inputs`` and ``describe()``, and case seeds stay as they are.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import shlex
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..results import CRASH, HANG, STRESS_OUTCOMES, SUCCESS, ResultRecord, ResultsWriter, read_results
+from ..sandbox import DEFAULT_MEM_LIMIT, Sandbox, SandboxError, SandboxResult
+from .progress import Progress
+from .tests import TESTS, StressOptions
+
+SUITE = "stress"
+MANIFEST = "stress-run.json"
+MANIFEST_FORMAT = "nnconform-stress-run"
+CASE_TARGET = "nnconform.stress.tests:run_case"
+PROBE_TARGET = "nnconform.stress.tests:liveness_probe"
+SPEC_DIR = "specs"
+
+
+class StressUsageError(Exception):
+    """Bad arguments or an unusable report directory; one line for the user."""
+
+
+def parse_budget(text: str) -> float:
+    """'30m', '2h', '90s', '1h30m' or a number of seconds -> seconds."""
+    t = str(text).strip().lower()
+    try:
+        return float(t)
+    except ValueError:
+        pass
+    total, num = 0.0, ""
+    units = {"h": 3600, "m": 60, "s": 1}
+    for ch in t:
+        if ch.isdigit() or ch == ".":
+            num += ch
+        elif ch in units and num:
+            total += float(num) * units[ch]
+            num = ""
+        else:
+            raise StressUsageError(f"bad budget {text!r} (examples: 90s, 30m, 2h, 1h30m)")
+    if num or total <= 0:
+        raise StressUsageError(f"bad budget {text!r} (examples: 90s, 30m, 2h, 1h30m)")
+    return total
+
+
+def case_seed(run_seed: int, test: str, index: int) -> int:
+    digest = hashlib.sha256(f"{run_seed}/{test}/{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+@dataclass(frozen=True)
+class Case:
+    test: str
+    index: int
+    seed: int
+    params: dict = field(hash=False, compare=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.test}#{self.index}"
+
+
+def plan_counts(tests: list[str], budget_s: float, workers: int, options: StressOptions) -> dict[str, int]:
+    sel = [TESTS[t] for t in tests]
+    total_w = sum(t.weight for t in sel)
+    counts = {}
+    for t in sel:
+        share = budget_s * workers * t.weight / total_w
+        cost = t.nominal_s(options) * (workers if t.exclusive else 1)
+        counts[t.name] = max(1, int(share // max(cost, 1e-3)))
+    return counts
+
+
+def build_plan(counts: dict[str, int], run_seed: int, options: StressOptions) -> list[Case]:
+    """Interleave the tests' cases evenly (case k of a test with n cases sits at (k+.5)/n)."""
+    order = {name: i for i, name in enumerate(counts)}
+    slots = sorted(((k + 0.5) / n, order[name], name, k) for name, n in counts.items() for k in range(n))
+    cases = []
+    for _, _, name, k in slots:
+        s = case_seed(run_seed, name, k)
+        cases.append(Case(name, k, s, TESTS[name].params(k, s, options)))
+    return cases
+
+
+def parse_case_key(key: str) -> tuple[str, int]:
+    name, _, idx = key.partition("#")
+    if name not in TESTS or not idx.isdigit():
+        raise StressUsageError(f"bad case {key!r}: expected <test>#<index> with test one of {', '.join(TESTS)}")
+    return name, int(idx)
+
+
+# ---------------------------------------------------------------------------------------
+# Manifest
+# ---------------------------------------------------------------------------------------
+
+def _now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _write_json_atomic(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _time_used(manifest: dict, records: list[ResultRecord]) -> float:
+    """Wall time the earlier sessions spent: per session, its start to its last row."""
+    starts = [_dt.datetime.fromisoformat(s) for s in manifest.get("sessions", [])]
+    used = 0.0
+    stamps = sorted(_dt.datetime.fromisoformat(r.timestamp) for r in records if r.suite == SUITE)
+    for i, s in enumerate(starts):
+        end = starts[i + 1] if i + 1 < len(starts) else None
+        inside = [t for t in stamps if t >= s and (end is None or t < end)]
+        if inside:
+            used += (inside[-1] - s).total_seconds()
+    return used
+
+
+# ---------------------------------------------------------------------------------------
+# The run
+# ---------------------------------------------------------------------------------------
+
+@dataclass
+class StressConfig:
+    driver: str
+    budget_s: float
+    tests: list[str]
+    workers: int = 1
+    seed: int = 0
+    report_dir: str = "nnconform-stress"
+    options: StressOptions = field(default_factory=StressOptions)
+    mem_limit: int = DEFAULT_MEM_LIMIT
+    cases: list[str] | None = None     # run only these case keys (replay)
+    probe_timeout: float = 30.0
+
+
+class _Scheduler:
+    """Hands cases to the slot threads; an exclusive case waits for the others to drain and
+    runs alone."""
+
+    def __init__(self, todo: list[Case], end: float):
+        self.todo, self.end = list(todo), end
+        self.cond = threading.Condition()
+        self.in_flight = 0
+        self.exclusive_running = False
+        self.stopped = False
+
+    def next(self) -> Case | None:
+        with self.cond:
+            while True:
+                if self.stopped or not self.todo or time.monotonic() >= self.end:
+                    return None
+                c = self.todo[0]
+                if self.exclusive_running or (TESTS[c.test].exclusive and self.in_flight):
+                    self.cond.wait(0.5)
+                    continue
+                self.todo.pop(0)
+                self.in_flight += 1
+                self.exclusive_running = TESTS[c.test].exclusive
+                return c
+
+    def finished(self, c: Case) -> None:
+        with self.cond:
+            self.in_flight -= 1
+            if TESTS[c.test].exclusive:
+                self.exclusive_running = False
+            self.cond.notify_all()
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopped = True
+            self.cond.notify_all()
+
+
+def replay_command(cfg: StressConfig, key: str) -> str:
+    o, d = cfg.options, StressOptions()
+    parts = ["nnconform", "stress", "--driver", cfg.driver, "--seed", str(cfg.seed), "--case", key,
+             "--report-dir", f"{cfg.report_dir}-replay"]
+    for name, sec in sorted(o.durations.items()):
+        parts += ["--duration", f"{name}={sec:g}"]
+    for flag, attr in (("--threads", "threads"), ("--processes", "processes"), ("--client-threads", "client_threads"),
+                       ("--hang-grace", "hang_grace"), ("--perf-threshold", "perf_threshold"),
+                       ("--leak-threshold-mb", "leak_threshold_mb"), ("--random-pause", "random_pause")):
+        if getattr(o, attr) != getattr(d, attr):
+            parts += [flag, f"{getattr(o, attr):g}"]
+    if cfg.mem_limit != DEFAULT_MEM_LIMIT:
+        parts += ["--mem-limit", str(cfg.mem_limit)]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _dump_spec(cfg: StressConfig, case: Case, res: SandboxResult, replay: str):
+    """The model the case was running when it went wrong, as a spec file; (path, ops, types) or
+    (None, [], []) when no single model is known (e.g. a client process died)."""
+    from ..spec import SpecExample, SpecFile, dump_spec, failure_meta, replay_command as spec_replay
+    from . import workload as wl
+    t = TESTS[case.test]
+    model = inputs = expected = None
+    name = ""
+    if t.random_graph:
+        from ..executor import Executor
+        from .random_models import GRAPH_SIZES, random_model
+        n, d = GRAPH_SIZES[case.params["graph"]]
+        rm = random_model(case.params["seed"], n, d)
+        model, inputs, name = rm.model, rm.inputs, f"random_{case.params['graph']}_seed{case.params['seed']}"
+        try:
+            expected = Executor(model).run(inputs)
+        except Exception:  # the reference cannot run it: dump the graph without expected outputs
+            expected = None
+    else:
+        import re
+        m = re.search(r"example (\w+)", res.breadcrumb) or re.match(r"(?:thread \d+: )?(\w+): ", res.reason)
+        if m and m.group(1) in wl._examples_by_name():
+            ex = wl.example(m.group(1))
+            model, inputs, expected, name = ex.model, list(ex.inputs), list(ex.outputs), ex.name
+    if model is None:
+        return None, [], []
+    path = Path(cfg.report_dir) / SPEC_DIR / f"{case.test}-{case.index}.json"
+    meta = failure_meta(seed=case.seed, driver=cfg.driver, actual_outputs=[],
+                        criterion={"verdict": res.verdict, "reason": res.reason[:500]},
+                        replay=spec_replay(path, cfg.driver), example=name, suite=SUITE, test_id=case.key,
+                        run_seed=cfg.seed, stress_replay=replay)
+    examples = [SpecExample(name, list(inputs), list(expected))] if expected is not None else []
+    try:
+        dump_spec(SpecFile(model, examples, meta), path)
+    except Exception as e:  # a spec that cannot be written must not lose the row
+        return None, model.operation_names(), model.data_types() + [f"(spec not written: {e})"]
+    return str(path), model.operation_names(), model.data_types()
+
+
+def _record(cfg: StressConfig, case: Case, res: SandboxResult, liveness: SandboxResult | None) -> ResultRecord:
+    replay = replay_command(cfg, case.key)
+    spec_path, ops, types = None, [], []
+    if res.verdict != SUCCESS:
+        spec_path, ops, types = _dump_spec(cfg, case, res, replay)
+    message = res.reason
+    extra = {"test": case.test, "index": case.index, "run_seed": cfg.seed, "params": case.params,
+             "case_s": res.case_s, "worker_pid": res.worker_pid,
+             "rss_mb": None if res.rss_bytes is None else round(res.rss_bytes / 2**20, 1), **res.extra}
+    if res.signal is not None:
+        extra["signal"] = res.signal
+    if res.exit_code is not None:
+        extra["exit_code"] = res.exit_code
+    if res.verdict != SUCCESS:
+        extra["stderr_tail"] = res.stderr_tail
+        extra["breadcrumb"] = res.breadcrumb
+    if spec_path:
+        from ..spec import replay_command as spec_replay
+        extra["spec_replay"] = spec_replay(spec_path, cfg.driver)
+    if liveness is not None:
+        extra["liveness"] = {"verdict": liveness.verdict, "reason": liveness.reason}
+        message += "; liveness OK" if liveness.verdict == SUCCESS else \
+            f"; LIVENESS {liveness.verdict}: {liveness.reason}"
+    return ResultRecord(suite=SUITE, test_id=case.key, driver=cfg.driver, outcome=res.verdict,
+                        operations=ops, data_types=types, duration_s=res.duration_s, seed=case.seed,
+                        spec_path=spec_path, message=message, replay=replay, extra=extra)
+
+
+def verdict_table(records: list[ResultRecord], tests: list[str] | None = None) -> str:
+    by = {}
+    for r in records:
+        if r.suite == SUITE:
+            by.setdefault(r.extra.get("test", r.test_id.partition("#")[0]), Counter())[r.outcome] += 1
+    names = tests or sorted(by)
+    w = max([len(n) for n in names] + [4])
+    head = f"{'test':{w}s} " + " ".join(f"{o:>7s}" for o in STRESS_OUTCOMES) + "   total"
+    lines = [head, "-" * len(head)]
+    total = Counter()
+    for n in names:
+        c = by.get(n, Counter())
+        total.update(c)
+        lines.append(f"{n:{w}s} " + " ".join(f"{c[o]:7d}" for o in STRESS_OUTCOMES) + f" {sum(c.values()):7d}")
+    lines.append(f"{'all':{w}s} " + " ".join(f"{total[o]:7d}" for o in STRESS_OUTCOMES) + f" {sum(total.values()):7d}")
+    return "\n".join(lines)
+
+
+def rebuild_reports(report_dir: str | os.PathLike, meta: dict | None = None):
+    from ..reports import build_reports
+    manifest = {}
+    mpath = Path(report_dir) / MANIFEST
+    if mpath.exists():
+        manifest = json.loads(mpath.read_text())
+    m = {"driver": manifest.get("driver"), "seed": manifest.get("seed"), "budget_s": manifest.get("budget_s"),
+         "workers": manifest.get("workers"), "tests": ", ".join(manifest.get("tests", [])), **(meta or {})}
+    return build_reports(report_dir, meta=m, title="nnconform stress report")
+
+
+def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None) -> int:
+    """Run (or resume) a stress run; returns the exit status (0: every case SUCCESS)."""
+    from ..reports import RESULTS_FILE
+    out = out or sys.stdout
+    err = err or sys.stderr
+    rdir = Path(cfg.report_dir)
+    mpath = rdir / MANIFEST
+    journal = rdir / RESULTS_FILE
+    if resume:
+        if not mpath.exists():
+            raise StressUsageError(f"--resume: {mpath} not found (nothing to resume)")
+        manifest = json.loads(mpath.read_text())
+        if manifest.get("format") != MANIFEST_FORMAT:
+            raise StressUsageError(f"--resume: {mpath} is not a stress run manifest")
+        cfg.driver, cfg.seed, cfg.budget_s = manifest["driver"], manifest["seed"], manifest["budget_s"]
+        cfg.tests, cfg.workers = manifest["tests"], manifest["workers"] if cfg.workers is None else cfg.workers
+        cfg.options = StressOptions.from_dict(manifest["options"])
+        cfg.mem_limit, cfg.cases = manifest["mem_limit"], manifest.get("cases")
+        counts = manifest["plan"]
+    else:
+        if journal.exists() and journal.stat().st_size and not cfg.cases:
+            raise StressUsageError(f"{journal} already holds results: use --resume to continue that run, "
+                                   f"or another --report-dir")
+        if cfg.cases:
+            counts = {}
+            for key in cfg.cases:
+                name, idx = parse_case_key(key)
+                counts[name] = max(counts.get(name, 0), idx + 1)
+            cfg.tests = list(counts)
+        else:
+            counts = plan_counts(cfg.tests, cfg.budget_s, cfg.workers, cfg.options)
+        manifest = {"format": MANIFEST_FORMAT, "version": 1, "driver": cfg.driver, "seed": cfg.seed,
+                    "budget_s": cfg.budget_s, "tests": cfg.tests, "workers": cfg.workers,
+                    "options": cfg.options.to_dict(), "mem_limit": cfg.mem_limit, "plan": counts,
+                    "cases": cfg.cases, "sessions": []}
+    plan = build_plan(counts, cfg.seed, cfg.options)
+    if cfg.cases:
+        wanted = set(cfg.cases)
+        plan = [c for c in plan if c.key in wanted]
+
+    rdir.mkdir(parents=True, exist_ok=True)
+    records = read_results(journal) if journal.exists() else []
+    done = {r.test_id for r in records if r.suite == SUITE}
+    used = _time_used(manifest, records) if resume else 0.0
+    todo = [c for c in plan if c.key not in done]
+    remaining_nominal = sum(TESTS[c.test].nominal_s(cfg.options) for c in todo) / max(1, cfg.workers)
+    budget = max(cfg.budget_s - used, remaining_nominal) if resume else cfg.budget_s
+    manifest["sessions"] = manifest.get("sessions", []) + [_now_iso()]
+    _write_json_atomic(mpath, manifest)
+
+    print(f"nnconform stress: driver {cfg.driver}, seed {cfg.seed}, {len(plan)} planned cases "
+          f"({', '.join(f'{k} {v}' for k, v in counts.items())}), {cfg.workers} worker(s), "
+          f"budget {budget:.0f} s" + (f"; resuming: {len(plan) - len(todo)} done, {len(todo)} to run, "
+                                       f"{used:.0f} s used before" if resume else ""), file=out, flush=True)
+    print(f"nnconform stress: journal {journal}", file=out, flush=True)
+
+    sched = _Scheduler(todo, time.monotonic() + budget)
+    progress = Progress(len(plan), budget, done=len(plan) - len(todo), stream=err)
+    writer = ResultsWriter(journal)
+    fatal: list[str] = []
+    aborting = threading.Event()
+    sandboxes: list[Sandbox] = []
+    probe_timeout = cfg.probe_timeout + cfg.options.hang_grace
+
+    def slot(n: int) -> None:
+        box = Sandbox(cfg.driver, mem_limit=cfg.mem_limit)
+        sandboxes.append(box)
+        try:
+            while (case := sched.next()) is not None:
+                try:
+                    res = box.run(CASE_TARGET, {"test": case.test, "params": case.params},
+                                  timeout=TESTS[case.test].timeout_s(cfg.options), case_key=case.key, seed=case.seed)
+                    live = None
+                    if res.verdict in (CRASH, HANG) and not aborting.is_set():
+                        live = box.run(PROBE_TARGET, {}, timeout=probe_timeout, case_key=f"{case.key}/liveness")
+                except SandboxError as e:
+                    fatal.append(f"cannot start a worker for driver '{cfg.driver}': {e}")
+                    sched.stop()
+                    sched.finished(case)
+                    return
+                if aborting.is_set():       # interrupted: this case is not done, --resume reruns it
+                    sched.finished(case)
+                    return
+                rec = _record(cfg, case, res, live)
+                writer.write(rec)
+                sched.finished(case)
+                progress.case_done(res.verdict)
+                if res.verdict != SUCCESS:
+                    progress.note(f"{res.verdict} {case.key}: {rec.message[:300]}\n"
+                                  f"    replay: {rec.replay}" + (f"\n    spec: {rec.spec_path}" if rec.spec_path else ""))
+        finally:
+            box.close()
+
+    threads = [threading.Thread(target=slot, args=(n,), name=f"stress-slot-{n}", daemon=True)
+               for n in range(cfg.workers)]
+    for t in threads:
+        t.start()
+    interrupted = False
+    try:
+        while any(t.is_alive() for t in threads):
+            for t in threads:
+                t.join(timeout=0.5)
+            progress.tick()
+    except KeyboardInterrupt:
+        interrupted = True
+        aborting.set()
+        sched.stop()
+        for box in list(sandboxes):
+            w = box._worker
+            if w is not None:
+                w.kill_group()
+        for t in threads:
+            t.join(timeout=10)
+    progress.finish()
+    writer.close()
+
+    if fatal:
+        print(f"nnconform: error: {fatal[0]}", file=err)
+        return 2
+    records = read_results(journal)
+    stress_rows = [r for r in records if r.suite == SUITE]
+    keys = [r.test_id for r in stress_rows]
+    left = [c.key for c in plan if c.key not in set(keys)]
+    print("\n" + verdict_table(stress_rows, cfg.tests), file=out)
+    if interrupted:
+        print(f"\ninterrupted: {len(left)} planned case(s) not done; rerun with --resume --report-dir {cfg.report_dir}",
+              file=out)
+    elif left:
+        print(f"\nbudget exhausted: {len(left)} planned case(s) not started; --resume runs them", file=out)
+    else:
+        print(f"\nall {len(plan)} planned cases done", file=out)
+    csv_path, html_path = rebuild_reports(rdir)
+    print(f"reports: {csv_path}  {html_path}", file=out)
+    if interrupted:
+        return 130
+    return 0 if all(r.outcome == SUCCESS for r in stress_rows) else 1
+
+
+__all__ = ["StressConfig", "StressUsageError", "run_stress", "rebuild_reports", "parse_budget", "case_seed",
+           "build_plan", "plan_counts", "verdict_table", "replay_command", "Case", "TESTS", "MANIFEST"]

@@ -1,0 +1,468 @@
+"""The MLTS crash tests (nnapi_facts.md section 7), scaled to one machine.
+
+Each test is a :class:`StressTest`: a worker-side function that runs one case in the sandbox
+and returns a Verdict, the parameters of case ``index`` (derived from the case seed and the
+options only, so a case replays alike whatever the budget), a nominal duration for planning
+and the case's wall-clock limit (duration + grace, past which the sandbox calls it a HANG).
+
+    parallel-inference          the workload on N threads for D s; a failed thread -> FAILURE
+    multi-process-inference     P client processes x T threads; kill rate alternates 0 / 0.8:
+                                each client is SIGKILLed at U[0, D] with that probability;
+                                pass = every client not killed ends DONE, then liveness OK
+    multi-process-model-load    the same, compile only; kill rates 0 / 0.5 / 1.0
+    client-early-termination    a client with 4 compiling threads, killed at U[D/4, D/2];
+                                pass = it was still running when killed, then liveness OK
+    random-model-load           one random graph per case (10 ops / dims <= 1000 and 600 ops /
+                                dims <= 10, alternating): support query + prepare
+    random-inference            the same graphs, prepared, executed and compared with the
+                                reference executor (SmallGraph / LargeGraph criteria)
+    performance-degradation     latency alone vs with a thread compiling every 20 ms;
+                                FAILURE above +50% (runs alone: no other case beside it)
+    leak                        one prepared model executed for D s while the worker's RSS is
+                                sampled; FAILURE on steady growth past a threshold
+
+A case whose graph the driver does not fully support is a SUCCESS with a note, as in MLTS.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..sandbox import CaseContext, Verdict, signal_name
+from . import workload as wl
+from .random_models import GRAPH_SIZES, random_model
+
+CLIENT_STARTUP_S = 15.0
+
+
+@dataclass
+class StressOptions:
+    """Knobs of a run; every field is a command-line option of ``nnconform stress``."""
+    durations: dict = field(default_factory=dict)   # test name -> seconds per case
+    threads: int = 4                 # parallel-inference threads
+    processes: int = 3               # multi-process clients
+    client_threads: int = 2          # threads per client
+    hang_grace: float = 10.0         # seconds past a case's duration before it is a HANG
+    perf_threshold: float = 0.5      # performance-degradation limit (0.5 = +50 %)
+    leak_threshold_mb: float = 32.0  # RSS growth that counts as a leak
+    random_pause: float = 0.0        # pause after each random-graph case (MLTS: 0.3 s)
+
+    def duration(self, test: str) -> float:
+        return float(self.durations.get(test, DEFAULT_DURATIONS[test]))
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "StressOptions":
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+# Seconds per case (random-graph tests: no duration, one graph per case).
+DEFAULT_DURATIONS = {
+    "parallel-inference": 8.0, "multi-process-inference": 8.0, "multi-process-model-load": 8.0,
+    "client-early-termination": 8.0, "random-model-load": 0.0, "random-inference": 0.0,
+    "performance-degradation": 4.0, "leak": 10.0,
+}
+
+
+@dataclass(frozen=True)
+class StressTest:
+    name: str
+    run: Callable[..., Verdict]                              # in the worker: run(ctx, **params)
+    params: Callable[[int, int, StressOptions], dict]        # (index, case seed, options)
+    nominal_s: Callable[[StressOptions], float]              # planning estimate per case
+    timeout_s: Callable[[StressOptions], float]              # the sandbox's wall-clock limit
+    weight: float = 1.0                                      # share of the budget
+    exclusive: bool = False                                  # run with no other case beside it
+    random_graph: bool = False
+
+
+# ---------------------------------------------------------------------------------------
+# Worker-side case functions
+# ---------------------------------------------------------------------------------------
+
+def parallel_inference(ctx: CaseContext, duration: float, threads: int) -> Verdict:
+    models = wl.workload(ctx.device)
+    stop = threading.Event()
+    errors: list[str] = []
+    counts = [0] * threads
+
+    def body(k: int) -> None:
+        i = k
+        while not stop.is_set():
+            ex = models[i % len(models)]
+            i += 1
+            why = wl.check(ctx.device, ex, ctx)
+            if why:
+                errors.append(f"thread {k}: {why}")
+                stop.set()
+                return
+            counts[k] += 1
+
+    ts = [threading.Thread(target=body, args=(k,), daemon=True) for k in range(threads)]
+    for t in ts:
+        t.start()
+    stop.wait(duration)
+    stop.set()
+    for t in ts:
+        t.join()          # a thread stuck in the driver: no verdict, the sandbox calls HANG
+    if errors:
+        return Verdict.failure(errors[0], executions=sum(counts))
+    return Verdict.success(f"{sum(counts)} executions on {threads} threads", executions=sum(counts))
+
+
+@dataclass
+class _Client:
+    cid: int
+    proc: subprocess.Popen
+    err_path: str
+    started: float
+    kill_at: float | None            # seconds after start, None: never killed on purpose
+    out: bytes = b""
+    killed: bool = False
+    hung: bool = False
+    ready_at: float | None = None
+
+    def lines(self) -> list[str]:
+        return self.out.decode("utf-8", "replace").splitlines()
+
+    def status(self) -> str:
+        rc = self.proc.returncode
+        last = self.lines()[-1] if self.out else ""
+        if self.killed:
+            return "killed on purpose"
+        if self.hung:
+            return "hung (killed by the test)"
+        if rc == 0 and last.startswith("DONE"):
+            return "ok"
+        if rc is not None and rc < 0:
+            return f"died of {signal_name(-rc)}"
+        if last.startswith("FAIL"):
+            return f"failed: {last[5:]}"
+        return f"exit code {rc} without DONE"
+
+    def stderr_tail(self, n: int = 8) -> str:
+        try:
+            with open(self.err_path, "rb") as f:
+                return "\n".join(f.read().decode("utf-8", "replace").rstrip().splitlines()[-n:])
+        except OSError:
+            return ""
+
+
+def _start_client(ctx: CaseContext, cid: int, mode: str, duration: float, threads: int,
+                  kill_at: float | None, tmp: str) -> _Client:
+    err_path = os.path.join(tmp, f"client{cid}.stderr")
+    env = dict(os.environ)
+    env["NNCONFORM_CLIENT"] = f"c{cid}"
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-X", "faulthandler", "-m", "nnconform.stress.client",
+                                 "--driver", ctx.driver, "--mode", mode, "--duration", str(duration),
+                                 "--threads", str(threads)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=env)
+    return _Client(cid, proc, err_path, time.monotonic(), kill_at)
+
+
+def _supervise(clients: list[_Client], deadline_of: Callable[[_Client], float],
+               kill_from_ready: bool = False) -> None:
+    """Read client output, carry out the planned kills, and kill clients that overrun."""
+    live = list(clients)
+    while live:
+        fds = {c.proc.stdout.fileno(): c for c in live if c.proc.stdout and not c.proc.stdout.closed}
+        ready = select.select(list(fds), [], [], 0.05)[0] if fds else (time.sleep(0.05) or [])
+        for fd in ready:
+            c = fds[fd]
+            chunk = os.read(fd, 65536)
+            if chunk:
+                c.out += chunk
+                if c.ready_at is None and b"READY" in c.out:
+                    c.ready_at = time.monotonic()
+            else:
+                c.proc.stdout.close()
+        now = time.monotonic()
+        for c in list(live):
+            if c.proc.poll() is not None and (c.proc.stdout is None or c.proc.stdout.closed):
+                live.remove(c)
+                continue
+            base = c.ready_at if kill_from_ready else c.started
+            if c.kill_at is not None and not c.killed and base is not None and now - base >= c.kill_at \
+                    and c.proc.poll() is None:
+                c.proc.send_signal(signal.SIGKILL)
+                c.killed = True
+            elif now > deadline_of(c) and c.proc.poll() is None:
+                c.proc.send_signal(signal.SIGKILL)
+                c.hung = True
+        if not live:
+            break
+    for c in clients:
+        c.proc.wait()
+
+
+def multi_process(ctx: CaseContext, mode: str, duration: float, processes: int, threads: int,
+                  kill_rate: float, seed: int, grace: float) -> Verdict:
+    rng = np.random.default_rng(seed)
+    plan = [float(rng.uniform(0, duration)) if rng.random() < kill_rate else None for _ in range(processes)]
+    with tempfile.TemporaryDirectory(prefix="nnconform-clients-") as tmp:
+        clients = [_start_client(ctx, i, mode, duration, threads, plan[i], tmp) for i in range(processes)]
+        ctx.breadcrumb(f"{processes} {mode} clients, pids {[c.proc.pid for c in clients]}")
+        _supervise(clients, lambda c: c.started + CLIENT_STARTUP_S + duration + grace)
+        statuses = {f"c{c.cid}": c.status() for c in clients}
+        bad = [c for c in clients if statuses[f"c{c.cid}"] not in ("ok", "killed on purpose")]
+        info = {"clients": statuses, "kill_plan": plan}
+        if bad:
+            c = bad[0]
+            tail = c.stderr_tail()
+            return Verdict.failure(f"client c{c.cid} (pid {c.proc.pid}): {statuses[f'c{c.cid}']}", **info,
+                                   client_stderr=tail)
+    why = wl.probe(ctx.device, ctx)
+    if why:
+        return Verdict.failure(f"liveness after clients: {why}", **info)
+    killed = sum(c.killed for c in clients)
+    return Verdict.success(f"{processes} clients ({killed} killed on purpose), liveness OK", **info)
+
+
+def client_early_termination(ctx: CaseContext, duration: float, seed: int, grace: float) -> Verdict:
+    rng = np.random.default_rng(seed)
+    kill_at = float(rng.uniform(duration / 4, duration / 2))
+    with tempfile.TemporaryDirectory(prefix="nnconform-clients-") as tmp:
+        c = _start_client(ctx, 0, "compile", duration, 4, kill_at, tmp)
+        ctx.breadcrumb(f"compiling client pid {c.proc.pid}, kill at {kill_at:.2f} s")
+        _supervise([c], lambda c: c.started + CLIENT_STARTUP_S + duration + grace, kill_from_ready=True)
+        status = c.status()
+        if not c.killed:
+            return Verdict.failure(f"compiling client ended before it was killed: {status}",
+                                   client_stderr=c.stderr_tail(), kill_at=kill_at)
+    why = wl.probe(ctx.device, ctx)
+    if why:
+        return Verdict.failure(f"liveness after killing a compiling client: {why}", kill_at=kill_at)
+    return Verdict.success(f"client killed while compiling at {kill_at:.2f} s, liveness OK", kill_at=kill_at)
+
+
+def _graph(seed: int, graph: str):
+    n, d = GRAPH_SIZES[graph]
+    return random_model(seed, n, d)
+
+
+def random_model_load(ctx: CaseContext, seed: int, graph: str, pause: float = 0.0) -> Verdict:
+    from ..driver import DriverError
+    rm = _graph(seed, graph)
+    ctx.breadcrumb(f"random graph seed {seed} {graph}: supported_operations")
+    supported = ctx.device.supported_operations(rm.model)
+    if not all(supported):
+        return Verdict.success(f"not fully supported ({sum(map(bool, supported))}/{len(supported)} ops)")
+    ctx.breadcrumb(f"random graph seed {seed} {graph}: prepare")
+    try:
+        ctx.device.prepare(rm.model).release()
+    except DriverError as e:
+        return Verdict.failure(f"prepare failed on a supported random graph: {e}")
+    time.sleep(pause)
+    return Verdict.success(rm.describe()[:200])
+
+
+def random_inference(ctx: CaseContext, seed: int, graph: str, pause: float = 0.0) -> Verdict:
+    from ..criteria import LARGE_GRAPH, SMALL_GRAPH
+    from ..executor import Executor
+    from ..runner import FAIL, SKIP, run_case
+    rm = _graph(seed, graph)
+    expected = Executor(rm.model).run(rm.inputs)
+    crit = LARGE_GRAPH if GRAPH_SIZES[graph][0] > 10 else SMALL_GRAPH
+    ctx.breadcrumb(f"random graph seed {seed} {graph}: run")
+    out = run_case(ctx.device, rm.model, rm.inputs, expected, criteria=crit)
+    time.sleep(pause)
+    if out.outcome == FAIL:
+        return Verdict.failure(out.message, stage=out.stage)
+    if out.outcome == SKIP:
+        return Verdict.success(out.message)
+    return Verdict.success(rm.describe()[:200])
+
+
+PERF_MODEL = "conv_2d_same_3x3_stride2_fp32"
+COMPILE_GAP_S = 0.020
+
+
+class WrongResult(Exception):
+    """An execution inside a timing or memory loop returned outputs that do not match."""
+
+
+def _checked(ex, result) -> None:
+    # The loops time and watch executions; they still reject garbage, outside the timed part.
+    from ..criteria import compare
+    cmp = compare(ex.model, list(ex.outputs), list(getattr(result, "outputs", None) or []))
+    if not cmp.passed:
+        raise WrongResult(f"{ex.name}: {cmp.message}")
+
+
+def _latency(prepared, request, seconds: float, ex) -> tuple[float, float, int]:
+    times = []
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        t = time.perf_counter()
+        result = prepared.execute(request)
+        times.append(time.perf_counter() - t)
+        _checked(ex, result)
+    return float(np.median(times)), float(np.mean(times)), len(times)
+
+
+def performance_degradation(ctx: CaseContext, warmup: float, duration: float, threshold: float) -> Verdict:
+    from ..ir import Request
+    ex = wl.example(PERF_MODEL) if PERF_MODEL in wl._examples_by_name() else wl.workload(ctx.device)[0]
+    ctx.breadcrumb(f"example {ex.name}: latency")
+    why = wl.check(ctx.device, ex, ctx)
+    if why:
+        return Verdict.failure(why)
+    prepared = ctx.device.prepare(ex.model)
+    request = Request.from_arrays(ex.model, list(ex.inputs))
+    try:
+        _latency(prepared, request, warmup, ex)
+        alone, mean_alone, n_alone = _latency(prepared, request, duration, ex)
+    except WrongResult as e:
+        prepared.release()
+        return Verdict.failure(str(e))
+    stop = threading.Event()
+    compiles = [0]
+
+    def compile_loop() -> None:
+        while not stop.is_set():
+            ctx.device.prepare(ex.model).release()
+            compiles[0] += 1
+            stop.wait(COMPILE_GAP_S)
+
+    t = threading.Thread(target=compile_loop, daemon=True)
+    t.start()
+    try:
+        loaded, mean_loaded, n_loaded = _latency(prepared, request, duration, ex)
+    except WrongResult as e:
+        return Verdict.failure(str(e))
+    finally:
+        stop.set()
+        t.join()
+        prepared.release()
+    degradation = loaded / alone - 1.0
+    info = dict(latency_alone_ms=alone * 1e3, latency_loaded_ms=loaded * 1e3, degradation=degradation,
+                mean_alone_ms=mean_alone * 1e3, mean_loaded_ms=mean_loaded * 1e3,
+                executions=n_alone + n_loaded, compiles=compiles[0], model=ex.name)
+    text = (f"median latency {alone * 1e3:.3f} ms alone, {loaded * 1e3:.3f} ms with a compile every "
+            f"{COMPILE_GAP_S * 1e3:.0f} ms ({degradation:+.0%}, limit +{threshold:.0%})")
+    if degradation > threshold:
+        return Verdict.failure(text, **info)
+    return Verdict.success(text, **info)
+
+
+LEAK_MODEL = "relu_fp32"
+
+
+def leak_check(ctx: CaseContext, duration: float, threshold_mb: float, warmup_fraction: float = 0.2) -> Verdict:
+    from ..ir import Request
+    ex = wl.example(LEAK_MODEL)
+    ctx.breadcrumb(f"example {ex.name}: inference loop, watching RSS")
+    prepared = ctx.device.prepare(ex.model)
+    request = Request.from_arrays(ex.model, list(ex.inputs))
+    samples: list[tuple[float, int]] = []
+    t0 = time.perf_counter()
+    n = 0
+    next_sample = 0.0
+    try:
+        while (now := time.perf_counter() - t0) < duration:
+            _checked(ex, prepared.execute(request))
+            n += 1
+            if now >= next_sample:
+                samples.append((now, ctx.rss_bytes()))
+                next_sample = now + 0.02
+    except MemoryError:
+        # Growth fast enough to reach the worker's RLIMIT_AS before the window closed.
+        first = samples[0][1] if samples else 0
+        return Verdict.failure(f"leak: out of memory after {n} executions in {time.perf_counter() - t0:.1f} s "
+                               f"(RSS {first / 2**20:.1f} MiB at start, {ctx.rss_bytes() / 2**20:.1f} MiB now)",
+                               recycle=True, executions=n)
+    except WrongResult as e:
+        return Verdict.failure(str(e), executions=n)
+    finally:
+        prepared.release()
+    window = [(t, r) for t, r in samples if t >= warmup_fraction * duration]
+    if len(window) < 5:
+        return Verdict.failure(f"only {len(window)} memory samples in {duration:g} s ({n} executions)")
+    ts = np.array([w[0] for w in window])
+    rs = np.array([w[1] for w in window], dtype=np.float64)
+    slope, intercept = np.polyfit(ts, rs, 1)
+    fit = slope * ts + intercept
+    ss_tot = float(((rs - rs.mean()) ** 2).sum())
+    r2 = 1.0 - float(((rs - fit) ** 2).sum()) / ss_tot if ss_tot > 0 else 0.0
+    growth = float(fit[-1] - fit[0])
+    info = dict(rss_start_mb=rs[0] / 2**20, rss_end_mb=rs[-1] / 2**20, growth_mb=growth / 2**20,
+                slope_mb_per_s=slope / 2**20, r2=r2, executions=n, samples=len(window))
+    text = (f"RSS {rs[0] / 2**20:.1f} -> {rs[-1] / 2**20:.1f} MiB over {ts[-1] - ts[0]:.1f} s "
+            f"({n} executions; fitted growth {growth / 2**20:+.1f} MiB, R^2 {r2:.2f})")
+    if growth > threshold_mb * 2**20 and r2 > 0.5:
+        return Verdict.failure(f"steady memory growth (leak?): {text}", recycle=True, **info)
+    return Verdict.success(text, **info)
+
+
+# ---------------------------------------------------------------------------------------
+# The table
+# ---------------------------------------------------------------------------------------
+
+def _timed(name: str, extra: float = 0.0):
+    return (lambda o: o.duration(name) + extra), (lambda o: o.duration(name) + extra + o.hang_grace)
+
+
+def _mp(name: str, mode: str, rates: tuple[float, ...]):
+    nominal, _ = _timed(name, 2.0)
+    return StressTest(
+        name, lambda ctx, **p: multi_process(ctx, **p),
+        lambda i, s, o: dict(mode=mode, duration=o.duration(name), processes=o.processes,
+                             threads=o.client_threads, kill_rate=rates[i % len(rates)], seed=s,
+                             grace=o.hang_grace),
+        nominal, lambda o: CLIENT_STARTUP_S + o.duration(name) + 2 * o.hang_grace + 5)
+
+
+def _random(name: str, fn) -> StressTest:
+    graphs = list(GRAPH_SIZES)
+    return StressTest(name, fn, lambda i, s, o: dict(seed=s, graph=graphs[i % len(graphs)], pause=o.random_pause),
+                      lambda o: 0.3 + o.random_pause, lambda o: 2.0 + o.random_pause + o.hang_grace,
+                      weight=2.0, random_graph=True)
+
+
+TESTS: dict[str, StressTest] = {t.name: t for t in (
+    StressTest("parallel-inference", lambda ctx, **p: parallel_inference(ctx, **p),
+               lambda i, s, o: dict(duration=o.duration("parallel-inference"), threads=o.threads),
+               *_timed("parallel-inference")),
+    _mp("multi-process-inference", "infer", (0.0, 0.8)),
+    _mp("multi-process-model-load", "compile", (0.0, 0.5, 1.0)),
+    StressTest("client-early-termination", lambda ctx, **p: client_early_termination(ctx, **p),
+               lambda i, s, o: dict(duration=o.duration("client-early-termination"), seed=s, grace=o.hang_grace),
+               lambda o: o.duration("client-early-termination") / 2 + 2.0,
+               lambda o: CLIENT_STARTUP_S + o.duration("client-early-termination") + 2 * o.hang_grace + 5),
+    _random("random-model-load", random_model_load),
+    _random("random-inference", random_inference),
+    StressTest("performance-degradation", lambda ctx, **p: performance_degradation(ctx, **p),
+               lambda i, s, o: dict(warmup=1.0, duration=o.duration("performance-degradation"),
+                                    threshold=o.perf_threshold),
+               lambda o: 1.0 + 2 * o.duration("performance-degradation"),
+               lambda o: 1.0 + 2 * o.duration("performance-degradation") + o.hang_grace, exclusive=True),
+    StressTest("leak", lambda ctx, **p: leak_check(ctx, **p),
+               lambda i, s, o: dict(duration=o.duration("leak"), threshold_mb=o.leak_threshold_mb),
+               *_timed("leak")),
+)}
+
+
+def run_case(ctx: CaseContext, test: str, params: dict) -> Verdict:
+    """The sandbox target of every stress case."""
+    return TESTS[test].run(ctx, **params)
+
+
+def liveness_probe(ctx: CaseContext) -> Verdict:
+    """The sandbox target run after every CRASH/HANG (DriverLivenessChecker)."""
+    why = wl.probe(ctx.device, ctx)
+    return Verdict.failure(why) if why else Verdict.success("probe model ran and matched")

@@ -1,0 +1,207 @@
+"""The stress runner: plans, random graphs, verdicts against ground truth, kill -9 and resume."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from nnconform.cli import main
+from nnconform.drivers.broken_stress import check_against_log, parse_rates
+from nnconform.executor import Executor
+from nnconform.results import read_results
+from nnconform.spec import load_spec
+from nnconform.stress.random_models import available_operations, random_model
+from nnconform.stress.runner import (StressConfig, StressUsageError, build_plan, case_seed, parse_budget,
+                                     plan_counts, run_stress)
+from nnconform.stress.tests import TESTS, StressOptions
+from nnconform.validation import validate_model
+
+SHORT = {name: 1.0 for name in ("parallel-inference", "multi-process-inference", "multi-process-model-load",
+                                "client-early-termination", "performance-degradation", "leak")}
+
+
+# ---- random graphs ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("num_ops,max_dim", [(10, 1000), (600, 10)])
+def test_random_models_are_valid_bounded_and_finite(num_ops, max_dim):
+    allowed = {op.name for op in available_operations()}
+    for seed in range(8):
+        rm = random_model(seed, num_ops, max_dim)
+        validate_model(rm.model)
+        assert len(rm.model.main.operations) == num_ops
+        assert set(rm.model.operation_names()) <= allowed
+        for o in rm.model.main.operands:
+            if o.dimensions:
+                assert max(o.dimensions) <= max_dim and int(np.prod(o.dimensions)) <= 10000
+        outs = Executor(rm.model).run(rm.inputs)
+        assert all(np.isfinite(x).all() for x in outs)
+
+
+def test_random_models_repeat_from_the_seed():
+    a, b, c = random_model(7, 40, 10), random_model(7, 40, 10), random_model(8, 40, 10)
+    assert [o.type for o in a.model.main.operations] == [o.type for o in b.model.main.operations]
+    assert all(np.array_equal(x, y) for x, y in zip(a.inputs, b.inputs))
+    assert [o.dimensions for o in a.model.main.operands] != [o.dimensions for o in c.model.main.operands]
+
+
+# ---- planning -------------------------------------------------------------------------------
+
+def test_parse_budget():
+    assert parse_budget("30m") == 1800 and parse_budget("2h") == 7200 and parse_budget("1h30m") == 5400
+    assert parse_budget("90s") == 90 and parse_budget("45") == 45
+    with pytest.raises(StressUsageError):
+        parse_budget("soon")
+
+
+def test_plan_is_deterministic_interleaved_and_case_params_ignore_the_budget():
+    o = StressOptions()
+    small = build_plan(plan_counts(list(TESTS), 120, 2, o), 5, o)
+    big = build_plan(plan_counts(list(TESTS), 3600, 2, o), 5, o)
+    assert [c.key for c in small] == [c.key for c in build_plan(plan_counts(list(TESTS), 120, 2, o), 5, o)]
+    assert {c.test for c in small} == set(TESTS)                      # every test gets a case
+    assert len({c.key for c in small}) == len(small)
+    by_key = {c.key: c for c in big}
+    for c in small:                                                   # same case, same seed and params
+        assert by_key[c.key].seed == c.seed == case_seed(5, c.test, c.index)
+        assert by_key[c.key].params == c.params
+    assert small[0].test != small[1].test                             # interleaved, not grouped
+    assert case_seed(5, "leak", 0) != case_seed(6, "leak", 0)
+
+
+# ---- runs ----------------------------------------------------------------------------------
+
+def _cfg(tmp_path, driver="reference", **kw):
+    kw.setdefault("options", StressOptions(durations=dict(SHORT), threads=2, processes=1, client_threads=1,
+                                           hang_grace=3.0))
+    return StressConfig(driver=driver, budget_s=kw.pop("budget_s", 60), tests=kw.pop("tests", list(TESTS)),
+                        workers=kw.pop("workers", 2), seed=kw.pop("seed", 11), report_dir=str(tmp_path / "run"),
+                        **kw)
+
+
+def test_reference_driver_passes_every_stress_test(tmp_path, capsys):
+    # One case of every test (two of the random ones: both graph sizes), short durations.
+    cases = [f"{t}#0" for t in TESTS] + ["random-model-load#1", "random-inference#1"]
+    code = run_stress(_cfg(tmp_path, cases=cases))
+    rows = read_results(tmp_path / "run" / "results.jsonl")
+    assert sorted(r.test_id for r in rows) == sorted(cases)
+    assert all(r.outcome == "SUCCESS" for r in rows), [(r.test_id, r.message) for r in rows if not r.good]
+    assert code == 0
+    assert (tmp_path / "run" / "results.csv").exists() and (tmp_path / "run" / "report.html").exists()
+    assert "all 10 planned cases done" in capsys.readouterr().out
+
+
+def test_randomly_broken_driver_every_verdict_right_and_nothing_lost(tmp_path, monkeypatch):
+    log = tmp_path / "truth.log"
+    monkeypatch.setenv("NNCONFORM_BROKEN_LOG", str(log))
+    monkeypatch.setenv("NNCONFORM_BROKEN_RATES", "seed=8,crash=0.12,exit=0.08,hang=0.08,leak=0.1,raise=0.12,garbage=0.12")
+    cases = [f"random-inference#{i}" for i in range(24)]
+    opts = StressOptions(hang_grace=0.5)
+    code = run_stress(_cfg(tmp_path, "nnconform.drivers.broken_stress:RandomlyBroken", cases=cases, options=opts,
+                           probe_timeout=10))
+    rows = read_results(tmp_path / "run" / "results.jsonl")
+    assert sorted(r.test_id for r in rows) == sorted(cases)           # none lost, none twice
+    assert check_against_log(rows, log) == []
+    seen = Counter(r.outcome for r in rows)
+    assert set(seen) == {"SUCCESS", "FAILURE", "HANG", "CRASH"}, seen  # the seed exercises all four
+    assert code == 1
+    for r in rows:
+        if r.outcome in ("CRASH", "HANG"):
+            assert r.extra["liveness"]["verdict"] in ("SUCCESS", "FAILURE", "CRASH", "HANG")
+            assert "liveness" in r.message.lower()
+        if r.outcome == "CRASH" and r.extra.get("signal") == signal.SIGSEGV:
+            assert "Segmentation fault" in r.extra["stderr_tail"]
+        if not r.good:                                                # every bad case can be replayed
+            assert f"--case '{r.test_id}'" in r.replay and "--seed 11" in r.replay
+            spec = load_spec(r.spec_path)
+            assert spec.meta["test_id"] == r.test_id and spec.examples
+
+
+def test_rates_parser_rejects_unknown_keys():
+    assert parse_rates("seed=4,crash=0.5")[0] == 4
+    with pytest.raises(ValueError):
+        parse_rates("explode=0.1")
+
+
+def test_kill_9_then_resume_loses_and_repeats_nothing(tmp_path):
+    rdir = tmp_path / "run"
+    marker = f"killtest{os.getpid()}"     # in the worker env, so we can find our workers
+    # An explicit case list, so the plan does not depend on how fast this machine is today.
+    cases = [f"{t}#{i}" for i in range(40) for t in ("random-model-load", "random-inference")] + ["leak#0", "leak#1"]
+    args = [sys.executable, "-m", "nnconform", "stress", "--driver", "reference", "--budget", "10m", "--workers", "2",
+            "--seed", "3", "--report-dir", str(rdir), "--duration", "leak=1"]
+    for c in cases:
+        args += ["--case", c]
+    env = dict(os.environ, NNCONFORM_TEST_MARK=marker)
+    runner = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    journal = rdir / "results.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if journal.exists() and len(read_results(journal)) >= 20:
+            break
+        time.sleep(0.05)
+    runner.send_signal(signal.SIGKILL)
+    runner.wait()
+    before = {r.test_id: r for r in read_results(journal)}
+    assert len(before) >= 20
+    manifest = json.loads((rdir / "stress-run.json").read_text())
+    planned = len(manifest["cases"])
+    assert len(before) < planned, "the run finished before it was killed; nothing to resume"
+    # The workers notice their parent is gone.
+    time.sleep(1.5)
+    leftovers = [p for p in _worker_pids() if _env_has(p, marker)]
+    assert leftovers == []
+
+    code = main(["stress", "--resume", "--report-dir", str(rdir)])
+    after = read_results(journal)
+    keys = [r.test_id for r in after]
+    assert len(keys) == len(set(keys)) == planned                   # every planned case once
+    for r in after:                                                   # rows written before the kill untouched
+        if r.test_id in before:
+            assert r.timestamp == before[r.test_id].timestamp
+    assert code == 0
+    assert len(json.loads((rdir / "stress-run.json").read_text())["sessions"]) == 2
+
+
+def _worker_pids() -> list[int]:
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/cmdline", "rb") as f:
+                    if b"nnconform.sandbox" in f.read():
+                        out.append(int(d))
+            except OSError:
+                pass
+    return out
+
+
+def _env_has(pid: int, marker: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return marker.encode() in f.read()
+    except OSError:
+        return False
+
+
+def test_cli_usage_errors_are_one_line(tmp_path, capsys):
+    assert main(["stress", "--tests", "no-such-test", "--report-dir", str(tmp_path / "a")]) == 2
+    assert main(["stress", "--budget", "soon", "--report-dir", str(tmp_path / "b")]) == 2
+    assert main(["stress", "--driver", "nope_nope:X", "--report-dir", str(tmp_path / "c")]) == 2
+    assert main(["stress", "--resume", "--report-dir", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 4 and all(line.startswith("nnconform: error:") for line in err)
+
+
+def test_reports_rebuild_from_the_journal_alone(tmp_path, capsys):
+    run_stress(_cfg(tmp_path, cases=["random-model-load#0", "random-inference#0"]))
+    rdir = tmp_path / "run"
+    for f in ("results.csv", "report.html"):
+        (rdir / f).unlink()
+    assert main(["stress", "--report-only", "--report-dir", str(rdir)]) == 0
+    assert "random-inference#0" in (rdir / "results.csv").read_text()
+    assert "nnconform stress report" in (rdir / "report.html").read_text()
