@@ -18,6 +18,7 @@ TRANSPOSE_CONV_2D) and FULLY_CONNECTED.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Callable
 
@@ -284,7 +285,11 @@ def tap(xp: np.ndarray, i: int, j: int, oh: int, ow: int, p: ConvParams) -> np.n
 
 def im2col(x: np.ndarray, fh: int, fw: int, oh: int, ow: int, p: ConvParams) -> np.ndarray:
     """Patches as a contiguous [N, OH, OW, fh, fw, C] array (C innermost, like the filters)."""
-    xp = padded(x, p)
+    return im2col_padded(padded(x, p), fh, fw, oh, ow, p)
+
+
+def im2col_padded(xp: np.ndarray, fh: int, fw: int, oh: int, ow: int, p: ConvParams) -> np.ndarray:
+    """im2col of an input already padded as ``p`` says."""
     eh, ew = (fh - 1) * p.dil_h + 1, (fw - 1) * p.dil_w + 1
     win = sliding_window_view(xp, (eh, ew), axis=(1, 2))  # [N, H', W', C, eh, ew]
     win = win[:, :(oh - 1) * p.stride_h + 1:p.stride_h, :(ow - 1) * p.stride_w + 1:p.stride_w,
@@ -315,6 +320,58 @@ def offsets_as(values: np.ndarray, zero_point: int, dtype) -> np.ndarray:
     if zero_point:
         out -= dtype(zero_point)
     return out
+
+
+# Offsets of constant filters/weights, reused across executions: converting FULLY_CONNECTED's
+# weights alone costs more than its matmul.  Keyed by id() of the model's read-only constant
+# array; the weak reference both confirms that the id still names the same array and drops
+# the entry when the model goes away.
+_OFFSET_CACHE: dict[int, tuple] = {}
+_OFFSET_CACHE_SIZE = 32
+
+
+def constant_offsets(ctx: OpContext, i: int, zero_point: int, dtype) -> tuple[np.ndarray, int]:
+    """(input ``i`` - ``zero_point`` in ``dtype``, max |offset|), cached for constants.  Only
+    model constants (read-only arrays) are cached: a runtime input may change between runs."""
+    values = ctx.inputs[i]
+    cacheable = ctx.in_operands[i].is_constant and not values.flags.writeable
+    key = id(values)
+    if cacheable:
+        hit = _OFFSET_CACHE.get(key)
+        if hit is not None and hit[0]() is values and hit[1] == zero_point and hit[2] == dtype:
+            return hit[3], hit[4]
+    off, bound = offsets_as(values, zero_point, dtype), offset_bound(values, zero_point)
+    if cacheable:
+        off.setflags(write=False)
+        while len(_OFFSET_CACHE) >= _OFFSET_CACHE_SIZE:
+            _OFFSET_CACHE.pop(next(iter(_OFFSET_CACHE)))
+
+        def forget(ref, key=key):
+            if _OFFSET_CACHE.get(key, (None,))[0] is ref:
+                _OFFSET_CACHE.pop(key, None)
+        _OFFSET_CACHE[key] = (weakref.ref(values, forget), zero_point, dtype, off, bound)
+    return off, bound
+
+
+def exact_matmul(a: np.ndarray, b: np.ndarray, amax: int, bmax: int) -> np.ndarray:
+    """a [M, K] @ b[N, K].T for float32 arrays of integers bounded by ``amax`` and ``bmax``,
+    exactly: one float32 matmul when every partial sum stays below 2**24, else float32
+    matmuls over slices of K short enough for that, summed in float64 (exact below 2**53)."""
+    k = a.shape[1]
+    per = amax * bmax
+    if k * per < (1 << 24):
+        return a @ b.T
+    if k * per >= (1 << 53):
+        raise OverflowError(f"integer accumulation bound {k * per} exceeds float64's exact range")
+    chunks = -(-k * per // ((1 << 24) - 1))       # ceil: slices of about equal length
+    step = -(-k // chunks)
+    while step * per >= (1 << 24):
+        chunks += 1
+        step = -(-k // chunks)
+    acc = np.zeros((a.shape[0], b.shape[0]), np.float64)
+    for k0 in range(0, k, step):
+        acc += a[:, k0:k0 + step] @ b[:, k0:k0 + step].T
+    return acc
 
 
 def filter_zero_point(op: Operand) -> int:
@@ -462,7 +519,8 @@ def _fused_requantizer(acc_bound: int, bias: np.ndarray, mult: np.ndarray, shift
             else:
                 u += offset_with_nudge
             u >>= rshift
-            np.clip(u, lo, hi, out=u)
+            np.maximum(u, lo, out=u)          # the ufuncs: np.clip's wrapper costs more per block
+            np.minimum(u, hi, out=u)
             r2[start:start + block.shape[0]] = u
         return result
 
@@ -518,13 +576,16 @@ def run_conv(ctx: OpContext, p: ConvParams, groups: int = 1) -> np.ndarray:
     if n == 0:
         return layout.from_nhwc(np.zeros((0, oh, ow, o), out.info.dtype), p.nchw)
     if not quant:
-        cols = im2col(to_float32(x), fh, fw, oh, ow, p)
-        y = grouped_matmul_conv(cols, to_float32(f), groups) + to_float32(b)
+        cols = im2col_padded(padded_offsets(x, p, 0, np.float32), fh, fw, oh, ow, p)
+        y = grouped_matmul_conv(cols, to_float32(f), groups)
+        y += to_float32(b)
         return layout.from_nhwc(finish_float(y, p.activation, out), p.nchw)
     xo, fo = ctx.in_operands[0], ctx.in_operands[1]
     xz, fz = xo.zero_point, filter_zero_point(fo)
-    dt = exact_float_dtype(fh * fw * cf, offset_bound(x, xz), offset_bound(f, fz))
-    cols = im2col(offsets_as(x, xz, dt), fh, fw, oh, ow, p)
-    acc = grouped_matmul_conv(cols, offsets_as(f, fz, dt), groups).astype(np.int64)
+    amax, bmax = offset_bound(x, xz), offset_bound(f, fz)
+    dt = exact_float_dtype(fh * fw * cf, amax, bmax)
+    cols = im2col_padded(padded_offsets(x, p, xz, dt), fh, fw, oh, ow, p)
+    acc = grouped_matmul_conv(cols, constant_offsets(ctx, 1, fz, dt)[0], groups)
     mult, shift = output_multipliers(ctx, xo, fo, ctx.in_operands[2], out, o)
-    return layout.from_nhwc(requantize(acc, b, mult, shift, out, p.activation), p.nchw)
+    return layout.from_nhwc(requantize(acc, b, mult, shift, out, p.activation, acc_bound=fh * fw * cf * amax * bmax),
+                            p.nchw)

@@ -62,7 +62,10 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams
     times) -> [N, OH, OW, C] in ``w``'s dtype, plus ``bias`` [C] when given.
 
     Every output element is 0 + tap_0 * w_0 + tap_1 * w_1 + ... (+ bias), in tap order, over
-    blocks of output rows that stay in cache.  The weights are tiled across the output width
+    blocks of output rows that stay in cache.  The leading 0 + only turns a -0.0 first
+    product into +0.0, and that sign survives to the output only when every later term is a
+    zero too and the bias is -0.0; so it is skipped unless the bias holds a -0.0, and always
+    without a bias (integer-valued quantised sums, whose zeros lose their sign anyway).  The weights are tiled across the output width
     so that each multiply runs over whole rows (a broadcast over only C channels would make
     numpy's inner loop C elements long)."""
     n, c = xp.shape[0], xp.shape[3]
@@ -77,6 +80,7 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams
     else:                    # blocks of whole images
         rows, images = oh, max(1, _BLOCK // image)
     tmp = np.empty((min(images, n), min(rows, oh), ow, c), dtype=dtype)
+    zero_start = bias is not None and bool(np.any(np.signbit(bias) & (bias == 0)))
     sh, sw, dh, dw = p.stride_h, p.stride_w, p.dil_h, p.dil_w
     for b0 in range(0, n, images):
         b1 = min(b0 + images, n)
@@ -84,14 +88,18 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams
             r1 = min(r0 + rows, oh)
             acc = out[b0:b1, r0:r1]
             t = tmp[:b1 - b0, :r1 - r0]
-            acc[...] = 0
+            if zero_start:
+                acc[...] = 0
             for i in range(fh):
                 top = r0 * sh + i * dh
                 for j in range(fw):
                     left = j * dw
                     view = xp[b0:b1, top:top + (r1 - r0 - 1) * sh + 1:sh, left:left + (ow - 1) * sw + 1:sw]
-                    np.multiply(view, wt[i, j], out=t)
-                    acc += t
+                    if i == j == 0 and not zero_start:
+                        np.multiply(view, wt[i, j], out=acc)
+                    else:
+                        np.multiply(view, wt[i, j], out=t)
+                        acc += t
             if bt is not None:
                 acc += bt
     return out

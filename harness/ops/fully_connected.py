@@ -72,7 +72,8 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     if not quant:
         y = cc.to_float32(x2) @ cc.to_float32(wt).T + cc.to_float32(b)
         return [cc.finish_float(y, act, out)]
-    dt = cc.exact_float_dtype(size, cc.offset_bound(x2, xo.zero_point), cc.offset_bound(wt, wo.zero_point))
-    acc = (cc.offsets_as(x2, xo.zero_point, dt) @ cc.offsets_as(wt, wo.zero_point, dt).T).astype(np.int64)
+    wq, bmax = cc.constant_offsets(ctx, 1, wo.zero_point, np.float32)
+    amax = cc.offset_bound(x2, xo.zero_point)
+    acc = cc.exact_matmul(cc.offsets_as(x2, xo.zero_point, np.float32), wq, amax, bmax)
     mult, shift = cc.output_multipliers(ctx, xo, wo, bo, out, units)
-    return [cc.requantize(acc, b, mult, shift, out, act)]
+    return [cc.requantize(acc, b, mult, shift, out, act, acc_bound=size * amax * bmax)]

@@ -82,6 +82,29 @@ def _softmax_float(x: np.ndarray, beta: float, axis: int) -> np.ndarray:
     return e / total
 
 
+_EXP_TABLES: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _exp_tables(multiplier: int, left_shift: int, diff_min: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For every 8-bit difference d = q - max(q) in [-255, 0], indexed by -d: the Q0.31
+    exponential, its Q12.19 term of the sum (0 when d < diff_min) and whether d is used."""
+    key = (multiplier, left_shift, diff_min)
+    tables = _EXP_TABLES.get(key)
+    if tables is None:
+        diff = -np.arange(256, dtype=np.int64)
+        used = diff >= diff_min
+        scaled = saturating_rounding_doubling_high_mul(np.where(used, diff, 0) << left_shift, multiplier)
+        exps = exp_on_negative_values(scaled, _SCALED_DIFF_INTEGER_BITS)
+        terms = np.where(used, rescale(exps, 0, _ACCUMULATION_INTEGER_BITS), 0)
+        tables = (exps, terms, used)
+        for t in tables:
+            t.setflags(write=False)
+        if len(_EXP_TABLES) >= 64:
+            _EXP_TABLES.pop(next(iter(_EXP_TABLES)))
+        _EXP_TABLES[key] = tables
+    return tables
+
+
 def _softmax_quant(ctx: OpContext, x: np.ndarray, beta: float, axis: int) -> np.ndarray:
     in_op, out_op = ctx.in_operands[0], ctx.out_operands[0]
     real = min(1.0 * f32(beta) * f32(in_op.scale) * float(1 << (31 - _SCALED_DIFF_INTEGER_BITS)),
@@ -93,11 +116,11 @@ def _softmax_quant(ctx: OpContext, x: np.ndarray, beta: float, axis: int) -> np.
     diff_min = -calculate_input_radius(_SCALED_DIFF_INTEGER_BITS, left_shift)
 
     q = np.moveaxis(x.astype(np.int64), axis, -1)
-    diff = q - q.max(axis=-1, keepdims=True)
-    used = diff >= diff_min
-    scaled = saturating_rounding_doubling_high_mul(np.where(used, diff, 0) << left_shift, multiplier)
-    exps = exp_on_negative_values(scaled, _SCALED_DIFF_INTEGER_BITS)
-    terms = np.where(used, rescale(exps, 0, _ACCUMULATION_INTEGER_BITS), 0)
+    # Everything up to the sum depends only on q - max(q), one of 256 values for 8-bit
+    # data: look the per-element terms up in a table computed once per parameter set.
+    exps_table, terms_table, used_table = _exp_tables(multiplier, left_shift, diff_min)
+    neg_diff = q.max(axis=-1, keepdims=True) - q
+    exps, terms, used = exps_table[neg_diff], terms_table[neg_diff], used_table[neg_diff]
     total = wrap32(terms.sum(axis=-1, keepdims=True)) & 0xFFFFFFFF   # as uint32
     # count leading zeros of the 32-bit sum (it is never 0: the max term alone is 2**19)
     headroom_plus_one = 32 - np.frexp(total.astype(np.float64))[1].astype(np.int64)

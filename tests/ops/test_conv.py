@@ -357,6 +357,224 @@ def test_large_accumulators_stay_exact():
 
 
 # ---------------------------------------------------------------------------------------
+# (c2) the fast paths (fused requantisation, blocked depthwise, chunked exact matmul, cached
+#      constants, softmax tables) against straightforward slow formulations, random shapes
+# ---------------------------------------------------------------------------------------
+
+def _stepwise_requant(acc, bias, mult, shift, out, act):
+    from nnconform.ops.activation import quant_bounds
+    x = acc.astype(np.int64) + bias.astype(np.int64)
+    y = np.stack([multiply_by_quantized_multiplier(x[..., ch], int(mult[ch]), int(shift[ch]))
+                  for ch in range(x.shape[-1])], axis=-1)
+    lo, hi = quant_bounds(act, out)
+    return np.clip(y + out.zero_point, lo, hi).astype(out.info.dtype)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fused_requantize_matches_stepwise(seed):
+    from nnconform.ir import Operand
+    from nnconform.ops.conv_common import requantize
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(60):
+        ch = int(rng.integers(1, 6))
+        big = int(rng.choice([1 << 8, 1 << 16, 1 << 24, 1 << 30]))
+        acc = rng.integers(-big, big, size=(int(rng.integers(1, 40)), ch))
+        if rng.random() < 0.4:
+            acc = (acc >> 6) << 6                          # many exact rounding ties
+        if rng.random() < 0.4:
+            acc = acc.astype(np.float64 if big > 1 << 24 else np.float32)
+        bias = rng.integers(-1 << 20, 1 << 20, size=ch).astype(np.int32)
+        per_channel = rng.random() < 0.5
+        k = ch if per_channel else 1
+        reals = rng.uniform(0.5, 1.0, k) * 300 / big if rng.random() < 0.7 \
+            else rng.uniform(1e-6, 4, k) * 2.0 ** rng.integers(-20, 3, k)
+        pairs = [quantize_multiplier(float(r)) for r in reals]
+        if rng.random() < 0.1:
+            pairs[0] = (0, 0)                              # a multiplier flushed to zero
+        pairs = pairs if per_channel else pairs * ch
+        mult, shift = np.array([m for m, _ in pairs]), np.array([s for _, s in pairs])
+        t = Q8 if rng.random() < 0.5 else Q8S
+        zp = int(rng.integers(0, 256)) if t == Q8 else int(rng.integers(-128, 128))
+        out = Operand(t, (), scale=float(rng.uniform(0.01, 1)), zero_point=zp)
+        act = int(rng.integers(0, 4))
+        for bound in (None, int(np.abs(acc).max())):
+            actual = requantize(acc, bias, mult, shift, out, act, acc_bound=bound)
+            expected = _stepwise_requant(acc, bias, mult, shift, out, act)
+            assert actual.dtype == expected.dtype
+            np.testing.assert_array_equal(actual, expected)
+
+
+def _float_depthwise(x, f, b, m, pads, strides, dil, oh, ow):
+    """float64 direct formulation and the sum of |terms| (for a reassociation tolerance)."""
+    n_, h, w, c = x.shape
+    _, fh, fw, o_ = f.shape
+    pl, pr, pt, pb = pads
+    xp = np.zeros((n_, h + pt + pb, w + pl + pr, c))
+    xp[:, pt:pt + h, pl:pl + w] = x
+    xp = np.repeat(xp, m, axis=3)
+    acc, mag = np.zeros((n_, oh, ow, o_)) + b, np.zeros((n_, oh, ow, o_)) + np.abs(b)
+    for i, j in itertools.product(range(fh), range(fw)):
+        v = xp[:, i * dil[1]:i * dil[1] + (oh - 1) * strides[1] + 1:strides[1],
+               j * dil[0]:j * dil[0] + (ow - 1) * strides[0] + 1:strides[0]] * f[0, i, j].astype(np.float64)
+        acc, mag = acc + v, mag + np.abs(v)
+    return acc, mag
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_depthwise_fast_path_random_shapes(seed):
+    """Random small shapes, strides, dilations, multipliers, paddings and both layouts; big
+    enough images that the blocked tap loop takes several row blocks (and whole-image
+    blocks for the small ones)."""
+    import nnconform.ops.depthwise_conv_2d as dw
+    rng = np.random.default_rng(200 + seed)
+    old_block = dw._BLOCK
+    dw._BLOCK = int(rng.choice([64, 256, 1 << 16]))       # exercise both blocking schemes
+    try:
+        for t in (F32, Q8, Q8S):
+            n_, h, w, cin, m = (int(v) for v in (rng.integers(1, 4), rng.integers(3, 12), rng.integers(3, 12),
+                                                 rng.integers(1, 5), rng.integers(1, 4)))
+            fh, fw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+            dil = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+            strides = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+            eh, ew = (fh - 1) * dil[1] + 1, (fw - 1) * dil[0] + 1
+            if eh > h or ew > w:
+                dil = (1, 1)
+                eh, ew = fh, fw
+            pads = tuple(int(rng.integers(0, e)) for e in (ew, ew, eh, eh))
+            oh = (h - eh + strides[1] + pads[2] + pads[3]) // strides[1]
+            ow = (w - ew + strides[0] + pads[0] + pads[1]) // strides[0]
+            nchw = bool(rng.random() < 0.3)
+            o_ = cin * m
+            args = [*pads, *strides, m, 0, nchw, *dil]
+            if t == F32:
+                x_vals = rng.standard_normal((n_, h, w, cin)).astype(np.float32)
+                f_vals = rng.standard_normal((1, fh, fw, o_)).astype(np.float32)
+                b_vals = rng.standard_normal(o_).astype(np.float32)
+                b = ModelBuilder()
+                xin = b.input(F32, (n_, cin, h, w) if nchw else (n_, h, w, cin))
+                ins = [xin, b.const(F32, f_vals.shape, f_vals), b.const(F32, (o_,), b_vals)]
+                ins += [b.bool(a) if isinstance(a, bool) else b.i32(a) for a in args]
+                y = b.output(F32, (n_, o_, oh, ow) if nchw else (n_, oh, ow, o_))
+                b.operation(Op.DEPTHWISE_CONV_2D, ins, [y])
+                feed = x_vals.transpose(0, 3, 1, 2) if nchw else x_vals
+                actual = execute(b.build(), [np.ascontiguousarray(feed)])[0]
+                if nchw:
+                    actual = actual.transpose(0, 2, 3, 1)
+                expected, mag = _float_depthwise(x_vals, f_vals, b_vals, m, pads, strides, dil, oh, ow)
+                assert np.all(np.abs(actual - expected) <= 1e-5 * mag + 1e-30)
+                continue
+            per_channel = bool(rng.random() < 0.5)
+            c = _random_case(rng, t, per_channel, (1, fh, fw, o_), o_, 3)
+            x_vals = rng.integers(c["lo"], c["hi"], size=(n_, h, w, cin))
+            feed = x_vals.transpose(0, 3, 1, 2) if nchw else x_vals
+            actual = _run(Op.DEPTHWISE_CONV_2D, t, per_channel, c, feed, feed.shape, args,
+                          (n_, o_, oh, ow) if nchw else (n_, oh, ow, o_))
+            if nchw:
+                actual = actual.transpose(0, 2, 3, 1)
+            acc = _loop_depthwise(x_vals - c["zx"], c["f_vals"] - c["zf"], c["bias"], m, pads, strides, dil, oh, ow)
+            np.testing.assert_array_equal(actual, _requant(acc, c["f_scales"], c["sx"], c["so"], c["zo"], t))
+    finally:
+        dw._BLOCK = old_block
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_conv_fast_path_random_shapes(seed):
+    rng = np.random.default_rng(300 + seed)
+    for t in (Q8, Q8S):
+        groups = int(rng.integers(1, 3))
+        cin, o_ = groups * int(rng.integers(1, 4)), groups * int(rng.integers(1, 4))
+        fh, fw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        n_, h, w = int(rng.integers(1, 3)), int(rng.integers(fh, 8)), int(rng.integers(fw, 8))
+        strides = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        pads = tuple(int(rng.integers(0, e)) for e in (fw, fw, fh, fh))
+        oh = (h - fh + strides[1] + pads[2] + pads[3]) // strides[1]
+        ow = (w - fw + strides[0] + pads[0] + pads[1]) // strides[0]
+        per_channel = bool(rng.random() < 0.5)
+        c = _random_case(rng, t, per_channel, (o_, fh, fw, cin // groups), o_, 0)
+        x_vals = rng.integers(c["lo"], c["hi"], size=(n_, h, w, cin))
+        if groups == 1:
+            op, args = Op.CONV_2D, [*pads, *strides, 0]
+        else:
+            op, args = Op.GROUPED_CONV_2D, [*pads, *strides, groups, 0, False]
+        for _ in range(2):   # the second run reads the cached filter offsets
+            actual = _run(op, t, per_channel, c, x_vals, x_vals.shape, args, (n_, oh, ow, o_))
+            acc = _loop_conv(x_vals - c["zx"], c["f_vals"] - c["zf"], c["bias"], pads, strides, (1, 1), groups,
+                             oh, ow)
+            np.testing.assert_array_equal(actual, _requant(acc, c["f_scales"], c["sx"], c["so"], c["zo"], t))
+
+
+@pytest.mark.parametrize("k", [7, 300, 1031, 4099])
+def test_fully_connected_chunked_exact_matmul(k):
+    """Offsets up to 255 x 255 over K terms: beyond 2**24 the float32 matmul is split along
+    K.  Runs twice on one model (cached weights) and once with the weights as a runtime
+    input whose values then change (never cached)."""
+    from nnconform.executor import Executor
+    rng = np.random.default_rng(k)
+    units, batch = 5, 3
+    w_vals = rng.choice(np.array([0, 1, 254, 255], np.uint8), size=(units, k))
+    bias = rng.integers(-5000, 5000, units).astype(np.int32)
+    sx, sw = 0.5, 0.25
+    so = float(k) * 255 * 255 * sx * sw / 200
+    for const_weights in (True, False):
+        b = ModelBuilder()
+        x = b.input(Q8, (batch, k), scale=sx, zero_point=0)
+        wt = b.const(Q8, (units, k), w_vals, scale=sw, zero_point=0) if const_weights \
+            else b.input(Q8, (units, k), scale=sw, zero_point=0)
+        bs = b.const(I32, (units,), bias, scale=float(np.float32(sx) * np.float32(sw)))
+        y = b.output(Q8, (batch, units), scale=so, zero_point=100)
+        b.operation(Op.FULLY_CONNECTED, [x, wt, bs, b.i32(0)], [y])
+        ex = Executor(b.build())
+        for run in range(3):
+            x_vals = rng.choice(np.array([0, 1, 255], np.uint8), size=(batch, k))
+            w_run = w_vals if const_weights else rng.integers(0, 256, (units, k), dtype=np.uint8)
+            actual = ex.run([x_vals] if const_weights else [x_vals, w_run])[0]
+            acc = x_vals.astype(np.int64) @ w_run.astype(np.int64).T + bias
+            np.testing.assert_array_equal(actual, _requant(acc, (sw,) * units, sx, so, 100, Q8))
+
+
+@pytest.mark.parametrize("k", [1, 258, 259, 1031, 5000])
+def test_exact_matmul_is_exact(k):
+    """Offsets near +-255 with odd products: any float32 partial sum beyond 2**24 would lose
+    low bits, so the result must equal the int64 matmul exactly."""
+    from nnconform.ops.conv_common import exact_matmul
+    rng = np.random.default_rng(k)
+    a = rng.choice(np.array([-255, -253, 253, 255]), size=(4, k))
+    b = rng.choice(np.array([-255, 255, 251]), size=(6, k))
+    a[0], b[0] = 255, 255                                      # one row of maximal sums
+    actual = exact_matmul(a.astype(np.float32), b.astype(np.float32), 255, 255)
+    np.testing.assert_array_equal(actual.astype(np.int64), a @ b.T)
+
+
+@pytest.mark.parametrize("t", [Q8, Q8S], ids=["quant8", "quant8_signed"])
+def test_softmax_table_matches_direct_fixed_point(t):
+    """The quantised SOFTMAX looks its per-element terms up in a table of the 256 possible
+    differences; compare with the same gemmlowp steps applied to every element."""
+    from nnconform.ops import fixedpoint as fx
+    from nnconform.ops.quant import rounding_divide_by_pot, saturating_rounding_doubling_high_mul as srdhm
+    rng = np.random.default_rng(17)
+    lo, hi = (0, 255) if t == Q8 else (-128, 127)
+    for beta, scale in ((1.0, 0.1), (0.5, 1 / 256), (2.0, 0.5), (1e-3, 0.02), (1.0, 5.0)):
+        x_vals = rng.integers(lo, hi + 1, size=(3, 1, 37)).astype(np.uint8 if t == Q8 else np.int8)
+        b = ModelBuilder()
+        x = b.input(t, x_vals.shape, scale=scale, zero_point=(lo + hi + 1) // 2)
+        y = b.output(t, x_vals.shape, scale=1 / 256, zero_point=0 if t == Q8 else -128)
+        b.operation(Op.SOFTMAX, [x, b.f32(beta)], [y])
+        actual = execute(b.build(), [x_vals])[0]
+        real = min(float(np.float32(beta)) * float(np.float32(scale)) * float(1 << 26), float((1 << 31) - 1))
+        mult, left = fx.quantize_multiplier_greater_than_one(real)
+        diff_min = -fx.calculate_input_radius(5, left)
+        q = x_vals.astype(np.int64)
+        diff = q - q.max(axis=-1, keepdims=True)
+        used = diff >= diff_min
+        exps = fx.exp_on_negative_values(srdhm(np.where(used, diff, 0) << left, mult), 5)
+        total = fx.wrap32(np.where(used, fx.rescale(exps, 0, 12), 0).sum(axis=-1, keepdims=True)) & 0xFFFFFFFF
+        headroom = 32 - np.frexp(total.astype(np.float64))[1].astype(np.int64)
+        recip = fx.one_over_one_plus_x_for_x_in_0_1(((total << headroom) & 0xFFFFFFFF) - (1 << 31))
+        out = rounding_divide_by_pot(srdhm(recip, exps), 12 - headroom + 31 - 8) - (128 if t == Q8S else 0)
+        np.testing.assert_array_equal(actual, np.where(used, np.clip(out, lo, hi), lo))
+
+
+# ---------------------------------------------------------------------------------------
 # (d) AOSP golden vectors
 # ---------------------------------------------------------------------------------------
 
