@@ -26,12 +26,10 @@ graph and its inputs with the reference's outputs; workload tests: the example i
 command that reruns exactly that case (``replay``), and for CRASH/HANG the liveness probe's
 verdict (a fresh worker running a small known-good model).
 
-**Random graphs.**  Cases build their graphs with :func:`nnconform.stress.random_models.random_model`.
-To switch to the Hypothesis generators in ``nnconform.generators`` once they land, change only
-``random_models.random_model(seed, num_ops, max_dim)`` so it returns a RandomModel built by
-them from that seed (a seeded builder, or a strategy drawn with a ``random.Random(seed)``
-data source); the runner, the case functions and spec dumps only use its ``model``,
-``inputs`` and ``describe()``, and case seeds stay as they are.
+**Random graphs.**  Cases build their graphs with :func:`nnconform.stress.random_models.random_model`,
+which draws them from ``nnconform.generators`` (the random suite's builder) with the case's
+seed; the runner, the case functions and spec dumps only use its ``model``, ``inputs`` and
+``describe()``.
 """
 from __future__ import annotations
 
