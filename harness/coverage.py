@@ -13,6 +13,8 @@ from pathlib import Path
 from .ir import SHORT_TYPE_NAME, Model, OperationType
 from .ops.registry import REGISTRY, load_all
 
+TOTAL = "*"   # key of the per-operation vector totals
+
 # Operations outside the executor's scope by design.
 _EXCLUDED = {OperationType.OEM_OPERATION}
 
@@ -60,7 +62,9 @@ def vector_counts(results_path: Path) -> tuple[dict[str, Counter], dict[str, Cou
         if r.suite != "vectors" or r.outcome == "SKIP":
             continue
         for op in r.operations:
-            for t in r.data_types or ["?"]:
+            # TOTAL counts each vector once; a vector with several data types also counts
+            # once under each of them.
+            for t in [TOTAL, *(r.data_types or ["?"])]:
                 run[op][t] += 1
                 if r.outcome == "PASS":
                     passed[op][t] += 1
@@ -96,8 +100,8 @@ def to_markdown(rows: list[CoverageRow]) -> str:
     for r in rows:
         impl = ", ".join(r.implemented) if r.implemented else "**not implemented**"
         exs = sum(r.examples.values())
-        vp = sum(r.vectors_passed.values())
-        vr = sum(r.vectors_run.values())
+        vp = r.vectors_passed.get(TOTAL, 0)
+        vr = r.vectors_run.get(TOTAL, 0)
         lines.append(f"| {r.code} | {r.operation} | {impl} | {exs} | {f'{vp}/{vr}' if vr else '-'} |")
     return "\n".join(lines)
 
@@ -105,7 +109,7 @@ def to_markdown(rows: list[CoverageRow]) -> str:
 def to_csv_rows(rows: list[CoverageRow]) -> list[dict]:
     out = []
     for r in rows:
-        types = sorted(set(r.implemented) | set(r.examples) | set(r.vectors_run)) or [""]
+        types = sorted((set(r.implemented) | set(r.examples) | set(r.vectors_run)) - {TOTAL}) or [""]
         for t in types:
             out.append({"operation": r.operation, "code": r.code, "data_type": t,
                         "implemented": t in r.implemented, "examples": r.examples.get(t, 0),
