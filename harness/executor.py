@@ -36,6 +36,7 @@ class Executor:
         # operation type -> replacement execute function (used by the deliberately broken
         # drivers that test the harness; never by the reference driver)
         self.overrides = overrides or {}
+        self._plans: dict[int, tuple[list, list]] = {}   # id(subgraph) -> (slots, execute fns)
         self.deadline: float | None = None
         self.loop_timeout: float = DEFAULT_LOOP_TIMEOUT
         # values of every operand of the main graph after the last run (for divergence hunts)
@@ -51,13 +52,25 @@ class Executor:
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise DeadlineMissed("execution deadline passed")
 
+    def _plan(self, sg: Subgraph) -> tuple[list, list]:
+        """Per subgraph, once: the value slots pre-filled with constants, and each operation's
+        execute function.  Subgraphs are immutable, so this is reused by every run (and by
+        every WHILE iteration), which keeps the per-run overhead of small models low."""
+        plan = self._plans.get(id(sg))
+        if plan is None:
+            template: list = [None] * len(sg.operands)
+            for i, op in enumerate(sg.operands):
+                if op.is_constant:
+                    template[i] = op.value
+                elif op.lifetime == Lifetime.SUBGRAPH:
+                    template[i] = np.asarray(op.value, dtype=np.int64)
+            fns = [self.overrides.get(o.type) or get_op(o.type).execute for o in sg.operations]
+            plan = self._plans[id(sg)] = (template, fns)
+        return plan
+
     def run_subgraph(self, sg: Subgraph, inputs: Sequence[np.ndarray | None], keep: bool = False) -> list[np.ndarray]:
-        values: list = [None] * len(sg.operands)
-        for i, op in enumerate(sg.operands):
-            if op.is_constant:
-                values[i] = op.value
-            elif op.lifetime == Lifetime.SUBGRAPH:
-                values[i] = np.asarray(op.value, dtype=np.int64)
+        template, fns = self._plan(sg)
+        values = list(template)
         if len(inputs) != len(sg.input_indexes):
             raise ValidationError("request.inputs", f"{sg.name or 'subgraph'} takes {len(sg.input_indexes)} "
                                   f"inputs, got {len(inputs)}")
@@ -66,9 +79,8 @@ class Executor:
         for n in range(len(sg.operations)):
             self.check_deadline()
             operation = sg.operations[n]
-            execute_fn = self.overrides.get(operation.type) or get_op(operation.type).execute
             ctx = OpContext(self, sg, n, values)
-            outs = execute_fn(ctx)
+            outs = fns[n](ctx)
             if len(outs) != len(operation.outputs):
                 raise RuntimeError(f"reference bug: {operation.name} returned {len(outs)} outputs, "
                                    f"model has {len(operation.outputs)}")
