@@ -1,0 +1,204 @@
+"""The TFLite device: nnconform's driver interface over a LiteRT ``Interpreter``.
+
+prepare() validates the model, writes it as a .tflite flatbuffer once (convert.py) and builds
+the interpreter; tensors are allocated there when every input shape is known, else on the
+first execution.  execute() only resizes inputs whose shape changed, sets them, invokes and
+reads the outputs.  Errors map to NNAPI statuses: an invalid model or request is
+INVALID_ARGUMENT; anything the interpreter raises while building, allocating or invoking is
+GENERAL_FAILURE (with the interpreter's first message line).
+
+Options (constructor arguments, or environment variables for the registered name):
+  kernels   which TFLite kernels run the graph ($NNCONFORM_TFLITE_KERNELS):
+            "auto"    - the Python default: optimised builtin kernels plus the XNNPACK
+                        delegate for what it takes (what an app gets);
+            "builtin" - optimised builtin kernels, no default delegate;
+            "ref"     - TFLite's reference kernels.
+  threads   interpreter threads (default 1: many small models, deterministic reductions)
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+from ai_edge_litert import interpreter as litert
+
+from nnconform import __version__
+from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
+                              ExecutionResult, OutputShape, PerformanceInfo, PreparedModel, Priority,
+                              Timing)
+from nnconform.errors import DriverLoadError, ValidationError
+from nnconform.ir import Model, Request
+from nnconform.validation import validate_model, validate_request
+
+from . import convert
+
+_RESOLVERS = {
+    "auto": litert.OpResolverType.AUTO,
+    "builtin": litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+    "ref": litert.OpResolverType.BUILTIN_REF,
+}
+
+
+def _first_line(e: BaseException) -> str:
+    text = [line for line in str(e).strip().splitlines() if line.strip()]
+    return text[0] if text else type(e).__name__
+
+
+def _litert_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("ai-edge-litert")
+    except Exception:  # metadata missing in an unusual install: the name still works
+        return "unknown"
+
+
+class TflitePreparedModel(PreparedModel):
+    def __init__(self, model: Model, interpreter, flatbuffer: bytes, inputs: list[int], outputs: list[int]):
+        self.model = model
+        self.interpreter = interpreter
+        self.flatbuffer = flatbuffer
+        self._inputs = inputs
+        self._outputs = outputs
+        self._shapes: list[tuple[int, ...] | None] = [None] * len(inputs)
+        self._allocated = False
+        self._released = False
+        self._lock = threading.Lock()   # one interpreter: executions take turns
+
+    def allocate_if_known(self) -> None:
+        """Allocate now when every input shape is known from the model."""
+        shapes = []
+        for idx in self.model.main.input_indexes:
+            o = self.model.main.operands[idx]
+            if not o.info.is_scalar and not o.fully_specified:
+                return
+            shapes.append(tuple(o.dimensions))
+        self.interpreter.allocate_tensors()
+        self._shapes = shapes
+        self._allocated = True
+
+    def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
+                loop_timeout: float | None = None) -> ExecutionResult:
+        t_driver = time.perf_counter_ns()
+        if self._released:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, "prepared model was released")
+        try:
+            validate_request(self.model, request)
+        except ValidationError as e:
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, str(e)) from None
+        if deadline is not None and time.monotonic() > deadline:
+            raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "deadline passed before execution")
+        values = []
+        for idx, arg in zip(self.model.main.input_indexes, request.inputs):
+            if arg.has_no_value:
+                raise DriverError(ErrorStatus.INVALID_ARGUMENT, "an omitted model input cannot be fed to TFLite")
+            operand = self.model.main.operands[idx]
+            value = np.asarray(arg.value, dtype=operand.info.dtype)
+            if arg.dimensions is not None and tuple(value.shape) != tuple(arg.dimensions):
+                value = value.reshape(arg.dimensions)
+            values.append(np.ascontiguousarray(value))
+        with self._lock:
+            it = self.interpreter
+            try:
+                t_device = time.perf_counter_ns()
+                shapes = [tuple(v.shape) for v in values]
+                if not self._allocated or shapes != self._shapes:
+                    for t, shape, old in zip(self._inputs, shapes, self._shapes):
+                        if shape != old:
+                            it.resize_tensor_input(t, list(shape), strict=False)
+                    it.allocate_tensors()
+                    self._shapes, self._allocated = shapes, True
+                for t, v in zip(self._inputs, values):
+                    it.set_tensor(t, v)
+                it.invoke()
+                outputs = [np.array(it.get_tensor(t)) for t in self._outputs]
+                device_us = (time.perf_counter_ns() - t_device) // 1000
+            except (RuntimeError, ValueError) as e:
+                raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite: {_first_line(e)}") from None
+        if deadline is not None and time.monotonic() > deadline:
+            raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "execution finished after the deadline")
+        results, out_shapes, insufficient = [], [], False
+        for idx, arg, out in zip(self.model.main.output_indexes, request.outputs, outputs):
+            operand = self.model.main.operands[idx]
+            arr = out.astype(operand.info.dtype, copy=False)
+            if operand.info.is_scalar:
+                arr = arr.reshape(())
+            ok = arg.capacity is None or arr.nbytes <= arg.capacity
+            insufficient |= not ok
+            out_shapes.append(OutputShape(tuple(int(d) for d in arr.shape), ok))
+            results.append(arr)
+        if insufficient:
+            raise DriverError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "an output buffer is too small", out_shapes)
+        timing = Timing()
+        if measure_timing:
+            timing = Timing(device_us, max(device_us, (time.perf_counter_ns() - t_driver) // 1000))
+        return ExecutionResult(tuple(results), tuple(out_shapes), timing)
+
+    def release(self) -> None:
+        self._released = True
+        self.interpreter = None
+
+
+class TfliteDevice(Device):
+    """NNAPI semantics on the LiteRT interpreter.  Honest support: see convert.CONVERTERS."""
+
+    feature_level = 30
+
+    def __init__(self, kernels: str | None = None, threads: int = 1):
+        kernels = kernels or os.environ.get("NNCONFORM_TFLITE_KERNELS", "auto")
+        if kernels not in _RESOLVERS:
+            raise DriverLoadError(f"tflite driver: kernels must be one of {', '.join(_RESOLVERS)}, got {kernels!r}")
+        self.kernels = kernels
+        self.threads = threads
+        self.name = "tflite" if kernels == "auto" else f"tflite-{kernels}"
+        self.version = f"{__version__}+litert{_litert_version()}"
+
+    def capabilities(self) -> Capabilities:
+        perf = PerformanceInfo(1.0, 1.0)
+        types = sorted(set(convert.TFL_TYPE))
+        return Capabilities(perf, perf, tuple((t, perf) for t in types), perf, perf)
+
+    def supported_operations(self, model: Model) -> list[bool]:
+        try:
+            validate_model(model)
+        except ValidationError as e:
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, str(e)) from None
+        return [convert.operation_supported(model, i)[0] for i in range(len(model.main.operations))]
+
+    def unsupported_reasons(self, model: Model) -> list[str]:
+        """Why each operation is unsupported ("" when it is supported): for humans and tests."""
+        return [convert.operation_supported(model, i)[1] for i in range(len(model.main.operations))]
+
+    def prepare(self, model: Model, *, preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
+                priority: Priority = Priority.MEDIUM, deadline: float | None = None,
+                cache_token: bytes | None = None) -> PreparedModel:
+        if int(preference) not in {int(p) for p in ExecutionPreference}:
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"bad execution preference {preference}")
+        if int(priority) not in {int(p) for p in Priority}:
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"bad priority {priority}")
+        if cache_token is not None and len(cache_token) != 32:
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, "cache token must be 32 bytes")
+        try:
+            validate_model(model)
+        except ValidationError as e:
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, str(e)) from None
+        if deadline is not None and time.monotonic() > deadline:
+            raise DriverError(ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline passed before preparation")
+        try:
+            flatbuffer, ins, outs = convert.to_tflite(model)
+        except convert.Unsupported as e:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"cannot convert to TFLite: {e}") from None
+        except convert.Rejected as e:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"the operation must fail: {e}") from None
+        try:
+            it = litert.Interpreter(model_content=flatbuffer, num_threads=self.threads,
+                                    experimental_op_resolver_type=_RESOLVERS[self.kernels])
+            prepared = TflitePreparedModel(model, it, flatbuffer, ins, outs)
+            prepared.allocate_if_known()
+        except (RuntimeError, ValueError) as e:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite rejected the model: {_first_line(e)}") from None
+        return prepared
+
+
+__all__ = ["TfliteDevice", "TflitePreparedModel"]
