@@ -5,7 +5,12 @@ driver and compared with the reference executor under the random-graph criteria.
   (element count <= 10000), the operation's criteria set (Strict/Medium/Relaxed/Conv);
 - ``test_graph[small|large-type-rankR]``: 5 operations with dims <= 1000 (SmallGraph
   criteria) or 40 operations with dims <= 10 (LargeGraph), for fp32, fp16, int32, bool8 and,
-  unlike CTS, quant8 asymm and quant8 signed; ranks 1-4.
+  unlike CTS, quant8 asymm and quant8 signed; ranks 1-4;
+- ``test_control_flow_if[type]`` / ``test_control_flow_while[type]``: a 1-3 operation graph G
+  wrapped in IF(c, G, G') or in a counted WHILE (1-4 iterations, G's outputs fed back where
+  they match its inputs; now and then an IF inside the body), SmallGraph criteria, for fp32,
+  fp16, int32, quant8 and quant8 signed (``generators/control_flow.py``; CTS random graphs
+  have no control flow).  A driver that does not support IF/WHILE with G's operations skips.
 
 Driver handling as in CTS: a case is skipped when the driver does not support every operation
 or fails prepare with GENERAL_FAILURE (the runtime's OP_FAILED); any other error fails.  A
@@ -29,6 +34,7 @@ from nnconform.criteria import (LARGE_GRAPH, RELAXED, SMALL_GRAPH, STRICT, Crite
 from nnconform.driver import DriverError, ErrorStatus
 from nnconform.executor import Executor
 from nnconform.generators import profiles
+from nnconform.generators.control_flow import control_flow_cases
 from nnconform.generators.diverge import first_divergent_operation
 from nnconform.generators.signatures import SIGNATURES
 from nnconform.generators.strategies import random_graph, single_operation
@@ -44,6 +50,8 @@ _NEWER_OPS = {Op.MIRROR_PAD: STRICT, Op.REVERSE: STRICT, Op.PACK: STRICT, Op.BAT
 
 SINGLE = [(op, t) for op, s in sorted(SIGNATURES.items(), key=lambda kv: kv[0].name) for t in s.types]
 GRAPHS = [(size, t, r) for size in GRAPH_SIZES for t in GRAPH_TYPES for r in (1, 2, 3, 4)]
+CONTROL_FLOW_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
+                      T.TENSOR_QUANT8_ASYMM_SIGNED)
 
 
 def op_criteria(op: Op) -> Criteria:
@@ -134,6 +142,20 @@ def _report_failure(nn_session, nn_device, nn_record, test_id, f: CaseFailed, cr
         n, name, cmp = div
         extra["first_divergent_operation"] = {"index": n, "name": name, "message": cmp.message,
                                               "comparison": cmp.to_dict()}
+    inner = getattr(case, "inner", None)
+    inside = None
+    if inner is not None:   # control flow: hunt inside G (the branch / body) on its own inputs
+        im = inner.model.main
+        try:
+            inside = first_divergent_operation(nn_device, inner.model, inner.inputs, criteria,
+                                               [i for i, ig in zip(im.output_indexes, inner.ignored) if ig])
+        except Exception as e:
+            extra["divergence_inside_error"] = f"{type(e).__name__}: {e}"
+        if inside is not None:
+            extra["first_divergent_operation_inside"] = {
+                "index": inside[0], "name": inside[1], "message": inside[2].message,
+                "where": "G (the IF's branches) alone on the case's inputs" if case.kind == "if" else
+                         "G (the WHILE body) alone on the first iteration's inputs"}
     nn_record["operations"] = sorted(set(case.operations))
     nn_record["extra"].update(first_divergent_operation=div[1] if div else None,
                               shrunk_operations=len(m.operations))
@@ -143,6 +165,8 @@ def _report_failure(nn_session, nn_device, nn_record, test_id, f: CaseFailed, cr
     except Exception as e:
         outcome.message += f" (spec dump failed: {type(e).__name__}: {e})"
     where = f"; first divergent operation: #{div[0]} {div[1]}" if div else ""
+    if inside is not None:
+        where += f"; inside it: #{inside[0]} {inside[1]}"
     nn_record["message"] = f"{outcome.message}{where}"
     pytest.fail(f"{nn_record['message']} (minimal model: {case.describe()}, seed {nn_session.seed})"
                 + (f"\n  replay: {nn_record['replay']}" if nn_record.get("replay") else ""), pytrace=False)
@@ -164,3 +188,19 @@ def test_graph(size, dtype, rank, request, nn_session, nn_device, nn_record):
     nn_record.update(suite="random", test_id=test_id, operations=[], data_types=[SHORT_TYPE_NAME[dtype]])
     _run(request, nn_session, nn_device, nn_record, test_id,
          random_graph(dtype, rank, n_ops, max_dim, value_mode="mixed"), criteria, graph=True)
+
+
+@pytest.mark.parametrize("dtype", CONTROL_FLOW_TYPES, ids=[SHORT_TYPE_NAME[t] for t in CONTROL_FLOW_TYPES])
+def test_control_flow_if(dtype, request, nn_session, nn_device, nn_record):
+    test_id = f"random/control_flow/if/{SHORT_TYPE_NAME[dtype]}"
+    nn_record.update(suite="random", test_id=test_id, operations=["IF"], data_types=[SHORT_TYPE_NAME[dtype]])
+    _run(request, nn_session, nn_device, nn_record, test_id,
+         control_flow_cases("if", dtype, value_mode="mixed"), SMALL_GRAPH, graph=True)
+
+
+@pytest.mark.parametrize("dtype", CONTROL_FLOW_TYPES, ids=[SHORT_TYPE_NAME[t] for t in CONTROL_FLOW_TYPES])
+def test_control_flow_while(dtype, request, nn_session, nn_device, nn_record):
+    test_id = f"random/control_flow/while/{SHORT_TYPE_NAME[dtype]}"
+    nn_record.update(suite="random", test_id=test_id, operations=["WHILE"], data_types=[SHORT_TYPE_NAME[dtype]])
+    _run(request, nn_session, nn_device, nn_record, test_id,
+         control_flow_cases("while", dtype, value_mode="mixed"), SMALL_GRAPH, graph=True)

@@ -177,3 +177,152 @@ def test_divergence_names_the_first_operation_that_goes_wrong():
     exposed = expose_all(model)
     assert len(exposed.main.output_indexes) == 2
     validate_model(exposed)
+
+
+# ---------------------------------------------------------------------------------------
+# Control flow: generated graphs wrapped in IF / WHILE (generators/control_flow.py)
+# ---------------------------------------------------------------------------------------
+
+from nnconform.generators import control_flow as cf  # noqa: E402
+from nnconform.generators.graphs import GeneratedCase  # noqa: E402
+from nnconform.runner import PASS, SKIP, run_case  # noqa: E402
+
+CF_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+
+
+def _fully_specified(model):
+    for sg in model.subgraphs():
+        for o in sg.operands:
+            if o.lifetime not in (Lifetime.NO_VALUE, Lifetime.SUBGRAPH):
+                assert o.fully_specified, f"{sg.name}: {o.describe()} is not fully specified"
+
+
+def test_hundreds_of_wrapped_draws_are_valid_and_cover_the_variants():
+    seen = set()
+    for kind, t, seed in itertools.product(cf.KINDS, CF_TYPES, range(30)):
+        case = cf.sample_wrapped(kind, t, seed, edge=seed % 4 == 3)
+        _check_case(case)
+        _fully_specified(case.model)
+        (top,) = case.model.main.operations
+        assert top.type == (Op.IF if kind == "if" else Op.WHILE)
+        assert case.operations[0] == kind.upper() and case.operations[1:] == case.inner.operations
+        if kind == "if":
+            cond = case.model.main.operands[case.model.main.input_indexes[0]]
+            assert (cond.type, cond.dimensions) == (T.TENSOR_BOOL8, (1,))
+            seen.add(("cond", bool(case.inputs[0][0])))
+            seen.add(("else", "same graph" not in case.detail))
+        else:
+            body = case.model.referenced[1]
+            counter_out = body.operands[body.output_indexes[-1]]
+            assert (counter_out.type, counter_out.dimensions) == (T.TENSOR_INT32, (1,))
+            seen.add(("nested", any(op.type == Op.IF for op in body.operations)))
+            seen.add(("fed back", " 0 fed-back" not in case.detail))
+            seen.add(("N input", "model input" in case.detail))
+    assert seen >= {("cond", True), ("cond", False), ("else", True), ("else", False), ("nested", True),
+                    ("nested", False), ("fed back", True), ("fed back", False), ("N input", True),
+                    ("N input", False)}, seen
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_hypothesis_wrapped_draws_are_valid(data):
+    kind = data.draw(st.sampled_from(cf.KINDS))
+    case = data.draw(cf.control_flow_cases(kind, data.draw(st.sampled_from(CF_TYPES)), value_mode="mixed"))
+    _check_case(case)
+    _fully_specified(case.model)
+
+
+class _Scripted:
+    """A Drawer that gives back a fixed list of answers (integers, booleans, choice indexes)."""
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+
+    def integer(self, lo, hi):
+        v = self.answers.pop(0)
+        assert lo <= v <= hi, (v, lo, hi)
+        return v
+
+    def boolean(self):
+        return bool(self.answers.pop(0))
+
+    def choice(self, seq):
+        return seq[self.integer(0, len(seq) - 1)]
+
+
+def _g(op: Op, x_vals, c_vals=None):
+    """G = op(x[, c]) on fp32 [2]: a model input x, an optional constant c, one output."""
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, (2,))
+    y = b.output(T.TENSOR_FLOAT32, (2,))
+    if c_vals is None:
+        b.operation(op, [x], [y])
+    else:
+        b.operation(op, [x, b.const(T.TENSOR_FLOAT32, (2,), c_vals), b.i32(0)], [y])
+    model = b.build()
+    xs = [np.array(x_vals, np.float32)]
+    out = Executor(model).run(xs)
+    vals = [None] * len(model.main.operands)
+    vals[x], vals[y] = xs[0], out[0]
+    return GeneratedCase(model, xs, [False], [op.name], vals)
+
+
+def test_while_feeds_the_output_back_n_times():
+    g = _g(Op.ADD, [0.5, -0.25], [1.0, 2.0])
+    # 3 trips, N constant, no nesting, take the (x, y) pair
+    case = cf.wrap_while(_Scripted([3, False, 0, 3]), g, 0)
+    assert "3 iteration(s)" in case.detail and "1 fed-back" in case.detail
+    (out,) = Executor(case.model).run(case.inputs)
+    np.testing.assert_array_equal(out, [3.5, 5.75])
+    # nested: IF(i < 1, G, G') with G' = G with c scaled by 0.5: x + c + 0.5c + 0.5c
+    case = cf.wrap_while(_Scripted([3, False, 7, 1, 0, 0, True, 2, 3]), g, 0)
+    assert any(op.type == Op.IF for op in case.model.referenced[1].operations)
+    (out,) = Executor(case.model).run(case.inputs)
+    np.testing.assert_array_equal(out, [2.5, 3.75])
+
+
+def test_if_takes_the_drawn_branch_of_g_and_perturbed_g():
+    g = _g(Op.ADD, [0.5, -0.25], [1.0, 2.0])
+    # else = G with c * 1.5; condition False
+    case = cf.wrap_if(_Scripted([0, 0, True, 6, False]), g, 0)
+    assert case.inputs[0].tolist() == [False]
+    (out,) = Executor(case.model).run(case.inputs)
+    np.testing.assert_array_equal(out, [2.0, 2.75])
+    (out,) = Executor(case.model).run([np.array([True])] + case.inputs[1:])
+    np.testing.assert_array_equal(out, [1.5, 1.75])
+
+
+def test_feedback_that_gives_nan_is_dropped_and_do_not_connect_outputs_are_never_fed_back():
+    g = _g(Op.LOG, [0.5, 1.5])          # log(log(0.5)) is NaN: the pair must go
+    case = cf.wrap_while(_Scripted([3, False, 0, 3]), g, 0)
+    assert "0 fed-back" in case.detail
+    (out,) = Executor(case.model).run(case.inputs)
+    np.testing.assert_allclose(out, np.log(np.float32([0.5, 1.5])), rtol=1e-6)
+    assert cf.loop_variable_pairs(_g(Op.DIV, [0.5, 1.5], [1.0, 2.0])) == []
+    assert cf.loop_variable_pairs(_g(Op.ADD, [0.5, 1.5], [1.0, 2.0])) == [(0, 0)]
+
+
+class _NoControlFlow(ReferenceDevice):
+    def supported_operations(self, model):
+        return [ok and op.type not in (Op.IF, Op.WHILE)
+                for ok, op in zip(super().supported_operations(model), model.main.operations)]
+
+
+def test_reference_passes_and_a_driver_without_control_flow_skips_with_the_reason():
+    for kind in cf.KINDS:
+        case = cf.sample_wrapped(kind, T.TENSOR_FLOAT32, 5)
+        expected = Executor(case.model).run(case.inputs)
+        assert run_case(ReferenceDevice(), case.model, case.inputs, expected, ignored=case.ignored).outcome == PASS
+        out = run_case(_NoControlFlow(), case.model, case.inputs, expected, ignored=case.ignored)
+        assert out.outcome == SKIP and kind.upper() in out.message, out.message
+
+
+def test_a_broken_operation_in_a_while_body_fails_the_case_and_the_inner_hunt_names_it():
+    g = _g(Op.RELU6, [-1.0, 7.0])
+    case = cf.wrap_while(_Scripted([2, True, 0, 3]), g, 0)      # N a model input, RELU6 fed back
+    expected = Executor(case.model).run(case.inputs)
+    np.testing.assert_array_equal(expected[0], [0.0, 6.0])
+    out = run_case(Relu6Ignored(), case.model, case.inputs, expected, ignored=case.ignored)
+    assert out.outcome != PASS
+    n, name, _ = first_divergent_operation(Relu6Ignored(), case.inner.model, case.inner.inputs)
+    assert (n, name) == (0, "RELU6")

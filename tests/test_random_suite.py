@@ -61,3 +61,32 @@ def test_broken_driver_fails_with_a_minimal_replayable_spec(tmp_path, driver_cls
                             capture_output=True, text=True, timeout=120)
         assert rp.returncode == 1 and ": FAIL:" in rp.stdout, rp.stdout + rp.stderr
         assert f"output {recorded['output']} " in rp.stdout
+
+
+def test_control_flow_random_tests_pass_on_the_reference(tmp_path):
+    r = _run(tmp_path, "reference", "-k", "control_flow")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    rows = [json.loads(x) for x in (tmp_path / "report" / "results.jsonl").read_text().splitlines()]
+    assert sorted(row["test_id"] for row in rows) == sorted(
+        f"random/control_flow/{k}/{t}" for k in ("if", "while")
+        for t in ("fp32", "fp16", "int32", "quant8", "quant8_signed"))
+    assert all(row["outcome"] == "PASS" for row in rows)
+
+
+def test_a_broken_operation_inside_an_if_branch_is_caught_and_dumped(tmp_path):
+    driver = BROKEN + "Relu6Ignored"
+    r = _run(tmp_path, driver, "-k", "control_flow_if and fp32", "--nn-max-examples", "300")
+    assert r.returncode != 0, r.stdout[-3000:]
+    path = tmp_path / "report" / "failures" / "random_control_flow_if_fp32.spec.json"
+    spec = load_spec(path)
+    meta, model = spec.meta, spec.model
+    assert [op.name for op in model.main.operations] == ["IF"]
+    assert meta["first_divergent_operation"]["name"] == "IF"
+    # The hunt goes on inside the branch and names the broken operation.
+    assert meta["first_divergent_operation_inside"]["name"] == "RELU6"
+    assert "RELU6" in {op.name for sg in model.referenced for op in sg.operations}
+    assert len(model.referenced[0].operations) <= 2       # shrunk
+    assert "inside it: #" in r.stdout and "RELU6" in r.stdout
+    rp = subprocess.run([sys.executable, "-m", "nnconform", "replay", str(path), "--driver", driver],
+                        capture_output=True, text=True, timeout=120)
+    assert rp.returncode == 1 and ": FAIL:" in rp.stdout, rp.stdout + rp.stderr
