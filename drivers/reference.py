@@ -23,10 +23,10 @@ from nnconform.driver import (AsyncExecution, BufferDesc, BufferRole, Burst, Bur
                               FencedExecutionInfo, MemoryDomains, OutputShape, PerformanceInfo, PreparedModel,
                               Priority, Timing)
 from nnconform.errors import DeadlineMissed, NotImplementedOperation, OpFailure, ValidationError
+from nnconform import driver_support as support
 from nnconform.executor import Executor
 from nnconform.ir import Model, Operand, OperandType, OperationType, Request
 from nnconform.ops.registry import REGISTRY, load_all
-from nnconform.validation import validate_model, validate_request
 
 _CONTROL_FLOW = (OperationType.IF, OperationType.WHILE)
 
@@ -170,10 +170,7 @@ class ReferencePreparedModel(PreparedModel, AsyncExecution, FencedExecution, Bur
     def _check(self, request: Request) -> None:
         if self._released:
             raise DriverError(ErrorStatus.GENERAL_FAILURE, "prepared model was released")
-        try:
-            validate_request(self.model, request)
-        except ValidationError as e:
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, str(e)) from None
+        support.check_request(self.model, request)
 
     def _device_memory(self, request: Request) -> tuple[dict[int, ReferenceBuffer], dict[int, ReferenceBuffer]]:
         """The buffers a request names, by input/output position, with the role rules checked."""
@@ -219,14 +216,7 @@ class ReferencePreparedModel(PreparedModel, AsyncExecution, FencedExecution, Bur
         except (OpFailure, NotImplementedOperation) as e:
             raise DriverError(ErrorStatus.GENERAL_FAILURE, str(e)) from None
         device_us = _us_since(t_device)
-        shapes = []
-        insufficient = False
-        for arg, out in zip(request.outputs, outputs):
-            ok = arg.capacity is None or out.nbytes <= arg.capacity
-            insufficient |= not ok
-            shapes.append(OutputShape(tuple(int(d) for d in out.shape), ok))
-        if insufficient:
-            raise DriverError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "an output buffer is too small", shapes)
+        shapes = support.output_shapes(request, outputs)
         outputs = list(outputs)
         for pos, buf in out_bufs.items():
             buf.write(outputs[pos])       # the buffer is initialised only by a successful execution
@@ -239,10 +229,7 @@ class ReferencePreparedModel(PreparedModel, AsyncExecution, FencedExecution, Bur
         t_driver = time.perf_counter_ns()
         self._check(request)
         outputs, shapes, device_us = self._run(request, deadline, loop_timeout)
-        timing = Timing()
-        if measure_timing:
-            timing = Timing(device_us, max(device_us, _us_since(t_driver)))
-        return ExecutionResult(outputs, shapes, timing)
+        return ExecutionResult(outputs, shapes, support.timing(measure_timing, device_us, t_driver))
 
     def execute_async(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
                       loop_timeout: float | None = None):
@@ -390,27 +377,13 @@ class ReferenceDevice(Device, CompilationCaching, MemoryDomains):
         return Capabilities(perf, perf, types, perf, perf)
 
     def supported_operations(self, model: Model) -> list[bool]:
-        try:
-            validate_model(model)
-        except ValidationError as e:
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, str(e)) from None
+        support.check_model(model)
         return [operation_supported(model, -1, i) for i in range(len(model.main.operations))]
 
     def prepare(self, model: Model, *, preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
                 priority: Priority = Priority.MEDIUM, deadline: float | None = None,
                 cache_token: bytes | None = None) -> PreparedModel:
-        if int(preference) not in {int(p) for p in ExecutionPreference}:
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"bad execution preference {preference}")
-        if int(priority) not in {int(p) for p in Priority}:
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"bad priority {priority}")
-        if cache_token is not None and len(cache_token) != 32:
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, "cache token must be 32 bytes")
-        try:
-            validate_model(model)
-        except ValidationError as e:
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, str(e)) from None
-        if deadline is not None and time.monotonic() > deadline:
-            raise DriverError(ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline passed before preparation")
+        support.check_prepare_args(model, preference, priority, deadline, cache_token)
         if cache_token is not None:
             self._cache[bytes(cache_token)] = model
         return ReferencePreparedModel(model)

@@ -25,12 +25,11 @@ import numpy as np
 from ai_edge_litert import interpreter as litert
 
 from nnconform import __version__
+from nnconform import driver_support as support
 from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
-                              ExecutionResult, OutputShape, PerformanceInfo, PreparedModel, Priority,
-                              Timing)
-from nnconform.errors import DriverLoadError, ValidationError
+                              ExecutionResult, PerformanceInfo, PreparedModel, Priority)
+from nnconform.errors import DriverLoadError
 from nnconform.ir import Model, Request
-from nnconform.validation import validate_model, validate_request
 
 from . import convert
 
@@ -83,10 +82,7 @@ class TflitePreparedModel(PreparedModel):
         t_driver = time.perf_counter_ns()
         if self._released:
             raise DriverError(ErrorStatus.GENERAL_FAILURE, "prepared model was released")
-        try:
-            validate_request(self.model, request)
-        except ValidationError as e:
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, str(e)) from None
+        support.check_request(self.model, request)
         if deadline is not None and time.monotonic() > deadline:
             raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "deadline passed before execution")
         values = []
@@ -118,22 +114,9 @@ class TflitePreparedModel(PreparedModel):
                 raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite: {_first_line(e)}") from None
         if deadline is not None and time.monotonic() > deadline:
             raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "execution finished after the deadline")
-        results, out_shapes, insufficient = [], [], False
-        for idx, arg, out in zip(self.model.main.output_indexes, request.outputs, outputs):
-            operand = self.model.main.operands[idx]
-            arr = out.astype(operand.info.dtype, copy=False)
-            if operand.info.is_scalar:
-                arr = arr.reshape(())
-            ok = arg.capacity is None or arr.nbytes <= arg.capacity
-            insufficient |= not ok
-            out_shapes.append(OutputShape(tuple(int(d) for d in arr.shape), ok))
-            results.append(arr)
-        if insufficient:
-            raise DriverError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "an output buffer is too small", out_shapes)
-        timing = Timing()
-        if measure_timing:
-            timing = Timing(device_us, max(device_us, (time.perf_counter_ns() - t_driver) // 1000))
-        return ExecutionResult(tuple(results), tuple(out_shapes), timing)
+        results = support.as_output_dtypes(self.model, outputs)
+        shapes = support.output_shapes(request, results)
+        return ExecutionResult(tuple(results), shapes, support.timing(measure_timing, device_us, t_driver))
 
     def release(self) -> None:
         self._released = True
@@ -160,10 +143,7 @@ class TfliteDevice(Device):
         return Capabilities(perf, perf, tuple((t, perf) for t in types), perf, perf)
 
     def supported_operations(self, model: Model) -> list[bool]:
-        try:
-            validate_model(model)
-        except ValidationError as e:
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, str(e)) from None
+        support.check_model(model)
         return [convert.operation_supported(model, i)[0] for i in range(len(model.main.operations))]
 
     def unsupported_reasons(self, model: Model) -> list[str]:
@@ -173,18 +153,7 @@ class TfliteDevice(Device):
     def prepare(self, model: Model, *, preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
                 priority: Priority = Priority.MEDIUM, deadline: float | None = None,
                 cache_token: bytes | None = None) -> PreparedModel:
-        if int(preference) not in {int(p) for p in ExecutionPreference}:
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"bad execution preference {preference}")
-        if int(priority) not in {int(p) for p in Priority}:
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"bad priority {priority}")
-        if cache_token is not None and len(cache_token) != 32:
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, "cache token must be 32 bytes")
-        try:
-            validate_model(model)
-        except ValidationError as e:
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, str(e)) from None
-        if deadline is not None and time.monotonic() > deadline:
-            raise DriverError(ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline passed before preparation")
+        support.check_prepare_args(model, preference, priority, deadline, cache_token)
         try:
             flatbuffer, ins, outs = convert.to_tflite(model)
         except convert.Unsupported as e:

@@ -1,0 +1,90 @@
+"""Helpers for driver adapters: the checks every NNAPI driver must make, in one place.
+
+An adapter (the reference driver, onnxruntime, TFLite, or yours) calls these so that invalid
+models, bad prepare arguments, invalid requests and undersized output buffers are answered
+with the ErrorStatus NNAPI prescribes, the same way in every driver:
+
+    check_model(model)                          -> INVALID_ARGUMENT
+    check_prepare_args(model, preference, priority, deadline, cache_token)
+                                                -> INVALID_ARGUMENT / MISSED_DEADLINE_PERSISTENT
+    check_request(model, request)               -> INVALID_ARGUMENT
+    output_shapes(request, outputs)             -> OUTPUT_INSUFFICIENT_SIZE (with the shapes)
+    timing(measure, device_us, t_driver_ns)     -> Timing (None fields unless measured)
+"""
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import numpy as np
+
+from .driver import DriverError, ErrorStatus, ExecutionPreference, OutputShape, Priority, Timing
+from .errors import ValidationError
+from .ir import Model, Request
+from .validation import validate_model, validate_request
+
+_PREFERENCES = {int(p) for p in ExecutionPreference}
+_PRIORITIES = {int(p) for p in Priority}
+
+
+def check_model(model: Model) -> None:
+    try:
+        validate_model(model)
+    except ValidationError as e:
+        raise DriverError(ErrorStatus.INVALID_ARGUMENT, str(e)) from None
+
+
+def check_prepare_args(model: Model, preference, priority, deadline: float | None,
+                       cache_token: bytes | None) -> None:
+    """prepareModel's argument rules: a valid preference and priority, a 32-byte cache token,
+    a valid model, and a deadline not already passed."""
+    if int(preference) not in _PREFERENCES:
+        raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"bad execution preference {preference}")
+    if int(priority) not in _PRIORITIES:
+        raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"bad priority {priority}")
+    if cache_token is not None and len(cache_token) != 32:
+        raise DriverError(ErrorStatus.INVALID_ARGUMENT, "cache token must be 32 bytes")
+    check_model(model)
+    if deadline is not None and time.monotonic() > deadline:
+        raise DriverError(ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline passed before preparation")
+
+
+def check_request(model: Model, request: Request) -> None:
+    try:
+        validate_request(model, request)
+    except ValidationError as e:
+        raise DriverError(ErrorStatus.INVALID_ARGUMENT, str(e)) from None
+
+
+def as_output_dtypes(model: Model, outputs: Sequence) -> list[np.ndarray]:
+    """A runtime's raw outputs in each output operand's storage dtype (scalars as 0-d)."""
+    results = []
+    for idx, out in zip(model.main.output_indexes, outputs):
+        operand = model.main.operands[idx]
+        arr = np.asarray(out).astype(operand.info.dtype, copy=False)
+        results.append(arr.reshape(()) if operand.info.is_scalar else arr)
+    return results
+
+
+def output_shapes(request: Request, outputs: Sequence[np.ndarray]) -> tuple[OutputShape, ...]:
+    """One OutputShape per output; raises OUTPUT_INSUFFICIENT_SIZE (carrying the shapes, with
+    is_sufficient false where the caller's buffer is too small) as NNAPI prescribes."""
+    shapes, insufficient = [], False
+    for arg, out in zip(request.outputs, outputs):
+        ok = arg.capacity is None or out.nbytes <= arg.capacity
+        insufficient |= not ok
+        shapes.append(OutputShape(tuple(int(d) for d in out.shape), ok))
+    if insufficient:
+        raise DriverError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "an output buffer is too small", shapes)
+    return tuple(shapes)
+
+
+def us_since(t_ns: int) -> int:
+    return (time.perf_counter_ns() - t_ns) // 1000
+
+
+def timing(measure: bool, device_us: int, t_driver_ns: int) -> Timing:
+    """Timing is reported only when asked for; time on device never exceeds time in driver."""
+    if not measure:
+        return Timing()
+    return Timing(device_us, max(device_us, us_since(t_driver_ns)))
