@@ -135,6 +135,22 @@ def vector_files(root: Path, dirs: Iterable[str] | None = None) -> list[Path]:
     return files
 
 
+# path -> the set of operation names each case of that file uses.  Built once per process
+# (one pass over the JSON), it lets an ops-filtered load skip files with no matching case.
+_OPS_INDEX: dict[str, list[set[str]]] = {}
+
+
+def _case_ops(d: dict) -> set[str]:
+    return {o["type"] for sg in (d["model"]["main"], *d["model"].get("referenced", [])) for o in sg["operations"]}
+
+
+def _read(path: Path) -> list[dict]:
+    with open(path) as fh:
+        raw = json.load(fh)
+    _OPS_INDEX[str(path)] = [_case_ops(d) for d in raw]
+    return raw
+
+
 def load_cases(root: Path | str | None = None, ops: Iterable[str] | None = None,
                dirs: Iterable[str] | None = None, name_contains: str | None = None) -> list[VectorCase]:
     """All cases under ``root`` (optionally only those using any of ``ops``)."""
@@ -142,16 +158,14 @@ def load_cases(root: Path | str | None = None, ops: Iterable[str] | None = None,
     wanted = {o.upper() for o in ops} if ops else None
     cases = []
     for f in vector_files(root, dirs):
-        with open(f) as fh:
-            raw = json.load(fh)
-        for d in raw:
+        known = _OPS_INDEX.get(str(f))
+        if wanted is not None and known is not None and not any(k & wanted for k in known):
+            continue   # nothing here uses the wanted operations: skip parsing the file
+        for d in _read(f):
             if name_contains and name_contains not in d["name"]:
                 continue
-            if wanted is not None:
-                used = {o["type"] for sg in (d["model"]["main"], *d["model"].get("referenced", []))
-                        for o in sg["operations"]}
-                if not used & wanted:
-                    continue
+            if wanted is not None and not _case_ops(d) & wanted:
+                continue
             cases.append(case_from_dict(d, str(f)))
     return cases
 

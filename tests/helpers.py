@@ -17,3 +17,63 @@ def relu_model(t=T.TENSOR_FLOAT32, dims=(4,)):
     x = b.input(t, dims)
     b.operation(Op.RELU, [x], [b.output(t, dims)])
     return b.build()
+
+
+def check_example(ex) -> None:
+    """Run one hand-checked example on the reference executor: an expect-failure example must
+    be rejected; otherwise every output matches in dtype and shape, exactly for integer and
+    bool types, and within 1e-5 (fp32) or 1e-3 (fp16) relative and absolute for floats."""
+    import numpy as np
+    import pytest
+
+    from nnconform.errors import NnError
+    from nnconform.executor import execute
+    from nnconform.validation import validate_model
+
+    if ex.expect_failure:
+        with pytest.raises(NnError):
+            validate_model(ex.model)
+            execute(ex.model, list(ex.inputs))
+        return
+    validate_model(ex.model)
+    actual = execute(ex.model, list(ex.inputs))
+    assert len(actual) == len(ex.outputs), ex.name
+    for got, want in zip(actual, ex.outputs):
+        assert got.dtype == want.dtype and got.shape == want.shape, (ex.name, got.dtype, got.shape, want.shape)
+        if want.dtype.kind in "iub":
+            np.testing.assert_array_equal(got, want, err_msg=ex.name)
+        else:
+            tol = 1e-3 if want.dtype == np.float16 else 1e-5
+            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol,
+                                       err_msg=ex.name)
+
+
+def vectors_missing_reason() -> str:
+    from nnconform.vectors import default_root
+    return f"AOSP vectors not found at {default_root()} (set NNCONFORM_VECTORS)"
+
+
+def vector_cases(ops, also=()) -> list:
+    """The AOSP vectors that use only ``ops`` (plus ``also``, e.g. the ADD of the lifetime
+    variations); [] when the vectors directory is absent."""
+    from nnconform.vectors import default_root, load_cases
+    if not default_root().is_dir():
+        return []
+    mine = {getattr(o, "name", o) for o in ops}
+    allowed = mine | {getattr(o, "name", o) for o in also}
+    return [c for c in load_cases(ops=sorted(mine)) if set(c.operations) <= allowed]
+
+
+def vector_params(ops, also=()) -> list:
+    """vector_cases as pytest params, or one skipped param that says why there are none."""
+    import pytest
+    cases = vector_cases(ops, also)
+    if not cases:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=vectors_missing_reason()))]
+    return [pytest.param(c, id=c.test_id) for c in cases]
+
+
+def assert_vector_passes(case) -> None:
+    from nnconform.vectors import check_case
+    status, message = check_case(case)
+    assert status == "pass", message

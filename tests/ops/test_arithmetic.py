@@ -3,7 +3,6 @@ validation, and the AOSP golden vectors that use only these operations."""
 import numpy as np
 import pytest
 
-from nnconform import vectors
 from nnconform.errors import OpFailure, ValidationError
 from nnconform.executor import execute
 from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
@@ -12,6 +11,8 @@ from nnconform.ops.registry import OpView, get_op
 from nnconform.suites.examples.arithmetic import EXAMPLES
 from nnconform.validation import validate_model
 
+from helpers import assert_vector_passes, check_example, vector_params
+
 OPS = {"ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "POW", "PRELU"}
 
 
@@ -19,16 +20,7 @@ OPS = {"ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "POW", "PRELU"}
 
 @pytest.mark.parametrize("ex", [e for e in EXAMPLES if not e.expect_failure], ids=lambda e: e.name)
 def test_example(ex):
-    validate_model(ex.model)
-    got = execute(ex.model, list(ex.inputs))
-    assert len(got) == len(ex.outputs)
-    for g, e in zip(got, ex.outputs):
-        assert g.dtype == e.dtype and g.shape == e.shape, (g.dtype, g.shape, e.dtype, e.shape)
-        if e.dtype.kind == "f":
-            rtol = 1e-3 if e.dtype == np.float16 else 1e-5
-            np.testing.assert_allclose(g.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=rtol)
-        else:
-            np.testing.assert_array_equal(g, e)
+    check_example(ex)
 
 
 @pytest.mark.parametrize("ex", [e for e in EXAMPLES if e.expect_failure], ids=lambda e: e.name)
@@ -173,16 +165,6 @@ def test_reject_maximum_mixed_types():
 
 # --- (c) AOSP golden vectors -----------------------------------------------------------------
 
-def _vector_params():
-    root = vectors.default_root()
-    if not root.is_dir():
-        return [pytest.param(None, marks=pytest.mark.skip(
-            reason=f"AOSP vectors not found at {root} (set {vectors.ENV_VAR})"))]
-    cases = [c for c in vectors.load_cases(root, ops=OPS) if set(c.operations) <= OPS]
-    return [pytest.param(c, id=c.test_id) for c in cases]
-
-
-@pytest.mark.parametrize("case", _vector_params())
+@pytest.mark.parametrize("case", vector_params(OPS))
 def test_aosp_vector(case):
-    status, message = vectors.check_case(case)
-    assert status == "pass", message
+    assert_vector_passes(case)

@@ -17,6 +17,8 @@ from nnconform.ops.quant import multiply_by_quantized_multiplier, quantize_multi
 from nnconform.ops.registry import OpView, get_op, load_all
 from nnconform.suites.examples.conv import EXAMPLES, _model
 
+from helpers import check_example
+
 MY_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "GROUPED_CONV_2D", "TRANSPOSE_CONV_2D", "FULLY_CONNECTED")
 F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
 Q8, Q8S, QPC = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM_PER_CHANNEL
@@ -28,15 +30,7 @@ Q8, Q8S, QPC = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUA
 
 @pytest.mark.parametrize("ex", EXAMPLES, ids=lambda e: e.name)
 def test_example(ex):
-    actual = execute(ex.model, list(ex.inputs))
-    assert len(actual) == len(ex.outputs)
-    for exp, act in zip(ex.outputs, actual):
-        assert act.dtype == exp.dtype and act.shape == exp.shape, (act.dtype, act.shape, exp.shape)
-        if exp.dtype.kind in "iub":
-            np.testing.assert_array_equal(act, exp)
-        else:
-            rtol = 1e-3 if exp.dtype == np.float16 else 1e-5
-            np.testing.assert_allclose(act.astype(np.float64), exp.astype(np.float64), rtol=rtol, atol=0)
+    check_example(ex)
 
 
 def test_examples_cover_every_op_and_type():

@@ -5,12 +5,13 @@ import numpy as np
 import pytest
 
 from nnconform import vectors
-from nnconform.errors import NnError, ValidationError
+from nnconform.errors import ValidationError
 from nnconform.executor import execute
 from nnconform.ir import ChannelQuant, ModelBuilder, OperandType as T, OperationType, OperationType as Op
 from nnconform.ops.registry import OpView, get_op
 from nnconform.suites.examples import data_movement_a
-from nnconform.validation import validate_model
+
+from helpers import check_example
 
 F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
 Q8, Q8S = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
@@ -24,21 +25,7 @@ OP_NAMES = {o.name for o in OPS}
 
 @pytest.mark.parametrize("ex", data_movement_a.EXAMPLES, ids=lambda e: e.name)
 def test_example(ex):
-    if ex.expect_failure:
-        with pytest.raises(NnError):
-            validate_model(ex.model)
-            execute(ex.model, list(ex.inputs))
-        return
-    validate_model(ex.model)
-    actual = execute(ex.model, list(ex.inputs))
-    assert len(actual) == len(ex.outputs)
-    for got, want in zip(actual, ex.outputs):
-        assert got.dtype == want.dtype and got.shape == want.shape, (got, want)
-        if np.issubdtype(want.dtype, np.floating):
-            rtol = 1e-3 if want.dtype == np.float16 else 1e-5
-            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=0)
-        else:
-            np.testing.assert_array_equal(got, want)
+    check_example(ex)
 
 
 def test_every_op_and_type_has_an_example():

@@ -4,13 +4,13 @@ hand-checked examples, signature validation and the AOSP golden vectors."""
 import numpy as np
 import pytest
 
-from nnconform import vectors
-from nnconform.errors import NnError, ValidationError
+from nnconform.errors import ValidationError
 from nnconform.executor import execute
 from nnconform.ir import ModelBuilder, OperandType as T, OperationType, OperationType as Op
 from nnconform.ops.registry import OpView, get_op
 from nnconform.suites.examples import data_movement_b
-from nnconform.validation import validate_model
+
+from helpers import assert_vector_passes, check_example, vector_params
 
 F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
 Q8, Q8S = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
@@ -25,21 +25,7 @@ OP_NAMES = {o.name for o in OPS}
 
 @pytest.mark.parametrize("ex", data_movement_b.EXAMPLES, ids=lambda e: e.name)
 def test_example(ex):
-    if ex.expect_failure:
-        with pytest.raises(NnError):
-            validate_model(ex.model)
-            execute(ex.model, list(ex.inputs))
-        return
-    validate_model(ex.model)
-    actual = execute(ex.model, list(ex.inputs))
-    assert len(actual) == len(ex.outputs)
-    for got, want in zip(actual, ex.outputs):
-        assert got.dtype == want.dtype and got.shape == want.shape, (got, want)
-        if np.issubdtype(want.dtype, np.floating):
-            rtol = 1e-3 if want.dtype == np.float16 else 1e-5
-            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=0)
-        else:
-            np.testing.assert_array_equal(got, want)
+    check_example(ex)
 
 
 def test_every_op_and_type_has_an_example():
@@ -206,16 +192,6 @@ def test_validate_accepts_examples(ex):
 
 # ---- (c) AOSP golden vectors ---------------------------------------------------------------
 
-def _vector_cases():
-    root = vectors.default_root()
-    if not root.is_dir():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"AOSP vectors not found at {root} "
-                                                          f"(set {vectors.ENV_VAR})"))]
-    cases = [c for c in vectors.load_cases(root, ops=OP_NAMES) if set(c.operations) <= OP_NAMES]
-    return [pytest.param(c, id=c.test_id) for c in cases]
-
-
-@pytest.mark.parametrize("case", _vector_cases())
+@pytest.mark.parametrize("case", vector_params(OP_NAMES))
 def test_aosp_vector(case):
-    status, message = vectors.check_case(case)
-    assert status == "pass", message
+    assert_vector_passes(case)

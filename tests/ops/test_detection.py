@@ -5,14 +5,14 @@ vectors that use only these operations."""
 import numpy as np
 import pytest
 
-from nnconform import vectors
 from nnconform.errors import OpFailure, ValidationError
 from nnconform.executor import execute
 from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
 from nnconform.ops import bbox_common as bb
 from nnconform.ops.registry import OpView, get_op
 from nnconform.suites.examples.detection import EXAMPLES
-from nnconform.validation import validate_model
+
+from helpers import assert_vector_passes, check_example, vector_params
 
 OPS = {"AXIS_ALIGNED_BBOX_TRANSFORM", "BOX_WITH_NMS_LIMIT", "GENERATE_PROPOSALS", "DETECTION_POSTPROCESSING",
        "ROI_ALIGN", "ROI_POOLING", "HEATMAP_MAX_KEYPOINT"}
@@ -24,16 +24,7 @@ I32, Q16A = T.TENSOR_INT32, T.TENSOR_QUANT16_ASYMM
 
 @pytest.mark.parametrize("ex", [e for e in EXAMPLES if not e.expect_failure], ids=lambda e: e.name)
 def test_example(ex):
-    validate_model(ex.model)
-    got = execute(ex.model, list(ex.inputs))
-    assert len(got) == len(ex.outputs)
-    for g, e in zip(got, ex.outputs):
-        assert g.dtype == e.dtype and g.shape == e.shape, (g.dtype, g.shape, e.dtype, e.shape)
-        if e.dtype.kind == "f":
-            rtol = 1e-3 if e.dtype == np.float16 else 1e-5
-            np.testing.assert_allclose(g.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=rtol)
-        else:
-            np.testing.assert_array_equal(g, e)
+    check_example(ex)
 
 
 def test_examples_cover_every_op_and_type():
@@ -298,20 +289,6 @@ def test_validate_rejects(op, tensors, scalars, outputs, pattern):
 
 # --- (c) AOSP golden vectors ------------------------------------------------------------------
 
-def _vector_cases():
-    root = vectors.default_root()
-    if not root.is_dir():
-        return None
-    # Only vectors made of these ops (the lifetime variations add dummy ADDs, which is fine).
-    return [c for c in vectors.load_cases(root, ops=OPS) if set(c.operations) <= OPS | {"ADD"}]
-
-
-_CASES = _vector_cases()
-
-
-@pytest.mark.skipif(_CASES is None, reason=f"AOSP vectors not found at {vectors.default_root()} "
-                    f"(set {vectors.ENV_VAR})")
-@pytest.mark.parametrize("case", _CASES or [], ids=lambda c: c.test_id)
+@pytest.mark.parametrize("case", vector_params(OPS, also={"ADD"}))
 def test_aosp_vector(case):
-    status, message = vectors.check_case(case)
-    assert status == "pass", message
+    assert_vector_passes(case)

@@ -4,7 +4,6 @@ AOSP golden vectors that use only these operations."""
 import numpy as np
 import pytest
 
-from nnconform import vectors
 from nnconform.errors import OpFailure, ValidationError
 from nnconform.executor import execute
 from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
@@ -12,6 +11,8 @@ from nnconform.ops.l2_normalization import inv_sqrt_multiplier
 from nnconform.ops.registry import OpView, get_op
 from nnconform.suites.examples.pooling_norm_resize import EXAMPLES
 from nnconform.validation import validate_model
+
+from helpers import assert_vector_passes, check_example, vector_params
 
 OPS = {"AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D", "L2_NORMALIZATION", "LOCAL_RESPONSE_NORMALIZATION",
        "INSTANCE_NORMALIZATION", "RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR"}
@@ -22,16 +23,7 @@ F32, F16, U8, I8 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.
 
 @pytest.mark.parametrize("ex", [e for e in EXAMPLES if not e.expect_failure], ids=lambda e: e.name)
 def test_example(ex):
-    validate_model(ex.model)
-    got = execute(ex.model, list(ex.inputs))
-    assert len(got) == len(ex.outputs)
-    for g, e in zip(got, ex.outputs):
-        assert g.dtype == e.dtype and g.shape == e.shape, (g.dtype, g.shape, e.dtype, e.shape)
-        if e.dtype.kind == "f":
-            rtol = 1e-3 if e.dtype == np.float16 else 1e-5
-            np.testing.assert_allclose(g.astype(np.float64), e.astype(np.float64), rtol=rtol, atol=rtol)
-        else:
-            np.testing.assert_array_equal(g, e)
+    check_example(ex)
 
 
 @pytest.mark.parametrize("ex", [e for e in EXAMPLES if e.expect_failure], ids=lambda e: e.name)
@@ -278,20 +270,6 @@ def test_resize_rejects_requantising_output():
 
 # --- (c) AOSP golden vectors ------------------------------------------------------------------
 
-def _vector_cases():
-    root = vectors.default_root()
-    if not root.is_dir():
-        return None
-    # Only vectors made of these ops (the lifetime variations add dummy ADDs, which is fine).
-    return [c for c in vectors.load_cases(root, ops=OPS) if set(c.operations) <= OPS | {"ADD"}]
-
-
-_CASES = _vector_cases()
-
-
-@pytest.mark.skipif(_CASES is None, reason=f"AOSP vectors not found at {vectors.default_root()} "
-                    f"(set {vectors.ENV_VAR})")
-@pytest.mark.parametrize("case", _CASES or [], ids=lambda c: c.test_id)
+@pytest.mark.parametrize("case", vector_params(OPS, also={"ADD"}))
 def test_aosp_vector(case):
-    status, message = vectors.check_case(case)
-    assert status == "pass", message
+    assert_vector_passes(case)

@@ -1,7 +1,5 @@
 """MEAN, REDUCE_*, ARGMAX/ARGMIN, comparisons, LOGICAL_*, TOPK_V2, BATCH_MATMUL: hand-checked
 examples, signature validation, run-time failures, AOSP vectors."""
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,7 +9,8 @@ from nnconform.executor import execute
 from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
 from nnconform.ops.registry import OpView, get_op
 from nnconform.suites.examples.reduce_compare import EXAMPLES
-from nnconform.validation import validate_model
+
+from helpers import check_example, vector_cases, vectors_missing_reason
 
 MY_OPS = {"MEAN", "REDUCE_ALL", "REDUCE_ANY", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_SUM",
           "ARGMAX", "ARGMIN", "EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL",
@@ -30,21 +29,7 @@ def test_examples_cover_every_op():
 
 @pytest.mark.parametrize("ex", EXAMPLES, ids=lambda e: e.name)
 def test_example(ex):
-    if ex.expect_failure:
-        with pytest.raises((ValidationError, OpFailure)):
-            validate_model(ex.model)
-            execute(ex.model, list(ex.inputs))
-        return
-    validate_model(ex.model)
-    actual = execute(ex.model, list(ex.inputs))
-    assert len(actual) == len(ex.outputs)
-    for got, want in zip(actual, ex.outputs):
-        assert got.dtype == want.dtype and got.shape == want.shape
-        if want.dtype.kind in "iub":
-            np.testing.assert_array_equal(got, want)
-        else:
-            tol = 1e-3 if want.dtype == np.float16 else 1e-5
-            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=0)
+    check_example(ex)
 
 
 # (b) validation --------------------------------------------------------------------------
@@ -313,23 +298,10 @@ def test_bmm_quant_matches_float_within_one_step():
 
 # (c) AOSP vectors ----------------------------------------------------------------------------
 
-def _vectors_root() -> Path:
-    env = os.environ.get("NNCONFORM_VECTORS")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / ".." / "shared" / "aosp_vectors"
+_CASES = vector_cases(MY_OPS)
 
 
-def _my_cases():
-    root = _vectors_root()
-    if not root.is_dir():
-        return []
-    from nnconform.vectors import load_cases
-    return [c for c in load_cases(root, ops=MY_OPS) if set(c.operations) <= MY_OPS]
-
-
-_CASES = _my_cases()
-
-
-@pytest.mark.skipif(not _CASES, reason=f"AOSP vectors not found at {_vectors_root()} (set NNCONFORM_VECTORS)")
+@pytest.mark.skipif(not _CASES, reason=vectors_missing_reason())
 @pytest.mark.parametrize("case", _CASES, ids=lambda c: c.test_id)
 def test_aosp_vector(case):
     from nnconform.vectors import check_case

@@ -1,8 +1,6 @@
 """RNN, UNIDIRECTIONAL_SEQUENCE_RNN, BIDIRECTIONAL_SEQUENCE_RNN, SVDF, LSH_PROJECTION,
 RANDOM_MULTINOMIAL: hand-checked examples, signature validation, run-time failures, the
 FarmHash port, the multinomial distribution check, AOSP vectors."""
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +14,8 @@ from nnconform.ops.registry import OpView, get_op
 from nnconform.suites.examples.rnn import EXAMPLES
 from nnconform.validation import validate_model
 
+from helpers import check_example, vector_cases, vectors_missing_reason
+
 MY_OPS = {"RNN", "UNIDIRECTIONAL_SEQUENCE_RNN", "BIDIRECTIONAL_SEQUENCE_RNN", "SVDF", "LSH_PROJECTION",
           "RANDOM_MULTINOMIAL"}
 F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
@@ -25,16 +25,7 @@ F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
 
 @pytest.mark.parametrize("ex", EXAMPLES, ids=lambda e: e.name)
 def test_example(ex):
-    validate_model(ex.model)
-    actual = execute(ex.model, list(ex.inputs))
-    assert len(actual) == len(ex.outputs)
-    for got, want in zip(actual, ex.outputs):
-        assert got.dtype == want.dtype and got.shape == want.shape
-        if want.dtype.kind in "iub":
-            np.testing.assert_array_equal(got, want)
-        else:
-            tol = 1e-3 if want.dtype == np.float16 else 1e-5
-            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol * 1e-2)
+    check_example(ex)
 
 
 # (b) validation --------------------------------------------------------------------------
@@ -306,23 +297,10 @@ def test_check_multinomial_mirrors_aosp_quirks():
 
 # (c) AOSP vectors ----------------------------------------------------------------------------
 
-def _vectors_root() -> Path:
-    env = os.environ.get("NNCONFORM_VECTORS")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / ".." / "shared" / "aosp_vectors"
+_CASES = vector_cases(MY_OPS)
 
 
-def _my_cases():
-    root = _vectors_root()
-    if not root.is_dir():
-        return []
-    from nnconform.vectors import load_cases
-    return [c for c in load_cases(root, ops=MY_OPS) if set(c.operations) <= MY_OPS]
-
-
-_CASES = _my_cases()
-
-
-@pytest.mark.skipif(not _CASES, reason=f"AOSP vectors not found at {_vectors_root()} (set NNCONFORM_VECTORS)")
+@pytest.mark.skipif(not _CASES, reason=vectors_missing_reason())
 @pytest.mark.parametrize("case", _CASES, ids=lambda c: c.test_id)
 def test_aosp_vector(case):
     if case.multinomial_tolerance > 0:

@@ -1,7 +1,5 @@
 """LOGISTIC, TANH, SOFTMAX, LOG_SOFTMAX, ABS, NEG, EXP, LOG, SQRT, RSQRT, SIN, FLOOR, ELU,
 HARD_SWISH: hand-checked examples, signature validation, fixed-point helpers, AOSP vectors."""
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,7 +10,8 @@ from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
 from nnconform.ops import fixedpoint as fx
 from nnconform.ops.registry import OpView, get_op
 from nnconform.suites.examples.unary import EXAMPLES
-from nnconform.validation import validate_model
+
+from helpers import check_example, vector_cases, vectors_missing_reason
 
 MY_OPS = {"LOGISTIC", "TANH", "SOFTMAX", "LOG_SOFTMAX", "ABS", "NEG", "EXP", "LOG", "SQRT", "RSQRT",
           "SIN", "FLOOR", "ELU", "HARD_SWISH"}
@@ -22,21 +21,7 @@ MY_OPS = {"LOGISTIC", "TANH", "SOFTMAX", "LOG_SOFTMAX", "ABS", "NEG", "EXP", "LO
 
 @pytest.mark.parametrize("ex", EXAMPLES, ids=lambda e: e.name)
 def test_example(ex):
-    if ex.expect_failure:
-        with pytest.raises((ValidationError, OpFailure)):
-            validate_model(ex.model)
-            execute(ex.model, list(ex.inputs))
-        return
-    validate_model(ex.model)
-    actual = execute(ex.model, list(ex.inputs))
-    assert len(actual) == len(ex.outputs)
-    for got, want in zip(actual, ex.outputs):
-        assert got.dtype == want.dtype and got.shape == want.shape
-        if want.dtype.kind in "iub":
-            np.testing.assert_array_equal(got, want)
-        else:
-            tol = 1e-3 if want.dtype == np.float16 else 1e-5
-            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol * 1e-2)
+    check_example(ex)
 
 
 # (b) validation --------------------------------------------------------------------------
@@ -205,23 +190,10 @@ def test_quant_activation_all_codes_within_one_step(op, t, out_q, f, step, in_q)
 
 # (c) AOSP vectors ----------------------------------------------------------------------------
 
-def _vectors_root() -> Path:
-    env = os.environ.get("NNCONFORM_VECTORS")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / ".." / "shared" / "aosp_vectors"
+_CASES = vector_cases(MY_OPS)
 
 
-def _my_cases():
-    root = _vectors_root()
-    if not root.is_dir():
-        return []
-    from nnconform.vectors import load_cases
-    return [c for c in load_cases(root, ops=MY_OPS) if set(c.operations) <= MY_OPS]
-
-
-_CASES = _my_cases()
-
-
-@pytest.mark.skipif(not _CASES, reason=f"AOSP vectors not found at {_vectors_root()} (set NNCONFORM_VECTORS)")
+@pytest.mark.skipif(not _CASES, reason=vectors_missing_reason())
 @pytest.mark.parametrize("case", _CASES, ids=lambda c: c.test_id)
 def test_aosp_vector(case):
     from nnconform.vectors import check_case
