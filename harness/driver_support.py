@@ -88,3 +88,26 @@ def timing(measure: bool, device_us: int, t_driver_ns: int) -> Timing:
     if not measure:
         return Timing()
     return Timing(device_us, max(device_us, us_since(t_driver_ns)))
+
+
+def finish_execution(model: Model, request: Request, outputs: Sequence, *, deadline: float | None,
+                     measure_timing: bool, device_us: int, t_driver_ns: int):
+    """What an adapter does after its runtime returned: a result that arrived after the
+    deadline is MISSED_DEADLINE_TRANSIENT; otherwise outputs in storage dtypes, their shapes
+    (OUTPUT_INSUFFICIENT_SIZE for small buffers) and timing."""
+    from .driver import ExecutionResult
+    if deadline is not None and time.monotonic() > deadline:
+        raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "execution finished after the deadline")
+    results = as_output_dtypes(model, outputs)
+    shapes = output_shapes(request, results)
+    return ExecutionResult(tuple(results), shapes, timing(measure_timing, device_us, t_driver_ns))
+
+
+class Unsupported(Exception):
+    """A converter cannot map an operation faithfully (for these types / parameters): the
+    adapter reports the operation unsupported instead of approximating it."""
+
+
+class Rejected(Exception):
+    """NNAPI says this operation must fail with these (constant) parameters: the operation is
+    supported, but preparing the model fails, as the reference fails the execution."""

@@ -37,13 +37,7 @@ from nnconform.ops.padding import PADDING_SAME, PADDING_VALID, explicit_padding
 OPSET = 21
 
 
-class Unsupported(Exception):
-    """The operation cannot be mapped faithfully (for these types / parameters)."""
-
-
-class Rejected(Exception):
-    """NNAPI says this operation must fail with these (constant) parameters: the operation is
-    supported, but preparing the model fails, as the reference fails the execution."""
+from nnconform.driver_support import Rejected, Unsupported  # noqa: E402  (re-exported: convert.Unsupported)
 
 
 ONNX_TYPE = {

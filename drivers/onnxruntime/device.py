@@ -74,11 +74,8 @@ class OnnxRuntimePreparedModel(PreparedModel):
         except Exception as e:  # onnxruntime raises its own exception types from C++
             raise DriverError(ErrorStatus.GENERAL_FAILURE, f"onnxruntime: {_first_line(e)}") from None
         device_us = (time.perf_counter_ns() - t_device) // 1000
-        if deadline is not None and time.monotonic() > deadline:
-            raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "execution finished after the deadline")
-        results = support.as_output_dtypes(self.model, outputs)
-        shapes = support.output_shapes(request, results)
-        return ExecutionResult(tuple(results), shapes, support.timing(measure_timing, device_us, t_driver))
+        return support.finish_execution(self.model, request, outputs, deadline=deadline,
+                                        measure_timing=measure_timing, device_us=device_us, t_driver_ns=t_driver)
 
     def release(self) -> None:
         self._released = True

@@ -39,13 +39,7 @@ from nnconform.ops.strided_slice import slice_plan
 from .builder import OMITTED, BuiltinOperator as B, FlatModel, S, SubgraphWriter, TensorType, options
 
 
-class Unsupported(Exception):
-    """The operation cannot be mapped faithfully (for these types / parameters)."""
-
-
-class Rejected(Exception):
-    """NNAPI says this operation must fail with these (constant) parameters: the operation is
-    supported, but preparing the model fails, as the reference fails the execution."""
+from nnconform.driver_support import Rejected, Unsupported  # noqa: E402  (re-exported: convert.Unsupported)
 
 
 TFL_TYPE = {
@@ -750,7 +744,7 @@ def along_axis(c: OpCtx, k: int, emit: Callable[[int, int], None], *, rank4: boo
     axis = int(c.scalar(k, -1)) if not c.omitted(k) else -1
     r = c.rank(x)
     axis %= r
-    src, dst_final = c.x(0), None
+    src = c.x(0)
     perm = list(range(r))
     perm[axis], perm[r - 1] = perm[r - 1], perm[axis]
     if axis != r - 1:

@@ -112,11 +112,8 @@ class TflitePreparedModel(PreparedModel):
                 device_us = (time.perf_counter_ns() - t_device) // 1000
             except (RuntimeError, ValueError) as e:
                 raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite: {_first_line(e)}") from None
-        if deadline is not None and time.monotonic() > deadline:
-            raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "execution finished after the deadline")
-        results = support.as_output_dtypes(self.model, outputs)
-        shapes = support.output_shapes(request, results)
-        return ExecutionResult(tuple(results), shapes, support.timing(measure_timing, device_us, t_driver))
+        return support.finish_execution(self.model, request, outputs, deadline=deadline,
+                                        measure_timing=measure_timing, device_us=device_us, t_driver_ns=t_driver)
 
     def release(self) -> None:
         self._released = True
