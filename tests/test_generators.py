@@ -100,7 +100,11 @@ def test_values_follow_the_cts_rules():
     b = values.fill(rng, T.TENSOR_BOOL8, (1000,))
     assert b.dtype == np.bool_ and 300 < b.sum() < 700
     e = values.fill(rng, T.TENSOR_FLOAT32, (3000,), edge=True)
-    assert (np.abs(e) > 6.6e4).any() and (e == 0).any()      # beyond fp16 range, exact zeros
+    assert (e == 0).any()                                       # exact zeros
+    # beyond the fp16 range: in about half of the tensors, and never twice in one (two such
+    # terms in a sum cancel catastrophically, which no tolerance can judge)
+    huge = [int((np.abs(values.fill(rng, T.TENSOR_FLOAT32, (300,), edge=True)) > 6.6e4).sum()) for _ in range(40)]
+    assert max(huge) == 1 and 10 <= sum(huge) <= 30
     pos = values.fill(rng, T.TENSOR_FLOAT32, (3000,), lo=0.1, hi=2.0, edge=True)
     assert pos.min() >= 0.1 and pos.max() <= 2.0               # a signature's range holds
     nz = values.fill(rng, T.TENSOR_FLOAT16, (3000,), nonzero=True)

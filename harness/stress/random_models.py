@@ -30,6 +30,9 @@ class RandomModel:
     seed: int
     num_ops: int
     max_dim: int
+    # per main-graph output: not comparable (e.g. TOPK_V2 indices, whose order on ties NNAPI
+    # leaves to the implementation), as the random suite marks them
+    ignored: tuple[bool, ...] = ()
 
     def describe(self) -> str:
         ops = self.model.operation_names()
@@ -44,4 +47,4 @@ def random_model(seed: int, num_ops: int = 10, max_dim: int = 1000, max_elements
     from ..generators.strategies import sample
     cfg = GraphConfig(dtype=T.TENSOR_FLOAT32, n_ops=num_ops, rank=None, max_dim=max_dim, max_elems=max_elements)
     case = sample(cfg, seed)
-    return RandomModel(case.model, list(case.inputs), seed, num_ops, max_dim)
+    return RandomModel(case.model, list(case.inputs), seed, num_ops, max_dim, tuple(case.ignored))

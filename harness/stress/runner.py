@@ -239,6 +239,7 @@ def _dump_spec(cfg: StressConfig, case: Case, res: SandboxResult, replay: str):
     from . import workload as wl
     t = TESTS[case.test]
     model = inputs = expected = None
+    ignored: tuple[bool, ...] = ()
     name = ""
     if t.random_graph:
         from ..executor import Executor
@@ -246,6 +247,7 @@ def _dump_spec(cfg: StressConfig, case: Case, res: SandboxResult, replay: str):
         n, d = GRAPH_SIZES[case.params["graph"]]
         rm = random_model(case.params["seed"], n, d)
         model, inputs, name = rm.model, rm.inputs, f"random_{case.params['graph']}_seed{case.params['seed']}"
+        ignored = rm.ignored
         try:
             expected = Executor(model).run(inputs)
         except Exception:  # the reference cannot run it: dump the graph without expected outputs
@@ -263,7 +265,7 @@ def _dump_spec(cfg: StressConfig, case: Case, res: SandboxResult, replay: str):
                         criterion={"verdict": res.verdict, "reason": res.reason[:500]},
                         replay=spec_replay(path, cfg.driver), example=name, suite=SUITE, test_id=case.key,
                         run_seed=cfg.seed, stress_replay=replay)
-    examples = [SpecExample(name, list(inputs), list(expected))] if expected is not None else []
+    examples = [SpecExample(name, list(inputs), list(expected), ignored)] if expected is not None else []
     try:
         dump_spec(SpecFile(model, examples, meta), path)
     except Exception as e:  # a spec that cannot be written must not lose the row

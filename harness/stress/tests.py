@@ -279,7 +279,7 @@ def random_inference(ctx: CaseContext, seed: int, graph: str, pause: float = 0.0
     expected = Executor(rm.model).run(rm.inputs)
     crit = LARGE_GRAPH if GRAPH_SIZES[graph][0] > 10 else SMALL_GRAPH
     ctx.breadcrumb(f"random graph seed {seed} {graph}: run")
-    out = run_case(ctx.device, rm.model, rm.inputs, expected, criteria=crit)
+    out = run_case(ctx.device, rm.model, rm.inputs, expected, criteria=crit, ignored=rm.ignored or None)
     time.sleep(pause)
     if out.outcome == FAIL:
         return Verdict.failure(out.message, stage=out.stage)
