@@ -111,3 +111,30 @@ class Unsupported(Exception):
 class Rejected(Exception):
     """NNAPI says this operation must fail with these (constant) parameters: the operation is
     supported, but preparing the model fails, as the reference fails the execution."""
+
+
+class ParameterAccess:
+    """Mixin for a converter's per-operation context (``self.ins``: the operation's input
+    operands): NNAPI parameters read as Python values.  A runtime graph needs them at
+    conversion time, so a parameter that is not a constant makes the operation Unsupported."""
+
+    ins: list
+
+    def omitted(self, k: int) -> bool:
+        return k >= len(self.ins) or self.ins[k].is_omitted
+
+    def scalar(self, k: int, default=None):
+        if self.omitted(k):
+            if default is None:
+                raise Unsupported(f"input {k} is missing")
+            return default
+        o = self.ins[k]
+        if not o.is_constant:
+            raise Unsupported(f"input {k} (a parameter) is not a constant")
+        return o.value.reshape(-1)[0].item()
+
+    def const(self, k: int) -> np.ndarray:
+        o = self.ins[k]
+        if not o.is_constant:
+            raise Unsupported(f"input {k} (a parameter tensor) is not a constant")
+        return np.asarray(o.value)

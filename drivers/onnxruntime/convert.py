@@ -37,7 +37,7 @@ from nnconform.ops.padding import PADDING_SAME, PADDING_VALID, explicit_padding
 OPSET = 21
 
 
-from nnconform.driver_support import Rejected, Unsupported  # noqa: E402  (re-exported: convert.Unsupported)
+from nnconform.driver_support import ParameterAccess, Rejected, Unsupported  # noqa: E402  (Unsupported re-exported)
 
 
 ONNX_TYPE = {
@@ -102,7 +102,7 @@ class GraphBuilder:
         return f"o{index}"
 
 
-class OpCtx:
+class OpCtx(ParameterAccess):
     """One operation seen by its converter."""
 
     def __init__(self, g: GraphBuilder, index: int):
@@ -117,25 +117,6 @@ class OpCtx:
 
     def y(self, k: int = 0) -> str:
         return f"o{self.op.outputs[k]}"
-
-    def omitted(self, k: int) -> bool:
-        return k >= len(self.ins) or self.ins[k].is_omitted
-
-    def scalar(self, k: int, default=None):
-        if k >= len(self.ins) or self.ins[k].is_omitted:
-            if default is None:
-                raise Unsupported(f"input {k} is missing")
-            return default
-        o = self.ins[k]
-        if not o.is_constant:
-            raise Unsupported(f"input {k} (a parameter) is not a constant")
-        return o.value.reshape(-1)[0].item()
-
-    def const(self, k: int) -> np.ndarray:
-        o = self.ins[k]
-        if not o.is_constant:
-            raise Unsupported(f"input {k} (a parameter tensor) is not a constant")
-        return np.asarray(o.value)
 
     def dims(self, operand: Operand) -> tuple[int, ...]:
         if not operand.dimensions or any(d == 0 for d in operand.dimensions):

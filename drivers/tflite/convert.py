@@ -39,7 +39,7 @@ from nnconform.ops.strided_slice import slice_plan
 from .builder import OMITTED, BuiltinOperator as B, FlatModel, S, SubgraphWriter, TensorType, options
 
 
-from nnconform.driver_support import Rejected, Unsupported  # noqa: E402  (re-exported: convert.Unsupported)
+from nnconform.driver_support import ParameterAccess, Rejected, Unsupported  # noqa: E402  (Unsupported re-exported)
 
 
 TFL_TYPE = {
@@ -141,7 +141,7 @@ def cast_options(src: int, dst: int):
     return options("CastOptions", inDataType=src, outDataType=dst)
 
 
-class OpCtx:
+class OpCtx(ParameterAccess):
     """One operation seen by its converter."""
 
     def __init__(self, g: GraphConv, index: int):
@@ -173,25 +173,6 @@ class OpCtx:
     def finish(self) -> None:
         for t, target in self._narrow:
             self.g.w.op(B.CAST, [t], [target], cast_options(TensorType.FLOAT32, TensorType.FLOAT16))
-
-    def omitted(self, k: int) -> bool:
-        return k >= len(self.ins) or self.ins[k].is_omitted
-
-    def scalar(self, k: int, default=None):
-        if self.omitted(k):
-            if default is None:
-                raise Unsupported(f"input {k} is missing")
-            return default
-        o = self.ins[k]
-        if not o.is_constant:
-            raise Unsupported(f"input {k} (a parameter) is not a constant")
-        return o.value.reshape(-1)[0].item()
-
-    def const(self, k: int) -> np.ndarray:
-        o = self.ins[k]
-        if not o.is_constant:
-            raise Unsupported(f"input {k} (a parameter tensor) is not a constant")
-        return np.asarray(o.value)
 
     def rank(self, o: Operand) -> int:
         if not o.dimensions:
