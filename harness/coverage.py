@@ -29,7 +29,7 @@ class CoverageRow:
     vectors_run: dict[str, int] = field(default_factory=dict)
 
 
-def _primary_types(model: Model) -> dict[str, set[str]]:
+def primary_types(model: Model) -> dict[str, set[str]]:
     """Operation name -> short names of the data type each of its uses runs on."""
     out: dict[str, set[str]] = defaultdict(set)
     for sg in model.subgraphs():
@@ -46,7 +46,7 @@ def example_counts() -> dict[str, Counter]:
     from .suites.examples import all_examples
     counts: dict[str, Counter] = defaultdict(Counter)
     for ex in all_examples():
-        for name, types in _primary_types(ex.model).items():
+        for name, types in primary_types(ex.model).items():
             for t in types:
                 counts[name][t] += 1
     return counts

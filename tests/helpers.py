@@ -77,3 +77,20 @@ def assert_vector_passes(case) -> None:
     from nnconform.vectors import check_case
     status, message = check_case(case)
     assert status == "pass", message
+
+
+def assert_examples_cover(ops, examples) -> None:
+    """Every data type the registry claims for each of ``ops`` has an example (in
+    ``examples``), judged as the coverage table judges it (the op's primary input type)."""
+    from nnconform.coverage import primary_types
+    from nnconform.ir import SHORT_TYPE_NAME, OperationType
+    from nnconform.ops.registry import get_op
+    covered: dict[str, set[str]] = {}
+    for ex in examples:
+        if not ex.expect_failure:
+            for name, types in primary_types(ex.model).items():
+                covered.setdefault(name, set()).update(types)
+    for op in ops:
+        op = OperationType[op] if isinstance(op, str) else OperationType(op)
+        for t in get_op(op).data_types:
+            assert SHORT_TYPE_NAME.get(t, t.name) in covered.get(op.name, set()), f"no example for {op.name} {t.name}"
