@@ -94,3 +94,19 @@ def assert_examples_cover(ops, examples) -> None:
         op = OperationType[op] if isinstance(op, str) else OperationType(op)
         for t in get_op(op).data_types:
             assert SHORT_TYPE_NAME.get(t, t.name) in covered.get(op.name, set()), f"no example for {op.name} {t.name}"
+
+
+def assert_rejected(model, *fragments) -> None:
+    """The first operation's own signature check rejects ``model`` with a message that names
+    the operation and contains every fragment (e.g. "input 1", "FLOAT")."""
+    import pytest
+
+    from nnconform.errors import ValidationError
+    from nnconform.ops.registry import OpView, get_op
+    op = model.main.operations[0]
+    with pytest.raises(ValidationError) as e:
+        get_op(op.type).validate(OpView(model, model.main, 0))
+    msg = str(e.value)
+    assert op.name in msg, msg
+    for f in fragments:
+        assert f in msg, msg
