@@ -27,6 +27,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
+from nnconform.generators.values import stored_range
 from nnconform.ir import OperandType as T, OperationType as Op
 from nnconform.ops.conv_common import product_scale
 from nnconform.ops.registry import load_all
@@ -253,8 +254,22 @@ def _unary_same(ctx: Ctx) -> Candidate:
 
 @sig(Op.LOG, Op.SQRT, Op.RSQRT, note="input positive (0.1..2), so never an earlier output")
 def _unary_positive(ctx: Ctx) -> Candidate:
+    if ctx.dtype in QUANT_TYPES:
+        return _rsqrt_quant(ctx)
     x = ctx.primary(connectable=False, lo=0.1, hi=2.0)
     return Candidate(_op(ctx), [x], [ctx.out(like=x)])
+
+
+def _rsqrt_quant(ctx: Ctx) -> Candidate:
+    """RSQRT of quant8 / quant8_signed (NNAPI feature level 7): stored values strictly above
+    the zero point (a positive real input), and an output scale and zero point of its own
+    that hold 1/sqrt of the whole input range (0.04 .. 2.9) without saturating."""
+    lo, hi = stored_range(ctx.dtype)
+    scale, zp = ctx.quant(ctx.dtype)
+    zp = min(zp, hi - 1)
+    x = ctx.data(ctx.dtype, ctx.shape(), quant=(scale, zp), lo=zp + 1, hi=hi, connectable=False,
+                 free_quant=False)
+    return Candidate(Op.RSQRT, [x], [Out(ctx.dtype, ctx.int(1, 8) / 64, lo + ctx.int(0, 16))])
 
 
 @sig(Op.HARD_SWISH)

@@ -59,6 +59,23 @@ def test_thousands_of_single_operation_draws_are_valid():
     assert n >= 1500
 
 
+@pytest.mark.parametrize("op,t", [(Op.RESHAPE, T.TENSOR_INT32), (Op.RSQRT, T.TENSOR_QUANT8_ASYMM),
+                                  (Op.RSQRT, T.TENSOR_QUANT8_ASYMM_SIGNED)])
+def test_signature_extensions_after_hal_1_3_are_drawn(op, t):
+    """RESHAPE of TENSOR_INT32 (feature level 6) and quantised RSQRT (feature level 7) are
+    random-graph signatures too; RSQRT's draws keep a positive input and an output range that
+    holds the result, so no element saturates."""
+    assert t in SIGNATURES[op].types
+    for seed in range(40):
+        case = sample(GraphConfig(dtype=t, n_ops=1, ops=(op,)), seed, edge=seed % 4 == 3)
+        _check_case(case)
+        if op == Op.RSQRT:
+            x = case.model.main.operands[case.model.main.input_indexes[0]]
+            assert (case.inputs[0].astype(np.int64) > x.zero_point).all()
+            out = case.values[case.model.main.output_indexes[0]]
+            assert (out < np.iinfo(out.dtype).max).all() and (out > np.iinfo(out.dtype).min).all()
+
+
 @pytest.mark.parametrize("n_ops,max_dim", [(5, 1000), (40, 10)])
 def test_random_graph_draws_are_valid_and_connected(n_ops, max_dim):
     edges = 0

@@ -1,8 +1,8 @@
 """RESHAPE, SQUEEZE, EXPAND_DIMS: new shape, same elements in the same (row-major) order.
 
 RESHAPE
-  input 0   TENSOR_FLOAT32, TENSOR_FLOAT16, TENSOR_QUANT8_ASYMM or TENSOR_QUANT8_ASYMM_SIGNED,
-            rank up to 4.
+  input 0   TENSOR_FLOAT32, TENSOR_FLOAT16, TENSOR_QUANT8_ASYMM, TENSOR_QUANT8_ASYMM_SIGNED or
+            (since NNAPI feature level 6) TENSOR_INT32; rank up to 4.
   input 1   TENSOR_INT32, 1-D: the output shape.  At most one entry may be -1: that dimension
             is the input's element count divided by the product of the others.  The element
             counts must agree.
@@ -33,6 +33,7 @@ from .registry import OpContext, OpView, register
 
 TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 EXPAND_DIMS_TYPES = TYPES + (T.TENSOR_INT32,)
+RESHAPE_TYPES = TYPES + (T.TENSOR_INT32,)   # TENSOR_INT32: NNAPI feature level 6
 
 
 def check_same_type_and_quant(v: OpView, inp: int = 0, out: int = 0) -> None:
@@ -70,7 +71,7 @@ def reshape_output_dims(in_count: int, target, fail) -> tuple[int, ...]:
 
 def validate_reshape(v: OpView) -> None:
     v.expect_counts(2, 1)
-    v.expect_types([TYPES, T.TENSOR_INT32], [TYPES])
+    v.expect_types([RESHAPE_TYPES, T.TENSOR_INT32], [RESHAPE_TYPES])
     v.expect_rank(0, range(0, 5))
     check_1d_int32(v, 1, "the shape")
     check_same_type_and_quant(v)
@@ -80,7 +81,7 @@ def validate_reshape(v: OpView) -> None:
         reshape_output_dims(element_count(x.dimensions), shape, lambda m: v.fail(m, input=1))
 
 
-@register(Op.RESHAPE, data_types=TYPES, validate=validate_reshape)
+@register(Op.RESHAPE, data_types=RESHAPE_TYPES, validate=validate_reshape)
 def execute_reshape(ctx: OpContext) -> list[np.ndarray]:
     x = ctx.inputs[0]
     if ctx.inputs[1].ndim != 1:

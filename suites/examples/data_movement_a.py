@@ -119,6 +119,17 @@ RESHAPE = [
             [u8([0, 1, 254, 255])], [u8([[0, 1], [254, 255]])]),
     Example("reshape_quant8_signed_flatten", _with_int_tensor(Op.RESHAPE, QS8, [2, 2], [4], [-1]),
             [s8([[-128, -1], [0, 127]])], [s8([-128, -1, 0, 127])]),
+    # TENSOR_INT32 data: NNAPI feature level 6.  Row-major order is kept; the extremes of the
+    # type pass through untouched (a byte copy, no arithmetic).
+    Example("reshape_int32_minus_one", _with_int_tensor(Op.RESHAPE, I32, [2, 3], [3, 2], [-1, 2]),
+            [i32([[1, -2, 3], [2147483647, -2147483648, 0]])],
+            [i32([[1, -2], [3, 2147483647], [-2147483648, 0]])],
+            note="[2, 3] -> [-1, 2]: the -1 is 6 / 2 = 3"),
+    Example("reshape_int32_rank4_to_1", _with_int_tensor(Op.RESHAPE, I32, [1, 2, 1, 2], [4], [4]),
+            [i32([[[[7, 8]], [[9, 10]]]])], [i32([7, 8, 9, 10])]),
+    Example("reshape_int32_count_mismatch_fails", _with_int_tensor(Op.RESHAPE, I32, [2, 2], [3], [3]),
+            [i32([[1, 2], [3, 4]])], [i32([0, 0, 0])], expect_failure=True,
+            note="3 elements asked of a 4-element tensor"),
     Example("reshape_fp32_two_minus_ones_fails",
             _with_int_tensor(Op.RESHAPE, F32, [2, 2], [4, 1], [-1, -1]),
             [f32([[1, 2], [3, 4]])], [f32([[1], [2], [3], [4]])], expect_failure=True),

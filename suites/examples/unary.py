@@ -207,6 +207,34 @@ ELEMENTWISE = [
     Example("rsqrt_fp32", _unary(Op.RSQRT, F32, [6]), [_MATH_X], [_f32(2, 1, 1 / 1.5, 0.5, 1 / 3, 0.1)]),
     Example("rsqrt_fp16", _unary(Op.RSQRT, F16, [6]), [_MATH_X.astype(np.float16)],
             [np.array([2, 1, 1 / 1.5, 0.5, 1 / 3, 0.1], np.float16)]),
+    # Quantised RSQRT (NNAPI feature level 7): real input (q - zp) * s_in, output code
+    # zp_out + round_half_away(1 / sqrt(real) / s_out), clamped to the type.
+    #   quant8, in (0.25, 0), out (0.01, 10):
+    #     q=1: real 0.25 -> 2       -> 10 + 200 = 210
+    #     q=4: real 1    -> 1       -> 10 + 100 = 110
+    #     q=16: real 4   -> 0.5     -> 10 + 50  = 60
+    #     q=36: real 9   -> 1/3     -> 10 + 33.33 = 43.33 -> 43
+    #     q=100: real 25 -> 0.2     -> 10 + 20  = 30
+    #     q=0: real 0    -> +inf    -> clamped to 255
+    #     q=2: real 0.5  -> 1.41421 -> 10 + 141.42 = 151.42 -> 151
+    #     q=9: real 2.25 -> 2/3     -> 10 + 66.67 = 76.67 -> 77
+    Example("rsqrt_quant8", _unary(Op.RSQRT, Q8, [2, 4], in_q=(0.25, 0), out_q=(0.01, 10)),
+            [np.array([[1, 4, 16, 36], [100, 0, 2, 9]], np.uint8)],
+            [np.array([[210, 110, 60, 43], [30, 255, 151, 77]], np.uint8)]),
+    #   quant8_signed, in (0.5, -100), out (0.02, -128):
+    #     q=-98: real 1     -> 1      -> -128 + 50   = -78
+    #     q=-92: real 4     -> 0.5    -> -128 + 25   = -103
+    #     q=-68: real 16    -> 0.25   -> 0.25 / 0.02 = 12.5 (also in float32), a tie rounded
+    #                                  away from zero to 13 -> -128 + 13 = -115
+    #     q=-99: real 0.5   -> 1.41421 -> -128 + 70.71 = -57.29 -> -57
+    #     q=-100: real 0    -> +inf   -> 127
+    #     q=-101: real -0.5 -> NaN    -> 127 (the reference's clamp turns NaN into the maximum)
+    Example("rsqrt_quant8_signed", _unary(Op.RSQRT, Q8S, [6], in_q=(0.5, -100), out_q=(0.02, -128)),
+            [np.array([-98, -92, -68, -99, -100, -101], np.int8)],
+            [np.array([-78, -103, -115, -57, 127, 127], np.int8)]),
+    #   quant8, in (1, 0), out (0.001, 0): real 1 -> 1000, clamped to 255; real 100 -> 0.1 -> 100.
+    Example("rsqrt_quant8_saturates", _unary(Op.RSQRT, Q8, [2], in_q=(1.0, 0), out_q=(0.001, 0)),
+            [np.array([1, 100], np.uint8)], [np.array([255, 100], np.uint8)]),
     Example("sin_fp32", _unary(Op.SIN, F32, [4]), [_f32(0, np.pi / 6, np.pi / 2, -np.pi / 2)],
             [_f32(0, 0.5, 1, -1)]),
     Example("sin_fp16", _unary(Op.SIN, F16, [2]), [np.array([0, 1], np.float16)], [np.array([0, 0.84147098], np.float16)]),

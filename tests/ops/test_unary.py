@@ -66,6 +66,10 @@ BAD = [
     ("exp_int32", _model(Op.EXP, T.TENSOR_INT32), ["input 0"]),
     ("neg_type_mismatch", _model(Op.NEG, T.TENSOR_INT32, T.TENSOR_FLOAT32), ["output 0"]),
     ("sqrt_two_inputs", _model(Op.SQRT, T.TENSOR_FLOAT32, extra=[F32(1.0)]), ["inputs"]),
+    ("rsqrt_int32", _model(Op.RSQRT, T.TENSOR_INT32), ["input 0"]),
+    ("rsqrt_quant8_to_signed", _model(Op.RSQRT, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED,
+                                      in_q=(0.5, 0)), ["output 0"]),
+    ("sqrt_quant8", _model(Op.SQRT, T.TENSOR_QUANT8_ASYMM, in_q=(0.5, 0)), ["input 0"]),
     ("floor_rank5", _model(Op.FLOOR, T.TENSOR_FLOAT16, dims=(1, 1, 1, 2, 2)), ["input 0", "rank"]),
     ("elu_alpha_int", _model(Op.ELU, T.TENSOR_FLOAT32, extra=[I32(1)]), ["input 1"]),
     ("elu_fp16_alpha_fp32", _model(Op.ELU, T.TENSOR_FLOAT16, extra=[F32(1.0)]), ["input 1"]),
@@ -88,6 +92,9 @@ def test_validate_accepts_valid_signatures():
         _model(Op.SOFTMAX, T.TENSOR_FLOAT16, extra=[F16(1.0), I32(-2)]),
         _model(Op.LOG_SOFTMAX, T.TENSOR_FLOAT32, extra=[F32(-1.0), I32(1)]),
         _model(Op.ABS, T.TENSOR_INT32), _model(Op.NEG, T.TENSOR_INT32),
+        # RSQRT of quant8 / quant8_signed (feature level 7): the output has its own scale and zero point
+        _model(Op.RSQRT, T.TENSOR_QUANT8_ASYMM, in_q=(0.25, 3), out_q=(0.01, 200)),
+        _model(Op.RSQRT, T.TENSOR_QUANT8_ASYMM_SIGNED, in_q=(0.25, -3), out_q=(0.01, -100), dims=(1, 1, 1, 1, 2)),
         _model(Op.ELU, T.TENSOR_FLOAT16, extra=[F16(0.5)]),
         _model(Op.HARD_SWISH, T.TENSOR_QUANT8_ASYMM, in_q=(0.1, 3), out_q=(0.05, 10), dims=(1, 1, 1, 1, 2)),
     ]
@@ -176,6 +183,24 @@ def test_quant_activation_all_codes_within_one_step(op, t, out_q, f, step, in_q)
     got = execute(m, [codes.astype(np.int8 if signed else np.uint8)])[0].astype(np.int64)
     ideal = np.clip(np.round(f((codes - zp) * in_q[0]) * step) + out_q[1], codes[0], codes[-1])
     assert np.abs(got - ideal).max() <= 1
+
+
+@pytest.mark.parametrize("t", [T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED])
+@pytest.mark.parametrize("in_q,out_q", [((0.02, 5), (0.01, 0)), ((0.5, 100), (1 / 256, 3)), ((0.1, 0), (0.05, 17))])
+def test_quant_rsqrt_every_code_matches_the_float_formula(t, in_q, out_q):
+    """Every stored input code against 1/sqrt computed in float64 from the dequantised value:
+    equal up to one step where the float32 quotient could fall on the other side of a .5, and
+    the saturated codes (zero point: +inf; below it: NaN) at the type's maximum."""
+    signed = t == T.TENSOR_QUANT8_ASYMM_SIGNED
+    codes = np.arange(-128, 128) if signed else np.arange(256)
+    zp_in, zp_out = (in_q[1] - 128, out_q[1] - 128) if signed else (in_q[1], out_q[1])
+    m = _model(Op.RSQRT, t, dims=(codes.size,), in_q=(in_q[0], zp_in), out_q=(out_q[0], zp_out))
+    got = execute(m, [codes.astype(np.int8 if signed else np.uint8)])[0].astype(np.int64)
+    real = (codes - zp_in) * in_q[0]
+    pos = real > 0
+    ideal = np.clip(np.round(1 / np.sqrt(real[pos]) / out_q[0]) + zp_out, codes[0], codes[-1])
+    assert np.abs(got[pos] - ideal).max() <= 1
+    assert (got[~pos] == codes[-1]).all()
 
 
 # (c) AOSP vectors ----------------------------------------------------------------------------
