@@ -1,9 +1,16 @@
-"""Loading AOSP CTS golden vectors (JSON, see shared/aosp_vectors/SCHEMA.md) as nnconform models.
+"""Loading AOSP CTS golden vectors (JSON, format in ``vectors_data/SCHEMA.md``) as nnconform models.
 
-The vectors are data beside the project, never part of it: the directory comes from an
-option, the NNCONFORM_VECTORS environment variable, or ``../shared/aosp_vectors`` next to the
-checkout.  ``python -m nnconform.vectors DIR --op CONV_2D -v`` runs the reference executor
-over the matching vectors and prints the counts (a developer's tool for op work).
+A vectors tree holds one folder per NNAPI feature level (``V1_0`` ... ``V1_3_cts_only``,
+``AIDL_V2``, ``AIDL_V3``, and whatever a later import adds), each with one JSON file of test
+cases per AOSP spec file.  Every folder is discovered; the folder is the feature level of its
+cases.  The tree is, in this order: the one given by an option (``--nn-vectors`` /
+``--vectors``), the ``NNCONFORM_VECTORS`` environment variable, or the copy bundled with the
+package (``nnconform.vectors_data``, unpacked once into a cache directory).
+
+Developer tools:
+
+    python -m nnconform.vectors [DIR] --op CONV_2D -v   run the reference over matching vectors
+    python -m nnconform.vectors pack SRC_DIR [--out D]   regenerate the bundled, compressed copy
 """
 from __future__ import annotations
 
@@ -22,17 +29,25 @@ import numpy as np
 from .errors import NnError, NotImplementedOperation, OpFailure, ValidationError, DeadlineMissed
 from .ir import (ChannelQuant, Lifetime, Model, Operand, OperandType, Operation, OperationType,
                  Subgraph, type_info)
+from .ops.feature_levels import folder_level
 
 ENV_VAR = "NNCONFORM_VECTORS"
-HAL_DIRS = ("V1_0", "V1_1", "V1_2", "V1_3", "V1_3_cts_only")
+# Files at the top of a vectors tree that are not test cases.
+NOT_CASES = {"index.json"}
 
 
 def default_root() -> Path:
+    """$NNCONFORM_VECTORS if set, else the bundled vectors (unpacked on first use)."""
     env = os.environ.get(ENV_VAR)
     if env:
         return Path(env)
-    # <checkout>/harness/vectors.py -> <checkout>/../shared/aosp_vectors
-    return Path(__file__).resolve().parents[2] / "shared" / "aosp_vectors"
+    from .vectors_data import bundled_root
+    return bundled_root()
+
+
+def resolve_root(option: str | os.PathLike | None = None) -> Path:
+    """The vectors tree to use: ``option`` when given, else :func:`default_root`."""
+    return Path(option) if option else default_root()
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,6 +68,11 @@ class VectorCase:
     @property
     def test_id(self) -> str:
         return f"{self.spec_dir}/{self.name}"
+
+    @property
+    def feature_level(self) -> int | None:
+        """The NNAPI feature level of the case's folder (None for a folder named otherwise)."""
+        return folder_level(self.spec_dir)
 
 
 def _decode_values(values: Sequence, t: OperandType, dims: Sequence[int]) -> np.ndarray:
@@ -119,19 +139,40 @@ def case_from_dict(d: dict, path: str = "") -> VectorCase:
         return tuple(out)
 
     ops = sorted({op.name for op in model.all_operations()})
-    return VectorCase(d["name"], d.get("spec_dir", ""), d.get("spec", ""), model, arrays(d["inputs"], True),
+    # The folder a case lives in is its feature level, whatever the file says.
+    spec_dir = Path(path).parent.name if path else d.get("spec_dir", "")
+    return VectorCase(d["name"], spec_dir, d.get("spec", ""), model, arrays(d["inputs"], True),
                       arrays(d["outputs"], False), tuple(bool(e.get("ignored", False)) for e in d["outputs"]),
                       bool(d.get("expect_failure", False)), float(d.get("multinomial_tolerance", 0) or 0),
                       tuple(ops), path, tuple(d.get("variations") or ()))
 
 
-def vector_files(root: Path, dirs: Iterable[str] | None = None) -> list[Path]:
+def folder_key(name: str) -> tuple:
+    """Feature-level order: V1_0 ... V1_3_cts_only, AIDL_V2, AIDL_V3, ...; other names last."""
+    level = folder_level(name)
+    return (level if level is not None else 1 << 30, name)
+
+
+def vector_folders(root: Path) -> list[Path]:
+    """Every folder of the tree that holds *.json files, in feature-level order.  A directory
+    with no such folder but with vector files of its own is itself the one folder."""
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"vectors directory {root} does not exist")
+    subs = [d for d in root.iterdir() if d.is_dir() and not d.name.startswith((".", "_"))
+            and any(d.glob("*.json"))]
+    if not subs and any(f.name not in NOT_CASES for f in root.glob("*.json")):
+        return [root]
+    return sorted(subs, key=lambda d: folder_key(d.name))
+
+
+def vector_files(root: Path, dirs: Iterable[str] | None = None) -> list[Path]:
+    """The JSON files of every folder (or only of the folders named in ``dirs``)."""
+    wanted = set(dirs) if dirs else None
     files = []
-    for sub in (dirs or HAL_DIRS):
-        files.extend(sorted((root / sub).glob("*.json")))
+    for d in vector_folders(root):
+        if wanted is None or d.name in wanted:
+            files.extend(f for f in sorted(d.glob("*.json")) if f.name not in NOT_CASES)
     return files
 
 
@@ -197,20 +238,45 @@ def check_case(case: VectorCase) -> tuple[str, str]:
     return ("pass", "") if cmp.passed else ("fail", cmp.message)
 
 
+def pack_main(argv: Sequence[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m nnconform.vectors pack",
+                                description="Regenerate the bundled, compressed vectors (nnconform.vectors_data) "
+                                            "from a vectors tree.")
+    p.add_argument("src", help="vectors tree, e.g. ../shared/aosp_vectors")
+    p.add_argument("--out", default=None, help="output directory (default: the vectors_data package)")
+    a = p.parse_args(argv)
+    from .vectors_data import pack
+    t0 = time.perf_counter()
+    try:
+        man = pack(Path(a.src), Path(a.out) if a.out else None)
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for folder, info in man["folders"].items():
+        print(f"  {folder:14s} {info['files']:4d} files {info['cases']:6d} cases -> {info['archive']}")
+    print(f"{man['total_cases']} cases in {man['total_files']} files packed in {time.perf_counter() - t0:.1f}s")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["pack"]:
+        return pack_main(argv[1:])
     p = argparse.ArgumentParser(prog="python -m nnconform.vectors",
-                                description="Run AOSP golden vectors on the reference executor.")
+                                description="Run AOSP golden vectors on the reference executor "
+                                            "(`pack SRC` regenerates the bundled copy instead).")
     p.add_argument("root", nargs="?", default=None, help="vectors directory (default: $NNCONFORM_VECTORS "
-                   "or ../shared/aosp_vectors)")
+                   "or the bundled copy)")
     p.add_argument("--op", action="append", help="only vectors using this operation (repeatable)")
-    p.add_argument("--dir", action="append", help="only this HAL directory (V1_0 ... V1_3_cts_only)")
+    p.add_argument("--dir", action="append", help="only this feature-level folder (V1_0 ... AIDL_V3; repeatable)")
     p.add_argument("--name", help="only vectors whose name contains this")
     p.add_argument("-v", "--verbose", action="count", default=0, help="print failures (-vv: all of them)")
     a = p.parse_args(argv)
     t0 = time.perf_counter()
+    from .vectors_data import BundleError
     try:
         cases = load_cases(a.root, a.op, a.dir, a.name)
-    except (FileNotFoundError, KeyError, json.JSONDecodeError) as e:
+    except (FileNotFoundError, KeyError, json.JSONDecodeError, BundleError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     counts: Counter = Counter()
@@ -227,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             missing[msg] += 1
     print(f"{len(cases)} vectors in {time.perf_counter() - t0:.1f}s: " +
           ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    for d in sorted(per_dir):
+    for d in sorted(per_dir, key=folder_key):
         print(f"  {d:14s} " + ", ".join(f"{k} {v}" for k, v in sorted(per_dir[d].items())))
     if missing and a.verbose:
         print("not implemented:")

@@ -1,7 +1,14 @@
-"""Vectors suite: every AOSP CTS golden vector (JSON, shared/aosp_vectors/SCHEMA.md) found in
-the directory given by --nn-vectors (or $NNCONFORM_VECTORS, or ../shared/aosp_vectors), run
-through the driver under test.  Vectors of operations the driver does not support are skipped
-with the reason; validation vectors (expect_failure) must be rejected."""
+"""Vectors suite: every AOSP CTS golden vector (JSON, format in nnconform/vectors_data/SCHEMA.md),
+run through the driver under test.  The vectors are those of --nn-vectors DIR, else of
+$NNCONFORM_VECTORS, else the copy bundled with nnconform (9,374 cases).  Every folder of the
+tree is a feature level (V1_0 ... V1_3_cts_only, AIDL_V2, AIDL_V3, ...): it leads each test id
+(``AIDL_V3/reverse_...``) and is recorded in each row (``extra.feature_level``, ``extra.hal``,
+and ``extra.nnapi_feature_level`` as a number).
+
+Vectors of operations the driver does not support are skipped with the reason; validation
+vectors (expect_failure) must be rejected.  A file that cannot be read as a list of test
+cases gives one ERROR row, named after the file, and the other files still run; so does a
+case that cannot be turned into a model."""
 from __future__ import annotations
 
 import functools
@@ -10,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from nnconform.ops.feature_levels import folder_level
 from nnconform.runner import run_case
-from nnconform.vectors import case_from_dict, default_root, vector_files
+from nnconform.vectors import case_from_dict, resolve_root, vector_files
 
 
 @functools.lru_cache(maxsize=2)
@@ -20,32 +28,71 @@ def _file_cases(path: str) -> list:
         return json.load(fh)
 
 
+def _file_problem(path: Path) -> tuple[list | None, str]:
+    """(the file's cases, "") or (None, why it cannot be used)."""
+    try:
+        cases = _file_cases(str(path))
+    except (OSError, UnicodeDecodeError) as e:
+        return None, f"cannot read the file: {e}"
+    except json.JSONDecodeError as e:
+        return None, f"not valid JSON: {e}"
+    if not isinstance(cases, list):
+        return None, f"not a JSON list of test cases (a {type(cases).__name__})"
+    for i, d in enumerate(cases):
+        if not isinstance(d, dict) or not isinstance(d.get("name"), str):
+            return None, f"entry {i} is not a test case object with a name"
+    return cases, ""
+
+
 def pytest_generate_tests(metafunc):
     if "vector" not in metafunc.fixturenames:
         return
-    opt = metafunc.config.getoption("nn_vectors")
-    root = Path(opt) if opt else default_root()
-    if not root.is_dir():
-        reason = (f"no AOSP vectors at {root}: give --nn-vectors DIR or set NNCONFORM_VECTORS "
-                  f"(see shared/aosp_vectors/SCHEMA.md)")
-        metafunc.parametrize("vector", [pytest.param(None, marks=pytest.mark.skip(reason=reason))],
-                             ids=["vectors-missing"])
+    try:
+        root = resolve_root(metafunc.config.getoption("nn_vectors"))
+        files = vector_files(root)
+    except (OSError, RuntimeError) as e:   # a missing directory, or a damaged bundled copy
+        metafunc.parametrize("vector", [("no-vectors", "", str(e))], ids=["vectors-missing"], indirect=True)
         return
     params, ids = [], []
-    for f in vector_files(root):
-        for i, d in enumerate(_file_cases(str(f))):
-            params.append((str(f), i))
-            ids.append(f"{d.get('spec_dir', f.parent.name)}/{d['name']}")
+    for f in files:
+        cases, problem = _file_problem(f)
+        if cases is None:
+            params.append(("bad-file", str(f), problem))
+            ids.append(f"{f.parent.name}/{f.name}")
+            continue
+        for i, d in enumerate(cases):
+            params.append(("case", str(f), i))
+            ids.append(f"{f.parent.name}/{d['name']}")
     _file_cases.cache_clear()
-    metafunc.parametrize("vector", params, ids=ids)
+    if not params:
+        params, ids = [("no-vectors", "", f"no *.json vector files under {root}")], ["vectors-missing"]
+    metafunc.parametrize("vector", params, ids=ids, indirect=True)
+
+
+@pytest.fixture
+def vector(request, nn_record):
+    """The VectorCase of this parameter, or an ERROR (a failed set-up) saying what is wrong."""
+    kind, path, what = request.param
+    nn_record["suite"] = "vectors"
+    if kind == "no-vectors":
+        nn_record["test_id"] = "vectors-missing"
+        pytest.fail(f"no golden vectors: {what}", pytrace=False)
+    folder = Path(path).parent.name
+    nn_record["extra"].update(hal=folder, feature_level=folder, nnapi_feature_level=folder_level(folder))
+    if kind == "bad-file":
+        nn_record["test_id"] = f"{folder}/{Path(path).name}"
+        pytest.fail(f"{path}: {what}; none of its cases ran", pytrace=False)
+    d = _file_cases(path)[what]
+    nn_record["test_id"] = f"{folder}/{d['name']}"
+    try:
+        return case_from_dict(d, path)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
+        pytest.fail(f"{path}: case {d['name']} is malformed: {type(e).__name__}: {e}", pytrace=False)
 
 
 def test_vector(vector, nn_device, nn_session, nn_record):
-    path, index = vector
-    case = case_from_dict(_file_cases(path)[index], path)
-    nn_record.update(suite="vectors", test_id=case.test_id, operations=list(case.operations),
-                     data_types=case.model.data_types())
-    nn_record["extra"]["hal"] = case.spec_dir
+    case = vector
+    nn_record.update(test_id=case.test_id, operations=list(case.operations), data_types=case.model.data_types())
     multinomial = case.multinomial_tolerance > 0
     # RANDOM_MULTINOMIAL's samples are random: element-wise comparison is off and the class
     # frequencies are checked against softmax(logits) instead, as CTS does.

@@ -4,8 +4,6 @@ paths with direct loops over every output element, and the AOSP golden vectors."
 from __future__ import annotations
 
 import itertools
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -572,17 +570,10 @@ def test_softmax_table_matches_direct_fixed_point(t):
 # (d) AOSP golden vectors
 # ---------------------------------------------------------------------------------------
 
-def _vectors_root() -> Path:
-    env = os.environ.get("NNCONFORM_VECTORS")
-    return Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "aosp_vectors"
-
-
 @pytest.mark.parametrize("op", MY_OPS)
 def test_aosp_vectors(op):
-    root = _vectors_root()
-    if not root.is_dir():
-        pytest.skip(f"AOSP vectors not found at {root} (set NNCONFORM_VECTORS)")
-    from nnconform.vectors import check_case, load_cases
+    from nnconform.vectors import check_case, default_root, load_cases
+    root = default_root()   # $NNCONFORM_VECTORS, else the bundled copy
     registered = {t.name for t in load_all()}
     cases = [c for c in load_cases(root, ops=[op]) if set(c.operations) <= registered]
     assert cases, f"no runnable vectors use {op}"
