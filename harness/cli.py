@@ -5,6 +5,7 @@
     nnconform validate FILE
     nnconform replay SPEC --driver X
     nnconform stress --driver X --budget 30m [--tests ...] [--workers N] [--seed S] [--resume]
+    nnconform vectors import AOSP_DIR OUT_DIR | unpack DIR | list [--vectors DIR]
 
 Bad input (unknown driver, malformed spec, invalid model) is one line on stderr and a
 non-zero exit status, never a traceback.
@@ -12,12 +13,13 @@ non-zero exit status, never a traceback.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
 from typing import Sequence
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
 
 
 def _err(msg: str, code: int = EXIT_USAGE) -> int:
@@ -39,17 +41,26 @@ def available_suites() -> dict[str, Path]:
 def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     import pytest
     from .errors import DriverLoadError
-    from .loader import load_driver
+    from .reportdir import ReportDirError, acquire, release
 
-    try:
-        load_driver(a.driver)  # fail early with one line, before pytest starts
-    except DriverLoadError as e:
-        return _err(str(e))
     suites = available_suites()
     chosen = a.suite or list(suites)
     unknown = [s for s in chosen if s not in suites]
     if unknown:
         return _err(f"unknown suite(s) {', '.join(unknown)} (available: {', '.join(suites)})")
+    if a.call_timeout is not None and a.call_timeout <= 0:
+        return _err("--call-timeout must be > 0 seconds")
+    if a.workers is not None and a.workers < 1:
+        return _err(f"-n/--workers must be at least 1, not {a.workers}")
+    try:
+        _check_driver(a.driver, a.in_process)   # one line now, before pytest starts
+    except DriverLoadError as e:
+        return _err(str(e))
+    # Take the report directory first: a second run into it fails here, with one line.
+    try:
+        rd = acquire(a.report_dir)
+    except ReportDirError as e:
+        return _err(str(e))
     args = [str(suites[s]) for s in chosen]
     args += ["--driver", a.driver, "--nn-report-dir", a.report_dir, "-p", "no:cacheprovider",
              "--import-mode=importlib", "-q", "-rfE"]
@@ -57,13 +68,71 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
         args += ["--nn-seed", str(a.seed)]
     if a.vectors:
         args += ["--nn-vectors", a.vectors]
+    if a.in_process:
+        args += ["--nn-in-process"]
+    if a.call_timeout is not None:
+        args += ["--nn-call-timeout", str(a.call_timeout)]
+    if a.mem_limit is not None:
+        args += ["--nn-mem-limit", a.mem_limit]
+    if a.resume:
+        args += ["--nn-resume"]
+    if a.workers is not None and a.workers > 1:
+        args += ["-n", str(a.workers)]
     args += extra
-    print(f"nnconform: running suites {', '.join(chosen)} against driver '{a.driver}'", flush=True)
-    code = int(pytest.main(args))
+    print(f"nnconform: running suites {', '.join(chosen)} against driver '{a.driver}'"
+          + (" (in-process)" if a.in_process else ""), flush=True)
+    try:
+        code = int(pytest.main(args))
+    finally:
+        release(rd)
     report = Path(a.report_dir) / "report.html"
     if report.exists():
         print(f"nnconform: report written to {report}")
-    return code
+    return _run_exit_code(Path(a.report_dir), code)
+
+
+def _check_driver(spec: str, in_process: bool) -> None:
+    """Fail early, with the loader's one-line message, if the driver cannot be loaded.  An
+    isolated run loads it in a throw-away driver host: the driver's import-time code never
+    runs in the harness."""
+    if in_process:
+        from .loader import load_driver
+        load_driver(spec)
+        return
+    from .isolation import open_isolated
+    open_isolated(spec, startup_timeout=120.0).close()
+
+
+def _run_exit_code(report_dir: Path, pytest_code: int) -> int:
+    """0: complete, no FAIL/ERROR/CRASH/HANG; 1: complete with some; 2: usage error;
+    3: interrupted or incomplete (Ctrl-C, -x, a full disk, a lost worker)."""
+    if pytest_code in (pytest_codes().USAGE_ERROR,):
+        return EXIT_USAGE
+    try:
+        status = json.loads((report_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return EXIT_INCOMPLETE if pytest_code != 0 else EXIT_OK
+    text = str(status.get("status", ""))
+    if not text.startswith("complete"):
+        return EXIT_INCOMPLETE
+    from .results import BAD_OUTCOMES, read_results
+    try:
+        rows = read_results(report_dir / "results.jsonl")
+    except (OSError, ValueError):
+        return EXIT_INCOMPLETE
+    latest = {}
+    for i, r in enumerate(rows):
+        latest[str(r.extra.get("nodeid") or i)] = r.outcome
+    if any(o in BAD_OUTCOMES for o in latest.values()):
+        return EXIT_FAIL
+    if pytest_code not in (0, 5):   # pytest failed for a reason no row shows (e.g. a collection error)
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+def pytest_codes():
+    import pytest
+    return pytest.ExitCode
 
 
 # ---- drivers -----------------------------------------------------------------------------
@@ -113,17 +182,23 @@ def _prepared_class_is(dev, iface) -> bool:
 
 # ---- validate ----------------------------------------------------------------------------
 
+def _shown(text, limit: int = 100) -> str:
+    """Text from a spec file or a driver, fit for the console: no escapes or controls, bounded."""
+    from .textsafe import clean_text, shorten
+    return shorten(clean_text(str(text)), limit)
+
+
 def cmd_validate(a: argparse.Namespace) -> int:
     from .errors import SpecError
     from .spec import load_spec
     try:
         spec = load_spec(a.file, validate=True)
     except SpecError as e:
-        return _err(f"{a.file}: {e}", EXIT_FAIL)
+        return _err(f"{_shown(a.file)}: {e}", EXIT_FAIL)
     except OSError as e:
-        return _err(f"{a.file}: {e.strerror}", EXIT_FAIL)
+        return _err(f"{_shown(a.file)}: {e.strerror}", EXIT_FAIL)
     m = spec.model
-    print(f"{a.file}: valid: {len(m.main.operations)} operation(s) [{', '.join(m.operation_names())}], "
+    print(f"{_shown(a.file)}: valid: {len(m.main.operations)} operation(s) [{', '.join(m.operation_names())}], "
           f"{len(m.referenced)} referenced subgraph(s), {len(spec.examples)} example(s)")
     return EXIT_OK
 
@@ -132,43 +207,84 @@ def cmd_validate(a: argparse.Namespace) -> int:
 
 def cmd_replay(a: argparse.Namespace) -> int:
     from .errors import DriverLoadError, SpecError
-    from .loader import load_driver
-    from .runner import run_case
     from .spec import load_spec
     try:
         spec = load_spec(a.spec, validate=False)
     except SpecError as e:
-        return _err(f"{a.spec}: {e}", EXIT_FAIL)
+        return _err(f"{_shown(a.spec)}: {e}", EXIT_FAIL)
     except OSError as e:
-        return _err(f"{a.spec}: {e.strerror}", EXIT_FAIL)
+        return _err(f"{_shown(a.spec)}: {e.strerror}", EXIT_FAIL)
+    if not spec.examples:
+        return _err(f"{_shown(a.spec)}: examples: no examples to replay", EXIT_FAIL)
     try:
-        device = load_driver(a.driver)
+        device = _replay_device(a)
     except DriverLoadError as e:
         return _err(str(e))
+    try:
+        return _replay_examples(a, spec, device)
+    finally:
+        if getattr(device, "isolated", False):
+            device.close()
+
+
+def _replay_device(a: argparse.Namespace):
+    """The driver for replay: in a driver host (a crash, hang or runaway allocation of the
+    replayed case is a verdict, not the end of nnconform), or in-process with --in-process."""
+    from .errors import DriverLoadError
+    if a.in_process:
+        from .loader import load_driver
+        return load_driver(a.driver)
+    from .isolation import DEFAULT_MEM_LIMIT, open_isolated
+    from .plugin import _parse_size
+    try:
+        limit = _parse_size(a.mem_limit) if a.mem_limit is not None else DEFAULT_MEM_LIMIT
+    except ValueError as e:
+        raise DriverLoadError(f"--mem-limit: {e}") from None
+    return open_isolated(a.driver, call_timeout=a.call_timeout, mem_limit=limit)
+
+
+def _replay_examples(a: argparse.Namespace, spec, device) -> int:
+    from .runner import run_case
     meta = spec.meta or {}
     if meta:
-        print(f"spec: {a.spec} (recorded: driver {meta.get('driver', '?')}, seed {meta.get('seed', '?')}, "
-              f"harness {meta.get('harness_version', '?')})")
+        print(f"spec: {_shown(a.spec)} (recorded: driver {_shown(meta.get('driver', '?'), 80)}, "
+              f"seed {_shown(meta.get('seed', '?'), 40)}, harness {_shown(meta.get('harness_version', '?'), 40)})")
         if meta.get("message"):
-            print(f"recorded failure: {meta['message']}")
+            print(f"recorded failure: {_shown(meta['message'], 2000)}")
     criteria = None
     if meta.get("criteria_set"):
-        # A random-graph failure is judged by the criteria set it failed under.
+        # A random-graph failure is judged by the criteria set it failed under (the spec
+        # loader has checked it is a string).
         from .criteria import RANDOM_GRAPH_SETS
         criteria = RANDOM_GRAPH_SETS.get(meta["criteria_set"])
         if criteria is None:
-            return _err(f"{a.spec}: meta.criteria_set: unknown criteria set {meta['criteria_set']!r}", EXIT_FAIL)
+            return _err(f"{_shown(a.spec)}: meta.criteria_set: unknown criteria set "
+                        f"{_shown(repr(meta['criteria_set']), 60)}", EXIT_FAIL)
         print(f"criteria: {criteria.name} (recorded with the failure)")
     worst = EXIT_OK
     for i, ex in enumerate(spec.examples):
         out = run_case(device, spec.model, ex.inputs, ex.outputs, ignored=ex.ignored or None,
                        expect_failure=ex.expect_failure, criteria=criteria)
-        print(f"example {i} ({ex.name}) on {a.driver}: {out.outcome}" + (f": {out.message}" if out.message else ""))
+        print(f"example {i} ({_shown(ex.name, 80)}) on {a.driver}: {out.outcome}"
+              + (f": {_shown(out.message, 2000)}" if out.message else ""))
         if out.comparison is not None and a.verbose:
             for m in out.comparison.mismatches:
                 print(f"  {m}")
-        if out.outcome in ("FAIL", "ERROR"):
+        if out.outcome in ("CRASH", "HANG") and out.details and out.details.get("stderr_tail"):
+            print("  driver host stderr (tail):")
+            for line in str(out.details["stderr_tail"]).splitlines()[-12:]:
+                print(f"    {_shown(line, 400)}")
+        if out.outcome in ("CRASH", "HANG"):
+            print(f"  {device.liveness()}")
+        if out.outcome in ("FAIL", "ERROR", "CRASH", "HANG"):
             worst = EXIT_FAIL
+        if getattr(device, "isolated", False):
+            left = device.end_case()
+            if left["processes"] or left["shm"]:
+                print(f"example {i}: the driver left {len(left['processes'])} process(es) and "
+                      f"{len(left['shm'])} /dev/shm entr(ies) behind (killed/removed): "
+                      + "; ".join((left["processes"] + left["shm"])[:3]))
+                worst = EXIT_FAIL
     return worst
 
 
@@ -197,6 +313,57 @@ def cmd_coverage(a: argparse.Namespace) -> int:
     else:
         print(summary(rows) + "\n")
         print(to_markdown(rows))
+    return EXIT_OK
+
+
+# ---- vectors -----------------------------------------------------------------------------
+
+def cmd_vectors(a: argparse.Namespace) -> int:
+    if a.vectors_command == "import":
+        from .vectors_import import ImportProblem, import_vectors
+        try:
+            res = import_vectors(a.aosp_dir, a.out_dir, folders=a.folder, generator=a.generator, specs=a.specs,
+                                 log=print)
+        except ImportProblem as e:
+            return _err(str(e))
+        except OSError as e:
+            return _err(f"vectors import: {e}", EXIT_FAIL)
+        print(f"nnconform: {res.cases} cases in {len(res.files)} files written to {res.out_dir}")
+        if res.failures:
+            print(f"nnconform: {len(res.failures)} spec files failed: {', '.join(sorted(res.failures))}",
+                  file=sys.stderr)
+        if res.files:
+            print(f"nnconform: run them with `nnconform run --suite vectors --vectors {res.out_dir}`")
+        return EXIT_FAIL if res.failures else EXIT_OK
+    if a.vectors_command == "unpack":
+        from .vectors_data import BundleError, extract, manifest
+        try:
+            dest = extract(Path(a.dir))
+            total = manifest()["total_cases"]
+        except (BundleError, OSError) as e:
+            return _err(str(e), EXIT_FAIL)
+        print(f"nnconform: the bundled vectors ({total} cases) written to {dest}")
+        return EXIT_OK
+    from .vectors import resolve_root, vector_folders
+    from .ops.feature_levels import folder_level
+    try:
+        root = resolve_root(a.vectors)
+        folders = vector_folders(root)
+    except (OSError, RuntimeError) as e:
+        return _err(str(e), EXIT_FAIL)
+    print(f"{root}:")
+    total = 0
+    for d in folders:
+        files = [f for f in sorted(d.glob("*.json")) if f.name != "index.json"]
+        try:
+            n = sum(len(json.loads(f.read_text())) for f in files)
+        except (OSError, ValueError, TypeError) as e:
+            return _err(f"{d}: {e}", EXIT_FAIL)
+        total += n
+        level = folder_level(d.name)
+        print(f"  {d.name:16s} feature level {level if level is not None else '?':>2}  "
+              f"{len(files):4d} files {n:6d} cases")
+    print(f"  {total} cases")
     return EXIT_OK
 
 
@@ -249,16 +416,40 @@ def cmd_stress(a: argparse.Namespace) -> int:
         return _err(f"{a.report_dir}: {e}", EXIT_FAIL) if Path(a.report_dir, MANIFEST).exists() else _err(str(e))
 
 
+RUN_EPILOG = """\
+Anything after -- goes to pytest, e.g.  nnconform run --driver X -- -k conv -x
+
+The driver runs in a driver host process (its own process group, memory limit, faulthandler):
+a driver that crashes, exits or hangs gives that case a CRASH or HANG row and the run goes on.
+
+Exit status: 0 complete, no FAIL/ERROR/CRASH/HANG; 1 complete with failures; 2 usage error
+(bad option, unknown driver, busy report directory); 3 interrupted or incomplete (Ctrl-C, -x,
+a full disk); the report says which.
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nnconform", description="Conformance and stress tests for NN drivers.")
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="run conformance suites against a driver and write a report")
+    r = sub.add_parser("run", help="run conformance suites against a driver and write a report",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=RUN_EPILOG)
     r.add_argument("--driver", default="reference", help="installed driver name or module:attribute")
     r.add_argument("--suite", action="append", help="suite to run (repeatable; default: all). "
                    "Available: " + ", ".join(available_suites()))
     r.add_argument("--report-dir", default="nnconform-report")
     r.add_argument("--seed", type=int, default=None)
     r.add_argument("--vectors", default=None, help="AOSP vectors directory for the vectors suite")
+    r.add_argument("-n", "--workers", type=int, default=None,
+                   help="run the cases in N parallel processes (pytest-xdist), each with its own driver host")
+    r.add_argument("--resume", action="store_true",
+                   help="continue the interrupted run recorded in --report-dir (same seed, cases not yet recorded)")
+    r.add_argument("--in-process", action="store_true",
+                   help="load the driver into the harness process (debugging under pdb); no crash or hang "
+                        "protection, and rows say so")
+    r.add_argument("--call-timeout", type=float, default=None,
+                   help="seconds one driver call may take before the case is a HANG (default 60)")
+    r.add_argument("--mem-limit", default=None,
+                   help="memory limit of the driver host: 4G (default), 512M, 0 for none")
     sub.add_parser("drivers", help="list installed drivers and their capabilities")
     v = sub.add_parser("validate", help="check a spec file (format and model validity)")
     v.add_argument("file")
@@ -266,10 +457,26 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--results", help="a results.jsonl of a vectors run, to count vectors passed")
     c.add_argument("--format", choices=("md", "csv"), default="md")
     c.add_argument("--write-readme", metavar="README", help="replace the table between the coverage markers")
+    vs = sub.add_parser("vectors", help="the golden vectors: import AOSP specs, unpack or list the bundled copy")
+    vsub = vs.add_subparsers(dest="vectors_command", required=True)
+    vi = vsub.add_parser("import", help="convert the *.mod.py test specs of an AOSP checkout into vectors JSON, "
+                         "with that checkout's own test generator")
+    vi.add_argument("aosp_dir", help="packages/modules/NeuralNetworks, frameworks/ml, or an AOSP tree root")
+    vi.add_argument("out_dir", help="vectors directory to write (one folder per spec folder)")
+    vi.add_argument("--folder", action="append", help="only this spec folder, e.g. AIDL_V3 (repeatable)")
+    vi.add_argument("--generator", help="path of test_generator.py (default: found in the checkout)")
+    vi.add_argument("--specs", help="directory of the spec folders (default: found in the checkout)")
+    vu = vsub.add_parser("unpack", help="write the bundled vectors into a directory (e.g. to add imported folders)")
+    vu.add_argument("dir")
+    vl = vsub.add_parser("list", help="folders, feature levels and case counts of a vectors tree")
+    vl.add_argument("--vectors", default=None, help="vectors directory (default: $NNCONFORM_VECTORS or the bundled copy)")
     rp = sub.add_parser("replay", help="re-run a spec file (e.g. a dumped failure) on a driver")
     rp.add_argument("spec")
     rp.add_argument("--driver", default="reference")
     rp.add_argument("-v", "--verbose", action="store_true", help="list every mismatch")
+    rp.add_argument("--in-process", action="store_true", help="load the driver into this process (debugging)")
+    rp.add_argument("--call-timeout", type=float, default=60.0, help="seconds per driver call before HANG (default 60)")
+    rp.add_argument("--mem-limit", default=None, help="memory limit of the driver host: 4G (default), 0 for none")
     st = sub.add_parser("stress", help="MLTS-style crash tests and random graphs in subprocess sandboxes")
     st.add_argument("--driver", default="reference", help="installed driver name or module:attribute")
     st.add_argument("--budget", default="30m", help="wall-clock budget: 90s, 30m, 2h (default 30m)")
@@ -312,6 +519,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_coverage(a)
     if a.command == "stress":
         return cmd_stress(a)
+    if a.command == "vectors":
+        return cmd_vectors(a)
     return _err(f"unknown command {a.command}")
 
 

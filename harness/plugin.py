@@ -1,15 +1,25 @@
 """The nnconform pytest plugin (registered under ``pytest11``).
 
 Options: ``--driver`` (entry-point name or module:attribute), ``--nn-seed``, ``--nn-report-dir``,
-``--nn-vectors``.  Fixtures: ``nn_device`` (the loaded driver), ``nn_session`` and
-``nn_record`` (a dict a suite test fills with operations, data types, spec path...).  Every
-test that uses ``nn_record`` becomes one result row, appended to ``results.jsonl`` as soon as
-it finishes; at the end of the session ``results.csv`` and ``report.html`` are written.
+``--nn-vectors``, ``--nn-in-process``, ``--nn-call-timeout``, ``--nn-mem-limit``,
+``--nn-resume``.  Fixtures: ``nn_device`` (the driver under test), ``nn_session`` and
+``nn_record`` (a dict a suite test fills with operations, data types, spec path...).
+
+The driver runs in a driver host process (nnconform.isolation), one per pytest process (so one
+per xdist worker); ``nn_device`` is the proxy.  ``--nn-in-process`` loads it into this process
+instead, for debugging a driver under pdb.
+
+Every test that uses ``nn_record`` becomes one result row, appended to ``results.jsonl`` as
+soon as it finishes (xdist workers append to the same journal).  The row's outcome is CRASH or
+HANG when the driver host died or hung during the test, whatever the test itself concluded.
+The controlling process owns the report directory: it locks it, moves an earlier run's
+results to ``previous/``, keeps ``run.json``'s status (running / complete / interrupted) and
+writes ``results.csv`` and ``report.html`` at the end, also after Ctrl-C.
 """
 from __future__ import annotations
 
 import datetime as _dt
-import json
+import os
 import random
 import re
 import shlex
@@ -23,6 +33,20 @@ from . import __version__
 
 _SESSION_KEY = pytest.StashKey["NnSession"]()
 _PHASES_KEY = pytest.StashKey[dict]()
+_MARK_KEY = pytest.StashKey[int]()
+MESSAGE_LIMIT = 2000
+
+
+def _parse_size(text: str) -> int:
+    """'4G', '512M', '4294967296' -> bytes; '0' or 'none' -> no limit."""
+    t = str(text).strip().lower()
+    if t in ("0", "none", "off", "unlimited"):
+        return 0
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?", t)
+    if not m:
+        raise ValueError(f"not a size: {text!r} (examples: 4G, 512M, 0 for no limit)")
+    return int(float(m.group(1)) * units.get(m.group(2), 1))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -32,74 +56,185 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--nn-seed", type=int, default=None, help="seed for everything random (default: new, printed)")
     g.addoption("--nn-report-dir", default="nnconform-report", help="where results and reports go")
     g.addoption("--nn-vectors", default=None,
-                help="directory of AOSP golden vectors (default: $NNCONFORM_VECTORS or ../shared/aosp_vectors)")
+                help="directory of AOSP golden vectors (default: $NNCONFORM_VECTORS or the bundled copy)")
     g.addoption("--nn-hypothesis-profile", default="default", choices=("ci", "default", "nightly"),
                 help="Hypothesis profile of the random suite: ci (small, derandomised), default, "
                      "nightly (many examples, no deadline)")
     g.addoption("--nn-max-examples", type=int, default=None,
                 help="random suite: examples per test (overrides the profile's count)")
+    g.addoption("--nn-in-process", action="store_true",
+                help="load the driver into the pytest process instead of a driver host (debugging "
+                     "under pdb); a crash or hang of the driver then ends or stalls the run")
+    g.addoption("--nn-call-timeout", type=float, default=None,
+                help="seconds one driver call may take before the case is a HANG (default 60)")
+    g.addoption("--nn-mem-limit", default=None,
+                help="memory limit (RLIMIT_AS) of the driver host: 4G, 512M, 0 = none (default 4G)")
+    g.addoption("--nn-resume", action="store_true",
+                help="continue the interrupted run recorded in the report directory")
 
 
 class NnSession:
-    """Per-run state: the driver, the seed, the results journal."""
+    """Per-process state: the driver, the seed, the results journal."""
 
     def __init__(self, config: pytest.Config):
+        from .isolation import DEFAULT_CALL_TIMEOUT, DEFAULT_MEM_LIMIT
         self.config = config
         self.driver_spec: str = config.getoption("driver")
-        seed = config.getoption("nn_seed")
-        self.seed: int = seed if seed is not None else random.SystemRandom().randrange(2**31)
+        self.workerinput: dict | None = getattr(config, "workerinput", None)
+        self.is_worker = self.workerinput is not None
         self.report_dir = Path(config.getoption("nn_report_dir")).resolve()
         self.vectors_option = config.getoption("nn_vectors")
+        self.in_process: bool = bool(config.getoption("nn_in_process"))
+        timeout = config.getoption("nn_call_timeout")
+        self.call_timeout = float(timeout) if timeout is not None else DEFAULT_CALL_TIMEOUT
+        if self.call_timeout <= 0:
+            raise pytest.UsageError("--nn-call-timeout must be > 0 seconds")
+        try:
+            limit = config.getoption("nn_mem_limit")
+            self.mem_limit = _parse_size(limit) if limit is not None else DEFAULT_MEM_LIMIT
+        except ValueError as e:
+            raise pytest.UsageError(f"--nn-mem-limit: {e}") from None
+        self.resume: bool = bool(config.getoption("nn_resume"))
+        self.done_nodeids: set[str] = set()
+        self.previous: Path | None = None
+        self.planned: int | None = None
+        seed = config.getoption("nn_seed")
+        if self.is_worker:
+            seed = self.workerinput.get("nn_seed", seed)
+            self.done_nodeids = set(self.workerinput.get("nn_done", ()))
+        self.seed: int = seed if seed is not None else random.SystemRandom().randrange(2**31)
         self._device = None
         self._writer = None
+        self._reportdir = None
         self.rows = 0
         self.started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+    # report directory (controlling process only) -----------------------------------------
+    def open_report_dir(self) -> None:
+        from .reportdir import ReportDirError, acquire
+        from .results import read_results
+        try:
+            self._reportdir = acquire(self.report_dir)
+            if self.resume:
+                try:
+                    status = self._reportdir.read_status()
+                except (OSError, ValueError) as e:
+                    raise ReportDirError(f"--resume: no run to resume in {self.report_dir} ({e})") from None
+                if status.get("driver") and status["driver"] != self.driver_spec:
+                    raise ReportDirError(f"--resume: {self.report_dir} holds a run of driver "
+                                         f"{status['driver']!r}, not {self.driver_spec!r}")
+                if self.config.getoption("nn_seed") is None and isinstance(status.get("seed"), int):
+                    self.seed = status["seed"]
+                self.started = str(status.get("started", self.started))
+                journal = self.report_dir / "results.jsonl"
+                if journal.exists():
+                    self.done_nodeids = {str(r.extra.get("nodeid")) for r in read_results(journal)
+                                         if r.extra.get("nodeid")}
+            else:
+                self.previous = self._reportdir.rotate()
+            self.write_status("running")
+        except ReportDirError as e:
+            raise pytest.UsageError(str(e)) from None
+        except OSError as e:
+            from .reportdir import describe_os_error
+            raise pytest.UsageError(describe_os_error(e, self.report_dir)) from None
+
+    def write_status(self, status: str, done: int | None = None) -> None:
+        if self._reportdir is None:
+            return
+        meta = dict(self.meta(), status=status, planned=self.planned, done=done,
+                    driver=self.driver_spec, seed=self.seed, started=self.started)
+        self._reportdir.write_status(meta)
+
+    def close_report_dir(self) -> None:
+        from .reportdir import release
+        if self._reportdir is not None:
+            release(self._reportdir)
+            self._reportdir = None
 
     # driver -------------------------------------------------------------------------
     @property
     def device(self):
         if self._device is None:
-            from .loader import load_driver
             from .errors import DriverLoadError
             try:
-                self._device = load_driver(self.driver_spec)
+                if self.in_process:
+                    from .loader import load_driver
+                    self._device = load_driver(self.driver_spec)
+                else:
+                    from .isolation import open_isolated
+                    self._device = open_isolated(self.driver_spec, call_timeout=self.call_timeout,
+                                                 mem_limit=self.mem_limit)
             except DriverLoadError as e:
-                pytest.exit(f"nnconform: {e}", returncode=4)
+                pytest.exit(f"nnconform: {e}", returncode=2)
         return self._device
+
+    @property
+    def isolated(self) -> bool:
+        return self._device is not None and getattr(self._device, "isolated", False)
 
     @property
     def driver_name(self) -> str:
         return getattr(self._device, "name", None) or self.driver_spec
 
+    def isolation_text(self) -> str:
+        if self.in_process:
+            return "in-process (--nn-in-process: no driver host, no crash/hang protection)"
+        limit = f"{self.mem_limit / 2**30:g} GiB" if self.mem_limit else "none"
+        return f"driver host per test process; call bound {self.call_timeout:g} s; memory limit {limit}"
+
+    def close_device(self) -> None:
+        dev, self._device = self._device, None
+        if dev is not None and hasattr(dev, "close") and getattr(dev, "isolated", False):
+            dev.close()
+
     # results --------------------------------------------------------------------------
     def meta(self) -> dict:
         # human-readable keys: the HTML report shows them as they are
         return {"driver": self.driver_spec, "seed": self.seed, "harness version": __version__,
-                "started": self.started, "python": sys.version.split()[0]}
+                "started": self.started, "python": sys.version.split()[0],
+                "isolation": self.isolation_text()}
 
     def write_row(self, record) -> None:
         from .results import ResultsWriter
-        if self._writer is None:
-            self.report_dir.mkdir(parents=True, exist_ok=True)
-            path = self.report_dir / "results.jsonl"
-            if path.exists():
-                path.unlink()  # a new run starts a new journal
-            (self.report_dir / "run.json").write_text(json.dumps(self.meta(), indent=1))
-            self._writer = ResultsWriter(path)
-        self._writer.write(record)
+        from .reportdir import describe_os_error
+        try:
+            if self._writer is None:
+                self.report_dir.mkdir(parents=True, exist_ok=True)
+                self._writer = ResultsWriter(self.report_dir / "results.jsonl")
+            self._writer.write(record)
+        except OSError as e:
+            # Rows already written stay valid (each is one fsynced line); this one cannot be.
+            pytest.exit(f"nnconform: {describe_os_error(e, self.report_dir / 'results.jsonl')}", returncode=3)
         self.rows += 1
 
     def failure_dir(self) -> Path:
         d = self.report_dir / "failures"
+        if os.path.islink(d):
+            os.unlink(d)    # a planted link is replaced, never written through
         d.mkdir(parents=True, exist_ok=True)
         return d
+
+    def _unique_failure_path(self, test_id: str) -> Path:
+        """A new file for this failure: two test ids that clean to the same name (or two xdist
+        workers) must not overwrite each other's dump.  O_EXCL reserves the name."""
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", test_id).strip("_.")[:150] or "case"
+        d = self.failure_dir()
+        for n in range(1, 10_000):
+            path = d / (f"{safe}.spec.json" if n == 1 else f"{safe}.{n}.spec.json")
+            try:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+                return path
+            except FileExistsError:
+                continue
+        raise FileExistsError(f"{d}: too many failures named {safe}")
 
     def dump_failure(self, test_id: str, model, inputs, expected, outcome, *, ignored=None,
                      expect_failure: bool = False, extra_meta: dict | None = None) -> tuple[str, str]:
         """Write a replayable spec for a failed case; returns (path, replay command)."""
-        from .spec import SpecExample, SpecFile, dump_spec
-        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", test_id).strip("_")[:150]
-        path = self.failure_dir() / f"{safe}.spec.json"
+        from .reportdir import atomic_write
+        from .spec import SpecExample, SpecFile, dumps_spec
+        path = self._unique_failure_path(test_id)
         meta = {"seed": self.seed, "driver": self.driver_spec, "harness_version": __version__,
                 "test_id": test_id, "message": outcome.message, "stage": outcome.stage}
         if outcome.comparison is not None:
@@ -110,16 +245,20 @@ class NnSession:
         replay = f"nnconform replay {shlex.quote(str(path))} --driver {shlex.quote(self.driver_spec)}"
         meta["replay"] = replay
         ex = SpecExample("case", list(inputs), list(expected), tuple(ignored or ()), expect_failure)
-        dump_spec(SpecFile(model, [ex], meta), path)
+        atomic_write(path, dumps_spec(SpecFile(model, [ex], meta)))
         return str(path), replay
 
     def conclude(self, record: dict, outcome, *, test_id: str, model, inputs, expected, ignored=None,
                  expect_failure: bool = False) -> None:
         """Turn a runner outcome into pytest's verdict (and a dumped spec on failure)."""
-        record["message"] = outcome.message
+        from .textsafe import clean_text
+        record["message"] = clean_text(outcome.message)[:MESSAGE_LIMIT]
         if outcome.outcome == "SKIP":
-            pytest.skip(outcome.message)
-        if outcome.outcome in ("FAIL", "ERROR"):
+            pytest.skip(record["message"])
+        if outcome.outcome in ("CRASH", "HANG"):
+            record["outcome"] = outcome.outcome
+            record["extra"]["incident"] = _incident_extra(outcome.details or {})
+        if outcome.outcome in ("FAIL", "ERROR", "CRASH", "HANG"):
             try:
                 record["spec_path"], record["replay"] = self.dump_failure(
                     test_id, model, inputs, expected, outcome, ignored=ignored, expect_failure=expect_failure)
@@ -129,15 +268,64 @@ class NnSession:
                         pytrace=False)
 
 
+def _incident_extra(details: dict) -> dict:
+    keep = ("stderr_tail", "host_pid", "signal", "exit_code", "protocol", "liveness")
+    return {k: details[k] for k in keep if k in details}
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    config.stash[_SESSION_KEY] = NnSession(config)
+    s = NnSession(config)
+    config.stash[_SESSION_KEY] = s
     config.addinivalue_line("markers", "nnconform: a conformance case recorded as a result row")
+    if not s.is_worker:
+        s.open_report_dir()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """xdist: every worker uses the controller's seed and skips what a resumed run has done."""
+    s: NnSession = node.config.stash[_SESSION_KEY]
+    node.workerinput["nn_seed"] = s.seed
+    node.workerinput["nn_done"] = sorted(s.done_nodeids)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids) -> None:
+    s: NnSession = node.config.stash[_SESSION_KEY]
+    planned = len(ids) + len(s.done_nodeids)
+    if s.planned is None or planned > s.planned:
+        s.planned = planned
+        s.write_status("running")
+
+
+def _is_case(item) -> bool:
+    return "nn_record" in getattr(item, "fixturenames", ())
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config: pytest.Config, items: list) -> None:
+    s: NnSession = config.stash[_SESSION_KEY]
+    if not s.is_worker:
+        s.planned = sum(1 for it in items if _is_case(it))
+    if s.done_nodeids:
+        done = [it for it in items if it.nodeid in s.done_nodeids]
+        if done:
+            config.hook.pytest_deselected(items=done)
+            items[:] = [it for it in items if it.nodeid not in s.done_nodeids]
+    if not s.is_worker:
+        s.write_status("running")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     s = config.stash[_SESSION_KEY]
-    return [f"nnconform {__version__}: driver {s.driver_spec}, seed {s.seed} "
-            f"(replay with --nn-seed {s.seed}), report dir {s.report_dir}"]
+    lines = [f"nnconform {__version__}: driver {s.driver_spec}, seed {s.seed} "
+             f"(replay with --nn-seed {s.seed}), report dir {s.report_dir}",
+             f"nnconform isolation: {s.isolation_text()}"]
+    if s.previous is not None:
+        lines.append(f"nnconform: the earlier run's results were moved to {s.previous}")
+    if s.resume:
+        lines.append(f"nnconform: resuming, {len(s.done_nodeids)} cases already recorded")
+    return lines
 
 
 @pytest.fixture(scope="session")
@@ -150,12 +338,23 @@ def nn_device(nn_session: NnSession):
     return nn_session.device
 
 
+def _new_record() -> dict:
+    return {"suite": "", "operations": [], "data_types": [], "spec_path": "", "message": "", "replay": "",
+            "extra": {}}
+
+
 @pytest.fixture
 def nn_record(request: pytest.FixtureRequest) -> dict:
-    rec: dict[str, Any] = {"suite": "", "operations": [], "data_types": [], "spec_path": "",
-                           "message": "", "replay": "", "extra": {}}
+    rec: dict[str, Any] = _new_record()
     request.node.stash[_PHASES_KEY] = {"record": rec, "reports": []}
     return rec
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Incidents (host crashes and hangs) from here on belong to this test.
+    s: NnSession = item.config.stash[_SESSION_KEY]
+    item.stash[_MARK_KEY] = len(s._device.incidents) if s.isolated else 0
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -164,11 +363,10 @@ def pytest_runtest_makereport(item: pytest.Item, call):
     report = outcome.get_result()
     phases = item.stash.get(_PHASES_KEY, None)
     if phases is None:
-        if "nn_record" not in getattr(item, "fixturenames", ()):
+        if not _is_case(item):
             return
         # setup failed before the fixture ran: still record the case
-        phases = {"record": {"suite": "", "operations": [], "data_types": [], "spec_path": "",
-                             "message": "", "replay": "", "extra": {}}, "reports": []}
+        phases = {"record": _new_record(), "reports": []}
         item.stash[_PHASES_KEY] = phases
     phases["reports"].append(report)
     if report.when == "teardown":
@@ -178,14 +376,46 @@ def pytest_runtest_makereport(item: pytest.Item, call):
 def _crash_line(report) -> str:
     crash = getattr(report.longrepr, "reprcrash", None)
     if crash is not None:
-        return crash.message.splitlines()[0]
+        return crash.message.splitlines()[0] if crash.message else ""
     if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:  # skip: (file, line, reason)
         return str(report.longrepr[2]).removeprefix("Skipped: ")
     return str(report.longrepr).splitlines()[-1] if report.longrepr else ""
 
 
+def _host_verdict(session: NnSession, item: pytest.Item, rec: dict) -> tuple[str, str] | None:
+    """CRASH/HANG if the driver host died or hung during this test; a FAIL if the driver left
+    processes or /dev/shm entries behind.  None when the host behaved."""
+    if not session.isolated:
+        return None
+    dev = session._device
+    busy = dev.busy_calls()
+    if busy:
+        # The test stopped waiting (its own watchdog fired) but the call never answered.
+        dev.declare_hang(f"the test ended with driver call(s) still unanswered: {', '.join(sorted(set(busy)))}")
+    new = dev.incidents[item.stash.get(_MARK_KEY, 0):]
+    if new:
+        first = new[0]
+        first["liveness"] = dev.liveness()
+        rec["extra"]["incident"] = _incident_extra(first)
+        if len(new) > 1:
+            rec["extra"]["incidents"] = len(new)
+        return first["verdict"], f"{first['message']}; {first['liveness']}"
+    left = dev.end_case()
+    if left["processes"] or left["shm"]:
+        rec["extra"]["leftovers"] = left
+        parts = []
+        if left["processes"]:
+            parts.append(f"{len(left['processes'])} process(es) still running after the case, killed: "
+                         + "; ".join(left["processes"][:3]))
+        if left["shm"]:
+            parts.append(f"{len(left['shm'])} new /dev/shm entr(ies): {', '.join(left['shm'][:3])}")
+        return "FAIL", "driver left " + " and ".join(parts)
+    return None
+
+
 def _write_item_row(item: pytest.Item, phases: dict) -> None:
     from .results import ResultRecord
+    from .textsafe import clean_text
     session: NnSession = item.config.stash[_SESSION_KEY]
     rec = phases["record"]
     outcome, message = "PASS", rec.get("message", "")
@@ -201,26 +431,101 @@ def _write_item_row(item: pytest.Item, phases: dict) -> None:
             break
         if r.when == "teardown" and r.failed:
             outcome, message = "ERROR", _crash_line(r)
+    if rec.get("outcome") in ("CRASH", "HANG"):
+        outcome = rec["outcome"]
+    host = _host_verdict(session, item, rec)
+    if host is not None:
+        verdict, why = host
+        if verdict in ("CRASH", "HANG") and outcome not in ("CRASH", "HANG"):
+            outcome, message = verdict, why + (f" (the test said: {message})" if message else "")
+        elif verdict in ("CRASH", "HANG"):
+            message = message if "liveness" in message else f"{message}; {why.rsplit('; ', 1)[-1]}"
+        elif outcome in ("PASS", "SKIP"):
+            outcome, message = verdict, why
+        else:
+            message = f"{message}; {why}"
+        # Make pytest's own verdict agree with the row: a case the host broke did not pass.
+        for r in phases["reports"]:
+            if r.when == "call" and r.outcome != "failed":
+                r.outcome, r.longrepr = "failed", f"nnconform: {outcome}: {why}"
+    rec["extra"]["nodeid"] = item.nodeid
+    if session.in_process:
+        rec["extra"]["isolation"] = "in-process"
     suite = rec.get("suite") or Path(str(item.fspath)).stem.removeprefix("test_")
     duration = sum(r.duration for r in phases["reports"])
     session.write_row(ResultRecord(
         suite=suite, test_id=rec.get("test_id") or item.name, driver=session.driver_name,
         operations=list(rec.get("operations", [])), data_types=list(rec.get("data_types", [])),
         outcome=outcome, duration_s=round(duration, 6), seed=session.seed,
-        spec_path=rec.get("spec_path", ""), message=message, replay=rec.get("replay", ""),
+        spec_path=rec.get("spec_path", ""), message=clean_text(message)[:MESSAGE_LIMIT], replay=rec.get("replay", ""),
         extra=rec.get("extra", {})))
+
+
+def _journal_counts(report_dir: Path) -> tuple[int, dict]:
+    """Distinct cases recorded (by node id) and outcome counts, from the journal."""
+    from .results import read_results
+    path = report_dir / "results.jsonl"
+    if not path.exists():
+        return 0, {}
+    rows = read_results(path)
+    latest: dict[str, str] = {}
+    for i, r in enumerate(rows):
+        latest[str(r.extra.get("nodeid") or f"#{i}")] = r.outcome
+    counts: dict[str, int] = {}
+    for o in latest.values():
+        counts[o] = counts.get(o, 0) + 1
+    return len(latest), counts
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     s: NnSession = session.config.stash[_SESSION_KEY]
-    if s.rows:
-        from .reports import build_reports
-        # The coverage table describes the reference executor; show it on reference runs.
-        s.reports = build_reports(s.report_dir, meta=s.meta(), with_coverage=s.driver_spec == "reference")
+    if s.is_worker:
+        s.close_device()
+        return
+    from .reportdir import describe_os_error
+    try:
+        done, counts = _journal_counts(s.report_dir)
+    except (OSError, ValueError) as e:
+        s.status_line = f"nnconform: cannot read the results journal: {e}"
+        return
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or session.shouldstop or session.shouldfail
+    planned = s.planned
+    if planned is not None and done >= planned and not interrupted:
+        status = f"complete: {done} of {planned} cases"
+    elif planned is None:
+        status = f"interrupted after {done} cases" if interrupted else f"complete: {done} cases"
+    else:
+        status = f"interrupted after {done} of {planned} cases"
+    s.final_status, s.final_counts = status, counts
+    try:
+        s.write_status(status, done)
+        if done:
+            from .reports import build_reports
+            # The coverage table describes the reference executor; show it on reference runs.
+            s.reports = build_reports(s.report_dir, meta=dict(s.meta(), status=status),
+                                      with_coverage=s.driver_spec == "reference")
+    except OSError as e:
+        s.status_line = f"nnconform: {describe_os_error(e, s.report_dir)}; rows already in results.jsonl are valid"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    s: NnSession | None = config.stash.get(_SESSION_KEY, None)
+    if s is None:
+        return
+    s.close_device()
+    s.close_report_dir()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
     s: NnSession = config.stash[_SESSION_KEY]
-    if s.rows and getattr(s, "reports", None):
+    if s.is_worker:
+        return
+    if getattr(s, "status_line", None):
+        terminalreporter.write_line(s.status_line, red=True)
+    status = getattr(s, "final_status", None)
+    if status is not None:
+        counts = ", ".join(f"{n} {o}" for o, n in sorted(s.final_counts.items()))
+        terminalreporter.write_line(f"nnconform: run {status} ({counts or 'no rows'}), seed {s.seed}")
+    if getattr(s, "reports", None):
         csv_path, html_path = s.reports
-        terminalreporter.write_line(f"nnconform: {s.rows} results (seed {s.seed}) -> {csv_path}, {html_path}")
+        terminalreporter.write_line(f"nnconform: reports -> {csv_path}, {html_path}")

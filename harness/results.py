@@ -12,6 +12,7 @@ SUCCESS / FAILURE / HANG / CRASH (MLTS crash-test classification).
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import datetime as _dt
 import json
 import math
@@ -119,20 +120,29 @@ class ResultsWriter:
     """Appends records to a JSON-lines file, one durable line each.
 
     Opening an existing file keeps its rows; a partial last line left by a killed run is cut
-    off first, so the new rows do not glue onto it.  Safe for several threads of one process.
+    off first, so the new rows do not glue onto it.  Safe for several threads of one process
+    and for several processes (pytest-xdist workers share one journal): each line is one
+    O_APPEND write under an exclusive flock.  A symlink in the journal's place is refused
+    (O_NOFOLLOW), never written through.
     """
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._trim_partial_line()
-        self._f = open(self.path, "a", encoding="utf-8")
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        self._f = os.fdopen(fd, "a", encoding="utf-8")
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            self._trim_partial_line()
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
 
     def _trim_partial_line(self) -> None:
         if not self.path.exists():
             return
-        with open(self.path, "rb+") as f:
+        fd = os.open(self.path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb+") as f:
             size = f.seek(0, os.SEEK_END)
             if size == 0:
                 return
@@ -160,9 +170,14 @@ class ResultsWriter:
         with self._lock:
             if self._f.closed:
                 raise ValueError(f"results writer for {self.path} is closed")
-            self._f.write(line)
-            self._f.flush()
-            os.fsync(self._f.fileno())
+            fd = self._f.fileno()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                self._f.write(line)
+                self._f.flush()
+                os.fsync(fd)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
 
     def write_all(self, records: Iterable[ResultRecord]) -> None:
         for r in records:

@@ -2,7 +2,9 @@
 
 supported_operations -> prepare -> execute -> sanity of the result -> accuracy criteria.
 Whatever the driver does (raise a plain exception, return garbage, the wrong shape or dtype)
-becomes an outcome with a one-line message, never an exception escaping the harness.
+becomes an outcome with a one-line message, never an exception escaping the harness.  Behind
+a driver host (nnconform.isolation) two more outcomes exist: CRASH (the host died during a
+call) and HANG (a call did not answer within its bound).
 """
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ import numpy as np
 from .criteria import Comparison, compare
 from .driver import Device, DriverError, ExecutionResult
 from .ir import Model, Request
+from .isolation import DriverProtocolError, HostIncident, StaleHandle
 
 PASS, FAIL, SKIP, ERROR = "PASS", "FAIL", "SKIP", "ERROR"
+CRASH, HANG = "CRASH", "HANG"
 
 
 @dataclass
@@ -27,11 +31,19 @@ class CaseOutcome:
     actual: list[np.ndarray] | None = None
     comparison: Comparison | None = None
     duration_s: float = 0.0
+    details: dict | None = None           # CRASH/HANG: stderr tail, host pid, exit code or signal
 
 
 def _describe_exc(e: BaseException) -> str:
     text = str(e).splitlines()[0] if str(e) else ""
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _release(prepared) -> None:
+    try:
+        prepared.release()
+    except StaleHandle:
+        return  # its host died during execute: nothing left to release, and the CRASH/HANG is the verdict
 
 
 def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
@@ -51,7 +63,13 @@ def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
         if expect_failure:
             return done(PASS, f"rejected as expected by supported_operations: {e}", "supported")
         return done(FAIL, f"supported_operations failed on a valid model: {e}", "supported")
+    except HostIncident as e:
+        return done(e.verdict, f"{e} (in supported_operations)", "supported", details=e.details)
+    except DriverProtocolError as e:
+        return done(FAIL, str(e), "supported")
     except Exception as e:  # a driver bug must become a recorded FAIL, not a harness crash
+        return done(FAIL, f"driver raised in supported_operations: {_describe_exc(e)}", "supported")
+    except (SystemExit, GeneratorExit) as e:  # in-process only; behind a host these are plain FAILs
         return done(FAIL, f"driver raised in supported_operations: {_describe_exc(e)}", "supported")
     if not isinstance(supported, (list, tuple)) or len(supported) != len(model.main.operations) \
             or not all(isinstance(s, (bool, np.bool_)) for s in supported):
@@ -69,7 +87,11 @@ def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
         if expect_failure:
             return done(PASS, f"rejected as expected by prepare: {e}", "prepare")
         return done(FAIL, f"prepare failed although every operation is supported: {e}", "prepare")
-    except Exception as e:
+    except HostIncident as e:
+        return done(e.verdict, f"{e} (in prepare)", "prepare", details=e.details)
+    except DriverProtocolError as e:
+        return done(FAIL, str(e), "prepare")
+    except (Exception, SystemExit, GeneratorExit) as e:
         return done(FAIL, f"driver raised in prepare: {_describe_exc(e)}", "prepare")
 
     # 3. execute
@@ -78,12 +100,16 @@ def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
             request = Request.from_arrays(model, list(inputs))
             result = prepared.execute(request, measure_timing=measure_timing, loop_timeout=loop_timeout)
         finally:
-            prepared.release()
+            _release(prepared)
     except DriverError as e:
         if expect_failure:
             return done(PASS, f"execution failed as expected: {e}", "execute")
         return done(FAIL, f"execution failed on [{ops}]: {e}", "execute")
-    except Exception as e:
+    except HostIncident as e:
+        return done(e.verdict, f"{e} (in execute on [{ops}])", "execute", details=e.details)
+    except DriverProtocolError as e:
+        return done(FAIL, f"{e} (on [{ops}])", "execute")
+    except (Exception, SystemExit, GeneratorExit) as e:
         return done(FAIL, f"driver raised in execute on [{ops}]: {_describe_exc(e)}", "execute")
     if expect_failure:
         return done(FAIL, f"driver accepted and executed an invalid model [{ops}] (must fail)", "execute")

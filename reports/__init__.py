@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Mapping
 
@@ -24,7 +25,17 @@ def build_reports(report_dir: str | os.PathLike, meta: Mapping[str, object] | No
     operation coverage table (vectors passed counted from these results).  A truncated last row (killed run) is ignored."""
     report_dir = Path(report_dir)
     records = read_results(report_dir / RESULTS_FILE)
-    csv_path = write_csv(records, report_dir / CSV_FILE)
+    # Written under a fresh temporary name, then renamed into place: a symlink planted at
+    # results.csv or report.html is replaced, never written through.
+    fd, tmp = tempfile.mkstemp(prefix=".results.csv.", suffix=".tmp", dir=report_dir)
+    os.close(fd)
+    try:
+        write_csv(records, tmp)
+        os.replace(tmp, report_dir / CSV_FILE)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    csv_path = report_dir / CSV_FILE
     coverage_rows = None
     if with_coverage:
         from nnconform.coverage import coverage

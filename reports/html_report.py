@@ -39,6 +39,10 @@ td.skip { background: #e4e4e4; color: #555; } td.empty { background: #fff; }
 .outcome-SKIP { color: #666; }
 code { font-size: 0.9em; white-space: pre-wrap; word-break: break-all; }
 .legend { color: #555; font-size: 0.85em; }
+.status { font-size: 1.1em; font-weight: bold; padding: 0.4em 0.7em; border-radius: 4px; display: inline-block; }
+.status-complete { background: #c8efc8; color: #17631a; }
+.status-running { background: #fff3c4; color: #6b5200; }
+.status-interrupted { background: #f4b6b6; color: #a30000; }
 """
 
 
@@ -154,6 +158,17 @@ def _metadata(records: list[ResultRecord], meta: Mapping[str, object] | None) ->
     return "<h2>Run</h2>\n" + _table(["", ""], [[k, v] for k, v in m.items()])
 
 
+def _status(meta: Mapping[str, object] | None) -> str:
+    """The banner that says whether this report is the whole run: a report of an
+    interrupted or still running run must not pass for a complete one."""
+    status = str((meta or {}).get("status", "") or "")
+    if not status:
+        return ""
+    kind = "complete" if status.startswith("complete") else ("running" if status.startswith("running")
+                                                              else "interrupted")
+    return f'<p class="status status-{kind}">Run status: {_e(status)}</p>'
+
+
 def _coverage(rows) -> str:
     """The reference executor's operation x data type coverage (harness/coverage.py rows)."""
     if not rows:
@@ -172,7 +187,7 @@ def _coverage(rows) -> str:
 def render_html(records: Iterable[ResultRecord], title: str = "nnconform report",
                 meta: Mapping[str, object] | None = None, coverage_rows=None) -> str:
     records = list(records)
-    body = "\n".join([f"<h1>{_e(title)}</h1>", _metadata(records, meta), _summary(records),
+    body = "\n".join([f"<h1>{_e(title)}</h1>", _status(meta), _metadata(records, meta), _summary(records),
                       _matrix(records), _failures(records), _coverage(coverage_rows)])
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<title>{_e(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n{body}\n"
@@ -184,7 +199,7 @@ def write_html(records: Iterable[ResultRecord], path: str | os.PathLike,
                meta: Mapping[str, object] | None = None, coverage_rows=None) -> Path:
     """Write the report; ``meta`` (driver, seed, harness version, date, ...) is shown as
     given and overrides the defaults taken from the records."""
+    from nnconform.reportdir import atomic_write
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(records, title=title, meta=meta, coverage_rows=coverage_rows), encoding="utf-8")
-    return path
+    return atomic_write(path, render_html(records, title=title, meta=meta, coverage_rows=coverage_rows))

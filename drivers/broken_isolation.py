@@ -1,0 +1,241 @@
+"""DELIBERATELY HOSTILE DRIVERS, for testing driver isolation.  Never use them as references.
+
+Each is the reference driver plus one way a driver in bring-up can hurt the process it runs
+in.  Most strike only on models with a FLOOR operation (the generated suite has two such
+cases: floor_fp32 and floor_fp16), so a test can check that exactly those cases
+get the verdict and every other case the reference driver's outcome:
+
+    Segfault            execute dereferences NULL                      -> CRASH (SIGSEGV)
+    ExitZero            execute calls os._exit(0)                      -> CRASH (exit code 0)
+    SysExit             execute raises SystemExit(3)                   -> FAIL
+    KeyboardInterrupts  execute raises KeyboardInterrupt               -> FAIL
+    HangsInExecute      execute never returns                          -> HANG
+    HangsInPrepare      prepare never returns, with SIGALRM ignored    -> HANG
+    Allocates30GB       execute allocates 30 GB                        -> FAIL (MemoryError)
+    LyingArray          outputs are zeros in an ndarray subclass whose == is always True -> FAIL
+    PatchesNnconform    replaces nnconform's comparisons with "always pass", returns zeros -> FAIL
+    ForksChild          execute starts a child process and leaves it   -> FAIL (process left)
+    SetsidChild         the same child in a new session (escapes the process group) -> FAIL
+    DoubleForks         a grandchild whose parent exits (re-parented)  -> FAIL
+    ScribblesInputs     every execution zeroes its input arrays after computing the right
+                        outputs (all cases; in isolation it harms nobody)  -> same as reference
+
+Name them as ``nnconform.drivers.broken_isolation:Segfault``.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from nnconform.driver import ExecutionResult
+from nnconform.ir import OperationType as Op
+
+from .reference import ReferenceDevice, ReferencePreparedModel
+
+TRIGGER = Op.FLOOR
+CHILD_SECONDS = "600"
+
+
+def _triggered(model) -> bool:
+    return any(op.type == TRIGGER for op in model.main.operations)
+
+
+class _HostilePrepared(ReferencePreparedModel):
+    hook = None
+
+    def execute(self, request, **kw) -> ExecutionResult:
+        if _triggered(self.model):
+            return type(self).hook(self, request, kw)
+        return super().execute(request, **kw)
+
+
+class _Hostile(ReferenceDevice):
+    name = "hostile"
+    hook = None
+
+    def prepare(self, model, **kw):
+        pm = super().prepare(model, **kw)
+        cls = type(f"{type(self).__name__}Prepared", (_HostilePrepared,), {"hook": type(self).hook})
+        return cls(pm.model)
+
+
+def _correct(pm, request, kw) -> ExecutionResult:
+    return ReferencePreparedModel.execute(pm, request, **kw)
+
+
+def _segfault(pm, request, kw):
+    ctypes.string_at(0)      # reads address 0: SIGSEGV
+
+
+def _exit_zero(pm, request, kw):
+    os._exit(0)
+
+
+def _sys_exit(pm, request, kw):
+    raise SystemExit(3)
+
+
+def _keyboard_interrupt(pm, request, kw):
+    raise KeyboardInterrupt
+
+
+def _hang(pm, request, kw):
+    while True:
+        time.sleep(1)
+
+
+def _allocate_30gb(pm, request, kw):
+    big = np.ones((30 << 30) // 4, np.float32)   # far beyond the driver host's memory limit
+    return ExecutionResult((big[:1],), ())
+
+
+class _AlwaysEqual(np.ndarray):
+    """An array that says it equals anything."""
+
+    def __eq__(self, other):
+        return np.ones(np.broadcast(self, other).shape, bool) if hasattr(other, "shape") else True
+
+    def __ne__(self, other):
+        return np.zeros(np.broadcast(self, other).shape, bool) if hasattr(other, "shape") else False
+
+    def all(self, *a, **k):
+        return True
+
+    def tolist(self):
+        return "equal to whatever you expected"
+
+
+def _lying_array(pm, request, kw):
+    good = _correct(pm, request, kw)
+    liars = tuple(np.zeros_like(o).view(_AlwaysEqual) for o in good.outputs)
+    return ExecutionResult(liars, good.output_shapes, good.timing)
+
+
+def _zeros(pm, request, kw):
+    good = _correct(pm, request, kw)
+    return ExecutionResult(tuple(np.zeros_like(o) for o in good.outputs), good.output_shapes, good.timing)
+
+
+def _spawn(pm, request, kw, **popen):
+    subprocess.Popen(["sleep", CHILD_SECONDS], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, **popen)
+    return _correct(pm, request, kw)
+
+
+def _fork_child(pm, request, kw):
+    return _spawn(pm, request, kw)
+
+
+def _setsid_child(pm, request, kw):
+    return _spawn(pm, request, kw, start_new_session=True)
+
+
+def _double_fork(pm, request, kw):
+    # The intermediate shell exits at once; its background sleep is re-parented.
+    subprocess.run(["sh", "-c", f"setsid sleep {CHILD_SECONDS} >/dev/null 2>&1 &"], check=True)
+    return _correct(pm, request, kw)
+
+
+class Segfault(_Hostile):
+    hook = _segfault
+
+
+class ExitZero(_Hostile):
+    hook = _exit_zero
+
+
+class SysExit(_Hostile):
+    hook = _sys_exit
+
+
+class KeyboardInterrupts(_Hostile):
+    hook = _keyboard_interrupt
+
+
+class HangsInExecute(_Hostile):
+    hook = _hang
+
+
+class HangsInPrepare(ReferenceDevice):
+    """prepare of a FLOOR model never returns; SIGALRM (what a timeout based on alarm() would
+    use) is ignored by the whole process."""
+    name = "hostile"
+
+    def __init__(self):
+        super().__init__()
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+
+    def prepare(self, model, **kw):
+        if _triggered(model):
+            _hang(None, None, None)
+        return super().prepare(model, **kw)
+
+
+class Allocates30GB(_Hostile):
+    hook = _allocate_30gb
+
+
+class LyingArray(_Hostile):
+    hook = _lying_array
+
+
+class PatchesNnconform(_Hostile):
+    """Rewrites the harness's judges, in whatever process imported the driver."""
+    hook = _zeros
+
+    def __init__(self):
+        super().__init__()
+        from nnconform import criteria, runner
+        from nnconform.criteria import Comparison
+
+        def always_pass(model, expected, actual, **kw):
+            return Comparison(passed=True)
+        runner.compare = always_pass
+        criteria.compare = always_pass
+        for name, mod in list(sys.modules.items()):
+            if name.startswith("nnconform") and hasattr(mod, "compare"):
+                setattr(mod, "compare", always_pass)
+
+
+class ForksChild(_Hostile):
+    hook = _fork_child
+
+
+class SetsidChild(_Hostile):
+    hook = _setsid_child
+
+
+class DoubleForks(_Hostile):
+    hook = _double_fork
+
+
+class _ScribblingPrepared(ReferencePreparedModel):
+    def execute(self, request, **kw) -> ExecutionResult:
+        result = super().execute(request, **kw)
+        # Its own copies of the outputs first (the reference may return views of its inputs).
+        result = ExecutionResult(tuple(np.array(o, copy=True) for o in result.outputs), result.output_shapes,
+                                 result.timing)
+        for arg in request.inputs:           # after the right answer: zero what the caller gave us
+            arr = arg.value
+            if arr is None or not arr.size:
+                continue
+            if not arr.flags.writeable:
+                try:
+                    arr.setflags(write=True)
+                except ValueError:
+                    continue                  # memory it cannot make writable is safe from it
+            arr[...] = 0
+        return result
+
+
+class ScribblesInputs(ReferenceDevice):
+    name = "hostile"
+
+    def prepare(self, model, **kw):
+        return _ScribblingPrepared(super().prepare(model, **kw).model)

@@ -1,0 +1,340 @@
+"""The driver host: the process a driver lives in during a conformance run.
+
+Android runs every driver as its own HAL service process; nnconform does the same.  The harness
+starts ``python -X faulthandler -m nnconform.host --driver X`` (see nnconform.isolation), in its
+own session and process group, with ``RLIMIT_AS`` set, as the harness's child subreaper
+descendant.  The host loads the driver once and then serves calls read from a pipe: each call
+runs on a thread of its own, so concurrent executions stay concurrent, and its answer (or the
+exception it raised, whatever its type, BaseException included) goes back as JSON + raw bytes
+(nnconform.hostproto).  Objects the driver hands out (prepared models, bursts, fenced handles,
+device buffers) stay here, named by an integer handle.
+
+What the driver does to this process (crash, exit, patch nnconform, scribble on its copies of
+the inputs) cannot reach the harness: the harness sees only what comes back through the pipe,
+checks it, and treats a dead or silent host as a CRASH or HANG verdict.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import os
+import pickle
+import signal
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+import numpy as np
+
+from . import hostproto as wire
+from . import reaper
+
+# The harness spells interfaces by these names; the host reports which ones an object has.
+_PM_INTERFACES = ("AsyncExecution", "FencedExecution", "BurstExecution")
+_DEVICE_INTERFACES = ("CompilationCaching", "MemoryDomains")
+_RELEASED_KEEP = 16    # released objects kept reachable, so use-after-release still reaches the driver
+
+
+def _exc_reply(e: BaseException) -> dict:
+    from .driver import DriverError
+    if isinstance(e, DriverError):
+        text = str(e)
+        prefix = f"{e.status.name}: "
+        return {"kind": "driver_error", "status": int(e.status),
+                "message": text[len(prefix):] if text.startswith(prefix) else ("" if text == e.status.name else text),
+                "output_shapes": [_shape(s) for s in getattr(e, "output_shapes", ())]}
+    try:
+        text = str(e)
+    except BaseException as inner:  # a driver's exception whose __str__ itself raises
+        text = f"<str() of the exception raised {type(inner).__name__}>"
+    tb = traceback.extract_tb(e.__traceback__)
+    where = f"{tb[-1].filename}:{tb[-1].lineno}" if tb else ""
+    if isinstance(e, MemoryError):
+        limit = os.environ.get("NNCONFORM_HOST_MEM_LIMIT", "")
+        text += f" (the driver host's memory limit is {limit})" if limit else ""
+    return {"kind": "exception", "type": type(e).__name__[:80], "message": text[:2000], "where": where[:300],
+            "base": not isinstance(e, Exception)}
+
+
+def _shape(s) -> dict:
+    return {"dimensions": [int(d) for d in s.dimensions], "is_sufficient": bool(s.is_sufficient)}
+
+
+def _timing(t) -> list:
+    return [None if t.time_on_device is None else int(t.time_on_device),
+            None if t.time_in_driver is None else int(t.time_in_driver)]
+
+
+class _Garbage(Exception):
+    """The driver returned something that is not what the interface promises."""
+
+
+def _result(result, bufs: list) -> dict:
+    from .driver import ExecutionResult
+    if not isinstance(result, ExecutionResult):
+        raise _Garbage(f"execute returned {type(result).__name__}, not an ExecutionResult")
+    outs = result.outputs
+    if not isinstance(outs, (list, tuple)) or not all(isinstance(a, np.ndarray) for a in outs):
+        raise _Garbage(f"execute returned outputs of type {type(outs).__name__} (need a sequence of numpy arrays)")
+    encoded = []
+    for i, a in enumerate(outs):
+        base = np.asarray(a)
+        if base.dtype.str not in wire.ALLOWED_DTYPES:
+            raise _Garbage(f"execute returned output {i} of dtype {base.dtype}, not a tensor storage type")
+        encoded.append(wire.encode_array(base, bufs))
+    try:
+        shapes = [_shape(s) for s in result.output_shapes]
+        timing = _timing(result.timing)
+    except (AttributeError, TypeError, ValueError) as e:
+        raise _Garbage(f"execute returned malformed output shapes or timing ({type(e).__name__})") from None
+    return {"outputs": encoded, "output_shapes": shapes, "timing": timing}
+
+
+class Host:
+    def __init__(self, device, res_fd: int):
+        self.device = device
+        self.res_fd = res_fd
+        self.write_lock = threading.Lock()
+        self.objects: dict[int, Any] = {0: device}
+        self.released: list[int] = []
+        self.fences: dict[int, threading.Event] = {}
+        self.next_id = 1
+        self.lock = threading.Lock()
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="nnconform-host-call")
+        self.shm_before = reaper.shm_snapshot()
+
+    # -- plumbing -------------------------------------------------------------------------
+    def send(self, header: dict, bufs: list = ()) -> None:
+        with self.write_lock:
+            wire.write_frame(self.res_fd, header, list(bufs))
+
+    def keep(self, obj) -> int:
+        with self.lock:
+            k = self.next_id
+            self.next_id += 1
+            self.objects[k] = obj
+        return k
+
+    def get(self, k: int):
+        obj = self.objects.get(k)
+        if obj is None:
+            raise LookupError(f"handle {k} is unknown to the driver host (dropped or never made)")
+        return obj
+
+    def forget(self, k: int) -> None:
+        with self.lock:
+            if k in self.objects and k != 0:
+                self.released.append(k)
+                while len(self.released) > _RELEASED_KEEP:
+                    self.objects.pop(self.released.pop(0), None)
+
+    # -- calls --------------------------------------------------------------------------
+    def serve(self, call_id: int, op: str, args: dict) -> None:
+        bufs: list = []
+        for k in args.pop("_drop", ()):    # objects the harness no longer references
+            self.forget(k)
+        try:
+            value = getattr(self, "op_" + op)(bufs=bufs, **args)
+            header = {"id": call_id, "ok": value}
+        except _Garbage as e:
+            header, bufs = {"id": call_id, "err": {"kind": "garbage", "message": str(e)}}, []
+        except BaseException as e:  # everything a driver raises is that call's answer
+            header, bufs = {"id": call_id, "err": _exc_reply(e)}, []
+        if call_id == 0:
+            return  # a notice: nobody waits for an answer
+        if self.dirty():
+            header["dirty"] = True
+        try:
+            self.send(header, bufs)
+        except (TypeError, ValueError) as e:   # a value that JSON cannot carry: the driver's garbage
+            self.send({"id": call_id, "err": {"kind": "garbage",
+                                              "message": f"{op} returned an unencodable value ({e})"[:300]}})
+
+    def dirty(self) -> bool:
+        """Has the driver left something behind: a child process (alive or not yet reaped;
+        as a subreaper, orphans of double forks are our children too) or a new /dev/shm
+        entry?  One waitid and one listdir, cheap enough to ask on every reply; only then
+        does the harness pay for the /proc walk of ``end_case``."""
+        try:
+            os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            return True
+        except ChildProcessError:
+            pass  # ECHILD: no children at all
+        return reaper.shm_snapshot() != self.shm_before
+
+    def op_capabilities(self, bufs) -> dict:
+        c = self.device.capabilities()
+        perf = lambda p: [float(p.exec_time), float(p.power_usage)]  # noqa: E731
+        return {"relaxed_scalar": perf(c.relaxed_float32_to_float16_scalar),
+                "relaxed_tensor": perf(c.relaxed_float32_to_float16_tensor),
+                "operand_performance": [[int(t), perf(p)] for t, p in c.operand_performance],
+                "if": perf(c.if_performance), "while": perf(c.while_performance)}
+
+    def op_supported(self, bufs, model) -> Any:
+        got = self.device.supported_operations(model)
+        if isinstance(got, (list, tuple)) and all(isinstance(s, (bool, np.bool_)) for s in got):
+            return [bool(s) for s in got]
+        return {"not_bools": repr(got)[:120]}
+
+    def _prepared(self, pm) -> dict:
+        from . import driver as d
+        return {"handle": self.keep(pm), "type": type(pm).__name__[:80],
+                "ifaces": [n for n in _PM_INTERFACES if isinstance(pm, getattr(d, n))],
+                "is_prepared_model": isinstance(pm, d.PreparedModel)}
+
+    def op_prepare(self, bufs, model, kwargs) -> dict:
+        return self._prepared(self.device.prepare(model, **kwargs))
+
+    def op_prepare_from_cache(self, bufs, token) -> dict:
+        return self._prepared(self.device.prepare_from_cache(token))
+
+    def op_execute(self, bufs, handle, request, kwargs) -> dict:
+        return _result(self.get(handle).execute(request, **kwargs), bufs)
+
+    def op_execute_async(self, bufs, handle, request, kwargs) -> dict:
+        fut = self.get(handle).execute_async(request, **kwargs)
+        if not isinstance(fut, concurrent.futures.Future):
+            raise _Garbage(f"execute_async returned {type(fut).__name__}, not a concurrent.futures.Future")
+        return _result(fut.result(), bufs)
+
+    def op_release(self, bufs, handle) -> None:
+        try:
+            self.get(handle).release()
+        finally:
+            self.forget(handle)
+
+    def op_execute_fenced(self, bufs, handle, request, fences, kwargs) -> dict:
+        events = []
+        for f in fences:
+            if f is None:
+                events.append(None)
+            else:
+                with self.lock:
+                    events.append(self.fences.setdefault(f, threading.Event()))
+        h = self.get(handle).execute_fenced(request, events, **kwargs)
+        return {"handle": self.keep(h)}
+
+    def signal_fence(self, fence: int) -> None:
+        with self.lock:
+            self.fences.setdefault(fence, threading.Event()).set()
+
+    def op_fenced_wait(self, bufs, handle, timeout) -> dict:
+        return _result(self.get(handle).wait(timeout), bufs)
+
+    def op_fenced_info(self, bufs, handle) -> dict:
+        info = self.get(handle).get_execution_info()
+        return {"status": int(info.status), "launched": _timing(info.timing_launched),
+                "fenced": _timing(info.timing_fenced)}
+
+    def op_configure_burst(self, bufs, handle) -> dict:
+        return {"handle": self.keep(self.get(handle).configure_burst())}
+
+    def op_burst_execute(self, bufs, handle, request, kwargs) -> dict:
+        return _result(self.get(handle).execute(request, **kwargs), bufs)
+
+    def op_allocate(self, bufs, desc, models, input_roles, output_roles) -> dict:
+        buf, token = self.device.allocate(desc, [self.get(m) for m in models], input_roles, output_roles)
+        return {"handle": self.keep(buf), "token": int(token)}
+
+    def op_copy_from(self, bufs, handle, array) -> None:
+        self.get(handle).copy_from(array)
+
+    def op_copy_to(self, bufs, handle) -> dict:
+        got = self.get(handle).copy_to()
+        if not isinstance(got, np.ndarray) or np.asarray(got).dtype.str not in wire.ALLOWED_DTYPES:
+            raise _Garbage(f"copy_to returned {type(got).__name__}, not a tensor array")
+        return wire.encode_array(got, bufs)
+
+    def op_drop(self, bufs, handles) -> None:
+        for k in handles:
+            self.forget(k)
+
+    def op_end_case(self, bufs) -> dict:
+        """What the driver left behind since the last case: processes (killed now, whatever
+        session they moved to) and new /dev/shm entries (named, and removed)."""
+        killed = reaper.kill_descendants(os.getpid())
+        now = reaper.shm_snapshot()
+        new = sorted(now - self.shm_before)
+        for name in new:
+            try:
+                os.unlink(os.path.join(reaper.SHM_DIR, name))
+            except OSError:
+                continue  # it went away by itself, or is a directory: named all the same
+        self.shm_before = now - set(new)
+        return {"processes": killed[:20], "shm": new[:20]}
+
+
+def _orphan_watchdog(parent: int) -> None:
+    # The harness died (SIGKILL gives it no chance to clean up): take our group and every
+    # descendant (setsid ones too) down with us.
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            reaper.kill_descendants(os.getpid())
+            os.killpg(0, signal.SIGKILL)
+
+
+def main(argv: list[str]) -> int:
+    import faulthandler
+    p = argparse.ArgumentParser(prog="nnconform.host")
+    p.add_argument("--driver", required=True)
+    p.add_argument("--req-fd", type=int, required=True)
+    p.add_argument("--res-fd", type=int, required=True)
+    p.add_argument("--mem-limit", type=int, default=0)
+    a = p.parse_args(argv)
+    t0 = time.perf_counter()
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
+    reaper.set_subreaper()
+    if a.mem_limit > 0:
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (a.mem_limit, a.mem_limit))
+        os.environ["NNCONFORM_HOST_MEM_LIMIT"] = f"{a.mem_limit / 2**30:g} GiB RLIMIT_AS"
+    threading.Thread(target=_orphan_watchdog, args=(os.getppid(),), daemon=True,
+                     name="nnconform-orphan-watchdog").start()
+    reader = wire.FrameReader(a.req_fd, trusted=True)
+
+    from .errors import NnError
+    from .loader import load_driver
+    from . import driver as d
+    try:
+        device = load_driver(a.driver)
+    except NnError as e:
+        wire.write_frame(a.res_fd, {"error": str(e)[:2000]})
+        return 3
+    except BaseException as e:  # a driver whose import itself blows up (SystemExit included)
+        wire.write_frame(a.res_fd, {"error": f"driver '{a.driver}' failed to load: "
+                                             f"{type(e).__name__}: {str(e)[:500]}"})
+        return 3
+    host = Host(device, a.res_fd)
+
+    def info(name, default, kind):
+        v = getattr(device, name, default)
+        return v if isinstance(v, kind) else default
+    host.send({"ready": True, "pid": os.getpid(), "startup_s": time.perf_counter() - t0,
+               "name": str(info("name", "unnamed", str))[:100], "version": str(info("version", "0", str))[:100],
+               "feature_level": int(info("feature_level", 30, int)),
+               "ifaces": [n for n in _DEVICE_INTERFACES if isinstance(device, getattr(d, n))]})
+    while True:
+        frame = reader.read()
+        if frame is None:
+            break
+        header, bufs = frame
+        op = header.get("op")
+        if op == "quit":
+            break
+        args = pickle.loads(bufs[0]) if bufs else {}
+        if op == "signal_fence":      # fire and forget: must not wait behind a busy pool
+            host.signal_fence(args["fence"])
+            continue
+        host.pool.submit(host.serve, header["id"], op, args)
+    reaper.kill_descendants(os.getpid())
+    os._exit(0)  # a driver's non-daemon threads must not keep a finished host alive
+
+
+if __name__ == "__main__":
+    # Run the importable module's copy, so the driver and this loop share one nnconform.
+    from nnconform.host import main as _main
+    sys.exit(_main(sys.argv[1:]))
