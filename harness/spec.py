@@ -41,6 +41,14 @@ with the offending field's path, e.g.
 ``model.main.operands[3].type: unknown operand type 'TENSOR_FLOAT33'``.  With
 ``validate=True`` the model must also pass :func:`nnconform.validation.validate_model`, and
 its error is reported at the matching spec path (``model.main.operands[3].scale: ...``).
+
+Hostile files are refused the same way, before they can cost time or memory: a file that
+is not a regular file or is larger than :data:`MAX_SPEC_BYTES`; JSON nested deeper than
+:data:`MAX_NESTING`; a number literal longer than :data:`MAX_NUMBER_CHARS` characters or
+beyond a double; a duplicate key; dimensions outside ``[0, 2**31)`` and integer fields
+outside ``[-2**31, 2**32)``, whether or not the model is validated.  Values quoted in a
+message are cut to 60 characters and the message to :data:`MAX_ERROR_CHARS`, with control
+characters removed.
 """
 from __future__ import annotations
 
@@ -51,6 +59,7 @@ import math
 import os
 import re
 import shlex
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -61,10 +70,18 @@ from . import __version__
 from .errors import SpecError, ValidationError
 from .ir import (ChannelQuant, Lifetime, Model, Operand, OperandType, Operation, OperationType,
                  Subgraph, element_count, type_info)
+from .textsafe import clean_text, shorten, show
 
 FORMAT = "nnconform-spec"
 VERSION = 1
 INLINE_MAX = 64          # tensors with more elements are written as base64
+
+MAX_SPEC_BYTES = 256 << 20   # a larger spec file is refused before it is read
+MAX_NESTING = 100            # JSON arrays/objects nested deeper than this are refused
+MAX_NUMBER_CHARS = 100       # a longer JSON number literal is refused (no 5,000-digit ints)
+MAX_ERROR_CHARS = 200        # a SpecError message is cut to this length
+DIM_LIMIT = 2 ** 31          # every dimension and shape entry is in [0, DIM_LIMIT)
+INT_FIELD_RANGE = (-2 ** 31, 2 ** 32)   # int32 or uint32: indexes, codes, zero points...
 
 _FLOAT_WORDS = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf}
 # Storage dtypes a base64 tensor may declare (little-endian spelling).
@@ -89,13 +106,25 @@ class SpecFile:
     meta: dict = field(default_factory=dict)
 
 
+_INDEX_RUN = re.compile(r"((?:\[\d+\]){3})(?:\[\d+\])+")
+
+
+def _error(message: str) -> SpecError:
+    """A SpecError with a bounded, one-line, control-free message."""
+    return SpecError(shorten(clean_text(message).replace("\n", " ").replace("\t", " "), MAX_ERROR_CHARS))
+
+
+def _short_path(path: str) -> str:
+    """A field path fit for a one-line message: long index runs (a deep tensor) collapsed."""
+    return shorten(_INDEX_RUN.sub(r"\1[...]", path), 100)
+
+
 def _fail(path: str, message: str):
-    raise SpecError(f"{path}: {message}")
+    raise _error(f"{_short_path(path)}: {message}")
 
 
 def _show(x: Any) -> str:
-    r = repr(x)
-    return r if len(r) <= 60 else r[:57] + "..."
+    return show(x, 60)
 
 
 # ---------------------------------------------------------------------------------------
@@ -162,18 +191,24 @@ def _nested(data, path: str) -> tuple[tuple[int, ...], list]:
 
 
 def _shape_field(obj, path: str) -> tuple[int, ...]:
-    if not isinstance(obj, list) or not all(type(d) is int and d >= 0 for d in obj):
-        _fail(path, f"must be a list of integers >= 0, got {_show(obj)}")
+    if not isinstance(obj, list) or not all(type(d) is int and 0 <= d < DIM_LIMIT for d in obj):
+        _fail(path, f"must be a list of integers >= 0 and < 2**31, got {_show(obj)}")
     return tuple(obj)
 
 
 def _convert(flat: list, dtype: np.dtype | None, path: str) -> np.ndarray:
     """JSON scalars to an array of ``dtype`` (range-checked, never silently wrapped)."""
     if dtype is None:           # unknown operand type code: keep what JSON says
-        bad = [x for x in flat if isinstance(x, (str, type(None)))]
+        bad = [x for x in flat if not isinstance(x, (bool, int, float))]
         if bad:
             _fail(path, f"expected numbers, got {_show(bad[0])}")
-        return np.array(flat)
+        try:
+            arr = np.array(flat)
+        except OverflowError:
+            arr = np.array(flat, dtype=object)
+        if arr.dtype == object:
+            _fail(path, "an integer does not fit 64 bits")
+        return arr
     kind = dtype.kind
     if kind == "f":
         vals = [_FLOAT_WORDS.get(x, x) if isinstance(x, str) else x for x in flat]
@@ -189,7 +224,7 @@ def _convert(flat: list, dtype: np.dtype | None, path: str) -> np.ndarray:
         overflow = np.isinf(arr) & np.isfinite(wide)
         if overflow.any():
             i = int(np.argmax(overflow))
-            _fail(path, f"element {i} ({vals[i]!r}) does not fit {dtype.name}")
+            _fail(path, f"element {i} ({_show(vals[i])}) does not fit {dtype.name}")
         return arr
     if kind == "b":
         for i, x in enumerate(flat):
@@ -205,7 +240,7 @@ def _convert(flat: list, dtype: np.dtype | None, path: str) -> np.ndarray:
         info = np.iinfo(dtype)
         if lo < info.min or hi > info.max:
             x = lo if lo < info.min else hi
-            _fail(path, f"value {x} is out of range for {dtype.name} [{info.min}, {info.max}]")
+            _fail(path, f"value {_show(x)} is out of range for {dtype.name} [{info.min}, {info.max}]")
     return np.array(flat, dtype=dtype).reshape(len(flat))
 
 
@@ -304,8 +339,9 @@ def _enum_in(obj, enum_cls, what: str, path: str):
         try:
             return enum_cls[obj]
         except KeyError:
-            _fail(path, f"unknown {what} {obj!r}")
+            _fail(path, f"unknown {what} {_show(obj)}")
     if type(obj) is int:
+        _int(obj, path)
         try:
             return enum_cls(obj)
         except ValueError:
@@ -361,7 +397,7 @@ def _fields(d, path: str, required: Sequence[str], optional: dict[str, Any]) -> 
         _fail(path or "spec", f"must be an object, got {_show(d)}")
     for k in d:
         if k not in required and k not in optional:
-            _fail(path or "spec", f"unknown field {k!r}")
+            _fail(path or "spec", f"unknown field {_show(k)}")
     out = {}
     for k in required:
         if k not in d:
@@ -373,10 +409,14 @@ def _fields(d, path: str, required: Sequence[str], optional: dict[str, Any]) -> 
 
 
 def _int(x, path: str, minimum: int | None = None) -> int:
+    """An integer field: int32 or uint32 (indexes, codes, zero points, counts)."""
     if type(x) is not int:
         _fail(path, f"must be an integer, got {_show(x)}")
     if minimum is not None and x < minimum:
-        _fail(path, f"must be >= {minimum}, got {x}")
+        _fail(path, f"must be >= {minimum}, got {_show(x)}")
+    lo, hi = INT_FIELD_RANGE
+    if not lo <= x < hi:
+        _fail(path, f"must be an integer in [-2**31, 2**32), got {_show(x)}")
     return x
 
 
@@ -388,12 +428,27 @@ def _int_list(x, path: str) -> tuple[int, ...]:
     return tuple(x)
 
 
+def _dims(x, path: str) -> tuple[int, ...]:
+    """Operand dimensions: checked here, not only by validation (replay skips validation)."""
+    if not isinstance(x, list):
+        _fail(path, f"must be a list of integers, got {_show(x)}")
+    for i, v in enumerate(x):
+        if type(v) is not int:
+            _fail(f"{path}[{i}]", f"must be an integer, got {_show(v)}")
+        if not 0 <= v < DIM_LIMIT:
+            _fail(f"{path}[{i}]", f"a dimension must be in [0, 2**31), got {_show(v)}")
+    return tuple(x)
+
+
 def _float(x, path: str) -> float:
     if isinstance(x, str) and x in _FLOAT_WORDS:
         return _FLOAT_WORDS[x]
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         _fail(path, f"must be a number, got {_show(x)}")
-    return float(x)
+    try:
+        return float(x)
+    except OverflowError:
+        _fail(path, f"{_show(x)} does not fit a double")
 
 
 def _str(x, path: str) -> str:
@@ -414,7 +469,7 @@ def _operand_from_dict(d, p: str) -> Operand:
                  "num_consumers": None, "name": "", "value": None})
     t = _enum_in(f["type"], OperandType, "operand type", f"{p}.type")
     lifetime = _enum_in(f["lifetime"], Lifetime, "lifetime", f"{p}.lifetime")
-    dims = _int_list(f["dimensions"], f"{p}.dimensions")
+    dims = _dims(f["dimensions"], f"{p}.dimensions")
     cq = f["channel_quant"]
     if cq is not None:
         c = _fields(cq, f"{p}.channel_quant", ("scales", "channel_dim"), {})
@@ -593,6 +648,9 @@ def _meta_from_dict(meta, model: Model) -> dict:
     if not isinstance(meta, dict):
         _fail("meta", f"must be an object, got {_show(meta)}")
     meta = dict(meta)
+    # meta is free-form, except the entries replay acts on
+    if meta.get("criteria_set") is not None and not isinstance(meta["criteria_set"], str):
+        _fail("meta.criteria_set", f"must be the name of a criteria set, got {_show(meta['criteria_set'])}")
     if "actual_outputs" in meta:
         acts = _list(meta["actual_outputs"], "meta.actual_outputs")
         if len(acts) > len(model.main.output_indexes):
@@ -609,6 +667,7 @@ def spec_to_dict(spec: SpecFile) -> dict:
 
 
 def spec_from_dict(doc, validate: bool = True) -> SpecFile:
+    _check_tree(doc)
     # format and version first: a file of another version may lay out everything else differently
     if isinstance(doc, dict):
         if "format" in doc and doc["format"] != FORMAT:
@@ -626,7 +685,7 @@ def spec_from_dict(doc, validate: bool = True) -> SpecFile:
         try:
             validate_model(model)
         except ValidationError as e:
-            raise SpecError(f"{spec_path(e.where)}: {e.message}") from None
+            raise _error(f"{_short_path(spec_path(e.where))}: {e.message}") from None
     examples = [_example_from_dict(e, model, f"examples[{i}]")
                 for i, e in enumerate(_list(f["examples"], "examples"))]
     return SpecFile(model, examples, _meta_from_dict(f["meta"], model))
@@ -657,13 +716,86 @@ def dumps_spec(spec: SpecFile) -> str:
     return _FLAT_OBJECT.sub(_one_line_object, text) + "\n"
 
 
+class _BadNumber:
+    """A JSON number literal refused by the parser hooks; reported with its path by
+    :func:`_check_tree` (the hooks do not know where they are)."""
+    __slots__ = ("text", "reason")
+
+    def __init__(self, text: str, reason: str):
+        self.text, self.reason = text, reason
+
+
+class _DuplicateKeys(dict):
+    """A JSON object that repeated a key (last value kept); reported by :func:`_check_tree`."""
+    __slots__ = ("duplicate",)
+
+
+def _parse_int(text: str):
+    if len(text) > MAX_NUMBER_CHARS:
+        return _BadNumber(text, f"integer literal of {len(text.lstrip('-'))} digits is too long "
+                                f"(at most {MAX_NUMBER_CHARS} characters)")
+    return int(text)
+
+
+def _parse_float(text: str):
+    if len(text) > MAX_NUMBER_CHARS:
+        return _BadNumber(text, f"number literal of {len(text)} characters is too long "
+                                f"(at most {MAX_NUMBER_CHARS})")
+    x = float(text)
+    if math.isinf(x):
+        return _BadNumber(text, f"number {shorten(text, 40)} is out of range for a double "
+                                f"(infinity is written \"inf\" or \"-inf\")")
+    return x
+
+
+def _object(pairs: list) -> dict:
+    d = dict(pairs)
+    if len(d) == len(pairs):
+        return d
+    seen: set = set()
+    dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+    d = _DuplicateKeys(d)
+    d.duplicate = dup
+    return d
+
+
+def _key_path(path: str, key) -> str:
+    key = shorten(str(key), 40)
+    return f"{path}.{key}" if path else key
+
+
+def _check_tree(doc) -> None:
+    """Refuse what the per-field checks cannot see or would choke on: nesting deeper than
+    MAX_NESTING (no RecursionError later), refused number literals, integers of more than
+    MAX_NUMBER_CHARS digits, duplicate keys.  Iterative; reports the first culprit's path."""
+    max_bits = int(MAX_NUMBER_CHARS * 3.33)    # ~ MAX_NUMBER_CHARS decimal digits
+    stack = [(doc, "", 1)]
+    while stack:
+        node, path, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > MAX_NESTING:
+                _fail(path or "spec", f"nested deeper than {MAX_NESTING} levels")
+            if isinstance(node, _DuplicateKeys):
+                _fail(path or "spec", f"duplicate key {_show(node.duplicate)}")
+            if isinstance(node, dict):
+                children = [(v, _key_path(path, k), depth + 1) for k, v in node.items()]
+            else:
+                children = [(v, f"{path}[{i}]", depth + 1) for i, v in enumerate(node)]
+            stack.extend(reversed(children))
+        elif isinstance(node, _BadNumber):
+            _fail(path or "spec", node.reason)
+        elif type(node) is int and node.bit_length() > max_bits:
+            _fail(path or "spec", f"integer of about {int(node.bit_length() * 0.30103) + 1} digits "
+                                  f"is too long (at most {MAX_NUMBER_CHARS})")
+
+
 def loads_spec(text: str, validate: bool = True) -> SpecFile:
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, object_pairs_hook=_object, parse_int=_parse_int, parse_float=_parse_float)
     except json.JSONDecodeError as e:
-        raise SpecError(f"spec: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+        raise _error(f"spec: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
     except RecursionError:
-        raise SpecError("spec: JSON nested too deeply") from None
+        raise _error(f"spec: JSON nested deeper than {MAX_NESTING} levels") from None
     return spec_from_dict(doc, validate=validate)
 
 
@@ -685,17 +817,53 @@ def dump_spec(spec: SpecFile, path: str | os.PathLike) -> None:
         raise
 
 
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _check_regular(st: os.stat_result) -> None:
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((name for test, name in _FILE_KINDS if test(st.st_mode)), "not a plain file")
+        raise _error(f"file: not a regular file ({kind})")
+    if st.st_size > MAX_SPEC_BYTES:
+        raise _error(f"file: larger than {_size(MAX_SPEC_BYTES)} ({st.st_size} bytes)")
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n} bytes"
+
+
+def _read_capped(path: str | os.PathLike) -> bytes:
+    """The file's bytes, refusing before reading anything that is not a regular file of at
+    most MAX_SPEC_BYTES (checked on the path, then on the opened file; at most cap + 1
+    bytes are read, whatever stat said)."""
+    try:
+        _check_regular(os.stat(path))   # a device or FIFO is never even opened
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise _error(f"file: cannot read ({e.strerror or e})") from None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            _check_regular(os.fstat(fh.fileno()))   # replaced between stat and open
+            data = fh.read(MAX_SPEC_BYTES + 1)
+    except OSError as e:
+        raise _error(f"file: cannot read ({e.strerror or e})") from None
+    if len(data) > MAX_SPEC_BYTES:
+        raise _error(f"file: larger than {_size(MAX_SPEC_BYTES)}")
+    return data
+
+
 def load_spec(path: str | os.PathLike, validate: bool = True) -> SpecFile:
     """Read a spec file.  Errors name the field, not the file (the caller knows which file
     it opened and says so, as the CLI does): ``model.main.operands[3].type: ...``, or
-    ``file: cannot read (...)`` when the file itself is unreadable."""
+    ``file: cannot read (...)`` when the file itself is unreadable, is not a regular file
+    or is larger than :data:`MAX_SPEC_BYTES`."""
+    data = _read_capped(path)
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError as e:
-        raise SpecError(f"file: cannot read ({e.strerror or e})") from None
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise SpecError(f"file: not UTF-8 text ({e.reason} at byte {e.start})") from None
+        raise _error(f"file: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    del data
     return loads_spec(text, validate=validate)
 
 
@@ -715,6 +883,6 @@ def failure_meta(*, seed: int | None, driver: str, actual_outputs: Sequence[np.n
             "criterion": dict(criterion), "harness_version": __version__, "replay": replay, **extra}
 
 
-__all__ = ["FORMAT", "VERSION", "INLINE_MAX", "SpecExample", "SpecFile", "encode_tensor", "decode_tensor",
+__all__ = ["FORMAT", "VERSION", "INLINE_MAX", "MAX_SPEC_BYTES", "MAX_NESTING", "MAX_NUMBER_CHARS", "SpecExample", "SpecFile", "encode_tensor", "decode_tensor",
            "model_to_dict", "model_from_dict", "spec_to_dict", "spec_from_dict", "spec_path", "dumps_spec",
            "loads_spec", "dump_spec", "load_spec", "replay_command", "failure_meta"]

@@ -2,6 +2,12 @@
 
 List fields (operations, data_types) are joined with ``;``; ``extra`` is a JSON object
 string.  The file opens in a spreadsheet and diffs between nights with pandas.
+
+Text cells come from drivers and test ids, so a spreadsheet must not run them: a string cell
+starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading ``'``
+(OWASP's CSV injection defence).  Only the CSV is changed; ``results.jsonl`` keeps the true
+text, and numeric cells (a negative duration or seed) stay numbers.  Lines end in CRLF
+(RFC 4180), so a carriage return inside a message is quoted and never splits a row.
 """
 from __future__ import annotations
 
@@ -17,6 +23,14 @@ from nnconform.results import ResultRecord, record_to_json
 
 COLUMNS = [f.name for f in dataclasses.fields(ResultRecord)]
 LIST_SEPARATOR = ";"
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def defuse_cell(value):
+    """A string cell a spreadsheet would read as a formula, made plain text (prefix ``'``)."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def records_frame(records: Iterable[ResultRecord]) -> pd.DataFrame:
@@ -38,5 +52,11 @@ def records_frame(records: Iterable[ResultRecord]) -> pd.DataFrame:
 def write_csv(records: Iterable[ResultRecord], path: str | os.PathLike) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    records_frame(records).to_csv(path, index=False)
+    df = records_frame(records)
+    for col in df.columns:
+        if not pd.api.types.is_numeric_dtype(df[col]):   # text columns; numbers keep their sign
+            df[col] = df[col].map(defuse_cell)
+    # RFC 4180 line ends: the csv writer then quotes a cell holding a bare "\r" too (with
+    # "\n" line ends it would not, and a reader would split the row there).
+    df.to_csv(path, index=False, lineterminator="\r\n")
     return path
