@@ -1,6 +1,7 @@
 """Operation coverage, generated from the registry: for every NNAPI operation and data type,
-is it implemented by the reference executor, how many hand-checked examples exercise it, and
-how many golden vectors passed (from a vectors-suite results file, when given).
+is it implemented by the reference executor, from which NNAPI feature level NNAPI has it
+(``ops/feature_levels.py``), how many hand-checked examples exercise it, and how many golden
+vectors passed (from a vectors-suite results file, when given).
 
     nnconform coverage [--results nnconform-report/results.jsonl] [--format md|csv]
 """
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .ir import SHORT_TYPE_NAME, Model, OperationType
+from .ops.feature_levels import feature_level
 from .ops.registry import REGISTRY, load_all
 
 TOTAL = "*"   # key of the per-operation vector totals
@@ -25,6 +27,7 @@ class CoverageRow:
     code: int
     implemented: list[str]                                   # data types
     examples: dict[str, int] = field(default_factory=dict)   # data type -> count
+    feature_levels: dict[str, int] = field(default_factory=dict)   # data type -> NNAPI feature level
     vectors_passed: dict[str, int] = field(default_factory=dict)
     vectors_run: dict[str, int] = field(default_factory=dict)
 
@@ -82,6 +85,7 @@ def coverage(results_path: Path | None = None) -> list[CoverageRow]:
         opdef = REGISTRY.get(t)
         impl = [SHORT_TYPE_NAME.get(d, d.name) for d in opdef.data_types] if opdef else []
         rows.append(CoverageRow(t.name, int(t), impl, dict(ex.get(t.name, {})),
+                                {d: feature_level(t, d) for d in impl},
                                 dict(passed.get(t.name, {})), dict(run.get(t.name, {}))))
     return rows
 
@@ -90,19 +94,35 @@ def summary(rows: list[CoverageRow]) -> str:
     impl = sum(1 for r in rows if r.implemented)
     pairs = sum(len(r.implemented) for r in rows)
     with_ex = sum(1 for r in rows for t in r.implemented if r.examples.get(t))
+    late = sum(1 for r in rows for t in r.implemented if r.feature_levels.get(t, 0) >= 5)
     return (f"{impl} of {len(rows)} operations implemented; {pairs} operation x data type pairs, "
-            f"{with_ex} of them with hand-checked examples")
+            f"{with_ex} of them with hand-checked examples, {late} of them from NNAPI feature level 5 "
+            f"or later")
+
+
+LEGEND = ("The feature level column gives, for each data type in the order of the types column, the "
+          "NNAPI feature level from which NNAPI accepts the operation on it: 1 to 4 are HAL 1.0 to 1.3 "
+          "(Android 8.1 to 11), 5 is Android 12, and 6 and 7 are the later NNAPI module releases.")
+
+
+def types_cell(r: CoverageRow) -> str:
+    return ", ".join(r.implemented) if r.implemented else "**not implemented**"
+
+
+def levels_cell(r: CoverageRow) -> str:
+    """The feature level of each implemented type, in the order of the types column."""
+    return ", ".join(str(r.feature_levels[t]) for t in r.implemented) if r.implemented else "-"
 
 
 def to_markdown(rows: list[CoverageRow]) -> str:
-    lines = ["| code | operation | data types implemented | examples | vectors passed |",
-             "|---:|---|---|---:|---:|"]
+    lines = ["| code | operation | data types implemented | feature level | examples | vectors passed |",
+             "|---:|---|---|---|---:|---:|"]
     for r in rows:
-        impl = ", ".join(r.implemented) if r.implemented else "**not implemented**"
         exs = sum(r.examples.values())
         vp = r.vectors_passed.get(TOTAL, 0)
         vr = r.vectors_run.get(TOTAL, 0)
-        lines.append(f"| {r.code} | {r.operation} | {impl} | {exs} | {f'{vp}/{vr}' if vr else '-'} |")
+        lines.append(f"| {r.code} | {r.operation} | {types_cell(r)} | {levels_cell(r)} | {exs} | "
+                     f"{f'{vp}/{vr}' if vr else '-'} |")
     return "\n".join(lines)
 
 
@@ -112,7 +132,8 @@ def to_csv_rows(rows: list[CoverageRow]) -> list[dict]:
         types = sorted((set(r.implemented) | set(r.examples) | set(r.vectors_run)) - {TOTAL}) or [""]
         for t in types:
             out.append({"operation": r.operation, "code": r.code, "data_type": t,
-                        "implemented": t in r.implemented, "examples": r.examples.get(t, 0),
+                        "implemented": t in r.implemented, "feature_level": r.feature_levels.get(t, ""),
+                        "examples": r.examples.get(t, 0),
                         "vectors_passed": r.vectors_passed.get(t, 0), "vectors_run": r.vectors_run.get(t, 0)})
     return out
 
@@ -128,17 +149,17 @@ def update_readme(path: Path, rows: list[CoverageRow]) -> None:
         raise ValueError(f"{path}: no coverage markers ({README_START!r} ... {README_END!r})")
     head, rest = text.split(README_START, 1)
     _, tail = rest.split(README_END, 1)
-    block = f"{README_START}\n{summary(rows)}.\n\n{to_markdown(rows)}\n{README_END}"
+    block = f"{README_START}\n{summary(rows)}.\n\n{LEGEND}\n\n{to_markdown(rows)}\n{README_END}"
     Path(path).write_text(head + block + tail)
 
 
-def readme_rows(path: Path) -> dict[str, tuple[str, str]]:
-    """operation -> (data types column, examples column) as the README states them."""
+def readme_rows(path: Path) -> dict[str, tuple[str, str, str]]:
+    """operation -> (data types, feature level, examples) columns as the README states them."""
     text = Path(path).read_text()
     block = text.split(README_START, 1)[1].split(README_END, 1)[0]
     out = {}
     for line in block.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 5 and cells[0].isdigit():
-            out[cells[1]] = (cells[2], cells[3])
+        if len(cells) == 6 and cells[0].isdigit():
+            out[cells[1]] = (cells[2], cells[3], cells[4])
     return out
