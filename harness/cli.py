@@ -279,11 +279,10 @@ def _replay_examples(a: argparse.Namespace, spec, device) -> int:
         if out.outcome in ("FAIL", "ERROR", "CRASH", "HANG"):
             worst = EXIT_FAIL
         if getattr(device, "isolated", False):
-            left = device.end_case()
-            if left["processes"] or left["shm"]:
-                print(f"example {i}: the driver left {len(left['processes'])} process(es) and "
-                      f"{len(left['shm'])} /dev/shm entr(ies) behind (killed/removed): "
-                      + "; ".join((left["processes"] + left["shm"])[:3]))
+            left = device.end_case()["processes"]
+            if left:
+                print(f"example {i}: the driver left {len(left)} process(es) running (killed): "
+                      + "; ".join(_shown(p, 200) for p in left[:3]))
                 worst = EXIT_FAIL
     return worst
 
@@ -370,7 +369,7 @@ def cmd_vectors(a: argparse.Namespace) -> int:
 # ---- stress ------------------------------------------------------------------------------
 
 def cmd_stress(a: argparse.Namespace) -> int:
-    from .stress.runner import (MANIFEST, TESTS, StressConfig, StressUsageError, parse_budget,
+    from .stress.runner import (MANIFEST, TESTS, StressConfig, StressUsageError, check_config, parse_budget,
                                 rebuild_reports, run_stress)
     from .stress.tests import StressOptions
     try:
@@ -393,11 +392,19 @@ def cmd_stress(a: argparse.Namespace) -> int:
             name, _, sec = item.partition("=")
             if name not in TESTS or not sec:
                 return _err(f"bad --duration {item!r} (expected TEST=SECONDS, TEST one of {', '.join(TESTS)})")
-            durations[name] = float(sec)
+            try:
+                durations[name] = float(sec)
+            except ValueError:
+                return _err(f"bad --duration {item!r}: {sec!r} is not a number of seconds")
         opts = StressOptions(durations=durations, threads=a.threads, processes=a.processes,
                              client_threads=a.client_threads, hang_grace=a.hang_grace,
                              perf_threshold=a.perf_threshold, leak_threshold_mb=a.leak_threshold_mb,
                              random_pause=a.random_pause)
+        seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "little")
+        cfg = StressConfig(driver=a.driver, budget_s=parse_budget(a.budget), tests=tests,
+                           workers=a.workers if (a.workers is not None or a.resume) else 1, seed=seed,
+                           report_dir=a.report_dir, options=opts, mem_limit=a.mem_limit, cases=a.case)
+        check_config(cfg)  # --budget 0, --workers 0 ... would run nothing and exit 0: usage errors
         if not a.resume:
             from .errors import DriverLoadError
             from .loader import load_driver
@@ -405,10 +412,6 @@ def cmd_stress(a: argparse.Namespace) -> int:
                 load_driver(a.driver)  # one line now rather than a dead worker later
             except DriverLoadError as e:
                 return _err(str(e))
-        seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "little")
-        cfg = StressConfig(driver=a.driver, budget_s=parse_budget(a.budget), tests=tests,
-                           workers=a.workers if (a.workers is not None or a.resume) else 1, seed=seed,
-                           report_dir=a.report_dir, options=opts, mem_limit=a.mem_limit, cases=a.case)
         return run_stress(cfg, resume=a.resume)
     except StressUsageError as e:
         return _err(str(e))
@@ -479,9 +482,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--mem-limit", default=None, help="memory limit of the driver host: 4G (default), 0 for none")
     st = sub.add_parser("stress", help="MLTS-style crash tests and random graphs in subprocess sandboxes")
     st.add_argument("--driver", default="reference", help="installed driver name or module:attribute")
-    st.add_argument("--budget", default="30m", help="wall-clock budget: 90s, 30m, 2h (default 30m)")
+    st.add_argument("--budget", default="30m", help="wall-clock budget, positive: 90s, 30m, 2h (default 30m); "
+                    "exit status 3 when it ends before a selected test ran")
     st.add_argument("--tests", action="append", help="comma-separated stress tests (default: all; see --list)")
-    st.add_argument("--workers", type=int, default=None, help="cases run in parallel (default 1)")
+    st.add_argument("--workers", type=int, default=None, help="cases run in parallel, at least 1 (default 1)")
     st.add_argument("--seed", type=int, default=None, help="run seed (default: random, printed and recorded)")
     st.add_argument("--report-dir", default="nnconform-stress")
     st.add_argument("--resume", action="store_true", help="continue the run recorded in --report-dir")

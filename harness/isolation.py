@@ -643,7 +643,7 @@ class IsolatedDevice(Device):
         self.call_timeout, self.mem_limit = float(call_timeout), mem_limit
         self.startup_timeout, self.max_payload = startup_timeout, max_payload
         self.incidents: list[dict] = []
-        self.dirty = False      # a reply said the driver has left processes or /dev/shm entries
+        self.dirty = False      # a reply said the driver host has child processes
         self.hosts_started = 0
         self._fence_ids = itertools.count(1)
         self._start_lock = threading.Lock()
@@ -688,20 +688,19 @@ class IsolatedDevice(Device):
         return f"liveness OK: a fresh driver host answered in {time.monotonic() - t0:.2f} s"
 
     def end_case(self) -> dict:
-        """Ask the host what the driver left behind (processes are killed, /dev/shm entries
-        removed) since the last case."""
+        """Ask the host which processes the driver left running since the last case (they are
+        killed).  Only asked when a reply said the host has children."""
         h = self._current
         if h is None or h.death is not None or not self.dirty:
-            return {"processes": [], "shm": []}
+            return {"processes": []}
         self.dirty = False
         try:
             v, _ = h.call("end_case", {}, 30.0)
         except NnError:
-            return {"processes": [], "shm": []}   # the host died meanwhile: recorded as an incident
+            return {"processes": []}   # the host died meanwhile: recorded as an incident
         if not isinstance(v, dict):
-            return {"processes": [], "shm": []}
-        return {k: [_text(x, 200) for x in _list(v.get(k, []), 100) if isinstance(x, str)]
-                for k in ("processes", "shm")}
+            return {"processes": []}
+        return {"processes": [_text(x, 200) for x in _list(v.get("processes", []), 100) if isinstance(x, str)]}
 
     def close(self) -> None:
         h, self._current = self._current, None

@@ -111,8 +111,12 @@ class NnSession:
 
     # report directory (controlling process only) -----------------------------------------
     def open_report_dir(self) -> None:
+        """Lock the report directory, move an earlier run's results aside (or, resuming, read
+        which cases are done) and mark the run as running.  Idempotent."""
         from .reportdir import ReportDirError, acquire
         from .results import read_results
+        if self._reportdir is not None:
+            return
         try:
             self._reportdir = acquire(self.report_dir)
             if self.resume:
@@ -277,8 +281,22 @@ def pytest_configure(config: pytest.Config) -> None:
     s = NnSession(config)
     config.stash[_SESSION_KEY] = s
     config.addinivalue_line("markers", "nnconform: a conformance case recorded as a result row")
-    if not s.is_worker:
+    # Without xdist the report directory is taken once collection shows conformance cases (so
+    # a pytest run of unrelated tests never touches it).  With xdist the workers collect, and
+    # may start writing rows as soon as the controller schedules them: the controller prepares
+    # the directory now, when the run names a driver or a report directory.
+    if not s.is_worker and _xdist_active(config) and _names_nnconform_options(config):
         s.open_report_dir()
+
+
+def _xdist_active(config: pytest.Config) -> bool:
+    return bool(getattr(config.option, "numprocesses", None)) and getattr(config.option, "dist", "no") != "no"
+
+
+def _names_nnconform_options(config: pytest.Config) -> bool:
+    args = [str(a) for a in config.invocation_params.args]
+    return any(a == opt or a.startswith(opt + "=") for a in args
+               for opt in ("--driver", "--nn-report-dir", "--nn-resume"))
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -307,6 +325,8 @@ def pytest_collection_modifyitems(session, config: pytest.Config, items: list) -
     s: NnSession = config.stash[_SESSION_KEY]
     if not s.is_worker:
         s.planned = sum(1 for it in items if _is_case(it))
+        if s.planned:
+            s.open_report_dir()
     if s.done_nodeids:
         done = [it for it in items if it.nodeid in s.done_nodeids]
         if done:
@@ -384,7 +404,7 @@ def _crash_line(report) -> str:
 
 def _host_verdict(session: NnSession, item: pytest.Item, rec: dict) -> tuple[str, str] | None:
     """CRASH/HANG if the driver host died or hung during this test; a FAIL if the driver left
-    processes or /dev/shm entries behind.  None when the host behaved."""
+    processes running.  None when the host behaved."""
     if not session.isolated:
         return None
     dev = session._device
@@ -400,16 +420,11 @@ def _host_verdict(session: NnSession, item: pytest.Item, rec: dict) -> tuple[str
         if len(new) > 1:
             rec["extra"]["incidents"] = len(new)
         return first["verdict"], f"{first['message']}; {first['liveness']}"
-    left = dev.end_case()
-    if left["processes"] or left["shm"]:
-        rec["extra"]["leftovers"] = left
-        parts = []
-        if left["processes"]:
-            parts.append(f"{len(left['processes'])} process(es) still running after the case, killed: "
-                         + "; ".join(left["processes"][:3]))
-        if left["shm"]:
-            parts.append(f"{len(left['shm'])} new /dev/shm entr(ies): {', '.join(left['shm'][:3])}")
-        return "FAIL", "driver left " + " and ".join(parts)
+    left = dev.end_case()["processes"]
+    if left:
+        rec["extra"]["leftover_processes"] = left
+        return "FAIL", (f"driver left {len(left)} process(es) running after the case (killed): "
+                        + "; ".join(left[:3]))
     return None
 
 
@@ -482,6 +497,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     if s.is_worker:
         s.close_device()
         return
+    if s._reportdir is None:
+        return    # no conformance case in this pytest run
     from .reportdir import describe_os_error
     try:
         done, counts = _journal_counts(s.report_dir)
