@@ -13,6 +13,21 @@ Each is the reference driver with one misbehaviour in ``execute``:
     RandomlyBroken       on a seeded fraction of executions: crash / exit / hang / leak / raise
                          / garbage; otherwise correct
 
+Drivers whose threads die of a BaseException (raised from prepare and execute when called off
+the main thread, so the liveness probe and the main thread of a case still work):
+
+    KeyboardInterruptInThreads, SystemExitInThreads, GeneratorExitInThreads
+    ThreadDiesInExecute  execute starts an internal thread of its own that dies of SystemExit
+                         (and joins it), then answers correctly
+
+Drivers that leave things behind (once per case, on the first execute of that case):
+
+    SpawnsSetsidChild    starts ``setsid sleep 600`` (a new session: a process-group kill
+                         misses it) and forgets it
+    DoubleForks          double-forks a ``sleep 600`` (setsid in between; its parent exits)
+    LeavesShm            creates a file in /dev/shm and never unlinks it
+    SetsidChildThenCrash / SetsidChildThenHang  start ``setsid sleep 600``, then SIGSEGV / hang
+
 RandomlyBroken is configured by the environment (inherited by sandbox workers and their
 clients): ``NNCONFORM_BROKEN_RATES="seed=7,crash=0.01,exit=0.005,hang=0.005,leak=0.05,
 raise=0.01,garbage=0.005"`` (per-execution probabilities; unnamed ones keep their defaults).
@@ -47,15 +62,17 @@ CASE_ENV = "NNCONFORM_CASE"          # set by the sandbox for the running case
 _leaked: list[np.ndarray] = []       # what the leaking drivers never give back
 _leak_lock = threading.Lock()
 _hang_forever = threading.Event()    # never set
+_forgotten: list = []                # Popen objects of children left running on purpose
 
 
-def log_action(action: str) -> None:
-    """Append the ground-truth line for a misbehaviour that is about to happen."""
+def log_action(action: str, **fields) -> None:
+    """Append the ground-truth line for a misbehaviour that is about to happen (``fields``:
+    e.g. the pid of a child it left behind)."""
     path = os.environ.get(LOG_ENV)
     if not path:
         return
     line = json.dumps({"case": os.environ.get(CASE_ENV, ""), "client": os.environ.get(CLIENT_ENV, ""),
-                       "action": action, "pid": os.getpid()}) + "\n"
+                       "action": action, "pid": os.getpid(), **fields}) + "\n"
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line.encode())   # one write of an O_APPEND file: lines never interleave
@@ -159,6 +176,160 @@ class GarbageOutputs(_Misbehaving):
 
     def misbehave(self, request):
         return _garbage
+
+
+class _BaseExceptionInThreads(ReferenceDevice):
+    """prepare and execute raise ``exc`` when called from any thread but the main one."""
+    exc: type = KeyboardInterrupt
+
+    def _maybe_raise(self, what: str) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            log_action(self.exc.__name__)
+            raise self.exc(f"simulated {self.exc.__name__} in {what} off the main thread")
+
+    def prepare(self, model, **kw):
+        self._maybe_raise("prepare")
+        pm = super().prepare(model, **kw)
+        device = self
+
+        class Prepared(ReferencePreparedModel):
+            def execute(self, request, **kw2):
+                device._maybe_raise("execute")
+                return super().execute(request, **kw2)
+        return Prepared(pm.model)
+
+
+class KeyboardInterruptInThreads(_BaseExceptionInThreads):
+    name = "broken-keyboardinterrupt-in-threads"
+    exc = KeyboardInterrupt
+
+
+class SystemExitInThreads(_BaseExceptionInThreads):
+    name = "broken-systemexit-in-threads"
+    exc = SystemExit
+
+
+class GeneratorExitInThreads(_BaseExceptionInThreads):
+    name = "broken-generatorexit-in-threads"
+    exc = GeneratorExit
+
+
+class ThreadDiesInExecute(_Misbehaving):
+    name = "broken-internal-thread-dies"
+
+    def misbehave(self, request):
+        def internal() -> None:
+            raise SystemExit("simulated driver-internal thread exit")
+        log_action("thread-dies")
+        t = threading.Thread(target=internal, name="driver-internal")
+        t.start()
+        t.join()
+        return None
+
+
+class _OncePerCase(_Misbehaving):
+    """Misbehaves on the first execute of each case (per process), then behaves."""
+
+    def __init__(self):
+        super().__init__()
+        self._seen: set[str] = set()
+        self._seen_lock = threading.Lock()
+
+    def misbehave(self, request):
+        case = os.environ.get(CASE_ENV, "")
+        with self._seen_lock:
+            first = case not in self._seen
+            self._seen.add(case)
+        if first:
+            self.once()
+        return None
+
+    def once(self) -> None:
+        raise NotImplementedError
+
+
+def spawn_setsid_sleep() -> int:
+    """Start ``setsid sleep 600`` (its own session and process group) and forget it."""
+    import shutil
+    import subprocess
+    if shutil.which("setsid"):
+        proc = subprocess.Popen(["setsid", "sleep", "600"], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    else:
+        proc = subprocess.Popen(["sleep", "600"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+    log_action("spawn-setsid", child=proc.pid)
+    _forgotten.append(proc)      # never waited: the harness must find and kill it
+    return proc.pid
+
+
+def double_fork_sleep() -> int:
+    """Double-fork a ``sleep 600``: the intermediate calls setsid, forks and exits, so the
+    sleeper is re-parented away from us."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                 # intermediate
+        try:
+            os.close(r)
+            os.setsid()
+            grandchild = os.fork()
+            if grandchild == 0:
+                os.execvp("sleep", ["sleep", "600"])
+            os.write(w, str(grandchild).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        grandchild = int(f.read() or b"0")
+    os.waitpid(pid, 0)
+    log_action("double-fork", child=grandchild)
+    return grandchild
+
+
+SHM_PREFIX = "nnconform-broken-shm-"
+
+
+class SpawnsSetsidChild(_OncePerCase):
+    name = "broken-setsid-child"
+
+    def once(self) -> None:
+        spawn_setsid_sleep()
+
+
+class DoubleForks(_OncePerCase):
+    name = "broken-double-fork"
+
+    def once(self) -> None:
+        double_fork_sleep()
+
+
+class LeavesShm(_OncePerCase):
+    name = "broken-leaves-shm"
+
+    def once(self) -> None:
+        import uuid
+
+        from nnconform.reaper import SHM_DIR
+        path = os.path.join(SHM_DIR, f"{SHM_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        log_action("shm", path=path)
+        with open(path, "wb") as f:
+            f.write(b"\0" * 4096)
+
+
+class SetsidChildThenCrash(_Misbehaving):
+    name = "broken-setsid-child-then-crash"
+
+    def misbehave(self, request):
+        spawn_setsid_sleep()
+        segfault()
+
+
+class SetsidChildThenHang(_Misbehaving):
+    name = "broken-setsid-child-then-hang"
+
+    def misbehave(self, request):
+        spawn_setsid_sleep()
+        hang()
 
 
 DEFAULT_RATES = {"crash": 0.004, "exit": 0.002, "hang": 0.002, "leak": 0.02, "raise": 0.004, "garbage": 0.002}

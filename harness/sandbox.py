@@ -25,8 +25,20 @@ as MLTS's ``CrashTestStatus``:
   faulthandler's stack.
 
 After a HANG or CRASH (or a case that asks for it, ``Verdict.recycle``), the next case gets a
-new worker.  A worker that loses its parent (the runner was SIGKILLed) kills its own process
-group within a second, so nothing is left running.
+new worker.  A worker that loses its parent (the runner was SIGKILLed) kills its descendants
+and its own process group within a second, so nothing is left running.
+
+**Leftovers.**  The worker is a child subreaper (``nnconform.reaper``): whatever a driver
+starts stays its descendant, even after ``setsid`` or a double fork.  After every case it
+SIGKILLs the descendants the case started and names them in the row
+(``extra["leftover_processes"]``), and names and removes the /dev/shm entries the case created
+(``extra["leftover_shm"]``); either turns a SUCCESS into a FAILURE.  A thread of the worker
+that dies of an uncaught exception (BaseException included) during a case does too
+(``extra["thread_deaths"]``).  The parent is a subreaper as well: when a worker dies (CRASH,
+HANG, or retired), the processes it left re-parent to the parent, which kills those it can
+attribute to that worker (its session or group, or the worker's token in their environment;
+never anything else of the host process) and names those outside the worker's group in a
+CRASH/HANG result, with the /dev/shm entries the crashed case left.
 
 A case function runs in the worker as ``fn(ctx: CaseContext, **kwargs) -> Verdict``; ``ctx``
 carries the loaded device, the case key and seed, a breadcrumb slot (what the case was doing
@@ -48,6 +60,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import reaper
 from .results import CRASH, FAILURE, HANG, SUCCESS
 
 DEFAULT_MEM_LIMIT = 4 << 30          # RLIMIT_AS of a worker (bytes): generous, catches runaway leaks
@@ -55,6 +68,7 @@ STARTUP_TIMEOUT = 120.0              # seconds for a worker to import the driver
 STDERR_TAIL_LINES = 40
 BREADCRUMB_SIZE = 512
 CASE_ENV = "NNCONFORM_CASE"          # the running case's key, visible to the driver and its children
+WORKER_ENV = "NNCONFORM_SANDBOX_WORKER"  # a token per worker, inherited by what it starts
 
 
 class SandboxError(Exception):
@@ -140,6 +154,11 @@ class _Worker:
                "--mem-limit", str(int(mem_limit or 0))]
         child_env = dict(os.environ if env is None else env)
         child_env["PYTHONFAULTHANDLER"] = "1"
+        # Marks every process the worker (and its driver) starts, so the parent can tell them
+        # from the host process's other children once they re-parent to it.
+        self.token = f"{os.getpid()}-{os.urandom(6).hex()}"
+        child_env[WORKER_ENV] = self.token
+        self.escaped: list[str] = []   # processes outside its group killed after it died
         with open(self.stderr_path, "ab") as err:
             try:
                 self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
@@ -211,6 +230,23 @@ class _Worker:
             pass
         self.proc.wait()
         self._close_fds()
+        self.escaped += self.kill_orphans()
+
+    def kill_orphans(self) -> list[str]:
+        """Once the worker is dead: kill what it left that re-parented to us (we are a
+        subreaper), i.e. what setsid or a double fork took out of its process group, and reap
+        the zombies of its session.  Only processes attributable to this worker (its session
+        or group, its token in their environment, or below such a process); other children
+        of this process (other workers, anything else the host runs) are left alone.
+        Returns the processes outside the worker's group that were killed."""
+        wpid, marker = self.pid, f"{WORKER_ENV}={self.token}".encode()
+
+        def ours(p: reaper.Proc) -> bool:
+            return p.session == wpid or p.pgrp == wpid or reaper.environ_has(p.pid, marker)
+
+        killed = reaper.kill_descendant_procs(os.getpid(), only=ours)
+        reaper.reap(z.pid for z in reaper.zombie_children() if z.session == wpid or z.pgrp == wpid)
+        return [desc for p, desc in killed if p.pgrp != wpid]
 
     def _close_fds(self) -> None:
         for closer in (self._req.close, lambda: os.close(self._res)):
@@ -281,6 +317,8 @@ class Sandbox:
         self.hang_dump_s = hang_dump_s
         self._worker: _Worker | None = None
         self.workers_started = 0
+        # Orphans of a worker that dies re-parent to this process, so they can be found.
+        reaper.set_subreaper()
 
     @property
     def worker_pid(self) -> int | None:
@@ -308,6 +346,7 @@ class Sandbox:
         case or the driver does (only SandboxError when no worker can be started)."""
         w = self.start()
         offset = w.stderr_size()
+        shm_before = reaper.shm_snapshot()   # for a case that dies before its own check
         t0 = time.monotonic()
         sent = w.send({"op": "run", "target": target, "kwargs": kwargs or {}, "case_key": case_key,
                        "seed": seed, "timeout": timeout})
@@ -345,6 +384,7 @@ class Sandbox:
             w.kill()
             res = SandboxResult(HANG, f"no verdict within {timeout:g} s; worker process group killed",
                                 dt, worker_pid=w.pid, stderr_tail=w.stderr_tail(offset), breadcrumb=w.breadcrumb())
+            _leftovers(res, w, shm_before)
             w.cleanup()
             self._worker = None
             return res
@@ -366,6 +406,7 @@ class Sandbox:
         res.worker_pid = w.pid
         res.stderr_tail = w.stderr_tail(offset)
         res.breadcrumb = w.breadcrumb()
+        _leftovers(res, w, shm_before)
         w.cleanup()
         self._worker = None
         return res
@@ -385,6 +426,25 @@ class Sandbox:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _leftovers(res: SandboxResult, w: _Worker, shm_before: set[str]) -> None:
+    """Name in a CRASH/HANG result what the dead worker's case left: processes outside its
+    group (already killed) and new /dev/shm entries (removed: a nightly full of crashes must
+    not fill /dev/shm; entries another live process holds are not counted)."""
+    if w.escaped:
+        res.extra["leftover_processes"] = w.escaped[:20]
+        res.reason += f"; killed {_n(len(w.escaped), 'process')} it left outside its group: " \
+                      + ", ".join(w.escaped[:5])
+    shm = reaper.shm_leftovers(shm_before)
+    if shm:
+        reaper.remove_shm(shm)
+        res.extra["leftover_shm"] = shm[:20]
+        res.reason += f"; removed {_n(len(shm), 'entry', 'entries')} it left in /dev/shm: " + ", ".join(shm[:5])
+
+
+def _n(k: int, one: str, many: str | None = None) -> str:
+    return f"{k} {one if k == 1 else (many or one + 'es')}"
 
 
 # ---------------------------------------------------------------------------------------
@@ -422,11 +482,60 @@ def _resolve(target: str):
 
 
 def _orphan_watchdog(parent: int) -> None:
-    # The runner was killed (SIGKILL leaves no chance to clean up): take our group down.
+    # The runner was killed (SIGKILL leaves no chance to clean up): take every descendant
+    # (setsid ones too) and our group down.
     while True:
         time.sleep(0.5)
         if os.getppid() != parent:
+            reaper.kill_descendants(os.getpid())
             os.killpg(0, signal.SIGKILL)
+
+
+class _ThreadDeaths:
+    """threading.excepthook: remembers every thread that dies of an uncaught exception
+    (SystemExit, KeyboardInterrupt and GeneratorExit included, which the default hook lets
+    pass silently or which kill only that thread), so the case it happened in fails."""
+
+    def __init__(self):
+        self.deaths: list[str] = []
+        self.lock = threading.Lock()
+        self.default = threading.excepthook
+
+    def __call__(self, args) -> None:
+        text = str(args.exc_value).splitlines()[0] if args.exc_value is not None and str(args.exc_value) else ""
+        name = args.thread.name if args.thread is not None else "?"
+        with self.lock:
+            self.deaths.append(f"thread {name!r} died of {args.exc_type.__name__}" + (f": {text}" if text else ""))
+        self.default(args)        # still print the traceback to stderr (the row's stderr tail)
+
+    def since(self, mark: int) -> list[str]:
+        with self.lock:
+            return self.deaths[mark:]
+
+    def mark(self) -> int:
+        with self.lock:
+            return len(self.deaths)
+
+
+def _after_case(out: Verdict, deaths: list[str], procs: list[str], shm: list[str]) -> Verdict:
+    """Add what a case left behind to its verdict: a SUCCESS becomes a FAILURE."""
+    problems = []
+    if deaths:
+        out.extra["thread_deaths"] = deaths[:20]
+        problems.append(f"{len(deaths)} thread(s) died: " + "; ".join(deaths[:3]))
+    if procs:
+        out.extra["leftover_processes"] = procs[:20]
+        problems.append(f"left {_n(len(procs), 'process')} running: " + ", ".join(procs[:5]))
+    if shm:
+        out.extra["leftover_shm"] = shm[:20]
+        problems.append(f"left {_n(len(shm), 'entry', 'entries')} in /dev/shm: " + ", ".join(shm[:5]))
+    if problems:
+        text = "; ".join(problems)
+        if out.verdict == SUCCESS:
+            out = Verdict(FAILURE, text + (f" (case: {out.reason})" if out.reason else ""), out.extra, out.recycle)
+        else:
+            out.reason = f"{out.reason}; also {text}"
+    return out
 
 
 def _worker_main(argv: list[str]) -> int:
@@ -446,6 +555,10 @@ def _worker_main(argv: list[str]) -> int:
     if a.mem_limit > 0:
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (a.mem_limit, a.mem_limit))
+    # Whatever the driver starts stays our descendant (setsid, double forks): see _after_case.
+    reaper.set_subreaper()
+    thread_deaths = _ThreadDeaths()
+    threading.excepthook = thread_deaths
     threading.Thread(target=_orphan_watchdog, args=(os.getppid(),), daemon=True,
                      name="nnconform-orphan-watchdog").start()
     req = os.fdopen(a.req_fd, "r", encoding="utf-8")
@@ -464,6 +577,9 @@ def _worker_main(argv: list[str]) -> int:
         send({"error": str(e)})
         return 3
     send({"ready": True, "pid": os.getpid(), "startup_s": time.perf_counter() - t0})
+    # Processes the driver started while loading are the driver's, not a case's: they and
+    # their descendants are kept (only when it has children: no /proc scan otherwise).
+    driver_procs = set(reaper.descendants(os.getpid())) if reaper.has_children() else set()
 
     for line in req:
         msg = json.loads(line)
@@ -473,6 +589,8 @@ def _worker_main(argv: list[str]) -> int:
         os.environ[CASE_ENV] = key
         ctx = CaseContext(device, a.driver, key, msg.get("seed"), float(msg.get("timeout") or 0), crumb_fd)
         ctx.breadcrumb("")
+        shm_before = reaper.shm_snapshot()
+        deaths_mark = thread_deaths.mark()
         t1 = time.perf_counter()
         recycle = False
         try:
@@ -491,8 +609,20 @@ def _worker_main(argv: list[str]) -> int:
             out = Verdict.failure(f"{type(e).__name__}: {text}{where}" if text else f"{type(e).__name__}{where}",
                                   traceback="".join(traceback.format_exception(e))[-4000:])
             recycle = isinstance(e, (SystemExit, KeyboardInterrupt))
+        case_s = time.perf_counter() - t1
+        procs = reaper.kill_descendants(os.getpid(), keep=driver_procs)
+        # New /dev/shm entries that no process outside this worker holds are what the case
+        # left.  They are named in the row and then removed, so a nightly of thousands of
+        # cases does not fill /dev/shm (a driver's deliberate cache is recreated next time).
+        # With several workers, an entry a concurrent case created and already closed may be
+        # named here too; nothing another live process holds is counted or removed.
+        shm = []
+        if reaper.shm_snapshot() - shm_before:
+            shm = reaper.shm_leftovers(shm_before, ours={os.getpid(), *reaper.descendants(os.getpid())})
+            reaper.remove_shm(shm)
+        out = _after_case(out, thread_deaths.since(deaths_mark), procs, shm)
         send({"verdict": out.verdict, "reason": out.reason, "extra": out.extra, "recycle": recycle,
-              "case_s": time.perf_counter() - t1, "rss": rss_bytes()})
+              "case_s": case_s, "rss": rss_bytes()})
         os.environ.pop(CASE_ENV, None)
     return 0
 

@@ -28,15 +28,20 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _run(driver, target=PROBE, kwargs=None, timeout=20.0, **kw):
+# Time limits of cases that are meant to finish are generous: they only stop a broken test,
+# and a busy machine must not turn a working case into a HANG.
+LIMIT = 120.0
+
+
+def _run(driver, target=PROBE, kwargs=None, timeout=LIMIT, **kw):
     with Sandbox(driver, **kw) as box:
         return box.run(target, kwargs or {}, timeout=timeout, case_key="test#0")
 
 
 def test_reference_probe_succeeds_and_worker_is_reused():
     with Sandbox("reference") as box:
-        a = box.run(PROBE, {}, timeout=20)
-        b = box.run(PROBE, {}, timeout=20)
+        a = box.run(PROBE, {}, timeout=LIMIT)
+        b = box.run(PROBE, {}, timeout=LIMIT)
         assert a.verdict == b.verdict == "SUCCESS"
         assert a.worker_pid == b.worker_pid and box.workers_started == 1
         assert b.rss_bytes and b.rss_bytes > 0
@@ -44,8 +49,8 @@ def test_reference_probe_succeeds_and_worker_is_reused():
 
 def test_fresh_mode_starts_an_interpreter_per_case():
     with Sandbox("reference", mode="fresh") as box:
-        a = box.run(PROBE, {}, timeout=20)
-        b = box.run(PROBE, {}, timeout=20)
+        a = box.run(PROBE, {}, timeout=LIMIT)
+        b = box.run(PROBE, {}, timeout=LIMIT)
         assert a.verdict == b.verdict == "SUCCESS"
         assert a.worker_pid != b.worker_pid and box.workers_started == 2
 
@@ -90,14 +95,12 @@ def test_hang_is_hang_with_stack_dump_and_the_group_is_killed():
     with Sandbox(BROKEN + "HangsInExecute") as box:
         box.start()
         pid = box.worker_pid
-        t0 = time.monotonic()
         r = box.run(PROBE, {}, timeout=2.0)
-        assert r.verdict == "HANG"
-        assert time.monotonic() - t0 < 10
+        assert r.verdict == "HANG" and "no verdict within 2 s" in r.reason
         assert "Thread" in r.stderr_tail and "broken_stress.py" in r.stderr_tail   # SIGUSR1 dump
         assert not _alive(pid)
         # The slot recovers: the next case gets a new worker.
-        assert box.run("nnconform.sandbox:noop_case", {}, timeout=20).verdict == "SUCCESS"
+        assert box.run("nnconform.sandbox:noop_case", {}, timeout=LIMIT).verdict == "SUCCESS"
         assert box.worker_pid != pid
 
 
@@ -136,7 +139,9 @@ def test_workers_die_when_the_runner_is_sigkilled(tmp_path):
     assert _alive(pid)
     parent.kill()
     parent.wait()
-    deadline = time.monotonic() + 5
+    # (the watchdog polls every 0.5 s; the deadline only keeps a broken watchdog from hanging
+    # the test, so it is generous for a busy machine)
+    deadline = time.monotonic() + 120
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(pid)

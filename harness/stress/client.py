@@ -47,8 +47,8 @@ def main(argv=None) -> int:
                 else:
                     device.prepare(ex.model).release()
                 counts[k] += 1
-        except Exception as e:  # a driver exception ends this client with its reason
-            errors.append(f"{type(e).__name__}: {e}")
+        except BaseException as e:  # a driver exception (KeyboardInterrupt, SystemExit... too) ends this client
+            errors.append(f"thread {k} died of {type(e).__name__}: {e}")
             stop.set()
 
     threads = [threading.Thread(target=body, args=(k,), daemon=True) for k in range(a.threads)]

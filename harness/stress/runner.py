@@ -7,7 +7,10 @@
 name and the index (:func:`case_seed`), and its parameters from that seed and the options
 only, so a case replays alike whatever the budget.  The budget (x workers) is shared among the
 tests by weight; each test gets as many cases as its nominal case duration fits (at least
-one), and the cases of all tests are interleaved.  The plan, seed and options are written to
+one).  The first case of every test comes first (shortest first), so a short budget runs each
+test once where it can; the other cases of all tests are interleaved.  A selected test that still gets no case
+before the budget runs out is named at the end (terminal and report) and the exit status is
+3, "incomplete" (unless a case failed: 1).  The plan, seed and options are written to
 ``stress-run.json`` in the report directory before the first case starts.
 
 **Journal.**  Every finished case is one :class:`nnconform.results.ResultRecord` (suite
@@ -36,6 +39,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import math
 import os
 import shlex
 import sys
@@ -56,6 +60,7 @@ MANIFEST_FORMAT = "nnconform-stress-run"
 CASE_TARGET = "nnconform.stress.tests:run_case"
 PROBE_TARGET = "nnconform.stress.tests:liveness_probe"
 SPEC_DIR = "specs"
+EXIT_OK, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 3, 130
 
 
 class StressUsageError(Exception):
@@ -63,25 +68,48 @@ class StressUsageError(Exception):
 
 
 def parse_budget(text: str) -> float:
-    """'30m', '2h', '90s', '1h30m' or a number of seconds -> seconds."""
+    """'30m', '2h', '90s', '1h30m' or a number of seconds -> seconds (positive and finite:
+    a budget of 0 would run nothing and report success)."""
     t = str(text).strip().lower()
+    bad = StressUsageError(f"bad budget {text!r}: a positive duration such as 90s, 30m, 2h or 1h30m")
     try:
-        return float(t)
+        total = float(t)
     except ValueError:
-        pass
-    total, num = 0.0, ""
-    units = {"h": 3600, "m": 60, "s": 1}
-    for ch in t:
-        if ch.isdigit() or ch == ".":
-            num += ch
-        elif ch in units and num:
-            total += float(num) * units[ch]
-            num = ""
-        else:
-            raise StressUsageError(f"bad budget {text!r} (examples: 90s, 30m, 2h, 1h30m)")
-    if num or total <= 0:
-        raise StressUsageError(f"bad budget {text!r} (examples: 90s, 30m, 2h, 1h30m)")
+        total, num = 0.0, ""
+        units = {"h": 3600, "m": 60, "s": 1}
+        for ch in t:
+            if ch.isdigit() or ch == ".":
+                num += ch
+            elif ch in units and num:
+                try:
+                    total += float(num) * units[ch]
+                except ValueError:
+                    raise bad from None
+                num = ""
+            else:
+                raise bad from None
+        if num:
+            raise bad from None
+    if not (math.isfinite(total) and total > 0):
+        raise bad
     return total
+
+
+def check_config(cfg: "StressConfig") -> None:
+    """Reject a configuration that would run nothing (and so 'pass'): StressUsageError."""
+    if not (isinstance(cfg.budget_s, (int, float)) and math.isfinite(cfg.budget_s) and cfg.budget_s > 0):
+        raise StressUsageError(f"the budget must be a positive number of seconds, not {cfg.budget_s!r}")
+    if cfg.workers is not None and cfg.workers < 1:
+        raise StressUsageError(f"--workers must be at least 1, not {cfg.workers}")
+    o = cfg.options
+    for flag, v in (("--threads", o.threads), ("--processes", o.processes), ("--client-threads", o.client_threads)):
+        if v < 1:
+            raise StressUsageError(f"{flag} must be at least 1, not {v}")
+    for name, sec in o.durations.items():
+        if not (math.isfinite(sec) and sec >= 0):
+            raise StressUsageError(f"--duration {name}={sec:g}: seconds must be a finite number >= 0")
+    if not (math.isfinite(o.hang_grace) and o.hang_grace >= 0):
+        raise StressUsageError(f"--hang-grace must be a finite number >= 0, not {o.hang_grace:g}")
 
 
 def case_seed(run_seed: int, test: str, index: int) -> int:
@@ -113,9 +141,12 @@ def plan_counts(tests: list[str], budget_s: float, workers: int, options: Stress
 
 
 def build_plan(counts: dict[str, int], run_seed: int, options: StressOptions) -> list[Case]:
-    """Interleave the tests' cases evenly (case k of a test with n cases sits at (k+.5)/n)."""
+    """The first case of every test first (shortest nominal case first, then in the given
+    order), then the others interleaved evenly (case k of a test with n cases sits at
+    (k+.5)/n), so a budget that runs out early has still run as many tests as it could."""
     order = {name: i for i, name in enumerate(counts)}
-    slots = sorted(((k + 0.5) / n, order[name], name, k) for name, n in counts.items() for k in range(n))
+    slots = sorted(((-1.0, TESTS[name].nominal_s(options)) if k == 0 else ((k + 0.5) / n, 0.0), order[name], name, k)
+                   for name, n in counts.items() for k in range(n))
     cases = []
     for _, _, name, k in slots:
         s = case_seed(run_seed, name, k)
@@ -314,24 +345,51 @@ def verdict_table(records: list[ResultRecord], tests: list[str] | None = None) -
     for n in names:
         c = by.get(n, Counter())
         total.update(c)
-        lines.append(f"{n:{w}s} " + " ".join(f"{c[o]:7d}" for o in STRESS_OUTCOMES) + f" {sum(c.values()):7d}")
+        lines.append(f"{n:{w}s} " + " ".join(f"{c[o]:7d}" for o in STRESS_OUTCOMES) + f" {sum(c.values()):7d}"
+                     + ("   not run" if not c else ""))
     lines.append(f"{'all':{w}s} " + " ".join(f"{total[o]:7d}" for o in STRESS_OUTCOMES) + f" {sum(total.values()):7d}")
     return "\n".join(lines)
 
 
+def planned_tests(manifest: dict) -> list[str]:
+    """The tests a run was asked to run (with --case: the tests of those cases)."""
+    if manifest.get("cases"):
+        return list(dict.fromkeys(k.partition("#")[0] for k in manifest["cases"]))
+    return list(manifest.get("tests", []))
+
+
+def tests_not_run(manifest: dict, records: list[ResultRecord]) -> list[str]:
+    """Selected tests with no row at all: the budget ran out before their first case."""
+    ran = {r.extra.get("test", r.test_id.partition("#")[0]) for r in records if r.suite == SUITE}
+    return [t for t in planned_tests(manifest) if t not in ran]
+
+
+def not_run_line(missing: list[str]) -> str:
+    return (f"not run: {', '.join(missing)} (the budget ran out before their first case; "
+            f"--resume or a larger --budget runs them)")
+
+
 def rebuild_reports(report_dir: str | os.PathLike, meta: dict | None = None):
-    from ..reports import build_reports
+    from ..reports import RESULTS_FILE, build_reports
     manifest = {}
     mpath = Path(report_dir) / MANIFEST
     if mpath.exists():
         manifest = json.loads(mpath.read_text())
     m = {"driver": manifest.get("driver"), "seed": manifest.get("seed"), "budget_s": manifest.get("budget_s"),
-         "workers": manifest.get("workers"), "tests": ", ".join(manifest.get("tests", [])), **(meta or {})}
+         "workers": manifest.get("workers"), "tests": ", ".join(manifest.get("tests", []))}
+    journal = Path(report_dir) / RESULTS_FILE
+    if manifest and journal.exists():
+        missing = tests_not_run(manifest, read_results(journal))
+        m["tests not run"] = not_run_line(missing) if missing else "none: every selected test ran"
+    m.update(meta or {})
     return build_reports(report_dir, meta=m, title="nnconform stress report")
 
 
 def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None) -> int:
-    """Run (or resume) a stress run; returns the exit status (0: every case SUCCESS)."""
+    """Run (or resume) a stress run; returns the exit status: 0 every case SUCCESS, 1 a case
+    was not, 3 none failed but a selected test never ran (budget too short), 130 interrupted,
+    2 no worker could start.  Raises StressUsageError for a configuration that would run
+    nothing."""
     from ..reports import RESULTS_FILE
     out = out or sys.stdout
     err = err or sys.stderr
@@ -349,7 +407,9 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None) -> i
         cfg.options = StressOptions.from_dict(manifest["options"])
         cfg.mem_limit, cfg.cases = manifest["mem_limit"], manifest.get("cases")
         counts = manifest["plan"]
+        check_config(cfg)
     else:
+        check_config(cfg)
         if journal.exists() and journal.stat().st_size and not cfg.cases:
             raise StressUsageError(f"{journal} already holds results: use --resume to continue that run, "
                                    f"or another --report-dir")
@@ -454,6 +514,7 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None) -> i
     keys = [r.test_id for r in stress_rows]
     left = [c.key for c in plan if c.key not in set(keys)]
     print("\n" + verdict_table(stress_rows, cfg.tests), file=out)
+    missing = tests_not_run(manifest, stress_rows)
     if interrupted:
         print(f"\ninterrupted: {len(left)} planned case(s) not done; rerun with --resume --report-dir {cfg.report_dir}",
               file=out)
@@ -461,12 +522,17 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None) -> i
         print(f"\nbudget exhausted: {len(left)} planned case(s) not started; --resume runs them", file=out)
     else:
         print(f"\nall {len(plan)} planned cases done", file=out)
+    if missing:
+        print(not_run_line(missing), file=out)
     csv_path, html_path = rebuild_reports(rdir)
     print(f"reports: {csv_path}  {html_path}", file=out)
     if interrupted:
-        return 130
-    return 0 if all(r.outcome == SUCCESS for r in stress_rows) else 1
+        return EXIT_INTERRUPTED
+    if not all(r.outcome == SUCCESS for r in stress_rows):
+        return EXIT_FAILED
+    return EXIT_INCOMPLETE if missing else EXIT_OK
 
 
 __all__ = ["StressConfig", "StressUsageError", "run_stress", "rebuild_reports", "parse_budget", "case_seed",
-           "build_plan", "plan_counts", "verdict_table", "replay_command", "Case", "TESTS", "MANIFEST"]
+           "build_plan", "plan_counts", "verdict_table", "replay_command", "Case", "TESTS", "MANIFEST",
+           "check_config", "tests_not_run", "EXIT_INCOMPLETE"]

@@ -94,6 +94,12 @@ class StressTest:
 # Worker-side case functions
 # ---------------------------------------------------------------------------------------
 
+def exc_text(e: BaseException) -> str:
+    """``Type: first line of the message`` (the type alone when there is no message)."""
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
 def parallel_inference(ctx: CaseContext, duration: float, threads: int) -> Verdict:
     models = wl.workload(ctx.device)
     stop = threading.Event()
@@ -102,15 +108,19 @@ def parallel_inference(ctx: CaseContext, duration: float, threads: int) -> Verdi
 
     def body(k: int) -> None:
         i = k
-        while not stop.is_set():
-            ex = models[i % len(models)]
-            i += 1
-            why = wl.check(ctx.device, ex, ctx)
-            if why:
-                errors.append(f"thread {k}: {why}")
-                stop.set()
-                return
-            counts[k] += 1
+        try:
+            while not stop.is_set():
+                ex = models[i % len(models)]
+                i += 1
+                why = wl.check(ctx.device, ex, ctx)
+                if why:
+                    errors.append(f"thread {k}: {why}")
+                    stop.set()
+                    return
+                counts[k] += 1
+        except BaseException as e:  # KeyboardInterrupt, SystemExit... from the driver: the thread died
+            errors.append(f"thread {k} died of {exc_text(e)}")
+            stop.set()
 
     ts = [threading.Thread(target=body, args=(k,), daemon=True) for k in range(threads)]
     for t in ts:
@@ -332,12 +342,16 @@ def performance_degradation(ctx: CaseContext, warmup: float, duration: float, th
         return Verdict.failure(str(e))
     stop = threading.Event()
     compiles = [0]
+    died: list[str] = []
 
     def compile_loop() -> None:
-        while not stop.is_set():
-            ctx.device.prepare(ex.model).release()
-            compiles[0] += 1
-            stop.wait(COMPILE_GAP_S)
+        try:
+            while not stop.is_set():
+                ctx.device.prepare(ex.model).release()
+                compiles[0] += 1
+                stop.wait(COMPILE_GAP_S)
+        except BaseException as e:  # the load is gone: the loaded latency would mean nothing
+            died.append(f"compile thread died after {compiles[0]} compiles: {exc_text(e)}")
 
     t = threading.Thread(target=compile_loop, daemon=True)
     t.start()
@@ -349,6 +363,8 @@ def performance_degradation(ctx: CaseContext, warmup: float, duration: float, th
         stop.set()
         t.join()
         prepared.release()
+    if died:
+        return Verdict.failure(died[0], compiles=compiles[0], model=ex.name)
     degradation = loaded / alone - 1.0
     info = dict(latency_alone_ms=alone * 1e3, latency_loaded_ms=loaded * 1e3, degradation=degradation,
                 mean_alone_ms=mean_alone * 1e3, mean_loaded_ms=mean_loaded * 1e3,
