@@ -17,6 +17,7 @@ get the verdict and every other case the reference driver's outcome:
     ForksChild          execute starts a child process and leaves it   -> FAIL (process left)
     SetsidChild         the same child in a new session (escapes the process group) -> FAIL
     DoubleForks         a grandchild whose parent exits (re-parented)  -> FAIL
+    GarblesPipe         execute writes junk into the host's reply pipe   -> CRASH (protocol)
     ScribblesInputs     every execution zeroes its input arrays after computing the right
                         outputs (all cases; in isolation it harms nobody)  -> same as reference
 
@@ -201,6 +202,18 @@ class PatchesNnconform(_Hostile):
         for name, mod in list(sys.modules.items()):
             if name.startswith("nnconform") and hasattr(mod, "compare"):
                 setattr(mod, "compare", always_pass)
+
+
+def _garble_pipe(pm, request, kw):
+    # A driver can find the host's reply pipe (its number is on the command line) and write
+    # to it directly: the harness must see a broken protocol, never a forged answer.
+    fd = int(sys.argv[sys.argv.index("--res-fd") + 1])
+    os.write(fd, b"\xff\xff\xff\x7fthis is not a frame")
+    _hang(pm, request, kw)
+
+
+class GarblesPipe(_Hostile):
+    hook = _garble_pipe
 
 
 class ForksChild(_Hostile):

@@ -235,6 +235,8 @@ class _Host:
                 os.close(res_w)
         self.pid = self.proc.pid
         self.req_fd, self.res_fd = req_w, res_r
+        wire.widen_pipe(req_w)
+        wire.widen_pipe(res_r)
         self.reader = wire.FrameReader(res_r, max_payload=owner.max_payload)
         try:
             first = self.reader.read(time.monotonic() + owner.startup_timeout)
@@ -381,7 +383,7 @@ class _Host:
         """The result pipe closed (or broke the protocol): classify, kill what is left, fail
         every pending call."""
         with self.lock:
-            already = self.death
+            already = self.death if not self.killing else (self.death or HostHang("being killed"))
         if already is None:
             if cause is None:
                 try:
@@ -402,10 +404,9 @@ class _Host:
                 if self.death is None:
                     self.death = cause
         else:
-            self.kill_everything()
+            return   # hang() or close() killed the host: they record and fail the pending calls
+        self.owner._incident(self, self.death)   # recorded before any waiting call wakes up
         self._fail_pending()
-        if already is None:
-            self.owner._incident(self, self.death)
 
     def _fail_pending(self) -> None:
         with self.lock:
@@ -435,8 +436,8 @@ class _Host:
                 self.death = incident
         self.kill_everything()
         incident.details.update(stderr_tail=self.stderr_tail(), host_pid=self.pid)
+        self.owner._incident(self, incident)   # recorded before any waiting call wakes up
         self._fail_pending()
-        self.owner._incident(self, incident)
 
     # -- ending -----------------------------------------------------------------------------
     def kill_everything(self) -> list[str]:

@@ -131,6 +131,8 @@ class NnSession:
                     self.seed = status["seed"]
                 self.started = str(status.get("started", self.started))
                 journal = self.report_dir / "results.jsonl"
+                if journal.is_symlink():
+                    raise ReportDirError(f"--resume: {journal} is a symbolic link (not followed)")
                 if journal.exists():
                     self.done_nodeids = {str(r.extra.get("nodeid")) for r in read_results(journal)
                                          if r.extra.get("nodeid")}
@@ -139,6 +141,8 @@ class NnSession:
             self.write_status("running")
         except ReportDirError as e:
             raise pytest.UsageError(str(e)) from None
+        except ValueError as e:   # a damaged journal or run.json
+            raise pytest.UsageError(f"--resume: {e}") from None
         except OSError as e:
             from .reportdir import describe_os_error
             raise pytest.UsageError(describe_os_error(e, self.report_dir)) from None
@@ -460,9 +464,11 @@ def _write_item_row(item: pytest.Item, phases: dict) -> None:
         else:
             message = f"{message}; {why}"
         # Make pytest's own verdict agree with the row: a case the host broke did not pass.
-        for r in phases["reports"]:
-            if r.when == "call" and r.outcome != "failed":
-                r.outcome, r.longrepr = "failed", f"nnconform: {outcome}: {why}"
+        # The call phase is already reported (to the terminal, to the xdist controller), so
+        # the teardown report, not yet sent, carries it.
+        if not any(r.failed for r in phases["reports"]):
+            teardown = phases["reports"][-1]
+            teardown.outcome, teardown.longrepr = "failed", f"nnconform: {outcome}: {why}"
     rec["extra"]["nodeid"] = item.nodeid
     if session.in_process:
         rec["extra"]["isolation"] = "in-process"
@@ -539,6 +545,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         return
     if getattr(s, "status_line", None):
         terminalreporter.write_line(s.status_line, red=True)
+    if s.previous is not None:
+        terminalreporter.write_line(f"nnconform: the earlier run's results were moved to {s.previous}")
     status = getattr(s, "final_status", None)
     if status is not None:
         counts = ", ".join(f"{n} {o}" for o, n in sorted(s.final_counts.items()))

@@ -38,6 +38,8 @@ class ReportDirError(NnError):
 def describe_os_error(e: OSError, path: os.PathLike | str) -> str:
     if e.errno == errno.ENOSPC:
         why = "no space left on the device"
+    elif e.errno == errno.EFBIG:
+        why = "file too large (file-size limit or full quota)"
     elif e.errno in (errno.EROFS,):
         why = "the file system is read-only"
     elif e.errno in (errno.EACCES, errno.EPERM):

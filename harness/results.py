@@ -131,7 +131,7 @@ class ResultsWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        self._f = os.fdopen(fd, "a", encoding="utf-8")
+        self._fd: int | None = fd
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             self._trim_partial_line()
@@ -168,14 +168,26 @@ class ResultsWriter:
     def write(self, record: ResultRecord) -> None:
         line = record_to_json(record) + "\n"
         with self._lock:
-            if self._f.closed:
+            if self._fd is None:
                 raise ValueError(f"results writer for {self.path} is closed")
-            fd = self._f.fileno()
+            fd = self._fd
+            data = line.encode("utf-8")
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                self._f.write(line)
-                self._f.flush()
-                os.fsync(fd)
+                start = os.lseek(fd, 0, os.SEEK_END)
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view):]
+                    os.fsync(fd)
+                except OSError:
+                    # A full disk (or a file-size limit) cut the line short: take the partial
+                    # line back so every line in the journal stays a whole record.
+                    try:
+                        os.ftruncate(fd, start)
+                    except OSError:
+                        pass  # the reader drops a broken last line anyway; the write error is raised
+                    raise
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
 
@@ -185,8 +197,9 @@ class ResultsWriter:
 
     def close(self) -> None:
         with self._lock:
-            if not self._f.closed:
-                self._f.close()
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
     def __enter__(self) -> "ResultsWriter":
         return self

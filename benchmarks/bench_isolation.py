@@ -1,0 +1,139 @@
+"""What driver isolation costs, and whether shared memory would pay for large tensors.
+
+    python benchmarks/bench_isolation.py                     # vectors suite, full (several minutes)
+    python benchmarks/bench_isolation.py -k "conv or add"    # a subset, for a quick look
+    python benchmarks/bench_isolation.py --transfer-only
+
+1. The vectors suite on the reference driver, wall time of ``nnconform run`` (a subprocess, as a
+   user runs it): in-process vs isolated (one driver host), and isolated with ``-n 2`` (two
+   pytest-xdist workers, one host each).  Goals: isolated <= 1.3x in-process; -n 2 >= 1.7x
+   faster than -n 1 (needs two free cores).
+2. Moving one output of S bytes from a host to the harness: through the reply pipe (raw bytes
+   after a JSON header, what nnconform does) vs through a POSIX shared-memory segment (the
+   host writes it, the harness copies it out: the harness must own a fresh array either way).
+   Median of repeated round trips per size.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from nnconform import hostproto as wire
+
+
+def run_suite(extra: list[str], k: str | None) -> tuple[float, str]:
+    with tempfile.TemporaryDirectory(prefix="bench-iso-") as d:
+        cmd = [sys.executable, "-m", "nnconform", "run", "--driver", "reference", "--suite", "vectors",
+               "--report-dir", d, "--seed", "1", *extra]
+        if k:
+            cmd += ["--", "-k", k]
+        t0 = time.perf_counter()
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        last = [ln for ln in r.stdout.splitlines() if ln.startswith("nnconform: run ")]
+        if r.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} exited {r.returncode}:\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+        return wall, (last[-1] if last else "")
+
+
+# ---- transfer: pipe vs shared memory ---------------------------------------------------------
+
+_CHILD = r"""
+import os, sys, numpy as np
+from multiprocessing import shared_memory
+from nnconform import hostproto as wire
+req, res, size = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+arr = np.random.default_rng(0).integers(0, 255, size, dtype=np.uint8)
+shm = shared_memory.SharedMemory(create=True, size=max(size, 1))
+reader = wire.FrameReader(req, trusted=True)
+while True:
+    f = reader.read()
+    if f is None or f[0].get("op") == "quit":
+        break
+    if f[0]["op"] == "pipe":
+        bufs = []
+        ref = wire.encode_array(arr, bufs)
+        wire.write_frame(res, {"id": 1, "ok": ref}, bufs)
+    else:
+        np.frombuffer(shm.buf, np.uint8, size)[:] = arr
+        wire.write_frame(res, {"id": 1, "ok": {"shm": shm.name, "size": size}})
+shm.close(); shm.unlink()
+"""
+
+
+def transfer(size: int, repeats: int) -> tuple[float, float]:
+    from multiprocessing import shared_memory
+    req_r, req_w = os.pipe()
+    res_r, res_w = os.pipe()
+    p = subprocess.Popen([sys.executable, "-c", _CHILD, str(req_r), str(res_w), str(size)],
+                         pass_fds=(req_r, res_w))
+    os.close(req_r)
+    os.close(res_w)
+    wire.widen_pipe(req_w)
+    wire.widen_pipe(res_r)
+    reader = wire.FrameReader(res_r)
+    attached = {}
+    out = {}
+    for mode in ("pipe", "shm"):
+        samples = []
+        for _ in range(repeats + 2):
+            t0 = time.perf_counter()
+            wire.write_frame(req_w, {"op": mode})
+            header, bufs = reader.read()
+            if mode == "pipe":
+                got = wire.decode_array(header["ok"], bufs)
+            else:
+                name = header["ok"]["shm"]
+                seg = attached.get(name) or attached.setdefault(name, shared_memory.SharedMemory(name=name))
+                got = np.frombuffer(seg.buf, np.uint8, size).copy()
+            samples.append(time.perf_counter() - t0)
+            assert got.size == size
+        out[mode] = statistics.median(samples[2:]) * 1e3
+    wire.write_frame(req_w, {"op": "quit"})
+    p.wait()
+    for seg in attached.values():
+        seg.close()
+    os.close(req_w)
+    os.close(res_r)
+    return out["pipe"], out["shm"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-k", default=None, help="pytest -k expression to run a subset of the vectors")
+    ap.add_argument("--transfer-only", action="store_true")
+    ap.add_argument("--repeats", type=int, default=20)
+    a = ap.parse_args()
+
+    print("| size | pipe ms | shared memory ms | shm / pipe |")
+    print("|---:|---:|---:|---:|")
+    for size in (4 << 10, 256 << 10, 4 << 20, 64 << 20):
+        pipe, shm = transfer(size, a.repeats if size < (16 << 20) else max(3, a.repeats // 4))
+        print(f"| {size >> 10} KiB | {pipe:.3f} | {shm:.3f} | {shm / pipe:.2f} |", flush=True)
+    if a.transfer_only:
+        return 0
+
+    print()
+    print("| vectors suite, reference driver | wall s | vs in-process | rows |")
+    print("|---|---:|---:|---|")
+    base, line = run_suite(["--in-process"], a.k)
+    print(f"| in-process | {base:.1f} | 1.00x | {line} |", flush=True)
+    iso, line = run_suite([], a.k)
+    print(f"| isolated (-n 1) | {iso:.1f} | {iso / base:.2f}x | {line} |", flush=True)
+    two, line = run_suite(["-n", "2"], a.k)
+    print(f"| isolated -n 2 | {two:.1f} | {two / base:.2f}x | {line} |", flush=True)
+    print()
+    print(f"isolated / in-process = {iso / base:.2f} (goal <= 1.3); -n 1 / -n 2 speed-up = {iso / two:.2f}x "
+          f"(goal >= 1.7; {os.cpu_count()} cores)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,324 @@
+"""Driver isolation, end to end, with deliberately hostile drivers (drivers/broken_isolation.py).
+
+Each hostile driver strikes only on the generated suite's FLOOR cases.  For each one, as a user
+runs it (``nnconform run --suite generated`` in a subprocess): the FLOOR cases get the right
+verdict, every other case the reference driver's outcome, report.html exists with the run's
+status, the exit code is non-zero, and no process of the run is left behind.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+HOSTILE = "nnconform.drivers.broken_isolation"
+FLOOR_CASES = {"generated/floor_fp32", "generated/floor_fp16"}
+CALL_TIMEOUT = "3"     # seconds: the HANG drivers are caught at this bound (verdicts, not timing, are checked)
+
+
+def run_cli(*args, env=None, timeout=600, preexec_fn=None):
+    return subprocess.run([sys.executable, "-m", "nnconform", *args], capture_output=True, text=True,
+                          env=env, timeout=timeout, preexec_fn=preexec_fn)
+
+
+def rows(report_dir: Path) -> list[dict]:
+    with open(report_dir / "results.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def marked_env() -> tuple[dict, str]:
+    """An environment with a unique marker: every process the run starts inherits it, so any
+    survivor can be found in /proc afterwards."""
+    mark = uuid.uuid4().hex
+    return dict(os.environ, NNCONFORM_TEST_MARK=mark), mark
+
+
+def survivors(mark: str) -> list[str]:
+    found = []
+    needle = f"NNCONFORM_TEST_MARK={mark}".encode()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if needle in f.read():
+                    with open(f"/proc/{pid}/cmdline", "rb") as c:
+                        cmd = c.read().replace(b"\0", b" ").decode(errors="replace")[:100]
+                    found.append(f"{pid}: {cmd}")
+        except OSError:
+            continue   # gone, or a zombie (no environ): not running
+    return found
+
+
+def no_survivors(mark: str) -> list[str]:
+    # A SIGKILLed process can take a moment to leave the process table.
+    for _ in range(50):
+        left = survivors(mark)
+        if not left:
+            return []
+        time.sleep(0.1)
+    return left
+
+
+@pytest.fixture(scope="module")
+def reference_outcomes(tmp_path_factory) -> dict[str, str]:
+    d = tmp_path_factory.mktemp("reference")
+    r = run_cli("run", "--driver", "reference", "--suite", "generated", "--report-dir", str(d), "--seed", "11")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    return {row["test_id"]: row["outcome"] for row in rows(d)}
+
+
+# driver, verdict of the FLOOR cases, a fragment of their message
+CASES = [
+    ("Segfault", "CRASH", "killed by SIGSEGV"),
+    ("ExitZero", "CRASH", "exited with code 0"),
+    ("GarblesPipe", "CRASH", "broke the wire protocol"),
+    ("SysExit", "FAIL", "SystemExit: 3"),
+    ("KeyboardInterrupts", "FAIL", "KeyboardInterrupt"),
+    ("HangsInExecute", "HANG", "execute did not return within 3 s"),
+    ("HangsInPrepare", "HANG", "prepare did not return within 3 s"),
+    ("Allocates30GB", "FAIL", "MemoryError"),
+    ("LyingArray", "FAIL", "actual 0, |diff|"),
+    ("PatchesNnconform", "FAIL", "actual 0, |diff|"),
+    ("ForksChild", "FAIL", "left 1 process(es) running"),
+    ("SetsidChild", "FAIL", "left 1 process(es) running"),
+    ("DoubleForks", "FAIL", "process(es) running"),
+]
+
+
+@pytest.mark.parametrize("driver,verdict,fragment", CASES, ids=[c[0] for c in CASES])
+def test_hostile_driver_gets_its_verdict_and_the_run_goes_on(driver, verdict, fragment, tmp_path,
+                                                             reference_outcomes):
+    env, mark = marked_env()
+    r = run_cli("run", "--driver", f"{HOSTILE}:{driver}", "--suite", "generated", "--report-dir", str(tmp_path),
+                "--seed", "11", "--call-timeout", CALL_TIMEOUT, env=env)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
+    got = {row["test_id"]: row for row in rows(tmp_path)}
+    assert set(got) == set(reference_outcomes), "every case has exactly one row"
+    for tid in FLOOR_CASES:
+        assert got[tid]["outcome"] == verdict, got[tid]
+        assert fragment in got[tid]["message"], got[tid]["message"]
+        if verdict in ("CRASH", "HANG"):
+            assert "liveness OK" in got[tid]["message"], got[tid]["message"]
+            assert got[tid]["spec_path"] and Path(got[tid]["spec_path"]).exists()
+    others = {tid: row["outcome"] for tid, row in got.items() if tid not in FLOOR_CASES}
+    assert others == {tid: o for tid, o in reference_outcomes.items() if tid not in FLOOR_CASES}
+    status = json.loads((tmp_path / "run.json").read_text())["status"]
+    assert status.startswith("complete"), status
+    assert "Run status: complete" in (tmp_path / "report.html").read_text()
+    assert no_survivors(mark) == []
+
+
+def test_scribbling_on_inputs_harms_nobody(tmp_path, reference_outcomes):
+    """The driver zeroes its input arrays after every execution; in its host it only zeroes
+    its own copies, so every case has the reference outcome and the dumps are untouched."""
+    env, mark = marked_env()
+    r = run_cli("run", "--driver", f"{HOSTILE}:ScribblesInputs", "--suite", "generated", "--report-dir",
+                str(tmp_path), "--seed", "11", env=env)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert {row["test_id"]: row["outcome"] for row in rows(tmp_path)} == reference_outcomes
+    assert no_survivors(mark) == []
+
+
+def test_in_process_mode_is_recorded(tmp_path):
+    r = run_cli("run", "--driver", "reference", "--suite", "generated", "--report-dir", str(tmp_path),
+                "--in-process", "--", "-k", "relu")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    got = rows(tmp_path)
+    assert got and all(json.loads(row["extra"])["isolation"] == "in-process" for row in got)
+    assert "in-process" in (tmp_path / "report.html").read_text()
+    assert "in-process" in json.loads((tmp_path / "run.json").read_text())["isolation"]
+
+
+# ---- replay ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def floor_spec(tmp_path_factory) -> Path:
+    """A dumped failure of the FLOOR case, to replay against each hostile driver."""
+    d = tmp_path_factory.mktemp("floor")
+    r = run_cli("run", "--driver", f"{HOSTILE}:LyingArray", "--suite", "generated", "--report-dir", str(d),
+                "--", "-k", "floor_fp32")
+    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+    (row,) = [row for row in rows(d) if row["test_id"] == "generated/floor_fp32"]
+    return Path(row["spec_path"])
+
+
+@pytest.mark.parametrize("driver,verdict,fragment", CASES, ids=[c[0] for c in CASES])
+def test_replay_of_a_hostile_driver(driver, verdict, fragment, floor_spec):
+    env, mark = marked_env()
+    r = run_cli("replay", str(floor_spec), "--driver", f"{HOSTILE}:{driver}", "--call-timeout", CALL_TIMEOUT,
+                env=env, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    if verdict in ("CRASH", "HANG"):
+        assert f": {verdict}:" in r.stdout and "liveness OK" in r.stdout, r.stdout
+    elif "process(es)" in fragment:
+        assert "left" in r.stdout and "process(es) running" in r.stdout, r.stdout
+    else:
+        assert ": FAIL:" in r.stdout and fragment in r.stdout, r.stdout
+    assert "Traceback" not in r.stderr
+    assert no_survivors(mark) == []
+
+
+def test_replay_on_reference_still_passes(floor_spec):
+    r = run_cli("replay", str(floor_spec), "--driver", "reference")
+    assert r.returncode == 0 and ": PASS" in r.stdout, r.stdout + r.stderr
+
+
+# ---- pytest -n 2 -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("driver,verdict", [("Segfault", "CRASH"), ("SetsidChild", "FAIL"),
+                                            ("HangsInExecute", "HANG")])
+def test_pytest_xdist_with_a_hostile_driver(driver, verdict, tmp_path, reference_outcomes):
+    """`pytest --driver X -n 2`: one host per worker, every row in one journal, one report."""
+    env, mark = marked_env()
+    r = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "nnconform.suites.test_generated",
+                        "--driver", f"{HOSTILE}:{driver}", "--nn-report-dir", str(tmp_path), "--nn-seed", "11",
+                        "--nn-call-timeout", CALL_TIMEOUT, "-n", "2", "-q", "-p", "no:cacheprovider"],
+                       capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
+    journal = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert len(journal) == len(reference_outcomes), "no row lost, none twice"
+    got = {row["test_id"]: row["outcome"] for row in rows(tmp_path)}
+    assert {tid: got[tid] for tid in FLOOR_CASES} == {tid: verdict for tid in FLOOR_CASES}
+    assert {t: o for t, o in got.items() if t not in FLOOR_CASES} == \
+        {t: o for t, o in reference_outcomes.items() if t not in FLOOR_CASES}
+    assert "Run status: complete" in (tmp_path / "report.html").read_text()
+    assert no_survivors(mark) == []
+
+
+# ---- the report directory ------------------------------------------------------------------
+
+def test_second_run_into_a_busy_report_dir_fails_in_one_line(tmp_path):
+    from nnconform.reportdir import ReportDir
+    holder = ReportDir(tmp_path)
+    holder.lock()
+    try:
+        r = run_cli("run", "--driver", "reference", "--suite", "generated", "--report-dir", str(tmp_path))
+    finally:
+        holder.unlock()
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0 and "in use by another nnconform run" in r.stderr, r.stderr
+
+
+def test_a_new_run_rotates_the_previous_results(tmp_path):
+    for seed in ("1", "2"):
+        r = run_cli("run", "--driver", f"{HOSTILE}:LyingArray", "--suite", "generated", "--report-dir",
+                    str(tmp_path), "--seed", seed, "--", "-k", "floor or relu")
+        assert r.returncode == 1, r.stderr
+    (prev,) = list((tmp_path / "previous").iterdir())
+    old = [json.loads(line) for line in (prev / "results.jsonl").read_text().splitlines()]
+    assert old and {row["seed"] for row in old} == {1}
+    assert (prev / "report.html").exists() and any((prev / "failures").iterdir())
+    new = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert {row["seed"] for row in new} == {2} and len(new) == len(old)
+    assert "moved to" in r.stdout
+
+
+def test_ctrl_c_writes_an_interrupted_report_and_resume_finishes_the_run(tmp_path):
+    env, mark = marked_env()
+    args = ["run", "--driver", f"{HOSTILE}:HangsInExecute", "--suite", "generated", "--report-dir", str(tmp_path),
+            "--seed", "5", "--call-timeout", "120"]
+    p = subprocess.Popen([sys.executable, "-m", "nnconform", *args], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    # Wait until the run is stuck in the hanging FLOOR case, then press Ctrl-C.
+    journal = tmp_path / "results.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if journal.exists() and journal.stat().st_size > 0 and p.poll() is None:
+            break
+        time.sleep(0.2)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 3, out[-2000:] + err[-2000:]
+    status = json.loads((tmp_path / "run.json").read_text())
+    assert status["status"].startswith("interrupted after"), status
+    done_before = len(journal.read_text().splitlines())
+    assert 0 < done_before < status["planned"]
+    assert "Run status: interrupted" in (tmp_path / "report.html").read_text()
+    assert no_survivors(mark) == []
+
+    r = run_cli("run", "--driver", f"{HOSTILE}:HangsInExecute", "--suite", "generated", "--report-dir",
+                str(tmp_path), "--resume", "--call-timeout", CALL_TIMEOUT, env=env)
+    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+    final = json.loads((tmp_path / "run.json").read_text())
+    assert final["status"].startswith("complete"), final
+    assert final["seed"] == 5
+    ids = [json.loads(line)["extra"]["nodeid"] for line in journal.read_text().splitlines()]
+    assert len(set(ids)) == final["planned"], "every case recorded once after resuming"
+    assert not (tmp_path / "previous").exists(), "resume keeps the run's own files"
+    assert no_survivors(mark) == []
+
+
+def test_symlinks_in_the_report_dir_are_replaced_not_followed(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    report = tmp_path / "report"
+    report.mkdir()
+    for name in ("report.html", "results.csv", "run.json"):
+        (report / name).symlink_to(victim)
+    (report / "failures").symlink_to(tmp_path)
+    r = run_cli("run", "--driver", f"{HOSTILE}:LyingArray", "--suite", "generated", "--report-dir", str(report),
+                "--", "-k", "floor")
+    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+    assert victim.read_text() == "precious"
+    assert not (report / "report.html").is_symlink() and (report / "report.html").stat().st_size > 0
+    assert not any(p.name.endswith(".spec.json") for p in tmp_path.iterdir())
+
+
+def test_resume_refuses_a_symlinked_journal_in_one_line(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    report = tmp_path / "report"
+    report.mkdir()
+    (report / "run.json").write_text(json.dumps({"status": "interrupted after 1 of 9 cases", "driver": "reference",
+                                                 "seed": 3, "started": "2026-01-01T00:00:00+00:00"}))
+    (report / "results.jsonl").symlink_to(victim)
+    r = run_cli("run", "--driver", "reference", "--suite", "generated", "--report-dir", str(report),
+                "--resume", "--", "-k", "relu")
+    assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "symbolic link" in r.stdout + r.stderr and "Traceback" not in r.stderr
+    assert victim.read_text() == "precious"
+
+
+def _limit_file_size():
+    import resource
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, 64 << 10))
+
+
+def test_full_disk_is_one_line_and_rows_stay_valid(tmp_path):
+    """A file-size limit makes writes fail the way a full disk does (Python ignores SIGXFSZ)."""
+    r = run_cli("run", "--driver", "reference", "--suite", "generated", "--report-dir", str(tmp_path),
+                preexec_fn=_limit_file_size)
+    assert r.returncode == 3, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "cannot write to" in r.stdout + r.stderr and "Traceback" not in r.stderr
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert lines and all(json.loads(line)["outcome"] == "PASS" for line in lines)
+    assert json.loads((tmp_path / "run.json").read_text())["status"].startswith("interrupted")
+
+
+def test_read_only_report_dir_is_one_line(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a read-only tmpfs here (needs root with CAP_SYS_ADMIN)")
+    try:
+        r = run_cli("run", "--driver", "reference", "--suite", "generated", "--report-dir", str(ro / "out"))
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)
+    assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
+    assert r.stderr.strip().count("\n") == 0 and "read-only" in r.stderr, r.stderr
+
+
+def test_unknown_driver_is_one_line_and_never_imported_into_the_harness(tmp_path):
+    r = run_cli("run", "--driver", "no.such.module:Device", "--report-dir", str(tmp_path))
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "cannot import" in r.stderr, r.stderr
