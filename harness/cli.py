@@ -62,10 +62,15 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     except ReportDirError as e:
         return _err(str(e))
     args = [str(suites[s]) for s in chosen]
+    # The driver host's call bound is the one time limit, the same for a checkout (whose
+    # pyproject.toml sets a pytest-timeout for the harness's own tests) and a wheel install.
     args += ["--driver", a.driver, "--nn-report-dir", a.report_dir, "-p", "no:cacheprovider",
-             "--import-mode=importlib", "-q", "-rfE"]
-    if a.seed is not None:
-        args += ["--nn-seed", str(a.seed)]
+             "--import-mode=importlib", "-q", "-rfE", "--timeout", "0"]
+    seed = a.seed
+    if seed is None and not a.resume:
+        seed = int.from_bytes(os.urandom(4), "little") >> 1
+    if seed is not None:
+        args += ["--nn-seed", str(seed)]
     if a.vectors:
         args += ["--nn-vectors", a.vectors]
     if a.in_process:
@@ -79,8 +84,15 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     if a.workers is not None and a.workers > 1:
         args += ["-n", str(a.workers)]
     args += extra
-    print(f"nnconform: running suites {', '.join(chosen)} against driver '{a.driver}'"
-          + (" (in-process)" if a.in_process else ""), flush=True)
+    if a.in_process:
+        isolation = "in-process (no driver host: a crash or hang of the driver ends or stalls the run)"
+    else:
+        from .isolation import DEFAULT_CALL_TIMEOUT
+        bound = a.call_timeout if a.call_timeout is not None else DEFAULT_CALL_TIMEOUT
+        isolation = f"driver host, call bound {bound:g} s, memory limit {a.mem_limit or '4G'}"
+    print(f"nnconform: running suites {', '.join(chosen)} against driver '{a.driver}'; "
+          + (f"seed {seed}; " if seed is not None else "seed from the run being resumed; ") + isolation,
+          flush=True)
     try:
         code = int(pytest.main(args))
     finally:

@@ -38,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 import weakref
 from typing import Any, Sequence
 
@@ -58,6 +59,7 @@ STARTUP_TIMEOUT = 120.0              # seconds for a host to load the driver and
 HANG_DUMP_S = 0.5                    # time given to faulthandler to write the stacks
 STDERR_TAIL_LINES = 30
 CRASH, HANG = "CRASH", "HANG"
+_TOKEN_VAR = "NNCONFORM_HOST_TOKEN"
 
 
 class HostIncident(NnError):
@@ -222,10 +224,11 @@ class _Host:
         res_r, res_w = os.pipe()
         cmd = [sys.executable, "-X", "faulthandler", "-m", "nnconform.host", "--driver", owner.driver_spec,
                "--req-fd", str(req_r), "--res-fd", str(res_w), "--mem-limit", str(int(owner.mem_limit or 0))]
-        env = dict(os.environ, PYTHONFAULTHANDLER="1")
+        # Every process of this host inherits the token, so its orphans can be told apart.
+        self.token = uuid.uuid4().hex
+        env = dict(os.environ, PYTHONFAULTHANDLER="1", **{_TOKEN_VAR: self.token})
         # Orphans of a host that dies re-parent here (subreaper), so they can be found and killed.
         reaper.set_subreaper()
-        self.children_before = set(reaper.descendants(os.getpid()))
         with open(self.stderr_path, "ab") as err:
             try:
                 self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
@@ -454,17 +457,12 @@ class _Host:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-        # Orphans of the host re-parented to us (we are a subreaper): ours now, not our tools'.
-        orphans = [p for p in reaper.descendants(os.getpid())
-                   if p not in self.children_before and p != self.pid and p not in self.owner.live_host_pids()]
-        for pid in orphans:
-            killed.append(reaper.describe(pid))
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.01 if orphans else 0)
-        reaper.reap(orphans)
+        # Orphans of the host re-parented to us (we are a subreaper).  Only those carrying this
+        # host's token are its: other children of this process (another host, a stress worker
+        # in the same test session) are not touched.
+        marker = f"{_TOKEN_VAR}={self.token}".encode()
+        killed += [desc for _, desc in reaper.kill_descendant_procs(
+            os.getpid(), only=lambda p: p.pid != self.pid and reaper.environ_has(p.pid, marker))]
         return killed
 
     def close(self) -> None:

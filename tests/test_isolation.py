@@ -322,3 +322,57 @@ def test_read_only_report_dir_is_one_line(tmp_path):
 def test_unknown_driver_is_one_line_and_never_imported_into_the_harness(tmp_path):
     r = run_cli("run", "--driver", "no.such.module:Device", "--report-dir", str(tmp_path))
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "cannot import" in r.stderr, r.stderr
+
+
+def test_replay_of_a_runaway_allocation_is_bounded(tmp_path):
+    """A tiny spec whose FILL asks for 10 GB: replay runs it in the driver host under the
+    memory limit, so it is a one-line FAIL, not a harness killed by the OOM killer."""
+    import numpy as np
+    from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+    from nnconform.spec import SpecExample, SpecFile, dump_spec
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_INT32, [2])
+    y = b.output(T.TENSOR_FLOAT32, [0, 0])
+    b.operation(Op.FILL, [x, b.f32(1.0)], [y])
+    spec = tmp_path / "fill.spec.json"
+    dump_spec(SpecFile(b.build(), [SpecExample("huge", [np.array([50000, 50000], np.int32)],
+                                               [np.zeros((1, 1), np.float32)])], {}), spec)
+    assert spec.stat().st_size < 2000
+    env, mark = marked_env()
+    r = run_cli("replay", str(spec), "--driver", "reference", "--mem-limit", "2G", env=env, timeout=300)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert ": FAIL:" in r.stdout and ("MemoryError" in r.stdout or "memory" in r.stdout.lower()), r.stdout
+    assert "Traceback" not in r.stderr
+    assert no_survivors(mark) == []
+
+
+def test_failures_whose_names_clean_alike_get_separate_dumps(tmp_path):
+    """Two test ids that differ only in characters a file name cannot keep must not
+    overwrite each other's dumped spec."""
+    suite = tmp_path / "test_collide.py"
+    suite.write_text(
+        "import numpy as np, pytest\n"
+        "from nnconform.runner import CaseOutcome\n"
+        "from helpers_collide import relu\n"
+        "@pytest.mark.parametrize('tid', ['dup/case', 'dup:case'])\n"
+        "def test_case(tid, nn_session, nn_record):\n"
+        "    nn_record.update(suite='collide', test_id=tid)\n"
+        "    model, x = relu()\n"
+        "    nn_session.conclude(nn_record, CaseOutcome('FAIL', f'planted failure of {tid}', 'compare'),\n"
+        "                        test_id=tid, model=model, inputs=[x], expected=[x])\n")
+    (tmp_path / "helpers_collide.py").write_text(
+        "import numpy as np\n"
+        "from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op\n"
+        "def relu():\n"
+        "    b = ModelBuilder(); x = b.input(T.TENSOR_FLOAT32, [2]); y = b.output(T.TENSOR_FLOAT32, [2])\n"
+        "    b.operation(Op.RELU, [x], [y])\n"
+        "    return b.build(), np.array([1, -1], np.float32)\n")
+    report = tmp_path / "report"
+    r = subprocess.run([sys.executable, "-m", "pytest", str(suite), "--nn-report-dir", str(report), "-q",
+                        "-p", "no:cacheprovider", "--rootdir", str(tmp_path)],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+    specs = sorted((report / "failures").glob("*.spec.json"))
+    assert len(specs) == 2, specs
+    messages = {json.loads(p.read_text())["meta"]["message"] for p in specs}
+    assert messages == {"planted failure of dup/case", "planted failure of dup:case"}
