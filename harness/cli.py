@@ -434,6 +434,64 @@ def cmd_models(a: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ---- bench (MLTS benchmark on real models) ---------------------------------------------------
+
+def select_models(names: Sequence[str] | None):
+    """Model entries by name; ``builtin`` and ``zoo`` name groups; none given: all of them."""
+    from .models import available_models
+    entries = available_models()
+    if not names:
+        return list(entries.values())
+    chosen = []
+    for arg in names:
+        for n in (x for x in arg.split(",") if x):
+            group = [e for e in entries.values() if e.kind == n]
+            if n in ("builtin", "zoo"):
+                if not group:
+                    raise ValueError(f"no {n} models (the zoo needs `nnconform models fetch`)")
+                chosen += group
+            elif n in entries:
+                chosen.append(entries[n])
+            else:
+                raise ValueError(f"unknown model {n!r} (see `nnconform models list`)")
+    return list({e.name: e for e in chosen}.values())
+
+
+def cmd_bench(a: argparse.Namespace) -> int:
+    import datetime
+    from . import __version__
+    from .bench import run_bench, table, write_csv, write_html
+    from .models.zoo import ZooError
+    try:
+        entries = select_models(a.models)
+    except (ValueError, ZooError) as e:
+        return _err(_shown(e, 300))
+    if a.iterations < 1 or a.warmup < 0 or a.inputs < 1:
+        return _err("--iterations and --inputs must be at least 1, --warmup at least 0")
+    drivers = a.driver or ["reference"]
+    out = Path(a.out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        return _err(f"{_shown(out)}: {e.strerror or e}")
+    print(f"nnconform bench: {len(entries)} model(s) x {len(drivers)} driver(s); warm-up {a.warmup}, "
+          f"{a.iterations} timed executions, {a.inputs} seeded inputs (seed {a.seed}); every driver in a driver host",
+          flush=True)
+    rows = run_bench(drivers, entries, warmup=a.warmup, iterations=a.iterations, inputs_count=a.inputs,
+                     seed=a.seed, call_timeout=a.call_timeout)
+    meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "harness": __version__, "drivers": ", ".join(drivers), "warm-up": a.warmup,
+            "iterations": a.iterations, "inputs": a.inputs, "seed": a.seed, "cpus": os.cpu_count()}
+    try:
+        write_csv(rows, out / "bench.csv")
+        write_html(rows, out / "bench.html", meta)
+    except OSError as e:
+        return _err(f"{_shown(out)}: {e.strerror or e}", EXIT_FAIL)
+    print(table(rows))
+    print(f"nnconform: {out / 'bench.csv'}  {out / 'bench.html'}")
+    return EXIT_FAIL if any(r.status in ("FAIL", "CRASH", "HANG") for r in rows) else EXIT_OK
+
+
 # ---- stress ------------------------------------------------------------------------------
 
 def cmd_stress(a: argparse.Namespace) -> int:
@@ -560,6 +618,16 @@ def build_parser() -> argparse.ArgumentParser:
                          "into the cache")
     mf.add_argument("--wheel", help="extract from this mediapipe wheel instead of downloading it")
     msub.add_parser("list", help="built-in models and fetched zoo models (with what imports)")
+    bn = sub.add_parser("bench", help="MLTS benchmark: compile time, latency and accuracy of real models per driver")
+    bn.add_argument("--driver", action="append", help="driver to benchmark (repeatable; default reference)")
+    bn.add_argument("--models", action="append", help="model names, or the groups builtin / zoo (comma-separated, "
+                    "repeatable; default: all, see `nnconform models list`)")
+    bn.add_argument("--warmup", type=int, default=5, help="untimed executions first (default 5)")
+    bn.add_argument("--iterations", type=int, default=50, help="timed executions per model (default 50)")
+    bn.add_argument("--inputs", type=int, default=4, help="seeded inputs per model for accuracy (default 4)")
+    bn.add_argument("--seed", type=int, default=0)
+    bn.add_argument("--out-dir", default="nnconform-bench", help="where bench.csv and bench.html go")
+    bn.add_argument("--call-timeout", type=float, default=120.0, help="seconds per driver call before HANG")
     st = sub.add_parser("stress", help="MLTS-style crash tests and random graphs in subprocess sandboxes")
     st.add_argument("--driver", default="reference", help="installed driver name or module:attribute")
     st.add_argument("--budget", default="30m", help="wall-clock budget, positive: 90s, 30m, 2h (default 30m); "
@@ -609,6 +677,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_import(a)
     if a.command == "models":
         return cmd_models(a)
+    if a.command == "bench":
+        return cmd_bench(a)
     return _err(f"unknown command {a.command}")
 
 

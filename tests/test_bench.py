@@ -1,0 +1,94 @@
+"""nnconform bench: rows, accuracy numbers, CSV/HTML, a crashing driver isolated.  Speed is
+never asserted: only that numbers exist and are consistent."""
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from nnconform.bench import CSV_COLUMNS, BenchRow, accuracy, latency_stats, run_bench, write_csv, write_html
+from nnconform.cli import main
+from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+from nnconform.models import ModelEntry, builtin_entries
+
+
+def _floor_entry() -> ModelEntry:
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [1, 4])
+    b.operation(Op.FLOOR, [x], [b.output(T.TENSOR_FLOAT32, [1, 4])])
+    m = b.build()
+    return ModelEntry("floor", "builtin", False, "test", lambda: m,
+                      lambda model, seed: [np.random.default_rng(seed).normal(size=(1, 4)).astype(np.float32)])
+
+
+def test_reference_bench_rows_csv_and_html(tmp_path):
+    entry = builtin_entries()["mobilenet_v1_quant8"]
+    rows = run_bench(["reference"], [entry], warmup=1, iterations=4, inputs_count=2, seed=3, log=lambda *a: None)
+    (r,) = rows
+    assert r.status == "OK", r.message
+    assert r.iterations == 4 and len(r.latencies_ms) == 4 and r.testset_size == 2
+    assert r.min_ms <= r.p50_ms <= r.p90_ms <= r.p99_ms <= r.max_ms
+    assert r.max_single_error == 0.0 and r.mse == 0.0 and r.top1_agreement == 1.0 and r.top5_agreement == 1.0
+    assert r.compile_without_cache_ms is not None
+    write_csv(rows, tmp_path / "bench.csv")
+    write_html(rows, tmp_path / "bench.html", {"seed": 3})
+    with open(tmp_path / "bench.csv") as f:
+        got = list(csv.DictReader(f))
+    assert list(got[0]) == CSV_COLUMNS and got[0]["model"] == "mobilenet_v1_quant8"
+    page = (tmp_path / "bench.html").read_text()
+    assert page.count("<svg") >= 5 and "<script" not in page and "http" not in page.replace(
+        'xmlns="http://www.w3.org/2000/svg"', "")
+
+
+def test_a_crashing_driver_is_a_row_and_the_bench_goes_on(tmp_path):
+    rows = run_bench(["nnconform.drivers.broken_isolation:Segfault"],
+                     [_floor_entry(), builtin_entries()["mobilenet_v1_float"]],
+                     warmup=0, iterations=2, inputs_count=1, call_timeout=60, log=lambda *a: None)
+    assert [r.status for r in rows] == ["CRASH", "OK"]
+    assert "execute" in rows[0].message and "liveness OK" in rows[0].message
+
+
+def test_accuracy_numbers():
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_QUANT8_ASYMM, [1, 6], scale=0.5, zero_point=10)
+    b.operation(Op.RELU, [x], [b.output(T.TENSOR_QUANT8_ASYMM, [1, 6], scale=0.5, zero_point=10)])
+    m = b.build()
+    exp = [[np.array([[10, 20, 30, 40, 50, 60]], np.uint8)]]
+    same = accuracy(m, exp, exp, classifier=True)
+    assert same == {"max_single_error": 0.0, "mse": 0.0, "top1_agreement": 1.0, "top5_agreement": 1.0}
+    act = [[np.array([[60, 20, 30, 40, 50, 59]], np.uint8)]]   # reference's best (index 5) is second here
+    got = accuracy(m, exp, act, classifier=True)
+    assert got["max_single_error"] == pytest.approx(25.0) and got["top1_agreement"] == 0.0
+    assert got["top5_agreement"] == 1.0
+    assert got["mse"] == pytest.approx((25.0 ** 2 + 0.5 ** 2) / 6)
+    assert accuracy(m, exp, act, classifier=False)["top1_agreement"] is None
+
+
+def test_latency_stats():
+    s = latency_stats([1.0, 2.0, 3.0, 4.0])
+    assert s["mean_ms"] == 2.5 and s["p50_ms"] == 2.5 and s["min_ms"] == 1.0 and s["total_time_sec"] == 0.01
+    assert latency_stats([]) == {}
+
+
+def test_unsupported_and_failing_rows_render(tmp_path):
+    rows = [BenchRow("m", "d1", "UNSUPPORTED", "unsupported: FLOOR"), BenchRow("m", "d2", "CRASH", "boom <b>")]
+    write_html(rows, tmp_path / "b.html", {})
+    page = (tmp_path / "b.html").read_text()
+    assert "boom &lt;b&gt;" in page and "n/a" in page
+
+
+def test_cli_bench_usage_errors(tmp_path, capsys):
+    assert main(["bench", "--models", "no_such_model", "--out-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown model" in err
+    assert main(["bench", "--iterations", "0", "--models", "builtin", "--out-dir", str(tmp_path)]) == 2
+
+
+def test_cli_bench_reference_writes_files(tmp_path, capsys):
+    out = tmp_path / "b"
+    code = main(["bench", "--driver", "reference", "--models", "mobilenet_v2_float", "--warmup", "0",
+                 "--iterations", "2", "--inputs", "1", "--out-dir", str(out)])
+    assert code == 0
+    assert (out / "bench.csv").exists() and (out / "bench.html").exists()
+    assert "mobilenet_v2_float" in capsys.readouterr().out
