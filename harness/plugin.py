@@ -256,6 +256,17 @@ class NnSession:
         atomic_write(path, dumps_spec(SpecFile(model, [ex], meta)))
         return str(path), replay
 
+    def attribute(self, record: dict, model, inputs, outcome, *, ignored=None, criteria=None) -> None:
+        """Name the operation a failure is blamed on (nnconform.attribution) in the record."""
+        from .attribution import blame
+        # Only a comparison failure re-runs the model (the divergence hunt) on the driver.
+        device = self.device if outcome.outcome == "FAIL" and outcome.stage == "compare" else None
+        b = blame(device, model, inputs, outcome, ignored=ignored, criteria=criteria)
+        if b is not None:
+            record["blamed_operation"], record["blamed_data_type"] = b.operation, b.data_type
+            record["extra"].update(b.to_extra())
+        record["extra"]["criterion"] = (b.criterion if b is not None and b.criterion else criterion_of(outcome))
+
     def conclude(self, record: dict, outcome, *, test_id: str, model, inputs, expected, ignored=None,
                  expect_failure: bool = False) -> None:
         """Turn a runner outcome into pytest's verdict (and a dumped spec on failure)."""
@@ -267,6 +278,7 @@ class NnSession:
             record["outcome"] = outcome.outcome
             record["extra"]["incident"] = _incident_extra(outcome.details or {})
         if outcome.outcome in ("FAIL", "ERROR", "CRASH", "HANG"):
+            self.attribute(record, model, inputs, outcome, ignored=ignored)
             try:
                 record["spec_path"], record["replay"] = self.dump_failure(
                     test_id, model, inputs, expected, outcome, ignored=ignored, expect_failure=expect_failure)
@@ -274,6 +286,19 @@ class NnSession:
                 record["message"] += f" (spec dump failed: {type(e).__name__}: {e})"
             pytest.fail(record["message"] + (f"\n  replay: {record['replay']}" if record.get("replay") else ""),
                         pytrace=False)
+
+
+def criterion_of(outcome) -> str:
+    """What a failure broke, for grouping failures: the accuracy criteria set and the first
+    mismatch kind ("default/element", "relaxed/shape"), else the stage the case ended in
+    ("supported", "prepare", "execute") or the host incident (CRASH, HANG)."""
+    if outcome.outcome in ("CRASH", "HANG"):
+        return outcome.outcome.lower()
+    cmp = outcome.comparison
+    if cmp is not None and not cmp.passed and cmp.mismatches:
+        name = cmp.criteria.name if cmp.criteria is not None else "default"
+        return f"{name}/{cmp.mismatches[0].kind}"
+    return outcome.stage or "unknown"
 
 
 def _incident_extra(details: dict) -> dict:
@@ -432,6 +457,26 @@ def _host_verdict(session: NnSession, item: pytest.Item, rec: dict) -> tuple[str
     return None
 
 
+def _blamed(rec: dict, outcome: str) -> tuple[str, str]:
+    """(blamed operation, its data type) of a finished case: what conclude() or the suite put
+    in the record; else the random suite's first divergent operation; else the case's only
+    operation.  Empty for cases that did not fail, and for failures of several operations
+    nobody attributed."""
+    if outcome not in ("FAIL", "ERROR", "CRASH", "HANG"):
+        return "", ""
+    types = [str(t) for t in rec.get("data_types", [])]
+    first_type = types[0] if types else ""
+    if rec.get("blamed_operation"):
+        return str(rec["blamed_operation"]), str(rec.get("blamed_data_type") or first_type)
+    div = rec.get("extra", {}).get("first_divergent_operation")
+    if isinstance(div, str) and div:
+        return div, first_type
+    ops = sorted({str(o) for o in rec.get("operations", [])})
+    if len(ops) == 1:
+        return ops[0], first_type
+    return "", ""
+
+
 def _write_item_row(item: pytest.Item, phases: dict) -> None:
     from .results import ResultRecord
     from .textsafe import clean_text
@@ -473,11 +518,13 @@ def _write_item_row(item: pytest.Item, phases: dict) -> None:
     if session.in_process:
         rec["extra"]["isolation"] = "in-process"
     suite = rec.get("suite") or Path(str(item.fspath)).stem.removeprefix("test_")
+    blamed, blamed_type = _blamed(rec, outcome)
     duration = sum(r.duration for r in phases["reports"])
     session.write_row(ResultRecord(
         suite=suite, test_id=rec.get("test_id") or item.name, driver=session.driver_name,
         operations=list(rec.get("operations", [])), data_types=list(rec.get("data_types", [])),
         outcome=outcome, duration_s=round(duration, 6), seed=session.seed,
+        blamed_operation=blamed, blamed_data_type=blamed_type,
         spec_path=rec.get("spec_path", ""), message=clean_text(message)[:MESSAGE_LIMIT], replay=rec.get("replay", ""),
         extra=rec.get("extra", {})))
 

@@ -6,7 +6,8 @@ once, so a run that is killed loses nothing already recorded.  Reports read only
 (``read_results``), which tolerates what a kill leaves behind: a truncated last line.
 
 Outcomes: conformance cases are PASS / FAIL / SKIP / ERROR (ERROR: the harness or the driver
-broke before a verdict, e.g. an exception the test did not expect); stress cases are
+broke before a verdict, e.g. an exception the test did not expect), and XFAIL / XPASS for
+cases listed in an expected-failures file; stress cases are
 SUCCESS / FAILURE / HANG / CRASH (MLTS crash-test classification).
 """
 from __future__ import annotations
@@ -23,14 +24,17 @@ from pathlib import Path
 from typing import Any, Iterable
 
 PASS, FAIL, SKIP, ERROR = "PASS", "FAIL", "SKIP", "ERROR"
+# --expected-failures: a listed case that fails is XFAIL (not a failure of the run); one that
+# passes is XPASS, a failure of the run unless its expectation is marked non-strict.
+XFAIL, XPASS = "XFAIL", "XPASS"
 SUCCESS, FAILURE, HANG, CRASH = "SUCCESS", "FAILURE", "HANG", "CRASH"
-CONFORMANCE_OUTCOMES = (PASS, FAIL, SKIP, ERROR)
+CONFORMANCE_OUTCOMES = (PASS, FAIL, SKIP, ERROR, XFAIL, XPASS)
 STRESS_OUTCOMES = (SUCCESS, FAILURE, HANG, CRASH)
 OUTCOMES = CONFORMANCE_OUTCOMES + STRESS_OUTCOMES
 # How reports group outcomes: a good verdict, a bad one, or no verdict.
 GOOD_OUTCOMES = frozenset({PASS, SUCCESS})
-BAD_OUTCOMES = frozenset({FAIL, ERROR, FAILURE, HANG, CRASH})
-SKIPPED_OUTCOMES = frozenset({SKIP})
+BAD_OUTCOMES = frozenset({FAIL, ERROR, FAILURE, HANG, CRASH, XPASS})
+SKIPPED_OUTCOMES = frozenset({SKIP, XFAIL})
 
 
 def _now() -> str:
@@ -40,7 +44,8 @@ def _now() -> str:
 @dataclass
 class ResultRecord:
     """One case run.  ``replay`` is the command line that reruns exactly this case;
-    ``spec_path`` the dumped spec file (failures); ``extra`` anything else a suite wants to
+    ``spec_path`` the dumped spec file (failures); ``blamed_operation`` / ``blamed_data_type``
+    the operation and type a failure is counted against (see nnconform.attribution); ``extra`` anything else a suite wants to
     keep (comparison details, timings, the device's version string...)."""
     suite: str
     test_id: str
@@ -48,6 +53,10 @@ class ResultRecord:
     outcome: str
     operations: list[str] = field(default_factory=list)
     data_types: list[str] = field(default_factory=list)
+    # The operation a failure is blamed on (nnconform.attribution: the first that diverged)
+    # and the data type it ran on; empty for cases that did not fail or cannot be attributed.
+    blamed_operation: str = ""
+    blamed_data_type: str = ""
     duration_s: float = 0.0
     seed: int | None = None
     spec_path: str | None = None
@@ -61,6 +70,8 @@ class ResultRecord:
             raise ValueError(f"outcome {self.outcome!r} is not one of {', '.join(OUTCOMES)}")
         self.operations = [str(o) for o in self.operations]
         self.data_types = [str(t) for t in self.data_types]
+        self.blamed_operation = str(self.blamed_operation or "")
+        self.blamed_data_type = str(self.blamed_data_type or "")
 
     @property
     def good(self) -> bool:

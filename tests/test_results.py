@@ -19,12 +19,22 @@ def rec(i=0, outcome=R.PASS, **kw):
 
 
 def test_outcome_constants():
-    assert R.OUTCOMES == ("PASS", "FAIL", "SKIP", "ERROR", "SUCCESS", "FAILURE", "HANG", "CRASH")
+    assert R.OUTCOMES == ("PASS", "FAIL", "SKIP", "ERROR", "XFAIL", "XPASS", "SUCCESS", "FAILURE", "HANG", "CRASH")
     assert R.GOOD_OUTCOMES | R.BAD_OUTCOMES | R.SKIPPED_OUTCOMES == set(R.OUTCOMES)
     with pytest.raises(ValueError, match="outcome 'OK'"):
         rec(outcome="OK")
     assert rec(outcome=R.CRASH).bad and rec(outcome=R.SUCCESS).good
     assert not rec(outcome=R.SKIP).bad and not rec(outcome=R.SKIP).good
+    # a strict expected failure that passes fails the run; one that fails does not
+    assert rec(outcome=R.XPASS).bad and not rec(outcome=R.XFAIL).bad
+
+
+def test_blamed_operation_round_trips(tmp_path):
+    with R.ResultsWriter(tmp_path / "r.jsonl") as w:
+        w.write(rec(outcome=R.FAIL, operations=["ADD", "CONV_2D"], blamed_operation="ADD",
+                    blamed_data_type="quant8"))
+    [back] = R.read_results(tmp_path / "r.jsonl")
+    assert (back.blamed_operation, back.blamed_data_type) == ("ADD", "quant8")
 
 
 def test_round_trip(tmp_path):

@@ -1,0 +1,74 @@
+"""Inline SVG charts for the HTML report (no scripts, no external resources).
+
+``suite_bars`` draws one stacked horizontal bar per suite (pass / fail / expected failure /
+skip); ``heat_colour`` gives the background of a conformance-matrix cell from its counts, so
+the matrix reads as a heat map.  Every label is XML-escaped.
+"""
+from __future__ import annotations
+
+import html
+from collections import Counter
+from typing import Mapping
+
+# kind -> (label, fill colour)
+SERIES = (("good", "pass", "#3a9d3a"), ("bad", "fail", "#d23c3c"), ("xfail", "expected failure", "#e6a23c"),
+          ("skip", "skip", "#b4b4b4"))
+
+
+def _e(v: object) -> str:
+    return html.escape(str(v), quote=True)
+
+
+def suite_bars(per_suite: Mapping[str, Mapping[str, int]], width: int = 720) -> str:
+    """``per_suite``: suite -> {kind: count} with kinds good / bad / xfail / skip."""
+    if not per_suite:
+        return ""
+    label_w, bar_w, row_h, top = 130, width - 130 - 150, 24, 26
+    height = top + row_h * len(per_suite) + 8
+    parts = [f'<svg class="chart suite-bars" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+             f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+             f'aria-label="pass, fail and skip counts per suite">']
+    x = label_w
+    for kind, label, colour in SERIES:   # legend
+        parts.append(f'<rect x="{x}" y="4" width="12" height="12" fill="{colour}"/>'
+                     f'<text x="{x + 16}" y="14" font-size="12">{_e(label)}</text>')
+        x += 24 + 8 * len(label)
+    for i, (suite, counts) in enumerate(per_suite.items()):
+        y = top + i * row_h
+        total = sum(counts.values()) or 1
+        parts.append(f'<text x="{label_w - 6}" y="{y + 15}" font-size="12" text-anchor="end">{_e(suite)}</text>')
+        x = float(label_w)
+        for kind, label, colour in SERIES:
+            n = int(counts.get(kind, 0))
+            if not n:
+                continue
+            w = bar_w * n / total
+            parts.append(f'<rect class="bar bar-{kind}" data-suite="{_e(suite)}" data-count="{n}" x="{x:.1f}" '
+                         f'y="{y + 2}" width="{max(w, 1):.1f}" height="{row_h - 6}" fill="{colour}">'
+                         f'<title>{_e(suite)}: {n} {_e(label)}</title></rect>')
+            x += w
+        summary = ", ".join(f"{counts.get(k, 0)} {lab}" for k, lab, _ in SERIES if counts.get(k, 0))
+        parts.append(f'<text x="{label_w + bar_w + 6}" y="{y + 15}" font-size="11">{_e(summary)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def kind_counts(outcome_counts: Counter, kind_of) -> Counter:
+    out: Counter = Counter()
+    for outcome, n in outcome_counts.items():
+        out[kind_of(outcome)] += n
+    return out
+
+
+def heat_colour(good: int, bad: int, skip: int) -> str:
+    """Background of a matrix cell: green for all passed, red shading with the failed share,
+    grey for skipped only."""
+    run = good + bad
+    if run == 0:
+        return "#e4e4e4" if skip else "#ffffff"
+    if bad == 0:
+        return "#c8efc8"
+    share = bad / run
+    # from light pink (a few failures) to strong red (all failed)
+    light = 88 - int(round(40 * share))
+    return f"hsl(0, 75%, {light}%)"
