@@ -280,9 +280,9 @@ def _e(x) -> str:
 
 
 def _bar_chart(title: str, models: list[str], drivers: list[str], value: Callable[[str, str], float | None],
-               unit: str, log_scale: bool = False) -> str:
+               unit: str, log_scale: bool = False, status: Callable[[str, str], str] | None = None) -> str:
     """Grouped horizontal bars: one group per model, one bar per driver."""
-    bar_h, gap, left, width = 14, 10, 230, 520
+    bar_h, gap, left, width = 12, 8, 210, 330
     vals = [value(m, d) for m in models for d in drivers]
     finite = [v for v in vals if v is not None and math.isfinite(v) and v > 0]
     vmax = max(finite) if finite else 1.0
@@ -306,8 +306,9 @@ def _bar_chart(title: str, models: list[str], drivers: list[str], value: Callabl
             v = value(m, d)
             color = _PALETTE[j % len(_PALETTE)]
             if v is None or not math.isfinite(v):
+                why = status(m, d) if status is not None else "n/a"
                 parts.append(f'<text x="{left + 4}" y="{y + bar_h - 3}" font-size="10" fill="#999">'
-                             f'{_e(d)}: n/a</text>')
+                             f'{_e(d)}: {_e(why)}</text>')
             else:
                 w = max(scale(v) if v > 0 else 0.0, 1.0)
                 parts.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" fill="{color}">'
@@ -348,7 +349,8 @@ h2{font-size:17px;margin-top:28px}table{border-collapse:collapse;font-size:12px}
 td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#f2f2f2}
 td.l,th.l{text-align:left}.ok{color:#176417}.bad{color:#a11}.hist{display:inline-block;margin:4px 12px 4px 0}
 .legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:12px;height:12px;
-margin-right:4px;vertical-align:middle}.note{color:#555;font-size:12px;max-width:900px}"""
+margin-right:4px;vertical-align:middle}.note{color:#555;font-size:12px;max-width:900px}
+.charts{display:flex;flex-wrap:wrap;gap:8px 24px}.chart{flex:0 0 auto}"""
 
 
 def write_html(rows: Sequence[BenchRow], path: Path, meta: dict) -> None:
@@ -362,6 +364,14 @@ def write_html(rows: Sequence[BenchRow], path: Path, meta: dict) -> None:
             return getattr(r, name) if r is not None and r.status == "OK" else None
         return get
 
+    def status(m, d):
+        r = by.get((m, d))
+        return "not run" if r is None else (r.status if r.status != "OK" else "n/a")
+
+    def chart(title, name, unit):
+        return "<div class='chart'>" + _bar_chart(title, models, drivers, metric(name), unit, log_scale=True,
+                                                  status=status) + "</div>"
+
     legend = "".join(f'<span><i style="background:{_PALETTE[j % len(_PALETTE)]}"></i>{_e(d)}</span>'
                      for j, d in enumerate(drivers))
     out = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>nnconform bench</title>",
@@ -369,12 +379,12 @@ def write_html(rows: Sequence[BenchRow], path: Path, meta: dict) -> None:
            "<h1>nnconform bench: drivers side by side</h1>",
            "<p class='note'>" + " &middot; ".join(f"{_e(k)}: {_e(v)}" for k, v in meta.items()) + "</p>",
            f"<div class='legend'>{legend}</div>",
-           _bar_chart("Mean latency per inference (ms)", models, drivers, metric("mean_ms"), "ms", log_scale=True),
-           _bar_chart("p99 latency (ms)", models, drivers, metric("p99_ms"), "ms", log_scale=True),
-           _bar_chart("Compilation without cache (ms)", models, drivers, metric("compile_without_cache_ms"), "ms",
-                      log_scale=True),
-           _bar_chart("Max absolute error against the reference", models, drivers, metric("max_single_error"), "",
-                      log_scale=True),
+           "<div class='charts'>",
+           chart("Mean latency per inference (ms)", "mean_ms", "ms"),
+           chart("p99 latency (ms)", "p99_ms", "ms"),
+           chart("Compilation without cache (ms)", "compile_without_cache_ms", "ms"),
+           chart("Max absolute error against the reference", "max_single_error", ""),
+           "</div>",
            "<h2>All numbers</h2><table><tr>" + "".join(
                f"<th class='l'>{_e(c)}</th>" if c in ("model", "driver", "status", "message") else f"<th>{_e(c)}</th>"
                for c in CSV_COLUMNS) + "</tr>"]

@@ -75,7 +75,7 @@ def test_unsupported_and_failing_rows_render(tmp_path):
     rows = [BenchRow("m", "d1", "UNSUPPORTED", "unsupported: FLOOR"), BenchRow("m", "d2", "CRASH", "boom <b>")]
     write_html(rows, tmp_path / "b.html", {})
     page = (tmp_path / "b.html").read_text()
-    assert "boom &lt;b&gt;" in page and "n/a" in page
+    assert "boom &lt;b&gt;" in page and "d1: UNSUPPORTED" in page and "d2: CRASH" in page
 
 
 def test_cli_bench_usage_errors(tmp_path, capsys):
