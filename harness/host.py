@@ -256,16 +256,6 @@ class Host:
         return {"processes": reaper.kill_descendants(os.getpid())[:20]}
 
 
-def _orphan_watchdog(parent: int) -> None:
-    # The harness died (SIGKILL gives it no chance to clean up): take our group and every
-    # descendant (setsid ones too) down with us.
-    while True:
-        time.sleep(0.5)
-        if os.getppid() != parent:
-            reaper.kill_descendants(os.getpid())
-            os.killpg(0, signal.SIGKILL)
-
-
 def main(argv: list[str]) -> int:
     import faulthandler
     p = argparse.ArgumentParser(prog="nnconform.host")
@@ -282,8 +272,7 @@ def main(argv: list[str]) -> int:
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (a.mem_limit, a.mem_limit))
         os.environ["NNCONFORM_HOST_MEM_LIMIT"] = f"{a.mem_limit / 2**30:g} GiB RLIMIT_AS"
-    threading.Thread(target=_orphan_watchdog, args=(os.getppid(),), daemon=True,
-                     name="nnconform-orphan-watchdog").start()
+    reaper.die_with_parent(os.getppid())
     reader = wire.FrameReader(a.req_fd, trusted=True)
 
     from .errors import NnError

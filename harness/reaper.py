@@ -289,3 +289,19 @@ def remove_shm(names: Iterable[str]) -> list[str]:
 
 __all__ = ["set_subreaper", "descendants", "kill_descendants", "kill_descendant_procs", "reap", "describe",
            "has_children", "environ_has", "zombie_children", "shm_snapshot", "shm_leftovers", "remove_shm", "Proc"]
+
+
+def die_with_parent(parent: int) -> None:
+    """Start a daemon thread that, once ``parent`` is gone (a SIGKILLed harness gets no
+    chance to clean up), kills every descendant of this process (setsid ones too) and then
+    this process group.  Used by driver hosts and stress workers."""
+    import threading
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                kill_descendants(os.getpid())
+                os.killpg(0, signal.SIGKILL)
+    threading.Thread(target=watch, daemon=True, name="nnconform-orphan-watchdog").start()
+

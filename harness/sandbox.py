@@ -481,16 +481,6 @@ def _resolve(target: str):
     return obj
 
 
-def _orphan_watchdog(parent: int) -> None:
-    # The runner was killed (SIGKILL leaves no chance to clean up): take every descendant
-    # (setsid ones too) and our group down.
-    while True:
-        time.sleep(0.5)
-        if os.getppid() != parent:
-            reaper.kill_descendants(os.getpid())
-            os.killpg(0, signal.SIGKILL)
-
-
 class _ThreadDeaths:
     """threading.excepthook: remembers every thread that dies of an uncaught exception
     (SystemExit, KeyboardInterrupt and GeneratorExit included, which the default hook lets
@@ -559,8 +549,7 @@ def _worker_main(argv: list[str]) -> int:
     reaper.set_subreaper()
     thread_deaths = _ThreadDeaths()
     threading.excepthook = thread_deaths
-    threading.Thread(target=_orphan_watchdog, args=(os.getppid(),), daemon=True,
-                     name="nnconform-orphan-watchdog").start()
+    reaper.die_with_parent(os.getppid())
     req = os.fdopen(a.req_fd, "r", encoding="utf-8")
     res = os.fdopen(a.res_fd, "w", encoding="utf-8")
     crumb_fd = os.open(a.crumb, os.O_WRONLY) if a.crumb else None
