@@ -15,7 +15,10 @@ Mapping (``tensorflow/lite/delegates/nnapi/nnapi_delegate.cc``):
   requires).  Shapes are the tensors' ``shape`` (TFLite's concrete build-time shape);
 - constants (a tensor with buffer data) are CONSTANT_COPY operands holding the stored values;
 - a DEQUANTIZE of a constant FLOAT16 tensor (fp16 weights) is folded into an fp32 constant,
-  which is what the delegate does with fp16 weights;
+  which is what the delegate does with fp16 weights; likewise a DENSIFY of a constant sparse
+  tensor (TFLite's sparsity format: traversal order, block map, DENSE / SPARSE_CSR levels) is
+  folded into the dense constant, as the delegate densifies sparse weights before handing
+  them to NNAPI;
 - builtin options become NNAPI scalar operands in the order the operation's signature gives
   (padding SAME/VALID, strides, fused activation NONE/RELU/RELU_N1_TO_1/RELU6 = 0..3, ...);
   a missing bias of a convolution becomes a zero bias;
@@ -103,6 +106,8 @@ class _Graph:
         if t in self.folded:
             return self.folded[t]
         ten = self.tensor(t)
+        if ten.sparsity is not None:
+            raise _Unmapped(f"sparse tensor {_text(ten.name)!r} used without DENSIFY")
         if not ten.buffer:
             return None
         buf = self.m.buffers[ten.buffer]
@@ -509,6 +514,53 @@ CONVERTERS.update(ARG_MAX=_argminmax(Op.ARGMAX), ARG_MIN=_argminmax(Op.ARGMIN))
 
 # ---- the whole model ---------------------------------------------------------------------------
 
+def _index_vector(union_type: int, vec) -> np.ndarray:
+    if vec is None or union_type == 0:
+        raise _Unmapped("SPARSE_CSR dimension without segments/indices")
+    return np.asarray(vec.values, dtype=np.int64)
+
+
+def densify(values: np.ndarray, shape: list[int], sparsity) -> np.ndarray:
+    """TFLite's sparse constant (the stored non-zero values) as the dense tensor of ``shape``
+    (tensorflow/lite/kernels/internal/utils/sparsity_format_converter.cc, SparseToDense)."""
+    rank = len(shape)
+    order = [int(v) for v in sparsity.traversalOrder]
+    block_map = [int(v) for v in (sparsity.blockMap if sparsity.blockMap is not None else [])]
+    meta = list(sparsity.dimMetadata)
+    if len(order) != rank + len(block_map) or len(meta) != len(order):
+        raise _Unmapped("sparsity parameters that do not match the tensor's rank")
+    pos = np.zeros(1, dtype=np.int64)                   # index into the stored values
+    coords = np.zeros((len(order), 1), dtype=np.int64)  # expanded coordinates, traversal order
+    for level, dm in enumerate(meta):
+        if int(dm.format) == S.DimensionType.DENSE:
+            d = int(dm.denseSize)
+            pos = (pos[:, None] * d + np.arange(d)[None, :]).reshape(-1)
+            coords = np.repeat(coords, d, axis=1)
+            coords[level] = np.tile(np.arange(d), coords.shape[1] // d)
+        else:
+            seg = _index_vector(dm.arraySegmentsType, dm.arraySegments)
+            idx = _index_vector(dm.arrayIndicesType, dm.arrayIndices)
+            starts, counts = seg[pos], seg[pos + 1] - seg[pos]
+            parent = np.repeat(np.arange(pos.size), counts)
+            j = np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts) + np.arange(int(counts.sum()))
+            coords = coords[:, parent]
+            coords[level] = idx[j]
+            pos = j
+    expanded = np.zeros((len(order), pos.size), dtype=np.int64)
+    for level, dim in enumerate(order):
+        expanded[dim] = coords[level]
+    orig = expanded[:rank].copy()
+    for k, dim in enumerate(block_map):
+        block = int(meta[order.index(rank + k)].denseSize)
+        orig[dim] = orig[dim] * block + expanded[rank + k]
+    flat = values.reshape(-1)
+    if pos.size and int(pos.max()) >= flat.size:
+        raise _Unmapped("sparse tensor with fewer stored values than its indices need")
+    dense = np.zeros(shape, dtype=values.dtype)
+    dense[tuple(orig)] = flat[pos]
+    return dense
+
+
 def _op_name(g: _Graph, o) -> str:
     code = g.m.operatorCodes[o.opcodeIndex]
     c = max(int(code.deprecatedBuiltinCode or 0), int(code.builtinCode or 0))
@@ -553,6 +605,18 @@ def import_tflite_bytes(raw: bytes, path: str = "model.tflite") -> ImportResult:
     # fp16 weights: DEQUANTIZE(const fp16) is folded into an fp32 constant
     folded_ops = set()
     for n, o in enumerate(operators):
+        if _op_name(g, o) == "DENSIFY":
+            src = g.tensor(int(o.inputs[0]))
+            if src.sparsity is None or not src.buffer:
+                continue
+            try:
+                raw_vals = g.m.buffers[src.buffer].data
+                vals = np.frombuffer(np.asarray(raw_vals, dtype=np.uint8).tobytes(),
+                                     dtype=np.dtype(_NP_TYPE[src.type]).newbyteorder("<")).astype(_NP_TYPE[src.type])
+                g.folded[int(o.outputs[0])] = densify(vals, g.shape(int(o.outputs[0])), src.sparsity)
+                folded_ops.add(n)
+            except (_Unmapped, KeyError, IndexError, ValueError):
+                continue   # left to the converter loop, which reports DENSIFY as unmapped
         if _op_name(g, o) == "DEQUANTIZE" and g.tensor(o.inputs[0]).type == S.TensorType.FLOAT16:
             v = g.data(o.inputs[0])
             if v is not None:
@@ -572,7 +636,7 @@ def import_tflite_bytes(raw: bytes, path: str = "model.tflite") -> ImportResult:
     for n, o in enumerate(operators):
         name = _op_name(g, o)
         if n in folded_ops:
-            counts["DEQUANTIZE (fp16 weights, folded)"] += 1
+            counts[f"{name} (constant, folded)" if name == "DENSIFY" else "DEQUANTIZE (fp16 weights, folded)"] += 1
             continue
         counts[name] += 1
         conv = CONVERTERS.get(name)

@@ -171,3 +171,31 @@ def test_zoo_model_matches_litert():
     it.invoke()
     for d, o in zip(it.get_output_details(), ours):
         np.testing.assert_allclose(it.get_tensor(d["index"]), o, atol=1e-3, rtol=1e-3)
+
+
+def _dim(fmt, dense=0, segments=None, indices=None):
+    from ai_edge_litert import schema_py_generated as S
+    d = S.DimensionMetadataT()
+    d.format, d.denseSize = fmt, dense
+    if segments is not None:
+        seg, idx = S.Int32VectorT(), S.Int32VectorT()
+        seg.values, idx.values = list(segments), list(indices)
+        d.arraySegmentsType, d.arraySegments = S.SparseIndexVector.Int32Vector, seg
+        d.arrayIndicesType, d.arrayIndices = S.SparseIndexVector.Int32Vector, idx
+    return d
+
+
+def test_densify_csr_and_block_sparse():
+    from ai_edge_litert import schema_py_generated as S
+    from nnconform.tflite_import import densify
+    sp = S.SparsityParametersT()
+    sp.traversalOrder, sp.blockMap = [0, 1], None
+    sp.dimMetadata = [_dim(0, 2), _dim(1, segments=[0, 2, 3], indices=[1, 3, 0])]
+    got = densify(np.array([1.0, 2.0, 3.0], np.float32), [2, 4], sp)
+    np.testing.assert_array_equal(got, [[0, 1, 0, 2], [3, 0, 0, 0]])
+    # 2x4 with 1x2 blocks along dim 1: rows 0 and 1 keep block 1 and block 0 respectively
+    sp = S.SparsityParametersT()
+    sp.traversalOrder, sp.blockMap = [0, 1, 2], [1]
+    sp.dimMetadata = [_dim(0, 2), _dim(1, segments=[0, 1, 2], indices=[1, 0]), _dim(0, 2)]
+    got = densify(np.array([5, 6, 7, 8], np.int8), [2, 4], sp)
+    np.testing.assert_array_equal(got, [[0, 0, 5, 6], [7, 8, 0, 0]])
