@@ -88,11 +88,14 @@ def operation_data_type(model: Model, index: int) -> str:
     from .ops import REGISTRY
     sg = model.main
     op = sg.operations[index]
-    opdef = REGISTRY.get(op.type) if isinstance(op.type, OperationType) else None
-    k = opdef.primary_input if opdef else 0
-    if not op.inputs:
-        return ""
-    t = sg.operands[op.inputs[min(k, len(op.inputs) - 1)]].type
+    if op.type in (OperationType.IF, OperationType.WHILE) and op.outputs:
+        t = sg.operands[op.outputs[0]].type      # the condition is bool8 whatever the IF carries
+    else:
+        opdef = REGISTRY.get(op.type) if isinstance(op.type, OperationType) else None
+        k = opdef.primary_input if opdef else 0
+        if not op.inputs:
+            return ""
+        t = sg.operands[op.inputs[min(k, len(op.inputs) - 1)]].type
     name = SHORT_TYPE_NAME.get(t, t.name)
     return "relaxed" if name == "fp32" and model.relax_fp32_to_fp16 else name
 
@@ -103,6 +106,47 @@ def _first_subject(model: Model, helpers: set[int]) -> int | None:
         if n not in helpers:
             return n
     return 0 if ops else None
+
+
+def _inside_control_flow(device, model: Model, inputs, n: int, criteria) -> Blame | None:
+    """An IF or WHILE diverged: hunt inside the subgraph it ran (the branch taken; the WHILE
+    body on its first iteration), on the reference's values of its inputs.  The blame names the
+    inner operation ("inside IF")."""
+    from dataclasses import replace as _replace
+
+    from .criteria import default_criteria
+    from .executor import Executor
+    from .generators.diverge import first_divergent_operation
+    sg = model.main
+    op = sg.operations[n]
+    ex = Executor(model)
+    ex.run(list(inputs))
+    values = ex.main_values
+    if values is None:
+        return None
+    if op.type == OperationType.IF:
+        cond = values[op.inputs[0]]
+        if cond is None:
+            return None
+        branch = sg.operands[op.inputs[1] if bool(np.asarray(cond).reshape(-1)[0]) else op.inputs[2]].value
+        inner_inputs = [values[i] for i in op.inputs[3:]]
+    else:
+        branch = sg.operands[op.inputs[1]].value
+        inner_inputs = [values[i] for i in op.inputs[2:]]
+    inner = _replace(model, main=model.referenced[int(branch)])
+    if len(inner_inputs) != len(inner.main.input_indexes):
+        return None
+    div = first_divergent_operation(device, inner, inner_inputs, criteria or default_criteria(inner), ())
+    if div is None:
+        return None
+    k, _, cmp = div
+    inner_op = inner.main.operations[k]
+    if inner_op.type in (OperationType.IF, OperationType.WHILE):
+        return None
+    criterion = (f"{cmp.criteria.name if cmp.criteria is not None else 'default'}/"
+                 f"{cmp.mismatches[0].kind}") if cmp.mismatches else ""
+    return Blame(inner_op.name, operation_data_type(inner, k), n, f"first divergent operation inside {op.name}",
+                 cmp.message, criterion)
 
 
 def blame(device, model: Model, inputs: Sequence[np.ndarray | None], outcome, *,
@@ -117,7 +161,10 @@ def blame(device, model: Model, inputs: Sequence[np.ndarray | None], outcome, *,
         return None
     helpers = helper_operations(model)
     subjects = [n for n in range(len(ops)) if n not in helpers]
-    if len(ops) == 1 or (len(subjects) == 1 and outcome.stage != "compare"):
+    hunt = outcome.outcome == "FAIL" and outcome.stage == "compare"
+    control_flow = any(op.type in (OperationType.IF, OperationType.WHILE) for op in ops)
+    # One operation needs no hunt, unless it is an IF or WHILE (the hunt goes inside it).
+    if (len(ops) == 1 and not (hunt and control_flow)) or (len(subjects) == 1 and not hunt):
         n = subjects[0] if subjects else 0
         return Blame(ops[n].name, operation_data_type(model, n), n, "only operation")
     if outcome.outcome == "FAIL" and outcome.stage == "compare":
@@ -133,6 +180,13 @@ def blame(device, model: Model, inputs: Sequence[np.ndarray | None], outcome, *,
             div, why = None, f"{type(e).__name__}"
         else:
             why = ""
+        if div is not None and ops[div[0]].type in (OperationType.IF, OperationType.WHILE):
+            try:
+                inside = _inside_control_flow(device, model, inputs, div[0], criteria)
+            except (NnError, ValueError, KeyError, IndexError, TypeError, ArithmeticError):
+                inside = None   # the branch could not be run alone: blame the IF / WHILE itself
+            if inside is not None:
+                return inside
         if div is not None:
             n = div[0]
             how = "helper ADD diverged" if n in helpers else "first divergent operation"

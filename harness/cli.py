@@ -64,8 +64,26 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     args = [str(suites[s]) for s in chosen]
     # The driver host's call bound is the one time limit, the same for a checkout (whose
     # pyproject.toml sets a pytest-timeout for the harness's own tests) and a wheel install.
+    if a.max_skip_ratio is not None and not 0 <= a.max_skip_ratio <= 1:
+        return _err(f"--max-skip-ratio must be between 0 and 1, not {a.max_skip_ratio:g}")
+    if a.expected_failures:
+        from .expectations import ExpectationsError, load_expectations
+        try:
+            load_expectations(a.expected_failures)
+        except ExpectationsError as e:
+            return _err(f"--expected-failures: {e}")
     args += ["--driver", a.driver, "--nn-report-dir", a.report_dir, "-p", "no:cacheprovider",
              "--import-mode=importlib", "-q", "-rfE", "--timeout", "0"]
+    # --lf / --ff: "last run" is the one recorded in --report-dir (nnconform's own journal, not
+    # pytest's cache, which depends on where pytest finds its rootdir).
+    if a.last_failed:
+        args += ["--nn-last-failed"]
+    if a.failed_first:
+        args += ["--nn-failed-first"]
+    if a.expected_failures:
+        args += ["--nn-expected-failures", str(Path(a.expected_failures).resolve())]
+    if a.max_skip_ratio is not None:
+        args += ["--nn-max-skip-ratio", str(a.max_skip_ratio)]
     seed = a.seed
     if seed is None and not a.resume:
         seed = int.from_bytes(os.urandom(4), "little") >> 1
@@ -546,19 +564,27 @@ def cmd_stress(a: argparse.Namespace) -> int:
 
 
 RUN_EPILOG = """\
-Anything after -- goes to pytest, e.g.  nnconform run --driver X -- -k conv -x
+Anything after -- goes to pytest, e.g.
+  nnconform run --driver X -- -k conv -x                 select by test id, stop at the first failure
+  nnconform run --driver X -- -m "conv_2d and quant8"    select by marker (suite, operation, data type)
+  nnconform run --driver X -- --junitxml=junit.xml       JUnit XML with nnconform properties
+
+Every run writes results.jsonl, results.csv, report.html and summary.json into --report-dir.
 
 The driver runs in a driver host process (its own process group, memory limit, faulthandler):
 a driver that crashes, exits or hangs gives that case a CRASH or HANG row and the run goes on.
 
-Exit status: 0 complete, no FAIL/ERROR/CRASH/HANG; 1 complete with failures; 2 usage error
-(bad option, unknown driver, busy report directory); 3 interrupted or incomplete (Ctrl-C, -x,
-a full disk); the report says which.
+Exit status: 0 complete, no FAIL/ERROR/CRASH/HANG/XPASS; 1 complete with failures (or more
+skips than --max-skip-ratio); 2 usage error (bad option, unknown driver, busy report directory,
+bad --expected-failures file); 3 interrupted or incomplete (Ctrl-C, -x, a full disk); the
+report and summary.json say which.
 """
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nnconform", description="Conformance and stress tests for NN drivers.")
+    from . import __version__
+    p.add_argument("--version", action="version", version=f"nnconform {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run conformance suites against a driver and write a report",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=RUN_EPILOG)
@@ -579,6 +605,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds one driver call may take before the case is a HANG (default 60)")
     r.add_argument("--mem-limit", default=None,
                    help="memory limit of the driver host: 4G (default), 512M, 0 for none")
+    r.add_argument("--expected-failures", metavar="FILE", default=None,
+                   help="JSON list of test-id patterns expected to fail, with reasons: they are XFAIL; "
+                        "one that passes is XPASS and fails the run unless marked \"strict\": false")
+    r.add_argument("--max-skip-ratio", type=float, default=None, metavar="R",
+                   help="exit 1 when more than this share (0..1) of the cases SKIP (a run that tests nothing)")
+    r.add_argument("--lf", "--last-failed", dest="last_failed", action="store_true",
+                   help="rerun only the cases that failed in the last run into --report-dir")
+    r.add_argument("--ff", "--failed-first", dest="failed_first", action="store_true",
+                   help="run the cases that failed in the last run into --report-dir first")
     sub.add_parser("drivers", help="list installed drivers and their capabilities")
     v = sub.add_parser("validate", help="check a spec file (format and model validity)")
     v.add_argument("file")
@@ -653,6 +688,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # `nnconform coverage | head`: the reader went away.  Point stdout at /dev/null so the
+        # interpreter's final flush does not raise again, and end quietly, as Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_FAIL
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []
     if "--" in argv:

@@ -71,6 +71,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="memory limit (RLIMIT_AS) of the driver host: 4G, 512M, 0 = none (default 4G)")
     g.addoption("--nn-resume", action="store_true",
                 help="continue the interrupted run recorded in the report directory")
+    g.addoption("--nn-expected-failures", default=None, metavar="FILE",
+                help="JSON file of test-id patterns the driver is expected to fail, with reasons "
+                     "(nnconform.expectations): those cases are XFAIL; one that passes is XPASS and "
+                     "fails the run unless marked non-strict")
+    g.addoption("--nn-last-failed", action="store_true",
+                help="run only the cases that failed (FAIL, ERROR, CRASH, HANG, XPASS) in the last run "
+                     "recorded in the report directory (all of them if none failed)")
+    g.addoption("--nn-failed-first", action="store_true",
+                help="run the cases that failed in the last run recorded in the report directory first")
+    g.addoption("--nn-max-skip-ratio", type=float, default=None,
+                help="fail the run when more than this share (0..1) of its cases SKIP: a run that "
+                     "tests nothing is not a pass")
 
 
 class NnSession:
@@ -95,13 +107,24 @@ class NnSession:
         except ValueError as e:
             raise pytest.UsageError(f"--nn-mem-limit: {e}") from None
         self.resume: bool = bool(config.getoption("nn_resume"))
+        self.expectations = []
+        xf = config.getoption("nn_expected_failures")
+        if xf:
+            from .expectations import ExpectationsError, load_expectations
+            try:
+                self.expectations = load_expectations(xf)
+            except ExpectationsError as e:
+                raise pytest.UsageError(f"--expected-failures: {e}") from None
         self.done_nodeids: set[str] = set()
+        self.last_failed: list[str] | None = None     # node ids that failed in the last run
         self.previous: Path | None = None
         self.planned: int | None = None
         seed = config.getoption("nn_seed")
         if self.is_worker:
             seed = self.workerinput.get("nn_seed", seed)
             self.done_nodeids = set(self.workerinput.get("nn_done", ()))
+            lf = self.workerinput.get("nn_last_failed")
+            self.last_failed = list(lf) if lf is not None else None
         self.seed: int = seed if seed is not None else random.SystemRandom().randrange(2**31)
         self._device = None
         self._writer = None
@@ -138,6 +161,8 @@ class NnSession:
                                          if r.extra.get("nodeid")}
             else:
                 self.previous = self._reportdir.rotate()
+                if self.config.getoption("nn_last_failed") or self.config.getoption("nn_failed_first"):
+                    self.last_failed = self._failed_in(self.previous)
             self.write_status("running")
         except ReportDirError as e:
             raise pytest.UsageError(str(e)) from None
@@ -146,6 +171,19 @@ class NnSession:
         except OSError as e:
             from .reportdir import describe_os_error
             raise pytest.UsageError(describe_os_error(e, self.report_dir)) from None
+
+    @staticmethod
+    def _failed_in(run_dir: Path | None) -> list[str]:
+        """Node ids whose last row in ``run_dir``'s journal is a failure."""
+        from .results import BAD_OUTCOMES, read_results
+        journal = None if run_dir is None else run_dir / "results.jsonl"
+        if journal is None or not journal.is_file() or journal.is_symlink():
+            return []
+        latest: dict[str, str] = {}
+        for r in read_results(journal):
+            if r.extra.get("nodeid"):
+                latest[str(r.extra["nodeid"])] = r.outcome
+        return sorted(n for n, o in latest.items() if o in BAD_OUTCOMES)
 
     def write_status(self, status: str, done: int | None = None) -> None:
         if self._reportdir is None:
@@ -334,6 +372,7 @@ def pytest_configure_node(node) -> None:
     s: NnSession = node.config.stash[_SESSION_KEY]
     node.workerinput["nn_seed"] = s.seed
     node.workerinput["nn_done"] = sorted(s.done_nodeids)
+    node.workerinput["nn_last_failed"] = s.last_failed
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -356,6 +395,17 @@ def pytest_collection_modifyitems(session, config: pytest.Config, items: list) -
         s.planned = sum(1 for it in items if _is_case(it))
         if s.planned:
             s.open_report_dir()
+    if s.last_failed:
+        failed = set(s.last_failed)
+        if config.getoption("nn_last_failed"):
+            rest = [it for it in items if it.nodeid not in failed]
+            if rest and len(rest) < len(items):
+                config.hook.pytest_deselected(items=rest)
+                items[:] = [it for it in items if it.nodeid in failed]
+        else:   # --nn-failed-first: a stable reorder
+            items[:] = sorted(items, key=lambda it: it.nodeid not in failed)
+        if not s.is_worker:
+            s.planned = sum(1 for it in items if _is_case(it))
     if s.done_nodeids:
         done = [it for it in items if it.nodeid in s.done_nodeids]
         if done:
@@ -417,9 +467,41 @@ def pytest_runtest_makereport(item: pytest.Item, call):
         # setup failed before the fixture ran: still record the case
         phases = {"record": _new_record(), "reports": []}
         item.stash[_PHASES_KEY] = phases
+    if report.when == "call":
+        _apply_expectation(item, phases["record"], report)
     phases["reports"].append(report)
     if report.when == "teardown":
-        _write_item_row(item, phases)
+        row = _write_item_row(item, phases)
+        # JUnit XML: every case's nnconform verdict as <property> elements of its testcase
+        report.user_properties.extend(
+            (f"nnconform.{k}", v) for k, v in (("outcome", row.outcome), ("suite", row.suite),
+                                                ("test_id", row.test_id),
+                                                ("blamed_operation", row.blamed_operation),
+                                                ("blamed_data_type", row.blamed_data_type),
+                                                ("replay", row.replay)) if v)
+
+
+def _apply_expectation(item: pytest.Item, rec: dict, report) -> None:
+    """--expected-failures: a listed case that failed is reported as xfail (pytest's own
+    representation, so the terminal, JUnit and the exit status agree); one that passed is a
+    strict XPASS failure, or a PASS with a note when its entry is non-strict."""
+    s: NnSession = item.config.stash[_SESSION_KEY]
+    if not s.expectations:
+        return
+    from .expectations import match
+    exp = match(s.expectations, str(rec.get("test_id") or item.name))
+    if exp is None:
+        return
+    rec["extra"]["expected_failure"] = exp.to_dict()
+    if report.failed and rec.get("outcome") not in ("CRASH", "HANG"):
+        report.outcome, report.wasxfail = "skipped", exp.describe()
+        rec["expectation"] = "XFAIL"
+    elif report.passed and exp.strict:
+        report.outcome = "failed"
+        report.longrepr = f"[XPASS(strict)] expected to fail ({exp.describe()}) but passed"
+        rec["expectation"] = "XPASS"
+    elif report.passed:
+        rec["extra"]["note"] = f"listed as an expected failure ({exp.pattern}) but passed: the entry is stale"
 
 
 def _crash_line(report) -> str:
@@ -477,7 +559,7 @@ def _blamed(rec: dict, outcome: str) -> tuple[str, str]:
     return "", ""
 
 
-def _write_item_row(item: pytest.Item, phases: dict) -> None:
+def _write_item_row(item: pytest.Item, phases: dict):
     from .results import ResultRecord
     from .textsafe import clean_text
     session: NnSession = item.config.stash[_SESSION_KEY]
@@ -487,8 +569,15 @@ def _write_item_row(item: pytest.Item, phases: dict) -> None:
         if r.when == "setup" and r.failed:
             outcome, message = "ERROR", _crash_line(r)
             break
+        if r.when == "call" and r.skipped and rec.get("expectation") == "XFAIL":
+            outcome = "XFAIL"
+            message = f"expected failure: {getattr(r, 'wasxfail', '')}; {message}"
+            break
         if r.skipped:
             outcome, message = "SKIP", message or _crash_line(r)
+            break
+        if r.when == "call" and r.failed and rec.get("expectation") == "XPASS":
+            outcome, message = "XPASS", _crash_line(r)
             break
         if r.when == "call" and r.failed:
             outcome, message = "FAIL", message or _crash_line(r)
@@ -520,13 +609,15 @@ def _write_item_row(item: pytest.Item, phases: dict) -> None:
     suite = rec.get("suite") or Path(str(item.fspath)).stem.removeprefix("test_")
     blamed, blamed_type = _blamed(rec, outcome)
     duration = sum(r.duration for r in phases["reports"])
-    session.write_row(ResultRecord(
+    row = ResultRecord(
         suite=suite, test_id=rec.get("test_id") or item.name, driver=session.driver_name,
         operations=list(rec.get("operations", [])), data_types=list(rec.get("data_types", [])),
         outcome=outcome, duration_s=round(duration, 6), seed=session.seed,
         blamed_operation=blamed, blamed_data_type=blamed_type,
         spec_path=rec.get("spec_path", ""), message=clean_text(message)[:MESSAGE_LIMIT], replay=rec.get("replay", ""),
-        extra=rec.get("extra", {})))
+        extra=rec.get("extra", {}))
+    session.write_row(row)
+    return row
 
 
 def _journal_counts(report_dir: Path) -> tuple[int, dict]:
@@ -545,6 +636,21 @@ def _journal_counts(report_dir: Path) -> tuple[int, dict]:
     return len(latest), counts
 
 
+def _junit_xml(config: pytest.Config):
+    from _pytest.junitxml import xml_key
+    return config.stash.get(xml_key, None)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    s: NnSession = session.config.stash[_SESSION_KEY]
+    xml = _junit_xml(session.config)
+    if xml is not None and not s.is_worker:
+        for k, v in (("driver", s.driver_spec), ("seed", s.seed), ("harness_version", __version__),
+                     ("isolation", s.isolation_text()), ("report_dir", str(s.report_dir))):
+            xml.add_global_property(f"nnconform.{k}", v)
+
+
+@pytest.hookimpl(tryfirst=True)   # before junitxml writes its file, so the properties are in it
 def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     s: NnSession = session.config.stash[_SESSION_KEY]
     if s.is_worker:
@@ -571,11 +677,33 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
         s.write_status(status, done)
         if done:
             from .reports import build_reports
+            from .reports.summary import build_summary, write_summary
+            from .results import read_results
+            meta = dict(s.meta(), status=status)
             # The coverage table describes the reference executor; show it on reference runs.
-            s.reports = build_reports(s.report_dir, meta=dict(s.meta(), status=status),
-                                      with_coverage=s.driver_spec == "reference")
+            s.reports = build_reports(s.report_dir, meta=meta, with_coverage=s.driver_spec == "reference")
+            s.rows_read = read_results(s.report_dir / "results.jsonl")
+            s.summary_path = write_summary(s.report_dir, s.rows_read, meta)
+            summary = build_summary(s.rows_read, meta)
+            _finish_ci(session, s, summary)
     except OSError as e:
         s.status_line = f"nnconform: {describe_os_error(e, s.report_dir)}; rows already in results.jsonl are valid"
+
+
+def _finish_ci(session: pytest.Session, s: NnSession, summary: dict) -> None:
+    """JUnit run properties, and the skip-ratio gate."""
+    xml = _junit_xml(session.config)
+    if xml is not None:
+        xml.add_global_property("nnconform.status", summary["status"])
+        for outcome, n in sorted(summary["counts"].items()):
+            xml.add_global_property(f"nnconform.count.{outcome}", n)
+        xml.add_global_property("nnconform.skip_ratio", summary["skip_ratio"])
+    limit = session.config.getoption("nn_max_skip_ratio")
+    if limit is not None and summary["cases"] and summary["skip_ratio"] > limit:
+        s.skip_gate = (f"nnconform: {summary['skip_ratio']:.0%} of the {summary['cases']} cases skipped, more "
+                       f"than --max-skip-ratio {limit:g}: the run fails")
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -600,4 +728,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_line(f"nnconform: run {status} ({counts or 'no rows'}), seed {s.seed}")
     if getattr(s, "reports", None):
         csv_path, html_path = s.reports
-        terminalreporter.write_line(f"nnconform: reports -> {csv_path}, {html_path}")
+        terminalreporter.write_line(f"nnconform: reports -> {csv_path}, {html_path}, {s.summary_path}")
+    if getattr(s, "skip_gate", None):
+        terminalreporter.write_line(s.skip_gate, red=True)
+    if os.environ.get("GITHUB_ACTIONS") == "true" and getattr(s, "rows_read", None):
+        # GitHub Actions reads these workflow commands from the log as annotations.
+        from .reports.summary import github_annotations
+        for line in github_annotations(s.rows_read):
+            terminalreporter.write_line(line)

@@ -82,3 +82,13 @@ def test_normalised_messages_drop_numbers_and_operation_lists():
     b = triage.normalise_message("[ADD, FULLY_CONNECTED] output 0: element [12] expected -1, got 1 (atol 1)")
     assert a == b and "ADD" not in a
     assert Counter([a, b]).most_common(1)[0][1] == 2
+
+
+def test_a_failing_if_blames_the_operation_inside_the_branch_taken():
+    from nnconform.suites.examples import all_examples
+    ex = next(e for e in all_examples() if e.name == "if_then_taken_add_quant8")
+    dev = QuantAddOffByTwo()
+    out = run_case(dev, ex.model, ex.inputs, ex.outputs)
+    assert out.outcome == "FAIL"
+    b = blame(dev, ex.model, ex.inputs, out)
+    assert (b.operation, b.data_type) == ("ADD", "quant8") and b.how.endswith("inside IF")
