@@ -54,6 +54,8 @@ def load_all() -> dict[OperationType, OpDef]:
     """Import every operation module in this package (once)."""
     global _loaded
     if not _loaded:
+        from ..blas import limit_blas_threads
+        limit_blas_threads()   # the reference's small matrix products: one BLAS thread (see nnconform.blas)
         pkg = importlib.import_module(__package__)
         for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
             if m.name not in ("registry",):
