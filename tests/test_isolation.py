@@ -21,7 +21,7 @@ import pytest
 
 HOSTILE = "nnconform.drivers.broken_isolation"
 FLOOR_CASES = {"generated/floor_fp32", "generated/floor_fp16"}
-CALL_TIMEOUT = "3"     # seconds: the HANG drivers are caught at this bound (verdicts, not timing, are checked)
+CALL_TIMEOUT = "10"    # seconds: the HANG drivers are caught at this bound; generous, so a busy machine never turns a slow honest call into a HANG
 
 
 def run_cli(*args, env=None, timeout=600, preexec_fn=None):
@@ -83,8 +83,8 @@ CASES = [
     ("GarblesPipe", "CRASH", "broke the wire protocol"),
     ("SysExit", "FAIL", "SystemExit: 3"),
     ("KeyboardInterrupts", "FAIL", "KeyboardInterrupt"),
-    ("HangsInExecute", "HANG", "execute did not return within 3 s"),
-    ("HangsInPrepare", "HANG", "prepare did not return within 3 s"),
+    ("HangsInExecute", "HANG", "execute did not return within 10 s"),
+    ("HangsInPrepare", "HANG", "prepare did not return within 10 s"),
     ("Allocates30GB", "FAIL", "MemoryError"),
     ("LyingArray", "FAIL", "actual 0, |diff|"),
     ("PatchesNnconform", "FAIL", "actual 0, |diff|"),
