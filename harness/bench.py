@@ -159,7 +159,8 @@ def bench_model(device, driver_name: str, entry, *, warmup: int, iterations: int
     except Exception as e:   # an import problem of a zoo model is that model's row
         from .tflite_import import UnmappedOperations
         row.status = "UNMAPPED" if isinstance(e, UnmappedOperations) else "FAIL"
-        row.message = f"load: {e}" if isinstance(e, UnmappedOperations) else f"load: {type(e).__name__}: {e}"
+        row.message = ("no NNAPI equivalent: " + ", ".join(f"{k} x{v}" for k, v in sorted(e.unmapped.items()))
+                       if isinstance(e, UnmappedOperations) else f"load: {type(e).__name__}: {e}")
         return row
     row.operations = len(model.main.operations)
     inputs = [entry.inputs(seed + k) for k in range(inputs_count)]
@@ -385,7 +386,7 @@ def write_html(rows: Sequence[BenchRow], path: Path, meta: dict) -> None:
            chart("Compilation without cache (ms)", "compile_without_cache_ms", "ms"),
            chart("Max absolute error against the reference", "max_single_error", ""),
            "</div>",
-           "<h2>All numbers</h2><table><tr>" + "".join(
+           "<h2>All numbers</h2><div style='overflow-x:auto'><table><tr>" + "".join(
                f"<th class='l'>{_e(c)}</th>" if c in ("model", "driver", "status", "message") else f"<th>{_e(c)}</th>"
                for c in CSV_COLUMNS) + "</tr>"]
     for r in rows:
@@ -397,7 +398,7 @@ def write_html(rows: Sequence[BenchRow], path: Path, meta: dict) -> None:
                 cls += " ok" if r.status == "OK" else " bad"
             tds.append(f"<td class='{cls.strip()}'>{_e(cells[c])}</td>")
         out.append("<tr>" + "".join(tds) + "</tr>")
-    out.append("</table><h2>Latency histograms</h2>")
+    out.append("</table></div><h2>Latency histograms</h2>")
     for m in models:
         hists = [_histogram(by[(m, d)], _PALETTE[j % len(_PALETTE)]) for j, d in enumerate(drivers)
                  if (m, d) in by and by[(m, d)].status == "OK"]
