@@ -377,7 +377,8 @@ def _finish(model: Model, inputs, outputs, ignored, inner: GeneratedCase, kind: 
     for i, v in zip(m.output_indexes, outputs):
         values[i] = v
     return ControlFlowCase(model, list(inputs), list(ignored), [kind.upper()] + list(inner.operations), values,
-                           inner.edge_values, inner=inner, kind=kind, detail=detail)
+                           inner.edge_values, inner.domain, inner.meaningful, inner=inner, kind=kind,
+                           detail=detail)
 
 
 # ---------------------------------------------------------------------------------------
@@ -414,7 +415,7 @@ def control_flow_cases(draw, kind: str, dtype: T, value_mode: str = "uniform",
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     value_seed = draw(st.integers(0, 2**32 - 8))
-    edge = value_mode == "edge" or (value_mode == "mixed" and draw(st.integers(0, 3)) == 3)
+    edge = value_mode == "edge" or (value_mode == "mixed" and draw(st.integers(0, 1)) == 1)
     try:
         return generate_wrapped(kind, HypothesisDrawer(draw), dtype, value_seed, edge, max_dim)
     except Reject:

@@ -35,6 +35,7 @@ from nnconform.ir import (Lifetime, Model, Operand, OperandType as T, Operation,
 from nnconform.ops.registry import OpContext, OpView, get_op
 from nnconform.validation import validate_model
 
+from . import ledger as L
 from . import values as V
 from .signatures import (SIGNATURES, Candidate, Ctx, Data, Drawer, Omitted, Param, Reject,
                          build_candidate, ops_for)
@@ -64,6 +65,10 @@ class GeneratedCase:
     # every operand's value from the generation run (the reference's own execute functions)
     values: list = field(repr=False, default_factory=list)
     edge_values: bool = False
+    # domain-coverage ledger: "OP/type" -> sorted classes the operation really received
+    # ("value:<class>" from its input values, "quant:<class>", "shape:<class>"; ledger.py)
+    domain: dict = field(default_factory=dict)
+    meaningful: dict = field(default_factory=dict)
 
     def describe(self) -> str:
         return f"{len(self.model.main.operations)} op(s) [{', '.join(self.operations)}]"
@@ -89,6 +94,8 @@ class _Builder:
         self.operations: list[Operation] = []
         self.available: list[int] = []          # connectable outputs
         self.ignored_outputs: set[int] = set()
+        self.domain: dict[str, set[str]] = {}
+        self.meaningful: dict[str, set[str]] = {}
 
     # -- one slot -------------------------------------------------------------------------
     def slot(self, ops: list[Op]) -> bool:
@@ -145,8 +152,9 @@ class _Builder:
                 if inp.source is not None:
                     ins.append(inp.source)
                     continue
+                classes = SIGNATURES[cand.op].classes_for(inp.type) if self.edge else ()
                 val = V.fill(self.rng, inp.type, inp.dims, inp.lo, inp.hi, edge=self.edge,
-                             nonzero=inp.nonzero)
+                             nonzero=inp.nonzero, classes=classes, zero_point=inp.zero_point)
                 const = _chance(self.d, self.cfg.const_p)
                 val.setflags(write=False)
                 ins.append(add(Operand(inp.type, inp.dims, inp.scale, inp.zero_point,
@@ -197,6 +205,11 @@ class _Builder:
         self.operands += new_ops
         self.values += new_vals
         self.operations.append(operation)
+        data = [(self.operands[i], self.values[i]) for inp, i in zip(cand.inputs, operation.inputs)
+                if isinstance(inp, Data) and inp.type == self.cfg.dtype]
+        ranges = [(inp.lo, inp.hi) for inp in cand.inputs if isinstance(inp, Data) and inp.type == self.cfg.dtype]
+        L.record(self.domain, self.meaningful, cand.op, self.cfg.dtype, data,
+                 SIGNATURES[cand.op].classes_for, ranges)
         return True
 
     # -- the whole model --------------------------------------------------------------------
@@ -224,7 +237,8 @@ class _Builder:
             raise Reject(f"generated model is invalid: {e}") from None
         return GeneratedCase(model, [self.values[i] for i in inputs],
                              [i in self.ignored_outputs for i in outputs],
-                             [op.name for op in self.operations], self.values, self.edge)
+                             [op.name for op in self.operations], self.values, self.edge,
+                             L.as_json(self.domain), L.as_json(self.meaningful))
 
 
 def generate(draw: Drawer, cfg: GraphConfig, value_seed: int, edge: bool | None = None) -> GeneratedCase:

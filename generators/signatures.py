@@ -27,7 +27,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
-from nnconform.generators.values import stored_range
+from nnconform.generators.values import VALUE_CLASSES, stored_range, type_family
 from nnconform.ir import OperandType as T, OperationType as Op
 from nnconform.ops.conv_common import product_scale
 from nnconform.ops.registry import load_all
@@ -38,6 +38,8 @@ QUANT_TYPES = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 # add quant8 signed).
 GRAPH_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8) + QUANT_TYPES
 ALL_RANKS = (1, 2, 3, 4)
+# Quantisation-parameter classes: tiny and huge scales (1.0 is the multiplier's exact edge)
+EXTREME_SCALES = (1e-6, 1.0 / 4096, 1e-3, 1.0, 16.0, 1000.0)
 
 
 class Drawer(Protocol):
@@ -103,6 +105,13 @@ class Signature:
     ranks: tuple[int, ...]
     types: tuple[T, ...] = ()
     note: str = ""
+    # value classes (values.VALUE_CLASSES) meaningful for this operation, per type family;
+    # filled by _finish() from the declarations beside EXCLUDED
+    value_classes: dict = None
+
+    def classes_for(self, t: T) -> tuple[str, ...]:
+        """The value classes drawn on purpose for an input of type ``t`` of this operation."""
+        return (self.value_classes or {}).get(type_family(t), ())
 
 
 class Reject(Exception):
@@ -158,10 +167,20 @@ class Ctx:
         return tuple(dims)
 
     def quant(self, t: T) -> tuple[float, int]:
+        """CTS-like scale (0.125 .. 2) and zero point; one time in five a quantisation class of
+        its own (issue 20): a scale from ``EXTREME_SCALES`` (1e-6 .. 1e3, so products and
+        ratios reach the fixed-point multiplier's edges) and/or a zero point at a stored end."""
         if t not in QUANT_TYPES:
             return 0.0, 0
         lo, hi = (0, 255) if t == T.TENSOR_QUANT8_ASYMM else (-128, 127)
-        return self.int(2, 32) / 16.0, self.int(lo, hi)
+        scale, zp = self.int(2, 32) / 16.0, self.int(lo, hi)
+        if self.chance(1, 5):
+            kind = self.int(0, 2)
+            if kind != 1:
+                scale = self.choice(EXTREME_SCALES)
+            if kind != 0:
+                zp = lo if self.bool() else hi
+        return scale, zp
 
     # operands ---------------------------------------------------------------------------
     def primary(self, rank: int | None = None, connectable: bool = True, **kw) -> Data:
@@ -265,7 +284,8 @@ def _rsqrt_quant(ctx: Ctx) -> Candidate:
     the zero point (a positive real input), and an output scale and zero point of its own
     that hold 1/sqrt of the whole input range (0.04 .. 2.9) without saturating."""
     lo, hi = stored_range(ctx.dtype)
-    scale, zp = ctx.quant(ctx.dtype)
+    # not ctx.quant: an extreme scale would put 1/sqrt(x) far outside any output range
+    scale, zp = ctx.int(2, 32) / 16.0, ctx.int(lo, hi)
     zp = min(zp, hi - 1)
     x = ctx.data(ctx.dtype, ctx.shape(), quant=(scale, zp), lo=zp + 1, hi=hi, connectable=False,
                  free_quant=False)
@@ -873,6 +893,45 @@ EXCLUDED: dict[Op, str] = {
 }
 
 
+# ---------------------------------------------------------------------------------------
+# Value classes each operation declares meaningful (values.VALUE_CLASSES).
+# ---------------------------------------------------------------------------------------
+# Every operation takes the finite classes: floats subnormal, -0.0, near-fp16-overflow and
+# x.5 ties; int32 negative, zero, +-1 and negative odd values (floor vs truncation); quant
+# the stored extremes and the zero point.  Infinities (floats) and the int32 limits are
+# declared only where NNAPI defines the result without overflow or NaN: selection, ordering
+# and data movement, and the saturating activations.  NaN only where IEEE defines a non-NaN
+# result (comparisons: every one but NOT_EQUAL is false).
+_FINITE = {"float": ("subnormal", "signed_zero", "fp16_overflow", "tie"),
+           "int32": ("negative", "zero", "unit", "div_rounding"),
+           "quant": VALUE_CLASSES["quant"], "bool": ()}
+_COMPARE = (Op.EQUAL, Op.NOT_EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.LESS, Op.LESS_EQUAL)
+_DATA_MOVEMENT = (Op.RESHAPE, Op.SQUEEZE, Op.EXPAND_DIMS, Op.TRANSPOSE, Op.CONCATENATION, Op.GATHER,
+                  Op.SLICE, Op.STRIDED_SLICE, Op.TILE, Op.REVERSE, Op.PACK, Op.SPLIT, Op.PAD,
+                  Op.PAD_V2, Op.MIRROR_PAD, Op.DEPTH_TO_SPACE, Op.SPACE_TO_DEPTH,
+                  Op.BATCH_TO_SPACE_ND, Op.SPACE_TO_BATCH_ND, Op.CHANNEL_SHUFFLE, Op.SELECT,
+                  Op.EMBEDDING_LOOKUP)
+# +-inf (floats) and INT32_MIN/MAX (int32) give a defined result
+EXTREMES_DEFINED = frozenset(_COMPARE + _DATA_MOVEMENT + (
+    Op.MAXIMUM, Op.MINIMUM, Op.ARGMAX, Op.ARGMIN, Op.TOPK_V2, Op.REDUCE_MAX, Op.REDUCE_MIN,
+    Op.MAX_POOL_2D, Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH, Op.RANK))
+# +-inf only (ABS/NEG of INT32_MIN overflow; FLOOR has no int32 form)
+INF_ONLY = frozenset((Op.ABS, Op.NEG, Op.FLOOR))
+NAN_DEFINED = frozenset(_COMPARE)
+
+
+def declared_classes(op: Op) -> dict[str, tuple[str, ...]]:
+    """The value classes meaningful for ``op``, per type family (see above)."""
+    fl, i32 = list(_FINITE["float"]), list(_FINITE["int32"])
+    if op in EXTREMES_DEFINED or op in INF_ONLY:
+        fl.append("inf")
+    if op in EXTREMES_DEFINED:
+        i32.append("limit")
+    if op in NAN_DEFINED:
+        fl.append("nan")
+    return {"float": tuple(fl), "int32": tuple(i32), "quant": _FINITE["quant"], "bool": ()}
+
+
 _TENSOR_OF_SCALAR = {T.FLOAT32: T.TENSOR_FLOAT32, T.FLOAT16: T.TENSOR_FLOAT16, T.INT32: T.TENSOR_INT32,
                      T.BOOL: T.TENSOR_BOOL8}
 
@@ -886,6 +945,7 @@ def _finish() -> None:
         # An operation keyed on a scalar (FILL's value) builds tensors of the matching type.
         types = [_TENSOR_OF_SCALAR.get(t, t) for t in registry[o].data_types]
         s.types = tuple(t for t in dict.fromkeys(types) if t in GRAPH_TYPES)
+        s.value_classes = declared_classes(o)
 
 
 _finish()

@@ -46,6 +46,23 @@ those never check fp16 accuracy.  We do not reproduce that.  ``Criteria.skip_inv
 (default False; True in the random-graph sets, as in AOSP) skips what was intended: expected
 infinities, fp32 values with |e| > 1e3 and fp16 values with |e| > 1e2.
 
+Exact where NNAPI defines the result exactly (issue 20; ``Criteria.exact_where_defined``,
+default True).  CTS compares every int32 output with atol 1 and every bool8 output of a
+random graph with a 10 % mismatch ratio, so an index off by one or an integer division that
+rounds the wrong way passes.  :func:`exact_outputs` finds the outputs whose value NNAPI
+defines exactly: an output of a non-relaxed model computed from the model's inputs and
+constants only through operations that select, move, compare or do integer arithmetic
+(``EXACT_ANY`` on any non-quantised type: data movement, SELECT, comparisons, logical ops,
+ARGMAX/ARGMIN/TOPK_V2, REDUCE_MAX/MIN/ALL/ANY, MAXIMUM/MINIMUM, RELU/RELU1/RELU6, ABS, NEG,
+FLOOR, CAST, FILL, RANK; ``EXACT_INT32`` when the result is TENSOR_INT32: ADD, SUB, MUL, DIV,
+BATCH_MATMUL), including IF/WHILE outputs whose branches / body are exact (loop counters).
+Quantised operands count only where nothing is rescaled (one scale and zero point over the
+operation's quantised operands) and for ARGMAX/ARGMIN indices.  Such an output must be equal element by
+element (int32 and floats: a == e, NaN == NaN; bool8: no mismatch); the criterion is named
+``<set>.<row>.exact``.  The CTS tolerance stays available as a compatibility mode:
+``Criteria.cts_compatible()``, or ``NNCONFORM_CTS_TOLERANCE=1`` in the environment for a
+whole run.
+
 Extensions beyond AOSP, which fails them as "data type not supported": scalar FLOAT32,
 FLOAT16, INT32 and BOOL outputs use the row of their tensor type.  UINT32, OEM and per-channel
 outputs cannot be compared and give a Mismatch.
@@ -95,6 +112,11 @@ class Criteria:
     quant16_symm: Tolerance = Tolerance(atol=1)
     bool8_ratio: float = 0.0
     skip_invalid_fp: bool = False
+    exact_where_defined: bool = True
+
+    def cts_compatible(self) -> "Criteria":
+        """CTS's tolerances everywhere (int32 atol 1, the set's bool8 ratio), no exact outputs."""
+        return dataclasses.replace(self, exact_where_defined=False)
 
     def row_name(self, t: OperandType) -> str | None:
         """Which field applies to an output of type ``t`` (None: type cannot be compared)."""
@@ -125,6 +147,7 @@ class Criteria:
                 d[f.name] = v.to_dict()
         d["bool8_ratio"] = self.bool8_ratio
         d["skip_invalid_fp"] = self.skip_invalid_fp
+        d["exact_where_defined"] = self.exact_where_defined
         return d
 
 
@@ -242,6 +265,99 @@ def default_criteria(model: Model, quant8_atol: float = 1) -> Criteria:
     if quant8_atol != 1:
         crit = crit.with_quant8_atol(quant8_atol)
     return crit
+
+
+# ---------------------------------------------------------------------------------------
+# Outputs NNAPI defines exactly.
+# ---------------------------------------------------------------------------------------
+
+EXACT_ANY = frozenset((
+    _O.RESHAPE, _O.SQUEEZE, _O.EXPAND_DIMS, _O.TRANSPOSE, _O.CONCATENATION, _O.GATHER, _O.SLICE,
+    _O.STRIDED_SLICE, _O.TILE, _O.REVERSE, _O.PACK, _O.SPLIT, _O.PAD, _O.PAD_V2, _O.MIRROR_PAD,
+    _O.DEPTH_TO_SPACE, _O.SPACE_TO_DEPTH, _O.BATCH_TO_SPACE_ND, _O.SPACE_TO_BATCH_ND,
+    _O.CHANNEL_SHUFFLE, _O.SELECT, _O.EMBEDDING_LOOKUP, _O.EQUAL, _O.NOT_EQUAL, _O.GREATER,
+    _O.GREATER_EQUAL, _O.LESS, _O.LESS_EQUAL, _O.LOGICAL_AND, _O.LOGICAL_OR, _O.LOGICAL_NOT,
+    _O.ARGMAX, _O.ARGMIN, _O.TOPK_V2, _O.REDUCE_MAX, _O.REDUCE_MIN, _O.REDUCE_ALL, _O.REDUCE_ANY,
+    _O.MAXIMUM, _O.MINIMUM, _O.RELU, _O.RELU1, _O.RELU6, _O.ABS, _O.NEG, _O.FLOOR, _O.CAST,
+    _O.FILL, _O.RANK))
+EXACT_INT32 = frozenset((_O.ADD, _O.SUB, _O.MUL, _O.DIV, _O.BATCH_MATMUL))
+_QUANT_KINDS = frozenset((_T.TENSOR_QUANT8_ASYMM, _T.TENSOR_QUANT8_ASYMM_SIGNED, _T.TENSOR_QUANT8_SYMM,
+                          _T.TENSOR_QUANT16_ASYMM, _T.TENSOR_QUANT16_SYMM))
+_EXACT_KINDS = frozenset((_T.TENSOR_FLOAT32, _T.FLOAT32, _T.TENSOR_FLOAT16, _T.FLOAT16, _T.TENSOR_INT32,
+                          _T.INT32, _T.TENSOR_BOOL8, _T.BOOL, _T.SUBGRAPH))
+
+
+def _subgraph_exact(model: Model, sg, inputs_exact: list[bool], depth: int = 0) -> list[bool]:
+    """Which outputs of ``sg`` are exact, given which of its inputs are."""
+    exact = [o.lifetime in (3, 4, 5, 6) for o in sg.operands]   # constants, omitted, subgraphs
+    for i, e in zip(sg.input_indexes, inputs_exact):
+        exact[i] = e
+    for op in sg.operations:
+        outs = [sg.operands[o] for o in op.outputs]
+        quant = {(sg.operands[i].scale, sg.operands[i].zero_point) for i in (*op.inputs, *op.outputs)
+                 if sg.operands[i].type in _QUANT_KINDS}
+        # quantised operands count when nothing is rescaled (one scale and zero point
+        # throughout), and for ARGMAX/ARGMIN (dequantising is monotonic)
+        kinds = _EXACT_KINDS | (_QUANT_KINDS if len(quant) <= 1 or op.type in (_O.ARGMAX, _O.ARGMIN)
+                                else frozenset())
+        ins_ok = all(exact[i] and sg.operands[i].type in kinds for i in op.inputs)
+        if op.type in (_O.IF, _O.WHILE) and depth < 8:
+            res = _control_flow_exact(model, sg, op, exact, depth)
+        elif op.type == _O.RANK:
+            res = [True]
+        elif ins_ok and op.type in EXACT_ANY:
+            res = [o.type in kinds for o in outs]
+        elif ins_ok and op.type in EXACT_INT32:
+            res = [o.type in (_T.TENSOR_INT32, _T.INT32) for o in outs]
+        else:
+            res = [False] * len(outs)
+        for o, r in zip(op.outputs, res):
+            exact[o] = bool(r)
+    return [exact[i] for i in sg.output_indexes]
+
+
+def _control_flow_exact(model: Model, sg, op, exact: list[bool], depth: int) -> list[bool]:
+    refs = [model.referenced[int(sg.operands[i].value)] for i in op.inputs
+            if sg.operands[i].type == _T.SUBGRAPH and sg.operands[i].value is not None
+            and 0 <= int(sg.operands[i].value) < len(model.referenced)]
+    data = [exact[i] and sg.operands[i].type in _EXACT_KINDS for i in op.inputs
+            if sg.operands[i].type != _T.SUBGRAPH]
+    n_out = len(op.outputs)
+    if op.type == _O.IF:
+        if len(refs) != 2 or not data:
+            return [False] * n_out
+        cond, args = data[0], data[1:]
+        a = _subgraph_exact(model, refs[0], args, depth + 1)
+        b = _subgraph_exact(model, refs[1], args, depth + 1)
+        return [cond and x and y for x, y in zip(a, b)][:n_out] + [False] * max(0, n_out - len(a))
+    if len(refs) != 2:
+        return [False] * n_out
+    cond_sg, body = refs
+    state = list(data)
+    for _ in range(len(state) + 1):   # fixed point: a variable stays exact only if the body keeps it so
+        outs = _subgraph_exact(model, body, state, depth + 1)
+        cond_ok = all(_subgraph_exact(model, cond_sg, state, depth + 1))
+        new = [s and (o if j < len(outs) else True) and cond_ok for j, (s, o) in
+               enumerate(zip(state, outs + [True] * (len(state) - len(outs))))]
+        if new == state:
+            break
+        state = new
+    return (state[:n_out] + [False] * n_out)[:n_out]
+
+
+def exact_outputs(model: Model) -> list[bool]:
+    """For each main output: does NNAPI define its value exactly (see the module docstring)?"""
+    m = model.main
+    if model.relax_fp32_to_fp16:
+        res = _subgraph_exact(model, m, [True] * len(m.input_indexes))
+        return [r and m.operands[i].type not in (_T.TENSOR_FLOAT32, _T.FLOAT32)
+                for r, i in zip(res, m.output_indexes)]
+    return _subgraph_exact(model, m, [True] * len(m.input_indexes))
+
+
+def _cts_tolerance_env() -> bool:
+    import os
+    return os.environ.get("NNCONFORM_CTS_TOLERANCE", "").strip() not in ("", "0")
 
 
 # ---------------------------------------------------------------------------------------
@@ -384,13 +500,20 @@ def compare(model: Model, expected: Sequence[Any], actual: Sequence[Any],
 
     ignored = list(ignored or [])
     compared = skipped = 0
+    if crit.exact_where_defined and not _cts_tolerance_env():
+        try:
+            exact = exact_outputs(model)
+        except (IndexError, TypeError, ValueError, AttributeError):
+            exact = [False] * n   # a malformed model: the tolerances, not a crash
+    else:
+        exact = [False] * n
     for i, oi in enumerate(outs):
         if i < len(ignored) and ignored[i]:
             skipped += 1
             continue
         compared += 1
         mismatches.extend(_compare_output(i, model.main.operands[oi].type, expected[i],
-                                          actual[i], crit))
+                                          actual[i], crit, exact[i]))
     return _finish(mismatches, crit, compared, skipped)
 
 
@@ -407,8 +530,16 @@ def _finish(mismatches: list[Mismatch], crit: Criteria, compared: int,
     return Comparison(False, mismatches, msg, crit)
 
 
+def _exact_version(crit: Criteria, row: str) -> Criteria:
+    """``crit`` with the row of an exactly defined output made exact."""
+    if row == "bool8":
+        return dataclasses.replace(crit, name=f"{crit.name}.exact", bool8_ratio=0.0)
+    return dataclasses.replace(crit, name=f"{crit.name}.exact", skip_invalid_fp=False,
+                               **{row: Tolerance(atol=0.0, rtol=0.0)})
+
+
 def _compare_output(i: int, otype: OperandType, exp_in: Any, act_in: Any,
-                    crit: Criteria) -> list[Mismatch]:
+                    crit: Criteria, exact: bool = False) -> list[Mismatch]:
     tname = OperandType(otype).name
     row = crit.row_name(otype)
     head = f"output {i} ({tname}"
@@ -441,6 +572,8 @@ def _compare_output(i: int, otype: OperandType, exp_in: Any, act_in: Any,
         return [Mismatch(i, "shape", f"{head}): actual shape {list(act.shape)}, expected "
                          f"{list(exp.shape)}", type_name=tname, criterion=crit.name)]
     head = f"{head} {list(exp.shape)})"
+    if exact:
+        crit = _exact_version(crit, row)
     if row == "bool8":
         return _compare_bool(i, tname, head, exp, act, crit)
     return _compare_numeric(i, OperandType(otype), tname, head, exp, act, crit, row)
@@ -484,6 +617,8 @@ def _compare_numeric(i, otype, tname, head, exp, act, crit, row) -> list[Mismatc
         # With e = inf the allowed range (rtol*|e|) is inf too, so AOSP passes any finite
         # value there; an infinite expected value must be matched exactly instead.
         ok = (a == e) | ((absdiff <= allowed) & np.isfinite(e))
+        if crit.name.endswith(".exact"):   # exactly defined: NaN must come back as NaN
+            ok |= np.isnan(a) & np.isnan(e)
         bad = ~ok & (~skip | np.isnan(e))
         used = ~skip
         nused = int(used.sum())

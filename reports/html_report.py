@@ -208,7 +208,13 @@ def render_html(records: Iterable[ResultRecord], title: str = "nnconform report"
         matrix=triage.matrix(records) if records else triage.Matrix([], [], {}),
         matrix_rows=_matrix_rows(triage.matrix(records)) if records else [],
         present=present, suite_rows=suite_rows, meta=list(m.items()),
-        coverage=_coverage_rows(coverage_rows))
+        coverage=_coverage_rows(coverage_rows), ledger=_ledger_rows(records))
+
+
+def _ledger_rows(records) -> list[list[str]]:
+    """The domain-coverage ledger of the random suite's rows (nnconform.generators.ledger)."""
+    from nnconform.generators import ledger
+    return ledger.table_rows(*ledger.aggregate(r for r in records if r.suite == "random"))
 
 
 def write_html(records: Iterable[ResultRecord], path: str | os.PathLike,

@@ -9,8 +9,10 @@ Test ids say what each case checks:
                                            and WHILE-in-WHILE, and invalid models to reject
     control_flow/loop_timeout_1ms/<path>   an infinite WHILE with a 1 ms loop timeout must end
                                            with MISSED_DEADLINE_TRANSIENT or _PERSISTENT
-                                           (paths: sync, async, fenced, burst); a driver that does not return
-                                           within HANG_BOUND_S is reported as a HANG
+                                           (paths: sync, async, fenced, burst) within 1 ms +
+                                           LOOP_TIMEOUT_SLACK_S (1 s, well under the 2 s default;
+                                           the measured time is extra.elapsed_s); a driver that
+                                           does not return within HANG_BOUND_S is a HANG
     control_flow/loop_timeout_default      the same loop with no timeout given must stop after
                                            the 2 s default (not before), within the bound
     control_flow/support_rule/<model>      a driver may report IF/WHILE supported only if it
@@ -93,6 +95,12 @@ def _release(prepared, nn_record) -> None:
         nn_record["extra"]["release"] = str(e)   # the verdict stands; note the second hang
 
 
+# A requested loop timeout must be honoured within the timeout plus this slack (a loaded
+# machine, the driver host's round trip), far below the 2 s default: a path that silently
+# falls back to the default misses it.  The measured time is in every row (extra.elapsed_s).
+LOOP_TIMEOUT_SLACK_S = 1.0
+
+
 def _judge(status_or_result, elapsed: float, bound: float, loop_timeout) -> str | None:
     """None if the execution ended as it must; otherwise the failure message."""
     asked = "default (2 s)" if loop_timeout is None else f"{loop_timeout * 1e3:g} ms"
@@ -153,7 +161,13 @@ def test_loop_timeout_1ms(path, nn_device, nn_session, nn_record):
             nn_record["extra"]["burst_release"] = str(e)
     _release(prepared, nn_record)
     message = _judge(got, elapsed, HANG_BOUND_S, 0.001)
-    nn_record["extra"]["elapsed_s"] = round(elapsed, 4)
+    honour_bound = 0.001 + LOOP_TIMEOUT_SLACK_S
+    if message is None and elapsed > honour_bound:
+        message = (f"an infinite WHILE with loop timeout 1 ms on the {path} path ended with "
+                   f"{got.status.name} only after {elapsed:.2f} s, beyond the bound {honour_bound:.3f} s "
+                   f"(1 ms + {LOOP_TIMEOUT_SLACK_S:g} s slack): the requested timeout is not honoured "
+                   f"(the default is {DEFAULT_LOOP_TIMEOUT:g} s)")
+    nn_record["extra"].update(elapsed_s=round(elapsed, 4), loop_timeout_bound_s=honour_bound)
     if isinstance(got, HangError):
         nn_record["extra"]["verdict"] = "HANG"
     if message:

@@ -24,8 +24,10 @@ output diverges) and ``nnconform replay`` reruns it.  Options: ``--nn-hypothesis
 """
 from __future__ import annotations
 
+import time
 import zlib
 
+import numpy as np
 import pytest
 from hypothesis import given, seed as hypothesis_seed
 
@@ -33,13 +35,17 @@ from nnconform.criteria import (LARGE_GRAPH, RELAXED, SMALL_GRAPH, STRICT, Crite
                                 criteria_for_operation)
 from nnconform.driver import DriverError, ErrorStatus
 from nnconform.executor import Executor
-from nnconform.generators import profiles
+from nnconform.generators import ledger, profiles
 from nnconform.generators.control_flow import control_flow_cases
 from nnconform.generators.diverge import first_divergent_operation
 from nnconform.generators.signatures import SIGNATURES
 from nnconform.generators.strategies import random_graph, single_operation
 from nnconform.ir import SHORT_TYPE_NAME, OperandType as T, OperationType as Op
 from nnconform.runner import ERROR, FAIL, SKIP, run_case
+from nnconform.aliasing import check_aliasing
+from nnconform.generators import values as V
+from nnconform.generators.graphs import GraphConfig
+from nnconform.generators.strategies import sample
 
 GRAPH_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8,
                T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
@@ -58,12 +64,27 @@ def op_criteria(op: Op) -> Criteria:
     return _NEWER_OPS.get(op) or criteria_for_operation(op, "1.3")
 
 
+# Shrinking stops after this long (measured from the first failure) and the best failing
+# example found so far is reported and dumped; pytest's own timeout (300 s) would otherwise
+# end a long shrink with "Timeout" and no minimal model.
+SHRINK_BUDGET_S = 90.0
+
+
 class CaseFailed(Exception):
     """One Hypothesis example failed on the driver (carried out to the pytest test)."""
 
     def __init__(self, case, expected, outcome):
         super().__init__(outcome.message)
         self.case, self.expected, self.outcome = case, expected, outcome
+
+
+class _ShrinkBudgetSpent(BaseException):
+    """Raised through Hypothesis (which lets non-Exception errors pass) to end a shrink that
+    ran out of its time budget; carries the best CaseFailed so far."""
+
+    def __init__(self, best: CaseFailed):
+        super().__init__("shrink budget spent")
+        self.best = best
 
 
 class _OpFailedAtPrepare:
@@ -96,8 +117,19 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
                                         report_dir=nn_session.report_dir)
     device = _OpFailedAtPrepare(nn_device)
     tally = {"passed": 0, "skipped": 0, "skip_reasons": set()}
+    domain: dict[str, set[str]] = {}
+    meaningful: dict[str, set[str]] = {}
+
+    shrink = {"first_failure": None, "best": None, "failures": 0}
 
     def one_example(case):
+        if shrink["first_failure"] is not None and \
+                time.monotonic() - shrink["first_failure"] > SHRINK_BUDGET_S:
+            raise _ShrinkBudgetSpent(shrink["best"])
+        for k, v in getattr(case, "domain", {}).items():
+            domain.setdefault(k, set()).update(v)
+        for k, v in getattr(case, "meaningful", {}).items():
+            meaningful.setdefault(k, set()).update(v)
         expected = Executor(case.model).run(case.inputs)
         device.op_failed = False
         outcome = run_case(device, case.model, case.inputs, expected, ignored=case.ignored, criteria=criteria)
@@ -106,7 +138,14 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
             tally["skip_reasons"].add(outcome.message)
             return
         if outcome.outcome in (FAIL, ERROR):
-            raise CaseFailed(case, expected, outcome)
+            failed = CaseFailed(case, expected, outcome)
+            # Hypothesis only tries smaller examples after the first failure: the latest
+            # failing one is the best so far
+            shrink["best"] = failed
+            shrink["failures"] += 1
+            if shrink["first_failure"] is None:
+                shrink["first_failure"] = time.monotonic()
+            raise failed
         tally["passed"] += 1
 
     one_example._hypothesis_internal_add_digest = test_id.encode()
@@ -121,9 +160,16 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
         test()
     except CaseFailed as f:
         failure = f
+    except _ShrinkBudgetSpent as spent:
+        failure = spent.best
+        nn_record["extra"]["shrink_stopped_after_s"] = SHRINK_BUDGET_S
+    if shrink["first_failure"] is not None:
+        nn_record["extra"].update(shrink_s=round(time.monotonic() - shrink["first_failure"], 2),
+                                  failing_examples_seen=shrink["failures"])
+    nn_record["extra"].update(passed=tally["passed"], skipped=tally["skipped"],
+                              domain=ledger.as_json(domain), domain_meaningful=ledger.as_json(meaningful))
     if failure is not None:   # outside the except block: the report needs no exception chain
         _report_failure(nn_session, nn_device, nn_record, test_id, failure, criteria, profile)
-    nn_record["extra"].update(passed=tally["passed"], skipped=tally["skipped"])
     if tally["passed"] == 0 and tally["skipped"]:
         pytest.skip("every example skipped: " + "; ".join(sorted(tally["skip_reasons"]))[:300])
 
@@ -204,3 +250,34 @@ def test_control_flow_while(dtype, request, nn_session, nn_device, nn_record):
     nn_record.update(suite="random", test_id=test_id, operations=["WHILE"], data_types=[SHORT_TYPE_NAME[dtype]])
     _run(request, nn_session, nn_device, nn_record, test_id,
          control_flow_cases("while", dtype, value_mode="mixed"), SMALL_GRAPH, graph=True)
+
+
+# ---------------------------------------------------------------------------------------
+# Aliasing: the results of one execution must not change after the next
+# ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", GRAPH_TYPES, ids=[SHORT_TYPE_NAME[t] for t in GRAPH_TYPES])
+def test_outputs_not_aliased(dtype, nn_session, nn_device, nn_record):
+    """One small random graph of ``dtype`` executed twice on different inputs, with the
+    first execution's outputs held: they must not change (``nnconform.aliasing``)."""
+    test_id = f"random/aliasing/{SHORT_TYPE_NAME[dtype]}"
+    nn_record.update(suite="random", test_id=test_id, data_types=[SHORT_TYPE_NAME[dtype]])
+    seed = (nn_session.seed ^ zlib.crc32(test_id.encode())) % 2**31
+    case = sample(GraphConfig(dtype=T(dtype), n_ops=3, max_dim=8, max_elems=64), seed)
+    model = case.model
+    nn_record["operations"] = sorted(set(case.operations))
+    # the second execution's inputs: each input's own values in reverse order (every value
+    # stays one the generator chose for that input: in range, non-zero divisors, ...)
+    inputs_b = [np.ascontiguousarray(a.reshape(-1)[::-1]).reshape(a.shape) for a in case.inputs]
+    supported = nn_device.supported_operations(model)
+    if not all(supported):
+        pytest.skip(f"driver does not support {', '.join(case.operations)} for {SHORT_TYPE_NAME[dtype]}")
+    try:
+        message = check_aliasing(nn_device, model, case.inputs, inputs_b)
+    except DriverError as e:
+        if e.status == ErrorStatus.GENERAL_FAILURE:
+            pytest.skip(f"prepare/execute failed with GENERAL_FAILURE (OP_FAILED): {e}")
+        raise
+    if message:
+        nn_record["message"] = message
+        pytest.fail(f"{message} (model: {case.describe()}, seed {seed})", pytrace=False)

@@ -1,0 +1,262 @@
+"""DELIBERATELY BROKEN DRIVERS for the value domains and verdicts of issue 20.  Never use them
+as references.
+
+Each is the reference driver with one defect that only shows on inputs the suites used never
+to draw, or that the CTS tolerances let through.  The tests in ``tests/test_domains.py`` prove
+that the default suites catch each of them, and by what:
+
+    IntDivTruncates       TENSOR_INT32 DIV rounds toward zero (-7 / 2 = -3; NNAPI floors: -4)
+                          -> value class int32 ``negative`` / ``div_rounding`` + exact int32
+    FlushToZero           every float kernel flushes subnormal inputs and results to zero
+                          -> value class float ``subnormal`` + exact data movement / compares
+    Int32ViaFloat32       int32 MAXIMUM / MINIMUM / comparisons computed in float32: wrong
+                          at the int32 limits -> value class int32 ``limit`` + exact verdicts
+    BitwiseFloatEquality  EQUAL / NOT_EQUAL of floats compare bit patterns (-0.0 != 0.0,
+                          NaN == NaN) -> value classes ``signed_zero`` / ``nan``
+    QuantRescaleWraps     quantised ADD wraps around instead of saturating when the input
+                          to output scale ratio is extreme (an overflowing 32-bit
+                          multiplier) -> quantisation class ``scale_huge`` / ``ratio_extreme``
+    ArgmaxOffByOne        ARGMAX / ARGMIN indices one too high (last index kept): passes CTS's
+                          int32 atol 1 -> exact comparison of indices
+    AliasedOutputs        returns the same output arrays from every execution and overwrites
+                          them on the next one -> the aliasing check (in-process runs; behind
+                          the driver host the reply is a copy, so no client can see it)
+    LoopTimeoutOnlySync   honours the loop timeout on the synchronous path only; the async
+                          path uses the 2 s default -> the loop-timeout bound
+
+Stress (``nnconform stress``, tests/test_stress_soak.py):
+
+    LeaksPerCompilation   keeps 256 KiB for every prepare -> compile-leak
+    CrashesAfter65536     aborts the process on execution 65,537 of one prepared model (a
+                          16-bit request counter) -> execution-soak (CRASH)
+    CachesEveryModel      keeps 4 MiB per distinct model it ever prepared, never evicted:
+                          no single test sees it -> the whole-life leak verdict
+
+Name them on the command line as ``nnconform.drivers.broken_domains:IntDivTruncates``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from nnconform.ir import OperandType as T, OperationType as Op
+from nnconform.ops.registry import get_op, load_all
+
+from .broken import _OverridingDevice
+from .reference import ReferenceDevice, ReferencePreparedModel
+
+
+# -- integer division that truncates ------------------------------------------------------
+
+def _div_truncating(ctx):
+    if ctx.in_operands[0].type != T.TENSOR_INT32:
+        return get_op(Op.DIV).execute(ctx)
+    a, b = np.broadcast_arrays(ctx.inputs[0].astype(np.int64), ctx.inputs[1].astype(np.int64))
+    safe = np.where(b == 0, 1, b)
+    q = np.where(b == 0, 0, np.trunc(a / safe)).astype(np.int64)
+    return [q.astype(np.int32)]
+
+
+class IntDivTruncates(_OverridingDevice):
+    name = "broken-int-div-truncates"
+    overrides = {Op.DIV: _div_truncating}
+
+
+# -- flush to zero ----------------------------------------------------------------------------
+
+def _ftz(a):
+    if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.size:
+        tiny = np.finfo(a.dtype).tiny
+        return np.where(np.abs(a) < tiny, np.zeros((), a.dtype), a).astype(a.dtype)
+    return a
+
+
+def _flushing(op: Op):
+    fn = get_op(op).execute
+
+    def run(ctx):
+        ctx.inputs = [_ftz(x) for x in ctx.inputs]
+        return [_ftz(np.asarray(o)) if isinstance(o, np.ndarray) else o for o in fn(ctx)]
+    return run
+
+
+class FlushToZero(_OverridingDevice):
+    name = "broken-flush-to-zero"
+    overrides = {o: _flushing(o) for o in load_all() if o not in (Op.IF, Op.WHILE)}
+
+
+# -- int32 computed through float32 -------------------------------------------------------------
+
+_VIA_F32 = {Op.MAXIMUM: np.maximum, Op.MINIMUM: np.minimum, Op.EQUAL: np.equal, Op.NOT_EQUAL: np.not_equal,
+            Op.GREATER: np.greater, Op.GREATER_EQUAL: np.greater_equal, Op.LESS: np.less,
+            Op.LESS_EQUAL: np.less_equal}
+
+
+def _via_float32(op: Op):
+    def run(ctx):
+        if ctx.in_operands[0].type != T.TENSOR_INT32:
+            return get_op(op).execute(ctx)
+        a, b = (x.astype(np.float32) for x in ctx.inputs[:2])
+        r = _VIA_F32[op](a, b)
+        if r.dtype == np.bool_:
+            return [r]
+        return [np.clip(r.astype(np.float64), -2**31, 2**31 - 1).astype(np.int32)]
+    return run
+
+
+class Int32ViaFloat32(_OverridingDevice):
+    name = "broken-int32-via-float32"
+    overrides = {o: _via_float32(o) for o in _VIA_F32}
+
+
+# -- float equality on bit patterns --------------------------------------------------------------
+
+def _bitwise_equal(op: Op):
+    def run(ctx):
+        a, b = ctx.inputs[:2]
+        if a.dtype.kind != "f":
+            return get_op(op).execute(ctx)
+        view = np.int32 if a.dtype == np.float32 else np.int16
+        a2, b2 = np.broadcast_arrays(np.ascontiguousarray(a).view(view), np.ascontiguousarray(b).view(view))
+        eq = a2 == b2
+        return [eq if op == Op.EQUAL else ~eq]
+    return run
+
+
+class BitwiseFloatEquality(_OverridingDevice):
+    name = "broken-bitwise-float-equality"
+    overrides = {Op.EQUAL: _bitwise_equal(Op.EQUAL), Op.NOT_EQUAL: _bitwise_equal(Op.NOT_EQUAL)}
+
+
+# -- quantised rescaling that wraps at extreme ratios -------------------------------------------
+
+def _quant_add_wrapping(ctx):
+    (out,) = get_op(Op.ADD).execute(ctx)
+    o = ctx.out_operands[0]
+    if not o.info.is_quant:
+        return [out]
+    s_in = max(ctx.in_operands[0].scale, ctx.in_operands[1].scale)
+    if s_in / o.scale < 64:
+        return [out]
+    # the "fixed-point" path: an unsaturated result that wraps around the stored range
+    x0 = (ctx.inputs[0].astype(np.float64) - ctx.in_operands[0].zero_point) * ctx.in_operands[0].scale
+    x1 = (ctx.inputs[1].astype(np.float64) - ctx.in_operands[1].zero_point) * ctx.in_operands[1].scale
+    q = np.round((x0 + x1) / o.scale) + o.zero_point
+    q = np.clip(q, -2.0**62, 2.0**62).astype(np.int64)
+    info = np.iinfo(out.dtype)
+    span = int(info.max) - int(info.min) + 1
+    wrapped = (q - int(info.min)) % span + int(info.min)
+    return [np.broadcast_to(wrapped, out.shape).astype(out.dtype)]
+
+
+class QuantRescaleWraps(_OverridingDevice):
+    name = "broken-quant-rescale-wraps"
+    overrides = {Op.ADD: _quant_add_wrapping}
+
+
+# -- indices off by one ---------------------------------------------------------------------------
+
+def _arg_off_by_one(op: Op):
+    def run(ctx):
+        (idx,) = get_op(op).execute(ctx)
+        axis = int(ctx.scalar(1))
+        n = ctx.inputs[0].shape[axis]
+        return [np.minimum(idx + 1, n - 1).astype(np.int32)]
+    return run
+
+
+class ArgmaxOffByOne(_OverridingDevice):
+    name = "broken-argmax-off-by-one"
+    overrides = {Op.ARGMAX: _arg_off_by_one(Op.ARGMAX), Op.ARGMIN: _arg_off_by_one(Op.ARGMIN)}
+
+
+# -- outputs aliased across executions ---------------------------------------------------------------
+
+class _AliasingPrepared(ReferencePreparedModel):
+    def __init__(self, model):
+        super().__init__(model)
+        self._buffers = None
+
+    def execute(self, request, **kw):
+        result = super().execute(request, **kw)
+        if self._buffers is None or [b.shape for b in self._buffers] != [o.shape for o in result.outputs]:
+            self._buffers = [np.array(o, copy=True) for o in result.outputs]
+        else:
+            for b, o in zip(self._buffers, result.outputs):
+                b[...] = o   # the previous execution's result changes under the client
+        return type(result)(tuple(self._buffers), result.output_shapes, result.timing)
+
+
+class AliasedOutputs(ReferenceDevice):
+    name = "broken-aliased-outputs"
+
+    def prepare(self, model, **kw):
+        super().prepare(model, **kw)
+        return _AliasingPrepared(model)
+
+
+# -- loop timeout ignored on one path -----------------------------------------------------------------
+
+class _SyncOnlyTimeout(ReferencePreparedModel):
+    def execute_async(self, request, *, measure_timing=False, deadline=None, loop_timeout=None):
+        return super().execute_async(request, measure_timing=measure_timing, deadline=deadline,
+                                     loop_timeout=None)   # the async path forgets it: 2 s default
+
+
+class LoopTimeoutOnlySync(ReferenceDevice):
+    name = "broken-loop-timeout-only-sync"
+
+    def prepare(self, model, **kw):
+        super().prepare(model, **kw)
+        return _SyncOnlyTimeout(model)
+
+
+# -- stress: memory per compilation, a wrapping counter, a cache that never forgets ---------
+
+_KEPT: list = []
+
+
+class LeaksPerCompilation(ReferenceDevice):
+    name = "broken-leaks-per-compilation"
+
+    def prepare(self, model, **kw):
+        _KEPT.append(np.ones(256 * 1024, np.uint8))   # touched, so it counts in RSS
+        return super().prepare(model, **kw)
+
+
+class _CountingPrepared(ReferencePreparedModel):
+    LIMIT = 2 ** 16
+
+    def __init__(self, model):
+        super().__init__(model)
+        self._request_id = 0
+
+    def execute(self, request, **kw):
+        self._request_id += 1
+        if self._request_id > self.LIMIT:   # a 16-bit request id wrapped onto a freed slot
+            import os
+            os.abort()
+        return super().execute(request, **kw)
+
+
+class CrashesAfter65536(ReferenceDevice):
+    name = "broken-crashes-after-65536"
+
+    def prepare(self, model, **kw):
+        super().prepare(model, **kw)
+        return _CountingPrepared(model)
+
+
+class CachesEveryModel(ReferenceDevice):
+    name = "broken-caches-every-model"
+
+    def __init__(self):
+        super().__init__()
+        self._seen: dict = {}
+
+    def prepare(self, model, **kw):
+        import json
+        from nnconform.spec import model_to_dict
+        key = hash(json.dumps(model_to_dict(model), sort_keys=True, default=str))
+        if key not in self._seen:
+            self._seen[key] = np.ones(4 * 2**20, np.uint8)
+        return super().prepare(model, **kw)

@@ -1,0 +1,49 @@
+"""Aliasing check: the results of one execution must not change after the next (issue 20).
+
+A driver that hands out the same output arrays from every execution and overwrites them on
+the next one passes every single-execution check and every "repeat" check that compares
+array references; its clients see their earlier results change under them.
+``check_aliasing(device, model, inputs_a, inputs_b)`` prepares ``model`` once, executes it on
+``inputs_a``, copies the outputs it got, executes it on ``inputs_b``, and reports, as one
+line, every output of the first execution whose contents changed (or ``None``).
+
+Behind the driver host (the default isolation) every reply is decoded into fresh arrays, so
+no harness-side reference can alias a driver buffer and the check passes by construction;
+it bites on ``--in-process`` runs, which is where a Python client would see it.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .driver import Device
+from .ir import Model, Request
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def check_aliasing(device: Device, model: Model, inputs_a: Sequence[np.ndarray],
+                   inputs_b: Sequence[np.ndarray]) -> str | None:
+    """None when the first execution's outputs survive the second; else why not.  Driver
+    errors propagate (the caller's verdict)."""
+    prepared = device.prepare(model)
+    try:
+        first = prepared.execute(Request.from_arrays(model, list(inputs_a)))
+        held = list(first.outputs)
+        snapshot = [np.array(o, copy=True) for o in held]
+        second = prepared.execute(Request.from_arrays(model, list(inputs_b)))
+    finally:
+        release = getattr(prepared, "release", None)
+        if callable(release):
+            release()
+    changed = [i for i, (h, s) in enumerate(zip(held, snapshot)) if not _same(np.asarray(h), s)]
+    if not changed:
+        return None
+    shared = [i for i in changed if i < len(second.outputs)
+              and np.shares_memory(np.asarray(held[i]), np.asarray(second.outputs[i]))]
+    return (f"aliasing: output(s) {changed} of execution 1 changed after execution 2 on other inputs"
+            + (f"; output(s) {shared} of both executions share one buffer" if shared else "")
+            + " (the driver reuses its output arrays; results must stay valid after the next execution)")

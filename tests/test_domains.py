@@ -1,0 +1,179 @@
+"""Issue 20: value classes drawn on purpose, operations' declared classes, the domain ledger,
+the exact verdicts, and the broken drivers of drivers/broken_domains.py caught by the suites."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nnconform import criteria as C
+from nnconform.criteria import compare, exact_outputs
+from nnconform.generators import ledger, values as V
+from nnconform.generators.graphs import GraphConfig
+from nnconform.generators.signatures import NAN_DEFINED, SIGNATURES, declared_classes
+from nnconform.generators.strategies import sample
+from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op, type_info
+
+TYPES = {"float": (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16), "int32": (T.TENSOR_INT32,),
+         "quant": (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)}
+
+
+@pytest.mark.parametrize("family", ["float", "int32", "quant"])
+def test_every_class_is_drawn_and_recognised(family):
+    rng = np.random.default_rng(0)
+    for t in TYPES[family]:
+        for c in V.VALUE_CLASSES[family]:
+            vals = V.class_values(t, c, zero_point=7 if family == "quant" else 0, rng=rng)
+            assert vals.size, (t, c)
+            arr = vals.astype(type_info(t).dtype)
+            assert c in V.classify(arr, t, 7), (t.name, c, arr)
+        a = V.fill(rng, t, (8, 8), classes=V.VALUE_CLASSES[family], zero_point=3)
+        assert set(V.VALUE_CLASSES[family]) <= V.classify(a, t, 3), t.name
+
+
+def test_a_range_limits_the_classes():
+    """LOG's input range (0.1 .. 2) holds neither zeros, subnormals, infinities nor NaN."""
+    assert V.class_values(T.TENSOR_FLOAT32, "subnormal", 0.1, 2.0).size == 0
+    assert V.class_values(T.TENSOR_FLOAT32, "nan", 0.1, 2.0).size == 0
+    assert list(V.class_values(T.TENSOR_FLOAT32, "tie", 0.1, 2.0)) == [0.5, 1.5]
+    rng = np.random.default_rng(1)
+    a = V.fill(rng, T.TENSOR_FLOAT32, (100,), 0.1, 2.0, edge=True, classes=V.VALUE_CLASSES["float"])
+    assert (a >= 0.1).all() and (a <= 2.0).all()
+
+
+def test_operations_declare_only_defined_classes():
+    for op, s in SIGNATURES.items():
+        cls = s.value_classes
+        assert cls == declared_classes(op)
+        assert ("nan" in cls["float"]) == (op in NAN_DEFINED), op.name
+        if op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.ABS, Op.NEG, Op.BATCH_MATMUL):
+            assert "limit" not in cls["int32"], op.name      # would overflow int32
+    assert "inf" in declared_classes(Op.RELU)["float"] and "inf" not in declared_classes(Op.EXP)["float"]
+
+
+@pytest.mark.parametrize("op,t", [(Op.DIV, T.TENSOR_INT32), (Op.EQUAL, T.TENSOR_FLOAT32),
+                                  (Op.MAXIMUM, T.TENSOR_INT32), (Op.ADD, T.TENSOR_QUANT8_ASYMM),
+                                  (Op.RESHAPE, T.TENSOR_FLOAT16)])
+def test_edge_cases_draw_every_meaningful_class_and_no_nan_results(op, t):
+    drawn, meaningful = {}, {}
+    for seed in range(30):
+        case = sample(GraphConfig(dtype=t, n_ops=1, ops=(op,)), seed, edge=True)
+        for k, v in case.domain.items():
+            drawn.setdefault(k, set()).update(v)
+        for k, v in case.meaningful.items():
+            meaningful.setdefault(k, set()).update(v)
+        for o in case.model.main.output_indexes:
+            val = case.values[o]
+            assert not (val.dtype.kind == "f" and np.isnan(val).any())
+    assert ledger.holes(drawn, meaningful) == {}
+    k = ledger.key(op, t)
+    assert {"value:" + c for c in SIGNATURES[op].classes_for(t)} <= drawn[k]
+
+
+def test_ledger_aggregates_rows_and_shows_holes(tmp_path):
+    rows = [{"extra": {"domain": {"DIV/int32": ["value:negative"]},
+                       "domain_meaningful": {"DIV/int32": ["value:negative", "value:zero"]}}},
+            {"extra": {"domain": {"DIV/int32": ["quant:x", "shape:rank2"]}}}]
+    drawn, meaningful = ledger.aggregate(rows)
+    assert ledger.holes(drawn, meaningful) == {"DIV/int32": ["value:zero"]}
+    md = ledger.render_markdown(drawn, meaningful)
+    assert "| DIV/int32 | negative | x | rank2 | zero |" in md
+    p = tmp_path / "results.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n{torn")
+    assert ledger.main([str(tmp_path)]) == 1
+
+
+# ---------------------------------------------------------------------------------------
+# Exact verdicts
+# ---------------------------------------------------------------------------------------
+
+def _single(op, in_t, out_t, params=(), dims=(4,), **q):
+    b = ModelBuilder()
+    x = b.input(in_t, dims, **q)
+    y = b.output(out_t, () if out_t == T.INT32 else dims[:-1] if op in (Op.ARGMAX, Op.ARGMIN) else dims,
+                 **({} if out_t in (T.TENSOR_INT32, T.TENSOR_BOOL8) else q))
+    b.operation(op, [x, *[p(b) for p in params]], [y])
+    return b.build()
+
+
+def test_exactly_defined_outputs():
+    assert exact_outputs(_single(Op.ARGMAX, T.TENSOR_FLOAT32, T.TENSOR_INT32, [lambda b: b.i32(0)])) == [True]
+    assert exact_outputs(_single(Op.ARGMAX, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32, [lambda b: b.i32(0)],
+                                 scale=0.5, zero_point=3)) == [True]
+    assert exact_outputs(_single(Op.RELU, T.TENSOR_FLOAT32, T.TENSOR_FLOAT32)) == [True]
+    assert exact_outputs(_single(Op.LOGISTIC, T.TENSOR_FLOAT32, T.TENSOR_FLOAT32)) == [False]
+    assert exact_outputs(_single(Op.RELU, T.TENSOR_FLOAT32, T.TENSOR_FLOAT32).__class__(
+        _single(Op.RELU, T.TENSOR_FLOAT32, T.TENSOR_FLOAT32).main, (), True)) == [False]   # relaxed
+
+
+def test_an_index_off_by_one_fails_exactly_and_passes_in_cts_mode():
+    m = _single(Op.ARGMAX, T.TENSOR_FLOAT32, T.TENSOR_INT32, [lambda b: b.i32(0)], dims=(4, 3))
+    e, a = [np.array([0, 1, 2], np.int32)], [np.array([1, 1, 2], np.int32)]
+    c = compare(m, e, a, criteria=C.STRICT)
+    assert not c.passed and c.mismatches[0].criterion == "Strict.exact.int32"
+    assert compare(m, e, a, criteria=C.STRICT.cts_compatible()).passed
+
+
+def test_exact_floats_see_flushed_subnormals_and_keep_nan():
+    m = _single(Op.RELU, T.TENSOR_FLOAT32, T.TENSOR_FLOAT32)
+    e = [np.array([1e-40, 1.0, 0.0, np.inf], np.float32)]
+    assert not compare(m, e, [np.array([0.0, 1.0, 0.0, np.inf], np.float32)], criteria=C.MEDIUM).passed
+    assert compare(m, e, [e[0].copy()], criteria=C.MEDIUM).passed
+    assert compare(m, e, [np.array([0.0, 1.0, 0.0, np.inf], np.float32)],
+                   criteria=C.MEDIUM.cts_compatible()).passed
+
+
+def test_cts_tolerance_environment_switch(monkeypatch):
+    m = _single(Op.ARGMAX, T.TENSOR_FLOAT32, T.TENSOR_INT32, [lambda b: b.i32(0)], dims=(4, 3))
+    e, a = [np.array([0, 1, 2], np.int32)], [np.array([1, 1, 2], np.int32)]
+    monkeypatch.setenv("NNCONFORM_CTS_TOLERANCE", "1")
+    assert compare(m, e, a).passed
+
+
+# ---------------------------------------------------------------------------------------
+# Broken drivers, each caught by the default random suite (subprocess runs, seed 7)
+# ---------------------------------------------------------------------------------------
+
+BROKEN = "nnconform.drivers.broken_domains:"
+
+
+def _run(tmp_path: Path, driver: str, *args: str, in_process: bool = False) -> list[dict]:
+    cmd = [sys.executable, "-m", "nnconform", "run", "--driver", driver, "--suite", "random",
+           "--report-dir", str(tmp_path / "report"), "--seed", "7",
+           *(["--in-process"] if in_process else []), "--", *args]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert r.returncode in (0, 1), r.stdout[-2000:] + r.stderr[-2000:]
+    return [json.loads(x) for x in (tmp_path / "report" / "results.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("driver,selection,caught", [
+    ("IntDivTruncates", "single_operation and DIV-int32", {"random/single/DIV/int32"}),
+    ("FlushToZero", "single_operation and (RESHAPE-fp32 or LESS-fp16)",
+     {"random/single/RESHAPE/fp32", "random/single/LESS/fp16"}),
+    ("Int32ViaFloat32", "single_operation and (MAXIMUM-int32 or LESS-int32)",
+     {"random/single/MAXIMUM/int32", "random/single/LESS/int32"}),
+    ("BitwiseFloatEquality", "single_operation and EQUAL-fp32", {"random/single/EQUAL/fp32"}),
+    ("QuantRescaleWraps", "single_operation and ADD-quant8", {"random/single/ADD/quant8"}),
+    ("ArgmaxOffByOne", "single_operation and ARGMAX-fp32", {"random/single/ARGMAX/fp32"}),
+])
+def test_broken_domain_driver_is_caught(tmp_path, driver, selection, caught):
+    rows = _run(tmp_path, BROKEN + driver, "-k", selection)
+    failed = {r["test_id"] for r in rows if r["outcome"] == "FAIL"}
+    assert caught <= failed, [(r["test_id"], r["outcome"], r["message"][:200]) for r in rows]
+    for r in rows:
+        if r["test_id"] in caught:
+            assert r.get("spec_path"), r
+
+
+def test_aliased_outputs_are_reported_as_aliasing(tmp_path):
+    rows = _run(tmp_path, BROKEN + "AliasedOutputs", "-k", "aliased and (fp32 or fp16)", in_process=True)
+    assert rows and all(r["outcome"] == "FAIL" and r["message"].startswith("aliasing:") for r in rows), rows
+
+
+def test_the_reference_is_not_aliased(tmp_path):
+    rows = _run(tmp_path, "reference", "-k", "aliased", in_process=True)
+    assert len(rows) == 6 and all(r["outcome"] == "PASS" for r in rows), rows
