@@ -29,6 +29,11 @@ graph and its inputs with the reference's outputs; workload tests: the example i
 command that reruns exactly that case (``replay``), and for CRASH/HANG the liveness probe's
 verdict (a fresh worker running a small known-good model).
 
+Whole-life leak verdict: every row carries its worker's pid and RSS after the case; at the end
+of a run every worker whose RSS grew by more than ``StressOptions.worker_leak_mb`` (512 MiB)
+between its first and its last case gets a FAILURE row ``worker-life#<pid>`` (memory a
+driver keeps across cases, which no single test's window sees).
+
 **Random graphs.**  Cases build their graphs with :func:`nnconform.stress.random_models.random_model`,
 which draws them from ``nnconform.generators`` (the random suite's builder) with the case's
 seed; the runner, the case functions and spec dumps only use its ``model``, ``inputs`` and
@@ -49,10 +54,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..results import CRASH, HANG, STRESS_OUTCOMES, SUCCESS, ResultRecord, ResultsWriter, read_results
+from ..results import CRASH, FAILURE, HANG, STRESS_OUTCOMES, SUCCESS, ResultRecord, ResultsWriter, read_results
 from ..sandbox import DEFAULT_MEM_LIMIT, Sandbox, SandboxError, SandboxResult
 from .progress import Progress
-from .tests import TESTS, StressOptions
+from .tests import TESTS, StressOptions, worker_life_leaks
 
 SUITE = "stress"
 MANIFEST = "stress-run.json"
@@ -332,6 +337,16 @@ def _record(cfg: StressConfig, case: Case, res: SandboxResult, liveness: Sandbox
                         spec_path=spec_path, message=message, replay=replay, extra=extra)
 
 
+def _worker_life_record(cfg: StressConfig, leak: dict) -> ResultRecord:
+    """The whole-life leak verdict of one worker as a FAILURE row (test ``worker-life``)."""
+    msg = (f"worker {leak['worker_pid']} grew from {leak['rss_first_mb']:.0f} MiB to {leak['rss_last_mb']:.0f} MiB "
+           f"RSS over its {leak['cases']} case(s) (+{leak['growth_mb']:.0f} MiB, limit "
+           f"{cfg.options.worker_leak_mb:g} MiB): memory the driver keeps across cases")
+    return ResultRecord(suite=SUITE, test_id=f"worker-life#{leak['worker_pid']}", driver=cfg.driver,
+                        outcome=FAILURE, operations=[], data_types=[], duration_s=0.0, seed=cfg.seed,
+                        spec_path=None, message=msg, replay="", extra={"test": "worker-life", **leak})
+
+
 def verdict_table(records: list[ResultRecord], tests: list[str] | None = None) -> str:
     by = {}
     for r in records:
@@ -454,6 +469,8 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None) -> i
     sandboxes: list[Sandbox] = []
     probe_timeout = cfg.probe_timeout + cfg.options.hang_grace
 
+    written: list[ResultRecord] = []
+
     def slot(n: int) -> None:
         box = Sandbox(cfg.driver, mem_limit=cfg.mem_limit)
         sandboxes.append(box)
@@ -475,6 +492,7 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None) -> i
                     return
                 rec = _record(cfg, case, res, live)
                 writer.write(rec)
+                written.append(rec)
                 sched.finished(case)
                 progress.case_done(res.verdict)
                 if res.verdict != SUCCESS:
@@ -504,6 +522,9 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None) -> i
         for t in threads:
             t.join(timeout=10)
     progress.finish()
+    if not interrupted:
+        for leak in worker_life_leaks(written, cfg.options.worker_leak_mb):
+            writer.write(_worker_life_record(cfg, leak))
     writer.close()
 
     if fatal:

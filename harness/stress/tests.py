@@ -20,6 +20,12 @@ and the case's wall-clock limit (duration + grace, past which the sandbox calls 
                                 FAILURE above +50% (runs alone: no other case beside it)
     leak                        one prepared model executed for D s while the worker's RSS is
                                 sampled; FAILURE on steady growth past a threshold
+    compile-leak                prepare/release cycles of one model for D s (MLTS model-loading
+                                stress), RSS sampled per compilation; FAILURE on steady growth
+                                past leak_threshold_mb / 4, reported per compilation
+    execution-soak              one prepared model executed until soak_executions (70,000:
+                                past request counters that wrap at 2^16) or D s; every result
+                                must equal the first, checked one; the rate is in the row
 
 A case whose graph the driver does not fully support is a SUCCESS with a note, as in MLTS.
 """
@@ -44,6 +50,7 @@ from . import workload as wl
 from .random_models import GRAPH_SIZES, random_model
 
 CLIENT_STARTUP_S = 15.0
+SOAK_EXECUTIONS = 70_000   # execution-soak: past request counters that wrap at 2^16
 
 
 @dataclass
@@ -56,6 +63,8 @@ class StressOptions:
     hang_grace: float = 10.0         # seconds past a case's duration before it is a HANG
     perf_threshold: float = 0.5      # performance-degradation limit (0.5 = +50 %)
     leak_threshold_mb: float = 32.0  # RSS growth that counts as a leak
+    soak_executions: int = SOAK_EXECUTIONS   # execution-soak: executions of one prepared model
+    worker_leak_mb: float = 512.0    # a worker's RSS growth over its whole life that fails the run
     random_pause: float = 0.0        # pause after each random-graph case (MLTS: 0.3 s)
 
     def duration(self, test: str) -> float:
@@ -74,7 +83,7 @@ class StressOptions:
 DEFAULT_DURATIONS = {
     "parallel-inference": 8.0, "multi-process-inference": 8.0, "multi-process-model-load": 8.0,
     "client-early-termination": 8.0, "random-model-load": 0.0, "random-inference": 0.0,
-    "performance-degradation": 4.0, "leak": 10.0,
+    "performance-degradation": 4.0, "leak": 10.0, "compile-leak": 10.0, "execution-soak": 120.0,
 }
 
 
@@ -425,6 +434,91 @@ def leak_check(ctx: CaseContext, duration: float, threshold_mb: float, warmup_fr
     return Verdict.success(text, **info)
 
 
+def _fit_growth(xs: np.ndarray, rs: np.ndarray) -> tuple[float, float, float]:
+    """(slope, fitted growth over xs, R^2) of a least-squares line through (xs, rs)."""
+    slope, intercept = np.polyfit(xs, rs, 1)
+    fit = slope * xs + intercept
+    ss_tot = float(((rs - rs.mean()) ** 2).sum())
+    r2 = 1.0 - float(((rs - fit) ** 2).sum()) / ss_tot if ss_tot > 0 else 0.0
+    return float(slope), float(fit[-1] - fit[0]), r2
+
+
+def compile_leak(ctx: CaseContext, duration: float, threshold_mb: float, warmup_fraction: float = 0.2) -> Verdict:
+    """MLTS model-loading stress, watched: prepare and release one model in a loop for
+    ``duration`` s, sampling RSS after every compilation; a steady growth (fitted over the
+    compilations after the warm-up, R^2 > 0.5) above ``threshold_mb`` fails, reported as
+    KiB per compilation."""
+    ex = wl.example(LEAK_MODEL)
+    ctx.breadcrumb(f"example {ex.name}: prepare/release loop, watching RSS")
+    counts: list[int] = []
+    rss: list[int] = []
+    t0 = time.perf_counter()
+    n = 0
+    try:
+        while time.perf_counter() - t0 < duration:
+            prepared = ctx.device.prepare(ex.model)
+            prepared.release()
+            n += 1
+            if n <= 64 or n % 8 == 0:
+                counts.append(n)
+                rss.append(ctx.rss_bytes())
+    except MemoryError:
+        return Verdict.failure(f"compile leak: out of memory after {n} compilations "
+                               f"(RSS {rss[0] / 2**20 if rss else 0:.1f} MiB at start)", recycle=True, compilations=n)
+    elapsed = time.perf_counter() - t0
+    skip = int(len(counts) * warmup_fraction)
+    xs = np.array(counts[skip:], dtype=np.float64)
+    rs = np.array(rss[skip:], dtype=np.float64)
+    if xs.size < 5:
+        return Verdict.failure(f"only {xs.size} compilations sampled in {duration:g} s ({n} compilations)")
+    slope, growth, r2 = _fit_growth(xs, rs)
+    info = dict(compilations=n, compilations_per_s=round(n / elapsed, 1), kib_per_compilation=slope / 1024,
+                growth_mb=growth / 2**20, r2=r2, rss_start_mb=rs[0] / 2**20, rss_end_mb=rs[-1] / 2**20)
+    text = (f"{n} compilations in {elapsed:.1f} s ({n / elapsed:.0f}/s); RSS {rs[0] / 2**20:.1f} -> "
+            f"{rs[-1] / 2**20:.1f} MiB, {slope / 1024:+.2f} KiB per compilation (R^2 {r2:.2f})")
+    if growth > threshold_mb * 2**20 and r2 > 0.5:
+        return Verdict.failure(f"memory grows with every compilation (leak?): {text}", recycle=True, **info)
+    return Verdict.success(text, **info)
+
+
+def execution_soak(ctx: CaseContext, duration: float, executions: int) -> Verdict:
+    """One prepared model executed ``executions`` times (or for ``duration`` s): request ids
+    and counters that wrap at 2^16 or 2^31 inside a driver are passed.  The first result is
+    checked against the example; every later one must equal it byte for byte."""
+    from ..ir import Request
+    ex = wl.example(wl.PROBE_NAME)
+    ctx.breadcrumb(f"example {ex.name}: execution soak")
+    prepared = ctx.device.prepare(ex.model)
+    request = Request.from_arrays(ex.model, list(ex.inputs))
+    n = 0
+    t0 = time.perf_counter()
+    try:
+        first = prepared.execute(request)
+        _checked(ex, first)
+        n = 1
+        ref = [np.asarray(o).tobytes() for o in first.outputs]
+        while n < executions and time.perf_counter() - t0 < duration:
+            result = prepared.execute(request)
+            n += 1
+            if [np.asarray(o).tobytes() for o in result.outputs] != ref:
+                return Verdict.failure(f"execution {n} of one prepared model differs from the first", executions=n)
+            if n & 0xFFF == 0:
+                ctx.breadcrumb(f"example {ex.name}: execution soak, {n} executions")
+    except WrongResult as e:
+        return Verdict.failure(str(e), executions=n)
+    except Exception as e:  # the driver's failure on execution n is the finding
+        return Verdict.failure(f"execution {n + 1} of one prepared model failed: {exc_text(e)}", executions=n)
+    finally:
+        prepared.release()
+    elapsed = time.perf_counter() - t0
+    rate = n / elapsed if elapsed > 0 else 0.0
+    info = dict(executions=n, executions_per_s=round(rate, 1), target=executions, target_reached=n >= executions)
+    text = f"{n} executions of one prepared model in {elapsed:.1f} s ({rate:.0f}/s)"
+    if n < executions:
+        text += f"; the {duration:g} s case ended before the target {executions} (a larger --budget gives it longer)"
+    return Verdict.success(text, **info)
+
+
 # ---------------------------------------------------------------------------------------
 # The table
 # ---------------------------------------------------------------------------------------
@@ -470,7 +564,34 @@ TESTS: dict[str, StressTest] = {t.name: t for t in (
     StressTest("leak", lambda ctx, **p: leak_check(ctx, **p),
                lambda i, s, o: dict(duration=o.duration("leak"), threshold_mb=o.leak_threshold_mb),
                *_timed("leak")),
+    StressTest("compile-leak", lambda ctx, **p: compile_leak(ctx, **p),
+               lambda i, s, o: dict(duration=o.duration("compile-leak"), threshold_mb=o.leak_threshold_mb / 4),
+               *_timed("compile-leak")),
+    # the soak's case limit is its duration: it ends at the target count or the duration
+    StressTest("execution-soak", lambda ctx, **p: execution_soak(ctx, **p),
+               lambda i, s, o: dict(duration=o.duration("execution-soak"), executions=o.soak_executions),
+               *_timed("execution-soak", 1.0), weight=0.5),
 )}
+
+
+def worker_life_leaks(rows, threshold_mb: float) -> list[dict]:
+    """The whole-life leak verdict: per worker process (``extra.worker_pid``), the RSS after
+    its first case and after its last (``extra.rss_mb``, in journal order); every worker that
+    grew by more than ``threshold_mb`` is returned (pid, first, last, growth, cases)."""
+    life: dict[int, list[float]] = {}
+    for r in rows:
+        extra = getattr(r, "extra", None) or (r.get("extra") if isinstance(r, dict) else None) or {}
+        pid, mb = extra.get("worker_pid"), extra.get("rss_mb")
+        if pid is None or mb is None:
+            continue
+        life.setdefault(int(pid), []).append(float(mb))
+    out = []
+    for pid, mbs in sorted(life.items()):
+        growth = mbs[-1] - mbs[0]
+        if growth > threshold_mb:
+            out.append(dict(worker_pid=pid, rss_first_mb=mbs[0], rss_last_mb=mbs[-1],
+                            growth_mb=round(growth, 1), cases=len(mbs)))
+    return out
 
 
 def run_case(ctx: CaseContext, test: str, params: dict) -> Verdict:
