@@ -345,6 +345,26 @@ def cmd_coverage(a: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ---- diff --------------------------------------------------------------------------------
+
+def cmd_diff(a: argparse.Namespace) -> int:
+    from .reports.diff import diff_runs, load_run, render_html, render_text
+    try:
+        rows_a, rows_b = load_run(a.run_a), load_run(a.run_b)
+    except (OSError, ValueError) as e:
+        return _err(str(e))
+    d = diff_runs(rows_a, rows_b, a.run_a, a.run_b)
+    print(render_text(d, limit=a.limit))
+    if a.html:
+        from .reportdir import atomic_write
+        try:
+            atomic_write(Path(a.html), render_html(d))
+        except OSError as e:
+            return _err(f"{a.html}: {e.strerror or e}", EXIT_FAIL)
+        print(f"nnconform: diff written to {a.html}")
+    return EXIT_FAIL if d.count("new") else EXIT_OK
+
+
 # ---- vectors -----------------------------------------------------------------------------
 
 def cmd_vectors(a: argparse.Namespace) -> int:
@@ -621,6 +641,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--results", help="a results.jsonl of a vectors run, to count vectors passed")
     c.add_argument("--format", choices=("md", "csv"), default="md")
     c.add_argument("--write-readme", metavar="README", help="replace the table between the coverage markers")
+    df = sub.add_parser("diff", help="compare two runs: new failures, fixed, flaky, still failing",
+                        description="Compare run B with the earlier run A (report directories or results.jsonl "
+                                    "files). Exit status 1 when B has new failures, else 0.")
+    df.add_argument("run_a")
+    df.add_argument("run_b")
+    df.add_argument("--html", metavar="FILE", help="also write the comparison as a self-contained HTML page")
+    df.add_argument("--limit", type=int, default=50, help="cases listed per class in the text (default 50)")
     vs = sub.add_parser("vectors", help="the golden vectors: import AOSP specs, unpack or list the bundled copy")
     vsub = vs.add_subparsers(dest="vectors_command", required=True)
     vi = vsub.add_parser("import", help="convert the *.mod.py test specs of an AOSP checkout into vectors JSON, "
@@ -720,6 +747,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return cmd_stress(a)
     if a.command == "vectors":
         return cmd_vectors(a)
+    if a.command == "diff":
+        return cmd_diff(a)
     if a.command == "import":
         return cmd_import(a)
     if a.command == "models":

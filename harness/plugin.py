@@ -604,6 +604,9 @@ def _write_item_row(item: pytest.Item, phases: dict):
             teardown = phases["reports"][-1]
             teardown.outcome, teardown.longrepr = "failed", f"nnconform: {outcome}: {why}"
     rec["extra"]["nodeid"] = item.nodeid
+    version = getattr(session._device, "version", None) if session._device is not None else None
+    if isinstance(version, str) and version:
+        rec["extra"].setdefault("driver_version", version[:200])   # nnconform diff: same driver?
     if session.in_process:
         rec["extra"]["isolation"] = "in-process"
     suite = rec.get("suite") or Path(str(item.fspath)).stem.removeprefix("test_")
