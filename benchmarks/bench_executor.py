@@ -30,8 +30,8 @@ def _threads_from_argv(argv: list[str]) -> str:
 
 
 if __name__ == "__main__":
-    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(_var, _threads_from_argv(sys.argv[1:]))
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NNCONFORM_BLAS_THREADS"):
+        os.environ.setdefault(_var, _threads_from_argv(sys.argv[1:]))   # nnconform.blas honours the last
 
 import numpy as np  # noqa: E402
 
