@@ -106,6 +106,18 @@ _SCRIPT = r"""
       shown.textContent = n + " of " + buckets.length + " buckets shown";
     };
     [filter, outcome, suite].forEach(function (el) { el.addEventListener("input", apply); el.addEventListener("change", apply); });
+    // A link can carry a view: report.html#q=ADD&outcome=FAIL&suite=vectors&sort=2
+    // (sort = column number, 1-based; negative for descending).
+    var params = new URLSearchParams(location.hash.replace(/^#/, ""));
+    if (params.has("q")) { filter.value = params.get("q"); }
+    if (params.has("outcome")) { outcome.value = params.get("outcome"); }
+    if (params.has("suite")) { suite.value = params.get("suite"); }
+    apply();
+    if (params.has("sort")) {
+      var col = parseInt(params.get("sort"), 10);
+      var th = document.querySelectorAll("#buckets thead th")[Math.abs(col) - 1];
+      if (th) { th.dataset.dir = col < 0 ? "asc" : ""; th.click(); }
+    }
   }
   // matrix: operation filter and "only failing"
   var mfilter = document.getElementById("matrix-filter");
@@ -122,6 +134,7 @@ _SCRIPT = r"""
     mfilter.addEventListener("input", mapply);
     failing.addEventListener("change", mapply);
   }
+  document.body.setAttribute("data-script", "ready");
 })();
 """
 
