@@ -23,6 +23,10 @@ that the default suites catch each of them, and by what:
                           the driver host the reply is a copy, so no client can see it)
     LoopTimeoutOnlySync   honours the loop timeout on the synchronous path only; the async
                           path uses the 2 s default -> the loop-timeout bound
+    IfSizesFromThenBranch sizes every IF output from the then branch's declared shape (cuts
+                          or zero-pads the else branch's result) -> random IF cases whose
+                          branches give different shapes, and the generated examples
+                          if_branch_dependent_shape_*
 
 Stress (``nnconform stress``, tests/test_stress_soak.py):
 
@@ -260,3 +264,27 @@ class CachesEveryModel(ReferenceDevice):
         if key not in self._seen:
             self._seen[key] = np.ones(4 * 2**20, np.uint8)
         return super().prepare(model, **kw)
+
+
+# -- IF outputs sized from the then branch ---------------------------------------------------------
+
+def _if_then_sized(ctx):
+    from nnconform.ops import control_flow as cf
+    outs = get_op(Op.IF).execute(ctx)
+    then = cf.subgraph_at(ctx, 1)
+    fixed = []
+    for o, idx in zip(outs, then.output_indexes):
+        dims = then.operands[idx].dimensions
+        if len(dims) != o.ndim or 0 in dims or tuple(dims) == o.shape:
+            fixed.append(o)
+            continue
+        buf = np.zeros(dims, o.dtype)   # the buffer allocated for the then branch's shape
+        region = tuple(slice(0, min(a, b)) for a, b in zip(dims, o.shape))
+        buf[region] = o[region]
+        fixed.append(buf)
+    return fixed
+
+
+class IfSizesFromThenBranch(_OverridingDevice):
+    name = "broken-if-sizes-from-then-branch"
+    overrides = {Op.IF: _if_then_sized}

@@ -13,6 +13,9 @@ IF (``wrap_if``)::
            quantised values moved by 1..3 steps, booleans flipped), or G itself.  The perturbed
            copy must still validate, keep G's output shapes and give no NaN on the case's
            inputs; otherwise another constant is tried and at last G itself is used.
+           One time in four G' also passes one output through TILE (x2 on one axis), so the
+           branches give different shapes: that IF output is declared with the axis unknown
+           (0), as NNAPI allows for a model output, and takes the taken branch's shape.
 
 WHILE (``wrap_while``), the counted loop ``for i in range(N): vars = body(vars)``::
 
@@ -39,7 +42,8 @@ an out-of-range value) or fail is dropped: the loop is rebuilt with fewer pairs,
 none (then every iteration reads the case's own, already checked inputs).
 
 Every wrapped model passes ``validate_model``, runs on the reference executor, and keeps all
-operands fully specified (HAL rule for IF/WHILE operands).  Expected values come from the
+operands fully specified (HAL rule for IF/WHILE operands), except the unknown axis of an IF
+output whose branches give different shapes.  Expected values come from the
 reference, as for any random model.
 """
 from __future__ import annotations
@@ -52,7 +56,8 @@ from hypothesis import reject, strategies as st
 
 from nnconform.errors import NnError
 from nnconform.executor import Executor
-from nnconform.ir import Lifetime, Model, Operand, OperandType as T, Operation, OperationType as Op, Subgraph
+from nnconform.ir import (SHORT_TYPE_NAME, Lifetime, Model, Operand, OperandType as T, Operation,
+                          OperationType as Op, Subgraph)
 from nnconform.validation import validate_model
 
 from . import values as V
@@ -222,23 +227,71 @@ def perturbed(draw: Drawer, rng: np.random.Generator, case: GeneratedCase, tries
 # IF
 # ---------------------------------------------------------------------------------------
 
+_TILEABLE = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
+             T.TENSOR_QUANT8_ASYMM_SIGNED)
+
+
+def _tiled_branch(draw: Drawer, sg: Subgraph, ignored: Sequence[bool]) -> tuple[Subgraph, int, int] | None:
+    """``sg`` with one of its outputs q passed through TILE, doubling axis a, as the branch's
+    output q instead: (branch, q, a), or None when no output can be tiled."""
+    cands = [q for q, (yi, ig) in enumerate(zip(sg.output_indexes, ignored))
+             if not ig and sg.operands[yi].type in _TILEABLE and len(sg.operands[yi].dimensions) >= 1]
+    if not cands:
+        return None
+    q = draw.choice(cands)
+    yi = sg.output_indexes[q]
+    y = sg.operands[yi]
+    a = draw.integer(0, len(y.dimensions) - 1)
+    mult = [1] * len(y.dimensions)
+    mult[a] = 2
+    b = _Sg(sg.name, sg.operands, sg.operations)
+    b.operands[yi] = replace(y, lifetime=Lifetime.TEMPORARY_VARIABLE, num_consumers=None)
+    m = b.const(T.TENSOR_INT32, (len(mult),), mult)
+    dims = list(y.dimensions)
+    dims[a] *= 2
+    new = b.add(replace(y, dimensions=tuple(dims), lifetime=Lifetime.SUBGRAPH_OUTPUT, value=None,
+                        name=f"{y.name}_tiled", num_consumers=None))
+    b.op(Op.TILE, [yi, m], [new])
+    b.inputs = list(sg.input_indexes)
+    b.outputs = [new if j == q else o for j, o in enumerate(sg.output_indexes)]
+    return b.build(), q, a
+
+
 def wrap_if(draw: Drawer, case: GeneratedCase, value_seed: int) -> ControlFlowCase:
-    """(y...) = IF(c, G, G') with c a BOOL8 [1] model input of drawn value (module docstring)."""
+    """(y...) = IF(c, G, G') with c a BOOL8 [1] model input of drawn value (module docstring).
+    One time in four G' also tiles one output along one axis, so the branches give outputs of
+    different shapes; that IF output is declared with the axis unknown (0), which NNAPI allows
+    for an IF output, and takes the shape of the branch taken."""
     rng = np.random.default_rng(value_seed)
     g = case.model.main
     else_g, how = perturbed(draw, rng, case)
+    out_dims = [g.operands[i].dimensions for i in g.output_indexes]
+    shapes_differ = False
+    if _chance(draw, 1, 4):
+        tiled = _tiled_branch(draw, else_g, case.ignored)
+        if tiled is not None:
+            else_g, q, a = tiled
+            out_dims[q] = tuple(0 if k == a else d for k, d in enumerate(out_dims[q]))
+            how += f"; else's output {q} tiled x2 on axis {a} (branch-dependent shape)"
+            shapes_differ = True
     taken = draw.boolean()
     main = _Sg("main")
     c = main.input(*_COND, name="condition")
     xs = [main.input(None, like=g.operands[i]) for i in g.input_indexes]
-    ys = [main.output(None, like=g.operands[i]) for i in g.output_indexes]
+    ys = [main.output(None, like=g.operands[i].with_dims(d)) for i, d in zip(g.output_indexes, out_dims)]
     main.op(Op.IF, [c, main.ref(0), main.ref(1), *xs], ys)
     model = Model(main.build(), (_as_branch(g, "then_G"), _as_branch(else_g, "else_G")))
     inputs = [np.array([taken], np.bool_)] + list(case.inputs)
     out = _run_checked(model, inputs)
     if out is None:
         raise Reject("the IF-wrapped model failed on the reference")
-    return _finish(model, inputs, out, case.ignored, case, "if", f"condition {taken}, {how}")
+    wrapped = _finish(model, inputs, out, case.ignored, case, "if", f"condition {taken}, {how}")
+    if shapes_differ:
+        key = f"IF/{SHORT_TYPE_NAME[case.model.main.operands[g.output_indexes[0]].type]}"
+        wrapped.domain = {**wrapped.domain, key: sorted(set(wrapped.domain.get(key, ())) |
+                                                      {"shape:if_branch_shapes_differ",
+                                                       f"shape:if_{'then' if taken else 'else'}_taken"})}
+    return wrapped
 
 
 # ---------------------------------------------------------------------------------------

@@ -169,6 +169,24 @@ def test_broken_domain_driver_is_caught(tmp_path, driver, selection, caught):
             assert r.get("spec_path"), r
 
 
+def test_if_sized_from_the_then_branch_is_caught(tmp_path):
+    rows = _run(tmp_path, BROKEN + "IfSizesFromThenBranch", "-k", "control_flow_if")
+    bad = [r for r in rows if r["outcome"] == "FAIL"]
+    assert bad and all("IF" in r["operations"] for r in bad), [(r["test_id"], r["message"][:200]) for r in rows]
+
+
+def test_random_if_branches_give_different_shapes():
+    from nnconform.generators.control_flow import sample_wrapped
+    seen = set()
+    for seed in range(40):
+        case = sample_wrapped("if", T.TENSOR_FLOAT32, seed)
+        if "branch-dependent" in case.detail:
+            seen.add(case.detail.split(",")[0])
+            assert any(0 in case.model.main.operands[i].dimensions for i in case.model.main.output_indexes)
+            assert any("shape:if_branch_shapes_differ" in v for v in case.domain.values())
+    assert seen == {"condition True", "condition False"}
+
+
 def test_aliased_outputs_are_reported_as_aliasing(tmp_path):
     rows = _run(tmp_path, BROKEN + "AliasedOutputs", "-k", "aliased and (fp32 or fp16)", in_process=True)
     assert rows and all(r["outcome"] == "FAIL" and r["message"].startswith("aliasing:") for r in rows), rows
