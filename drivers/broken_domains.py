@@ -27,6 +27,9 @@ that the default suites catch each of them, and by what:
                           or zero-pads the else branch's result) -> random IF cases whose
                           branches give different shapes, and the generated examples
                           if_branch_dependent_shape_*
+    WhileCannotShrink     allocates each WHILE loop variable once, at its initial size: a
+                          variable that shrinks comes back zero-padded -> random WHILE cases
+                          with a shrinking loop variable
 
 Stress (``nnconform stress``, tests/test_stress_soak.py):
 
@@ -288,3 +291,25 @@ def _if_then_sized(ctx):
 class IfSizesFromThenBranch(_OverridingDevice):
     name = "broken-if-sizes-from-then-branch"
     overrides = {Op.IF: _if_then_sized}
+
+
+# -- WHILE loop variables that cannot shrink -------------------------------------------------------
+
+def _while_no_shrink(ctx):
+    outs = get_op(Op.WHILE).execute(ctx)
+    fixed = []
+    for j, o in enumerate(outs):
+        start = ctx.inputs[2 + j] if 2 + j < len(ctx.inputs) else None
+        if isinstance(start, np.ndarray) and start.ndim == o.ndim and o.ndim and \
+                all(a <= b for a, b in zip(o.shape, start.shape)) and o.shape != start.shape:
+            buf = np.zeros(start.shape, o.dtype)   # the buffer sized once from the initial value
+            buf[tuple(slice(0, d) for d in o.shape)] = o
+            fixed.append(buf)
+        else:
+            fixed.append(o)
+    return fixed
+
+
+class WhileCannotShrink(_OverridingDevice):
+    name = "broken-while-cannot-shrink"
+    overrides = {Op.WHILE: _while_no_shrink}

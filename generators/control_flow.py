@@ -31,6 +31,10 @@ WHILE (``wrap_while``), the counted loop ``for i in range(N): vars = body(vars)`
     body:  G's operations on (pairs, rest) -> (pair outputs, carried outputs), and i + 1
     outputs: the final pair and carried values (m = pairs + carried, k = 1)
 
+A shrinking loop variable, one time in four (``shrink_p``): ``s = SLICE(s, [1], [-1])`` each
+iteration, from trips + 1..3 elements of the case's type, declared with unknown dimensions
+(NNAPI allows them for a WHILE in runtime mode), an extra WHILE output.
+
 Nested once, at low probability (``nest_p``): the body calls G through an inner
 ``IF(LESS(i, c), G, G')`` with c a constant in 1..N, so the branch switches part way through
 the loop.
@@ -332,16 +336,19 @@ def _choose_pairs(draw: Drawer, candidates: list[tuple[int, int]]) -> list[tuple
 
 
 def _build_while(case: GeneratedCase, else_g: Subgraph, pairs, trips: int, n_is_input: bool,
-                 nest_at: int | None, init: dict[int, np.ndarray]) -> tuple[Model, list, list]:
+                 nest_at: int | None, init: dict[int, np.ndarray],
+                 shrink: tuple[Operand, np.ndarray] | None = None) -> tuple[Model, list, list]:
     g = case.model.main
     gin, gout = list(g.input_indexes), list(g.output_indexes)
     paired_p = [p for p, _ in pairs]
     carried_q = [q for q in range(len(gout)) if q not in {q for _, q in pairs}]
     rest_p = [p for p in range(len(gin)) if p not in paired_p]
     # The loop variables' operand specs, in WHILE order: pairs, carried, i, N, rest.
-    specs = ([g.operands[gin[p]] for p in paired_p] + [g.operands[gout[q]] for q in carried_q]
+    shrink_spec = [] if shrink is None else [replace(shrink[0], dimensions=(0,))]
+    specs = ([g.operands[gin[p]] for p in paired_p] + [g.operands[gout[q]] for q in carried_q] + shrink_spec
              + [_operand(*_I32_1), _operand(*_I32_1)] + [g.operands[gin[p]] for p in rest_p])
-    i_pos, n_pos = len(pairs) + len(carried_q), len(pairs) + len(carried_q) + 1
+    i_pos = len(pairs) + len(carried_q) + len(shrink_spec)
+    n_pos = i_pos + 1
 
     cond = _Sg("cond_i_lt_N")
     cins = [cond.input(None, like=s) for s in specs]
@@ -363,6 +370,12 @@ def _build_while(case: GeneratedCase, else_g: Subgraph, pairs, trips: int, n_is_
                 for q in range(len(gout))}
         carried_in = [body.add(_operand(None, like=g.operands[gout[q]], lifetime=Lifetime.SUBGRAPH_INPUT))
                       for q in carried_q]
+    shrink_io = []
+    if shrink is not None:   # s = s[1:]: a loop variable that loses one element per iteration
+        s_in = body.add(_operand(None, like=shrink_spec[0], lifetime=Lifetime.SUBGRAPH_INPUT))
+        s_out = body.add(_operand(None, like=shrink_spec[0], lifetime=Lifetime.SUBGRAPH_OUTPUT))
+        body.op(Op.SLICE, [s_in, body.const(*_I32_1, [1]), body.const(*_I32_1, [-1])], [s_out])
+        shrink_io = [(s_in, s_out)]
     i_in = body.add(_operand(*_I32_1, lifetime=Lifetime.SUBGRAPH_INPUT))
     n_in = body.add(_operand(*_I32_1, lifetime=Lifetime.SUBGRAPH_INPUT))
     i_out = body.add(_operand(*_I32_1, lifetime=Lifetime.SUBGRAPH_OUTPUT))
@@ -373,8 +386,9 @@ def _build_while(case: GeneratedCase, else_g: Subgraph, pairs, trips: int, n_is_
                 [y_of[q] for q in range(len(gout))])
         referenced += [_as_branch(g, "then_G"), _as_branch(else_g, "else_G")]
     body.op(Op.ADD, [i_in, body.const(*_I32_1, [1]), body.const(T.INT32, (), 0)], [i_out])
-    body.inputs = ([x_of[p] for p in paired_p] + carried_in + [i_in, n_in] + [x_of[p] for p in rest_p])
-    body.outputs = [y_of[q] for _, q in pairs] + [y_of[q] for q in carried_q] + [i_out]
+    body.inputs = ([x_of[p] for p in paired_p] + carried_in + [a for a, _ in shrink_io] + [i_in, n_in]
+                   + [x_of[p] for p in rest_p])
+    body.outputs = [y_of[q] for _, q in pairs] + [y_of[q] for q in carried_q] + [b for _, b in shrink_io] + [i_out]
     referenced[1] = body
 
     main = _Sg("main")
@@ -382,18 +396,24 @@ def _build_while(case: GeneratedCase, else_g: Subgraph, pairs, trips: int, n_is_
     n_outer = main.input(*_I32_1, name="N") if n_is_input else main.const(*_I32_1, [trips])
     carried_outer = [main.add(_operand(None, like=g.operands[gout[q]], lifetime=Lifetime.CONSTANT_COPY,
                                        value=_frozen(init[q]))) for q in carried_q]
-    data = ([x_outer[p] for p in paired_p] + carried_outer + [main.const(*_I32_1, [0]), n_outer]
+    shrink_outer = [] if shrink is None else [main.add(_operand(
+        None, like=shrink[0], lifetime=Lifetime.CONSTANT_COPY, value=_frozen(shrink[1])))]
+    data = ([x_outer[p] for p in paired_p] + carried_outer + shrink_outer + [main.const(*_I32_1, [0]), n_outer]
             + [x_outer[p] for p in rest_p])
     outs = [main.output(None, like=g.operands[gout[q]]) for q in [q for _, q in pairs] + carried_q]
+    if shrink is not None:
+        outs.append(main.output(None, like=shrink_spec[0]))
     main.op(Op.WHILE, [main.ref(0), main.ref(1), *data], outs)
     model = Model(main.build(), tuple(r.build() if isinstance(r, _Sg) else r for r in referenced))
     inputs = list(case.inputs) + ([np.array([trips], np.int32)] if n_is_input else [])
-    ignored = [case.ignored[q] for q in [q for _, q in pairs] + carried_q]
+    ignored = [case.ignored[q] for q in [q for _, q in pairs] + carried_q] + ([False] if shrink else [])
     return model, inputs, ignored
 
 
-def wrap_while(draw: Drawer, case: GeneratedCase, value_seed: int, nest_p: tuple[int, int] = (1, 8)) -> ControlFlowCase:
-    """The counted loop of the module docstring; IF-in-body with probability nest_p[0]/nest_p[1]."""
+def wrap_while(draw: Drawer, case: GeneratedCase, value_seed: int, nest_p: tuple[int, int] = (1, 8),
+               shrink_p: float = 0.25) -> ControlFlowCase:
+    """The counted loop of the module docstring; IF-in-body with probability nest_p[0]/nest_p[1];
+    a shrinking loop variable with probability ``shrink_p`` (seeded by ``value_seed``)."""
     rng = np.random.default_rng(value_seed)
     g = case.model.main
     trips = draw.integer(1, MAX_TRIP_COUNT)
@@ -408,9 +428,18 @@ def wrap_while(draw: Drawer, case: GeneratedCase, value_seed: int, nest_p: tuple
     # Initial values for every output that may end up carried (drawn up front, so dropping a
     # pair below does not shift the other draws).
     init = {q: V.fill(rng, g.operands[y].type, g.operands[y].dimensions) for q, y in enumerate(g.output_indexes)}
+    # One time in four (seeded, after the draws above) a loop variable that shrinks: s = s[1:]
+    # each iteration, from trips + 1..3 elements, declared with unknown dimensions.
+    shrink = None
+    like = [g.operands[i] for i in g.input_indexes if g.operands[i].type in _TILEABLE]
+    if like and rng.random() < shrink_p:
+        k = trips + int(rng.integers(1, 4))
+        spec = replace(like[0], dimensions=(k,), lifetime=Lifetime.TEMPORARY_VARIABLE, value=None, name="s",
+                       num_consumers=None)
+        shrink = (spec, V.fill(rng, spec.type, (k,), zero_point=spec.zero_point))
     # Drop feedback that makes the reference fail or give NaN: fewer pairs, at last none.
     while True:
-        model, inputs, ignored = _build_while(case, else_g, pairs, trips, n_is_input, nest_at, init)
+        model, inputs, ignored = _build_while(case, else_g, pairs, trips, n_is_input, nest_at, init, shrink)
         out = _run_checked(model, inputs)
         if out is not None:
             break
@@ -419,7 +448,14 @@ def wrap_while(draw: Drawer, case: GeneratedCase, value_seed: int, nest_p: tuple
         pairs.pop()
     detail = (f"{trips} iteration(s), N a {'model input' if n_is_input else 'constant'}, "
               f"{len(pairs)} fed-back variable(s){how}")
-    return _finish(model, inputs, out, ignored, case, "while", detail)
+    if shrink is not None:
+        detail += f", a loop variable shrinking {shrink[1].size} -> {shrink[1].size - trips}"
+    wrapped = _finish(model, inputs, out, ignored, case, "while", detail)
+    if shrink is not None:
+        key = f"WHILE/{SHORT_TYPE_NAME[shrink[0].type]}"
+        wrapped.domain = {**wrapped.domain, key: sorted(set(wrapped.domain.get(key, ())) |
+                                                        {"shape:while_variable_shrinks"})}
+    return wrapped
 
 
 def _finish(model: Model, inputs, outputs, ignored, inner: GeneratedCase, kind: str, detail: str) -> ControlFlowCase:

@@ -175,6 +175,13 @@ def test_if_sized_from_the_then_branch_is_caught(tmp_path):
     assert bad and all("IF" in r["operations"] for r in bad), [(r["test_id"], r["message"][:200]) for r in rows]
 
 
+def test_while_that_cannot_shrink_is_caught(tmp_path):
+    rows = _run(tmp_path, BROKEN + "WhileCannotShrink", "-k", "control_flow_while")
+    bad = [r for r in rows if r["outcome"] == "FAIL"]
+    assert bad, [(r["test_id"], r["outcome"], r["message"][:200]) for r in rows]
+    assert all("shape" in r["message"] for r in bad), [r["message"][:300] for r in bad]
+
+
 def test_random_if_branches_give_different_shapes():
     from nnconform.generators.control_flow import sample_wrapped
     seen = set()
