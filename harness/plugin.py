@@ -348,12 +348,57 @@ def pytest_configure(config: pytest.Config) -> None:
     s = NnSession(config)
     config.stash[_SESSION_KEY] = s
     config.addinivalue_line("markers", "nnconform: a conformance case recorded as a result row")
+    for name, what in _case_markers().items():
+        config.addinivalue_line("markers", f"{name}: {what}")
     # Without xdist the report directory is taken once collection shows conformance cases (so
     # a pytest run of unrelated tests never touches it).  With xdist the workers collect, and
     # may start writing rows as soon as the controller schedules them: the controller prepares
     # the directory now, when the run names a driver or a report directory.
     if not s.is_worker and _xdist_active(config) and _names_nnconform_options(config):
         s.open_report_dir()
+
+
+def marker_name(name: str) -> str:
+    """The pytest marker of an NNAPI operation or data type name: CONV_2D -> conv_2d."""
+    return re.sub(r"[^a-z0-9_]+", "_", str(name).lower()).strip("_")
+
+
+def _case_markers() -> dict[str, str]:
+    """Every marker a conformance case can carry: its suite, the NNAPI operations of its model
+    and its data types (``-m "conv_2d and quant8"``)."""
+    from .ir import SHORT_TYPE_NAME, OperationType
+    out = {marker_name(op.name): f"cases with an NNAPI {op.name} operation" for op in OperationType}
+    for t in (*SHORT_TYPE_NAME.values(), "relaxed"):
+        out.setdefault(marker_name(t), f"cases on data type {t}")
+    from . import suites
+    for f in sorted(Path(suites.__file__).parent.glob("test_*.py")):
+        out.setdefault(marker_name(f.stem.removeprefix("test_")), f"cases of the {f.stem.removeprefix('test_')} suite")
+    return out
+
+
+def case_marks(operations, data_types) -> list:
+    """pytest marks for a case of these operations and data types (for pytest.param)."""
+    return [getattr(pytest.mark, marker_name(n)) for n in sorted({*operations, *data_types}) if marker_name(n)]
+
+
+def pytest_itemcollected(item) -> None:
+    """Mark every conformance case with its suite, and with the operations and data types its
+    parameters name (an Example, an OperationType, an OperandType)."""
+    if not _is_case(item):
+        return
+    from .ir import SHORT_TYPE_NAME, OperandType, OperationType
+    item.add_marker(marker_name(Path(str(item.fspath)).stem.removeprefix("test_")))
+    names: set[str] = set()
+    for v in getattr(getattr(item, "callspec", None), "params", {}).values():
+        if isinstance(v, OperationType):
+            names.add(v.name)
+        elif isinstance(v, OperandType):
+            names.add(SHORT_TYPE_NAME.get(v, v.name))
+        elif hasattr(v, "operations") and hasattr(v, "data_types") and not isinstance(v, (str, bytes, tuple)):
+            names.update(str(x) for x in (*v.operations, *v.data_types))
+    for n in sorted(names):
+        if marker_name(n):
+            item.add_marker(marker_name(n))
 
 
 def _xdist_active(config: pytest.Config) -> bool:

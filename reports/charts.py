@@ -19,11 +19,11 @@ def _e(v: object) -> str:
     return html.escape(str(v), quote=True)
 
 
-def suite_bars(per_suite: Mapping[str, Mapping[str, int]], width: int = 720) -> str:
+def suite_bars(per_suite: Mapping[str, Mapping[str, int]], width: int = 900) -> str:
     """``per_suite``: suite -> {kind: count} with kinds good / bad / xfail / skip."""
     if not per_suite:
         return ""
-    label_w, bar_w, row_h, top = 130, width - 130 - 150, 24, 26
+    label_w, bar_w, row_h, top = 130, width - 130 - 330, 24, 26
     height = top + row_h * len(per_suite) + 8
     parts = [f'<svg class="chart suite-bars" xmlns="http://www.w3.org/2000/svg" width="{width}" '
              f'height="{height}" viewBox="0 0 {width} {height}" role="img" '

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from nnconform.ir import SHORT_TYPE_NAME, OperandType
 from nnconform.ops.feature_levels import folder_level
+from nnconform.plugin import case_marks
 from nnconform.runner import run_case
 from nnconform.vectors import case_from_dict, resolve_root, vector_files
 
@@ -44,6 +46,25 @@ def _file_problem(path: Path) -> tuple[list | None, str]:
     return cases, ""
 
 
+def _ops_and_types(d: dict) -> tuple[set[str], set[str]]:
+    """NNAPI operation names and short data type names of a raw vectors case (for markers),
+    without building its model."""
+    try:
+        model = d["model"]
+        subgraphs = (model["main"], *model.get("referenced", []))
+        ops = {o["type"] for sg in subgraphs for o in sg["operations"]}
+        main = model["main"]
+        types = set()
+        for i in (*main["input_indexes"], *main["output_indexes"]):
+            t = main["operands"][i]["type"]
+            types.add(SHORT_TYPE_NAME.get(OperandType[t], t) if t in OperandType.__members__ else t)
+        if model.get("relax_float32_to_float16"):
+            types.add("relaxed")
+        return ops, types
+    except (KeyError, TypeError, IndexError, AttributeError):
+        return set(), set()   # a malformed case: its own test says what is wrong
+
+
 def pytest_generate_tests(metafunc):
     if "vector" not in metafunc.fixturenames:
         return
@@ -61,7 +82,7 @@ def pytest_generate_tests(metafunc):
             ids.append(f"{f.parent.name}/{f.name}")
             continue
         for i, d in enumerate(cases):
-            params.append(("case", str(f), i))
+            params.append(pytest.param(("case", str(f), i), marks=case_marks(*_ops_and_types(d))))
             ids.append(f"{f.parent.name}/{d['name']}")
     _file_cases.cache_clear()
     if not params:

@@ -1,0 +1,38 @@
+"""Selection by marker: every conformance case carries its suite, its NNAPI operations and its
+data types as pytest markers, the same names in every suite (`-m "conv_2d and quant8"`)."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+
+def collected(tmp_path, *suites_and_marker):
+    *suites, marker = suites_and_marker
+    args = [a for s in suites for a in ("--suite", s)]
+    r = subprocess.run([sys.executable, "-m", "nnconform", "run", *args, "--report-dir", str(tmp_path / "r"),
+                        "--", "-m", marker, "--collect-only"], capture_output=True, text=True, timeout=600)
+    ids = re.findall(r"^(\S*test_\w+\.py::test_\w+\[.*\])$", r.stdout, re.M)
+    return ids, r
+
+
+@pytest.mark.parametrize("suites,marker,must", [
+    (["generated"], "relu6 and fp16", "relu6"),
+    (["generated", "vectors"], "conv_2d and quant8", "conv"),
+    (["random"], "add and quant8_signed", "ADD"),
+])
+def test_marker_selection(tmp_path, suites, marker, must):
+    ids, r = collected(tmp_path, *suites, marker)
+    assert ids, r.stdout[-2000:] + r.stderr[-2000:]
+    assert all(must.lower() in i.lower() for i in ids), [i for i in ids if must.lower() not in i.lower()][:5]
+
+
+def test_suite_markers(tmp_path):
+    ids, _ = collected(tmp_path, "generated", "vts", "vts")
+    assert ids and all("test_vts.py::" in i for i in ids)     # only the vts suite's cases
+    ids_g, _ = collected(tmp_path, "generated", "vts", "generated")
+    ids_gq, _ = collected(tmp_path, "generated", "vts", "generated and quant8")
+    assert set(ids_gq) < set(ids_g) and all("test_generated.py::" in i for i in ids_g)
+    assert sum("quant8" in i for i in ids_gq) > len(ids_gq) / 2
