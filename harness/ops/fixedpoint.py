@@ -100,6 +100,52 @@ def one_over_one_plus_x_for_x_in_0_1(a) -> np.ndarray:
     return rescale(x, 1, 0)   # x / 2 as Q1 (exact), then back to Q0
 
 
+# ---- the same functions on Python ints (one value at a time) ---------------------------------
+# A handful of values (one SOFTMAX row's sum, say) costs dozens of numpy calls on 1-element
+# arrays in the functions above; these give the same bits with plain integer arithmetic.
+# Python's ints are unbounded and its >> and & are two's-complement like int64's, so each
+# line mirrors its numpy twin (tests/test_fixedpoint_scalar.py checks them against each other).
+
+def _srdhm_int(a: int, b: int) -> int:
+    if a == INT32_MIN and b == INT32_MIN:
+        return INT32_MAX
+    v = a * b + ((1 << 30) if a * b >= 0 else 1 - (1 << 30))
+    return v >> 31 if v >= 0 else -((-v) >> 31)
+
+
+def _wrap32_int(x: int) -> int:
+    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def _rdbp_int(x: int, e: int) -> int:
+    if e == 0:
+        return x
+    mask = (1 << e) - 1
+    return (x >> e) + (1 if (x & mask) > (mask >> 1) + (1 if x < 0 else 0) else 0)
+
+
+def _rescale_int(x: int, src_integer_bits: int, dst_integer_bits: int) -> int:
+    e = src_integer_bits - dst_integer_bits
+    if e == 0:
+        return x
+    if e < 0:
+        return _rdbp_int(x, -e)
+    threshold = (1 << (31 - e)) - 1
+    return INT32_MAX if x > threshold else INT32_MIN if x < -threshold else x << e
+
+
+def one_over_one_plus_x_for_x_in_0_1_int(a: int) -> int:
+    """:func:`one_over_one_plus_x_for_x_in_0_1` of one Python int."""
+    s = a + INT32_MAX
+    s += 1 if s >= 0 else -1
+    half_denominator = s // 2 if s >= 0 else -((-s) // 2)
+    x = _wrap32_int(1515870810 + _srdhm_int(half_denominator, -1010580540))
+    for _ in range(3):
+        one_minus_dx = _wrap32_int((1 << 29) - _srdhm_int(half_denominator, x))
+        x = _wrap32_int(x + _rescale_int(_srdhm_int(x, one_minus_dx), 4, 2))
+    return _rescale_int(x, 1, 0)
+
+
 def one_minus_x_over_one_plus_x_for_x_in_0_1(a) -> np.ndarray:
     """(1 - a) / (1 + a) for a in Q0.31 in [0, 1); Q0.31 out."""
     x = _newton_reciprocal_of_half_denominator(rounding_half_sum(a, INT32_MAX))

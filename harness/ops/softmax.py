@@ -25,7 +25,7 @@ import numpy as np
 from ..ir import OperandType as T, OperationType as Op
 from . import quant
 from .logistic import check_fixed_output_quant
-from .fixedpoint import calculate_input_radius, exp_on_negative_values, f32, one_over_one_plus_x_for_x_in_0_1, quantize_multiplier_greater_than_one, rescale, wrap32
+from .fixedpoint import calculate_input_radius, exp_on_negative_values, f32, one_over_one_plus_x_for_x_in_0_1, one_over_one_plus_x_for_x_in_0_1_int, quantize_multiplier_greater_than_one, rescale, wrap32
 from .quant import rounding_divide_by_pot, saturating_rounding_doubling_high_mul
 from .registry import OpContext, OpView, register
 
@@ -34,6 +34,9 @@ OUTPUT_ENCODING = {T.TENSOR_QUANT8_ASYMM: (1.0 / 256, 0), T.TENSOR_QUANT8_ASYMM_
 
 _SCALED_DIFF_INTEGER_BITS = 5     # Q5.26 for the scaled differences
 _ACCUMULATION_INTEGER_BITS = 12   # Q12.19 for the sum of exponentials
+# Up to this many rows the per-row reciprocal is computed on Python ints (same bits; a
+# classifier's one row costs ~40 numpy calls on 1-element arrays otherwise).
+SCALAR_RECIPROCAL_ROWS = 16
 
 
 def beta_type(t: T) -> T:
@@ -126,7 +129,11 @@ def _softmax_quant(ctx: OpContext, x: np.ndarray, beta: float, axis: int) -> np.
     headroom_plus_one = 32 - np.frexp(total.astype(np.float64))[1].astype(np.int64)
     bits_over_unit = _ACCUMULATION_INTEGER_BITS - headroom_plus_one
     shifted_sum_minus_one = ((total << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31)
-    reciprocal = one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one)
+    if shifted_sum_minus_one.size <= SCALAR_RECIPROCAL_ROWS:
+        reciprocal = np.array([one_over_one_plus_x_for_x_in_0_1_int(int(v)) for v in shifted_sum_minus_one.flat],
+                              dtype=np.int64).reshape(shifted_sum_minus_one.shape)
+    else:
+        reciprocal = one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one)
     y = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(reciprocal, exps),
                                bits_over_unit + 31 - 8)
     lo, hi = quant.quant_range(out_op)
