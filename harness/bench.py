@@ -36,7 +36,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .ir import Model, OperandType as T, Request
+from .ir import Model, Request
 
 CSV_COLUMNS = ["model", "driver", "status", "message", "operations", "testset_size", "iterations",
                "total_time_sec", "mean_ms", "std_ms", "p50_ms", "p90_ms", "p99_ms", "min_ms", "max_ms",

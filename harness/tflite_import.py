@@ -37,7 +37,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .ir import ChannelQuant, Lifetime, Model, ModelBuilder, OperandType as T, OperationType as Op
+from .ir import ChannelQuant, Model, ModelBuilder, OperandType as T, OperationType as Op
 
 EXTRA_HINT = 'TFLite import needs the [tflite] extra: pip install "nnconform[tflite]"'
 MAX_TFLITE_BYTES = 512 << 20

@@ -14,7 +14,6 @@ from pathlib import Path
 import numpy as np
 
 from nnconform.drivers.broken import ConvIgnoresBias
-from nnconform.ir import Request
 from nnconform.models import builtin
 from nnconform.models.localise import first_failing_operation_alone, single_operation_model
 from nnconform.executor import Executor

@@ -3,7 +3,6 @@
 the missing-extra message, and the mediapipe zoo when it has been fetched."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
