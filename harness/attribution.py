@@ -43,7 +43,7 @@ class Blame:
     how: str                 # "only operation", "first divergent operation", "helper ADD diverged",
                              # "first operation of the case"
     message: str = ""        # the divergence hunt's mismatch on the blamed operation's own outputs
-    criterion: str = ""      # and the criterion it broke ("default/element")
+    criterion: str = ""      # and the criterion it broke ("element: atol 1, rtol 0")
 
     def to_extra(self) -> dict:
         extra = {"blamed_index": self.index, "blamed_how": self.how}
@@ -100,6 +100,18 @@ def operation_data_type(model: Model, index: int) -> str:
     return "relaxed" if name == "fp32" and model.relax_fp32_to_fp16 else name
 
 
+def criterion_label(cmp) -> str:
+    """What a failed comparison broke, the same for every case of one bug: the first
+    mismatch's kind and the tolerance it was held to ("element: atol 1, rtol 0"), so a quant8
+    failure in a relaxed model groups with the same failure elsewhere."""
+    if cmp is None or cmp.passed or not cmp.mismatches:
+        return ""
+    m = cmp.mismatches[0]
+    if m.atol is not None and m.rtol is not None:
+        return f"{m.kind}: atol {float(m.atol):g}, rtol {float(m.rtol):g}"
+    return m.kind
+
+
 def _first_subject(model: Model, helpers: set[int]) -> int | None:
     ops = model.main.operations
     for n in range(len(ops)):
@@ -143,10 +155,8 @@ def _inside_control_flow(device, model: Model, inputs, n: int, criteria) -> Blam
     inner_op = inner.main.operations[k]
     if inner_op.type in (OperationType.IF, OperationType.WHILE):
         return None
-    criterion = (f"{cmp.criteria.name if cmp.criteria is not None else 'default'}/"
-                 f"{cmp.mismatches[0].kind}") if cmp.mismatches else ""
     return Blame(inner_op.name, operation_data_type(inner, k), n, f"first divergent operation inside {op.name}",
-                 cmp.message, criterion)
+                 cmp.message, criterion_label(cmp))
 
 
 def blame(device, model: Model, inputs: Sequence[np.ndarray | None], outcome, *,
@@ -191,9 +201,7 @@ def blame(device, model: Model, inputs: Sequence[np.ndarray | None], outcome, *,
             n = div[0]
             how = "helper ADD diverged" if n in helpers else "first divergent operation"
             cmp = div[2]
-            criterion = (f"{cmp.criteria.name if cmp.criteria is not None else 'default'}/"
-                         f"{cmp.mismatches[0].kind}") if cmp.mismatches else ""
-            return Blame(ops[n].name, operation_data_type(model, n), n, how, cmp.message, criterion)
+            return Blame(ops[n].name, operation_data_type(model, n), n, how, cmp.message, criterion_label(cmp))
         if len(subjects) == 1:
             return Blame(ops[subjects[0]].name, operation_data_type(model, subjects[0]), subjects[0],
                          "only operation" + (f" (divergence hunt: {why})" if why else ""))

@@ -327,16 +327,13 @@ class NnSession:
 
 
 def criterion_of(outcome) -> str:
-    """What a failure broke, for grouping failures: the accuracy criteria set and the first
-    mismatch kind ("default/element", "relaxed/shape"), else the stage the case ended in
-    ("supported", "prepare", "execute") or the host incident (CRASH, HANG)."""
+    """What a failure broke, for grouping failures: the first mismatch's kind and tolerance
+    ("element: atol 1, rtol 0"), else the stage the case ended in ("supported", "prepare",
+    "execute") or the host incident (crash, hang)."""
+    from .attribution import criterion_label
     if outcome.outcome in ("CRASH", "HANG"):
         return outcome.outcome.lower()
-    cmp = outcome.comparison
-    if cmp is not None and not cmp.passed and cmp.mismatches:
-        name = cmp.criteria.name if cmp.criteria is not None else "default"
-        return f"{name}/{cmp.mismatches[0].kind}"
-    return outcome.stage or "unknown"
+    return criterion_label(outcome.comparison) or outcome.stage or "unknown"
 
 
 def _incident_extra(details: dict) -> dict:

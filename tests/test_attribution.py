@@ -35,7 +35,7 @@ def _row(device, case) -> ResultRecord:
                         operations=list(case.operations), data_types=case.model.data_types(),
                         message=out.message, blamed_operation=b.operation if b else "",
                         blamed_data_type=b.data_type if b else "",
-                        extra=dict(b.to_extra(), criterion="default/element") if b else {})
+                        extra=dict(b.to_extra(), criterion=b.criterion or "element") if b else {})
 
 
 def test_helper_adds_are_found_only_in_the_lifetime_variations(conv_cases):

@@ -67,7 +67,8 @@ def test_summary_junit_and_annotations(tmp_path):
     # GitHub Actions workflow commands, one per bucket
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("::error ")]
     assert len(lines) == len(s["buckets"])
-    assert re.match(r"::error title=nnconform%3A ADD quant8 \(\d+ cases%2C default/element\)::generated/", lines[0])
+    assert re.match(r"::error title=nnconform%3A ADD quant8(_signed)? \(\d+ cases%2C element%3A atol 1%2C rtol 0\)::generated/",
+                    lines[0]), lines[0]
     # and none without GITHUB_ACTIONS
     env.pop("GITHUB_ACTIONS")
     r2, _ = _run(tmp_path, name="rep2", env=env)
