@@ -257,7 +257,7 @@ for _name, _op in {"LOGISTIC": Op.LOGISTIC, "TANH": Op.TANH, "RELU": Op.RELU, "R
                    "LOG": Op.LOG, "SQRT": Op.SQRT, "RSQRT": Op.RSQRT, "NEG": Op.NEG, "FLOOR": Op.FLOOR,
                    "SIN": Op.SIN, "DEQUANTIZE": Op.DEQUANTIZE, "QUANTIZE": Op.QUANTIZE,
                    "L2_NORMALIZATION": Op.L2_NORMALIZATION, "LOGICAL_NOT": Op.LOGICAL_NOT,
-                   "ELU": Op.ELU}.items():
+                   "ELU": Op.ELU, "CAST": Op.CAST}.items():
     CONVERTERS[_name] = _simple(_op)
 for _name, _op in {"MAXIMUM": Op.MAXIMUM, "MINIMUM": Op.MINIMUM, "PRELU": Op.PRELU, "EQUAL": Op.EQUAL,
                    "NOT_EQUAL": Op.NOT_EQUAL, "GREATER": Op.GREATER, "GREATER_EQUAL": Op.GREATER_EQUAL,

@@ -198,3 +198,18 @@ def test_densify_csr_and_block_sparse():
     sp.dimMetadata = [_dim(0, 2), _dim(1, segments=[0, 1, 2], indices=[1, 0]), _dim(0, 2)]
     got = densify(np.array([5, 6, 7, 8], np.int8), [2, 4], sp)
     np.testing.assert_array_equal(got, [[0, 0, 5, 6], [7, 8, 0, 0]])
+
+
+def test_fp16_model_round_trip():
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT16, [1, 5, 5, 2])
+    w = b.const(T.TENSOR_FLOAT16, [3, 3, 3, 2], np.linspace(-1, 1, 54))
+    bias = b.const(T.TENSOR_FLOAT16, [3], [0.5, -0.25, 0.0])
+    y = b.output(T.TENSOR_FLOAT16, [1, 5, 5, 3])
+    b.operation(Op.CONV_2D, [x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(3)], [y])
+    model = b.build()
+    _, res = _round_trip(model)
+    assert res.model.main.operands[res.model.main.input_indexes[0]].type == T.TENSOR_FLOAT16
+    assert "CONV_2D" in res.model.operation_names()
+    xin = seeded_inputs(model, 2)
+    np.testing.assert_array_equal(Executor(model).run(xin)[0], Executor(res.model).run(xin)[0])
