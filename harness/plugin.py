@@ -759,6 +759,27 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     s.close_report_dir()
 
 
+def _terminal_digest(tr, rows) -> None:
+    """Per-suite counts, the most common skip reasons and the biggest failure buckets."""
+    from collections import Counter
+
+    from .reports import triage
+    from .reports.summary import latest_rows
+    rows = latest_rows(rows)
+    for suite, c in triage.per_suite(rows).items():
+        tr.write_line(f"nnconform: suite {suite}: " + ", ".join(f"{n} {o}" for o, n in c.most_common()))
+    skips = Counter(triage.normalise_message(r.message) for r in rows if r.outcome == "SKIP")
+    if skips:
+        tr.write_line(f"nnconform: skip reasons ({sum(skips.values())} skipped, {len(skips)} reasons), most common:")
+        for reason, n in skips.most_common(5):
+            tr.write_line(f"  {n:6d}  {reason[:150]}")
+    buckets = triage.buckets(rows)
+    if buckets:
+        tr.write_line(f"nnconform: {sum(b.count for b in buckets)} failures in {len(buckets)} buckets, biggest:")
+        for b in buckets[:5]:
+            tr.write_line(f"  {b.count:6d}  {b.operation} {b.data_type}  {b.criterion}  e.g. {b.representative.test_id}")
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
     s: NnSession = config.stash[_SESSION_KEY]
     if s.is_worker:
@@ -771,6 +792,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     if status is not None:
         counts = ", ".join(f"{n} {o}" for o, n in sorted(s.final_counts.items()))
         terminalreporter.write_line(f"nnconform: run {status} ({counts or 'no rows'}), seed {s.seed}")
+    rows = getattr(s, "rows_read", None)
+    if rows:
+        _terminal_digest(terminalreporter, rows)
     if getattr(s, "reports", None):
         csv_path, html_path = s.reports
         terminalreporter.write_line(f"nnconform: reports -> {csv_path}, {html_path}, {s.summary_path}")

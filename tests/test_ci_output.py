@@ -69,6 +69,10 @@ def test_summary_junit_and_annotations(tmp_path):
     assert len(lines) == len(s["buckets"])
     assert re.match(r"::error title=nnconform%3A ADD quant8(_signed)? \(\d+ cases%2C element%3A atol 1%2C rtol 0\)::generated/",
                     lines[0]), lines[0]
+    # the terminal: per-suite counts and the biggest buckets
+    assert re.search(r"^nnconform: suite generated: \d+ PASS, \d+ FAIL|^nnconform: suite generated: \d+ FAIL, \d+ PASS",
+                     r.stdout, re.M)
+    assert re.search(r"^nnconform: \d+ failures in \d+ buckets, biggest:\n +\d+  ADD quant8", r.stdout, re.M)
     # and none without GITHUB_ACTIONS
     env.pop("GITHUB_ACTIONS")
     r2, _ = _run(tmp_path, name="rep2", env=env)
@@ -92,6 +96,8 @@ def test_max_skip_ratio_fails_a_run_that_tests_nothing(tmp_path):
     gated = nnconform(*args[:1], "--report-dir", str(tmp_path / "b"), "--max-skip-ratio", "0.5", *args[1:],
                       cwd=tmp_path)
     assert gated.returncode == 1
+    assert re.search(r"^nnconform: skip reasons \(\d+ skipped, \d+ reasons\), most common:\n +\d+  driver does not "
+                     r"support ADD", gated.stdout, re.M), gated.stdout[-3000:]
     assert "--max-skip-ratio 0.5" in gated.stdout
     s = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert s["skip_ratio"] > 0.5
