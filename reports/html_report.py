@@ -183,6 +183,17 @@ def _matrix_rows(m: triage.Matrix) -> list[dict]:
     return rows
 
 
+def _stress_verdicts(records: list[ResultRecord]) -> list[tuple[str, Counter]]:
+    """Stress rows (SUCCESS / FAILURE / HANG / CRASH) per stress test (the test id before
+    ``#``): the verdict table `nnconform stress` prints."""
+    from nnconform.results import STRESS_OUTCOMES
+    per: dict[str, Counter] = {}
+    for r in records:
+        if r.outcome in STRESS_OUTCOMES:
+            per.setdefault(r.test_id.split("#", 1)[0], Counter())[r.outcome] += 1
+    return sorted(per.items())
+
+
 def _coverage_rows(rows) -> list[list[str]]:
     out = []
     for r in rows or ():
@@ -221,6 +232,7 @@ def render_html(records: Iterable[ResultRecord], title: str = "nnconform report"
         matrix=triage.matrix(records) if records else triage.Matrix([], [], {}),
         matrix_rows=_matrix_rows(triage.matrix(records)) if records else [],
         present=present, suite_rows=suite_rows, meta=list(m.items()),
+        stress=_stress_verdicts(records), stress_outcomes=("SUCCESS", "FAILURE", "HANG", "CRASH"),
         coverage=_coverage_rows(coverage_rows), ledger=_ledger_rows(records))
 
 

@@ -128,3 +128,16 @@ def test_html_no_failures_and_title_escaped(tmp_path):
 def test_build_reports_missing_results(tmp_path):
     with pytest.raises(FileNotFoundError):
         build_reports(tmp_path)
+
+
+def test_stress_verdicts_per_test(tmp_path):
+    recs = [ResultRecord(suite="stress", test_id=f"{t}#{i}", driver="d", outcome=o)
+            for i, (t, o) in enumerate([("parallel-inference", "SUCCESS"), ("parallel-inference", "CRASH"),
+                                        ("leak", "SUCCESS"), ("leak", "HANG")])]
+    h = write_html(recs, tmp_path / "r.html").read_text()
+    assert "Stress verdicts per test" in h
+    assert re.search(r'data-test="parallel-inference" data-outcome="CRASH">1<', h)
+    assert re.search(r'data-test="leak" data-outcome="HANG">1<', h)
+    assert re.search(r'data-test="leak" data-outcome="SUCCESS">1<', h)
+    assert "Stress verdicts" not in write_html(records()[:6], tmp_path / "c.html").read_text()
+
