@@ -80,6 +80,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "recorded in the report directory (all of them if none failed)")
     g.addoption("--nn-failed-first", action="store_true",
                 help="run the cases that failed in the last run recorded in the report directory first")
+    g.addoption("--nn-history", default=None, metavar="DIR",
+                help="append this run's summary to DIR/history.jsonl; the report shows the trend")
     g.addoption("--nn-max-skip-ratio", type=float, default=None,
                 help="fail the run when more than this share (0..1) of its cases SKIP: a run that "
                      "tests nothing is not a pass")
@@ -725,11 +727,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
             from .reports.summary import build_summary, write_summary
             from .results import read_results
             meta = dict(s.meta(), status=status)
-            # The coverage table describes the reference executor; show it on reference runs.
-            s.reports = build_reports(s.report_dir, meta=meta, with_coverage=s.driver_spec == "reference")
             s.rows_read = read_results(s.report_dir / "results.jsonl")
             s.summary_path = write_summary(s.report_dir, s.rows_read, meta)
             summary = build_summary(s.rows_read, meta)
+            history = None
+            if session.config.getoption("nn_history"):
+                from .reports.history import append_history, read_history
+                append_history(session.config.getoption("nn_history"), summary)
+                history = read_history(session.config.getoption("nn_history"))
+            # The coverage table describes the reference executor; show it on reference runs.
+            s.reports = build_reports(s.report_dir, meta=meta, with_coverage=s.driver_spec == "reference",
+                                      history=history)
             _finish_ci(session, s, summary)
     except OSError as e:
         s.status_line = f"nnconform: {describe_os_error(e, s.report_dir)}; rows already in results.jsonl are valid"

@@ -19,7 +19,8 @@ __all__ = ["build_reports", "write_csv", "write_html", "RESULTS_FILE", "CSV_FILE
 
 
 def build_reports(report_dir: str | os.PathLike, meta: Mapping[str, object] | None = None,
-                  title: str = "nnconform report", with_coverage: bool = False) -> tuple[Path, Path]:
+                  title: str = "nnconform report", with_coverage: bool = False,
+                  history: list[dict] | None = None) -> tuple[Path, Path]:
     """Read ``report_dir/results.jsonl`` and write ``results.csv`` and ``report.html`` beside
     it.  Returns (csv_path, html_path).  ``with_coverage`` adds the reference executor's
     operation coverage table (vectors passed counted from these results).  A truncated last row (killed run) is ignored."""
@@ -40,5 +41,6 @@ def build_reports(report_dir: str | os.PathLike, meta: Mapping[str, object] | No
     if with_coverage:
         from nnconform.coverage import coverage
         coverage_rows = coverage(report_dir / RESULTS_FILE)
-    html_path = write_html(records, report_dir / HTML_FILE, title=title, meta=meta, coverage_rows=coverage_rows)
+    html_path = write_html(records, report_dir / HTML_FILE, title=title, meta=meta, coverage_rows=coverage_rows,
+                           history=history)
     return csv_path, html_path

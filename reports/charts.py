@@ -72,3 +72,33 @@ def heat_colour(good: int, bad: int, skip: int) -> str:
     # from light pink (a few failures) to strong red (all failed)
     light = 88 - int(round(40 * share))
     return f"hsl(0, 75%, {light}%)"
+
+
+def trend(history: list[dict], width: int = 720, height: int = 160) -> str:
+    """Lines of the bad / good / skipped case counts across runs (oldest left)."""
+    if len(history) < 2:
+        return ""
+    from nnconform.results import BAD_OUTCOMES, GOOD_OUTCOMES
+    series = {"pass": [], "fail": [], "skip": []}
+    for h in history:
+        c = h.get("counts") or {}
+        series["pass"].append(sum(int(n) for o, n in c.items() if o in GOOD_OUTCOMES))
+        series["fail"].append(sum(int(n) for o, n in c.items() if o in BAD_OUTCOMES))
+        series["skip"].append(sum(int(n) for o, n in c.items() if o not in GOOD_OUTCOMES | BAD_OUTCOMES))
+    top = max(max(v) for v in series.values()) or 1
+    left, right, pad = 50, 90, 12
+    n = len(history)
+    xs = [left + (width - left - right) * i / (n - 1) for i in range(n)]
+    colours = {"pass": "#3a9d3a", "fail": "#d23c3c", "skip": "#999999"}
+    parts = [f'<svg class="chart trend" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" role="img" aria-label="case counts across runs">',
+             f'<text x="4" y="{pad + 4}" font-size="11">{top}</text>',
+             f'<text x="4" y="{height - pad}" font-size="11">0</text>']
+    for name, values in series.items():
+        pts = " ".join(f"{x:.1f},{height - pad - (height - 2 * pad) * v / top:.1f}" for x, v in zip(xs, values))
+        parts.append(f'<polyline class="trend-{name}" fill="none" stroke="{colours[name]}" stroke-width="2" points="{pts}"/>')
+        y = height - pad - (height - 2 * pad) * values[-1] / top
+        parts.append(f'<text x="{xs[-1] + 6:.1f}" y="{y + 4:.1f}" font-size="11" fill="{colours[name]}">'
+                     f'{values[-1]} {name}</text>')
+    parts.append("</svg>")
+    return "".join(parts)

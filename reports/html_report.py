@@ -205,7 +205,8 @@ def _coverage_rows(rows) -> list[list[str]]:
 
 
 def render_html(records: Iterable[ResultRecord], title: str = "nnconform report",
-                meta: Mapping[str, object] | None = None, coverage_rows=None) -> str:
+                meta: Mapping[str, object] | None = None, coverage_rows=None,
+                history: list[dict] | None = None) -> str:
     records = list(records)
     total = Counter(r.outcome for r in records)
     present = [o for o in OUTCOMES if total[o]]
@@ -232,6 +233,7 @@ def render_html(records: Iterable[ResultRecord], title: str = "nnconform report"
         matrix=triage.matrix(records) if records else triage.Matrix([], [], {}),
         matrix_rows=_matrix_rows(triage.matrix(records)) if records else [],
         present=present, suite_rows=suite_rows, meta=list(m.items()),
+        history=list(history or []), trend_chart=charts.trend(list(history or [])),
         stress=_stress_verdicts(records), stress_outcomes=("SUCCESS", "FAILURE", "HANG", "CRASH"),
         coverage=_coverage_rows(coverage_rows), ledger=_ledger_rows(records))
 
@@ -244,10 +246,12 @@ def _ledger_rows(records) -> list[list[str]]:
 
 def write_html(records: Iterable[ResultRecord], path: str | os.PathLike,
                title: str = "nnconform report",
-               meta: Mapping[str, object] | None = None, coverage_rows=None) -> Path:
+               meta: Mapping[str, object] | None = None, coverage_rows=None,
+               history: list[dict] | None = None) -> Path:
     """Write the report; ``meta`` (driver, seed, harness version, date, ...) is shown as
     given and overrides the defaults taken from the records."""
     from nnconform.reportdir import atomic_write
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return atomic_write(path, render_html(records, title=title, meta=meta, coverage_rows=coverage_rows))
+    return atomic_write(path, render_html(records, title=title, meta=meta, coverage_rows=coverage_rows,
+                                          history=history))

@@ -82,3 +82,18 @@ def test_two_seeds_of_a_flaky_driver(tmp_path):
     new, flaky = (int(counts.split(f" {k}")[0].rsplit(" ", 1)[-1]) for k in ("new", "flaky"))
     assert flaky > 0 and new == 0, r.stdout[:3000]
     assert r.returncode == 0       # a flaky case is not a new failure
+
+
+def test_history_trend_across_runs(tmp_path):
+    hist = tmp_path / "hist"
+    for n in (1, 2, 3):
+        env = dict(os.environ, NNCONFORM_FLAKY_SEED=str(n))
+        r = nnconform("run", "--driver", "nnconform.drivers.broken_flaky:FlakyQuantAdd", "--suite", "generated",
+                      "--seed", str(n), "--report-dir", str(tmp_path / "rep"), "--history", str(hist),
+                      "--", "-k", "add_quant8 or relu_fp32", env=env)
+        assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+    lines = (hist / "history.jsonl").read_text().splitlines()
+    assert len(lines) == 3 and all('"seed": ' in ln for ln in lines)
+    html = (tmp_path / "rep" / "report.html").read_text()
+    assert "Trend (3 runs)" in html and html.count('class="history-run"') == 3
+    assert '<polyline class="trend-fail"' in html
