@@ -70,6 +70,16 @@ def op_criteria(op: Op) -> Criteria:
 SHRINK_BUDGET_S = 90.0
 
 
+def shrink_budget_s() -> float:
+    """SHRINK_BUDGET_S, or ``NNCONFORM_SHRINK_BUDGET_S`` from the environment."""
+    import os
+    text = os.environ.get("NNCONFORM_SHRINK_BUDGET_S", "").strip()
+    try:
+        return float(text) if text else SHRINK_BUDGET_S
+    except ValueError:
+        raise pytest.UsageError(f"NNCONFORM_SHRINK_BUDGET_S must be a number of seconds, not {text!r}") from None
+
+
 class CaseFailed(Exception):
     """One Hypothesis example failed on the driver (carried out to the pytest test)."""
 
@@ -121,10 +131,11 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
     meaningful: dict[str, set[str]] = {}
 
     shrink = {"first_failure": None, "best": None, "failures": 0}
+    budget = shrink_budget_s()
 
     def one_example(case):
         if shrink["first_failure"] is not None and \
-                time.monotonic() - shrink["first_failure"] > SHRINK_BUDGET_S:
+                time.monotonic() - shrink["first_failure"] >= budget:
             raise _ShrinkBudgetSpent(shrink["best"])
         for k, v in getattr(case, "domain", {}).items():
             domain.setdefault(k, set()).update(v)
@@ -162,7 +173,7 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
         failure = f
     except _ShrinkBudgetSpent as spent:
         failure = spent.best
-        nn_record["extra"]["shrink_stopped_after_s"] = SHRINK_BUDGET_S
+        nn_record["extra"]["shrink_stopped_after_s"] = budget
     if shrink["first_failure"] is not None:
         nn_record["extra"].update(shrink_s=round(time.monotonic() - shrink["first_failure"], 2),
                                   failing_examples_seen=shrink["failures"])

@@ -141,11 +141,12 @@ def test_cts_tolerance_environment_switch(monkeypatch):
 BROKEN = "nnconform.drivers.broken_domains:"
 
 
-def _run(tmp_path: Path, driver: str, *args: str, in_process: bool = False) -> list[dict]:
+def _run(tmp_path: Path, driver: str, *args: str, in_process: bool = False, env: dict | None = None) -> list[dict]:
+    import os
     cmd = [sys.executable, "-m", "nnconform", "run", "--driver", driver, "--suite", "random",
            "--report-dir", str(tmp_path / "report"), "--seed", "7",
            *(["--in-process"] if in_process else []), "--", *args]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env={**os.environ, **(env or {})})
     assert r.returncode in (0, 1), r.stdout[-2000:] + r.stderr[-2000:]
     return [json.loads(x) for x in (tmp_path / "report" / "results.jsonl").read_text().splitlines()]
 
@@ -192,6 +193,17 @@ def test_random_if_branches_give_different_shapes():
             assert any(0 in case.model.main.operands[i].dimensions for i in case.model.main.output_indexes)
             assert any("shape:if_branch_shapes_differ" in v for v in case.domain.values())
     assert seen == {"condition True", "condition False"}
+
+
+def test_a_spent_shrink_budget_still_reports_and_dumps_the_best_example(tmp_path):
+    """With no shrink budget at all the first failing example is the best one: it is reported,
+    dumped and replayable, and the row says the budget ended the shrink."""
+    rows = _run(tmp_path, BROKEN + "IntDivTruncates", "-k", "single_operation and DIV-int32",
+                env={"NNCONFORM_SHRINK_BUDGET_S": "0"})
+    (row,) = rows
+    assert row["outcome"] == "FAIL" and row["extra"]["shrink_stopped_after_s"] == 0.0, row
+    assert row["extra"]["failing_examples_seen"] >= 1 and row["spec_path"] and row["replay"]
+    assert Path(row["spec_path"]).is_file()
 
 
 def test_aliased_outputs_are_reported_as_aliasing(tmp_path):
