@@ -86,7 +86,7 @@ def trend(history: list[dict], width: int = 720, height: int = 160) -> str:
         series["fail"].append(sum(int(n) for o, n in c.items() if o in BAD_OUTCOMES))
         series["skip"].append(sum(int(n) for o, n in c.items() if o not in GOOD_OUTCOMES | BAD_OUTCOMES))
     top = max(max(v) for v in series.values()) or 1
-    left, right, pad = 50, 90, 12
+    left, right, pad = 50, 90, 16
     n = len(history)
     xs = [left + (width - left - right) * i / (n - 1) for i in range(n)]
     colours = {"pass": "#3a9d3a", "fail": "#d23c3c", "skip": "#999999"}
@@ -94,11 +94,16 @@ def trend(history: list[dict], width: int = 720, height: int = 160) -> str:
              f'viewBox="0 0 {width} {height}" role="img" aria-label="case counts across runs">',
              f'<text x="4" y="{pad + 4}" font-size="11">{top}</text>',
              f'<text x="4" y="{height - pad}" font-size="11">0</text>']
+    labels = []
     for name, values in series.items():
         pts = " ".join(f"{x:.1f},{height - pad - (height - 2 * pad) * v / top:.1f}" for x, v in zip(xs, values))
         parts.append(f'<polyline class="trend-{name}" fill="none" stroke="{colours[name]}" stroke-width="2" points="{pts}"/>')
-        y = height - pad - (height - 2 * pad) * values[-1] / top
+        labels.append([height - pad - (height - 2 * pad) * values[-1] / top, name, values[-1]])
+    labels.sort()
+    for k in range(1, len(labels)):   # end labels at least 12 px apart
+        labels[k][0] = max(labels[k][0], labels[k - 1][0] + 12)
+    for y, name, value in labels:
         parts.append(f'<text x="{xs[-1] + 6:.1f}" y="{y + 4:.1f}" font-size="11" fill="{colours[name]}">'
-                     f'{values[-1]} {name}</text>')
+                     f'{value} {name}</text>')
     parts.append("</svg>")
     return "".join(parts)
