@@ -107,3 +107,22 @@ def trend(history: list[dict], width: int = 720, height: int = 160) -> str:
                      f'{value} {name}</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def line(values: list[float], label: str, unit: str, width: int = 720, height: int = 140,
+         colour: str = "#1a4f9c") -> str:
+    """One series in case order (e.g. a stress worker's RSS after each case)."""
+    if len(values) < 2:
+        return ""
+    lo, hi = min(values), max(values)
+    span = (hi - lo) or 1.0
+    left, right, pad = 60, 20, 16
+    n = len(values)
+    pts = " ".join(f"{left + (width - left - right) * i / (n - 1):.1f},"
+                   f"{height - pad - (height - 2 * pad) * (v - lo) / span:.1f}" for i, v in enumerate(values))
+    return (f'<svg class="chart line" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" role="img" aria-label="{_e(label)}">'
+            f'<text x="4" y="{pad + 4}" font-size="11">{hi:.4g} {_e(unit)}</text>'
+            f'<text x="4" y="{height - pad}" font-size="11">{lo:.4g} {_e(unit)}</text>'
+            f'<polyline class="series" fill="none" stroke="{colour}" stroke-width="1.5" points="{pts}"/>'
+            f'<text x="{left}" y="12" font-size="11">{_e(label)} ({n} cases, in the order they ran)</text></svg>')

@@ -183,15 +183,31 @@ def _matrix_rows(m: triage.Matrix) -> list[dict]:
     return rows
 
 
-def _stress_verdicts(records: list[ResultRecord]) -> list[tuple[str, Counter]]:
+def _stress_verdicts(records: list[ResultRecord]) -> list[tuple[str, Counter, str]]:
     """Stress rows (SUCCESS / FAILURE / HANG / CRASH) per stress test (the test id before
-    ``#``): the verdict table `nnconform stress` prints."""
+    ``#``): the verdict table `nnconform stress` prints, with the case durations' p50 / p90 /
+    max."""
+    import numpy as np
+
     from nnconform.results import STRESS_OUTCOMES
     per: dict[str, Counter] = {}
+    durations: dict[str, list[float]] = {}
     for r in records:
         if r.outcome in STRESS_OUTCOMES:
-            per.setdefault(r.test_id.split("#", 1)[0], Counter())[r.outcome] += 1
-    return sorted(per.items())
+            name = r.test_id.split("#", 1)[0]
+            per.setdefault(name, Counter())[r.outcome] += 1
+            durations.setdefault(name, []).append(float(r.extra.get("case_s", r.duration_s) or 0.0))
+    out = []
+    for name, c in sorted(per.items()):
+        p50, p90, top = np.percentile(np.asarray(durations[name]), [50, 90, 100])
+        out.append((name, c, f"{p50:.2f} / {p90:.2f} / {top:.2f}"))
+    return out
+
+
+def _stress_memory(records: list[ResultRecord]) -> str:
+    values = [float(r.extra["rss_mb"]) for r in sorted(records, key=lambda r: r.timestamp)
+              if isinstance(r.extra.get("rss_mb"), (int, float))]
+    return charts.line(values, "stress worker RSS after each case", "MB")
 
 
 def _coverage_rows(rows) -> list[list[str]]:
@@ -234,7 +250,7 @@ def render_html(records: Iterable[ResultRecord], title: str = "nnconform report"
         matrix_rows=_matrix_rows(triage.matrix(records)) if records else [],
         present=present, suite_rows=suite_rows, meta=list(m.items()),
         history=list(history or []), trend_chart=charts.trend(list(history or [])),
-        stress=_stress_verdicts(records), stress_outcomes=("SUCCESS", "FAILURE", "HANG", "CRASH"),
+        stress=_stress_verdicts(records), stress_memory=_stress_memory(records), stress_outcomes=("SUCCESS", "FAILURE", "HANG", "CRASH"),
         coverage=_coverage_rows(coverage_rows), ledger=_ledger_rows(records))
 
 

@@ -131,7 +131,8 @@ def test_build_reports_missing_results(tmp_path):
 
 
 def test_stress_verdicts_per_test(tmp_path):
-    recs = [ResultRecord(suite="stress", test_id=f"{t}#{i}", driver="d", outcome=o)
+    recs = [ResultRecord(suite="stress", test_id=f"{t}#{i}", driver="d", outcome=o,
+                         extra={"case_s": 1.0 + i, "rss_mb": 100.0 + 10 * i})
             for i, (t, o) in enumerate([("parallel-inference", "SUCCESS"), ("parallel-inference", "CRASH"),
                                         ("leak", "SUCCESS"), ("leak", "HANG")])]
     h = write_html(recs, tmp_path / "r.html").read_text()
@@ -139,5 +140,7 @@ def test_stress_verdicts_per_test(tmp_path):
     assert re.search(r'data-test="parallel-inference" data-outcome="CRASH">1<', h)
     assert re.search(r'data-test="leak" data-outcome="HANG">1<', h)
     assert re.search(r'data-test="leak" data-outcome="SUCCESS">1<', h)
+    assert re.search(r'data-test="leak" data-times="1">3.50 / 3.90 / 4.00<', h)     # case seconds 3 and 4
+    assert 'aria-label="stress worker RSS after each case"' in h and "130 MB" in h
     assert "Stress verdicts" not in write_html(records()[:6], tmp_path / "c.html").read_text()
 
