@@ -664,15 +664,6 @@ class IsolatedDevice(Device):
                 h = self._current = _Host(self, self.hosts_started)
         return h
 
-    def live_host_pids(self) -> set[int]:
-        h = self._current
-        return {h.pid} if h is not None and h.death is None else set()
-
-    @property
-    def host_pid(self) -> int | None:
-        h = self._current
-        return h.pid if h is not None else None
-
     def _incident(self, host: _Host, incident: HostIncident) -> None:
         self.incidents.append({"verdict": incident.verdict, "message": str(incident),
                                "host_pid": host.pid, "generation": host.generation, **incident.details})

@@ -122,14 +122,6 @@ class ReportDir:
     def atomic_write(self, name: str, data: str | bytes) -> Path:
         return atomic_write(self.path / name, data)
 
-    def subdir(self, name: str) -> Path:
-        """A directory inside the report dir; a symlink in its place is removed, not followed."""
-        d = self.path / name
-        if os.path.islink(d):
-            os.unlink(d)
-        d.mkdir(parents=True, exist_ok=True)
-        return d
-
     def write_status(self, status: dict[str, Any]) -> None:
         self.atomic_write(STATUS_FILE, json.dumps(status, indent=1, default=str))
 
