@@ -84,6 +84,10 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
         args += ["--nn-expected-failures", str(Path(a.expected_failures).resolve())]
     if a.max_skip_ratio is not None:
         args += ["--nn-max-skip-ratio", str(a.max_skip_ratio)]
+    if a.progress is not None:
+        if a.progress < 0:
+            return _err(f"--progress must be >= 0 seconds, not {a.progress:g}")
+        args += ["--nn-progress", str(a.progress)]
     if a.history:
         args += ["--nn-history", str(Path(a.history).resolve())]
     seed = a.seed
@@ -632,6 +636,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "one that passes is XPASS and fails the run unless marked \"strict\": false")
     r.add_argument("--max-skip-ratio", type=float, default=None, metavar="R",
                    help="exit 1 when more than this share (0..1) of the cases SKIP (a run that tests nothing)")
+    r.add_argument("--progress", type=float, default=None, metavar="SECONDS",
+                   help="print cases done and an estimate of the time left every SECONDS (default 30; 0: never)")
     r.add_argument("--history", metavar="DIR", default=None,
                    help="append this run's summary to DIR/history.jsonl; report.html shows the trend across runs")
     r.add_argument("--lf", "--last-failed", dest="last_failed", action="store_true",

@@ -82,6 +82,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="run the cases that failed in the last run recorded in the report directory first")
     g.addoption("--nn-history", default=None, metavar="DIR",
                 help="append this run's summary to DIR/history.jsonl; the report shows the trend")
+    g.addoption("--nn-progress", type=float, default=30.0, metavar="SECONDS",
+                help="print cases done, elapsed time and an estimate of the time left every SECONDS "
+                     "(default 30; 0: never)")
     g.addoption("--nn-max-skip-ratio", type=float, default=None,
                 help="fail the run when more than this share (0..1) of its cases SKIP: a run that "
                      "tests nothing is not a pass")
@@ -355,6 +358,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # the directory now, when the run names a driver or a report directory.
     if not s.is_worker and _xdist_active(config) and _names_nnconform_options(config):
         s.open_report_dir()
+    interval = config.getoption("nn_progress")
+    if interval is not None and interval < 0:
+        raise pytest.UsageError("--nn-progress must be >= 0 seconds")
+    if not s.is_worker and interval:
+        from .progress import ProgressReporter
+        config.pluginmanager.register(ProgressReporter(config, interval), "nnconform-progress")
 
 
 def marker_name(name: str) -> str:

@@ -1,0 +1,146 @@
+"""Progress with an ETA across all suites of a conformance run.
+
+pytest's own progress is a column of dots and a percentage per line; a 10,000-case run across
+suites whose cases differ 100-fold in cost (a golden vector takes milliseconds, a real model
+seconds) needs a time estimate instead.  Every ``--nn-progress`` seconds the controller prints
+one line: cases done of planned, elapsed, an estimate of the time left, and the suite running.
+
+The estimate weighs what is left by suite: each suite's mean case time so far (the overall
+mean for a suite not yet started) times its remaining cases, scaled by how wall time has
+related to summed case time so far (which accounts for ``-n`` workers and for the harness's
+overhead between cases).
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+
+def suite_of(nodeid: str) -> str:
+    return Path(nodeid.split("::", 1)[0]).stem.removeprefix("test_")
+
+
+def format_duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    if h:
+        return f"{h}h{m:02d}m"
+    if m:
+        return f"{m}m{s:02d}s"
+    return f"{s}s"
+
+
+class Estimate:
+    """Running totals of finished cases; :meth:`eta` is the time-left estimate."""
+
+    def __init__(self, planned_by_suite: Counter):
+        self.planned = Counter(planned_by_suite)
+        self.done: Counter = Counter()
+        self.case_time: Counter = Counter()     # summed per-case durations, by suite
+
+    def finish(self, suite: str, duration: float) -> None:
+        self.done[suite] += 1
+        self.case_time[suite] += max(0.0, duration)
+
+    @property
+    def total_done(self) -> int:
+        return sum(self.done.values())
+
+    @property
+    def total_planned(self) -> int:
+        return sum(self.planned.values())
+
+    def eta(self, elapsed: float) -> float | None:
+        done = self.total_done
+        work_done = sum(self.case_time.values())
+        if not done or elapsed <= 0:
+            return None
+        overall = work_done / done
+        work_left = 0.0
+        for suite, n in self.planned.items():
+            left = max(0, n - self.done[suite])
+            if left:
+                mean = self.case_time[suite] / self.done[suite] if self.done[suite] else overall
+                work_left += left * mean
+        if work_done <= 0:   # only instant cases so far: fall back on the case rate
+            return elapsed / done * max(0, self.total_planned - done)
+        return work_left * (elapsed / work_done)
+
+
+def _is_suite_nodeid(nodeid: str) -> bool:
+    """Under xdist the controller sees node ids only: a conformance case lives in a
+    ``suites/test_*.py`` file (a checkout's or the installed package's)."""
+    path = Path(nodeid.split("::", 1)[0])
+    return path.name.startswith("test_") and path.parent.name == "suites"
+
+
+class ProgressReporter:
+    """The controller-side plugin (registered by nnconform.plugin when --nn-progress > 0)."""
+
+    def __init__(self, config: pytest.Config, interval: float):
+        self.config = config
+        self.interval = interval
+        self.estimate: Estimate | None = None
+        self.started = time.monotonic()
+        self.last_print = self.started
+        self.current = ""
+        self._phase_time: dict[str, float] = {}  # setup + call durations of the cases in flight
+
+    def _plan(self, nodeids) -> None:
+        # A resumed run's recorded cases are deselected before this point (on the workers
+        # too), so what is planned here is what is left to run.
+        self.estimate = Estimate(Counter(suite_of(n) for n in nodeids))
+        self.started = self.last_print = time.monotonic()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if self.estimate is None and session.items:
+            self._plan(it.nodeid for it in session.items if "nn_record" in getattr(it, "fixturenames", ()))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids) -> None:
+        if self.estimate is None:   # every worker collects the same cases: plan from the first
+            self._plan(n for n in ids if _is_suite_nodeid(n))
+
+    def pytest_runtest_logreport(self, report) -> None:
+        est = self.estimate
+        if est is None or not est.total_planned:
+            return
+        suite = suite_of(report.nodeid)
+        if suite not in est.planned:
+            return
+        spent = self._phase_time.pop(report.nodeid, 0.0) + max(0.0, float(getattr(report, "duration", 0.0)))
+        if report.when != "teardown":
+            self._phase_time[report.nodeid] = spent
+            self.current = suite
+            return
+        est.finish(suite, spent)
+        now = time.monotonic()
+        if now - self.last_print >= self.interval:
+            self.last_print = now
+            self._print(now)
+
+    def line(self, now: float | None = None) -> str:
+        est = self.estimate
+        now = time.monotonic() if now is None else now
+        elapsed = now - self.started
+        done, planned = est.total_done, est.total_planned
+        pct = 100.0 * done / planned if planned else 100.0
+        eta = est.eta(elapsed)
+        left = f", about {format_duration(eta)} left" if eta is not None and done < planned else ""
+        where = f"; now in {self.current}" if self.current and done < planned else ""
+        return f"nnconform: {done:,} of {planned:,} cases ({pct:.0f}%) in {format_duration(elapsed)}{left}{where}"
+
+    def _print(self, now: float) -> None:
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is None:
+            return
+        # pytest's dots share the line: start a fresh one (ensure_newline only knows about
+        # file-path prefixes, not the -q dots).
+        if getattr(tr._tw, "width_of_current_line", 0):
+            tr._tw.line()
+        tr.write_line(self.line(now))
