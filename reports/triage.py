@@ -30,9 +30,11 @@ TYPE_ORDER = ["fp32", "relaxed", "fp16", "int32", "quant8", "quant8_signed", "qu
 
 _OPS_PREFIX = re.compile(r"\[[A-Z0-9_, ]+\]\s*")
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
-_PATH = re.compile(r"(?:/[\w.+-]+)+")
+# A path starts a word: "bool8/fp32" in a type list is not one.
+_PATH = re.compile(r"(?<![\w.])(?:/[\w.+-]+)+")
 _HEX = re.compile(r"\b0x[0-9a-fA-F]+\b")
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|inf|nan)\b")
+# Digits inside a name (fp32, CONV_2D, V1_2) are part of it, not a number.
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+|inf|nan)\b")
 _SPACE = re.compile(r"\s+")
 _MORE = re.compile(r"\[\+\d+ more mismatch\(es\)\]")
 MESSAGE_KEY_LIMIT = 200
