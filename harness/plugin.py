@@ -197,6 +197,17 @@ class NnSession:
                     driver=self.driver_spec, seed=self.seed, started=self.started)
         self._reportdir.write_status(meta)
 
+    def close_writer(self) -> None:
+        """Close the journal (its last rows fsynced).  An error here is reported, not raised:
+        every row is already written."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            try:
+                writer.close()
+            except OSError as e:
+                from .reportdir import describe_os_error
+                self.status_line = f"nnconform: {describe_os_error(e, self.report_dir / 'results.jsonl')}"
+
     def close_report_dir(self) -> None:
         from .reportdir import release
         if self._reportdir is not None:
@@ -255,7 +266,7 @@ class NnSession:
                 self._writer = ResultsWriter(self.report_dir / "results.jsonl")
             self._writer.write(record)
         except OSError as e:
-            # Rows already written stay valid (each is one fsynced line); this one cannot be.
+            # Rows already written stay valid (each is one whole line); this one cannot be.
             pytest.exit(f"nnconform: {describe_os_error(e, self.report_dir / 'results.jsonl')}", returncode=3)
         self.rows += 1
 
@@ -709,6 +720,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 @pytest.hookimpl(tryfirst=True)   # before junitxml writes its file, so the properties are in it
 def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     s: NnSession = session.config.stash[_SESSION_KEY]
+    s.close_writer()
     if s.is_worker:
         s.close_device()
         return
@@ -773,6 +785,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if s is None:
         return
     s.close_device()
+    s.close_writer()
     s.close_report_dir()
 
 

@@ -14,8 +14,8 @@ before the budget runs out is named at the end (terminal and report) and the exi
 ``stress-run.json`` in the report directory before the first case starts.
 
 **Journal.**  Every finished case is one :class:`nnconform.results.ResultRecord` (suite
-``stress``, test id ``"<test>#<index>"``) appended, flushed and fsynced to
-``results.jsonl`` at once (contract 6).  Killing the runner, even with SIGKILL, loses only the
+``stress``, test id ``"<test>#<index>"``) appended to ``results.jsonl`` at once, in one write
+(fsynced at most once a second) (contract 6).  Killing the runner, even with SIGKILL, loses only the
 cases in flight; the workers notice their parent is gone and kill their process groups.
 ``--resume`` reads the manifest and the journal and runs exactly the planned cases that have
 no row yet; its time budget is what is left of the original one, but never less than the
