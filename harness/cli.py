@@ -84,6 +84,8 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
         args += ["--nn-expected-failures", str(Path(a.expected_failures).resolve())]
     if a.max_skip_ratio is not None:
         args += ["--nn-max-skip-ratio", str(a.max_skip_ratio)]
+    if a.only_supported:
+        args += ["--nn-only-supported"]
     if a.progress is not None:
         if a.progress < 0:
             return _err(f"--progress must be >= 0 seconds, not {a.progress:g}")
@@ -636,6 +638,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "one that passes is XPASS and fails the run unless marked \"strict\": false")
     r.add_argument("--max-skip-ratio", type=float, default=None, metavar="R",
                    help="exit 1 when more than this share (0..1) of the cases SKIP (a run that tests nothing)")
+    r.add_argument("--only-supported", action="store_true",
+                   help="run only the cases whose every operation the driver claims (and the invalid "
+                        "models it must reject); the rest are not run instead of SKIP rows")
     r.add_argument("--progress", type=float, default=None, metavar="SECONDS",
                    help="print cases done and an estimate of the time left every SECONDS (default 30; 0: never)")
     r.add_argument("--history", metavar="DIR", default=None,

@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from . import __version__
@@ -82,6 +83,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="run the cases that failed in the last run recorded in the report directory first")
     g.addoption("--nn-history", default=None, metavar="DIR",
                 help="append this run's summary to DIR/history.jsonl; the report shows the trend")
+    g.addoption("--nn-only-supported", action="store_true",
+                help="run only the cases whose every operation the driver claims in "
+                     "supported_operations (and the invalid-model cases it must reject); the rest are "
+                     "deselected, not recorded as SKIP rows")
     g.addoption("--nn-progress", type=float, default=30.0, metavar="SECONDS",
                 help="print cases done, elapsed time and an estimate of the time left every SECONDS "
                      "(default 30; 0: never)")
@@ -124,6 +129,7 @@ class NnSession:
         self.last_failed: list[str] | None = None     # node ids that failed in the last run
         self.previous: Path | None = None
         self.planned: int | None = None
+        self.not_claimed = 0       # cases --nn-only-supported deselected (this process)
         seed = config.getoption("nn_seed")
         if self.is_worker:
             seed = self.workerinput.get("nn_seed", seed)
@@ -253,9 +259,12 @@ class NnSession:
     # results --------------------------------------------------------------------------
     def meta(self) -> dict:
         # human-readable keys: the HTML report shows them as they are
-        return {"driver": self.driver_spec, "seed": self.seed, "harness version": __version__,
+        meta = {"driver": self.driver_spec, "seed": self.seed, "harness version": __version__,
                 "started": self.started, "python": sys.version.split()[0],
                 "isolation": self.isolation_text()}
+        if self.config.getoption("nn_only_supported"):
+            meta["selection"] = "only the cases the driver claims (--only-supported); the rest were not run"
+        return meta
 
     def write_row(self, record) -> None:
         from .results import ResultsWriter
@@ -470,6 +479,10 @@ def pytest_collection_modifyitems(session, config: pytest.Config, items: list) -
             items[:] = sorted(items, key=lambda it: it.nodeid not in failed)
         if not s.is_worker:
             s.planned = sum(1 for it in items if _is_case(it))
+    if config.getoption("nn_only_supported") and (s.is_worker or not _xdist_active(config)):
+        _keep_only_supported(s, config, items)
+        if not s.is_worker:
+            s.planned = sum(1 for it in items if _is_case(it))
     if s.done_nodeids:
         done = [it for it in items if it.nodeid in s.done_nodeids]
         if done:
@@ -477,6 +490,46 @@ def pytest_collection_modifyitems(session, config: pytest.Config, items: list) -
             items[:] = [it for it in items if it.nodeid not in s.done_nodeids]
     if not s.is_worker:
         s.write_status("running")
+
+
+def case_model(item):
+    """(model, expect_failure) of a collected case when its model is known at collection: a
+    suite module may say with ``nn_case_model(item)``; otherwise a parameter with a ``model``
+    (an Example).  None when the model is only drawn in the test (the random suite)."""
+    from .ir import Model
+    hook = getattr(getattr(item, "module", None), "nn_case_model", None)
+    if hook is not None:
+        return hook(item)
+    for v in getattr(getattr(item, "callspec", None), "params", {}).values():
+        m = getattr(v, "model", None)
+        if isinstance(m, Model):
+            return m, bool(getattr(v, "expect_failure", False))
+    return None
+
+
+def _keep_only_supported(s: NnSession, config: pytest.Config, items: list) -> None:
+    """--nn-only-supported: deselect the cases the driver does not claim entirely.  A case
+    whose support query raises (an invalid model the driver must reject) or answers garbage
+    stays, so its own test records that.  A valid model that must fail at execution is
+    deselected like any other when the driver does not claim it."""
+    keep, drop = [], []
+    for it in items:
+        found = case_model(it) if _is_case(it) else None
+        if found is None:
+            keep.append(it)      # the model is only known when the test runs
+            continue
+        try:
+            claims = s.device.supported_operations(found[0])
+        except Exception:        # an invalid model it rejects (the case checks that), or a driver
+            keep.append(it)      # bug the case itself will record
+            continue
+        ok = isinstance(claims, (list, tuple)) and len(claims) > 0 and \
+            all(isinstance(c, (bool, np.bool_)) for c in claims)
+        (keep if not ok or all(claims) else drop).append(it)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+    s.not_claimed = len(drop)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -818,6 +871,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_line(s.status_line, red=True)
     if s.previous is not None:
         terminalreporter.write_line(f"nnconform: the earlier run's results were moved to {s.previous}")
+    if s.not_claimed:
+        terminalreporter.write_line(f"nnconform: --only-supported: {s.not_claimed} cases the driver does not "
+                                    f"claim entirely were not run")
     status = getattr(s, "final_status", None)
     if status is not None:
         counts = ", ".join(f"{n} {o}" for o, n in sorted(s.final_counts.items()))

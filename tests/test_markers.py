@@ -36,3 +36,39 @@ def test_suite_markers(tmp_path):
     ids_gq, _ = collected(tmp_path, "generated", "vts", "generated and quant8")
     assert set(ids_gq) < set(ids_g) and all("test_generated.py::" in i for i in ids_g)
     assert sum("quant8" in i for i in ids_gq) > len(ids_gq) / 2
+
+
+RELU_ONLY = '''
+from nnconform.drivers.reference import ReferenceDevice
+from nnconform.ir import OperationType
+
+
+class ReluOnly(ReferenceDevice):
+    """The reference, claiming RELU alone (invalid models still raise INVALID_ARGUMENT)."""
+    def supported_operations(self, model):
+        claims = super().supported_operations(model)
+        return [c and op.type == OperationType.RELU for c, op in zip(claims, model.main.operations)]
+'''
+
+
+def test_only_supported_runs_just_what_the_driver_claims(tmp_path):
+    """--only-supported deselects the cases the driver does not claim entirely, instead of
+    recording them as SKIP rows; the invalid models it must reject still run."""
+    (tmp_path / "reluonly.py").write_text(RELU_ONLY)
+    out = tmp_path / "r"
+    r = subprocess.run([sys.executable, "-m", "nnconform", "run", "--driver", "reluonly:ReluOnly",
+                        "--suite", "generated", "--only-supported", "--report-dir", str(out)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    import csv
+    import json
+    with open(out / "results.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows and all(row["outcome"] == "PASS" for row in rows), [row for row in rows if row["outcome"] != "PASS"][:3]
+    assert any(row["operations"] == "RELU" for row in rows)
+    rejected = [row for row in rows if row["operations"] != "RELU"]
+    assert rejected and all("rejected as expected" in row["message"] for row in rejected)
+    m = re.search(r"(\d+) passed, (\d+) deselected", r.stdout)
+    assert m and int(m.group(1)) == len(rows) and int(m.group(2)) > 500
+    assert f"--only-supported: {m.group(2)} cases" in r.stdout
+    assert "only-supported" in json.loads((out / "run.json").read_text()).get("selection", "")
