@@ -8,8 +8,10 @@ array references; its clients see their earlier results change under them.
 line, every output of the first execution whose contents changed (or ``None``).
 
 Behind the driver host (the default isolation) every reply is decoded into fresh arrays, so
-no harness-side reference can alias a driver buffer and the check passes by construction;
-it bites on ``--in-process`` runs, which is where a Python client would see it.
+no harness-side reference can alias a driver buffer.  The host watches instead, in the
+driver's own process: it keeps the arrays of each prepared model's last result with a copy of
+their bytes, and after the next execution reports the outputs whose arrays changed
+(``RemotePreparedModel.aliased_outputs``).  In-process, the held arrays show it directly.
 """
 from __future__ import annotations
 
@@ -35,11 +37,16 @@ def check_aliasing(device: Device, model: Model, inputs_a: Sequence[np.ndarray],
         held = list(first.outputs)
         snapshot = [np.array(o, copy=True) for o in held]
         second = prepared.execute(Request.from_arrays(model, list(inputs_b)))
+        in_host = list(getattr(prepared, "aliased_outputs", None) or [])
     finally:
         release = getattr(prepared, "release", None)
         if callable(release):
             release()
     changed = [i for i, (h, s) in enumerate(zip(held, snapshot)) if not _same(np.asarray(h), s)]
+    if in_host and not changed:
+        return (f"aliasing: output(s) {in_host} of execution 1 were overwritten by execution 2 on other "
+                f"inputs, inside the driver host (the driver reuses its output arrays; results must stay "
+                f"valid after the next execution)")
     if not changed:
         return None
     shared = [i for i in changed if i < len(second.outputs)

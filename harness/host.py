@@ -103,6 +103,8 @@ class Host:
         self.next_id = 1
         self.lock = threading.Lock()
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="nnconform-host-call")
+        # handle -> (the arrays of its last result, their bytes then): the aliasing watch
+        self.held: dict[int, tuple[list, list[bytes]]] = {}
 
     # -- plumbing -------------------------------------------------------------------------
     def send(self, header: dict, bufs: list = ()) -> None:
@@ -124,6 +126,7 @@ class Host:
 
     def forget(self, k: int) -> None:
         with self.lock:
+            self.held.pop(k, None)
             if k in self.objects and k != 0:
                 self.released.append(k)
                 while len(self.released) > _RELEASED_KEEP:
@@ -189,8 +192,25 @@ class Host:
     def op_prepare_from_cache(self, bufs, token) -> dict:
         return self._prepared(self.device.prepare_from_cache(token))
 
+    def _watch(self, handle: int, result, reply: dict) -> dict:
+        """The aliasing watch.  Replies are decoded into fresh arrays on the harness side, so a
+        driver that hands out its output arrays and overwrites them on the next execution
+        harms no harness reference; here, in the driver's own process, that is visible: the
+        arrays of this handle's previous result no longer hold what they held when returned.
+        The indices of those outputs ride along with the reply as ``aliased``."""
+        outs = [np.asarray(a) for a in result.outputs]
+        with self.lock:
+            before = self.held.get(handle)
+            self.held[handle] = (outs, [a.tobytes() for a in outs])
+        if before is not None:
+            changed = [i for i, (a, snap) in enumerate(zip(*before)) if a.tobytes() != snap]
+            if changed:
+                reply["aliased"] = changed
+        return reply
+
     def op_execute(self, bufs, handle, request, kwargs) -> dict:
-        return _result(self.get(handle).execute(request, **kwargs), bufs)
+        result = self.get(handle).execute(request, **kwargs)
+        return self._watch(handle, result, _result(result, bufs))
 
     def op_execute_async(self, bufs, handle, request, kwargs) -> dict:
         fut = self.get(handle).execute_async(request, **kwargs)
@@ -231,7 +251,8 @@ class Host:
         return {"handle": self.keep(self.get(handle).configure_burst())}
 
     def op_burst_execute(self, bufs, handle, request, kwargs) -> dict:
-        return _result(self.get(handle).execute(request, **kwargs), bufs)
+        result = self.get(handle).execute(request, **kwargs)
+        return self._watch(handle, result, _result(result, bufs))
 
     def op_allocate(self, bufs, desc, models, input_roles, output_roles) -> dict:
         buf, token = self.device.allocate(desc, [self.get(m) for m in models], input_roles, output_roles)

@@ -534,11 +534,27 @@ def _drop(host_ref, handle: int) -> None:
         host.drops.append(handle)
 
 
+def _aliased(v: Any) -> list[int]:
+    """The host's aliasing watch: outputs of the previous result the driver changed since."""
+    got = v.get("aliased") if isinstance(v, dict) else None
+    if got is None:
+        return []
+    if not isinstance(got, list) or len(got) > 1 << 16 or not all(type(i) is int and i >= 0 for i in got):
+        raise wire.ProtocolViolation("malformed aliasing report")
+    return got
+
+
 class RemotePreparedModel(_Remote, PreparedModel):
+    #: After each synchronous execution: the outputs of the one before it that the driver
+    #: overwrote since it returned them (found in the driver host; nnconform.aliasing reads it).
+    aliased_outputs: list[int] = []
+
     def execute(self, request, *, measure_timing=False, deadline=None, loop_timeout=None) -> ExecutionResult:
         v, bufs = self._call("execute", {"request": request, "kwargs": dict(
             measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout)})
-        return _decode_result(v, bufs)
+        result = _decode_result(v, bufs)
+        self.aliased_outputs = _aliased(v)
+        return result
 
     def release(self) -> None:
         self._call("release", {})
@@ -597,10 +613,14 @@ class RemoteFencedHandle(_Remote, FencedExecutionHandle):
 
 
 class RemoteBurst(_Remote, Burst):
+    aliased_outputs: list[int] = []
+
     def execute(self, request, *, measure_timing=False, deadline=None, loop_timeout=None) -> ExecutionResult:
         v, bufs = self._call("burst_execute", {"request": request, "kwargs": dict(
             measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout)})
-        return _decode_result(v, bufs)
+        result = _decode_result(v, bufs)
+        self.aliased_outputs = _aliased(v)
+        return result
 
     def release(self) -> None:
         self._call("release", {})
