@@ -101,6 +101,8 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
         args += ["--nn-mem-limit", a.mem_limit]
     if a.resume:
         args += ["--nn-resume"]
+    if a.no_partition:
+        args += ["--nn-no-partition"]
     if a.workers is not None and a.workers > 1:
         args += ["-n", str(a.workers)]
     args += extra
@@ -620,6 +622,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the cases in N parallel processes (pytest-xdist), each with its own driver host")
     r.add_argument("--resume", action="store_true",
                    help="continue the interrupted run recorded in --report-dir (same seed, cases not yet recorded)")
+    r.add_argument("--no-partition", action="store_true",
+                   help="skip every case the driver supports only in part (default: run it partitioned, "
+                        "the driver's operations on the driver and the rest on the reference)")
     r.add_argument("--in-process", action="store_true",
                    help="load the driver into the harness process (debugging under pdb); no crash or hang "
                         "protection, and rows say so")

@@ -82,6 +82,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="run the cases that failed in the last run recorded in the report directory first")
     g.addoption("--nn-history", default=None, metavar="DIR",
                 help="append this run's summary to DIR/history.jsonl; the report shows the trend")
+    g.addoption("--nn-no-partition", "--no-partition", action="store_true", dest="nn_no_partition",
+                help="skip a case unless the driver supports every operation of it (default: run "
+                     "the supported operations on the driver, the rest on the reference, partitioned)")
     g.addoption("--nn-max-skip-ratio", type=float, default=None,
                 help="fail the run when more than this share (0..1) of its cases SKIP: a run that "
                      "tests nothing is not a pass")
@@ -241,7 +244,9 @@ class NnSession:
         # human-readable keys: the HTML report shows them as they are
         return {"driver": self.driver_spec, "seed": self.seed, "harness version": __version__,
                 "started": self.started, "python": sys.version.split()[0],
-                "isolation": self.isolation_text()}
+                "isolation": self.isolation_text(),
+                "partitioning": "off (--no-partition)" if self.config.getoption("nn_no_partition", False)
+                else "on (partly supported cases run partitioned)"}
 
     def write_row(self, record) -> None:
         from .results import ResultsWriter
@@ -312,6 +317,7 @@ class NnSession:
         """Turn a runner outcome into pytest's verdict (and a dumped spec on failure)."""
         from .textsafe import clean_text
         record["message"] = clean_text(outcome.message)[:MESSAGE_LIMIT]
+        note_partition(record, outcome)
         if outcome.outcome == "SKIP":
             pytest.skip(record["message"])
         if outcome.outcome in ("CRASH", "HANG"):
@@ -326,6 +332,15 @@ class NnSession:
                 record["message"] += f" (spec dump failed: {type(e).__name__}: {e})"
             pytest.fail(record["message"] + (f"\n  replay: {record['replay']}" if record.get("replay") else ""),
                         pytrace=False)
+
+
+def note_partition(record: dict, outcome) -> None:
+    """A partitioned case says so in its row: ``extra.partitioned`` is "k/n" (k of the n
+    operations of its main graph ran on the driver) and ``extra.driver_operations`` lists them."""
+    info = getattr(outcome, "partition", None)
+    if info:
+        record["extra"]["partitioned"] = f"{info['on_driver']}/{info['operations']}"
+        record["extra"]["driver_operations"] = list(info.get("driver_operations", ()))
 
 
 def criterion_of(outcome) -> str:
@@ -346,6 +361,8 @@ def _incident_extra(details: dict) -> dict:
 def pytest_configure(config: pytest.Config) -> None:
     s = NnSession(config)
     config.stash[_SESSION_KEY] = s
+    from .runner import set_partitioning
+    set_partitioning(not config.getoption("nn_no_partition", False))
     config.addinivalue_line("markers", "nnconform: a conformance case recorded as a result row")
     for name, what in _case_markers().items():
         config.addinivalue_line("markers", f"{name}: {what}")

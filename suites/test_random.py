@@ -126,7 +126,7 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
     st_settings = profiles.settings_for(profile, graph=graph, max_examples=cfg.getoption("nn_max_examples", None),
                                         report_dir=nn_session.report_dir)
     device = _OpFailedAtPrepare(nn_device)
-    tally = {"passed": 0, "skipped": 0, "skip_reasons": set()}
+    tally = {"passed": 0, "skipped": 0, "partitioned": 0, "skip_reasons": set()}
     domain: dict[str, set[str]] = {}
     meaningful: dict[str, set[str]] = {}
 
@@ -158,6 +158,7 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
                 shrink["first_failure"] = time.monotonic()
             raise failed
         tally["passed"] += 1
+        tally["partitioned"] += bool(outcome.partition)
 
     one_example._hypothesis_internal_add_digest = test_id.encode()
     test = given(strategy)(one_example)
@@ -177,7 +178,7 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
     if shrink["first_failure"] is not None:
         nn_record["extra"].update(shrink_s=round(time.monotonic() - shrink["first_failure"], 2),
                                   failing_examples_seen=shrink["failures"])
-    nn_record["extra"].update(passed=tally["passed"], skipped=tally["skipped"],
+    nn_record["extra"].update(passed=tally["passed"], skipped=tally["skipped"], partitioned=tally["partitioned"],
                               domain=ledger.as_json(domain), domain_meaningful=ledger.as_json(meaningful))
     if failure is not None:   # outside the except block: the report needs no exception chain
         _report_failure(nn_session, nn_device, nn_record, test_id, failure, criteria, profile)
