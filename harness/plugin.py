@@ -85,6 +85,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--nn-no-partition", "--no-partition", action="store_true", dest="nn_no_partition",
                 help="skip a case unless the driver supports every operation of it (default: run "
                      "the supported operations on the driver, the rest on the reference, partitioned)")
+    g.addoption("--nn-no-probe", "--no-probe", action="store_true", dest="nn_no_probe",
+                help="random suite: draw from every operation, not only those the driver claims "
+                     "(nnconform.probe asks its supported_operations per operation x type x rank)")
     g.addoption("--nn-max-skip-ratio", type=float, default=None,
                 help="fail the run when more than this share (0..1) of its cases SKIP: a run that "
                      "tests nothing is not a pass")
@@ -132,6 +135,7 @@ class NnSession:
             self.last_failed = list(lf) if lf is not None else None
         self.seed: int = seed if seed is not None else random.SystemRandom().randrange(2**31)
         self._device = None
+        self._claims = None
         self._writer = None
         self._reportdir = None
         self.rows = 0
@@ -219,6 +223,16 @@ class NnSession:
             except DriverLoadError as e:
                 pytest.exit(f"nnconform: {e}", returncode=2)
         return self._device
+
+    def claims(self):
+        """What the driver claims per operation x type x rank (nnconform.probe.ClaimCache),
+        asked lazily; None under --no-probe (generators then draw from every operation)."""
+        if self.config.getoption("nn_no_probe", False):
+            return None
+        if self._claims is None:
+            from .probe import ClaimCache
+            self._claims = ClaimCache(self.device)
+        return self._claims
 
     @property
     def isolated(self) -> bool:

@@ -230,12 +230,28 @@ def _report_failure(nn_session, nn_device, nn_record, test_id, f: CaseFailed, cr
                 + (f"\n  replay: {nn_record['replay']}" if nn_record.get("replay") else ""), pytrace=False)
 
 
+def _supported_cells(nn_session, nn_record, dtype, ops=None, rank=None) -> frozenset | None:
+    """The (operation, rank) cells of ``dtype`` the driver claims (nnconform.probe), to draw
+    from; None under --no-probe.  A test with none left is one skip that says so."""
+    claims = nn_session.claims()
+    if claims is None:
+        return None
+    allowed = claims.allowed(dtype, ops, None if rank is None else [rank])
+    nn_record["extra"]["claimed_cells"] = len(allowed)
+    if not allowed:
+        what = ", ".join(o.name for o in ops) if ops else "any covered operation"
+        pytest.skip(f"the driver claims {what} for {SHORT_TYPE_NAME[dtype]}"
+                    + (f" at rank {rank}" if rank else "") + " nowhere (capability probe)")
+    return allowed
+
+
 @pytest.mark.parametrize("op,dtype", SINGLE, ids=[f"{op.name}-{SHORT_TYPE_NAME[t]}" for op, t in SINGLE])
 def test_single_operation(op, dtype, request, nn_session, nn_device, nn_record):
     test_id = f"random/single/{op.name}/{SHORT_TYPE_NAME[dtype]}"
     nn_record.update(suite="random", test_id=test_id, operations=[op.name], data_types=[SHORT_TYPE_NAME[dtype]])
+    allowed = _supported_cells(nn_session, nn_record, dtype, ops=[op])
     _run(request, nn_session, nn_device, nn_record, test_id,
-         single_operation(op, dtype, value_mode="mixed"), op_criteria(op), graph=False)
+         single_operation(op, dtype, value_mode="mixed", allowed=allowed), op_criteria(op), graph=False)
 
 
 @pytest.mark.parametrize("size,dtype,rank", GRAPHS,
@@ -244,8 +260,9 @@ def test_graph(size, dtype, rank, request, nn_session, nn_device, nn_record):
     n_ops, max_dim, criteria = GRAPH_SIZES[size]
     test_id = f"random/{size}/{SHORT_TYPE_NAME[dtype]}/rank{rank}"
     nn_record.update(suite="random", test_id=test_id, operations=[], data_types=[SHORT_TYPE_NAME[dtype]])
+    allowed = _supported_cells(nn_session, nn_record, dtype, rank=rank)
     _run(request, nn_session, nn_device, nn_record, test_id,
-         random_graph(dtype, rank, n_ops, max_dim, value_mode="mixed"), criteria, graph=True)
+         random_graph(dtype, rank, n_ops, max_dim, value_mode="mixed", allowed=allowed), criteria, graph=True)
 
 
 @pytest.mark.parametrize("dtype", CONTROL_FLOW_TYPES, ids=[SHORT_TYPE_NAME[t] for t in CONTROL_FLOW_TYPES])
