@@ -136,6 +136,7 @@ class NnSession:
         self.seed: int = seed if seed is not None else random.SystemRandom().randrange(2**31)
         self._device = None
         self._claims = None
+        self.capability_text = ""
         self._writer = None
         self._reportdir = None
         self.rows = 0
@@ -173,6 +174,7 @@ class NnSession:
                 if self.config.getoption("nn_last_failed") or self.config.getoption("nn_failed_first"):
                     self.last_failed = self._failed_in(self.previous)
             self.write_status("running")
+            self.auto_probe()
         except ReportDirError as e:
             raise pytest.UsageError(str(e)) from None
         except ValueError as e:   # a damaged journal or run.json
@@ -224,6 +226,29 @@ class NnSession:
                 pytest.exit(f"nnconform: {e}", returncode=2)
         return self._device
 
+    def auto_probe(self) -> None:
+        """At the start of a run: the capability matrix of this driver version, from the
+        report directory's cache or probed now (nnconform.probe).  Off with --no-probe or
+        NNCONFORM_AUTO_PROBE=0 (the harness's own tests set it: a full probe costs 20-30 s)."""
+        if self.config.getoption("nn_no_probe", False) or os.environ.get("NNCONFORM_AUTO_PROBE", "1") == "0":
+            return
+        from .probe import OVER, UNDER, CapabilityCache
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        cache = CapabilityCache(self.device, self.report_dir)
+        if tr is not None:
+            tr.write_line(f"nnconform: capability matrix of {cache.name} {cache.version}: {cache.path}"
+                          + ("" if cache.data()["complete"] else " (probing now)"))
+        cache.ensure()
+        data = cache.data()
+        s = data["summary"]
+        bad = [f"{c['operation']} {c['data_type']} rank {c['rank']}" for c in data["cells"] if c["status"] == OVER]
+        self.capability_text = (", ".join(f"{v} {k}" for k, v in s.items()) + f" ({cache.path.name}"
+                                + (f"; over-claims: {', '.join(bad[:8])}" if bad else "") + ")")
+        if tr is not None:
+            tr.write_line(f"nnconform: capabilities: {self.capability_text}")
+            if s[UNDER]:
+                tr.write_line(f"nnconform: {s[UNDER]} under-claimed cell(s): see {cache.path.parent / 'capabilities.md'}")
+
     def claims(self):
         """What the driver claims per operation x type x rank (nnconform.probe.ClaimCache),
         asked lazily; None under --no-probe (generators then draw from every operation)."""
@@ -259,6 +284,7 @@ class NnSession:
         return {"driver": self.driver_spec, "seed": self.seed, "harness version": __version__,
                 "started": self.started, "python": sys.version.split()[0],
                 "isolation": self.isolation_text(),
+                **({"capabilities": self.capability_text} if self.capability_text else {}),
                 "partitioning": "off (--no-partition)" if self.config.getoption("nn_no_partition", False)
                 else "on (partly supported cases run partitioned)"}
 
