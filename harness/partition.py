@@ -296,7 +296,8 @@ def run_partitioned(device, model: Model, inputs: Sequence[np.ndarray | None], o
     """Run every partition; returns (the case's outputs, info) or raises PartitionFailed.
     ``info``: operations (n), on_driver (k: operations the driver actually ran), partitions,
     driver_operations (their indexes), refused_in_context (partitions the driver refused
-    when shown alone; they ran on the reference)."""
+    when shown alone; they ran on the reference), zero_sized (driver partitions that got a
+    zero-sized tensor, which no request can carry; they ran on the reference too)."""
     from .executor import Executor
     sg = model.main
     parts = plan(model, on_driver)
@@ -306,7 +307,7 @@ def run_partitioned(device, model: Model, inputs: Sequence[np.ndarray | None], o
     produced = {i for op in sg.operations for i in op.outputs}   # boundary tensors, not case inputs
     from_driver: set[int] = set()
     driver_ops: list[int] = []
-    refused = 0
+    refused = zero_sized = 0
     for p, part in enumerate(parts):
         missing = [i for i in part.inputs if i not in values]
         if missing:
@@ -317,7 +318,9 @@ def run_partitioned(device, model: Model, inputs: Sequence[np.ndarray | None], o
         where = f"driver partition {p} [{part.names(model)}]"
         outs = None
         # NNAPI requests reject an input with a zero dimension: such a partition stays on the CPU.
-        if part.on_driver and not any(v is not None and v.ndim and 0 in v.shape for v in ins):
+        empty = any(v is not None and v.ndim and 0 in v.shape for v in ins)
+        zero_sized += bool(part.on_driver and empty)
+        if part.on_driver and not empty:
             feed = [pooled(v) if v is not None and i in produced else v for i, v in zip(part.inputs, ins)]
             outs = _on_driver(device, sub, feed, where, measure_timing, loop_timeout)
             if outs is None:
@@ -345,6 +348,6 @@ def run_partitioned(device, model: Model, inputs: Sequence[np.ndarray | None], o
             raise PartitionFailed("ERROR", f"model output operand {i} was never written", "execute")
         actual.append(values[i])
     info = {"operations": len(sg.operations), "on_driver": len(driver_ops), "partitions": len(parts),
-            "driver_operations": sorted(driver_ops), "refused_in_context": refused}
+            "driver_operations": sorted(driver_ops), "refused_in_context": refused, "zero_sized": zero_sized}
     return actual, info
 

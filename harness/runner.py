@@ -182,8 +182,12 @@ def _partitioned(device, model, inputs, expected, supported, *, ignored, criteri
     text = f"partitioned: {info['on_driver']} of {n} operations on the driver"
     if info["refused_in_context"]:
         text += f" ({info['refused_in_context']} partition(s) refused when shown alone ran on the reference)"
+    if info["zero_sized"]:
+        text += f" ({info['zero_sized']} partition(s) fed a zero-sized tensor ran on the reference)"
     if info["on_driver"] == 0:
-        return done(SKIP, f"{why}; the driver refused every partition shown alone", "supported")
+        reason = "the driver refused every partition shown alone" if info["refused_in_context"] else \
+            "every driver partition is fed a zero-sized tensor (a request cannot carry one)"
+        return done(SKIP, f"{why}; {reason}", "supported")
     cmp = compare(model, list(expected), actual, criteria=criteria, ignored=ignored)
     if cmp.passed:
         return done(PASS, text, "compare", actual=actual, comparison=cmp, partition=info)
