@@ -161,3 +161,34 @@ def test_relu_that_ignores_strides_is_caught_only_partitioned():
     assert got.outcome == "FAIL" and got.message.startswith("partitioned: 1 of 2"), got.message
     assert run_case(dev, internal.model, internal.inputs, internal.outputs, partition=False).outcome == "SKIP"
     assert run_case(ReferenceDevice(), internal.model, internal.inputs, internal.outputs).outcome == "PASS"
+
+
+def test_partitioned_failure_is_blamed_on_the_driver_operation():
+    from nnconform.attribution import blame
+    root = default_root()
+    if not root.is_dir():
+        pytest.skip(f"AOSP vectors not found at {root}")
+    f = root / "V1_0" / "relu_float_1.json"
+    d = next(d for d in json.loads(f.read_text()) if d["name"] == "relu_float_1_all_inputs_as_internal")
+    case = case_from_dict(d, str(f))
+    dev = ReluIgnoresStrides()
+    out = run_case(dev, case.model, case.inputs, case.outputs)
+    b = blame(dev, case.model, case.inputs, out)
+    assert out.outcome == "FAIL" and b.operation == "RELU" and b.how == "first divergent operation"
+
+
+def test_rows_of_a_run_say_partitioned(tmp_path):
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "nnconform", "run", "--driver",
+                        "nnconform.drivers.broken_partial:HalfReferenceOdd", "--suite", "vectors",
+                        "--report-dir", str(tmp_path), "--seed", "1", "--", "-k", "relu_float_1"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    rows = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    inner = [x for x in rows if x["test_id"].endswith("relu_float_1_all_inputs_as_internal")]
+    assert inner and inner[0]["outcome"] == "PASS"
+    assert inner[0]["message"] == "partitioned: 1 of 2 operations on the driver"
+    assert inner[0]["extra"]["partitioned"] == "1/2" and inner[0]["extra"]["driver_operations"] == [1]
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert "on" in json.dumps(run).split("partitioning", 1)[1][:40]
