@@ -677,7 +677,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip every case the driver supports only in part (default: run it partitioned, "
                         "the driver's operations on the driver and the rest on the reference)")
     r.add_argument("--no-probe", action="store_true",
-                   help="random suite: draw from every operation, not only those the driver claims")
+                   help="no capability probe at the start of the run, and the random suite draws from "
+                        "every operation, not only those the driver claims")
     r.add_argument("--in-process", action="store_true",
                    help="load the driver into the harness process (debugging under pdb); no crash or hang "
                         "protection, and rows say so")

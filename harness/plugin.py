@@ -86,8 +86,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="skip a case unless the driver supports every operation of it (default: run "
                      "the supported operations on the driver, the rest on the reference, partitioned)")
     g.addoption("--nn-no-probe", "--no-probe", action="store_true", dest="nn_no_probe",
-                help="random suite: draw from every operation, not only those the driver claims "
-                     "(nnconform.probe asks its supported_operations per operation x type x rank)")
+                help="no capability probe at the start of the run (nnconform.probe), and the random "
+                     "suite draws from every operation, not only those the driver claims")
     g.addoption("--nn-max-skip-ratio", type=float, default=None,
                 help="fail the run when more than this share (0..1) of its cases SKIP: a run that "
                      "tests nothing is not a pass")
