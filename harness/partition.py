@@ -230,7 +230,7 @@ def _on_driver(device, sub: Model, inputs: list, where: str, measure_timing: boo
                loop_timeout: float | None) -> list[np.ndarray] | None:
     """One driver partition through the ordinary driver interface.  None: the driver refuses
     part of it in this context (it then runs on the reference)."""
-    from .isolation import DriverProtocolError, HostIncident, StaleHandle
+    from .isolation import DriverProtocolError, HostIncident
     try:
         claims = device.supported_operations(sub)
     except HostIncident as e:
@@ -256,10 +256,8 @@ def _on_driver(device, sub: Model, inputs: list, where: str, measure_timing: boo
             request = Request.from_arrays(sub, inputs)
             result = prepared.execute(request, measure_timing=measure_timing, loop_timeout=loop_timeout)
         finally:
-            try:
-                prepared.release()
-            except StaleHandle:
-                pass  # the host died in execute: the CRASH/HANG below is the verdict
+            from .runner import _release   # StaleHandle (host died in execute): the verdict is below
+            _release(prepared)
     except HostIncident as e:
         raise PartitionFailed(e.verdict, f"{e} (in execute of {where})", "execute", e.details)
     except DriverProtocolError as e:

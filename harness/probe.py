@@ -11,10 +11,9 @@ then per model:
 
 A cell (operation x type x rank) is **honest** when claim and behaviour agree on every
 sample, an **over-claim** when a claimed sample fails, an **under-claim** when a refused
-sample works.  ``works`` of a cell is the set the random generators may draw from on this
-driver (``supported_set``).  The matrix is JSON (``capabilities-<driver>-<version>.json``
-in the report directory, reused by later runs of the same driver version) and a Markdown
-section (``capabilities.md``) the report links.
+sample works.  The matrix is JSON (``capabilities-<driver>-<version>.json``
+in the report directory, reused by later runs of the same driver version) and Markdown
+(``capabilities.md``); a run's report shows the summary line among its run facts.
 """
 from __future__ import annotations
 
@@ -43,10 +42,6 @@ class Cell:
     under: int = 0            # samples refused that worked
     status: str = NOT_BUILT
     message: str = ""         # the first failure of a claimed sample, or why nothing was built
-
-    @property
-    def works(self) -> bool:
-        return self.samples > 0 and self.worked == self.samples
 
 
 def _describe(e: BaseException) -> str:
@@ -80,12 +75,14 @@ def _try_sample(device, case, criteria) -> tuple[bool, bool, str]:
     try:
         result = prepared.execute(Request.from_arrays(model, case.inputs))
     except Exception as e:   # noqa: BLE001
-        return claimed, False, f"execute: {_describe(e)}"
-    finally:
-        try:
-            prepared.release()
-        except Exception:   # noqa: BLE001 - a host that died in execute has nothing to release
-            pass
+        result = e
+    try:
+        prepared.release()
+    except Exception as e:   # noqa: BLE001 - also a host that died in execute: it did not work
+        if not isinstance(result, Exception):
+            return claimed, False, f"release: {_describe(e)}"
+    if isinstance(result, Exception):
+        return claimed, False, f"execute: {_describe(result)}"
     if not isinstance(result, ExecutionResult) or not isinstance(result.outputs, (list, tuple)):
         return claimed, False, f"execute returned {type(result).__name__}"
     cmp = compare(model, expected, list(result.outputs), criteria=criteria, ignored=case.ignored)
@@ -143,23 +140,6 @@ def _status(c: Cell) -> str:
     if c.under:
         return UNDER
     return HONEST if c.claimed else HONEST_NO
-
-
-def summarise(cells: list[Cell]) -> dict:
-    counts = {s: 0 for s in (HONEST, HONEST_NO, OVER, UNDER, NOT_BUILT)}
-    for c in cells:
-        counts[c.status] += 1
-    return counts
-
-
-def run_probe(device, *, samples: int = 2, seed: int = 0, **kw) -> dict:
-    t0 = time.perf_counter()
-    cells = probe_cells(device, samples=samples, seed=seed, **kw)
-    from . import __version__
-    return {"format": PROBE_FORMAT, "driver": getattr(device, "name", "?"),
-            "driver_version": str(getattr(device, "version", "?")), "harness_version": __version__,
-            "samples": samples, "seed": seed, "seconds": round(time.perf_counter() - t0, 1),
-            "summary": summarise(cells), "cells": [asdict(c) for c in cells]}
 
 
 def cache_path(report_dir: Path | str, name: str, version: str) -> Path:
@@ -239,25 +219,12 @@ class CapabilityCache:
         atomic_write(self.path, json.dumps(data, indent=1))
         atomic_write(self.path.parent / "capabilities.md", markdown(data))
 
-    def works(self, op: Op, t: T, rank: int) -> bool | None:
-        """Whether the cell worked on every sample; None when it was never probed."""
-        c = self.cells.get((Op(op).name, SHORT_TYPE_NAME[T(t)], int(rank)))
-        if c is None:
-            return None
-        return bool(c["samples"]) and c["worked"] == c["samples"]
-
 
 def summarise_dicts(cells: list[dict]) -> dict:
     counts = {s: 0 for s in (HONEST, HONEST_NO, OVER, UNDER, NOT_BUILT)}
     for c in cells:
         counts[c["status"]] += 1
     return counts
-
-
-def supported_set(data: dict) -> set[tuple[str, str, int]]:
-    """(operation, short type, rank) of every cell that worked on every sample."""
-    return {(c["operation"], c["data_type"], int(c["rank"])) for c in data.get("cells", ())
-            if c["samples"] and c["worked"] == c["samples"]}
 
 
 def markdown(data: dict) -> str:
@@ -296,6 +263,7 @@ class ClaimCache:
         self.device, self.samples, self.seed = device, samples, seed
         self.max_dim, self.max_elems = max_dim, max_elems
         self.cells: dict[tuple[Op, T, int], bool] = {}
+        self.flow: dict[tuple[str, T], bool] = {}
 
     def claimed(self, op: Op, t: T, rank: int) -> bool:
         key = (Op(op), T(t), int(rank))
@@ -338,3 +306,29 @@ class ClaimCache:
                 if (wanted is None or r in wanted) and self.claimed(op, t, r):
                     out.add((op, r))
         return frozenset(out)
+
+    def control_flow_claimed(self, kind: str, t: T) -> bool:
+        """Whether the driver claims the IF / WHILE (``kind`` "if" / "while") of a random
+        wrapped graph of type ``t`` in any of two seeded samples (operations inside it aside:
+        those are partitioning's business)."""
+        key = (kind, T(t))
+        if key not in self.flow:
+            from .generators.control_flow import sample_wrapped
+            from .generators.signatures import Reject
+            flow_op = Op.IF if kind == "if" else Op.WHILE
+            claimed = False
+            for k in range(2):
+                try:
+                    case = sample_wrapped(kind, t, self.seed * 1000 + k)
+                    claims = self.device.supported_operations(case.model)
+                except (Reject, ValueError):
+                    continue
+                except Exception:   # noqa: BLE001 - a driver that cannot answer claims nothing
+                    break
+                ops = case.model.main.operations
+                if isinstance(claims, (list, tuple)) and len(claims) == len(ops) and \
+                        any(bool(c) for c, op in zip(claims, ops) if op.type == flow_op):
+                    claimed = True
+                    break
+            self.flow[key] = claimed
+        return self.flow[key]

@@ -265,10 +265,18 @@ def test_graph(size, dtype, rank, request, nn_session, nn_device, nn_record):
          random_graph(dtype, rank, n_ops, max_dim, value_mode="mixed", allowed=allowed), criteria, graph=True)
 
 
+def _control_flow_claimed(nn_session, kind: str, dtype) -> None:
+    """A driver that claims no IF / WHILE of ``dtype`` gets one skip, not a skip per draw."""
+    claims = nn_session.claims()
+    if claims is not None and not claims.control_flow_claimed(kind, dtype):
+        pytest.skip(f"the driver claims no {kind.upper()} for {SHORT_TYPE_NAME[dtype]} (capability probe)")
+
+
 @pytest.mark.parametrize("dtype", CONTROL_FLOW_TYPES, ids=[SHORT_TYPE_NAME[t] for t in CONTROL_FLOW_TYPES])
 def test_control_flow_if(dtype, request, nn_session, nn_device, nn_record):
     test_id = f"random/control_flow/if/{SHORT_TYPE_NAME[dtype]}"
     nn_record.update(suite="random", test_id=test_id, operations=["IF"], data_types=[SHORT_TYPE_NAME[dtype]])
+    _control_flow_claimed(nn_session, "if", dtype)
     _run(request, nn_session, nn_device, nn_record, test_id,
          control_flow_cases("if", dtype, value_mode="mixed"), SMALL_GRAPH, graph=True)
 
@@ -277,6 +285,7 @@ def test_control_flow_if(dtype, request, nn_session, nn_device, nn_record):
 def test_control_flow_while(dtype, request, nn_session, nn_device, nn_record):
     test_id = f"random/control_flow/while/{SHORT_TYPE_NAME[dtype]}"
     nn_record.update(suite="random", test_id=test_id, operations=["WHILE"], data_types=[SHORT_TYPE_NAME[dtype]])
+    _control_flow_claimed(nn_session, "while", dtype)
     _run(request, nn_session, nn_device, nn_record, test_id,
          control_flow_cases("while", dtype, value_mode="mixed"), SMALL_GRAPH, graph=True)
 

@@ -69,3 +69,13 @@ def test_probe_command_writes_the_matrix_and_fails_on_an_over_claim(tmp_path):
                             "--report-dir", str(tmp_path), "--samples", "1"], capture_output=True, text=True,
                            timeout=300)
     assert again.returncode == 1 and "(0 probed now" in again.stdout   # reused from the cache
+
+
+def test_control_flow_claims():
+    class NoIf(ReferenceDevice):
+        def supported_operations(self, model):
+            return [op.type != Op.IF for op in model.main.operations]
+
+    assert ClaimCache(ReferenceDevice()).control_flow_claimed("if", T.TENSOR_FLOAT32)
+    assert not ClaimCache(NoIf()).control_flow_claimed("if", T.TENSOR_FLOAT32)
+    assert ClaimCache(NoIf()).control_flow_claimed("while", T.TENSOR_FLOAT32)
