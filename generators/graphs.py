@@ -54,6 +54,10 @@ class GraphConfig:
     const_p: float = 0.5
     attempts: int = 8
     shrinkable: bool = True            # slots may be dropped (the shrinking lever)
+    # (operation, rank) pairs of dtype the driver under test supports (nnconform.probe); None:
+    # every covered operation at every rank.  Keeps random models inside a partial driver's
+    # supported set, so no draw is wasted on a skip.
+    allowed: frozenset | None = None
 
 
 @dataclass
@@ -102,7 +106,8 @@ class _Builder:
         for _ in range(self.cfg.attempts):
             op = self.d.choice(ops) if len(ops) > 1 else ops[0]
             s = SIGNATURES[op]
-            rank = self.cfg.rank if self.cfg.rank is not None else self.d.choice(list(s.ranks))
+            ranks = list(s.ranks) if self.cfg.allowed is None else [r for r in s.ranks if (op, r) in self.cfg.allowed]
+            rank = self.cfg.rank if self.cfg.rank is not None else self.d.choice(ranks)
             given = self._pick_given(rank)
             ctx = Ctx(self.d, self.cfg.dtype, rank, self.cfg.max_dim, self.cfg.max_elems, given)
             try:
@@ -247,9 +252,13 @@ def generate(draw: Drawer, cfg: GraphConfig, value_seed: int, edge: bool | None 
     if cfg.rank is not None:
         ops = [o for o in ops if cfg.rank in SIGNATURES[o].ranks]
     ops = [o for o in ops if cfg.dtype in SIGNATURES[o].types]
+    if cfg.allowed is not None:
+        ops = [o for o in ops if any((o, r) in cfg.allowed for r in SIGNATURES[o].ranks
+                                     if cfg.rank is None or r == cfg.rank)]
     if not ops:
         raise ValueError(f"no covered operation takes {cfg.dtype.name}"
-                         + (f" at rank {cfg.rank}" if cfg.rank else ""))
+                         + (f" at rank {cfg.rank}" if cfg.rank else "")
+                         + (" among those the driver supports" if cfg.allowed is not None else ""))
     b = _Builder(draw, cfg, value_seed, cfg.edge_values if edge is None else edge)
     for _ in range(cfg.n_ops):
         if cfg.shrinkable and cfg.n_ops > 1 and draw.integer(0, 7) == 0:

@@ -23,7 +23,6 @@ import json
 from pathlib import Path
 from typing import Iterable
 
-import numpy as np
 
 from nnconform.ir import SHORT_TYPE_NAME, OperandType as T
 

@@ -80,14 +80,17 @@ def cases(draw, config: GraphConfig, value_mode: str = "uniform") -> GeneratedCa
 
 
 def single_operation(op: Op, dtype: T, *, max_dim: int = 1000, max_elems: int = 10000,
-                     value_mode: str = "uniform") -> st.SearchStrategy[GeneratedCase]:
-    cfg = GraphConfig(dtype=T(dtype), n_ops=1, max_dim=max_dim, max_elems=max_elems, ops=(Op(op),))
+                     value_mode: str = "uniform", allowed: frozenset | None = None) -> st.SearchStrategy[GeneratedCase]:
+    cfg = GraphConfig(dtype=T(dtype), n_ops=1, max_dim=max_dim, max_elems=max_elems, ops=(Op(op),),
+                      allowed=allowed)
     return cases(cfg, value_mode)
 
 
 def random_graph(dtype: T, rank: int | None, n_ops: int, max_dim: int, *, max_elems: int = 10000,
-                 ops: tuple[Op, ...] | None = None, value_mode: str = "uniform") -> st.SearchStrategy[GeneratedCase]:
-    cfg = GraphConfig(dtype=T(dtype), n_ops=n_ops, rank=rank, max_dim=max_dim, max_elems=max_elems, ops=ops)
+                 ops: tuple[Op, ...] | None = None, value_mode: str = "uniform",
+                 allowed: frozenset | None = None) -> st.SearchStrategy[GeneratedCase]:
+    cfg = GraphConfig(dtype=T(dtype), n_ops=n_ops, rank=rank, max_dim=max_dim, max_elems=max_elems, ops=ops,
+                      allowed=allowed)
     return cases(cfg, value_mode)
 
 

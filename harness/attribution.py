@@ -171,6 +171,12 @@ def blame(device, model: Model, inputs: Sequence[np.ndarray | None], outcome, *,
         return None
     helpers = helper_operations(model)
     subjects = [n for n in range(len(ops)) if n not in helpers]
+    # A partitioned case (runner CaseOutcome.partition) is the fault of the driver's
+    # partitions: the reference ran the rest exactly on the values it was handed.
+    info = getattr(outcome, "partition", None)
+    driver = set(info.get("driver_operations", ())) if info else set()
+    if driver:
+        subjects = [n for n in subjects if n in driver] or sorted(driver)
     hunt = outcome.outcome == "FAIL" and outcome.stage == "compare"
     control_flow = any(op.type in (OperationType.IF, OperationType.WHILE) for op in ops)
     # One operation needs no hunt, unless it is an IF or WHILE (the hunt goes inside it).
@@ -201,9 +207,18 @@ def blame(device, model: Model, inputs: Sequence[np.ndarray | None], outcome, *,
             n = div[0]
             how = "helper ADD diverged" if n in helpers else "first divergent operation"
             cmp = div[2]
+            if driver and n not in driver:
+                # a reference operation diverged on what a driver partition handed it
+                earlier = [d for d in driver if d < n]
+                feeding = ops[n].name
+                n = max(earlier) if earlier else min(driver)
+                how = f"driver partition feeding the divergent {feeding}"
             return Blame(ops[n].name, operation_data_type(model, n), n, how, cmp.message, criterion_label(cmp))
         if len(subjects) == 1:
             return Blame(ops[subjects[0]].name, operation_data_type(model, subjects[0]), subjects[0],
                          "only operation" + (f" (divergence hunt: {why})" if why else ""))
+    if driver:
+        n = subjects[0]
+        return Blame(ops[n].name, operation_data_type(model, n), n, "first operation on the driver")
     n = _first_subject(model, helpers)
     return Blame(ops[n].name, operation_data_type(model, n), n, "first operation of the case")

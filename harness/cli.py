@@ -107,6 +107,10 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
         args += ["--nn-mem-limit", a.mem_limit]
     if a.resume:
         args += ["--nn-resume"]
+    if a.no_partition:
+        args += ["--nn-no-partition"]
+    if a.no_probe:
+        args += ["--nn-no-probe"]
     if a.workers is not None and a.workers > 1:
         args += ["-n", str(a.workers)]
     args += extra
@@ -538,6 +542,55 @@ def cmd_bench(a: argparse.Namespace) -> int:
     return EXIT_FAIL if any(r.status in ("FAIL", "CRASH", "HANG") for r in rows) else EXIT_OK
 
 
+# ---- probe -------------------------------------------------------------------------------
+
+def cmd_probe(a: argparse.Namespace) -> int:
+    """Capability probe (nnconform.probe): claimed vs working per operation x type x rank."""
+    from .errors import DriverLoadError
+    from .probe import OVER, UNDER, CapabilityCache
+    if a.samples < 1:
+        return _err(f"--samples must be at least 1, not {a.samples}")
+    from .generators.signatures import SIGNATURES
+    from .ir import OperationType
+    ops = None
+    if a.ops:
+        names = [n.strip().upper() for n in a.ops.split(",") if n.strip()]
+        unknown = [n for n in names if n not in OperationType.__members__ or OperationType[n] not in SIGNATURES]
+        if unknown:
+            return _err(f"--ops: {', '.join(unknown)} is not an operation the generators cover")
+        ops = [OperationType[n] for n in names]
+    try:
+        device = _replay_device(a)
+    except DriverLoadError as e:
+        return _err(str(e))
+    try:
+        cache = CapabilityCache(device, a.report_dir, samples=a.samples, seed=a.seed)
+        if a.force:
+            cache.cells.clear()
+            cache.probed_s = 0.0
+        print(f"nnconform: probing {cache.name} {cache.version} ({a.samples} model(s) per cell, seed {a.seed}); "
+              f"matrix: {cache.path}", flush=True)
+        probed = cache.ensure(ops)
+        if not probed:
+            cache.write()   # rewrite the Markdown from the cached cells
+        data = cache.data()
+    except OSError as e:
+        from .reportdir import describe_os_error
+        return _err(describe_os_error(e, Path(a.report_dir)))
+    finally:
+        if getattr(device, "isolated", False):
+            device.close()
+    s = data["summary"]
+    print(f"{len(data['cells'])} cells ({probed} probed now, {data['seconds']} s of probing): "
+          + ", ".join(f"{v} {k}" for k, v in s.items()))
+    for c in data["cells"]:
+        if c["status"] in (OVER, UNDER):
+            print(f"  {c['status']}: {c['operation']} {c['data_type']} rank {c['rank']}"
+                  + (f" ({c['message'][:120]})" if c["message"] else ""))
+    print(f"nnconform: capability matrix written to {cache.path} and {cache.path.parent / 'capabilities.md'}")
+    return EXIT_FAIL if s[OVER] else 0
+
+
 # ---- stress ------------------------------------------------------------------------------
 
 def cmd_stress(a: argparse.Namespace) -> int:
@@ -626,6 +679,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the cases in N parallel processes (pytest-xdist), each with its own driver host")
     r.add_argument("--resume", action="store_true",
                    help="continue the interrupted run recorded in --report-dir (same seed, cases not yet recorded)")
+    r.add_argument("--no-partition", action="store_true",
+                   help="skip every case the driver supports only in part (default: run it partitioned, "
+                        "the driver's operations on the driver and the rest on the reference)")
+    r.add_argument("--no-probe", action="store_true",
+                   help="no capability probe at the start of the run, and the random suite draws from "
+                        "every operation, not only those the driver claims")
     r.add_argument("--in-process", action="store_true",
                    help="load the driver into the harness process (debugging under pdb); no crash or hang "
                         "protection, and rows say so")
@@ -705,6 +764,18 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--seed", type=int, default=0)
     bn.add_argument("--out-dir", default="nnconform-bench", help="where bench.csv and bench.html go")
     bn.add_argument("--call-timeout", type=float, default=120.0, help="seconds per driver call before HANG")
+    pb = sub.add_parser("probe", help="capability probe: what the driver claims vs what works, per operation "
+                                      "x data type x rank (exit 1 on an over-claim)")
+    pb.add_argument("--driver", default="reference", help="installed driver name or module:attribute")
+    pb.add_argument("--report-dir", default="nnconform-report",
+                    help="where capabilities-<driver>-<version>.json and capabilities.md go (runs reuse them)")
+    pb.add_argument("--samples", type=int, default=2, help="one-operation models per cell (default 2)")
+    pb.add_argument("--seed", type=int, default=0, help="seed of the models (default 0)")
+    pb.add_argument("--ops", help="only these operations, comma-separated (default: every covered one)")
+    pb.add_argument("--force", action="store_true", help="probe again even if the matrix is cached")
+    pb.add_argument("--in-process", action="store_true", help="load the driver into this process (debugging)")
+    pb.add_argument("--call-timeout", type=float, default=60.0, help="seconds per driver call before HANG")
+    pb.add_argument("--mem-limit", default=None, help="memory limit of the driver host: 4G (default), 0 for none")
     st = sub.add_parser("stress", help="MLTS-style crash tests and random graphs in subprocess sandboxes")
     st.add_argument("--driver", default="reference", help="installed driver name or module:attribute")
     st.add_argument("--budget", default="30m", help="wall-clock budget, positive: 90s, 30m, 2h (default 30m); "
@@ -760,6 +831,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return cmd_coverage(a)
     if a.command == "stress":
         return cmd_stress(a)
+    if a.command == "probe":
+        return cmd_probe(a)
     if a.command == "vectors":
         return cmd_vectors(a)
     if a.command == "diff":

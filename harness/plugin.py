@@ -90,6 +90,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--nn-progress", type=float, default=30.0, metavar="SECONDS",
                 help="print cases done, elapsed time and an estimate of the time left every SECONDS "
                      "(default 30; 0: never)")
+    g.addoption("--nn-no-partition", "--no-partition", action="store_true", dest="nn_no_partition",
+                help="skip a case unless the driver supports every operation of it (default: run "
+                     "the supported operations on the driver, the rest on the reference, partitioned)")
+    g.addoption("--nn-no-probe", "--no-probe", action="store_true", dest="nn_no_probe",
+                help="no capability probe at the start of the run (nnconform.probe), and the random "
+                     "suite draws from every operation, not only those the driver claims")
     g.addoption("--nn-max-skip-ratio", type=float, default=None,
                 help="fail the run when more than this share (0..1) of its cases SKIP: a run that "
                      "tests nothing is not a pass")
@@ -138,6 +144,8 @@ class NnSession:
             self.last_failed = list(lf) if lf is not None else None
         self.seed: int = seed if seed is not None else random.SystemRandom().randrange(2**31)
         self._device = None
+        self._claims = None
+        self.capability_text = ""
         self._writer = None
         self._reportdir = None
         self.rows = 0
@@ -175,6 +183,7 @@ class NnSession:
                 if self.config.getoption("nn_last_failed") or self.config.getoption("nn_failed_first"):
                     self.last_failed = self._failed_in(self.previous)
             self.write_status("running")
+            self.auto_probe()
         except ReportDirError as e:
             raise pytest.UsageError(str(e)) from None
         except ValueError as e:   # a damaged journal or run.json
@@ -237,6 +246,39 @@ class NnSession:
                 pytest.exit(f"nnconform: {e}", returncode=2)
         return self._device
 
+    def auto_probe(self) -> None:
+        """At the start of a run: the capability matrix of this driver version, from the
+        report directory's cache or probed now (nnconform.probe).  Off with --no-probe or
+        NNCONFORM_AUTO_PROBE=0 (the harness's own tests set it: a full probe costs 20-30 s)."""
+        if self.config.getoption("nn_no_probe", False) or os.environ.get("NNCONFORM_AUTO_PROBE", "1") == "0":
+            return
+        from .probe import OVER, UNDER, CapabilityCache
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        cache = CapabilityCache(self.device, self.report_dir)
+        if tr is not None:
+            tr.write_line(f"nnconform: capability matrix of {cache.name} {cache.version}: {cache.path}"
+                          + ("" if cache.data()["complete"] else " (probing now)"))
+        cache.ensure()
+        data = cache.data()
+        s = data["summary"]
+        bad = [f"{c['operation']} {c['data_type']} rank {c['rank']}" for c in data["cells"] if c["status"] == OVER]
+        self.capability_text = (", ".join(f"{v} {k}" for k, v in s.items()) + f" ({cache.path.name}"
+                                + (f"; over-claims: {', '.join(bad[:8])}" if bad else "") + ")")
+        if tr is not None:
+            tr.write_line(f"nnconform: capabilities: {self.capability_text}")
+            if s[UNDER]:
+                tr.write_line(f"nnconform: {s[UNDER]} under-claimed cell(s): see {cache.path.parent / 'capabilities.md'}")
+
+    def claims(self):
+        """What the driver claims per operation x type x rank (nnconform.probe.ClaimCache),
+        asked lazily; None under --no-probe (generators then draw from every operation)."""
+        if self.config.getoption("nn_no_probe", False):
+            return None
+        if self._claims is None:
+            from .probe import ClaimCache
+            self._claims = ClaimCache(self.device)
+        return self._claims
+
     @property
     def isolated(self) -> bool:
         return self._device is not None and getattr(self._device, "isolated", False)
@@ -261,7 +303,10 @@ class NnSession:
         # human-readable keys: the HTML report shows them as they are
         meta = {"driver": self.driver_spec, "seed": self.seed, "harness version": __version__,
                 "started": self.started, "python": sys.version.split()[0],
-                "isolation": self.isolation_text()}
+                "isolation": self.isolation_text(),
+                **({"capabilities": self.capability_text} if self.capability_text else {}),
+                "partitioning": "off (--no-partition)" if self.config.getoption("nn_no_partition", False)
+                else "on (partly supported cases run partitioned)"}
         if self.config.getoption("nn_only_supported"):
             meta["selection"] = "only the cases the driver claims (--only-supported); the rest were not run"
         return meta
@@ -335,6 +380,7 @@ class NnSession:
         """Turn a runner outcome into pytest's verdict (and a dumped spec on failure)."""
         from .textsafe import clean_text
         record["message"] = clean_text(outcome.message)[:MESSAGE_LIMIT]
+        note_partition(record, outcome)
         if outcome.outcome == "SKIP":
             pytest.skip(record["message"])
         if outcome.outcome in ("CRASH", "HANG"):
@@ -349,6 +395,15 @@ class NnSession:
                 record["message"] += f" (spec dump failed: {type(e).__name__}: {e})"
             pytest.fail(record["message"] + (f"\n  replay: {record['replay']}" if record.get("replay") else ""),
                         pytrace=False)
+
+
+def note_partition(record: dict, outcome) -> None:
+    """A partitioned case says so in its row: ``extra.partitioned`` is "k/n" (k of the n
+    operations of its main graph ran on the driver) and ``extra.driver_operations`` lists them."""
+    info = getattr(outcome, "partition", None)
+    if info:
+        record["extra"]["partitioned"] = f"{info['on_driver']}/{info['operations']}"
+        record["extra"]["driver_operations"] = list(info.get("driver_operations", ()))
 
 
 def criterion_of(outcome) -> str:
@@ -369,6 +424,8 @@ def _incident_extra(details: dict) -> dict:
 def pytest_configure(config: pytest.Config) -> None:
     s = NnSession(config)
     config.stash[_SESSION_KEY] = s
+    from .runner import set_partitioning
+    set_partitioning(not config.getoption("nn_no_partition", False))
     config.addinivalue_line("markers", "nnconform: a conformance case recorded as a result row")
     for name, what in _case_markers().items():
         config.addinivalue_line("markers", f"{name}: {what}")

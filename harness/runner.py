@@ -32,6 +32,24 @@ class CaseOutcome:
     comparison: Comparison | None = None
     duration_s: float = 0.0
     details: dict | None = None           # CRASH/HANG: stderr tail, host pid, exit code or signal
+    # a partitioned case (nnconform.partition): operations (n), on_driver (k), partitions,
+    # driver_operations (indexes of the operations the driver ran); None: whole model or nothing
+    partition: dict | None = None
+
+    def partition_text(self) -> str:
+        if not self.partition:
+            return ""
+        return f"partitioned: {self.partition['on_driver']} of {self.partition['operations']} operations on the driver"
+
+
+# Partitioned execution of cases the driver supports in part (on by default; the pytest
+# option --no-partition and `nnconform run --no-partition` turn it off for a run).
+PARTITIONING = True
+
+
+def set_partitioning(enabled: bool) -> None:
+    global PARTITIONING
+    PARTITIONING = bool(enabled)
 
 
 def _describe_exc(e: BaseException) -> str:
@@ -49,7 +67,10 @@ def _release(prepared) -> None:
 def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
              expected: Sequence[np.ndarray], *, ignored: Sequence[bool] | None = None,
              expect_failure: bool = False, criteria=None, measure_timing: bool = False,
-             loop_timeout: float | None = None) -> CaseOutcome:
+             loop_timeout: float | None = None, partition: bool | None = None) -> CaseOutcome:
+    """``partition`` None follows PARTITIONING: a case whose operations the driver supports
+    only in part runs partitioned (its operations on the driver, the rest on the reference);
+    False keeps whole-model-or-skip."""
     t0 = time.perf_counter()
     ops = ", ".join(model.operation_names())
 
@@ -77,8 +98,24 @@ def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
                           f"{len(model.main.operations)} bools", "supported")
     if not all(supported):
         missing = sorted({model.main.operations[i].name for i, s in enumerate(supported) if not s})
-        return done(SKIP, f"driver does not support {', '.join(missing)} for {'/'.join(model.data_types())}",
-                    "supported")
+        why = f"driver does not support {', '.join(missing)} for {'/'.join(model.data_types())}"
+        if not any(supported):
+            return done(SKIP, why, "supported")
+        if expect_failure:
+            # NNAPI validates the whole model before partitioning: the driver never sees it
+            return done(SKIP, f"{why} (a model that must be rejected is not partitioned)", "supported")
+        if not (PARTITIONING if partition is None else partition):
+            return done(SKIP, why, "supported")
+        return _partitioned(device, model, inputs, expected, supported, ignored=ignored, criteria=criteria,
+                            measure_timing=measure_timing, loop_timeout=loop_timeout, done=done, why=why)
+    if model.referenced and not expect_failure and (PARTITIONING if partition is None else partition):
+        # NNAPI gives an IF/WHILE to a driver only with every operation of its subgraphs
+        from .partition import assign
+        on_driver = assign(device, model, supported)
+        if not all(on_driver):
+            why = "the driver refuses operations inside the subgraphs of its IF/WHILE"
+            return _partitioned(device, model, inputs, expected, on_driver, ignored=ignored, criteria=criteria,
+                                measure_timing=measure_timing, loop_timeout=loop_timeout, done=done, why=why)
 
     # 2. prepare
     try:
@@ -125,3 +162,34 @@ def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
     if cmp.passed:
         return done(PASS, "", "compare", actual=actual, comparison=cmp)
     return done(FAIL, f"[{ops}] {cmp.message}", "compare", actual=actual, comparison=cmp)
+
+
+def _partitioned(device, model, inputs, expected, supported, *, ignored, criteria, measure_timing,
+                 loop_timeout, done, why) -> CaseOutcome:
+    from .partition import PartitionFailed, assign, run_partitioned
+    on_driver = assign(device, model, supported)
+    if not any(on_driver):
+        return done(SKIP, f"{why}; its control flow reaches operations the driver refuses", "supported")
+    n = len(model.main.operations)
+    planned = {"operations": n, "on_driver": sum(on_driver), "partitions": None,
+               "driver_operations": [k for k, s in enumerate(on_driver) if s]}
+    try:
+        actual, info = run_partitioned(device, model, list(inputs), on_driver,
+                                       measure_timing=measure_timing, loop_timeout=loop_timeout)
+    except PartitionFailed as e:
+        text = f"partitioned: {planned['on_driver']} of {n} operations on the driver"
+        return done(e.outcome, f"{text}; {e.message}", e.stage, details=e.details, partition=planned)
+    text = f"partitioned: {info['on_driver']} of {n} operations on the driver"
+    if info["refused_in_context"]:
+        text += f" ({info['refused_in_context']} partition(s) refused when shown alone ran on the reference)"
+    if info["zero_sized"]:
+        text += f" ({info['zero_sized']} partition(s) fed a zero-sized tensor ran on the reference)"
+    if info["on_driver"] == 0:
+        reason = "the driver refused every partition shown alone" if info["refused_in_context"] else \
+            "every driver partition is fed a zero-sized tensor (a request cannot carry one)"
+        return done(SKIP, f"{why}; {reason}", "supported")
+    cmp = compare(model, list(expected), actual, criteria=criteria, ignored=ignored)
+    if cmp.passed:
+        return done(PASS, text, "compare", actual=actual, comparison=cmp, partition=info)
+    ops = ", ".join(model.operation_names())
+    return done(FAIL, f"{text}; [{ops}] {cmp.message}", "compare", actual=actual, comparison=cmp, partition=info)

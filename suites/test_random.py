@@ -43,7 +43,6 @@ from nnconform.generators.strategies import random_graph, single_operation
 from nnconform.ir import SHORT_TYPE_NAME, OperandType as T, OperationType as Op
 from nnconform.runner import ERROR, FAIL, SKIP, run_case
 from nnconform.aliasing import check_aliasing
-from nnconform.generators import values as V
 from nnconform.generators.graphs import GraphConfig
 from nnconform.generators.strategies import sample
 
@@ -126,7 +125,7 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
     st_settings = profiles.settings_for(profile, graph=graph, max_examples=cfg.getoption("nn_max_examples", None),
                                         report_dir=nn_session.report_dir)
     device = _OpFailedAtPrepare(nn_device)
-    tally = {"passed": 0, "skipped": 0, "skip_reasons": set()}
+    tally = {"passed": 0, "skipped": 0, "partitioned": 0, "skip_reasons": set()}
     domain: dict[str, set[str]] = {}
     meaningful: dict[str, set[str]] = {}
 
@@ -158,6 +157,7 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
                 shrink["first_failure"] = time.monotonic()
             raise failed
         tally["passed"] += 1
+        tally["partitioned"] += bool(outcome.partition)
 
     one_example._hypothesis_internal_add_digest = test_id.encode()
     test = given(strategy)(one_example)
@@ -177,7 +177,7 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
     if shrink["first_failure"] is not None:
         nn_record["extra"].update(shrink_s=round(time.monotonic() - shrink["first_failure"], 2),
                                   failing_examples_seen=shrink["failures"])
-    nn_record["extra"].update(passed=tally["passed"], skipped=tally["skipped"],
+    nn_record["extra"].update(passed=tally["passed"], skipped=tally["skipped"], partitioned=tally["partitioned"],
                               domain=ledger.as_json(domain), domain_meaningful=ledger.as_json(meaningful))
     if failure is not None:   # outside the except block: the report needs no exception chain
         _report_failure(nn_session, nn_device, nn_record, test_id, failure, criteria, profile)
@@ -229,12 +229,28 @@ def _report_failure(nn_session, nn_device, nn_record, test_id, f: CaseFailed, cr
                 + (f"\n  replay: {nn_record['replay']}" if nn_record.get("replay") else ""), pytrace=False)
 
 
+def _supported_cells(nn_session, nn_record, dtype, ops=None, rank=None) -> frozenset | None:
+    """The (operation, rank) cells of ``dtype`` the driver claims (nnconform.probe), to draw
+    from; None under --no-probe.  A test with none left is one skip that says so."""
+    claims = nn_session.claims()
+    if claims is None:
+        return None
+    allowed = claims.allowed(dtype, ops, None if rank is None else [rank])
+    nn_record["extra"]["claimed_cells"] = len(allowed)
+    if not allowed:
+        what = ", ".join(o.name for o in ops) if ops else "any covered operation"
+        pytest.skip(f"the driver claims {what} for {SHORT_TYPE_NAME[dtype]}"
+                    + (f" at rank {rank}" if rank else "") + " nowhere (capability probe)")
+    return allowed
+
+
 @pytest.mark.parametrize("op,dtype", SINGLE, ids=[f"{op.name}-{SHORT_TYPE_NAME[t]}" for op, t in SINGLE])
 def test_single_operation(op, dtype, request, nn_session, nn_device, nn_record):
     test_id = f"random/single/{op.name}/{SHORT_TYPE_NAME[dtype]}"
     nn_record.update(suite="random", test_id=test_id, operations=[op.name], data_types=[SHORT_TYPE_NAME[dtype]])
+    allowed = _supported_cells(nn_session, nn_record, dtype, ops=[op])
     _run(request, nn_session, nn_device, nn_record, test_id,
-         single_operation(op, dtype, value_mode="mixed"), op_criteria(op), graph=False)
+         single_operation(op, dtype, value_mode="mixed", allowed=allowed), op_criteria(op), graph=False)
 
 
 @pytest.mark.parametrize("size,dtype,rank", GRAPHS,
@@ -243,14 +259,23 @@ def test_graph(size, dtype, rank, request, nn_session, nn_device, nn_record):
     n_ops, max_dim, criteria = GRAPH_SIZES[size]
     test_id = f"random/{size}/{SHORT_TYPE_NAME[dtype]}/rank{rank}"
     nn_record.update(suite="random", test_id=test_id, operations=[], data_types=[SHORT_TYPE_NAME[dtype]])
+    allowed = _supported_cells(nn_session, nn_record, dtype, rank=rank)
     _run(request, nn_session, nn_device, nn_record, test_id,
-         random_graph(dtype, rank, n_ops, max_dim, value_mode="mixed"), criteria, graph=True)
+         random_graph(dtype, rank, n_ops, max_dim, value_mode="mixed", allowed=allowed), criteria, graph=True)
+
+
+def _control_flow_claimed(nn_session, kind: str, dtype) -> None:
+    """A driver that claims no IF / WHILE of ``dtype`` gets one skip, not a skip per draw."""
+    claims = nn_session.claims()
+    if claims is not None and not claims.control_flow_claimed(kind, dtype):
+        pytest.skip(f"the driver claims no {kind.upper()} for {SHORT_TYPE_NAME[dtype]} (capability probe)")
 
 
 @pytest.mark.parametrize("dtype", CONTROL_FLOW_TYPES, ids=[SHORT_TYPE_NAME[t] for t in CONTROL_FLOW_TYPES])
 def test_control_flow_if(dtype, request, nn_session, nn_device, nn_record):
     test_id = f"random/control_flow/if/{SHORT_TYPE_NAME[dtype]}"
     nn_record.update(suite="random", test_id=test_id, operations=["IF"], data_types=[SHORT_TYPE_NAME[dtype]])
+    _control_flow_claimed(nn_session, "if", dtype)
     _run(request, nn_session, nn_device, nn_record, test_id,
          control_flow_cases("if", dtype, value_mode="mixed"), SMALL_GRAPH, graph=True)
 
@@ -259,6 +284,7 @@ def test_control_flow_if(dtype, request, nn_session, nn_device, nn_record):
 def test_control_flow_while(dtype, request, nn_session, nn_device, nn_record):
     test_id = f"random/control_flow/while/{SHORT_TYPE_NAME[dtype]}"
     nn_record.update(suite="random", test_id=test_id, operations=["WHILE"], data_types=[SHORT_TYPE_NAME[dtype]])
+    _control_flow_claimed(nn_session, "while", dtype)
     _run(request, nn_session, nn_device, nn_record, test_id,
          control_flow_cases("while", dtype, value_mode="mixed"), SMALL_GRAPH, graph=True)
 
