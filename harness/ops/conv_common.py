@@ -491,8 +491,71 @@ def _fused_requantizer(acc_bound: int, bias: np.ndarray, mult: np.ndarray, shift
         sign_mask = np.where(e > 0, np.int64(-(1 << 31)), np.int64(0))
     has_sign_term, has_left = bool(np.any(e)), bool(np.any(left))
     offset_with_nudge = offset + (1 << 30)
+    m_eff = mult << left      # (x << left) * m == x * (m << left): one pass fewer
+
+    def run_flat(acc: np.ndarray, bias: np.ndarray, lo: int, hi: int, dtype) -> np.ndarray:
+        """The same formula over flat blocks of whole rows, every per-channel value tiled to
+        the block's length (numpy's inner loops then run over the whole block, not over C
+        channels), with numpy's slow loops avoided: the bias is added in the accumulators'
+        float dtype (exact: |acc| + |bias| is within its integer range, checked by the
+        caller) instead of a mixed float + int64 addition, float32 widens through int32,
+        the left shift is folded into the multiplier, and the clamp runs on int32 against
+        arrays (numpy has no fast int64 min/max without AVX-512, nor against a scalar)."""
+        channels = acc.shape[-1]
+        flat = np.ascontiguousarray(acc).reshape(-1)
+        result = np.empty(acc.shape, dtype=dtype)
+        rflat = result.reshape(-1)
+        rows = max(1, _REQUANT_BLOCK // max(channels, 1))
+        length = min(rows * channels, flat.size)
+        reps = -(-length // channels)
+
+        def tile(v):
+            return np.tile(np.asarray(v, dtype=np.int64), reps)[:length] if np.ndim(v) else v
+
+        bias_t = np.tile(bias.astype(flat.dtype), reps)[:length]
+        m_t, off_t, rs_t = tile(int(m_eff[0]) if per_tensor else m_eff), tile(offset), tile(rshift)
+        sign_t = tile(sign_mask)
+        lo_t, hi_t = np.full(length, lo, np.int32), np.full(length, hi, np.int32)
+        xbuf = np.empty(length, flat.dtype)
+        u = np.empty(length, np.int64)
+        t = np.empty(length, np.int64) if has_sign_term else None
+        i32 = np.empty(length, np.int32)
+        via_i32 = flat.dtype == np.float32     # |x| <= 2**24: exact in int32
+
+        def part(v, k):
+            return v[:k] if np.ndim(v) else v
+
+        for start in range(0, flat.size, length):
+            k = min(length, flat.size - start)
+            x, uu, v = xbuf[:k], u[:k], i32[:k]
+            np.add(flat[start:start + k], bias_t[:k], out=x)
+            if via_i32:
+                np.copyto(v, x, casting="unsafe")
+                np.copyto(uu, v)
+            else:
+                np.copyto(uu, x, casting="unsafe")
+            uu *= part(m_t, k)
+            if t is not None:
+                uu += 1 << 30
+                tt = t[:k]
+                np.right_shift(uu, 63, out=tt)
+                tt &= part(sign_t, k)
+                uu += tt
+                uu += part(off_t, k)
+            else:
+                uu += part(off_t, k) + (1 << 30)
+            np.right_shift(uu, part(rs_t, k), out=uu)
+            np.copyto(v, uu, casting="unsafe")   # |result| < 2**30: x * m < 2**61 (checked)
+            np.maximum(v, lo_t[:k], out=v)
+            np.minimum(v, hi_t[:k], out=v)
+            np.copyto(rflat[start:start + k], v, casting="unsafe")
+        return result
 
     def run(acc: np.ndarray, bias: np.ndarray, lo: int, hi: int, dtype) -> np.ndarray:
+        if acc.dtype in (np.float32, np.float64):
+            exact = 1 << (24 if acc.dtype == np.float32 else 53)
+            if acc_bound + bias_max <= exact:
+                return run_flat(acc, bias, lo, hi, dtype)
         channels = acc.shape[-1]
         a2 = acc.reshape(-1, channels)
         result = np.empty(acc.shape, dtype=dtype)

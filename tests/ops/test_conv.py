@@ -396,6 +396,40 @@ def test_fused_requantize_matches_stepwise(seed):
             np.testing.assert_array_equal(actual, expected)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_flat_requantize_float_accumulators(seed, monkeypatch):
+    """The flat-block path (float accumulators within their exact integer range) against the
+    step-by-step formulation: several blocks with a short last one, per-tensor and
+    per-channel multipliers with left and right shifts, rounding ties, both 8-bit types."""
+    import nnconform.ops.conv_common as cc
+    from nnconform.ir import Operand
+    monkeypatch.setattr(cc, "_REQUANT_BLOCK", 64)
+    rng = np.random.default_rng(300 + seed)
+    print("seed", 300 + seed)
+    for _ in range(40):
+        ch = int(rng.integers(1, 9))
+        dt = np.float32 if rng.random() < 0.6 else np.float64
+        big = 1 << int(rng.choice([6, 12, 22] if dt == np.float32 else [6, 20, 30, 40]))
+        acc = rng.integers(-big, big, size=(int(rng.integers(1, 60)), ch))
+        if rng.random() < 0.5:
+            acc = (acc >> 5) << 5                          # many exact rounding ties
+        bias = rng.integers(-min(big, 1 << 20), min(big, 1 << 20), size=ch).astype(np.int32)
+        k = ch if rng.random() < 0.5 else 1
+        reals = rng.uniform(0.5, 1.0, k) * 300 / big * 2.0 ** rng.integers(-3, 8, k)   # > 1: left shifts
+        pairs = [quantize_multiplier(float(r)) for r in reals]
+        pairs = pairs if k == ch else pairs * ch
+        mult, shift = np.array([m for m, _ in pairs]), np.array([s for _, s in pairs])
+        t = Q8 if rng.random() < 0.5 else Q8S
+        zp = int(rng.integers(0, 256)) if t == Q8 else int(rng.integers(-128, 128))
+        out = Operand(t, (), scale=0.5, zero_point=zp)
+        act = int(rng.integers(0, 4))
+        bound = int(np.abs(acc).max())
+        assert bound + (1 << 20) <= (1 << (24 if dt == np.float32 else 53))   # the flat path runs
+        actual = cc.requantize(acc.astype(dt), bias, mult, shift, out, act, acc_bound=bound)
+        expected = _stepwise_requant(acc, bias, mult, shift, out, act)
+        np.testing.assert_array_equal(actual, expected)
+
+
 def _float_depthwise(x, f, b, m, pads, strides, dil, oh, ow):
     """float64 direct formulation and the sum of |terms| (for a reassociation tolerance)."""
     n_, h, w, c = x.shape
