@@ -1,0 +1,84 @@
+"""The reference's speed-ups against the plain formulations they replace, on seeded random
+inputs: every fast path must give the same bits (the rule of the reference executor).
+
+Each test prints its seed; the slow formulation is written out here as it was in the op
+before the change."""
+import numpy as np
+import pytest
+
+from nnconform.executor import execute
+from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+from nnconform.ops import broadcast
+from nnconform.ops.pad import constant_pad
+
+F32, F16 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16
+
+
+def _rng(seed):
+    print("seed", seed)
+    return np.random.default_rng(seed)
+
+
+def _same_bits(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape
+    np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def _special_floats(rng, shape, dtype=np.float32):
+    """Uniform values with zeros of both signs, infinities and NaNs sprinkled in."""
+    x = rng.uniform(-3, 3, shape).astype(dtype)
+    pick = rng.random(shape)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan], dtype=dtype)
+    x[pick < 0.1] = specials[rng.integers(0, 5, int((pick < 0.1).sum()))]
+    return x
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_widen_inner_broadcasts_to_the_same_values(seed):
+    rng = _rng(1600 + seed)
+    for _ in range(30):
+        shape = tuple(int(d) for d in rng.integers(1, 40, int(rng.integers(1, 5))))
+        small_shape = tuple(d if rng.random() < 0.5 else 1 for d in shape[len(shape) - int(rng.integers(0, len(shape) + 1)):])
+        small = rng.standard_normal(small_shape).astype(np.float32)
+        wide = broadcast.widen_inner(small, shape, min_inner=int(rng.choice([1, 16, 64, 1024])))
+        np.testing.assert_array_equal(np.broadcast_to(wide, shape), np.broadcast_to(small, shape))
+
+
+def _prelu(x, alpha, t):
+    b = ModelBuilder()
+    xi = b.input(t, list(x.shape))
+    ai = b.input(t, list(alpha.shape))
+    y = b.output(t, list(np.broadcast_shapes(x.shape, alpha.shape)))
+    b.operation(Op.PRELU, [xi, ai], [y])
+    return execute(b.build(), [x, alpha])[0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_prelu_float_matches_plain_formula(seed):
+    """Per-channel alphas (the zoo's [1, 1, C]), other broadcasts, specials, fp16."""
+    rng = _rng(1700 + seed)
+    for _ in range(12):
+        dtype = np.float16 if rng.random() < 0.3 else np.float32
+        t = F16 if dtype == np.float16 else F32
+        n = int(rng.integers(1, 3))
+        h, w, c = (int(v) for v in rng.integers(1, 50, 3))
+        x = _special_floats(rng, (n, h, w, c), dtype)
+        alpha_shape = [(1, 1, c), (c,), (1, w, c), (n, 1, 1, c), (1, 1, 1, 1)][int(rng.integers(0, 5))]
+        alpha = _special_floats(rng, alpha_shape, dtype)
+        xf, af = x.astype(np.float32), alpha.astype(np.float32)
+        with np.errstate(invalid="ignore", over="ignore"):
+            expected = np.where(xf >= 0, xf, xf * af).astype(dtype)
+        _same_bits(_prelu(x, alpha, t), expected)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_constant_pad_matches_np_pad(seed):
+    rng = _rng(1800 + seed)
+    for _ in range(40):
+        rank = int(rng.integers(1, 5))
+        shape = tuple(int(d) for d in rng.integers(1, 7, rank))
+        pads = [[int(v) for v in rng.integers(0, 4, 2)] for _ in range(rank)]
+        dtype = [np.float32, np.float16, np.uint8, np.int8, np.int32][int(rng.integers(0, 5))]
+        x = (rng.standard_normal(shape) * 50).astype(dtype)
+        value = dtype(rng.integers(-5, 5)) if np.dtype(dtype).kind != "u" else dtype(rng.integers(0, 9))
+        _same_bits(constant_pad(x, pads, value), np.pad(x, [tuple(p) for p in pads], constant_values=value))
