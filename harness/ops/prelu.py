@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import OperandType as T, OperationType as Op
-from . import broadcast, quant
+from . import broadcast, quant, select_bits
 from .registry import OpContext, OpView, register
 
 TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
@@ -45,7 +45,7 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         if xf.shape == tuple(shape):
             af = broadcast.widen_inner(af, shape)
         with np.errstate(invalid="ignore", over="ignore"):
-            r = np.where(xf >= 0, xf, xf * af)
+            r = select_bits.where(xf >= 0, xf, xf * af, b_scratch=True)
         return [r.astype(out.info.dtype, copy=False)]
     sx, sa, so = np.float32(xo.scale), np.float32(ao.scale), np.float32(out.scale)
     m_pos, e_pos = quant.quantize_multiplier(float(sx / so))

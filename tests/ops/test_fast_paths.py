@@ -82,3 +82,23 @@ def test_constant_pad_matches_np_pad(seed):
         x = (rng.standard_normal(shape) * 50).astype(dtype)
         value = dtype(rng.integers(-5, 5)) if np.dtype(dtype).kind != "u" else dtype(rng.integers(0, 9))
         _same_bits(constant_pad(x, pads, value), np.pad(x, [tuple(p) for p in pads], constant_values=value))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_select_bits_where_matches_np_where(seed):
+    from nnconform.ops import select_bits
+    rng = _rng(1900 + seed)
+    for _ in range(20):
+        dtype = [np.float32, np.float16, np.float64, np.int8, np.uint8, np.int32][int(rng.integers(0, 6))]
+        shape = (int(rng.integers(1, 5)), int(rng.integers(1, 80)), int(rng.integers(20, 80)))
+        if np.dtype(dtype).kind == "f":
+            a, b = _special_floats(rng, shape, dtype), _special_floats(rng, shape, dtype)
+        else:
+            a, b = (rng.integers(-100, 100, shape) % 128).astype(dtype), rng.integers(0, 100, shape).astype(dtype)
+        if rng.random() < 0.3:                                   # strided views
+            a, b = a[:, :, ::2], b[:, :, 1::2][:, :, :a.shape[2]]
+            a = a[:, :, :b.shape[2]]
+        mask = rng.random(a.shape) < rng.random()
+        expected = np.where(mask, a, b)
+        _same_bits(select_bits.where(mask, a, b), expected)
+        _same_bits(select_bits.where(mask, a, b.copy(), b_scratch=True), expected)
