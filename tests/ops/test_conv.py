@@ -409,7 +409,7 @@ def test_flat_requantize_float_accumulators(seed, monkeypatch):
     for _ in range(40):
         ch = int(rng.integers(1, 9))
         dt = np.float32 if rng.random() < 0.6 else np.float64
-        big = 1 << int(rng.choice([6, 12, 22] if dt == np.float32 else [6, 20, 30, 40]))
+        big = 1 << int(rng.choice([6, 12, 22, 24] if dt == np.float32 else [6, 20, 30, 40]))
         acc = rng.integers(-big, big, size=(int(rng.integers(1, 60)), ch))
         if rng.random() < 0.5:
             acc = (acc >> 5) << 5                          # many exact rounding ties
@@ -424,7 +424,7 @@ def test_flat_requantize_float_accumulators(seed, monkeypatch):
         out = Operand(t, (), scale=0.5, zero_point=zp)
         act = int(rng.integers(0, 4))
         bound = int(np.abs(acc).max())
-        assert bound + (1 << 20) <= (1 << (24 if dt == np.float32 else 53))   # the flat path runs
+        assert bound + (1 << 20) <= 1 << 53        # the flat path runs (float32 + bias in float64 too)
         actual = cc.requantize(acc.astype(dt), bias, mult, shift, out, act, acc_bound=bound)
         expected = _stepwise_requant(acc, bias, mult, shift, out, act)
         np.testing.assert_array_equal(actual, expected)
@@ -569,6 +569,23 @@ def test_exact_matmul_is_exact(k):
     a[0], b[0] = 255, 255                                      # one row of maximal sums
     actual = exact_matmul(a.astype(np.float32), b.astype(np.float32), 255, 255)
     np.testing.assert_array_equal(actual.astype(np.int64), a @ b.T)
+    one = exact_matmul(a[1:2].astype(np.float32), b.astype(np.float32), 255, 255)   # the gemv path
+    np.testing.assert_array_equal(one.astype(np.int64), a[1:2] @ b.T)
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_exact_matmul_at_the_float32_limit(rows):
+    """K * max|a| * max|b| == 2**24 exactly stays one float32 product: every sum is at most
+    2**24 in magnitude, which float32 holds; one more term and it is split."""
+    from nnconform.ops.conv_common import exact_matmul
+    rng = np.random.default_rng(rows)
+    for k in (1024, 1025):
+        a = rng.choice(np.array([-128, 127, -127, 128]), size=(rows, k))
+        b = rng.choice(np.array([-128, 128, 127]), size=(5, k))
+        a[0], b[0] = 128, 128                                  # a sum of exactly k * 2**14
+        b[1] = -128
+        actual = exact_matmul(a.astype(np.float32), b.astype(np.float32), 128, 128)
+        np.testing.assert_array_equal(actual.astype(np.int64), a @ b.T)
 
 
 @pytest.mark.parametrize("t", [Q8, Q8S], ids=["quant8", "quant8_signed"])
