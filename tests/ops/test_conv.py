@@ -588,21 +588,25 @@ def test_exact_matmul_at_the_float32_limit(rows):
         np.testing.assert_array_equal(actual.astype(np.int64), a @ b.T)
 
 
+@pytest.mark.parametrize("shape, axis", [((3, 1, 37), -1), ((2, 300), -1), ((20, 257), -1), ((300, 3), 0)])
 @pytest.mark.parametrize("t", [Q8, Q8S], ids=["quant8", "quant8_signed"])
-def test_softmax_table_matches_direct_fixed_point(t):
+def test_softmax_table_matches_direct_fixed_point(t, shape, axis):
     """The quantised SOFTMAX looks its per-element terms up in a table of the 256 possible
-    differences; compare with the same gemmlowp steps applied to every element."""
+    differences (and, for rows of 256 or more, its outputs in a per-row table of them);
+    compare with the same gemmlowp steps applied to every element.  Shapes: short rows,
+    long rows (few rows: reciprocals on Python ints; 20 rows: in numpy), another axis."""
     from nnconform.ops import fixedpoint as fx
     from nnconform.ops.quant import rounding_divide_by_pot, saturating_rounding_doubling_high_mul as srdhm
     rng = np.random.default_rng(17)
     lo, hi = (0, 255) if t == Q8 else (-128, 127)
     for beta, scale in ((1.0, 0.1), (0.5, 1 / 256), (2.0, 0.5), (1e-3, 0.02), (1.0, 5.0)):
-        x_vals = rng.integers(lo, hi + 1, size=(3, 1, 37)).astype(np.uint8 if t == Q8 else np.int8)
+        x_vals = rng.integers(lo, hi + 1, size=shape).astype(np.uint8 if t == Q8 else np.int8)
         b = ModelBuilder()
         x = b.input(t, x_vals.shape, scale=scale, zero_point=(lo + hi + 1) // 2)
         y = b.output(t, x_vals.shape, scale=1 / 256, zero_point=0 if t == Q8 else -128)
-        b.operation(Op.SOFTMAX, [x, b.f32(beta)], [y])
-        actual = execute(b.build(), [x_vals])[0]
+        b.operation(Op.SOFTMAX, [x, b.f32(beta), b.i32(axis)], [y])
+        actual = np.moveaxis(execute(b.build(), [x_vals])[0], axis, -1)
+        x_vals = np.moveaxis(x_vals, axis, -1)
         real = min(float(np.float32(beta)) * float(np.float32(scale)) * float(1 << 26), float((1 << 31) - 1))
         mult, left = fx.quantize_multiplier_greater_than_one(real)
         diff_min = -fx.calculate_input_radius(5, left)
