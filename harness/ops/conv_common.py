@@ -290,6 +290,11 @@ def im2col(x: np.ndarray, fh: int, fw: int, oh: int, ow: int, p: ConvParams) -> 
 
 def im2col_padded(xp: np.ndarray, fh: int, fw: int, oh: int, ow: int, p: ConvParams) -> np.ndarray:
     """im2col of an input already padded as ``p`` says."""
+    if fh == fw == 1 and p.stride_h == p.stride_w == 1 and xp.shape[1:3] == (oh, ow) \
+            and xp.flags.c_contiguous:
+        # a pointwise convolution (most of a MobileNet-style model's CONV_2D): every pixel is
+        # its own patch, so the input already is the patch matrix; no copy
+        return xp.reshape(xp.shape[0], oh, ow, 1, 1, xp.shape[3])
     eh, ew = (fh - 1) * p.dil_h + 1, (fw - 1) * p.dil_w + 1
     win = sliding_window_view(xp, (eh, ew), axis=(1, 2))  # [N, H', W', C, eh, ew]
     win = win[:, :(oh - 1) * p.stride_h + 1:p.stride_h, :(ow - 1) * p.stride_w + 1:p.stride_w,
@@ -648,7 +653,9 @@ def run_conv(ctx: OpContext, p: ConvParams, groups: int = 1) -> np.ndarray:
     if n == 0:
         return layout.from_nhwc(np.zeros((0, oh, ow, o), out.info.dtype), p.nchw)
     if not quant:
-        cols = im2col_padded(padded_offsets(x, p, 0, np.float32), fh, fw, oh, ow, p)
+        unpadded = not (p.pad_top or p.pad_bottom or p.pad_left or p.pad_right)
+        xp = np.ascontiguousarray(to_float32(x)) if unpadded else padded_offsets(x, p, 0, np.float32)
+        cols = im2col_padded(xp, fh, fw, oh, ow, p)
         y = grouped_matmul_conv(cols, to_float32(f), groups)
         y += to_float32(b)
         return layout.from_nhwc(finish_float(y, p.activation, out), p.nchw)

@@ -21,7 +21,7 @@ def _rng(seed):
 
 def _same_bits(a, b):
     assert a.dtype == b.dtype and a.shape == b.shape
-    np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+    np.testing.assert_array_equal(np.ascontiguousarray(a).view(np.uint8), np.ascontiguousarray(b).view(np.uint8))
 
 
 def _special_floats(rng, shape, dtype=np.float32):
@@ -102,3 +102,35 @@ def test_select_bits_where_matches_np_where(seed):
         expected = np.where(mask, a, b)
         _same_bits(select_bits.where(mask, a, b), expected)
         _same_bits(select_bits.where(mask, a, b.copy(), b_scratch=True), expected)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pointwise_conv_float_uses_input_as_patches(seed):
+    """A 1x1, stride-1, unpadded float CONV_2D multiplies the input itself (no im2col copy):
+    same bits as the product of a copied patch matrix, as before."""
+    rng = _rng(2000 + seed)
+    for _ in range(6):
+        dtype = np.float16 if rng.random() < 0.3 else np.float32
+        t = F16 if dtype == np.float16 else F32
+        n, h, w, c, o = (int(v) for v in rng.integers(1, 24, 5))
+        act = int(rng.integers(0, 4))
+        nchw = bool(rng.random() < 0.3)
+        x = _special_floats(rng, (n, h, w, c), dtype) if rng.random() < 0.2 else rng.standard_normal((n, h, w, c)).astype(dtype)
+        f = rng.standard_normal((o, 1, 1, c)).astype(dtype)
+        bias = rng.standard_normal(o).astype(dtype)
+        b = ModelBuilder()
+        xin = b.input(t, [n, c, h, w] if nchw else [n, h, w, c])
+        y = b.output(t, [n, o, h, w] if nchw else [n, h, w, o])
+        b.operation(Op.CONV_2D, [xin, b.const(t, f.shape, f), b.const(t, bias.shape, bias),
+                                 b.i32(0), b.i32(0), b.i32(0), b.i32(0), b.i32(1), b.i32(1), b.i32(act),
+                                 b.bool(nchw)], [y])
+        actual = execute(b.build(), [x.transpose(0, 3, 1, 2) if nchw else x])[0]
+        cols = np.array(x.astype(np.float32).reshape(-1, c), copy=True)
+        with np.errstate(all="ignore"):
+            ref = cols @ f.astype(np.float32).reshape(o, -1).T
+            ref += bias.astype(np.float32)
+        lo, hi = {0: (-np.inf, np.inf), 1: (0, np.inf), 2: (-1, 1), 3: (0, 6)}[act]
+        if act:
+            ref = np.clip(ref, np.float32(lo), np.float32(hi))
+        ref = ref.astype(dtype).reshape(n, h, w, o)
+        _same_bits(actual.transpose(0, 2, 3, 1) if nchw else actual, ref)
