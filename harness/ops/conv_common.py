@@ -18,6 +18,7 @@ TRANSPOSE_CONV_2D) and FULLY_CONNECTED.
 """
 from __future__ import annotations
 
+import functools
 import weakref
 from dataclasses import dataclass
 from typing import Callable
@@ -419,24 +420,40 @@ def bias_scale_ok(product: float, bias_scale: float) -> bool:
 
 def output_multipliers(ctx: OpContext, inp: Operand, flt: Operand, bias: Operand, out: Operand,
                        n_out: int) -> tuple[np.ndarray, np.ndarray]:
-    """(multiplier, shift) per output channel (arrays of length ``n_out``; shift > 0 is left)."""
-    out_scale = float(np.float32(out.scale))
+    """(multiplier, shift) per output channel (arrays of length ``n_out``; shift > 0 is left;
+    read-only: they are cached per quantisation parameters, as a model asks each run)."""
+    scales = tuple(flt.channel_quant.scales) if flt.type == PER_CHANNEL and flt.channel_quant is not None \
+        else None
+    result = _output_multipliers(float(inp.scale), flt.type == PER_CHANNEL, float(flt.scale), scales,
+                                 float(bias.scale), float(out.scale), n_out)
+    if isinstance(result, str):
+        ctx.fail(result)
+    return result
+
+
+@functools.lru_cache(maxsize=512)
+def _output_multipliers(inp_scale: float, per_channel: bool, flt_scale: float, channel_scales,
+                        bias_scale: float, out_scale_raw: float, n_out: int):
+    """output_multipliers' arithmetic: the arrays, or the reason the execution fails."""
+    out_scale = float(np.float32(out_scale_raw))
     if out_scale <= 0:
-        ctx.fail(f"output scale must be positive, got {out.scale}")
-    if flt.type == PER_CHANNEL:
-        if flt.channel_quant is None or len(flt.channel_quant.scales) != n_out:
-            ctx.fail(f"per-channel filter needs {n_out} channel scales")
-        products = [product_scale(inp.scale, s) for s in flt.channel_quant.scales]
+        return f"output scale must be positive, got {out_scale_raw}"
+    if per_channel:
+        if channel_scales is None or len(channel_scales) != n_out:
+            return f"per-channel filter needs {n_out} channel scales"
+        products = [product_scale(inp_scale, s) for s in channel_scales]
     else:
-        product = product_scale(inp.scale, flt.scale)
-        if not bias_scale_ok(product, bias.scale):
-            ctx.fail(f"bias scale {bias.scale:g} differs from input scale x filter scale = {product:g}")
+        product = product_scale(inp_scale, flt_scale)
+        if not bias_scale_ok(product, bias_scale):
+            return f"bias scale {bias_scale:g} differs from input scale x filter scale = {product:g}"
         products = [product]
     pairs = [quantize_multiplier(pr / out_scale) for pr in products]
     mult = np.array([m for m, _ in pairs], dtype=np.int64)
     shift = np.array([s for _, s in pairs], dtype=np.int64)
     if len(pairs) == 1 and n_out != 1:
         mult, shift = np.repeat(mult, n_out), np.repeat(shift, n_out)
+    mult.setflags(write=False)
+    shift.setflags(write=False)
     return mult, shift
 
 
@@ -449,7 +466,14 @@ def requantize(acc: np.ndarray, bias: np.ndarray, mult: np.ndarray, shift: np.nd
     if acc.size:
         if acc_bound is None:
             acc_bound = max(abs(int(acc.max())), abs(int(acc.min())))
-        fused = _fused_requantizer(int(acc_bound), bias, mult, shift, out.zero_point)
+        key = (int(acc_bound), bias.dtype.str, bias.tobytes(), np.asarray(mult).dtype.str, np.asarray(mult).tobytes(),
+               np.asarray(shift).dtype.str, np.asarray(shift).tobytes(), out.zero_point)
+        fused = _FUSED_CACHE.get(key, False)
+        if fused is False:
+            fused = _fused_requantizer(int(acc_bound), bias, mult, shift, out.zero_point)
+            if len(_FUSED_CACHE) >= 256:
+                _FUSED_CACHE.pop(next(iter(_FUSED_CACHE)))
+            _FUSED_CACHE[key] = fused
         if fused is not None:
             return fused(acc, bias, lo, hi, out.info.dtype)
     scaled = acc.astype(np.int64) + bias.astype(np.int64)
@@ -462,6 +486,9 @@ def requantize(acc: np.ndarray, bias: np.ndarray, mult: np.ndarray, shift: np.nd
 
 # Elements per block of the fused requantisation: its two int64 work buffers stay in cache.
 _REQUANT_BLOCK = 16384
+# Built requantisers by (accumulator bound, bias, multipliers, shifts, zero point): building
+# one costs more than running it on a classifier's 1,000 outputs.
+_FUSED_CACHE: dict = {}
 
 
 def _fused_requantizer(acc_bound: int, bias: np.ndarray, mult: np.ndarray, shift: np.ndarray,
@@ -566,7 +593,9 @@ def _fused_requantizer(acc_bound: int, bias: np.ndarray, mult: np.ndarray, shift
         return result
 
     def run(acc: np.ndarray, bias: np.ndarray, lo: int, hi: int, dtype) -> np.ndarray:
-        if acc.dtype in (np.float32, np.float64) and acc_bound + bias_max <= 1 << 53:
+        # (below one block, the setup of the flat variant costs more than it saves)
+        if acc.dtype in (np.float32, np.float64) and acc_bound + bias_max <= 1 << 53 \
+                and acc.size >= _REQUANT_BLOCK:
             # float32 sums whose bias would leave float32's integers add it in float64
             wide = acc.dtype == np.float64 or acc_bound + bias_max > 1 << 24
             return run_flat(acc, bias, lo, hi, dtype, np.float64 if wide else np.float32)
