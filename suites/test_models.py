@@ -42,60 +42,25 @@ every operation's output exposed and names the first operation whose output fail
 operation's CTS criteria (with its inputs as computed by the driver itself), and
 ``models.localise.first_failing_operation_alone`` runs each operation alone on the
 reference's values of its inputs and names the first that fails by itself (none: the error
-is accumulated rounding).  The record and the dumped spec carry both.  The dump replays with ``nnconform replay`` (which judges with the
-default criteria, stricter than these; the deep-graph set is in the spec's
-``meta.models_criteria``).
+is accumulated rounding).  The record and the dumped spec carry both.  The dump replays with ``nnconform replay``, which judges it as this
+suite does (the spec's ``meta.criteria_set`` is ``RealModel``; ``nnconform.models.criteria``
+holds the set and the per-output scaling; ``meta.models_criteria`` records the set the
+failure was judged under).
 """
 from __future__ import annotations
 
-import dataclasses
 import zlib
 
-import numpy as np
 import pytest
 
-from nnconform.criteria import Criteria, Tolerance, compare
+from nnconform.models.criteria import REAL_MODEL, judge
 from nnconform.executor import Executor
 from nnconform.generators.diverge import first_divergent_operation
 from nnconform.models import builtin_entries, zoo
 from nnconform.models.localise import first_failing_operation_alone
 from nnconform.runner import FAIL, run_case
 
-_Q8 = Tolerance(atol=3, rtol=0.0, bias=0.5, mse=1.0)
-REAL_MODEL = Criteria(name="RealModel",
-                      float32=Tolerance(atol=5e-3, rtol=5e-3, bias=1e-3, mse=1e-5),
-                      float16=Tolerance(atol=0.1, rtol=0.1, bias=0.05, mse=1e-2),
-                      int32=Tolerance(atol=0),
-                      quant8_asymm=_Q8, quant8_asymm_signed=_Q8, quant8_symm=_Q8)
-
 BUILTINS = builtin_entries()
-
-
-def output_scale(expected: np.ndarray) -> float:
-    e = np.abs(np.asarray(expected, dtype=np.float64))
-    e = e[np.isfinite(e)]
-    return max(1.0, float(e.max())) if e.size else 1.0
-
-
-def scaled_criteria(scale: float) -> Criteria:
-    def sc(t: Tolerance) -> Tolerance:
-        return Tolerance(atol=t.atol * scale, rtol=t.rtol, bias=t.bias * scale, mse=t.mse * scale * scale)
-    return dataclasses.replace(REAL_MODEL, name=f"RealModel(scale {scale:.4g})", float32=sc(REAL_MODEL.float32),
-                               float16=sc(REAL_MODEL.float16))
-
-
-def judge(model, expected, actual):
-    """None when every output passes REAL_MODEL scaled by its own magnitude, else the first
-    failing output's Comparison."""
-    main = model.main
-    for k, idx in enumerate(main.output_indexes):
-        one = dataclasses.replace(model, main=dataclasses.replace(main, output_indexes=(idx,)))
-        floaty = main.operands[idx].info.is_float
-        crit = scaled_criteria(output_scale(expected[k])) if floaty else REAL_MODEL
-        cmp = compare(one, [expected[k]], [actual[k]], criteria=crit)
-        if not cmp.passed:
-            return cmp
-    return None
 
 
 def _zoo_names() -> list[str]:
@@ -128,7 +93,9 @@ def _run_model(name: str, model, inputs, nn_session, nn_device, nn_record, kind:
     if outcome.outcome != FAIL:
         nn_session.conclude(nn_record, outcome, test_id=test_id, model=model, inputs=inputs, expected=expected)
         return
-    extra = {"suite": "models", "model": name, "models_criteria": outcome.comparison.to_dict().get("criteria")
+    # criteria_set: ``nnconform replay`` judges the dump as this suite does (models.criteria)
+    extra = {"suite": "models", "model": name, "criteria_set": REAL_MODEL.name,
+             "models_criteria": outcome.comparison.to_dict().get("criteria")
              if outcome.comparison is not None else REAL_MODEL.to_dict()}
     try:
         div = first_divergent_operation(nn_device, model, inputs)

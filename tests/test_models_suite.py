@@ -18,7 +18,7 @@ from nnconform.models import builtin
 from nnconform.models.localise import first_failing_operation_alone, single_operation_model
 from nnconform.executor import Executor
 from nnconform.spec import load_spec
-from nnconform.suites.test_models import REAL_MODEL, judge, output_scale, scaled_criteria
+from nnconform.models.criteria import REAL_MODEL, judge, output_scale, scaled_criteria
 
 
 def _run(tmp_path: Path, driver: str, *pytest_args: str) -> tuple[subprocess.CompletedProcess, list[dict]]:
@@ -53,9 +53,40 @@ def test_conv_ignoring_bias_is_caught_localised_and_replayable(tmp_path):
     spec = load_spec(row["spec_path"], validate=True)
     assert spec.meta["first_operation_failing_alone"]["index"] == 0
     assert spec.meta["models_criteria"]["name"].startswith("RealModel")
+    assert spec.meta["criteria_set"] == "RealModel"
     rp = subprocess.run([sys.executable, "-m", "nnconform", "replay", row["spec_path"], "--driver", driver],
                         capture_output=True, text=True, timeout=300)
     assert rp.returncode == 1 and "FAIL" in rp.stdout
+    assert "criteria: RealModel" in rp.stdout
+
+
+def test_replay_judges_a_models_spec_as_the_suite_does(tmp_path):
+    """An output with one element of 100 and the others near 0, off by 0.05 everywhere: far
+    beyond RealModel's unscaled atol for the small ones, within it scaled by the output's
+    magnitude (100).  Replayed as a models-suite
+    spec it passes, as the suite would have judged it; as a plain spec (default criteria),
+    or with the unscaled set forced by name on another suite's spec, it fails."""
+    from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+    from nnconform.spec import SpecExample, SpecFile, dump_spec
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [64])
+    y = b.output(T.TENSOR_FLOAT32, [64])
+    b.operation(Op.ADD, [x, b.const(T.TENSOR_FLOAT32, [64], np.eye(1, 64, dtype=np.float32)[0] * 100), b.i32(0)], [y])
+    model = b.build()
+    xv = np.linspace(-0.01, 0.01, 64).astype(np.float32)
+    recorded = (Executor(model).run([xv])[0] + np.float32(0.05)).astype(np.float32)
+    results = {}
+    for label, meta in (("models", {"suite": "models", "criteria_set": "RealModel"}),
+                        ("models-old-dump", {"suite": "models"}),
+                        ("plain", {})):
+        path = tmp_path / f"{label}.spec.json"
+        dump_spec(SpecFile(model, [SpecExample("e", [xv], [recorded])], meta), path)
+        rp = subprocess.run([sys.executable, "-m", "nnconform", "replay", str(path), "--driver", "reference",
+                             "--in-process"], capture_output=True, text=True, timeout=300)
+        results[label] = (rp.returncode, rp.stdout)
+    assert results["models"][0] == 0 and "scaled by each output's magnitude" in results["models"][1], results
+    assert results["models-old-dump"][0] == 0, results
+    assert results["plain"][0] == 1 and "FAIL" in results["plain"][1], results
 
 
 def test_single_operation_model_and_localiser_in_process():

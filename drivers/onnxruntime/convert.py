@@ -945,6 +945,43 @@ def conv_depth_to_space(c: OpCtx):
         c.node("Transpose", [c.node(op, [x], **attrs)], [c.y()], perm=TO_NHWC)
 
 
+def conv_resize_bilinear(c: OpCtx):
+    """RESIZE_BILINEAR on floats as ONNX Resize (linear).  NNAPI's source coordinate is
+    i * in/out (asymmetric), (i + 0.5) * in/out - 0.5 (half_pixel) or i * (in-1)/(out-1)
+    (align_corners), with the neighbours clamped to the image: ONNX's linear Resize with the
+    same coordinate mode clamps the coordinate instead, which gives the same blend (at a
+    clamped border both neighbours are the same pixel, so the weights sum to 1 either way).
+    The arithmetic order differs (the float criteria judge it).  Quantised inputs are
+    unsupported: NNAPI truncates (QUANT8_ASYMM) or uses TFLite's 1/1024-step integer kernel
+    (QUANT8_ASYMM_SIGNED), neither of which ONNX's integer Resize reproduces; align_corners
+    with an output size of 1 (NNAPI falls back to in/out there) is unsupported too."""
+    x_op = c.require(0, FLOATS)
+    out = c.outs[0]
+    nchw = bool(c.scalar(3, False)) if len(c.ins) > 3 else False
+    align = bool(c.scalar(4, False)) if len(c.ins) > 4 else False
+    half = bool(c.scalar(5, False)) if len(c.ins) > 5 else False
+    if align and half:
+        raise Unsupported("align_corners together with half_pixel_centers")
+    n, h, w, ch = (lambda d: (d[0], d[2], d[3], d[1]) if nchw else d)(c.dims(x_op))
+    if c.ins[1].type == T.INT32:
+        out_w, out_h = int(c.scalar(1)), int(c.scalar(2))
+    else:   # scales: floor(in * scale) in float32, as the reference computes the size
+        out_w = int(np.floor(np.float32(w) * np.float32(c.scalar(1))))
+        out_h = int(np.floor(np.float32(h) * np.float32(c.scalar(2))))
+    if out_w <= 0 or out_h <= 0:
+        raise Unsupported(f"output size {out_w}x{out_h}")
+    if align and (out_w == 1 or out_h == 1):
+        raise Unsupported("align_corners with an output dimension of 1")
+    mode = "align_corners" if align else "half_pixel" if half else "asymmetric"
+    xf = c.to_f32(c.x(0), x_op)
+    x = xf if nchw else c.node("Transpose", [xf], perm=TO_NCHW)
+    r = c.node("Resize", [x, "", "", c.int64s([n, ch, out_h, out_w])], mode="linear",
+               coordinate_transformation_mode=mode)
+    if not nchw:
+        r = c.node("Transpose", [r], perm=TO_NHWC)
+    c.from_f32(r, out, c.y())
+
+
 def conv_argminmax(c: OpCtx):
     x = c.require(0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
     op = "ArgMax" if c.op.type == Op.ARGMAX else "ArgMin"
@@ -1172,7 +1209,7 @@ CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
     Op.PAD: conv_pad, Op.PAD_V2: conv_pad, Op.MIRROR_PAD: conv_mirror_pad,
     Op.SLICE: conv_slice, Op.STRIDED_SLICE: conv_strided_slice, Op.SPLIT: conv_split, Op.TILE: conv_tile,
     Op.REVERSE: conv_reverse, Op.DEPTH_TO_SPACE: conv_depth_to_space, Op.SPACE_TO_DEPTH: conv_depth_to_space,
-    Op.ARGMAX: conv_argminmax, Op.ARGMIN: conv_argminmax,
+    Op.ARGMAX: conv_argminmax, Op.ARGMIN: conv_argminmax, Op.RESIZE_BILINEAR: conv_resize_bilinear,
     Op.MEAN: conv_mean, Op.REDUCE_SUM: _reduce("ReduceSum", FLOATS), Op.REDUCE_PROD: _reduce("ReduceProd", FLOATS),
     Op.REDUCE_MAX: _reduce("ReduceMax", FLOATS + QUANT8), Op.REDUCE_MIN: _reduce("ReduceMin", FLOATS + QUANT8),
     Op.REDUCE_ALL: _reduce("ReduceMin", (T.TENSOR_BOOL8,)), Op.REDUCE_ANY: _reduce("ReduceMax", (T.TENSOR_BOOL8,)),

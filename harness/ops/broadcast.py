@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
+
 from .registry import OpContext, OpView
 
 
@@ -51,3 +53,22 @@ def output_shape(ctx: OpContext, i: int = 0, j: int = 1) -> tuple[int, ...]:
     if out is None:
         ctx.fail(f"input {j} shape {list(b)} does not broadcast with input {i} shape {list(a)}")
     return out
+
+
+def widen_inner(small: np.ndarray, shape: Sequence[int], min_inner: int = 1024) -> np.ndarray:
+    """``small`` materialised over the trailing dimensions of ``shape`` (the broadcast shape)
+    until they hold at least ``min_inner`` elements, when ``small`` is constant along the
+    leading ones.  numpy broadcasts the result to exactly the same values, but an [1, 1, C]
+    operand against [N, H, W, C] otherwise makes every inner loop C elements long, which
+    costs several times the arithmetic.  Returns ``small`` itself when nothing is gained."""
+    nd = len(shape)
+    if small.ndim > nd or small.size >= min_inner:
+        return small
+    padded = (1,) * (nd - small.ndim) + tuple(small.shape)
+    k, inner = nd, 1
+    while k > 0 and inner < min_inner:
+        k -= 1
+        inner *= int(shape[k])
+    if any(d != 1 for d in padded[:k]) or inner <= small.size:
+        return small
+    return np.ascontiguousarray(np.broadcast_to(small.reshape(padded[k:]), tuple(shape[k:])))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import OperandType as T, OperationType as Op
-from . import broadcast, quant
+from . import broadcast, quant, select_bits
 from .registry import OpContext, OpView, register
 
 TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
@@ -35,14 +35,18 @@ def validate(v: OpView) -> None:
 
 @register(Op.PRELU, data_types=TYPES, validate=validate)
 def execute(ctx: OpContext) -> list[np.ndarray]:
-    broadcast.output_shape(ctx)
+    shape = broadcast.output_shape(ctx)
     x, alpha = ctx.inputs[0], ctx.inputs[1]
     xo, ao, out = ctx.in_operands[0], ctx.in_operands[1], ctx.out_operands[0]
     if not out.info.is_quant:
-        xf, af = x.astype(np.float32), alpha.astype(np.float32)
+        # float32 as it is (no copies: zoo models run dozens of these); a per-channel alpha
+        # widened so that numpy's loops run over whole rows
+        xf, af = x.astype(np.float32, copy=False), alpha.astype(np.float32, copy=False)
+        if xf.shape == tuple(shape):
+            af = broadcast.widen_inner(af, shape)
         with np.errstate(invalid="ignore", over="ignore"):
-            r = np.where(xf >= 0, xf, xf * af)
-        return [r.astype(out.info.dtype)]
+            r = select_bits.where(xf >= 0, xf, xf * af, b_scratch=True)
+        return [r.astype(out.info.dtype, copy=False)]
     sx, sa, so = np.float32(xo.scale), np.float32(ao.scale), np.float32(out.scale)
     m_pos, e_pos = quant.quantize_multiplier(float(sx / so))
     m_neg, e_neg = quant.quantize_multiplier(float(sx * sa) / float(so))

@@ -396,6 +396,40 @@ def test_fused_requantize_matches_stepwise(seed):
             np.testing.assert_array_equal(actual, expected)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_flat_requantize_float_accumulators(seed, monkeypatch):
+    """The flat-block path (float accumulators within their exact integer range) against the
+    step-by-step formulation: several blocks with a short last one, per-tensor and
+    per-channel multipliers with left and right shifts, rounding ties, both 8-bit types."""
+    import nnconform.ops.conv_common as cc
+    from nnconform.ir import Operand
+    monkeypatch.setattr(cc, "_REQUANT_BLOCK", 64)
+    rng = np.random.default_rng(300 + seed)
+    print("seed", 300 + seed)
+    for _ in range(40):
+        ch = int(rng.integers(1, 9))
+        dt = np.float32 if rng.random() < 0.6 else np.float64
+        big = 1 << int(rng.choice([6, 12, 22, 24] if dt == np.float32 else [6, 20, 30, 40]))
+        acc = rng.integers(-big, big, size=(int(rng.integers(1, 60)), ch))
+        if rng.random() < 0.5:
+            acc = (acc >> 5) << 5                          # many exact rounding ties
+        bias = rng.integers(-min(big, 1 << 20), min(big, 1 << 20), size=ch).astype(np.int32)
+        k = ch if rng.random() < 0.5 else 1
+        reals = rng.uniform(0.5, 1.0, k) * 300 / big * 2.0 ** rng.integers(-3, 8, k)   # > 1: left shifts
+        pairs = [quantize_multiplier(float(r)) for r in reals]
+        pairs = pairs if k == ch else pairs * ch
+        mult, shift = np.array([m for m, _ in pairs]), np.array([s for _, s in pairs])
+        t = Q8 if rng.random() < 0.5 else Q8S
+        zp = int(rng.integers(0, 256)) if t == Q8 else int(rng.integers(-128, 128))
+        out = Operand(t, (), scale=0.5, zero_point=zp)
+        act = int(rng.integers(0, 4))
+        bound = int(np.abs(acc).max())
+        assert bound + (1 << 20) <= 1 << 53        # the flat path runs (float32 + bias in float64 too)
+        actual = cc.requantize(acc.astype(dt), bias, mult, shift, out, act, acc_bound=bound)
+        expected = _stepwise_requant(acc, bias, mult, shift, out, act)
+        np.testing.assert_array_equal(actual, expected)
+
+
 def _float_depthwise(x, f, b, m, pads, strides, dil, oh, ow):
     """float64 direct formulation and the sum of |terms| (for a reassociation tolerance)."""
     n_, h, w, c = x.shape
@@ -535,23 +569,44 @@ def test_exact_matmul_is_exact(k):
     a[0], b[0] = 255, 255                                      # one row of maximal sums
     actual = exact_matmul(a.astype(np.float32), b.astype(np.float32), 255, 255)
     np.testing.assert_array_equal(actual.astype(np.int64), a @ b.T)
+    one = exact_matmul(a[1:2].astype(np.float32), b.astype(np.float32), 255, 255)   # the gemv path
+    np.testing.assert_array_equal(one.astype(np.int64), a[1:2] @ b.T)
 
 
+@pytest.mark.parametrize("rows", [1, 3])
+def test_exact_matmul_at_the_float32_limit(rows):
+    """K * max|a| * max|b| == 2**24 exactly stays one float32 product: every sum is at most
+    2**24 in magnitude, which float32 holds; one more term and it is split."""
+    from nnconform.ops.conv_common import exact_matmul
+    rng = np.random.default_rng(rows)
+    for k in (1024, 1025):
+        a = rng.choice(np.array([-128, 127, -127, 128]), size=(rows, k))
+        b = rng.choice(np.array([-128, 128, 127]), size=(5, k))
+        a[0], b[0] = 128, 128                                  # a sum of exactly k * 2**14
+        b[1] = -128
+        actual = exact_matmul(a.astype(np.float32), b.astype(np.float32), 128, 128)
+        np.testing.assert_array_equal(actual.astype(np.int64), a @ b.T)
+
+
+@pytest.mark.parametrize("shape, axis", [((3, 1, 37), -1), ((2, 300), -1), ((20, 257), -1), ((300, 3), 0)])
 @pytest.mark.parametrize("t", [Q8, Q8S], ids=["quant8", "quant8_signed"])
-def test_softmax_table_matches_direct_fixed_point(t):
+def test_softmax_table_matches_direct_fixed_point(t, shape, axis):
     """The quantised SOFTMAX looks its per-element terms up in a table of the 256 possible
-    differences; compare with the same gemmlowp steps applied to every element."""
+    differences (and, for rows of 256 or more, its outputs in a per-row table of them);
+    compare with the same gemmlowp steps applied to every element.  Shapes: short rows,
+    long rows (few rows: reciprocals on Python ints; 20 rows: in numpy), another axis."""
     from nnconform.ops import fixedpoint as fx
     from nnconform.ops.quant import rounding_divide_by_pot, saturating_rounding_doubling_high_mul as srdhm
     rng = np.random.default_rng(17)
     lo, hi = (0, 255) if t == Q8 else (-128, 127)
     for beta, scale in ((1.0, 0.1), (0.5, 1 / 256), (2.0, 0.5), (1e-3, 0.02), (1.0, 5.0)):
-        x_vals = rng.integers(lo, hi + 1, size=(3, 1, 37)).astype(np.uint8 if t == Q8 else np.int8)
+        x_vals = rng.integers(lo, hi + 1, size=shape).astype(np.uint8 if t == Q8 else np.int8)
         b = ModelBuilder()
         x = b.input(t, x_vals.shape, scale=scale, zero_point=(lo + hi + 1) // 2)
         y = b.output(t, x_vals.shape, scale=1 / 256, zero_point=0 if t == Q8 else -128)
-        b.operation(Op.SOFTMAX, [x, b.f32(beta)], [y])
-        actual = execute(b.build(), [x_vals])[0]
+        b.operation(Op.SOFTMAX, [x, b.f32(beta), b.i32(axis)], [y])
+        actual = np.moveaxis(execute(b.build(), [x_vals])[0], axis, -1)
+        x_vals = np.moveaxis(x_vals, axis, -1)
         real = min(float(np.float32(beta)) * float(np.float32(scale)) * float(1 << 26), float((1 << 31) - 1))
         mult, left = fx.quantize_multiplier_greater_than_one(real)
         diff_min = -fx.calculate_input_radius(5, left)
