@@ -1,7 +1,7 @@
 """The nnconform pytest plugin (registered under ``pytest11``).
 
 Options: ``--driver`` (entry-point name or module:attribute), ``--nn-seed``, ``--nn-report-dir``,
-``--nn-vectors``, ``--nn-in-process``, ``--nn-call-timeout``, ``--nn-mem-limit``,
+``--nn-vectors``, ``--nn-variants``, ``--nn-in-process``, ``--nn-call-timeout``, ``--nn-mem-limit``,
 ``--nn-resume``.  Fixtures: ``nn_device`` (the driver under test), ``nn_session`` and
 ``nn_record`` (a dict a suite test fills with operations, data types, spec path...).
 
@@ -82,9 +82,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="run the cases that failed in the last run recorded in the report directory first")
     g.addoption("--nn-history", default=None, metavar="DIR",
                 help="append this run's summary to DIR/history.jsonl; the report shows the trend")
+    g.addoption("--nn-variants", default="rotate", metavar="MODE",
+                help="the vectors suite's execution matrix (nnconform.variants): rotate (default: each "
+                     "vector runs plain sync plus one variant chosen from the seed and the vector), all "
+                     "(the full matrix), or a comma list of kinds, e.g. general,dynamic_shape")
     g.addoption("--nn-max-skip-ratio", type=float, default=None,
                 help="fail the run when more than this share (0..1) of its cases SKIP: a run that "
                      "tests nothing is not a pass")
+
+
+def _resumed_seed(report_dir: Path) -> int | None:
+    """The seed of the run --nn-resume continues, known before collection: the vectors
+    variants a run selects depend on it.  Problems with the file are reported later, when the
+    report directory is opened."""
+    import json
+    from .reportdir import STATUS_FILE
+    try:
+        seed = json.loads((report_dir / STATUS_FILE).read_text(encoding="utf-8")).get("seed")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return seed if isinstance(seed, int) else None
 
 
 class NnSession:
@@ -108,6 +125,11 @@ class NnSession:
             self.mem_limit = _parse_size(limit) if limit is not None else DEFAULT_MEM_LIMIT
         except ValueError as e:
             raise pytest.UsageError(f"--nn-mem-limit: {e}") from None
+        from .variants import parse_mode
+        try:
+            self.variants = parse_mode(config.getoption("nn_variants"))
+        except ValueError as e:
+            raise pytest.UsageError(f"--nn-variants: {e}") from None
         self.resume: bool = bool(config.getoption("nn_resume"))
         self.expectations = []
         xf = config.getoption("nn_expected_failures")
@@ -127,6 +149,8 @@ class NnSession:
             self.done_nodeids = set(self.workerinput.get("nn_done", ()))
             lf = self.workerinput.get("nn_last_failed")
             self.last_failed = list(lf) if lf is not None else None
+        if seed is None and self.resume and not self.is_worker:
+            seed = _resumed_seed(self.report_dir)
         self.seed: int = seed if seed is not None else random.SystemRandom().randrange(2**31)
         self._device = None
         self._writer = None
@@ -241,7 +265,8 @@ class NnSession:
         # human-readable keys: the HTML report shows them as they are
         return {"driver": self.driver_spec, "seed": self.seed, "harness version": __version__,
                 "started": self.started, "python": sys.version.split()[0],
-                "isolation": self.isolation_text()}
+                "isolation": self.isolation_text(),
+                "vectors variants": self.variants if isinstance(self.variants, str) else ",".join(sorted(self.variants))}
 
     def write_row(self, record) -> None:
         from .results import ResultsWriter
@@ -469,6 +494,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if s.resume:
         lines.append(f"nnconform: resuming, {len(s.done_nodeids)} cases already recorded")
     return lines
+
+
+def session_of(config: pytest.Config) -> NnSession:
+    """The run's NnSession (for collection hooks, which have no fixtures)."""
+    return config.stash[_SESSION_KEY]
 
 
 @pytest.fixture(scope="session")

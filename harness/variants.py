@@ -434,10 +434,12 @@ def _memory_domain(ctx: _Ctx) -> str:
 
     request = ctx.request()
     ins = list(request.inputs)
+    held = []     # a buffer lives as long as its handle: keep every one until the execution is over
     for i, arg in enumerate(ins):
         if arg.has_no_value or arg.value is None:
             continue
         buf, token = allocate(arg.value.shape, role_in=[i])
+        held.append(buf)
         why = _call("copy_from", lambda: buf.copy_from(arg.value))
         if isinstance(why, DriverError):
             ctx.fail(f"copy_from into the buffer of input {i} gave {why}")
@@ -459,6 +461,7 @@ def _memory_domain(ctx: _Ctx) -> str:
             ctx.fail(f"copy_to of output {j} after the execution gave {describe(arr) if isinstance(arr, BaseException) else type(arr).__name__}")
         data.append(arr)
     ctx.check(case.model, dataclasses.replace(got, outputs=tuple(data)), what="outputs read back from device memory")
+    del held
     return f"{len(bufs)} outputs and {sum(a.memory is not None for a in ins)} inputs through device memory right"
 
 
