@@ -15,6 +15,10 @@ A *variant* is one cell of the matrix, named in test ids as ``kind-path[-arg][-t
     priority        prepare with priority low / high
     caching         prepare with a cache token, then from the cache
     infinite_loop   the while_infinite_loop vectors with a 1 ms loop timeout on every path
+    mutation        one VTS model-mutation class (nnconform.mutations) applied to the vector's
+                    model: every mutated model must get INVALID_ARGUMENT from supported_operations
+                    and prepare (vectors named *inputs_as_internal* / *all_tensors_as_inputs* are
+                    left out, as in VTS; rotate samples MUTATIONS_PER_CLASS vectors per class)
 
 Which variants apply to a vector is decided from its raw JSON (no model is built at
 collection).  How many run is the ``--nn-variants`` mode: ``all``, a comma list of kinds, or
@@ -43,10 +47,11 @@ from .ir import Model, Request, RequestArgument
 from .isolation import DriverProtocolError, HostIncident
 from .runner import FAIL, PASS, SKIP, CaseOutcome
 from .vts_checks import (MISSED_DEADLINE, describe, dynamic_variant, fully_specified, insufficient_problem,
-                         result_problem, shapes_problem, timing_problem, to_signed, verdict)
+                         not_rejected, result_problem, shapes_problem, timing_problem, to_signed, verdict)
 
 KINDS = ("general", "dynamic_shape", "fenced", "memory_domain", "quant_coupling", "deadline", "priority",
-         "caching", "infinite_loop")
+         "caching", "infinite_loop", "mutation")
+MUTATIONS_PER_CLASS = 4   # rotate: vectors per model-mutation class per run
 MODES = ("rotate", "all")
 BOUND_S = 60.0            # in-process waits on futures and fences; the driver host bounds the rest
 LOOP_TIMEOUT_S = 0.001    # INFINITE_LOOP: VTS's 1 ms loop timeout
@@ -66,7 +71,7 @@ class Variant:
     @property
     def id(self) -> str:
         parts = [self.kind]
-        if self.kind not in ("quant_coupling", "caching", "priority") or self.path != "sync":
+        if self.kind not in ("quant_coupling", "caching", "priority", "mutation") or self.path != "sync":
             parts.append(self.path)
         if self.arg:
             parts.append(self.arg)
@@ -124,6 +129,43 @@ def applicable(d: dict) -> list[Variant]:
     return out
 
 
+def mutation_eligible(d: dict) -> int:
+    """For a valid vector VTS's validation tests use (not the as-internal / as-inputs copies):
+    its number of main-graph operations; else 0."""
+    name = str(d.get("name", ""))
+    if d.get("expect_failure") or "inputs_as_internal" in name or "all_tensors_as_inputs" in name:
+        return 0
+    try:
+        return len(d["model"]["main"]["operations"])
+    except (KeyError, TypeError):
+        return 0
+
+
+def mutation_variants() -> list[Variant]:
+    from .mutations import MODEL_MUTATIONS
+    return [Variant("mutation", arg=cls) for cls in MODEL_MUTATIONS]
+
+
+def select_mutations(eligible: Sequence[tuple[str, int]], mode: str | frozenset[str], seed: int,
+                     per_class: int = MUTATIONS_PER_CLASS) -> dict[str, list[Variant]]:
+    """Model-mutation cells per vector id, from the eligible (vector id, number of main-graph
+    operations) pairs: every class on every vector for ``all`` (or when the kind list names
+    ``mutation``); for ``rotate`` the ``per_class`` vectors with the smallest hash of (seed,
+    class, vector) for each class.  execution_order needs two operations to reorder."""
+    out: dict[str, list[Variant]] = {}
+    if mode != "rotate" and (mode != "all" and "mutation" not in mode):
+        return out
+    for v in mutation_variants():
+        ids = [vid for vid, n in eligible if n >= 2 or v.arg != "execution_order"]
+        if mode == "rotate":
+            chosen = sorted(ids, key=lambda vid: hashlib.sha256(f"{seed}:{v.arg}:{vid}".encode()).digest())[:per_class]
+        else:
+            chosen = ids
+        for vid in chosen:
+            out.setdefault(vid, []).append(v)
+    return out
+
+
 def parse_mode(text: str | None) -> str | frozenset[str]:
     """``rotate`` / ``all`` / a frozenset of kinds from a comma list; ValueError otherwise."""
     text = (text or "rotate").strip()
@@ -154,8 +196,9 @@ def select(variants: Sequence[Variant], mode: str | frozenset[str], seed: int, v
 # Running one variant
 # ---------------------------------------------------------------------------------------
 
-class _Stop(Exception):
-    """Ends a variant early with its verdict."""
+class _Stop(BaseException):
+    """Ends a variant early with its verdict (a BaseException, so that no ``except Exception``
+    judging a driver answer swallows it)."""
 
     def __init__(self, outcome: str, message: str, stage: str, details: dict | None = None):
         super().__init__(message)
@@ -571,7 +614,34 @@ def _infinite_loop(ctx: _Ctx) -> str:
     return f"loop timeout reported as {got.status.name}"
 
 
+def _raising(what: str, fn: Callable[[], Any]) -> Any:
+    """A driver call for not_rejected: DriverError propagates (it is judged); a host incident
+    ends the variant."""
+    try:
+        return fn()
+    except HostIncident as e:
+        raise _Stop(e.verdict, f"{e} (in {what})", what, e.details) from None
+
+
+def _mutation(ctx: _Ctx) -> str:
+    from .mutations import MODEL_MUTATIONS
+    cls = ctx.variant.arg
+    mutations = list(MODEL_MUTATIONS[cls](ctx.case.model))
+    if not mutations:
+        ctx.skip(f"no {cls} mutation applies to this model", "supported")
+    accepted = []
+    for m in mutations:
+        why = not_rejected(ctx.device, m, _raising)
+        if why:
+            accepted.append(f"{m.name}: {why}")
+    if accepted:
+        more = f"; ... {len(accepted) - 3} more" if len(accepted) > 3 else ""
+        ctx.fail(f"{len(accepted)} of {len(mutations)} {cls} mutations not rejected with INVALID_ARGUMENT: "
+                 + "; ".join(accepted[:3]) + more, "supported")
+    return f"{len(mutations)} {cls} mutations rejected"
+
+
 _RUNNERS: dict[str, Callable[[_Ctx], str]] = {
     "general": _general, "dynamic_shape": _dynamic_shape, "fenced": _fenced, "memory_domain": _memory_domain,
     "quant_coupling": _quant_coupling, "deadline": _deadline, "priority": _priority, "caching": _caching,
-    "infinite_loop": _infinite_loop}
+    "infinite_loop": _infinite_loop, "mutation": _mutation}

@@ -189,3 +189,34 @@ def to_signed(model: Model, inputs: Sequence, outputs: Sequence) -> tuple[Model,
     outs = [_shift(v) if sg.operands[k].type == T.TENSOR_QUANT8_ASYMM else v
             for k, v in zip(sg.output_indexes, outputs)]
     return signed, ins, outs
+
+
+def not_rejected(device, m, call) -> str | None:
+    """None if the driver rejects the model mutation ``m`` (nnconform.mutations.ModelMutation)
+    as VTS requires: INVALID_ARGUMENT from supported_operations (unless the mutation is of the
+    preference or priority) and from prepare.  Else what it did instead.  The one function here
+    that talks to the driver: each call goes through ``call(what, fn)``, which may bound it in
+    time; a HangError it raises is reported, other exceptions of the caller's own kind (not
+    Exception subclasses) pass through."""
+    calls = []
+    if m.query_support:
+        calls.append(("supported_operations", lambda: device.supported_operations(m.model)))
+    calls.append(("prepare", lambda: device.prepare(m.model, preference=m.preference, priority=m.priority)))
+    for what, fn in calls:
+        try:
+            got = call(what, fn)
+        except DriverError as e:
+            if e.status != ErrorStatus.INVALID_ARGUMENT:
+                return f"{what} gave {e.status.name}, expected INVALID_ARGUMENT"
+            continue
+        except HangError as e:
+            return str(e)
+        except Exception as e:  # a crash is not a rejection
+            return f"{what} raised {describe(e)} instead of DriverError(INVALID_ARGUMENT)"
+        if what == "prepare":
+            try:
+                call("release", got.release)
+            except Exception:  # the verdict is already made: the invalid model was accepted
+                pass
+        return f"{what} accepted it"
+    return None

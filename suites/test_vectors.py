@@ -21,7 +21,7 @@ from nnconform.ir import SHORT_TYPE_NAME, OperandType
 from nnconform.ops.feature_levels import NEWEST_FEATURE_LEVEL, driver_level, folder_level
 from nnconform.plugin import case_marks, session_of
 from nnconform.runner import run_case
-from nnconform.variants import PLAIN, applicable, run_variant, select
+from nnconform.variants import PLAIN, applicable, mutation_eligible, run_variant, select, select_mutations
 from nnconform.vectors import case_from_dict, resolve_root, vector_files
 
 
@@ -102,17 +102,22 @@ def _generate_variants(metafunc):
         files = vector_files(resolve_root(metafunc.config.getoption("nn_vectors")))
     except (OSError, RuntimeError):
         files = []
-    params, ids = [], []
+    # one pass over the files (reading them all takes seconds): what each case needs later
+    light = []        # (file, index, vector id, the raw case's facts)
     for f in files:
         cases, _ = _file_problem(f)
         for i, d in enumerate(cases or ()):
-            vid = f"{f.parent.name}/{d['name']}"
-            chosen = select(applicable(d), session.variants, session.seed, vid)
-            marks = case_marks(*_ops_and_types(d)) if chosen else ()
-            for v in chosen:
-                params.append(pytest.param(("case", str(f), i), v, marks=marks))
-                ids.append(f"{vid}[{v.id}]")
+            light.append((f, i, f"{f.parent.name}/{d['name']}", applicable(d), _ops_and_types(d),
+                          mutation_eligible(d)))
     _file_cases.cache_clear()
+    mutations = select_mutations([(x[2], x[5]) for x in light if x[5]], session.variants, session.seed)
+    params, ids = [], []
+    for f, i, vid, variants, ops_types, _ in light:
+        chosen = select(variants, session.variants, session.seed, vid) + mutations.get(vid, [])
+        marks = case_marks(*ops_types) if chosen else ()
+        for v in chosen:
+            params.append(pytest.param(("case", str(f), i), v, marks=marks))
+            ids.append(f"{vid}[{v.id}]")
     metafunc.parametrize("vector,variant", params, ids=ids, indirect=["vector"])
 
 

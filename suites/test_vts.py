@@ -72,7 +72,7 @@ from nnconform.mutations import MODEL_MUTATIONS, ModelMutation, request_mutation
 from nnconform.runner import FAIL, CaseOutcome, run_case
 from nnconform.suites.examples import Example, all_examples
 from nnconform.vts_checks import (MISSED_DEADLINE, describe as _describe, dynamic_variant as _dynamic_variant,
-                                  fully_specified as _fully_specified, request_verdict as _request_verdict,
+                                  fully_specified as _fully_specified, not_rejected, request_verdict as _request_verdict,
                                   result_problem as _result_problem, shapes_problem as _shapes_problem,
                                   timing_problem as _timing_problem, to_signed, verdict as _verdict)
 from nnconform.watchdog import HangError, call_with_timeout
@@ -219,28 +219,7 @@ def _request(e: Example) -> Request:
 
 def _not_rejected(device, m: ModelMutation) -> str | None:
     """None if the driver rejects the mutation as VTS requires; else what it did instead."""
-    calls = []
-    if m.query_support:
-        calls.append(("supported_operations", lambda: device.supported_operations(m.model)))
-    calls.append(("prepare", lambda: device.prepare(m.model, preference=m.preference, priority=m.priority)))
-    for what, fn in calls:
-        try:
-            got = _bounded(fn, what)
-        except DriverError as e:
-            if e.status != ErrorStatus.INVALID_ARGUMENT:
-                return f"{what} gave {e.status.name}, expected INVALID_ARGUMENT"
-            continue
-        except HangError as e:
-            return str(e)
-        except Exception as e:  # a crash is not a rejection
-            return f"{what} raised {_describe(e)} instead of DriverError(INVALID_ARGUMENT)"
-        if what == "prepare":
-            try:
-                _bounded(got.release, "release", 5.0)
-            except Exception:  # the verdict is already made: the invalid model was accepted
-                pass
-        return f"{what} accepted it"
-    return None
+    return not_rejected(device, m, lambda what, fn: _bounded(fn, what))
 
 
 @pytest.mark.parametrize("cls", list(MODEL_MUTATIONS))
