@@ -479,30 +479,42 @@ def _memory_domain(ctx: _Ctx) -> str:
     ins = list(request.inputs)
     held = []     # a buffer lives as long as its handle: keep every one until the execution is over
     for i, arg in enumerate(ins):
-        if arg.has_no_value or arg.value is None:
-            continue
+        if arg.has_no_value or arg.value is None or arg.value.size == 0:
+            continue      # omitted, or zero-sized (a 0 in a buffer's dimensions means "unknown")
         buf, token = allocate(arg.value.shape, role_in=[i])
         held.append(buf)
         why = _call("copy_from", lambda: buf.copy_from(arg.value))
         if isinstance(why, DriverError):
             ctx.fail(f"copy_from into the buffer of input {i} gave {why}")
         ins[i] = RequestArgument(memory=int(token))
-    outs, bufs = [], []
+    outs, bufs = list(request.outputs), {}
     for j, want in enumerate(case.outputs):
-        buf, token = allocate(np.asarray(want).shape, role_out=[j])
-        bufs.append(buf)
-        outs.append(RequestArgument(memory=int(token)))
-    got = ctx.execute(pm, v.path, Request(tuple(ins), tuple(outs)))
+        if np.asarray(want).size:
+            bufs[j], token = allocate(np.asarray(want).shape, role_out=[j])
+            outs[j] = RequestArgument(memory=int(token))
+    if not bufs and not held:
+        ctx.skip("every input and output is zero-sized or omitted: nothing to put in device memory")
+    request = Request(tuple(ins), tuple(outs))
+    if v.path == "fenced" and not fully_specified(case.model):
+        why = verdict(ctx.execute(pm, "fenced", request), ErrorStatus.INVALID_ARGUMENT,
+                      "fenced execution of a model with unspecified outputs")
+        if why:
+            ctx.fail(why)
+        return "unspecified outputs rejected with INVALID_ARGUMENT (device memory and fenced execution)"
+    got = ctx.execute(pm, v.path, request)
     if isinstance(got, DriverError):
         ctx.fail(f"execution with every input and output in device memory failed: {got}")
     if not isinstance(got, ExecutionResult):
         ctx.fail(f"execute returned {type(got).__name__}, not an ExecutionResult")
-    data = []
-    for j, buf in enumerate(bufs):
+    data = list(got.outputs) if isinstance(got.outputs, (list, tuple)) else []
+    if len(data) != len(case.outputs):
+        ctx.fail(f"{len(data)} outputs, the model has {len(case.outputs)}")
+    for j, buf in bufs.items():
         arr = _call("copy_to", buf.copy_to)
-        if isinstance(arr, DriverError) or not isinstance(arr, np.ndarray):
-            ctx.fail(f"copy_to of output {j} after the execution gave {describe(arr) if isinstance(arr, BaseException) else type(arr).__name__}")
-        data.append(arr)
+        if not isinstance(arr, np.ndarray):
+            what = describe(arr) if isinstance(arr, BaseException) else type(arr).__name__
+            ctx.fail(f"copy_to of output {j} after the execution gave {what}")
+        data[j] = arr
     ctx.check(case.model, dataclasses.replace(got, outputs=tuple(data)), what="outputs read back from device memory")
     del held
     return f"{len(bufs)} outputs and {sum(a.memory is not None for a in ins)} inputs through device memory right"
@@ -563,6 +575,13 @@ def _deadline(ctx: _Ctx) -> str:
         return f"prepared within deadline {v.arg}; results right"
     pm = ctx.prepare(case.model)
     got = ctx.execute(pm, v.path, ctx.request(), deadline=_deadline_at(v.arg))
+    if v.path != "sync" and v.arg == "now" and isinstance(got, ExecutionResult):
+        # Beyond VTS (which allows NONE here): a deadline that has passed is passed on every
+        # path, so a driver whose sync path refuses it must not run it on this one.
+        base = ctx.execute(pm, "sync", ctx.request(), deadline=_deadline_at("now"))
+        if isinstance(base, DriverError) and base.status in MISSED_DEADLINE:
+            ctx.fail(f"the {v.path} path ran an execution whose deadline had passed, which the sync path "
+                     f"refuses with {base.status.name}: the {v.path} path ignores deadlines")
     if isinstance(got, DriverError) and got.status in MISSED_DEADLINE and v.arg != "unlimited":
         if got.output_shapes:
             ctx.fail(f"{got.status.name} came with output shapes {list(got.output_shapes)} (must be empty)")
