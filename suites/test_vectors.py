@@ -21,7 +21,7 @@ from nnconform.ir import SHORT_TYPE_NAME, OperandType
 from nnconform.ops.feature_levels import NEWEST_FEATURE_LEVEL, driver_level, folder_level
 from nnconform.plugin import case_marks, session_of
 from nnconform.runner import run_case
-from nnconform.variants import PLAIN, applicable, mutation_eligible, run_variant, select, select_mutations
+from nnconform.variants import MUTATIONS_PER_CELL, PLAIN, applicable, mutation_eligible, run_variant, select, select_mutations
 from nnconform.vectors import case_from_dict, resolve_root, vector_files
 
 
@@ -188,6 +188,7 @@ def test_vector_variant(vector, variant, nn_device, nn_session, nn_record):
     case = vector
     tid = f"{case.test_id}[{variant.id}]"
     nn_record.update(test_id=tid, operations=list(case.operations), data_types=case.model.data_types())
-    outcome = run_variant(nn_device, case, variant, seed=nn_session.seed)
+    cap = MUTATIONS_PER_CELL if nn_session.variants == "rotate" else None
+    outcome = run_variant(nn_device, case, variant, seed=nn_session.seed, mutation_cap=cap)
     nn_session.conclude(nn_record, outcome, test_id=tid, model=case.model, inputs=case.inputs,
                         expected=case.outputs, ignored=case.ignored, expect_failure=case.expect_failure)
