@@ -143,9 +143,14 @@ def mutation_eligible(d: dict) -> int:
         return 0
 
 
+def _mutation_classes() -> dict:
+    from .mutations import CTS_MUTATIONS, MODEL_MUTATIONS
+    return {**MODEL_MUTATIONS, **CTS_MUTATIONS}
+
+
 def mutation_variants() -> list[Variant]:
-    from .mutations import MODEL_MUTATIONS
-    return [Variant("mutation", arg=cls) for cls in MODEL_MUTATIONS]
+    """VTS's 22 model-mutation classes, then the ones CTS adds."""
+    return [Variant("mutation", arg=cls) for cls in _mutation_classes()]
 
 
 def select_mutations(eligible: Sequence[tuple[str, int]], mode: str | frozenset[str], seed: int,
@@ -647,9 +652,8 @@ def _raising(what: str, fn: Callable[[], Any]) -> Any:
 
 
 def _mutation(ctx: _Ctx) -> str:
-    from .mutations import MODEL_MUTATIONS
     cls = ctx.variant.arg
-    mutations = list(MODEL_MUTATIONS[cls](ctx.case.model))
+    mutations = list(_mutation_classes()[cls](ctx.case.model))
     if not mutations:
         ctx.skip(f"no {cls} mutation applies to this model", "supported")
     made = len(mutations)
