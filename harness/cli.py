@@ -626,9 +626,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--vectors", default=None, help="AOSP vectors directory for the vectors suite")
     r.add_argument("--variants", default=None, metavar="MODE",
                    help="vectors suite execution matrix: rotate (default: plain sync plus one variant per "
-                        "vector, chosen from the seed), all (the full VTS matrix), or a comma list of kinds: "
+                        "vector, chosen from the seed), all (the full VTS matrix), none (plain sync only), "
+                        "or a comma list of kinds: "
                         "general, dynamic_shape, fenced, memory_domain, quant_coupling, deadline, priority, "
-                        "caching, infinite_loop")
+                        "caching, infinite_loop, mutation")
     r.add_argument("-n", "--workers", type=int, default=None,
                    help="run the cases in N parallel processes (pytest-xdist), each with its own driver host")
     r.add_argument("--resume", action="store_true",

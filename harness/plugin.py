@@ -85,7 +85,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--nn-variants", default="rotate", metavar="MODE",
                 help="the vectors suite's execution matrix (nnconform.variants): rotate (default: each "
                      "vector runs plain sync plus one variant chosen from the seed and the vector), all "
-                     "(the full matrix), or a comma list of kinds, e.g. general,dynamic_shape")
+                     "(the full matrix), none (plain sync only), or a comma list of kinds, e.g. "
+                     "general,dynamic_shape")
     g.addoption("--nn-max-skip-ratio", type=float, default=None,
                 help="fail the run when more than this share (0..1) of its cases SKIP: a run that "
                      "tests nothing is not a pass")
@@ -460,6 +461,11 @@ def _is_case(item) -> bool:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config: pytest.Config, items: list) -> None:
     s: NnSession = config.stash[_SESSION_KEY]
+    # The vectors suite's placeholder when --nn-variants selects no cell: not a case.
+    empty = [it for it in items if it.name.endswith("[no-variants]")]
+    if empty:
+        config.hook.pytest_deselected(items=empty)
+        items[:] = [it for it in items if not it.name.endswith("[no-variants]")]
     if not s.is_worker:
         s.planned = sum(1 for it in items if _is_case(it))
         if s.planned:

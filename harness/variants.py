@@ -23,7 +23,7 @@ A *variant* is one cell of the matrix, named in test ids as ``kind-path[-arg][-t
 Which variants apply to a vector is decided from its raw JSON (no model is built at
 collection).  How many run is the ``--nn-variants`` mode: ``all``, a comma list of kinds, or
 ``rotate`` (the default): one variant per vector besides the plain sync run, chosen from the
-run seed and the vector id, so successive seeds cover the matrix.
+run seed and the vector id, so successive seeds cover the matrix; ``none``: the plain runs only.
 
 ``run_variant`` runs one cell against a driver and returns a CaseOutcome; like ``run_case``,
 whatever the driver does becomes a verdict.  A path the driver does not declare is a SKIP
@@ -54,7 +54,7 @@ KINDS = ("general", "dynamic_shape", "fenced", "memory_domain", "quant_coupling"
 MUTATIONS_PER_CLASS = 4   # rotate: vectors per model-mutation class per run
 MUTATIONS_PER_CELL = 64   # rotate: mutated models per (vector, class) cell at most (a seeded sample;
                           # a big graph gives thousands for some classes, each sent to the driver)
-MODES = ("rotate", "all")
+MODES = ("rotate", "all", "none")
 BOUND_S = 60.0            # in-process waits on futures and fences; the driver host bounds the rest
 LOOP_TIMEOUT_S = 0.001    # INFINITE_LOOP: VTS's 1 ms loop timeout
 SHORT_DEADLINE_S = 0.005
@@ -160,7 +160,7 @@ def select_mutations(eligible: Sequence[tuple[str, int]], mode: str | frozenset[
     ``mutation``); for ``rotate`` the ``per_class`` vectors with the smallest hash of (seed,
     class, vector) for each class.  execution_order needs two operations to reorder."""
     out: dict[str, list[Variant]] = {}
-    if mode != "rotate" and (mode != "all" and "mutation" not in mode):
+    if mode == "none" or (mode not in ("rotate", "all") and "mutation" not in mode):
         return out
     for v in mutation_variants():
         ids = [vid for vid, n in eligible if n >= 2 or v.arg != "execution_order"]
@@ -174,14 +174,15 @@ def select_mutations(eligible: Sequence[tuple[str, int]], mode: str | frozenset[
 
 
 def parse_mode(text: str | None) -> str | frozenset[str]:
-    """``rotate`` / ``all`` / a frozenset of kinds from a comma list; ValueError otherwise."""
+    """``rotate`` / ``all`` / ``none`` (the plain runs only) / a frozenset of kinds from a
+    comma list; ValueError otherwise."""
     text = (text or "rotate").strip()
     if text in MODES:
         return text
     kinds = frozenset(k.strip() for k in text.split(",") if k.strip())
     unknown = sorted(kinds - set(KINDS))
     if not kinds or unknown:
-        raise ValueError(f"unknown variant kind(s) {', '.join(unknown) or repr(text)}; use rotate, all, or a "
+        raise ValueError(f"unknown variant kind(s) {', '.join(unknown) or repr(text)}; use rotate, all, none, or a "
                          f"comma list of: {', '.join(KINDS)}")
     return kinds
 
@@ -191,6 +192,8 @@ def select(variants: Sequence[Variant], mode: str | frozenset[str], seed: int, v
     seed and the vector id (stable across processes and xdist workers)."""
     if mode == "all":
         return list(variants)
+    if mode == "none":
+        return []
     if mode == "rotate":
         if not variants:
             return []

@@ -118,6 +118,10 @@ def _generate_variants(metafunc):
         for v in chosen:
             params.append(pytest.param(("case", str(f), i), v, marks=marks))
             ids.append(f"{vid}[{v.id}]")
+    if not params:     # --nn-variants none (or kinds no vector has): no cells, not an empty-set SKIP
+        metafunc.parametrize("vector,variant", [pytest.param(None, None, marks=pytest.mark.skip(
+            reason="no vectors variant selected"))], ids=["no-variants"], indirect=["vector"])
+        return
     metafunc.parametrize("vector,variant", params, ids=ids, indirect=["vector"])
 
 
@@ -188,6 +192,9 @@ def test_vector_variant(vector, variant, nn_device, nn_session, nn_record):
     case = vector
     tid = f"{case.test_id}[{variant.id}]"
     nn_record.update(test_id=tid, operations=list(case.operations), data_types=case.model.data_types())
+    # A failure's dumped spec replays the plain sync case; this reruns the cell itself.
+    nn_record["extra"]["rerun"] = (f"nnconform run --driver {nn_session.driver_spec} --suite vectors --variants "
+                                   f"{variant.kind} --seed {nn_session.seed} -- -k '{case.name}'")
     cap = MUTATIONS_PER_CELL if nn_session.variants == "rotate" else None
     outcome = run_variant(nn_device, case, variant, seed=nn_session.seed, mutation_cap=cap)
     nn_session.conclude(nn_record, outcome, test_id=tid, model=case.model, inputs=case.inputs,

@@ -65,7 +65,8 @@ def _matrix(device, subset) -> dict[str, tuple[str, str]]:
 # ---- selection --------------------------------------------------------------------------
 
 def test_parse_mode():
-    assert parse_mode(None) == "rotate" and parse_mode("all") == "all"
+    assert parse_mode(None) == "rotate" and parse_mode("all") == "all" and parse_mode("none") == "none"
+    assert select([Variant("general", "async")], "none", 1, "x") == []
     assert parse_mode("general, fenced") == frozenset({"general", "fenced"})
     with pytest.raises(ValueError, match="bogus"):
         parse_mode("general,bogus")
