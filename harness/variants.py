@@ -131,16 +131,24 @@ def applicable(d: dict) -> list[Variant]:
     return out
 
 
-def mutation_eligible(d: dict) -> int:
+def mutation_eligible(d: dict) -> dict | None:
     """For a valid vector VTS's validation tests use (not the as-internal / as-inputs copies):
-    its number of main-graph operations; else 0."""
+    what decides which classes can mutate it ({"n_ops", "scalar"}); else None."""
     name = str(d.get("name", ""))
     if d.get("expect_failure") or "inputs_as_internal" in name or "all_tensors_as_inputs" in name:
-        return 0
+        return None
     try:
-        return len(d["model"]["main"]["operations"])
+        main = d["model"]["main"]
+        return {"n_ops": len(main["operations"]),
+                "scalar": any(not str(o["type"]).startswith("TENSOR") and o["type"] not in ("SUBGRAPH", "OEM")
+                              for o in main["operands"])}
     except (KeyError, TypeError):
-        return 0
+        return None
+
+
+# Classes that cannot mutate every model: execution_order needs two operations to reorder,
+# operand_rank a scalar operand to give a rank.
+_MUTATION_NEEDS = {"execution_order": lambda f: f["n_ops"] >= 2, "operand_rank": lambda f: f["scalar"]}
 
 
 def _mutation_classes() -> dict:
@@ -153,17 +161,18 @@ def mutation_variants() -> list[Variant]:
     return [Variant("mutation", arg=cls) for cls in _mutation_classes()]
 
 
-def select_mutations(eligible: Sequence[tuple[str, int]], mode: str | frozenset[str], seed: int,
+def select_mutations(eligible: Sequence[tuple[str, dict]], mode: str | frozenset[str], seed: int,
                      per_class: int = MUTATIONS_PER_CLASS) -> dict[str, list[Variant]]:
-    """Model-mutation cells per vector id, from the eligible (vector id, number of main-graph
-    operations) pairs: every class on every vector for ``all`` (or when the kind list names
-    ``mutation``); for ``rotate`` the ``per_class`` vectors with the smallest hash of (seed,
-    class, vector) for each class.  execution_order needs two operations to reorder."""
+    """Model-mutation cells per vector id, from the eligible (vector id, mutation_eligible
+    facts) pairs: every class on every vector it can mutate for ``all`` (or when the kind list
+    names ``mutation``); for ``rotate`` the ``per_class`` vectors with the smallest hash of
+    (seed, class, vector) for each class."""
     out: dict[str, list[Variant]] = {}
     if mode == "none" or (mode not in ("rotate", "all") and "mutation" not in mode):
         return out
     for v in mutation_variants():
-        ids = [vid for vid, n in eligible if n >= 2 or v.arg != "execution_order"]
+        need = _MUTATION_NEEDS.get(v.arg)
+        ids = [vid for vid, facts in eligible if need is None or need(facts)]
         if mode == "rotate":
             chosen = sorted(ids, key=lambda vid: hashlib.sha256(f"{seed}:{v.arg}:{vid}".encode()).digest())[:per_class]
         else:
