@@ -141,14 +141,16 @@ def mutation_eligible(d: dict) -> dict | None:
         main = d["model"]["main"]
         return {"n_ops": len(main["operations"]),
                 "scalar": any(not str(o["type"]).startswith("TENSOR") and o["type"] not in ("SUBGRAPH", "OEM")
-                              for o in main["operands"])}
+                              for o in main["operands"]),
+                "per_channel": any(o["type"] == "TENSOR_QUANT8_SYMM_PER_CHANNEL" for o in main["operands"])}
     except (KeyError, TypeError):
         return None
 
 
 # Classes that cannot mutate every model: execution_order needs two operations to reorder,
-# operand_rank a scalar operand to give a rank.
-_MUTATION_NEEDS = {"execution_order": lambda f: f["n_ops"] >= 2, "operand_rank": lambda f: f["scalar"]}
+# operand_rank a scalar operand to give a rank, operand_extra_params a per-channel operand.
+_MUTATION_NEEDS = {"execution_order": lambda f: f["n_ops"] >= 2, "operand_rank": lambda f: f["scalar"],
+                   "operand_extra_params": lambda f: f["per_channel"]}
 
 
 def _mutation_classes() -> dict:

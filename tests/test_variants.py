@@ -99,7 +99,7 @@ def test_rotate_is_deterministic_and_covers_the_matrix(subset):
 
 
 def test_mutations_are_sampled_per_class():
-    eligible = [(f"V/{i}", {"n_ops": 1 + i % 3, "scalar": i % 2 == 0}) for i in range(50)]
+    eligible = [(f"V/{i}", {"n_ops": 1 + i % 3, "scalar": i % 2 == 0, "per_channel": i % 5 == 0}) for i in range(50)]
     rot = select_mutations(eligible, "rotate", 3, per_class=4)
     per_class: dict[str, int] = {}
     for cells in rot.values():
