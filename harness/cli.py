@@ -52,6 +52,12 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
         return _err("--call-timeout must be > 0 seconds")
     if a.workers is not None and a.workers < 1:
         return _err(f"-n/--workers must be at least 1, not {a.workers}")
+    if a.variants is not None:
+        from .variants import parse_mode
+        try:
+            parse_mode(a.variants)
+        except ValueError as e:
+            return _err(f"--variants: {e}")
     try:
         _check_driver(a.driver, a.in_process)   # one line now, before pytest starts
     except DriverLoadError as e:
@@ -99,6 +105,8 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
         args += ["--nn-seed", str(seed)]
     if a.vectors:
         args += ["--nn-vectors", a.vectors]
+    if a.variants is not None:
+        args += ["--nn-variants", a.variants]
     if a.in_process:
         args += ["--nn-in-process"]
     if a.call_timeout is not None:
@@ -682,6 +690,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--report-dir", default="nnconform-report")
     r.add_argument("--seed", type=int, default=None)
     r.add_argument("--vectors", default=None, help="AOSP vectors directory for the vectors suite")
+    r.add_argument("--variants", default=None, metavar="MODE",
+                   help="vectors suite execution matrix: rotate (default: plain sync plus one variant per "
+                        "vector, chosen from the seed), all (the full VTS matrix), none (plain sync only), "
+                        "or a comma list of kinds: "
+                        "general, dynamic_shape, fenced, memory_domain, quant_coupling, deadline, priority, "
+                        "caching, infinite_loop, mutation")
     r.add_argument("-n", "--workers", type=int, default=None,
                    help="run the cases in N parallel processes (pytest-xdist), each with its own driver host")
     r.add_argument("--resume", action="store_true",

@@ -30,6 +30,7 @@ import numpy as np
 
 from . import hostproto as wire
 from . import reaper
+from .ops.feature_levels import NEWEST_FEATURE_LEVEL
 
 # The harness spells interfaces by these names; the host reports which ones an object has.
 _PM_INTERFACES = ("AsyncExecution", "FencedExecution", "BurstExecution")
@@ -315,7 +316,7 @@ def main(argv: list[str]) -> int:
         return v if isinstance(v, kind) else default
     host.send({"ready": True, "pid": os.getpid(), "startup_s": time.perf_counter() - t0,
                "name": str(info("name", "unnamed", str))[:100], "version": str(info("version", "0", str))[:100],
-               "feature_level": int(info("feature_level", 30, int)),
+               "feature_level": int(info("feature_level", NEWEST_FEATURE_LEVEL, int)),
                "ifaces": [n for n in _DEVICE_INTERFACES if isinstance(device, getattr(d, n))]})
     while True:
         frame = reader.read()

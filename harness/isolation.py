@@ -52,6 +52,7 @@ from .driver import (AsyncExecution, Burst, BurstExecution, Capabilities, Compil
                      PreparedModel, Timing)
 from .errors import DriverLoadError, NnError
 from .ir import OperandType
+from .ops.feature_levels import NEWEST_FEATURE_LEVEL
 
 DEFAULT_CALL_TIMEOUT = 60.0          # seconds one driver call may take before it is a HANG
 DEFAULT_MEM_LIMIT = 4 << 30          # RLIMIT_AS of a driver host (bytes)
@@ -255,7 +256,8 @@ class _Host:
         ready = first[0]
         self.info = {"name": _text(ready.get("name"), 100) or owner.driver_spec,
                      "version": _text(ready.get("version"), 100) or "0",
-                     "feature_level": ready.get("feature_level") if type(ready.get("feature_level")) is int else 30,
+                     "feature_level": ready.get("feature_level") if type(ready.get("feature_level")) is int
+                     else NEWEST_FEATURE_LEVEL,
                      "ifaces": [i for i in _list(ready.get("ifaces", []), 8) if isinstance(i, str)]}
         self.thread = threading.Thread(target=self._read_loop, daemon=True,
                                        name=f"nnconform-host-reader-{self.pid}")

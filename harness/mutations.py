@@ -637,6 +637,36 @@ MODEL_MUTATIONS: dict[str, Callable[[Model], Iterator[ModelMutation]]] = {
     "execution_preference": execution_preference,
     "priority": priority,
 }
+
+
+def operand_extra_params(model: Model) -> Iterator[ModelMutation]:
+    """CTS's TestOperandExtraParams, beyond VTS's 22 classes: on every per-channel quantised
+    operand, channel_dim out of range, one scale too many or too few, a zero and a negative
+    scale, and a nonzero zero point (the type is symmetric)."""
+    for k, operand in enumerate(model.main.operands):
+        cq = operand.channel_quant
+        if operand.type != T.TENSOR_QUANT8_SYMM_PER_CHANNEL or cq is None:
+            continue
+        rank = len(operand.dimensions or ())
+        scales = tuple(cq.scales)
+        bad = [("channel_dim_out_of_range", dataclasses.replace(cq, channel_dim=rank)),
+               ("one_scale_too_many", dataclasses.replace(cq, scales=scales + (scales[-1] if scales else 1.0,))),
+               ("zero_scale", dataclasses.replace(cq, scales=(0.0,) + scales[1:])),
+               ("negative_scale", dataclasses.replace(cq, scales=(-abs(scales[0]) or -1.0,) + scales[1:]))]
+        if len(scales) > 1:
+            bad.append(("one_scale_too_few", dataclasses.replace(cq, scales=scales[:-1])))
+        for what, changed in bad:
+            yield ModelMutation(f"operand_extra_params/operands[{k}]/{what}",
+                                _set_operand(model, k, dataclasses.replace(operand, channel_quant=changed)))
+        yield ModelMutation(f"operand_extra_params/operands[{k}]/zero_point_1",
+                            _set_operand(model, k, dataclasses.replace(operand, zero_point=1)))
+
+
+# Mutation classes CTS has beyond VTS's 22 (the matrix runs them too; the vts suite keeps VTS's).
+CTS_MUTATIONS: dict[str, Callable[[Model], Iterator[ModelMutation]]] = {
+    "operand_extra_params": operand_extra_params,
+}
+
 # The classes that change the model itself (the other two change prepare's arguments).
 MODEL_CHANGING = tuple(c for c in MODEL_MUTATIONS if c not in ("execution_preference", "priority"))
 

@@ -1,7 +1,7 @@
 """The nnconform pytest plugin (registered under ``pytest11``).
 
 Options: ``--driver`` (entry-point name or module:attribute), ``--nn-seed``, ``--nn-report-dir``,
-``--nn-vectors``, ``--nn-in-process``, ``--nn-call-timeout``, ``--nn-mem-limit``,
+``--nn-vectors``, ``--nn-variants``, ``--nn-in-process``, ``--nn-call-timeout``, ``--nn-mem-limit``,
 ``--nn-resume``.  Fixtures: ``nn_device`` (the driver under test), ``nn_session`` and
 ``nn_record`` (a dict a suite test fills with operations, data types, spec path...).
 
@@ -96,9 +96,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--nn-no-probe", "--no-probe", action="store_true", dest="nn_no_probe",
                 help="no capability probe at the start of the run (nnconform.probe), and the random "
                      "suite draws from every operation, not only those the driver claims")
+    g.addoption("--nn-variants", default="rotate", metavar="MODE",
+                help="the vectors suite's execution matrix (nnconform.variants): rotate (default: each "
+                     "vector runs plain sync plus one variant chosen from the seed and the vector), all "
+                     "(the full matrix), none (plain sync only), or a comma list of kinds, e.g. "
+                     "general,dynamic_shape")
     g.addoption("--nn-max-skip-ratio", type=float, default=None,
                 help="fail the run when more than this share (0..1) of its cases SKIP: a run that "
                      "tests nothing is not a pass")
+
+
+def _resumed_seed(report_dir: Path) -> int | None:
+    """The seed of the run --nn-resume continues, known before collection: the vectors
+    variants a run selects depend on it.  Problems with the file are reported later, when the
+    report directory is opened."""
+    import json
+    from .reportdir import STATUS_FILE
+    try:
+        seed = json.loads((report_dir / STATUS_FILE).read_text(encoding="utf-8")).get("seed")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return seed if isinstance(seed, int) else None
 
 
 class NnSession:
@@ -122,6 +140,11 @@ class NnSession:
             self.mem_limit = _parse_size(limit) if limit is not None else DEFAULT_MEM_LIMIT
         except ValueError as e:
             raise pytest.UsageError(f"--nn-mem-limit: {e}") from None
+        from .variants import parse_mode
+        try:
+            self.variants = parse_mode(config.getoption("nn_variants"))
+        except ValueError as e:
+            raise pytest.UsageError(f"--nn-variants: {e}") from None
         self.resume: bool = bool(config.getoption("nn_resume"))
         self.expectations = []
         xf = config.getoption("nn_expected_failures")
@@ -142,6 +165,8 @@ class NnSession:
             self.done_nodeids = set(self.workerinput.get("nn_done", ()))
             lf = self.workerinput.get("nn_last_failed")
             self.last_failed = list(lf) if lf is not None else None
+        if seed is None and self.resume and not self.is_worker:
+            seed = _resumed_seed(self.report_dir)
         self.seed: int = seed if seed is not None else random.SystemRandom().randrange(2**31)
         self._device = None
         self._claims = None
@@ -306,7 +331,8 @@ class NnSession:
                 "isolation": self.isolation_text(),
                 **({"capabilities": self.capability_text} if self.capability_text else {}),
                 "partitioning": "off (--no-partition)" if self.config.getoption("nn_no_partition", False)
-                else "on (partly supported cases run partitioned)"}
+                else "on (partly supported cases run partitioned)",
+                "vectors variants": self.variants if isinstance(self.variants, str) else ",".join(sorted(self.variants))}
         if self.config.getoption("nn_only_supported"):
             meta["selection"] = "only the cases the driver claims (--only-supported); the rest were not run"
         return meta
@@ -521,6 +547,11 @@ def _is_case(item) -> bool:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config: pytest.Config, items: list) -> None:
     s: NnSession = config.stash[_SESSION_KEY]
+    # The vectors suite's placeholder when --nn-variants selects no cell: not a case.
+    empty = [it for it in items if it.name.endswith("[no-variants]")]
+    if empty:
+        config.hook.pytest_deselected(items=empty)
+        items[:] = [it for it in items if not it.name.endswith("[no-variants]")]
     if not s.is_worker:
         s.planned = sum(1 for it in items if _is_case(it))
         if s.planned:
@@ -601,6 +632,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return lines
 
 
+def session_of(config: pytest.Config) -> NnSession:
+    """The run's NnSession (for collection hooks, which have no fixtures)."""
+    return config.stash[_SESSION_KEY]
+
+
 @pytest.fixture(scope="session")
 def nn_session(request: pytest.FixtureRequest) -> NnSession:
     return request.config.stash[_SESSION_KEY]
@@ -663,10 +699,22 @@ def _apply_expectation(item: pytest.Item, rec: dict, report) -> None:
     if not s.expectations:
         return
     from .expectations import match
-    exp = match(s.expectations, str(rec.get("test_id") or item.name))
+    test_id = str(rec.get("test_id") or item.name)
+    exp = match(s.expectations, test_id)
+    inherited = False
+    if rec["extra"].get("variant") not in (None, "general-sync"):
+        # A vectors variant (nnconform.variants) inherits the entry of its vector's plain id:
+        # it fails for the same documented reason, or it does not exercise what fails (e.g. a
+        # rejection check), which makes no entry stale.  An entry naming the variant itself
+        # (and not the plain id) stays strict.
+        base = match(s.expectations, test_id.split("[", 1)[0])
+        if base is not None and (exp is None or exp is base):
+            exp, inherited = base, True
     if exp is None:
         return
     rec["extra"]["expected_failure"] = exp.to_dict()
+    if inherited and report.passed:
+        return
     if report.failed and rec.get("outcome") not in ("CRASH", "HANG"):
         report.outcome, report.wasxfail = "skipped", exp.describe()
         rec["expectation"] = "XFAIL"

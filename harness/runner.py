@@ -1,6 +1,7 @@
 """Running one conformance case through a driver, the way CTS does.
 
-supported_operations -> prepare -> execute -> sanity of the result -> accuracy criteria.
+supported_operations -> prepare -> execute -> sanity of the result -> accuracy criteria ->
+the reported output shapes.
 Whatever the driver does (raise a plain exception, return garbage, the wrong shape or dtype)
 becomes an outcome with a one-line message, never an exception escaping the harness.  Behind
 a driver host (nnconform.isolation) two more outcomes exist: CRASH (the host died during a
@@ -15,9 +16,10 @@ from typing import Sequence
 import numpy as np
 
 from .criteria import Comparison, compare
-from .driver import Device, DriverError, ExecutionResult
+from .driver import Device, DriverError, ErrorStatus, ExecutionResult
 from .ir import Model, Request
 from .isolation import DriverProtocolError, HostIncident, StaleHandle
+from .vts_checks import shapes_problem
 
 PASS, FAIL, SKIP, ERROR = "PASS", "FAIL", "SKIP", "ERROR"
 CRASH, HANG = "CRASH", "HANG"
@@ -139,6 +141,9 @@ def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
         finally:
             _release(prepared)
     except DriverError as e:
+        if expect_failure and e.output_shapes and e.status != ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
+            return done(FAIL, f"execution failed as expected ({e.status.name}) but came with output shapes "
+                              f"{list(e.output_shapes)} (must be empty)", "execute")
         if expect_failure:
             return done(PASS, f"execution failed as expected: {e}", "execute")
         return done(FAIL, f"execution failed on [{ops}]: {e}", "execute")
@@ -160,6 +165,11 @@ def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
     # 4. accuracy
     cmp = compare(model, list(expected), actual, criteria=criteria, ignored=ignored)
     if cmp.passed:
+        # 5. reported output shapes: none, or one sufficient entry per output with its real
+        # dimensions (HAL 1.3 section on outputShapes); checked on every case, not only in vts
+        why = shapes_problem(model, result)
+        if why:
+            return done(FAIL, f"[{ops}] output_shapes wrong: {why}", "execute", actual=actual, comparison=cmp)
         return done(PASS, "", "compare", actual=actual, comparison=cmp)
     return done(FAIL, f"[{ops}] {cmp.message}", "compare", actual=actual, comparison=cmp)
 

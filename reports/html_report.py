@@ -251,7 +251,15 @@ def render_html(records: Iterable[ResultRecord], title: str = "nnconform report"
         present=present, suite_rows=suite_rows, meta=list(m.items()),
         history=list(history or []), trend_chart=charts.trend(list(history or [])),
         stress=_stress_verdicts(records), stress_memory=_stress_memory(records), stress_outcomes=("SUCCESS", "FAILURE", "HANG", "CRASH"),
-        coverage=_coverage_rows(coverage_rows), ledger=_ledger_rows(records))
+        coverage=_coverage_rows(coverage_rows), ledger=_ledger_rows(records),
+        variants=_variant_rows(records, present))
+
+
+def _variant_rows(records, present) -> list[tuple[str, int, int, list[int]]]:
+    """(kind, (vector, variant) pairs, distinct variants, counts per present outcome)."""
+    from .summary import latest_rows, variant_counts
+    return [(k, d["pairs"], d["variants"], [d.get(o, 0) for o in present])
+            for k, d in variant_counts(latest_rows(records)).items()]
 
 
 def _ledger_rows(records) -> list[list[str]]:

@@ -40,8 +40,24 @@ def latest_rows(records: Iterable[ResultRecord]) -> list[ResultRecord]:
 
 
 def skip_ratio(records: Iterable[ResultRecord]) -> float:
+    """Share of SKIP rows; a vector out of the driver's declared feature level is not counted
+    as skipped (it is out of scope, not untested for lack of support)."""
     rows = list(records)
-    return (sum(r.outcome == SKIP for r in rows) / len(rows)) if rows else 0.0
+    return (sum(r.outcome == SKIP and not r.extra.get("out_of_scope") for r in rows) / len(rows)) if rows else 0.0
+
+
+def variant_counts(records: Iterable[ResultRecord]) -> dict[str, dict]:
+    """The vectors suite's execution matrix (nnconform.variants): per variant kind, how many
+    (vector, variant) pairs ran ("pairs"), how many distinct variants and the outcomes."""
+    kinds: dict[str, Counter] = defaultdict(Counter)
+    names: dict[str, set] = defaultdict(set)
+    for r in records:
+        kind = r.extra.get("variant_kind")
+        if r.suite != "vectors" or not isinstance(kind, str):
+            continue
+        kinds[kind][r.outcome] += 1
+        names[kind].add(str(r.extra.get("variant", "")))
+    return {k: {"pairs": sum(c.values()), "variants": len(names[k]), **dict(c)} for k, c in sorted(kinds.items())}
 
 
 def build_summary(records: Iterable[ResultRecord], meta: Mapping[str, object] | None = None) -> dict:
@@ -75,6 +91,9 @@ def build_summary(records: Iterable[ResultRecord], meta: Mapping[str, object] | 
         "cases": len(rows),
         "counts": dict(Counter(r.outcome for r in rows)),
         "skip_ratio": round(skip_ratio(rows), 4),
+        "out_of_scope": sum(1 for r in rows if r.extra.get("out_of_scope")),
+        "variants_mode": meta.get("vectors variants"),
+        "variants": variant_counts(rows),
         "per_suite": {k: dict(v) for k, v in sorted(per_suite.items())},
         "per_operation": {k: dict(v) for k, v in sorted(per_op.items())},
         "per_data_type": {k: dict(v) for k, v in sorted(per_type.items(), key=lambda kv: triage.type_key(kv[0]))},

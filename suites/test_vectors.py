@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from nnconform.ir import SHORT_TYPE_NAME, OperandType
-from nnconform.ops.feature_levels import folder_level
-from nnconform.plugin import case_marks
+from nnconform.ops.feature_levels import NEWEST_FEATURE_LEVEL, driver_level, folder_level
+from nnconform.plugin import case_marks, session_of
 from nnconform.runner import run_case
+from nnconform.variants import MUTATIONS_PER_CELL, PLAIN, applicable, mutation_eligible, run_variant, select, select_mutations
 from nnconform.vectors import case_from_dict, resolve_root, vector_files
 
 
@@ -68,6 +69,9 @@ def _ops_and_types(d: dict) -> tuple[set[str], set[str]]:
 def pytest_generate_tests(metafunc):
     if "vector" not in metafunc.fixturenames:
         return
+    if "variant" in metafunc.fixturenames:
+        _generate_variants(metafunc)
+        return
     try:
         root = resolve_root(metafunc.config.getoption("nn_vectors"))
         files = vector_files(root)
@@ -90,6 +94,37 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize("vector", params, ids=ids, indirect=True)
 
 
+def _generate_variants(metafunc):
+    """test_vector_variant: the (vector, variant) pairs the run's --nn-variants mode selects.
+    Files that cannot be read are left to test_vector, which reports them."""
+    session = session_of(metafunc.config)
+    try:
+        files = vector_files(resolve_root(metafunc.config.getoption("nn_vectors")))
+    except (OSError, RuntimeError):
+        files = []
+    # one pass over the files (reading them all takes seconds): what each case needs later
+    light = []        # (file, index, vector id, the raw case's facts)
+    for f in files:
+        cases, _ = _file_problem(f)
+        for i, d in enumerate(cases or ()):
+            light.append((f, i, f"{f.parent.name}/{d['name']}", applicable(d), _ops_and_types(d),
+                          mutation_eligible(d)))
+    _file_cases.cache_clear()
+    mutations = select_mutations([(x[2], x[5]) for x in light if x[5]], session.variants, session.seed)
+    params, ids = [], []
+    for f, i, vid, variants, ops_types, _ in light:
+        chosen = select(variants, session.variants, session.seed, vid) + mutations.get(vid, [])
+        marks = case_marks(*ops_types) if chosen else ()
+        for v in chosen:
+            params.append(pytest.param(("case", str(f), i), v, marks=marks))
+            ids.append(f"{vid}[{v.id}]")
+    if not params:     # --nn-variants none (or kinds no vector has): no cells, not an empty-set SKIP
+        metafunc.parametrize("vector,variant", [pytest.param(None, None, marks=pytest.mark.skip(
+            reason="no vectors variant selected"))], ids=["no-variants"], indirect=["vector"])
+        return
+    metafunc.parametrize("vector,variant", params, ids=ids, indirect=["vector"])
+
+
 @pytest.fixture
 def vector(request, nn_record):
     """The VectorCase of this parameter, or an ERROR (a failed set-up) saying what is wrong."""
@@ -104,11 +139,34 @@ def vector(request, nn_record):
         nn_record["test_id"] = f"{folder}/{Path(path).name}"
         pytest.fail(f"{path}: {what}; none of its cases ran", pytrace=False)
     d = _file_cases(path)[what]
-    nn_record["test_id"] = f"{folder}/{d['name']}"
+    variant = request.getfixturevalue("variant") if "variant" in request.fixturenames else PLAIN
+    suffix = "" if variant == PLAIN else f"[{variant.id}]"
+    nn_record["test_id"] = f"{folder}/{d['name']}{suffix}"
+    nn_record["extra"].update(variant=variant.id, variant_kind=variant.kind)
     try:
-        return case_from_dict(d, path)
+        case = case_from_dict(d, path)
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
         pytest.fail(f"{path}: case {d['name']} is malformed: {type(e).__name__}: {e}", pytrace=False)
+    _out_of_scope(case, request.getfixturevalue("nn_device"), nn_record)
+    return case
+
+
+def _out_of_scope(case, device, nn_record) -> None:
+    """SKIP a vector of a feature level newer than the driver declares, as CTS gates on the
+    device's level; the row says so (extra.out_of_scope), apart from unsupported operations."""
+    level = case.feature_level
+    if level is None:
+        return
+    try:
+        mine = driver_level(getattr(device, "feature_level", NEWEST_FEATURE_LEVEL))
+    except ValueError as e:
+        pytest.fail(f"the driver's {e}", pytrace=False)
+    # A driver at the newest level nnconform knows takes every folder, also from a later
+    # release imported with `nnconform vectors import` (nothing says it lacks those levels).
+    if level > mine and mine < NEWEST_FEATURE_LEVEL:
+        nn_record["extra"]["out_of_scope"] = True
+        nn_record["message"] = f"out of scope: feature level {level} > driver's {mine}"
+        pytest.skip(nn_record["message"])
 
 
 def test_vector(vector, nn_device, nn_session, nn_record):
@@ -126,4 +184,18 @@ def test_vector(vector, nn_device, nn_session, nn_record):
         if not ok:
             outcome.outcome, outcome.message = "FAIL", f"[RANDOM_MULTINOMIAL] {msg}"
     nn_session.conclude(nn_record, outcome, test_id=case.test_id, model=case.model, inputs=case.inputs,
+                        expected=case.outputs, ignored=case.ignored, expect_failure=case.expect_failure)
+
+
+def test_vector_variant(vector, variant, nn_device, nn_session, nn_record):
+    """One cell of the VTS execution matrix (nnconform.variants) on one golden vector."""
+    case = vector
+    tid = f"{case.test_id}[{variant.id}]"
+    nn_record.update(test_id=tid, operations=list(case.operations), data_types=case.model.data_types())
+    # A failure's dumped spec replays the plain sync case; this reruns the cell itself.
+    nn_record["extra"]["rerun"] = (f"nnconform run --driver {nn_session.driver_spec} --suite vectors --variants "
+                                   f"{variant.kind} --seed {nn_session.seed} -- -k '{case.name}'")
+    cap = MUTATIONS_PER_CELL if nn_session.variants == "rotate" else None
+    outcome = run_variant(nn_device, case, variant, seed=nn_session.seed, mutation_cap=cap)
+    nn_session.conclude(nn_record, outcome, test_id=tid, model=case.model, inputs=case.inputs,
                         expected=case.outputs, ignored=case.ignored, expect_failure=case.expect_failure)

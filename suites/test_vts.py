@@ -62,7 +62,6 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pytest
 
-from nnconform.criteria import compare
 from nnconform.driver import (AsyncExecution, BufferDesc, BufferRole, BurstExecution, CompilationCaching,
                               DriverError, ErrorStatus, ExecutionPreference, ExecutionResult, FencedExecution,
                               FencedExecutionHandle, FencedExecutionInfo, MemoryDomains, PerformanceInfo,
@@ -72,11 +71,14 @@ from nnconform.ir import (Model, ModelBuilder, OperandType as T, OperationType a
 from nnconform.mutations import MODEL_MUTATIONS, ModelMutation, request_mutation_class, request_mutations
 from nnconform.runner import FAIL, CaseOutcome, run_case
 from nnconform.suites.examples import Example, all_examples
+from nnconform.vts_checks import (MISSED_DEADLINE, describe as _describe, dynamic_variant as _dynamic_variant,
+                                  fully_specified as _fully_specified, not_rejected, request_verdict as _request_verdict,
+                                  result_problem as _result_problem, shapes_problem as _shapes_problem,
+                                  timing_problem as _timing_problem, to_signed, verdict as _verdict)
 from nnconform.watchdog import HangError, call_with_timeout
 
 SUITE = "vts"
 BOUND_S = 20.0            # no single driver call of this suite should come near this
-MISSED_DEADLINE = (ErrorStatus.MISSED_DEADLINE_TRANSIENT, ErrorStatus.MISSED_DEADLINE_PERSISTENT)
 _CONTROL_FLOW = (Op.IF, Op.WHILE)
 SHOWN = 4                 # how many failing cases a message names
 
@@ -107,15 +109,6 @@ QUANT_COUPLING_EXEMPT = {"HASHTABLE_LOOKUP", "LSH_PROJECTION", "PAD_V2", "CAST",
 
 def _bounded(fn: Callable[[], Any], what: str, bound: float = BOUND_S) -> Any:
     return call_with_timeout(fn, bound, what)
-
-
-def _describe(e: BaseException) -> str:
-    if isinstance(e, DriverError):
-        return e.status.name
-    if isinstance(e, HangError):
-        return str(e)
-    text = str(e).splitlines()[0] if str(e) else ""
-    return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
 def _shown(items: Sequence[str]) -> str:
@@ -183,13 +176,6 @@ def prepared(nn_device):
     p.release()
 
 
-def _fully_specified(model: Model) -> bool:
-    """Every main output has known rank and dimensions (what fenced execution requires)."""
-    sg = model.main
-    return all(sg.operands[k].info.is_scalar or (sg.operands[k].dimensions and 0 not in sg.operands[k].dimensions)
-               for k in sg.output_indexes)
-
-
 def _paths(pm, model: Model | None = None) -> dict[str, Callable[..., ExecutionResult]]:
     """Every execution path the prepared model offers, each as a blocking call.  Given the
     model, fenced execution is left out when an output's dimensions are unspecified: fenced
@@ -218,21 +204,6 @@ def _run(fn: Callable[[], ExecutionResult], what: str) -> ExecutionResult | Base
         return e
 
 
-def _result_problem(model: Model, got, expected=None) -> str | None:
-    """None when ``got`` is a well-formed result (and matches ``expected`` if given)."""
-    if isinstance(got, BaseException):
-        return f"failed: {_describe(got)}"
-    if not isinstance(got, ExecutionResult):
-        return f"returned {type(got).__name__}, not an ExecutionResult"
-    if not isinstance(got.outputs, (list, tuple)) or not all(isinstance(a, np.ndarray) for a in got.outputs):
-        return "outputs are not a sequence of numpy arrays"
-    if expected is not None:
-        cmp = compare(model, list(expected), list(got.outputs))
-        if not cmp.passed:
-            return cmp.message
-    return None
-
-
 def _same_bits(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> bool:
     return len(a) == len(b) and all(x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
                                     for x, y in zip(a, b))
@@ -248,28 +219,7 @@ def _request(e: Example) -> Request:
 
 def _not_rejected(device, m: ModelMutation) -> str | None:
     """None if the driver rejects the mutation as VTS requires; else what it did instead."""
-    calls = []
-    if m.query_support:
-        calls.append(("supported_operations", lambda: device.supported_operations(m.model)))
-    calls.append(("prepare", lambda: device.prepare(m.model, preference=m.preference, priority=m.priority)))
-    for what, fn in calls:
-        try:
-            got = _bounded(fn, what)
-        except DriverError as e:
-            if e.status != ErrorStatus.INVALID_ARGUMENT:
-                return f"{what} gave {e.status.name}, expected INVALID_ARGUMENT"
-            continue
-        except HangError as e:
-            return str(e)
-        except Exception as e:  # a crash is not a rejection
-            return f"{what} raised {_describe(e)} instead of DriverError(INVALID_ARGUMENT)"
-        if what == "prepare":
-            try:
-                _bounded(got.release, "release", 5.0)
-            except Exception:  # the verdict is already made: the invalid model was accepted
-                pass
-        return f"{what} accepted it"
-    return None
+    return not_rejected(device, m, lambda what, fn: _bounded(fn, what))
 
 
 @pytest.mark.parametrize("cls", list(MODEL_MUTATIONS))
@@ -303,23 +253,6 @@ def test_model_mutation(cls, nn_device, nn_session, nn_record):
 REQUEST_CLASSES = ["remove_input", "add_input", "remove_output", "add_output", "input_wrong_rank",
                    "input_wrong_dimension", "input_zero_dimension", "input_buffer_too_small",
                    "output_wrong_rank", "output_wrong_dimension", "output_buffer_too_small"]
-
-
-def _request_verdict(got, allowed: Sequence[ErrorStatus], n_outputs: int, output: int | None) -> str | None:
-    if isinstance(got, ExecutionResult):
-        return "executed it (returned outputs)"
-    if not isinstance(got, DriverError):
-        return f"raised {_describe(got)} instead of a DriverError"
-    if got.status not in allowed:
-        return f"gave {got.status.name}, expected {' or '.join(s.name for s in allowed)}"
-    if got.status == ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
-        if len(got.output_shapes) != n_outputs:
-            return f"OUTPUT_INSUFFICIENT_SIZE with {len(got.output_shapes)} output shapes, the model has {n_outputs}"
-        if output is not None and got.output_shapes[output].is_sufficient:
-            return f"OUTPUT_INSUFFICIENT_SIZE but output {output} is reported sufficient"
-    elif got.output_shapes:
-        return f"{got.status.name} came with output shapes {list(got.output_shapes)} (must be empty)"
-    return None
 
 
 @pytest.mark.parametrize("cls", REQUEST_CLASSES)
@@ -414,22 +347,6 @@ def test_prepare_when_supported(prepared, nn_session, nn_record):
     nn_record["message"] = f"{len(prepared.ready)} fully supported models prepared"
 
 
-def _timing_problem(timing, asked: bool) -> str | None:
-    if not isinstance(timing, Timing):
-        return f"timing is {timing!r}, not a Timing"
-    dev, drv = timing.time_on_device, timing.time_in_driver
-    if not asked:
-        if dev is not None or drv is not None:
-            return f"timing {timing} reported although measure_timing was False (must be None)"
-        return None
-    for name, v in (("time_on_device", dev), ("time_in_driver", drv)):
-        if v is not None and (not isinstance(v, (int, np.integer)) or v < 0):
-            return f"{name} = {v!r} (must be None or microseconds >= 0)"
-    if dev is not None and drv is not None and dev > drv:
-        return f"time_on_device {dev} us > time_in_driver {drv} us (on-device must be <= in-driver)"
-    return None
-
-
 def test_timing(prepared, nn_session, nn_record):
     tid = f"{SUITE}/api/timing"
     _begin(nn_record, tid)
@@ -465,46 +382,6 @@ def test_output_shapes(prepared, nn_session, nn_record):
     if bad:
         _fail(nn_session, nn_record, tid, f"{len(bad)} of {len(prepared.ready)} models: {_shown(bad)}")
     nn_record["message"] = f"{len(prepared.ready)} models report their output shapes"
-
-
-def _shapes_problem(model: Model, got: ExecutionResult, *, required: bool = False) -> str | None:
-    """Section 6: output_shapes is empty or one entry per output; an entry gives the output's
-    real dimensions and is sufficient.  ``required``: the model has unspecified outputs, so
-    the entries must be there."""
-    n = len(model.main.output_indexes)
-    shapes = got.output_shapes
-    if len(got.outputs) != n:
-        return f"{len(got.outputs)} outputs, the model has {n}"
-    if not shapes and not required:
-        return None
-    if len(shapes) != n:
-        return f"{len(shapes)} output shapes for {n} outputs"
-    for i, (s, arr) in enumerate(zip(shapes, got.outputs)):
-        if tuple(s.dimensions) != tuple(arr.shape):
-            return f"output {i}: reported dimensions {list(s.dimensions)}, the output is {list(arr.shape)}"
-        if not s.is_sufficient:
-            return f"output {i}: reported insufficient on a successful execution"
-    for i, k in enumerate(model.main.output_indexes):
-        dims = model.main.operands[k].dimensions
-        arr = got.outputs[i]
-        if dims and (arr.ndim != len(dims) or any(d and d != a for d, a in zip(dims, arr.shape))):
-            return f"output {i} has shape {list(arr.shape)}, the model says {list(dims)}"
-    return None
-
-
-def _dynamic_variant(model: Model) -> Model | None:
-    """The model with every tensor output's dimensions unknown (0), rank kept."""
-    sg = model.main
-    ops = list(sg.operands)
-    changed = False
-    for k in sg.output_indexes:
-        o = ops[k]
-        if not o.info.is_scalar and o.dimensions and any(o.dimensions):
-            ops[k] = dataclasses.replace(o, dimensions=tuple(0 for _ in o.dimensions))
-            changed = True
-    if not changed:
-        return None
-    return dataclasses.replace(model, main=dataclasses.replace(sg, operands=tuple(ops)))
 
 
 def _dynamic_cases(nn_device):
@@ -781,26 +658,7 @@ def test_release(nn_device, prepared, nn_session, nn_record):
 # ---------------------------------------------------------------------------------------
 
 def _to_signed(e: Example) -> tuple[Model, list, list]:
-    """quant8-asymm -> quant8-asymm-signed: same scale, zero point and every value minus 128."""
-    sg = e.model.main
-
-    def shift(arr):
-        out = (np.asarray(arr).astype(np.int16) - 128).astype(np.int8)
-        out.setflags(write=False)
-        return out
-
-    ops = []
-    for o in sg.operands:
-        if o.type == T.TENSOR_QUANT8_ASYMM:
-            o = dataclasses.replace(o, type=T.TENSOR_QUANT8_ASYMM_SIGNED, zero_point=o.zero_point - 128,
-                                    value=None if o.value is None else shift(o.value))
-        ops.append(o)
-    model = dataclasses.replace(e.model, main=dataclasses.replace(sg, operands=tuple(ops)))
-    ins = [shift(v) if v is not None and sg.operands[k].type == T.TENSOR_QUANT8_ASYMM else v
-           for k, v in zip(sg.input_indexes, e.inputs)]
-    outs = [shift(v) if sg.operands[k].type == T.TENSOR_QUANT8_ASYMM else v
-            for k, v in zip(sg.output_indexes, e.outputs)]
-    return model, ins, outs
+    return to_signed(e.model, e.inputs, e.outputs)
 
 
 COUPLED = [e for e in VALID if len(e.model.main.operations) == 1 and not e.model.referenced
@@ -967,14 +825,6 @@ def test_optional_caching(nn_device, prepared, nn_session, nn_record):
     if bad:
         _fail(nn_session, nn_record, tid, _shown(bad))
     nn_record["message"] = f"{len(cases)} models saved and prepared from cache; unknown token rejected"
-
-
-def _verdict(got, status: ErrorStatus, what: str) -> str | None:
-    """None when ``got`` is a DriverError with ``status``; else what happened instead."""
-    if isinstance(got, DriverError) and got.status == status:
-        return None
-    did = _describe(got) if isinstance(got, BaseException) else "a result"
-    return f"{what} gave {did}, expected {status.name}"
 
 
 def _fenced(pm, request: Request, fences=(), **kw) -> ExecutionResult:

@@ -89,6 +89,8 @@ def test_vectors_suite_on_reference(tmp_path):
     assert not failures, "\n".join(failures[:20])
     assert r.returncode == 0
     total = sum(len(json.loads(f.read_text())) for f in vector_files(default_root()))
-    assert len(got) == total and total >= 9374 and outcomes["PASS"] > 0
+    plain = [row for row in got if "[" not in row["test_id"]]     # the rest: rotate's matrix variants
+    assert len(plain) == total and total >= 9374 and outcomes["PASS"] > 0
+    assert len(got) - len(plain) >= total * 0.9
     skips = [row["message"] for row in got if row["outcome"] == "SKIP"]
     assert all(m for m in skips), "every skip says why"

@@ -174,7 +174,7 @@ def test_vectors_suite_fails_only_on_documented_runtime_differences(tmp_path):
     patterns = [p for d in known["expected_failures"] for p in d["patterns"]]
     report = tmp_path / "report"
     proc = subprocess.run([sys.executable, "-m", "nnconform", "run", "--driver", "onnxruntime",
-                           "--suite", "vectors", "--report-dir", str(report),
+                           "--suite", "vectors", "--variants", "none", "--report-dir", str(report),
                            "--expected-failures", str(EXPECTED_FAILURES)],
                           cwd=REPO, capture_output=True, text=True, timeout=1800)
     with open(report / "results.csv", newline="") as fh:
@@ -196,8 +196,9 @@ def test_expected_failures_file_makes_the_run_green_and_each_entry_counts(tmp_pa
     one expectation taken out."""
     import json
     slice_k = "transpose_quant8_signed or transpose_v1_2_quant8"
+    # (the plain runs: the file documents them; matrix-variant findings are in docs/findings.md)
     base = [sys.executable, "-m", "nnconform", "run", "--driver", "onnxruntime", "--suite", "vectors",
-            "--seed", "1"]
+            "--seed", "1", "--variants", "none"]
     green = subprocess.run([*base, "--report-dir", str(tmp_path / "a"), "--expected-failures",
                             str(EXPECTED_FAILURES), "--", "-k", slice_k],
                            cwd=REPO, capture_output=True, text=True, timeout=900)

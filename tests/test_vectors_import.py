@@ -100,6 +100,8 @@ def test_the_imported_vectors_run_as_a_suite(imported, tmp_path):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     with open(tmp_path / "report" / "results.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
+    assert all(row["outcome"] in ("PASS", "SKIP") for row in rows if "[" in row["test_id"])   # matrix variants
+    rows = [row for row in rows if "[" not in row["test_id"]]
     assert len(rows) == 7 and {row["outcome"] for row in rows} == {"PASS"}
     assert {json.loads(row["extra"])["feature_level"] for row in rows} == {"V1_0", "AIDL_V9"}
 

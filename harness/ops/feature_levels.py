@@ -99,3 +99,24 @@ def folder_level(folder: str) -> int | None:
         return HAL_LEVELS.get(m.group(1))
     m = re.fullmatch(r"AIDL_V(\d+)(?:_.*)?", folder)
     return int(m.group(1)) + AIDL_OFFSET if m else None
+
+
+# The newest NNAPI feature level nnconform knows: a driver that declares none is held to it.
+NEWEST_FEATURE_LEVEL = 8
+
+
+def driver_level(declared) -> int:
+    """A driver's declared ``feature_level`` as an NNAPI feature level number (1 ..).  Drivers
+    may give it as the level itself (1 .. 8), as the Android API level the NDK uses for levels
+    1 to 5 (27 .. 31: ANEURALNETWORKS_FEATURE_LEVEL_1 .. _5), or as the NDK's 1000006 .. for 6
+    and later.  Anything else is a clear error."""
+    if isinstance(declared, bool) or not isinstance(declared, int):
+        raise ValueError(f"feature_level {declared!r} is not an integer")
+    if 1 <= declared <= 26:
+        return declared
+    if 27 <= declared <= 31:
+        return declared - 26
+    if declared > 1_000_000:
+        return declared - 1_000_000
+    raise ValueError(f"feature_level {declared} is neither an NNAPI feature level (1 ..), an Android API "
+                     f"level (27 .. 31) nor an NDK level (1000006 ..)")
