@@ -208,5 +208,6 @@ def test_the_suite_reads_the_bundled_copy_by_default(tmp_path):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     with open(tmp_path / "results.csv", newline="") as fh:
         got = list(csv.DictReader(fh))
-    assert [row["test_id"] for row in got] == ["AIDL_V2/reshape_int32", "AIDL_V2/reshape_int32_all_tensors_as_inputs"]
+    plain = [row["test_id"] for row in got if "[" not in row["test_id"]]   # the rest: rotate's matrix cells
+    assert plain == ["AIDL_V2/reshape_int32", "AIDL_V2/reshape_int32_all_tensors_as_inputs"]
     assert {row["outcome"] for row in got} == {"PASS"}
