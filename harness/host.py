@@ -186,8 +186,24 @@ class Host:
     def op_prepare(self, bufs, model, kwargs) -> dict:
         return self._prepared(self.device.prepare(model, **kwargs))
 
-    def op_prepare_from_cache(self, bufs, token) -> dict:
-        return self._prepared(self.device.prepare_from_cache(token))
+    def op_prepare_from_cache(self, bufs, token, kwargs=None) -> dict:
+        return self._prepared(self.device.prepare_from_cache(token, **(kwargs or {})))
+
+    def op_device_info(self, bufs) -> dict:
+        """getStatus, getType, getSupportedExtensions in one call; values checked harness-side."""
+        def plain(v, limit=64):
+            if isinstance(v, bool) or not isinstance(v, (int, str)):
+                return repr(v)[:limit]
+            return int(v) if isinstance(v, int) else v[:limit]
+        ext = self.device.supported_extensions()
+        return {"status": plain(self.device.status()), "type": plain(self.device.device_type()),
+                "extensions": [plain(x, 200) for x in ext] if isinstance(ext, (list, tuple)) else repr(ext)[:200]}
+
+    def op_cache_file_counts(self, bufs) -> Any:
+        got = self.device.cache_file_counts()
+        if isinstance(got, (list, tuple)) and len(got) == 2 and all(type(n) is int for n in got):
+            return [int(n) for n in got]
+        return {"malformed": repr(got)[:120]}
 
     def op_execute(self, bufs, handle, request, kwargs) -> dict:
         return _result(self.get(handle).execute(request, **kwargs), bufs)

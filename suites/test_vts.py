@@ -1330,3 +1330,8 @@ def _memory_misuse(device, pm, model, request, x, y, bad):
             bad.append(why)
         _run(other.release, "release")
     return f"{len(cases) + 1} misuses of device memory rejected with INVALID_ARGUMENT on every path"
+
+
+# The security and robustness cases (compilation-cache attacks, device basics, a cycle) live in
+# their own module; importing them here makes them vts cases (ids vts/cache/*, vts/device/*).
+from nnconform.suites.vts_security import test_cache, test_device_basics, test_device_cycle  # noqa: E402,F401
