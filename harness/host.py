@@ -50,7 +50,10 @@ def _exc_reply(e: BaseException) -> dict:
     except BaseException as inner:  # a driver's exception whose __str__ itself raises
         text = f"<str() of the exception raised {type(inner).__name__}>"
     tb = traceback.extract_tb(e.__traceback__)
-    where = f"{tb[-1].filename}:{tb[-1].lineno}" if tb else ""
+    # the innermost frame of the driver's own code when there is one (a MemoryError raised
+    # inside numpy is the driver's allocation; fuzz buckets are keyed by where it came from)
+    own = [f for f in tb if "/site-packages/numpy/" not in f.filename and "/lib/python3" not in f.filename] or tb
+    where = f"{own[-1].filename}:{own[-1].lineno}" if own else ""
     if isinstance(e, MemoryError):
         limit = os.environ.get("NNCONFORM_HOST_MEM_LIMIT", "")
         text += f" (the driver host's memory limit is {limit})" if limit else ""
