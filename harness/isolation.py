@@ -402,6 +402,9 @@ class _Host:
                     cause = HostCrash(f"driver host exited with code {rc} in the middle of a call", exit_code=rc)
             self.kill_everything()
             cause.details["stderr_tail"] = self.stderr_tail()
+            # the whole faulthandler dump (every thread), for who needs the crashing thread's
+            # frames (nnconform fuzz buckets); the short tail above may start inside it
+            cause.details["fault_dump"] = self.stderr_tail(4000, 64_000)
             cause.details["host_pid"] = self.pid
             with self.lock:
                 if self.death is None:
@@ -438,7 +441,8 @@ class _Host:
             if self.death is None:
                 self.death = incident
         self.kill_everything()
-        incident.details.update(stderr_tail=self.stderr_tail(), host_pid=self.pid)
+        incident.details.update(stderr_tail=self.stderr_tail(), host_pid=self.pid,
+                                fault_dump=self.stderr_tail(4000, 64_000))
         self.owner._incident(self, incident)   # recorded before any waiting call wakes up
         self._fail_pending()
 
@@ -492,7 +496,7 @@ class _Host:
         except OSError:
             pass
 
-    def stderr_tail(self, lines: int = STDERR_TAIL_LINES) -> str:
+    def stderr_tail(self, lines: int = STDERR_TAIL_LINES, chars: int = 6000) -> str:
         try:
             with open(self.stderr_path, "rb") as f:
                 f.seek(max(0, os.path.getsize(self.stderr_path) - 64_000))
@@ -500,7 +504,7 @@ class _Host:
         except OSError:
             return ""
         text = data.decode("utf-8", errors="replace").rstrip("\n")
-        return "\n".join(text.split("\n")[-lines:])[-6000:]
+        return "\n".join(text.split("\n")[-lines:])[-chars:]
 
 
 # ---------------------------------------------------------------------------------------------

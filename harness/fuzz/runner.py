@@ -106,23 +106,22 @@ def driver_frames(stderr_tail: str, limit: int = 3) -> list[str]:
     """The top driver frames of the last faulthandler dump in ``stderr_tail``: the first
     thread block (most recent call first) with frames outside the host loop and the standard
     library's thread machinery, as ``file:function``."""
-    blocks, cur = [], []
+    blocks, cur, current = [], None, None
     for line in (stderr_tail or "").splitlines():
-        if "(most recent call first)" in line or line.startswith("Fatal Python error"):
-            if cur:
-                blocks.append(cur)
+        if "(most recent call first)" in line:
             cur = []
+            blocks.append(cur)
+            if line.startswith("Current thread"):
+                current = cur        # a fatal signal: the thread that crashed
             continue
         m = _FRAME.match(line)
-        if m:
+        if m and cur is not None:    # frames before the first header belong to a cut block
             cur.append((m.group(1), m.group(2)))
-    if cur:
-        blocks.append(cur)
     # the host's stderr holds this incident's dump (a crashed or hung host is replaced by a
     # fresh one with a fresh stderr file); the innermost driver frames come first in a block
-    for block in blocks:
+    for block in ([current] if current else []) + blocks:
         frames = [f"{os.path.basename(f)}:{fn}" for f, fn in block
-                  if not any(s in f for s in _NOT_DRIVER) and "/lib/python3" not in f]
+                  if not any(s in f for s in _NOT_DRIVER) and "/lib/python3" not in f and not f.startswith("<")]
         if frames:
             return frames[:limit]
     return []
@@ -180,7 +179,7 @@ def classify(outcome, slow_s: float, model: Model, last_error=None) -> Finding |
         verdict = outcome.outcome
         if verdict == "CRASH" and signame == "SIGKILL":
             verdict = "OOM"                      # the kernel's OOM killer (nobody else kills the host)
-        frames = driver_frames(str(details.get("stderr_tail", "")))
+        frames = driver_frames(str(details.get("fault_dump") or details.get("stderr_tail", "")))
     elif outcome.outcome == "FAIL" and re.search(r"driver raised in \w+: MemoryError", msg):
         verdict, signame, frames = "OOM", "MemoryError", _where(last_error)
     elif outcome.duration_s > slow_s:
@@ -205,9 +204,15 @@ def _signal_name(sig) -> str:
 def run_one(device, model: Model, inputs: list, slow_s: float) -> Finding | None:
     from ..runner import run_case
     watch = _Watch(device)
+    isolated = getattr(device, "isolated", False)
+    before = len(device.incidents) if isolated else 0
     out = run_case(watch, model, inputs, [], expect_failure=True)
-    if getattr(device, "isolated", False):
+    if isolated:
         device.end_case()
+        if len(device.incidents) > before:
+            # the host died: start its successor now, so that its start-up time is not
+            # charged to the next case (it would look SLOW)
+            device.liveness()
     return classify(out, slow_s, model, watch.last)
 
 
