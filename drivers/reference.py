@@ -17,7 +17,8 @@ from typing import Sequence
 import numpy as np
 
 from nnconform import __version__
-from nnconform.driver import (AsyncExecution, BufferDesc, CacheFile, DeviceType, BufferRole, Burst, BurstExecution, Capabilities,
+from nnconform.driver import (AsyncExecution, BufferDesc, BufferRole, Burst, BurstExecution, BurstMemory,
+                              CacheFile, Capabilities, DeviceType,
                               CompilationCaching, Device, DeviceBuffer, DriverError, ErrorStatus,
                               ExecutionPreference, ExecutionResult, FencedExecution, FencedExecutionHandle,
                               FencedExecutionInfo, MemoryDomains, OutputShape, PerformanceInfo, PreparedModel,
@@ -345,23 +346,47 @@ class ReferenceFencedHandle(FencedExecutionHandle):
         return self._info
 
 
-class ReferenceBurst(Burst):
+class ReferenceBurst(Burst, BurstMemory):
     """A burst over one prepared model.  The sample driver's burst caches memory mappings;
     there is nothing to map here, so it executes through the prepared model while open."""
 
     def __init__(self, prepared: ReferencePreparedModel):
         self._prepared = prepared
         self._open = True
+        self._slots: dict[int, int] = {}          # slot -> device memory token
+        self._next_slot = itertools.count()
+        self._lock = threading.Lock()
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, "the burst was released")
 
     def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
                 loop_timeout: float | None = None) -> ExecutionResult:
-        if not self._open:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, "the burst was released")
+        self._check_open()
         return self._prepared.execute(request, measure_timing=measure_timing, deadline=deadline,
                                       loop_timeout=loop_timeout)
 
+    # BurstMemory: a slot table checked on every use, so a stale slot is an error, not a crash
+    def cache_memory(self, token: int) -> int:
+        self._check_open()
+        if not isinstance(token, (int, np.integer)) or _TRACKER.get(int(token)) is None:
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"unknown device memory token {token!r:.40}")
+        with self._lock:
+            slot = next(self._next_slot)
+            self._slots[slot] = int(token)
+        return slot
+
+    def free_memory(self, slot: int) -> None:
+        self._check_open()
+        with self._lock:
+            if not isinstance(slot, (int, np.integer)) or self._slots.pop(int(slot), None) is None:
+                raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"burst memory slot {slot!r:.40} is not in use")
+
     def release(self) -> None:
         self._open = False
+        with self._lock:
+            self._slots.clear()
 
 
 class ReferenceDevice(Device, CompilationCaching, MemoryDomains):

@@ -290,6 +290,23 @@ class Burst(abc.ABC):
         """Close the burst and free what it cached."""
 
 
+class BurstMemory(abc.ABC):
+    """A Burst that caches device memory in slots (IBurstContext's memory cache and
+    ``freeMemory``).  ``cache_memory(token)`` registers a MemoryDomains buffer with the burst
+    and returns its slot (>= 0); executions through the burst may use the buffer as before.
+    ``free_memory(slot)`` drops the slot.  Misuse is an error, never a crash: an unknown or
+    already freed slot gives INVALID_ARGUMENT; any call after the burst's ``release`` gives
+    GENERAL_FAILURE."""
+
+    @abc.abstractmethod
+    def cache_memory(self, token: int) -> int:
+        """The slot now holding device memory ``token`` (INVALID_ARGUMENT for an unknown token)."""
+
+    @abc.abstractmethod
+    def free_memory(self, slot: int) -> None:
+        """Forget the slot."""
+
+
 class BurstExecution(abc.ABC):
     """The prepared model can open bursts (IPreparedModel::configureExecutionBurst)."""
 

@@ -247,7 +247,16 @@ class Host:
                 "fenced": _timing(info.timing_fenced)}
 
     def op_configure_burst(self, bufs, handle) -> dict:
-        return {"handle": self.keep(self.get(handle).configure_burst())}
+        from .driver import BurstMemory
+        burst = self.get(handle).configure_burst()
+        return {"handle": self.keep(burst), "ifaces": ["BurstMemory"] if isinstance(burst, BurstMemory) else []}
+
+    def op_burst_cache_memory(self, bufs, handle, token) -> Any:
+        slot = self.get(handle).cache_memory(token)
+        return int(slot) if isinstance(slot, int) and not isinstance(slot, bool) else repr(slot)[:80]
+
+    def op_burst_free_memory(self, bufs, handle, slot) -> None:
+        self.get(handle).free_memory(slot)
 
     def op_burst_execute(self, bufs, handle, request, kwargs) -> dict:
         return _result(self.get(handle).execute(request, **kwargs), bufs)

@@ -46,7 +46,7 @@ import numpy as np
 
 from . import hostproto as wire
 from . import reaper
-from .driver import (AsyncExecution, Burst, BurstExecution, Capabilities, CompilationCaching, Device,
+from .driver import (AsyncExecution, Burst, BurstExecution, BurstMemory, Capabilities, CompilationCaching, Device,
                      DeviceBuffer, DriverError, ErrorStatus, ExecutionResult, FencedExecution,
                      FencedExecutionHandle, FencedExecutionInfo, MemoryDomains, OutputShape, PerformanceInfo,
                      PreparedModel, Timing)
@@ -575,7 +575,8 @@ class RemotePreparedModel(_Remote, PreparedModel):
 
     def configure_burst(self):
         v, _ = self._call("configure_burst", {})
-        return RemoteBurst(self._device, self._host, _handle(v))
+        memory = isinstance(v, dict) and "BurstMemory" in _list(v.get("ifaces", []), 4)
+        return (RemoteMemoryBurst if memory else RemoteBurst)(self._device, self._host, _handle(v))
 
 
 def _forward_fence(event: threading.Event, host_ref, fid: int) -> None:
@@ -608,6 +609,17 @@ class RemoteBurst(_Remote, Burst):
 
     def release(self) -> None:
         self._call("release", {})
+
+
+class RemoteMemoryBurst(RemoteBurst, BurstMemory):
+    def cache_memory(self, token: int) -> int:
+        v, _ = self._call("burst_cache_memory", {"token": token})
+        if type(v) is not int:
+            raise DriverProtocolError(f"cache_memory returned {_text(v, 80) or 'a malformed reply'}, not a slot")
+        return v
+
+    def free_memory(self, slot: int) -> None:
+        self._call("burst_free_memory", {"slot": slot})
 
 
 class RemoteBuffer(_Remote, DeviceBuffer):

@@ -148,6 +148,8 @@ def test_reference_passes_vts(runs):
     optional += [f"vts/optional/memory_domain/{c}"
                  for c in ("output_role", "input_role", "bad_allocate", "uninitialised", "misuse")]
     optional += [f"vts/cache/{c}" for c in CACHE_CHECKS] + ["vts/device/basics", "vts/device/cycle"]
+    optional += [f"vts/memory_domain/conv_{t}" for t in ("fp32", "fp16", "quant8", "quant8_signed")]
+    optional += ["vts/memory_domain/shared_buffer", "vts/burst/memory_slots"]
     assert {i: outcome.get(i) for i in optional} == {i: "PASS" for i in optional}
     assert outcome["vts/consistency/paths"] == "PASS"
     assert all(r["suite"] == "vts" for r in rows)
