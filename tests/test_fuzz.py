@@ -22,7 +22,7 @@ FRAGILE_SEED, FRAGILE_CASES = 111, 90
 
 def _cfg(tmp_path, driver, **kw):
     base = dict(driver=driver, report_dir=Path(tmp_path), seed=1, max_cases=60, call_timeout=2.0,
-                shrink_attempts=6, shrink_hang_timeout=1.0)
+                shrink_attempts=3, shrink_hang_timeout=1.0)
     base.update(kw)
     return fz.FuzzConfig(**base)
 
