@@ -21,6 +21,7 @@ import numpy as np
 from nnconform.driver import ExecutionPreference, ExecutionResult, Priority, Timing
 from nnconform.ir import Model
 
+from . import reference_cache as cache_files
 from .reference import ReferenceDevice, ReferencePreparedModel, operation_supported
 
 
@@ -37,9 +38,12 @@ class AcceptsEverything(ReferenceDevice):
         return out
 
     def prepare(self, model: Model, *, preference=ExecutionPreference.FAST_SINGLE_ANSWER,
-                priority=Priority.MEDIUM, deadline=None, cache_token=None):
+                priority=Priority.MEDIUM, deadline=None, cache_token=None, model_cache=None, data_cache=None):
         if cache_token is not None:
-            self._cache[bytes(cache_token)] = model
+            if model_cache is None and data_cache is None:
+                self._cache[bytes(cache_token)] = model
+            else:   # the reference's file cache: this driver's defect is validation only
+                cache_files.save(model, bytes(cache_token), list(model_cache or ()), list(data_cache or ()))
         return ReferencePreparedModel(model)
 
 
@@ -72,8 +76,8 @@ class SharedScratchBuffer(ReferenceDevice):
         pm = super().prepare(model, **kw)
         return _SharedScratchPrepared(pm.model)
 
-    def prepare_from_cache(self, cache_token: bytes):
-        return _SharedScratchPrepared(super().prepare_from_cache(cache_token).model)
+    def prepare_from_cache(self, cache_token: bytes, **files):
+        return _SharedScratchPrepared(super().prepare_from_cache(cache_token, **files).model)
 
 
 class _BadTimingPrepared(ReferencePreparedModel):
@@ -93,8 +97,8 @@ class BadTiming(ReferenceDevice):
         pm = super().prepare(model, **kw)
         return _BadTimingPrepared(pm.model)
 
-    def prepare_from_cache(self, cache_token: bytes):
-        return _BadTimingPrepared(super().prepare_from_cache(cache_token).model)
+    def prepare_from_cache(self, cache_token: bytes, **files):
+        return _BadTimingPrepared(super().prepare_from_cache(cache_token, **files).model)
 
 
 __all__ = ["AcceptsEverything", "SharedScratchBuffer", "BadTiming"]

@@ -17,7 +17,8 @@ from typing import Sequence
 import numpy as np
 
 from nnconform import __version__
-from nnconform.driver import (AsyncExecution, BufferDesc, BufferRole, Burst, BurstExecution, Capabilities,
+from nnconform.driver import (AsyncExecution, BufferDesc, BufferRole, Burst, BurstExecution, BurstMemory,
+                              CacheFile, Capabilities, DeviceType,
                               CompilationCaching, Device, DeviceBuffer, DriverError, ErrorStatus,
                               ExecutionPreference, ExecutionResult, FencedExecution, FencedExecutionHandle,
                               FencedExecutionInfo, MemoryDomains, OutputShape, PerformanceInfo, PreparedModel,
@@ -27,6 +28,8 @@ from nnconform import driver_support as support
 from nnconform.executor import Executor
 from nnconform.ir import Model, Operand, OperandType, OperationType, Request
 from nnconform.ops.registry import REGISTRY, load_all
+
+from . import reference_cache as cache_files
 
 _CONTROL_FLOW = (OperationType.IF, OperationType.WHILE)
 
@@ -343,29 +346,56 @@ class ReferenceFencedHandle(FencedExecutionHandle):
         return self._info
 
 
-class ReferenceBurst(Burst):
+class ReferenceBurst(Burst, BurstMemory):
     """A burst over one prepared model.  The sample driver's burst caches memory mappings;
     there is nothing to map here, so it executes through the prepared model while open."""
 
     def __init__(self, prepared: ReferencePreparedModel):
         self._prepared = prepared
         self._open = True
+        self._slots: dict[int, int] = {}          # slot -> device memory token
+        self._next_slot = itertools.count()
+        self._lock = threading.Lock()
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, "the burst was released")
 
     def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
                 loop_timeout: float | None = None) -> ExecutionResult:
-        if not self._open:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, "the burst was released")
+        self._check_open()
         return self._prepared.execute(request, measure_timing=measure_timing, deadline=deadline,
                                       loop_timeout=loop_timeout)
 
+    # BurstMemory: a slot table checked on every use, so a stale slot is an error, not a crash
+    def cache_memory(self, token: int) -> int:
+        self._check_open()
+        if not isinstance(token, (int, np.integer)) or _TRACKER.get(int(token)) is None:
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"unknown device memory token {token!r:.40}")
+        with self._lock:
+            slot = next(self._next_slot)
+            self._slots[slot] = int(token)
+        return slot
+
+    def free_memory(self, slot: int) -> None:
+        self._check_open()
+        with self._lock:
+            if not isinstance(slot, (int, np.integer)) or self._slots.pop(int(slot), None) is None:
+                raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"burst memory slot {slot!r:.40} is not in use")
+
     def release(self) -> None:
         self._open = False
+        with self._lock:
+            self._slots.clear()
 
 
 class ReferenceDevice(Device, CompilationCaching, MemoryDomains):
-    name = "reference"
+    name = "nnconform-reference"      # <vendor>-<device>, as NNAPI names devices
     version = __version__
     feature_level = 8    # every golden vector folder nnconform ships (levels 1 to 4, 6 and 7) is in scope
+
+    def device_type(self) -> DeviceType:
+        return DeviceType.CPU
 
     def __init__(self):
         self._cache: dict[bytes, Model] = {}
@@ -380,18 +410,34 @@ class ReferenceDevice(Device, CompilationCaching, MemoryDomains):
         support.check_model(model)
         return [operation_supported(model, -1, i) for i in range(len(model.main.operations))]
 
+    def cache_file_counts(self) -> tuple[int, int]:
+        return (cache_files.NUM_MODEL_CACHE, cache_files.NUM_DATA_CACHE)
+
     def prepare(self, model: Model, *, preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
                 priority: Priority = Priority.MEDIUM, deadline: float | None = None,
-                cache_token: bytes | None = None) -> PreparedModel:
+                cache_token: bytes | None = None, model_cache: Sequence[CacheFile] | None = None,
+                data_cache: Sequence[CacheFile] | None = None) -> PreparedModel:
         support.check_prepare_args(model, preference, priority, deadline, cache_token)
         if cache_token is not None:
-            self._cache[bytes(cache_token)] = model
+            if model_cache is None and data_cache is None:
+                # token-only callers (older harness code, adapters' tests): an in-process cache
+                self._cache[bytes(cache_token)] = model
+            else:
+                cache_files.save(model, bytes(cache_token), list(model_cache or ()), list(data_cache or ()))
         return ReferencePreparedModel(model)
 
-    def prepare_from_cache(self, cache_token: bytes) -> PreparedModel:
-        model = self._cache.get(bytes(cache_token))
-        if model is None:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, "nothing cached under this token")
+    def prepare_from_cache(self, cache_token: bytes, *, model_cache: Sequence[CacheFile] | None = None,
+                           data_cache: Sequence[CacheFile] | None = None) -> PreparedModel:
+        if model_cache is None and data_cache is None:
+            model = self._cache.get(bytes(cache_token))
+            if model is None:
+                raise DriverError(ErrorStatus.GENERAL_FAILURE, "nothing cached under this token")
+            return ReferencePreparedModel(model)
+        model = cache_files.load(bytes(cache_token), list(model_cache or ()), list(data_cache or ()))
+        try:
+            support.check_model(model)
+        except DriverError as e:   # authentic but not valid: not something we ever saved
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"cached model is invalid: {e}") from None
         return ReferencePreparedModel(model)
 
     def allocate(self, desc: BufferDesc, prepared_models: Sequence[PreparedModel],

@@ -5,6 +5,7 @@
     nnconform validate FILE
     nnconform replay SPEC --driver X
     nnconform stress --driver X --budget 30m [--tests ...] [--workers N] [--seed S] [--resume]
+    nnconform fuzz --driver X --budget 10m [--seed S] [--resume]
     nnconform vectors import AOSP_DIR OUT_DIR | unpack DIR | list [--vectors DIR]
 
 Bad input (unknown driver, malformed spec, invalid model) is one line on stderr and a
@@ -659,6 +660,37 @@ def cmd_stress(a: argparse.Namespace) -> int:
         return _err(f"{a.report_dir}: {e}", EXIT_FAIL) if Path(a.report_dir, MANIFEST).exists() else _err(str(e))
 
 
+# ---- fuzz --------------------------------------------------------------------------------
+
+def cmd_fuzz(a: argparse.Namespace) -> int:
+    from .fuzz.runner import FuzzConfig, FuzzUsageError, parse_size, run_fuzz
+    from .stress.runner import StressUsageError, parse_budget
+    try:
+        if a.budget is not None and a.cases is not None:
+            return _err("give --budget or --cases, not both")
+        if a.cases is not None and a.cases < 1:
+            return _err(f"--cases must be at least 1, not {a.cases}")
+        if a.call_timeout <= 0 or a.slow <= 0:
+            return _err("--call-timeout and --slow must be positive")
+        budget = parse_budget(a.budget) if a.budget is not None else (None if a.cases else parse_budget("10m"))
+        seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "little") >> 1
+        cfg = FuzzConfig(driver=a.driver, report_dir=Path(a.report_dir), seed=seed, budget_s=budget,
+                         max_cases=a.cases, call_timeout=a.call_timeout, mem_limit=parse_size(a.mem_limit),
+                         slow_s=a.slow)
+        if not a.resume:
+            from .errors import DriverLoadError
+            from .loader import load_driver
+            try:
+                load_driver(a.driver)   # one line now rather than a dead host later
+            except DriverLoadError as e:
+                return _err(str(e))
+        return run_fuzz(cfg, resume=a.resume)
+    except (FuzzUsageError, StressUsageError) as e:
+        return _err(str(e))
+    except OSError as e:
+        return _err(f"{a.report_dir}: {e}", EXIT_FAIL)
+
+
 RUN_EPILOG = """\
 Anything after -- goes to pytest, e.g.
   nnconform run --driver X -- -k conv -x                 select by test id, stop at the first failure
@@ -818,6 +850,17 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--mem-limit", type=int, default=4 << 30, help="RLIMIT_AS of a worker in bytes (default 4 GiB)")
     st.add_argument("--report-only", action="store_true", help="rebuild CSV/HTML from the journal and exit")
     st.add_argument("--list", action="store_true", help="list the stress tests and exit")
+    fz = sub.add_parser("fuzz", help="feed a driver arbitrary, mostly invalid models; bucket crashes, hangs, "
+                                     "out-of-memory and slow cases with a minimal replayable spec each")
+    fz.add_argument("--driver", default="reference", help="installed driver name or module:attribute")
+    fz.add_argument("--budget", default=None, help="wall-clock budget: 90s, 10m, 1h (default 10m)")
+    fz.add_argument("--cases", type=int, default=None, help="run exactly this many cases instead of a budget")
+    fz.add_argument("--seed", type=int, default=None, help="run seed (default: random, printed and recorded)")
+    fz.add_argument("--report-dir", default="nnconform-fuzz")
+    fz.add_argument("--resume", action="store_true", help="continue the run recorded in --report-dir")
+    fz.add_argument("--call-timeout", type=float, default=5.0, help="seconds a driver call may take before HANG")
+    fz.add_argument("--mem-limit", default="1G", help="RLIMIT_AS of the driver host (default 1G)")
+    fz.add_argument("--slow", type=float, default=3.0, help="a case slower than this (s) is a SLOW finding")
     return p
 
 
@@ -854,6 +897,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return cmd_stress(a)
     if a.command == "probe":
         return cmd_probe(a)
+    if a.command == "fuzz":
+        return cmd_fuzz(a)
     if a.command == "vectors":
         return cmd_vectors(a)
     if a.command == "diff":

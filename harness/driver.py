@@ -8,7 +8,8 @@ of this file, discovered with ``isinstance``:
     on the PreparedModel   AsyncExecution      execute_1_3 with a callback (a future here)
                            FencedExecution     executeFenced: wait fences, getExecutionInfo
                            BurstExecution      configureExecutionBurst
-    on the Device          CompilationCaching  prepareModel with a token, prepareModelFromCache
+    on the Device          CompilationCaching  prepareModel with cache files and a token,
+                                               prepareModelFromCache (see CacheFile)
                            MemoryDomains       IDevice::allocate, IBuffer copyFrom/copyTo; a
                                                request names a buffer by its token with
                                                ``RequestArgument(memory=token)``
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import abc
 import enum
+import os
 import threading
 from dataclasses import dataclass
 from typing import Sequence
@@ -110,9 +112,23 @@ class PreparedModel(abc.ABC):
         """Free what prepare allocated.  Executing after release is a usage error."""
 
 
+class DeviceStatus(enum.IntEnum):
+    AVAILABLE = 0
+    BUSY = 1
+    OFFLINE = 2
+    UNKNOWN = 3
+
+
+class DeviceType(enum.IntEnum):
+    OTHER = 1
+    CPU = 2
+    GPU = 3
+    ACCELERATOR = 4
+
+
 class Device(abc.ABC):
-    name: str = "unnamed"
-    version: str = "0"
+    name: str = "unnamed"    # NNAPI getName: "<vendor>-<device>", e.g. "acme-npu2"
+    version: str = "0"       # getVersionString: non-empty, the driver build
     # The newest NNAPI feature level the driver implements: the golden vectors of later levels
     # are out of scope for it (SKIP, counted apart from unsupported).  An NNAPI level (1 .. 8) or
     # the NDK's encoding (Android 11 = API level 30 = level 4); default: the newest.
@@ -120,6 +136,19 @@ class Device(abc.ABC):
 
     def capabilities(self) -> Capabilities:
         return Capabilities()
+
+    def status(self) -> DeviceStatus:
+        """IDevice::getStatus: AVAILABLE when the device can take work."""
+        return DeviceStatus.AVAILABLE
+
+    def device_type(self) -> DeviceType:
+        """IDevice::getType."""
+        return DeviceType.OTHER
+
+    def supported_extensions(self) -> list[str]:
+        """IDevice::getSupportedExtensions, by name (reverse-domain, e.g. "com.acme.fastconv");
+        nnconform models no extension operand types, so only the names are asked for."""
+        return []
 
     @abc.abstractmethod
     def supported_operations(self, model: Model) -> list[bool]:
@@ -129,7 +158,12 @@ class Device(abc.ABC):
     def prepare(self, model: Model, *, preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
                 priority: Priority = Priority.MEDIUM, deadline: float | None = None,
                 cache_token: bytes | None = None) -> PreparedModel:
-        """Compile ``model``; raise DriverError(INVALID_ARGUMENT) for an invalid one."""
+        """Compile ``model``; raise DriverError(INVALID_ARGUMENT) for an invalid one.
+
+        A driver with file-based compilation caching (``CompilationCaching.cache_file_counts``
+        not (0, 0)) also accepts ``model_cache`` and ``data_cache``, sequences of
+        :class:`CacheFile`; the harness passes them only when it has files to give, so an
+        adapter without file caching need not name them."""
 
 
 # ---- optional interfaces: a driver declares them by inheriting ---------------------------
@@ -143,12 +177,61 @@ class AsyncExecution(abc.ABC):
         """Return a ``concurrent.futures.Future`` resolving to an ExecutionResult."""
 
 
+MAX_CACHE_FILES = 32          # NNAPI's bound on each of the two cache-file counts
+CACHE_TOKEN_BYTES = 32
+
+
+@dataclass(frozen=True)
+class CacheFile:
+    """One compilation-cache file as NNAPI hands it to a driver: the file (created by the
+    caller) and the access its handle grants: "rw", "r" (read-only) or "w" (write-only).
+    A path rather than an open descriptor, so it crosses the driver-host boundary; a driver
+    opens it only through :meth:`open`, which refuses what the access does not grant (as a
+    read-only descriptor refuses writes), with PermissionError."""
+    path: str
+    access: str = "rw"
+
+    def open(self, mode: str):
+        """``open(path, mode)`` for a binary mode ("rb", "wb", "r+b", "ab"), checked against
+        the access first.  Writing never creates the file: the caller owns it."""
+        reads = "r" in mode or "+" in mode
+        writes = any(c in mode for c in "wa+")
+        if "b" not in mode:
+            raise ValueError("cache files are opened in binary mode")
+        if (reads and "r" not in self.access) or (writes and "w" not in self.access):
+            raise PermissionError(f"cache file {self.path} was handed over {self.access!r}; "
+                                  f"mode {mode!r} needs more")
+        if "w" in mode and not os.path.isfile(self.path):
+            raise FileNotFoundError(f"cache file {self.path} does not exist")
+        return open(self.path, mode)
+
+
 class CompilationCaching(abc.ABC):
-    """The device can save a compiled model under a 32-byte token and prepare from it."""
+    """The device can save a compiled model and prepare it again from the saved form.
+
+    NNAPI form (file caching): ``cache_file_counts()`` returns how many model-cache and
+    data-cache files the driver needs (each 0..32, not both 0).  ``prepare(model,
+    cache_token=t, model_cache=[...], data_cache=[...])`` compiles and, best effort, writes the
+    compilation into those files; with the wrong number of files it still prepares but saves
+    nothing.  ``prepare_from_cache(t, model_cache=[...], data_cache=[...])`` rebuilds it: the
+    wrong number of files is INVALID_ARGUMENT; files that do not hold a compilation saved under
+    exactly this token (missing, truncated, tampered with, another model's, unreadable) are
+    GENERAL_FAILURE, never a crash and never another model.  Model-cache files are security
+    sensitive (a driver must check their integrity); data-cache files may be trusted less
+    strictly, but a corrupted one must still give GENERAL_FAILURE or a correct model.
+
+    Token-only form (counts (0, 0), the default): the driver keeps its cache where it likes;
+    ``prepare_from_cache(t)`` gives GENERAL_FAILURE when nothing is cached under the token.
+    """
+
+    def cache_file_counts(self) -> tuple[int, int]:
+        """(number of model-cache files, number of data-cache files)."""
+        return (0, 0)
 
     @abc.abstractmethod
     def prepare_from_cache(self, cache_token: bytes) -> PreparedModel:
-        """Raise DriverError(GENERAL_FAILURE) when nothing is cached under the token."""
+        """Raise DriverError(GENERAL_FAILURE) when nothing is cached under the token.  With
+        file caching the signature also takes ``model_cache`` and ``data_cache``."""
 
 
 class FencedExecutionHandle(abc.ABC):
@@ -208,6 +291,23 @@ class Burst(abc.ABC):
     @abc.abstractmethod
     def release(self) -> None:
         """Close the burst and free what it cached."""
+
+
+class BurstMemory(abc.ABC):
+    """A Burst that caches device memory in slots (IBurstContext's memory cache and
+    ``freeMemory``).  ``cache_memory(token)`` registers a MemoryDomains buffer with the burst
+    and returns its slot (>= 0); executions through the burst may use the buffer as before.
+    ``free_memory(slot)`` drops the slot.  Misuse is an error, never a crash: an unknown or
+    already freed slot gives INVALID_ARGUMENT; any call after the burst's ``release`` gives
+    GENERAL_FAILURE."""
+
+    @abc.abstractmethod
+    def cache_memory(self, token: int) -> int:
+        """The slot now holding device memory ``token`` (INVALID_ARGUMENT for an unknown token)."""
+
+    @abc.abstractmethod
+    def free_memory(self, slot: int) -> None:
+        """Forget the slot."""
 
 
 class BurstExecution(abc.ABC):

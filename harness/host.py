@@ -51,7 +51,10 @@ def _exc_reply(e: BaseException) -> dict:
     except BaseException as inner:  # a driver's exception whose __str__ itself raises
         text = f"<str() of the exception raised {type(inner).__name__}>"
     tb = traceback.extract_tb(e.__traceback__)
-    where = f"{tb[-1].filename}:{tb[-1].lineno}" if tb else ""
+    # the innermost frame of the driver's own code when there is one (a MemoryError raised
+    # inside numpy is the driver's allocation; fuzz buckets are keyed by where it came from)
+    own = [f for f in tb if "/site-packages/numpy/" not in f.filename and "/lib/python3" not in f.filename] or tb
+    where = f"{own[-1].filename}:{own[-1].lineno}" if own else ""
     if isinstance(e, MemoryError):
         limit = os.environ.get("NNCONFORM_HOST_MEM_LIMIT", "")
         text += f" (the driver host's memory limit is {limit})" if limit else ""
@@ -190,8 +193,24 @@ class Host:
     def op_prepare(self, bufs, model, kwargs) -> dict:
         return self._prepared(self.device.prepare(model, **kwargs))
 
-    def op_prepare_from_cache(self, bufs, token) -> dict:
-        return self._prepared(self.device.prepare_from_cache(token))
+    def op_prepare_from_cache(self, bufs, token, kwargs=None) -> dict:
+        return self._prepared(self.device.prepare_from_cache(token, **(kwargs or {})))
+
+    def op_device_info(self, bufs) -> dict:
+        """getStatus, getType, getSupportedExtensions in one call; values checked harness-side."""
+        def plain(v, limit=64):
+            if isinstance(v, bool) or not isinstance(v, (int, str)):
+                return repr(v)[:limit]
+            return int(v) if isinstance(v, int) else v[:limit]
+        ext = self.device.supported_extensions()
+        return {"status": plain(self.device.status()), "type": plain(self.device.device_type()),
+                "extensions": [plain(x, 200) for x in ext] if isinstance(ext, (list, tuple)) else repr(ext)[:200]}
+
+    def op_cache_file_counts(self, bufs) -> Any:
+        got = self.device.cache_file_counts()
+        if isinstance(got, (list, tuple)) and len(got) == 2 and all(type(n) is int for n in got):
+            return [int(n) for n in got]
+        return {"malformed": repr(got)[:120]}
 
     def _watch(self, handle: int, result, reply: dict) -> dict:
         """The aliasing watch.  Replies are decoded into fresh arrays on the harness side, so a
@@ -249,7 +268,16 @@ class Host:
                 "fenced": _timing(info.timing_fenced)}
 
     def op_configure_burst(self, bufs, handle) -> dict:
-        return {"handle": self.keep(self.get(handle).configure_burst())}
+        from .driver import BurstMemory
+        burst = self.get(handle).configure_burst()
+        return {"handle": self.keep(burst), "ifaces": ["BurstMemory"] if isinstance(burst, BurstMemory) else []}
+
+    def op_burst_cache_memory(self, bufs, handle, token) -> Any:
+        slot = self.get(handle).cache_memory(token)
+        return int(slot) if isinstance(slot, int) and not isinstance(slot, bool) else repr(slot)[:80]
+
+    def op_burst_free_memory(self, bufs, handle, slot) -> None:
+        self.get(handle).free_memory(slot)
 
     def op_burst_execute(self, bufs, handle, request, kwargs) -> dict:
         result = self.get(handle).execute(request, **kwargs)

@@ -46,7 +46,7 @@ import numpy as np
 
 from . import hostproto as wire
 from . import reaper
-from .driver import (AsyncExecution, Burst, BurstExecution, Capabilities, CompilationCaching, Device,
+from .driver import (AsyncExecution, Burst, BurstExecution, BurstMemory, Capabilities, CompilationCaching, Device,
                      DeviceBuffer, DriverError, ErrorStatus, ExecutionResult, FencedExecution,
                      FencedExecutionHandle, FencedExecutionInfo, MemoryDomains, OutputShape, PerformanceInfo,
                      PreparedModel, Timing)
@@ -404,6 +404,9 @@ class _Host:
                     cause = HostCrash(f"driver host exited with code {rc} in the middle of a call", exit_code=rc)
             self.kill_everything()
             cause.details["stderr_tail"] = self.stderr_tail()
+            # the whole faulthandler dump (every thread), for who needs the crashing thread's
+            # frames (nnconform fuzz buckets); the short tail above may start inside it
+            cause.details["fault_dump"] = self.stderr_tail(4000, 64_000)
             cause.details["host_pid"] = self.pid
             with self.lock:
                 if self.death is None:
@@ -440,7 +443,8 @@ class _Host:
             if self.death is None:
                 self.death = incident
         self.kill_everything()
-        incident.details.update(stderr_tail=self.stderr_tail(), host_pid=self.pid)
+        incident.details.update(stderr_tail=self.stderr_tail(), host_pid=self.pid,
+                                fault_dump=self.stderr_tail(4000, 64_000))
         self.owner._incident(self, incident)   # recorded before any waiting call wakes up
         self._fail_pending()
 
@@ -494,7 +498,7 @@ class _Host:
         except OSError:
             pass
 
-    def stderr_tail(self, lines: int = STDERR_TAIL_LINES) -> str:
+    def stderr_tail(self, lines: int = STDERR_TAIL_LINES, chars: int = 6000) -> str:
         try:
             with open(self.stderr_path, "rb") as f:
                 f.seek(max(0, os.path.getsize(self.stderr_path) - 64_000))
@@ -502,7 +506,7 @@ class _Host:
         except OSError:
             return ""
         text = data.decode("utf-8", errors="replace").rstrip("\n")
-        return "\n".join(text.split("\n")[-lines:])[-6000:]
+        return "\n".join(text.split("\n")[-lines:])[-chars:]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -589,7 +593,8 @@ class RemotePreparedModel(_Remote, PreparedModel):
 
     def configure_burst(self):
         v, _ = self._call("configure_burst", {})
-        return RemoteBurst(self._device, self._host, _handle(v))
+        memory = isinstance(v, dict) and "BurstMemory" in _list(v.get("ifaces", []), 4)
+        return (RemoteMemoryBurst if memory else RemoteBurst)(self._device, self._host, _handle(v))
 
 
 def _forward_fence(event: threading.Event, host_ref, fid: int) -> None:
@@ -626,6 +631,17 @@ class RemoteBurst(_Remote, Burst):
 
     def release(self) -> None:
         self._call("release", {})
+
+
+class RemoteMemoryBurst(RemoteBurst, BurstMemory):
+    def cache_memory(self, token: int) -> int:
+        v, _ = self._call("burst_cache_memory", {"token": token})
+        if type(v) is not int:
+            raise DriverProtocolError(f"cache_memory returned {_text(v, 80) or 'a malformed reply'}, not a slot")
+        return v
+
+    def free_memory(self, slot: int) -> None:
+        self._call("burst_free_memory", {"slot": slot})
 
 
 class RemoteBuffer(_Remote, DeviceBuffer):
@@ -746,6 +762,23 @@ class IsolatedDevice(Device):
         return Capabilities(_decode_perf(v.get("relaxed_scalar")), _decode_perf(v.get("relaxed_tensor")),
                             tuple(perf), _decode_perf(v.get("if")), _decode_perf(v.get("while")))
 
+    def _device_info(self) -> dict:
+        v, _ = self._host().call("device_info", {})
+        if not isinstance(v, dict):
+            raise wire.ProtocolViolation("malformed device_info reply")
+        return v
+
+    def status(self):
+        """The driver's answer as it came: an int (a DeviceStatus code or not) or a str
+        describing what else it returned; the vts suite judges it."""
+        return self._device_info().get("status")
+
+    def device_type(self):
+        return self._device_info().get("type")
+
+    def supported_extensions(self):
+        return self._device_info().get("extensions")
+
     def supported_operations(self, model) -> list[bool]:
         v, _ = self._host().call("supported", {"model": model})
         if isinstance(v, list) and all(type(s) is bool for s in v):
@@ -762,16 +795,25 @@ class IsolatedDevice(Device):
         ifaces = frozenset(i for i in _list(v.get("ifaces", []), 8) if i in _PM_IFACES)
         return _pm_class(ifaces)(self, host, v["handle"])
 
-    def prepare(self, model, *, preference=1, priority=1, deadline=None, cache_token=None) -> PreparedModel:
+    def prepare(self, model, *, preference=1, priority=1, deadline=None, cache_token=None,
+                model_cache=None, data_cache=None) -> PreparedModel:
         host = self._host()
-        v, _ = host.call("prepare", {"model": model, "kwargs": dict(
-            preference=preference, priority=priority, deadline=deadline, cache_token=cache_token)})
+        kwargs = dict(preference=preference, priority=priority, deadline=deadline, cache_token=cache_token)
+        kwargs.update(_cache_files(model_cache, data_cache))
+        v, _ = host.call("prepare", {"model": model, "kwargs": kwargs})
         return self._prepared(host, v)
 
-    def prepare_from_cache(self, cache_token: bytes) -> PreparedModel:
+    def prepare_from_cache(self, cache_token: bytes, *, model_cache=None, data_cache=None) -> PreparedModel:
         host = self._host()
-        v, _ = host.call("prepare_from_cache", {"token": cache_token})
+        v, _ = host.call("prepare_from_cache", {"token": cache_token,
+                                                "kwargs": _cache_files(model_cache, data_cache)})
         return self._prepared(host, v)
+
+    def cache_file_counts(self) -> tuple[int, int]:
+        v, _ = self._host().call("cache_file_counts", {})
+        if isinstance(v, list) and len(v) == 2 and all(type(n) is int for n in v):
+            return (v[0], v[1])
+        raise DriverProtocolError(f"cache_file_counts returned {_text((v or {}).get('malformed') if isinstance(v, dict) else None, 120) or 'a malformed reply'}, not two ints")
 
     def allocate(self, desc, prepared_models: Sequence, input_roles, output_roles):
         host = self._host()
@@ -785,6 +827,22 @@ class IsolatedDevice(Device):
         if not isinstance(v, dict) or type(v.get("token")) is not int:
             raise DriverProtocolError("allocate returned a malformed reply")
         return RemoteBuffer(self, host, _handle(v)), v["token"]
+
+
+def _cache_files(model_cache, data_cache) -> dict:
+    """The cache-file keyword arguments, only those given (an adapter without file caching
+    does not take them).  Files cross as CacheFile (a path and an access): open descriptors
+    cannot be pickled, and a path is what the host process can open itself."""
+    from .driver import CacheFile
+    out = {}
+    for name, files in (("model_cache", model_cache), ("data_cache", data_cache)):
+        if files is None:
+            continue
+        files = list(files)
+        if not all(isinstance(f, CacheFile) for f in files):
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"{name}: every cache file must be a CacheFile")
+        out[name] = files
+    return out
 
 
 def open_isolated(driver_spec: str, **options) -> IsolatedDevice:

@@ -1180,3 +1180,16 @@ def _memory_misuse(device, pm, model, request, x, y, bad):
             bad.append(why)
         _run(other.release, "release")
     return f"{len(cases) + 1} misuses of device memory rejected with INVALID_ARGUMENT on every path"
+
+
+# The security and robustness cases (compilation-cache attacks, device basics, a cycle) live in
+# their own module; naming them here makes them vts cases (ids vts/cache/*, vts/device/*,
+# vts/memory_domain/*, vts/burst/memory_slots).
+from nnconform.suites import vts_security as _security  # noqa: E402
+
+test_cache = _security.test_cache
+test_device_basics = _security.test_device_basics
+test_device_cycle = _security.test_device_cycle
+test_memory_domain_conv = _security.test_memory_domain_conv
+test_memory_domain_shared = _security.test_memory_domain_shared
+test_burst_memory_slots = _security.test_burst_memory_slots

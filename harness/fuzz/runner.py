@@ -1,0 +1,671 @@
+"""The runner behind ``nnconform fuzz``: cases through a driver host, buckets, shrinking,
+journal, resume and reports.
+
+    nnconform fuzz --driver X --budget 10m [--seed S] [--report-dir D] [--resume]
+    nnconform fuzz --driver X --cases 300 --seed 1        (a fixed amount of work, for CI)
+
+**Cases.**  Case ``i`` of a run is :func:`nnconform.fuzz.generate.make_case` of
+``case_seed(run seed, i)``: the same seed always gives the same cases, whatever the machine.
+Each case goes through the driver host exactly as ``nnconform replay`` runs a spec example
+that must fail (:func:`nnconform.runner.run_case` with ``expect_failure``): the support query,
+then prepare and execute.  A clean error anywhere is a success; so is a model the driver
+accepts.  What counts:
+
+- CRASH: the driver host died (signal or exit); HANG: a call outlived ``--call-timeout``;
+- OOM: the driver raised MemoryError (the host runs under ``--mem-limit`` RLIMIT_AS) or was
+  SIGKILLed (the kernel's OOM killer);
+- SLOW: the case finished but took longer than ``--slow`` seconds.
+
+**Buckets.**  A finding's bucket key is its verdict, signal (or exception), and the top three
+driver frames of the faulthandler stack the host left (file and function, no line numbers).
+Without driver frames (a native crash, an OOM, a slow case) the sorted operation types of the
+case stand in for them.  The first case of a new bucket is shrunk at once (greedily: keep one
+operation, drop operations, inputs, outputs and unreferenced operands, cut constants; a
+candidate is kept only if it lands in the same bucket) and written as a spec file that
+``nnconform replay SPEC --driver X`` reproduces.
+
+**Journal.**  ``fuzz-run.json`` (seed, driver, options) is written before the first case;
+``fuzz-journal.jsonl`` gets a line per finding and per new bucket, and a progress line (next
+case index, elapsed time, counts) every two seconds, each flushed and fsynced.  ``--resume``
+continues from the last progress line with what is left of the budget; the few cases after
+it are run again (their findings are not counted twice).  ``fuzz-report.json`` and
+``fuzz-report.html`` are written at the end (and rebuilt from the journal on resume).
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import hashlib
+import html
+import json
+import os
+import re
+import shlex
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..ir import Model, Subgraph
+from .generate import make_case, operation_names
+
+MANIFEST, JOURNAL = "fuzz-run.json", "fuzz-journal.jsonl"
+REPORT_JSON, REPORT_HTML, SPEC_DIR = "fuzz-report.json", "fuzz-report.html", "specs"
+MANIFEST_FORMAT = "nnconform-fuzz-run"
+VERDICTS = ("CRASH", "HANG", "OOM", "SLOW")
+EXIT_OK, EXIT_FOUND, EXIT_INTERRUPTED = 0, 1, 130
+PROGRESS_EVERY_S = 2.0
+_FRAME = re.compile(r'^\s*File "([^"]+)", line \d+ in (\S+)')
+_NOT_DRIVER = ("/nnconform/host.py", "/nnconform/hostproto.py", "/harness/host.py", "/harness/hostproto.py",
+               "/concurrent/futures/", "/threading.py", "/selectors.py", "/queue.py")
+
+
+class FuzzUsageError(Exception):
+    """Bad arguments or an unusable report directory; one line for the user."""
+
+
+@dataclass
+class FuzzConfig:
+    driver: str
+    report_dir: Path
+    seed: int
+    budget_s: float | None = None        # wall-clock budget (the CLI's --budget)
+    max_cases: int | None = None         # or a number of cases (CI: independent of speed)
+    call_timeout: float = 5.0
+    mem_limit: int = 1 << 30
+    slow_s: float = 3.0
+    shrink_attempts: int = 80
+    shrink_hang_timeout: float = 2.0     # a hang is endless: shrink candidates need not wait long
+
+    def options(self) -> dict:
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()}
+
+
+def case_seed(run_seed: int, index: int) -> int:
+    h = hashlib.sha256(f"nnconform-fuzz:{run_seed}:{index}".encode()).digest()
+    return int.from_bytes(h[:8], "little") >> 1
+
+
+# ---- one case ----------------------------------------------------------------------------
+
+@dataclass
+class Finding:
+    verdict: str
+    key: str
+    stage: str
+    message: str
+    signal: str
+    frames: list
+    operations: list
+    duration_s: float
+
+
+def driver_frames(stderr_tail: str, limit: int = 3) -> list[str]:
+    """The top driver frames of the last faulthandler dump in ``stderr_tail``: the first
+    thread block (most recent call first) with frames outside the host loop and the standard
+    library's thread machinery, as ``file:function``."""
+    blocks, cur, current = [], None, None
+    for line in (stderr_tail or "").splitlines():
+        if "(most recent call first)" in line:
+            cur = []
+            blocks.append(cur)
+            if line.startswith("Current thread"):
+                current = cur        # a fatal signal: the thread that crashed
+            continue
+        m = _FRAME.match(line)
+        if m and cur is not None:    # frames before the first header belong to a cut block
+            cur.append((m.group(1), m.group(2)))
+    # the host's stderr holds this incident's dump (a crashed or hung host is replaced by a
+    # fresh one with a fresh stderr file); the innermost driver frames come first in a block
+    for block in ([current] if current else []) + blocks:
+        frames = [f"{os.path.basename(f)}:{fn}" for f, fn in block
+                  if not any(s in f for s in _NOT_DRIVER) and "/lib/python3" not in f and not f.startswith("<")]
+        if frames:
+            return frames[:limit]
+    return []
+
+
+class _Watch:
+    """The device as run_case sees it, remembering the last exception a driver call raised
+    (run_case keeps only its message; the bucket wants where a MemoryError came from)."""
+
+    def __init__(self, device):
+        self.device, self.last = device, None
+
+    def _call(self, fn, *a, **kw):
+        try:
+            return fn(*a, **kw)
+        except BaseException as e:
+            self.last = e
+            raise
+
+    def supported_operations(self, model):
+        return self._call(self.device.supported_operations, model)
+
+    def prepare(self, model, **kw):
+        return _WatchPrepared(self._call(self.device.prepare, model, **kw), self)
+
+
+class _WatchPrepared:
+    def __init__(self, pm, watch: _Watch):
+        self.pm, self.watch = pm, watch
+
+    def execute(self, request, **kw):
+        return self.watch._call(self.pm.execute, request, **kw)
+
+    def release(self):
+        return self.pm.release()
+
+
+def _where(e) -> list[str]:
+    where = getattr(e, "remote_where", "") or ""
+    if not where and isinstance(e, BaseException) and e.__traceback__ is not None:
+        import traceback
+        tb = traceback.extract_tb(e.__traceback__)
+        where = f"{tb[-1].filename}:{tb[-1].lineno}" if tb else ""
+    return [os.path.basename(where)] if where else []
+
+
+def classify(outcome, slow_s: float, model: Model, last_error=None) -> Finding | None:
+    """A Finding for a run_case outcome that counts, else None."""
+    ops = operation_names(model)
+    msg = outcome.message or ""
+    details = outcome.details or {}
+    if outcome.outcome in ("CRASH", "HANG"):
+        sig = details.get("signal")
+        signame = _signal_name(sig) if sig else (f"exit {details['exit_code']}" if "exit_code" in details else "")
+        verdict = outcome.outcome
+        if verdict == "CRASH" and signame == "SIGKILL":
+            verdict = "OOM"                      # the kernel's OOM killer (nobody else kills the host)
+        frames = driver_frames(str(details.get("fault_dump") or details.get("stderr_tail", "")))
+    elif outcome.outcome == "FAIL" and re.search(r"driver raised in \w+: MemoryError", msg):
+        verdict, signame, frames = "OOM", "MemoryError", _where(last_error)
+    elif outcome.duration_s > slow_s:
+        verdict, signame, frames = "SLOW", "", []
+    else:
+        return None
+    # without driver frames the operation types stand in (not for OOM: a runaway allocation
+    # is one bug whatever operations the model had; its stage says where it happened)
+    where = frames if frames else [f"stage:{outcome.stage}", *([] if verdict == "OOM" else ops)]
+    key = "|".join([verdict, signame, *where])
+    return Finding(verdict, key, outcome.stage, msg[:500], signame, frames, ops, round(outcome.duration_s, 4))
+
+
+def _signal_name(sig) -> str:
+    import signal as _s
+    try:
+        return _s.Signals(int(sig)).name
+    except (ValueError, TypeError):
+        return f"signal {sig}"
+
+
+def run_one(device, model: Model, inputs: list, slow_s: float) -> Finding | None:
+    from ..runner import run_case
+    watch = _Watch(device)
+    isolated = getattr(device, "isolated", False)
+    before = len(device.incidents) if isolated else 0
+    out = run_case(watch, model, inputs, [], expect_failure=True)
+    if isolated:
+        device.end_case()
+        if len(device.incidents) > before:
+            # the host died: start its successor now, so that its start-up time is not
+            # charged to the next case (it would look SLOW)
+            device.liveness()
+    return classify(out, slow_s, model, watch.last)
+
+
+# ---- shrinking ---------------------------------------------------------------------------
+
+def _with_main(model: Model, **kw) -> Model:
+    return dataclasses.replace(model, main=dataclasses.replace(model.main, **kw))
+
+
+def _compact(model: Model, inputs: list) -> tuple[Model, list] | None:
+    """Drop operands nothing refers to, renumbering the rest (out-of-range indexes stay as
+    they are, shifted past the end so they stay out of range)."""
+    sg = model.main
+    n = len(sg.operands)
+    used = sorted({i for op in sg.operations for i in (*op.inputs, *op.outputs) if 0 <= i < n}
+                  | {i for i in (*sg.input_indexes, *sg.output_indexes) if 0 <= i < n})
+    if len(used) == n:
+        return None
+    new = {old: k for k, old in enumerate(used)}
+    m = len(used)
+
+    def remap(i: int) -> int:
+        return new[i] if i in new else (i if i < 0 else m + (i - n) if i >= n else m)
+
+    ops = tuple(dataclasses.replace(op, inputs=tuple(map(remap, op.inputs)), outputs=tuple(map(remap, op.outputs)))
+                for op in sg.operations)
+    main = Subgraph(tuple(sg.operands[i] for i in used), ops, tuple(map(remap, sg.input_indexes)),
+                    tuple(map(remap, sg.output_indexes)), sg.name)
+    return dataclasses.replace(model, main=main), inputs
+
+
+def _candidates(model: Model, inputs: list):
+    sg = model.main
+    ops = sg.operations
+    if len(ops) > 1:
+        for j in range(len(ops)):
+            yield _with_main(model, operations=(ops[j],)), inputs
+        for j in range(len(ops)):
+            yield _with_main(model, operations=ops[:j] + ops[j + 1:]), inputs
+    for k in range(len(sg.input_indexes)):
+        yield (_with_main(model, input_indexes=sg.input_indexes[:k] + sg.input_indexes[k + 1:]),
+               inputs[:k] + inputs[k + 1:])
+    for k in range(len(sg.output_indexes)):
+        yield _with_main(model, output_indexes=sg.output_indexes[:k] + sg.output_indexes[k + 1:]), inputs
+    c = _compact(model, inputs)
+    if c is not None:
+        yield c
+    for k, o in enumerate(sg.operands):
+        v = o.value
+        if isinstance(v, np.ndarray) and v.size > 1:
+            operands = list(sg.operands)
+            operands[k] = dataclasses.replace(o, value=np.ascontiguousarray(v.reshape(-1)[:1]))
+            yield _with_main(model, operands=tuple(operands)), inputs
+        if o.name:
+            operands = list(sg.operands)
+            operands[k] = dataclasses.replace(o, name="")
+            yield _with_main(model, operands=tuple(operands)), inputs
+    for k, x in enumerate(inputs):
+        if isinstance(x, np.ndarray) and x.size > 1 and x.ndim >= 1:
+            yield model, inputs[:k] + [np.ascontiguousarray(x.reshape(-1)[:1])] + inputs[k + 1:]
+
+
+def _size(model: Model, inputs: list) -> tuple:
+    sg = model.main
+    consts = sum(int(np.asarray(o.value).size) for o in sg.operands
+                 if o.value is not None and not isinstance(o.value, int))
+    ins = sum(int(np.asarray(x).size) for x in inputs if x is not None)
+    return (len(sg.operations), len(sg.operands), len(sg.input_indexes) + len(sg.output_indexes),
+            consts + ins, sum(bool(o.name) for o in sg.operands))
+
+
+def spec_problem(model: Model, inputs: list) -> str | None:
+    """Why this case cannot be written as a spec file that loads back (None: it can)."""
+    from ..errors import SpecError
+    from ..spec import SpecExample, SpecFile, dumps_spec, loads_spec
+    try:
+        loads_spec(dumps_spec(SpecFile(model, [SpecExample("fuzz", list(inputs), [], (), True)], {})), validate=False)
+    except (SpecError, ValueError, TypeError, OverflowError, KeyError) as e:
+        return str(e)[:200] or type(e).__name__
+    return None
+
+
+def _fit_value(o):
+    """The operand with a constant value the spec format can hold: sized to its dimensions
+    (small ones) or no value at all."""
+    import dataclasses as dc
+    from ..ir import Lifetime
+    if isinstance(o.value, int) or o.value is None:
+        if o.lifetime == Lifetime.SUBGRAPH and not isinstance(o.value, int):
+            return dc.replace(o, value=0)
+        return o
+    if o.lifetime == Lifetime.SUBGRAPH:
+        return dc.replace(o, value=0)
+    dims = o.dimensions
+    n = 1
+    for d in dims:
+        n *= d
+    v = np.asarray(o.value).reshape(-1)
+    if n > (1 << 16) or any(d < 0 for d in dims):
+        return dc.replace(o, value=None, lifetime=Lifetime.TEMPORARY_VARIABLE)
+    v = np.resize(v, n) if v.size else np.zeros(n, v.dtype)
+    if v.dtype == np.bool_ or o.info.dtype == np.bool_:
+        v = v.astype(np.uint8).view(np.uint8) != 0     # random bytes are not all 0/1
+    return dc.replace(o, value=v.reshape(dims) if dims else v.reshape(()) if v.size == 1 else v)
+
+
+def _no_negative_dims(o):
+    return o.with_dims([d if d >= 0 else 1 for d in o.dimensions])
+
+
+def _no_constant(o):
+    from ..ir import Lifetime
+    return dataclasses.replace(o, value=None, lifetime=Lifetime.TEMPORARY_VARIABLE) if o.value is not None else o
+
+
+# what makes a case representable as a spec file, mildest first, applied one after another
+REPAIRS = (_no_negative_dims, lambda o: _fit_value_safe(o), _no_constant)
+
+
+def _fit_value_safe(o):
+    try:
+        return _fit_value(o)
+    except (KeyError, ValueError, TypeError):
+        from ..ir import Lifetime
+        return dataclasses.replace(o, value=None, lifetime=Lifetime.TEMPORARY_VARIABLE)
+
+
+def make_replayable(device, model: Model, inputs: list, finding: Finding, cfg: FuzzConfig) -> tuple[Model, list, int]:
+    """Apply repairs (one after another, each kept only if the case stays in its bucket)
+    until the case can be written as a spec file."""
+    tried = 0
+    for repair in REPAIRS:
+        if spec_problem(model, inputs) is None:
+            break
+        cand = _with_main(model, operands=tuple(repair(o) for o in model.main.operands))
+        tried += 1
+        got = run_one(device, cand, inputs, cfg.slow_s)
+        if got is not None and got.key == finding.key:
+            model = cand
+    if spec_problem(model, inputs) is not None:
+        # inputs the spec cannot hold (a value of the wrong dtype for its operand): zeros
+        fixed = [None if x is None else np.zeros(1, np.float32) for x in inputs]
+        tried += 1
+        got = run_one(device, model, fixed, cfg.slow_s)
+        if got is not None and got.key == finding.key:
+            inputs = fixed
+    return model, inputs, tried
+
+
+def shrink(device, model: Model, inputs: list, finding: Finding, cfg: FuzzConfig, log=None) -> tuple[Model, list, int]:
+    """The smallest (model, inputs) found that still lands in ``finding``'s bucket, and the
+    number of candidates tried."""
+    tried = 0
+    saved = getattr(device, "call_timeout", None)
+    if finding.verdict == "HANG" and saved is not None:
+        device.call_timeout = min(saved, cfg.shrink_hang_timeout)
+    replayable = spec_problem(model, inputs) is None
+    try:
+        improved = True
+        while improved and tried < cfg.shrink_attempts:
+            improved = False
+            for cand, cand_inputs in _candidates(model, inputs):
+                if tried >= cfg.shrink_attempts:
+                    break
+                if _size(cand, cand_inputs) >= _size(model, inputs):
+                    continue
+                if replayable and spec_problem(cand, cand_inputs) is not None:
+                    continue          # never trade a replayable case for a smaller one that is not
+                tried += 1
+                got = run_one(device, cand, cand_inputs, cfg.slow_s)
+                if got is not None and got.key == finding.key:
+                    model, inputs, improved = cand, cand_inputs, True
+                    break
+    finally:
+        if saved is not None:
+            device.call_timeout = saved
+    return model, inputs, tried
+
+
+def dump_bucket_spec(cfg: FuzzConfig, bucket_id: str, model: Model, inputs: list, finding: Finding,
+                     index: int, seed: int) -> tuple[str, str]:
+    """Write the bucket's minimal spec; (path, replay command).  A spec the loader would refuse
+    (e.g. a negative dimension, which the spec format cannot hold) is not written: ("", why)."""
+    from ..errors import SpecError
+    from ..spec import SpecExample, SpecFile, dump_spec, load_spec, replay_command
+    d = Path(cfg.report_dir) / SPEC_DIR
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"fuzz-{bucket_id}.json"
+    from .. import __version__
+    meta = {"driver": cfg.driver, "harness_version": __version__, "seed": int(seed), "fuzz_run_seed": int(cfg.seed), "fuzz_case": int(index),
+            "verdict": finding.verdict, "bucket": finding.key, "message": finding.message}
+    try:
+        dump_spec(SpecFile(model, [SpecExample("fuzz", list(inputs), [], (), True)], meta), path)
+        load_spec(path, validate=False)
+    except (SpecError, ValueError, TypeError, OverflowError) as e:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+        return "", f"not replayable as a spec file: {str(e)[:200]}"
+    return str(path), replay_command(path, cfg.driver)
+
+
+# ---- journal -----------------------------------------------------------------------------
+
+class Journal:
+    def __init__(self, path: Path):
+        self.path = path
+        self.fh = open(path, "a", encoding="utf-8")
+
+    def write(self, rec: dict) -> None:
+        self.fh.write(json.dumps(rec, separators=(",", ":"), allow_nan=False, default=str) + "\n")
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+def read_journal(path: Path) -> list[dict]:
+    out = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return out
+    for line in text.splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue   # a line cut by a kill: everything before it stands
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class State:
+    next_index: int = 0
+    elapsed_s: float = 0.0
+    counts: dict = field(default_factory=lambda: {"cases": 0, **{v: 0 for v in VERDICTS}})
+    buckets: dict = field(default_factory=dict)       # key -> bucket record
+    finding_indexes: set = field(default_factory=set)
+
+    @classmethod
+    def from_journal(cls, recs: list[dict]) -> "State":
+        s = cls()
+        for r in recs:
+            kind = r.get("kind")
+            if kind == "progress":
+                s.next_index, s.elapsed_s = int(r["next_index"]), float(r["elapsed_s"])
+                s.counts = dict(r["counts"])
+            elif kind == "bucket":
+                s.buckets[r["key"]] = r
+            elif kind == "finding":
+                s.finding_indexes.add(int(r["index"]))
+        return s
+
+
+# ---- the run -----------------------------------------------------------------------------
+
+def _clock(s: float) -> str:
+    s = max(0, int(s))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+def run_fuzz(cfg: FuzzConfig, resume: bool = False, out=None, err=None) -> int:
+    from ..isolation import open_isolated
+    out = out or sys.stdout
+    err = err or sys.stderr
+    rd = Path(cfg.report_dir)
+    manifest_path = rd / MANIFEST
+    if resume:
+        try:
+            manifest = json.loads(manifest_path.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise FuzzUsageError(f"--resume: no fuzz run to resume in {rd} ({e})") from None
+        if manifest.get("format") != MANIFEST_FORMAT:
+            raise FuzzUsageError(f"--resume: {manifest_path} is not a fuzz run manifest")
+        if manifest["options"]["driver"] != cfg.driver:
+            raise FuzzUsageError(f"--resume: {rd} holds a run of driver {manifest['options']['driver']!r}, "
+                                 f"not {cfg.driver!r}")
+        o = manifest["options"]
+        cfg = dataclasses.replace(cfg, seed=int(o["seed"]), budget_s=o["budget_s"], max_cases=o["max_cases"],
+                                  call_timeout=o["call_timeout"], mem_limit=o["mem_limit"], slow_s=o["slow_s"])
+        state = State.from_journal(read_journal(rd / JOURNAL))
+    else:
+        if manifest_path.exists() or (rd / JOURNAL).exists():
+            raise FuzzUsageError(f"{rd} already holds a fuzz run (use --resume, or another --report-dir)")
+        rd.mkdir(parents=True, exist_ok=True)
+        manifest = {"format": MANIFEST_FORMAT, "version": 1, "started": _now(), "options": cfg.options(),
+                    "python": sys.version.split()[0]}
+        tmp = manifest_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(manifest, indent=1))
+        os.replace(tmp, manifest_path)
+        state = State()
+    print(f"nnconform fuzz: driver {cfg.driver}; seed {cfg.seed}; "
+          + (f"budget {cfg.budget_s:g} s" if cfg.budget_s else f"{cfg.max_cases} cases")
+          + (f"; resuming at case {state.next_index} ({state.elapsed_s:.0f} s used)" if resume else "")
+          + f"; call timeout {cfg.call_timeout:g} s; memory limit {cfg.mem_limit / 2**30:g} GiB; report {rd}",
+          file=out, flush=True)
+    device = open_isolated(cfg.driver, call_timeout=cfg.call_timeout, mem_limit=cfg.mem_limit)
+    journal = Journal(rd / JOURNAL)
+    t_start = time.monotonic() - state.elapsed_s
+    last_progress = 0.0
+    index = state.next_index
+    tty = hasattr(err, "isatty") and err.isatty()
+    interrupted = False
+
+    def progress(final: bool = False) -> None:
+        elapsed = time.monotonic() - t_start
+        journal.write({"kind": "progress", "next_index": index, "elapsed_s": round(elapsed, 3),
+                       "counts": state.counts, "time": _now()})
+        rate = state.counts["cases"] / elapsed if elapsed > 0 else 0.0
+        line = (f"[fuzz] {state.counts['cases']} cases  {rate:.1f}/s  buckets {len(state.buckets)}  "
+                + "  ".join(f"{v} {state.counts[v]}" for v in VERDICTS)
+                + f"  elapsed {_clock(elapsed)}"
+                + (f"  left {_clock(cfg.budget_s - elapsed)}" if cfg.budget_s else ""))
+        print(("\r" + line) if tty and not final else line, end="" if tty and not final else "\n", file=err, flush=True)
+
+    try:
+        while True:
+            elapsed = time.monotonic() - t_start
+            if cfg.budget_s is not None and elapsed >= cfg.budget_s:
+                break
+            if cfg.max_cases is not None and index >= cfg.max_cases:
+                break
+            seed = case_seed(cfg.seed, index)
+            model, inputs = make_case(seed)
+            finding = run_one(device, model, inputs, cfg.slow_s)
+            state.counts["cases"] += 1
+            if finding is not None and index not in state.finding_indexes:
+                state.finding_indexes.add(index)
+                state.counts[finding.verdict] += 1
+                journal.write({"kind": "finding", "index": index, "seed": seed,
+                               "elapsed_s": round(time.monotonic() - t_start, 3), **dataclasses.asdict(finding)})
+                if finding.key not in state.buckets:
+                    _new_bucket(cfg, device, state, journal, finding, model, inputs, index, seed,
+                                time.monotonic() - t_start, out, tty)
+                else:
+                    state.buckets[finding.key]["count"] = state.buckets[finding.key].get("count", 1) + 1
+            index += 1
+            if time.monotonic() - last_progress >= PROGRESS_EVERY_S:
+                last_progress = time.monotonic()
+                progress()
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        progress(final=True)
+        journal.close()
+        device.close()
+    report = write_reports(rd)
+    print(f"nnconform fuzz: {report['cases']} cases in {report['elapsed_s']:.0f} s "
+          f"({report['cases_per_s']:.1f}/s), {len(report['buckets'])} bucket(s); seed {cfg.seed}; "
+          f"reports -> {rd / REPORT_HTML}, {rd / REPORT_JSON}", file=out, flush=True)
+    for b in report["buckets"]:
+        print(f"  {b['verdict']:5s} {b['key'][:110]}  first at {b['first_elapsed_s']:.1f} s (case {b['first_index']}), "
+              f"{b['count']} case(s); " + (f"replay: {b['replay']}" if b.get("spec") else b.get("replay", "")),
+              file=out)
+    if interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_FOUND if report["buckets"] else EXIT_OK
+
+
+def _new_bucket(cfg, device, state, journal, finding, model, inputs, index, seed, found_at, out, tty) -> None:
+    bid = f"{len(state.buckets) + 1:03d}-{finding.verdict.lower()}"
+    if tty:
+        print(file=sys.stderr)
+    print(f"nnconform fuzz: new bucket {bid} at {found_at:.1f} s (case {index}, seed {seed}): {finding.key[:160]}",
+          file=out, flush=True)
+    t0 = time.monotonic()
+    saved = getattr(device, "call_timeout", None)
+    if finding.verdict == "HANG" and saved is not None:
+        device.call_timeout = min(saved, cfg.shrink_hang_timeout)
+    try:
+        small, small_inputs, tried = make_replayable(device, model, inputs, finding, cfg)
+    finally:
+        if saved is not None:
+            device.call_timeout = saved
+    small, small_inputs, more = shrink(device, small, small_inputs, finding, cfg)
+    tried += more
+    spec, replay = dump_bucket_spec(cfg, bid, small, small_inputs, finding, index, seed)
+    rec = {"kind": "bucket", "id": bid, "key": finding.key, "verdict": finding.verdict, "signal": finding.signal,
+           "frames": finding.frames, "operations": operation_names(small), "first_index": index,
+           "first_seed": seed, "first_elapsed_s": round(found_at, 3), "message": finding.message,
+           "stage": finding.stage, "shrink_tried": tried, "shrink_s": round(time.monotonic() - t0, 2),
+           "minimal_size": {"operations": len(small.main.operations), "operands": len(small.main.operands)},
+           "spec": spec, "replay": replay, "count": 1}
+    state.buckets[finding.key] = rec
+    journal.write(rec)
+
+
+# ---- reports -----------------------------------------------------------------------------
+
+def build_report(rd: Path) -> dict:
+    manifest = json.loads((rd / MANIFEST).read_text())
+    recs = read_journal(rd / JOURNAL)
+    state = State.from_journal(recs)
+    counts_by_key: dict[str, int] = {}
+    seen: set[int] = set()
+    for r in recs:
+        if r.get("kind") == "finding" and int(r["index"]) not in seen:
+            seen.add(int(r["index"]))
+            counts_by_key[r["key"]] = counts_by_key.get(r["key"], 0) + 1
+    buckets = []
+    for b in sorted(state.buckets.values(), key=lambda b: b["first_elapsed_s"]):
+        buckets.append(dict(b, count=counts_by_key.get(b["key"], 1)))
+    elapsed = state.elapsed_s
+    cases = int(state.counts.get("cases", 0))
+    return {"format": "nnconform-fuzz-report", "driver": manifest["options"]["driver"],
+            "seed": manifest["options"]["seed"], "options": manifest["options"], "started": manifest["started"],
+            "cases": cases, "elapsed_s": round(elapsed, 2), "cases_per_s": round(cases / elapsed, 2) if elapsed else 0.0,
+            "counts": state.counts, "buckets": buckets}
+
+
+def write_reports(rd: Path) -> dict:
+    rep = build_report(rd)
+    tmp = rd / (REPORT_JSON + ".tmp")
+    tmp.write_text(json.dumps(rep, indent=1, allow_nan=False, default=str))
+    os.replace(tmp, rd / REPORT_JSON)
+    e = html.escape
+    rows = "".join(
+        f"<tr><td>{e(b['id'])}</td><td>{e(b['verdict'])}</td><td>{e(b.get('signal') or '')}</td>"
+        f"<td>{e(' / '.join(b.get('frames') or []))}</td><td>{e(', '.join(b.get('operations') or []))}</td>"
+        f"<td>{b['first_elapsed_s']:.1f} s (case {b['first_index']})</td><td>{b['count']}</td>"
+        f"<td>{e(os.path.basename(b['spec'])) if b.get('spec') else ''}</td><td><code>{e(b.get('replay') or '')}</code></td></tr>"
+        for b in rep["buckets"])
+    counts = ", ".join(f"{k} {v}" for k, v in rep["counts"].items())
+    page = (f"<!doctype html><meta charset=utf-8><title>nnconform fuzz: {e(rep['driver'])}</title>"
+            "<style>body{font:14px sans-serif;margin:2em}table{border-collapse:collapse}"
+            "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}</style>"
+            f"<h1>nnconform fuzz: {e(rep['driver'])}</h1>"
+            f"<p>seed {rep['seed']} &middot; started {e(rep['started'])} &middot; {rep['cases']} cases in "
+            f"{rep['elapsed_s']:.0f} s ({rep['cases_per_s']:.1f} cases/s) &middot; {e(counts)}</p>"
+            f"<p>Replay a bucket's minimal spec with the command shown; resume with "
+            f"<code>nnconform fuzz --driver {e(shlex.quote(rep['driver']))} --report-dir "
+            f"{e(shlex.quote(str(rd)))} --resume</code>.</p>"
+            + (f"<table><tr><th>bucket</th><th>verdict</th><th>signal</th><th>top frames</th><th>operations "
+               f"(minimal spec)</th><th>first found</th><th>cases</th><th>spec</th><th>replay</th></tr>{rows}</table>"
+               if rep["buckets"] else "<p><b>No crash, hang, out-of-memory or slow case.</b></p>"))
+    (rd / REPORT_HTML).write_text(page, encoding="utf-8")
+    return rep
+
+
+def parse_size(text: str) -> int:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", str(text).lower())
+    if not m:
+        raise FuzzUsageError(f"bad size {text!r}: e.g. 512M, 1G")
+    return int(float(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[m.group(2)])
+
+
+__all__ = ["FuzzConfig", "FuzzUsageError", "run_fuzz", "write_reports", "build_report", "case_seed",
+           "driver_frames", "classify", "shrink"]
