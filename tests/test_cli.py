@@ -78,10 +78,11 @@ def test_drivers_lists_reference():
 
 @pytest.mark.skipif(not default_root().is_dir(), reason=f"AOSP vectors not found at {default_root()} "
                     "(set NNCONFORM_VECTORS)")
+@pytest.mark.timeout(1800)   # every vector plus rotate's matrix cells: minutes, on two workers
 def test_vectors_suite_on_reference(tmp_path):
     """Every vector whose operations the reference implements must pass; the rest skip with a reason."""
     r = nnconform("run", "--driver", "reference", "--suite", "vectors", "--report-dir", str(tmp_path),
-                  timeout=1800)
+                  "-n", "2", timeout=1800)
     got = rows(tmp_path)
     outcomes = {o: sum(1 for row in got if row["outcome"] == o) for o in ("PASS", "FAIL", "SKIP", "ERROR")}
     print("vectors:", outcomes)
