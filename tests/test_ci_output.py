@@ -197,4 +197,4 @@ def test_driver_in_the_current_directory(tmp_path, isolation):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     rows = read_results(tmp_path / "rep" / "results.jsonl")
     assert any(x.outcome == "PASS" and x.operations == ["RELU"] for x in rows)
-    assert {x.driver for x in rows} == {"mydevice"}
+    assert {x.driver for x in rows} == {"acme-mydevice"}

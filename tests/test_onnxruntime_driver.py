@@ -163,7 +163,8 @@ EXPECTED_FAILURES = REPO / "drivers" / "onnxruntime" / "expected_failures.json"
 
 
 # The whole bundled vector set through onnxruntime: minutes of work, so two workers (CI has two
-# cores) and a bound of its own above pytest-timeout's default 300 s.
+# cores) and a bound of its own above pytest-timeout's default 300 s.  Whole models only
+# (--no-partition): partitioned runs of onnxruntime are tests/test_partition.py's.
 @pytest.mark.timeout(1800)
 def test_vectors_suite_fails_only_on_documented_runtime_differences(tmp_path):
     """With its expected-failures file (the documented genuine differences), onnxruntime's
@@ -176,7 +177,7 @@ def test_vectors_suite_fails_only_on_documented_runtime_differences(tmp_path):
     report = tmp_path / "report"
     proc = subprocess.run([sys.executable, "-m", "nnconform", "run", "--driver", "onnxruntime",
                            "--suite", "vectors", "--variants", "none", "--report-dir", str(report),
-                           "--expected-failures", str(EXPECTED_FAILURES), "-n", "2"],
+                           "--expected-failures", str(EXPECTED_FAILURES), "--no-partition", "-n", "2"],
                           cwd=REPO, capture_output=True, text=True, timeout=1800)
     with open(report / "results.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
