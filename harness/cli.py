@@ -648,9 +648,8 @@ def cmd_stress(a: argparse.Namespace) -> int:
         check_config(cfg)  # --budget 0, --workers 0 ... would run nothing and exit 0: usage errors
         if not a.resume:
             from .errors import DriverLoadError
-            from .loader import load_driver
             try:
-                load_driver(a.driver)  # one line now rather than a dead worker later
+                _check_driver(a.driver, in_process=False)  # one line now rather than a dead worker later
             except DriverLoadError as e:
                 return _err(str(e))
         return run_stress(cfg, resume=a.resume)
@@ -679,9 +678,8 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
                          slow_s=a.slow)
         if not a.resume:
             from .errors import DriverLoadError
-            from .loader import load_driver
             try:
-                load_driver(a.driver)   # one line now rather than a dead host later
+                _check_driver(a.driver, in_process=False)   # one line now rather than a dead host later
             except DriverLoadError as e:
                 return _err(str(e))
         return run_fuzz(cfg, resume=a.resume)
