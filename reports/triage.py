@@ -22,7 +22,11 @@ import pandas as pd
 
 from nnconform.results import BAD_OUTCOMES, GOOD_OUTCOMES, SKIPPED_OUTCOMES, XFAIL, ResultRecord
 
-NONE_LABEL = "(none)"
+# Cases without a model (device-level vts checks such as capabilities or the cache token size)
+# have no operation and no data type; they get their own row and column, sorted last, named
+# for what they are rather than a bare "(none)".
+NONE_LABEL = "(no operand type)"
+NO_MODEL = "(device-level, no model)"
 UNATTRIBUTED = "(not attributed)"
 # Column order of the matrix: the types a driver engineer scans first come first.
 TYPE_ORDER = ["fp32", "relaxed", "fp16", "int32", "quant8", "quant8_signed", "quant8_symm",
@@ -143,11 +147,11 @@ def matrix(records: Iterable[ResultRecord]) -> Matrix:
             for t in types:
                 cells[(op, t)]["bad"] += 1
             continue
-        for op in r.operations or [NONE_LABEL]:
+        for op in r.operations or [NO_MODEL]:
             for t in r.data_types or [NONE_LABEL]:
                 cells[(op, t)][k] += 1
-    ops = sorted({op for op, _ in cells}, key=lambda o: (o == UNATTRIBUTED, o))
-    types = sorted({t for _, t in cells}, key=type_key)
+    ops = sorted({op for op, _ in cells}, key=lambda o: (o == NO_MODEL, o == UNATTRIBUTED, o))
+    types = sorted({t for _, t in cells}, key=lambda t: (t == NONE_LABEL, type_key(t)))
     return Matrix(ops, types, cells)
 
 

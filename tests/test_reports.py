@@ -101,8 +101,8 @@ def test_html_content(report_dir):
     assert cell(h, "CONV_2D", "quant8") == ("num good", "1 pass, 0 fail, 0 skip", "1 / 0 / 0")
     assert cell(h, "CONV_2D", "fp32")[2] == "0 / 1 / 0"
     assert cell(h, "(not attributed)", "fp32")[2] == "0 / 1 / 0"
-    assert cell(h, "(none)", "(none)")[2] == "1 / 0 / 0"
-    assert cell(h, "ADD", "(none)")[0] == "empty"
+    assert cell(h, "(device-level, no model)", "(no operand type)")[2] == "1 / 0 / 0"
+    assert cell(h, "ADD", "(no operand type)")[0] == "empty"
     # columns in the preferred type order
     assert h.index("<th>fp32</th>") < h.index("<th>quant8</th>")
     # failures table: escaped message and replay command
