@@ -640,11 +640,15 @@ def cmd_stress(a: argparse.Namespace) -> int:
         opts = StressOptions(durations=durations, threads=a.threads, processes=a.processes,
                              client_threads=a.client_threads, hang_grace=a.hang_grace,
                              perf_threshold=a.perf_threshold, leak_threshold_mb=a.leak_threshold_mb,
-                             random_pause=a.random_pause)
+                             random_pause=a.random_pause, soak_executions=a.soak_executions,
+                             worker_leak_mb=a.worker_leak_mb)
+        if a.soak_executions < 1 or a.worker_leak_mb <= 0:
+            return _err("--soak-executions must be >= 1 and --worker-leak-mb > 0")
         seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "little")
         cfg = StressConfig(driver=a.driver, budget_s=parse_budget(a.budget), tests=tests,
                            workers=a.workers if (a.workers is not None or a.resume) else 1, seed=seed,
-                           report_dir=a.report_dir, options=opts, mem_limit=a.mem_limit, cases=a.case)
+                           report_dir=a.report_dir, options=opts, mem_limit=a.mem_limit, cases=a.case,
+                           claims=not a.no_probe)
         check_config(cfg)  # --budget 0, --workers 0 ... would run nothing and exit 0: usage errors
         if not a.resume:
             from .errors import DriverLoadError
@@ -845,6 +849,15 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--perf-threshold", type=float, default=0.5, help="performance degradation limit (0.5 = +50%%)")
     st.add_argument("--leak-threshold-mb", type=float, default=32.0, help="RSS growth that counts as a leak")
     st.add_argument("--random-pause", type=float, default=0.0, help="pause after each random-graph case (s)")
+    from .stress.tests import SOAK_EXECUTIONS
+    st.add_argument("--soak-executions", type=int, default=SOAK_EXECUTIONS,
+                    help=f"execution-soak: executions of one prepared model (default {SOAK_EXECUTIONS:,}, past "
+                         "counters that wrap at 2^16); the case also ends at its --duration")
+    st.add_argument("--worker-leak-mb", type=float, default=512.0,
+                    help="a worker's RSS growth over its whole life that fails the run (MiB, default 512)")
+    st.add_argument("--no-probe", action="store_true",
+                    help="random graphs draw fp32 over every operation instead of the cells the driver claims "
+                         "(asked once per run, for every data type)")
     st.add_argument("--mem-limit", type=int, default=4 << 30, help="RLIMIT_AS of a worker in bytes (default 4 GiB)")
     st.add_argument("--report-only", action="store_true", help="rebuild CSV/HTML from the journal and exit")
     st.add_argument("--list", action="store_true", help="list the stress tests and exit")

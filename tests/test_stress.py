@@ -10,6 +10,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from nnconform.ir import OperationType as Op
 from nnconform.cli import main
 from nnconform.drivers.broken_stress import check_against_log, parse_rates
 from nnconform.executor import Executor
@@ -221,3 +222,40 @@ def test_reports_rebuild_from_the_journal_alone(tmp_path, capsys):
     assert main(["stress", "--report-only", "--report-dir", str(rdir)]) == 0
     assert "random-inference#0" in (rdir / "results.csv").read_text()
     assert "nnconform stress report" in (rdir / "report.html").read_text()
+
+
+def test_random_graphs_draw_only_claimed_cells_of_every_claimed_type(tmp_path, capsys):
+    """Issue 13: stress random graphs rotate over the data types the driver claims and draw only
+    the (operation, rank) cells it claims; the claims are asked once and kept in the manifest."""
+    from nnconform.stress.tests import graph_of
+    driver = "nnconform.drivers.broken_partial:HalfReferenceEven"
+    cases = [f"random-model-load#{i}" for i in range(12)]
+    code = run_stress(_cfg(tmp_path, driver=driver, cases=cases, tests=["random-model-load"]))
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "random graphs draw the driver's claimed cells" in out
+    claims = json.loads((tmp_path / "run" / "stress-run.json").read_text())["options"]["claims"]
+    # the driver claims only even operation codes: every claimed cell is one
+    assert claims and all(int(Op[c.rpartition(":")[0]]) % 2 == 0 for cells in claims.values() for c in cells)
+    rows = read_results(tmp_path / "run" / "results.jsonl")
+    assert sorted(r.test_id for r in rows) == sorted(cases) and all(r.outcome == "SUCCESS" for r in rows)
+    types = {r.extra["params"]["dtype"] for r in rows}
+    assert len(types) >= 4 and types <= set(claims), types
+    assert {r.extra["params"]["value_classes"] for r in rows} == {False, True}
+    for r in rows:   # the journal keeps the count of cells, the graph is rebuilt from the claims
+        p = dict(r.extra["params"], cells=claims[r.extra["params"]["dtype"]])
+        assert r.extra["params"]["cells"] == len(p["cells"])
+        ops = graph_of(p).model.main.operations
+        assert ops and all(int(op.type) % 2 == 0 for op in ops)
+        assert "not supported" not in r.message
+
+
+def test_random_model_load_prepares_the_claimed_partitions(tmp_path):
+    """A graph the driver supports in part is loaded as Android would: its partitions."""
+    cases = ["random-model-load#1"]    # the 600-operation graph: both sides certainly appear
+    opts = StressOptions(durations=dict(SHORT), hang_grace=GRACE)
+    run_stress(_cfg(tmp_path, driver="nnconform.drivers.broken_partial:HalfReferenceOdd", cases=cases,
+                    tests=["random-model-load"], options=opts, claims=False))
+    [row] = read_results(tmp_path / "run" / "results.jsonl")
+    assert row.outcome == "SUCCESS" and row.message.startswith("partitioned: "), row.message
+    assert row.extra["partitioned"] is True

@@ -212,6 +212,7 @@ class StressConfig:
     mem_limit: int = DEFAULT_MEM_LIMIT
     cases: list[str] | None = None     # run only these case keys (replay)
     probe_timeout: float = 30.0
+    claims: bool = True                # ask the driver's claims before random-graph cases
 
 
 class _Scheduler:
@@ -260,9 +261,12 @@ def replay_command(cfg: StressConfig, key: str) -> str:
         parts += ["--duration", f"{name}={sec:g}"]
     for flag, attr in (("--threads", "threads"), ("--processes", "processes"), ("--client-threads", "client_threads"),
                        ("--hang-grace", "hang_grace"), ("--perf-threshold", "perf_threshold"),
-                       ("--leak-threshold-mb", "leak_threshold_mb"), ("--random-pause", "random_pause")):
+                       ("--leak-threshold-mb", "leak_threshold_mb"), ("--random-pause", "random_pause"),
+                       ("--soak-executions", "soak_executions"), ("--worker-leak-mb", "worker_leak_mb")):
         if getattr(o, attr) != getattr(d, attr):
             parts += [flag, f"{getattr(o, attr):g}"]
+    if not cfg.claims:
+        parts += ["--no-probe"]
     if cfg.mem_limit != DEFAULT_MEM_LIMIT:
         parts += ["--mem-limit", str(cfg.mem_limit)]
     return " ".join(shlex.quote(p) for p in parts)
@@ -279,10 +283,10 @@ def _dump_spec(cfg: StressConfig, case: Case, res: SandboxResult, replay: str):
     name = ""
     if t.random_graph:
         from ..executor import Executor
-        from .random_models import GRAPH_SIZES, random_model
-        n, d = GRAPH_SIZES[case.params["graph"]]
-        rm = random_model(case.params["seed"], n, d)
-        model, inputs, name = rm.model, rm.inputs, f"random_{case.params['graph']}_seed{case.params['seed']}"
+        from .tests import graph_of
+        rm = graph_of(case.params)
+        model, inputs = rm.model, rm.inputs
+        name = f"random_{case.params['graph']}_{rm.dtype}_seed{case.params['seed']}"
         ignored = rm.ignored
         try:
             expected = Executor(model).run(inputs)
@@ -309,13 +313,36 @@ def _dump_spec(cfg: StressConfig, case: Case, res: SandboxResult, replay: str):
     return str(path), model.operation_names(), model.data_types()
 
 
+CLAIMS_TARGET = "nnconform.stress.tests:claimed_cells"
+CLAIMS_TIMEOUT_S = 300.0
+
+
+def ask_claims(cfg: StressConfig, out) -> dict:
+    """The driver's claimed (operation, rank) cells per data type, asked once in a sandbox
+    worker (a driver that crashes or hangs on the question costs no case).  Empty, with a
+    note, when the answer did not come: the random graphs then draw fp32 over everything."""
+    with Sandbox(cfg.driver, mem_limit=cfg.mem_limit) as box:
+        res = box.run(CLAIMS_TARGET, {}, timeout=CLAIMS_TIMEOUT_S, case_key="claims")
+    claims = res.extra.get("claims") if res.verdict == SUCCESS else None
+    if not isinstance(claims, dict) or not claims:
+        print(f"nnconform stress: the driver's claims could not be asked ({res.verdict}: {res.reason[:200]}); "
+              f"random graphs draw fp32 over every operation", file=out, flush=True)
+        return {}
+    print("nnconform stress: random graphs draw the driver's claimed cells: "
+          + ", ".join(f"{t} {len(c)}" for t, c in claims.items()), file=out, flush=True)
+    return claims
+
+
 def _record(cfg: StressConfig, case: Case, res: SandboxResult, liveness: SandboxResult | None) -> ResultRecord:
     replay = replay_command(cfg, case.key)
     spec_path, ops, types = None, [], []
     if res.verdict != SUCCESS:
         spec_path, ops, types = _dump_spec(cfg, case, res, replay)
     message = res.reason
-    extra = {"test": case.test, "index": case.index, "run_seed": cfg.seed, "params": case.params,
+    params = dict(case.params)
+    if params.get("cells") is not None:   # the claimed cells are the run's (manifest); count them here
+        params["cells"] = len(params["cells"])
+    extra = {"test": case.test, "index": case.index, "run_seed": cfg.seed, "params": params,
              "case_s": res.case_s, "worker_pid": res.worker_pid,
              "rss_mb": None if res.rss_bytes is None else round(res.rss_bytes / 2**20, 1), **res.extra}
     if res.signal is not None:
@@ -436,6 +463,8 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None) -> i
             cfg.tests = list(counts)
         else:
             counts = plan_counts(cfg.tests, cfg.budget_s, cfg.workers, cfg.options)
+        if cfg.claims and not cfg.options.claims and any(TESTS[t].random_graph for t in cfg.tests):
+            cfg.options.claims = ask_claims(cfg, out)
         manifest = {"format": MANIFEST_FORMAT, "version": 1, "driver": cfg.driver, "seed": cfg.seed,
                     "budget_s": cfg.budget_s, "tests": cfg.tests, "workers": cfg.workers,
                     "options": cfg.options.to_dict(), "mem_limit": cfg.mem_limit, "plan": counts,

@@ -13,7 +13,11 @@ and the case's wall-clock limit (duration + grace, past which the sandbox calls 
     client-early-termination    a client with 4 compiling threads, killed at U[D/4, D/2];
                                 pass = it was still running when killed, then liveness OK
     random-model-load           one random graph per case (10 ops / dims <= 1000 and 600 ops /
-                                dims <= 10, alternating): support query + prepare
+                                dims <= 10, alternating): support query + prepare.  The
+                                graphs rotate over every data type the driver claims
+                                operations of, draw only the (operation, rank) cells it
+                                claims (StressOptions.claims, asked once per run) and
+                                alternate plain and value-class inputs
     random-inference            the same graphs, prepared, executed and compared with the
                                 reference executor (SmallGraph / LargeGraph criteria)
     performance-degradation     latency alone vs with a thread compiling every 20 ms;
@@ -27,7 +31,10 @@ and the case's wall-clock limit (duration + grace, past which the sandbox calls 
                                 past request counters that wrap at 2^16) or D s; every result
                                 must equal the first, checked one; the rate is in the row
 
-A case whose graph the driver does not fully support is a SUCCESS with a note, as in MLTS.
+A random graph the driver supports in part is loaded and run partitioned, as Android would:
+model-load compiles the driver's partitions, inference runs them with the rest on the
+reference (nnconform.partition).  Only a graph the driver refuses entirely is a SUCCESS with
+a note, as in MLTS.
 """
 from __future__ import annotations
 
@@ -66,6 +73,11 @@ class StressOptions:
     soak_executions: int = SOAK_EXECUTIONS   # execution-soak: executions of one prepared model
     worker_leak_mb: float = 512.0    # a worker's RSS growth over its whole life that fails the run
     random_pause: float = 0.0        # pause after each random-graph case (MLTS: 0.3 s)
+    # What the driver claims, per short type name: sorted "OPERATION:rank" cells (nnconform.probe
+    # ClaimCache, asked once at the start of a run by the claimed_cells target and kept in the
+    # manifest, so --resume and replays rebuild the same graphs).  Empty: fp32 over every
+    # covered operation (the claims could not be asked, or --no-probe).
+    claims: dict = field(default_factory=dict)
 
     def duration(self, test: str) -> float:
         return float(self.durations.get(test, DEFAULT_DURATIONS[test]))
@@ -269,18 +281,74 @@ def client_early_termination(ctx: CaseContext, duration: float, seed: int, grace
     return Verdict.success(f"client killed while compiling at {kill_at:.2f} s, liveness OK", kill_at=kill_at)
 
 
-def _graph(seed: int, graph: str):
-    n, d = GRAPH_SIZES[graph]
-    return random_model(seed, n, d)
+# The data types random stress graphs rotate over, in this order, among those the driver claims.
+RANDOM_TYPES = ("fp32", "quant8", "fp16", "quant8_signed", "int32", "bool8")
 
 
-def random_model_load(ctx: CaseContext, seed: int, graph: str, pause: float = 0.0) -> Verdict:
+def random_graph_params(index: int, seed: int, o: StressOptions) -> dict:
+    """Case ``index`` of a random-graph test: the graph size alternates each case, the data
+    type each pair of cases (over the types the driver claims), and plain vs value-class inputs
+    so that each pair has one of each and each graph size gets both: a short budget already
+    sees several types and both kinds of inputs.  ``cells``
+    carries the claimed cells of that type into the worker (the journal row keeps their count)."""
+    graphs = list(GRAPH_SIZES)
+    types = [t for t in RANDOM_TYPES if o.claims.get(t)] or ["fp32"]
+    step = index // len(graphs)
+    dtype = types[step % len(types)]
+    return dict(seed=seed, graph=graphs[index % len(graphs)], pause=o.random_pause, dtype=dtype,
+                value_classes=index % 4 in (1, 2), cells=o.claims.get(dtype) or None)
+
+
+def graph_of(params: dict):
+    """The RandomModel of a random-graph case (worker, spec dump and replay alike)."""
+    n, d = GRAPH_SIZES[params["graph"]]
+    return random_model(params["seed"], n, d, dtype=params.get("dtype", "fp32"), cells=params.get("cells"),
+                        value_classes=bool(params.get("value_classes", False)))
+
+
+def claimed_cells(ctx: CaseContext) -> Verdict:
+    """Sandbox target run once before a run's random-graph cases: the (operation, rank) cells
+    of every data type the driver claims (supported_operations on the probe's one-operation
+    models; no execution), for StressOptions.claims."""
+    from ..ir import SHORT_TYPE_NAME
+    from ..probe import ClaimCache
+    from .random_models import TYPE_BY_SHORT_NAME
+    cc = ClaimCache(ctx.device)
+    out = {}
+    for short in RANDOM_TYPES:
+        ctx.breadcrumb(f"claims of {short}")
+        cells = cc.allowed(TYPE_BY_SHORT_NAME[short])
+        if cells:
+            out[short] = sorted(f"{op.name}:{r}" for op, r in cells)
+    n = sum(map(len, out.values()))
+    return Verdict.success(f"{n} claimed cells over {len(out)} data type(s)", claims=out,
+                           types=[SHORT_TYPE_NAME[TYPE_BY_SHORT_NAME[t]] for t in out])
+
+
+def random_model_load(ctx: CaseContext, seed: int, graph: str, pause: float = 0.0, dtype: str = "fp32",
+                      value_classes: bool = False, cells=None) -> Verdict:
     from ..driver import DriverError
-    rm = _graph(seed, graph)
+    rm = graph_of(dict(seed=seed, graph=graph, dtype=dtype, value_classes=value_classes, cells=cells))
     ctx.breadcrumb(f"random graph seed {seed} {graph}: supported_operations")
     supported = ctx.device.supported_operations(rm.model)
+    if not any(supported):
+        return Verdict.success(f"not supported at all (0/{len(supported)} ops)")
     if not all(supported):
-        return Verdict.success(f"not fully supported ({sum(map(bool, supported))}/{len(supported)} ops)")
+        # As Android loads a model a driver supports in part: the driver compiles the
+        # partitions it claims (the rest would run on the CPU), each as a model of its own.
+        from ..partition import assign, plan, submodel
+        parts = [p for p in plan(rm.model, assign(ctx.device, rm.model, supported)) if p.on_driver]
+        for k, part in enumerate(parts):
+            ctx.breadcrumb(f"random graph seed {seed} {graph}: prepare driver partition {k} of {len(parts)}")
+            try:
+                ctx.device.prepare(submodel(rm.model, part)).release()
+            except DriverError as e:
+                return Verdict.failure(f"prepare failed on driver partition {k} ({len(part.operations)} claimed "
+                                       f"ops: {part.names(rm.model)[:200]}): {e}")
+        time.sleep(pause)
+        n_on = sum(len(p.operations) for p in parts)
+        return Verdict.success(f"partitioned: {n_on} of {len(supported)} ops in {len(parts)} driver "
+                               f"partition(s) prepared; " + rm.describe()[:160], partitioned=True)
     ctx.breadcrumb(f"random graph seed {seed} {graph}: prepare")
     try:
         ctx.device.prepare(rm.model).release()
@@ -290,11 +358,12 @@ def random_model_load(ctx: CaseContext, seed: int, graph: str, pause: float = 0.
     return Verdict.success(rm.describe()[:200])
 
 
-def random_inference(ctx: CaseContext, seed: int, graph: str, pause: float = 0.0) -> Verdict:
+def random_inference(ctx: CaseContext, seed: int, graph: str, pause: float = 0.0, dtype: str = "fp32",
+                     value_classes: bool = False, cells=None) -> Verdict:
     from ..criteria import LARGE_GRAPH, SMALL_GRAPH
     from ..executor import Executor
     from ..runner import FAIL, SKIP, run_case
-    rm = _graph(seed, graph)
+    rm = graph_of(dict(seed=seed, graph=graph, dtype=dtype, value_classes=value_classes, cells=cells))
     expected = Executor(rm.model).run(rm.inputs)
     crit = LARGE_GRAPH if GRAPH_SIZES[graph][0] > 10 else SMALL_GRAPH
     ctx.breadcrumb(f"random graph seed {seed} {graph}: run")
@@ -538,8 +607,7 @@ def _mp(name: str, mode: str, rates: tuple[float, ...]):
 
 
 def _random(name: str, fn) -> StressTest:
-    graphs = list(GRAPH_SIZES)
-    return StressTest(name, fn, lambda i, s, o: dict(seed=s, graph=graphs[i % len(graphs)], pause=o.random_pause),
+    return StressTest(name, fn, random_graph_params,
                       lambda o: 0.3 + o.random_pause, lambda o: 2.0 + o.random_pause + o.hang_grace,
                       weight=2.0, random_graph=True)
 
