@@ -16,6 +16,10 @@ Each is the reference driver with a restricted or dishonest claim:
                         views into a pool).  Only in-process runs see it: behind a driver
                         host every array arrives contiguous.  It refuses ADD, so the helper
                         ADDs of the AOSP vectors run on the reference and feed its RELU.
+    MirrorPadReflectOnly
+                        claims MIRROR_PAD only in REFLECT mode (a parameter-dependent refusal
+                        the probe's per-cell claims cannot see): the random suite redraws the
+                        refused examples instead of skipping them
 
 Name them on the command line as ``nnconform.drivers.broken_partial:FloorUnderClaim``.
 """
@@ -111,3 +115,15 @@ class ReluIgnoresStrides(_Claiming):
     def prepare(self, model, **kw):
         super().prepare(model, **kw)          # the reference's checks
         return _StrideBlindPrepared(model)
+
+
+class MirrorPadReflectOnly(_Claiming):
+    """Refuses MIRROR_PAD in SYMMETRIC mode (input 2 == 1), honestly: it never claims it."""
+    name = "reference-mirror-pad-reflect-only"
+
+    def claims(self, model, index):
+        op = model.main.operations[index]
+        if op.type != Op.MIRROR_PAD:
+            return True
+        mode = model.main.operands[op.inputs[2]]
+        return mode.value is not None and int(np.asarray(mode.value)) == 0

@@ -14,7 +14,10 @@ driver and compared with the reference executor under the random-graph criteria.
 
 Driver handling as in CTS: a case is skipped when the driver does not support every operation
 or fails prepare with GENERAL_FAILURE (the runtime's OP_FAILED); any other error fails.  A
-test whose every example was skipped is reported as skipped.
+test whose every example was skipped is reported as skipped.  With the capability probe on
+(the default) the draws stay inside the cells the driver claims, a graph it supports in part
+runs partitioned, and an example it still refuses outright (a parameter value its cell did
+not tell apart) is discarded and redrawn rather than skipped (``refused_redrawn`` in the row).
 
 On a failure Hypothesis shrinks the model; the minimal one is dumped as a spec file (seed,
 driver, expected and actual outputs, the failed criterion, and the first operation whose own
@@ -29,7 +32,8 @@ import zlib
 
 import numpy as np
 import pytest
-from hypothesis import given, seed as hypothesis_seed
+from hypothesis import assume, given, seed as hypothesis_seed
+from hypothesis.errors import Unsatisfiable
 
 from nnconform.criteria import (LARGE_GRAPH, RELAXED, SMALL_GRAPH, STRICT, Criteria,
                                 criteria_for_operation)
@@ -119,13 +123,18 @@ class _OpFailedAtPrepare:
 
 
 def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, criteria: Criteria,
-         graph: bool) -> None:
+         graph: bool, redraw_refused: bool = False) -> None:
+    """``redraw_refused``: the draws are meant to lie inside what the driver claims (the probe
+    is on), so an example it still refuses outright (a parameter value the probe's cell did
+    not tell apart, e.g. one MIRROR_PAD mode) is discarded and another drawn instead of being
+    a skip; the count is in the row (``refused_redrawn``)."""
     cfg = request.config
     profile = cfg.getoption("nn_hypothesis_profile", "default") or "default"
     st_settings = profiles.settings_for(profile, graph=graph, max_examples=cfg.getoption("nn_max_examples", None),
                                         report_dir=nn_session.report_dir)
     device = _OpFailedAtPrepare(nn_device)
-    tally = {"passed": 0, "skipped": 0, "partitioned": 0, "skip_reasons": set()}
+    tally = {"passed": 0, "skipped": 0, "partitioned": 0, "skip_reasons": set(), "refused": 0,
+             "refused_reasons": set()}
     domain: dict[str, set[str]] = {}
     meaningful: dict[str, set[str]] = {}
 
@@ -143,6 +152,10 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
         expected = Executor(case.model).run(case.inputs)
         device.op_failed = False
         outcome = run_case(device, case.model, case.inputs, expected, ignored=case.ignored, criteria=criteria)
+        if outcome.outcome == SKIP and redraw_refused and not device.op_failed:
+            tally["refused"] += 1
+            tally["refused_reasons"].add(outcome.message)
+            assume(False)
         if outcome.outcome == SKIP or (device.op_failed and outcome.stage == "prepare"):
             tally["skipped"] += 1
             tally["skip_reasons"].add(outcome.message)
@@ -174,10 +187,16 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
     except _ShrinkBudgetSpent as spent:
         failure = spent.best
         nn_record["extra"]["shrink_stopped_after_s"] = budget
+    except Unsatisfiable:
+        # every draw was one the driver refuses: one skip that says so
+        nn_record["extra"].update(refused_redrawn=tally["refused"])
+        pytest.skip(f"the driver refused all {tally['refused']} drawn examples: "
+                    + "; ".join(sorted(tally["refused_reasons"]))[:300])
     if shrink["first_failure"] is not None:
         nn_record["extra"].update(shrink_s=round(time.monotonic() - shrink["first_failure"], 2),
                                   failing_examples_seen=shrink["failures"])
     nn_record["extra"].update(passed=tally["passed"], skipped=tally["skipped"], partitioned=tally["partitioned"],
+                              refused_redrawn=tally["refused"],
                               domain=ledger.as_json(domain), domain_meaningful=ledger.as_json(meaningful))
     if failure is not None:   # outside the except block: the report needs no exception chain
         _report_failure(nn_session, nn_device, nn_record, test_id, failure, criteria, profile)
@@ -250,7 +269,8 @@ def test_single_operation(op, dtype, request, nn_session, nn_device, nn_record):
     nn_record.update(suite="random", test_id=test_id, operations=[op.name], data_types=[SHORT_TYPE_NAME[dtype]])
     allowed = _supported_cells(nn_session, nn_record, dtype, ops=[op])
     _run(request, nn_session, nn_device, nn_record, test_id,
-         single_operation(op, dtype, value_mode="mixed", allowed=allowed), op_criteria(op), graph=False)
+         single_operation(op, dtype, value_mode="mixed", allowed=allowed), op_criteria(op), graph=False,
+         redraw_refused=allowed is not None)
 
 
 @pytest.mark.parametrize("size,dtype,rank", GRAPHS,
@@ -261,7 +281,8 @@ def test_graph(size, dtype, rank, request, nn_session, nn_device, nn_record):
     nn_record.update(suite="random", test_id=test_id, operations=[], data_types=[SHORT_TYPE_NAME[dtype]])
     allowed = _supported_cells(nn_session, nn_record, dtype, rank=rank)
     _run(request, nn_session, nn_device, nn_record, test_id,
-         random_graph(dtype, rank, n_ops, max_dim, value_mode="mixed", allowed=allowed), criteria, graph=True)
+         random_graph(dtype, rank, n_ops, max_dim, value_mode="mixed", allowed=allowed), criteria, graph=True,
+         redraw_refused=allowed is not None)
 
 
 def _control_flow_claimed(nn_session, kind: str, dtype) -> None:

@@ -90,3 +90,15 @@ def test_a_broken_operation_inside_an_if_branch_is_caught_and_dumped(tmp_path):
     rp = subprocess.run([sys.executable, "-m", "nnconform", "replay", str(path), "--driver", driver],
                         capture_output=True, text=True, timeout=120)
     assert rp.returncode == 1 and ": FAIL:" in rp.stdout, rp.stdout + rp.stderr
+
+
+def test_parameter_dependent_refusals_are_redrawn_not_skipped(tmp_path):
+    """Issue 13: a driver that refuses one parameter value of a cell it claims (MIRROR_PAD in
+    SYMMETRIC mode) gets no skipped example: the refused draws are replaced."""
+    r = _run(tmp_path, "nnconform.drivers.broken_partial:MirrorPadReflectOnly", "-k",
+             "single_operation and MIRROR_PAD and (fp32 or int32)", "--nn-max-examples", "12")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    rows = [json.loads(x) for x in (tmp_path / "report" / "results.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and all(row["outcome"] == "PASS" for row in rows), rows
+    assert all(row["extra"]["skipped"] == 0 and row["extra"]["passed"] == 12 for row in rows)
+    assert sum(row["extra"]["refused_redrawn"] for row in rows) > 0
