@@ -289,8 +289,8 @@ def random_graph_params(index: int, seed: int, o: StressOptions) -> dict:
     """Case ``index`` of a random-graph test: the graph size alternates each case, the data
     type each pair of cases (over the types the driver claims), and plain vs value-class inputs
     so that each pair has one of each and each graph size gets both: a short budget already
-    sees several types and both kinds of inputs.  ``cells``
-    carries the claimed cells of that type into the worker (the journal row keeps their count)."""
+    sees several types and both kinds of inputs.  ``cells`` carries the claimed cells of that
+    type into the worker (the journal row keeps their count)."""
     graphs = list(GRAPH_SIZES)
     types = [t for t in RANDOM_TYPES if o.claims.get(t)] or ["fp32"]
     step = index // len(graphs)
@@ -310,7 +310,6 @@ def claimed_cells(ctx: CaseContext) -> Verdict:
     """Sandbox target run once before a run's random-graph cases: the (operation, rank) cells
     of every data type the driver claims (supported_operations on the probe's one-operation
     models; no execution), for StressOptions.claims."""
-    from ..ir import SHORT_TYPE_NAME
     from ..probe import ClaimCache
     from .random_models import TYPE_BY_SHORT_NAME
     cc = ClaimCache(ctx.device)
@@ -321,8 +320,7 @@ def claimed_cells(ctx: CaseContext) -> Verdict:
         if cells:
             out[short] = sorted(f"{op.name}:{r}" for op, r in cells)
     n = sum(map(len, out.values()))
-    return Verdict.success(f"{n} claimed cells over {len(out)} data type(s)", claims=out,
-                           types=[SHORT_TYPE_NAME[TYPE_BY_SHORT_NAME[t]] for t in out])
+    return Verdict.success(f"{n} claimed cells over {len(out)} data type(s)", claims=out)
 
 
 def random_model_load(ctx: CaseContext, seed: int, graph: str, pause: float = 0.0, dtype: str = "fp32",
