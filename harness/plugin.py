@@ -532,6 +532,13 @@ def pytest_configure_node(node) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """xdist: a worker's --only-supported deselection count, for the controller's summary."""
+    s: NnSession = node.config.stash[_SESSION_KEY]
+    s.not_claimed = max(s.not_claimed, int(getattr(node, "workeroutput", {}).get("nn_not_claimed", 0)))
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node, ids) -> None:
     s: NnSession = node.config.stash[_SESSION_KEY]
     planned = len(ids) + len(s.done_nodeids)
@@ -596,7 +603,8 @@ def case_model(item):
 
 
 def _keep_only_supported(s: NnSession, config: pytest.Config, items: list) -> None:
-    """--nn-only-supported: deselect the cases the driver does not claim entirely.  A case
+    """--nn-only-supported: deselect the cases the driver does not claim entirely (for the
+    random suite: the tests whose cell the capability probe found claimed nowhere).  A case
     whose support query raises (an invalid model the driver must reject) or answers garbage
     stays, so its own test records that.  A valid model that must fail at execution is
     deselected like any other when the driver does not claim it."""
@@ -604,7 +612,14 @@ def _keep_only_supported(s: NnSession, config: pytest.Config, items: list) -> No
     for it in items:
         found = case_model(it) if _is_case(it) else None
         if found is None:
-            keep.append(it)      # the model is only known when the test runs
+            # The model is only drawn when the test runs (the random suite); its module may
+            # still say from the capability probe that the driver claims the test's
+            # (operation, type) cell nowhere, so no draw could be run.
+            claimed = getattr(getattr(it, "module", None), "nn_case_claimed", None)
+            if claimed is not None and _is_case(it) and claimed(it, s) is False:
+                drop.append(it)
+            else:
+                keep.append(it)
             continue
         try:
             claims = s.device.supported_operations(found[0])
@@ -881,6 +896,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     s.close_writer()
     if s.is_worker:
         s.close_device()
+        # every worker collects (and deselects) the same items: the controller keeps the largest
+        out = getattr(session.config, "workeroutput", None)
+        if out is not None:
+            out["nn_not_claimed"] = s.not_claimed
         return
     if s._reportdir is None:
         return    # no conformance case in this pytest run

@@ -263,6 +263,24 @@ def _supported_cells(nn_session, nn_record, dtype, ops=None, rank=None) -> froze
     return allowed
 
 
+def nn_case_claimed(item, nn_session) -> bool | None:
+    """For ``--only-supported``: False when the capability probe finds the driver claims the
+    test's (operation, type) cell, graph type and rank, or control-flow kind nowhere, so the
+    test could only skip; None when that is not known (no probe, or not a drawing test)."""
+    claims = nn_session.claims()
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if claims is None or "dtype" not in params:
+        return None
+    name = getattr(item, "originalname", item.name)
+    if name == "test_single_operation":
+        return bool(claims.allowed(params["dtype"], [params["op"]]))
+    if name == "test_graph":
+        return bool(claims.allowed(params["dtype"], ranks=[params["rank"]]))
+    if name in ("test_control_flow_if", "test_control_flow_while"):
+        return claims.control_flow_claimed(name.rsplit("_", 1)[1], params["dtype"])
+    return None
+
+
 @pytest.mark.parametrize("op,dtype", SINGLE, ids=[f"{op.name}-{SHORT_TYPE_NAME[t]}" for op, t in SINGLE])
 def test_single_operation(op, dtype, request, nn_session, nn_device, nn_record):
     test_id = f"random/single/{op.name}/{SHORT_TYPE_NAME[dtype]}"

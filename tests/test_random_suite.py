@@ -102,3 +102,25 @@ def test_parameter_dependent_refusals_are_redrawn_not_skipped(tmp_path):
     assert len(rows) == 2 and all(row["outcome"] == "PASS" for row in rows), rows
     assert all(row["extra"]["skipped"] == 0 and row["extra"]["passed"] == 12 for row in rows)
     assert sum(row["extra"]["refused_redrawn"] for row in rows) > 0
+
+
+def test_only_supported_drops_tests_whose_cell_is_claimed_nowhere(tmp_path):
+    """Issue 13: by default a test whose (operation, type) the driver claims nowhere is one SKIP
+    that says so; with --only-supported it is not run at all, and the run says how many."""
+    driver = "nnconform.drivers.broken_partial:HalfReferenceEven"   # FLOOR (8) yes, RELU (19), PRELU (71) no
+    sel = ("-k", "single_operation and (FLOOR- or RELU-)", "--nn-max-examples", "5")
+    r = _run(tmp_path, driver, *sel)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    rows = [json.loads(x) for x in (tmp_path / "report" / "results.jsonl").read_text().splitlines()]
+    outcomes = {(row["operations"][0], row["outcome"]) for row in rows}
+    assert outcomes == {("FLOOR", "PASS"), ("RELU", "SKIP"), ("PRELU", "SKIP")}, outcomes
+    assert all("nowhere (capability probe)" in row["message"] for row in rows if row["outcome"] == "SKIP")
+    skipped = sum(1 for row in rows if row["outcome"] == "SKIP")
+    only = tmp_path / "only"
+    only.mkdir()
+    r = _run(only, driver, *sel, "--nn-only-supported")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    rows = [json.loads(x) for x in (only / "report" / "results.jsonl").read_text().splitlines()]
+    assert rows and {row["operations"][0] for row in rows} == {"FLOOR"}
+    assert all(row["outcome"] == "PASS" for row in rows)
+    assert f"--only-supported: {skipped} cases" in r.stdout
