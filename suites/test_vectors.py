@@ -21,7 +21,8 @@ from nnconform.ir import SHORT_TYPE_NAME, OperandType
 from nnconform.ops.feature_levels import NEWEST_FEATURE_LEVEL, driver_level, folder_level
 from nnconform.plugin import case_marks, session_of
 from nnconform.runner import run_case
-from nnconform.variants import MUTATIONS_PER_CELL, PLAIN, applicable, mutation_eligible, run_variant, select, select_mutations
+from nnconform.vector_index import VectorIndex, code_key
+from nnconform.variants import MUTATIONS_PER_CELL, PLAIN, Variant, applicable, mutation_eligible, run_variant, select, select_mutations
 from nnconform.vectors import case_from_dict, resolve_root, vector_files
 
 
@@ -45,6 +46,29 @@ def _file_problem(path: Path) -> tuple[list | None, str]:
         if not isinstance(d, dict) or not isinstance(d.get("name"), str):
             return None, f"entry {i} is not a test case object with a name"
     return cases, ""
+
+
+def _derive_facts(path: Path) -> dict:
+    """What collection needs of one vectors file, JSON-able (nnconform.vector_index caches
+    it): {"problem": why the file cannot be used} or {"cases": [[name, operations, types,
+    applicable variants, mutation facts], ...]}."""
+    cases, problem = _file_problem(path)
+    _file_cases.cache_clear()      # collection reads each file once; keep no decoded copy
+    if cases is None:
+        return {"problem": problem}
+    out = []
+    for d in cases:
+        ops, types = _ops_and_types(d)
+        variants = [[v.kind, v.path, v.arg, v.timing] for v in applicable(d)]
+        out.append([d["name"], sorted(ops), sorted(types), variants, mutation_eligible(d)])
+    return {"cases": out}
+
+
+@functools.lru_cache(maxsize=4)
+def _index(root: Path) -> VectorIndex:
+    """The collection facts of a vectors tree, shared by this process's two test functions."""
+    import nnconform.variants as variants_module
+    return VectorIndex(root, code_key(variants_module.__file__, __file__), _derive_facts)
 
 
 def _ops_and_types(d: dict) -> tuple[set[str], set[str]]:
@@ -78,17 +102,18 @@ def pytest_generate_tests(metafunc):
     except (OSError, RuntimeError) as e:   # a missing directory, or a damaged bundled copy
         metafunc.parametrize("vector", [("no-vectors", "", str(e))], ids=["vectors-missing"], indirect=True)
         return
+    index = _index(root)
     params, ids = [], []
     for f in files:
-        cases, problem = _file_problem(f)
-        if cases is None:
-            params.append(("bad-file", str(f), problem))
+        facts = index.facts(f)
+        if "problem" in facts:
+            params.append(("bad-file", str(f), facts["problem"]))
             ids.append(f"{f.parent.name}/{f.name}")
             continue
-        for i, d in enumerate(cases):
-            params.append(pytest.param(("case", str(f), i), marks=case_marks(*_ops_and_types(d))))
-            ids.append(f"{f.parent.name}/{d['name']}")
-    _file_cases.cache_clear()
+        for i, (name, ops, types, _, _) in enumerate(facts["cases"]):
+            params.append(pytest.param(("case", str(f), i), marks=case_marks(set(ops), set(types))))
+            ids.append(f"{f.parent.name}/{name}")
+    index.save(files)
     if not params:
         params, ids = [("no-vectors", "", f"no *.json vector files under {root}")], ["vectors-missing"]
     metafunc.parametrize("vector", params, ids=ids, indirect=True)
@@ -99,17 +124,19 @@ def _generate_variants(metafunc):
     Files that cannot be read are left to test_vector, which reports them."""
     session = session_of(metafunc.config)
     try:
-        files = vector_files(resolve_root(metafunc.config.getoption("nn_vectors")))
+        root = resolve_root(metafunc.config.getoption("nn_vectors"))
+        files = vector_files(root)
     except (OSError, RuntimeError):
-        files = []
-    # one pass over the files (reading them all takes seconds): what each case needs later
-    light = []        # (file, index, vector id, the raw case's facts)
+        root, files = None, []
+    index = _index(root) if files else None
+    light = []        # (file, index, vector id, variants, (operations, types), mutation facts)
     for f in files:
-        cases, _ = _file_problem(f)
-        for i, d in enumerate(cases or ()):
-            light.append((f, i, f"{f.parent.name}/{d['name']}", applicable(d), _ops_and_types(d),
-                          mutation_eligible(d)))
-    _file_cases.cache_clear()
+        facts = index.facts(f)
+        for i, (name, ops, types, variants, mutation) in enumerate(facts.get("cases", ())):
+            light.append((f, i, f"{f.parent.name}/{name}", [Variant(*v) for v in variants],
+                          (set(ops), set(types)), mutation))
+    if index is not None:
+        index.save(files)
     mutations = select_mutations([(x[2], x[5]) for x in light if x[5]], session.variants, session.seed)
     params, ids = [], []
     for f, i, vid, variants, ops_types, _ in light:
