@@ -59,6 +59,11 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
             parse_mode(a.variants)
         except ValueError as e:
             return _err(f"--variants: {e}")
+    problem = _check_cluster(a)
+    if problem:
+        return _err(problem)
+    if a.cluster and a.workers is not None and a.workers > 1:
+        return _err("give --cluster or -n/--workers, not both (a cluster's workers run the cases)")
     try:
         _check_driver(a.driver, a.in_process)   # one line now, before pytest starts
     except DriverLoadError as e:
@@ -122,6 +127,10 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
         args += ["--nn-no-probe"]
     if a.workers is not None and a.workers > 1:
         args += ["-n", str(a.workers)]
+    if a.cluster:
+        args += ["-p", "nnconform.cluster.conformance", "--nn-cluster", a.cluster]
+        if a.worker_resources:
+            args += ["--nn-worker-resources", a.worker_resources]
     args += extra
     if a.in_process:
         isolation = "in-process (no driver host: a crash or hang of the driver ends or stalls the run)"
@@ -140,6 +149,32 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     if report.exists():
         print(f"nnconform: report written to {report}")
     return _run_exit_code(Path(a.report_dir), code)
+
+
+def _check_cluster(a: argparse.Namespace) -> str | None:
+    """The one-line problem with --cluster / --worker-resources (the [cluster] extra missing,
+    a malformed address or resource), or None."""
+    if getattr(a, "worker_resources", None) and not getattr(a, "cluster", None):
+        return "--worker-resources needs --cluster"
+    if not getattr(a, "cluster", None):
+        return None
+    from .cluster import ClusterError, require_dask
+    from .cluster.connect import check_address, parse_resources
+    try:
+        require_dask()
+        check_address(a.cluster)
+        parse_resources(a.worker_resources)
+    except ClusterError as e:
+        return str(e)
+    return None
+
+
+def _add_cluster_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cluster", metavar="ADDRESS", default=None,
+                   help="run the cases on a Dask cluster: a scheduler address (tcp://host:8786) or local:N "
+                        "(N worker processes here); needs the [cluster] extra")
+    p.add_argument("--worker-resources", metavar="NAME=N[,...]", default=None,
+                   help="with --cluster: run cases only on workers started with these resources, e.g. device=1")
 
 
 def _check_driver(spec: str, in_process: bool) -> None:
@@ -650,17 +685,42 @@ def cmd_stress(a: argparse.Namespace) -> int:
                            report_dir=a.report_dir, options=opts, mem_limit=a.mem_limit, cases=a.case,
                            claims=not a.no_probe)
         check_config(cfg)  # --budget 0, --workers 0 ... would run nothing and exit 0: usage errors
+        problem = _check_cluster(a)
+        if problem:
+            return _err(problem)
         if not a.resume:
             from .errors import DriverLoadError
             try:
                 _check_driver(a.driver, in_process=False)  # one line now rather than a dead worker later
             except DriverLoadError as e:
                 return _err(str(e))
+        if a.cluster:
+            return _stress_on_cluster(a, cfg)
         return run_stress(cfg, resume=a.resume)
     except StressUsageError as e:
         return _err(str(e))
     except (OSError, ValueError) as e:
         return _err(f"{a.report_dir}: {e}", EXIT_FAIL) if Path(a.report_dir, MANIFEST).exists() else _err(str(e))
+
+
+def _stress_on_cluster(a: argparse.Namespace, cfg) -> int:
+    """--cluster: the plan as a local run makes it with --workers (default: the cluster's
+    worker threads), each slot's cases on the cluster (nnconform.cluster.stress)."""
+    from .cluster import ClusterError
+    from .cluster.connect import open_cluster, parse_resources
+    from .cluster.stress import ClusterBox
+    from .stress.runner import run_stress
+    try:
+        handle = open_cluster(a.cluster, parse_resources(a.worker_resources))
+    except ClusterError as e:
+        return _err(str(e))
+    try:
+        if a.workers is None and not a.resume:
+            cfg.workers = handle.slots()
+        print(f"nnconform stress: on cluster {a.cluster} ({len(handle.workers())} worker(s))", flush=True)
+        return run_stress(cfg, resume=a.resume, box_factory=lambda: ClusterBox(handle, cfg.driver, cfg.mem_limit))
+    finally:
+        handle.close()
 
 
 # ---- fuzz --------------------------------------------------------------------------------
@@ -732,6 +792,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "caching, infinite_loop, mutation")
     r.add_argument("-n", "--workers", type=int, default=None,
                    help="run the cases in N parallel processes (pytest-xdist), each with its own driver host")
+    _add_cluster_options(r)
     r.add_argument("--resume", action="store_true",
                    help="continue the interrupted run recorded in --report-dir (same seed, cases not yet recorded)")
     r.add_argument("--no-partition", action="store_true",
@@ -840,6 +901,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--seed", type=int, default=None, help="run seed (default: random, printed and recorded)")
     st.add_argument("--report-dir", default="nnconform-stress")
     st.add_argument("--resume", action="store_true", help="continue the run recorded in --report-dir")
+    _add_cluster_options(st)
     st.add_argument("--case", action="append", help="run only this case, TEST#INDEX (repeatable; replay)")
     st.add_argument("--duration", action="append", help="seconds per case of a test, TEST=SECONDS (repeatable)")
     st.add_argument("--threads", type=int, default=4, help="parallel-inference threads")

@@ -427,11 +427,12 @@ def rebuild_reports(report_dir: str | os.PathLike, meta: dict | None = None):
     return build_reports(report_dir, meta=m, title="nnconform stress report")
 
 
-def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None) -> int:
+def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_factory=None) -> int:
     """Run (or resume) a stress run; returns the exit status: 0 every case SUCCESS, 1 a case
     was not, 3 none failed but a selected test never ran (budget too short), 130 interrupted,
     2 no worker could start.  Raises StressUsageError for a configuration that would run
-    nothing."""
+    nothing.  ``box_factory`` makes a slot's sandbox (``--cluster``: one that runs the cases
+    on the cluster's workers; its rows are fsynced one by one)."""
     from ..reports import RESULTS_FILE
     out = out or sys.stdout
     err = err or sys.stderr
@@ -501,7 +502,7 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None) -> i
     written: list[ResultRecord] = []
 
     def slot(n: int) -> None:
-        box = Sandbox(cfg.driver, mem_limit=cfg.mem_limit)
+        box = box_factory() if box_factory is not None else Sandbox(cfg.driver, mem_limit=cfg.mem_limit)
         sandboxes.append(box)
         try:
             while (case := sched.next()) is not None:
@@ -521,6 +522,8 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None) -> i
                     return
                 rec = _record(cfg, case, res, live)
                 writer.write(rec)
+                if box_factory is not None:
+                    writer.sync()
                 written.append(rec)
                 sched.finished(case)
                 progress.case_done(res.verdict)
@@ -545,7 +548,7 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None) -> i
         aborting.set()
         sched.stop()
         for box in list(sandboxes):
-            w = box._worker
+            w = getattr(box, "_worker", None)
             if w is not None:
                 w.kill_group()
         for t in threads:

@@ -1,0 +1,217 @@
+"""The batch dispatcher every ``--cluster`` command shares.
+
+The coordinator splits its planned cases (keys: pytest node ids, stress ``test#index``, fuzz
+index ranges) into batches and submits each as one Dask task.  A task runs its cases on its
+worker and sends their rows back twice: as they finish, as worker events (``log_event`` on a
+topic of this run), and all of them in its result.  ``accept`` writes a row once, whichever
+copy arrives first, so a row finished on a worker that then dies is already in the journal.
+
+A lost batch (its worker died or disconnected, or the task raised): the cases without a row
+are queued again once as a batch; lost again, they are split into single cases (a case that
+kills its worker is then alone), and a single case lost at that point is given to
+``lost_case`` (a CRASH row naming the worker).  Every planned case ends with exactly one row.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable
+
+FIRST, REQUEUED, SPLIT = 0, 1, 2
+MAX_BOUNCES = 5
+
+
+@dataclass
+class Batch:
+    keys: list[str]
+    attempt: int = FIRST
+    id: int = 0
+    bounced: int = 0      # times lost before it started (another batch killed its worker)
+
+
+@dataclass
+class DispatchStats:
+    planned: int = 0
+    rows: int = 0
+    batches: int = 0
+    lost_batches: int = 0
+    crashed: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def worker_address() -> str:
+    """This task's worker address ('' outside a Dask worker)."""
+    try:
+        from distributed import get_worker
+        return str(get_worker().address)
+    except (ImportError, ValueError):
+        return ""
+
+
+def send_started(topic: str | None, batch: int) -> None:
+    """Tell the coordinator this batch now runs here: a batch lost before it started (queued
+    on a worker that another batch killed) is queued again without counting against it."""
+    if not topic:
+        return
+    from distributed import get_worker
+    w = get_worker()
+    w.log_event(topic, {"batch": batch, "started": True, "worker": str(w.address)})
+
+
+def send_rows(topic: str | None, rows: list[dict], batch: int) -> None:
+    """Stream finished rows to the coordinator now (a worker event on the run's topic)."""
+    if not topic or not rows:
+        return
+    from distributed import get_worker
+    w = get_worker()
+    w.log_event(topic, {"batch": batch, "rows": rows, "worker": str(w.address)})
+
+
+def split(keys: list[str], size: int) -> list[list[str]]:
+    size = max(1, int(size))
+    return [keys[i:i + size] for i in range(0, len(keys), size)]
+
+
+def batch_size(n: int, slots: int, per_slot: int = 4, largest: int = 64) -> int:
+    """Cases per batch: about ``per_slot`` batches per worker thread (so a slow batch does not
+    leave the others idle at the end), at most ``largest`` (what one lost worker costs again)."""
+    return max(1, min(largest, -(-n // max(1, slots * per_slot))))
+
+
+class Dispatcher:
+    """``fn(keys, payload, topic, batch_id) -> {"rows": [...], "error": str | None}`` runs on the
+    workers; ``accept(rows, worker) -> keys written`` and ``lost_case(key, worker, why)`` run
+    here (serialised by one lock, from this thread and the client's event thread)."""
+
+    def __init__(self, handle, fn: Callable, payload: dict, *, accept: Callable, lost_case: Callable,
+                 log: Callable[[str], None] = print, progress_s: float = 10.0):
+        self.handle, self.fn, self.payload = handle, fn, payload
+        self.accept_rows, self.lost_case, self.log = accept, lost_case, log
+        self.progress_s = progress_s
+        self.done: set[str] = set()
+        self.lock = threading.Lock()
+        self.stats = DispatchStats()
+        self.topic = f"nnconform-rows-{uuid.uuid4().hex}"
+        self._ids = itertools.count(1)
+        self._where: dict[int, str] = {}       # batch id -> the worker that runs it
+        self._started: set[int] = set()        # batches whose task began on a worker
+
+    # rows ----------------------------------------------------------------------------------
+    def _accept(self, rows: list[dict], worker: str, batch: int | None = None) -> None:
+        with self.lock:
+            if batch is not None and worker:
+                self._where[batch] = worker
+            written = self.accept_rows(rows, worker) or ()
+            self.done.update(written)
+            self.stats.rows += len(written)
+
+    def _on_event(self, event) -> None:
+        msg = event[1] if isinstance(event, tuple) and len(event) == 2 else event
+        if isinstance(msg, dict) and msg.get("started"):
+            with self.lock:
+                self._started.add(msg.get("batch"))
+                self._where[msg.get("batch")] = str(msg.get("worker", ""))
+        elif isinstance(msg, dict) and isinstance(msg.get("rows"), list):
+            self._accept(msg["rows"], str(msg.get("worker", "")), msg.get("batch"))
+
+    # batches --------------------------------------------------------------------------------
+    def _submit(self, ac, b: Batch, futures: dict) -> None:
+        b.id = next(self._ids)
+        kw = {"resources": dict(self.handle.resources)} if self.handle.resources else {}
+        fut = self.handle.client.submit(self.fn, b.keys, self.payload, self.topic, b.id, pure=False,
+                                        key=f"nnconform-batch-{b.id}-{uuid.uuid4().hex[:8]}", **kw)
+        futures[fut.key] = (fut, b)
+        ac.add(fut)
+        self.stats.batches += 1
+
+    def _lost(self, ac, b: Batch, worker: str, why: str, futures: dict) -> None:
+        with self.lock:
+            left = [k for k in b.keys if k not in self.done]
+        if not left:
+            return
+        self.stats.lost_batches += 1
+        where = worker or self._where.get(b.id, "") or "an unknown worker"
+        with self.lock:
+            started = b.id in self._started
+        if not started and b.bounced < MAX_BOUNCES:
+            # It never ran: the worker died with another batch.  Not this batch's doing.
+            self._submit(ac, Batch(left, b.attempt, bounced=b.bounced + 1), futures)
+            return
+        action = ("queued again" if b.attempt == FIRST else
+                  "split into single cases" if len(left) > 1 else "recorded CRASH")
+        self.log(f"nnconform cluster: batch of {len(b.keys)} case(s) lost on {where} ({why}); "
+                 f"{len(left)} without a row: {action}")
+        if b.attempt == FIRST and len(left) == len(b.keys) == 1:
+            self._submit(ac, Batch(left, SPLIT), futures)      # alone already: its one more run
+        elif b.attempt == FIRST:
+            self._submit(ac, Batch(left, REQUEUED), futures)
+        elif len(left) > 1:
+            for k in left:
+                self._submit(ac, Batch([k], SPLIT), futures)
+        else:
+            with self.lock:
+                if left[0] not in self.done:
+                    self.lost_case(left[0], where, why)
+                    self.done.add(left[0])
+                    self.stats.crashed.append(left[0])
+                    self.stats.rows += 1
+
+    def run(self, batches: list[list[str]]) -> DispatchStats:
+        from distributed import as_completed
+        t0 = time.monotonic()
+        self.stats.planned = sum(len(b) for b in batches)
+        client = self.handle.client
+        client.subscribe_topic(self.topic, self._on_event)
+        futures: dict = {}
+        ac = as_completed()
+        try:
+            for keys in batches:
+                self._submit(ac, Batch(list(keys)), futures)
+            last = time.monotonic()
+            for fut in ac:
+                _, b = futures.pop(fut.key)
+                try:
+                    res = fut.result()
+                except Exception as e:           # noqa: BLE001 - a lost task is a verdict, not a crash of the run
+                    self._lost(ac, b, _killed_worker(e), _why(e), futures)
+                else:
+                    self._accept(list(res.get("rows", ())), str(res.get("worker", "")), b.id)
+                    with self.lock:
+                        missing = [k for k in b.keys if k not in self.done]
+                    if missing:
+                        self._lost(ac, b, str(res.get("worker", "")),
+                                   str(res.get("error") or "the batch ended without a row for every case"), futures)
+                fut.release()
+                if self.progress_s and time.monotonic() - last >= self.progress_s:
+                    last = time.monotonic()
+                    self.log(f"nnconform cluster: {len(self.done)}/{self.stats.planned} cases done, "
+                             f"{len(self.handle.workers())} worker(s), {time.monotonic() - t0:.0f} s")
+        except BaseException:
+            for fut, _ in futures.values():
+                fut.cancel()
+            raise
+        finally:
+            try:
+                client.unsubscribe_topic(self.topic)
+            except Exception as e:   # noqa: BLE001 - the client may be gone with the scheduler
+                self.log(f"nnconform cluster: could not unsubscribe from the row stream ({type(e).__name__})")
+        self.stats.seconds = time.monotonic() - t0
+        return self.stats
+
+
+def _killed_worker(e: BaseException) -> str:
+    last = getattr(e, "last_worker", None)
+    if last is None:
+        return ""
+    return str(getattr(last, "address", last))
+
+
+def _why(e: BaseException) -> str:
+    from distributed import KilledWorker
+    if isinstance(e, KilledWorker):
+        return "the worker died or disconnected while running it"
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"{type(e).__name__}: {text}"[:300]

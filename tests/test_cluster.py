@@ -1,0 +1,106 @@
+"""``--cluster`` (nnconform.cluster) on a LocalCluster: the same rows as a local run with the
+same seed, nothing lost when a worker dies, --resume, the missing-extra error."""
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nnconform.results import read_results
+
+HAVE_DASK = importlib.util.find_spec("distributed") is not None
+needs_dask = pytest.mark.skipif(not HAVE_DASK, reason='dask.distributed not installed: pip install "nnconform[cluster]"')
+
+KILLER = "nnconform.drivers.broken_cluster:KillsWorkerOnL2Pool"
+SELECT = ["--", "-k", "relu1 or l2_pool"]        # 14 generated cases, one of them L2_POOL_2D
+SEED = "7"
+
+
+def nnconform(*args, env=None, timeout=600):
+    e = dict(os.environ, NNCONFORM_AUTO_PROBE="0", **(env or {}))
+    return subprocess.run([sys.executable, "-m", "nnconform", *args], capture_output=True, text=True,
+                          timeout=timeout, env=e)
+
+
+def verdicts(report_dir: Path) -> dict[str, str]:
+    rows = read_results(report_dir / "results.jsonl")
+    ids = [r.extra["nodeid"] for r in rows]
+    assert len(ids) == len(set(ids)), "a case has two rows"
+    return {r.extra["nodeid"]: r.outcome for r in rows}
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory):
+    """The killer driver run locally is the reference driver: the rows every cluster run must give."""
+    d = tmp_path_factory.mktemp("local")
+    r = nnconform("run", "--driver", KILLER, "--suite", "generated", "--seed", SEED, "--report-dir", str(d), *SELECT)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    got = verdicts(d)
+    assert len(got) == 14 and set(got.values()) == {"PASS"}
+    return got
+
+
+def test_missing_extra_is_one_line(monkeypatch, capsys, tmp_path):
+    from nnconform import cli
+    monkeypatch.setitem(sys.modules, "distributed", None)      # import distributed -> ImportError
+    code = cli.main(["run", "--suite", "generated", "--report-dir", str(tmp_path), "--cluster", "local:2"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and 'pip install "nnconform[cluster]"' in err
+    assert not (tmp_path / "results.jsonl").exists()
+
+
+@needs_dask
+def test_bad_cluster_options_are_usage_errors(tmp_path):
+    r = nnconform("run", "--report-dir", str(tmp_path), "--cluster", "local:2", "-n", "2")
+    assert r.returncode == 2 and "not both" in r.stderr
+    r = nnconform("run", "--report-dir", str(tmp_path), "--cluster", "local:1", "--worker-resources", "device")
+    assert r.returncode == 2 and "NAME=AMOUNT" in r.stderr
+
+
+@needs_dask
+def test_killed_worker_loses_no_row_and_resume(local_run, tmp_path):
+    """The first L2_POOL_2D execution kills its worker: its batch is queued again and every case
+    still ends with the row the local run gave.  Then --resume of a run cut short."""
+    d = tmp_path / "cluster"
+    flag = tmp_path / "killed-once"
+    r = nnconform("run", "--driver", KILLER, "--suite", "generated", "--seed", SEED, "--report-dir", str(d),
+                  "--cluster", "local:2", *SELECT, env={"NNCONFORM_KILL_WORKER_ONCE": str(flag)})
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert flag.exists(), "the driver never killed its worker"
+    assert "lost on tcp://" in r.stdout and "queued again" in r.stdout
+    assert verdicts(d) == local_run
+    rows = read_results(d / "results.jsonl")
+    assert all(r_.extra.get("cluster_worker", "").startswith("tcp://") for r_ in rows)
+    assert all(r_.seed == int(SEED) for r_ in rows)
+    assert json.loads((d / "run.json").read_text())["status"] == "complete: 14 of 14 cases"
+
+    # Cut the run short after 5 rows, as a killed coordinator leaves it; --resume finishes it.
+    lines = (d / "results.jsonl").read_text().splitlines(keepends=True)
+    (d / "results.jsonl").write_text("".join(lines[:5]))
+    status = json.loads((d / "run.json").read_text())
+    (d / "run.json").write_text(json.dumps(dict(status, status="interrupted after 5 of 14 cases")))
+    shutil.rmtree(d / "failures", ignore_errors=True)
+    r = nnconform("run", "--driver", KILLER, "--suite", "generated", "--resume", "--report-dir", str(d),
+                  "--cluster", "local:2", *SELECT, env={"NNCONFORM_KILL_WORKER_ONCE": str(flag)})
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "9 case(s)" in r.stdout
+    assert verdicts(d) == local_run
+    assert (d / "results.jsonl").read_text().startswith("".join(lines[:5]))
+
+
+@needs_dask
+def test_case_that_always_kills_its_worker_is_a_crash_naming_it(tmp_path):
+    r = nnconform("run", "--driver", KILLER, "--suite", "generated", "--seed", SEED, "--report-dir", str(tmp_path),
+                  "--cluster", "local:1", "--", "-k", "l2_pool_2d_fp32_explicit_relu or relu1_fp32")
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
+    rows = {x.test_id: x for x in read_results(tmp_path / "results.jsonl")}
+    crash = rows.pop("generated/l2_pool_2d_fp32_explicit_relu")
+    assert crash.outcome == "CRASH" and "cluster worker tcp://" in crash.message
+    assert crash.extra["cluster_worker"].startswith("tcp://")
+    assert "--seed 7" in crash.replay and "l2_pool_2d_fp32_explicit_relu" in crash.replay
+    assert rows and {x.outcome for x in rows.values()} == {"PASS"}
