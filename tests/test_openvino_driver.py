@@ -270,3 +270,37 @@ def test_gather_index_out_of_range_fails_the_execution(device):
         with pytest.raises(DriverError) as e:
             run(device, model, data, np.array(bad, np.int32))
         assert e.value.status == ErrorStatus.GENERAL_FAILURE and "out of range" in str(e.value)
+
+
+def test_resize_matches_the_reference_in_every_coordinate_mode(device):
+    """Bilinear (floats) and nearest neighbour (floats and quant8), NHWC and NCHW, up- and
+    downsampling, sizes and scales, and the three coordinate modes: the reference's answer."""
+    rng = np.random.default_rng(1616)
+    print("seed", 1616)
+    for case in range(24):
+        op = Op.RESIZE_NEAREST_NEIGHBOR if case % 2 else Op.RESIZE_BILINEAR
+        t = [T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM][case % 3 if op == Op.RESIZE_NEAREST_NEIGHBOR
+                                                                        else case % 2]
+        n, h, w, ch = 1 + case % 2, int(rng.integers(1, 7)), int(rng.integers(1, 7)), int(rng.integers(1, 4))
+        oh, ow = int(rng.integers(1, 11)), int(rng.integers(1, 11))
+        nchw, mode = bool(case % 4 == 0), (case // 2) % 3       # 0 plain, 1 align_corners, 2 half pixel
+        q = dict(scale=0.5, zero_point=3) if t == T.TENSOR_QUANT8_ASYMM else {}
+        b = ModelBuilder()
+        x = b.input(t, [n, ch, h, w] if nchw else [n, h, w, ch], **q)
+        y = b.output(t, [n, ch, oh, ow] if nchw else [n, oh, ow, ch], **q)
+        b.operation(op, [x, b.i32(ow), b.i32(oh), b.bool(nchw), b.bool(mode == 1), b.bool(mode == 2)], [y])
+        model = b.build()
+        shape = [n, ch, h, w] if nchw else [n, h, w, ch]
+        xv = (rng.integers(0, 256, shape) if q else rng.uniform(-4, 4, shape)).astype(model.main.operands[0].info.dtype)
+        out = run_case(device, model, [xv], execute(model, [xv]))
+        assert out.outcome == PASS, f"case {case} {op.name} {t.name}: {out.message}"
+
+
+def test_reduce_prod_folds_like_the_reference(device):
+    # 1e-30 * 1e-30 underflows to 0, which then sticks against inf (0 * inf would be NaN).
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [2, 3])
+    y = b.output(T.TENSOR_FLOAT32, [2])
+    b.operation(Op.REDUCE_PROD, [x, b.const(T.TENSOR_INT32, [1], [1]), b.bool(False)], [y])
+    xs = np.array([[1e-30, 1e-30, np.inf], [2, 3, -4]], np.float32)
+    np.testing.assert_array_equal(run(device, b.build(), xs).outputs[0], [0, -24])

@@ -1055,6 +1055,120 @@ def conv_channel_shuffle(c: OpCtx):
     c.set(ops.reshape(y, i64s(xd), special_zero=False))
 
 
+# ---------------------------------------------------------------------------------------
+# Resize: the source rows/columns are computed here, from NNAPI's float32 coordinate rules,
+# and the graph gathers them (Interpolate's coordinate modes round and clamp their own way).
+# ---------------------------------------------------------------------------------------
+
+def _resize_args(c: OpCtx):
+    x = c.ins[0]
+    nchw = bool(c.scalar(3, False)) if len(c.ins) > 3 else False
+    align = bool(c.scalar(4, False)) if len(c.ins) > 4 else False
+    half = bool(c.scalar(5, False)) if len(c.ins) > 5 else False
+    if align and half:
+        raise Rejected("align_corners together with half_pixel_centers")
+    xd = c.dims(x)
+    h, w = (xd[2], xd[3]) if nchw else (xd[1], xd[2])
+    if c.ins[1].type == T.INT32:
+        out_w, out_h = int(c.scalar(1)), int(c.scalar(2))
+    else:   # scales: floor(in * scale) in float32, as NNAPI computes the size
+        out_w = int(np.floor(np.float32(w) * np.float32(c.scalar(1))))
+        out_h = int(np.floor(np.float32(h) * np.float32(c.scalar(2))))
+    if out_w <= 0 or out_h <= 0:
+        raise Rejected(f"output size {out_w}x{out_h}")
+    return nchw, align, half, (h, w), (out_h, out_w)
+
+
+def _source_scale(n_in: int, n_out: int, align: bool) -> np.float32:
+    if align and n_out > 1:
+        return np.float32(n_in - 1) / np.float32(n_out - 1)
+    return np.float32(n_in) / np.float32(n_out)
+
+
+def _gather_axis(v, index: np.ndarray, axis: int) -> ov.Output:
+    return _out(ops.gather(v, c_(index.astype(np.int32)), c_(axis, np.int64)))
+
+
+def conv_resize_nearest(c: OpCtx):
+    _movable(c, 0, FLOATS + QUANT8)
+    nchw, align, half, (h, w), (oh, ow) = _resize_args(c)
+    v = c.x(0)
+    for axis, n_in, n_out in ((2 if nchw else 1, h, oh), (3 if nchw else 2, w, ow)):
+        i = np.arange(n_out, dtype=np.float32)
+        src = (i + np.float32(0.5)) * _source_scale(n_in, n_out, align) if half else i * _source_scale(n_in, n_out, align)
+        idx = np.sign(src) * np.floor(np.abs(src) + np.float32(0.5)) if align else np.floor(src)
+        idx = np.clip(idx.astype(np.int64), 0, n_in - 1)
+        v = _gather_axis(v, idx, axis)
+    c.set(v)
+
+
+def conv_resize_bilinear(c: OpCtx):
+    """Float RESIZE_BILINEAR: the four neighbours blended with NNAPI's weights in its order.
+    Quantised inputs are unsupported (NNAPI truncates the float blend, or for int8 runs
+    TFLite's 1/1024-step integer kernel: bit-exact only with the same float operation order,
+    which the plugin's fusions do not promise)."""
+    c.require(0, FLOATS)
+    nchw, align, half, (h, w), (oh, ow) = _resize_args(c)
+    tables = []
+    for n_in, n_out in ((h, oh), (w, ow)):
+        i = np.arange(n_out, dtype=np.float32)
+        scale = _source_scale(n_in, n_out, align)
+        src = ((i + np.float32(0.5)) * scale - np.float32(0.5)) if half else i * scale
+        lo = np.maximum(np.floor(src), 0).astype(np.int64)
+        hi = np.minimum(np.ceil(src).astype(np.int64), n_in - 1)
+        tables.append((lo, hi, (src - lo.astype(np.float32)).astype(np.float32)))
+    (y0, y1, fy), (x0, x1, fx) = tables
+    ya, xa = (2, 3) if nchw else (1, 2)
+    shape_y = [1, 1, oh, 1] if nchw else [1, oh, 1, 1]
+    shape_x = [1, 1, 1, ow] if nchw else [1, 1, ow, 1]
+    fy_, fx_ = c_(fy.reshape(shape_y)), c_(fx.reshape(shape_x))
+    gy_, gx_ = c_((1 - fy).reshape(shape_y)), c_((1 - fx).reshape(shape_x))
+    xf = c.f32(0)
+    rows0, rows1 = _gather_axis(xf, y0, ya), _gather_axis(xf, y1, ya)
+    terms = [ops.multiply(ops.multiply(_gather_axis(rows0, x0, xa), gy_), gx_),
+             ops.multiply(ops.multiply(_gather_axis(rows1, x0, xa), fy_), gx_),
+             ops.multiply(ops.multiply(_gather_axis(rows0, x1, xa), gy_), fx_),
+             ops.multiply(ops.multiply(_gather_axis(rows1, x1, xa), fy_), fx_)]
+    c.set(ops.add(ops.add(ops.add(terms[0], terms[1]), terms[2]), terms[3]))
+
+
+def _sequential_prod(xf, x: Operand, c: OpCtx, axes, keep: bool) -> ov.Output:
+    """REDUCE_PROD as the reference folds it: in row-major order, and a zero on either side of
+    a step gives 0 (an underflow to 0 sticks even against inf).  ReduceProd promises no order
+    and no zero rule, so the fold is unrolled (small groups only)."""
+    xd = c.dims(x)
+    k = int(np.prod([xd[a] for a in axes]))
+    if k > _MAX_UNROLLED:
+        raise Unsupported(f"REDUCE_PROD over {k} elements (the exact fold is unrolled up to {_MAX_UNROLLED})")
+    kept = [i for i in range(len(xd)) if i not in axes]
+    v = ops.transpose(xf, i64s(kept + list(axes)))
+    v = ops.reshape(v, i64s([-1, k]), special_zero=False)
+    et = _out(xf).get_element_type()
+    zero = c_(0, np.float16 if et == ov.Type.f16 else np.float32)
+    parts = ops.split(v, c_(1, np.int64), k) if k > 1 else None
+    acc = parts.output(0) if parts is not None else _out(v)
+    for j in range(1, k):
+        p = parts.output(j)
+        either = ops.logical_or(ops.equal(acc, zero), ops.equal(p, zero))
+        acc = _out(ops.select(either, zero, ops.multiply(acc, p)))
+    shape = [xd[i] if i in kept else 1 for i in range(len(xd))] if keep else [xd[i] for i in kept] or [1]
+    return _out(ops.reshape(acc, i64s(shape), special_zero=False))
+
+
+_MAX_UNROLLED = 256
+
+
+def conv_reduce_prod(c: OpCtx):
+    x = c.require(0, FLOATS)
+    r = c.rank(x)
+    axes = sorted({int(a) % r for a in c.const(1).reshape(-1)})
+    if not axes:
+        raise Unsupported("empty axes")
+    keep = bool(c.scalar(2))
+    # The fold runs in the storage type (f16 products round to f16 at each step).
+    c.set(_sequential_prod(c.x(0), x, c, axes, keep))
+
+
 _F32_MAX = float(np.finfo(np.float32).max)
 
 CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
@@ -1096,6 +1210,8 @@ CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
     Op.EMBEDDING_LOOKUP: conv_embedding_lookup, Op.PACK: conv_pack, Op.BATCH_MATMUL: conv_batch_matmul,
     Op.INSTANCE_NORMALIZATION: conv_instance_normalization,
     Op.LOCAL_RESPONSE_NORMALIZATION: conv_local_response_normalization,
+    Op.RESIZE_BILINEAR: conv_resize_bilinear, Op.RESIZE_NEAREST_NEIGHBOR: conv_resize_nearest,
+    Op.REDUCE_PROD: conv_reduce_prod,
     Op.RANK: conv_rank, Op.FILL: conv_fill, Op.CHANNEL_SHUFFLE: conv_channel_shuffle,
 }
 
