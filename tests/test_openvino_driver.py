@@ -162,18 +162,53 @@ def test_argmax_keeps_the_first_of_ties_and_bool_ops(device):
 
 def test_unmappable_operations_are_reported_unsupported(device):
     b = ModelBuilder()
-    x = b.input(T.TENSOR_FLOAT32, [1, 4])
-    h = b.temp(T.TENSOR_FLOAT32, [1, 4])
-    y = b.output(T.TENSOR_FLOAT32, [1, 2])
-    b.operation(Op.RELU, [x], [h])
-    b.operation(Op.TOPK_V2, [h, b.i32(2)], [y, b.output(T.TENSOR_INT32, [1, 2])])
+    x = b.input(T.TENSOR_INT32, [1, 4])
+    h = b.temp(T.TENSOR_INT32, [1, 4])
+    y = b.output(T.TENSOR_INT32, [1, 4])
+    b.operation(Op.ADD, [x, x, b.i32(0)], [h])
+    b.operation(Op.DIV, [h, x, b.i32(0)], [y])
+    b.operation(Op.HASHTABLE_LOOKUP, [b.input(T.TENSOR_INT32, [2]), b.input(T.TENSOR_INT32, [3]),
+                                      b.input(T.TENSOR_FLOAT32, [3, 2])],
+                [b.output(T.TENSOR_FLOAT32, [2, 2]), b.output(T.TENSOR_QUANT8_ASYMM, [2], scale=1.0)])
     model = b.build()
-    assert device.supported_operations(model) == [True, False]
+    assert device.supported_operations(model) == [True, False, False]
     reasons = device.unsupported_reasons(model)
-    assert reasons[0] == "" and "TOPK_V2" in reasons[1]
+    assert reasons[0] == "" and "Divide" in reasons[1] and "HASHTABLE_LOOKUP" in reasons[2]
     with pytest.raises(DriverError) as e:
         device.prepare(model)
     assert e.value.status == ErrorStatus.GENERAL_FAILURE
+
+
+def test_topk_quant_average_pool_and_mean_match_the_reference(device):
+    """TOPK_V2 (ties: larger index first), quantised AVERAGE_POOL_2D (half away from zero, in
+    bounds count) and quantised MEAN (truncation): bit-exact against the reference."""
+    rng = np.random.default_rng(77)
+    print("seed", 77)
+    models = []
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [3, 6])
+    b.operation(Op.TOPK_V2, [x, b.i32(4)], [b.output(T.TENSOR_FLOAT32, [3, 4]), b.output(T.TENSOR_INT32, [3, 4])])
+    models.append((b.build(), lambda: rng.integers(-2, 3, (3, 6)).astype(np.float32)))
+    for t, dt in ((T.TENSOR_QUANT8_ASYMM, np.uint8), (T.TENSOR_QUANT8_ASYMM_SIGNED, np.int8)):
+        lo, hi = np.iinfo(dt).min, np.iinfo(dt).max
+        b = ModelBuilder()
+        x = b.input(t, [2, 5, 7, 3], scale=0.25, zero_point=1)
+        y = b.output(t, [2, 3, 4, 3], scale=0.25, zero_point=1)
+        b.operation(Op.AVERAGE_POOL_2D, [x, b.i32(1), b.i32(2), b.i32(2), b.i32(3), b.i32(2), b.i32(1)], [y])
+        models.append((b.build(), lambda lo=lo, hi=hi, dt=dt: rng.integers(lo, hi + 1, (2, 5, 7, 3)).astype(dt)))
+        b = ModelBuilder()
+        x = b.input(t, [2, 5, 7], scale=0.25, zero_point=1)
+        y = b.output(t, [2, 1, 1], scale=0.25, zero_point=1)
+        b.operation(Op.MEAN, [x, b.const(T.TENSOR_INT32, [2], [1, 2]), b.i32(1)], [y])
+        models.append((b.build(), lambda lo=lo, hi=hi, dt=dt: rng.integers(lo, hi + 1, (2, 5, 7)).astype(dt)))
+    for model, draw in models:
+        assert device.supported_operations(model) == [True], device.unsupported_reasons(model)
+        for _ in range(3):
+            xv = draw()
+            want = execute(model, [xv])
+            got = run(device, model, xv).outputs
+            for w, g in zip(want, got):
+                np.testing.assert_array_equal(g, w, err_msg=model.main.operations[0].name)
 
 
 def test_unfaithful_type_or_parameter_is_unsupported(device):
@@ -229,12 +264,11 @@ def test_run_case_skips_unsupported_and_passes_supported(device):
     xs = np.array([-1, 0, 2], np.float16)
     want = (1 / (1 + np.exp(-xs.astype(np.float64)))).astype(np.float16)
     assert run_case(device, b.build(), [xs], [want]).outcome == PASS
-    b = ModelBuilder()
-    x = b.input(T.TENSOR_QUANT8_ASYMM, [1, 2, 2, 1], scale=0.5, zero_point=0)
-    y = b.output(T.TENSOR_QUANT8_ASYMM, [1, 1, 1, 1], scale=0.5, zero_point=0)
-    b.operation(Op.AVERAGE_POOL_2D, [x, b.i32(2), b.i32(1), b.i32(1), b.i32(2), b.i32(2), b.i32(0)], [y])
-    assert run_case(device, b.build(), [np.zeros((1, 2, 2, 1), np.uint8)],
-                    [np.zeros((1, 1, 1, 1), np.uint8)]).outcome == SKIP
+    b = ModelBuilder()   # quantised MUL: NNAPI's fixed-point requantisation, not mapped
+    x = b.input(T.TENSOR_QUANT8_ASYMM, [4], scale=0.5, zero_point=0)
+    y = b.output(T.TENSOR_QUANT8_ASYMM, [4], scale=0.5, zero_point=0)
+    b.operation(Op.MUL, [x, x, b.i32(0)], [y])
+    assert run_case(device, b.build(), [np.zeros(4, np.uint8)], [np.zeros(4, np.uint8)]).outcome == SKIP
 
 
 # A slice of the generated suite (the whole suite takes minutes on a shared two-core machine;

@@ -582,8 +582,11 @@ def _pool(kind: str):
         a, act, nchw = _pool_args(c)
         quant = x.type in QUANT8
         if quant:
-            if kind != "max" or not same_quant(x, out):
-                raise Unsupported("quantised average/L2 pooling (NNAPI's integer rounding)")
+            if kind == "l2" or not same_quant(x, out):
+                raise Unsupported("quantised L2 pooling, or pooling with requantisation")
+            if kind == "avg":
+                _quant_average_pool(c, a, act, nchw)
+                return
         elif x.type not in FLOATS:
             raise Unsupported(x.type.name)
         xin = c.x(0) if quant else c.f32(0)
@@ -602,6 +605,51 @@ def _pool(kind: str):
             y = ops.transpose(y, i64s(TO_NHWC))
         c.set(quant_activation(y, act, out) if quant else float_activation(y, act))
     return convert
+
+
+_MAX_INT_COUNT = 4096
+
+
+def _int_quotient(total, count, offset: float | np.ndarray = 0.0) -> ov.Output:
+    """sign(total) * ((|total| + offset) // count) in float32, for integer-valued ``total``
+    (|total| < 2**24) and counts up to _MAX_INT_COUNT: the 0.5 keeps the exact quotient at
+    least 0.5 / count away from an integer, far beyond float32 division's error, so the floor
+    is the integer division's."""
+    q = ops.floor(ops.divide(ops.add(ops.abs(total), c_(np.asarray(offset, np.float32) + np.float32(0.5))), count))
+    return _out(ops.multiply(ops.sign(total), q))
+
+
+def _quant_average_pool(c: OpCtx, a: dict, act: int, nchw: bool):
+    """NNAPI's quantised AVERAGE_POOL_2D: the integer sum of the stored values in the window
+    (padding excluded), divided by the in-bounds count rounding half away from zero.  Sums of
+    8-bit values are exact in float32; the sum is a depthwise convolution with ones."""
+    x, out = c.ins[0], c.outs[0]
+    (fh, fw), (sh, sw) = a["kernel_shape"], a["strides"]
+    (pt, pl), (pb, pr) = a["pads_begin"], a["pads_end"]
+    if fh * fw > _MAX_INT_COUNT:
+        raise Unsupported(f"quantised average over {fh * fw} elements")
+    xd = c.dims(x)
+    ch, h, w = (xd[1], xd[2], xd[3]) if nchw else (xd[3], xd[1], xd[2])
+    oh, ow = (h + pt + pb - fh) // sh + 1, (w + pl + pr - fw) // sw + 1
+    if oh <= 0 or ow <= 0:
+        raise Unsupported("empty output")
+
+    def per_axis(n_out, stride, pad, k, size):
+        start = np.arange(n_out) * stride - pad
+        return np.minimum(start + k, size) - np.maximum(start, 0)
+    count = (per_axis(oh, sh, pt, fh, h)[:, None] * per_axis(ow, sw, pl, fw, w)[None, :]).astype(np.float32)
+    xin = _out(ops.convert(c.x(0), ov.Type.f32))
+    if not nchw:
+        xin = ops.transpose(xin, i64s(TO_NCHW))
+    total = ops.group_convolution(xin, c_(np.ones((ch, 1, 1, fh, fw), np.float32)), [sh, sw], [pt, pl],
+                                  [pb, pr], [1, 1])
+    count = count.reshape(1, 1, oh, ow)
+    y = _int_quotient(total, c_(count), np.floor(count / 2))
+    lo, hi = nn_activation.quant_bounds(act, out)
+    y = ops.minimum(ops.maximum(y, c_(lo, np.float32)), c_(hi, np.float32))
+    if not nchw:
+        y = ops.transpose(y, i64s(TO_NHWC))
+    c.set(ops.convert(y, OV_TYPE[out.type]))
 
 
 # ---------------------------------------------------------------------------------------
@@ -955,16 +1003,47 @@ def _nan_skipping(fn, start: float):
 
 
 def conv_mean(c: OpCtx):
-    x = c.require(0, FLOATS)
+    x, out = c.require(0, FLOATS + QUANT8), c.outs[0]
     r = c.rank(x)
     axes = sorted({int(a) % r for a in c.const(1).reshape(-1)})
     if not axes:
         raise Unsupported("empty axes")
     keep = int(c.scalar(2)) > 0
-    y = ops.reduce_mean(c.f32(0), i64s(axes), keep)
+    if x.type in FLOATS:
+        y = ops.reduce_mean(c.f32(0), i64s(axes), keep)
+    else:
+        # NNAPI: trunc(sum of stored values / count) in integers, no requantisation.
+        if not same_quant(x, out):
+            raise Unsupported("quantised MEAN with other output parameters")
+        xd = c.dims(x)
+        count = int(np.prod([xd[a] for a in axes]))
+        if count > _MAX_INT_COUNT:
+            raise Unsupported(f"quantised MEAN over {count} elements")
+        total = ops.reduce_sum(ops.convert(c.x(0), ov.Type.f32), i64s(axes), keep)
+        q = _int_quotient(total, c_(np.float32(count)))
+        y = ops.convert(q, OV_TYPE[out.type])
     if not keep and len(axes) == r:
         y = ops.reshape(y, i64s([1]), special_zero=False)
     c.set(y)
+
+
+def conv_topk(c: OpCtx):
+    """TOPK_V2: values descending, and among equal values the larger index first.  TopK's
+    stable mode keeps the smaller index first, so it runs on the last axis reversed and the
+    indices are mapped back."""
+    x = c.require(0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    if not same_quant(x, c.outs[0]):
+        raise Unsupported("quantised TOPK_V2 with other output parameters")
+    xd = c.dims(x)
+    k = int(c.scalar(1))
+    n = xd[-1]
+    if not 1 <= k <= n:
+        raise Rejected(f"k {k} outside [1, {n}]")
+    big = np.iinfo(np.int64)
+    rev = ops.slice(c.x(0), i64s([-1]), i64s([big.min]), i64s([-1]), i64s([len(xd) - 1]))
+    tk = ops.topk(rev, c_(k, np.int64), len(xd) - 1, "max", "value", "i32", stable=True)
+    c.set(tk.output(0), 0)
+    c.set(ops.subtract(c_(n - 1, np.int32), tk.output(1)), 1)
 
 
 def conv_embedding_lookup(c: OpCtx):
@@ -1211,7 +1290,7 @@ CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
     Op.INSTANCE_NORMALIZATION: conv_instance_normalization,
     Op.LOCAL_RESPONSE_NORMALIZATION: conv_local_response_normalization,
     Op.RESIZE_BILINEAR: conv_resize_bilinear, Op.RESIZE_NEAREST_NEIGHBOR: conv_resize_nearest,
-    Op.REDUCE_PROD: conv_reduce_prod,
+    Op.REDUCE_PROD: conv_reduce_prod, Op.TOPK_V2: conv_topk,
     Op.RANK: conv_rank, Op.FILL: conv_fill, Op.CHANNEL_SHUFFLE: conv_channel_shuffle,
 }
 
