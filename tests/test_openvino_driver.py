@@ -38,7 +38,7 @@ def run(device, model, *inputs):
 def test_registered_entry_point_loads_with_f32_precision():
     dev = load_driver("openvino")
     assert isinstance(dev, OpenVinoDevice)
-    assert dev.device == "CPU" and "+ov" in dev.version
+    assert dev.device == "CPU" and dev.name == "openvino-cpu" and "+ov" in dev.version
     assert dev._config()["INFERENCE_PRECISION_HINT"] == "f32"
 
 
@@ -338,3 +338,24 @@ def test_reduce_prod_folds_like_the_reference(device):
     b.operation(Op.REDUCE_PROD, [x, b.const(T.TENSOR_INT32, [1], [1]), b.bool(False)], [y])
     xs = np.array([[1e-30, 1e-30, np.inf], [2, 3, -4]], np.float32)
     np.testing.assert_array_equal(run(device, b.build(), xs).outputs[0], [0, -24])
+
+
+def test_argmin_first_of_ties_on_a_long_axis_and_concurrent_executions(device):
+    """ARGMIN keeps the first of many ties on a long axis (the plugin's TopK is stable only
+    when sorting by value), and one prepared model serves threads at once."""
+    from concurrent.futures import ThreadPoolExecutor
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_INT32, [200])
+    y = b.output(T.TENSOR_INT32, [1])
+    b.operation(Op.ARGMIN, [x, b.i32(0)], [y])
+    model = b.build()
+    rng = np.random.default_rng(5)
+    print("seed", 5)
+    inputs = [rng.integers(0, 3, 200).astype(np.int32) for _ in range(16)]
+    prepared = device.prepare(model)
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(lambda v: prepared.execute(Request.from_arrays(model, [v])).outputs[0], inputs))
+    finally:
+        prepared.release()
+    assert [int(g[0]) for g in got] == [int(np.argmin(v)) for v in inputs]

@@ -965,8 +965,10 @@ def conv_argminmax(c: OpCtx):
     r = c.rank(x)
     axis = int(c.scalar(1)) % r
     mode = "max" if c.op.type == Op.ARGMAX else "min"
-    # TopK k=1, stable: the first index among ties, as NNAPI's arg-min/max keeps.
-    tk = ops.topk(c.x(0), c_(1, np.int64), axis, mode, "index", "i32", stable=True)
+    # TopK k=1, stable: the first index among ties, as NNAPI's arg-min/max keeps.  The CPU
+    # plugin honours `stable` only when sorting by value (with sort="index" it returns a
+    # later tie on longer axes: docs/findings_openvino.md#topk-stable).
+    tk = ops.topk(c.x(0), c_(1, np.int64), axis, mode, "value", "i32", stable=True)
     y = tk.output(1)
     y = ops.squeeze(y, i64s([axis])) if r > 1 else y
     c.set(y)

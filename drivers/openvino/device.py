@@ -41,7 +41,6 @@ class OpenVinoPreparedModel(PreparedModel):
         self.model = model
         self.compiled = compiled
         self.run_checks = run_checks
-        self._request = compiled.create_infer_request()
         self._released = False
 
     def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
@@ -63,12 +62,15 @@ class OpenVinoPreparedModel(PreparedModel):
             feed.append(np.ascontiguousarray(value))
         t_device = time.perf_counter_ns()
         try:
-            self._request.infer(feed, share_inputs=False)
+            # An infer request per execution: executions of one prepared model may run
+            # concurrently (NNAPI allows it), and a request holds one set of tensors.
+            infer = self.compiled.create_infer_request()
+            infer.infer(feed, share_inputs=False)
             # Copies: the request's output tensors are reused by the next inference.
             n = len(self.model.main.output_indexes)
-            outputs = [np.array(self._request.get_output_tensor(k).data, copy=True) for k in range(n)]
+            outputs = [np.array(infer.get_output_tensor(k).data, copy=True) for k in range(n)]
             failed = [msg for k, msg in enumerate(self.run_checks)
-                      if not bool(self._request.get_output_tensor(n + k).data)]
+                      if not bool(infer.get_output_tensor(n + k).data)]
         except Exception as e:  # OpenVINO raises RuntimeError (and others) from C++
             raise DriverError(ErrorStatus.GENERAL_FAILURE, f"openvino: {_first_line(e)}") from None
         if failed:
@@ -80,7 +82,6 @@ class OpenVinoPreparedModel(PreparedModel):
 
     def release(self) -> None:
         self._released = True
-        self._request = None
         self.compiled = None
 
 
@@ -96,7 +97,7 @@ class OpenVinoDevice(Device):
             raise DriverLoadError(f"OpenVINO has no {self.device} device here (available: "
                                   f"{', '.join(self.core.available_devices)})")
         self.threads = threads
-        self.name = "openvino" if self.device == "CPU" else f"openvino-{self.device}"
+        self.name = f"openvino-{self.device.lower()}"       # NNAPI's "<vendor>-<device>"
         self.version = f"{__version__}+ov{ov.__version__.split('-')[0]}"
 
     def capabilities(self) -> Capabilities:
