@@ -359,3 +359,36 @@ def test_argmin_first_of_ties_on_a_long_axis_and_concurrent_executions(device):
     finally:
         prepared.release()
     assert [int(g[0]) for g in got] == [int(np.argmin(v)) for v in inputs]
+
+
+def test_if_runs_the_chosen_branch(device):
+    """IF as OpenVINO's If: then = x + 1 (an ADD), else = relu6(x); a condition computed in
+    the graph is unsupported."""
+    b = ModelBuilder()
+    then_b, else_b = b.subgraph("then"), b.subgraph("else")
+    tx = then_b.input(T.TENSOR_FLOAT32, [3])
+    ty = then_b.output(T.TENSOR_FLOAT32, [3])
+    then_b.operation(Op.ADD, [tx, then_b.const(T.TENSOR_FLOAT32, [1], [1.0]), then_b.i32(0)], [ty])
+    ex = else_b.input(T.TENSOR_FLOAT32, [3])
+    ey = else_b.output(T.TENSOR_FLOAT32, [3])
+    else_b.operation(Op.RELU6, [ex], [ey])
+    cond, x = b.input(T.TENSOR_BOOL8, [1]), b.input(T.TENSOR_FLOAT32, [3])
+    y = b.output(T.TENSOR_FLOAT32, [3])
+    b.operation(Op.IF, [cond, b.subgraph_ref(then_b), b.subgraph_ref(else_b), x], [y])
+    model = b.build()
+    assert device.supported_operations(model) == [True]
+    xs = np.array([-2, 3, 9], np.float32)
+    np.testing.assert_array_equal(run(device, model, np.array([True]), xs).outputs[0], [-1, 4, 10])
+    np.testing.assert_array_equal(run(device, model, np.array([False]), xs).outputs[0], [0, 3, 6])
+    # A computed condition: the CPU plugin's If would always take the else branch.
+    b2 = ModelBuilder()
+    t2, e2 = b2.subgraph("then"), b2.subgraph("else")
+    for sb in (t2, e2):
+        sb.operation(Op.RELU, [sb.input(T.TENSOR_FLOAT32, [3])], [sb.output(T.TENSOR_FLOAT32, [3])])
+    p, x = b2.input(T.TENSOR_BOOL8, [1]), b2.input(T.TENSOR_FLOAT32, [3])
+    cond = b2.temp(T.TENSOR_BOOL8, [1])
+    b2.operation(Op.LOGICAL_NOT, [p], [cond])
+    b2.operation(Op.IF, [cond, b2.subgraph_ref(t2), b2.subgraph_ref(e2), x], [b2.output(T.TENSOR_FLOAT32, [3])])
+    computed = b2.build()
+    assert device.supported_operations(computed) == [True, False]
+    assert "model input" in device.unsupported_reasons(computed)[1]

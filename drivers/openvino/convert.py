@@ -77,8 +77,10 @@ def i64s(values) -> ov.Output:
 class GraphBuilder:
     """The OpenVINO value of every converted operand of one subgraph."""
 
-    def __init__(self, subgraph: Subgraph, with_inputs: bool = True):
+    def __init__(self, subgraph: Subgraph, with_inputs: bool = True, referenced: tuple = (), root=None):
         self.sg = subgraph
+        self.referenced = referenced       # the model's referenced subgraphs (IF branches)
+        self.root = subgraph if root is None else root   # the main graph
         self.values: dict[int, ov.Output] = {}
         self.parameters: list = []
         # Boolean scalars that must hold at run time (e.g. GATHER indices in range): extra
@@ -1250,6 +1252,49 @@ def conv_reduce_prod(c: OpCtx):
     c.set(_sequential_prod(c.x(0), x, c, axes, keep))
 
 
+# ---------------------------------------------------------------------------------------
+# Control flow
+# ---------------------------------------------------------------------------------------
+
+def _branch(c: OpCtx, k: int) -> tuple[ov.Model, list, list]:
+    """Referenced subgraph of input k as an OpenVINO body: (model, parameters, results)."""
+    o = c.ins[k]
+    if o.type != T.SUBGRAPH or o.value is None:
+        raise Unsupported(f"input {k} is not a subgraph reference")
+    sub = c.g.referenced[int(np.asarray(o.value).reshape(-1)[0])]
+    _check_io_types(sub, (*sub.input_indexes, *sub.output_indexes))
+    g = GraphBuilder(sub, referenced=c.g.referenced, root=c.g.root)
+    for j in range(len(sub.operations)):
+        convert_operation(g, j)
+    if g.run_checks:
+        # a failing check inside a branch cannot reach the prepared model's list
+        raise Unsupported("a branch with run-time index checks (GATHER, EMBEDDING_LOOKUP)")
+    results = [ops.result(g.operand_value(i)) for i in sub.output_indexes]
+    return ov.Model(results, g.parameters, f"branch{k}"), g.parameters, results
+
+
+def conv_if(c: OpCtx):
+    """IF as OpenVINO's If: only the chosen branch runs, its outputs (and their shapes)
+    become the operation's."""
+    if c.ins[0].type != T.TENSOR_BOOL8:
+        raise Unsupported(c.ins[0].type.name)
+    if c.g.sg is not c.g.root or c.op.inputs[0] not in c.g.sg.input_indexes:
+        # The CPU plugin's If takes the else branch whenever its condition is computed by
+        # another node (even logical_not(logical_not(p)) of a true p): only a condition fed
+        # straight from a model input works (docs/findings_openvino.md#if-condition).
+        raise Unsupported("an IF condition that is not a model input (the CPU plugin's If then "
+                          "always takes the else branch)")
+    then_m, then_p, then_r = _branch(c, 1)
+    else_m, else_p, else_r = _branch(c, 2)
+    node = ops.if_op(c.x(0))     # the [1] condition as it is: a Reshape to a scalar is a computed one
+    node.set_then_body(then_m)
+    node.set_else_body(else_m)
+    for k, (tp, ep) in enumerate(zip(then_p, else_p)):
+        node.set_input(c.x(3 + k), tp, ep)
+    for j, (tr, er) in enumerate(zip(then_r, else_r)):
+        c.set(node.set_output(tr, er), j)
+
+
 _F32_MAX = float(np.finfo(np.float32).max)
 
 CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
@@ -1293,6 +1338,7 @@ CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
     Op.LOCAL_RESPONSE_NORMALIZATION: conv_local_response_normalization,
     Op.RESIZE_BILINEAR: conv_resize_bilinear, Op.RESIZE_NEAREST_NEIGHBOR: conv_resize_nearest,
     Op.REDUCE_PROD: conv_reduce_prod, Op.TOPK_V2: conv_topk,
+    Op.IF: conv_if,
     Op.RANK: conv_rank, Op.FILL: conv_fill, Op.CHANNEL_SHUFFLE: conv_channel_shuffle,
 }
 
@@ -1328,7 +1374,7 @@ def convert_operation(g: GraphBuilder, index: int) -> None:
 
 
 def operation_supported(model: Model, index: int) -> tuple[bool, str]:
-    g = GraphBuilder(model.main, with_inputs=False)
+    g = GraphBuilder(model.main, with_inputs=False, referenced=model.referenced)
     try:
         convert_operation(g, index)
     except Unsupported as e:
@@ -1341,11 +1387,9 @@ def operation_supported(model: Model, index: int) -> tuple[bool, str]:
 def to_openvino(model: Model) -> tuple[ov.Model, list[str]]:
     """The whole main graph as an OpenVINO model (raises Unsupported on the first unmappable op),
     and the messages of its run-time checks (results after the model's outputs, in order)."""
-    if model.referenced:
-        raise Unsupported("referenced subgraphs (IF/WHILE) are not converted")
     sg = model.main
     _check_io_types(sg, (*sg.input_indexes, *sg.output_indexes))
-    g = GraphBuilder(sg)
+    g = GraphBuilder(sg, referenced=model.referenced)
     for k in range(len(sg.operations)):
         try:
             convert_operation(g, k)
