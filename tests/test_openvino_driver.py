@@ -392,3 +392,21 @@ def test_if_runs_the_chosen_branch(device):
     computed = b2.build()
     assert device.supported_operations(computed) == [True, False]
     assert "model input" in device.unsupported_reasons(computed)[1]
+
+
+def test_subnormal_float32_constants_are_unsupported(device):
+    # The CPU plugin flushes subnormal float32 constants to zero; run-time values keep them.
+    tiny = np.float32(1e-40)
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [2])
+    y = b.output(T.TENSOR_FLOAT32, [4])
+    b.operation(Op.CONCATENATION, [x, b.const(T.TENSOR_FLOAT32, [2], [tiny, 1.0]), b.i32(0)], [y])
+    model = b.build()
+    assert device.supported_operations(model) == [False]
+    assert "subnormal" in device.unsupported_reasons(model)[0]
+    b = ModelBuilder()
+    x, z = b.input(T.TENSOR_FLOAT32, [2]), b.input(T.TENSOR_FLOAT32, [2])
+    y = b.output(T.TENSOR_FLOAT32, [4])
+    b.operation(Op.CONCATENATION, [x, z, b.i32(0)], [y])
+    out = run(device, b.build(), np.array([tiny, 1], np.float32), np.array([-tiny, 0], np.float32)).outputs[0]
+    np.testing.assert_array_equal(out, [tiny, 1, -tiny, 0])

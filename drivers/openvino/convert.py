@@ -1353,6 +1353,20 @@ def _check_io_types(sg: Subgraph, indexes) -> None:
             raise Unsupported(f"operand of type {sg.operands[i].type.name}")
 
 
+def _check_no_subnormal_constants(sg: Subgraph, indexes) -> None:
+    """The CPU plugin flushes subnormal float32 values in constants to zero (at run time it
+    keeps them): an operation reading such a constant would compute with 0 instead
+    (docs/findings_openvino.md#subnormal-constants)."""
+    tiny = np.finfo(np.float32).tiny
+    for i in indexes:
+        o = sg.operands[i]
+        if o.is_constant and o.type in (T.TENSOR_FLOAT32, T.FLOAT32):
+            v = np.abs(np.asarray(o.value, np.float32))
+            if ((v > 0) & (v < tiny)).any():
+                raise Unsupported("constant input with subnormal float32 values (the CPU plugin "
+                                  "flushes them to zero)")
+
+
 def convert_operation(g: GraphBuilder, index: int) -> None:
     """Build one operation into ``g``; raise Unsupported when it cannot be mapped faithfully."""
     op = g.sg.operations[index]
@@ -1363,6 +1377,7 @@ def convert_operation(g: GraphBuilder, index: int) -> None:
     _check_io_types(g.sg, op.outputs)
     _check_io_types(g.sg, [i for i in op.inputs if not g.sg.operands[i].info.is_scalar
                            and not g.sg.operands[i].is_omitted])
+    _check_no_subnormal_constants(g.sg, op.inputs)
     try:
         fn(OpCtx(g, index))
     except (Unsupported, Rejected):
