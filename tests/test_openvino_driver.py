@@ -409,3 +409,20 @@ def test_subnormal_float32_constants_are_unsupported(device):
     b.operation(Op.CONCATENATION, [x, z, b.i32(0)], [y])
     out = run(device, b.build(), np.array([tiny, 1], np.float32), np.array([-tiny, 0], np.float32)).outputs[0]
     np.testing.assert_array_equal(out, [tiny, 1, -tiny, 0])
+
+
+def test_rnn_step_matches_the_reference(device):
+    rng = np.random.default_rng(31)
+    print("seed", 31)
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [2, 5])
+    w = b.const(T.TENSOR_FLOAT32, [4, 5], rng.uniform(-1, 1, 20))
+    r = b.const(T.TENSOR_FLOAT32, [4, 4], rng.uniform(-1, 1, 16))
+    bias = b.const(T.TENSOR_FLOAT32, [4], rng.uniform(-1, 1, 4))
+    h = b.input(T.TENSOR_FLOAT32, [2, 4])
+    outs = [b.output(T.TENSOR_FLOAT32, [2, 4]), b.output(T.TENSOR_FLOAT32, [2, 4])]
+    b.operation(Op.RNN, [x, w, r, bias, h, b.i32(3)], outs)
+    model = b.build()
+    xv, hv = rng.uniform(-2, 2, (2, 5)).astype(np.float32), rng.uniform(-2, 2, (2, 4)).astype(np.float32)
+    out = run_case(device, model, [xv, hv], execute(model, [xv, hv]))
+    assert out.outcome == PASS, out.message

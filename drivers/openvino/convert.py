@@ -1249,6 +1249,18 @@ def conv_reduce_prod(c: OpCtx):
     c.set(_sequential_prod(c.x(0), x, c, axes, keep))
 
 
+def conv_rnn(c: OpCtx):
+    """RNN (one Elman step): act(input . W^T + state . R^T + bias), written to both outputs.
+    float32 only: the reference runs the fp16 cell as a sequential fp16 accumulation."""
+    for k in range(5):
+        c.require(k, (T.TENSOR_FLOAT32,))
+    act = int(c.scalar(5))
+    y = ops.add(ops.add(ops.matmul(c.x(0), c.x(1), False, True), ops.matmul(c.x(4), c.x(2), False, True)), c.x(3))
+    y = float_activation(y, act)
+    c.set(y, 0)
+    c.set(ops.convert(y, ov.Type.f32), 1)     # a node of its own: two outputs, two tensors
+
+
 # ---------------------------------------------------------------------------------------
 # Control flow
 # ---------------------------------------------------------------------------------------
@@ -1335,7 +1347,7 @@ CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
     Op.LOCAL_RESPONSE_NORMALIZATION: conv_local_response_normalization,
     Op.RESIZE_BILINEAR: conv_resize_bilinear, Op.RESIZE_NEAREST_NEIGHBOR: conv_resize_nearest,
     Op.REDUCE_PROD: conv_reduce_prod, Op.TOPK_V2: conv_topk,
-    Op.IF: conv_if,
+    Op.IF: conv_if, Op.RNN: conv_rnn,
     Op.RANK: conv_rank, Op.FILL: conv_fill, Op.CHANNEL_SHUFFLE: conv_channel_shuffle,
 }
 
