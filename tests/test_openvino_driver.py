@@ -411,7 +411,7 @@ def test_subnormal_float32_constants_are_unsupported(device):
     np.testing.assert_array_equal(out, [tiny, 1, -tiny, 0])
 
 
-def test_rnn_step_matches_the_reference(device):
+def test_rnn_step_and_sequence_match_the_reference(device):
     rng = np.random.default_rng(31)
     print("seed", 31)
     b = ModelBuilder()
@@ -426,3 +426,16 @@ def test_rnn_step_matches_the_reference(device):
     xv, hv = rng.uniform(-2, 2, (2, 5)).astype(np.float32), rng.uniform(-2, 2, (2, 4)).astype(np.float32)
     out = run_case(device, model, [xv, hv], execute(model, [xv, hv]))
     assert out.outcome == PASS, out.message
+    for time_major in (False, True):      # the sequence form, unrolled over 3 steps
+        b = ModelBuilder()
+        x = b.input(T.TENSOR_FLOAT32, [3, 2, 5] if time_major else [2, 3, 5])
+        w = b.const(T.TENSOR_FLOAT32, [4, 5], rng.uniform(-1, 1, 20))
+        r = b.const(T.TENSOR_FLOAT32, [4, 4], rng.uniform(-1, 1, 16))
+        bias = b.const(T.TENSOR_FLOAT32, [4], rng.uniform(-1, 1, 4))
+        h = b.input(T.TENSOR_FLOAT32, [2, 4])
+        outs = [b.output(T.TENSOR_FLOAT32, [3, 2, 4] if time_major else [2, 3, 4]), b.output(T.TENSOR_FLOAT32, [2, 4])]
+        b.operation(Op.UNIDIRECTIONAL_SEQUENCE_RNN, [x, w, r, bias, h, b.i32(1), b.i32(int(time_major))], outs)
+        model = b.build()
+        xv = rng.uniform(-2, 2, [3, 2, 5] if time_major else [2, 3, 5]).astype(np.float32)
+        out = run_case(device, model, [xv, hv], execute(model, [xv, hv]))
+        assert out.outcome == PASS, out.message

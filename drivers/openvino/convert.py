@@ -1261,6 +1261,32 @@ def conv_rnn(c: OpCtx):
     c.set(ops.convert(y, ov.Type.f32), 1)     # a node of its own: two outputs, two tensors
 
 
+_MAX_STEPS = 64
+
+
+def conv_unidirectional_rnn(c: OpCtx):
+    """UNIDIRECTIONAL_SEQUENCE_RNN (float32): the RNN step unrolled over the known time axis."""
+    for k in range(5):
+        c.require(k, (T.TENSOR_FLOAT32,))
+    act, time_major = int(c.scalar(5)), bool(c.scalar(6))
+    xd = c.dims(c.ins[0])
+    steps = xd[0] if time_major else xd[1]
+    if not 1 <= steps <= _MAX_STEPS:
+        raise Unsupported(f"{steps} time steps (unrolled up to {_MAX_STEPS})")
+    t_axis = 0 if time_major else 1
+    xs = ops.split(c.x(0), c_(t_axis, np.int64), steps)
+    h = c.x(4)
+    states = []
+    for t in range(steps):
+        xt = ops.squeeze(xs.output(t), i64s([t_axis]))
+        y = ops.add(ops.add(ops.matmul(xt, c.x(1), False, True), ops.matmul(h, c.x(2), False, True)), c.x(3))
+        h = float_activation(y, act)
+        states.append(ops.unsqueeze(h, i64s([t_axis])))
+    c.set(ops.concat(states, t_axis) if steps > 1 else states[0], 0)
+    if len(c.outs) > 1:
+        c.set(ops.convert(h, ov.Type.f32), 1)
+
+
 # ---------------------------------------------------------------------------------------
 # Control flow
 # ---------------------------------------------------------------------------------------
@@ -1347,7 +1373,7 @@ CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
     Op.LOCAL_RESPONSE_NORMALIZATION: conv_local_response_normalization,
     Op.RESIZE_BILINEAR: conv_resize_bilinear, Op.RESIZE_NEAREST_NEIGHBOR: conv_resize_nearest,
     Op.REDUCE_PROD: conv_reduce_prod, Op.TOPK_V2: conv_topk,
-    Op.IF: conv_if, Op.RNN: conv_rnn,
+    Op.IF: conv_if, Op.RNN: conv_rnn, Op.UNIDIRECTIONAL_SEQUENCE_RNN: conv_unidirectional_rnn,
     Op.RANK: conv_rank, Op.FILL: conv_fill, Op.CHANNEL_SHUFFLE: conv_channel_shuffle,
 }
 
