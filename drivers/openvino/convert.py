@@ -1,0 +1,1456 @@
+"""nnconform model -> OpenVINO graph (openvino.opsetN), one small function per NNAPI operation.
+
+Each converter receives an :class:`OpCtx` and builds OpenVINO nodes for the operation's
+outputs.  When the mapping would not compute what NNAPI specifies for the operation's data
+types and parameters, it raises :class:`Unsupported` (the device reports the operation
+unsupported and the suites skip it, or a partitioned run gives it to the reference): nothing
+here approximates a semantics it cannot match.
+
+Conventions:
+- Tensors keep NNAPI's storage types: TENSOR_QUANT8_ASYMM is u8, TENSOR_QUANT8_ASYMM_SIGNED /
+  _SYMM / _SYMM_PER_CHANNEL are i8, BOOL8 is boolean.
+- Scalar parameters (padding scheme, strides, activation, axis, ...) must be constants: they
+  become node attributes or constants.  A parameter fed at run time is unsupported.
+- FLOAT16 arithmetic is widened to f32 and narrowed once, as the NNAPI CPU reference does;
+  pure data movement stays in f16.
+- Images: NNAPI is NHWC by default, OpenVINO's Convolution/Pool are NCHW: we transpose around
+  them.
+- Quantised data: only what is exact on the stored integers (data movement with the same
+  scale and zero point, clamps for RELU*/fused activations, MAX_POOL, REDUCE_MAX/MIN,
+  ARGMAX/ARGMIN, QUANTIZE, DEQUANTIZE, CAST).  Quantised arithmetic needs NNAPI's fixed-point
+  requantisation (int64 products, round half away from zero), which the CPU plugin's
+  integer kernels do not reproduce: unsupported.
+- int32 arithmetic runs only where the CPU plugin has exact integer kernels (element-wise
+  add/sub/mul/floor-division, min/max, abs/neg, comparisons); int32 MatMul is computed in
+  float by the plugin, so BATCH_MATMUL on int32 is unsupported.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import openvino as ov
+import openvino.opset16 as ops  # the newest complete opset (opset17 holds only its two new ops)
+
+from nnconform.driver_support import ParameterAccess, Rejected, Unsupported
+from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
+from nnconform.ops import activation as nn_activation
+from nnconform.ops.padding import PADDING_SAME, PADDING_VALID, explicit_padding
+
+__all__ = ["Unsupported", "Rejected", "OV_TYPE", "CONVERTERS", "operation_supported", "to_openvino"]
+
+OPSET = "opset16"
+
+OV_TYPE = {
+    T.TENSOR_FLOAT32: ov.Type.f32, T.FLOAT32: ov.Type.f32,
+    T.TENSOR_FLOAT16: ov.Type.f16, T.FLOAT16: ov.Type.f16,
+    T.TENSOR_INT32: ov.Type.i32, T.INT32: ov.Type.i32,
+    T.TENSOR_BOOL8: ov.Type.boolean, T.BOOL: ov.Type.boolean,
+    T.TENSOR_QUANT8_ASYMM: ov.Type.u8,
+    T.TENSOR_QUANT8_ASYMM_SIGNED: ov.Type.i8,
+    T.TENSOR_QUANT8_SYMM: ov.Type.i8,
+    T.TENSOR_QUANT8_SYMM_PER_CHANNEL: ov.Type.i8,
+}
+FLOATS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
+QUANT8 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+TO_NCHW, TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
+
+
+def _out(node) -> ov.Output:
+    """A node's single output (Output objects pass through)."""
+    return node if isinstance(node, ov.Output) else node.output(0)
+
+
+def c_(value, dtype=None) -> ov.Output:
+    """A constant node from a numpy value."""
+    return _out(ops.constant(np.asarray(value, dtype=dtype)))
+
+
+def i64s(values) -> ov.Output:
+    return c_(np.asarray(list(values), dtype=np.int64).reshape(-1))
+
+
+# ---------------------------------------------------------------------------------------
+# Graph building
+# ---------------------------------------------------------------------------------------
+
+class GraphBuilder:
+    """The OpenVINO value of every converted operand of one subgraph."""
+
+    def __init__(self, subgraph: Subgraph, with_inputs: bool = True, referenced: tuple = (), root=None):
+        self.sg = subgraph
+        self.referenced = referenced       # the model's referenced subgraphs (IF branches)
+        self.root = subgraph if root is None else root   # the main graph
+        self.values: dict[int, ov.Output] = {}
+        self.parameters: list = []
+        # Boolean scalars that must hold at run time (e.g. GATHER indices in range): extra
+        # results the prepared model reads after each inference and fails the execution on.
+        self.run_checks: list[tuple[ov.Output, str]] = []
+        if with_inputs:
+            for i in subgraph.input_indexes:
+                o = subgraph.operands[i]
+                p = ops.parameter(_partial_shape(o), OV_TYPE[o.type], name=f"o{i}")
+                self.parameters.append(p)
+                self.values[i] = _out(p)
+
+    def operand_value(self, index: int) -> ov.Output:
+        if index in self.values:
+            return self.values[index]
+        op = self.sg.operands[index]
+        if op.is_constant:
+            if op.type not in OV_TYPE:
+                raise Unsupported(f"constant operand of type {op.type.name}")
+            v = c_(np.asarray(op.value, dtype=op.info.dtype))
+            self.values[index] = v
+            return v
+        if index not in self.values:
+            # operation_supported() converts one operation alone: stand in a parameter.
+            if op.type not in OV_TYPE:
+                raise Unsupported(f"operand of type {op.type.name}")
+            p = ops.parameter(_partial_shape(op), OV_TYPE[op.type], name=f"o{index}")
+            self.values[index] = _out(p)
+        return self.values[index]
+
+
+def _partial_shape(o: Operand) -> ov.PartialShape:
+    if o.info.is_scalar:
+        return ov.PartialShape([])
+    if not o.dimensions:
+        return ov.PartialShape.dynamic()
+    return ov.PartialShape([d if d > 0 else -1 for d in o.dimensions])
+
+
+class OpCtx(ParameterAccess):
+    """One operation seen by its converter."""
+
+    def __init__(self, g: GraphBuilder, index: int):
+        self.g = g
+        self.op = g.sg.operations[index]
+        self.ins: list[Operand] = [g.sg.operands[i] for i in self.op.inputs]
+        self.outs: list[Operand] = [g.sg.operands[i] for i in self.op.outputs]
+
+    def x(self, k: int) -> ov.Output:
+        return self.g.operand_value(self.op.inputs[k])
+
+    def set(self, value, k: int = 0) -> None:
+        """Output k of the operation is ``value`` (converted to the output's storage type
+        when the graph computed it in another one, e.g. f32 for an f16 output)."""
+        v = _out(value)
+        want = OV_TYPE[self.outs[k].type]
+        if v.get_element_type() != want:
+            v = _out(ops.convert(v, want))
+        self.g.values[self.op.outputs[k]] = v
+
+    def dims(self, operand: Operand) -> tuple[int, ...]:
+        if not operand.dimensions or any(d == 0 for d in operand.dimensions):
+            raise Unsupported(f"needs known dimensions, got {list(operand.dimensions)}")
+        return operand.dimensions
+
+    def rank(self, operand: Operand) -> int:
+        if not operand.dimensions:
+            raise Unsupported("needs a known rank")
+        return len(operand.dimensions)
+
+    def require(self, k: int, types, what: str = "") -> Operand:
+        o = self.ins[k]
+        if o.type not in types:
+            raise Unsupported(f"{what or f'input {k}'} of type {o.type.name}")
+        return o
+
+    def f32(self, k: int) -> ov.Output:
+        """Input k in f32 (f16 widened)."""
+        v = self.x(k)
+        if self.ins[k].type in (T.TENSOR_FLOAT16, T.FLOAT16):
+            return _out(ops.convert(v, ov.Type.f32))
+        return v
+
+
+def float_activation(v, act: int) -> ov.Output:
+    """NNAPI's fused activation on a float tensor."""
+    if act not in nn_activation.FUSED_ACTIVATIONS:
+        raise Unsupported(f"fused activation {act}")
+    if act == nn_activation.NONE:
+        return _out(v)
+    if act == nn_activation.RELU:
+        return _out(ops.relu(v))
+    lo, hi = nn_activation.float_bounds(act)
+    et = _out(v).get_element_type()
+    dt = np.float16 if et == ov.Type.f16 else np.float32
+    return _out(ops.minimum(ops.maximum(v, c_(lo, dt)), c_(hi, dt)))
+
+
+def quant_activation(v, act: int, out: Operand) -> ov.Output:
+    """Clamp stored quantised values to NNAPI's activation bounds (exact on integers)."""
+    if act not in nn_activation.FUSED_ACTIVATIONS:
+        raise Unsupported(f"fused activation {act}")
+    lo, hi = nn_activation.quant_bounds(act, out)
+    dt = out.info.dtype
+    full = np.iinfo(dt)
+    v = _out(v)
+    if lo > full.min:
+        v = _out(ops.maximum(v, c_(lo, dt)))
+    if hi < full.max:
+        v = _out(ops.minimum(v, c_(hi, dt)))
+    return v
+
+
+def same_quant(a: Operand, b: Operand) -> bool:
+    return a.type == b.type and (a.type not in QUANT8 or (np.float32(a.scale) == np.float32(b.scale)
+                                                         and a.zero_point == b.zero_point))
+
+
+# ---------------------------------------------------------------------------------------
+# Element-wise arithmetic
+# ---------------------------------------------------------------------------------------
+
+_INT32_ARITH = {"add": ops.add, "subtract": ops.subtract, "multiply": ops.multiply}
+
+
+def _binary_arith(fn, int32_ok: bool = True):
+    def convert(c: OpCtx):
+        a = c.ins[0]
+        act = int(c.scalar(2))
+        if a.type in FLOATS:
+            c.set(float_activation(fn(c.f32(0), c.f32(1)), act))
+        elif a.type == T.TENSOR_INT32 and int32_ok:
+            if act != nn_activation.NONE:
+                raise Unsupported("int32 arithmetic with a fused activation")
+            c.set(fn(c.x(0), c.x(1)))
+        else:
+            raise Unsupported(f"{a.type.name} (quantised arithmetic needs NNAPI's fixed-point "
+                              "requantisation)" if a.type in QUANT8 else a.type.name)
+    return convert
+
+
+def conv_div(c: OpCtx):
+    a = c.ins[0]
+    act = int(c.scalar(2))
+    if a.type not in FLOATS:
+        # The CPU plugin's int32 Divide truncates (it ignores m_pythondiv) and divides in
+        # float32 (2**31 - 1 // 3 comes out 715827904); its FloorMod is float too.  NNAPI
+        # floors exactly: docs/findings_openvino.md#int32-divide.
+        raise Unsupported(f"{a.type.name} (the CPU plugin's integer Divide is neither floor nor exact)")
+    c.set(float_activation(ops.divide(c.f32(0), c.f32(1)), act))
+
+
+def _minmax(fn):
+    def convert(c: OpCtx):
+        a = c.ins[0]
+        if a.type in FLOATS or a.type == T.TENSOR_INT32:
+            c.set(fn(c.x(0), c.x(1)))
+        elif a.type in QUANT8 and same_quant(c.ins[0], c.outs[0]) and same_quant(c.ins[1], c.outs[0]):
+            c.set(fn(c.x(0), c.x(1)))       # same parameters: the order of stored values is the real order
+        else:
+            raise Unsupported(f"{a.type.name} with requantisation")
+    return convert
+
+
+def conv_pow(c: OpCtx):
+    c.require(0, FLOATS)
+    c.set(ops.power(c.f32(0), c.f32(1)))
+
+
+def conv_prelu(c: OpCtx):
+    c.require(0, FLOATS)
+    xf, af = c.f32(0), c.f32(1)
+    # NNAPI broadcasts alpha both ways (OpenVINO PRelu only alpha to x); Select broadcasts all three.
+    c.set(ops.select(ops.less(xf, c_(0, np.float32)), ops.multiply(xf, af), xf))
+
+
+# ---------------------------------------------------------------------------------------
+# Activations and unary math
+# ---------------------------------------------------------------------------------------
+
+def _relu(act: int):
+    def convert(c: OpCtx):
+        x, out = c.ins[0], c.outs[0]
+        if x.type in FLOATS:
+            c.set(float_activation(c.x(0), act))
+        elif x.type in QUANT8:
+            if not same_quant(x, out):
+                raise Unsupported("quantised RELU with different input and output parameters")
+            c.set(quant_activation(c.x(0), act, out))
+        else:
+            raise Unsupported(x.type.name)
+    return convert
+
+
+def _unary_float(fn, int32_fn=None):
+    def convert(c: OpCtx):
+        x = c.ins[0]
+        if x.type in FLOATS:
+            c.set(fn(c.f32(0)))
+        elif x.type == T.TENSOR_INT32 and int32_fn is not None:
+            c.set(int32_fn(c.x(0)))
+        else:
+            raise Unsupported(x.type.name)
+    return convert
+
+
+def conv_rsqrt(c: OpCtx):
+    c.require(0, FLOATS)
+    c.set(ops.divide(c_(1, np.float32), ops.sqrt(c.f32(0))))
+
+
+def conv_elu(c: OpCtx):
+    c.require(0, FLOATS)
+    alpha = float(np.float32(c.scalar(1)))
+    # ELU: x for x > 0, alpha * (exp(x) - 1) otherwise, written out (the Elu node takes alpha
+    # as a double attribute the plugin rounds its own way).
+    xf = c.f32(0)
+    neg = ops.multiply(ops.subtract(ops.exp(xf), c_(1, np.float32)), c_(alpha, np.float32))
+    c.set(ops.select(ops.greater(xf, c_(0, np.float32)), xf, neg))
+
+
+def conv_hard_swish(c: OpCtx):
+    c.require(0, FLOATS)
+    xf = c.f32(0)
+    relu6 = ops.minimum(ops.maximum(ops.add(xf, c_(3, np.float32)), c_(0, np.float32)), c_(6, np.float32))
+    c.set(ops.divide(ops.multiply(xf, relu6), c_(6, np.float32)))
+
+
+def _softmax(log: bool):
+    def convert(c: OpCtx):
+        x = c.require(0, FLOATS)
+        beta = float(c.scalar(1))
+        axis = int(c.scalar(2, -1)) if len(c.ins) > 2 else -1
+        xf = c.f32(0)
+        if beta != 1.0:
+            xf = ops.multiply(xf, c_(np.float32(beta)))
+        r = c.rank(x)
+        c.set(ops.log_softmax(xf, axis % r) if log else ops.softmax(xf, axis % r))
+    return convert
+
+
+def conv_l2_normalization(c: OpCtx):
+    x = c.require(0, FLOATS)
+    r = c.rank(x)
+    axis = int(c.scalar(1, -1)) if len(c.ins) > 1 else -1
+    xf = c.f32(0)
+    ss = ops.reduce_sum(ops.multiply(xf, xf), i64s([axis % r]), keep_dims=True)
+    norm = ops.maximum(ops.sqrt(ss), c_(1e-6, np.float32))
+    c.set(ops.divide(xf, norm))
+
+
+# ---------------------------------------------------------------------------------------
+# Comparisons, logical, select
+# ---------------------------------------------------------------------------------------
+
+def _int_less(a, b) -> ov.Output:
+    """a < b on int32, exactly: the CPU plugin compares int32 in float32 (16777217 == 16777216
+    there), but its Minimum and wrapping Subtract are exact, and min(a, b) - b is zero exactly
+    when b <= a (a wrapped non-zero difference stays non-zero in float)."""
+    return _out(ops.not_equal(ops.subtract(ops.minimum(a, b), b), c_(0, np.int32)))
+
+
+def _int_equal(a, b) -> ov.Output:
+    return _out(ops.equal(ops.subtract(a, b), c_(0, np.int32)))
+
+
+_INT_COMPARE = {
+    "equal": _int_equal,
+    "not_equal": lambda a, b: ops.logical_not(_int_equal(a, b)),
+    "less": _int_less,
+    "greater": lambda a, b: _int_less(b, a),
+    "less_equal": lambda a, b: ops.logical_not(_int_less(b, a)),
+    "greater_equal": lambda a, b: ops.logical_not(_int_less(a, b)),
+}
+
+
+def _compare(name: str):
+    fn = getattr(ops, name)
+
+    def convert(c: OpCtx):
+        a, b = c.ins[0], c.ins[1]
+        if a.type in QUANT8:
+            if not same_quant(a, b):
+                # NNAPI compares float32(q - zero_point) * float32(scale); the plugin rewrites
+                # (q - zp) * s into its own scale-shift form, which rounds differently on real
+                # ties (tried: 2 of 64 ties wrong), so this is not mapped.
+                raise Unsupported("quantised comparison of operands with different parameters")
+            # same scale and zero point: the order of stored values is the real order (and
+            # 8-bit values are exact in the plugin's float comparison)
+            c.set(fn(c.x(0), c.x(1)))
+        elif a.type in FLOATS:
+            c.set(fn(c.x(0), c.x(1)))
+        elif a.type == T.TENSOR_INT32:
+            c.set(_INT_COMPARE[name](c.x(0), c.x(1)))
+        elif a.type == T.TENSOR_BOOL8:
+            # false < true as integers
+            c.set(fn(ops.convert(c.x(0), ov.Type.i32), ops.convert(c.x(1), ov.Type.i32)))
+        else:
+            raise Unsupported(a.type.name)
+    return convert
+
+
+def _logical(fn, arity: int):
+    def convert(c: OpCtx):
+        c.require(0, (T.TENSOR_BOOL8,))
+        c.set(fn(*[c.x(k) for k in range(arity)]))
+    return convert
+
+
+def conv_select(c: OpCtx):
+    a, b, out = c.ins[1], c.ins[2], c.outs[0]
+    if a.type in QUANT8:
+        if not (same_quant(a, out) and same_quant(b, out)):
+            raise Unsupported("quantised SELECT with requantisation")
+    elif a.type not in FLOATS + (T.TENSOR_INT32,):
+        raise Unsupported(a.type.name)
+    c.set(ops.select(c.x(0), c.x(1), c.x(2)))
+
+
+# ---------------------------------------------------------------------------------------
+# Convolutions, fully connected, pooling
+# ---------------------------------------------------------------------------------------
+
+def _conv_args(c: OpCtx, n_extra: int):
+    """(pads_begin [t, l], pads_end [b, r], strides, dilations, extra, act, nchw)."""
+    n = len(c.ins)
+    k = 7 + n_extra
+    explicit = not (n == k or (n > k and c.ins[k].type == T.BOOL))
+    if explicit:
+        pl, pr, pt, pb = (int(c.scalar(i)) for i in (3, 4, 5, 6))
+        sw, sh = int(c.scalar(7)), int(c.scalar(8))
+        first = 9
+    else:
+        scheme = int(c.scalar(3))
+        sw, sh = int(c.scalar(4)), int(c.scalar(5))
+        first = 6
+    extra = [int(c.scalar(first + i)) for i in range(n_extra)]
+    act_i = first + n_extra
+    act = int(c.scalar(act_i))
+    nchw = bool(c.scalar(act_i + 1)) if n > act_i + 1 else False
+    dw, dh = (int(c.scalar(act_i + 2)), int(c.scalar(act_i + 3))) if n > act_i + 3 else (1, 1)
+    if not explicit:
+        xd = c.dims(c.ins[0])
+        fd = c.dims(c.ins[1])
+        h, w = (xd[2], xd[3]) if nchw else (xd[1], xd[2])
+        if scheme not in (PADDING_SAME, PADDING_VALID):
+            raise Unsupported(f"padding scheme {scheme}")
+        pl, pr = explicit_padding(w, sw, fd[2], scheme, dw)
+        pt, pb = explicit_padding(h, sh, fd[1], scheme, dh)
+    return [pt, pl], [pb, pr], [sh, sw], [dh, dw], extra, act, nchw
+
+
+def _check_float_conv(c: OpCtx):
+    x, f = c.ins[0], c.ins[1]
+    if x.type not in FLOATS:
+        raise Unsupported(f"{x.type.name} (quantised convolutions need NNAPI's fixed-point requantisation)")
+    if f.type != x.type:
+        raise Unsupported("mixed filter type")
+
+
+def _filter(c: OpCtx, k: int, perm, shape=None) -> ov.Output:
+    """Filter input k in f32, permuted (and reshaped) into OpenVINO's layout."""
+    o = c.ins[k]
+    if o.is_constant:
+        v = np.ascontiguousarray(np.transpose(np.asarray(o.value, np.float32), perm))
+        return c_(v.reshape(shape) if shape is not None else v)
+    v = _out(ops.transpose(c.f32(k), i64s(perm)))
+    return _out(ops.reshape(v, i64s(shape), special_zero=False)) if shape is not None else v
+
+
+def _finish_conv(c: OpCtx, y, act: int, nchw: bool, bias_k: int = 2):
+    """Add the bias along the channel axis, apply the activation, back to the model's layout."""
+    if not c.omitted(bias_k):
+        bias = _out(ops.reshape(c.f32(bias_k), i64s([1, -1, 1, 1]), special_zero=False))
+        y = ops.add(y, bias)
+    y = float_activation(y, act)
+    if not nchw:
+        y = ops.transpose(y, i64s(TO_NHWC))
+    c.set(y)
+
+
+def _nchw_input(c: OpCtx, nchw: bool) -> ov.Output:
+    xf = c.f32(0)
+    return xf if nchw else _out(ops.transpose(xf, i64s(TO_NCHW)))
+
+
+def conv_conv_2d(c: OpCtx):
+    _check_float_conv(c)
+    pb, pe, strides, dil, _, act, nchw = _conv_args(c, 0)
+    w = _filter(c, 1, (0, 3, 1, 2))                     # [O, H, W, I] -> [O, I, H, W]
+    y = ops.convolution(_nchw_input(c, nchw), w, strides, pb, pe, dil)
+    _finish_conv(c, y, act, nchw)
+
+
+def conv_grouped_conv_2d(c: OpCtx):
+    _check_float_conv(c)
+    pb, pe, strides, dil, (groups,), act, nchw = _conv_args(c, 1)
+    if len(c.ins) > 11 and not (len(c.ins) == 12 and c.ins[11].type == T.BOOL):
+        raise Unsupported("GROUPED_CONV_2D takes no dilation")
+    fd = c.dims(c.ins[1])
+    o, fh, fw, ig = fd
+    if groups <= 0 or o % groups:
+        raise Unsupported(f"{o} output channels in {groups} groups")
+    w = _filter(c, 1, (0, 3, 1, 2), (groups, o // groups, ig, fh, fw))
+    y = ops.group_convolution(_nchw_input(c, nchw), w, strides, pb, pe, dil)
+    _finish_conv(c, y, act, nchw)
+
+
+def conv_depthwise_conv_2d(c: OpCtx):
+    _check_float_conv(c)
+    pb, pe, strides, dil, (mult,), act, nchw = _conv_args(c, 1)
+    xd = c.dims(c.ins[0])
+    channels = xd[1] if nchw else xd[3]
+    fd = c.dims(c.ins[1])
+    if fd[3] != channels * mult:
+        raise Unsupported(f"filter depth {fd[3]} != channels {channels} x multiplier {mult}")
+    # [1, fh, fw, C*mult] -> [C, mult, 1, fh, fw]: output channel c*mult + m belongs to group c.
+    w = _filter(c, 1, (3, 0, 1, 2), (channels, mult, 1, fd[1], fd[2]))
+    y = ops.group_convolution(_nchw_input(c, nchw), w, strides, pb, pe, dil)
+    _finish_conv(c, y, act, nchw)
+
+
+def conv_fully_connected(c: OpCtx):
+    x, w, out = c.ins[0], c.ins[1], c.outs[0]
+    act = int(c.scalar(3))
+    if x.type not in FLOATS:
+        raise Unsupported(f"{x.type.name} (quantised FULLY_CONNECTED needs NNAPI's requantisation)")
+    if w.type != x.type:
+        raise Unsupported("mixed weight type")
+    _, k = c.dims(w)
+    x2 = ops.reshape(c.f32(0), i64s([-1, k]), special_zero=False)
+    y = ops.matmul(x2, c.f32(1), False, True)
+    if not c.omitted(2):
+        y = ops.add(y, c.f32(2))
+    y = float_activation(y, act)
+    od = c.dims(out)
+    if len(od) != 2:
+        y = ops.reshape(y, i64s(od), special_zero=False)
+    c.set(y)
+
+
+def _transpose_padding(out_size: int, stride: int, filter_size: int, scheme: int) -> tuple[int, int]:
+    if scheme == PADDING_VALID:
+        return 0, 0
+    if scheme != PADDING_SAME:
+        raise Unsupported(f"padding scheme {scheme}")
+    total = ((out_size + stride - 1) // stride - 1) * stride + filter_size - out_size
+    head = total // 2
+    return head, total - head
+
+
+def conv_transpose_conv_2d(c: OpCtx):
+    _check_float_conv(c)
+    n = len(c.ins)
+    if n == 11:
+        pl, pr, pt, pb = (int(c.scalar(i)) for i in (3, 4, 5, 6))
+        sw, sh, act = (int(c.scalar(i)) for i in (7, 8, 9))
+        nchw = bool(c.scalar(10))
+    else:
+        scheme, sw, sh, act = (int(c.scalar(i)) for i in (4, 5, 6, 7))
+        nchw = bool(c.scalar(8))
+        oshape = [int(v) for v in c.const(3).reshape(-1)]
+        oh, ow = (oshape[2], oshape[3]) if nchw else (oshape[1], oshape[2])
+        fd = c.dims(c.ins[1])
+        pl, pr = _transpose_padding(ow, sw, fd[2], scheme)
+        pt, pb = _transpose_padding(oh, sh, fd[1], scheme)
+    # OpenVINO's pads crop the full output (>= 0); NNAPI's negative tail (the output grows) is
+    # output_padding, which OpenVINO accepts only below the stride.
+    extra_h, extra_w = max(0, -pb), max(0, -pr)
+    if pl < 0 or pt < 0 or extra_h >= sh or extra_w >= sw:
+        raise Unsupported(f"padding {[pl, pr, pt, pb]} with strides {[sw, sh]}")
+    w = _filter(c, 1, (3, 0, 1, 2))                     # [O, H, W, I] -> [I, O, H, W]
+    y = ops.convolution_backprop_data(_nchw_input(c, nchw), w, [sh, sw], pads_begin=[pt, pl],
+                                      pads_end=[max(pb, 0), max(pr, 0)], dilations=[1, 1],
+                                      output_padding=[extra_h, extra_w])
+    _finish_conv(c, y, act, nchw)
+
+
+def _pool_args(c: OpCtx):
+    n = len(c.ins)
+    if n in (10, 11):
+        pl, pr, pt, pb = (int(c.scalar(i)) for i in (1, 2, 3, 4))
+        sw, sh, fw, fh, act = (int(c.scalar(i)) for i in (5, 6, 7, 8, 9))
+        nchw = bool(c.scalar(10)) if n == 11 else False
+    else:
+        scheme = int(c.scalar(1))
+        sw, sh, fw, fh, act = (int(c.scalar(i)) for i in (2, 3, 4, 5, 6))
+        nchw = bool(c.scalar(7)) if n == 8 else False
+        xd = c.dims(c.ins[0])
+        h, w = (xd[2], xd[3]) if nchw else (xd[1], xd[2])
+        if scheme not in (PADDING_SAME, PADDING_VALID):
+            raise Unsupported(f"padding scheme {scheme}")
+        pl, pr = explicit_padding(w, sw, fw, scheme)
+        pt, pb = explicit_padding(h, sh, fh, scheme)
+    if max(pl, pr) >= fw or max(pt, pb) >= fh:
+        # a window wholly in the padding: NNAPI averages nothing; OpenVINO divides by zero
+        raise Unsupported("padding as large as the window")
+    return dict(strides=[sh, sw], pads_begin=[pt, pl], pads_end=[pb, pr], kernel_shape=[fh, fw]), act, nchw
+
+
+def _pool(kind: str):
+    def convert(c: OpCtx):
+        x, out = c.ins[0], c.outs[0]
+        a, act, nchw = _pool_args(c)
+        quant = x.type in QUANT8
+        if quant:
+            if kind == "l2" or not same_quant(x, out):
+                raise Unsupported("quantised L2 pooling, or pooling with requantisation")
+            if kind == "avg":
+                _quant_average_pool(c, a, act, nchw)
+                return
+        elif x.type not in FLOATS:
+            raise Unsupported(x.type.name)
+        xin = c.x(0) if quant else c.f32(0)
+        if not nchw:
+            xin = ops.transpose(xin, i64s(TO_NCHW))
+        if kind == "max":
+            y = _out(ops.max_pool(xin, a["strides"], [1, 1], a["pads_begin"], a["pads_end"], a["kernel_shape"]))
+        else:
+            if kind == "l2":
+                xin = ops.multiply(xin, xin)
+            y = ops.avg_pool(xin, a["strides"], a["pads_begin"], a["pads_end"], a["kernel_shape"], exclude_pad=True,
+                             rounding_type="floor", auto_pad="explicit", dilations=[1, 1])
+            if kind == "l2":
+                y = ops.sqrt(y)
+        if not nchw:
+            y = ops.transpose(y, i64s(TO_NHWC))
+        c.set(quant_activation(y, act, out) if quant else float_activation(y, act))
+    return convert
+
+
+_MAX_INT_COUNT = 4096
+
+
+def _int_quotient(total, count, offset: float | np.ndarray = 0.0) -> ov.Output:
+    """sign(total) * ((|total| + offset) // count) in float32, for integer-valued ``total``
+    (|total| < 2**24) and counts up to _MAX_INT_COUNT: the 0.5 keeps the exact quotient at
+    least 0.5 / count away from an integer, far beyond float32 division's error, so the floor
+    is the integer division's."""
+    q = ops.floor(ops.divide(ops.add(ops.abs(total), c_(np.asarray(offset, np.float32) + np.float32(0.5))), count))
+    return _out(ops.multiply(ops.sign(total), q))
+
+
+def _quant_average_pool(c: OpCtx, a: dict, act: int, nchw: bool):
+    """NNAPI's quantised AVERAGE_POOL_2D: the integer sum of the stored values in the window
+    (padding excluded), divided by the in-bounds count rounding half away from zero.  Sums of
+    8-bit values are exact in float32; the sum is a depthwise convolution with ones."""
+    x, out = c.ins[0], c.outs[0]
+    (fh, fw), (sh, sw) = a["kernel_shape"], a["strides"]
+    (pt, pl), (pb, pr) = a["pads_begin"], a["pads_end"]
+    if fh * fw > _MAX_INT_COUNT:
+        raise Unsupported(f"quantised average over {fh * fw} elements")
+    xd = c.dims(x)
+    ch, h, w = (xd[1], xd[2], xd[3]) if nchw else (xd[3], xd[1], xd[2])
+    oh, ow = (h + pt + pb - fh) // sh + 1, (w + pl + pr - fw) // sw + 1
+    if oh <= 0 or ow <= 0:
+        raise Unsupported("empty output")
+
+    def per_axis(n_out, stride, pad, k, size):
+        start = np.arange(n_out) * stride - pad
+        return np.minimum(start + k, size) - np.maximum(start, 0)
+    count = (per_axis(oh, sh, pt, fh, h)[:, None] * per_axis(ow, sw, pl, fw, w)[None, :]).astype(np.float32)
+    xin = _out(ops.convert(c.x(0), ov.Type.f32))
+    if not nchw:
+        xin = ops.transpose(xin, i64s(TO_NCHW))
+    total = ops.group_convolution(xin, c_(np.ones((ch, 1, 1, fh, fw), np.float32)), [sh, sw], [pt, pl],
+                                  [pb, pr], [1, 1])
+    count = count.reshape(1, 1, oh, ow)
+    y = _int_quotient(total, c_(count), np.floor(count / 2))
+    lo, hi = nn_activation.quant_bounds(act, out)
+    y = ops.minimum(ops.maximum(y, c_(lo, np.float32)), c_(hi, np.float32))
+    if not nchw:
+        y = ops.transpose(y, i64s(TO_NHWC))
+    c.set(ops.convert(y, OV_TYPE[out.type]))
+
+
+# ---------------------------------------------------------------------------------------
+# Quantisation and casts
+# ---------------------------------------------------------------------------------------
+
+def conv_quantize(c: OpCtx):
+    # NNAPI: zero_point + round_half_away(x / scale) with a correctly rounded float32 division.
+    # The CPU plugin turns a division by the constant scale into a multiplication by its
+    # reciprocal, which lands on the other side of .5 ties (scale 0.3: 132 of 4000 values off
+    # by one; docs/findings_openvino.md#divide-by-constant): not mapped.
+    raise Unsupported("QUANTIZE (the plugin divides by the constant scale as a multiplication "
+                      "by its reciprocal)")
+
+
+def conv_dequantize(c: OpCtx):
+    x, out = c.ins[0], c.outs[0]
+    if out.type not in FLOATS:
+        raise Unsupported(out.type.name)
+    q = ops.convert(c.x(0), ov.Type.i32)
+    if x.type in QUANT8 or x.type == T.TENSOR_QUANT8_SYMM:
+        diff = ops.convert(ops.subtract(q, c_(x.zero_point, np.int32)), ov.Type.f32)
+        scale = c_(np.float32(x.scale))
+    elif x.type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL and x.channel_quant is not None:
+        cq = x.channel_quant
+        shape = [1] * c.rank(x)
+        shape[cq.channel_dim] = len(cq.scales)
+        diff = ops.convert(q, ov.Type.f32)
+        scale = c_(np.asarray(cq.scales, np.float32).reshape(shape))
+    else:
+        raise Unsupported(x.type.name)
+    c.set(ops.multiply(diff, scale))
+
+
+def _trunc(xf) -> ov.Output:
+    """Round toward zero, in float (exact)."""
+    return _out(ops.multiply(ops.sign(xf), ops.floor(ops.abs(xf))))
+
+
+def conv_cast(c: OpCtx):
+    x, out = c.ins[0], c.outs[0]
+    convertible = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM)
+    if x.type == out.type and x.type in OV_TYPE:
+        if x.type in QUANT8 and not same_quant(x, out):
+            raise Unsupported("quantised CAST with other parameters")
+        c.set(c.x(0))
+        return
+    if x.type not in convertible or out.type not in convertible:
+        raise Unsupported(f"{x.type.name} -> {out.type.name}")
+    src = c.x(0)
+    if out.type == T.TENSOR_QUANT8_ASYMM:
+        # NNAPI saturates into 0..255 and truncates toward zero (NaN: undefined, not in CTS).
+        if x.type in FLOATS:
+            src = ops.minimum(ops.maximum(_trunc(c.f32(0)), c_(0, np.float32)), c_(255, np.float32))
+        else:
+            src = ops.minimum(ops.maximum(src, c_(0, np.int32)), c_(255, np.int32))
+    elif out.type == T.TENSOR_INT32 and x.type in FLOATS:
+        # Saturate, truncate, and 0 for NaN (the reference's ARM64 conversion).
+        xf = c.f32(0)
+        xf = ops.select(ops.is_nan(xf), c_(0, np.float32), xf)
+        safe = ops.minimum(ops.maximum(_trunc(xf), c_(-2.0 ** 31, np.float32)), c_(2.0 ** 31 - 128, np.float32))
+        y = ops.convert(safe, ov.Type.i32)
+        too_big = ops.greater_equal(xf, c_(2.0 ** 31, np.float32))
+        c.set(ops.select(too_big, c_(2 ** 31 - 1, np.int32), y))
+        return
+    c.set(ops.convert(src, OV_TYPE[out.type]))
+
+
+# ---------------------------------------------------------------------------------------
+# Data movement
+# ---------------------------------------------------------------------------------------
+
+_MOVABLE = FLOATS + QUANT8 + (T.TENSOR_INT32, T.TENSOR_BOOL8)
+
+
+def _movable(c: OpCtx, k: int = 0, types=_MOVABLE) -> Operand:
+    x = c.require(k, types)
+    for out in c.outs:
+        if not same_quant(x, out):
+            raise Unsupported("quantised output with other parameters than the input")
+    return x
+
+
+def conv_reshape(c: OpCtx):
+    _movable(c)
+    if not c.ins[1].is_constant:
+        raise Unsupported("a run-time shape")
+    shape = [int(v) for v in c.const(1).reshape(-1)]
+    c.set(ops.reshape(c.x(0), i64s(shape), special_zero=False))
+
+
+def conv_squeeze(c: OpCtx):
+    _movable(c)
+    if c.omitted(1):
+        xd = c.dims(c.ins[0])
+        axes = [i for i, d in enumerate(xd) if d == 1]
+    else:
+        xd = c.ins[0].dimensions
+        r = c.rank(c.ins[0])
+        axes = sorted({int(a) % r for a in c.const(1).reshape(-1)})
+    if axes and len(axes) == len(xd):
+        c.set(ops.reshape(c.x(0), i64s([1]), special_zero=False))
+    elif axes:
+        c.set(ops.squeeze(c.x(0), i64s(axes)))
+    else:
+        c.set(c.x(0))
+
+
+def conv_expand_dims(c: OpCtx):
+    _movable(c)
+    r = c.rank(c.ins[0])
+    axis = int(c.scalar(1))
+    c.set(ops.unsqueeze(c.x(0), i64s([axis % (r + 1)])))
+
+
+def conv_transpose(c: OpCtx):
+    _movable(c)
+    r = c.rank(c.ins[0])
+    perm = list(range(r))[::-1] if c.omitted(1) else [int(p) for p in c.const(1).reshape(-1)]
+    if sorted(perm) != list(range(r)):
+        raise Unsupported("perm is not a permutation")
+    c.set(ops.transpose(c.x(0), i64s(perm)))
+
+
+def conv_concatenation(c: OpCtx):
+    out = c.outs[0]
+    n = len(c.ins) - 1
+    axis = int(c.scalar(n))
+    r = c.rank(out) if out.dimensions else c.rank(c.ins[0])
+    for k in range(n):
+        x = c.require(k, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+        if not same_quant(x, out):
+            raise Unsupported("quantised CONCATENATION with requantisation")
+    c.set(ops.concat([c.x(k) for k in range(n)], axis % r))
+
+
+def _indices_in_range(c: OpCtx, data_k: int, indices_k: int, axis: int, what: str) -> None:
+    """NNAPI fails an execution whose indices fall outside the axis; OpenVINO's Gather gives
+    zeros (negative ones count from the back).  Constant indices are checked here, run-time
+    ones by a check the prepared model reads after each inference."""
+    idx = c.ins[indices_k]
+    data = c.ins[data_k]
+    if idx.is_constant and data.dimensions and data.dimensions[axis] > 0:
+        v = np.asarray(idx.value)
+        if v.size and (v.min() < 0 or v.max() >= data.dimensions[axis]):
+            raise Rejected(f"{what} index out of range [0, {data.dimensions[axis]})")
+        return
+    size = ops.gather(ops.shape_of(c.x(data_k), "i32"), c_(axis, np.int64), c_(0, np.int64))
+    i = c.x(indices_k)
+    ok = ops.logical_and(ops.greater_equal(i, c_(0, np.int32)), _int_less(i, size))
+    c.g.run_checks.append((_out(ops.reduce_logical_and(ok, _all_axes(i), False)),
+                           f"{what} index out of range"))
+
+
+def _all_axes(v) -> ov.Output:
+    """Every axis of ``v`` (rank known or not), for a full reduction."""
+    return _out(ops.range(c_(0, np.int64), ops.squeeze(ops.shape_of(ops.shape_of(v, "i64")), i64s([0])),
+                          c_(1, np.int64), "i64"))
+
+
+def conv_gather(c: OpCtx):
+    x = _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    axis = int(c.scalar(1)) % c.rank(x)
+    _indices_in_range(c, 0, 2, axis, "GATHER")
+    c.set(ops.gather(c.x(0), c.x(2), c_(axis, np.int64)))
+
+
+def conv_pad(c: OpCtx):
+    x = _movable(c, 0, FLOATS + QUANT8)
+    pads = c.const(1).reshape(-1, 2).astype(np.int64)
+    if (pads < 0).any():
+        raise Unsupported("negative padding")
+    if c.op.type == Op.PAD_V2:
+        v = c.scalar(2)
+        if x.type in QUANT8:
+            v = np.asarray(v).astype(np.int64).astype(x.info.dtype)  # only the low byte counts
+        value = c_(np.asarray(v, x.info.dtype))
+    else:
+        value = c_(np.asarray(x.zero_point if x.type in QUANT8 else 0, x.info.dtype))
+    c.set(ops.pad(c.x(0), i64s(pads[:, 0]), i64s(pads[:, 1]), "constant", value))
+
+
+def conv_mirror_pad(c: OpCtx):
+    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    mode = {0: "reflect", 1: "symmetric"}.get(int(c.scalar(2)))
+    if mode is None:
+        raise Unsupported(f"mirror padding mode {c.scalar(2)}")
+    pads = c.const(1).reshape(-1, 2).astype(np.int64)
+    c.set(ops.pad(c.x(0), i64s(pads[:, 0]), i64s(pads[:, 1]), mode))
+
+
+def conv_slice(c: OpCtx):
+    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    xd = c.dims(c.ins[0])
+    begin = [int(b) for b in c.const(1).reshape(-1)]
+    size = [int(s) for s in c.const(2).reshape(-1)]
+    end = [d if s == -1 else b + s for b, s, d in zip(begin, size, xd)]
+    if any(b < 0 or b > d or e > d or e < b for b, e, d in zip(begin, end, xd)):
+        raise Rejected(f"SLICE begin {begin} size {size} is out of range for {list(xd)}")
+    c.set(ops.slice(c.x(0), i64s(begin), i64s(end), i64s([1] * len(xd)), i64s(range(len(xd)))))
+
+
+def conv_strided_slice(c: OpCtx):
+    _movable(c, 0, FLOATS + QUANT8)
+    xd = c.dims(c.ins[0])
+    begins, ends, strides = (c.const(k).reshape(-1).astype(np.int64) for k in (1, 2, 3))
+    bmask, emask, smask = (int(c.scalar(k)) for k in (4, 5, 6))
+    starts, stops = [], []
+    for i, d in enumerate(xd):
+        s = int(strides[i])
+        if s == 0:
+            raise Unsupported("zero stride")
+
+        def clamp(v: int) -> int:
+            if s > 0:
+                return 0 if v < -d else (v + d if v < 0 else min(v, d))
+            return -1 if v < -d else (v + d if v < 0 else min(v, d - 1))
+        b = (0 if s > 0 else d - 1) if bmask >> i & 1 else clamp(int(begins[i]))
+        e = (d if s > 0 else -1) if emask >> i & 1 else clamp(int(ends[i]))
+        if smask >> i & 1:
+            if s < 0 or max(0, -(-(e - b) // s)) != 1:
+                raise Rejected(f"dimension {i} is shrunk but does not keep exactly one element")
+            e = b + 1
+        starts.append(b)
+        # Slice reads a negative end as counting from the back; "before index 0" is -d - 1.
+        stops.append(e if e >= 0 else -d - 1)
+    y = ops.slice(c.x(0), i64s(starts), i64s(stops), i64s(strides), i64s(range(len(xd))))
+    shrunk = [i for i in range(len(xd)) if smask >> i & 1]
+    if shrunk and len(shrunk) == len(xd):
+        y = ops.reshape(y, i64s([1]), special_zero=False)
+    elif shrunk:
+        y = ops.squeeze(y, i64s(shrunk))
+    c.set(y)
+
+
+def conv_split(c: OpCtx):
+    x = _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    axis, n = int(c.scalar(1)), int(c.scalar(2))
+    xd = c.dims(x)
+    axis %= len(xd)
+    if n != len(c.outs) or n <= 0 or xd[axis] % n:
+        raise Rejected(f"axis of size {xd[axis]} cannot be split into {n} equal parts")
+    node = ops.split(c.x(0), c_(axis, np.int64), n)
+    for k in range(n):
+        c.set(node.output(k), k)
+
+
+def conv_tile(c: OpCtx):
+    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    c.set(ops.tile(c.x(0), i64s(c.const(1).reshape(-1))))
+
+
+def conv_reverse(c: OpCtx):
+    x = _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    axes = [int(a) % c.rank(x) for a in c.const(1).reshape(-1)]
+    if len(axes) != 1:
+        raise Unsupported("REVERSE over several axes")
+    big = np.iinfo(np.int64)
+    c.set(ops.slice(c.x(0), i64s([-1]), i64s([big.min]), i64s([-1]), i64s(axes)))
+
+
+def conv_depth_to_space(c: OpCtx):
+    _movable(c, 0, FLOATS + QUANT8)
+    bs = int(c.scalar(1))
+    nchw = bool(c.scalar(2)) if len(c.ins) > 2 else False
+    x = c.x(0) if nchw else ops.transpose(c.x(0), i64s(TO_NCHW))
+    # TensorFlow's (and NNAPI's) order: the block index is the outer part of the depth.
+    if c.op.type == Op.DEPTH_TO_SPACE:
+        y = ops.depth_to_space(x, "blocks_first", bs)
+    else:
+        y = ops.space_to_depth(x, "blocks_first", bs)
+    c.set(y if nchw else ops.transpose(y, i64s(TO_NHWC)))
+
+
+def conv_batch_space(c: OpCtx):
+    x = _movable(c, 0, FLOATS + QUANT8)
+    to_batch = c.op.type == Op.SPACE_TO_BATCH_ND
+    bh, bw = (int(v) for v in c.const(1).reshape(-1))
+    layout_k = 3 if to_batch else 2
+    nchw = bool(c.scalar(layout_k, False)) if len(c.ins) > layout_k else False
+    xd = c.dims(x)
+    b, h, w, ch = (xd[0], xd[2], xd[3], xd[1]) if nchw else xd
+    y = ops.transpose(c.x(0), i64s(TO_NHWC)) if nchw else c.x(0)
+    if to_batch:
+        (pt, pb), (pl, pr) = c.const(2).reshape(2, 2).tolist()
+        hp, wp = h + pt + pb, w + pl + pr
+        if hp % bh or wp % bw:
+            raise Rejected(f"padded size {hp}x{wp} is not a multiple of the block {bh}x{bw}")
+        if pt or pb or pl or pr:
+            fill = c_(np.asarray(x.zero_point if x.type in QUANT8 else 0, x.info.dtype))
+            y = ops.pad(y, i64s([0, pt, pl, 0]), i64s([0, pb, pr, 0]), "constant", fill)
+        y = ops.reshape(y, i64s([b, hp // bh, bh, wp // bw, bw, ch]), special_zero=False)
+        y = ops.transpose(y, i64s([2, 4, 0, 1, 3, 5]))
+        y = ops.reshape(y, i64s([b * bh * bw, hp // bh, wp // bw, ch]), special_zero=False)
+    else:
+        if b % (bh * bw):
+            raise Rejected(f"batch {b} is not a multiple of the block {bh}x{bw}")
+        bo = b // (bh * bw)
+        y = ops.reshape(y, i64s([bh, bw, bo, h, w, ch]), special_zero=False)
+        y = ops.transpose(y, i64s([2, 3, 0, 4, 1, 5]))
+        y = ops.reshape(y, i64s([bo, h * bh, w * bw, ch]), special_zero=False)
+    c.set(ops.transpose(y, i64s(TO_NCHW)) if nchw else y)
+
+
+def conv_argminmax(c: OpCtx):
+    x = c.require(0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    r = c.rank(x)
+    axis = int(c.scalar(1)) % r
+    mode = "max" if c.op.type == Op.ARGMAX else "min"
+    # TopK k=1, stable: the first index among ties, as NNAPI's arg-min/max keeps.  The CPU
+    # plugin honours `stable` only when sorting by value (with sort="index" it returns a
+    # later tie on longer axes: docs/findings_openvino.md#topk-stable).
+    tk = ops.topk(c.x(0), c_(1, np.int64), axis, mode, "value", "i32", stable=True)
+    y = tk.output(1)
+    y = ops.squeeze(y, i64s([axis])) if r > 1 else y
+    c.set(y)
+
+
+def _reduce(fn, types, bool_via=None):
+    def convert(c: OpCtx):
+        x, out = c.require(0, types), c.outs[0]
+        r = c.rank(x)
+        axes = sorted({int(a) % r for a in c.const(1).reshape(-1)})
+        if not axes:
+            raise Unsupported("empty axes")
+        keep = bool(c.scalar(2))
+        if x.type in QUANT8 and not same_quant(x, out):
+            raise Unsupported("quantised reduction with other output parameters")
+        xin = c.f32(0) if x.type in FLOATS else c.x(0)
+        y = fn(xin, i64s(axes), keep)
+        if not keep and len(axes) == r:
+            y = ops.reshape(y, i64s([1]), special_zero=False)
+        c.set(y)
+    return convert
+
+
+def _nan_skipping(fn, start: float):
+    """REDUCE_MAX/MIN as the reference folds them: from the lowest/highest finite value, NaN
+    skipped (OpenVINO's reduction propagates or drops NaN its own way)."""
+    def reduce(xf, axes, keep):
+        et = xf.get_element_type() if isinstance(xf, ov.Output) else _out(xf).get_element_type()
+        if et != ov.Type.f32:
+            return fn(xf, axes, keep)
+        xf = ops.select(ops.is_nan(xf), c_(start, np.float32), xf)
+        return fn(xf, axes, keep)
+    return reduce
+
+
+def conv_mean(c: OpCtx):
+    x, out = c.require(0, FLOATS + QUANT8), c.outs[0]
+    r = c.rank(x)
+    axes = sorted({int(a) % r for a in c.const(1).reshape(-1)})
+    if not axes:
+        raise Unsupported("empty axes")
+    keep = int(c.scalar(2)) > 0
+    if x.type in FLOATS:
+        y = ops.reduce_mean(c.f32(0), i64s(axes), keep)
+    else:
+        # NNAPI: trunc(sum of stored values / count) in integers, no requantisation.
+        if not same_quant(x, out):
+            raise Unsupported("quantised MEAN with other output parameters")
+        xd = c.dims(x)
+        count = int(np.prod([xd[a] for a in axes]))
+        if count > _MAX_INT_COUNT:
+            raise Unsupported(f"quantised MEAN over {count} elements")
+        total = ops.reduce_sum(ops.convert(c.x(0), ov.Type.f32), i64s(axes), keep)
+        q = _int_quotient(total, c_(np.float32(count)))
+        y = ops.convert(q, OV_TYPE[out.type])
+    if not keep and len(axes) == r:
+        y = ops.reshape(y, i64s([1]), special_zero=False)
+    c.set(y)
+
+
+def conv_topk(c: OpCtx):
+    """TOPK_V2: values descending, and among equal values the larger index first.  TopK's
+    stable mode keeps the smaller index first, so it runs on the last axis reversed and the
+    indices are mapped back."""
+    x = c.require(0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    if not same_quant(x, c.outs[0]):
+        raise Unsupported("quantised TOPK_V2 with other output parameters")
+    xd = c.dims(x)
+    k = int(c.scalar(1))
+    n = xd[-1]
+    if not 1 <= k <= n:
+        raise Rejected(f"k {k} outside [1, {n}]")
+    big = np.iinfo(np.int64)
+    rev = ops.slice(c.x(0), i64s([-1]), i64s([big.min]), i64s([-1]), i64s([len(xd) - 1]))
+    tk = ops.topk(rev, c_(k, np.int64), len(xd) - 1, "max", "value", "i32", stable=True)
+    c.set(tk.output(0), 0)
+    c.set(ops.subtract(c_(n - 1, np.int32), tk.output(1)), 1)
+
+
+def conv_embedding_lookup(c: OpCtx):
+    _movable(c, 1, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    _indices_in_range(c, 1, 0, 0, "EMBEDDING_LOOKUP")
+    c.set(ops.gather(c.x(1), c.x(0), c_(0, np.int64)))
+
+
+def conv_pack(c: OpCtx):
+    axis = int(c.scalar(0))
+    r = c.rank(c.ins[1]) + 1
+    parts = []
+    for k in range(1, len(c.ins)):
+        _movable(c, k, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+        parts.append(ops.unsqueeze(c.x(k), i64s([axis % r])))
+    c.set(ops.concat(parts, axis % r))
+
+
+def conv_batch_matmul(c: OpCtx):
+    a = c.require(0, FLOATS, "input 0 (int32 MatMul runs in float on the CPU plugin)")
+    adj = [bool(c.scalar(2, False)), bool(c.scalar(3, False))]
+    if c.ins[1].type != a.type:
+        raise Unsupported("mixed types")
+    c.set(ops.matmul(c.f32(0), c.f32(1), adj[0], adj[1]))
+
+
+def conv_instance_normalization(c: OpCtx):
+    x = c.require(0, FLOATS)
+    gamma, beta, eps = (float(np.float32(c.scalar(k))) for k in (1, 2, 3))
+    nchw = bool(c.scalar(4, False))
+    c.dims(x)
+    axes = [2, 3] if nchw else [1, 2]
+    y = ops.mvn(c.f32(0), i64s(axes), True, eps, "inside_sqrt")
+    y = ops.add(ops.multiply(y, c_(np.float32(gamma))), c_(np.float32(beta)))
+    c.set(y)
+
+
+def conv_local_response_normalization(c: OpCtx):
+    x = c.require(0, FLOATS)
+    radius = int(c.scalar(1))
+    bias, alpha, beta = (float(np.float32(c.scalar(k))) for k in (2, 3, 4))
+    xd = c.dims(x)
+    r = len(xd)
+    axis = int(c.scalar(5, -1)) % r if len(c.ins) > 5 else r - 1
+    # NNAPI: x / (bias + alpha * sum of squares over [i - radius, i + radius]) ^ beta, written
+    # out: the window sum is a zero-padded running sum along the axis (no LRN node whose
+    # alpha scaling and axis conventions differ).
+    xf = c.f32(0)
+    sq = ops.multiply(xf, xf)
+    begin, end = [0] * r, [0] * r
+    begin[axis], end[axis] = radius, radius
+    padded = _out(ops.pad(sq, i64s(begin), i64s(end), "constant", c_(0, np.float32)))
+    total = None
+    n = xd[axis]
+    # slice k covers [k - radius, k - radius + n): only those overlapping the data add terms
+    for k in range(max(0, radius - n + 1), min(2 * radius, radius + n - 1) + 1):
+        part = ops.slice(padded, i64s([k]), i64s([k + n]), i64s([1]), i64s([axis]))
+        total = part if total is None else ops.add(total, part)
+    denom = ops.power(ops.add(ops.multiply(total, c_(np.float32(alpha))), c_(np.float32(bias))),
+                      c_(np.float32(beta)))
+    c.set(ops.divide(xf, denom))
+
+
+def conv_rank(c: OpCtx):
+    c.set(ops.convert(ops.squeeze(ops.shape_of(ops.shape_of(c.x(0))), i64s([0])), ov.Type.i32))
+
+
+def conv_fill(c: OpCtx):
+    out = c.outs[0]
+    if out.type not in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32):
+        raise Unsupported(out.type.name)
+    value = c_(np.asarray(c.scalar(1), dtype=out.info.dtype))
+    c.set(ops.broadcast(value, ops.convert(c.x(0), ov.Type.i64)))
+
+
+def conv_channel_shuffle(c: OpCtx):
+    x = _movable(c, 0, FLOATS + QUANT8)
+    xd = c.dims(x)
+    groups, axis = int(c.scalar(1)), int(c.scalar(2)) % len(xd)
+    ch = xd[axis]
+    if groups <= 0 or ch % groups:
+        raise Unsupported("channels not divisible by groups")
+    s1 = list(xd[:axis]) + [groups, ch // groups] + list(xd[axis + 1:])
+    y = ops.reshape(c.x(0), i64s(s1), special_zero=False)
+    perm = list(range(len(s1)))
+    perm[axis], perm[axis + 1] = axis + 1, axis
+    y = ops.transpose(y, i64s(perm))
+    c.set(ops.reshape(y, i64s(xd), special_zero=False))
+
+
+# ---------------------------------------------------------------------------------------
+# Resize: the source rows/columns are computed here, from NNAPI's float32 coordinate rules,
+# and the graph gathers them (Interpolate's coordinate modes round and clamp their own way).
+# ---------------------------------------------------------------------------------------
+
+def _resize_args(c: OpCtx):
+    x = c.ins[0]
+    nchw = bool(c.scalar(3, False)) if len(c.ins) > 3 else False
+    align = bool(c.scalar(4, False)) if len(c.ins) > 4 else False
+    half = bool(c.scalar(5, False)) if len(c.ins) > 5 else False
+    if align and half:
+        raise Rejected("align_corners together with half_pixel_centers")
+    xd = c.dims(x)
+    h, w = (xd[2], xd[3]) if nchw else (xd[1], xd[2])
+    if c.ins[1].type == T.INT32:
+        out_w, out_h = int(c.scalar(1)), int(c.scalar(2))
+    else:   # scales: floor(in * scale) in float32, as NNAPI computes the size
+        out_w = int(np.floor(np.float32(w) * np.float32(c.scalar(1))))
+        out_h = int(np.floor(np.float32(h) * np.float32(c.scalar(2))))
+    if out_w <= 0 or out_h <= 0:
+        raise Rejected(f"output size {out_w}x{out_h}")
+    return nchw, align, half, (h, w), (out_h, out_w)
+
+
+def _source_scale(n_in: int, n_out: int, align: bool) -> np.float32:
+    if align and n_out > 1:
+        return np.float32(n_in - 1) / np.float32(n_out - 1)
+    return np.float32(n_in) / np.float32(n_out)
+
+
+def _gather_axis(v, index: np.ndarray, axis: int) -> ov.Output:
+    return _out(ops.gather(v, c_(index.astype(np.int32)), c_(axis, np.int64)))
+
+
+def conv_resize_nearest(c: OpCtx):
+    _movable(c, 0, FLOATS + QUANT8)
+    nchw, align, half, (h, w), (oh, ow) = _resize_args(c)
+    v = c.x(0)
+    for axis, n_in, n_out in ((2 if nchw else 1, h, oh), (3 if nchw else 2, w, ow)):
+        i = np.arange(n_out, dtype=np.float32)
+        src = (i + np.float32(0.5)) * _source_scale(n_in, n_out, align) if half else i * _source_scale(n_in, n_out, align)
+        idx = np.sign(src) * np.floor(np.abs(src) + np.float32(0.5)) if align else np.floor(src)
+        idx = np.clip(idx.astype(np.int64), 0, n_in - 1)
+        v = _gather_axis(v, idx, axis)
+    c.set(v)
+
+
+def conv_resize_bilinear(c: OpCtx):
+    """Float RESIZE_BILINEAR: the four neighbours blended with NNAPI's weights in its order.
+    Quantised inputs are unsupported (NNAPI truncates the float blend, or for int8 runs
+    TFLite's 1/1024-step integer kernel: bit-exact only with the same float operation order,
+    which the plugin's fusions do not promise)."""
+    c.require(0, FLOATS)
+    nchw, align, half, (h, w), (oh, ow) = _resize_args(c)
+    tables = []
+    for n_in, n_out in ((h, oh), (w, ow)):
+        i = np.arange(n_out, dtype=np.float32)
+        scale = _source_scale(n_in, n_out, align)
+        src = ((i + np.float32(0.5)) * scale - np.float32(0.5)) if half else i * scale
+        lo = np.maximum(np.floor(src), 0).astype(np.int64)
+        hi = np.minimum(np.ceil(src).astype(np.int64), n_in - 1)
+        tables.append((lo, hi, (src - lo.astype(np.float32)).astype(np.float32)))
+    (y0, y1, fy), (x0, x1, fx) = tables
+    ya, xa = (2, 3) if nchw else (1, 2)
+    shape_y = [1, 1, oh, 1] if nchw else [1, oh, 1, 1]
+    shape_x = [1, 1, 1, ow] if nchw else [1, 1, ow, 1]
+    fy_, fx_ = c_(fy.reshape(shape_y)), c_(fx.reshape(shape_x))
+    gy_, gx_ = c_((1 - fy).reshape(shape_y)), c_((1 - fx).reshape(shape_x))
+    xf = c.f32(0)
+    rows0, rows1 = _gather_axis(xf, y0, ya), _gather_axis(xf, y1, ya)
+    terms = [ops.multiply(ops.multiply(_gather_axis(rows0, x0, xa), gy_), gx_),
+             ops.multiply(ops.multiply(_gather_axis(rows1, x0, xa), fy_), gx_),
+             ops.multiply(ops.multiply(_gather_axis(rows0, x1, xa), gy_), fx_),
+             ops.multiply(ops.multiply(_gather_axis(rows1, x1, xa), fy_), fx_)]
+    c.set(ops.add(ops.add(ops.add(terms[0], terms[1]), terms[2]), terms[3]))
+
+
+def _sequential_prod(xf, x: Operand, c: OpCtx, axes, keep: bool) -> ov.Output:
+    """REDUCE_PROD as the reference folds it: in row-major order, and a zero on either side of
+    a step gives 0 (an underflow to 0 sticks even against inf).  ReduceProd promises no order
+    and no zero rule, so the fold is unrolled (small groups only)."""
+    xd = c.dims(x)
+    k = int(np.prod([xd[a] for a in axes]))
+    if k > _MAX_UNROLLED:
+        raise Unsupported(f"REDUCE_PROD over {k} elements (the exact fold is unrolled up to {_MAX_UNROLLED})")
+    kept = [i for i in range(len(xd)) if i not in axes]
+    v = ops.transpose(xf, i64s(kept + list(axes)))
+    v = ops.reshape(v, i64s([-1, k]), special_zero=False)
+    et = _out(xf).get_element_type()
+    zero = c_(0, np.float16 if et == ov.Type.f16 else np.float32)
+    parts = ops.split(v, c_(1, np.int64), k) if k > 1 else None
+    acc = parts.output(0) if parts is not None else _out(v)
+    for j in range(1, k):
+        p = parts.output(j)
+        either = ops.logical_or(ops.equal(acc, zero), ops.equal(p, zero))
+        acc = _out(ops.select(either, zero, ops.multiply(acc, p)))
+    shape = [xd[i] if i in kept else 1 for i in range(len(xd))] if keep else [xd[i] for i in kept] or [1]
+    return _out(ops.reshape(acc, i64s(shape), special_zero=False))
+
+
+_MAX_UNROLLED = 256
+
+
+def conv_reduce_prod(c: OpCtx):
+    x = c.require(0, FLOATS)
+    r = c.rank(x)
+    axes = sorted({int(a) % r for a in c.const(1).reshape(-1)})
+    if not axes:
+        raise Unsupported("empty axes")
+    keep = bool(c.scalar(2))
+    # The fold runs in the storage type (f16 products round to f16 at each step).
+    c.set(_sequential_prod(c.x(0), x, c, axes, keep))
+
+
+def conv_rnn(c: OpCtx):
+    """RNN (one Elman step): act(input . W^T + state . R^T + bias), written to both outputs.
+    float32 only: the reference runs the fp16 cell as a sequential fp16 accumulation."""
+    for k in range(5):
+        c.require(k, (T.TENSOR_FLOAT32,))
+    act = int(c.scalar(5))
+    y = ops.add(ops.add(ops.matmul(c.x(0), c.x(1), False, True), ops.matmul(c.x(4), c.x(2), False, True)), c.x(3))
+    y = float_activation(y, act)
+    c.set(y, 0)
+    c.set(ops.convert(y, ov.Type.f32), 1)     # a node of its own: two outputs, two tensors
+
+
+_MAX_STEPS = 64
+
+
+def conv_unidirectional_rnn(c: OpCtx):
+    """UNIDIRECTIONAL_SEQUENCE_RNN (float32): the RNN step unrolled over the known time axis."""
+    for k in range(5):
+        c.require(k, (T.TENSOR_FLOAT32,))
+    act, time_major = int(c.scalar(5)), bool(c.scalar(6))
+    xd = c.dims(c.ins[0])
+    steps = xd[0] if time_major else xd[1]
+    if not 1 <= steps <= _MAX_STEPS:
+        raise Unsupported(f"{steps} time steps (unrolled up to {_MAX_STEPS})")
+    t_axis = 0 if time_major else 1
+    xs = ops.split(c.x(0), c_(t_axis, np.int64), steps)
+    h = c.x(4)
+    states = []
+    for t in range(steps):
+        xt = ops.squeeze(xs.output(t), i64s([t_axis]))
+        y = ops.add(ops.add(ops.matmul(xt, c.x(1), False, True), ops.matmul(h, c.x(2), False, True)), c.x(3))
+        h = float_activation(y, act)
+        states.append(ops.unsqueeze(h, i64s([t_axis])))
+    c.set(ops.concat(states, t_axis) if steps > 1 else states[0], 0)
+    if len(c.outs) > 1:
+        c.set(ops.convert(h, ov.Type.f32), 1)
+
+
+# ---------------------------------------------------------------------------------------
+# Control flow
+# ---------------------------------------------------------------------------------------
+
+def _branch(c: OpCtx, k: int) -> tuple[ov.Model, list, list]:
+    """Referenced subgraph of input k as an OpenVINO body: (model, parameters, results)."""
+    o = c.ins[k]
+    if o.type != T.SUBGRAPH or o.value is None:
+        raise Unsupported(f"input {k} is not a subgraph reference")
+    sub = c.g.referenced[int(np.asarray(o.value).reshape(-1)[0])]
+    _check_io_types(sub, (*sub.input_indexes, *sub.output_indexes))
+    g = GraphBuilder(sub, referenced=c.g.referenced, root=c.g.root)
+    for j in range(len(sub.operations)):
+        convert_operation(g, j)
+    if g.run_checks:
+        # a failing check inside a branch cannot reach the prepared model's list
+        raise Unsupported("a branch with run-time index checks (GATHER, EMBEDDING_LOOKUP)")
+    results = [ops.result(g.operand_value(i)) for i in sub.output_indexes]
+    return ov.Model(results, g.parameters, f"branch{k}"), g.parameters, results
+
+
+def conv_if(c: OpCtx):
+    """IF as OpenVINO's If: only the chosen branch runs, its outputs (and their shapes)
+    become the operation's."""
+    if c.ins[0].type != T.TENSOR_BOOL8:
+        raise Unsupported(c.ins[0].type.name)
+    if c.g.sg is not c.g.root or c.op.inputs[0] not in c.g.sg.input_indexes:
+        # The CPU plugin's If takes the else branch whenever its condition is computed by
+        # another node (even logical_not(logical_not(p)) of a true p): only a condition fed
+        # straight from a model input works (docs/findings_openvino.md#if-condition).
+        raise Unsupported("an IF condition that is not a model input (the CPU plugin's If then "
+                          "always takes the else branch)")
+    then_m, then_p, then_r = _branch(c, 1)
+    else_m, else_p, else_r = _branch(c, 2)
+    node = ops.if_op(c.x(0))     # the [1] condition as it is: a Reshape to a scalar is a computed one
+    node.set_then_body(then_m)
+    node.set_else_body(else_m)
+    for k, (tp, ep) in enumerate(zip(then_p, else_p)):
+        node.set_input(c.x(3 + k), tp, ep)
+    for j, (tr, er) in enumerate(zip(then_r, else_r)):
+        c.set(node.set_output(tr, er), j)
+
+
+_F32_MAX = float(np.finfo(np.float32).max)
+
+CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
+    Op.ADD: _binary_arith(ops.add), Op.SUB: _binary_arith(ops.subtract), Op.MUL: _binary_arith(ops.multiply),
+    Op.DIV: conv_div,
+    Op.MAXIMUM: _minmax(ops.maximum), Op.MINIMUM: _minmax(ops.minimum), Op.POW: conv_pow, Op.PRELU: conv_prelu,
+    Op.RELU: _relu(nn_activation.RELU), Op.RELU1: _relu(nn_activation.RELU1),
+    Op.RELU6: _relu(nn_activation.RELU6),
+    Op.LOGISTIC: _unary_float(ops.sigmoid), Op.TANH: _unary_float(ops.tanh),
+    Op.ABS: _unary_float(ops.abs, ops.abs), Op.NEG: _unary_float(ops.negative, ops.negative),
+    Op.EXP: _unary_float(ops.exp), Op.LOG: _unary_float(ops.log), Op.SQRT: _unary_float(ops.sqrt),
+    Op.SIN: _unary_float(ops.sin), Op.FLOOR: _unary_float(ops.floor),
+    Op.RSQRT: conv_rsqrt, Op.ELU: conv_elu, Op.HARD_SWISH: conv_hard_swish,
+    Op.SOFTMAX: _softmax(False), Op.LOG_SOFTMAX: _softmax(True),
+    Op.L2_NORMALIZATION: conv_l2_normalization,
+    Op.EQUAL: _compare("equal"), Op.NOT_EQUAL: _compare("not_equal"),
+    Op.GREATER: _compare("greater"), Op.GREATER_EQUAL: _compare("greater_equal"),
+    Op.LESS: _compare("less"), Op.LESS_EQUAL: _compare("less_equal"),
+    Op.LOGICAL_AND: _logical(ops.logical_and, 2), Op.LOGICAL_OR: _logical(ops.logical_or, 2),
+    Op.LOGICAL_NOT: _logical(ops.logical_not, 1),
+    Op.SELECT: conv_select,
+    Op.CONV_2D: conv_conv_2d, Op.DEPTHWISE_CONV_2D: conv_depthwise_conv_2d,
+    Op.GROUPED_CONV_2D: conv_grouped_conv_2d, Op.FULLY_CONNECTED: conv_fully_connected,
+    Op.TRANSPOSE_CONV_2D: conv_transpose_conv_2d,
+    Op.BATCH_TO_SPACE_ND: conv_batch_space, Op.SPACE_TO_BATCH_ND: conv_batch_space,
+    Op.AVERAGE_POOL_2D: _pool("avg"), Op.MAX_POOL_2D: _pool("max"), Op.L2_POOL_2D: _pool("l2"),
+    Op.QUANTIZE: conv_quantize, Op.DEQUANTIZE: conv_dequantize, Op.CAST: conv_cast,
+    Op.RESHAPE: conv_reshape, Op.SQUEEZE: conv_squeeze, Op.EXPAND_DIMS: conv_expand_dims,
+    Op.TRANSPOSE: conv_transpose, Op.CONCATENATION: conv_concatenation, Op.GATHER: conv_gather,
+    Op.PAD: conv_pad, Op.PAD_V2: conv_pad, Op.MIRROR_PAD: conv_mirror_pad,
+    Op.SLICE: conv_slice, Op.STRIDED_SLICE: conv_strided_slice, Op.SPLIT: conv_split, Op.TILE: conv_tile,
+    Op.REVERSE: conv_reverse, Op.DEPTH_TO_SPACE: conv_depth_to_space, Op.SPACE_TO_DEPTH: conv_depth_to_space,
+    Op.ARGMAX: conv_argminmax, Op.ARGMIN: conv_argminmax,
+    Op.MEAN: conv_mean, Op.REDUCE_SUM: _reduce(ops.reduce_sum, FLOATS),
+    Op.REDUCE_MAX: _reduce(_nan_skipping(ops.reduce_max, -_F32_MAX), FLOATS + QUANT8),
+    Op.REDUCE_MIN: _reduce(_nan_skipping(ops.reduce_min, _F32_MAX), FLOATS + QUANT8),
+    Op.REDUCE_ALL: _reduce(ops.reduce_logical_and, (T.TENSOR_BOOL8,)),
+    Op.REDUCE_ANY: _reduce(ops.reduce_logical_or, (T.TENSOR_BOOL8,)),
+    Op.EMBEDDING_LOOKUP: conv_embedding_lookup, Op.PACK: conv_pack, Op.BATCH_MATMUL: conv_batch_matmul,
+    Op.INSTANCE_NORMALIZATION: conv_instance_normalization,
+    Op.LOCAL_RESPONSE_NORMALIZATION: conv_local_response_normalization,
+    Op.RESIZE_BILINEAR: conv_resize_bilinear, Op.RESIZE_NEAREST_NEIGHBOR: conv_resize_nearest,
+    Op.REDUCE_PROD: conv_reduce_prod, Op.TOPK_V2: conv_topk,
+    Op.IF: conv_if, Op.RNN: conv_rnn, Op.UNIDIRECTIONAL_SEQUENCE_RNN: conv_unidirectional_rnn,
+    Op.RANK: conv_rank, Op.FILL: conv_fill, Op.CHANNEL_SHUFFLE: conv_channel_shuffle,
+}
+
+
+# ---------------------------------------------------------------------------------------
+# Whole models
+# ---------------------------------------------------------------------------------------
+
+def _check_io_types(sg: Subgraph, indexes) -> None:
+    for i in indexes:
+        if sg.operands[i].type not in OV_TYPE:
+            raise Unsupported(f"operand of type {sg.operands[i].type.name}")
+
+
+def _check_no_subnormal_constants(sg: Subgraph, indexes) -> None:
+    """The CPU plugin flushes subnormal float32 values in constants to zero (at run time it
+    keeps them): an operation reading such a constant would compute with 0 instead
+    (docs/findings_openvino.md#subnormal-constants)."""
+    tiny = np.finfo(np.float32).tiny
+    for i in indexes:
+        o = sg.operands[i]
+        if o.is_constant and o.type in (T.TENSOR_FLOAT32, T.FLOAT32):
+            v = np.abs(np.asarray(o.value, np.float32))
+            if ((v > 0) & (v < tiny)).any():
+                raise Unsupported("constant input with subnormal float32 values (the CPU plugin "
+                                  "flushes them to zero)")
+
+
+def convert_operation(g: GraphBuilder, index: int) -> None:
+    """Build one operation into ``g``; raise Unsupported when it cannot be mapped faithfully."""
+    op = g.sg.operations[index]
+    try:
+        fn = CONVERTERS[Op(op.type)]
+    except (KeyError, ValueError):
+        raise Unsupported(f"{op.name} has no OpenVINO mapping in this adapter") from None
+    _check_io_types(g.sg, op.outputs)
+    _check_io_types(g.sg, [i for i in op.inputs if not g.sg.operands[i].info.is_scalar
+                           and not g.sg.operands[i].is_omitted])
+    _check_no_subnormal_constants(g.sg, op.inputs)
+    try:
+        fn(OpCtx(g, index))
+    except (Unsupported, Rejected):
+        raise
+    except RuntimeError as e:
+        # OpenVINO's shape inference refuses the node: the operation is not mappable as built.
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise Unsupported(f"OpenVINO refused the node: {first[:200]}") from None
+
+
+def operation_supported(model: Model, index: int) -> tuple[bool, str]:
+    g = GraphBuilder(model.main, with_inputs=False, referenced=model.referenced)
+    try:
+        convert_operation(g, index)
+    except Unsupported as e:
+        return False, str(e)
+    except Rejected:
+        return True, ""
+    return True, ""
+
+
+def to_openvino(model: Model) -> tuple[ov.Model, list[str]]:
+    """The whole main graph as an OpenVINO model (raises Unsupported on the first unmappable op),
+    and the messages of its run-time checks (results after the model's outputs, in order)."""
+    sg = model.main
+    _check_io_types(sg, (*sg.input_indexes, *sg.output_indexes))
+    g = GraphBuilder(sg, referenced=model.referenced)
+    for k in range(len(sg.operations)):
+        try:
+            convert_operation(g, k)
+        except (Unsupported, Rejected) as e:
+            raise type(e)(f"operations[{k}] ({sg.operations[k].name}): {e}") from None
+    results = []
+    for i in sg.output_indexes:
+        v = g.operand_value(i)
+        # A Result of its own per output: two outputs never share one tensor.
+        results.append(ops.result(ops.convert(v, v.get_element_type()) if i in sg.input_indexes else v))
+    checks = [msg for _, msg in g.run_checks]
+    results += [ops.result(ok) for ok, _ in g.run_checks]
+    m = ov.Model(results, g.parameters, sg.name or "main")
+    return m, checks

@@ -1,0 +1,140 @@
+"""The OpenVINO device: nnconform's driver interface over an OpenVINO CompiledModel.
+
+prepare() validates the model, builds the OpenVINO graph once (convert.py) and compiles it;
+execute() only runs an infer request.  Errors map to NNAPI statuses: an invalid model or
+request is INVALID_ARGUMENT, anything the runtime raises while compiling or inferring is
+GENERAL_FAILURE (with OpenVINO's first message line).
+
+Options (constructor arguments, or environment variables for the registered name):
+  device    OpenVINO device, default CPU ($NNCONFORM_OV_DEVICE)
+  threads   inference threads (default 1: many small models, deterministic reductions)
+
+The CPU plugin is compiled with INFERENCE_PRECISION_HINT f32: left alone it runs float32
+graphs in bf16 (or fp16) on CPUs that have those units, which NNAPI's float32 does not allow
+(relaxed computation is the model's choice, not the driver's).
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import openvino as ov
+
+from nnconform import __version__
+from nnconform import driver_support as support
+from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
+                              ExecutionResult, PerformanceInfo, PreparedModel, Priority)
+from nnconform.errors import DriverLoadError
+from nnconform.ir import Model, Request
+
+from . import convert
+
+
+def _first_line(e: BaseException) -> str:
+    text = [t for t in str(e).strip().splitlines() if t.strip()]
+    return text[0][:300] if text else type(e).__name__
+
+
+class OpenVinoPreparedModel(PreparedModel):
+    def __init__(self, model: Model, compiled: ov.CompiledModel, run_checks: list[str]):
+        self.model = model
+        self.compiled = compiled
+        self.run_checks = run_checks
+        self._released = False
+
+    def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
+                loop_timeout: float | None = None) -> ExecutionResult:
+        t_driver = time.perf_counter_ns()
+        if self._released:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, "prepared model was released")
+        support.check_request(self.model, request)
+        if deadline is not None and time.monotonic() > deadline:
+            raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "deadline passed before execution")
+        feed = []
+        for idx, arg in zip(self.model.main.input_indexes, request.inputs):
+            if arg.has_no_value:
+                raise DriverError(ErrorStatus.INVALID_ARGUMENT, "an omitted model input cannot be fed to OpenVINO")
+            operand = self.model.main.operands[idx]
+            value = np.asarray(arg.value, dtype=operand.info.dtype)
+            if arg.dimensions is not None and tuple(value.shape) != tuple(arg.dimensions):
+                value = value.reshape(arg.dimensions)
+            feed.append(np.ascontiguousarray(value))
+        t_device = time.perf_counter_ns()
+        try:
+            # An infer request per execution: executions of one prepared model may run
+            # concurrently (NNAPI allows it), and a request holds one set of tensors.
+            infer = self.compiled.create_infer_request()
+            infer.infer(feed, share_inputs=False)
+            # Copies: the request's output tensors are reused by the next inference.
+            n = len(self.model.main.output_indexes)
+            outputs = [np.array(infer.get_output_tensor(k).data, copy=True) for k in range(n)]
+            failed = [msg for k, msg in enumerate(self.run_checks)
+                      if not bool(infer.get_output_tensor(n + k).data)]
+        except Exception as e:  # OpenVINO raises RuntimeError (and others) from C++
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"openvino: {_first_line(e)}") from None
+        if failed:
+            # NNAPI fails the execution (the reference does too); OpenVINO would return zeros.
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, failed[0])
+        device_us = (time.perf_counter_ns() - t_device) // 1000
+        return support.finish_execution(self.model, request, outputs, deadline=deadline,
+                                        measure_timing=measure_timing, device_us=device_us, t_driver_ns=t_driver)
+
+    def release(self) -> None:
+        self._released = True
+        self.compiled = None
+
+
+class OpenVinoDevice(Device):
+    """NNAPI semantics on OpenVINO.  Honest support: see convert.CONVERTERS."""
+
+    feature_level = 30
+
+    def __init__(self, device: str | None = None, threads: int = 1):
+        self.device = device or os.environ.get("NNCONFORM_OV_DEVICE", "CPU")
+        self.core = ov.Core()
+        if self.device not in self.core.available_devices:
+            raise DriverLoadError(f"OpenVINO has no {self.device} device here (available: "
+                                  f"{', '.join(self.core.available_devices)})")
+        self.threads = threads
+        self.name = f"openvino-{self.device.lower()}"       # NNAPI's "<vendor>-<device>"
+        self.version = f"{__version__}+ov{ov.__version__.split('-')[0]}"
+
+    def capabilities(self) -> Capabilities:
+        perf = PerformanceInfo(1.0, 1.0)
+        types = sorted(convert.OV_TYPE, key=int)  # HAL: sorted by type, no repeats
+        return Capabilities(perf, perf, tuple((t, perf) for t in types), perf, perf)
+
+    def supported_operations(self, model: Model) -> list[bool]:
+        support.check_model(model)
+        return [convert.operation_supported(model, i)[0] for i in range(len(model.main.operations))]
+
+    def unsupported_reasons(self, model: Model) -> list[str]:
+        """Why each operation is unsupported ("" when it is supported): for humans and tests."""
+        return [convert.operation_supported(model, i)[1] for i in range(len(model.main.operations))]
+
+    def _config(self) -> dict:
+        config = {"INFERENCE_NUM_THREADS": self.threads}
+        if self.device == "CPU":
+            config["INFERENCE_PRECISION_HINT"] = "f32"
+        return config
+
+    def prepare(self, model: Model, *, preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
+                priority: Priority = Priority.MEDIUM, deadline: float | None = None,
+                cache_token: bytes | None = None) -> PreparedModel:
+        support.check_prepare_args(model, preference, priority, deadline, cache_token)
+        try:
+            ov_model, run_checks = convert.to_openvino(model)
+        except convert.Unsupported as e:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"cannot convert to OpenVINO: {e}") from None
+        except convert.Rejected as e:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"the operation must fail: {e}") from None
+        try:
+            compiled = self.core.compile_model(ov_model, self.device, self._config())
+        except Exception as e:  # OpenVINO's C++ exceptions surface as RuntimeError and others
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"OpenVINO rejected the graph: {_first_line(e)}") \
+                from None
+        return OpenVinoPreparedModel(model, compiled, run_checks)
+
+
+__all__ = ["OpenVinoDevice", "OpenVinoPreparedModel"]
