@@ -94,6 +94,44 @@ class OpCtx(ParameterAccess):
         return a
 
 
+# XLA's CPU backend runs with denormals flushed (FTZ/DAZ), and LLVM folds integer tests on a
+# float's bits back into float compares and max/min instructions, which then read denormals
+# as zero.  The exact operations below therefore compare *and select* on the bits as
+# integers, and only reinterpret the chosen bits as floats at the end.
+
+def _bits(v: jax.Array) -> jax.Array:
+    return lax.bitcast_convert_type(v, jnp.int16 if v.dtype == jnp.float16 else jnp.int32)
+
+
+def _float_of(bits: jax.Array) -> jax.Array:
+    return lax.bitcast_convert_type(bits, jnp.float16 if bits.dtype == jnp.int16 else F32)
+
+
+def _key_and_nan(bits: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(an int32 with the float's order, -0 and +0 equal; whether the float is NaN)."""
+    if bits.dtype == jnp.int16:
+        b = bits.astype(jnp.int32)
+        mag, inf = b & 0x7FFF, 0x7C00
+    else:
+        b, mag, inf = bits, bits & 0x7FFFFFFF, 0x7F800000
+    return jnp.where(b < 0, -mag, mag), mag > inf
+
+
+def clip_exact(v: jax.Array, lo: float, hi: float) -> jax.Array:
+    """np.clip(v, lo, hi), bit-exact with denormals, NaN kept."""
+    bits = _bits(v)
+    k, _ = _key_and_nan(bits)
+    for bound, below in ((lo, True), (hi, False)):
+        if np.isinf(bound) and (bound < 0) == below:
+            continue
+        b_bits = _bits(jnp.asarray(bound, v.dtype))
+        b_key, _ = _key_and_nan(b_bits)
+        # NaN's key is above +inf's: only the upper clamp needs to spare it
+        hit = k < b_key if below else (k > b_key) & ~_key_and_nan(bits)[1]
+        bits = jnp.where(hit, b_bits, bits)
+    return _float_of(bits)
+
+
 def float_act(y: jax.Array, act: int) -> jax.Array:
     """NNAPI's fused activation (np.clip: NaN stays NaN) on a float tensor, denormals kept."""
     if act == nn_activation.NONE:
@@ -102,42 +140,30 @@ def float_act(y: jax.Array, act: int) -> jax.Array:
     return clip_exact(y, lo, hi)
 
 
-def order_key(v: jax.Array) -> jax.Array:
-    """An integer with the float's order, from its bits: XLA's CPU backend compares with
-    denormals read as zero (and max/min flush them), NNAPI's reference does not; integers are
-    immune.  -0 and +0 get the same key; NaN must be handled by the caller."""
-    if v.dtype == jnp.float16:
-        bits = lax.bitcast_convert_type(v, jnp.int16).astype(jnp.int32)
-        mag = bits & 0x7FFF
-    else:
-        bits = lax.bitcast_convert_type(v, jnp.int32)
-        mag = bits & 0x7FFFFFFF
-    return jnp.where(bits < 0, -mag, mag)
-
-
-def clip_exact(v: jax.Array, lo: float, hi: float) -> jax.Array:
-    """np.clip(v, lo, hi) with selects on order keys (bit-exact, NaN kept)."""
-    k = order_key(v)
-    lo_v, hi_v = jnp.asarray(lo, v.dtype), jnp.asarray(hi, v.dtype)
-    if np.isfinite(lo) or lo > 0:
-        v = jnp.where(k < order_key(lo_v), lo_v, v)
-    if np.isfinite(hi) or hi < 0:
-        v = jnp.where(k > order_key(hi_v), hi_v, v)
-    return v
+def _float_pick(a: jax.Array, b: jax.Array, take_b_if_b_greater: bool) -> jax.Array:
+    a, b = jnp.broadcast_arrays(a, b)
+    ab, bb = _bits(a), _bits(b)
+    (ka, na), (kb, nb) = _key_and_nan(ab), _key_and_nan(bb)
+    less = (ka < kb) if take_b_if_b_greater else (kb < ka)
+    return _float_of(jnp.where(less & ~(na | nb), bb, ab))
 
 
 def float_max(a: jax.Array, b: jax.Array) -> jax.Array:
     """std::max(a, b) = a < b ? b : a, bit-exact: a NaN in a is kept, one in b is not."""
-    a, b = jnp.broadcast_arrays(a, b)
-    less = ~(jnp.isnan(a) | jnp.isnan(b)) & (order_key(a) < order_key(b))
-    return jnp.where(less, b, a)
+    return _float_pick(a, b, True)
 
 
 def float_min(a: jax.Array, b: jax.Array) -> jax.Array:
     """std::min(a, b) = b < a ? b : a."""
+    return _float_pick(a, b, False)
+
+
+def float_compare(fn, a: jax.Array, b: jax.Array) -> jax.Array:
+    """``fn`` on two float tensors with IEEE semantics (NaN unordered, -0 == +0), denormals
+    kept."""
     a, b = jnp.broadcast_arrays(a, b)
-    less = ~(jnp.isnan(a) | jnp.isnan(b)) & (order_key(b) < order_key(a))
-    return jnp.where(less, b, a)
+    (ka, na), (kb, nb) = _key_and_nan(_bits(a)), _key_and_nan(_bits(b))
+    return jnp.where(na | nb, fn is jnp.not_equal, fn(ka, kb))
 
 
 def same_quant(a: Operand, b: Operand) -> bool:
@@ -297,22 +323,13 @@ def _compare(fn):
         if a.type in QUANT8:
             return [fn(q.dequantize_exact(c, 0), q.dequantize_exact(c, 1))]
         if a.type in FLOATS:
-            return [_float_compare(fn, c.x(0), c.x(1))]
+            return [float_compare(fn, c.x(0), c.x(1))]
         if a.type == T.TENSOR_INT32:
             return [fn(c.x(0), c.x(1))]
         if a.type == T.TENSOR_BOOL8:   # false < true, as integers
             return [fn(c.x(0).astype(jnp.int32), c.x(1).astype(jnp.int32))]
         raise Unsupported(a.type.name)
     return convert
-
-
-def _float_compare(fn, a: jax.Array, b: jax.Array) -> jax.Array:
-    """``fn`` on two float tensors with IEEE semantics (NaN unordered, -0 == +0) and
-    denormals kept."""
-    a, b = jnp.broadcast_arrays(a, b)
-    nan = jnp.isnan(a) | jnp.isnan(b)
-    r = fn(order_key(a), order_key(b))
-    return jnp.where(nan, fn is jnp.not_equal, r)
 
 
 def _logical(fn, arity: int):
