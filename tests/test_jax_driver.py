@@ -1,0 +1,230 @@
+"""The JAX adapter (drivers/jax): conversion, honesty about support, NNAPI error statuses and a
+slice of the generated suite end to end.  Skipped when the optional extra (jax) is missing."""
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("jax", reason="jax driver needs the 'jax' extra: pip install nnconform[jax]")
+
+from nnconform.driver import DriverError, ErrorStatus  # noqa: E402
+from nnconform.drivers.jax import JaxDevice  # noqa: E402
+from nnconform.executor import execute  # noqa: E402
+from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op, Request  # noqa: E402
+from nnconform.loader import load_driver  # noqa: E402
+from nnconform.runner import PASS, SKIP, run_case  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def device() -> JaxDevice:
+    return JaxDevice()
+
+
+def run(device, model, *inputs):
+    prepared = device.prepare(model)
+    try:
+        return prepared.execute(Request.from_arrays(model, list(inputs)), measure_timing=True)
+    finally:
+        prepared.release()
+
+
+def test_registered_entry_point_loads():
+    assert isinstance(load_driver("jax"), JaxDevice)
+
+
+def test_add_with_fused_relu6_and_broadcast(device):
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [2, 3])
+    y = b.output(T.TENSOR_FLOAT32, [2, 3])
+    b.operation(Op.ADD, [x, b.const(T.TENSOR_FLOAT32, [3], [1.0, -10.0, 5.0]), b.i32(3)], [y])
+    res = run(device, b.build(), np.array([[0.5, 2, 3], [-4, 20, 0]], np.float32))
+    np.testing.assert_array_equal(res.outputs[0], [[1.5, 0, 6], [0, 6, 5]])
+    assert res.timing.time_on_device is not None and res.timing.time_in_driver >= res.timing.time_on_device
+
+
+def test_conv_2d_nhwc_same_padding_matches_hand_computation(device):
+    # 3x3 input, 2x2 all-ones filter, SAME, stride 1: the odd padding goes to the bottom/right,
+    # so output[i, j] sums the window starting at (i, j).
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [1, 3, 3, 1])
+    y = b.output(T.TENSOR_FLOAT32, [1, 3, 3, 1])
+    f = b.const(T.TENSOR_FLOAT32, [1, 2, 2, 1], np.ones(4))
+    bias = b.const(T.TENSOR_FLOAT32, [1], [0.5])
+    b.operation(Op.CONV_2D, [x, f, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)], [y])
+    img = np.arange(9, dtype=np.float32).reshape(1, 3, 3, 1)
+    padded = np.pad(img[0, :, :, 0], ((0, 1), (0, 1)))
+    want = np.array([[padded[i:i + 2, j:j + 2].sum() for j in range(3)] for i in range(3)]) + 0.5
+    np.testing.assert_allclose(run(device, b.build(), img).outputs[0][0, :, :, 0], want)
+
+
+def test_convolutions_and_pooling_match_the_reference_in_both_layouts(device):
+    """Depthwise (multiplier 2), dilated and strided CONV_2D, TRANSPOSE_CONV_2D and the three
+    poolings, NHWC and NCHW, against the reference executor with the default criteria."""
+    rng = np.random.default_rng(2718)
+    print("seed", 2718)
+    for nchw in (False, True):
+        def img(shape):
+            n, h, w, ch = shape
+            return [n, ch, h, w] if nchw else [n, h, w, ch]
+        cases = []
+        b = ModelBuilder()   # depthwise, explicit padding, stride 2, multiplier 2
+        x = b.input(T.TENSOR_FLOAT32, img([1, 5, 6, 3]))
+        y = b.output(T.TENSOR_FLOAT32, img([1, 3, 3, 6]))
+        f = b.const(T.TENSOR_FLOAT32, [1, 3, 3, 6], rng.normal(size=54))
+        bias = b.const(T.TENSOR_FLOAT32, [6], rng.normal(size=6))
+        b.operation(Op.DEPTHWISE_CONV_2D, [x, f, bias, *[b.i32(v) for v in (1, 1, 1, 1, 2, 2, 2, 0)],
+                                           b.bool(nchw)], [y])
+        cases.append((b.build(), img([1, 5, 6, 3])))
+        b = ModelBuilder()   # dilated CONV_2D, SAME
+        x = b.input(T.TENSOR_FLOAT32, img([2, 7, 7, 2]))
+        y = b.output(T.TENSOR_FLOAT32, img([2, 7, 7, 4]))
+        f = b.const(T.TENSOR_FLOAT32, [4, 3, 3, 2], rng.normal(size=72))
+        bias = b.const(T.TENSOR_FLOAT32, [4], rng.normal(size=4))
+        b.operation(Op.CONV_2D, [x, f, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.bool(nchw),
+                                 b.i32(2), b.i32(2)], [y])
+        cases.append((b.build(), img([2, 7, 7, 2])))
+        b = ModelBuilder()   # TRANSPOSE_CONV_2D, explicit padding, stride 2
+        x = b.input(T.TENSOR_FLOAT32, img([1, 3, 3, 2]))
+        y = b.output(T.TENSOR_FLOAT32, img([1, 6, 6, 3]))
+        f = b.const(T.TENSOR_FLOAT32, [3, 3, 3, 2], rng.normal(size=54))
+        bias = b.const(T.TENSOR_FLOAT32, [3], rng.normal(size=3))
+        b.operation(Op.TRANSPOSE_CONV_2D, [x, f, bias, *[b.i32(v) for v in (0, 1, 0, 1, 2, 2, 0)],
+                                           b.bool(nchw)], [y])
+        cases.append((b.build(), img([1, 3, 3, 2])))
+        for op in (Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D, Op.L2_POOL_2D):
+            b = ModelBuilder()   # SAME, stride 2, 3x3 window: edge windows are partly padding
+            x = b.input(T.TENSOR_FLOAT32, img([1, 5, 4, 2]))
+            y = b.output(T.TENSOR_FLOAT32, img([1, 3, 2, 2]))
+            b.operation(op, [x, *[b.i32(v) for v in (1, 2, 2, 3, 3, 1)], b.bool(nchw)], [y])
+            cases.append((b.build(), img([1, 5, 4, 2])))
+        for model, shape in cases:
+            xv = rng.uniform(-3, 3, shape).astype(np.float32)
+            out = run_case(device, model, [xv], execute(model, [xv]))
+            assert out.outcome == PASS, f"{model.main.operations[0].name} nchw={nchw}: {out.message}"
+
+
+def test_int32_div_floors_and_zero_divisor_gives_zero(device):
+    b = ModelBuilder()
+    a_, d_ = b.input(T.TENSOR_INT32, [4]), b.input(T.TENSOR_INT32, [4])
+    y = b.output(T.TENSOR_INT32, [4])
+    b.operation(Op.DIV, [a_, d_, b.i32(0)], [y])
+    out = run(device, b.build(), np.array([-5, 5, 7, 3], np.int32), np.array([2, -2, 0, 3], np.int32))
+    np.testing.assert_array_equal(out.outputs[0], [-3, -3, 0, 1])
+
+
+def test_quantize_rounds_half_away_and_saturates_nan_to_qmax(device):
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [6])
+    y = b.output(T.TENSOR_QUANT8_ASYMM, [6], scale=0.5, zero_point=10)
+    b.operation(Op.QUANTIZE, [x], [y])
+    xs = np.array([0.25, -0.25, 1e9, -1e9, np.nan, 0.75], np.float32)
+    out = run(device, b.build(), xs).outputs[0]
+    np.testing.assert_array_equal(out, [11, 9, 255, 0, 255, 12])
+
+
+def test_unknown_input_dimensions_compile_per_request_shape(device):
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [0, 2])
+    y = b.output(T.TENSOR_FLOAT32, [0, 2])
+    b.operation(Op.RELU, [x], [y])
+    model = b.build()
+    prepared = device.prepare(model)
+    for rows in (1, 3):
+        xs = np.linspace(-1, 1, rows * 2, dtype=np.float32).reshape(rows, 2)
+        res = prepared.execute(Request.from_arrays(model, [xs]))
+        np.testing.assert_array_equal(res.outputs[0], np.maximum(xs, 0))
+        assert res.output_shapes[0].dimensions == (rows, 2)
+
+
+def test_unmappable_operations_are_reported_unsupported(device):
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [1, 4])
+    h = b.temp(T.TENSOR_FLOAT32, [1, 4])
+    y = b.output(T.TENSOR_FLOAT32, [1, 2])
+    b.operation(Op.RELU, [x], [h])
+    b.operation(Op.TOPK_V2, [h, b.i32(2)], [y, b.output(T.TENSOR_INT32, [1, 2])])
+    model = b.build()
+    assert device.supported_operations(model) == [True, False]
+    reasons = device.unsupported_reasons(model)
+    assert reasons[0] == "" and "TOPK_V2" in reasons[1]
+    with pytest.raises(DriverError) as e:
+        device.prepare(model)
+    assert e.value.status == ErrorStatus.GENERAL_FAILURE
+
+
+def test_unfaithful_type_or_parameter_is_unsupported(device):
+    # A run-time activation is no trace-time constant; GATHER with run-time indices would be
+    # clamped by XLA where NNAPI fails.
+    b = ModelBuilder()
+    x, act = b.input(T.TENSOR_FLOAT32, [2]), b.input(T.INT32)
+    y = b.output(T.TENSOR_FLOAT32, [2])
+    b.operation(Op.ADD, [x, x, act], [y])
+    assert device.supported_operations(b.build()) == [False]
+    b = ModelBuilder()
+    x, idx = b.input(T.TENSOR_FLOAT32, [3]), b.input(T.TENSOR_INT32, [2])
+    y = b.output(T.TENSOR_FLOAT32, [2])
+    b.operation(Op.GATHER, [x, b.i32(0), idx], [y])
+    assert device.supported_operations(b.build()) == [False]
+
+
+def test_invalid_model_is_invalid_argument(device):
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [2])
+    y = b.output(T.TENSOR_FLOAT32, [2])
+    b.operation(Op.ADD, [x, x, b.i32(9)], [y])  # activation 9 does not exist
+    model = b.build()
+    for call in (device.supported_operations, device.prepare):
+        with pytest.raises(DriverError) as e:
+            call(model)
+        assert e.value.status == ErrorStatus.INVALID_ARGUMENT
+
+
+def test_invalid_request_is_invalid_argument(device):
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [2])
+    y = b.output(T.TENSOR_FLOAT32, [2])
+    b.operation(Op.RELU, [x], [y])
+    model = b.build()
+    prepared = device.prepare(model)
+    with pytest.raises(DriverError) as e:   # a [3] value for a [2] input
+        prepared.execute(Request.from_arrays(model, [np.zeros(3, np.float32)]))
+    assert e.value.status == ErrorStatus.INVALID_ARGUMENT
+
+
+def test_run_case_skips_unsupported_and_passes_supported(device):
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT16, [3])
+    y = b.output(T.TENSOR_FLOAT16, [3])
+    b.operation(Op.LOGISTIC, [x], [y])
+    xs = np.array([-1, 0, 2], np.float16)
+    want = (1 / (1 + np.exp(-xs.astype(np.float64)))).astype(np.float16)
+    assert run_case(device, b.build(), [xs], [want]).outcome == PASS
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [1, 4])
+    y = b.output(T.TENSOR_FLOAT32, [1, 2])
+    b.operation(Op.TOPK_V2, [x, b.i32(2)], [y, b.output(T.TENSOR_INT32, [1, 2])])
+    xs = np.array([[1, 4, 2, 3]], np.float32)
+    assert run_case(device, b.build(), [xs], execute(b.build(), [xs])).outcome == SKIP
+
+
+def test_generated_suite_slice_passes_through_the_cli(tmp_path):
+    """A slice of the generated suite (convolutions, pooling, arithmetic, data movement) through
+    `nnconform run`; the whole suite is docs/findings_jax.md's run."""
+    report = tmp_path / "report"
+    proc = subprocess.run([sys.executable, "-m", "nnconform", "run", "--driver", "jax",
+                           "--suite", "generated", "--report-dir", str(report), "--",
+                           "-k", "conv_2d and fp32 or pool and fp32 or add_ or strided_slice"],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    with open(report / "results.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    failed = [r["test_id"] for r in rows if r["outcome"] in ("FAIL", "ERROR")]
+    assert not failed, failed
+    assert sum(r["outcome"] == "PASS" for r in rows) >= 20
