@@ -498,9 +498,21 @@ def _pool(kind: str):
         x, out = c.ins[0], c.outs[0]
         pads, strides, window, act, nchw = pool_args(c)
         if x.type in QUANT8:
-            if kind != "max" or not same_quant(x, out):
-                raise Unsupported("quantised average / L2 pooling")
+            if kind == "l2" or not same_quant(x, out):
+                raise Unsupported("quantised L2 pooling or pooling with other output parameters")
             clamp = quant_clamp(out, act)
+            if kind == "avg":
+                def qavg(t, *_):
+                    # The stored values summed over the in-image cells (exact in float64),
+                    # divided by their count rounding half away from zero, as integers.
+                    xin = (t if nchw else t.permute(TO_NCHW)).double()
+                    acc = F.avg_pool2d(F.pad(xin, pads), window, strides, divisor_override=1).long()
+                    ones = F.pad(torch.ones_like(xin[:1, :1]), pads)
+                    count = F.avg_pool2d(ones, window, strides, divisor_override=1).long()
+                    avg = torch.sign(acc) * torch.div(torch.abs(acc) + count // 2, count, rounding_mode="floor")
+                    y = clamp(avg).to(t.dtype)
+                    return (y if nchw else y.permute(TO_NHWC)).contiguous()
+                return qavg
             low = float(QUANT_RANGE[x.type][0]) - 1.0
 
             def qmax(t, *_):
