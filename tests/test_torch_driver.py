@@ -111,6 +111,20 @@ def test_quant8_average_pool_rounds_half_away_like_the_reference(device):
         np.testing.assert_array_equal(run(device, model, xv).outputs[0], execute(model, [xv])[0])
 
 
+def test_while_runs_its_body_and_stops_at_the_loop_timeout(device):
+    from nnconform.suites.examples import control_flow as cfx
+    model = cfx.while_rnn_accumulate()
+    inputs = [np.array([[1, 3]], np.float32), np.array([3], np.int32)]
+    want = execute(model, inputs)
+    got = run(device, model, *inputs).outputs
+    for w, g in zip(want, got):
+        np.testing.assert_array_equal(g, w)
+    prepared = device.prepare(cfx.while_flag_loop())
+    with pytest.raises(DriverError) as e:
+        prepared.execute(Request.from_arrays(prepared.model, [np.array([True])]), loop_timeout=0.05)
+    assert e.value.status == ErrorStatus.MISSED_DEADLINE_TRANSIENT
+
+
 def test_int32_div_floors_and_zero_divisor_gives_zero(device):
     b = ModelBuilder()
     a_, d_ = b.input(T.TENSOR_INT32, [4]), b.input(T.TENSOR_INT32, [4])

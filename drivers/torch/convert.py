@@ -36,7 +36,7 @@ from nnconform.ops import activation as nn_activation
 from nnconform.ops.padding import PADDING_SAME, PADDING_VALID, explicit_padding
 from nnconform.ops.quant import QUANT_RANGE
 
-from . import quantfixed
+from . import control_flow, quantfixed
 
 __all__ = ["Unsupported", "Rejected", "Plan", "build_plan", "operation_supported", "TORCH_DTYPE"]
 
@@ -65,8 +65,11 @@ Kernel = Callable[..., "torch.Tensor | Sequence[torch.Tensor]"]
 class OpCtx(ParameterAccess):
     """One operation seen by its converter."""
 
-    def __init__(self, sg: Subgraph, index: int):
+    def __init__(self, sg: Subgraph, index: int, model: Model | None = None,
+                 clock: "control_flow.Clock | None" = None):
         self.sg = sg
+        self.model = model                    # for IF / WHILE: the referenced subgraphs
+        self.clock = clock or control_flow.Clock()
         self.op = sg.operations[index]
         self.ins: list[Operand] = [sg.operands[i] for i in self.op.inputs]
         self.outs: list[Operand] = [sg.operands[i] for i in self.op.outputs]
@@ -1204,6 +1207,7 @@ CONVERTERS: dict[Op, Callable[[OpCtx], Kernel]] = {
     Op.INSTANCE_NORMALIZATION: conv_instance_normalization,
     Op.LOCAL_RESPONSE_NORMALIZATION: conv_local_response_normalization,
     Op.RANK: conv_rank, Op.FILL: conv_fill, Op.CHANNEL_SHUFFLE: conv_channel_shuffle,
+    Op.IF: control_flow.conv_if, Op.WHILE: control_flow.conv_while,
 }
 
 
@@ -1217,7 +1221,8 @@ def _check_io_types(sg: Subgraph, indexes) -> None:
             raise Unsupported(f"operand of type {sg.operands[i].type.name}")
 
 
-def convert_operation(sg: Subgraph, index: int) -> Kernel:
+def convert_operation(sg: Subgraph, index: int, model: Model | None = None,
+                      clock: "control_flow.Clock | None" = None) -> Kernel:
     """The kernel of one operation; Unsupported when it cannot be mapped faithfully."""
     op = sg.operations[index]
     try:
@@ -1227,12 +1232,12 @@ def convert_operation(sg: Subgraph, index: int) -> Kernel:
     _check_io_types(sg, op.outputs)
     _check_io_types(sg, [i for i in op.inputs if not sg.operands[i].info.is_scalar
                          and not sg.operands[i].is_omitted])
-    return fn(OpCtx(sg, index))
+    return fn(OpCtx(sg, index, model, clock))
 
 
 def operation_supported(model: Model, index: int) -> tuple[bool, str]:
     try:
-        convert_operation(model.main, index)
+        convert_operation(model.main, index, model)
     except Unsupported as e:
         return False, str(e)
     except Rejected:
@@ -1245,28 +1250,32 @@ def _const_tensor(o: Operand) -> torch.Tensor:
 
 
 class Plan:
-    """The model's operations as torch kernels, in model order.  ``run`` maps the main
-    graph's input tensors to its output tensors; it only calls torch (compilable)."""
+    """A subgraph's operations as torch kernels, in model order (the main graph unless told
+    otherwise).  ``run`` maps the subgraph's input tensors to its output tensors; it only
+    calls torch and Python control flow (compilable).  ``clock`` holds the loop timeout and
+    deadline of the current execution for WHILE."""
 
-    def __init__(self, model: Model):
-        if model.referenced:
-            raise Unsupported("referenced subgraphs (IF/WHILE) are not converted")
-        sg = model.main
+    def __init__(self, model: Model, sg: Subgraph | None = None, clock: "control_flow.Clock | None" = None):
+        sg = model.main if sg is None else sg
+        self.clock = clock or control_flow.Clock()
         _check_io_types(sg, (*sg.input_indexes, *sg.output_indexes))
         self.steps: list[tuple[Kernel, tuple[int, ...], tuple[int, ...]]] = []
         self.constants: dict[int, torch.Tensor | None] = {}
         for k, op in enumerate(sg.operations):
             try:
-                kernel = convert_operation(sg, k)
+                kernel = convert_operation(sg, k, model, self.clock)
             except (Unsupported, Rejected) as e:
                 raise type(e)(f"operations[{k}] ({op.name}): {e}") from None
             self.steps.append((kernel, tuple(op.inputs), tuple(op.outputs)))
             for i in op.inputs:
                 o = sg.operands[i]
-                if o.is_omitted:
-                    self.constants[i] = None
-                elif o.is_constant and i not in self.constants:
-                    self.constants[i] = _const_tensor(o) if o.type in TORCH_DTYPE else None
+                if o.is_constant and o.type in TORCH_DTYPE and i not in self.constants:
+                    self.constants[i] = _const_tensor(o)
+                elif o.is_omitted or o.type == T.SUBGRAPH or o.is_constant:
+                    self.constants.setdefault(i, None)   # read at conversion time, or absent
+        for i in sg.output_indexes:   # an output may be a constant no operation reads
+            if sg.operands[i].is_constant and sg.operands[i].type in TORCH_DTYPE:
+                self.constants.setdefault(i, _const_tensor(sg.operands[i]))
         self.inputs = tuple(sg.input_indexes)
         self.outputs = tuple(sg.output_indexes)
 

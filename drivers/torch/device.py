@@ -29,7 +29,7 @@ from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, Ex
                               ExecutionResult, PerformanceInfo, PreparedModel, Priority)
 from nnconform.ir import Model, Request
 
-from . import convert
+from . import control_flow, convert
 
 
 def _first_line(e: BaseException) -> str:
@@ -62,9 +62,12 @@ class TorchPreparedModel(PreparedModel):
                 value = value.reshape(arg.dimensions)
             feed.append(torch.from_numpy(value))
         t_device = time.perf_counter_ns()
+        self.plan.clock.set(loop_timeout, deadline)
         try:
             with torch.no_grad():
                 outputs = [np.array(t.detach().numpy()) for t in self._run(*feed)]
+        except control_flow.LoopTimeout as e:
+            raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, str(e)) from None
         except Exception as e:  # torch raises many types (RuntimeError, IndexError, backend errors)
             raise DriverError(ErrorStatus.GENERAL_FAILURE, f"torch: {_first_line(e)}") from None
         device_us = (time.perf_counter_ns() - t_device) // 1000
@@ -125,8 +128,14 @@ class TorchDevice(Device):
             compiled = torch.compile(plan.run, backend=self.backend, dynamic=False, fullgraph=False)
             sample = _sample_inputs(model)
             if sample is not None:
-                with torch.no_grad():
-                    compiled(*sample)
+                # Zeros may keep a WHILE loop going: a short loop timeout ends the warm-up
+                # (what ran is compiled; the rest compiles when first reached).
+                plan.clock.set(0.2, None)
+                try:
+                    with torch.no_grad():
+                        compiled(*sample)
+                except control_flow.LoopTimeout:
+                    pass   # the warm-up's own bound, not a failure of the model
         except Exception as e:  # dynamo / inductor raise many types (BackendCompilerFailed, ...)
             raise DriverError(ErrorStatus.GENERAL_FAILURE, f"torch.compile failed: {_first_line(e)}") from None
         return compiled
