@@ -125,6 +125,22 @@ def test_while_runs_its_body_and_stops_at_the_loop_timeout(device):
     assert e.value.status == ErrorStatus.MISSED_DEADLINE_TRANSIENT
 
 
+def test_quant8_transpose_conv_matches_the_reference_bit_for_bit(device):
+    rng = np.random.default_rng(91)
+    print("seed", 91)
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_QUANT8_ASYMM_SIGNED, [1, 3, 3, 2], scale=0.5, zero_point=-4)
+    y = b.output(T.TENSOR_QUANT8_ASYMM_SIGNED, [1, 5, 8, 3], scale=0.7, zero_point=5)
+    f = b.const(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [3, 2, 3, 2], rng.integers(-128, 128, 36),
+                channel_quant=ChannelQuant((0.25, 0.5, 0.125), 0))
+    bias = b.const(T.TENSOR_INT32, [3], rng.integers(-300, 300, 3))
+    # explicit paddings left 0, right -1 (the output grows), top 1, bottom 0; strides 2, 2
+    b.operation(Op.TRANSPOSE_CONV_2D, [x, f, bias, *(b.i32(v) for v in (0, -1, 1, 0, 2, 2, 1)), b.bool(False)], [y])
+    model = b.build()
+    xv = rng.integers(-128, 128, (1, 3, 3, 2)).astype(np.int8)
+    np.testing.assert_array_equal(run(device, model, xv).outputs[0], execute(model, [xv])[0])
+
+
 def test_int32_div_floors_and_zero_divisor_gives_zero(device):
     b = ModelBuilder()
     a_, d_ = b.input(T.TENSOR_INT32, [4]), b.input(T.TENSOR_INT32, [4])

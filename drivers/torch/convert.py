@@ -458,6 +458,8 @@ def transpose_conv_args(c: OpCtx):
 
 def conv_transpose_conv_2d(c: OpCtx) -> Kernel:
     x, f = c.ins[0], c.ins[1]
+    if x.type in QUANT8:
+        return quantfixed.transpose_conv_kernel(c)
     if x.type not in FLOATS:
         raise Unsupported(x.type.name)
     if f.type != x.type:

@@ -199,3 +199,30 @@ def fully_connected_kernel(c, act: int):
         acc = (xo @ wo.t()).long() + bias.long()
         return store(multiply_by_quantized_multiplier(acc, mult, shift)).reshape(out_shape)
     return kernel
+
+
+def transpose_conv_kernel(c):
+    """Quantised TRANSPOSE_CONV_2D: offsets scattered in float64 (exact integers), the
+    NNAPI paddings cropped (or, for a negative tail, zero accumulators added), bias added in
+    int64, then the convolution's requantisation."""
+    from .convert import transpose_conv_args
+    x, f, b, out = _check_types(c)
+    crop_pads, strides, act, nchw = transpose_conv_args(c)
+    pl, pr, pt, pb = crop_pads
+    n_out = c.dims(f)[0]
+    mult, shift = output_multipliers(x, f, b, out, n_out, 0)
+    if not isinstance(shift, int):
+        mult, shift = mult.reshape(1, -1, 1, 1), shift.reshape(1, -1, 1, 1)
+    zx, zf = x.zero_point, 0 if f.type == PER_CHANNEL else f.zero_point
+    store = _clamp_store(out, act)
+    crop = (-pl, -pr, -pt, -pb)
+
+    def kernel(t, w, bias, *_):
+        xin = t if nchw else t.permute(TO_NCHW)
+        xo = (xin.long() - zx).double()
+        wo = (w.long() - zf).double().permute(3, 0, 1, 2)
+        acc = F.pad(F.conv_transpose2d(xo, wo, stride=strides), crop).long()
+        acc = acc + bias.long().reshape(1, -1, 1, 1)
+        y = store(multiply_by_quantized_multiplier(acc, mult, shift))
+        return (y if nchw else y.permute(TO_NHWC)).contiguous()
+    return kernel
