@@ -229,12 +229,28 @@ def test_run_case_skips_unsupported_and_passes_supported(device):
     xs = np.array([-1, 0, 2], np.float16)
     want = (1 / (1 + np.exp(-xs.astype(np.float64)))).astype(np.float16)
     assert run_case(device, b.build(), [xs], [want]).outcome == PASS
-    b = ModelBuilder()   # quantised RESIZE_BILINEAR is not converted (float is)
-    x = b.input(T.TENSOR_QUANT8_ASYMM, [1, 2, 2, 1], scale=0.5, zero_point=0)
-    y = b.output(T.TENSOR_QUANT8_ASYMM, [1, 4, 4, 1], scale=0.5, zero_point=0)
-    b.operation(Op.RESIZE_BILINEAR, [x, b.i32(4), b.i32(4)], [y])
-    assert run_case(device, b.build(), [np.zeros((1, 2, 2, 1), np.uint8)],
-                    [np.zeros((1, 4, 4, 1), np.uint8)]).outcome == SKIP
+    b = ModelBuilder()   # quantised LOGISTIC (a fixed-point kernel) is not converted (float is)
+    x = b.input(T.TENSOR_QUANT8_ASYMM, [4], scale=0.5, zero_point=0)
+    y = b.output(T.TENSOR_QUANT8_ASYMM, [4], scale=1 / 256, zero_point=0)
+    b.operation(Op.LOGISTIC, [x], [y])
+    assert run_case(device, b.build(), [np.zeros(4, np.uint8)], [np.full(4, 128, np.uint8)]).outcome == SKIP
+
+
+def test_quant8_resize_bilinear_matches_the_reference_bit_for_bit(device):
+    rng = np.random.default_rng(23)
+    print("seed", 23)
+    for t, dt in ((T.TENSOR_QUANT8_ASYMM, np.uint8), (T.TENSOR_QUANT8_ASYMM_SIGNED, np.int8)):
+        for mode in range(3):   # plain, align_corners, half_pixel_centers
+            b = ModelBuilder()
+            x = b.input(t, [1, 3, 4, 2], scale=0.5, zero_point=1)
+            y = b.output(t, [1, 7, 5, 2], scale=0.5, zero_point=1)
+            b.operation(Op.RESIZE_BILINEAR, [x, b.i32(5), b.i32(7), b.bool(False), b.bool(mode == 1),
+                                             b.bool(mode == 2)], [y])
+            model = b.build()
+            info = np.iinfo(dt)
+            xv = rng.integers(info.min, info.max + 1, (1, 3, 4, 2)).astype(dt)
+            np.testing.assert_array_equal(run(device, model, xv).outputs[0], execute(model, [xv])[0],
+                                          err_msg=f"{t.name} mode {mode}")
 
 
 def test_compiled_device_compiles_in_prepare_and_execute_only_runs():

@@ -942,22 +942,64 @@ def _bilinear_axis(in_size: int, out_size: int, align: bool, half: bool):
 
 
 def conv_resize_bilinear(c: OpCtx) -> Kernel:
-    x = c.require(0, FLOATS)
+    x, out = c.ins[0], c.outs[0]
+    if x.type in QUANT8:
+        if not same_quant(x, out):
+            raise Unsupported("quantised RESIZE_BILINEAR with other output parameters")
+    elif x.type not in FLOATS:
+        raise Unsupported(x.type.name)
     h, w, out_h, out_w, align, half, nchw = _resize_args(c)
     if align and half:
         raise Unsupported("align_corners together with half_pixel_centers")
+    dt = TORCH_DTYPE[x.type]
+    if x.type == T.TENSOR_QUANT8_ASYMM_SIGNED:
+        return _bilinear_int8(h, w, out_h, out_w, align, half, nchw)
     ylo, yhi, fy = _bilinear_axis(h, out_h, align, half)
     xlo, xhi, fx = _bilinear_axis(w, out_w, align, half)
     fy, fx = fy.reshape(1, -1, 1, 1), fx.reshape(1, 1, -1, 1)
-    dt = TORCH_DTYPE[x.type]
+    truncate = x.type == T.TENSOR_QUANT8_ASYMM
 
     def kernel(t, *_):
-        v = wide(t.permute(TO_NHWC) if nchw else t)
+        v = (t.permute(TO_NHWC) if nchw else t).float()
         top, bottom = v[:, ylo], v[:, yhi]
-        tl, tr, bl, br = top[:, :, xlo], top[:, :, xhi], bottom[:, :, xlo], bottom[:, :, xhi]
-        # The reference's blend, summed in this order in float32.
-        y = tl * ((1 - fy) * (1 - fx)) + bl * (fy * (1 - fx)) + tr * ((1 - fy) * fx) + br * (fy * fx)
+        # The reference's blend: the same association and order, in float32 (so that the
+        # quantised truncation toward zero lands on the same integers).
+        y = (top[:, :, xlo] * (1 - fy) * (1 - fx) + bottom[:, :, xlo] * fy * (1 - fx)
+             + top[:, :, xhi] * (1 - fy) * fx + bottom[:, :, xhi] * fy * fx)
+        if truncate:
+            y = torch.trunc(y)
         y = y.to(dt)
+        return (y.permute(TO_NCHW) if nchw else y).contiguous()
+    return kernel
+
+
+def _bilinear_axis_fixed(in_size: int, out_size: int, align: bool, half: bool):
+    """TFLite's int8 kernel: source coordinates in 1/1024 pixel units."""
+    if align and out_size > 1:
+        scale = ((1 << 10) * (in_size - 1) + (out_size - 1) // 2) // (out_size - 1)
+    else:
+        scale = ((1 << 10) * in_size + out_size // 2) // out_size
+    i = np.arange(out_size, dtype=np.int64)
+    src = i * scale + scale // 2 - (1 << 9) if half else i * scale
+    lo = np.maximum(np.trunc(src / (1 << 10)).astype(np.int64), 0)
+    hi = np.minimum(np.trunc((src + (1 << 10) - 1) / (1 << 10)).astype(np.int64), in_size - 1)
+    return torch.tensor(lo), torch.tensor(hi), torch.tensor(src - (1 << 10) * lo)
+
+
+def _bilinear_int8(h, w, out_h, out_w, align, half, nchw) -> Kernel:
+    ylo, yhi, wy = _bilinear_axis_fixed(h, out_h, align, half)
+    xlo, xhi, wx = _bilinear_axis_fixed(w, out_w, align, half)
+    wy, wx = wy.reshape(1, -1, 1, 1), wx.reshape(1, 1, -1, 1)
+    one = 1 << 10
+
+    def kernel(t, *_):
+        v = (t.permute(TO_NHWC) if nchw else t).long()
+        top, bottom = v[:, ylo], v[:, yhi]
+        acc = (top[:, :, xlo] * (one - wy) * (one - wx) + bottom[:, :, xlo] * wy * (one - wx)
+               + top[:, :, xhi] * (one - wy) * wx + bottom[:, :, xhi] * wy * wx)
+        # round half away from zero from 1/2**20 units (C division truncates toward zero)
+        nudged = acc + torch.where(acc > 0, 1 << 19, -(1 << 19))
+        y = torch.div(nudged, 1 << 20, rounding_mode="trunc").to(torch.int8)
         return (y.permute(TO_NCHW) if nchw else y).contiguous()
     return kernel
 
