@@ -1,0 +1,1339 @@
+"""nnconform model -> a plan of torch operations, one small converter per NNAPI operation.
+
+A converter reads the operation's parameters (constants, at conversion time) and returns a
+*kernel*: a function from the operation's input tensors (``None`` for an omitted optional
+input) to its output tensors, made only of torch operations.  The plan is the kernels in
+model order; the device runs it eagerly, or hands the whole plan to ``torch.compile``.
+
+When a mapping would not compute what NNAPI specifies for the operation's data types and
+parameters, the converter raises :class:`Unsupported` (the device then reports the operation
+unsupported and the suites skip it): nothing here approximates a semantics it cannot match.
+
+Conventions:
+- Tensors keep NNAPI's storage types: TENSOR_QUANT8_ASYMM is uint8, the signed and symmetric
+  8-bit types are int8, TENSOR_BOOL8 is bool (scale and zero point live in the converter).
+- FLOAT16 arithmetic is widened to float32 and narrowed once, as the NNAPI CPU reference does;
+  pure data movement stays in the storage type.
+- Images: NNAPI is NHWC by default, torch's conv / pool are NCHW: we permute around them.
+  NNAPI's explicit paddings may be asymmetric: they are applied with F.pad.
+- TENSOR_INT32 arithmetic is done in int64 and narrowed (wrap-around like two's complement).
+- Quantised arithmetic is supported only where the integer arithmetic is reproduced exactly:
+  data movement and clamps on stored values with unchanged parameters, max pooling,
+  arg-max/min, QUANTIZE / DEQUANTIZE, MEAN and the element-wise ADD / SUB / MUL through
+  gemmlowp's fixed-point requantisation in int64 (quantfixed.py).
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from nnconform.driver_support import ParameterAccess, Rejected, Unsupported
+from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
+from nnconform.ops import activation as nn_activation
+from nnconform.ops.padding import PADDING_SAME, PADDING_VALID, explicit_padding
+from nnconform.ops.quant import QUANT_RANGE
+
+from . import control_flow, quantfixed
+
+__all__ = ["Unsupported", "Rejected", "Plan", "build_plan", "operation_supported", "TORCH_DTYPE"]
+
+TORCH_DTYPE = {
+    T.TENSOR_FLOAT32: torch.float32, T.FLOAT32: torch.float32,
+    T.TENSOR_FLOAT16: torch.float16, T.FLOAT16: torch.float16,
+    T.TENSOR_INT32: torch.int32, T.INT32: torch.int32,
+    T.TENSOR_BOOL8: torch.bool, T.BOOL: torch.bool,
+    T.TENSOR_QUANT8_ASYMM: torch.uint8,
+    T.TENSOR_QUANT8_ASYMM_SIGNED: torch.int8,
+    T.TENSOR_QUANT8_SYMM: torch.int8,
+    T.TENSOR_QUANT8_SYMM_PER_CHANNEL: torch.int8,
+}
+FLOATS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
+QUANT8 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+MOVABLE = FLOATS + QUANT8 + (T.TENSOR_INT32, T.TENSOR_BOOL8)
+TO_NCHW, TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
+
+Kernel = Callable[..., "torch.Tensor | Sequence[torch.Tensor]"]
+
+
+# ---------------------------------------------------------------------------------------
+# Per-operation context and tensor helpers
+# ---------------------------------------------------------------------------------------
+
+class OpCtx(ParameterAccess):
+    """One operation seen by its converter."""
+
+    def __init__(self, sg: Subgraph, index: int, model: Model | None = None,
+                 clock: "control_flow.Clock | None" = None):
+        self.sg = sg
+        self.model = model                    # for IF / WHILE: the referenced subgraphs
+        self.clock = clock or control_flow.Clock()
+        self.op = sg.operations[index]
+        self.ins: list[Operand] = [sg.operands[i] for i in self.op.inputs]
+        self.outs: list[Operand] = [sg.operands[i] for i in self.op.outputs]
+
+    def dims(self, operand: Operand) -> tuple[int, ...]:
+        if not operand.dimensions or any(d == 0 for d in operand.dimensions):
+            raise Unsupported(f"needs known dimensions, got {list(operand.dimensions)}")
+        return operand.dimensions
+
+    def rank(self, operand: Operand) -> int:
+        if not operand.dimensions:
+            raise Unsupported("needs a known rank")
+        return len(operand.dimensions)
+
+    def require(self, k: int, types, what: str = "") -> Operand:
+        o = self.ins[k]
+        if o.type not in types:
+            raise Unsupported(f"{what or f'input {k}'} of type {o.type.name}")
+        return o
+
+    def out_dtype(self, k: int = 0) -> torch.dtype:
+        return TORCH_DTYPE[self.outs[k].type]
+
+
+def wide(t: torch.Tensor) -> torch.Tensor:
+    """A float tensor in float32 (fp16 widened: the reference computes fp16 in float32)."""
+    return t.float() if t.dtype == torch.float16 else t
+
+
+def float_act(t: torch.Tensor, act: int) -> torch.Tensor:
+    if act == nn_activation.NONE:
+        return t
+    lo, hi = nn_activation.float_bounds(act)
+    return torch.clamp(t, min=None if np.isinf(lo) else lo, max=None if np.isinf(hi) else hi)
+
+
+def check_act(act: int) -> int:
+    if act not in nn_activation.FUSED_ACTIVATIONS:
+        raise Unsupported(f"fused activation {act}")
+    return act
+
+
+def quant_clamp(out: Operand, act: int) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Clamp stored quantised values to NNAPI's activation bounds (exact on integers)."""
+    lo, hi = nn_activation.quant_bounds(check_act(act), out)
+    qlo, qhi = QUANT_RANGE[out.type]
+    if lo <= qlo and hi >= qhi:
+        return lambda t: t
+    return lambda t: torch.clamp(t, lo, hi)
+
+
+def same_quant(a: Operand, b: Operand) -> bool:
+    return a.type == b.type and (a.type not in QUANT8 or (np.float32(a.scale) == np.float32(b.scale)
+                                                         and a.zero_point == b.zero_point))
+
+
+def movable(c: OpCtx, k: int = 0, types=MOVABLE) -> Operand:
+    """Pure data movement: any storage type, but a quantised output must keep the input's
+    scale and zero point (otherwise NNAPI requantises)."""
+    x = c.require(k, types)
+    for out in c.outs:
+        if not same_quant(x, out):
+            raise Unsupported("quantised output with other parameters than the input")
+    return x
+
+
+def axes_of(c: OpCtx, k: int, r: int) -> list[int]:
+    return sorted({int(a) % r for a in c.const(k).reshape(-1)})
+
+
+# ---------------------------------------------------------------------------------------
+# Element-wise arithmetic
+# ---------------------------------------------------------------------------------------
+
+_TORCH_ARITH = {Op.ADD: torch.add, Op.SUB: torch.sub, Op.MUL: torch.mul, Op.DIV: torch.div}
+
+
+def conv_arith(c: OpCtx) -> Kernel:
+    a = c.ins[0]
+    act = check_act(int(c.scalar(2)))
+    fn = _TORCH_ARITH[Op(c.op.type)]
+    dt = c.out_dtype()
+    if a.type in FLOATS:
+        return lambda x, y, _a=None: float_act(fn(wide(x), wide(y)), act).to(dt)
+    if a.type == T.TENSOR_INT32:
+        if act != nn_activation.NONE:
+            raise Unsupported("int32 arithmetic with a fused activation")
+        if c.op.type == Op.DIV:
+            return _int32_floor_div
+        # int64 holds every exact result; narrowing wraps as two's-complement int32 does.
+        return lambda x, y, _a=None: fn(x.long(), y.long()).to(torch.int32)
+    if a.type in QUANT8 and c.op.type != Op.DIV:
+        return quantfixed.arith_kernel(c, Op(c.op.type), act)
+    raise Unsupported(a.type.name)
+
+
+def _int32_floor_div(x, y, _a=None):
+    # NNAPI: floor division, a zero divisor gives 0.
+    zero = y == 0
+    safe = torch.where(zero, torch.ones_like(y), y).long()
+    q = torch.div(x.long(), safe, rounding_mode="floor")
+    return torch.where(zero, torch.zeros_like(q), q).to(torch.int32)
+
+
+def conv_minmax(c: OpCtx) -> Kernel:
+    a, out = c.ins[0], c.outs[0]
+    if a.type in QUANT8 and not (same_quant(a, out) and same_quant(c.ins[1], out)):
+        raise Unsupported("quantised MAXIMUM/MINIMUM with requantisation")
+    if a.type not in FLOATS + QUANT8 + (T.TENSOR_INT32,):
+        raise Unsupported(a.type.name)
+    # std::max(a, b) = a < b ? b : a; std::min(a, b) = b < a ? b : a: ties and NaN as in C++.
+    if c.op.type == Op.MAXIMUM:
+        return lambda x, y: torch.where(x < y, y, x)
+    return lambda x, y: torch.where(y < x, y, x)
+
+
+def conv_pow(c: OpCtx) -> Kernel:
+    c.require(0, FLOATS)
+    dt = c.out_dtype()
+    return lambda x, y: torch.pow(wide(x), wide(y)).to(dt)
+
+
+def conv_prelu(c: OpCtx) -> Kernel:
+    c.require(0, FLOATS)
+    dt = c.out_dtype()
+
+    def kernel(x, alpha):
+        xf = wide(x)
+        return torch.where(xf < 0, xf * wide(alpha), xf).to(dt)
+    return kernel
+
+
+# ---------------------------------------------------------------------------------------
+# Activations and unary math
+# ---------------------------------------------------------------------------------------
+
+def _relu(act: int):
+    def convert(c: OpCtx) -> Kernel:
+        x, out = c.ins[0], c.outs[0]
+        if x.type in FLOATS:
+            dt = c.out_dtype()
+            return lambda t: float_act(wide(t), act).to(dt)
+        if x.type in QUANT8:
+            if not same_quant(x, out):
+                raise Unsupported("quantised RELU with different input and output parameters")
+            return quant_clamp(out, act)
+        raise Unsupported(x.type.name)
+    return convert
+
+
+def _rsqrt(t):
+    return 1.0 / torch.sqrt(t)
+
+
+def _hard_swish(t):
+    return t * torch.clamp(t + 3.0, 0.0, 6.0) / 6.0
+
+
+_UNARY_FLOAT = {
+    Op.LOGISTIC: torch.sigmoid, Op.TANH: torch.tanh, Op.ABS: torch.abs, Op.NEG: torch.neg,
+    Op.EXP: torch.exp, Op.LOG: torch.log, Op.SQRT: torch.sqrt, Op.SIN: torch.sin,
+    Op.FLOOR: torch.floor, Op.RSQRT: _rsqrt, Op.HARD_SWISH: _hard_swish,
+}
+
+
+def conv_unary(c: OpCtx) -> Kernel:
+    x = c.ins[0]
+    fn = _UNARY_FLOAT[Op(c.op.type)]
+    if x.type in FLOATS:
+        dt = c.out_dtype()
+        return lambda t: fn(wide(t)).to(dt)
+    if x.type == T.TENSOR_INT32 and c.op.type in (Op.ABS, Op.NEG):
+        return lambda t: fn(t.long()).to(torch.int32)   # -INT32_MIN wraps to INT32_MIN
+    raise Unsupported(x.type.name)
+
+
+def conv_elu(c: OpCtx) -> Kernel:
+    c.require(0, FLOATS)
+    alpha = float(c.scalar(1))
+    dt = c.out_dtype()
+
+    def kernel(t, _alpha=None):
+        xf = wide(t)
+        return torch.where(xf < 0, alpha * torch.expm1(xf), xf).to(dt)
+    return kernel
+
+
+def _softmax(log: bool):
+    def convert(c: OpCtx) -> Kernel:
+        c.require(0, FLOATS)
+        beta = float(c.scalar(1))
+        axis = int(c.scalar(2, -1))
+        dt = c.out_dtype()
+        fn = torch.log_softmax if log else torch.softmax
+
+        def kernel(t, *_):
+            return fn(wide(t) * beta, dim=axis).to(dt)
+        return kernel
+    return convert
+
+
+def conv_l2_normalization(c: OpCtx) -> Kernel:
+    c.require(0, FLOATS)
+    axis = int(c.scalar(1, -1))
+    dt = c.out_dtype()
+
+    def kernel(t, *_):
+        xf = wide(t)
+        norm = torch.sqrt(torch.sum(xf * xf, dim=axis, keepdim=True))
+        return (xf / torch.clamp(norm, min=1e-6)).to(dt)
+    return kernel
+
+
+# ---------------------------------------------------------------------------------------
+# Comparisons, logical, select
+# ---------------------------------------------------------------------------------------
+
+_COMPARE = {Op.EQUAL: torch.eq, Op.NOT_EQUAL: torch.ne, Op.GREATER: torch.gt,
+            Op.GREATER_EQUAL: torch.ge, Op.LESS: torch.lt, Op.LESS_EQUAL: torch.le}
+
+
+def conv_compare(c: OpCtx) -> Kernel:
+    a, b = c.ins[0], c.ins[1]
+    fn = _COMPARE[Op(c.op.type)]
+    if a.type in QUANT8:
+        # Stored values order like real values only under the same scale and zero point.
+        if not same_quant(a, b):
+            raise Unsupported("quantised comparison with different parameters")
+        return lambda x, y: fn(x, y)
+    if a.type in FLOATS or a.type == T.TENSOR_INT32:
+        return lambda x, y: fn(x, y)
+    if a.type == T.TENSOR_BOOL8:   # false < true, as integers
+        return lambda x, y: fn(x.to(torch.int32), y.to(torch.int32))
+    raise Unsupported(a.type.name)
+
+
+def conv_logical(c: OpCtx) -> Kernel:
+    c.require(0, (T.TENSOR_BOOL8,))
+    if c.op.type == Op.LOGICAL_NOT:
+        return torch.logical_not
+    return torch.logical_and if c.op.type == Op.LOGICAL_AND else torch.logical_or
+
+
+def conv_select(c: OpCtx) -> Kernel:
+    a, b, out = c.ins[1], c.ins[2], c.outs[0]
+    if a.type in QUANT8:
+        if not (same_quant(a, out) and same_quant(b, out)):
+            raise Unsupported("quantised SELECT with requantisation")
+    elif a.type not in FLOATS + (T.TENSOR_INT32,):
+        raise Unsupported(a.type.name)
+    return lambda cond, x, y: torch.where(cond, x, y)
+
+
+# ---------------------------------------------------------------------------------------
+# Convolutions, fully connected, pooling (floats)
+# ---------------------------------------------------------------------------------------
+
+def conv_args(c: OpCtx, n_extra: int):
+    """(pads (left, right, top, bottom), strides (h, w), dilations (h, w), extra, act, nchw)."""
+    n = len(c.ins)
+    k = 7 + n_extra
+    explicit = not (n == k or (n > k and c.ins[k].type == T.BOOL))
+    if explicit:
+        pl, pr, pt, pb = (int(c.scalar(i)) for i in (3, 4, 5, 6))
+        sw, sh = int(c.scalar(7)), int(c.scalar(8))
+        first = 9
+    else:
+        scheme = int(c.scalar(3))
+        sw, sh = int(c.scalar(4)), int(c.scalar(5))
+        first = 6
+    extra = [int(c.scalar(first + i)) for i in range(n_extra)]
+    act_i = first + n_extra
+    act = check_act(int(c.scalar(act_i)))
+    nchw = bool(c.scalar(act_i + 1)) if n > act_i + 1 else False
+    dw, dh = (int(c.scalar(act_i + 2)), int(c.scalar(act_i + 3))) if n > act_i + 3 else (1, 1)
+    if not explicit:
+        xd, fd = c.dims(c.ins[0]), c.dims(c.ins[1])
+        h, w = (xd[2], xd[3]) if nchw else (xd[1], xd[2])
+        if scheme not in (PADDING_SAME, PADDING_VALID):
+            raise Unsupported(f"padding scheme {scheme}")
+        pl, pr = explicit_padding(w, sw, fd[2], scheme, dw)
+        pt, pb = explicit_padding(h, sh, fd[1], scheme, dh)
+    return (pl, pr, pt, pb), (sh, sw), (dh, dw), extra, act, nchw
+
+
+def _float_conv(c: OpCtx, n_extra: int, filter_perm, groups_of) -> Kernel:
+    """CONV_2D / DEPTHWISE / GROUPED on floats: F.conv2d on an NCHW input padded with F.pad."""
+    x, f = c.ins[0], c.ins[1]
+    if x.type not in FLOATS:
+        if x.type in QUANT8:
+            return quantfixed.conv_kernel(c, n_extra, filter_perm, groups_of)
+        raise Unsupported(x.type.name)
+    if f.type != x.type or c.ins[2].type != x.type:
+        raise Unsupported("mixed filter or bias type")
+    pads, strides, dil, extra, act, nchw = conv_args(c, n_extra)
+    groups = groups_of(c, extra, nchw)
+    dt = c.out_dtype()
+
+    def kernel(t, w, b, *_):
+        xin = wide(t) if nchw else wide(t).permute(TO_NCHW)
+        y = F.conv2d(F.pad(xin, pads), wide(w).permute(filter_perm), wide(b), stride=strides,
+                     dilation=dil, groups=groups)
+        y = float_act(y, act)
+        return (y if nchw else y.permute(TO_NHWC)).contiguous().to(dt)
+    return kernel
+
+
+def _groups_conv(c, extra, nchw):
+    return 1
+
+
+def _groups_grouped(c, extra, nchw):
+    if len(c.ins) > 11 and not (len(c.ins) == 12 and c.ins[11].type == T.BOOL):
+        raise Unsupported("GROUPED_CONV_2D takes no dilation")
+    return extra[0]
+
+
+def _groups_depthwise(c, extra, nchw):
+    xd, fd = c.dims(c.ins[0]), c.dims(c.ins[1])
+    channels = xd[1] if nchw else xd[3]
+    if fd[3] != channels * extra[0]:
+        raise Unsupported(f"filter depth {fd[3]} != channels {channels} x multiplier {extra[0]}")
+    return channels
+
+
+def conv_conv_2d(c: OpCtx) -> Kernel:
+    return _float_conv(c, 0, (0, 3, 1, 2), _groups_conv)
+
+
+def conv_grouped_conv_2d(c: OpCtx) -> Kernel:
+    return _float_conv(c, 1, (0, 3, 1, 2), _groups_grouped)
+
+
+def conv_depthwise_conv_2d(c: OpCtx) -> Kernel:
+    # [1, fh, fw, C*mult] -> [C*mult, 1, fh, fw]: output channel c*mult + m belongs to group c.
+    return _float_conv(c, 1, (3, 0, 1, 2), _groups_depthwise)
+
+
+def conv_fully_connected(c: OpCtx) -> Kernel:
+    x, w, out = c.ins[0], c.ins[1], c.outs[0]
+    act = check_act(int(c.scalar(3)))
+    n_units, k = c.dims(w)
+    out_shape = c.dims(out)
+    if x.type not in FLOATS:
+        if x.type in QUANT8:
+            return quantfixed.fully_connected_kernel(c, act)
+        raise Unsupported(x.type.name)
+    if w.type != x.type:
+        raise Unsupported("mixed weight type")
+    dt = c.out_dtype()
+
+    def kernel(t, wt, b, *_):
+        y = wide(t).reshape(-1, k) @ wide(wt).t()
+        if b is not None:
+            y = y + wide(b)
+        return float_act(y, act).reshape(out_shape).to(dt)
+    return kernel
+
+
+def transpose_padding(out_size: int, stride: int, filter_size: int, scheme: int) -> tuple[int, int]:
+    if scheme == PADDING_VALID:
+        return 0, 0
+    if scheme != PADDING_SAME:
+        raise Unsupported(f"padding scheme {scheme}")
+    total = ((out_size + stride - 1) // stride - 1) * stride + filter_size - out_size
+    head = total // 2 if total > 0 else 0   # a negative total all goes to the tail
+    return head, total - head
+
+
+def transpose_conv_args(c: OpCtx):
+    f = c.ins[1]
+    if len(c.ins) == 11:
+        pl, pr, pt, pb = (int(c.scalar(i)) for i in (3, 4, 5, 6))
+        sw, sh, act = (int(c.scalar(i)) for i in (7, 8, 9))
+        nchw = bool(c.scalar(10))
+    else:
+        scheme, sw, sh, act = (int(c.scalar(i)) for i in (4, 5, 6, 7))
+        nchw = bool(c.scalar(8))
+        oshape = [int(v) for v in c.const(3).reshape(-1)]
+        oh, ow = (oshape[2], oshape[3]) if nchw else (oshape[1], oshape[2])
+        fd = c.dims(f)
+        pl, pr = transpose_padding(ow, sw, fd[2], scheme)
+        pt, pb = transpose_padding(oh, sh, fd[1], scheme)
+    return (pl, pr, pt, pb), (sh, sw), check_act(act), nchw
+
+
+def conv_transpose_conv_2d(c: OpCtx) -> Kernel:
+    x, f = c.ins[0], c.ins[1]
+    if x.type in QUANT8:
+        return quantfixed.transpose_conv_kernel(c)
+    if x.type not in FLOATS:
+        raise Unsupported(x.type.name)
+    if f.type != x.type:
+        raise Unsupported("mixed filter type")
+    (pl, pr, pt, pb), strides, act, nchw = transpose_conv_args(c)
+    dt = c.out_dtype()
+    # The full transposed convolution, then NNAPI's paddings cropped from it (a negative tail
+    # padding grows the output, where only the bias lands): F.pad with negated paddings.
+    crop = (-pl, -pr, -pt, -pb)
+
+    def kernel(t, w, b, *_):
+        xin = wide(t) if nchw else wide(t).permute(TO_NCHW)
+        y = F.conv_transpose2d(xin, wide(w).permute(3, 0, 1, 2), stride=strides)
+        y = F.pad(y, crop) + wide(b).reshape(1, -1, 1, 1)
+        y = float_act(y, act)
+        return (y if nchw else y.permute(TO_NHWC)).contiguous().to(dt)
+    return kernel
+
+
+def pool_args(c: OpCtx):
+    n = len(c.ins)
+    if n in (10, 11):
+        pl, pr, pt, pb = (int(c.scalar(i)) for i in (1, 2, 3, 4))
+        sw, sh, fw, fh, act = (int(c.scalar(i)) for i in (5, 6, 7, 8, 9))
+        nchw = bool(c.scalar(10)) if n == 11 else False
+    else:
+        scheme = int(c.scalar(1))
+        sw, sh, fw, fh, act = (int(c.scalar(i)) for i in (2, 3, 4, 5, 6))
+        nchw = bool(c.scalar(7)) if n == 8 else False
+        xd = c.dims(c.ins[0])
+        h, w = (xd[2], xd[3]) if nchw else (xd[1], xd[2])
+        if scheme not in (PADDING_SAME, PADDING_VALID):
+            raise Unsupported(f"padding scheme {scheme}")
+        pl, pr = explicit_padding(w, sw, fw, scheme)
+        pt, pb = explicit_padding(h, sh, fh, scheme)
+    return (pl, pr, pt, pb), (sh, sw), (fh, fw), check_act(act), nchw
+
+
+def _pool(kind: str):
+    def convert(c: OpCtx) -> Kernel:
+        x, out = c.ins[0], c.outs[0]
+        pads, strides, window, act, nchw = pool_args(c)
+        if x.type in QUANT8:
+            if kind == "l2" or not same_quant(x, out):
+                raise Unsupported("quantised L2 pooling or pooling with other output parameters")
+            clamp = quant_clamp(out, act)
+            if kind == "avg":
+                def qavg(t, *_):
+                    # The stored values summed over the in-image cells (exact in float64),
+                    # divided by their count rounding half away from zero, as integers.
+                    xin = (t if nchw else t.permute(TO_NCHW)).double()
+                    acc = F.avg_pool2d(F.pad(xin, pads), window, strides, divisor_override=1).long()
+                    ones = F.pad(torch.ones_like(xin[:1, :1]), pads)
+                    count = F.avg_pool2d(ones, window, strides, divisor_override=1).long()
+                    avg = torch.sign(acc) * torch.div(torch.abs(acc) + count // 2, count, rounding_mode="floor")
+                    y = clamp(avg).to(t.dtype)
+                    return (y if nchw else y.permute(TO_NHWC)).contiguous()
+                return qavg
+            low = float(QUANT_RANGE[x.type][0]) - 1.0
+
+            def qmax(t, *_):
+                # Stored values order like real values; padding never wins (below qmin).
+                xin = (t if nchw else t.permute(TO_NCHW)).float()
+                y = F.max_pool2d(F.pad(xin, pads, value=low), window, strides)
+                y = clamp(y.to(t.dtype))
+                return (y if nchw else y.permute(TO_NHWC)).contiguous()
+            return qmax
+        if x.type not in FLOATS:
+            raise Unsupported(x.type.name)
+        dt = c.out_dtype()
+
+        def kernel(t, *_):
+            xin = wide(t) if nchw else wide(t).permute(TO_NCHW)
+            if kind == "max":
+                y = F.max_pool2d(F.pad(xin, pads, value=-float("inf")), window, strides)
+            else:
+                v = xin * xin if kind == "l2" else xin
+                # NNAPI averages over the window's cells inside the image only.
+                total = F.avg_pool2d(F.pad(v, pads), window, strides, divisor_override=1)
+                ones = F.pad(torch.ones_like(v[:1, :1]), pads)
+                count = F.avg_pool2d(ones, window, strides, divisor_override=1)
+                y = total / count
+                if kind == "l2":
+                    y = torch.sqrt(y)
+            y = float_act(y, act)
+            return (y if nchw else y.permute(TO_NHWC)).contiguous().to(dt)
+        return kernel
+    return convert
+
+
+# ---------------------------------------------------------------------------------------
+# Quantisation and casts
+# ---------------------------------------------------------------------------------------
+
+def round_half_away(t: torch.Tensor) -> torch.Tensor:
+    """std::round, exact for every finite float (x - trunc(x) is exact)."""
+    tr = torch.trunc(t)
+    return tr + torch.where(torch.abs(t - tr) >= 0.5, torch.sign(t), torch.zeros_like(t))
+
+
+def conv_quantize(c: OpCtx) -> Kernel:
+    c.require(0, FLOATS)
+    out = c.outs[0]
+    if out.type not in QUANT8:
+        raise Unsupported(out.type.name)
+    lo, hi = QUANT_RANGE[out.type]
+    scale, zp = float(np.float32(out.scale)), out.zero_point
+    dt = c.out_dtype()
+
+    def kernel(t):
+        # float32 division (not a reciprocal multiply), round half away, clamp with NaN -> qmax.
+        q = round_half_away(wide(t) / torch.tensor(scale, dtype=torch.float32)).double() + zp
+        q = torch.where(torch.isnan(q), torch.full_like(q, hi), torch.clamp(q, lo, hi))
+        return q.to(dt)
+    return kernel
+
+
+def conv_dequantize(c: OpCtx) -> Kernel:
+    x, out = c.ins[0], c.outs[0]
+    if out.type not in FLOATS:
+        raise Unsupported(out.type.name)
+    dt = c.out_dtype()
+    if x.type in QUANT8 or x.type == T.TENSOR_QUANT8_SYMM:
+        scale, zp = torch.tensor(np.float32(x.scale)), x.zero_point
+        return lambda t: ((t.to(torch.int32) - zp).float() * scale).to(dt)
+    if x.type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL and x.channel_quant is not None:
+        cq = x.channel_quant
+        shape = [1] * c.rank(x)
+        shape[cq.channel_dim] = -1
+        scales = torch.tensor(np.asarray(cq.scales, np.float32)).reshape(shape)
+        return lambda t: (t.float() * scales).to(dt)
+    raise Unsupported(x.type.name)
+
+
+def conv_cast(c: OpCtx) -> Kernel:
+    x, out = c.ins[0], c.outs[0]
+    if x.type == out.type and x.type in TORCH_DTYPE:
+        if x.type in QUANT8 and not same_quant(x, out):
+            raise Unsupported("quantised CAST with other parameters")
+        return lambda t: t.clone()
+    convertible = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM)
+    if x.type not in convertible or out.type not in convertible:
+        raise Unsupported(f"{x.type.name} -> {out.type.name}")
+    dt = c.out_dtype()
+    if out.type == T.TENSOR_QUANT8_ASYMM:
+        # NNAPI saturates into 0..255 (truncating floats toward zero); torch's cast wraps.
+        if x.type in FLOATS:
+            return lambda t: torch.trunc(torch.clamp(wide(t), 0.0, 255.0)).to(dt)
+        return lambda t: torch.clamp(t, 0, 255).to(dt)
+    if out.type == T.TENSOR_INT32 and x.type in FLOATS:
+        # NNAPI (ARM64) saturates out-of-range floats and gives 0 for NaN.
+        def kernel(t):
+            xf = wide(t).double()
+            xf = torch.where(torch.isnan(xf), torch.zeros_like(xf), xf)
+            return torch.trunc(torch.clamp(xf, -2.0 ** 31, 2.0 ** 31 - 1)).to(torch.int32)
+        return kernel
+    if out.type == T.TENSOR_FLOAT16 and x.type == T.TENSOR_INT32:
+        return lambda t: t.float().to(dt)   # int32 -> float32 -> float16, as the reference
+    return lambda t: t.to(dt)
+
+
+# ---------------------------------------------------------------------------------------
+# Data movement
+# ---------------------------------------------------------------------------------------
+
+def conv_reshape(c: OpCtx) -> Kernel:
+    movable(c)
+    if not c.ins[1].is_constant:
+        raise Unsupported("a run-time shape")
+    shape = [int(v) for v in c.const(1).reshape(-1)]
+    return lambda t, _s: t.reshape(shape).clone()
+
+
+def conv_squeeze(c: OpCtx) -> Kernel:
+    movable(c)
+    if c.omitted(1):
+        xd = c.dims(c.ins[0])
+        axes = [i for i, d in enumerate(xd) if d == 1]
+    else:
+        axes = axes_of(c, 1, c.rank(c.ins[0]))
+    rank = c.rank(c.ins[0])
+
+    def kernel(t, _a=None):
+        shape = [d for i, d in enumerate(t.shape) if i not in axes]
+        return t.reshape(shape or [1]).clone()
+    return kernel if len(axes) < rank else (lambda t, _a=None: t.reshape([1]).clone())
+
+
+def conv_expand_dims(c: OpCtx) -> Kernel:
+    movable(c)
+    axis = int(c.scalar(1))
+    return lambda t, _a: t.unsqueeze(axis).clone()
+
+
+def conv_transpose(c: OpCtx) -> Kernel:
+    movable(c)
+    if c.omitted(1):
+        if c.rank(c.ins[0]) != 2:
+            raise Unsupported("TRANSPOSE without perm on a non-2-D input")
+        perm = [1, 0]
+    else:
+        perm = [int(p) for p in c.const(1).reshape(-1)]
+        if sorted(perm) != list(range(len(perm))):
+            raise Unsupported("perm is not a permutation")
+    return lambda t, _p=None: t.permute(perm).contiguous()
+
+
+def conv_concatenation(c: OpCtx) -> Kernel:
+    out = c.outs[0]
+    n = len(c.ins) - 1
+    axis = int(c.scalar(n))
+    for k in range(n):
+        x = c.require(k, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+        if not same_quant(x, out):
+            raise Unsupported("quantised CONCATENATION with requantisation")
+    return lambda *ts: torch.cat(list(ts[:n]), dim=axis)
+
+
+def conv_gather(c: OpCtx) -> Kernel:
+    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    axis = int(c.scalar(1))
+    r = c.rank(c.ins[0])
+    axis %= r
+
+    def kernel(t, _a, idx):
+        flat = torch.index_select(t, axis, idx.reshape(-1).long())
+        return flat.reshape(list(t.shape[:axis]) + list(idx.shape) + list(t.shape[axis + 1:]))
+    return kernel
+
+
+def _pad_list(pads: np.ndarray) -> list[int]:
+    """NNAPI [[before, after] per dimension] -> F.pad's last-dimension-first list."""
+    out = []
+    for before, after in pads[::-1]:
+        out += [int(before), int(after)]
+    return out
+
+
+def conv_pad(c: OpCtx) -> Kernel:
+    x = movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,) if c.op.type == Op.PAD_V2 else FLOATS + QUANT8)
+    pads = c.const(1).reshape(-1, 2)
+    if (pads < 0).any():
+        raise Unsupported("negative padding")
+    if c.op.type == Op.PAD_V2:
+        v = c.scalar(2)
+        if x.type in QUANT8:
+            v = int(np.asarray(v).astype(np.int64).astype(x.info.dtype))   # only the low byte counts
+    else:
+        v = x.zero_point if x.type in QUANT8 else 0
+    plist = _pad_list(pads)
+
+    def kernel(t, *_):
+        if t.dtype in (torch.float32, torch.float16):
+            return F.pad(t, plist, value=float(v))
+        # F.pad's constant mode takes integer tensors through a float fill: pad explicitly.
+        shape = [d + int(b) + int(a) for d, (b, a) in zip(t.shape, pads)]
+        y = torch.full(shape, int(v), dtype=t.dtype)
+        index = tuple(slice(int(b), int(b) + d) for d, (b, _a) in zip(t.shape, pads))
+        y[index] = t
+        return y
+    return kernel
+
+
+def conv_mirror_pad(c: OpCtx) -> Kernel:
+    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    pads = c.const(1).reshape(-1, 2)
+    mode = int(c.scalar(2))
+    if mode not in (0, 1):
+        raise Unsupported(f"mirror pad mode {mode}")
+    xd = c.dims(c.ins[0])
+    # Index maps per dimension, computed once: REFLECT skips the edge, SYMMETRIC repeats it.
+    index = []
+    for d, (b, a) in zip(xd, pads):
+        b, a = int(b), int(a)
+        limit = d - 1 if mode == 0 else d
+        if b > limit or a > limit:
+            raise Unsupported(f"padding {b, a} beyond the mirror of a dimension of {d}")
+        pos = np.arange(-b, d + a)
+        if mode == 0:
+            pos = np.abs(pos)
+            pos = np.where(pos >= d, 2 * (d - 1) - pos, pos)
+        else:
+            pos = np.where(pos < 0, -pos - 1, pos)
+            pos = np.where(pos >= d, 2 * d - 1 - pos, pos)
+        index.append(torch.tensor(pos, dtype=torch.long))
+
+    def kernel(t, *_):
+        for axis, idx in enumerate(index):
+            t = torch.index_select(t, axis, idx)
+        return t
+    return kernel
+
+
+def conv_slice(c: OpCtx) -> Kernel:
+    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    xd = c.dims(c.ins[0])
+    begin = [int(b) for b in c.const(1).reshape(-1)]
+    size = [int(s) for s in c.const(2).reshape(-1)]
+    end = [d if s == -1 else b + s for b, s, d in zip(begin, size, xd)]
+    if any(b < 0 or b > d or e > d or e < b for b, e, d in zip(begin, end, xd)):
+        raise Rejected(f"SLICE begin {begin} size {size} is out of range for {list(xd)}")
+    index = tuple(slice(b, e) for b, e in zip(begin, end))
+    return lambda t, *_: t[index].clone()
+
+
+def conv_strided_slice(c: OpCtx) -> Kernel:
+    movable(c, 0, FLOATS + QUANT8)
+    xd = c.dims(c.ins[0])
+    begins, ends, strides = (c.const(k).reshape(-1).astype(np.int64) for k in (1, 2, 3))
+    bmask, emask, smask = (int(c.scalar(k)) for k in (4, 5, 6))
+    index, out_shape = [], []
+    for i, d in enumerate(xd):
+        s = int(strides[i])
+        if s == 0:
+            raise Unsupported("zero stride")
+
+        def clamp(v: int) -> int:
+            if s > 0:
+                return 0 if v < -d else (v + d if v < 0 else min(v, d))
+            return -1 if v < -d else (v + d if v < 0 else min(v, d - 1))
+        b = (0 if s > 0 else d - 1) if bmask >> i & 1 else clamp(int(begins[i]))
+        e = (d if s > 0 else -1) if emask >> i & 1 else clamp(int(ends[i]))
+        if smask >> i & 1:
+            if s < 0 or max(0, -(-(e - b) // s)) != 1:
+                raise Rejected(f"dimension {i} is shrunk but does not keep exactly one element")
+            e = b + 1
+        positions = np.arange(b, e, s)
+        index.append(torch.tensor(positions, dtype=torch.long))
+        if not smask >> i & 1:
+            out_shape.append(len(positions))
+    out_shape = out_shape or [1]
+
+    def kernel(t, *_):
+        for axis, idx in enumerate(index):   # negative strides too: an explicit index list
+            t = torch.index_select(t, axis, idx)
+        return t.reshape(out_shape)
+    return kernel
+
+
+def conv_split(c: OpCtx) -> Kernel:
+    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    axis, n = int(c.scalar(1)), int(c.scalar(2))
+    xd = c.dims(c.ins[0])
+    if n != len(c.outs) or n <= 0 or xd[axis] % n:
+        raise Rejected(f"axis of size {xd[axis]} cannot be split into {n} equal parts")
+    return lambda t, *_: [p.clone() for p in torch.chunk(t, n, dim=axis)]
+
+
+def conv_tile(c: OpCtx) -> Kernel:
+    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    if not c.ins[1].is_constant:
+        raise Unsupported("run-time multiples")
+    mult = [int(m) for m in c.const(1).reshape(-1)]
+    return lambda t, _m: t.repeat(mult)
+
+
+def conv_reverse(c: OpCtx) -> Kernel:
+    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    axes = [int(a) for a in c.const(1).reshape(-1)]
+    if len(axes) != 1:
+        raise Unsupported("REVERSE over several axes")
+    return lambda t, _a: torch.flip(t, axes)
+
+
+def conv_depth_space(c: OpCtx) -> Kernel:
+    movable(c, 0, FLOATS + QUANT8)
+    bs = int(c.scalar(1))
+    nchw = bool(c.scalar(2)) if len(c.ins) > 2 else False
+    fn = F.pixel_shuffle if c.op.type == Op.DEPTH_TO_SPACE else F.pixel_unshuffle
+    to_space = c.op.type == Op.DEPTH_TO_SPACE
+
+    def kernel(t, *_):
+        x = t if nchw else t.permute(TO_NCHW)
+        n, ch, h, w = x.shape
+        if to_space:
+            # NNAPI (TF) orders the depth as (block row, block col, channel): DCR, which is
+            # pixel_shuffle after regrouping the channels.
+            x = x.reshape(n, bs * bs, ch // (bs * bs), h, w).transpose(1, 2).reshape(n, ch, h, w)
+            y = fn(x, bs)
+        else:
+            y = fn(x, bs)
+            oc = y.shape[1]
+            y = y.reshape(n, oc // (bs * bs), bs * bs, h // bs, w // bs).transpose(1, 2) \
+                .reshape(n, oc, h // bs, w // bs)
+        return (y if nchw else y.permute(TO_NHWC)).contiguous()
+    return kernel
+
+
+def conv_batch_space(c: OpCtx) -> Kernel:
+    x = movable(c, 0, FLOATS + QUANT8)
+    to_batch = c.op.type == Op.SPACE_TO_BATCH_ND
+    bh, bw = (int(v) for v in c.const(1).reshape(-1))
+    nchw = bool(c.scalar(3 if to_batch else 2, False))
+    xd = c.dims(x)
+    b, h, w, ch = (xd[0], xd[2], xd[3], xd[1]) if nchw else xd
+    fill = x.zero_point if x.type in QUANT8 else 0
+    if to_batch:
+        (pt, pb), (pl, pr) = c.const(2).reshape(2, 2).tolist()
+        hp, wp = h + pt + pb, w + pl + pr
+        if hp % bh or wp % bw:
+            raise Rejected(f"padded size {hp}x{wp} is not a multiple of the block {bh}x{bw}")
+
+        def kernel(t, *_):
+            y = t.permute(TO_NHWC) if nchw else t
+            padded = torch.full((b, hp, wp, ch), fill, dtype=t.dtype)
+            padded[:, pt:pt + h, pl:pl + w, :] = y
+            y = padded.reshape(b, hp // bh, bh, wp // bw, bw, ch).permute(2, 4, 0, 1, 3, 5)
+            y = y.reshape(b * bh * bw, hp // bh, wp // bw, ch)
+            return (y.permute(TO_NCHW) if nchw else y).contiguous()
+        return kernel
+    if b % (bh * bw):
+        raise Rejected(f"batch {b} is not a multiple of the block {bh}x{bw}")
+    bo = b // (bh * bw)
+
+    def kernel(t, *_):
+        y = t.permute(TO_NHWC) if nchw else t
+        y = y.reshape(bh, bw, bo, h, w, ch).permute(2, 3, 0, 4, 1, 5).reshape(bo, h * bh, w * bw, ch)
+        return (y.permute(TO_NCHW) if nchw else y).contiguous()
+    return kernel
+
+
+def conv_channel_shuffle(c: OpCtx) -> Kernel:
+    x = movable(c, 0, FLOATS + QUANT8)
+    xd = c.dims(x)
+    groups, axis = int(c.scalar(1)), int(c.scalar(2)) % len(xd)
+    ch = xd[axis]
+    if groups <= 0 or ch % groups:
+        raise Unsupported("channels not divisible by groups")
+    s1 = list(xd[:axis]) + [groups, ch // groups] + list(xd[axis + 1:])
+    return lambda t, *_: t.reshape(s1).transpose(axis, axis + 1).reshape(xd).contiguous()
+
+
+def conv_embedding_lookup(c: OpCtx) -> Kernel:
+    movable(c, 1, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    return lambda idx, table: torch.index_select(table, 0, idx.long())
+
+
+def conv_pack(c: OpCtx) -> Kernel:
+    axis = int(c.scalar(0))
+    for k in range(1, len(c.ins)):
+        movable(c, k, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    return lambda _a, *ts: torch.stack(list(ts), dim=axis)
+
+
+# ---------------------------------------------------------------------------------------
+# Resize (index and weight tables computed once, as the reference computes them)
+# ---------------------------------------------------------------------------------------
+
+def _resize_args(c: OpCtx):
+    x = c.ins[0]
+    nchw = bool(c.scalar(3, False)) if len(c.ins) > 3 else False
+    align = bool(c.scalar(4, False)) if len(c.ins) > 4 else False
+    half = bool(c.scalar(5, False)) if len(c.ins) > 5 else False
+    xd = c.dims(x)
+    h, w = (xd[2], xd[3]) if nchw else (xd[1], xd[2])
+    if c.ins[1].type == T.INT32:
+        out_w, out_h = int(c.scalar(1)), int(c.scalar(2))
+    else:   # scales: floor(in * scale) in float32, as the reference computes the size
+        out_w = int(np.floor(np.float32(w) * np.float32(c.scalar(1))))
+        out_h = int(np.floor(np.float32(h) * np.float32(c.scalar(2))))
+    if out_w <= 0 or out_h <= 0:
+        raise Rejected(f"output size {out_w}x{out_h}")
+    return h, w, out_h, out_w, align, half, nchw
+
+
+def _resize_scale(in_size: int, out_size: int, align: bool) -> np.float32:
+    if align and out_size > 1:
+        return np.float32(in_size - 1) / np.float32(out_size - 1)
+    return np.float32(in_size) / np.float32(out_size)
+
+
+def _bilinear_axis(in_size: int, out_size: int, align: bool, half: bool):
+    scale = _resize_scale(in_size, out_size, align)
+    i = np.arange(out_size, dtype=np.float32)
+    src = (i + np.float32(0.5)) * scale - np.float32(0.5) if half else i * scale
+    lo = np.maximum(np.floor(src), 0).astype(np.int64)
+    hi = np.minimum(np.ceil(src).astype(np.int64), in_size - 1)
+    frac = (src - lo.astype(np.float32)).astype(np.float32)
+    return torch.tensor(lo), torch.tensor(hi), torch.tensor(frac)
+
+
+def conv_resize_bilinear(c: OpCtx) -> Kernel:
+    x, out = c.ins[0], c.outs[0]
+    if x.type in QUANT8:
+        if not same_quant(x, out):
+            raise Unsupported("quantised RESIZE_BILINEAR with other output parameters")
+    elif x.type not in FLOATS:
+        raise Unsupported(x.type.name)
+    h, w, out_h, out_w, align, half, nchw = _resize_args(c)
+    if align and half:
+        raise Unsupported("align_corners together with half_pixel_centers")
+    dt = TORCH_DTYPE[x.type]
+    if x.type == T.TENSOR_QUANT8_ASYMM_SIGNED:
+        return _bilinear_int8(h, w, out_h, out_w, align, half, nchw)
+    ylo, yhi, fy = _bilinear_axis(h, out_h, align, half)
+    xlo, xhi, fx = _bilinear_axis(w, out_w, align, half)
+    fy, fx = fy.reshape(1, -1, 1, 1), fx.reshape(1, 1, -1, 1)
+    truncate = x.type == T.TENSOR_QUANT8_ASYMM
+
+    def kernel(t, *_):
+        v = (t.permute(TO_NHWC) if nchw else t).float()
+        top, bottom = v[:, ylo], v[:, yhi]
+        # The reference's blend: the same association and order, in float32 (so that the
+        # quantised truncation toward zero lands on the same integers).
+        y = (top[:, :, xlo] * (1 - fy) * (1 - fx) + bottom[:, :, xlo] * fy * (1 - fx)
+             + top[:, :, xhi] * (1 - fy) * fx + bottom[:, :, xhi] * fy * fx)
+        if truncate:
+            y = torch.trunc(y)
+        y = y.to(dt)
+        return (y.permute(TO_NCHW) if nchw else y).contiguous()
+    return kernel
+
+
+def _bilinear_axis_fixed(in_size: int, out_size: int, align: bool, half: bool):
+    """TFLite's int8 kernel: source coordinates in 1/1024 pixel units."""
+    if align and out_size > 1:
+        scale = ((1 << 10) * (in_size - 1) + (out_size - 1) // 2) // (out_size - 1)
+    else:
+        scale = ((1 << 10) * in_size + out_size // 2) // out_size
+    i = np.arange(out_size, dtype=np.int64)
+    src = i * scale + scale // 2 - (1 << 9) if half else i * scale
+    lo = np.maximum(np.trunc(src / (1 << 10)).astype(np.int64), 0)
+    hi = np.minimum(np.trunc((src + (1 << 10) - 1) / (1 << 10)).astype(np.int64), in_size - 1)
+    return torch.tensor(lo), torch.tensor(hi), torch.tensor(src - (1 << 10) * lo)
+
+
+def _bilinear_int8(h, w, out_h, out_w, align, half, nchw) -> Kernel:
+    ylo, yhi, wy = _bilinear_axis_fixed(h, out_h, align, half)
+    xlo, xhi, wx = _bilinear_axis_fixed(w, out_w, align, half)
+    wy, wx = wy.reshape(1, -1, 1, 1), wx.reshape(1, 1, -1, 1)
+    one = 1 << 10
+
+    def kernel(t, *_):
+        v = (t.permute(TO_NHWC) if nchw else t).long()
+        top, bottom = v[:, ylo], v[:, yhi]
+        acc = (top[:, :, xlo] * (one - wy) * (one - wx) + bottom[:, :, xlo] * wy * (one - wx)
+               + top[:, :, xhi] * (one - wy) * wx + bottom[:, :, xhi] * wy * wx)
+        # round half away from zero from 1/2**20 units (C division truncates toward zero)
+        nudged = acc + torch.where(acc > 0, 1 << 19, -(1 << 19))
+        y = torch.div(nudged, 1 << 20, rounding_mode="trunc").to(torch.int8)
+        return (y.permute(TO_NCHW) if nchw else y).contiguous()
+    return kernel
+
+
+def conv_resize_nearest(c: OpCtx) -> Kernel:
+    movable(c, 0, FLOATS + QUANT8)
+    h, w, out_h, out_w, align, half, nchw = _resize_args(c)
+
+    def axis(in_size, out_size):
+        scale = _resize_scale(in_size, out_size, align)
+        i = np.arange(out_size, dtype=np.float32)
+        src = (i + np.float32(0.5)) * scale if half else i * scale
+        idx = (np.sign(src) * np.floor(np.abs(src) + np.float32(0.5))) if align else np.floor(src)
+        idx = np.minimum(idx.astype(np.int64), in_size - 1)
+        if half:
+            idx = np.maximum(idx, 0)
+        return torch.tensor(idx, dtype=torch.long)
+    yi, xi = axis(h, out_h), axis(w, out_w)
+    hd, wd = (2, 3) if nchw else (1, 2)
+    return lambda t, *_: torch.index_select(torch.index_select(t, hd, yi), wd, xi)
+
+
+# ---------------------------------------------------------------------------------------
+# Reductions, arg-max/min
+# ---------------------------------------------------------------------------------------
+
+def conv_argminmax(c: OpCtx) -> Kernel:
+    x = c.require(0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    axis = int(c.scalar(1)) % c.rank(x)
+    is_max = c.op.type == Op.ARGMAX
+    # The reference's loop: ties go to the lowest index (as torch's argmax / argmin), a NaN
+    # never beats the best so far, and a leading NaN is never replaced (the answer is 0).
+    fill = -float("inf") if is_max else float("inf")
+
+    def kernel(t, _a):
+        v = t.long() if t.dtype in (torch.uint8, torch.int8, torch.int32) else wide(t)
+        if v.is_floating_point():
+            nan = torch.isnan(v)
+            v = torch.where(nan, torch.full_like(v, fill), v)
+            r = torch.argmax(v, dim=axis) if is_max else torch.argmin(v, dim=axis)
+            r = torch.where(nan.select(axis, 0), torch.zeros_like(r), r)
+        else:
+            r = torch.argmax(v, dim=axis) if is_max else torch.argmin(v, dim=axis)
+        r = r.to(torch.int32)
+        return r.reshape([1]) if r.dim() == 0 else r
+    return kernel
+
+
+def _reduce(kind: str, types):
+    def convert(c: OpCtx) -> Kernel:
+        x, out = c.require(0, types), c.outs[0]
+        r = c.rank(x)
+        axes = axes_of(c, 1, r)
+        if not axes:
+            raise Unsupported("empty axes")
+        keep = bool(c.scalar(2))
+        if x.type in QUANT8 and not same_quant(x, out):
+            raise Unsupported("quantised reduction with other output parameters")
+        dt = c.out_dtype()
+        finish = _reduced_shape(keep, axes, r)
+        if kind == "prod":
+            return _sequential_prod(c, x, axes, keep)
+        if kind in ("all", "any"):
+            fn = torch.all if kind == "all" else torch.any
+
+            def boolean(t, *_):
+                y = t
+                for a in reversed(axes):
+                    y = fn(y, dim=a, keepdim=keep)
+                return finish(y)
+            return boolean
+        if kind == "sum":
+            return lambda t, *_: finish(torch.sum(wide(t), dim=axes, keepdim=keep).to(dt))
+        is_max = kind == "max"
+        if x.type in QUANT8:
+            return lambda t, *_: finish(torch.amax(t, dim=axes, keepdim=keep) if is_max
+                                        else torch.amin(t, dim=axes, keepdim=keep))
+        # The reference folds from the lowest (highest) finite value and skips NaN.
+        finite = float(np.finfo(np.float16 if x.type == T.TENSOR_FLOAT16 else np.float32).max)
+        start = -finite if is_max else finite
+
+        def kernel(t, *_):
+            v = wide(t)
+            v = torch.where(torch.isnan(v), torch.full_like(v, start), v)
+            y = torch.amax(v, dim=axes, keepdim=keep) if is_max else torch.amin(v, dim=axes, keepdim=keep)
+            y = torch.clamp(y, min=start) if is_max else torch.clamp(y, max=start)
+            return finish(y.to(dt))
+        return kernel
+    return convert
+
+
+def _reduced_shape(keep: bool, axes, r: int):
+    if not keep and len(axes) == r:
+        return lambda y: y.reshape([1])
+    return lambda y: y
+
+
+_MAX_UNROLLED = 256
+
+
+def _sequential_prod(c: OpCtx, x: Operand, axes, keep: bool) -> Kernel:
+    """REDUCE_PROD as the reference folds it: in row-major order, in the storage type, and a
+    zero on either side of a step gives 0 (an underflow to 0 sticks even against inf).
+    torch.prod has no defined order or zero rule, so the fold is unrolled (small groups)."""
+    xd = c.dims(x)
+    k = int(np.prod([xd[a] for a in axes]))
+    if k > _MAX_UNROLLED:
+        raise Unsupported(f"REDUCE_PROD over {k} elements (the exact fold is unrolled up to {_MAX_UNROLLED})")
+    kept = [i for i in range(len(xd)) if i not in axes]
+    shape = [xd[i] if i in kept else 1 for i in range(len(xd))] if keep else [xd[i] for i in kept] or [1]
+    perm = kept + list(axes)
+
+    def kernel(t, *_):
+        v = t.permute(perm).reshape(-1, k)
+        acc = v[:, 0]
+        for j in range(1, k):
+            p = v[:, j]
+            zero = (acc == 0) | (p == 0)
+            acc = torch.where(zero, torch.zeros_like(acc), acc * p)
+        return acc.reshape(shape)
+    return kernel
+
+
+def conv_mean(c: OpCtx) -> Kernel:
+    x, out = c.require(0, FLOATS + QUANT8), c.outs[0]
+    r = c.rank(x)
+    axes = axes_of(c, 1, r)
+    if not axes:
+        raise Unsupported("empty axes")
+    keep = int(c.scalar(2)) > 0
+    finish = _reduced_shape(keep, axes, r)
+    dt = c.out_dtype()
+    if x.type in FLOATS:
+        return lambda t, *_: finish(torch.mean(wide(t), dim=axes, keepdim=keep).to(dt))
+    if not same_quant(x, out):
+        raise Unsupported("quantised MEAN with other output parameters")
+    xd = c.dims(x)
+    count = int(np.prod([xd[a] for a in axes]))
+    # trunc(sum of stored values / count) in integers.
+    return lambda t, *_: finish(torch.div(torch.sum(t.long(), dim=axes, keepdim=keep), count,
+                                          rounding_mode="trunc").to(dt))
+
+
+# ---------------------------------------------------------------------------------------
+# Matrix products, normalisations, shapes
+# ---------------------------------------------------------------------------------------
+
+def conv_batch_matmul(c: OpCtx) -> Kernel:
+    a = c.ins[0]
+    if a.type not in FLOATS + (T.TENSOR_INT32,):
+        raise Unsupported(a.type.name)
+    adj_a, adj_b = bool(c.scalar(2, False)), bool(c.scalar(3, False))
+    dt = c.out_dtype()
+
+    def kernel(x, y, *_):
+        if a.type == T.TENSOR_INT32:
+            x, y = x.long(), y.long()   # int64 products and sums, narrowed: two's complement
+        else:
+            x, y = wide(x), wide(y)
+        if adj_a:
+            x = x.transpose(-1, -2)
+        if adj_b:
+            y = y.transpose(-1, -2)
+        return torch.matmul(x, y).to(dt)
+    return kernel
+
+
+def conv_instance_normalization(c: OpCtx) -> Kernel:
+    c.require(0, FLOATS)
+    gamma, beta, eps = float(c.scalar(1)), float(c.scalar(2)), float(c.scalar(3))
+    nchw = bool(c.scalar(4, False))
+    dims = (2, 3) if nchw else (1, 2)
+    dt = c.out_dtype()
+
+    def kernel(t, *_):
+        xf = wide(t)
+        mean = torch.mean(xf, dim=dims, keepdim=True)
+        var = torch.mean((xf - mean) ** 2, dim=dims, keepdim=True)
+        return ((xf - mean) * gamma / torch.sqrt(var + eps) + beta).to(dt)
+    return kernel
+
+
+def conv_local_response_normalization(c: OpCtx) -> Kernel:
+    x = c.require(0, FLOATS)
+    radius = int(c.scalar(1))
+    bias, alpha, beta = float(c.scalar(2)), float(c.scalar(3)), float(c.scalar(4))
+    r = c.rank(x)
+    axis = int(c.scalar(5, -1)) % r
+    size = 2 * radius + 1
+    dt = c.out_dtype()
+
+    def kernel(t, *_):
+        xf = wide(t).movedim(axis, -1)
+        sq = F.pad(xf * xf, (radius, radius))
+        total = sq.unfold(-1, size, 1).sum(-1)
+        y = xf / torch.pow(bias + alpha * total, beta)
+        return y.movedim(-1, axis).contiguous().to(dt)
+    return kernel
+
+
+def conv_rank(c: OpCtx) -> Kernel:
+    return lambda t: torch.tensor(t.dim(), dtype=torch.int32)
+
+
+def conv_fill(c: OpCtx) -> Kernel:
+    out = c.outs[0]
+    if out.type not in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32):
+        raise Unsupported(out.type.name)
+    if not c.ins[0].is_constant:
+        raise Unsupported("a run-time shape")
+    shape = [int(v) for v in c.const(0).reshape(-1)]
+    value = c.scalar(1)
+    dt = c.out_dtype()
+    return lambda *_: torch.full(shape, value, dtype=dt)
+
+
+# ---------------------------------------------------------------------------------------
+# The table
+# ---------------------------------------------------------------------------------------
+
+CONVERTERS: dict[Op, Callable[[OpCtx], Kernel]] = {
+    Op.ADD: conv_arith, Op.SUB: conv_arith, Op.MUL: conv_arith, Op.DIV: conv_arith,
+    Op.MAXIMUM: conv_minmax, Op.MINIMUM: conv_minmax, Op.POW: conv_pow, Op.PRELU: conv_prelu,
+    Op.RELU: _relu(nn_activation.RELU), Op.RELU1: _relu(nn_activation.RELU1),
+    Op.RELU6: _relu(nn_activation.RELU6),
+    **{op: conv_unary for op in _UNARY_FLOAT},
+    Op.ELU: conv_elu, Op.SOFTMAX: _softmax(False), Op.LOG_SOFTMAX: _softmax(True),
+    Op.L2_NORMALIZATION: conv_l2_normalization,
+    **{op: conv_compare for op in _COMPARE},
+    Op.LOGICAL_AND: conv_logical, Op.LOGICAL_OR: conv_logical, Op.LOGICAL_NOT: conv_logical,
+    Op.SELECT: conv_select,
+    Op.CONV_2D: conv_conv_2d, Op.DEPTHWISE_CONV_2D: conv_depthwise_conv_2d,
+    Op.GROUPED_CONV_2D: conv_grouped_conv_2d, Op.FULLY_CONNECTED: conv_fully_connected,
+    Op.TRANSPOSE_CONV_2D: conv_transpose_conv_2d,
+    Op.BATCH_TO_SPACE_ND: conv_batch_space, Op.SPACE_TO_BATCH_ND: conv_batch_space,
+    Op.AVERAGE_POOL_2D: _pool("avg"), Op.MAX_POOL_2D: _pool("max"), Op.L2_POOL_2D: _pool("l2"),
+    Op.QUANTIZE: conv_quantize, Op.DEQUANTIZE: conv_dequantize, Op.CAST: conv_cast,
+    Op.RESHAPE: conv_reshape, Op.SQUEEZE: conv_squeeze, Op.EXPAND_DIMS: conv_expand_dims,
+    Op.TRANSPOSE: conv_transpose, Op.CONCATENATION: conv_concatenation, Op.GATHER: conv_gather,
+    Op.PAD: conv_pad, Op.PAD_V2: conv_pad, Op.MIRROR_PAD: conv_mirror_pad,
+    Op.SLICE: conv_slice, Op.STRIDED_SLICE: conv_strided_slice, Op.SPLIT: conv_split, Op.TILE: conv_tile,
+    Op.REVERSE: conv_reverse, Op.DEPTH_TO_SPACE: conv_depth_space, Op.SPACE_TO_DEPTH: conv_depth_space,
+    Op.ARGMAX: conv_argminmax, Op.ARGMIN: conv_argminmax,
+    Op.RESIZE_BILINEAR: conv_resize_bilinear, Op.RESIZE_NEAREST_NEIGHBOR: conv_resize_nearest,
+    Op.MEAN: conv_mean, Op.REDUCE_SUM: _reduce("sum", FLOATS), Op.REDUCE_PROD: _reduce("prod", FLOATS),
+    Op.REDUCE_MAX: _reduce("max", FLOATS + QUANT8), Op.REDUCE_MIN: _reduce("min", FLOATS + QUANT8),
+    Op.REDUCE_ALL: _reduce("all", (T.TENSOR_BOOL8,)), Op.REDUCE_ANY: _reduce("any", (T.TENSOR_BOOL8,)),
+    Op.EMBEDDING_LOOKUP: conv_embedding_lookup, Op.PACK: conv_pack, Op.BATCH_MATMUL: conv_batch_matmul,
+    Op.INSTANCE_NORMALIZATION: conv_instance_normalization,
+    Op.LOCAL_RESPONSE_NORMALIZATION: conv_local_response_normalization,
+    Op.RANK: conv_rank, Op.FILL: conv_fill, Op.CHANNEL_SHUFFLE: conv_channel_shuffle,
+    Op.IF: control_flow.conv_if, Op.WHILE: control_flow.conv_while,
+}
+
+
+# ---------------------------------------------------------------------------------------
+# Whole models
+# ---------------------------------------------------------------------------------------
+
+def _check_io_types(sg: Subgraph, indexes) -> None:
+    for i in indexes:
+        if sg.operands[i].type not in TORCH_DTYPE:
+            raise Unsupported(f"operand of type {sg.operands[i].type.name}")
+
+
+def convert_operation(sg: Subgraph, index: int, model: Model | None = None,
+                      clock: "control_flow.Clock | None" = None) -> Kernel:
+    """The kernel of one operation; Unsupported when it cannot be mapped faithfully."""
+    op = sg.operations[index]
+    try:
+        fn = CONVERTERS[Op(op.type)]
+    except (KeyError, ValueError):
+        raise Unsupported(f"{op.name} has no torch mapping in this adapter") from None
+    _check_io_types(sg, op.outputs)
+    _check_io_types(sg, [i for i in op.inputs if not sg.operands[i].info.is_scalar
+                         and not sg.operands[i].is_omitted])
+    return fn(OpCtx(sg, index, model, clock))
+
+
+def operation_supported(model: Model, index: int) -> tuple[bool, str]:
+    try:
+        convert_operation(model.main, index, model)
+    except Unsupported as e:
+        return False, str(e)
+    except Rejected:
+        return True, ""
+    return True, ""
+
+
+def _const_tensor(o: Operand) -> torch.Tensor:
+    return torch.tensor(np.array(o.value, dtype=o.info.dtype))
+
+
+class Plan:
+    """A subgraph's operations as torch kernels, in model order (the main graph unless told
+    otherwise).  ``run`` maps the subgraph's input tensors to its output tensors; it only
+    calls torch and Python control flow (compilable).  ``clock`` holds the loop timeout and
+    deadline of the current execution for WHILE."""
+
+    def __init__(self, model: Model, sg: Subgraph | None = None, clock: "control_flow.Clock | None" = None):
+        sg = model.main if sg is None else sg
+        self.clock = clock or control_flow.Clock()
+        _check_io_types(sg, (*sg.input_indexes, *sg.output_indexes))
+        self.steps: list[tuple[Kernel, tuple[int, ...], tuple[int, ...]]] = []
+        self.constants: dict[int, torch.Tensor | None] = {}
+        for k, op in enumerate(sg.operations):
+            try:
+                kernel = convert_operation(sg, k, model, self.clock)
+            except (Unsupported, Rejected) as e:
+                raise type(e)(f"operations[{k}] ({op.name}): {e}") from None
+            self.steps.append((kernel, tuple(op.inputs), tuple(op.outputs)))
+            for i in op.inputs:
+                o = sg.operands[i]
+                if o.is_constant and o.type in TORCH_DTYPE and i not in self.constants:
+                    self.constants[i] = _const_tensor(o)
+                elif o.is_omitted or o.type == T.SUBGRAPH or o.is_constant:
+                    self.constants.setdefault(i, None)   # read at conversion time, or absent
+        for i in sg.output_indexes:   # an output may be a constant no operation reads
+            if sg.operands[i].is_constant and sg.operands[i].type in TORCH_DTYPE:
+                self.constants.setdefault(i, _const_tensor(sg.operands[i]))
+        self.inputs = tuple(sg.input_indexes)
+        self.outputs = tuple(sg.output_indexes)
+
+    def run(self, *inputs: torch.Tensor) -> list[torch.Tensor]:
+        env: dict[int, torch.Tensor | None] = dict(self.constants)
+        env.update(zip(self.inputs, inputs))
+        for kernel, ins, outs in self.steps:
+            result = kernel(*[env[i] for i in ins])
+            if len(outs) == 1:
+                env[outs[0]] = result[0] if isinstance(result, (list, tuple)) else result
+            else:
+                env.update(zip(outs, result))
+        return [env[i] for i in self.outputs]
+
+
+def build_plan(model: Model) -> Plan:
+    return Plan(model)

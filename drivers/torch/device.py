@@ -1,0 +1,161 @@
+"""The torch device: nnconform's driver interface over a plan of torch operations.
+
+prepare() validates the model and converts it once (convert.py) into a plan of torch kernels;
+the ``torch-compile`` device also hands the whole plan to ``torch.compile`` (inductor) there
+and runs it once on zeros of the model's input shapes, so that compilation happens in
+prepare and execute() only runs.  Errors map to NNAPI statuses: an invalid model or request is
+INVALID_ARGUMENT; anything torch raises while compiling or running is GENERAL_FAILURE (with
+torch's first message line).
+
+Eager and compiled runs are separate devices because they differ in practice (inductor fuses
+and reorders float arithmetic, and generates its own C++ kernels).
+
+Options (constructor arguments, or environment variables for the registered names):
+  compile   False (``torch``) or True (``torch-compile``)
+  backend   torch.compile backend, default inductor ($NNCONFORM_TORCH_BACKEND)
+  threads   intra-op threads (default 1: many small models, deterministic reductions)
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import torch
+
+from nnconform import __version__
+from nnconform import driver_support as support
+from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
+                              ExecutionResult, PerformanceInfo, PreparedModel, Priority)
+from nnconform.ir import Model, Request
+
+from . import control_flow, convert
+
+
+def _first_line(e: BaseException) -> str:
+    text = [line for line in str(e).strip().splitlines() if line.strip()]
+    return text[0] if text else type(e).__name__
+
+
+class TorchPreparedModel(PreparedModel):
+    def __init__(self, model: Model, plan: convert.Plan, runner):
+        self.model = model
+        self.plan = plan
+        self._run = runner
+        self._released = False
+
+    def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
+                loop_timeout: float | None = None) -> ExecutionResult:
+        t_driver = time.perf_counter_ns()
+        if self._released:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, "prepared model was released")
+        support.check_request(self.model, request)
+        if deadline is not None and time.monotonic() > deadline:
+            raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "deadline passed before execution")
+        feed = []
+        for idx, arg in zip(self.model.main.input_indexes, request.inputs):
+            if arg.has_no_value:
+                raise DriverError(ErrorStatus.INVALID_ARGUMENT, "an omitted model input cannot be fed to torch")
+            operand = self.model.main.operands[idx]
+            value = np.array(arg.value, dtype=operand.info.dtype)   # a private, writable copy
+            if arg.dimensions is not None and tuple(value.shape) != tuple(arg.dimensions):
+                value = value.reshape(arg.dimensions)
+            feed.append(torch.from_numpy(value))
+        t_device = time.perf_counter_ns()
+        self.plan.clock.set(loop_timeout, deadline)
+        try:
+            with torch.no_grad():
+                outputs = [np.array(t.detach().numpy()) for t in self._run(*feed)]
+        except control_flow.LoopTimeout as e:
+            raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, str(e)) from None
+        except Exception as e:  # torch raises many types (RuntimeError, IndexError, backend errors)
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"torch: {_first_line(e)}") from None
+        device_us = (time.perf_counter_ns() - t_device) // 1000
+        return support.finish_execution(self.model, request, outputs, deadline=deadline,
+                                        measure_timing=measure_timing, device_us=device_us, t_driver_ns=t_driver)
+
+    def release(self) -> None:
+        self._released = True
+        self._run = None
+
+
+class TorchDevice(Device):
+    """NNAPI semantics on torch, eager.  Honest support: see convert.CONVERTERS."""
+
+    feature_level = 30
+    compiled = False
+
+    def __init__(self, compile: bool | None = None, backend: str | None = None, threads: int = 1):
+        if compile is not None:
+            self.compiled = bool(compile)
+        self.backend = backend or os.environ.get("NNCONFORM_TORCH_BACKEND", "inductor")
+        self.threads = threads
+        torch.set_num_threads(threads)
+        self.name = ("torch-compile" if self.backend == "inductor" else f"torch-compile-{self.backend}") \
+            if self.compiled else "torch"
+        self.version = f"{__version__}+torch{torch.__version__}"
+
+    def capabilities(self) -> Capabilities:
+        perf = PerformanceInfo(1.0, 1.0)
+        types = sorted(convert.TORCH_DTYPE, key=int)  # HAL: sorted by type, no repeats
+        return Capabilities(perf, perf, tuple((t, perf) for t in types), perf, perf)
+
+    def supported_operations(self, model: Model) -> list[bool]:
+        support.check_model(model)
+        return [convert.operation_supported(model, i)[0] for i in range(len(model.main.operations))]
+
+    def unsupported_reasons(self, model: Model) -> list[str]:
+        """Why each operation is unsupported ("" when it is supported): for humans and tests."""
+        return [convert.operation_supported(model, i)[1] for i in range(len(model.main.operations))]
+
+    def prepare(self, model: Model, *, preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
+                priority: Priority = Priority.MEDIUM, deadline: float | None = None,
+                cache_token: bytes | None = None) -> PreparedModel:
+        support.check_prepare_args(model, preference, priority, deadline, cache_token)
+        try:
+            plan = convert.build_plan(model)
+        except convert.Unsupported as e:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"cannot map to torch: {e}") from None
+        except convert.Rejected as e:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"the operation must fail: {e}") from None
+        runner = self._compile(model, plan) if self.compiled else plan.run
+        return TorchPreparedModel(model, plan, runner)
+
+    def _compile(self, model: Model, plan: convert.Plan):
+        """torch.compile the whole plan once and warm it with the model's input shapes (when
+        they are all known), so that execute() only runs the compiled code."""
+        try:
+            compiled = torch.compile(plan.run, backend=self.backend, dynamic=False, fullgraph=False)
+            sample = _sample_inputs(model)
+            if sample is not None:
+                # Zeros may keep a WHILE loop going: a short loop timeout ends the warm-up
+                # (what ran is compiled; the rest compiles when first reached).
+                plan.clock.set(0.2, None)
+                try:
+                    with torch.no_grad():
+                        compiled(*sample)
+                except control_flow.LoopTimeout:
+                    pass   # the warm-up's own bound, not a failure of the model
+        except Exception as e:  # dynamo / inductor raise many types (BackendCompilerFailed, ...)
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"torch.compile failed: {_first_line(e)}") from None
+        return compiled
+
+
+class TorchCompileDevice(TorchDevice):
+    """The same mapping, run through torch.compile (inductor)."""
+
+    compiled = True
+
+
+def _sample_inputs(model: Model) -> list[torch.Tensor] | None:
+    """Zeros shaped like the main graph's inputs, or None when a dimension is unknown."""
+    sample = []
+    for i in model.main.input_indexes:
+        o = model.main.operands[i]
+        if not o.fully_specified:
+            return None
+        sample.append(torch.zeros(tuple(o.dimensions), dtype=convert.TORCH_DTYPE[o.type]))
+    return sample
+
+
+__all__ = ["TorchCompileDevice", "TorchDevice", "TorchPreparedModel"]

@@ -1,0 +1,228 @@
+"""Quantised operations on torch, bit for bit: gemmlowp's fixed-point requantisation in int64.
+
+torch's own quantised kernels round differently from NNAPI (and its float path would be an
+approximation), so the integer arithmetic of Android's CPU reference is rebuilt here from
+int64 tensor operations:
+- SaturatingRoundingDoublingHighMul: (a*b + nudge) / 2**31 truncated toward zero, nudge
+  2**30 for a non-negative product and 1 - 2**30 for a negative one;
+- RoundingDivideByPOT: a right shift rounding half away from zero;
+- MultiplyByQuantizedMultiplier: a left shift for a positive exponent, then the two above.
+Convolution and FULLY_CONNECTED accumulate offsets (value - zero point) in float64: every
+product and partial sum is an integer far below 2**53, so the float64 sum is exact; the
+accumulator is then an int64 tensor.  The multipliers come from the model's float32 scales
+at conversion time (QuantizeMultiplier), as the reference computes them.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from nnconform.driver_support import Rejected, Unsupported
+from nnconform.ir import OperandType as T, OperationType as Op
+from nnconform.ops import activation as nn_activation
+from nnconform.ops.quant import quantize_multiplier
+
+ADD_LEFT_SHIFT = 20          # the quantised Add kernel's headroom bits
+_LOW31 = (1 << 31) - 1
+_NEG_NUDGE = 1 - (1 << 31)   # masked onto negative products: nudge 1 - 2**30 instead of 2**30
+INT32_MIN = -(1 << 31)
+QUANT8 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+PER_CHANNEL = T.TENSOR_QUANT8_SYMM_PER_CHANNEL
+TO_NCHW, TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
+
+
+def srdhm(a: torch.Tensor, b) -> torch.Tensor:
+    """SaturatingRoundingDoublingHighMul of int64 ``a`` (int32 values) by ``b`` (an int32
+    multiplier, or an int64 tensor of them; never INT32_MIN, so no saturation case)."""
+    ab = a * b
+    ab = ab + ((ab >> 63) & _NEG_NUDGE) + (1 << 30)
+    ab = ab + ((ab >> 63) & _LOW31)      # C++ division truncates toward zero
+    return ab >> 31
+
+
+def rounding_divide_by_pot(x: torch.Tensor, exponent) -> torch.Tensor:
+    """x / 2**exponent rounded to nearest, ties away from zero (exponent >= 0)."""
+    if isinstance(exponent, int):
+        if exponent == 0:
+            return x
+        mask = (1 << exponent) - 1
+    else:
+        mask = (torch.ones_like(exponent) << exponent) - 1
+    threshold = (mask >> 1) + (x < 0).long()
+    return (x >> exponent) + ((x & mask) > threshold).long()
+
+
+def multiply_by_quantized_multiplier(x: torch.Tensor, multiplier, shift) -> torch.Tensor:
+    """TFLite MultiplyByQuantizedMultiplier; per-tensor (ints) or per-channel (tensors)."""
+    if isinstance(shift, int):
+        if shift > 0:
+            x = x << shift
+        return rounding_divide_by_pot(srdhm(x, multiplier), max(-shift, 0))
+    left, right = torch.clamp(shift, min=0), torch.clamp(-shift, min=0)
+    return rounding_divide_by_pot(srdhm(x << left, multiplier), right)
+
+
+def f32(x: float) -> float:
+    return float(np.float32(x))
+
+
+def multiplier_below_one(real: float, what: str) -> tuple[int, int]:
+    """QuantizeMultiplierSmallerThanOneExp; a ratio outside (0, 1) fails the execution in the
+    reference, so the operation is supported but preparing it fails."""
+    if not 0.0 < real < 1.0:
+        raise Rejected(f"{what} rescale factor {real:g} must be in (0, 1)")
+    m, shift = quantize_multiplier(real)
+    if shift > 0:
+        raise Rejected(f"{what} rescale factor {real:g} rounds up to 1")
+    return m, shift
+
+
+def _clamp_store(out, act: int):
+    lo, hi = nn_activation.quant_bounds(act, out)
+    dt = torch.uint8 if out.type == T.TENSOR_QUANT8_ASYMM else torch.int8
+    return lambda acc: torch.clamp(acc + out.zero_point, lo, hi).to(dt)
+
+
+# ---------------------------------------------------------------------------------------
+# ADD, SUB, MUL
+# ---------------------------------------------------------------------------------------
+
+def arith_kernel(c, op: Op, act: int):
+    in1, in2, out = c.ins[0], c.ins[1], c.outs[0]
+    if in2.type != in1.type or out.type != in1.type:
+        raise Unsupported("mixed quantised types")
+    store = _clamp_store(out, act)
+    z1, z2 = in1.zero_point, in2.zero_point
+    if op == Op.MUL:
+        product_scale = float(np.float32(in1.scale) * np.float32(in2.scale))
+        m, shift = multiplier_below_one(product_scale / f32(out.scale), "output")
+
+        def mul(a, b, _act=None):
+            prod = (a.long() - z1) * (b.long() - z2)
+            return store(multiply_by_quantized_multiplier(prod, m, shift))
+        return mul
+    s1, s2, so = f32(in1.scale), f32(in2.scale), f32(out.scale)
+    twice_max = 2.0 * max(s1, s2)
+    m1, e1 = multiplier_below_one(s1 / twice_max, "input 0")
+    m2, e2 = multiplier_below_one(s2 / twice_max, "input 1")
+    mo, eo = multiplier_below_one(twice_max / ((1 << ADD_LEFT_SHIFT) * so), "output")
+    if op == Op.SUB:
+        m2 = -m2
+
+    def add(a, b, _act=None):
+        x1 = (a.long() - z1) << ADD_LEFT_SHIFT
+        x2 = (b.long() - z2) << ADD_LEFT_SHIFT
+        total = multiply_by_quantized_multiplier(x1, m1, e1) + multiply_by_quantized_multiplier(x2, m2, e2)
+        return store(multiply_by_quantized_multiplier(total, mo, eo))
+    return add
+
+
+# ---------------------------------------------------------------------------------------
+# Convolutions and FULLY_CONNECTED
+# ---------------------------------------------------------------------------------------
+
+def _bias_scale_ok(product: float, bias_scale: float) -> bool:
+    """The reference's rule: bias scale within 1e-6 (relative) of input_scale * filter_scale."""
+    b = f32(bias_scale)
+    return abs(product - b) <= 1e-6 * min(product, b) and product >= 0
+
+
+def output_multipliers(x, f, bias, out, n_out: int, channel_dim: int):
+    """(multiplier, shift) per output channel as int64 tensors, or ints when per tensor."""
+    out_scale = f32(out.scale)
+    if f.type == PER_CHANNEL:
+        cq = f.channel_quant
+        if cq is None or cq.channel_dim != channel_dim or len(cq.scales) != n_out:
+            raise Unsupported("per-channel filter layout")
+        products = [float(np.float32(x.scale) * np.float32(s)) for s in cq.scales]
+    elif f.type == x.type:
+        product = float(np.float32(x.scale) * np.float32(f.scale))
+        if not _bias_scale_ok(product, bias.scale):
+            raise Rejected(f"bias scale {bias.scale:g} differs from input scale x filter scale = {product:g}")
+        m, s = quantize_multiplier(product / out_scale)
+        return m, s
+    else:
+        raise Unsupported(f"filter of type {f.type.name}")
+    pairs = [quantize_multiplier(p / out_scale) for p in products]
+    return (torch.tensor([m for m, _ in pairs], dtype=torch.long),
+            torch.tensor([s for _, s in pairs], dtype=torch.long))
+
+
+def _check_types(c):
+    x, f, b, out = c.ins[0], c.ins[1], c.ins[2], c.outs[0]
+    if out.type != x.type or b.type != T.TENSOR_INT32:
+        raise Unsupported("quantised convolution with other output or bias types")
+    if f.type not in (x.type, PER_CHANNEL):
+        raise Unsupported(f"filter of type {f.type.name}")
+    return x, f, b, out
+
+
+def conv_kernel(c, n_extra: int, filter_perm, groups_of):
+    from .convert import conv_args   # the float converter's argument parsing (one place)
+    x, f, b, out = _check_types(c)
+    pads, strides, dil, extra, act, nchw = conv_args(c, n_extra)
+    groups = groups_of(c, extra, nchw)
+    fd = c.dims(f)
+    n_out = fd[3] if filter_perm[0] == 3 else fd[0]
+    mult, shift = output_multipliers(x, f, b, out, n_out, 3 if filter_perm[0] == 3 else 0)
+    if not isinstance(shift, int):
+        mult, shift = mult.reshape(1, -1, 1, 1), shift.reshape(1, -1, 1, 1)
+    zx, zf = x.zero_point, 0 if f.type == PER_CHANNEL else f.zero_point
+    store = _clamp_store(out, act)
+
+    def kernel(t, w, bias, *_):
+        xin = t if nchw else t.permute(TO_NCHW)
+        # Padding holds the zero point, so the padded offsets are zeros.
+        xo = F.pad((xin.long() - zx).double(), pads)
+        wo = (w.long() - zf).double().permute(filter_perm)
+        acc = F.conv2d(xo, wo, stride=strides, dilation=dil, groups=groups).long()
+        acc = acc + bias.long().reshape(1, -1, 1, 1)
+        y = store(multiply_by_quantized_multiplier(acc, mult, shift))
+        return (y if nchw else y.permute(TO_NHWC)).contiguous()
+    return kernel
+
+
+def fully_connected_kernel(c, act: int):
+    x, w, b, out = _check_types(c)
+    if w.type != x.type:
+        raise Unsupported("per-channel FULLY_CONNECTED weights")
+    n_units, k = c.dims(w)
+    out_shape = c.dims(out)
+    mult, shift = output_multipliers(x, w, b, out, n_units, 0)
+    zx, zw = x.zero_point, w.zero_point
+    store = _clamp_store(out, act)
+
+    def kernel(t, wt, bias, *_):
+        xo = (t.long() - zx).double().reshape(-1, k)
+        wo = (wt.long() - zw).double()
+        acc = (xo @ wo.t()).long() + bias.long()
+        return store(multiply_by_quantized_multiplier(acc, mult, shift)).reshape(out_shape)
+    return kernel
+
+
+def transpose_conv_kernel(c):
+    """Quantised TRANSPOSE_CONV_2D: offsets scattered in float64 (exact integers), the
+    NNAPI paddings cropped (or, for a negative tail, zero accumulators added), bias added in
+    int64, then the convolution's requantisation."""
+    from .convert import transpose_conv_args
+    x, f, b, out = _check_types(c)
+    crop_pads, strides, act, nchw = transpose_conv_args(c)
+    pl, pr, pt, pb = crop_pads
+    n_out = c.dims(f)[0]
+    mult, shift = output_multipliers(x, f, b, out, n_out, 0)
+    if not isinstance(shift, int):
+        mult, shift = mult.reshape(1, -1, 1, 1), shift.reshape(1, -1, 1, 1)
+    zx, zf = x.zero_point, 0 if f.type == PER_CHANNEL else f.zero_point
+    store = _clamp_store(out, act)
+    crop = (-pl, -pr, -pt, -pb)
+
+    def kernel(t, w, bias, *_):
+        xin = t if nchw else t.permute(TO_NCHW)
+        xo = (xin.long() - zx).double()
+        wo = (w.long() - zf).double().permute(3, 0, 1, 2)
+        acc = F.pad(F.conv_transpose2d(xo, wo, stride=strides), crop).long()
+        acc = acc + bias.long().reshape(1, -1, 1, 1)
+        y = store(multiply_by_quantized_multiplier(acc, mult, shift))
+        return (y if nchw else y.permute(TO_NHWC)).contiguous()
+    return kernel
