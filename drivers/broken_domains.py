@@ -348,10 +348,11 @@ class EmptyBatchAsOne(_OverridingDevice):
 def _rank1_as_scalar(op: Op):
     def run(ctx):
         a, b = ctx.inputs[0], ctx.inputs[1]
+        # the rank-1 operand's first element everywhere (its shape kept)
         if a.ndim - b.ndim >= 3 and b.ndim == 1 and b.size:
-            ctx.inputs = [a, b[:1]] + list(ctx.inputs[2:])
+            ctx.inputs = [a, np.full_like(b, b[0])] + list(ctx.inputs[2:])
         elif b.ndim - a.ndim >= 3 and a.ndim == 1 and a.size:
-            ctx.inputs = [a[:1], b] + list(ctx.inputs[2:])
+            ctx.inputs = [np.full_like(a, a[0]), b] + list(ctx.inputs[2:])
         return get_op(op).execute(ctx)
     return run
 
