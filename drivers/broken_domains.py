@@ -30,6 +30,17 @@ that the default suites catch each of them, and by what:
     WhileCannotShrink     allocates each WHILE loop variable once, at its initial size: a
                           variable that shrinks comes back zero-padded -> random WHILE cases
                           with a shrinking loop variable
+    EmptyBatchAsOne       RELU / ADD size every output dimension at least 1: an empty input
+                          gives one row of zeros -> shape class ``zero_sized``
+    Rank1AsScalar         broadcasting ADD / MUL / MAXIMUM use a rank-1 operand's first
+                          element everywhere when the other operand is 3 ranks higher
+                          -> shape class ``broadcast_ranks``
+    LongDimTiled          RELU and ADD work in tiles of 512 along a dimension and drop the
+                          last partial tile of a longer one (rank >= 2; the input passes
+                          through) -> shape class ``max_dim``
+    UnknownDimsUnresolved reports the model's own (unknown, 0) output dimensions instead of
+                          the real ones -> shape class ``unknown_dims`` (output shapes are
+                          required when the model leaves them unknown)
 
 Stress (``nnconform stress``, tests/test_stress_soak.py):
 
@@ -47,6 +58,8 @@ import numpy as np
 
 from nnconform.ir import OperandType as T, OperationType as Op
 from nnconform.ops.registry import get_op, load_all
+
+from nnconform.driver import OutputShape
 
 from .broken import _OverridingDevice
 from .reference import ReferenceDevice, ReferencePreparedModel
@@ -313,3 +326,80 @@ def _while_no_shrink(ctx):
 class WhileCannotShrink(_OverridingDevice):
     name = "broken-while-cannot-shrink"
     overrides = {Op.WHILE: _while_no_shrink}
+
+
+# -- shape classes ---------------------------------------------------------------------------
+
+def _empty_as_one(op: Op):
+    def run(ctx):
+        outs = get_op(op).execute(ctx)
+        if not any(isinstance(x, np.ndarray) and x.ndim and x.size == 0 for x in ctx.inputs):
+            return outs
+        # the buffer allocated with every dimension at least 1
+        return [np.zeros(tuple(max(1, d) for d in o.shape), o.dtype) for o in outs]
+    return run
+
+
+class EmptyBatchAsOne(_OverridingDevice):
+    name = "broken-empty-batch-as-one"
+    overrides = {Op.RELU: _empty_as_one(Op.RELU), Op.ADD: _empty_as_one(Op.ADD)}
+
+
+def _rank1_as_scalar(op: Op):
+    def run(ctx):
+        a, b = ctx.inputs[0], ctx.inputs[1]
+        # the rank-1 operand's first element everywhere (its shape kept)
+        if a.ndim - b.ndim >= 3 and b.ndim == 1 and b.size:
+            ctx.inputs = [a, np.full_like(b, b[0])] + list(ctx.inputs[2:])
+        elif b.ndim - a.ndim >= 3 and a.ndim == 1 and a.size:
+            ctx.inputs = [np.full_like(a, a[0]), b] + list(ctx.inputs[2:])
+        return get_op(op).execute(ctx)
+    return run
+
+
+class Rank1AsScalar(_OverridingDevice):
+    name = "broken-rank1-as-scalar"
+    overrides = {o: _rank1_as_scalar(o) for o in (Op.ADD, Op.MUL, Op.MAXIMUM)}
+
+
+_TILE = 512
+
+
+def _long_dim_tiled(op: Op):
+    def run(ctx):
+        (out,) = get_op(op).execute(ctx)
+        x = ctx.inputs[0]
+        if out.ndim < 2 or out.shape != x.shape or max(out.shape) <= _TILE:
+            return [out]
+        axis = int(np.argmax(out.shape))
+        n = out.shape[axis]
+        tail = [slice(None)] * out.ndim
+        tail[axis] = slice(n - n % _TILE if n % _TILE else n, n)
+        out = np.array(out, copy=True)
+        out[tuple(tail)] = x[tuple(tail)].astype(out.dtype)   # the partial tile is never computed
+        return [out]
+    return run
+
+
+class LongDimTiled(_OverridingDevice):
+    name = "broken-long-dim-tiled"
+    overrides = {Op.RELU: _long_dim_tiled(Op.RELU), Op.ADD: _long_dim_tiled(Op.ADD)}
+
+
+class _UnresolvedPrepared(ReferencePreparedModel):
+    def execute(self, request, **kw):
+        result = super().execute(request, **kw)
+        sg = self.model.main
+        declared = [sg.operands[k].dimensions for k in sg.output_indexes]
+        if not any(0 in d for d in declared):
+            return result
+        shapes = tuple(OutputShape(tuple(d), True) for d in declared)   # never worked out
+        return type(result)(result.outputs, shapes, result.timing)
+
+
+class UnknownDimsUnresolved(ReferenceDevice):
+    name = "broken-unknown-dims-unresolved"
+
+    def prepare(self, model, **kw):
+        super().prepare(model, **kw)
+        return _UnresolvedPrepared(model)

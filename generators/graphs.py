@@ -37,7 +37,7 @@ from nnconform.validation import validate_model
 
 from . import ledger as L
 from . import values as V
-from .signatures import (SIGNATURES, Candidate, Ctx, Data, Drawer, Omitted, Param, Reject,
+from .signatures import (SIGNATURES, Candidate, Ctx, Data, Drawer, Omitted, Out, Param, Reject,
                          build_candidate, ops_for)
 
 
@@ -58,6 +58,9 @@ class GraphConfig:
     # every covered operation at every rank.  Keeps random models inside a partial driver's
     # supported set, so no draw is wasted on a skip.
     allowed: frozenset | None = None
+    # draw every slot for this shape class (signatures.SHAPE_CLASSES) where the operation
+    # declares it: the random suite's top-up of classes its examples happened to miss
+    force_shape_class: str | None = None
 
 
 @dataclass
@@ -107,17 +110,92 @@ class _Builder:
             op = self.d.choice(ops) if len(ops) > 1 else ops[0]
             s = SIGNATURES[op]
             ranks = list(s.ranks) if self.cfg.allowed is None else [r for r in s.ranks if (op, r) in self.cfg.allowed]
+            cls = self._draw_shape_class(s)
+            if cls == "broadcast_ranks":
+                ends = [r for r in ranks if r in (1, 4) and self.cfg.rank in (None, r)]
+                cls = cls if ends else None
+                ranks = ends or ranks
             rank = self.cfg.rank if self.cfg.rank is not None else self.d.choice(ranks)
-            given = self._pick_given(rank)
-            ctx = Ctx(self.d, self.cfg.dtype, rank, self.cfg.max_dim, self.cfg.max_elems, given)
+            mark = self._mark()
+            given = None
+            if cls == "zero_sized":
+                given = self._zero_sized_source(rank)
+                cls = cls if given is not None else None
+            if given is None and cls != "max_dim":
+                given = self._pick_given(rank)
+            ctx = Ctx(self.d, self.cfg.dtype, rank, self.cfg.max_dim, self.cfg.max_elems, given, shape_class=cls)
             try:
                 cand = build_candidate(s, ctx)
+                if cls == "zero_sized":
+                    if not ctx.used_given:
+                        raise Reject("the candidate did not take the zero-sized tensor")
+                    self._feed_empty_inputs(cand)
                 self._connect_secondary(cand)
-                if self._try(cand):
+                if self._try(cand, zero_ok=cls == "zero_sized"):
                     return True
             except Reject:
-                continue
+                pass
+            self._rollback(mark)
         return False
+
+    # -- shape classes (signatures.SHAPE_CLASSES) -------------------------------------------
+    def _draw_shape_class(self, s) -> str | None:
+        """A shape class the operation declares, for half the single-operation examples and
+        one slot in eight of a graph (whose many slots draw them anyway): enough for every
+        class of every operation x type within the default suite's 25 examples
+        (unknown_dims is the whole model's, drawn in finish())."""
+        classes = [c for c in s.shapes_for(self.cfg.dtype) if c != "unknown_dims"]
+        if self.cfg.force_shape_class is not None:
+            return self.cfg.force_shape_class if self.cfg.force_shape_class in classes else None
+        if not classes or not _chance(self.d, 1 / 2 if self.cfg.n_ops == 1 else 1 / 8):
+            return None
+        return self.d.choice(classes) if len(classes) > 1 else classes[0]
+
+    def _zero_sized_source(self, rank: int, like: Data | None = None) -> Data | None:
+        """A zero-sized tensor made inside the model: SLICE with size 0 in one dimension of a
+        fresh (non-empty) tensor.  A request cannot carry an empty input, so this is how an
+        NNAPI model gets one.  ``like``: a fresh empty input of a candidate to feed the same
+        way (its type, dimensions and quantisation)."""
+        t = self.cfg.dtype if like is None else like.type
+        if Op.SLICE not in SIGNATURES or t not in SIGNATURES[Op.SLICE].types or rank < 1:
+            return None
+        ctx = Ctx(self.d, t, rank, self.cfg.max_dim, self.cfg.max_elems)
+        if like is None:
+            x = ctx.data(t, ctx.shape(rank))
+            size = list(x.dims)
+            # the batch (axis 0) half the time: most operations accept an empty batch only
+            size[0 if self.d.boolean() else self.d.integer(0, rank - 1)] = 0
+        else:
+            size = list(like.dims)
+            x = ctx.data(t, [d or ctx.dim(8) for d in size], quant=(like.scale, like.zero_point))
+        cand = Candidate(Op.SLICE, [x, ctx.tensor_i32([0] * rank), ctx.tensor_i32(size)],
+                         [Out(t, x.scale, x.zero_point)])
+        if not self._try(cand, zero_ok=True, record=False):
+            return None
+        k = len(self.operands) - 1
+        o = self.operands[k]
+        return Data(o.type, o.dimensions, o.scale, o.zero_point, source=k)
+
+    def _feed_empty_inputs(self, cand: Candidate) -> None:
+        """The candidate's other fresh inputs that came out empty (a second operand shaped
+        like the zero-sized primary) get their own SLICE: they cannot be model inputs."""
+        for inp in cand.inputs:
+            if isinstance(inp, Data) and inp.source is None and 0 in inp.dims:
+                src = self._zero_sized_source(len(inp.dims), like=inp)
+                if src is None:
+                    raise Reject("cannot make a zero-sized operand of this type")
+                inp.source = src.source
+
+    def _mark(self) -> tuple:
+        return (len(self.operands), len(self.values), len(self.operations), len(self.available),
+                set(self.ignored_outputs))
+
+    def _rollback(self, mark: tuple) -> None:
+        """Forget what a failed attempt committed (the zero-sized SLICE in front of it)."""
+        n_operands, n_values, n_operations, n_available, ignored = mark
+        del self.operands[n_operands:], self.values[n_values:], self.operations[n_operations:]
+        del self.available[n_available:]
+        self.ignored_outputs = ignored
 
     def _pick_given(self, rank: int) -> Data | None:
         compat = [k for k in self.available
@@ -140,8 +218,10 @@ class _Builder:
                 inp.source = k
                 inp.scale, inp.zero_point = _quant_of(self.operands[k])
 
-    def _try(self, cand: Candidate) -> bool:
-        """Materialise, validate and run one candidate; keep it if all is well."""
+    def _try(self, cand: Candidate, zero_ok: bool = False, record: bool = True) -> bool:
+        """Materialise, validate and run one candidate; keep it if all is well.  ``zero_ok``:
+        zero-sized outputs are expected (the zero_sized shape class); ``record``: enter the
+        operation in the domain ledger (not the SLICE that makes a zero-sized input)."""
         new_ops: list[Operand] = []
         new_vals: list = []
         base = len(self.operands)
@@ -195,7 +275,8 @@ class _Builder:
                 return False
             if arr.dtype.kind == "f" and np.isnan(arr).any():
                 return False   # the reference must not produce NaN (it never passes)
-            if not Operand(o.type).info.is_scalar and (arr.ndim == 0 or arr.size == 0 or arr.ndim > 4):
+            if not Operand(o.type).info.is_scalar and (arr.ndim == 0 or arr.ndim > 4 or
+                                                       (arr.size == 0 and not zero_ok)):
                 return False
         # commit
         for j, (o, arr) in enumerate(zip(cand.outputs, results)):
@@ -203,7 +284,8 @@ class _Builder:
             if not new_ops[k].info.is_scalar:
                 new_ops[k] = new_ops[k].with_dims(np.asarray(arr).shape)
             new_vals[k] = np.asarray(arr)
-            if o.connectable and not o.ignored:
+            # an empty output feeds nothing (only its own slot asked for a zero-sized input)
+            if o.connectable and not o.ignored and np.asarray(arr).size:
                 self.available.append(outs[j])
             if o.ignored:
                 self.ignored_outputs.add(outs[j])
@@ -213,8 +295,10 @@ class _Builder:
         data = [(self.operands[i], self.values[i]) for inp, i in zip(cand.inputs, operation.inputs)
                 if isinstance(inp, Data) and inp.type == self.cfg.dtype]
         ranges = [(inp.lo, inp.hi) for inp in cand.inputs if isinstance(inp, Data) and inp.type == self.cfg.dtype]
-        L.record(self.domain, self.meaningful, cand.op, self.cfg.dtype, data,
-                 SIGNATURES[cand.op].classes_for, ranges)
+        if record:
+            L.record(self.domain, self.meaningful, cand.op, self.cfg.dtype, data,
+                     SIGNATURES[cand.op].classes_for, ranges,
+                     shape_classes=SIGNATURES[cand.op].shapes_for(self.cfg.dtype), max_dim=self.cfg.max_dim)
         return True
 
     # -- the whole model --------------------------------------------------------------------
@@ -227,6 +311,15 @@ class _Builder:
         operands = list(self.operands)
         for i in outputs:
             operands[i] = replace(operands[i], lifetime=Lifetime.SUBGRAPH_OUTPUT)
+        if self.cfg.force_shape_class == "unknown_dims" or _chance(self.d, 1 / 4):
+            # the shape class unknown_dims: every model output's dimensions unknown (rank
+            # kept), so the driver must work them out and report them
+            unknown = [i for i in outputs if operands[i].dimensions]
+            for i in unknown:
+                operands[i] = operands[i].with_dims((0,) * len(operands[i].dimensions))
+            for op in self.operations:
+                if set(op.outputs) & set(unknown):
+                    self.domain.setdefault(L.key(Op(op.type), self.cfg.dtype), set()).add("shape:unknown_dims")
         inputs = [i for i, o in enumerate(operands) if o.lifetime == Lifetime.SUBGRAPH_INPUT]
         if not inputs:   # CTS keeps at least one model input when there is a candidate
             consts = [i for i, o in enumerate(operands)

@@ -8,11 +8,15 @@ Every generated case carries ``case.domain``: ``"OP/type" -> sorted classes`` wh
 - ``quant:<class>``: ``scale_tiny`` (< 1e-3), ``scale_huge`` (> 10), ``zp_min`` / ``zp_max``
   (zero point at a stored extreme), and for operations with several quantised inputs
   ``equal_scales`` or ``ratio_extreme`` (largest / smallest scale >= 100);
-- ``shape:<class>``: ``rank0`` .. ``rank4``, ``zero_sized``, ``broadcast`` (data inputs of
-  different dimensions).
+- ``shape:<class>``: ``rank1`` .. ``rank4``, ``broadcast`` (data inputs of different
+  dimensions), and the shape classes drawn on purpose (``signatures.SHAPE_CLASSES``):
+  ``zero_sized`` (a data input with a 0 dimension), ``broadcast_ranks`` (rank-1 and rank-4
+  data inputs together), ``max_dim`` (a dimension as long as the configuration allows) and
+  ``unknown_dims`` (the operation's output is a model output of unknown dimensions).
 
 ``case.meaningful`` holds, per key, the value classes the operation declares meaningful
-(``signatures.declared_classes``) that its inputs' value ranges can hold at all.  A suite
+(``signatures.declared_classes``) that its inputs' value ranges can hold at all, and the
+shape classes it declares (``signatures.declared_shapes``).  A suite
 puts both in its row (``extra.domain`` / ``extra.domain_meaningful``), and
 :func:`aggregate` / :func:`holes` / :func:`render_markdown` turn rows into the ledger: per
 operation x type, the classes drawn and the meaningful ones never drawn (a visible hole).
@@ -49,9 +53,12 @@ def quant_classes(scale: float, zp: int, t: T) -> set[str]:
     return out
 
 
-def record(domain: dict, meaningful: dict, op, dtype, data: list, sig_classes, ranges) -> None:
+def record(domain: dict, meaningful: dict, op, dtype, data: list, sig_classes, ranges,
+           shape_classes: tuple = (), max_dim: int | None = None) -> None:
     """Add one operation's classes.  ``data``: (operand, value) of its data inputs of the
-    case's type; ``ranges``: their (lo, hi) value ranges (None: default)."""
+    case's type; ``ranges``: their (lo, hi) value ranges (None: default); ``shape_classes``:
+    the shape classes it declares meaningful; ``max_dim``: the configuration's longest
+    dimension."""
     k = key(op, dtype)
     got = domain.setdefault(k, set())
     want = meaningful.setdefault(k, set())
@@ -70,6 +77,8 @@ def record(domain: dict, meaningful: dict, op, dtype, data: list, sig_classes, r
         got.add(f"shape:rank{len(dims)}")
         if any(d == 0 for d in dims):
             got.add("shape:zero_sized")
+        if max_dim is not None and max_dim > 1 and max_dim in dims:
+            got.add("shape:max_dim")
     if len(scales) > 1:
         lo_s, hi_s = min(scales), max(scales)
         got.add("quant:equal_scales" if lo_s == hi_s else
@@ -77,6 +86,9 @@ def record(domain: dict, meaningful: dict, op, dtype, data: list, sig_classes, r
     dims_seen = {tuple(o.dimensions) for o, _ in data}
     if len(dims_seen) > 1:
         got.add("shape:broadcast")
+    if {1, 4} <= {len(d) for d in dims_seen}:
+        got.add("shape:broadcast_ranks")
+    want.update("shape:" + c for c in shape_classes)
 
 
 def aggregate(rows: Iterable[dict]) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
@@ -93,7 +105,7 @@ def aggregate(rows: Iterable[dict]) -> tuple[dict[str, set[str]], dict[str, set[
 
 
 def holes(drawn: dict, meaningful: dict) -> dict[str, list[str]]:
-    """Meaningful value classes never drawn, per "OP/type" (empty dict: no hole)."""
+    """Meaningful value and shape classes never drawn, per "OP/type" (empty dict: no hole)."""
     out = {}
     for k, want in sorted(meaningful.items()):
         miss = sorted(want - drawn.get(k, set()))
@@ -131,7 +143,7 @@ def render_markdown(drawn: dict, meaningful: dict) -> str:
     """The ledger as a Markdown table: classes drawn, and the holes."""
     h = holes(drawn, meaningful)
     keys = sorted(set(drawn) | set(meaningful))
-    lines = [f"{len(keys)} operation x type pairs; {len(h)} with a meaningful value class never drawn.",
+    lines = [f"{len(keys)} operation x type pairs; {len(h)} with a meaningful value or shape class never drawn.",
              "", "| operation/type | value classes drawn | quantisation | shapes | never drawn |",
              "|---|---|---|---|---|"]
     for k in keys:

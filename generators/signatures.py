@@ -40,6 +40,18 @@ GRAPH_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL
 ALL_RANKS = (1, 2, 3, 4)
 # Quantisation-parameter classes: tiny and huge scales (1.0 is the multiplier's exact edge)
 EXTREME_SCALES = (1e-6, 1.0 / 4096, 1e-3, 1.0, 16.0, 1000.0)
+# Shape classes drawn on purpose (issue 20), beside the ordinary balanced shapes:
+# - zero_sized: the primary input has a 0 dimension.  A request cannot carry an empty
+#   tensor, so it is made inside the model, as NNAPI models do: a SLICE of size 0 in one
+#   dimension of a model input (graphs.py);
+# - broadcast_ranks: a rank-1 operand broadcast against a rank-4 one (either way round);
+# - max_dim: one dimension as long as the configuration allows (max_dim, within max_elems),
+#   the others 1;
+# - unknown_dims: the model's outputs have unknown dimensions (NNAPI allows it for every
+#   model output): the driver must work them out and report them (graphs.py, at the end).
+# (Rank 0 is not a class: in NNAPI a tensor operand of rank 0 has an unknown rank, not a
+# scalar shape, and IF/WHILE shape classes live in control_flow.py.)
+SHAPE_CLASSES = ("zero_sized", "broadcast_ranks", "max_dim", "unknown_dims")
 
 
 class Drawer(Protocol):
@@ -108,10 +120,16 @@ class Signature:
     # value classes (values.VALUE_CLASSES) meaningful for this operation, per type family;
     # filled by _finish() from the declarations beside EXCLUDED
     value_classes: dict = None
+    # shape classes (SHAPE_CLASSES) meaningful for this operation, per data type (_finish())
+    shape_classes: dict = None
 
     def classes_for(self, t: T) -> tuple[str, ...]:
         """The value classes drawn on purpose for an input of type ``t`` of this operation."""
         return (self.value_classes or {}).get(type_family(t), ())
+
+    def shapes_for(self, t: T) -> tuple[str, ...]:
+        """The shape classes drawn on purpose for this operation at data type ``t``."""
+        return (self.shape_classes or {}).get(T(t), ())
 
 
 class Reject(Exception):
@@ -127,11 +145,15 @@ class Ctx:
     choices source, and optionally ``given``: an earlier output to use as the primary input."""
 
     def __init__(self, draw: Drawer, dtype: T, rank: int, max_dim: int, max_elems: int,
-                 given: Data | None = None):
+                 given: Data | None = None, shape_class: str | None = None):
         self.d, self.dtype, self.rank = draw, T(dtype), rank
         self.max_dim, self.max_elems = max_dim, max_elems
         self.given = given
         self.used_given = False
+        # the shape class this candidate is drawn for (SHAPE_CLASSES), if any; max_dim
+        # shapes the first fresh tensor only (the primary input)
+        self.shape_class = shape_class
+        self._long_dim_pending = shape_class == "max_dim"
 
     # draws ------------------------------------------------------------------------------
     def int(self, lo: int, hi: int) -> int:
@@ -158,6 +180,12 @@ class Ctx:
         dimension is capped near budget ** (1 / rank) so shapes come out balanced."""
         rank = self.rank if rank is None else rank
         budget = budget or self.max_elems
+        if self._long_dim_pending and rank:
+            # the shape class max_dim: one dimension as long as allowed, the others 1
+            self._long_dim_pending = False
+            dims = [1] * rank
+            dims[self.int(0, rank - 1)] = max(1, min(self.max_dim, budget))
+            return tuple(dims)
         cap = max(1, int(round(budget ** (1.0 / rank))) * 2) if rank else 1
         dims = []
         for _ in range(rank):
@@ -237,7 +265,14 @@ class Ctx:
         return self.int(-rank if negative else 0, rank - 1)
 
     def broadcast_dims(self, dims: tuple[int, ...]) -> tuple[int, ...]:
-        """dims itself (mostly), or a broadcastable variant (some sizes 1, leading dims gone)."""
+        """dims itself (mostly), or a broadcastable variant (some sizes 1, leading dims gone).
+        For the shape class broadcast_ranks: a rank-1 operand against a rank-4 one, or a
+        rank-4 operand (its last dimension dims' only one, or 1) against a rank-1 one."""
+        if self.shape_class == "broadcast_ranks" and len(dims) == 4:
+            return (dims[-1],) if self.bool() else (1,)
+        if self.shape_class == "broadcast_ranks" and len(dims) == 1:
+            lead = self.shape(3, budget=max(1, self.max_elems // max(1, dims[0])))
+            return lead + ((dims[0],) if self.bool() else (1,))
         if not self.chance(1, 3):
             return dims
         drop = self.int(0, len(dims) - 1)
@@ -932,6 +967,48 @@ def declared_classes(op: Op) -> dict[str, tuple[str, ...]]:
     return {"float": tuple(fl), "int32": tuple(i32), "quant": _FINITE["quant"], "bool": ()}
 
 
+# Shape classes each operation declares meaningful (SHAPE_CLASSES); every operation takes
+# max_dim and unknown_dims.
+# zero_sized: the operations that accept a zero-sized input (as AOSP's CpuExecutor does; the
+# others fail the execution, e.g. the element-wise math functions, comparisons, ARGMAX),
+# at the data types SLICE can produce one in.  Convolutions, pooling and the like accept
+# an empty batch only.  tests/test_domains.py checks the list against the reference.
+ZERO_SIZED_OPS = frozenset((
+    Op.ADD, Op.AVERAGE_POOL_2D, Op.CAST, Op.CONCATENATION, Op.CONV_2D,
+    Op.DEPTHWISE_CONV_2D, Op.DEQUANTIZE, Op.DIV, Op.EXPAND_DIMS, Op.FULLY_CONNECTED,
+    Op.GROUPED_CONV_2D, Op.HARD_SWISH, Op.INSTANCE_NORMALIZATION, Op.L2_NORMALIZATION,
+    Op.L2_POOL_2D, Op.LOCAL_RESPONSE_NORMALIZATION, Op.LOGISTIC, Op.MAXIMUM,
+    Op.MAX_POOL_2D, Op.MINIMUM, Op.MUL, Op.PACK, Op.PRELU, Op.QUANTIZE, Op.RANK,
+    Op.RELU, Op.RELU1, Op.RELU6, Op.RESHAPE, Op.RESIZE_BILINEAR,
+    Op.RESIZE_NEAREST_NEIGHBOR, Op.REVERSE, Op.SLICE, Op.SOFTMAX, Op.SQUEEZE,
+    Op.SUB, Op.TANH, Op.TILE, Op.TRANSPOSE, Op.TRANSPOSE_CONV_2D))
+# broadcast_ranks: the broadcasting element-wise operations (signatures using broadcast_dims)
+BROADCAST_OPS = frozenset((Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.POW, Op.MAXIMUM, Op.MINIMUM, Op.PRELU,
+                           Op.LOGICAL_AND, Op.LOGICAL_OR) + _COMPARE)
+# max_dim: not for operations whose other dimensions cannot all be 1 around one long one
+NO_LONG_DIM: dict[Op, str] = {Op.FILL: "no data input: the output's shape is a parameter"}
+# unknown_dims: not for a scalar output (nothing to leave unknown)
+SCALAR_OUTPUT = frozenset((Op.RANK,))
+
+
+def declared_shapes(op: Op, types: tuple[T, ...], ranks: tuple[int, ...]) -> dict[T, tuple[str, ...]]:
+    """The shape classes meaningful for ``op``, per data type (see above)."""
+    slice_types = SIGNATURES[Op.SLICE].types if Op.SLICE in SIGNATURES else ()
+    out = {}
+    for t in types:
+        cls = []
+        if op in ZERO_SIZED_OPS and t in slice_types:
+            cls.append("zero_sized")
+        if op in BROADCAST_OPS and 1 in ranks and 4 in ranks:
+            cls.append("broadcast_ranks")
+        if op not in NO_LONG_DIM:
+            cls.append("max_dim")
+        if op not in SCALAR_OUTPUT:
+            cls.append("unknown_dims")
+        out[t] = tuple(cls)
+    return out
+
+
 _TENSOR_OF_SCALAR = {T.FLOAT32: T.TENSOR_FLOAT32, T.FLOAT16: T.TENSOR_FLOAT16, T.INT32: T.TENSOR_INT32,
                      T.BOOL: T.TENSOR_BOOL8}
 
@@ -946,6 +1023,8 @@ def _finish() -> None:
         types = [_TENSOR_OF_SCALAR.get(t, t) for t in registry[o].data_types]
         s.types = tuple(t for t in dict.fromkeys(types) if t in GRAPH_TYPES)
         s.value_classes = declared_classes(o)
+    for o, s in SIGNATURES.items():   # after every signature has its types (SLICE's included)
+        s.shape_classes = declared_shapes(o, s.types, s.ranks)
 
 
 _finish()

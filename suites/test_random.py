@@ -33,7 +33,7 @@ import zlib
 import numpy as np
 import pytest
 from hypothesis import assume, given, seed as hypothesis_seed
-from hypothesis.errors import Unsatisfiable
+from hypothesis.errors import Unsatisfiable, UnsatisfiedAssumption
 
 from nnconform.criteria import (LARGE_GRAPH, RELAXED, SMALL_GRAPH, STRICT, Criteria,
                                 criteria_for_operation)
@@ -42,7 +42,7 @@ from nnconform.executor import Executor
 from nnconform.generators import ledger, profiles
 from nnconform.generators.control_flow import control_flow_cases
 from nnconform.generators.diverge import first_divergent_operation
-from nnconform.generators.signatures import SIGNATURES
+from nnconform.generators.signatures import SIGNATURES, Reject
 from nnconform.generators.strategies import random_graph, single_operation
 from nnconform.ir import SHORT_TYPE_NAME, OperandType as T, OperationType as Op
 from nnconform.runner import ERROR, FAIL, SKIP, run_case
@@ -123,11 +123,12 @@ class _OpFailedAtPrepare:
 
 
 def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, criteria: Criteria,
-         graph: bool, redraw_refused: bool = False) -> None:
+         graph: bool, redraw_refused: bool = False, top_up=None) -> None:
     """``redraw_refused``: the draws are meant to lie inside what the driver claims (the probe
     is on), so an example it still refuses outright (a parameter value the probe's cell did
     not tell apart, e.g. one MIRROR_PAD mode) is discarded and another drawn instead of being
-    a skip; the count is in the row (``refused_redrawn``)."""
+    a skip; the count is in the row (``refused_redrawn``).  ``top_up(domain, meaningful)``:
+    after the drawn examples, the extra cases (seeded) for the shape classes they missed."""
     cfg = request.config
     profile = cfg.getoption("nn_hypothesis_profile", "default") or "default"
     st_settings = profiles.settings_for(profile, graph=graph, max_examples=cfg.getoption("nn_max_examples", None),
@@ -182,6 +183,14 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
     failure = None
     try:
         test()
+        if top_up is not None:
+            extra_cases = top_up(domain, meaningful)
+            for case in extra_cases:
+                try:
+                    one_example(case)
+                except UnsatisfiedAssumption:
+                    continue   # refused outright under the probe: counted in refused_redrawn
+            nn_record["extra"]["shape_top_up"] = len(extra_cases)
     except CaseFailed as f:
         failure = f
     except _ShrinkBudgetSpent as spent:
@@ -286,9 +295,36 @@ def test_single_operation(op, dtype, request, nn_session, nn_device, nn_record):
     test_id = f"random/single/{op.name}/{SHORT_TYPE_NAME[dtype]}"
     nn_record.update(suite="random", test_id=test_id, operations=[op.name], data_types=[SHORT_TYPE_NAME[dtype]])
     allowed = _supported_cells(nn_session, nn_record, dtype, ops=[op])
+
+    def top_up(domain, meaningful):
+        return _shape_top_up(op, dtype, allowed, nn_session.seed, test_id, domain, meaningful)
     _run(request, nn_session, nn_device, nn_record, test_id,
          single_operation(op, dtype, value_mode="mixed", allowed=allowed), op_criteria(op), graph=False,
-         redraw_refused=allowed is not None)
+         redraw_refused=allowed is not None, top_up=top_up)
+
+
+def _shape_top_up(op, dtype, allowed, seed: int, test_id: str, domain, meaningful) -> list:
+    """One seeded case for each shape class the operation declares that the drawn examples
+    missed (25 examples draw most, not always all): so a run exercises every declared class
+    of every operation x type, and the ledger has no hole by chance.  A top-up case is not
+    shrunk (it is one operation already)."""
+    key = ledger.key(op, dtype)
+    missing = sorted(c.split(":", 1)[1] for c in meaningful.get(key, set()) - domain.get(key, set())
+                     if c.startswith("shape:"))
+    out = []
+    for c in missing:
+        base = (seed ^ zlib.crc32(f"{test_id}/{c}".encode())) & 0x7FFFFFFF
+        for k in range(12):
+            cfg = GraphConfig(dtype=dtype, n_ops=1, max_dim=1000, max_elems=10000, ops=(op,), allowed=allowed,
+                              force_shape_class=c)
+            try:
+                case = sample(cfg, base + k, edge=bool(k % 2))
+            except Reject:
+                continue
+            if "shape:" + c in case.domain.get(key, ()):
+                out.append(case)
+                break
+    return out
 
 
 @pytest.mark.parametrize("size,dtype,rank", GRAPHS,

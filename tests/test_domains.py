@@ -14,7 +14,8 @@ from nnconform import criteria as C
 from nnconform.criteria import compare, exact_outputs
 from nnconform.generators import ledger, values as V
 from nnconform.generators.graphs import GraphConfig
-from nnconform.generators.signatures import NAN_DEFINED, SIGNATURES, declared_classes
+from nnconform.generators.signatures import (NAN_DEFINED, SHAPE_CLASSES, SIGNATURES, ZERO_SIZED_OPS, Reject,
+                                             declared_classes)
 from nnconform.generators.strategies import sample
 from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op, type_info
 
@@ -69,9 +70,86 @@ def test_edge_cases_draw_every_meaningful_class_and_no_nan_results(op, t):
         for o in case.model.main.output_indexes:
             val = case.values[o]
             assert not (val.dtype.kind == "f" and np.isnan(val).any())
-    assert ledger.holes(drawn, meaningful) == {}
+    value_holes = {k: [c for c in v if c.startswith("value:")] for k, v in ledger.holes(drawn, meaningful).items()}
+    assert not any(value_holes.values()), value_holes
     k = ledger.key(op, t)
     assert {"value:" + c for c in SIGNATURES[op].classes_for(t)} <= drawn[k]
+
+
+# ---------------------------------------------------------------------------------------
+# Shape classes (signatures.SHAPE_CLASSES)
+# ---------------------------------------------------------------------------------------
+
+def _forced(op, t, cls, seeds=range(12)):
+    for seed in seeds:
+        try:
+            case = sample(GraphConfig(dtype=t, n_ops=1, ops=(op,), force_shape_class=cls), seed)
+        except Reject:
+            continue
+        if "shape:" + cls in case.domain.get(ledger.key(op, t), ()):
+            return case
+    raise AssertionError(f"{op.name}/{t.name}: shape class {cls} never drawn")
+
+
+def _main_op(case, op):
+    m = case.model.main
+    (operation,) = [o for o in m.operations if o.type == op]
+    return m, operation
+
+
+def test_zero_sized_input_comes_from_a_slice_inside_the_model():
+    case = _forced(Op.ADD, T.TENSOR_FLOAT32, "zero_sized")
+    m, add = _main_op(case, Op.ADD)
+    assert any(0 in m.operands[i].dimensions for i in add.inputs[:2])
+    assert Op.SLICE in {o.type for o in m.operations}
+    # a request cannot carry an empty tensor: every model input is non-empty
+    assert all(0 not in m.operands[i].dimensions and v.size for i, v in zip(m.input_indexes, case.inputs))
+    assert any(case.values[o].size == 0 for o in m.output_indexes)
+
+
+def test_broadcast_ranks_max_dim_and_unknown_dims_shapes():
+    case = _forced(Op.MUL, T.TENSOR_FLOAT32, "broadcast_ranks")
+    m, mul = _main_op(case, Op.MUL)
+    assert sorted(len(m.operands[i].dimensions) for i in mul.inputs[:2]) == [1, 4]
+    case = _forced(Op.RELU, T.TENSOR_FLOAT16, "max_dim")
+    m, relu = _main_op(case, Op.RELU)
+    assert 1000 in m.operands[relu.inputs[0]].dimensions
+    case = _forced(Op.ABS, T.TENSOR_INT32, "unknown_dims")
+    m = case.model.main
+    assert all(set(m.operands[i].dimensions) == {0} for i in m.output_indexes)
+    assert all(case.values[i].size for i in m.output_indexes)
+
+
+def test_shape_class_declarations():
+    assert SIGNATURES[Op.ADD].shapes_for(T.TENSOR_FLOAT32) == ("zero_sized", "broadcast_ranks", "max_dim",
+                                                               "unknown_dims")
+    assert "zero_sized" not in SIGNATURES[Op.ABS].shapes_for(T.TENSOR_FLOAT32)   # the reference rejects it
+    assert "max_dim" not in SIGNATURES[Op.FILL].shapes_for(T.TENSOR_FLOAT32)
+    assert "unknown_dims" not in SIGNATURES[Op.RANK].shapes_for(T.TENSOR_FLOAT32)
+    assert all(set(s.shapes_for(t)) <= set(SHAPE_CLASSES) for s in SIGNATURES.values() for t in s.types)
+
+
+@pytest.mark.parametrize("op", sorted(ZERO_SIZED_OPS, key=lambda o: o.name)[::5], ids=lambda o: o.name)
+def test_declared_zero_sized_operations_take_an_empty_input(op):
+    """Every fifth operation of ZERO_SIZED_OPS (all of them: scripts in the closing note):
+    the reference runs it on a zero-sized input from a SLICE."""
+    _forced(op, SIGNATURES[op].types[0], "zero_sized", seeds=range(40))
+
+
+def test_top_up_fills_the_shape_classes_the_examples_missed():
+    from nnconform.suites.test_random import _shape_top_up
+    key = ledger.key(Op.ADD, T.TENSOR_FLOAT32)
+    meaningful = {key: {"shape:" + c for c in SIGNATURES[Op.ADD].shapes_for(T.TENSOR_FLOAT32)}}
+    drawn = {key: {"shape:max_dim"}}
+    cases = _shape_top_up(Op.ADD, T.TENSOR_FLOAT32, None, 7, "random/single/ADD/fp32", drawn, meaningful)
+    got = set().union(*(c.domain[key] for c in cases))
+    assert {"shape:zero_sized", "shape:broadcast_ranks", "shape:unknown_dims"} <= got
+    assert len(cases) == 3
+    again = _shape_top_up(Op.ADD, T.TENSOR_FLOAT32, None, 7, "random/single/ADD/fp32", drawn, meaningful)
+    def sig(cs):
+        return [([(o.type, o.dimensions) for o in c.model.main.operands], [v.tobytes() for v in c.inputs])
+                for c in cs]
+    assert sig(again) == sig(cases)    # seeded
 
 
 def test_ledger_aggregates_rows_and_shows_holes(tmp_path):
@@ -160,6 +238,11 @@ def _run(tmp_path: Path, driver: str, *args: str, in_process: bool = False, env:
     ("BitwiseFloatEquality", "single_operation and EQUAL-fp32", {"random/single/EQUAL/fp32"}),
     ("QuantRescaleWraps", "single_operation and ADD-quant8", {"random/single/ADD/quant8"}),
     ("ArgmaxOffByOne", "single_operation and ARGMAX-fp32", {"random/single/ARGMAX/fp32"}),
+    # shape classes
+    ("EmptyBatchAsOne", "single_operation and RELU-fp32 and not PRELU", {"random/single/RELU/fp32"}),
+    ("Rank1AsScalar", "single_operation and MUL-fp32", {"random/single/MUL/fp32"}),
+    ("LongDimTiled", "single_operation and RELU-fp16 and not PRELU", {"random/single/RELU/fp16"}),
+    ("UnknownDimsUnresolved", "single_operation and ABS-fp32", {"random/single/ABS/fp32"}),
 ])
 def test_broken_domain_driver_is_caught(tmp_path, driver, selection, caught):
     rows = _run(tmp_path, BROKEN + driver, "-k", selection)
