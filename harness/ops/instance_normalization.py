@@ -43,6 +43,8 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         ctx.fail(f"input must have rank 4, got {x.ndim}")
     gamma, beta, epsilon = (float(ctx.scalar(i)) for i in (1, 2, 3))
     nchw = bool(ctx.scalar(4))
+    if x.size == 0:   # an empty batch or plane: nothing to normalise (and no mean of nothing)
+        return [x.astype(ctx.output_dtype(0))]
     xf = to_nhwc(x, nchw).astype(np.float64)
     mean = xf.mean(axis=(1, 2), keepdims=True)
     var = ((xf - mean) ** 2).mean(axis=(1, 2), keepdims=True)
