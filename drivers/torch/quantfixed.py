@@ -287,9 +287,10 @@ def l2_normalization_kernel(c, axis: int):
     signed_last = out.type == T.TENSOR_QUANT8_ASYMM_SIGNED and axis == rank - 1
     zp = x.zero_point
 
-    # Excluded from torch.compile: inductor spends minutes (more than the harness's 60 s
-    # call bound) on this unrolled int64 Newton-Raphson graph (docs/findings_torch.md), so
-    # under torch-compile this kernel runs eagerly between compiled pieces.
+    # Excluded from torch.compile: inductor 2.13 spends minutes on this unrolled int64
+    # Newton-Raphson graph and then fails with a C++ compile error in its vectorised
+    # int32 -> int64 conversions (docs/findings_torch.md, finding 2), so under torch-compile
+    # this kernel runs eagerly between compiled pieces.
     @torch._dynamo.disable
     def kernel(t, *_):
         d = t.long() - zp
