@@ -39,8 +39,8 @@ def run(device, model, *inputs):
 
 def test_registered_entry_points_load():
     eager, compiled = load_driver("torch"), load_driver("torch-compile")
-    assert isinstance(eager, TorchDevice) and not eager.compiled and eager.name == "torch"
-    assert isinstance(compiled, TorchCompileDevice) and compiled.compiled and compiled.name == "torch-compile"
+    assert isinstance(eager, TorchDevice) and not eager.compiled and eager.name == "pytorch-eager"
+    assert isinstance(compiled, TorchCompileDevice) and compiled.compiled and compiled.name == "pytorch-inductor"
 
 
 def test_add_with_fused_relu6_and_broadcast(device):
@@ -139,6 +139,23 @@ def test_quant8_transpose_conv_matches_the_reference_bit_for_bit(device):
     model = b.build()
     xv = rng.integers(-128, 128, (1, 3, 3, 2)).astype(np.int8)
     np.testing.assert_array_equal(run(device, model, xv).outputs[0], execute(model, [xv])[0])
+
+
+def test_quant8_l2_normalization_matches_the_reference_bit_for_bit(device):
+    rng = np.random.default_rng(5)
+    print("seed", 5)
+    for t, dt, zp, axis in ((T.TENSOR_QUANT8_ASYMM, np.uint8, 128, 0), (T.TENSOR_QUANT8_ASYMM_SIGNED, np.int8, 0, -1),
+                            (T.TENSOR_QUANT8_ASYMM_SIGNED, np.int8, 0, 1)):
+        b = ModelBuilder()
+        x = b.input(t, [3, 40], scale=0.1, zero_point=zp - 3)
+        y = b.output(t, [3, 40], scale=1 / 128, zero_point=zp)
+        b.operation(Op.L2_NORMALIZATION, [x, b.i32(axis)], [y])
+        model = b.build()
+        info = np.iinfo(dt)
+        xv = rng.integers(info.min, info.max + 1, (3, 40)).astype(dt)
+        xv[1] = zp - 3     # an all-zero slice: logical zero out
+        np.testing.assert_array_equal(run(device, model, xv).outputs[0], execute(model, [xv])[0],
+                                      err_msg=f"{t.name} axis {axis}")
 
 
 def test_int32_div_floors_and_zero_divisor_gives_zero(device):

@@ -272,8 +272,13 @@ def _softmax(log: bool):
 
 
 def conv_l2_normalization(c: OpCtx) -> Kernel:
-    c.require(0, FLOATS)
+    x = c.require(0, FLOATS + QUANT8)
     axis = int(c.scalar(1, -1))
+    if x.type in QUANT8:
+        xd = c.dims(x)
+        if xd[axis % len(xd)] > (1 << 16):
+            raise Unsupported("a slice of more than 2**16 elements (the exact fold is unrolled)")
+        return quantfixed.l2_normalization_kernel(c, axis)
     dt = c.out_dtype()
 
     def kernel(t, *_):

@@ -91,8 +91,8 @@ class TorchDevice(Device):
         self.backend = backend or os.environ.get("NNCONFORM_TORCH_BACKEND", "inductor")
         self.threads = threads
         torch.set_num_threads(threads)
-        self.name = ("torch-compile" if self.backend == "inductor" else f"torch-compile-{self.backend}") \
-            if self.compiled else "torch"
+        # NNAPI getName is "<vendor>-<device>" (VTS checks it): pytorch-eager, pytorch-inductor.
+        self.name = f"pytorch-{self.backend}" if self.compiled else "pytorch-eager"
         self.version = f"{__version__}+torch{torch.__version__}"
 
     def capabilities(self) -> Capabilities:

@@ -226,3 +226,79 @@ def transpose_conv_kernel(c):
         y = store(multiply_by_quantized_multiplier(acc, mult, shift))
         return (y if nchw else y.permute(TO_NHWC)).contiguous()
     return kernel
+
+
+# ---------------------------------------------------------------------------------------
+# L2_NORMALIZATION
+# ---------------------------------------------------------------------------------------
+
+_INT32_MAX = (1 << 31) - 1
+
+
+def _saturating_shift_left(x: torch.Tensor, exponent: int) -> torch.Tensor:
+    """gemmlowp SaturatingRoundingMultiplyByPOT for a positive exponent."""
+    threshold = (1 << (31 - exponent)) - 1
+    return torch.where(x > threshold, torch.full_like(x, _INT32_MAX),
+                       torch.where(x < -threshold, torch.full_like(x, INT32_MIN), x << exponent))
+
+
+def _wrap32(x: torch.Tensor) -> torch.Tensor:
+    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def inv_sqrt_multiplier(sums: torch.Tensor):
+    """TFLite GetInvSqrtQuantizedMultiplierExp (reverse shift -1) on int64 tensors of sums
+    >= 0: (multiplier, shift) with 1/sqrt(sum) ~= multiplier * 2**(shift - 31); sums 0 and 1
+    count as 1.  gemmlowp's Newton-Raphson on Q3.28, step for step."""
+    small = sums <= 1
+    x = torch.where(small, torch.full_like(sums, 4), sums)
+    shift = torch.full_like(x, 11)
+    # The reference divides by 4 while x >= 2**29; a slice has at most 2**16 squares of at
+    # most 2**16 each (sums < 2**32), so 2 steps suffice and more are no-ops: unrolled to 3.
+    for _ in range(3):
+        big = x >= (1 << 29)
+        x = torch.where(big, x // 4, x)
+        shift = shift + big.long()
+    bit_length = torch.frexp(x.double())[1].long()
+    pairs = (32 - bit_length - 1) // 2 - 1
+    shift = shift - pairs
+    x = x << (2 * pairs)
+    half_input = rounding_divide_by_pot(x >> 1, 1)
+    half_three = (1 << 28) + (1 << 27)
+    r = torch.full_like(x, 1 << 28)
+    for _ in range(5):
+        r3 = _saturating_shift_left(srdhm(srdhm(r, r), r), 6)
+        r = _saturating_shift_left(_wrap32(srdhm(torch.full_like(r, half_three), r) - srdhm(half_input, r3)), 3)
+    mult = srdhm(r, 1518500250)            # times sqrt(2)/2
+    neg = shift < 0
+    mult = torch.where(neg, _wrap32(mult << torch.where(neg, -shift, torch.zeros_like(shift))), mult)
+    shift = torch.where(neg, torch.zeros_like(shift), shift)
+    mult = torch.where(small, torch.full_like(mult, _INT32_MAX), mult)
+    shift = torch.where(small, torch.zeros_like(shift), shift)
+    return mult, -shift
+
+
+def l2_normalization_kernel(c, axis: int):
+    x, out = c.ins[0], c.outs[0]
+    if out.type != x.type:
+        raise Unsupported("mixed types")
+    rank = c.rank(x)
+    axis %= rank
+    signed_last = out.type == T.TENSOR_QUANT8_ASYMM_SIGNED and axis == rank - 1
+    zp = x.zero_point
+
+    # Excluded from torch.compile: inductor 2.13 spends minutes on this unrolled int64
+    # Newton-Raphson graph and then fails with a C++ compile error in its vectorised
+    # int32 -> int64 conversions (docs/findings_torch.md, finding 2), so under torch-compile
+    # this kernel runs eagerly between compiled pieces.
+    @torch._dynamo.disable
+    def kernel(t, *_):
+        d = t.long() - zp
+        mult, shift = inv_sqrt_multiplier(torch.sum(d * d, dim=axis, keepdim=True))
+        if signed_last:   # TFLite's int8 kernel
+            return torch.clamp(multiply_by_quantized_multiplier(d, mult, shift + 7), -128, 127).to(torch.int8)
+        y = rounding_divide_by_pot(srdhm(d * 128, mult), -shift)
+        if out.type == T.TENSOR_QUANT8_ASYMM:
+            return torch.clamp(y + 128, 0, 255).to(torch.uint8)
+        return torch.clamp(y, -128, 127).to(torch.int8)
+    return kernel
