@@ -740,12 +740,28 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         cfg = FuzzConfig(driver=a.driver, report_dir=Path(a.report_dir), seed=seed, budget_s=budget,
                          max_cases=a.cases, call_timeout=a.call_timeout, mem_limit=parse_size(a.mem_limit),
                          slow_s=a.slow)
+        problem = _check_cluster(a)
+        if problem:
+            return _err(problem)
         if not a.resume:
             from .errors import DriverLoadError
             try:
                 _check_driver(a.driver, in_process=False)   # one line now rather than a dead host later
             except DriverLoadError as e:
                 return _err(str(e))
+        if a.cluster:
+            from .cluster import ClusterError
+            from .cluster.connect import open_cluster, parse_resources
+            from .cluster.fuzz import cluster_cases
+            try:
+                handle = open_cluster(a.cluster, parse_resources(a.worker_resources))
+            except ClusterError as e:
+                return _err(str(e))
+            try:
+                print(f"nnconform fuzz: on cluster {a.cluster} ({len(handle.workers())} worker(s))", flush=True)
+                return run_fuzz(cfg, resume=a.resume, cases=cluster_cases(handle))
+            finally:
+                handle.close()
         return run_fuzz(cfg, resume=a.resume)
     except (FuzzUsageError, StressUsageError) as e:
         return _err(str(e))
@@ -931,6 +947,7 @@ def build_parser() -> argparse.ArgumentParser:
     fz.add_argument("--seed", type=int, default=None, help="run seed (default: random, printed and recorded)")
     fz.add_argument("--report-dir", default="nnconform-fuzz")
     fz.add_argument("--resume", action="store_true", help="continue the run recorded in --report-dir")
+    _add_cluster_options(fz)
     fz.add_argument("--call-timeout", type=float, default=5.0, help="seconds a driver call may take before HANG")
     fz.add_argument("--mem-limit", default="1G", help="RLIMIT_AS of the driver host (default 1G)")
     fz.add_argument("--slow", type=float, default=3.0, help="a case slower than this (s) is a SLOW finding")

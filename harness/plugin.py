@@ -159,6 +159,9 @@ class NnSession:
         self.previous: Path | None = None
         self.planned: int | None = None
         self.not_claimed = 0       # cases --nn-only-supported deselected (this process)
+        # A cluster worker's batch (nnconform.cluster): test function -> the parameter ids it
+        # runs, so a suite with thousands of cases builds only those; None: all.
+        self.only_ids: dict[str, set[str]] | None = None
         seed = config.getoption("nn_seed")
         if self.is_worker:
             seed = self.workerinput.get("nn_seed", seed)

@@ -103,9 +103,15 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("vector", [("no-vectors", "", str(e))], ids=["vectors-missing"], indirect=True)
         return
     index = _index(root)
+    wanted = _wanted(metafunc)
     params, ids = [], []
     for f in files:
         facts = index.facts(f)
+        if wanted is not None and "problem" not in facts:
+            params += [pytest.param(("case", str(f), i), marks=case_marks(set(ops), set(types)))
+                       for i, (name, ops, types, _, _) in enumerate(facts["cases"]) if f"{f.parent.name}/{name}" in wanted]
+            ids += [f"{f.parent.name}/{c[0]}" for c in facts["cases"] if f"{f.parent.name}/{c[0]}" in wanted]
+            continue
         if "problem" in facts:
             params.append(("bad-file", str(f), facts["problem"]))
             ids.append(f"{f.parent.name}/{f.name}")
@@ -117,6 +123,13 @@ def pytest_generate_tests(metafunc):
     if not params:
         params, ids = [("no-vectors", "", f"no *.json vector files under {root}")], ["vectors-missing"]
     metafunc.parametrize("vector", params, ids=ids, indirect=True)
+
+
+def _wanted(metafunc) -> set[str] | None:
+    """The parameter ids a cluster worker's batch runs of this test (nnconform.cluster): only
+    those are built, not all ~19,000; None: every one."""
+    only = getattr(session_of(metafunc.config), "only_ids", None)
+    return None if only is None else only.get(metafunc.function.__name__, set())
 
 
 def _generate_variants(metafunc):
@@ -138,9 +151,15 @@ def _generate_variants(metafunc):
     if index is not None:
         index.save(files)
     mutations = select_mutations([(x[2], x[5]) for x in light if x[5]], session.variants, session.seed)
+    wanted = _wanted(metafunc)
+    wanted_vectors = None if wanted is None else {w.split("[", 1)[0] for w in wanted}
     params, ids = [], []
     for f, i, vid, variants, ops_types, _ in light:
+        if wanted_vectors is not None and vid not in wanted_vectors:
+            continue
         chosen = select(variants, session.variants, session.seed, vid) + mutations.get(vid, [])
+        if wanted is not None:
+            chosen = [v for v in chosen if f"{vid}[{v.id}]" in wanted]
         marks = case_marks(*ops_types) if chosen else ()
         for v in chosen:
             params.append(pytest.param(("case", str(f), i), v, marks=marks))

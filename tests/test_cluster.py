@@ -63,6 +63,7 @@ def test_bad_cluster_options_are_usage_errors(tmp_path):
 
 
 @needs_dask
+@pytest.mark.timeout(1200)      # four runs, two LocalClusters whose workers are killed: slow on a loaded machine
 def test_killed_worker_loses_no_row_and_resume(local_run, tmp_path):
     """The first L2_POOL_2D execution kills its worker: its batch is queued again and every case
     still ends with the row the local run gave.  Then --resume of a run cut short."""
@@ -94,6 +95,7 @@ def test_killed_worker_loses_no_row_and_resume(local_run, tmp_path):
 
 
 @needs_dask
+@pytest.mark.timeout(900)
 def test_case_that_always_kills_its_worker_is_a_crash_naming_it(tmp_path):
     r = nnconform("run", "--driver", KILLER, "--suite", "generated", "--seed", SEED, "--report-dir", str(tmp_path),
                   "--cluster", "local:1", "--", "-k", "l2_pool_2d_fp32_explicit_relu or relu1_fp32")
@@ -104,3 +106,33 @@ def test_case_that_always_kills_its_worker_is_a_crash_naming_it(tmp_path):
     assert crash.extra["cluster_worker"].startswith("tcp://")
     assert "--seed 7" in crash.replay and "l2_pool_2d_fp32_explicit_relu" in crash.replay
     assert rows and {x.outcome for x in rows.values()} == {"PASS"}
+
+
+@needs_dask
+def test_stress_on_cluster_gives_the_local_verdicts(tmp_path):
+    cases = [a for i in (0, 1) for t in ("random-model-load", "random-inference") for a in ("--case", f"{t}#{i}")]
+    common = ["stress", "--driver", "reference", "--budget", "5m", "--workers", "2", "--seed", "3", "--no-probe"]
+    got = {}
+    for name, extra in (("local", []), ("cluster", ["--cluster", "local:2"])):
+        r = nnconform(*common, "--report-dir", str(tmp_path / name), *cases, *extra)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+        rows = read_results(tmp_path / name / "results.jsonl")
+        got[name] = {x.test_id: (x.outcome, x.seed) for x in rows}
+    assert len(got["local"]) == 4 and got["cluster"] == got["local"]
+    assert all(x.extra["cluster_worker"].startswith("tcp://")
+               for x in read_results(tmp_path / "cluster" / "results.jsonl"))
+
+
+@needs_dask
+def test_fuzz_on_cluster_gives_the_local_buckets(tmp_path):
+    """The fragile driver's first planted bug (an OOM at case 3 of seed 111) found alike."""
+    common = ["fuzz", "--driver", "nnconform.drivers.fragile:FragileDevice", "--cases", "6", "--seed", "111",
+              "--call-timeout", "2"]
+    got = {}
+    for name, extra in (("local", []), ("cluster", ["--cluster", "local:2"])):
+        r = nnconform(*common, "--report-dir", str(tmp_path / name), *extra)
+        assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]     # found something
+        rep = json.loads((tmp_path / name / "fuzz-report.json").read_text())
+        assert rep["cases"] == 6
+        got[name] = [(b["verdict"], b["key"], b["first_index"], b["count"]) for b in rep["buckets"]]
+    assert got["local"] and got["local"][0][0] == "OOM" and got["cluster"] == got["local"]

@@ -39,7 +39,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--nn-worker-resources", default=None, metavar="NAME=N[,...]",
                 help="run each batch only on workers that have these Dask resources, e.g. device=1")
     g.addoption("--nn-cluster-batch", type=int, default=None, metavar="N",
-                help="cases per batch (default: about four batches per worker thread, at most 64)")
+                help="cases per batch (default: about four batches per worker thread, at most 1000)")
 
 
 def case_key(nodeid: str) -> str:
@@ -101,9 +101,12 @@ class _Coordinator:
             self.s.write_row(ResultRecord.from_dict(row))
             self._count(row["outcome"])
             written.append(key)
-        if written and self.s._writer is not None:
-            self.s._writer.sync()
         return written
+
+    def sync(self) -> None:
+        """fsync the journal: the dispatcher calls it once for the rows that arrived together."""
+        if self.s._writer is not None:
+            self.s._writer.sync()
 
     def _place_spec(self, row: dict, spec: dict) -> None:
         """A failure's spec, dumped on the worker, written into this run's failures/ folder;
@@ -136,8 +139,6 @@ class _Coordinator:
                                                  "criterion": "crash", "incident": {"cluster_worker": worker,
                                                                                    "why": why}})
         s.write_row(row)
-        if s._writer is not None:
-            s._writer.sync()
         self._count("CRASH")
         self.log(f"nnconform cluster: CRASH {item.nodeid}: lost with worker {worker}")
 
@@ -160,7 +161,7 @@ class _Coordinator:
             self.log(f"nnconform cluster: {len(keys)} case(s) in {len(batches)} batch(es) on {address} "
                      f"({len(handle.workers())} worker(s), {slots} thread(s)), seed {self.s.seed}")
             d = Dispatcher(handle, run_batch, _payload(config, self.s), accept=self.accept,
-                           lost_case=self.lost_case, log=self.log)
+                           lost_case=self.lost_case, sync=self.sync, log=self.log)
             stats = d.run(batches)
             self.log(f"nnconform cluster: {stats.rows} row(s) from {stats.batches} batch(es) in {stats.seconds:.1f} s"
                      + (f"; {stats.lost_batches} batch(es) lost with a worker" if stats.lost_batches else "")
@@ -206,10 +207,18 @@ def _host_key(s) -> tuple:
 class _Rows:
     """Reads the scratch journal of a worker's session; streams new rows at most every 0.2 s."""
 
-    def __init__(self, journal: Path, topic: str | None, batch: int):
+    def __init__(self, journal: Path, topic: str | None, batch: int, keys: list[str] = ()):
         self.journal, self.topic, self.batch = journal, topic, batch
         self.offset, self.sent_at = 0, 0.0
         self.rows: list[dict] = []
+        # test function -> the parameter ids of this batch: a suite with thousands of cases
+        # (the vectors suite) builds only these (NnSession.only_ids)
+        self.wanted: dict[str, set[str]] = {}
+        for k in keys:
+            name, _, param = k.partition("::")[2].rpartition("::")[2].partition("[")
+            if param:
+                self.wanted.setdefault(name, set()).add(param[:-1])
+
 
     def read_new(self) -> list[dict]:
         try:
@@ -242,6 +251,7 @@ class _Rows:
     def pytest_configure(self, config) -> None:
         from ..plugin import session_of
         s = session_of(config)
+        s.only_ids = self.wanted or None
         dev = _HOSTS.pop(_host_key(s), None)
         if dev is not None and s._device is None:
             s._device = dev
@@ -320,7 +330,7 @@ def run_batch(keys: list[str], payload: dict, topic: str | None = None, batch: i
         os.environ["NNCONFORM_CLUSTER_WORKER"] = worker_address() or "unknown"
         out = io.StringIO()
         try:
-            rows = _Rows(tmp / "results.jsonl", topic, batch)
+            rows = _Rows(tmp / "results.jsonl", topic, batch, keys)
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
                 code = int(pytest.main(worker_args(keys, payload, tmp), plugins=[rows]))
             rows.read_new()

@@ -14,6 +14,7 @@ kills its worker is then alone), and a single case lost at that point is given t
 from __future__ import annotations
 
 import itertools
+import queue
 import threading
 import time
 import uuid
@@ -75,9 +76,11 @@ def split(keys: list[str], size: int) -> list[list[str]]:
     return [keys[i:i + size] for i in range(0, len(keys), size)]
 
 
-def batch_size(n: int, slots: int, per_slot: int = 4, largest: int = 64) -> int:
+def batch_size(n: int, slots: int, per_slot: int = 4, largest: int = 1000) -> int:
     """Cases per batch: about ``per_slot`` batches per worker thread (so a slow batch does not
-    leave the others idle at the end), at most ``largest`` (what one lost worker costs again)."""
+    leave the others idle at the end), at most ``largest``.  Each batch is one pytest session
+    on its worker (a second or more of set-up), so batches are large; a lost worker costs
+    only its cases without a row, since rows stream back as they finish."""
     return max(1, min(largest, -(-n // max(1, slots * per_slot))))
 
 
@@ -87,9 +90,15 @@ class Dispatcher:
     here (serialised by one lock, from this thread and the client's event thread)."""
 
     def __init__(self, handle, fn: Callable, payload: dict, *, accept: Callable, lost_case: Callable,
-                 log: Callable[[str], None] = print, progress_s: float = 10.0):
+                 sync: Callable[[], None] = lambda: None, log: Callable[[str], None] = print,
+                 progress_s: float = 10.0):
         self.handle, self.fn, self.payload = handle, fn, payload
-        self.accept_rows, self.lost_case, self.log = accept, lost_case, log
+        self.accept_rows, self.lost_case, self.sync, self.log = accept, lost_case, sync, log
+        # Rows arrive on the client's event thread; they are written (and fsynced, one fsync
+        # for all that arrived together) on a writer thread, never blocking that loop.
+        self._inbox: queue.Queue = queue.Queue()
+        self._writer = threading.Thread(target=self._write_loop, name="nnconform-cluster-rows", daemon=True)
+        self._writer_error: BaseException | None = None
         self.progress_s = progress_s
         self.done: set[str] = set()
         self.lock = threading.Lock()
@@ -101,12 +110,47 @@ class Dispatcher:
 
     # rows ----------------------------------------------------------------------------------
     def _accept(self, rows: list[dict], worker: str, batch: int | None = None) -> None:
-        with self.lock:
-            if batch is not None and worker:
-                self._where[batch] = worker
-            written = self.accept_rows(rows, worker) or ()
-            self.done.update(written)
-            self.stats.rows += len(written)
+        self._inbox.put((rows, worker, batch))
+
+    def _write_loop(self) -> None:
+        while True:
+            item = self._inbox.get()
+            got = [item]
+            while True:
+                try:
+                    got.append(self._inbox.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                if any(x is None for x in got):
+                    got = [x for x in got if x is not None]
+                    stop = True
+                else:
+                    stop = False
+                with self.lock:
+                    for rows, worker, batch in got:
+                        if batch is not None and worker:
+                            self._where[batch] = worker
+                        written = self.accept_rows(rows, worker) or ()
+                        self.done.update(written)
+                        self.stats.rows += len(written)
+                    if got:
+                        self.sync()
+            except BaseException as e:      # noqa: BLE001 - handed to the main thread, which raises it
+                self._writer_error = e
+                stop = True
+            finally:
+                for _ in range(len(got) + (1 if stop and self._writer_error is None else 0)):
+                    self._inbox.task_done()
+            if stop:
+                return
+
+    def _settle(self) -> None:
+        """Wait until every row received so far is written (before judging a batch)."""
+        while self._inbox.unfinished_tasks and self._writer.is_alive():
+            time.sleep(0.005)
+        if self._writer_error is not None:
+            raise self._writer_error
 
     def _on_event(self, event) -> None:
         msg = event[1] if isinstance(event, tuple) and len(event) == 2 else event
@@ -128,6 +172,7 @@ class Dispatcher:
         self.stats.batches += 1
 
     def _lost(self, ac, b: Batch, worker: str, why: str, futures: dict) -> None:
+        self._settle()
         with self.lock:
             left = [k for k in b.keys if k not in self.done]
         if not left:
@@ -155,6 +200,7 @@ class Dispatcher:
             with self.lock:
                 if left[0] not in self.done:
                     self.lost_case(left[0], where, why)
+                    self.sync()
                     self.done.add(left[0])
                     self.stats.crashed.append(left[0])
                     self.stats.rows += 1
@@ -164,6 +210,7 @@ class Dispatcher:
         t0 = time.monotonic()
         self.stats.planned = sum(len(b) for b in batches)
         client = self.handle.client
+        self._writer.start()
         client.subscribe_topic(self.topic, self._on_event)
         futures: dict = {}
         ac = as_completed()
@@ -179,6 +226,7 @@ class Dispatcher:
                     self._lost(ac, b, _killed_worker(e), _why(e), futures)
                 else:
                     self._accept(list(res.get("rows", ())), str(res.get("worker", "")), b.id)
+                    self._settle()
                     with self.lock:
                         missing = [k for k in b.keys if k not in self.done]
                     if missing:
@@ -194,6 +242,8 @@ class Dispatcher:
                 fut.cancel()
             raise
         finally:
+            self._inbox.put(None)
+            self._writer.join(timeout=60)
             try:
                 client.unsubscribe_topic(self.topic)
             except Exception as e:   # noqa: BLE001 - the client may be gone with the scheduler

@@ -482,7 +482,21 @@ def _clock(s: float) -> str:
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
-def run_fuzz(cfg: FuzzConfig, resume: bool = False, out=None, err=None) -> int:
+def local_cases(device, cfg: "FuzzConfig", start: int, should_stop):
+    """The cases from ``start`` on, run here one after the other on ``device``:
+    (index, seed, model, inputs, finding or None), until ``should_stop(index)``."""
+    index = start
+    while not should_stop(index):
+        seed = case_seed(cfg.seed, index)
+        model, inputs = make_case(seed)
+        yield index, seed, model, inputs, run_one(device, model, inputs, cfg.slow_s)
+        index += 1
+
+
+def run_fuzz(cfg: FuzzConfig, resume: bool = False, out=None, err=None, cases=None) -> int:
+    """Run (or resume) a fuzz run.  ``cases(cfg, start, should_stop)`` yields the cases in index
+    order as :func:`local_cases` does (``--cluster``: run on the cluster's workers, where the
+    model and inputs may be None: they are drawn again here from the seed for a finding)."""
     from ..isolation import open_isolated
     out = out or sys.stdout
     err = err or sys.stderr
@@ -517,7 +531,9 @@ def run_fuzz(cfg: FuzzConfig, resume: bool = False, out=None, err=None) -> int:
           + (f"; resuming at case {state.next_index} ({state.elapsed_s:.0f} s used)" if resume else "")
           + f"; call timeout {cfg.call_timeout:g} s; memory limit {cfg.mem_limit / 2**30:g} GiB; report {rd}",
           file=out, flush=True)
-    device = open_isolated(cfg.driver, call_timeout=cfg.call_timeout, mem_limit=cfg.mem_limit)
+    # Local cases need the driver host now; cluster cases only when a new bucket is shrunk.
+    device = open_isolated(cfg.driver, call_timeout=cfg.call_timeout, mem_limit=cfg.mem_limit) \
+        if cases is None else None
     journal = Journal(rd / JOURNAL)
     t_start = time.monotonic() - state.elapsed_s
     last_progress = 0.0
@@ -536,16 +552,17 @@ def run_fuzz(cfg: FuzzConfig, resume: bool = False, out=None, err=None) -> int:
                 + (f"  left {_clock(cfg.budget_s - elapsed)}" if cfg.budget_s else ""))
         print(("\r" + line) if tty and not final else line, end="" if tty and not final else "\n", file=err, flush=True)
 
+    def should_stop(i: int) -> bool:
+        return (cfg.budget_s is not None and time.monotonic() - t_start >= cfg.budget_s) or \
+            (cfg.max_cases is not None and i >= cfg.max_cases)
+
     try:
-        while True:
-            elapsed = time.monotonic() - t_start
-            if cfg.budget_s is not None and elapsed >= cfg.budget_s:
-                break
-            if cfg.max_cases is not None and index >= cfg.max_cases:
-                break
-            seed = case_seed(cfg.seed, index)
-            model, inputs = make_case(seed)
-            finding = run_one(device, model, inputs, cfg.slow_s)
+        source = local_cases(device, cfg, index, should_stop) if cases is None else cases(cfg, index, should_stop)
+        for index, seed, model, inputs, finding in source:
+            if finding is not None and model is None:
+                model, inputs = make_case(seed)
+            if finding is not None and device is None:
+                device = open_isolated(cfg.driver, call_timeout=cfg.call_timeout, mem_limit=cfg.mem_limit)
             state.counts["cases"] += 1
             if finding is not None and index not in state.finding_indexes:
                 state.finding_indexes.add(index)
@@ -566,7 +583,8 @@ def run_fuzz(cfg: FuzzConfig, resume: bool = False, out=None, err=None) -> int:
     finally:
         progress(final=True)
         journal.close()
-        device.close()
+        if device is not None:
+            device.close()
     report = write_reports(rd)
     print(f"nnconform fuzz: {report['cases']} cases in {report['elapsed_s']:.0f} s "
           f"({report['cases_per_s']:.1f}/s), {len(report['buckets'])} bucket(s); seed {cfg.seed}; "
