@@ -58,6 +58,10 @@ class GraphConfig:
     # every covered operation at every rank.  Keeps random models inside a partial driver's
     # supported set, so no draw is wasted on a skip.
     allowed: frozenset | None = None
+    # draw shape classes (signatures.SHAPE_CLASSES) on purpose: the random suite's models;
+    # off for the capability probe, stress graphs and control-flow bodies (whose operands
+    # must stay fully specified), so their draws are as before
+    shape_classes: bool = False
     # draw every slot for this shape class (signatures.SHAPE_CLASSES) where the operation
     # declares it: the random suite's top-up of classes its examples happened to miss
     force_shape_class: str | None = None
@@ -144,6 +148,8 @@ class _Builder:
         one slot in eight of a graph (whose many slots draw them anyway): enough for every
         class of every operation x type within the default suite's 25 examples
         (unknown_dims is the whole model's, drawn in finish())."""
+        if self.cfg.force_shape_class is None and not self.cfg.shape_classes:
+            return None
         classes = [c for c in s.shapes_for(self.cfg.dtype) if c != "unknown_dims"]
         if self.cfg.force_shape_class is not None:
             return self.cfg.force_shape_class if self.cfg.force_shape_class in classes else None
@@ -311,7 +317,8 @@ class _Builder:
         operands = list(self.operands)
         for i in outputs:
             operands[i] = replace(operands[i], lifetime=Lifetime.SUBGRAPH_OUTPUT)
-        if self.cfg.force_shape_class == "unknown_dims" or _chance(self.d, 1 / 4):
+        if self.cfg.force_shape_class == "unknown_dims" or \
+                (self.cfg.shape_classes and self.cfg.force_shape_class is None and _chance(self.d, 1 / 4)):
             # the shape class unknown_dims: every model output's dimensions unknown (rank
             # kept), so the driver must work them out and report them
             unknown = [i for i in outputs if operands[i].dimensions]

@@ -82,7 +82,7 @@ def cases(draw, config: GraphConfig, value_mode: str = "uniform") -> GeneratedCa
 def single_operation(op: Op, dtype: T, *, max_dim: int = 1000, max_elems: int = 10000,
                      value_mode: str = "uniform", allowed: frozenset | None = None) -> st.SearchStrategy[GeneratedCase]:
     cfg = GraphConfig(dtype=T(dtype), n_ops=1, max_dim=max_dim, max_elems=max_elems, ops=(Op(op),),
-                      allowed=allowed)
+                      allowed=allowed, shape_classes=True)
     return cases(cfg, value_mode)
 
 
@@ -90,7 +90,7 @@ def random_graph(dtype: T, rank: int | None, n_ops: int, max_dim: int, *, max_el
                  ops: tuple[Op, ...] | None = None, value_mode: str = "uniform",
                  allowed: frozenset | None = None) -> st.SearchStrategy[GeneratedCase]:
     cfg = GraphConfig(dtype=T(dtype), n_ops=n_ops, rank=rank, max_dim=max_dim, max_elems=max_elems, ops=ops,
-                      allowed=allowed)
+                      allowed=allowed, shape_classes=True)
     return cases(cfg, value_mode)
 
 
