@@ -453,7 +453,9 @@ def test_float16_results_of_constants_only_are_unsupported(device):
     z = b.output(T.TENSOR_FLOAT16, [2])
     b.operation(Op.CAST, [x], [z])
     model = b.build()
-    assert device.supported_operations(model) == [True, False, True]
+    # every operation computed from constants only is left out (Abs(Add(-236, -255)) folds
+    # to -491 in OpenVINO)
+    assert device.supported_operations(model) == [False, False, True]
     b = ModelBuilder()
     x = b.input(T.TENSOR_INT32, [2])
     z = b.output(T.TENSOR_FLOAT16, [2])
