@@ -439,3 +439,26 @@ def test_rnn_step_and_sequence_match_the_reference(device):
         xv = rng.uniform(-2, 2, [3, 2, 5] if time_major else [2, 3, 5]).astype(np.float32)
         out = run_case(device, model, [xv, hv], execute(model, [xv, hv]))
         assert out.outcome == PASS, out.message
+
+
+def test_float16_results_of_constants_only_are_unsupported(device):
+    # OpenVINO folds RESHAPE(constant) -> CAST at compile time, and the folded Convert gives
+    # -65504 for -100000 where NNAPI (and the plugin's run-time kernel) give -inf.
+    b = ModelBuilder()
+    h = b.temp(T.TENSOR_INT32, [2])
+    y = b.output(T.TENSOR_FLOAT16, [2])
+    b.operation(Op.RESHAPE, [b.const(T.TENSOR_INT32, [1, 2], [-100000, 3]), b.const(T.TENSOR_INT32, [1], [2])], [h])
+    b.operation(Op.CAST, [h], [y])
+    x = b.input(T.TENSOR_INT32, [2])
+    z = b.output(T.TENSOR_FLOAT16, [2])
+    b.operation(Op.CAST, [x], [z])
+    model = b.build()
+    # every operation computed from constants only is left out (Abs(Add(-236, -255)) folds
+    # to -491 in OpenVINO)
+    assert device.supported_operations(model) == [False, False, True]
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_INT32, [2])
+    z = b.output(T.TENSOR_FLOAT16, [2])
+    b.operation(Op.CAST, [x], [z])
+    out = run(device, b.build(), np.array([-100000, 3], np.int32)).outputs[0]
+    assert out.dtype == np.float16 and out.tolist() == [-np.inf, 3]
