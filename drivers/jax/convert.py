@@ -641,7 +641,7 @@ def conv_concatenation(c: OpCtx):
     parts = []
     for k in range(n):
         x = c.require(k, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-        parts.append(c.x(k) if same_quant(x, out) else q.requantize_to(c, k, out).astype(out.info.dtype))
+        parts.append(c.x(k) if same_quant(x, out) else q.concat_requantize(c, k, out))
     return [jnp.concatenate(parts, axis=axis)]
 
 
