@@ -155,6 +155,15 @@ def test_quantised_kernels_match_the_reference_bit_for_bit(device):
         bias = b.const(T.TENSOR_INT32, [2], [300, -1200])
         b.operation(Op.CONV_2D, [x, f, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(3)], [y])
         models.append((b.build(), [[1, 4, 5, 3]]))
+        b = ModelBuilder()   # TRANSPOSE_CONV_2D, per-channel filter, stride 2, NCHW
+        x = b.input(t, [1, 3, 3, 3], scale=0.05, zero_point=zp + 1)
+        y = b.output(t, [1, 2, 6, 6], scale=0.1, zero_point=zp - 3)
+        f = b.const(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [2, 3, 3, 3], rng.integers(-127, 128, 54),
+                    channel_quant=ChannelQuant((0.03, 0.011), 0))
+        bias = b.const(T.TENSOR_INT32, [2], [-50, 700])
+        b.operation(Op.TRANSPOSE_CONV_2D, [x, f, bias, *[b.i32(v) for v in (0, 1, 0, 1, 2, 2, 1)], b.bool(True)],
+                    [y])
+        models.append((b.build(), [[1, 3, 3, 3]]))
         b = ModelBuilder()
         x = b.input(t, [3, 6], scale=0.1, zero_point=zp)
         y = b.output(t, [3, 4], scale=0.3, zero_point=zp - 2)

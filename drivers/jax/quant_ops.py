@@ -259,6 +259,15 @@ def quant_conv(c, filter_spec: str, groups: int, pads, strides, dil, act: int, l
     return _requantize_acc(c, jnp.round(acc).astype(I64), lhs.index("C"), act)
 
 
+def quant_transpose_conv(c, pads, strides, act: int, lhs: str) -> jax.Array:
+    """The transposed convolution as a plain one over the stride-dilated input with the filter
+    flipped (convert.conv_transpose_conv_2d), on exact offsets, then the conv requantisation."""
+    w = jnp.flip(_filter_offsets(c, 0), axis=(1, 2))
+    acc = lax.conv_general_dilated(_exact(_offsets(c, 0)), _exact(w), (1, 1), pads, lhs_dilation=strides,
+                                   dimension_numbers=(lhs, "OHWI", lhs), precision=lax.Precision.HIGHEST)
+    return _requantize_acc(c, jnp.round(acc).astype(I64), lhs.index("C"), act)
+
+
 def quant_fully_connected(c, act: int) -> jax.Array:
     x, w = c.ins[0], c.ins[1]
     if w.type != x.type:
@@ -308,4 +317,3 @@ def _not_mapped(what: str):
 
 
 quant_logistic_tanh = _not_mapped("LOGISTIC/TANH")
-quant_transpose_conv = _not_mapped("TRANSPOSE_CONV_2D")
