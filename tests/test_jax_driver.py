@@ -36,7 +36,9 @@ def run(device, model, *inputs):
 
 
 def test_registered_entry_point_loads():
-    assert isinstance(load_driver("jax"), JaxDevice)
+    dev = load_driver("jax")
+    assert isinstance(dev, JaxDevice)
+    assert dev.name == "jax-xla_cpu"       # NNAPI's "<vendor>-<device>" (vts/device/basics)
 
 
 def test_add_with_fused_relu6_and_broadcast(device):
