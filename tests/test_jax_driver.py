@@ -121,6 +121,20 @@ def test_int32_div_floors_and_zero_divisor_gives_zero(device):
     np.testing.assert_array_equal(out.outputs[0], [-3, -3, 0, 1])
 
 
+def test_argmin_argmax_see_denormals_and_skip_nan_like_the_reference(device):
+    # XLA CPU reads -1e-40 as -0 (a tie, index 0); NNAPI's strict scan finds it smaller.
+    for op, rows, want in ((Op.ARGMIN, [[-0.0, -1e-40], [np.nan, -5.0], [3.0, np.nan]], [1, 0, 0]),
+                           (Op.ARGMAX, [[1e-40, 0.0], [1.0, np.nan], [-np.inf, np.nan]], [0, 0, 0])):
+        b = ModelBuilder()
+        x = b.input(T.TENSOR_FLOAT32, [3, 2])
+        y = b.output(T.TENSOR_INT32, [3])
+        b.operation(op, [x, b.i32(1)], [y])
+        model = b.build()
+        xs = np.array(rows, np.float32)
+        np.testing.assert_array_equal(execute(model, [xs])[0], want)
+        np.testing.assert_array_equal(run(device, model, xs).outputs[0], want)
+
+
 def test_quantize_rounds_half_away_and_saturates_nan_to_qmax(device):
     b = ModelBuilder()
     x = b.input(T.TENSOR_FLOAT32, [6])
