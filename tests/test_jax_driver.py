@@ -36,7 +36,9 @@ def run(device, model, *inputs):
 
 
 def test_registered_entry_point_loads():
-    assert isinstance(load_driver("jax"), JaxDevice)
+    dev = load_driver("jax")
+    assert isinstance(dev, JaxDevice)
+    assert dev.name == "jax-xla_cpu"       # NNAPI's "<vendor>-<device>" (vts/device/basics)
 
 
 def test_add_with_fused_relu6_and_broadcast(device):
@@ -119,6 +121,20 @@ def test_int32_div_floors_and_zero_divisor_gives_zero(device):
     np.testing.assert_array_equal(out.outputs[0], [-3, -3, 0, 1])
 
 
+def test_argmin_argmax_see_denormals_and_skip_nan_like_the_reference(device):
+    # XLA CPU reads -1e-40 as -0 (a tie, index 0); NNAPI's strict scan finds it smaller.
+    for op, rows, want in ((Op.ARGMIN, [[-0.0, -1e-40], [np.nan, -5.0], [3.0, np.nan]], [1, 0, 0]),
+                           (Op.ARGMAX, [[1e-40, 0.0], [1.0, np.nan], [-np.inf, np.nan]], [0, 0, 0])):
+        b = ModelBuilder()
+        x = b.input(T.TENSOR_FLOAT32, [3, 2])
+        y = b.output(T.TENSOR_INT32, [3])
+        b.operation(op, [x, b.i32(1)], [y])
+        model = b.build()
+        xs = np.array(rows, np.float32)
+        np.testing.assert_array_equal(execute(model, [xs])[0], want)
+        np.testing.assert_array_equal(run(device, model, xs).outputs[0], want)
+
+
 def test_quantize_rounds_half_away_and_saturates_nan_to_qmax(device):
     b = ModelBuilder()
     x = b.input(T.TENSOR_FLOAT32, [6])
@@ -127,6 +143,66 @@ def test_quantize_rounds_half_away_and_saturates_nan_to_qmax(device):
     xs = np.array([0.25, -0.25, 1e9, -1e9, np.nan, 0.75], np.float32)
     out = run(device, b.build(), xs).outputs[0]
     np.testing.assert_array_equal(out, [11, 9, 255, 0, 255, 12])
+
+
+def test_quantised_kernels_match_the_reference_bit_for_bit(device):
+    """ADD and MUL with differing scales, a per-channel CONV_2D, FULLY_CONNECTED, average
+    pooling and a requantising CONCATENATION, uint8 and int8: exact (atol 0) against the
+    reference's gemmlowp arithmetic over every stored input value."""
+    from nnconform.ir import ChannelQuant
+    rng = np.random.default_rng(31337)
+    print("seed", 31337)
+    for t, dt in ((T.TENSOR_QUANT8_ASYMM, np.uint8), (T.TENSOR_QUANT8_ASYMM_SIGNED, np.int8)):
+        lo, hi = np.iinfo(dt).min, np.iinfo(dt).max
+        zp = 0 if dt == np.int8 else 128
+        models = []
+        for op in (Op.ADD, Op.SUB, Op.MUL):
+            b = ModelBuilder()
+            x1 = b.input(t, [2, 128], scale=0.07, zero_point=zp + 3)
+            x2 = b.input(t, [128], scale=0.031, zero_point=zp - 5)
+            y = b.output(t, [2, 128], scale=0.09 if op != Op.MUL else 0.4, zero_point=zp + 1)
+            b.operation(op, [x1, x2, b.i32(1)], [y])
+            models.append((b.build(), [[2, 128], [128]]))
+        b = ModelBuilder()
+        x = b.input(t, [1, 4, 5, 3], scale=0.05, zero_point=zp - 7)
+        y = b.output(t, [1, 4, 5, 2], scale=0.2, zero_point=zp + 4)
+        f = b.const(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [2, 3, 3, 3], rng.integers(-127, 128, 54),
+                    channel_quant=ChannelQuant((0.02, 0.007), 0))
+        bias = b.const(T.TENSOR_INT32, [2], [300, -1200])
+        b.operation(Op.CONV_2D, [x, f, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(3)], [y])
+        models.append((b.build(), [[1, 4, 5, 3]]))
+        b = ModelBuilder()   # TRANSPOSE_CONV_2D, per-channel filter, stride 2, NCHW
+        x = b.input(t, [1, 3, 3, 3], scale=0.05, zero_point=zp + 1)
+        y = b.output(t, [1, 2, 6, 6], scale=0.1, zero_point=zp - 3)
+        f = b.const(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [2, 3, 3, 3], rng.integers(-127, 128, 54),
+                    channel_quant=ChannelQuant((0.03, 0.011), 0))
+        bias = b.const(T.TENSOR_INT32, [2], [-50, 700])
+        b.operation(Op.TRANSPOSE_CONV_2D, [x, f, bias, *[b.i32(v) for v in (0, 1, 0, 1, 2, 2, 1)], b.bool(True)],
+                    [y])
+        models.append((b.build(), [[1, 3, 3, 3]]))
+        b = ModelBuilder()
+        x = b.input(t, [3, 6], scale=0.1, zero_point=zp)
+        y = b.output(t, [3, 4], scale=0.3, zero_point=zp - 2)
+        w = b.const(t, [4, 6], rng.integers(lo, hi + 1, 24), scale=0.05, zero_point=zp + 2)
+        bias = b.const(T.TENSOR_INT32, [4], [10, -20, 30, 0], scale=0.005)
+        b.operation(Op.FULLY_CONNECTED, [x, w, bias, b.i32(0)], [y])
+        models.append((b.build(), [[3, 6]]))
+        b = ModelBuilder()
+        x = b.input(t, [1, 5, 5, 2], scale=0.1, zero_point=zp)
+        y = b.output(t, [1, 3, 3, 2], scale=0.1, zero_point=zp)
+        b.operation(Op.AVERAGE_POOL_2D, [x, *[b.i32(v) for v in (1, 2, 2, 3, 3, 0)]], [y])
+        models.append((b.build(), [[1, 5, 5, 2]]))
+        b = ModelBuilder()
+        x1 = b.input(t, [2, 3], scale=0.1, zero_point=zp)
+        x2 = b.input(t, [2, 5], scale=0.37, zero_point=zp + 9)
+        y = b.output(t, [2, 8], scale=0.2, zero_point=zp - 1)
+        b.operation(Op.CONCATENATION, [x1, x2, b.i32(1)], [y])
+        models.append((b.build(), [[2, 3], [2, 5]]))
+        for model, shapes in models:
+            xs = [rng.integers(lo, hi + 1, s).astype(dt) for s in shapes]
+            want = execute(model, xs)
+            got = run(device, model, *xs).outputs
+            np.testing.assert_array_equal(got[0], want[0], err_msg=f"{model.main.operations[0].name} {t.name}")
 
 
 def test_unknown_input_dimensions_compile_per_request_shape(device):

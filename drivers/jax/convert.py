@@ -641,7 +641,7 @@ def conv_concatenation(c: OpCtx):
     parts = []
     for k in range(n):
         x = c.require(k, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-        parts.append(c.x(k) if same_quant(x, out) else q.requantize_to(c, k, out).astype(out.info.dtype))
+        parts.append(c.x(k) if same_quant(x, out) else q.concat_requantize(c, k, out))
     return [jnp.concatenate(parts, axis=axis)]
 
 
@@ -837,10 +837,12 @@ def conv_argminmax(c: OpCtx):
     if c.ins[0].type not in FLOATS:
         return [_out_shape(c, fn(v, axis=axis).astype(jnp.int32))]
     # The reference scans with a strict comparison: a NaN never wins, and a NaN in first place
-    # is never beaten (index 0).  XLA's argmax picks the first NaN instead.
-    v = v.astype(F32)
-    nan = jnp.isnan(v)
-    idx = fn(jnp.where(nan, F32(-np.inf if is_max else np.inf), v), axis=axis)
+    # is never beaten (index 0).  XLA's argmax picks the first NaN instead, and reads denormals
+    # as zero: the scan runs on the floats' order keys (integers), NaN keyed below (above)
+    # every number.
+    key, nan = _key_and_nan(_bits(v))
+    key = jnp.where(nan, jnp.int32(np.iinfo(np.int32).min if is_max else np.iinfo(np.int32).max), key)
+    idx = fn(key, axis=axis)
     first_nan = jnp.take(nan, 0, axis=axis)
     return [_out_shape(c, jnp.where(first_nan, 0, idx).astype(jnp.int32))]
 

@@ -115,7 +115,7 @@ class JaxDevice(Device):
     feature_level = 30
 
     def __init__(self):
-        self.name = "jax"
+        self.name = "jax-xla_cpu"   # NNAPI getName: "<vendor>-<device>"
         self.version = f"{__version__}+jax{jax.__version__}"
         if not any(d.platform == "cpu" for d in jax.devices()):
             raise DriverError(ErrorStatus.DEVICE_UNAVAILABLE, "jax has no CPU device")
