@@ -142,7 +142,7 @@ class OpCtx(ParameterAccess):
             if want == ov.Type.f16 and self.op.outputs[k] in self.g.const_derived:
                 # OpenVINO folds constant-only subgraphs at compile time, and its folded
                 # Convert to f16 saturates an overflow to +-65504 where the CPU kernel (and
-                # NNAPI) give +-inf (docs/findings_openvino.md#f16-folding).
+                # NNAPI) give +-inf (docs/findings_openvino.md#constant-folding).
                 raise Unsupported("a float16 result computed from constants only (OpenVINO's "
                                   "constant folding saturates f16 overflow instead of giving inf)")
             v = _out(ops.convert(v, want))
