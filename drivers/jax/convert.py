@@ -177,9 +177,10 @@ def same_quant(a: Operand, b: Operand) -> bool:
 
 def _int32_floor_div(a: jax.Array, b: jax.Array) -> jax.Array:
     """NNAPI's int32 DIV: floor division, a zero divisor gives 0 (no trap)."""
+    a, b = jnp.broadcast_arrays(a, b)
     zero = b == 0
     safe = jnp.where(zero, jnp.int32(1), b)
-    return jnp.where(zero, jnp.int32(0), lax.div(a - jnp.remainder(a, safe), safe))
+    return jnp.where(zero, jnp.int32(0), jnp.floor_divide(a, safe))
 
 
 _FLOAT_BINARY = {Op.ADD: jnp.add, Op.SUB: jnp.subtract, Op.MUL: jnp.multiply, Op.DIV: jnp.divide}
@@ -251,6 +252,14 @@ def _unary(fn, int32_fn=None):
             return [int32_fn(c.x(0))]
         raise Unsupported(x.type.name)
     return convert
+
+
+def _floor(x):
+    """floor, with denormals seen (XLA CPU reads them as zero: floor(-1e-40) must be -1)."""
+    bits = lax.bitcast_convert_type(x, jnp.int32)
+    mag = bits & 0x7FFFFFFF
+    denormal = (mag != 0) & (mag < 0x00800000)
+    return jnp.where(denormal, jnp.where(bits < 0, F32(-1), F32(0)), jnp.floor(x))
 
 
 def _rsqrt(x):
@@ -1060,7 +1069,7 @@ CONVERTERS: dict[Op, Callable[[OpCtx], list]] = {
     Op.LOGISTIC: conv_logistic, Op.TANH: conv_tanh,
     Op.ABS: _unary(jnp.abs, jnp.abs), Op.NEG: _unary(jnp.negative, jnp.negative), Op.EXP: _unary(jnp.exp),
     Op.LOG: _unary(jnp.log), Op.SQRT: _unary(jnp.sqrt), Op.SIN: _unary(jnp.sin),
-    Op.FLOOR: _unary(jnp.floor), Op.RSQRT: _unary(_rsqrt), Op.ELU: conv_elu, Op.HARD_SWISH: conv_hard_swish,
+    Op.FLOOR: _unary(_floor), Op.RSQRT: _unary(_rsqrt), Op.ELU: conv_elu, Op.HARD_SWISH: conv_hard_swish,
     Op.SOFTMAX: _softmax(False), Op.LOG_SOFTMAX: _softmax(True),
     Op.L2_NORMALIZATION: conv_l2_normalization,
     Op.EQUAL: _compare(jnp.equal), Op.NOT_EQUAL: _compare(jnp.not_equal),
