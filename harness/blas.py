@@ -6,8 +6,10 @@ are small (a 1x1 convolution at 12x12x256 is a 144x256 by 256x256 product) and n
 several processes at once (the harness, a driver host per worker, xdist workers), so those
 threads mostly wait for each other: measured on the mediapipe zoo on 2 shared cores, one
 thread made the reference 3-7x faster (palm_detection_lite 1.09 s -> 0.30 s, iris_landmark
-0.52 s -> 0.10 s per inference).  The K-dimension sums are not split across threads, so the
-results are the same.
+0.52 s -> 0.10 s per inference).  One thread also keeps the bits independent of the machine's
+core count: on the built-in models the reference gives the same bits either way, but
+OpenBLAS may split the K-dimension sums of a large product across threads (0.3.31, in numpy
+2.4.6, does for a 700x300 by 300x500 float32 product), which changes its rounding.
 
 ``limit_blas_threads()`` sets the count through OpenBLAS's own ``set_num_threads`` (found in
 the process's loaded libraries, the way threadpoolctl does it).  ``NNCONFORM_BLAS_THREADS``
