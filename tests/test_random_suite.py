@@ -21,6 +21,7 @@ def _run(tmp_path: Path, driver: str, *pytest_args: str) -> subprocess.Completed
     return subprocess.run(cmd, capture_output=True, text=True, timeout=900)
 
 
+@pytest.mark.long_run
 def test_reference_passes_the_whole_random_suite_ci_profile(tmp_path):
     r = _run(tmp_path, "reference", "--nn-hypothesis-profile", "ci")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
