@@ -261,9 +261,11 @@ def axes(c, k: int, rank: int) -> list[int]:
 
 
 def reduce_axes(c, rank: int) -> tuple[list[int], bool]:
-    """REDUCE_* and MEAN: (axes from input 1, keep_dims from input 2).  An empty axes list is
-    unsupported: runtime reduce APIs read "no axes" as "all axes"."""
+    """REDUCE_* and MEAN: (axes from input 1, keep_dims from input 2).  keep_dims is a BOOL
+    for REDUCE_* and an INT32 for MEAN, where only a positive value keeps the reduced
+    dimensions (as size 1).  An empty axes list is unsupported: runtime reduce APIs read
+    "no axes" as "all axes"."""
     found = axes(c, 1, rank)
     if not found:
         raise Unsupported("empty axes")
-    return found, bool(c.scalar(2))
+    return found, int(c.scalar(2)) > 0
