@@ -113,12 +113,40 @@ class Rejected(Exception):
     supported, but preparing the model fails, as the reference fails the execution."""
 
 
+def known_dims(operand) -> tuple[int, ...]:
+    """The operand's dimensions when all are known (NNAPI writes an unknown one as 0)."""
+    if not operand.dimensions or any(d == 0 for d in operand.dimensions):
+        raise Unsupported(f"needs known dimensions, got {list(operand.dimensions)}")
+    return operand.dimensions
+
+
+def known_rank(operand) -> int:
+    """The operand's rank when known (NNAPI writes an unknown rank as no dimensions)."""
+    if not operand.dimensions:
+        raise Unsupported("needs a known rank")
+    return len(operand.dimensions)
+
+
 class ParameterAccess:
     """Mixin for a converter's per-operation context (``self.ins``: the operation's input
     operands): NNAPI parameters read as Python values.  A runtime graph needs them at
-    conversion time, so a parameter that is not a constant makes the operation Unsupported."""
+    conversion time, so a parameter that is not a constant makes the operation Unsupported.
+    Decoding whole parameter lists (padding, strides, slices, axes) is nnapi_params' job."""
 
     ins: list
+
+    def dims(self, operand) -> tuple[int, ...]:
+        return known_dims(operand)
+
+    def rank(self, operand) -> int:
+        return known_rank(operand)
+
+    def require(self, k: int, types, what: str = ""):
+        """Input ``k``'s operand when its type is one of ``types``, else Unsupported."""
+        o = self.ins[k]
+        if o.type not in types:
+            raise Unsupported(f"{what or f'input {k}'} of type {o.type.name}")
+        return o
 
     def omitted(self, k: int) -> bool:
         return k >= len(self.ins) or self.ins[k].is_omitted

@@ -33,7 +33,8 @@ from jax import lax
 from nnconform.driver_support import ParameterAccess, Rejected, Unsupported
 from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
 from nnconform.ops import activation as nn_activation
-from nnconform.ops.padding import PADDING_SAME, PADDING_VALID, explicit_padding
+from nnconform import nnapi_params as params
+from nnconform.nnapi_params import same_quant
 
 from . import quant_ops as q
 
@@ -81,17 +82,13 @@ class OpCtx(ParameterAccess):
         """``value`` narrowed to output k's storage dtype."""
         return value.astype(self.outs[k].info.dtype)
 
-    def require(self, k: int, types, what: str = "") -> Operand:
-        o = self.ins[k]
-        if o.type not in types:
-            raise Unsupported(f"{what or f'input {k}'} of type {o.type.name}")
-        return o
-
     def act(self, k: int) -> int:
-        a = int(self.scalar(k))
-        if a not in nn_activation.FUSED_ACTIVATIONS:
-            raise Unsupported(f"fused activation {a}")
-        return a
+        return params.fused_activation(self, k)
+
+    def shape(self, k: int) -> tuple[int, ...]:
+        """Input k's traced shape: JAX traces per request shape, so unknown model dimensions
+        are known here (nnapi_params' ``shape=``)."""
+        return self.x(k).shape
 
 
 # XLA's CPU backend runs with denormals flushed (FTZ/DAZ), and LLVM folds integer tests on a
@@ -164,11 +161,6 @@ def float_compare(fn, a: jax.Array, b: jax.Array) -> jax.Array:
     a, b = jnp.broadcast_arrays(a, b)
     (ka, na), (kb, nb) = _key_and_nan(_bits(a)), _key_and_nan(_bits(b))
     return jnp.where(na | nb, fn is jnp.not_equal, fn(ka, kb))
-
-
-def same_quant(a: Operand, b: Operand) -> bool:
-    return a.type == b.type and (a.type not in QUANT8 or (np.float32(a.scale) == np.float32(b.scale)
-                                                         and a.zero_point == b.zero_point))
 
 
 # ---------------------------------------------------------------------------------------
@@ -361,37 +353,15 @@ def conv_select(c: OpCtx):
 # Convolutions, fully connected, pooling
 # ---------------------------------------------------------------------------------------
 
-def conv_args(c: OpCtx, n_extra: int):
+def conv_args(c: OpCtx, n_extra: int, **kw):
     """(pads ((t, b), (l, r)), strides (h, w), dilations (h, w), extra, act, nchw)."""
-    n = len(c.ins)
-    k = 7 + n_extra
-    explicit = not (n == k or (n > k and c.ins[k].type == T.BOOL))
-    if explicit:
-        pl, pr, pt, pb = (int(c.scalar(i)) for i in (3, 4, 5, 6))
-        sw, sh = int(c.scalar(7)), int(c.scalar(8))
-        first = 9
-    else:
-        scheme = int(c.scalar(3))
-        sw, sh = int(c.scalar(4)), int(c.scalar(5))
-        first = 6
-    extra = [int(c.scalar(first + i)) for i in range(n_extra)]
-    act_i = first + n_extra
-    act = c.act(act_i)
-    nchw = bool(c.scalar(act_i + 1)) if n > act_i + 1 else False
-    dw, dh = (int(c.scalar(act_i + 2)), int(c.scalar(act_i + 3))) if n > act_i + 3 else (1, 1)
-    if not explicit:
-        xs, fs = c.x(0).shape, c.x(1).shape
-        h, w = (xs[2], xs[3]) if nchw else (xs[1], xs[2])
-        if scheme not in (PADDING_SAME, PADDING_VALID):
-            raise Unsupported(f"padding scheme {scheme}")
-        pl, pr = explicit_padding(w, sw, fs[2], scheme, dw)
-        pt, pb = explicit_padding(h, sh, fs[1], scheme, dh)
-    return ((pt, pb), (pl, pr)), (sh, sw), (dh, dw), extra, act, nchw
+    p = params.conv_params(c, n_extra, shape=c.shape, **kw)
+    return tuple(zip(p.pads_begin, p.pads_end)), p.strides, p.dilations, p.extra, p.activation, p.nchw
 
 
-def _conv(c: OpCtx, filter_spec: str, groups_of, n_extra: int):
+def _conv(c: OpCtx, filter_spec: str, groups_of, n_extra: int, **kw):
     x, f = c.ins[0], c.ins[1]
-    pads, strides, dil, extra, act, nchw = conv_args(c, n_extra)
+    pads, strides, dil, extra, act, nchw = conv_args(c, n_extra, **kw)
     lhs = "NCHW" if nchw else "NHWC"
     channels = c.x(0).shape[1 if nchw else 3]
     groups = groups_of(extra, channels)
@@ -413,9 +383,7 @@ def conv_conv_2d(c: OpCtx):
 
 
 def conv_grouped_conv_2d(c: OpCtx):
-    if len(c.ins) > 11 and not (len(c.ins) == 12 and c.ins[11].type == T.BOOL):
-        raise Unsupported("GROUPED_CONV_2D takes no dilation")
-    return _conv(c, "OHWI", lambda extra, ch: extra[0], 1)
+    return _conv(c, "OHWI", lambda extra, ch: extra[0], 1, dilation=False)
 
 
 def conv_depthwise_conv_2d(c: OpCtx):
@@ -446,21 +414,9 @@ def conv_fully_connected(c: OpCtx):
 
 def conv_transpose_conv_2d(c: OpCtx):
     x, f = c.ins[0], c.ins[1]
-    n = len(c.ins)
-    if n == 11:
-        pl, pr, pt, pb = (int(c.scalar(i)) for i in (3, 4, 5, 6))
-        sw, sh = int(c.scalar(7)), int(c.scalar(8))
-        act = c.act(9)
-        nchw = bool(c.scalar(10))
-    else:
-        scheme, sw, sh = (int(c.scalar(i)) for i in (4, 5, 6))
-        act = c.act(7)
-        nchw = bool(c.scalar(8))
-        oshape = [int(v) for v in c.const(3).reshape(-1)]
-        oh, ow = (oshape[2], oshape[3]) if nchw else (oshape[1], oshape[2])
-        fs = c.x(1).shape
-        pl, pr = _transpose_padding(ow, sw, fs[2], scheme)
-        pt, pb = _transpose_padding(oh, sh, fs[1], scheme)
+    p = params.transpose_conv_params(c, shape=c.shape)
+    pl, pr, pt, pb, sw, sh, act, nchw = (p.pad_left, p.pad_right, p.pad_top, p.pad_bottom, p.stride_w,
+                                         p.stride_h, p.activation, p.nchw)
     fh, fw = c.x(1).shape[1:3]
     # A transposed convolution is a plain one over the stride-dilated input with the filter
     # flipped; negative padding (lax crops) covers NNAPI paddings larger than the filter.
@@ -479,34 +435,10 @@ def conv_transpose_conv_2d(c: OpCtx):
     raise Unsupported(x.type.name)
 
 
-def _transpose_padding(out_size: int, stride: int, filter_size: int, scheme: int) -> tuple[int, int]:
-    if scheme == PADDING_VALID:
-        return 0, 0
-    if scheme != PADDING_SAME:
-        raise Unsupported(f"padding scheme {scheme}")
-    total = ((out_size + stride - 1) // stride - 1) * stride + filter_size - out_size
-    head = total // 2 if total > 0 else 0   # a negative total all goes to the tail
-    return head, total - head
-
-
 def pool_args(c: OpCtx):
-    n = len(c.ins)
-    if n in (10, 11):
-        pl, pr, pt, pb = (int(c.scalar(i)) for i in (1, 2, 3, 4))
-        sw, sh, fw, fh = (int(c.scalar(i)) for i in (5, 6, 7, 8))
-        act = c.act(9)
-        nchw = bool(c.scalar(10)) if n == 11 else False
-    else:
-        scheme = int(c.scalar(1))
-        sw, sh, fw, fh = (int(c.scalar(i)) for i in (2, 3, 4, 5))
-        act = c.act(6)
-        nchw = bool(c.scalar(7)) if n == 8 else False
-        xs = c.x(0).shape
-        h, w = (xs[2], xs[3]) if nchw else (xs[1], xs[2])
-        if scheme not in (PADDING_SAME, PADDING_VALID):
-            raise Unsupported(f"padding scheme {scheme}")
-        pl, pr = explicit_padding(w, sw, fw, scheme)
-        pt, pb = explicit_padding(h, sh, fh, scheme)
+    p = params.pool_params(c, shape=c.shape)
+    pl, pr, pt, pb, sw, sh, fw, fh, act, nchw = (p.pad_left, p.pad_right, p.pad_top, p.pad_bottom, p.stride_w,
+                                                 p.stride_h, p.filter_w, p.filter_h, p.activation, p.nchw)
     if nchw:
         window, strides, pads = (1, 1, fh, fw), (1, 1, sh, sw), ((0, 0), (0, 0), (pt, pb), (pl, pr))
     else:
@@ -622,7 +554,7 @@ def conv_squeeze(c: OpCtx):
     if c.omitted(1):
         axes = [i for i, d in enumerate(v.shape) if d == 1]
     else:
-        axes = sorted({int(a) % v.ndim for a in c.const(1).reshape(-1)})
+        axes = params.axes(c, 1, v.ndim)
     return [_out_shape(c, jnp.squeeze(v, axis=tuple(axes)))]
 
 
@@ -698,39 +630,16 @@ def conv_mirror_pad(c: OpCtx):
 def conv_slice(c: OpCtx):
     movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
     v = c.x(0)
-    begin = [int(b) for b in c.const(1).reshape(-1)]
-    size = [int(s) for s in c.const(2).reshape(-1)]
-    end = [d if s == -1 else b + s for b, s, d in zip(begin, size, v.shape)]
-    if any(b < 0 or b > d or e > d or e < b for b, e, d in zip(begin, end, v.shape)):
-        raise Rejected(f"SLICE begin {begin} size {size} is out of range for {list(v.shape)}")
+    begin, end = params.slice_bounds(c, v.shape)
     return [v[tuple(slice(b, e) for b, e in zip(begin, end))]]
 
 
 def conv_strided_slice(c: OpCtx):
     movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
     v = c.x(0)
-    begins, ends, strides = (c.const(k).reshape(-1).astype(np.int64) for k in (1, 2, 3))
-    bmask, emask, smask = (int(c.scalar(k)) for k in (4, 5, 6))
-    index = []
-    for i, d in enumerate(v.shape):
-        s = int(strides[i])
-        if s == 0:
-            raise Rejected("zero stride")
-
-        def clamp(val: int) -> int:
-            if s > 0:
-                return 0 if val < -d else (val + d if val < 0 else min(val, d))
-            return -1 if val < -d else (val + d if val < 0 else min(val, d - 1))
-        b = (0 if s > 0 else d - 1) if bmask >> i & 1 else clamp(int(begins[i]))
-        e = (d if s > 0 else -1) if emask >> i & 1 else clamp(int(ends[i]))
-        if smask >> i & 1:
-            if s < 0 or max(0, -(-(e - b) // s)) != 1:
-                raise Rejected(f"dimension {i} is shrunk but does not keep exactly one element")
-            e = b + 1
-        # Python slicing reads a negative stop as counting from the back; None is "past 0".
-        index.append(slice(b, e if e >= 0 else None, s))
-    y = v[tuple(index)]
-    shrunk = tuple(i for i in range(v.ndim) if smask >> i & 1)
+    s = params.strided_slice(c, v.shape)
+    y = v[tuple(slice(b, e, st) for b, e, st in zip(s.starts, s.stops, s.strides))]
+    shrunk = s.shrunk_axes
     return [_out_shape(c, jnp.squeeze(y, axis=shrunk) if shrunk else y)]
 
 
@@ -872,19 +781,12 @@ def conv_fill(c: OpCtx):
 # Reductions
 # ---------------------------------------------------------------------------------------
 
-def _axes(c: OpCtx, v) -> tuple[int, ...]:
-    axes = tuple(sorted({int(a) % v.ndim for a in c.const(1).reshape(-1)}))
-    if not axes:
-        raise Unsupported("empty axes")
-    return axes
-
-
 def _reduce(kind: str):
     def convert(c: OpCtx):
         x, out = c.ins[0], c.outs[0]
         v = c.x(0)
-        axes = _axes(c, v)
-        keep = bool(c.scalar(2))
+        axes, keep = params.reduce_axes(c, v.ndim)
+        axes = tuple(axes)
         if kind in ("all", "any"):
             c.require(0, (T.TENSOR_BOOL8,))
             y = (jnp.all if kind == "all" else jnp.any)(v, axis=axes, keepdims=keep)
@@ -931,8 +833,8 @@ def _float_reduce(kind: str, v, x: Operand, axes, keep: bool):
 def conv_mean(c: OpCtx):
     x = c.require(0, FLOATS + QUANT8)
     v = c.x(0)
-    axes = _axes(c, v)
-    keep = c.scalar(2) > 0
+    axes, keep = params.reduce_axes(c, v.ndim)
+    axes = tuple(axes)
     if x.type in FLOATS:
         y = c.out(jnp.mean(c.f(0), axis=axes, keepdims=keep))
     else:

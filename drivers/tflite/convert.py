@@ -174,22 +174,6 @@ class OpCtx(ParameterAccess):
         for t, target in self._narrow:
             self.g.w.op(B.CAST, [t], [target], cast_options(TensorType.FLOAT32, TensorType.FLOAT16))
 
-    def rank(self, o: Operand) -> int:
-        if not o.dimensions:
-            raise Unsupported("needs a known rank")
-        return len(o.dimensions)
-
-    def dims(self, o: Operand) -> tuple[int, ...]:
-        if not o.dimensions or any(d == 0 for d in o.dimensions):
-            raise Unsupported(f"needs known dimensions, got {list(o.dimensions)}")
-        return o.dimensions
-
-    def require(self, k: int, types, what: str = "") -> Operand:
-        o = self.ins[k]
-        if o.type not in types:
-            raise Unsupported(f"{what or f'input {k}'} of type {o.type.name}")
-        return o
-
     def emit(self, code: int, inputs, outputs, opts=None) -> None:
         self.g.w.op(code, inputs, outputs, opts)
 

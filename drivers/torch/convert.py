@@ -33,7 +33,8 @@ import torch.nn.functional as F
 from nnconform.driver_support import ParameterAccess, Rejected, Unsupported
 from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
 from nnconform.ops import activation as nn_activation
-from nnconform.ops.padding import PADDING_SAME, PADDING_VALID, explicit_padding
+from nnconform import nnapi_params as params
+from nnconform.nnapi_params import same_quant
 from nnconform.ops.quant import QUANT_RANGE
 
 from . import control_flow, quantfixed
@@ -74,22 +75,6 @@ class OpCtx(ParameterAccess):
         self.ins: list[Operand] = [sg.operands[i] for i in self.op.inputs]
         self.outs: list[Operand] = [sg.operands[i] for i in self.op.outputs]
 
-    def dims(self, operand: Operand) -> tuple[int, ...]:
-        if not operand.dimensions or any(d == 0 for d in operand.dimensions):
-            raise Unsupported(f"needs known dimensions, got {list(operand.dimensions)}")
-        return operand.dimensions
-
-    def rank(self, operand: Operand) -> int:
-        if not operand.dimensions:
-            raise Unsupported("needs a known rank")
-        return len(operand.dimensions)
-
-    def require(self, k: int, types, what: str = "") -> Operand:
-        o = self.ins[k]
-        if o.type not in types:
-            raise Unsupported(f"{what or f'input {k}'} of type {o.type.name}")
-        return o
-
     def out_dtype(self, k: int = 0) -> torch.dtype:
         return TORCH_DTYPE[self.outs[k].type]
 
@@ -121,11 +106,6 @@ def quant_clamp(out: Operand, act: int) -> Callable[[torch.Tensor], torch.Tensor
     return lambda t: torch.clamp(t, lo, hi)
 
 
-def same_quant(a: Operand, b: Operand) -> bool:
-    return a.type == b.type and (a.type not in QUANT8 or (np.float32(a.scale) == np.float32(b.scale)
-                                                         and a.zero_point == b.zero_point))
-
-
 def movable(c: OpCtx, k: int = 0, types=MOVABLE) -> Operand:
     """Pure data movement: any storage type, but a quantised output must keep the input's
     scale and zero point (otherwise NNAPI requantises)."""
@@ -134,10 +114,6 @@ def movable(c: OpCtx, k: int = 0, types=MOVABLE) -> Operand:
         if not same_quant(x, out):
             raise Unsupported("quantised output with other parameters than the input")
     return x
-
-
-def axes_of(c: OpCtx, k: int, r: int) -> list[int]:
-    return sorted({int(a) % r for a in c.const(k).reshape(-1)})
 
 
 # ---------------------------------------------------------------------------------------
@@ -333,31 +309,10 @@ def conv_select(c: OpCtx) -> Kernel:
 # ---------------------------------------------------------------------------------------
 
 def conv_args(c: OpCtx, n_extra: int):
-    """(pads (left, right, top, bottom), strides (h, w), dilations (h, w), extra, act, nchw)."""
-    n = len(c.ins)
-    k = 7 + n_extra
-    explicit = not (n == k or (n > k and c.ins[k].type == T.BOOL))
-    if explicit:
-        pl, pr, pt, pb = (int(c.scalar(i)) for i in (3, 4, 5, 6))
-        sw, sh = int(c.scalar(7)), int(c.scalar(8))
-        first = 9
-    else:
-        scheme = int(c.scalar(3))
-        sw, sh = int(c.scalar(4)), int(c.scalar(5))
-        first = 6
-    extra = [int(c.scalar(first + i)) for i in range(n_extra)]
-    act_i = first + n_extra
-    act = check_act(int(c.scalar(act_i)))
-    nchw = bool(c.scalar(act_i + 1)) if n > act_i + 1 else False
-    dw, dh = (int(c.scalar(act_i + 2)), int(c.scalar(act_i + 3))) if n > act_i + 3 else (1, 1)
-    if not explicit:
-        xd, fd = c.dims(c.ins[0]), c.dims(c.ins[1])
-        h, w = (xd[2], xd[3]) if nchw else (xd[1], xd[2])
-        if scheme not in (PADDING_SAME, PADDING_VALID):
-            raise Unsupported(f"padding scheme {scheme}")
-        pl, pr = explicit_padding(w, sw, fd[2], scheme, dw)
-        pt, pb = explicit_padding(h, sh, fd[1], scheme, dh)
-    return (pl, pr, pt, pb), (sh, sw), (dh, dw), extra, act, nchw
+    """(pads (left, right, top, bottom) as F.pad takes them, strides (h, w), dilations (h, w),
+    extra, act, nchw).  GROUPED_CONV_2D has no dilation inputs."""
+    p = params.conv_params(c, n_extra, dilation=c.op.type != Op.GROUPED_CONV_2D)
+    return (p.pad_left, p.pad_right, p.pad_top, p.pad_bottom), p.strides, p.dilations, p.extra, p.activation, p.nchw
 
 
 def _float_conv(c: OpCtx, n_extra: int, filter_perm, groups_of) -> Kernel:
@@ -387,8 +342,6 @@ def _groups_conv(c, extra, nchw):
 
 
 def _groups_grouped(c, extra, nchw):
-    if len(c.ins) > 11 and not (len(c.ins) == 12 and c.ins[11].type == T.BOOL):
-        raise Unsupported("GROUPED_CONV_2D takes no dilation")
     return extra[0]
 
 
@@ -434,31 +387,10 @@ def conv_fully_connected(c: OpCtx) -> Kernel:
     return kernel
 
 
-def transpose_padding(out_size: int, stride: int, filter_size: int, scheme: int) -> tuple[int, int]:
-    if scheme == PADDING_VALID:
-        return 0, 0
-    if scheme != PADDING_SAME:
-        raise Unsupported(f"padding scheme {scheme}")
-    total = ((out_size + stride - 1) // stride - 1) * stride + filter_size - out_size
-    head = total // 2 if total > 0 else 0   # a negative total all goes to the tail
-    return head, total - head
-
-
 def transpose_conv_args(c: OpCtx):
-    f = c.ins[1]
-    if len(c.ins) == 11:
-        pl, pr, pt, pb = (int(c.scalar(i)) for i in (3, 4, 5, 6))
-        sw, sh, act = (int(c.scalar(i)) for i in (7, 8, 9))
-        nchw = bool(c.scalar(10))
-    else:
-        scheme, sw, sh, act = (int(c.scalar(i)) for i in (4, 5, 6, 7))
-        nchw = bool(c.scalar(8))
-        oshape = [int(v) for v in c.const(3).reshape(-1)]
-        oh, ow = (oshape[2], oshape[3]) if nchw else (oshape[1], oshape[2])
-        fd = c.dims(f)
-        pl, pr = transpose_padding(ow, sw, fd[2], scheme)
-        pt, pb = transpose_padding(oh, sh, fd[1], scheme)
-    return (pl, pr, pt, pb), (sh, sw), check_act(act), nchw
+    """((left, right, top, bottom) paddings, strides (h, w), act, nchw)."""
+    p = params.transpose_conv_params(c)
+    return (p.pad_left, p.pad_right, p.pad_top, p.pad_bottom), p.strides, p.activation, p.nchw
 
 
 def conv_transpose_conv_2d(c: OpCtx) -> Kernel:
@@ -485,22 +417,8 @@ def conv_transpose_conv_2d(c: OpCtx) -> Kernel:
 
 
 def pool_args(c: OpCtx):
-    n = len(c.ins)
-    if n in (10, 11):
-        pl, pr, pt, pb = (int(c.scalar(i)) for i in (1, 2, 3, 4))
-        sw, sh, fw, fh, act = (int(c.scalar(i)) for i in (5, 6, 7, 8, 9))
-        nchw = bool(c.scalar(10)) if n == 11 else False
-    else:
-        scheme = int(c.scalar(1))
-        sw, sh, fw, fh, act = (int(c.scalar(i)) for i in (2, 3, 4, 5, 6))
-        nchw = bool(c.scalar(7)) if n == 8 else False
-        xd = c.dims(c.ins[0])
-        h, w = (xd[2], xd[3]) if nchw else (xd[1], xd[2])
-        if scheme not in (PADDING_SAME, PADDING_VALID):
-            raise Unsupported(f"padding scheme {scheme}")
-        pl, pr = explicit_padding(w, sw, fw, scheme)
-        pt, pb = explicit_padding(h, sh, fh, scheme)
-    return (pl, pr, pt, pb), (sh, sw), (fh, fw), check_act(act), nchw
+    p = params.pool_params(c)
+    return (p.pad_left, p.pad_right, p.pad_top, p.pad_bottom), p.strides, p.window, p.activation, p.nchw
 
 
 def _pool(kind: str):
@@ -644,7 +562,7 @@ def conv_squeeze(c: OpCtx) -> Kernel:
         xd = c.dims(c.ins[0])
         axes = [i for i, d in enumerate(xd) if d == 1]
     else:
-        axes = axes_of(c, 1, c.rank(c.ins[0]))
+        axes = params.axes(c, 1, c.rank(c.ins[0]))
     rank = c.rank(c.ins[0])
 
     def kernel(t, _a=None):
@@ -760,12 +678,7 @@ def conv_mirror_pad(c: OpCtx) -> Kernel:
 
 def conv_slice(c: OpCtx) -> Kernel:
     movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-    xd = c.dims(c.ins[0])
-    begin = [int(b) for b in c.const(1).reshape(-1)]
-    size = [int(s) for s in c.const(2).reshape(-1)]
-    end = [d if s == -1 else b + s for b, s, d in zip(begin, size, xd)]
-    if any(b < 0 or b > d or e > d or e < b for b, e, d in zip(begin, end, xd)):
-        raise Rejected(f"SLICE begin {begin} size {size} is out of range for {list(xd)}")
+    begin, end = params.slice_bounds(c, c.dims(c.ins[0]))
     index = tuple(slice(b, e) for b, e in zip(begin, end))
     return lambda t, *_: t[index].clone()
 
@@ -773,29 +686,9 @@ def conv_slice(c: OpCtx) -> Kernel:
 def conv_strided_slice(c: OpCtx) -> Kernel:
     movable(c, 0, FLOATS + QUANT8)
     xd = c.dims(c.ins[0])
-    begins, ends, strides = (c.const(k).reshape(-1).astype(np.int64) for k in (1, 2, 3))
-    bmask, emask, smask = (int(c.scalar(k)) for k in (4, 5, 6))
-    index, out_shape = [], []
-    for i, d in enumerate(xd):
-        s = int(strides[i])
-        if s == 0:
-            raise Unsupported("zero stride")
-
-        def clamp(v: int) -> int:
-            if s > 0:
-                return 0 if v < -d else (v + d if v < 0 else min(v, d))
-            return -1 if v < -d else (v + d if v < 0 else min(v, d - 1))
-        b = (0 if s > 0 else d - 1) if bmask >> i & 1 else clamp(int(begins[i]))
-        e = (d if s > 0 else -1) if emask >> i & 1 else clamp(int(ends[i]))
-        if smask >> i & 1:
-            if s < 0 or max(0, -(-(e - b) // s)) != 1:
-                raise Rejected(f"dimension {i} is shrunk but does not keep exactly one element")
-            e = b + 1
-        positions = np.arange(b, e, s)
-        index.append(torch.tensor(positions, dtype=torch.long))
-        if not smask >> i & 1:
-            out_shape.append(len(positions))
-    out_shape = out_shape or [1]
+    s = params.strided_slice(c, xd)
+    index = [torch.tensor(s.positions(i), dtype=torch.long) for i in range(len(xd))]
+    out_shape = s.out_shape
 
     def kernel(t, *_):
         for axis, idx in enumerate(index):   # negative strides too: an explicit index list
@@ -1057,10 +950,7 @@ def _reduce(kind: str, types):
     def convert(c: OpCtx) -> Kernel:
         x, out = c.require(0, types), c.outs[0]
         r = c.rank(x)
-        axes = axes_of(c, 1, r)
-        if not axes:
-            raise Unsupported("empty axes")
-        keep = bool(c.scalar(2))
+        axes, keep = params.reduce_axes(c, r)
         if x.type in QUANT8 and not same_quant(x, out):
             raise Unsupported("quantised reduction with other output parameters")
         dt = c.out_dtype()
@@ -1131,10 +1021,7 @@ def _sequential_prod(c: OpCtx, x: Operand, axes, keep: bool) -> Kernel:
 def conv_mean(c: OpCtx) -> Kernel:
     x, out = c.require(0, FLOATS + QUANT8), c.outs[0]
     r = c.rank(x)
-    axes = axes_of(c, 1, r)
-    if not axes:
-        raise Unsupported("empty axes")
-    keep = int(c.scalar(2)) > 0
+    axes, keep = params.reduce_axes(c, r)
     finish = _reduced_shape(keep, axes, r)
     dt = c.out_dtype()
     if x.type in FLOATS:

@@ -197,6 +197,23 @@ class ConvParams:
     nchw: bool
     extra: tuple[int, ...]
 
+    # (height, width) pairs in the order runtime APIs take them (nnapi_params' adapters).
+    @property
+    def pads_begin(self) -> tuple[int, int]:
+        return self.pad_top, self.pad_left
+
+    @property
+    def pads_end(self) -> tuple[int, int]:
+        return self.pad_bottom, self.pad_right
+
+    @property
+    def strides(self) -> tuple[int, int]:
+        return self.stride_h, self.stride_w
+
+    @property
+    def dilations(self) -> tuple[int, int]:
+        return self.dil_h, self.dil_w
+
 
 def ctx_params(ctx: OpContext, lay: ArgLayout) -> ConvParams:
     """Scalar arguments with implicit padding resolved against the input and filter sizes

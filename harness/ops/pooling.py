@@ -59,6 +59,23 @@ class PoolParams:
     activation: int
     nchw: bool
 
+    # (height, width) pairs in the order runtime APIs take them (nnapi_params' adapters).
+    @property
+    def pads_begin(self) -> tuple[int, int]:
+        return self.pad_top, self.pad_left
+
+    @property
+    def pads_end(self) -> tuple[int, int]:
+        return self.pad_bottom, self.pad_right
+
+    @property
+    def strides(self) -> tuple[int, int]:
+        return self.stride_h, self.stride_w
+
+    @property
+    def window(self) -> tuple[int, int]:
+        return self.filter_h, self.filter_w
+
 
 def _is_explicit(n_inputs: int) -> bool:
     return n_inputs >= 10
@@ -104,7 +121,7 @@ def _check_params(p: PoolParams, n_inputs: int, fail) -> None:
              at["filter_h"])
 
 
-def _params(values: list, n_inputs: int, in_h: int, in_w: int) -> PoolParams:
+def resolve_params(values: list, n_inputs: int, in_h: int, in_w: int) -> PoolParams:
     """``values[i]`` is input i's scalar value.  Implicit padding is resolved against the
     input's spatial size (NNAPI puts the odd padding pixel at the end)."""
     if _is_explicit(n_inputs):
@@ -145,7 +162,7 @@ def _validate(v: OpView, types: tuple) -> None:
         in_h, in_w = (dims[2], dims[3]) if nchw else (dims[1], dims[2])
         if in_h <= 0 or in_w <= 0:
             return
-    _check_params(_params(consts, n, in_h, in_w), n, lambda msg, idx: v.fail(msg, input=idx))
+    _check_params(resolve_params(consts, n, in_h, in_w), n, lambda msg, idx: v.fail(msg, input=idx))
 
 
 def validate_avg_max(v: OpView) -> None:
@@ -170,7 +187,7 @@ def _prepare(ctx: OpContext) -> tuple[np.ndarray, PoolParams, int, int]:
         ctx.fail(f"height, width and depth must be > 0 (only batches may be 0), got {list(x.shape)} NHWC")
     if not _is_explicit(n) and values[1] not in (PADDING_SAME, PADDING_VALID):
         ctx.fail(f"padding scheme must be 1 (SAME) or 2 (VALID), got {values[1]}")
-    p = _params(values, n, in_h, in_w)
+    p = resolve_params(values, n, in_h, in_w)
     _check_params(p, n, lambda msg, idx: ctx.fail(f"input {idx}: {msg}"))
     out_h = output_size(in_h, p.filter_h, p.stride_h, p.pad_top, p.pad_bottom)
     out_w = output_size(in_w, p.filter_w, p.stride_w, p.pad_left, p.pad_right)
