@@ -17,7 +17,10 @@ Options (constructor arguments, or environment variables for the registered name
 """
 from __future__ import annotations
 
+import json
 import os
+import select
+import signal
 import threading
 import time
 
@@ -29,9 +32,11 @@ from nnconform import driver_support as support
 from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
                               ExecutionResult, PerformanceInfo, PreparedModel, Priority)
 from nnconform.errors import DriverLoadError
+from nnconform.executor import clamp_loop_timeout
 from nnconform.ir import Model, Request
 
-from . import convert
+from . import convert  # first: it registers control_flow (which imports it)
+from . import control_flow
 
 _RESOLVERS = {
     "auto": litert.OpResolverType.AUTO,
@@ -53,6 +58,91 @@ def _litert_version() -> str:
         return "unknown"
 
 
+_CHILD_BOUND_S = 10.0   # a child that cannot start, or send its outputs, is a device failure
+
+
+def invoke_bounded(it, tensors: list[int], timeout_s: float) -> list[np.ndarray]:
+    """Invoke ``it`` in a forked child and return the values of ``tensors``; kill the child and
+    raise MISSED_DEADLINE_TRANSIENT when it runs longer than ``timeout_s``.
+
+    Why a child: the loop timeout is NNAPI's guard against a WHILE that never ends, and
+    neither TFLite's WHILE kernel nor the Python interpreter can be stopped from outside (no
+    clock op, no cancellation hook in the wrapper).  A thread would leave the loop spinning a
+    core forever; a killed child leaves nothing behind.  The timeout is measured over the whole
+    invoke rather than per WHILE (NNAPI measures each loop from its first condition), which is
+    the same for a graph that is one loop and at most stricter otherwise; the 2 s default and
+    the 15 s cap are the NNAPI ones (executor.clamp_loop_timeout).
+
+    The child writes "S" before and "D" after the invoke, so fork and transfer are not counted.
+    The child sends each output as a JSON header (dtype, shape) and its raw bytes; the parent
+    decodes plain numeric bytes only.  The parent's interpreter is not changed by the child."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # child: invoke, send, exit without running the parent's cleanup handlers
+        status = 0
+        try:
+            os.close(read_fd)
+            os.write(write_fd, b"S")     # the loop timeout runs from here, not from the fork
+            try:
+                it.invoke()
+            finally:
+                os.write(write_fd, b"D")  # ... to here: sending the outputs is not part of it
+            arrays = [np.ascontiguousarray(it.get_tensor(t)) for t in tensors]
+            head = [{"dtype": a.dtype.str, "shape": list(a.shape)} for a in arrays]
+            payload = [b"OK", json.dumps(head).encode()] + [a.tobytes() for a in arrays]
+        except BaseException as e:  # reported to the parent, which raises GENERAL_FAILURE
+            payload, status = [b"ER", str(e).encode(errors="replace")[:4000]], 1
+        try:
+            blob = b"".join(len(p).to_bytes(8, "little") + p for p in payload)
+            view = memoryview(blob)
+            while view:
+                view = view[os.write(write_fd, view):]
+        finally:
+            os._exit(status)
+    os.close(write_fd)
+    # Phases by the bytes received: 0 = forked, 1 = invoking ("S"), 2 = sending ("D").
+    received = bytearray()
+    phase, t_end = 0, time.monotonic() + _CHILD_BOUND_S
+    try:
+        while True:
+            left = t_end - time.monotonic()
+            if left <= 0:
+                os.kill(pid, signal.SIGKILL)
+                if phase == 1:
+                    raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT,
+                                      f"loop timeout of {timeout_s * 1e3:g} ms passed (WHILE still running)")
+                raise DriverError(ErrorStatus.GENERAL_FAILURE, "the invoking child did not "
+                                  f"{'start' if phase == 0 else 'send its outputs'} within {_CHILD_BOUND_S:g} s")
+            ready, _, _ = select.select([read_fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(read_fd, 1 << 20)
+            if not chunk:
+                break
+            received += chunk
+            if phase == 0 and len(received) >= 1:
+                phase, t_end = 1, time.monotonic() + timeout_s
+            if phase == 1 and len(received) >= 2:
+                phase, t_end = 2, time.monotonic() + _CHILD_BOUND_S
+    finally:
+        os.close(read_fd)
+        os.waitpid(pid, 0)
+    chunks = [bytes(received[2:])]
+    parts, blob, pos = [], b"".join(chunks), 0
+    while pos + 8 <= len(blob):
+        n = int.from_bytes(blob[pos:pos + 8], "little")
+        parts.append(blob[pos + 8:pos + 8 + n])
+        pos += 8 + n
+    if not parts or parts[0] != b"OK":
+        why = parts[1].decode(errors="replace") if len(parts) > 1 else "the invoking child died"
+        raise RuntimeError(why)
+    head = json.loads(parts[1])
+    if len(head) != len(tensors) or len(parts) != 2 + len(tensors):
+        raise RuntimeError("the invoking child sent a malformed answer")
+    return [np.frombuffer(raw, dtype=np.dtype(h["dtype"])).reshape(h["shape"]).copy()
+            for h, raw in zip(head, parts[2:])]
+
+
 class TflitePreparedModel(PreparedModel):
     def __init__(self, model: Model, interpreter, flatbuffer: bytes, inputs: list[int], outputs: list[int]):
         self.model = model
@@ -64,6 +154,8 @@ class TflitePreparedModel(PreparedModel):
         self._allocated = False
         self._released = False
         self._lock = threading.Lock()   # one interpreter: executions take turns
+        # A WHILE may never end: such models are invoked in a child that the loop timeout kills.
+        self._loop_bounded = control_flow.has_while(model)
 
     def allocate_if_known(self) -> None:
         """Allocate now when every input shape is known from the model."""
@@ -93,7 +185,9 @@ class TflitePreparedModel(PreparedModel):
             value = np.asarray(arg.value, dtype=operand.info.dtype)
             if arg.dimensions is not None and tuple(value.shape) != tuple(arg.dimensions):
                 value = value.reshape(arg.dimensions)
-            values.append(np.ascontiguousarray(value))
+            # np.require, not np.ascontiguousarray: that one turns a scalar (0-d) into shape [1],
+            # which TFLite then resizes the rank-0 input to (FILL's value must stay rank 0).
+            values.append(np.require(value, requirements="C"))
         with self._lock:
             it = self.interpreter
             try:
@@ -107,8 +201,11 @@ class TflitePreparedModel(PreparedModel):
                     self._shapes, self._allocated = shapes, True
                 for t, v in zip(self._inputs, values):
                     it.set_tensor(t, v)
-                it.invoke()
-                outputs = [np.array(it.get_tensor(t)) for t in self._outputs]
+                if self._loop_bounded:
+                    outputs = invoke_bounded(it, self._outputs, clamp_loop_timeout(loop_timeout))
+                else:
+                    it.invoke()
+                    outputs = [np.array(it.get_tensor(t)) for t in self._outputs]
                 device_us = (time.perf_counter_ns() - t_device) // 1000
             except (RuntimeError, ValueError) as e:
                 raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite: {_first_line(e)}") from None
