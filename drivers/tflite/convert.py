@@ -1133,5 +1133,6 @@ def to_tflite(model: Model) -> tuple[bytes, list[int], list[int]]:
 
 
 # Control flow and the recurrent families live in their own modules (they import this one).
-from . import control_flow  # noqa: E402
+from . import control_flow, recurrent  # noqa: E402
 CONVERTERS.update(control_flow.CONVERTERS)
+CONVERTERS.update(recurrent.CONVERTERS)

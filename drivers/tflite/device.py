@@ -17,6 +17,7 @@ Options (constructor arguments, or environment variables for the registered name
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import select
@@ -33,10 +34,10 @@ from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, Ex
                               ExecutionResult, PerformanceInfo, PreparedModel, Priority)
 from nnconform.errors import DriverLoadError
 from nnconform.executor import clamp_loop_timeout
-from nnconform.ir import Model, Request
+from nnconform.ir import Lifetime, Model, Request
 
 from . import convert  # first: it registers control_flow (which imports it)
-from . import control_flow
+from . import control_flow, recurrent
 
 _RESOLVERS = {
     "auto": litert.OpResolverType.AUTO,
@@ -143,6 +144,18 @@ def invoke_bounded(it, tensors: list[int], timeout_s: float) -> list[np.ndarray]
             for h, raw in zip(head, parts[2:])]
 
 
+def omit_inputs(model: Model, positions: tuple[int, ...]) -> Model:
+    """``model`` with the main-graph inputs at ``positions`` turned into omitted (NO_VALUE)
+    operands and dropped from the input list."""
+    main = model.main
+    operands = list(main.operands)
+    for p in positions:
+        i = main.input_indexes[p]
+        operands[i] = dataclasses.replace(operands[i], lifetime=Lifetime.NO_VALUE)
+    inputs = tuple(i for k, i in enumerate(main.input_indexes) if k not in positions)
+    return dataclasses.replace(model, main=dataclasses.replace(main, operands=tuple(operands), input_indexes=inputs))
+
+
 class TflitePreparedModel(PreparedModel):
     def __init__(self, model: Model, interpreter, flatbuffer: bytes, inputs: list[int], outputs: list[int]):
         self.model = model
@@ -156,6 +169,10 @@ class TflitePreparedModel(PreparedModel):
         self._lock = threading.Lock()   # one interpreter: executions take turns
         # A WHILE may never end: such models are invoked in a child that the loop timeout kills.
         self._loop_bounded = control_flow.has_while(model)
+        # Recurrent states are TFLite variable tensors: zeroed, then fed, before every invoke.
+        self._stateful = recurrent.has_state(model)
+        self._make = None               # model -> TflitePreparedModel (the device's prepare)
+        self._variants: dict[tuple[int, ...], TflitePreparedModel] = {}
 
     def allocate_if_known(self) -> None:
         """Allocate now when every input shape is known from the model."""
@@ -178,9 +195,11 @@ class TflitePreparedModel(PreparedModel):
         if deadline is not None and time.monotonic() > deadline:
             raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "deadline passed before execution")
         values = []
+        omitted = tuple(k for k, arg in enumerate(request.inputs) if arg.has_no_value)
+        target = self._variant(omitted) if omitted else self
         for idx, arg in zip(self.model.main.input_indexes, request.inputs):
             if arg.has_no_value:
-                raise DriverError(ErrorStatus.INVALID_ARGUMENT, "an omitted model input cannot be fed to TFLite")
+                continue
             operand = self.model.main.operands[idx]
             value = np.asarray(arg.value, dtype=operand.info.dtype)
             if arg.dimensions is not None and tuple(value.shape) != tuple(arg.dimensions):
@@ -188,6 +207,26 @@ class TflitePreparedModel(PreparedModel):
             # np.require, not np.ascontiguousarray: that one turns a scalar (0-d) into shape [1],
             # which TFLite then resizes the rank-0 input to (FILL's value must stay rank 0).
             values.append(np.require(value, requirements="C"))
+        outputs, device_us = target._invoke(values, loop_timeout)
+        return support.finish_execution(self.model, request, outputs, deadline=deadline,
+                                        measure_timing=measure_timing, device_us=device_us, t_driver_ns=t_driver)
+
+    def _variant(self, omitted: tuple[int, ...]) -> "TflitePreparedModel":
+        """This model with the inputs at positions ``omitted`` turned into omitted operands.
+
+        NNAPI lets a request leave an optional model input without a value (the AOSP LSTM
+        vectors omit CIFG's input-gate weights that way); TFLite has no run-time optional
+        input, and which kernel variant runs follows from what is omitted.  So each set of
+        omitted inputs gets its own flatbuffer and interpreter, built once."""
+        with self._lock:
+            variant = self._variants.get(omitted)
+            if variant is None:
+                if self._make is None:
+                    raise DriverError(ErrorStatus.INVALID_ARGUMENT, "an omitted model input cannot be fed to TFLite")
+                variant = self._variants[omitted] = self._make(omit_inputs(self.model, omitted))
+        return variant
+
+    def _invoke(self, values: list[np.ndarray], loop_timeout: float | None) -> tuple[list[np.ndarray], int]:
         with self._lock:
             it = self.interpreter
             try:
@@ -199,6 +238,8 @@ class TflitePreparedModel(PreparedModel):
                             it.resize_tensor_input(t, list(shape), strict=False)
                     it.allocate_tensors()
                     self._shapes, self._allocated = shapes, True
+                if self._stateful:
+                    it.reset_all_variables()
                 for t, v in zip(self._inputs, values):
                     it.set_tensor(t, v)
                 if self._loop_bounded:
@@ -209,12 +250,14 @@ class TflitePreparedModel(PreparedModel):
                 device_us = (time.perf_counter_ns() - t_device) // 1000
             except (RuntimeError, ValueError) as e:
                 raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite: {_first_line(e)}") from None
-        return support.finish_execution(self.model, request, outputs, deadline=deadline,
-                                        measure_timing=measure_timing, device_us=device_us, t_driver_ns=t_driver)
+        return outputs, device_us
 
     def release(self) -> None:
         self._released = True
         self.interpreter = None
+        for variant in self._variants.values():
+            variant.release()
+        self._variants.clear()
 
 
 class TfliteDevice(Device):
@@ -248,6 +291,9 @@ class TfliteDevice(Device):
                 priority: Priority = Priority.MEDIUM, deadline: float | None = None,
                 cache_token: bytes | None = None) -> PreparedModel:
         support.check_prepare_args(model, preference, priority, deadline, cache_token)
+        return self._build(model)
+
+    def _build(self, model: Model) -> "TflitePreparedModel":
         try:
             flatbuffer, ins, outs = convert.to_tflite(model)
         except convert.Unsupported as e:
@@ -258,6 +304,7 @@ class TfliteDevice(Device):
             it = litert.Interpreter(model_content=flatbuffer, num_threads=self.threads,
                                     experimental_op_resolver_type=_RESOLVERS[self.kernels])
             prepared = TflitePreparedModel(model, it, flatbuffer, ins, outs)
+            prepared._make = self._build
             prepared.allocate_if_known()
         except (RuntimeError, ValueError) as e:
             raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite rejected the model: {_first_line(e)}") from None
