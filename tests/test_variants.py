@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from nnconform.driver import ExecutionResult, OutputShape
+from nnconform.driver import DriverError, ErrorStatus, ExecutionResult, OutputShape
 from nnconform.drivers import broken_matrix
 from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
 from nnconform.ops.feature_levels import NEWEST_FEATURE_LEVEL, driver_level
@@ -22,6 +22,7 @@ from nnconform.validation import validate_model
 from nnconform.variants import (PLAIN, Variant, applicable, mutation_eligible, mutation_variants, parse_mode,
                                 request_mutation_variants, run_variant, select, select_mutations)
 from nnconform.vectors import case_from_dict, default_root
+from nnconform.vts_checks import verdict
 
 from helpers import add_model
 
@@ -188,6 +189,35 @@ def test_run_case_fails_a_wrong_reported_shape():
     assert run_case(ReferenceDevice(), model, [x, x], [x + x]).outcome == "PASS"
     got = run_case(_ShapeLiarDevice(), model, [x, x], [x + x])
     assert got.outcome == "FAIL" and "output_shapes wrong" in got.message and "[2, 2, 1]" in got.message
+
+
+# ---- a rejected execution reports no output shapes ----------------------------------------
+
+class _ShapesOnRejection(ReferencePreparedModel):
+    def execute(self, request, **kw):
+        try:
+            return super().execute(request, **kw)
+        except DriverError as e:       # the defect: a refusal still describes the outputs
+            raise DriverError(e.status, str(e), (OutputShape((1,), True),)) from None
+
+
+class _ShapesOnRejectionDevice(ReferenceDevice):
+    def prepare(self, model, **kw):
+        return _ShapesOnRejection(super().prepare(model, **kw).model)
+
+
+def test_a_rejection_must_not_report_output_shapes(subset):
+    shapes = (OutputShape((2, 2), True),)
+    assert "must be empty" in verdict(DriverError(ErrorStatus.INVALID_ARGUMENT, "", shapes),
+                                      ErrorStatus.INVALID_ARGUMENT, "x")
+    assert verdict(DriverError(ErrorStatus.INVALID_ARGUMENT), ErrorStatus.INVALID_ARGUMENT, "x") is None
+    assert verdict(DriverError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "", shapes),
+                   ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "x") is None
+    add = case_from_dict(subset[0][1], subset[0][2])
+    cell = Variant("request_mutation", "sync", "remove_input")
+    assert run_variant(ReferenceDevice(), add, cell).outcome == "PASS"
+    got = run_variant(_ShapesOnRejectionDevice(), add, cell)
+    assert got.outcome == "FAIL" and "must be empty" in got.message, got.message
 
 
 # ---- the reference passes, each broken driver fails only its own cells -------------------
