@@ -90,3 +90,71 @@ def test_requant_window_ends_are_constant(s):
     above = np.arange(x_hi, x_hi + span + 1, dtype=np.int64)
     assert (requant_table.stepwise(below, m, sh, zp, lo, hi) == lo).all()
     assert (requant_table.stepwise(above, m, sh, zp, lo, hi) == hi).all()
+
+
+# ---------------------------------------------------------------------------------------
+# MAX_POOL_2D / AVERAGE_POOL_2D without the padded copy when no window reaches the padding
+# ---------------------------------------------------------------------------------------
+
+def _old_pool_float(x, pads, strides, filt, act, kind):
+    """The formulation before the change: always a padded copy (-inf or 0 filled), the
+    windows in (ky, kx) order, then the activation; NHWC float32."""
+    from nnconform.ops.activation import apply_float
+    pl, pr, pt, pb = pads
+    sw, sh = strides
+    fw, fh = filt
+    n, h, w, c = x.shape
+    oh = (h - fh + pt + pb) // sh + 1
+    ow = (w - fw + pl + pr) // sw + 1
+    need_h, need_w = (oh - 1) * sh + fh, (ow - 1) * sw + fw
+    fill = -np.inf if kind == "max" else 0.0
+    padded = np.full((n, max(need_h, pt + h), max(need_w, pl + w), c), fill, np.float32)
+    padded[:, pt:pt + h, pl:pl + w] = x
+    if kind == "max":
+        acc = np.full((n, oh, ow, c), -np.inf, np.float32)
+    else:
+        acc = np.zeros((n, oh, ow, c), np.float64)
+        cy = np.minimum(np.arange(oh) * sh - pt + fh, h) - np.maximum(np.arange(oh) * sh - pt, 0)
+        cx = np.minimum(np.arange(ow) * sw - pl + fw, w) - np.maximum(np.arange(ow) * sw - pl, 0)
+        count = (cy[:, None] * cx[None, :])[:, :, None].astype(np.int64)
+    for ky, kx in ((ky, kx) for ky in range(fh) for kx in range(fw)):
+        with np.errstate(invalid="ignore"):       # inf + -inf in the average: NaN, as in the op
+            win = padded[:, ky:ky + (oh - 1) * sh + 1:sh, kx:kx + (ow - 1) * sw + 1:sw]
+            if kind == "max":
+                np.maximum(acc, win, out=acc)
+            else:
+                acc += win
+    with np.errstate(invalid="ignore"):
+        y = acc if kind == "max" else acc / count
+    return apply_float(y.astype(np.float32), act)
+
+
+@seed(16007)
+@SETTINGS
+@given(st.integers(0, 2**32 - 1))
+def test_float_pooling_matches_padded_formulation(s):
+    from nnconform.executor import execute
+    from nnconform.ir import ModelBuilder, OperationType as Op
+    rng = _rng(s)
+    fw, fh = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    sw, sh = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    n, h, w, c = int(rng.integers(1, 3)), int(rng.integers(fh, 9)), int(rng.integers(fw, 9)), int(rng.integers(1, 5))
+    # no padding half of the time (the path without the copy), else some
+    pads = (0, 0, 0, 0) if rng.random() < 0.5 else \
+        tuple(int(rng.integers(0, f)) for f in (fw, fw, fh, fh))
+    act = int(rng.integers(0, 4))
+    x = rng.uniform(-3, 3, (n, h, w, c)).astype(np.float32)
+    pick = rng.random(x.shape)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan], np.float32)
+    x[pick < 0.15] = specials[rng.integers(0, 5, int((pick < 0.15).sum()))]
+    for kind, op in (("max", Op.MAX_POOL_2D), ("avg", Op.AVERAGE_POOL_2D)):
+        b = ModelBuilder()
+        xi = b.input(T.TENSOR_FLOAT32, x.shape)
+        oh = (h - fh + pads[2] + pads[3]) // sh + 1
+        ow = (w - fw + pads[0] + pads[1]) // sw + 1
+        y = b.output(T.TENSOR_FLOAT32, (n, oh, ow, c))
+        b.operation(op, [xi, *(b.i32(v) for v in (*pads, sw, sh, fw, fh, act))], [y])
+        actual = execute(b.build(), [x])[0]
+        expected = _old_pool_float(x, pads, (sw, sh), (fw, fh), act, kind)
+        assert actual.dtype == expected.dtype and actual.shape == expected.shape
+        np.testing.assert_array_equal(actual.view(np.uint32), expected.view(np.uint32))
