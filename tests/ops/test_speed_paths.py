@@ -158,3 +158,79 @@ def test_float_pooling_matches_padded_formulation(s):
         expected = _old_pool_float(x, pads, (sw, sh), (fw, fh), act, kind)
         assert actual.dtype == expected.dtype and actual.shape == expected.shape
         np.testing.assert_array_equal(actual.view(np.uint32), expected.view(np.uint32))
+
+
+# ---------------------------------------------------------------------------------------
+# DEPTHWISE_CONV_2D tap loop with column phases (stride > 1) against the strided views
+# ---------------------------------------------------------------------------------------
+
+def _old_depthwise(xp, w, oh, ow, p, bias=None, block=1 << 16):
+    """The tap loop before the column phases: every tap a strided view of ``xp``."""
+    n, c = xp.shape[0], xp.shape[3]
+    fh, fw = w.shape[:2]
+    dtype = w.dtype
+    wt = np.ascontiguousarray(np.broadcast_to(w[:, :, None, :], (fh, fw, ow, c)))
+    bt = None if bias is None else np.ascontiguousarray(np.broadcast_to(bias.astype(dtype), (ow, c)))
+    out = np.empty((n, oh, ow, c), dtype=dtype)
+    image = oh * ow * c
+    if image >= block:
+        rows, images = max(1, block // (ow * c)), 1
+    else:
+        rows, images = oh, max(1, block // image)
+    tmp = np.empty((min(images, n), min(rows, oh), ow, c), dtype=dtype)
+    zero_start = bias is not None and bool(np.any(np.signbit(bias) & (bias == 0)))
+    sh, sw, dh, dw = p.stride_h, p.stride_w, p.dil_h, p.dil_w
+    for b0 in range(0, n, images):
+        b1 = min(b0 + images, n)
+        for r0 in range(0, oh, rows):
+            r1 = min(r0 + rows, oh)
+            acc = out[b0:b1, r0:r1]
+            t = tmp[:b1 - b0, :r1 - r0]
+            if zero_start:
+                acc[...] = 0
+            for i in range(fh):
+                top = r0 * sh + i * dh
+                for j in range(fw):
+                    left = j * dw
+                    view = xp[b0:b1, top:top + (r1 - r0 - 1) * sh + 1:sh, left:left + (ow - 1) * sw + 1:sw]
+                    if i == j == 0 and not zero_start:
+                        np.multiply(view, wt[i, j], out=acc)
+                    else:
+                        np.multiply(view, wt[i, j], out=t)
+                        acc += t
+            if bt is not None:
+                acc += bt
+    return out
+
+
+@seed(16008)
+@SETTINGS
+@given(st.integers(0, 2**32 - 1))
+def test_depthwise_phases_match_strided_views(s):
+    from nnconform.ops import depthwise_conv_2d as dw
+    rng = _rng(s)
+    fh, fw = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+    sh, sw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    dh, dwl = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    n, c = int(rng.integers(1, 3)), int(rng.integers(1, 9))
+    oh, ow = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    hp, wp = (oh - 1) * sh + (fh - 1) * dh + 1 + int(rng.integers(0, 3)), (ow - 1) * sw + (fw - 1) * dwl + 1 + int(rng.integers(0, 3))
+    dtype = np.float32 if rng.random() < 0.7 else np.float64
+    xp = rng.uniform(-3, 3, (n, hp, wp, c)).astype(dtype)
+    pick = rng.random(xp.shape)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan], dtype)
+    xp[pick < 0.1] = specials[rng.integers(0, 5, int((pick < 0.1).sum()))]
+    w = rng.uniform(-3, 3, (fh, fw, c)).astype(dtype)
+    w[rng.random(w.shape) < 0.1] = -0.0
+    bias = None if rng.random() < 0.3 else rng.uniform(-1, 1, c).astype(dtype)
+    if bias is not None and rng.random() < 0.3:
+        bias[0] = -0.0                                   # the "0 +" start
+    p = cc.ConvParams(0, 0, 0, 0, sh, sw, dh, dwl, 0, False, (1,))
+    block = int(rng.choice([16, 256, 1 << 16]))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(dw, "_BLOCK", block)
+        with np.errstate(invalid="ignore", over="ignore"):
+            actual = dw._depthwise(xp, w, oh, ow, p, bias=bias)
+            expected = _old_depthwise(xp, w, oh, ow, p, bias=bias, block=block)
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    np.testing.assert_array_equal(actual.view(np.uint8), expected.view(np.uint8))
