@@ -1,9 +1,10 @@
 """RNN and LSTM families composed from primitive ONNX ops, unrolled over the time steps.
 
 ONNX's own ``RNN``/``LSTM`` are not used: ONNX LSTM has no layer normalisation and no
-projection, its ``clip`` bounds the gate inputs where NNAPI clips the cell state and the
-projected output, and its CIFG-less peephole order differs; NNAPI's LSTM with activation NONE
-also uses the cell gate instead of the new cell state (a reference quirk, lstm_cell.py).  So
+projection, its ``clip`` bounds the gate pre-activations where NNAPI clips the cell state and
+the projected output, and it knows neither NNAPI's activation codes (RELU6 for the cell) nor
+the reference's activation-NONE rule (the cell gate, not the new cell state, multiplies the
+output gate; lstm_cell.py).  ONNX RNN has no aux input and no RELU1/RELU6.  So
 each step is written out with MatMul / Add / Mul / Sigmoid / Tanh / Clip exactly as
 ``nnconform.ops.lstm_cell.step`` and ``nnconform.ops.rnn.rnn_step`` compute it, for a static
 number of steps: the input's time dimension must be known (a sequence of unknown length is
