@@ -152,8 +152,6 @@ def conv_if(c: cv.OpCtx) -> None:
         if len(outs) != len(c.outs):
             raise cv.Unsupported(f"{role} branch gives {len(outs)} outputs, the IF has {len(c.outs)}")
         outs = _distinct_outputs(c, nodes, outs)
-        # a branch output that is an outer value (an IF input passed straight through is not
-        # possible: NNAPI outputs are computed) still gets its own name inside the branch
         infos = [_value_info(sg, idx, name) for idx, name in zip(sg.output_indexes, outs)]
         branches.append(_graph(nodes, inits, [], infos, f"{prefix}{role}"))
     c.node("If", [c.x(COND)], [c.y(k) for k in range(len(c.outs))],

@@ -64,6 +64,8 @@ class OnnxRuntimePreparedModel(PreparedModel):
 
     def _session_for(self, omitted: tuple[int, ...]) -> ort.InferenceSession:
         if not omitted:
+            if self.session is None:   # prepare could not build it (see OnnxRuntimeDevice.prepare)
+                self.session, self.onnx_model = self._build_session(self.model)
             return self.session
         if omitted not in self._variants:
             if self._build_session is None:
@@ -145,6 +147,7 @@ class OnnxRuntimePreparedModel(PreparedModel):
             for ro in self._running:
                 ro.terminate = True
         self.session = None
+        self._build_session = None
         self._variants.clear()
 
 
@@ -202,7 +205,16 @@ class OnnxRuntimeDevice(Device):
                 priority: Priority = Priority.MEDIUM, deadline: float | None = None,
                 cache_token: bytes | None = None) -> PreparedModel:
         support.check_prepare_args(model, preference, priority, deadline, cache_token)
-        session, onnx_model = self._build(model)
+        try:
+            session, onnx_model = self._build(model)
+        except DriverError:
+            # A model input of unknown size may be an optional operand the requests will omit
+            # (CTS LSTM vectors declare unused weights [0] and pass no value): as given, the
+            # graph may not type-check, yet each request's variant may.  Those are built and
+            # checked per request; any other model fails here.
+            if not any(not model.main.operands[i].fully_specified for i in model.main.input_indexes):
+                raise
+            session = onnx_model = None
         return OnnxRuntimePreparedModel(model, session, onnx_model, self._build)
 
     def _build(self, model: Model) -> tuple[ort.InferenceSession, object]:
