@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
 
@@ -489,7 +490,7 @@ def requantize(acc: np.ndarray, bias: np.ndarray, mult: np.ndarray, shift: np.nd
 
 # Lookup plans (requant_table.Plan) by (multipliers, shifts, bias, zero point, clamp range,
 # output dtype), and the table size each would need (-1: no table, negative multipliers).
-_PLAN_CACHE: dict = {}
+_PLAN_CACHE: "OrderedDict" = OrderedDict()
 _ENTRIES_CACHE: dict = {}
 _FLOAT_EXACT = {np.dtype(np.float32): 1 << 24, np.dtype(np.float64): 1 << 53}
 
@@ -502,13 +503,15 @@ def _table_plan(acc: np.ndarray, acc_bound: int, bias: np.ndarray, mult: np.ndar
     table when the table is not built yet (a cold build then costs no more than the direct
     requantisation)."""
     exact = _FLOAT_EXACT.get(acc.dtype)
-    if exact is None:
+    if exact is None or acc.size < requant_table.MIN_ELEMENTS:
         return None
     mult, shift = np.asarray(mult), np.asarray(shift)
     key = (mult.dtype.str, mult.tobytes(), shift.dtype.str, shift.tobytes(), bias.dtype.str, bias.tobytes(),
            out.zero_point, lo, hi, out.info.dtype.str)
     plan = _PLAN_CACHE.get(key)
-    if plan is None:
+    if plan is not None:
+        _PLAN_CACHE.move_to_end(key)
+    else:
         entries = _ENTRIES_CACHE.get(key)
         if entries is None:
             entries = requant_table.table_entries(mult, shift, out.zero_point, lo, hi) \
@@ -520,9 +523,8 @@ def _table_plan(acc: np.ndarray, acc_bound: int, bias: np.ndarray, mult: np.ndar
                 or acc.size < entries * requant_table.BUILD_ELEMENTS_PER_ENTRY:
             return None
         plan = requant_table.Plan(mult, shift, bias, out.zero_point, lo, hi, out.info.dtype)
-        if len(_PLAN_CACHE) >= 256:
-            _PLAN_CACHE.pop(next(iter(_PLAN_CACHE)))
         _PLAN_CACHE[key] = plan
+        requant_table.evict(_PLAN_CACHE, lambda v: v.nbytes)
     if acc_bound + plan.offset_bound >= exact:
         return None
     return plan

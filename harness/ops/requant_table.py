@@ -35,9 +35,15 @@ MAX_ENTRIES = 1 << 20
 BLOCK = 1 << 14
 # A table is built for a tensor of at least this many elements per table entry (tests set 0).
 BUILD_ELEMENTS_PER_ENTRY = 1
+# Below this many accumulators no table is looked for at all: the cache key alone (bytes of
+# the per-channel multipliers and biases) costs microseconds that a small tensor, such as a
+# classifier's FULLY_CONNECTED output, does not win back (tests set 0).
+MIN_ELEMENTS = 1 << 12
 
 _CHANNEL_CACHE: "OrderedDict[tuple, tuple[int, np.ndarray]]" = OrderedDict()
-_CHANNEL_CACHE_SIZE = 256
+# Bytes of tables kept (per-channel tables here, and their concatenations in the plans of
+# conv_common), oldest dropped first.
+CACHE_BYTES = 1 << 25
 
 
 def stepwise(x: np.ndarray, m: int, shift: int, zero_point: int, lo: int, hi: int) -> np.ndarray:
@@ -80,9 +86,17 @@ def channel_table(m: int, shift: int, zero_point: int, lo: int, hi: int, dtype) 
     codes = stepwise(np.arange(x_lo, x_hi + 1, dtype=np.int64), m, shift, zero_point, lo, hi).astype(dtype)
     codes.setflags(write=False)
     _CHANNEL_CACHE[key] = hit = (x_lo, codes)
-    if len(_CHANNEL_CACHE) > _CHANNEL_CACHE_SIZE:
-        _CHANNEL_CACHE.popitem(last=False)
+    evict(_CHANNEL_CACHE, lambda v: v[1].nbytes)
     return hit
+
+
+def evict(cache: "OrderedDict", nbytes) -> None:
+    """Drop the oldest entries of ``cache`` until its values' ``nbytes(value)`` sum to at
+    most CACHE_BYTES (the newest entry always stays)."""
+    total = sum(nbytes(v) for v in cache.values())
+    while total > CACHE_BYTES and len(cache) > 1:
+        _, v = cache.popitem(last=False)
+        total -= nbytes(v)
 
 
 def window_size(m: int, shift: int, zero_point: int, lo: int, hi: int) -> int:
@@ -116,6 +130,11 @@ class Plan:
         # |acc| + this stays within the float dtype's integers: every index sum is exact
         self.offset_bound = int(np.abs(self.offset).max()) + int(self.last.max())
         self._tiled: dict = {}
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held: the table and (at most) one set of tiled float64 block arrays."""
+        return self.table.nbytes + 3 * 8 * BLOCK
 
     def tiled(self, channels: int, length: int, ftype) -> tuple:
         """offset/first/last tiled over a block of ``length`` (whole rows of ``channels``).

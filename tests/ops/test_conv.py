@@ -4,6 +4,7 @@ paths with direct loops over every output element, and the AOSP golden vectors."
 from __future__ import annotations
 
 import itertools
+from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -28,10 +29,11 @@ def requant_path(request, monkeypatch):
     the lookup tables of requant_table (built whatever the tensor's size)."""
     import nnconform.ops.conv_common as cc
     from nnconform.ops import requant_table
-    monkeypatch.setattr(cc, "_PLAN_CACHE", {})
+    monkeypatch.setattr(cc, "_PLAN_CACHE", OrderedDict())
     monkeypatch.setattr(cc, "_ENTRIES_CACHE", {})
     if request.param == "table":
         monkeypatch.setattr(requant_table, "BUILD_ELEMENTS_PER_ENTRY", 0)
+        monkeypatch.setattr(requant_table, "MIN_ELEMENTS", 0)
     else:
         monkeypatch.setattr(requant_table, "MAX_ENTRIES", 0)
     return request.param

@@ -63,6 +63,7 @@ def test_requantize_table_matches_stepwise(monkeypatch_seed):
     bound = int(np.abs(acc).max())
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(requant_table, "BUILD_ELEMENTS_PER_ENTRY", 0)
+        mp.setattr(requant_table, "MIN_ELEMENTS", 0)
         mp.setattr(requant_table, "BLOCK", int(rng.choice([8, 64, 1 << 14])))   # short last blocks
         plan = cc._table_plan(acc.astype(dt), bound, bias, mult, shift, out, lo, hi)
         assert plan is not None                             # the table path is what runs
@@ -234,3 +235,18 @@ def test_depthwise_phases_match_strided_views(s):
             expected = _old_depthwise(xp, w, oh, ow, p, bias=bias, block=block)
     assert actual.dtype == expected.dtype and actual.shape == expected.shape
     np.testing.assert_array_equal(actual.view(np.uint8), expected.view(np.uint8))
+
+
+def test_requant_table_caches_are_bounded_in_bytes(monkeypatch):
+    """Tables are dropped oldest first once they hold more than CACHE_BYTES (the newest stays)."""
+    from collections import OrderedDict
+    monkeypatch.setattr(requant_table, "_CHANNEL_CACHE", OrderedDict())
+    monkeypatch.setattr(requant_table, "CACHE_BYTES", 3000)
+    sizes = []
+    for real in (0.5, 0.25, 0.125, 0.0625):                 # windows of ~520 .. ~4200 entries
+        m, sh = quantize_multiplier(real)
+        x_lo, codes = requant_table.channel_table(m, sh, 0, 0, 255, np.uint8)
+        sizes.append(codes.nbytes)
+        held = sum(v[1].nbytes for v in requant_table._CHANNEL_CACHE.values())
+        assert held <= 3000 or len(requant_table._CHANNEL_CACHE) == 1
+    assert sizes[-1] > 3000 and len(requant_table._CHANNEL_CACHE) == 1
