@@ -78,7 +78,7 @@ def validate(v: OpView) -> None:
 
 
 def _softmax_float(x: np.ndarray, beta: float, axis: int) -> np.ndarray:
-    x = x.astype(np.float32)
+    x = x.astype(np.float32, copy=False)      # only read: a float32 input is not copied
     shifted = (x - x.max(axis=axis, keepdims=True)) * np.float32(beta)
     e = np.exp(shifted)
     total = e.sum(axis=axis, keepdims=True, dtype=np.float32)
@@ -125,7 +125,9 @@ def _quant_params(beta: float, scale: float) -> tuple[int, int, int] | None:
 
 def _finish(reciprocal, exps, bits_over_unit, used, out_op) -> np.ndarray:
     """Output codes from each element's exponential and its row's reciprocal of the sum."""
-    y = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(reciprocal, exps),
+    # (exps, reciprocal): the same product, and with one row's reciprocal as a Python int both
+    # helpers take their cheaper scalar paths
+    y = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(exps, reciprocal),
                                bits_over_unit + 31 - 8)
     lo, hi = quant.quant_range(out_op)
     if out_op.type == T.TENSOR_QUANT8_ASYMM_SIGNED:
@@ -159,7 +161,11 @@ def _softmax_quant(ctx: OpContext, x: np.ndarray, beta: float, axis: int) -> np.
                               dtype=np.int64).reshape(shifted_sum_minus_one.shape)
     else:
         reciprocal = one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one)
-    if n >= 256:
+    if n >= 256 and q.shape[0] == 1:
+        # one row (a classifier): its 256 codes from scalars, then gather
+        table = _finish(int(reciprocal.flat[0]), exps_table, int(bits_over_unit.flat[0]), used_table, out_op)
+        y = table.take(neg_diff)
+    elif n >= 256:
         # An output code depends only on its row and on q - max(q): finish the 256 possible
         # differences per row and gather (a classifier's 1000 logits: 256 values, not 1000).
         table = _finish(reciprocal, exps_table[None, :], bits_over_unit, used_table[None, :], out_op)
@@ -184,6 +190,6 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         return [np.empty(x.shape, out_op.info.dtype)]
     axis = resolve_axis(ctx, ctx.scalar(2, -1), x.ndim)
     if in_op.info.is_float:
-        return [_softmax_float(x, beta, axis).astype(out_op.info.dtype)]
+        return [_softmax_float(x, beta, axis).astype(out_op.info.dtype, copy=False)]
     check_fixed_output_quant(out_op.scale, out_op.zero_point, OUTPUT_ENCODING[out_op.type], ctx.fail)
     return [_softmax_quant(ctx, x, beta, axis)]
