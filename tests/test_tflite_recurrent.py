@@ -282,3 +282,17 @@ def test_svdf_and_lstm_sigmoid_are_unsupported(device):
     lstm = m.build(Op.LSTM, ins, [(1, 12), (1, 3), (1, 3), (1, 3)])
     assert device.supported_operations(lstm) == [False]
     assert "activation 6" in device.unsupported_reasons(lstm)[0]
+
+
+def test_lstm_with_unknown_output_dims_gets_its_scratch_shape_from_the_inputs(device):
+    m = Build("lstm_dynamic_outputs")
+    batch, n_in, n_cell = 2, 3, 4
+    ins = [m.input(batch, n_in), *lstm_cell(m, n_in, n_cell, n_cell, cifg=True), m.input(batch, n_cell),
+           m.input(batch, n_cell), m.b.i32(4), m.b.f32(0.0), m.b.f32(0.0)]
+    model = m.build(Op.LSTM, ins, [(0, 0)] * 4)
+    assert device.supported_operations(model) == [True]
+    expected = Executor(model).run(m.values)
+    got = device.prepare(model).execute(Request.from_arrays(model, m.values)).outputs
+    np.testing.assert_array_equal(got[0], np.zeros((batch, 3 * n_cell), np.float32))
+    for e, a in zip(expected[1:], got[1:]):
+        np.testing.assert_allclose(a, e, rtol=5 * 2.0 ** -23, atol=1e-5)

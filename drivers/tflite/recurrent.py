@@ -100,7 +100,12 @@ def zeros_output(c: OpCtx, k: int) -> None:
     if _readers(c, index):
         raise Unsupported(f"output {k} (the scratch buffer) is read by another operation; TFLite "
                           "does not expose its scratch")
-    shape = list(c.dims(c.outs[k]))
+    o = c.outs[k]
+    if o.fully_specified:
+        shape = list(o.dimensions)
+    else:   # a dynamic-shape output: [batch, (3 with CIFG, else 4) * num_units] from the inputs
+        batch, n_cell = c.dims(c.ins[0])[0], c.dims(c.ins[4])[0]
+        shape = [batch, (3 if c.omitted(1) else 4) * n_cell]
     c.emit(B.FILL, [c.i32(shape), c.g.const(np.float32(0.0).reshape(()), np.float32)], [c.y(k)])
 
 
