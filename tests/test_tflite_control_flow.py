@@ -4,6 +4,7 @@ timeout (models with a WHILE are invoked in a child that the timeout kills).  Sk
 the 'tflite' extra."""
 from __future__ import annotations
 
+import os
 import re
 
 import numpy as np
@@ -131,3 +132,35 @@ def test_runtime_scalar_input_keeps_rank_0(device):
     finally:
         prepared.release()
     np.testing.assert_array_equal(got.outputs[0], np.full((2, 2), 3.5, np.float32))
+
+
+def test_if_branch_returning_rank_is_copied_out_of_litert_persistent_tensor(device):
+    # LiteRT's RANK writes a persistent read-only tensor; returned straight from an IF branch
+    # it gave garbage and corrupted the heap (abort on release).  The adapter copies it.
+    b = ModelBuilder("if_rank")
+    branches = []
+    for name in ("then", "else"):
+        sb = b.subgraph(name)
+        x = sb.input(T.TENSOR_INT32, (3, 4))
+        sb.operation(Op.RANK, [x], [sb.output(T.INT32, ())])
+        branches.append(sb)
+    c, x = b.input(T.TENSOR_BOOL8, (1,)), b.input(T.TENSOR_INT32, (3, 4))
+    b.operation(Op.IF, [c, b.subgraph_ref(branches[0]), b.subgraph_ref(branches[1]), x], [b.output(T.INT32, ())])
+    model = b.build()
+    # In a forked child: a regression aborts the process, which must not take pytest with it.
+    pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            ranks = []
+            for flag in (True, False):
+                prepared = device.prepare(model)
+                got = prepared.execute(Request.from_arrays(model, [np.array([flag]), np.ones((3, 4), np.int32)]))
+                ranks.append(int(got.outputs[0]))
+                prepared.release()
+            code = 0 if ranks == [2, 2] else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert not os.WIFSIGNALED(status), f"killed by signal {os.WTERMSIG(status)}"
+    assert os.WEXITSTATUS(status) == 0, "wrong RANK result (1) or an exception (3)"

@@ -24,6 +24,8 @@ and kills the child when the timeout passes (see device.invoke_bounded).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from nnconform.ir import Model, OperandType as T, OperationType as Op
 
 from .builder import BuiltinOperator as B, options
@@ -47,9 +49,26 @@ def convert_subgraph(c: OpCtx, ref: int, role: str, *, return_inputs: tuple[int,
     ins = [g.tensor(i) for i in sg.input_indexes]
     for k in range(len(sg.operations)):
         convert_operation(g, k)
-    outs = [g.tensor(i) for i in sg.output_indexes] + [ins[p] for p in return_inputs]
+    outs = [_arena_copy(g, sg, i) for i in sg.output_indexes] + [ins[p] for p in return_inputs]
     g.w.set_io(ins, outs)
     return g.w.index
+
+
+# LiteRT's RANK computes its result at prepare time into a persistent read-only tensor.  As
+# the output of an IF branch that tensor corrupts the heap (the interpreter aborts with "double
+# free" or "invalid pointer" when it is destroyed, and the IF result is garbage: see
+# docs/findings_tflite.md), so such an output is copied into an ordinary tensor by an ADD of 0.
+_PERSISTENT_OUTPUT_OPS = (Op.RANK,)
+
+
+def _arena_copy(g: GraphConv, sg, i: int) -> int:
+    t = g.tensor(i)
+    if not any(op.type in _PERSISTENT_OUTPUT_OPS and i in op.outputs for op in sg.operations):
+        return t
+    copy = g.w.tensor([] if sg.operands[i].info.is_scalar else None, g.w.tensor_type(t), name=f"o{i}_copy")
+    zero = g.const(np.zeros((), np.int32), np.int32)
+    g.w.op(B.ADD, [t, zero], [copy], options("AddOptions", fusedActivationFunction=0))
+    return copy
 
 
 def _outer_inputs(c: OpCtx, first: int) -> list[int]:
