@@ -29,7 +29,7 @@ import numpy as np
 from nnconform.ir import Model, OperandType as T, OperationType as Op
 
 from .builder import BuiltinOperator as B, options
-from .convert import GraphConv, OpCtx, Unsupported, convert_operation, quant_kwargs
+from .convert import GraphConv, OpCtx, Unsupported, convert_operation, dims_or_none, quant_kwargs
 
 
 def referenced_index(c: OpCtx, k: int) -> int:
@@ -80,7 +80,7 @@ def _arena_copy(g: GraphConv, sg, i: int, persistent: set[int]) -> int:
     t = g.tensor(i)
     if i not in persistent:
         return t
-    copy = g.w.tensor([] if sg.operands[i].info.is_scalar else None, g.w.tensor_type(t), name=f"o{i}_copy",
+    copy = g.w.tensor(dims_or_none(sg.operands[i]), g.w.tensor_type(t), name=f"o{i}_copy",
                       **quant_kwargs(sg.operands[i]))
     # SELECT_V2(true, x, x): pure data movement for every type (an arithmetic copy such as
     # ADD of -0.0 would meet XNNPACK's subnormal flush), and not folded at prepare time.
