@@ -4,6 +4,7 @@ timeout (models with a WHILE are invoked in a child that the timeout kills).  Sk
 the 'tflite' extra."""
 from __future__ import annotations
 
+import os
 import re
 
 import numpy as np
@@ -131,3 +132,44 @@ def test_runtime_scalar_input_keeps_rank_0(device):
     finally:
         prepared.release()
     np.testing.assert_array_equal(got.outputs[0], np.full((2, 2), 3.5, np.float32))
+
+
+@pytest.mark.parametrize("kind", ["rank", "tile_of_constants"])
+def test_if_branch_output_litert_keeps_persistent_is_copied(device, kind):
+    # LiteRT computes RANK (always) and TILE of constants at prepare time into a persistent
+    # read-only tensor; returned straight from an IF branch it gave garbage and corrupted the
+    # heap (abort on release).  The adapter copies such outputs.
+    b = ModelBuilder(f"if_{kind}")
+    branches = []
+    out = (T.INT32, ()) if kind == "rank" else (T.TENSOR_FLOAT32, (2, 4))
+    for name in ("then", "else"):
+        sb = b.subgraph(name)
+        x = sb.input(T.TENSOR_INT32, (3, 4))
+        if kind == "rank":
+            sb.operation(Op.RANK, [x], [sb.output(*out)])
+        else:
+            sb.operation(Op.TILE, [sb.const(T.TENSOR_FLOAT32, (1, 2), [-0.0, 1e-40]),
+                                   sb.const(T.TENSOR_INT32, (2,), [2, 2])], [sb.output(*out)])
+        branches.append(sb)
+    c, x = b.input(T.TENSOR_BOOL8, (1,)), b.input(T.TENSOR_INT32, (3, 4))
+    b.operation(Op.IF, [c, b.subgraph_ref(branches[0]), b.subgraph_ref(branches[1]), x], [b.output(*out)])
+    model = b.build()
+    want = np.int32(2) if kind == "rank" else np.tile(np.array([[-0.0, 1e-40]], np.float32), (2, 2))
+    # In a forked child: a regression aborts the process, which must not take pytest with it.
+    pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            same = []
+            for flag in (True, False):
+                prepared = device.prepare(model)
+                got = prepared.execute(Request.from_arrays(model, [np.array([flag]), np.ones((3, 4), np.int32)]))
+                # bit for bit: the copy must keep -0.0 and subnormals
+                same.append(np.asarray(got.outputs[0]).tobytes() == np.asarray(want).tobytes())
+                prepared.release()
+            code = 0 if all(same) else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert not os.WIFSIGNALED(status), f"killed by signal {os.WTERMSIG(status)}"
+    assert os.WEXITSTATUS(status) == 0, "wrong result (1) or an exception (3)"

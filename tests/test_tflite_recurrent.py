@@ -182,8 +182,9 @@ def test_unidirectional_sequence_lstm(device, variant, time_major, ln):
 @pytest.mark.parametrize("linking", ["none", "cross", "parallel"])
 @pytest.mark.parametrize("time_major", [False, True])
 @pytest.mark.parametrize("merge", [False, True])
-def test_bidirectional_sequence_lstm(device, linking, time_major, merge):
-    m = Build(f"bslstm_{linking}_{time_major}_{merge}")
+@pytest.mark.parametrize("ln", [False, True])
+def test_bidirectional_sequence_lstm(device, linking, time_major, merge, ln):
+    m = Build(f"bslstm_{linking}_{time_major}_{merge}_{ln}")
     batch, steps, n_in, n_cell = 2, 3, 3, 4
     seq = (steps, batch) if time_major else (batch, steps)
     ins = [m.input(*seq, n_in), *lstm_cell(m, n_in, n_cell, n_cell, peephole=True),
@@ -192,7 +193,7 @@ def test_bidirectional_sequence_lstm(device, linking, time_major, merge):
     ins += [m.input(*seq, n_in) if linking != "none" else m.omitted()]
     ins += [m.const(n_cell, n_in) if linking == "cross" else m.omitted() for _ in range(8)]
     ins += [m.b.i32(4), m.b.f32(0.0), m.b.f32(0.0), m.b.bool(merge), m.b.bool(time_major)]
-    ins += [m.omitted() for _ in range(8)]
+    ins += [*layer_norm(m, n_cell, False), *layer_norm(m, n_cell, False)] if ln else [m.omitted() for _ in range(8)]
     outs = [(*seq, 2 * n_cell)] if merge else [(*seq, n_cell), (*seq, n_cell)]
     model = m.build(Op.BIDIRECTIONAL_SEQUENCE_LSTM, ins, outs + [(batch, n_cell)] * 4)
     check(device, model, m.values)
@@ -281,3 +282,17 @@ def test_svdf_and_lstm_sigmoid_are_unsupported(device):
     lstm = m.build(Op.LSTM, ins, [(1, 12), (1, 3), (1, 3), (1, 3)])
     assert device.supported_operations(lstm) == [False]
     assert "activation 6" in device.unsupported_reasons(lstm)[0]
+
+
+def test_lstm_with_unknown_output_dims_gets_its_scratch_shape_from_the_inputs(device):
+    m = Build("lstm_dynamic_outputs")
+    batch, n_in, n_cell = 2, 3, 4
+    ins = [m.input(batch, n_in), *lstm_cell(m, n_in, n_cell, n_cell, cifg=True), m.input(batch, n_cell),
+           m.input(batch, n_cell), m.b.i32(4), m.b.f32(0.0), m.b.f32(0.0)]
+    model = m.build(Op.LSTM, ins, [(0, 0)] * 4)
+    assert device.supported_operations(model) == [True]
+    expected = Executor(model).run(m.values)
+    got = device.prepare(model).execute(Request.from_arrays(model, m.values)).outputs
+    np.testing.assert_array_equal(got[0], np.zeros((batch, 3 * n_cell), np.float32))
+    for e, a in zip(expected[1:], got[1:]):
+        np.testing.assert_allclose(a, e, rtol=5 * 2.0 ** -23, atol=1e-5)

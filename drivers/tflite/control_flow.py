@@ -24,10 +24,12 @@ and kills the child when the timeout passes (see device.invoke_bounded).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from nnconform.ir import Model, OperandType as T, OperationType as Op
 
 from .builder import BuiltinOperator as B, options
-from .convert import GraphConv, OpCtx, Unsupported, convert_operation, quant_kwargs
+from .convert import GraphConv, OpCtx, Unsupported, convert_operation, dims_or_none, quant_kwargs
 
 
 def referenced_index(c: OpCtx, k: int) -> int:
@@ -47,9 +49,44 @@ def convert_subgraph(c: OpCtx, ref: int, role: str, *, return_inputs: tuple[int,
     ins = [g.tensor(i) for i in sg.input_indexes]
     for k in range(len(sg.operations)):
         convert_operation(g, k)
-    outs = [g.tensor(i) for i in sg.output_indexes] + [ins[p] for p in return_inputs]
+    persistent = _may_be_persistent(sg)
+    outs = [_arena_copy(g, sg, i, persistent) for i in sg.output_indexes] + [ins[p] for p in return_inputs]
     g.w.set_io(ins, outs)
     return g.w.index
+
+
+# LiteRT computes some operations at prepare time into a persistent read-only tensor: RANK
+# always, and TILE (among others) when all its inputs are constant.  Returned from an IF branch
+# such a tensor corrupts the heap (the IF result is garbage and destroying the interpreter
+# aborts with "double free" / "invalid pointer": docs/findings_tflite.md).  So every subgraph
+# output that RANK writes, or that is computed from constants only, is copied into an
+# ordinary tensor first.
+_ALWAYS_PERSISTENT = (Op.RANK,)
+
+
+def _may_be_persistent(sg) -> set[int]:
+    """Operands of ``sg`` that LiteRT may hold in a persistent read-only tensor."""
+    const = {i for i, o in enumerate(sg.operands) if o.is_constant}
+    persistent: set[int] = set()
+    for op in sg.operations:                 # NNAPI operations are in execution order
+        ins = [i for i in op.inputs if not sg.operands[i].is_omitted]
+        if op.type in _ALWAYS_PERSISTENT or all(i in const for i in ins):
+            const.update(op.outputs)
+            persistent.update(op.outputs)
+    return persistent
+
+
+def _arena_copy(g: GraphConv, sg, i: int, persistent: set[int]) -> int:
+    t = g.tensor(i)
+    if i not in persistent:
+        return t
+    copy = g.w.tensor(dims_or_none(sg.operands[i]), g.w.tensor_type(t), name=f"o{i}_copy",
+                      **quant_kwargs(sg.operands[i]))
+    # SELECT_V2(true, x, x): pure data movement for every type (an arithmetic copy such as
+    # ADD of -0.0 would meet XNNPACK's subnormal flush), and not folded at prepare time.
+    true = g.const(np.ones((), np.bool_), np.bool_)
+    g.w.op(B.SELECT_V2, [true, t, t], [copy])
+    return copy
 
 
 def _outer_inputs(c: OpCtx, first: int) -> list[int]:

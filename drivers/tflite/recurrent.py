@@ -100,7 +100,12 @@ def zeros_output(c: OpCtx, k: int) -> None:
     if _readers(c, index):
         raise Unsupported(f"output {k} (the scratch buffer) is read by another operation; TFLite "
                           "does not expose its scratch")
-    shape = list(c.dims(c.outs[k]))
+    o = c.outs[k]
+    if o.fully_specified:
+        shape = list(o.dimensions)
+    else:   # a dynamic-shape output: [batch, (3 with CIFG, else 4) * num_units] from the inputs
+        batch, n_cell = c.dims(c.ins[0])[0], c.dims(c.ins[4])[0]
+        shape = [batch, (3 if c.omitted(1) else 4) * n_cell]
     c.emit(B.FILL, [c.i32(shape), c.g.const(np.float32(0.0).reshape(()), np.float32)], [c.y(k)])
 
 
@@ -241,39 +246,74 @@ def conv_unidirectional_sequence_lstm(c: OpCtx):
 
 
 def conv_bidirectional_sequence_lstm(c: OpCtx):
+    """Two UNIDIRECTIONAL_SEQUENCE_LSTMs, the backward one between REVERSE_V2s along time.
+
+    Not LiteRT's BIDIRECTIONAL_SEQUENCE_LSTM: that one has no layer-norm inputs (every AOSP
+    vector has them, as model inputs the request may leave empty) and gets batch-major merged
+    outputs wrong (docs/findings_tflite.md).  Cross linking adds W_aux . aux to every gate:
+    that is one product over [input, aux] with [W, W_aux] (CONCATENATIONs, data movement);
+    parallel linking feeds the backward cell the aux input.  Merged outputs are a
+    CONCATENATION of the two directions."""
     float32_only(c)
     opts = _lstm_params(c, 48, 49)
     merge, time_major = _bool(c, 51), _bool(c, 52)
-    if any(not c.omitted(k) for k in range(53, len(c.ins))):
-        raise Unsupported("layer normalisation (TFLite's BIDIRECTIONAL_SEQUENCE_LSTM has no "
-                          "layer-norm inputs)")
-    fw_present = [not c.omitted(k) for k in range(1, 18)]
-    bw_present = [not c.omitted(k) for k in range(18, 35)]
-    if fw_present != bw_present:
+    present = lambda ks: [not c.omitted(k) for k in ks]  # noqa: E731
+    if present(range(1, 18)) != present(range(18, 35)) or present(range(53, 57)) != present(range(57, 61)):
         raise Unsupported("forward and backward cells of different variants (the reference "
                           "runs both with the backward cell's variant)")
-    aux_in, aux_w = not c.omitted(39), [not c.omitted(k) for k in range(40, 48)]
-    if any(aux_w) and not all(aux_w):
-        raise Unsupported("some aux weights omitted")
-    if any(aux_w) and not aux_in:
+    aux_in, aux_w = not c.omitted(39), present(range(40, 48))
+    cross = any(aux_w)
+    if cross and not aux_in:
         raise Unsupported("aux weights without an aux input")
-    # aux input alone is parallel linking: TFLite feeds the backward cell from it, as NNAPI.
-    states = [state_in(c, k) for k in (35, 36, 37, 38)]
     n_dir_out = 1 if merge else 2
-    # LiteRT's batch-major kernel misplaces the backward half of merged outputs (time-major
-    # is right: docs/findings_tflite.md), so merged batch-major runs time-major between
-    # TRANSPOSEs.
-    swap = merge and not time_major
-    x, aux_x, outs, finish = _time_major(c, swap, n_dir_out, 39)
-    ins = [x] + _cell(c, 1) + _cell(c, 18) + states + [aux_x] + [c.x(k) for k in range(40, 48)]
-    c.emit(B.BIDIRECTIONAL_SEQUENCE_LSTM, ins, outs,
-           options("BidirectionalSequenceLSTMOptions", mergeOutputs=merge, timeMajor=time_major or swap, **opts))
-    finish()
+    t_axis = 0 if time_major else 1
+    x = c.x(0)
+    aux = c.x(39) if aux_in else OMITTED
+    if cross:
+        x = _concat(c, [x, aux], 2)
+
+    def direction(first: int, ln_first: int, aux_first: int, states: tuple[int, int], backward: bool,
+                  dst: int | None) -> int:
+        cell = _cell(c, first)
+        if cross:
+            for g in range(4):            # input-to-{input, forget, cell, output} weights
+                w, wa = cell[g], c.x(aux_first + g)
+                if (w == OMITTED) != (wa == OMITTED):
+                    raise Unsupported("an aux weight present where its gate's input weight is not")
+                if w != OMITTED:
+                    cell[g] = _concat(c, [w, wa], 1)
+        src = aux if backward and aux_in and not cross else x
+        if backward:
+            src = _reverse(c, src, t_axis)
+        h, cs = state_in(c, states[0]), state_in(c, states[1])
+        out = dst if dst is not None and not backward else c.g.temp(None, TensorType.FLOAT32)
+        c.emit(B.UNIDIRECTIONAL_SEQUENCE_LSTM, [src] + cell + [h, cs] + _layer_norm(c, ln_first), [out],
+               options("UnidirectionalSequenceLSTMOptions", timeMajor=time_major, **opts))
+        state_vars.extend([h, cs])
+        return _reverse(c, out, t_axis, dst) if backward else out
+
+    state_vars: list[int] = []
+    fw = direction(1, 53, 40, (35, 36), False, None if merge else c.y(0))
+    bw = direction(18, 57, 44, (37, 38), True, None if merge else c.y(1))
+    if merge:
+        c.emit(B.CONCATENATION, [fw, bw], [c.y(0)], options("ConcatenationOptions", axis=2, fusedActivationFunction=0))
     if len(c.outs) == n_dir_out + 4:
-        for k, var in enumerate(states):
+        for k, var in enumerate(state_vars):
             state_out(c, n_dir_out + k, var)
     elif len(c.outs) != n_dir_out:
         raise Unsupported(f"{len(c.outs)} outputs with merge_outputs={merge}")
+
+
+def _concat(c: OpCtx, tensors: list[int], axis: int) -> int:
+    out = c.g.temp(None, TensorType.FLOAT32)
+    c.emit(B.CONCATENATION, tensors, [out], options("ConcatenationOptions", axis=axis, fusedActivationFunction=0))
+    return out
+
+
+def _reverse(c: OpCtx, t: int, axis: int, dst: int | None = None) -> int:
+    out = dst if dst is not None else c.g.temp(None, TensorType.FLOAT32)
+    c.emit(B.REVERSE_V2, [t, c.i32([axis])], [out])
+    return out
 
 
 # ---------------------------------------------------------------------------------------
