@@ -13,6 +13,7 @@ def test_generated(example, nn_device, nn_session, nn_record):
     nn_record.update(suite="generated", test_id=f"generated/{example.name}",
                      operations=example.operations, data_types=example.data_types)
     outcome = run_case(nn_device, example.model, example.inputs, example.outputs,
-                       expect_failure=example.expect_failure)
+                       ignored=example.ignored, expect_failure=example.expect_failure)
     nn_session.conclude(nn_record, outcome, test_id=f"generated/{example.name}", model=example.model,
-                        inputs=example.inputs, expected=example.outputs, expect_failure=example.expect_failure)
+                        inputs=example.inputs, expected=example.outputs, ignored=example.ignored,
+                        expect_failure=example.expect_failure)

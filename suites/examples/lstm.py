@@ -76,10 +76,16 @@ _c = 0.5 + 0.5 * np.tanh(0.5)
 _h = 0.5 * np.tanh(_c)
 
 
+# Output 0, the scratch buffer, has a shape in NNAPI but no defined content (the CTS vectors
+# ignore it): the expected gate values below are what the reference writes there and what
+# tests/ops/test_lstm.py checks, but a driver passes whatever it leaves in it.
+SCRATCH_IGNORED = (True, False, False, False)
+
+
 def _plain_example(name, t):
     return Example(name, _lstm(t, _PLAIN), [_arr(t, [[1.0]]), _arr(t, [[0.5]]), _arr(t, [[1.0]])],
                    [_arr(t, [[0.5, np.tanh(_c), 0.5, _h]]), _arr(t, [[_h]]), _arr(t, [[_c]]), _arr(t, [[_h]])],
-                   note="gate pre-activations 0, 0, 0.5, 0 worked out in the comment")
+                   note="gate pre-activations 0, 0, 0.5, 0 worked out in the comment", ignored=SCRATCH_IGNORED)
 
 
 # --- LSTM, CIFG + peephole + cell clip + projection with clip, 1 unit ------------------------
@@ -288,11 +294,11 @@ EXAMPLES = [
     Example("lstm_cifg_peephole_projection_clip_fp32", _lstm(F32, _CIFG, clips=(1.2, 0.9)),
             [_arr(F32, [[1.0]]), _arr(F32, [[0.0]]), _arr(F32, [[2.0]])],
             [_arr(F32, [[np.tanh(1.2), 0.5, 0.5 * np.tanh(1.2)]]), _arr(F32, [[0.9]]), _arr(F32, [[1.2]]),
-             _arr(F32, [[0.9]])]),
+             _arr(F32, [[0.9]])], ignored=SCRATCH_IGNORED),
     Example("lstm_layer_norm_fp32", _lstm(F32, _LN, n_cell=2, n_output=2, layer_norm=True),
             [_arr(F32, [[1.0]]), _arr(F32, [[0.0, 0.0]]), _arr(F32, [[0.0, 0.0]])],
             [_arr(F32, [np.concatenate([_ln_i, np.tanh(_ln_c), _ln_f, _ln_h])]), _arr(F32, [_ln_h]),
-             _arr(F32, [_ln_c]), _arr(F32, [_ln_h])]),
+             _arr(F32, [_ln_c]), _arr(F32, [_ln_h])], ignored=SCRATCH_IGNORED),
     Example("unidirectional_sequence_lstm_time_major_fp32", _unidirectional(F32, True, False),
             [_arr(F32, [[[1.0]], [[-1.0]]]), _arr(F32, [[0.0]]), _arr(F32, [[0.0]])],
             [_arr(F32, [[[_u_h1]], [[_u_h2]]])]),
