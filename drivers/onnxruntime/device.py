@@ -16,13 +16,12 @@ from __future__ import annotations
 import os
 import time
 
-import numpy as np
 import onnxruntime as ort
 
 from nnconform import __version__
 from nnconform import driver_support as support
 from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
-                              ExecutionResult, PerformanceInfo, PreparedModel, Priority)
+                              ExecutionResult, PreparedModel, Priority)
 from nnconform.errors import DriverLoadError
 from nnconform.ir import Model, Request
 
@@ -34,11 +33,6 @@ _LEVELS = {
     "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
     "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
 }
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return text[0] if text else type(e).__name__
 
 
 class OnnxRuntimePreparedModel(PreparedModel):
@@ -53,26 +47,13 @@ class OnnxRuntimePreparedModel(PreparedModel):
     def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
                 loop_timeout: float | None = None) -> ExecutionResult:
         t_driver = time.perf_counter_ns()
-        if self._released:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, "prepared model was released")
-        support.check_request(self.model, request)
-        if deadline is not None and time.monotonic() > deadline:
-            raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "deadline passed before execution")
-        feed = {}
-        for name, idx, arg in zip(self._inputs, self.model.main.input_indexes, request.inputs):
-            if arg.has_no_value:
-                raise DriverError(ErrorStatus.INVALID_ARGUMENT,
-                                  "an omitted model input cannot be fed to onnxruntime")
-            operand = self.model.main.operands[idx]
-            value = np.asarray(arg.value, dtype=operand.info.dtype)
-            if arg.dimensions is not None and tuple(value.shape) != tuple(arg.dimensions):
-                value = value.reshape(arg.dimensions)
-            feed[name] = value
+        support.begin_execution(self.model, request, deadline, self._released)
+        feed = dict(zip(self._inputs, support.request_values(self.model, request, "onnxruntime")))
         t_device = time.perf_counter_ns()
         try:
             outputs = self.session.run(self._outputs, feed)
         except Exception as e:  # onnxruntime raises its own exception types from C++
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"onnxruntime: {_first_line(e)}") from None
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"onnxruntime: {support.first_line(e)}") from None
         device_us = (time.perf_counter_ns() - t_device) // 1000
         return support.finish_execution(self.model, request, outputs, deadline=deadline,
                                         measure_timing=measure_timing, device_us=device_us, t_driver_ns=t_driver)
@@ -82,10 +63,11 @@ class OnnxRuntimePreparedModel(PreparedModel):
         self.session = None
 
 
-class OnnxRuntimeDevice(Device):
+class OnnxRuntimeDevice(support.ConverterDevice, Device):
     """NNAPI semantics on onnxruntime.  Honest support: see convert.CONVERTERS."""
 
     feature_level = 30
+    converter = convert
 
     def __init__(self, provider: str | None = None, optimization: str | None = None, threads: int = 1):
         self.provider = provider or os.environ.get("NNCONFORM_ORT_PROVIDER", "CPUExecutionProvider")
@@ -101,17 +83,7 @@ class OnnxRuntimeDevice(Device):
         self.version = f"{__version__}+ort{ort.__version__}"
 
     def capabilities(self) -> Capabilities:
-        perf = PerformanceInfo(1.0, 1.0)
-        types = sorted(convert.ONNX_TYPE, key=int)  # HAL: sorted by type, no repeats
-        return Capabilities(perf, perf, tuple((t, perf) for t in types), perf, perf)
-
-    def supported_operations(self, model: Model) -> list[bool]:
-        support.check_model(model)
-        return [convert.operation_supported(model, i)[0] for i in range(len(model.main.operations))]
-
-    def unsupported_reasons(self, model: Model) -> list[str]:
-        """Why each operation is unsupported ("" when it is supported): for humans and tests."""
-        return [convert.operation_supported(model, i)[1] for i in range(len(model.main.operations))]
+        return support.uniform_capabilities(convert.ONNX_TYPE)
 
     def _session_options(self) -> ort.SessionOptions:
         so = ort.SessionOptions()
@@ -125,17 +97,13 @@ class OnnxRuntimeDevice(Device):
                 priority: Priority = Priority.MEDIUM, deadline: float | None = None,
                 cache_token: bytes | None = None) -> PreparedModel:
         support.check_prepare_args(model, preference, priority, deadline, cache_token)
-        try:
+        with support.converting("cannot convert to ONNX"):
             onnx_model = convert.to_onnx(model)
-        except convert.Unsupported as e:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"cannot convert to ONNX: {e}") from None
-        except convert.Rejected as e:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"the operation must fail: {e}") from None
         try:
             session = ort.InferenceSession(onnx_model.SerializeToString(), self._session_options(),
                                            providers=[self.provider])
         except Exception as e:  # onnxruntime's C++ exceptions surface as several Python types
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"onnxruntime rejected the graph: {_first_line(e)}") \
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"onnxruntime rejected the graph: {support.first_line(e)}") \
                 from None
         return OnnxRuntimePreparedModel(model, session, onnx_model)
 

@@ -27,7 +27,7 @@ from ai_edge_litert import interpreter as litert
 from nnconform import __version__
 from nnconform import driver_support as support
 from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
-                              ExecutionResult, PerformanceInfo, PreparedModel, Priority)
+                              ExecutionResult, PreparedModel, Priority)
 from nnconform.errors import DriverLoadError
 from nnconform.ir import Model, Request
 
@@ -38,11 +38,6 @@ _RESOLVERS = {
     "builtin": litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
     "ref": litert.OpResolverType.BUILTIN_REF,
 }
-
-
-def _first_line(e: BaseException) -> str:
-    text = [line for line in str(e).strip().splitlines() if line.strip()]
-    return text[0] if text else type(e).__name__
 
 
 def _litert_version() -> str:
@@ -80,20 +75,8 @@ class TflitePreparedModel(PreparedModel):
     def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
                 loop_timeout: float | None = None) -> ExecutionResult:
         t_driver = time.perf_counter_ns()
-        if self._released:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, "prepared model was released")
-        support.check_request(self.model, request)
-        if deadline is not None and time.monotonic() > deadline:
-            raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "deadline passed before execution")
-        values = []
-        for idx, arg in zip(self.model.main.input_indexes, request.inputs):
-            if arg.has_no_value:
-                raise DriverError(ErrorStatus.INVALID_ARGUMENT, "an omitted model input cannot be fed to TFLite")
-            operand = self.model.main.operands[idx]
-            value = np.asarray(arg.value, dtype=operand.info.dtype)
-            if arg.dimensions is not None and tuple(value.shape) != tuple(arg.dimensions):
-                value = value.reshape(arg.dimensions)
-            values.append(np.ascontiguousarray(value))
+        support.begin_execution(self.model, request, deadline, self._released)
+        values = [np.ascontiguousarray(v) for v in support.request_values(self.model, request, "TFLite")]
         with self._lock:
             it = self.interpreter
             try:
@@ -111,7 +94,7 @@ class TflitePreparedModel(PreparedModel):
                 outputs = [np.array(it.get_tensor(t)) for t in self._outputs]
                 device_us = (time.perf_counter_ns() - t_device) // 1000
             except (RuntimeError, ValueError) as e:
-                raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite: {_first_line(e)}") from None
+                raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite: {support.first_line(e)}") from None
         return support.finish_execution(self.model, request, outputs, deadline=deadline,
                                         measure_timing=measure_timing, device_us=device_us, t_driver_ns=t_driver)
 
@@ -120,10 +103,11 @@ class TflitePreparedModel(PreparedModel):
         self.interpreter = None
 
 
-class TfliteDevice(Device):
+class TfliteDevice(support.ConverterDevice, Device):
     """NNAPI semantics on the LiteRT interpreter.  Honest support: see convert.CONVERTERS."""
 
     feature_level = 30
+    converter = convert
 
     def __init__(self, kernels: str | None = None, threads: int = 1):
         kernels = kernels or os.environ.get("NNCONFORM_TFLITE_KERNELS", "auto")
@@ -135,35 +119,21 @@ class TfliteDevice(Device):
         self.version = f"{__version__}+litert{_litert_version()}"
 
     def capabilities(self) -> Capabilities:
-        perf = PerformanceInfo(1.0, 1.0)
-        types = sorted(set(convert.TFL_TYPE))
-        return Capabilities(perf, perf, tuple((t, perf) for t in types), perf, perf)
-
-    def supported_operations(self, model: Model) -> list[bool]:
-        support.check_model(model)
-        return [convert.operation_supported(model, i)[0] for i in range(len(model.main.operations))]
-
-    def unsupported_reasons(self, model: Model) -> list[str]:
-        """Why each operation is unsupported ("" when it is supported): for humans and tests."""
-        return [convert.operation_supported(model, i)[1] for i in range(len(model.main.operations))]
+        return support.uniform_capabilities(convert.TFL_TYPE)
 
     def prepare(self, model: Model, *, preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
                 priority: Priority = Priority.MEDIUM, deadline: float | None = None,
                 cache_token: bytes | None = None) -> PreparedModel:
         support.check_prepare_args(model, preference, priority, deadline, cache_token)
-        try:
+        with support.converting("cannot convert to TFLite"):
             flatbuffer, ins, outs = convert.to_tflite(model)
-        except convert.Unsupported as e:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"cannot convert to TFLite: {e}") from None
-        except convert.Rejected as e:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"the operation must fail: {e}") from None
         try:
             it = litert.Interpreter(model_content=flatbuffer, num_threads=self.threads,
                                     experimental_op_resolver_type=_RESOLVERS[self.kernels])
             prepared = TflitePreparedModel(model, it, flatbuffer, ins, outs)
             prepared.allocate_if_known()
         except (RuntimeError, ValueError) as e:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite rejected the model: {_first_line(e)}") from None
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite rejected the model: {support.first_line(e)}") from None
         return prepared
 
 
