@@ -11,6 +11,8 @@ that defect and report it readably:
     WrongShape          execute returns every output flattened to 1-D
     WrongDtype          execute returns every output as float64
     GarbageResult       execute returns a string instead of a result
+    AbortsOnLargeSub    float32 SUB aborts the process (SIGABRT) when a result exceeds 100,
+                        as a native kernel's assertion would: a CRASH that depends on the values
 
 Name them on the command line as ``nnconform.drivers.broken:QuantAddOffByTwo``.
 """
@@ -63,6 +65,14 @@ def _conv_in_fp16(ctx):
     ctx.inputs = [x.astype(np.float16).astype(np.float32) if isinstance(x, np.ndarray) and x.dtype == np.float32
                   and x.ndim > 0 else x for x in ctx.inputs]
     return [o.astype(np.float16).astype(np.float32) for o in get_op(Op.CONV_2D).execute(ctx)]
+
+
+def _sub_aborts_on_large(ctx):
+    out = get_op(Op.SUB).execute(ctx)
+    if out[0].dtype == np.float32 and out[0].size and np.nanmax(out[0]) > 100:
+        import os
+        os.abort()
+    return out
 
 
 class QuantAddOffByTwo(_OverridingDevice):
@@ -126,3 +136,8 @@ class GarbageResult(_ResultTampering):
 
     def tamper(self, result):
         return "not a result"
+
+
+class AbortsOnLargeSub(_OverridingDevice):
+    name = "broken-sub-abort"
+    overrides = {Op.SUB: _sub_aborts_on_large}

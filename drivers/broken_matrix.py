@@ -16,6 +16,11 @@ vector still passes:
     AcceptsUnorderedBigModels  on models of more than 3 operations it sorts the operations
                                itself instead of rejecting an out-of-order model, so the
                                execution_order mutations of big models are accepted
+    BurstAcceptsMissingInput   a burst fills the inputs missing from a request with zeros
+                               instead of rejecting it (sync, async and fenced reject it)
+    AcceptsRank5Conv           takes a CONV_2D whose input and filter are rank 5 with a last
+                               dimension of 1 by dropping that dimension, instead of rejecting
+                               the model (CONV_2D needs rank 4)
 
 Name them on the command line as ``nnconform.drivers.broken_matrix:AsyncWrongResults``.
 """
@@ -27,7 +32,7 @@ import dataclasses
 import numpy as np
 
 from nnconform.driver import ExecutionResult, OutputShape
-from nnconform.ir import Model, OperandType, Request
+from nnconform.ir import Model, OperandType, OperationType, Request, RequestArgument
 
 from .reference import ReferenceBurst, ReferenceDevice, ReferencePreparedModel
 
@@ -192,5 +197,67 @@ class AcceptsUnorderedBigModels(ReferenceDevice):
         return super().prepare(self._fixed(model), **kw)
 
 
+# ---- a burst that fills missing inputs ----------------------------------------------------
+
+class _MissingInputBurst(ReferenceBurst):
+    def execute(self, request: Request, **kw):
+        sg = self._prepared.model.main
+        missing = sg.input_indexes[len(request.inputs):]
+        if missing:         # the defect: a request one input short runs with zeros for it
+            zeros = tuple(RequestArgument(np.zeros(() if sg.operands[k].info.is_scalar else sg.operands[k].dimensions,
+                                                   sg.operands[k].info.dtype)) for k in missing)
+            request = dataclasses.replace(request, inputs=(*request.inputs, *zeros))
+        return super().execute(request, **kw)
+
+
+class _MissingInputPrepared(ReferencePreparedModel):
+    def configure_burst(self):
+        super().configure_burst()
+        return _MissingInputBurst(self)
+
+
+class BurstAcceptsMissingInput(_Device):
+    name = "broken-burst-accepts-missing-input"
+    PREPARED = _MissingInputPrepared
+
+
+# ---- CONV_2D of rank 5 accepted --------------------------------------------------------------
+
+def _conv_rank4(model: Model) -> Model:
+    """The model with each rank-5 CONV_2D input and filter whose last dimension is 1 reshaped
+    to rank 4 (what a lax driver does instead of checking the rank)."""
+    sg = model.main
+    operands = list(sg.operands)
+    for op in sg.operations:
+        if op.type != OperationType.CONV_2D or len(op.inputs) < 2:
+            continue
+        for k in op.inputs[:2]:
+            o = operands[k]
+            if len(o.dimensions) == 5 and o.dimensions[-1] == 1:
+                value = o.value.reshape(o.dimensions[:4]) if isinstance(o.value, np.ndarray) else o.value
+                operands[k] = dataclasses.replace(o, dimensions=o.dimensions[:4], value=value)
+    if operands == list(sg.operands):
+        return model
+    return dataclasses.replace(model, main=dataclasses.replace(sg, operands=tuple(operands)))
+
+
+class AcceptsRank5Conv(ReferenceDevice):
+    name = "broken-accepts-rank5-conv"
+
+    @staticmethod
+    def _fixed(model: Model) -> Model:
+        try:
+            return _conv_rank4(model)
+        except (IndexError, TypeError, AttributeError, ValueError):   # a malformed model: validation says so
+            return model
+
+    def supported_operations(self, model: Model) -> list[bool]:
+        return super().supported_operations(self._fixed(model))
+
+    def prepare(self, model: Model, **kw):
+        return super().prepare(self._fixed(model), **kw)
+
+
 __all__ = ["AsyncWrongResults", "BurstIgnoresTiming", "WrongDynamicShapes", "AsyncAcceptsInsufficient",
-           "AsyncIgnoresDeadline", "RefusesSignedTwin", "AcceptsUnorderedBigModels"]
+           "AsyncIgnoresDeadline", "RefusesSignedTwin", "AcceptsUnorderedBigModels", "BurstAcceptsMissingInput",
+           "AcceptsRank5Conv"]

@@ -805,7 +805,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "vector, chosen from the seed), all (the full VTS matrix), none (plain sync only), "
                         "or a comma list of kinds: "
                         "general, dynamic_shape, fenced, memory_domain, quant_coupling, deadline, priority, "
-                        "caching, infinite_loop, mutation")
+                        "caching, infinite_loop, mutation, request_mutation")
     r.add_argument("-n", "--workers", type=int, default=None,
                    help="run the cases in N parallel processes (pytest-xdist), each with its own driver host")
     _add_cluster_options(r)

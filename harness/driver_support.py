@@ -133,14 +133,20 @@ def begin_execution(model: Model, request: Request, deadline: float | None, rele
         raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "deadline passed before execution")
 
 
-def request_values(model: Model, request: Request, runtime: str, *, copy: bool = False) -> list[np.ndarray]:
+def request_values(model: Model, request: Request, runtime: str, *, copy: bool = False,
+                   omitted: bool = False) -> list[np.ndarray | None]:
     """The request's input values in each input operand's storage dtype and in the request's
-    dimensions (which may specify what the model leaves unknown).  An omitted model input has
-    no value a runtime graph could take: INVALID_ARGUMENT.  ``copy``: private writable arrays
-    (for runtimes that wrap the memory instead of copying it)."""
+    dimensions (which may specify what the model leaves unknown).  An input the request leaves
+    without a value is None when the adapter handles ``omitted`` inputs (by converting the
+    model with those operands omitted); otherwise no runtime graph could take it:
+    INVALID_ARGUMENT.  ``copy``: private writable arrays (for runtimes that wrap the memory
+    instead of copying it)."""
     values = []
     for idx, arg in zip(model.main.input_indexes, request.inputs):
         if arg.has_no_value:
+            if omitted:
+                values.append(None)
+                continue
             raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"an omitted model input cannot be fed to {runtime}")
         operand = model.main.operands[idx]
         value = (np.array if copy else np.asarray)(arg.value, dtype=operand.info.dtype)

@@ -662,9 +662,70 @@ def operand_extra_params(model: Model) -> Iterator[ModelMutation]:
                             _set_operand(model, k, dataclasses.replace(operand, zero_point=1)))
 
 
+# CTS's per-operation rank rules (TestValidateOperations' rank mutators; the rules were read
+# there, the table is ours): operation -> (input slots changed together, lowest valid rank or
+# None, highest valid rank or None).  Slots changed together share one new rank (CONV_2D's
+# input and filter are both 3-D, or both 5-D).  CONCATENATION's slots are all but the last.
+_UP_TO_4 = (((0,), None, 4),)
+RANK_CONSTRAINTS: dict[OperationType, tuple[tuple[tuple[int, ...] | None, int | None, int | None], ...]] = {
+    **{op: (((0,), None, 4), ((1,), None, 4)) for op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV)},
+    **{op: _UP_TO_4 for op in (
+        Op.DEQUANTIZE, Op.FLOOR, Op.LOGISTIC, Op.RELU, Op.RELU1, Op.RELU6, Op.TANH, Op.RESHAPE, Op.MEAN, Op.PAD,
+        Op.PAD_V2, Op.SOFTMAX, Op.TRANSPOSE, Op.SQUEEZE, Op.STRIDED_SLICE, Op.CHANNEL_SHUFFLE,
+        Op.L2_NORMALIZATION, Op.LOCAL_RESPONSE_NORMALIZATION, Op.REDUCE_ALL, Op.REDUCE_ANY, Op.REDUCE_MAX,
+        Op.REDUCE_MIN, Op.REDUCE_PROD, Op.REDUCE_SUM)},
+    Op.CONV_2D: (((0, 1), 4, 4),),
+    Op.FULLY_CONNECTED: (((0,), 2, 4), ((1,), 2, 2), ((2,), 1, 1)),
+    Op.CONCATENATION: ((None, None, 4),),
+}
+
+
+def invalid_ranks(low: int | None, high: int | None) -> tuple[int, ...]:
+    """The ranks just outside [low, high] (CTS tries the neighbours of the valid range; rank
+    0 is not tried below a lowest rank of 1, as a rank-0 tensor is a different question)."""
+    return ((high + 1,) if high is not None else ()) + ((low - 1,) if low is not None and low > 1 else ())
+
+
+def _with_rank(operand: Operand, rank: int) -> Operand:
+    """The operand at ``rank``: the leading dimensions kept, new ones 1; a constant's value
+    resized to fit, so that only the rank is wrong."""
+    dims = tuple(operand.dimensions[:rank]) + (1,) * max(0, rank - len(operand.dimensions))
+    value = operand.value
+    if operand.is_constant and isinstance(value, np.ndarray):
+        value = np.resize(value, dims).astype(value.dtype)
+        value.setflags(write=False)
+    return dataclasses.replace(operand, dimensions=dims, value=value)
+
+
+def operation_input_rank(model: Model) -> Iterator[ModelMutation]:
+    """CTS's TestValidateOperations rank rules, beyond VTS's 22 classes: an input of an
+    operation in RANK_CONSTRAINTS given the rank just above or below the ranks the operation
+    takes (e.g. CONV_2D's input and filter of rank 3 or 5, ADD's input of rank 5).  Inputs of
+    unknown rank and scalars are left alone."""
+    sg = model.main
+    for n, operation in enumerate(sg.operations):
+        try:
+            rules = RANK_CONSTRAINTS.get(OperationType(int(operation.type)), ())
+        except ValueError:
+            continue
+        for slots, low, high in rules:
+            if slots is None:
+                slots = tuple(range(len(operation.inputs) - 1))
+            ks = sorted({operation.inputs[s] for s in slots if s < len(operation.inputs) and operation.inputs[s] >= 0})
+            if not ks or any(sg.operands[k].info.is_scalar or not sg.operands[k].dimensions for k in ks):
+                continue
+            for rank in invalid_ranks(low, high):
+                m = model
+                for k in ks:
+                    m = _set_operand(m, k, _with_rank(m.main.operands[k], rank))
+                yield ModelMutation(f"operation_input_rank/{_label(sg, n)}_input{','.join(map(str, slots))}"
+                                    f"_rank{rank}", m)
+
+
 # Mutation classes CTS has beyond VTS's 22 (the matrix runs them too; the vts suite keeps VTS's).
 CTS_MUTATIONS: dict[str, Callable[[Model], Iterator[ModelMutation]]] = {
     "operand_extra_params": operand_extra_params,
+    "operation_input_rank": operation_input_rank,
 }
 
 # The classes that change the model itself (the other two change prepare's arguments).
@@ -764,11 +825,17 @@ def request_mutations(model: Model, request: Request) -> Iterator[RequestMutatio
                                   rule="an output buffer must hold the output (OUTPUT_INSUFFICIENT_SIZE)")
 
 
+# The request-mutation classes, in the order request_mutations makes them.
+REQUEST_CLASSES = ("remove_input", "add_input", "remove_output", "add_output", "input_wrong_rank",
+                   "input_wrong_dimension", "input_zero_dimension", "input_buffer_too_small",
+                   "output_wrong_rank", "output_wrong_dimension", "output_buffer_too_small")
+
+
 def request_mutation_class(name: str) -> str:
     """``input_wrong_rank/0`` -> ``input_wrong_rank``."""
     return name.split("/", 1)[0]
 
 
-__all__ = ["ModelMutation", "MODEL_MUTATIONS", "MODEL_CHANGING", "mutate_model", "RequestMutation",
-           "request_mutations", "request_mutation_class", "consumer_counts", "retyped_operand",
-           "POLYMORPHIC_SLOTS"]
+__all__ = ["ModelMutation", "MODEL_MUTATIONS", "MODEL_CHANGING", "CTS_MUTATIONS", "RANK_CONSTRAINTS", "mutate_model",
+           "RequestMutation", "REQUEST_CLASSES", "request_mutations", "request_mutation_class", "consumer_counts",
+           "retyped_operand", "POLYMORPHIC_SLOTS"]

@@ -341,17 +341,27 @@ class NnSession:
         return meta
 
     def write_row(self, record) -> None:
+        self.write_rows([record])
+
+    def write_rows(self, records: list) -> None:
+        """Append rows to the journal, several with one write (the cluster coordinator writes a
+        worker's chunk of rows at once)."""
         from .results import ResultsWriter
         from .reportdir import describe_os_error
+        if not records:
+            return
         try:
             if self._writer is None:
                 self.report_dir.mkdir(parents=True, exist_ok=True)
                 self._writer = ResultsWriter(self.report_dir / "results.jsonl")
-            self._writer.write(record)
+            if len(records) == 1:
+                self._writer.write(records[0])
+            else:
+                self._writer.write_many(records)
         except OSError as e:
-            # Rows already written stay valid (each is one whole line); this one cannot be.
+            # Rows already written stay valid (each is one whole line); these cannot be.
             pytest.exit(f"nnconform: {describe_os_error(e, self.report_dir / 'results.jsonl')}", returncode=3)
-        self.rows += 1
+        self.rows += len(records)
 
     def failure_dir(self) -> Path:
         d = self.report_dir / "failures"

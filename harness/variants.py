@@ -18,7 +18,13 @@ A *variant* is one cell of the matrix, named in test ids as ``kind-path[-arg][-t
     mutation        one VTS model-mutation class (nnconform.mutations) applied to the vector's
                     model: every mutated model must get INVALID_ARGUMENT from supported_operations
                     and prepare (vectors named *inputs_as_internal* / *all_tensors_as_inputs* are
-                    left out, as in VTS; rotate samples MUTATIONS_PER_CLASS vectors per class)
+                    left out, as in VTS; rotate samples MUTATIONS_PER_CLASS vectors per class);
+                    also CTS's classes beyond VTS's 22 (operand_extra_params, and
+                    operation_input_rank: TestValidateOperations' per-operation rank rules)
+    request_mutation  one request-mutation class (ValidateRequest: remove_input, output_wrong_rank,
+                    ...) on one path: each mutated request of the vector must be rejected with
+                    an allowed status and no output shapes (OUTPUT_INSUFFICIENT_SIZE aside); the
+                    same vectors as ``mutation``, sampled the same way per (class, path)
 
 Which variants apply to a vector is decided from its raw JSON (no model is built at
 collection).  How many run is the ``--nn-variants`` mode: ``all``, a comma list of kinds, or
@@ -47,10 +53,11 @@ from .ir import Model, Request, RequestArgument
 from .isolation import DriverProtocolError, HostIncident
 from .runner import FAIL, PASS, SKIP, CaseOutcome
 from .vts_checks import (MISSED_DEADLINE, describe, dynamic_variant, fully_specified, insufficient_problem,
-                         not_rejected, result_problem, shapes_problem, timing_problem, to_signed, verdict)
+                         not_rejected, request_verdict, result_problem, shapes_problem, timing_problem, to_signed,
+                         verdict)
 
 KINDS = ("general", "dynamic_shape", "fenced", "memory_domain", "quant_coupling", "deadline", "priority",
-         "caching", "infinite_loop", "mutation")
+         "caching", "infinite_loop", "mutation", "request_mutation")
 MUTATIONS_PER_CLASS = 4   # rotate: vectors per model-mutation class per run
 MUTATIONS_PER_CELL = 64   # rotate: mutated models per (vector, class) cell at most (a seeded sample;
                           # a big graph gives thousands for some classes, each sent to the driver)
@@ -73,7 +80,8 @@ class Variant:
     @property
     def id(self) -> str:
         parts = [self.kind]
-        if self.kind not in ("quant_coupling", "caching", "priority", "mutation") or self.path != "sync":
+        if self.kind not in ("quant_coupling", "caching", "priority", "mutation", "request_mutation") \
+                or self.path != "sync":
             parts.append(self.path)
         if self.arg:
             parts.append(self.arg)
@@ -117,7 +125,7 @@ def applicable(d: dict) -> list[Variant]:
         if name.startswith("while_infinite_loop"):
             return _timed("infinite_loop", ("sync", "async", "burst", "fenced"))
         # a validation vector must be refused on every path, with no output shapes
-        return [Variant("general", "async"), Variant("general", "burst")]
+        return [Variant("general", p) for p in ("async", "burst", "fenced")]
     out = [Variant("general", timing=True)] + _timed("general", ("async", "burst"))
     if f["tensor_output"] and not f["ops"] & {"RANK", "IF", "WHILE"}:
         out += _timed("dynamic_shape", ("sync", "async", "burst")) + [Variant("dynamic_shape", "fenced")]
@@ -133,24 +141,43 @@ def applicable(d: dict) -> list[Variant]:
 
 def mutation_eligible(d: dict) -> dict | None:
     """For a valid vector VTS's validation tests use (not the as-internal / as-inputs copies):
-    what decides which classes can mutate it ({"n_ops", "scalar"}); else None."""
+    what decides which classes can mutate it (see _MUTATION_NEEDS); else None."""
     name = str(d.get("name", ""))
     if d.get("expect_failure") or "inputs_as_internal" in name or "all_tensors_as_inputs" in name:
         return None
+    from .mutations import RANK_CONSTRAINTS
     try:
         main = d["model"]["main"]
+        operands = main["operands"]
+
+        def tensor(k: int) -> bool:
+            return str(operands[k]["type"]).startswith("TENSOR")
         return {"n_ops": len(main["operations"]),
                 "scalar": any(not str(o["type"]).startswith("TENSOR") and o["type"] not in ("SUBGRAPH", "OEM")
-                              for o in main["operands"]),
-                "per_channel": any(o["type"] == "TENSOR_QUANT8_SYMM_PER_CHANNEL" for o in main["operands"])}
-    except (KeyError, TypeError):
+                              for o in operands),
+                "per_channel": any(o["type"] == "TENSOR_QUANT8_SYMM_PER_CHANNEL" for o in operands),
+                "rank_ops": any(o["type"] in {op.name for op in RANK_CONSTRAINTS} for o in main["operations"]),
+                "inputs": len(main["input_indexes"]),
+                "tensor_inputs": any(tensor(k) for k in main["input_indexes"]),
+                "tensor_outputs": any(tensor(k) and operands[k].get("dimensions") for k in main["output_indexes"])}
+    except (KeyError, TypeError, IndexError, AttributeError):
         return None
 
 
 # Classes that cannot mutate every model: execution_order needs two operations to reorder,
-# operand_rank a scalar operand to give a rank, operand_extra_params a per-channel operand.
+# operand_rank a scalar operand to give a rank, operand_extra_params a per-channel operand,
+# operation_input_rank an operation with a rank rule; the request classes an input to remove,
+# a tensor input, or a tensor output of known rank.  (A cell whose class still finds nothing
+# to mutate in the model is a SKIP saying so.)
 _MUTATION_NEEDS = {"execution_order": lambda f: f["n_ops"] >= 2, "operand_rank": lambda f: f["scalar"],
-                   "operand_extra_params": lambda f: f["per_channel"]}
+                   "operand_extra_params": lambda f: f["per_channel"],
+                   "operation_input_rank": lambda f: f.get("rank_ops", False)}
+_REQUEST_NEEDS = {"remove_input": lambda f: f.get("inputs", 0) > 0,
+                  **{c: (lambda f: f.get("tensor_inputs", False)) for c in (
+                      "input_wrong_rank", "input_wrong_dimension", "input_zero_dimension", "input_buffer_too_small")},
+                  **{c: (lambda f: f.get("tensor_outputs", False)) for c in (
+                      "output_wrong_rank", "output_wrong_dimension", "output_buffer_too_small")}}
+REQUEST_PATHS = ("sync", "async", "burst", "fenced")
 
 
 def _mutation_classes() -> dict:
@@ -163,20 +190,31 @@ def mutation_variants() -> list[Variant]:
     return [Variant("mutation", arg=cls) for cls in _mutation_classes()]
 
 
+def request_mutation_variants() -> list[Variant]:
+    """Each request-mutation class (nnconform.mutations.REQUEST_CLASSES) on each path."""
+    from .mutations import REQUEST_CLASSES
+    return [Variant("request_mutation", p, cls) for cls in REQUEST_CLASSES for p in REQUEST_PATHS]
+
+
 def select_mutations(eligible: Sequence[tuple[str, dict]], mode: str | frozenset[str], seed: int,
                      per_class: int = MUTATIONS_PER_CLASS) -> dict[str, list[Variant]]:
-    """Model-mutation cells per vector id, from the eligible (vector id, mutation_eligible
-    facts) pairs: every class on every vector it can mutate for ``all`` (or when the kind list
-    names ``mutation``); for ``rotate`` the ``per_class`` vectors with the smallest hash of
-    (seed, class, vector) for each class."""
+    """Model- and request-mutation cells per vector id, from the eligible (vector id,
+    mutation_eligible facts) pairs: every class on every vector it can mutate for ``all`` (or
+    when the kind list names ``mutation`` / ``request_mutation``); for ``rotate`` the
+    ``per_class`` vectors with the smallest hash of (seed, class, vector) for each model class
+    and for each (request class, path)."""
     out: dict[str, list[Variant]] = {}
-    if mode == "none" or (mode not in ("rotate", "all") and "mutation" not in mode):
+    if mode == "none":
         return out
-    for v in mutation_variants():
-        need = _MUTATION_NEEDS.get(v.arg)
+    cells = []
+    if mode in ("rotate", "all") or "mutation" in mode:
+        cells += [(v, _MUTATION_NEEDS.get(v.arg), v.arg) for v in mutation_variants()]
+    if mode in ("rotate", "all") or "request_mutation" in mode:
+        cells += [(v, _REQUEST_NEEDS.get(v.arg), v.id) for v in request_mutation_variants()]
+    for v, need, key in cells:
         ids = [vid for vid, facts in eligible if need is None or need(facts)]
         if mode == "rotate":
-            chosen = sorted(ids, key=lambda vid: hashlib.sha256(f"{seed}:{v.arg}:{vid}".encode()).digest())[:per_class]
+            chosen = sorted(ids, key=lambda vid: hashlib.sha256(f"{seed}:{key}:{vid}".encode()).digest())[:per_class]
         else:
             chosen = ids
         for vid in chosen:
@@ -688,7 +726,32 @@ def _mutation(ctx: _Ctx) -> str:
     return f"{len(mutations)} {cls} mutations rejected{sampled}"
 
 
+def _request_mutation(ctx: _Ctx) -> str:
+    v, case = ctx.variant, ctx.case
+    from .mutations import request_mutation_class, request_mutations
+    ctx.support(case.model)
+    pm = ctx.prepare(case.model)
+    ctx.need_path(pm, v.path)
+    mutations = [m for m in request_mutations(case.model, ctx.request()) if request_mutation_class(m.name) == v.arg]
+    if not mutations:
+        ctx.skip(f"no {v.arg} request mutation applies to this model", "execute")
+    n_outputs = len(case.model.main.output_indexes)
+    bad = []
+    for m in mutations:
+        # fenced execution has no OUTPUT_INSUFFICIENT_SIZE: every bad request is INVALID_ARGUMENT
+        allowed = (ErrorStatus.INVALID_ARGUMENT,) if v.path == "fenced" else m.allowed
+        output = int(m.name.split("/")[1]) if v.arg.startswith("output_") else None
+        why = request_verdict(ctx.execute(pm, v.path, m.request), allowed, n_outputs, output)
+        if why:
+            bad.append(f"{m.name}: {why} [{m.rule}]")
+    if bad:
+        more = f"; ... {len(bad) - 3} more" if len(bad) > 3 else ""
+        ctx.fail(f"{len(bad)} of {len(mutations)} {v.arg} requests not rejected as required on the {v.path} path: "
+                 + "; ".join(bad[:3]) + more)
+    return f"{len(mutations)} {v.arg} requests rejected on the {v.path} path"
+
+
 _RUNNERS: dict[str, Callable[[_Ctx], str]] = {
     "general": _general, "dynamic_shape": _dynamic_shape, "fenced": _fenced, "memory_domain": _memory_domain,
     "quant_coupling": _quant_coupling, "deadline": _deadline, "priority": _priority, "caching": _caching,
-    "infinite_loop": _infinite_loop, "mutation": _mutation}
+    "infinite_loop": _infinite_loop, "mutation": _mutation, "request_mutation": _request_mutation}

@@ -144,8 +144,12 @@ def insufficient_problem(got, real: Sequence[tuple[int, ...]], output: int = 0) 
 
 
 def verdict(got, status: ErrorStatus, what: str) -> str | None:
-    """None when ``got`` is a DriverError with ``status``; else what happened instead."""
+    """None when ``got`` is a DriverError with ``status`` (and, unless that is
+    OUTPUT_INSUFFICIENT_SIZE, no output shapes: a rejected execution reports none); else what
+    happened instead."""
     if isinstance(got, DriverError) and got.status == status:
+        if got.output_shapes and status != ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
+            return f"{what} gave {status.name} with output shapes {list(got.output_shapes)} (must be empty)"
         return None
     did = describe(got) if isinstance(got, BaseException) else "a result"
     return f"{what} gave {did}, expected {status.name}"

@@ -45,7 +45,7 @@ from nnconform.generators.diverge import first_divergent_operation
 from nnconform.generators.signatures import SIGNATURES, Reject
 from nnconform.generators.strategies import random_graph, single_operation
 from nnconform.ir import SHORT_TYPE_NAME, OperandType as T, OperationType as Op
-from nnconform.runner import ERROR, FAIL, SKIP, run_case
+from nnconform.runner import CRASH, ERROR, FAIL, HANG, SKIP, run_case
 from nnconform.aliasing import check_aliasing
 from nnconform.generators.graphs import GraphConfig
 from nnconform.generators.strategies import sample
@@ -161,8 +161,12 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
             tally["skipped"] += 1
             tally["skip_reasons"].add(outcome.message)
             return
-        if outcome.outcome in (FAIL, ERROR):
+        if outcome.outcome in (FAIL, ERROR, CRASH, HANG):
             failed = CaseFailed(case, expected, outcome)
+            if outcome.outcome == HANG:
+                # each retry of a hang waits out the call bound again: report this example as
+                # it is instead of shrinking it
+                raise _ShrinkBudgetSpent(failed)
             # Hypothesis only tries smaller examples after the first failure: the latest
             # failing one is the best so far
             shrink["best"] = failed
@@ -219,17 +223,27 @@ def _report_failure(nn_session, nn_device, nn_record, test_id, f: CaseFailed, cr
     ignored_operands = [i for i, ig in zip(m.output_indexes, case.ignored) if ig]
     extra = {"suite": "random", "criteria_set": criteria.name, "hypothesis_profile": profile,
              "operations": case.operations, "edge_values": case.edge_values}
-    try:
-        div = first_divergent_operation(nn_device, case.model, case.inputs, criteria, ignored_operands)
-    except Exception as e:  # the failure itself is the verdict; say why the hunt gave nothing
-        div, extra["divergence_error"] = None, f"{type(e).__name__}: {e}"
+    incident = outcome.outcome in (CRASH, HANG)
+    div = None
+    if incident:
+        # The driver host died (or hung) on this model: the row is a CRASH/HANG, and the
+        # (shrunk) model is dumped so that `nnconform replay` reproduces it.  No divergence
+        # hunt: it would run the model's prefixes on the driver and kill the host again.
+        nn_record["outcome"] = outcome.outcome
+        nn_record["extra"]["incident"] = {k: v for k, v in (outcome.details or {}).items()
+                                          if k in ("stderr_tail", "host_pid", "signal", "exit_code", "protocol")}
+    else:
+        try:
+            div = first_divergent_operation(nn_device, case.model, case.inputs, criteria, ignored_operands)
+        except Exception as e:  # the failure itself is the verdict; say why the hunt gave nothing
+            div, extra["divergence_error"] = None, f"{type(e).__name__}: {e}"
     if div is not None:
         n, name, cmp = div
         extra["first_divergent_operation"] = {"index": n, "name": name, "message": cmp.message,
                                               "comparison": cmp.to_dict()}
     inner = getattr(case, "inner", None)
     inside = None
-    if inner is not None:   # control flow: hunt inside G (the branch / body) on its own inputs
+    if inner is not None and not incident:   # control flow: hunt inside G (the branch / body) on its own inputs
         im = inner.model.main
         try:
             inside = first_divergent_operation(nn_device, inner.model, inner.inputs, criteria,

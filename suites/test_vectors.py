@@ -67,8 +67,9 @@ def _derive_facts(path: Path) -> dict:
 @functools.lru_cache(maxsize=4)
 def _index(root: Path) -> VectorIndex:
     """The collection facts of a vectors tree, shared by this process's two test functions."""
+    import nnconform.mutations as mutations_module      # mutation_eligible reads its rank rules
     import nnconform.variants as variants_module
-    return VectorIndex(root, code_key(variants_module.__file__, __file__), _derive_facts)
+    return VectorIndex(root, code_key(variants_module.__file__, mutations_module.__file__, __file__), _derive_facts)
 
 
 def _ops_and_types(d: dict) -> tuple[set[str], set[str]]:

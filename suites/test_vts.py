@@ -68,7 +68,8 @@ from nnconform.driver import (AsyncExecution, BufferDesc, BufferRole, BurstExecu
                               Priority, Timing)
 from nnconform.ir import (Model, ModelBuilder, OperandType as T, OperationType as Op, Request,
                           RequestArgument)
-from nnconform.mutations import MODEL_MUTATIONS, ModelMutation, request_mutation_class, request_mutations
+from nnconform.mutations import (MODEL_MUTATIONS, REQUEST_CLASSES, ModelMutation, request_mutation_class,
+                                 request_mutations)
 from nnconform.runner import FAIL, CaseOutcome, run_case
 from nnconform.suites.examples import Example, all_examples
 from nnconform.vts_checks import (MISSED_DEADLINE, describe as _describe, dynamic_variant as _dynamic_variant,
@@ -249,11 +250,6 @@ def test_model_mutation(cls, nn_device, nn_session, nn_record):
 # ---------------------------------------------------------------------------------------
 # Request mutations
 # ---------------------------------------------------------------------------------------
-
-REQUEST_CLASSES = ["remove_input", "add_input", "remove_output", "add_output", "input_wrong_rank",
-                   "input_wrong_dimension", "input_zero_dimension", "input_buffer_too_small",
-                   "output_wrong_rank", "output_wrong_dimension", "output_buffer_too_small"]
-
 
 @pytest.mark.parametrize("cls", REQUEST_CLASSES)
 def test_request(cls, prepared, nn_session, nn_record):

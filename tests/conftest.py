@@ -9,3 +9,16 @@ sys.path.insert(0, str(Path(__file__).parent))
 # has its own tests in test_probe.py).
 import os  # noqa: E402
 os.environ.setdefault("NNCONFORM_AUTO_PROBE", "0")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "long_run: a test that runs a whole suite in a subprocess (minutes); it is "
+        "collected first so pytest-xdist starts it at once instead of leaving it for the tail")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    # xdist's load scheduler hands out the first items round-robin; the few multi-minute tests
+    # go there so that the short ones fill in around them and the run does not end waiting on
+    # one worker.  The order among the others is unchanged (a stable sort).
+    items.sort(key=lambda item: item.get_closest_marker("long_run") is None)

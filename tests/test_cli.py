@@ -76,6 +76,7 @@ def test_drivers_lists_reference():
     assert r.returncode == 0 and "reference" in r.stdout and "CompilationCaching" in r.stdout
 
 
+@pytest.mark.long_run
 @pytest.mark.skipif(not default_root().is_dir(), reason=f"AOSP vectors not found at {default_root()} "
                     "(set NNCONFORM_VECTORS)")
 @pytest.mark.timeout(1800)   # every vector: minutes, on two workers

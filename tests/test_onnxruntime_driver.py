@@ -125,6 +125,7 @@ EXPECTED_FAILURES = REPO / "drivers" / "onnxruntime" / "expected_failures.json"
 # The whole bundled vector set through onnxruntime: minutes of work, so two workers (CI has two
 # cores) and a bound of its own above pytest-timeout's default 300 s.  Whole models only
 # (--no-partition): partitioned runs of onnxruntime are tests/test_partition.py's.
+@pytest.mark.long_run
 @pytest.mark.timeout(1800)
 def test_vectors_suite_fails_only_on_documented_runtime_differences(tmp_path):
     """With its expected-failures file (the documented genuine differences), onnxruntime's

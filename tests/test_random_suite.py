@@ -1,6 +1,8 @@
 """End to end: `nnconform run --suite random` passes on the reference driver and catches the
 deliberately broken drivers with a minimal dumped spec that `nnconform replay` reproduces."""
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +23,7 @@ def _run(tmp_path: Path, driver: str, *pytest_args: str) -> subprocess.Completed
     return subprocess.run(cmd, capture_output=True, text=True, timeout=900)
 
 
+@pytest.mark.long_run
 def test_reference_passes_the_whole_random_suite_ci_profile(tmp_path):
     r = _run(tmp_path, "reference", "--nn-hypothesis-profile", "ci")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
@@ -124,3 +127,28 @@ def test_only_supported_drops_tests_whose_cell_is_claimed_nowhere(tmp_path):
     assert rows and {row["operations"][0] for row in rows} == {"FLOOR"}
     assert all(row["outcome"] == "PASS" for row in rows)
     assert f"--only-supported: {skipped} cases" in r.stdout
+
+
+def test_a_driver_crash_is_shrunk_and_dumped_for_replay(tmp_path):
+    """A value-dependent native crash (SIGABRT inside SUB) is a CRASH row with a minimal dumped
+    spec, and `nnconform replay` reproduces the crash; it used to be a CRASH with no spec."""
+    driver = BROKEN + "AbortsOnLargeSub"
+    cmd = [sys.executable, "-m", "nnconform", "run", "--driver", driver, "--suite", "random",
+           "--report-dir", str(tmp_path / "report"), "--seed", "7", "--",
+           "-k", "single_operation and SUB-fp32", "--nn-max-examples", "40"]
+    env = dict(os.environ, NNCONFORM_SHRINK_BUDGET_S="20")
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
+    (row,) = [json.loads(x) for x in (tmp_path / "report" / "results.jsonl").read_text().splitlines()]
+    assert row["outcome"] == "CRASH" and "SIGABRT" in row["message"], row
+    assert row["extra"]["incident"]["signal"] == signal.SIGABRT
+    spec = load_spec(row["spec_path"])
+    assert [o.type.name for o in spec.model.main.operations] == ["SUB"]
+    assert spec.meta["seed"] == 7 and spec.meta["driver"] == driver
+    rp = subprocess.run([sys.executable, "-m", "nnconform", "replay", row["spec_path"], "--driver", driver],
+                        capture_output=True, text=True, timeout=120)
+    assert rp.returncode == 1 and ": CRASH: driver host killed by SIGABRT" in rp.stdout, rp.stdout + rp.stderr
+    # the reference runs the same spec cleanly: the crash is the driver's
+    ok = subprocess.run([sys.executable, "-m", "nnconform", "replay", row["spec_path"], "--driver", "reference"],
+                        capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and ": PASS" in ok.stdout, ok.stdout + ok.stderr

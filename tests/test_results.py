@@ -154,3 +154,49 @@ def test_threads_write_whole_lines(tmp_path):
     back = read_results(p)
     assert sorted(r.test_id for r in back) == sorted(
         f"add_{k * 100 + j}" for k in range(4) for j in range(25))
+
+
+def _careful_json(r: ResultRecord) -> str:
+    # the two-pass path every row took before the fast path existed
+    d = json.loads(json.dumps(r.to_dict(), default=R._json_default))
+    return json.dumps(R._clean_floats(d), allow_nan=False, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("extra", [
+    {}, {"nodeid": "a::b[c]", "n": 3, "f": 0.1, "nested": {"x": [1, 2.5, None, True], 1: "int key", True: "b"}},
+    {"t": (1, 2)}, {"err": float("nan")}, {"big": float("inf")}, {"np": np.float32(1.5), "arr": np.arange(3)},
+    {"s": {1, 2}}, {"é": "ü <b>\"x\"</b>"},
+])
+def test_fast_json_gives_the_careful_paths_text(extra):
+    """record_to_json's one-pass fast path writes exactly what the careful path would."""
+    r = rec(3, R.FAIL, seed=9, duration_s=1.25, message="m\nx", extra=extra)
+    assert R.record_to_json(r) == _careful_json(r)
+
+
+def test_write_many_is_one_chunk_of_whole_lines(tmp_path):
+    p = tmp_path / "r.jsonl"
+    with ResultsWriter(p) as w:
+        w.write(rec(0))
+        assert w.write_many([rec(i) for i in range(1, 50)], sync=True) == 49
+        assert w.write_many([]) == 0
+        # on disk at once, before close: another reader sees all 50 rows
+        assert [r.test_id for r in read_results(p)] == [f"add_{i}" for i in range(50)]
+
+
+def test_write_many_failing_midway_records_no_row_of_the_chunk(tmp_path, monkeypatch):
+    p = tmp_path / "r.jsonl"
+    with ResultsWriter(p) as w:
+        w.write(rec(0))
+        real_write = R.os.write
+
+        def short_then_full(fd, data):      # half the chunk goes out, then the disk is full
+            if len(data) > 200:
+                return real_write(fd, bytes(data[:len(data) // 2]))
+            raise OSError(28, "No space left on device")
+        monkeypatch.setattr(R.os, "write", short_then_full)
+        with pytest.raises(OSError):
+            w.write_many([rec(i) for i in range(1, 10)])
+        monkeypatch.setattr(R.os, "write", real_write)
+        assert [r.test_id for r in read_results(p)] == ["add_0"]
+        w.write(rec(10))
+    assert [r.test_id for r in read_results(p)] == ["add_0", "add_10"]

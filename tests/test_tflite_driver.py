@@ -46,6 +46,11 @@ KNOWN_DISCREPANCIES = [
     "topk_v2_quant8",
     "relu_fp32_inf_subnormal",
     "argmax_fp32_nan",
+    # LSTM's scratch buffer: NeuralNetworks.h defines its shape only and the CTS ignores it;
+    # these examples compare the reference's gate buffers, the driver writes zeros.
+    "lstm_plain_fp32",
+    "lstm_cifg_peephole_projection_clip_fp32",
+    "lstm_layer_norm_fp32",
 ]
 
 

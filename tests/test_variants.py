@@ -11,21 +11,25 @@ import sys
 import numpy as np
 import pytest
 
-from nnconform.driver import ExecutionResult, OutputShape
+from nnconform.driver import DriverError, ErrorStatus, ExecutionResult, OutputShape
 from nnconform.drivers import broken_matrix
 from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
 from nnconform.ops.feature_levels import NEWEST_FEATURE_LEVEL, driver_level
 from nnconform.runner import run_case
+from nnconform.errors import ValidationError
+from nnconform.mutations import RANK_CONSTRAINTS, invalid_ranks, operation_input_rank
+from nnconform.validation import validate_model
 from nnconform.variants import (PLAIN, Variant, applicable, mutation_eligible, mutation_variants, parse_mode,
-                                run_variant, select, select_mutations)
+                                request_mutation_variants, run_variant, select, select_mutations)
 from nnconform.vectors import case_from_dict, default_root
+from nnconform.vts_checks import verdict
 
 from helpers import add_model
 
-# A small fixed set: a float and a quant8 single-operation vector, a six-operation graph with
-# five outputs (some zero-sized), and the never-ending WHILE loop.
-SUBSET = [("V1_0", "add.json", 0), ("V1_0", "add_quant8.json", 0), ("V1_2", "bbox_graph.json", "bbox_graph_zero_sized"),
-          ("V1_3", "while_infinite_loop.json", 0)]
+# A small fixed set: a float and a quant8 single-operation vector, a CONV_2D, a six-operation
+# graph with five outputs (some zero-sized), and the never-ending WHILE loop.
+SUBSET = [("V1_0", "add.json", 0), ("V1_0", "add_quant8.json", 0), ("V1_0", "conv_float.json", 0),
+          ("V1_2", "bbox_graph.json", "bbox_graph_zero_sized"), ("V1_3", "while_infinite_loop.json", 0)]
 
 
 def _raw(folder, file, which) -> dict:
@@ -40,11 +44,14 @@ def subset():
 
 # Model-mutation classes run here (each class is the same code path; operation_operand_type
 # alone makes hundreds of models of the six-operation graph, too slow for a unit test).
-CHEAP_MUTATIONS = ("execution_order", "operand_type", "remove_operation", "add_writer", "priority")
+CHEAP_MUTATIONS = ("execution_order", "operand_type", "remove_operation", "add_writer", "priority",
+                   "operation_input_rank")
 
 
 def _cells(d: dict) -> list[Variant]:
-    return applicable(d) + ([v for v in mutation_variants() if v.arg in CHEAP_MUTATIONS]
+    """Every applicable cell, the cheap model-mutation classes, and every request-mutation
+    class on every path."""
+    return applicable(d) + ([v for v in mutation_variants() if v.arg in CHEAP_MUTATIONS] + request_mutation_variants()
                             if mutation_eligible(d) else [])
 
 
@@ -99,20 +106,58 @@ def test_rotate_is_deterministic_and_covers_the_matrix(subset):
 
 
 def test_mutations_are_sampled_per_class():
-    eligible = [(f"V/{i}", {"n_ops": 1 + i % 3, "scalar": i % 2 == 0, "per_channel": i % 5 == 0}) for i in range(50)]
+    eligible = [(f"V/{i}", {"n_ops": 1 + i % 3, "scalar": i % 2 == 0, "per_channel": i % 5 == 0,
+                            "rank_ops": i % 7 == 0, "inputs": i % 4, "tensor_inputs": i % 3 > 0,
+                            "tensor_outputs": i % 6 > 0}) for i in range(50)]
     rot = select_mutations(eligible, "rotate", 3, per_class=4)
     per_class: dict[str, int] = {}
     for cells in rot.values():
         for v in cells:
-            per_class[v.arg] = per_class.get(v.arg, 0) + 1
-    assert set(per_class.values()) == {4} and len(per_class) == len(mutation_variants())
+            per_class[v.id] = per_class.get(v.id, 0) + 1
+    # one count per model-mutation class and per (request class, path)
+    assert set(per_class.values()) == {4}
+    assert len(per_class) == len(mutation_variants()) + len(request_mutation_variants())
     assert select_mutations(eligible, "rotate", 3, per_class=4) == rot
     assert select_mutations(eligible, frozenset({"general"}), 3) == {}
+    requests_only = select_mutations(eligible, frozenset({"request_mutation"}), 3)
+    assert {v.kind for cells in requests_only.values() for v in cells} == {"request_mutation"}
+    no_input = [vid for vid, f in eligible if f["inputs"] == 0]
+    assert all(Variant("request_mutation", "burst", "remove_input") not in requests_only.get(vid, [])
+               for vid in no_input)
+    no_tensor_out = [vid for vid, f in eligible if not f["tensor_outputs"]]
+    assert all(v.arg not in ("output_wrong_rank", "output_buffer_too_small") for vid in no_tensor_out
+               for v in requests_only.get(vid, []))
     everything = select_mutations(eligible, "all", 3)
     single = [vid for vid, f in eligible if f["n_ops"] == 1]
     assert all(Variant("mutation", arg="execution_order") not in everything[vid] for vid in single)
     no_scalar = [vid for vid, f in eligible if not f["scalar"]]
     assert all(Variant("mutation", arg="operand_rank") not in everything[vid] for vid in no_scalar)
+    no_rank_rule = [vid for vid, f in eligible if not f["rank_ops"]]
+    assert all(Variant("mutation", arg="operation_input_rank") not in everything[vid] for vid in no_rank_rule)
+
+
+# ---- CTS per-operation rank rules -------------------------------------------------------
+
+def test_invalid_ranks_are_the_neighbours_of_the_valid_range():
+    assert invalid_ranks(4, 4) == (5, 3)            # CONV_2D: rank 3 and rank 5
+    assert invalid_ranks(None, 4) == (5,)           # up to 4
+    assert invalid_ranks(2, 4) == (5, 1) and invalid_ranks(1, 1) == (2,)
+    assert set(RANK_CONSTRAINTS[next(o for o in RANK_CONSTRAINTS if o.name == "CONV_2D")][0][0]) == {0, 1}
+
+
+def test_operation_input_rank_mutations_are_rejected_by_the_validator(subset):
+    conv = case_from_dict(subset[2][1], subset[2][2])
+    validate_model(conv.model)
+    made = list(operation_input_rank(conv.model))
+    assert {m.name.rsplit("_", 1)[1] for m in made} == {"rank3", "rank5"}
+    for m in made:
+        ranks = {len(m.model.main.operands[k].dimensions) for k in m.model.main.operations[0].inputs[:2]}
+        assert len(ranks) == 1 and ranks < {3, 5}     # input and filter moved together
+        with pytest.raises(ValidationError, match="rank"):
+            validate_model(m.model)
+    add = case_from_dict(subset[0][1], subset[0][2])
+    assert {m.name.split("/")[1] for m in operation_input_rank(add.model)} == {
+        "operations[0](ADD)_input0_rank5", "operations[0](ADD)_input1_rank5"}
 
 
 def test_driver_level_accepts_both_encodings():
@@ -146,6 +191,35 @@ def test_run_case_fails_a_wrong_reported_shape():
     assert got.outcome == "FAIL" and "output_shapes wrong" in got.message and "[2, 2, 1]" in got.message
 
 
+# ---- a rejected execution reports no output shapes ----------------------------------------
+
+class _ShapesOnRejection(ReferencePreparedModel):
+    def execute(self, request, **kw):
+        try:
+            return super().execute(request, **kw)
+        except DriverError as e:       # the defect: a refusal still describes the outputs
+            raise DriverError(e.status, str(e), (OutputShape((1,), True),)) from None
+
+
+class _ShapesOnRejectionDevice(ReferenceDevice):
+    def prepare(self, model, **kw):
+        return _ShapesOnRejection(super().prepare(model, **kw).model)
+
+
+def test_a_rejection_must_not_report_output_shapes(subset):
+    shapes = (OutputShape((2, 2), True),)
+    assert "must be empty" in verdict(DriverError(ErrorStatus.INVALID_ARGUMENT, "", shapes),
+                                      ErrorStatus.INVALID_ARGUMENT, "x")
+    assert verdict(DriverError(ErrorStatus.INVALID_ARGUMENT), ErrorStatus.INVALID_ARGUMENT, "x") is None
+    assert verdict(DriverError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "", shapes),
+                   ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "x") is None
+    add = case_from_dict(subset[0][1], subset[0][2])
+    cell = Variant("request_mutation", "sync", "remove_input")
+    assert run_variant(ReferenceDevice(), add, cell).outcome == "PASS"
+    got = run_variant(_ShapesOnRejectionDevice(), add, cell)
+    assert got.outcome == "FAIL" and "must be empty" in got.message, got.message
+
+
 # ---- the reference passes, each broken driver fails only its own cells -------------------
 
 def test_reference_passes_every_cell(subset):
@@ -164,10 +238,14 @@ OWN = {
     "BurstIgnoresTiming": lambda v, vid: v.path == "burst" and not v.timing,
     # bbox_graph_zero_sized's model itself leaves output 0's dimension unknown (it is empty)
     "WrongDynamicShapes": lambda v, vid: v.kind == "dynamic_shape" or vid == "V1_2/bbox_graph_zero_sized",
-    "AsyncAcceptsInsufficient": lambda v, vid: v.kind == "dynamic_shape" and v.path == "async",
+    # a short output buffer on the async path: the dynamic-shape cell and the request mutation
+    "AsyncAcceptsInsufficient": lambda v, vid: v.path == "async" and (
+        v.kind == "dynamic_shape" or v == Variant("request_mutation", "async", "output_buffer_too_small")),
     "AsyncIgnoresDeadline": lambda v, vid: v.kind == "deadline" and v.path == "async",
     "RefusesSignedTwin": lambda v, vid: v.kind == "quant_coupling",
     "AcceptsUnorderedBigModels": lambda v, vid: v == Variant("mutation", arg="execution_order"),
+    "BurstAcceptsMissingInput": lambda v, vid: v == Variant("request_mutation", "burst", "remove_input"),
+    "AcceptsRank5Conv": lambda v, vid: v == Variant("mutation", arg="operation_input_rank") and vid == "V1_0/conv_float",
 }
 
 
@@ -175,7 +253,7 @@ def _variant_of(test_id: str, subset) -> Variant:
     if "[" not in test_id:
         return PLAIN
     cell = test_id[test_id.index("[") + 1:-1]
-    every = {v.id: v for _, d, _ in subset for v in applicable(d) + mutation_variants()}
+    every = {v.id: v for _, d, _ in subset for v in applicable(d) + mutation_variants() + request_mutation_variants()}
     return every[cell]
 
 
@@ -202,7 +280,7 @@ class Level1(ReferenceDevice):
 
 def test_cli_runs_the_matrix_and_reports_it(tmp_path, subset):
     vec = tmp_path / "vectors"
-    for folder, d, _ in subset[:2] + subset[3:]:          # add, add_quant8 (V1_0), the loop (V1_3)
+    for folder, d, _ in subset[:2] + subset[4:]:          # add, add_quant8 (V1_0), the loop (V1_3)
         (vec / folder).mkdir(parents=True, exist_ok=True)
         (vec / folder / f"{d['name']}.json").write_text(json.dumps([d]))
     (tmp_path / "old_driver.py").write_text(OLD_DRIVER)

@@ -4,7 +4,6 @@ import csv
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -114,36 +113,31 @@ DRIVERS = {
 SELECT = {"shared_scratch": ["--", "-k", "not model_mutation"], "bad_timing": ["--", "-k", "not model_mutation"]}
 
 
-# The four runs share one module fixture, whose set-up counts against the first test's bound.
-pytestmark = pytest.mark.timeout(1200)
+# Each test runs the suite against its own driver in a subprocess.  They used to share one
+# module fixture that started all four runs; under pytest-xdist every worker that drew one of
+# these tests built that fixture again, so CI paid for each run twice.
+pytestmark = pytest.mark.timeout(900)
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """Run the vts suite once per driver, all in parallel; {key: (exit code, rows, output)}."""
-    procs = {}
-    for key, driver in DRIVERS.items():
-        d = tmp_path_factory.mktemp(f"vts_{key}")
-        cmd = [sys.executable, "-m", "nnconform", "run", "--driver", driver, "--suite", "vts",
-               "--report-dir", str(d), "--seed", "11", *SELECT.get(key, [])]
-        # the cache TOCTOU cases run 100 iterations by default; 10 keep CI quick
-        env = dict(os.environ, NNCONFORM_CACHE_TOCTOU_ITERATIONS="10")
-        procs[key] = (subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env), d)
-    out = {}
-    for key, (p, d) in procs.items():
-        text, _ = p.communicate(timeout=900)
-        csv_path = Path(d) / "results.csv"
-        rows = list(csv.DictReader(open(csv_path, newline=""))) if csv_path.exists() else []
-        out[key] = (p.returncode, rows, text)
-    return out
+def _run(key, tmp_path):
+    """Run the vts suite against DRIVERS[key]: (exit code, rows of results.csv, output)."""
+    cmd = [sys.executable, "-m", "nnconform", "run", "--driver", DRIVERS[key], "--suite", "vts",
+           "--report-dir", str(tmp_path), "--seed", "11", *SELECT.get(key, [])]
+    # the cache TOCTOU cases run 100 iterations by default; 10 keep CI quick
+    env = dict(os.environ, NNCONFORM_CACHE_TOCTOU_ITERATIONS="10")
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, timeout=840)
+    csv_path = tmp_path / "results.csv"
+    rows = list(csv.DictReader(open(csv_path, newline=""))) if csv_path.exists() else []
+    return p.returncode, rows, p.stdout
 
 
 def _failed(rows):
     return {r["test_id"] for r in rows if r["outcome"] in ("FAIL", "ERROR")}
 
 
-def test_reference_passes_vts(runs):
-    code, rows, text = runs["reference"]
+@pytest.mark.long_run
+def test_reference_passes_vts(tmp_path):
+    code, rows, text = _run("reference", tmp_path)
     assert code == 0, text[-3000:]
     ids = {r["test_id"] for r in rows}
     assert {f"vts/model_mutation/{c}" for c in MODEL_MUTATIONS} <= ids
@@ -163,8 +157,9 @@ def test_reference_passes_vts(runs):
     assert all(r["suite"] == "vts" for r in rows)
 
 
-def test_accepts_everything_fails_each_mutation_class(runs):
-    code, rows, text = runs["accepts_everything"]
+@pytest.mark.long_run
+def test_accepts_everything_fails_each_mutation_class(tmp_path):
+    code, rows, text = _run("accepts_everything", tmp_path)
     assert code == 1, text[-3000:]
     # accepting everything includes a graph whose operations form a cycle
     assert _failed(rows) == {f"vts/model_mutation/{c}" for c in MODEL_MUTATIONS} | {"vts/device/cycle"}
@@ -173,16 +168,18 @@ def test_accepts_everything_fails_each_mutation_class(runs):
     assert "prepare accepted it" in msg["vts/model_mutation/priority"]
 
 
-def test_shared_scratch_buffer_fails_concurrency(runs):
-    code, rows, text = runs["shared_scratch"]
+@pytest.mark.long_run
+def test_shared_scratch_buffer_fails_concurrency(tmp_path):
+    code, rows, text = _run("shared_scratch", tmp_path)
     assert code == 1, text[-3000:]
     assert _failed(rows) == {"vts/concurrency/threads"}
     row = next(r for r in rows if r["test_id"] == "vts/concurrency/threads")
     assert "answer" in row["message"] and row["spec_path"]
 
 
-def test_bad_timing_fails_timing(runs):
-    code, rows, text = runs["bad_timing"]
+@pytest.mark.long_run
+def test_bad_timing_fails_timing(tmp_path):
+    code, rows, text = _run("bad_timing", tmp_path)
     assert code == 1, text[-3000:]
     assert _failed(rows) == {"vts/api/timing"}
     row = next(r for r in rows if r["test_id"] == "vts/api/timing")

@@ -65,8 +65,9 @@ TO_NCHW, TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
 class GraphBuilder:
     """Nodes and initialisers of one ONNX graph, with fresh-name generation."""
 
-    def __init__(self, subgraph: Subgraph):
+    def __init__(self, subgraph: Subgraph, model: Model | None = None):
         self.sg = subgraph
+        self.model = model  # the whole model: IF/WHILE look up their referenced subgraphs in it
         self.nodes: list[onnx.NodeProto] = []
         self.initializers: list[onnx.TensorProto] = []
         self._const_operands: dict[int, str] = {}
@@ -1112,6 +1113,13 @@ CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
     Op.RANK: conv_rank, Op.FILL: conv_fill, Op.CHANNEL_SHUFFLE: conv_channel_shuffle,
 }
 
+# IF/WHILE (ONNX If/Loop) and the RNN/LSTM families live in their own modules, which use the
+# builders above; they add themselves to the table here.
+from . import control_flow, recurrent  # noqa: E402
+
+CONVERTERS.update(control_flow.CONVERTERS)
+CONVERTERS.update(recurrent.CONVERTERS)
+
 
 # ---------------------------------------------------------------------------------------
 # Whole models
@@ -1137,7 +1145,7 @@ def convert_operation(g: GraphBuilder, index: int) -> None:
 
 
 def operation_supported(model: Model, index: int) -> tuple[bool, str]:
-    g = GraphBuilder(model.main)
+    g = GraphBuilder(model.main, model)
     try:
         convert_operation(g, index)
     except Unsupported as e:
@@ -1160,11 +1168,9 @@ def _value_info(sg: Subgraph, i: int) -> onnx.ValueInfoProto:
 
 def to_onnx(model: Model) -> onnx.ModelProto:
     """The whole main graph as an ONNX model (raises Unsupported on the first unmappable op)."""
-    if model.referenced:
-        raise Unsupported("referenced subgraphs (IF/WHILE) are not converted")
     sg = model.main
     _check_io_types(sg, (*sg.input_indexes, *sg.output_indexes))
-    g = GraphBuilder(sg)
+    g = GraphBuilder(sg, model)
     for k in range(len(sg.operations)):
         try:
             convert_operation(g, k)

@@ -13,8 +13,11 @@ Options (constructor arguments, or environment variables for the registered name
 """
 from __future__ import annotations
 
+import dataclasses
 import os
+import threading
 import time
+from typing import Callable
 
 import onnxruntime as ort
 
@@ -23,9 +26,10 @@ from nnconform import driver_support as support
 from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
                               ExecutionResult, PreparedModel, Priority)
 from nnconform.errors import DriverLoadError
-from nnconform.ir import Model, Request
+from nnconform.executor import clamp_loop_timeout
+from nnconform.ir import Lifetime, Model, Request
 
-from . import convert
+from . import convert, control_flow
 
 _LEVELS = {
     "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
@@ -36,31 +40,106 @@ _LEVELS = {
 
 
 class OnnxRuntimePreparedModel(PreparedModel):
-    def __init__(self, model: Model, session: ort.InferenceSession, onnx_model):
+    def __init__(self, model: Model, session: ort.InferenceSession, onnx_model,
+                 build_session: Callable[[Model], tuple[ort.InferenceSession, object]] | None = None):
         self.model = model
         self.session = session
         self.onnx_model = onnx_model
         self._inputs = [f"o{i}" for i in model.main.input_indexes]
         self._outputs = [f"o{i}" for i in model.main.output_indexes]
         self._released = False
+        self._build_session = build_session
+        # request inputs left without a value -> the session of the model with those operands
+        # omitted (built on first use; an omitted optional input changes the converted graph)
+        self._variants: dict[tuple[int, ...], ort.InferenceSession] = {}
+        self._has_while = control_flow.has_while(model)
+        self._running: set[ort.RunOptions] = set()
+        self._lock = threading.Lock()
+
+    def _session_for(self, omitted: tuple[int, ...]) -> ort.InferenceSession:
+        if not omitted:
+            return self.session
+        if omitted not in self._variants:
+            if self._build_session is None:
+                raise DriverError(ErrorStatus.INVALID_ARGUMENT, "an omitted model input cannot be fed to onnxruntime")
+            self._variants[omitted], _ = self._build_session(with_omitted_inputs(self.model, omitted))
+        return self._variants[omitted]
 
     def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
                 loop_timeout: float | None = None) -> ExecutionResult:
         t_driver = time.perf_counter_ns()
         support.begin_execution(self.model, request, deadline, self._released)
-        feed = dict(zip(self._inputs, support.request_values(self.model, request, "onnxruntime")))
+        omitted = tuple(k for k, arg in enumerate(request.inputs) if arg.has_no_value)
+        session = self._session_for(omitted)
+        values = support.request_values(self.model, request, "onnxruntime", omitted=True)
+        feed = {name: v for name, v in zip(self._inputs, values) if v is not None}
         t_device = time.perf_counter_ns()
-        try:
-            outputs = self.session.run(self._outputs, feed)
-        except Exception as e:  # onnxruntime raises its own exception types from C++
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"onnxruntime: {support.first_line(e)}") from None
+        outputs = self._run(session, feed, deadline, loop_timeout)
         device_us = (time.perf_counter_ns() - t_device) // 1000
         return support.finish_execution(self.model, request, outputs, deadline=deadline,
                                         measure_timing=measure_timing, device_us=device_us, t_driver_ns=t_driver)
 
+    def _run(self, session: ort.InferenceSession, feed: dict, deadline: float | None,
+             loop_timeout: float | None) -> list:
+        """session.run, stopped through RunOptions.terminate when the execution deadline passes
+        or, for a model with a WHILE, when the run outlasts the loop timeout (control_flow.py
+        explains why per run).  Either is MISSED_DEADLINE_TRANSIENT, as NNAPI's CPU path says."""
+        now = time.monotonic()
+        limits = []
+        if self._has_while:
+            limits.append((clamp_loop_timeout(loop_timeout), "the WHILE loop timeout"))
+        if deadline is not None:
+            limits.append((max(deadline - now, 0.0), "the execution deadline"))
+        ro = ort.RunOptions()
+        ro.log_severity_level = 4  # a terminated run is reported as MISSED_DEADLINE, not logged
+        fired: list[str] = []
+        timer = None
+        if limits:
+            wait, why = min(limits)
+
+            def stop():
+                fired.append(f"{why} ({wait * 1e3:g} ms) passed; run stopped after "
+                             f"{(time.monotonic() - now) * 1e3:.1f} ms")
+                ro.terminate = True
+            timer = threading.Timer(wait, stop)
+            timer.daemon = True
+            timer.start()
+        with self._lock:
+            self._running.add(ro)
+        try:
+            return session.run(self._outputs, feed, ro)
+        except Exception as e:  # onnxruntime raises its own exception types from C++
+            if fired:
+                raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, fired[0]) from None
+            if self._released:
+                raise DriverError(ErrorStatus.GENERAL_FAILURE, "prepared model was released during the run") \
+                    from None
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"onnxruntime: {support.first_line(e)}") from None
+        finally:
+            if timer is not None:
+                timer.cancel()
+            with self._lock:
+                self._running.discard(ro)
+
     def release(self) -> None:
+        # a run still going (a hung WHILE the harness gave up on) is asked to stop
         self._released = True
+        with self._lock:
+            for ro in self._running:
+                ro.terminate = True
         self.session = None
+        self._variants.clear()
+
+
+def with_omitted_inputs(model: Model, positions: tuple[int, ...]) -> Model:
+    """``model`` with main inputs at ``positions`` turned into omitted (NO_VALUE) operands: what
+    an execution that gives them no value computes (NNAPI's omitted optional inputs)."""
+    main = model.main
+    gone = {main.input_indexes[k] for k in positions}
+    operands = tuple(dataclasses.replace(o, lifetime=Lifetime.NO_VALUE) if i in gone else o
+                     for i, o in enumerate(main.operands))
+    inputs = tuple(i for i in main.input_indexes if i not in gone)
+    return dataclasses.replace(model, main=dataclasses.replace(main, operands=operands, input_indexes=inputs))
 
 
 class OnnxRuntimeDevice(support.ConverterDevice, Device):
@@ -97,15 +176,20 @@ class OnnxRuntimeDevice(support.ConverterDevice, Device):
                 priority: Priority = Priority.MEDIUM, deadline: float | None = None,
                 cache_token: bytes | None = None) -> PreparedModel:
         support.check_prepare_args(model, preference, priority, deadline, cache_token)
+        session, onnx_model = self._build(model)
+        return OnnxRuntimePreparedModel(model, session, onnx_model, self._build)
+
+    def _build(self, model: Model) -> tuple[ort.InferenceSession, object]:
         with support.converting("cannot convert to ONNX"):
             onnx_model = convert.to_onnx(model)
         try:
             session = ort.InferenceSession(onnx_model.SerializeToString(), self._session_options(),
-                                           providers=[self.provider])
+                                           providers=[self.provider],
+                                           disabled_optimizers=control_flow.disabled_optimizers(model))
         except Exception as e:  # onnxruntime's C++ exceptions surface as several Python types
             raise DriverError(ErrorStatus.GENERAL_FAILURE, f"onnxruntime rejected the graph: {support.first_line(e)}") \
                 from None
-        return OnnxRuntimePreparedModel(model, session, onnx_model)
+        return session, onnx_model
 
 
-__all__ = ["OnnxRuntimeDevice", "OnnxRuntimePreparedModel"]
+__all__ = ["OnnxRuntimeDevice", "OnnxRuntimePreparedModel", "with_omitted_inputs"]

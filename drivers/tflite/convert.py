@@ -1114,3 +1114,9 @@ def to_tflite(model: Model) -> tuple[bytes, list[int], list[int]]:
         outs.append(g.tensor(i))
     g.w.set_io(ins, outs)
     return fm.to_bytes(), ins, outs
+
+
+# Control flow and the recurrent families live in their own modules (they import this one).
+from . import control_flow, recurrent  # noqa: E402
+CONVERTERS.update(control_flow.CONVERTERS)
+CONVERTERS.update(recurrent.CONVERTERS)

@@ -17,7 +17,11 @@ Options (constructor arguments, or environment variables for the registered name
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
+import select
+import signal
 import threading
 import time
 
@@ -29,9 +33,11 @@ from nnconform import driver_support as support
 from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
                               ExecutionResult, PreparedModel, Priority)
 from nnconform.errors import DriverLoadError
-from nnconform.ir import Model, Request
+from nnconform.executor import clamp_loop_timeout
+from nnconform.ir import Lifetime, Model, Request
 
-from . import convert
+from . import convert  # first: it registers control_flow (which imports it)
+from . import control_flow, recurrent
 
 _RESOLVERS = {
     "auto": litert.OpResolverType.AUTO,
@@ -48,6 +54,103 @@ def _litert_version() -> str:
         return "unknown"
 
 
+_CHILD_BOUND_S = 10.0   # a child that cannot start, or send its outputs, is a device failure
+
+
+def invoke_bounded(it, tensors: list[int], timeout_s: float) -> list[np.ndarray]:
+    """Invoke ``it`` in a forked child and return the values of ``tensors``; kill the child and
+    raise MISSED_DEADLINE_TRANSIENT when it runs longer than ``timeout_s``.
+
+    Why a child: the loop timeout is NNAPI's guard against a WHILE that never ends, and
+    neither TFLite's WHILE kernel nor the Python interpreter can be stopped from outside (no
+    clock op, no cancellation hook in the wrapper).  A thread would leave the loop spinning a
+    core forever; a killed child leaves nothing behind.  The timeout is measured over the whole
+    invoke rather than per WHILE (NNAPI measures each loop from its first condition), which is
+    the same for a graph that is one loop and at most stricter otherwise; the 2 s default and
+    the 15 s cap are the NNAPI ones (executor.clamp_loop_timeout).
+
+    The child writes "S" before and "D" after the invoke, so fork and transfer are not counted.
+    The child sends each output as a JSON header (dtype, shape) and its raw bytes; the parent
+    decodes plain numeric bytes only.  The parent's interpreter is not changed by the child."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:   # child: invoke, send, exit without running the parent's cleanup handlers
+        status = 0
+        try:
+            os.close(read_fd)
+            os.write(write_fd, b"S")     # the loop timeout runs from here, not from the fork
+            try:
+                it.invoke()
+            finally:
+                os.write(write_fd, b"D")  # ... to here: sending the outputs is not part of it
+            arrays = [np.ascontiguousarray(it.get_tensor(t)) for t in tensors]
+            head = [{"dtype": a.dtype.str, "shape": list(a.shape)} for a in arrays]
+            payload = [b"OK", json.dumps(head).encode()] + [a.tobytes() for a in arrays]
+        except BaseException as e:  # reported to the parent, which raises GENERAL_FAILURE
+            payload, status = [b"ER", str(e).encode(errors="replace")[:4000]], 1
+        try:
+            blob = b"".join(len(p).to_bytes(8, "little") + p for p in payload)
+            view = memoryview(blob)
+            while view:
+                view = view[os.write(write_fd, view):]
+        finally:
+            os._exit(status)
+    os.close(write_fd)
+    # Phases by the bytes received: 0 = forked, 1 = invoking ("S"), 2 = sending ("D").
+    received = bytearray()
+    phase, t_end = 0, time.monotonic() + _CHILD_BOUND_S
+    try:
+        while True:
+            left = t_end - time.monotonic()
+            if left <= 0:
+                os.kill(pid, signal.SIGKILL)
+                if phase == 1:
+                    raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT,
+                                      f"loop timeout of {timeout_s * 1e3:g} ms passed (WHILE still running)")
+                raise DriverError(ErrorStatus.GENERAL_FAILURE, "the invoking child did not "
+                                  f"{'start' if phase == 0 else 'send its outputs'} within {_CHILD_BOUND_S:g} s")
+            ready, _, _ = select.select([read_fd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(read_fd, 1 << 20)
+            if not chunk:
+                break
+            received += chunk
+            if phase == 0 and len(received) >= 1:
+                phase, t_end = 1, time.monotonic() + timeout_s
+            if phase == 1 and len(received) >= 2:
+                phase, t_end = 2, time.monotonic() + _CHILD_BOUND_S
+    finally:
+        os.close(read_fd)
+        os.waitpid(pid, 0)
+    chunks = [bytes(received[2:])]
+    parts, blob, pos = [], b"".join(chunks), 0
+    while pos + 8 <= len(blob):
+        n = int.from_bytes(blob[pos:pos + 8], "little")
+        parts.append(blob[pos + 8:pos + 8 + n])
+        pos += 8 + n
+    if not parts or parts[0] != b"OK":
+        why = parts[1].decode(errors="replace") if len(parts) > 1 else "the invoking child died"
+        raise RuntimeError(why)
+    head = json.loads(parts[1])
+    if len(head) != len(tensors) or len(parts) != 2 + len(tensors):
+        raise RuntimeError("the invoking child sent a malformed answer")
+    return [np.frombuffer(raw, dtype=np.dtype(h["dtype"])).reshape(h["shape"]).copy()
+            for h, raw in zip(head, parts[2:])]
+
+
+def omit_inputs(model: Model, positions: tuple[int, ...]) -> Model:
+    """``model`` with the main-graph inputs at ``positions`` turned into omitted (NO_VALUE)
+    operands and dropped from the input list."""
+    main = model.main
+    operands = list(main.operands)
+    for p in positions:
+        i = main.input_indexes[p]
+        operands[i] = dataclasses.replace(operands[i], lifetime=Lifetime.NO_VALUE)
+    inputs = tuple(i for k, i in enumerate(main.input_indexes) if k not in positions)
+    return dataclasses.replace(model, main=dataclasses.replace(main, operands=tuple(operands), input_indexes=inputs))
+
+
 class TflitePreparedModel(PreparedModel):
     def __init__(self, model: Model, interpreter, flatbuffer: bytes, inputs: list[int], outputs: list[int]):
         self.model = model
@@ -59,6 +162,12 @@ class TflitePreparedModel(PreparedModel):
         self._allocated = False
         self._released = False
         self._lock = threading.Lock()   # one interpreter: executions take turns
+        # A WHILE may never end: such models are invoked in a child that the loop timeout kills.
+        self._loop_bounded = control_flow.has_while(model)
+        # Recurrent states are TFLite variable tensors: zeroed, then fed, before every invoke.
+        self._stateful = recurrent.has_state(model)
+        self._make = None               # model -> TflitePreparedModel (the device's prepare)
+        self._variants: dict[tuple[int, ...], TflitePreparedModel] = {}
 
     def allocate_if_known(self) -> None:
         """Allocate now when every input shape is known from the model."""
@@ -76,7 +185,32 @@ class TflitePreparedModel(PreparedModel):
                 loop_timeout: float | None = None) -> ExecutionResult:
         t_driver = time.perf_counter_ns()
         support.begin_execution(self.model, request, deadline, self._released)
-        values = [np.ascontiguousarray(v) for v in support.request_values(self.model, request, "TFLite")]
+        omitted = tuple(k for k, arg in enumerate(request.inputs) if arg.has_no_value)
+        target = self._variant(omitted) if omitted else self
+        # np.require, not np.ascontiguousarray: that one turns a scalar (0-d) into shape [1],
+        # which TFLite then resizes the rank-0 input to (FILL's value must stay rank 0).
+        values = [np.require(v, requirements="C")
+                  for v in support.request_values(self.model, request, "TFLite", omitted=True) if v is not None]
+        outputs, device_us = target._invoke(values, loop_timeout)
+        return support.finish_execution(self.model, request, outputs, deadline=deadline,
+                                        measure_timing=measure_timing, device_us=device_us, t_driver_ns=t_driver)
+
+    def _variant(self, omitted: tuple[int, ...]) -> "TflitePreparedModel":
+        """This model with the inputs at positions ``omitted`` turned into omitted operands.
+
+        NNAPI lets a request leave an optional model input without a value (the AOSP LSTM
+        vectors omit CIFG's input-gate weights that way); TFLite has no run-time optional
+        input, and which kernel variant runs follows from what is omitted.  So each set of
+        omitted inputs gets its own flatbuffer and interpreter, built once."""
+        with self._lock:
+            variant = self._variants.get(omitted)
+            if variant is None:
+                if self._make is None:
+                    raise DriverError(ErrorStatus.INVALID_ARGUMENT, "an omitted model input cannot be fed to TFLite")
+                variant = self._variants[omitted] = self._make(omit_inputs(self.model, omitted))
+        return variant
+
+    def _invoke(self, values: list[np.ndarray], loop_timeout: float | None) -> tuple[list[np.ndarray], int]:
         with self._lock:
             it = self.interpreter
             try:
@@ -88,19 +222,26 @@ class TflitePreparedModel(PreparedModel):
                             it.resize_tensor_input(t, list(shape), strict=False)
                     it.allocate_tensors()
                     self._shapes, self._allocated = shapes, True
+                if self._stateful:
+                    it.reset_all_variables()
                 for t, v in zip(self._inputs, values):
                     it.set_tensor(t, v)
-                it.invoke()
-                outputs = [np.array(it.get_tensor(t)) for t in self._outputs]
+                if self._loop_bounded:
+                    outputs = invoke_bounded(it, self._outputs, clamp_loop_timeout(loop_timeout))
+                else:
+                    it.invoke()
+                    outputs = [np.array(it.get_tensor(t)) for t in self._outputs]
                 device_us = (time.perf_counter_ns() - t_device) // 1000
             except (RuntimeError, ValueError) as e:
                 raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite: {support.first_line(e)}") from None
-        return support.finish_execution(self.model, request, outputs, deadline=deadline,
-                                        measure_timing=measure_timing, device_us=device_us, t_driver_ns=t_driver)
+        return outputs, device_us
 
     def release(self) -> None:
         self._released = True
         self.interpreter = None
+        for variant in self._variants.values():
+            variant.release()
+        self._variants.clear()
 
 
 class TfliteDevice(support.ConverterDevice, Device):
@@ -125,12 +266,16 @@ class TfliteDevice(support.ConverterDevice, Device):
                 priority: Priority = Priority.MEDIUM, deadline: float | None = None,
                 cache_token: bytes | None = None) -> PreparedModel:
         support.check_prepare_args(model, preference, priority, deadline, cache_token)
+        return self._build(model)
+
+    def _build(self, model: Model) -> "TflitePreparedModel":
         with support.converting("cannot convert to TFLite"):
             flatbuffer, ins, outs = convert.to_tflite(model)
         try:
             it = litert.Interpreter(model_content=flatbuffer, num_threads=self.threads,
                                     experimental_op_resolver_type=_RESOLVERS[self.kernels])
             prepared = TflitePreparedModel(model, it, flatbuffer, ins, outs)
+            prepared._make = self._build
             prepared.allocate_if_known()
         except (RuntimeError, ValueError) as e:
             raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite rejected the model: {support.first_line(e)}") from None

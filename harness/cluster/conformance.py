@@ -86,21 +86,25 @@ class _Coordinator:
     def accept(self, rows: list[dict], worker: str) -> list[str]:
         """Write the rows not written yet (the first copy of each case) and fsync them."""
         from ..results import ResultRecord
-        written = []
+        written, records, seen = [], [], set()
         for row in rows:
             row = dict(row)
             key, spec = row.pop("_key", None), row.pop("_spec", None)
             item = self.items.get(key)
-            if item is None or key in written:
+            if item is None or key in seen:
                 continue
             extra = dict(row.get("extra") or {})
             extra["nodeid"], extra["cluster_worker"] = item.nodeid, worker or extra.get("cluster_worker", "")
             row["extra"] = extra
             if spec and row.get("spec_path"):
                 self._place_spec(row, spec)
-            self.s.write_row(ResultRecord.from_dict(row))
-            self._count(row["outcome"])
+            records.append(ResultRecord.from_dict(row))
+            seen.add(key)
             written.append(key)
+        # one write for the chunk (a worker sends its finished rows together)
+        self.s.write_rows(records)
+        for r in records:
+            self._count(r.outcome)
         return written
 
     def sync(self) -> None:

@@ -86,7 +86,7 @@ def batch_size(n: int, slots: int, per_slot: int = 4, largest: int = 1000) -> in
 
 class Dispatcher:
     """``fn(keys, payload, topic, batch_id) -> {"rows": [...], "error": str | None}`` runs on the
-    workers; ``accept(rows, worker) -> keys written`` and ``lost_case(key, worker, why)`` run
+    workers (each row a dict with its case key in ``_key``); ``accept(rows, worker) -> keys written`` and ``lost_case(key, worker, why)`` run
     here (serialised by one lock, from this thread and the client's event thread)."""
 
     def __init__(self, handle, fn: Callable, payload: dict, *, accept: Callable, lost_case: Callable,
@@ -131,11 +131,17 @@ class Dispatcher:
                     for rows, worker, batch in got:
                         if batch is not None and worker:
                             self._where[batch] = worker
-                        written = self.accept_rows(rows, worker) or ()
+                        # A batch's result repeats the rows it streamed: only the first copy
+                        # of a case goes to ``accept`` (O(1) a row; the coordinator does no
+                        # O(run) work per message).
+                        fresh = [r for r in rows if r.get("_key") not in self.done]
+                        if not fresh:
+                            continue
+                        written = self.accept_rows(fresh, worker) or ()
                         self.done.update(written)
                         self.stats.rows += len(written)
                     if got:
-                        self.sync()
+                        self.sync()      # one fsync for every chunk that arrived together
             except BaseException as e:      # noqa: BLE001 - handed to the main thread, which raises it
                 self._writer_error = e
                 stop = True

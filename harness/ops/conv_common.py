@@ -27,7 +27,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..ir import Operand, OperandType as T
-from . import activation, layout
+from . import activation, layout, requant_table
 from .padding import PADDING_SAME, PADDING_VALID, explicit_padding, output_size
 from .quant import multiply_by_quantized_multiplier, quantize_multiplier
 from .registry import OpContext, OpView
@@ -483,6 +483,9 @@ def requantize(acc: np.ndarray, bias: np.ndarray, mult: np.ndarray, shift: np.nd
     if acc.size:
         if acc_bound is None:
             acc_bound = max(abs(int(acc.max())), abs(int(acc.min())))
+        plan = _table_plan(acc, int(acc_bound), bias, mult, shift, out, lo, hi)
+        if plan is not None:
+            return plan.apply(acc, out.info.dtype)
         key = (int(acc_bound), bias.dtype.str, bias.tobytes(), np.asarray(mult).dtype.str, np.asarray(mult).tobytes(),
                np.asarray(shift).dtype.str, np.asarray(shift).tobytes(), out.zero_point)
         fused = _FUSED_CACHE.get(key, False)
@@ -499,6 +502,47 @@ def requantize(acc: np.ndarray, bias: np.ndarray, mult: np.ndarray, shift: np.nd
     else:
         scaled = multiply_by_quantized_multiplier(scaled, mult, shift)
     return np.clip(scaled + out.zero_point, lo, hi).astype(out.info.dtype)
+
+
+# Lookup plans (requant_table.Plan) by (multipliers, shifts, bias, zero point, clamp range,
+# output dtype), and the table size each would need (-1: no table, negative multipliers).
+_PLAN_CACHE: dict = {}
+_ENTRIES_CACHE: dict = {}
+_FLOAT_EXACT = {np.dtype(np.float32): 1 << 24, np.dtype(np.float64): 1 << 53}
+
+
+def _table_plan(acc: np.ndarray, acc_bound: int, bias: np.ndarray, mult: np.ndarray, shift: np.ndarray,
+                out: Operand, lo: int, hi: int):
+    """The lookup plan for these accumulators, or None where the arithmetic paths run:
+    integer accumulators, negative multipliers, windows too wide (tiny multipliers), index
+    sums that could leave the float dtype's exact integers, or a tensor smaller than its
+    table when the table is not built yet (a cold build then costs no more than the direct
+    requantisation)."""
+    exact = _FLOAT_EXACT.get(acc.dtype)
+    if exact is None:
+        return None
+    mult, shift = np.asarray(mult), np.asarray(shift)
+    key = (mult.dtype.str, mult.tobytes(), shift.dtype.str, shift.tobytes(), bias.dtype.str, bias.tobytes(),
+           out.zero_point, lo, hi, out.info.dtype.str)
+    plan = _PLAN_CACHE.get(key)
+    if plan is None:
+        entries = _ENTRIES_CACHE.get(key)
+        if entries is None:
+            entries = requant_table.table_entries(mult, shift, out.zero_point, lo, hi) \
+                if mult.size and int(mult.min()) >= 0 else -1
+            if len(_ENTRIES_CACHE) >= 256:
+                _ENTRIES_CACHE.pop(next(iter(_ENTRIES_CACHE)))
+            _ENTRIES_CACHE[key] = entries
+        if entries < 0 or entries > requant_table.MAX_ENTRIES \
+                or acc.size < entries * requant_table.BUILD_ELEMENTS_PER_ENTRY:
+            return None
+        plan = requant_table.Plan(mult, shift, bias, out.zero_point, lo, hi, out.info.dtype)
+        if len(_PLAN_CACHE) >= 256:
+            _PLAN_CACHE.pop(next(iter(_PLAN_CACHE)))
+        _PLAN_CACHE[key] = plan
+    if acc_bound + plan.offset_bound >= exact:
+        return None
+    return plan
 
 
 # Elements per block of the fused requantisation: its two int64 work buffers stay in cache.

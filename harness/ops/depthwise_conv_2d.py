@@ -82,6 +82,14 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams
     tmp = np.empty((min(images, n), min(rows, oh), ow, c), dtype=dtype)
     zero_start = bias is not None and bool(np.any(np.signbit(bias) & (bias == 0)))
     sh, sw, dh, dw = p.stride_h, p.stride_w, p.dil_h, p.dil_w
+    # With a column stride, a tap's view steps over whole pixels, so numpy's inner loop is
+    # only C elements long.  Split the columns into their sw phases (column q, q + sw, ...),
+    # each contiguous, once: every tap then reads whole rows of one phase (5x5 stride-2
+    # depthwise in hand_landmark: a third less time).  The products and sums are the same.
+    if sw > 1 and fw > 1:
+        phases = [np.ascontiguousarray(xp[:, :, q::sw]) for q in range(sw)]
+    else:
+        phases = None
     for b0 in range(0, n, images):
         b1 = min(b0 + images, n)
         for r0 in range(0, oh, rows):
@@ -93,8 +101,12 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams
             for i in range(fh):
                 top = r0 * sh + i * dh
                 for j in range(fw):
-                    left = j * dw
-                    view = xp[b0:b1, top:top + (r1 - r0 - 1) * sh + 1:sh, left:left + (ow - 1) * sw + 1:sw]
+                    if phases is None:
+                        left = j * dw
+                        view = xp[b0:b1, top:top + (r1 - r0 - 1) * sh + 1:sh, left:left + (ow - 1) * sw + 1:sw]
+                    else:       # columns j*dw + x*sw are phase (j*dw) % sw from (j*dw) // sw on
+                        left, q = divmod(j * dw, sw)
+                        view = phases[q][b0:b1, top:top + (r1 - r0 - 1) * sh + 1:sh, left:left + ow]
                     if i == j == 0 and not zero_start:
                         np.multiply(view, wt[i, j], out=acc)
                     else:

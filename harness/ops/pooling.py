@@ -203,8 +203,11 @@ def _windows(x: np.ndarray, p: PoolParams, out_h: int, out_w: int, fill):
     n, in_h, in_w, c = x.shape
     need_h = (out_h - 1) * p.stride_h + p.filter_h
     need_w = (out_w - 1) * p.stride_w + p.filter_w
-    padded = np.full((n, max(need_h, p.pad_top + in_h), max(need_w, p.pad_left + in_w), c), fill, dtype=x.dtype)
-    padded[:, p.pad_top:p.pad_top + in_h, p.pad_left:p.pad_left + in_w, :] = x
+    if p.pad_top == p.pad_left == 0 and need_h <= in_h and need_w <= in_w:
+        padded = x           # no window reaches the padding: no padded copy
+    else:
+        padded = np.full((n, max(need_h, p.pad_top + in_h), max(need_w, p.pad_left + in_w), c), fill, dtype=x.dtype)
+        padded[:, p.pad_top:p.pad_top + in_h, p.pad_left:p.pad_left + in_w, :] = x
     for ky in range(p.filter_h):
         rows = slice(ky, ky + (out_h - 1) * p.stride_h + 1, p.stride_h)
         for kx in range(p.filter_w):
@@ -223,8 +226,9 @@ def _in_bounds_count(p: PoolParams, in_h: int, in_w: int, out_h: int, out_w: int
 
 
 def _finish_float(y: np.ndarray, p: PoolParams, dtype) -> np.ndarray:
-    y = activation.apply_float(y.astype(np.float32), p.activation)
-    return from_nhwc(y.astype(dtype), p.nchw)
+    # ``y`` is the operation's own fresh accumulator: no copies where the type is already right
+    y = activation.apply_float(y.astype(np.float32, copy=False), p.activation)
+    return from_nhwc(y.astype(dtype, copy=False), p.nchw)
 
 
 @register(Op.AVERAGE_POOL_2D, data_types=AVG_MAX_TYPES, validate=validate_avg_max)
@@ -251,7 +255,7 @@ def execute_average_pool(ctx: OpContext) -> list[np.ndarray]:
 def execute_max_pool(ctx: OpContext) -> list[np.ndarray]:
     x, p, out_h, out_w = _prepare(ctx)
     if ctx.in_operands[0].info.is_float:
-        xf = x.astype(np.float32)
+        xf = x.astype(np.float32, copy=False)    # read only: no copy of a float32 input
         acc = np.full((x.shape[0], out_h, out_w, x.shape[3]), -np.inf, np.float32)
         for w in _windows(xf, p, out_h, out_w, -np.inf):
             np.maximum(acc, w, out=acc)

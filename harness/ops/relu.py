@@ -1,8 +1,9 @@
 """RELU, RELU1, RELU6: clamp to [0, inf), [-1, 1], [0, 6].
 
-Signature (all three): input 0 a tensor of rank <= 4 of TENSOR_FLOAT32, TENSOR_FLOAT16,
-TENSOR_QUANT8_ASYMM or TENSOR_QUANT8_ASYMM_SIGNED (HAL 1.3 allows any rank); output 0 the same
-type and shape.  Quantised outputs must use the input's scale and zero point: the clamp then
+Signature (all three): input 0 a tensor of rank <= 4 (a known rank above 4 is invalid, as for
+every activation: CTS's TestValidateOperations checks that rank 5 is rejected) of TENSOR_FLOAT32,
+TENSOR_FLOAT16, TENSOR_QUANT8_ASYMM or TENSOR_QUANT8_ASYMM_SIGNED; output 0 the same type and
+shape.  Quantised outputs must use the input's scale and zero point: the clamp then
 happens on stored values, with bounds quantised by std::round (CalculateActivationRange).
 """
 from __future__ import annotations
@@ -21,6 +22,7 @@ def validate(v: OpView) -> None:
     v.expect_counts(1, 1)
     v.expect_types([TYPES], [TYPES])
     v.expect_same_type(("input", 0), ("output", 0))
+    v.expect_rank(0, range(0, 5))
     if v.inputs[0].info.is_quant:
         v.expect_same_quant(("input", 0), ("output", 0))
 

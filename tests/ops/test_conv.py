@@ -22,6 +22,21 @@ F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
 Q8, Q8S, QPC = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM_PER_CHANNEL
 
 
+@pytest.fixture(params=["arithmetic", "table"])
+def requant_path(request, monkeypatch):
+    """Run a quantised test through both requantisations: the arithmetic one (tables off) and
+    the lookup tables of requant_table (built whatever the tensor's size)."""
+    import nnconform.ops.conv_common as cc
+    from nnconform.ops import requant_table
+    monkeypatch.setattr(cc, "_PLAN_CACHE", {})
+    monkeypatch.setattr(cc, "_ENTRIES_CACHE", {})
+    if request.param == "table":
+        monkeypatch.setattr(requant_table, "BUILD_ELEMENTS_PER_ENTRY", 0)
+    else:
+        monkeypatch.setattr(requant_table, "MAX_ENTRIES", 0)
+    return request.param
+
+
 # ---------------------------------------------------------------------------------------
 # (a) hand-checked examples
 # ---------------------------------------------------------------------------------------
@@ -268,7 +283,7 @@ def _run(op, t, per_channel, c, x_vals, x_shape, args, out_shape):
 @pytest.mark.parametrize("t,per_channel", [(Q8, False), (Q8S, False), (Q8, True), (Q8S, True)],
                          ids=["quant8", "quant8_signed", "quant8_per_channel", "quant8_signed_per_channel"])
 @pytest.mark.parametrize("groups", [1, 2], ids=["conv_2d", "grouped_2"])
-def test_conv_matches_direct_loops(t, per_channel, groups):
+def test_conv_matches_direct_loops(t, per_channel, groups, requant_path):
     rng = np.random.default_rng(7 + groups + 10 * per_channel + (t == Q8S))
     o_, fh, fw, cin = 4, 3, 2, 4
     c = _random_case(rng, t, per_channel, (o_, fh, fw, cin // groups), o_, 0)
@@ -289,7 +304,7 @@ def test_conv_matches_direct_loops(t, per_channel, groups):
 
 
 @pytest.mark.parametrize("t,per_channel", [(Q8, False), (Q8S, True)], ids=["quant8", "quant8_signed_per_channel"])
-def test_depthwise_matches_direct_loops(t, per_channel):
+def test_depthwise_matches_direct_loops(t, per_channel, requant_path):
     rng = np.random.default_rng(3 + per_channel)
     cin, m, fh, fw = 3, 2, 2, 3
     c = _random_case(rng, t, per_channel, (1, fh, fw, cin * m), cin * m, 3)
@@ -319,7 +334,7 @@ def test_transpose_matches_direct_loops(t, per_channel):
 
 
 @pytest.mark.parametrize("t", [Q8, Q8S], ids=["quant8", "quant8_signed"])
-def test_fully_connected_matches_direct_loops(t):
+def test_fully_connected_matches_direct_loops(t, requant_path):
     rng = np.random.default_rng(5)
     c = _random_case(rng, t, False, (5, 12), 5, 0)
     x_vals = rng.integers(c["lo"], c["hi"], size=(3, 2, 6))
@@ -447,7 +462,7 @@ def _float_depthwise(x, f, b, m, pads, strides, dil, oh, ow):
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_depthwise_fast_path_random_shapes(seed):
+def test_depthwise_fast_path_random_shapes(seed, requant_path):
     """Random small shapes, strides, dilations, multipliers, paddings and both layouts; big
     enough images that the blocked tap loop takes several row blocks (and whole-image
     blocks for the small ones)."""
@@ -504,7 +519,7 @@ def test_depthwise_fast_path_random_shapes(seed):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_conv_fast_path_random_shapes(seed):
+def test_conv_fast_path_random_shapes(seed, requant_path):
     rng = np.random.default_rng(300 + seed)
     for t in (Q8, Q8S):
         groups = int(rng.integers(1, 3))
