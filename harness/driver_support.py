@@ -19,6 +19,7 @@ GENERAL_FAILURE), uniform_capabilities, first_line, and the ConverterDevice mixi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from types import ModuleType
 from typing import Iterable, Sequence
@@ -28,7 +29,7 @@ import numpy as np
 from .driver import (Capabilities, DriverError, ErrorStatus, ExecutionPreference, OutputShape, PerformanceInfo,
                      Priority, Timing)
 from .errors import ValidationError
-from .ir import Model, Request
+from .ir import Lifetime, Model, Request
 from .validation import validate_model, validate_request
 
 _PREFERENCES = {int(p) for p in ExecutionPreference}
@@ -154,6 +155,19 @@ def request_values(model: Model, request: Request, runtime: str, *, copy: bool =
             value = value.reshape(arg.dimensions)
         values.append(value)
     return values
+
+
+def with_omitted_inputs(model: Model, positions: tuple[int, ...]) -> Model:
+    """``model`` with the main-graph inputs at ``positions`` turned into omitted (NO_VALUE)
+    operands and dropped from the input list: what an execution that gives them no value
+    computes (NNAPI's omitted optional inputs), for runtimes whose converted graph depends on
+    which optional inputs are present."""
+    main = model.main
+    gone = {main.input_indexes[k] for k in positions}
+    operands = tuple(dataclasses.replace(o, lifetime=Lifetime.NO_VALUE) if i in gone else o
+                     for i, o in enumerate(main.operands))
+    inputs = tuple(i for i in main.input_indexes if i not in gone)
+    return dataclasses.replace(model, main=dataclasses.replace(main, operands=operands, input_indexes=inputs))
 
 
 @contextlib.contextmanager

@@ -13,7 +13,6 @@ Options (constructor arguments, or environment variables for the registered name
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 import time
@@ -27,7 +26,7 @@ from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, Ex
                               ExecutionResult, PreparedModel, Priority)
 from nnconform.errors import DriverLoadError
 from nnconform.executor import clamp_loop_timeout
-from nnconform.ir import Lifetime, Model, Request
+from nnconform.ir import Model, Request
 
 from . import convert, control_flow
 
@@ -62,7 +61,7 @@ class OnnxRuntimePreparedModel(PreparedModel):
         if omitted not in self._variants:
             if self._build_session is None:
                 raise DriverError(ErrorStatus.INVALID_ARGUMENT, "an omitted model input cannot be fed to onnxruntime")
-            self._variants[omitted], _ = self._build_session(with_omitted_inputs(self.model, omitted))
+            self._variants[omitted], _ = self._build_session(support.with_omitted_inputs(self.model, omitted))
         return self._variants[omitted]
 
     def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
@@ -131,17 +130,6 @@ class OnnxRuntimePreparedModel(PreparedModel):
         self._variants.clear()
 
 
-def with_omitted_inputs(model: Model, positions: tuple[int, ...]) -> Model:
-    """``model`` with main inputs at ``positions`` turned into omitted (NO_VALUE) operands: what
-    an execution that gives them no value computes (NNAPI's omitted optional inputs)."""
-    main = model.main
-    gone = {main.input_indexes[k] for k in positions}
-    operands = tuple(dataclasses.replace(o, lifetime=Lifetime.NO_VALUE) if i in gone else o
-                     for i, o in enumerate(main.operands))
-    inputs = tuple(i for i in main.input_indexes if i not in gone)
-    return dataclasses.replace(model, main=dataclasses.replace(main, operands=operands, input_indexes=inputs))
-
-
 class OnnxRuntimeDevice(support.ConverterDevice, Device):
     """NNAPI semantics on onnxruntime.  Honest support: see convert.CONVERTERS."""
 
@@ -192,4 +180,4 @@ class OnnxRuntimeDevice(support.ConverterDevice, Device):
         return session, onnx_model
 
 
-__all__ = ["OnnxRuntimeDevice", "OnnxRuntimePreparedModel", "with_omitted_inputs"]
+__all__ = ["OnnxRuntimeDevice", "OnnxRuntimePreparedModel"]

@@ -17,7 +17,6 @@ Options (constructor arguments, or environment variables for the registered name
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import select
@@ -34,7 +33,7 @@ from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, Ex
                               ExecutionResult, PreparedModel, Priority)
 from nnconform.errors import DriverLoadError
 from nnconform.executor import clamp_loop_timeout
-from nnconform.ir import Lifetime, Model, Request
+from nnconform.ir import Model, Request
 
 from . import convert  # first: it registers control_flow (which imports it)
 from . import control_flow, recurrent
@@ -139,18 +138,6 @@ def invoke_bounded(it, tensors: list[int], timeout_s: float) -> list[np.ndarray]
             for h, raw in zip(head, parts[2:])]
 
 
-def omit_inputs(model: Model, positions: tuple[int, ...]) -> Model:
-    """``model`` with the main-graph inputs at ``positions`` turned into omitted (NO_VALUE)
-    operands and dropped from the input list."""
-    main = model.main
-    operands = list(main.operands)
-    for p in positions:
-        i = main.input_indexes[p]
-        operands[i] = dataclasses.replace(operands[i], lifetime=Lifetime.NO_VALUE)
-    inputs = tuple(i for k, i in enumerate(main.input_indexes) if k not in positions)
-    return dataclasses.replace(model, main=dataclasses.replace(main, operands=tuple(operands), input_indexes=inputs))
-
-
 class TflitePreparedModel(PreparedModel):
     def __init__(self, model: Model, interpreter, flatbuffer: bytes, inputs: list[int], outputs: list[int]):
         self.model = model
@@ -207,7 +194,7 @@ class TflitePreparedModel(PreparedModel):
             if variant is None:
                 if self._make is None:
                     raise DriverError(ErrorStatus.INVALID_ARGUMENT, "an omitted model input cannot be fed to TFLite")
-                variant = self._variants[omitted] = self._make(omit_inputs(self.model, omitted))
+                variant = self._variants[omitted] = self._make(support.with_omitted_inputs(self.model, omitted))
         return variant
 
     def _invoke(self, values: list[np.ndarray], loop_timeout: float | None) -> tuple[list[np.ndarray], int]:
