@@ -10,17 +10,26 @@ with the ErrorStatus NNAPI prescribes, the same way in every driver:
     check_request(model, request)               -> INVALID_ARGUMENT
     output_shapes(request, outputs)             -> OUTPUT_INSUFFICIENT_SIZE (with the shapes)
     timing(measure, device_us, t_driver_ns)     -> Timing (None fields unless measured)
+
+and, for adapters to runtimes, the parts of device.py that are the same for every runtime:
+begin_execution / request_values (the start of execute()), converting (conversion errors as
+GENERAL_FAILURE), uniform_capabilities, first_line, and the ConverterDevice mixin
+(supported_operations / unsupported_reasons from the converter's operation_supported).
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import time
-from typing import Sequence
+from types import ModuleType
+from typing import Iterable, Sequence
 
 import numpy as np
 
-from .driver import DriverError, ErrorStatus, ExecutionPreference, OutputShape, Priority, Timing
+from .driver import (Capabilities, DriverError, ErrorStatus, ExecutionPreference, OutputShape, PerformanceInfo,
+                     Priority, Timing)
 from .errors import ValidationError
-from .ir import Model, Request
+from .ir import Lifetime, Model, Request
 from .validation import validate_model, validate_request
 
 _PREFERENCES = {int(p) for p in ExecutionPreference}
@@ -101,6 +110,99 @@ def finish_execution(model: Model, request: Request, outputs: Sequence, *, deadl
     results = as_output_dtypes(model, outputs)
     shapes = output_shapes(request, results)
     return ExecutionResult(tuple(results), shapes, timing(measure_timing, device_us, t_driver_ns))
+
+
+# ---------------------------------------------------------------------------------------
+# Runtime adapters' device boilerplate
+# ---------------------------------------------------------------------------------------
+
+def first_line(e: BaseException, limit: int | None = None) -> str:
+    """A runtime exception's first non-blank message line (C++ runtimes append pages of
+    context), at most ``limit`` characters; the exception type when the message is empty."""
+    text = [line for line in str(e).strip().splitlines() if line.strip()]
+    return text[0][:limit] if text else type(e).__name__
+
+
+def begin_execution(model: Model, request: Request, deadline: float | None, released: bool) -> None:
+    """What every execute() checks before it touches the runtime: the prepared model is not
+    released (GENERAL_FAILURE), the request is valid (INVALID_ARGUMENT), the deadline has not
+    passed already (MISSED_DEADLINE_TRANSIENT)."""
+    if released:
+        raise DriverError(ErrorStatus.GENERAL_FAILURE, "prepared model was released")
+    check_request(model, request)
+    if deadline is not None and time.monotonic() > deadline:
+        raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "deadline passed before execution")
+
+
+def request_values(model: Model, request: Request, runtime: str, *, copy: bool = False,
+                   omitted: bool = False) -> list[np.ndarray | None]:
+    """The request's input values in each input operand's storage dtype and in the request's
+    dimensions (which may specify what the model leaves unknown).  An input the request leaves
+    without a value is None when the adapter handles ``omitted`` inputs (by converting the
+    model with those operands omitted); otherwise no runtime graph could take it:
+    INVALID_ARGUMENT.  ``copy``: private writable arrays (for runtimes that wrap the memory
+    instead of copying it)."""
+    values = []
+    for idx, arg in zip(model.main.input_indexes, request.inputs):
+        if arg.has_no_value:
+            if omitted:
+                values.append(None)
+                continue
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"an omitted model input cannot be fed to {runtime}")
+        operand = model.main.operands[idx]
+        value = (np.array if copy else np.asarray)(arg.value, dtype=operand.info.dtype)
+        if arg.dimensions is not None and tuple(value.shape) != tuple(arg.dimensions):
+            value = value.reshape(arg.dimensions)
+        values.append(value)
+    return values
+
+
+def with_omitted_inputs(model: Model, positions: tuple[int, ...]) -> Model:
+    """``model`` with the main-graph inputs at ``positions`` turned into omitted (NO_VALUE)
+    operands and dropped from the input list: what an execution that gives them no value
+    computes (NNAPI's omitted optional inputs), for runtimes whose converted graph depends on
+    which optional inputs are present."""
+    main = model.main
+    gone = {main.input_indexes[k] for k in positions}
+    operands = tuple(dataclasses.replace(o, lifetime=Lifetime.NO_VALUE) if i in gone else o
+                     for i, o in enumerate(main.operands))
+    inputs = tuple(i for i in main.input_indexes if i not in gone)
+    return dataclasses.replace(model, main=dataclasses.replace(main, operands=operands, input_indexes=inputs))
+
+
+@contextlib.contextmanager
+def converting(what: str):
+    """Converting a model at prepare(): an operation the converter cannot map faithfully
+    (Unsupported, ``what``: e.g. "cannot convert to ONNX") or one NNAPI says must fail
+    (Rejected) fails the preparation with GENERAL_FAILURE."""
+    try:
+        yield
+    except Unsupported as e:
+        raise DriverError(ErrorStatus.GENERAL_FAILURE, f"{what}: {e}") from None
+    except Rejected as e:
+        raise DriverError(ErrorStatus.GENERAL_FAILURE, f"the operation must fail: {e}") from None
+
+
+def uniform_capabilities(types: Iterable) -> Capabilities:
+    """Capabilities with one performance figure for everything, listing the operand types
+    the adapter maps (the HAL wants them sorted by type code, without repeats)."""
+    perf = PerformanceInfo(1.0, 1.0)
+    return Capabilities(perf, perf, tuple((t, perf) for t in sorted(set(types), key=int)), perf, perf)
+
+
+class ConverterDevice:
+    """Mixin for a Device whose ``converter`` module answers, per operation,
+    ``operation_supported(model, index) -> (supported, reason)``."""
+
+    converter: ModuleType
+
+    def supported_operations(self, model: Model) -> list[bool]:
+        check_model(model)
+        return [self.converter.operation_supported(model, i)[0] for i in range(len(model.main.operations))]
+
+    def unsupported_reasons(self, model: Model) -> list[str]:
+        """Why each operation is unsupported ("" when it is supported): for humans and tests."""
+        return [self.converter.operation_supported(model, i)[1] for i in range(len(model.main.operations))]
 
 
 class Unsupported(Exception):

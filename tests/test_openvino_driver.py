@@ -2,11 +2,6 @@
 statuses, and the generated suite end to end.  Skipped when the optional extra is missing."""
 from __future__ import annotations
 
-import csv
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -15,11 +10,20 @@ pytest.importorskip("openvino", reason="openvino driver needs the 'openvino' ext
 from nnconform.driver import DriverError, ErrorStatus  # noqa: E402
 from nnconform.drivers.openvino import OpenVinoDevice  # noqa: E402
 from nnconform.executor import execute  # noqa: E402
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op, Request, RequestArgument  # noqa: E402
+from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op, Request  # noqa: E402
 from nnconform.loader import load_driver  # noqa: E402
 from nnconform.runner import PASS, SKIP, run_case  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+import adapter_checks  # noqa: E402
+from adapter_checks import generated_suite, run  # noqa: E402
+
+# The checks every adapter shares, collected here and run with this file's device.
+test_add_with_fused_relu6_and_broadcast = adapter_checks.test_add_with_fused_relu6_and_broadcast
+test_conv_2d_nhwc_same_padding_matches_hand_computation = \
+    adapter_checks.test_conv_2d_nhwc_same_padding_matches_hand_computation
+test_invalid_model_is_invalid_argument = adapter_checks.test_invalid_model_is_invalid_argument
+test_invalid_request_is_invalid_argument_and_small_buffers_insufficient = \
+    adapter_checks.test_invalid_request_is_invalid_argument_and_small_buffers_insufficient
 
 
 @pytest.fixture(scope="module")
@@ -27,44 +31,11 @@ def device() -> OpenVinoDevice:
     return OpenVinoDevice()
 
 
-def run(device, model, *inputs):
-    prepared = device.prepare(model)
-    try:
-        return prepared.execute(Request.from_arrays(model, list(inputs)), measure_timing=True)
-    finally:
-        prepared.release()
-
-
 def test_registered_entry_point_loads_with_f32_precision():
     dev = load_driver("openvino")
     assert isinstance(dev, OpenVinoDevice)
     assert dev.device == "CPU" and dev.name == "openvino-cpu" and "+ov" in dev.version
     assert dev._config()["INFERENCE_PRECISION_HINT"] == "f32"
-
-
-def test_add_with_fused_relu6_and_broadcast(device):
-    b = ModelBuilder()
-    x = b.input(T.TENSOR_FLOAT32, [2, 3])
-    y = b.output(T.TENSOR_FLOAT32, [2, 3])
-    b.operation(Op.ADD, [x, b.const(T.TENSOR_FLOAT32, [3], [1.0, -10.0, 5.0]), b.i32(3)], [y])
-    res = run(device, b.build(), np.array([[0.5, 2, 3], [-4, 20, 0]], np.float32))
-    np.testing.assert_array_equal(res.outputs[0], [[1.5, 0, 6], [0, 6, 5]])
-    assert res.timing.time_on_device is not None and res.timing.time_in_driver >= res.timing.time_on_device
-
-
-def test_conv_2d_nhwc_same_padding_matches_hand_computation(device):
-    # 3x3 input, 2x2 all-ones filter, SAME, stride 1: the odd padding goes to the bottom/right,
-    # so output[i, j] sums the window starting at (i, j).
-    b = ModelBuilder()
-    x = b.input(T.TENSOR_FLOAT32, [1, 3, 3, 1])
-    y = b.output(T.TENSOR_FLOAT32, [1, 3, 3, 1])
-    f = b.const(T.TENSOR_FLOAT32, [1, 2, 2, 1], np.ones(4))
-    bias = b.const(T.TENSOR_FLOAT32, [1], [0.5])
-    b.operation(Op.CONV_2D, [x, f, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)], [y])
-    img = np.arange(9, dtype=np.float32).reshape(1, 3, 3, 1)
-    padded = np.pad(img[0, :, :, 0], ((0, 1), (0, 1)))
-    want = np.array([[padded[i:i + 2, j:j + 2].sum() for j in range(3)] for i in range(3)]) + 0.5
-    np.testing.assert_allclose(run(device, b.build(), img).outputs[0][0, :, :, 0], want)
 
 
 def test_convolutions_and_pools_match_the_reference(device):
@@ -226,35 +197,6 @@ def test_unfaithful_type_or_parameter_is_unsupported(device):
     assert device.supported_operations(b.build()) == [False]
 
 
-def test_invalid_model_and_request_are_invalid_argument(device):
-    b = ModelBuilder()
-    x = b.input(T.TENSOR_FLOAT32, [2])
-    y = b.output(T.TENSOR_FLOAT32, [2])
-    b.operation(Op.ADD, [x, x, b.i32(9)], [y])  # activation 9 does not exist
-    for call in (device.supported_operations, device.prepare):
-        with pytest.raises(DriverError) as e:
-            call(b.build())
-        assert e.value.status == ErrorStatus.INVALID_ARGUMENT
-    b = ModelBuilder()
-    x = b.input(T.TENSOR_FLOAT32, [2])
-    y = b.output(T.TENSOR_FLOAT32, [2])
-    b.operation(Op.RELU, [x], [y])
-    model = b.build()
-    prepared = device.prepare(model)
-    try:
-        bad = Request((RequestArgument(value=np.zeros(3, np.float32), dimensions=(3,)),), (RequestArgument(),))
-        with pytest.raises(DriverError) as e:
-            prepared.execute(bad)
-        assert e.value.status == ErrorStatus.INVALID_ARGUMENT
-        small = Request.from_arrays(model, [np.ones(2, np.float32)])
-        small = Request(small.inputs, (RequestArgument(capacity=4),))
-        with pytest.raises(DriverError) as e:
-            prepared.execute(small)
-        assert e.value.status == ErrorStatus.OUTPUT_INSUFFICIENT_SIZE
-    finally:
-        prepared.release()
-
-
 def test_run_case_skips_unsupported_and_passes_supported(device):
     b = ModelBuilder()
     x = b.input(T.TENSOR_FLOAT16, [3])
@@ -276,18 +218,9 @@ GENERATED_SLICE = "conv_2d or pool or gather or quantize or relu"
 
 
 def test_generated_suite_passes_against_openvino(tmp_path):
-    report = tmp_path / "report"
-    proc = subprocess.run([sys.executable, "-m", "nnconform", "run", "--driver", "openvino",
-                           "--suite", "generated", "--seed", "11", "--no-probe", "--report-dir", str(report),
-                           "--", "-k", GENERATED_SLICE],
-                          cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    with open(report / "results.csv", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    assert rows, "no result rows recorded"
-    failed = [r["test_id"] for r in rows if r["outcome"] in ("FAIL", "ERROR")]
-    assert not failed, failed
-    assert sum(r["outcome"] == "PASS" for r in rows) > 30
+    generated_suite(["nnconform", "run", "--driver", "openvino", "--suite", "generated", "--seed", "11",
+                     "--no-probe", "--report-dir", str(tmp_path / "report"), "--", "-k", GENERATED_SLICE],
+                    min_pass=30)
 
 
 def test_gather_index_out_of_range_fails_the_execution(device):

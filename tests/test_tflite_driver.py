@@ -3,9 +3,6 @@ and the generated suite end to end.  Skipped when the optional extra (ai-edge-li
 flatbuffers) is missing."""
 from __future__ import annotations
 
-import csv
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,12 +11,23 @@ import pytest
 pytest.importorskip("ai_edge_litert", reason="tflite driver needs the 'tflite' extra: pip install nnconform[tflite]")
 pytest.importorskip("flatbuffers", reason="tflite driver needs the 'tflite' extra: pip install nnconform[tflite]")
 
-from nnconform.driver import DriverError, ErrorStatus  # noqa: E402
 from nnconform.drivers.tflite import TfliteDevice  # noqa: E402
 from nnconform.drivers.tflite import convert  # noqa: E402
 from nnconform.ir import ChannelQuant, ModelBuilder, OperandType as T, OperationType as Op, Request  # noqa: E402
 from nnconform.loader import load_driver  # noqa: E402
 from nnconform.runner import PASS, SKIP, run_case  # noqa: E402
+
+import adapter_checks  # noqa: E402
+from adapter_checks import generated_suite, run  # noqa: E402
+
+# The checks every adapter shares, collected here and run with this file's device.
+test_add_with_fused_relu6_and_broadcast = adapter_checks.test_add_with_fused_relu6_and_broadcast
+test_conv_2d_nhwc_same_padding_matches_hand_computation = \
+    adapter_checks.test_conv_2d_nhwc_same_padding_matches_hand_computation
+test_invalid_model_is_invalid_argument = adapter_checks.test_invalid_model_is_invalid_argument
+test_invalid_request_is_invalid_argument_and_small_buffers_insufficient = \
+    adapter_checks.test_invalid_request_is_invalid_argument_and_small_buffers_insufficient
+
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -46,14 +54,6 @@ def device() -> TfliteDevice:
     return TfliteDevice()
 
 
-def run(device, model, *inputs):
-    prepared = device.prepare(model)
-    try:
-        return prepared.execute(Request.from_arrays(model, list(inputs)), measure_timing=True)
-    finally:
-        prepared.release()
-
-
 def test_registered_entry_point_loads():
     dev = load_driver("tflite")
     assert isinstance(dev, TfliteDevice)
@@ -67,16 +67,6 @@ def test_flatbuffer_is_a_tflite_model(device):
     flat, ins, outs = convert.to_tflite(b.build())
     assert flat[4:8] == b"TFL3"
     assert len(ins) == 1 and len(outs) == 1
-
-
-def test_add_with_fused_relu6_and_broadcast(device):
-    b = ModelBuilder()
-    x = b.input(T.TENSOR_FLOAT32, [2, 3])
-    y = b.output(T.TENSOR_FLOAT32, [2, 3])
-    b.operation(Op.ADD, [x, b.const(T.TENSOR_FLOAT32, [3], [1.0, -10.0, 5.0]), b.i32(3)], [y])
-    res = run(device, b.build(), np.array([[0.5, 2, 3], [-4, 20, 0]], np.float32))
-    np.testing.assert_array_equal(res.outputs[0], [[1.5, 0, 6], [0, 6, 5]])
-    assert res.timing.time_on_device is not None and res.timing.time_in_driver >= res.timing.time_on_device
 
 
 def test_conv_2d_explicit_padding_becomes_pad_then_valid(device):
@@ -172,15 +162,6 @@ def test_unfaithful_parameters_are_unsupported(device):
     assert device.supported_operations(b.build()) == [False, False, False, True]
 
 
-def test_invalid_model_is_invalid_argument(device):
-    b = ModelBuilder()
-    x = b.input(T.TENSOR_FLOAT32, [2])
-    b.operation(Op.ADD, [x, x, b.i32(7)], [b.output(T.TENSOR_FLOAT32, [2])])
-    with pytest.raises(DriverError) as e:
-        device.prepare(b.build())
-    assert e.value.status == ErrorStatus.INVALID_ARGUMENT
-
-
 def test_run_case_skips_unsupported_and_passes_supported(device):
     b = ModelBuilder()
     x = b.input(T.TENSOR_QUANT8_ASYMM, [1, 4], scale=0.5, zero_point=128)
@@ -210,19 +191,10 @@ def test_channel_shuffle_and_softmax_along_axis_0(device):
 
 
 def test_generated_suite_passes_against_tflite(tmp_path):
-    report = tmp_path / "report"
     deselect = " and ".join(f"not {name}" for name in KNOWN_DISCREPANCIES)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "suites/test_generated.py", "--driver", "tflite",
-                           "--nn-report-dir", str(report), "-p", "no:cacheprovider", "--import-mode=importlib",
-                           "-q", "-k", deselect],
-                          cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    with open(report / "results.csv", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    assert rows, "no result rows recorded"
-    failed = [r["test_id"] for r in rows if r["outcome"] in ("FAIL", "ERROR")]
-    assert not failed, failed
-    assert sum(r["outcome"] == "PASS" for r in rows) > 350
+    generated_suite(["pytest", "suites/test_generated.py", "--driver", "tflite", "--nn-report-dir",
+                     str(tmp_path / "report"), "-p", "no:cacheprovider", "--import-mode=importlib", "-q",
+                     "-k", deselect], min_pass=350)
 
 
 def test_known_discrepancies_are_documented():

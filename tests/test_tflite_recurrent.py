@@ -11,7 +11,7 @@ pytest.importorskip("ai_edge_litert", reason="tflite driver needs the 'tflite' e
 pytest.importorskip("flatbuffers", reason="tflite driver needs the 'tflite' extra: pip install nnconform[tflite]")
 
 from nnconform.drivers.tflite import TfliteDevice  # noqa: E402
-from nnconform.drivers.tflite.device import omit_inputs  # noqa: E402
+from nnconform.driver_support import with_omitted_inputs  # noqa: E402
 from nnconform.executor import Executor  # noqa: E402
 from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op, Request  # noqa: E402
 from nnconform.runner import PASS, run_case  # noqa: E402
@@ -214,7 +214,7 @@ def test_optional_weights_omitted_by_the_request_select_the_cifg_kernel(device):
     x, h, c = m.values
     # model inputs: the three CIFG tensors (made first), then x, h, c
     request = Request.from_arrays(model, [None, None, None, x, h, c])
-    expected = Executor(omit_inputs(model, (0, 1, 2))).run([x, h, c])
+    expected = Executor(with_omitted_inputs(model, (0, 1, 2))).run([x, h, c])
     prepared = device.prepare(model)
     try:
         for _ in range(2):                   # the second run reuses the variant interpreter

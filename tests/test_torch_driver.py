@@ -3,11 +3,6 @@ torch.compile, honesty about support, NNAPI statuses for invalid input, and the 
 suite end to end.  Skipped when the optional extra (torch) is missing."""
 from __future__ import annotations
 
-import csv
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -16,12 +11,20 @@ pytest.importorskip("torch", reason="torch driver needs the 'torch' extra: pip i
 from nnconform.driver import DriverError, ErrorStatus  # noqa: E402
 from nnconform.drivers.torch import TorchCompileDevice, TorchDevice  # noqa: E402
 from nnconform.executor import execute  # noqa: E402
-from nnconform.ir import (ChannelQuant, ModelBuilder, OperandType as T, OperationType as Op,  # noqa: E402
-                          Request, RequestArgument)
+from nnconform.ir import ChannelQuant, ModelBuilder, OperandType as T, OperationType as Op, Request  # noqa: E402
 from nnconform.loader import load_driver  # noqa: E402
 from nnconform.runner import PASS, SKIP, run_case  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+import adapter_checks  # noqa: E402
+from adapter_checks import generated_suite, run  # noqa: E402
+
+# The checks every adapter shares, collected here and run with this file's device.
+test_add_with_fused_relu6_and_broadcast = adapter_checks.test_add_with_fused_relu6_and_broadcast
+test_conv_2d_nhwc_same_padding_matches_hand_computation = \
+    adapter_checks.test_conv_2d_nhwc_same_padding_matches_hand_computation
+test_invalid_model_is_invalid_argument = adapter_checks.test_invalid_model_is_invalid_argument
+test_invalid_request_is_invalid_argument_and_small_buffers_insufficient = \
+    adapter_checks.test_invalid_request_is_invalid_argument_and_small_buffers_insufficient
 
 
 @pytest.fixture(scope="module", params=["eager", "compiled"])
@@ -29,43 +32,10 @@ def device(request):
     return TorchDevice() if request.param == "eager" else TorchCompileDevice()
 
 
-def run(device, model, *inputs):
-    prepared = device.prepare(model)
-    try:
-        return prepared.execute(Request.from_arrays(model, list(inputs)), measure_timing=True)
-    finally:
-        prepared.release()
-
-
 def test_registered_entry_points_load():
     eager, compiled = load_driver("torch"), load_driver("torch-compile")
     assert isinstance(eager, TorchDevice) and not eager.compiled and eager.name == "pytorch-eager"
     assert isinstance(compiled, TorchCompileDevice) and compiled.compiled and compiled.name == "pytorch-inductor"
-
-
-def test_add_with_fused_relu6_and_broadcast(device):
-    b = ModelBuilder()
-    x = b.input(T.TENSOR_FLOAT32, [2, 3])
-    y = b.output(T.TENSOR_FLOAT32, [2, 3])
-    b.operation(Op.ADD, [x, b.const(T.TENSOR_FLOAT32, [3], [1.0, -10.0, 5.0]), b.i32(3)], [y])
-    res = run(device, b.build(), np.array([[0.5, 2, 3], [-4, 20, 0]], np.float32))
-    np.testing.assert_array_equal(res.outputs[0], [[1.5, 0, 6], [0, 6, 5]])
-    assert res.timing.time_on_device is not None and res.timing.time_in_driver >= res.timing.time_on_device
-
-
-def test_conv_2d_nhwc_same_padding_matches_hand_computation(device):
-    # 3x3 input, 2x2 all-ones filter, SAME, stride 1: the odd padding goes to the bottom/right,
-    # so output[i, j] sums the window starting at (i, j).
-    b = ModelBuilder()
-    x = b.input(T.TENSOR_FLOAT32, [1, 3, 3, 1])
-    y = b.output(T.TENSOR_FLOAT32, [1, 3, 3, 1])
-    f = b.const(T.TENSOR_FLOAT32, [1, 2, 2, 1], np.ones(4))
-    bias = b.const(T.TENSOR_FLOAT32, [1], [0.5])
-    b.operation(Op.CONV_2D, [x, f, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)], [y])
-    img = np.arange(9, dtype=np.float32).reshape(1, 3, 3, 1)
-    padded = np.pad(img[0, :, :, 0], ((0, 1), (0, 1)))
-    want = np.array([[padded[i:i + 2, j:j + 2].sum() for j in range(3)] for i in range(3)]) + 0.5
-    np.testing.assert_allclose(run(device, b.build(), img).outputs[0][0, :, :, 0], want)
 
 
 def test_quant8_per_channel_conv_is_exact_integer_arithmetic(device):
@@ -213,31 +183,6 @@ def test_unfaithful_type_or_parameter_is_unsupported(device):
     assert device.supported_operations(b.build()) == [False]
 
 
-def test_invalid_model_and_request_are_invalid_argument(device):
-    b = ModelBuilder()
-    x = b.input(T.TENSOR_FLOAT32, [2])
-    y = b.output(T.TENSOR_FLOAT32, [2])
-    b.operation(Op.ADD, [x, x, b.i32(9)], [y])  # activation 9 does not exist
-    for call in (device.supported_operations, device.prepare):
-        with pytest.raises(DriverError) as e:
-            call(b.build())
-        assert e.value.status == ErrorStatus.INVALID_ARGUMENT
-    b = ModelBuilder()
-    x = b.input(T.TENSOR_FLOAT32, [2])
-    y = b.output(T.TENSOR_FLOAT32, [2])
-    b.operation(Op.RELU, [x], [y])
-    model = b.build()
-    prepared = device.prepare(model)
-    wrong_shape = Request((RequestArgument(value=np.zeros(3, np.float32), dimensions=(3,)),), (RequestArgument(),))
-    with pytest.raises(DriverError) as e:
-        prepared.execute(wrong_shape)
-    assert e.value.status == ErrorStatus.INVALID_ARGUMENT
-    too_few = Request((), (RequestArgument(),))
-    with pytest.raises(DriverError) as e:
-        prepared.execute(too_few)
-    assert e.value.status == ErrorStatus.INVALID_ARGUMENT
-
-
 def test_run_case_skips_unsupported_and_passes_supported(device):
     b = ModelBuilder()
     x = b.input(T.TENSOR_FLOAT16, [3])
@@ -289,14 +234,5 @@ def test_compiled_device_compiles_in_prepare_and_execute_only_runs():
 
 
 def test_generated_suite_passes_against_torch_eager(tmp_path):
-    report = tmp_path / "report"
-    proc = subprocess.run([sys.executable, "-m", "nnconform", "run", "--driver", "torch",
-                           "--suite", "generated", "--seed", "11", "--report-dir", str(report)],
-                          cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    with open(report / "results.csv", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    assert rows, "no result rows recorded"
-    failed = [r["test_id"] for r in rows if r["outcome"] in ("FAIL", "ERROR")]
-    assert not failed, failed
-    assert sum(r["outcome"] == "PASS" for r in rows) > 400
+    generated_suite(["nnconform", "run", "--driver", "torch", "--suite", "generated", "--seed", "11",
+                     "--report-dir", str(tmp_path / "report")], min_pass=400)

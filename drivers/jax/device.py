@@ -23,16 +23,11 @@ import numpy as np
 from nnconform import __version__
 from nnconform import driver_support as support
 from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
-                              ExecutionResult, PerformanceInfo, PreparedModel, Priority)
+                              ExecutionResult, PreparedModel, Priority)
 from nnconform.ir import Model, Request
 
 from . import convert
 from .quant_ops import x64_scope
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return text[0] if text else type(e).__name__
 
 
 def _compile(model: Model, fn, shapes: tuple[tuple[int, ...], ...]):
@@ -40,14 +35,12 @@ def _compile(model: Model, fn, shapes: tuple[tuple[int, ...], ...]):
     sg = model.main
     args = [jax.ShapeDtypeStruct(s, sg.operands[i].info.dtype) for i, s in zip(sg.input_indexes, shapes)]
     try:
-        with x64_scope(model):
+        with support.converting("cannot map to jax"), x64_scope(model):
             return jax.jit(fn).lower(*args).compile()
-    except convert.Unsupported as e:
-        raise DriverError(ErrorStatus.GENERAL_FAILURE, f"cannot map to jax: {e}") from None
-    except convert.Rejected as e:
-        raise DriverError(ErrorStatus.GENERAL_FAILURE, f"the operation must fail: {e}") from None
+    except DriverError:
+        raise
     except Exception as e:  # jax raises TypeError/ValueError/XlaRuntimeError for graphs it refuses
-        raise DriverError(ErrorStatus.GENERAL_FAILURE, f"jax rejected the graph: {_first_line(e)}") from None
+        raise DriverError(ErrorStatus.GENERAL_FAILURE, f"jax rejected the graph: {support.first_line(e)}") from None
 
 
 def model_input_shapes(model: Model) -> tuple[tuple[int, ...], ...] | None:
@@ -80,26 +73,14 @@ class JaxPreparedModel(PreparedModel):
     def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
                 loop_timeout: float | None = None) -> ExecutionResult:
         t_driver = time.perf_counter_ns()
-        if self._released:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, "prepared model was released")
-        support.check_request(self.model, request)
-        if deadline is not None and time.monotonic() > deadline:
-            raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "deadline passed before execution")
-        feed = []
-        for idx, arg in zip(self.model.main.input_indexes, request.inputs):
-            if arg.has_no_value:
-                raise DriverError(ErrorStatus.INVALID_ARGUMENT, "an omitted model input cannot be fed to XLA")
-            operand = self.model.main.operands[idx]
-            value = np.asarray(arg.value, dtype=operand.info.dtype)
-            if arg.dimensions is not None and tuple(value.shape) != tuple(arg.dimensions):
-                value = value.reshape(arg.dimensions)
-            feed.append(value)
+        support.begin_execution(self.model, request, deadline, self._released)
+        feed = support.request_values(self.model, request, "XLA")
         exe = self._executable(tuple(tuple(int(d) for d in v.shape) for v in feed))
         t_device = time.perf_counter_ns()
         try:
             outputs = [np.asarray(o) for o in exe(*feed)]
         except Exception as e:  # XlaRuntimeError and friends
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"jax: {_first_line(e)}") from None
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"jax: {support.first_line(e)}") from None
         device_us = (time.perf_counter_ns() - t_device) // 1000
         return support.finish_execution(self.model, request, outputs, deadline=deadline,
                                         measure_timing=measure_timing, device_us=device_us, t_driver_ns=t_driver)
@@ -109,10 +90,11 @@ class JaxPreparedModel(PreparedModel):
         self._compiled = {}
 
 
-class JaxDevice(Device):
+class JaxDevice(support.ConverterDevice, Device):
     """NNAPI semantics on jax / XLA CPU.  Honest support: see convert.CONVERTERS."""
 
     feature_level = 30
+    converter = convert
 
     def __init__(self):
         self.name = "jax-xla_cpu"   # NNAPI getName: "<vendor>-<device>"
@@ -121,26 +103,14 @@ class JaxDevice(Device):
             raise DriverError(ErrorStatus.DEVICE_UNAVAILABLE, "jax has no CPU device")
 
     def capabilities(self) -> Capabilities:
-        perf = PerformanceInfo(1.0, 1.0)
-        tensor_types = sorted(set(convert.TYPES), key=int)  # HAL: sorted by type, no repeats
-        return Capabilities(perf, perf, tuple((t, perf) for t in tensor_types), perf, perf)
-
-    def supported_operations(self, model: Model) -> list[bool]:
-        support.check_model(model)
-        return [convert.operation_supported(model, i)[0] for i in range(len(model.main.operations))]
-
-    def unsupported_reasons(self, model: Model) -> list[str]:
-        """Why each operation is unsupported ("" when it is supported): for humans and tests."""
-        return [convert.operation_supported(model, i)[1] for i in range(len(model.main.operations))]
+        return support.uniform_capabilities(convert.TYPES)
 
     def prepare(self, model: Model, *, preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
                 priority: Priority = Priority.MEDIUM, deadline: float | None = None,
                 cache_token: bytes | None = None) -> PreparedModel:
         support.check_prepare_args(model, preference, priority, deadline, cache_token)
-        try:
+        with support.converting("cannot map to jax"):
             fn = convert.build_function(model)
-        except convert.Unsupported as e:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"cannot map to jax: {e}") from None
         compiled = {}
         shapes = model_input_shapes(model)
         if shapes is not None:

@@ -32,7 +32,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
 from nnconform.ops import activation as nn_activation
-from nnconform.ops.padding import PADDING_SAME, PADDING_VALID, explicit_padding
+from nnconform import nnapi_params as params
+from nnconform.nnapi_params import same_quant
 
 OPSET = 21
 
@@ -119,16 +120,6 @@ class OpCtx(ParameterAccess):
     def y(self, k: int = 0) -> str:
         return f"o{self.op.outputs[k]}"
 
-    def dims(self, operand: Operand) -> tuple[int, ...]:
-        if not operand.dimensions or any(d == 0 for d in operand.dimensions):
-            raise Unsupported(f"needs known dimensions, got {list(operand.dimensions)}")
-        return operand.dimensions
-
-    def rank(self, operand: Operand) -> int:
-        if not operand.dimensions:
-            raise Unsupported("needs a known rank")
-        return len(operand.dimensions)
-
     def node(self, *a, **kw):
         return self.g.node(*a, **kw)
 
@@ -139,12 +130,6 @@ class OpCtx(ParameterAccess):
         return self.g.const(np.asarray(values, dtype=np.int64).reshape(-1), hint="i")
 
     # type helpers ------------------------------------------------------------------
-    def require(self, k: int, types, what: str = "") -> Operand:
-        o = self.ins[k]
-        if o.type not in types:
-            raise Unsupported(f"{what or f'input {k}'} of type {o.type.name}")
-        return o
-
     def to_f32(self, name: str, operand: Operand) -> str:
         """A float tensor in float32 (fp16 widened)."""
         if operand.type in (T.TENSOR_FLOAT16, T.FLOAT16):
@@ -207,11 +192,6 @@ def quant_activation(c: OpCtx, q: str, act: int, out: Operand, target: str | Non
         return c.node("Identity", [q], [target] if target else None)
     return c.node("Clip", [q, c.const_value(np.asarray(lo, dt)), c.const_value(np.asarray(hi, dt))],
                   [target] if target else None)
-
-
-def same_quant(a: Operand, b: Operand) -> bool:
-    return a.type == b.type and (a.type not in QUANT8 or (np.float32(a.scale) == np.float32(b.scale)
-                                                         and a.zero_point == b.zero_point))
 
 
 # ---------------------------------------------------------------------------------------
@@ -402,33 +382,10 @@ def conv_select(c: OpCtx):
 # Convolutions, fully connected, pooling
 # ---------------------------------------------------------------------------------------
 
-def _conv_args(c: OpCtx, n_extra: int):
-    """(pads [t, l, b, r] or None for SAME-unknown, strides, dilations, extra, act, nchw)."""
-    n = len(c.ins)
-    k = 7 + n_extra
-    explicit = not (n == k or (n > k and c.ins[k].type == T.BOOL))
-    if explicit:
-        pl, pr, pt, pb = (int(c.scalar(i)) for i in (3, 4, 5, 6))
-        sw, sh = int(c.scalar(7)), int(c.scalar(8))
-        first = 9
-    else:
-        scheme = int(c.scalar(3))
-        sw, sh = int(c.scalar(4)), int(c.scalar(5))
-        first = 6
-    extra = [int(c.scalar(first + i)) for i in range(n_extra)]
-    act_i = first + n_extra
-    act = int(c.scalar(act_i))
-    nchw = bool(c.scalar(act_i + 1)) if n > act_i + 1 else False
-    dw, dh = (int(c.scalar(act_i + 2)), int(c.scalar(act_i + 3))) if n > act_i + 3 else (1, 1)
-    if not explicit:
-        xd = c.dims(c.ins[0])
-        fd = c.dims(c.ins[1])
-        h, w = (xd[2], xd[3]) if nchw else (xd[1], xd[2])
-        if scheme not in (PADDING_SAME, PADDING_VALID):
-            raise Unsupported(f"padding scheme {scheme}")
-        pl, pr = explicit_padding(w, sw, fd[2], scheme, dw)
-        pt, pb = explicit_padding(h, sh, fd[1], scheme, dh)
-    return [pt, pl, pb, pr], [sh, sw], [dh, dw], extra, act, nchw
+def _conv_args(c: OpCtx, n_extra: int, **kw):
+    """(pads [t, l, b, r], strides, dilations, extra, act, nchw) in ONNX's order."""
+    p = params.conv_params(c, n_extra, **kw)
+    return [*p.pads_begin, *p.pads_end], list(p.strides), list(p.dilations), p.extra, p.activation, p.nchw
 
 
 def _filter_oihw(c: OpCtx, k: int, perm) -> str:
@@ -495,9 +452,7 @@ def conv_conv_2d(c: OpCtx):
 
 def conv_grouped_conv_2d(c: OpCtx):
     scales = _check_conv_types(c, 0)
-    pads, strides, dil, (groups,), act, nchw = _conv_args(c, 1)
-    if len(c.ins) > 11 and not (len(c.ins) == 12 and c.ins[11].type == T.BOOL):
-        raise Unsupported("GROUPED_CONV_2D takes no dilation")
+    pads, strides, dil, (groups,), act, nchw = _conv_args(c, 1, dilation=False)
     xin = c.x(0) if nchw else c.node("Transpose", [c.x(0)], perm=TO_NCHW)
     _emit_conv(c, xin, _filter_oihw(c, 1, (0, 3, 1, 2)), groups, pads, strides, dil, act, nchw, scales)
 
@@ -547,19 +502,9 @@ def conv_fully_connected(c: OpCtx):
 
 def conv_transpose_conv_2d(c: OpCtx):
     x, f, out = c.ins[0], c.ins[1], c.outs[0]
-    n = len(c.ins)
-    if n == 11:
-        pl, pr, pt, pb = (int(c.scalar(i)) for i in (3, 4, 5, 6))
-        sw, sh, act = (int(c.scalar(i)) for i in (7, 8, 9))
-        nchw = bool(c.scalar(10))
-    else:
-        scheme, sw, sh, act = (int(c.scalar(i)) for i in (4, 5, 6, 7))
-        nchw = bool(c.scalar(8))
-        oshape = [int(v) for v in c.const(3).reshape(-1)]
-        oh, ow = (oshape[2], oshape[3]) if nchw else (oshape[1], oshape[2])
-        fd = c.dims(f)
-        pl, pr = _transpose_padding(ow, sw, fd[2], scheme)
-        pt, pb = _transpose_padding(oh, sh, fd[1], scheme)
+    p = params.transpose_conv_params(c)
+    pl, pr, pt, pb, sw, sh, act, nchw = (p.pad_left, p.pad_right, p.pad_top, p.pad_bottom, p.stride_w,
+                                         p.stride_h, p.activation, p.nchw)
     # ONNX pads are >= 0; NNAPI's negative tail (output grows) is ONNX's output_padding,
     # which the runtime accepts only below the stride.
     extra_h, extra_w = max(0, -pb), max(0, -pr)
@@ -601,16 +546,6 @@ def conv_transpose_conv_2d(c: OpCtx):
     c.requant(y, out, act, c.y())
 
 
-def _transpose_padding(out_size: int, stride: int, filter_size: int, scheme: int) -> tuple[int, int]:
-    if scheme == PADDING_VALID:
-        return 0, 0
-    if scheme != PADDING_SAME:
-        raise Unsupported(f"padding scheme {scheme}")
-    total = ((out_size + stride - 1) // stride - 1) * stride + filter_size - out_size
-    head = total // 2
-    return head, total - head
-
-
 def conv_batch_space(c: OpCtx):
     x = _movable(c, 0, FLOATS + QUANT8)
     to_batch = c.op.type == Op.SPACE_TO_BATCH_ND
@@ -645,24 +580,11 @@ def conv_batch_space(c: OpCtx):
 
 
 def _pool_args(c: OpCtx):
-    n = len(c.ins)
-    if n in (10, 11):
-        pl, pr, pt, pb = (int(c.scalar(i)) for i in (1, 2, 3, 4))
-        sw, sh, fw, fh, act = (int(c.scalar(i)) for i in (5, 6, 7, 8, 9))
-        nchw = bool(c.scalar(10)) if n == 11 else False
-    else:
-        scheme = int(c.scalar(1))
-        sw, sh, fw, fh, act = (int(c.scalar(i)) for i in (2, 3, 4, 5, 6))
-        nchw = bool(c.scalar(7)) if n == 8 else False
-        xd = c.dims(c.ins[0])
-        h, w = (xd[2], xd[3]) if nchw else (xd[1], xd[2])
-        if scheme not in (PADDING_SAME, PADDING_VALID):
-            raise Unsupported(f"padding scheme {scheme}")
-        pl, pr = explicit_padding(w, sw, fw, scheme)
-        pt, pb = explicit_padding(h, sh, fh, scheme)
-    if max(pl, pr) >= fw or max(pt, pb) >= fh:
+    p = params.pool_params(c)
+    if max(p.pad_left, p.pad_right) >= p.filter_w or max(p.pad_top, p.pad_bottom) >= p.filter_h:
         raise Unsupported("padding as large as the window (ONNX rejects it)")
-    return dict(kernel_shape=[fh, fw], pads=[pt, pl, pb, pr], strides=[sh, sw]), act, nchw
+    return dict(kernel_shape=list(p.window), pads=[*p.pads_begin, *p.pads_end], strides=list(p.strides)), \
+        p.activation, p.nchw
 
 
 def _pool(kind: str):
@@ -794,8 +716,7 @@ def conv_squeeze(c: OpCtx):
         xd = c.dims(c.ins[0])
         axes = [i for i, d in enumerate(xd) if d == 1]
     else:
-        r = c.rank(c.ins[0])
-        axes = sorted({int(a) % r for a in c.const(1).reshape(-1)})
+        axes = params.axes(c, 1, c.rank(c.ins[0]))
     if len(axes) == len(xd):
         c.node("Reshape", [c.x(0), c.int64s([1])], [c.y()])
     elif axes:
@@ -866,41 +787,17 @@ def conv_mirror_pad(c: OpCtx):
 def conv_slice(c: OpCtx):
     _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
     xd = c.dims(c.ins[0])
-    begin = [int(b) for b in c.const(1).reshape(-1)]
-    size = [int(s) for s in c.const(2).reshape(-1)]
-    end = [d if s == -1 else b + s for b, s, d in zip(begin, size, xd)]
-    if any(b < 0 or b > d or e > d or e < b for b, e, d in zip(begin, end, xd)):
-        raise Rejected(f"SLICE begin {begin} size {size} is out of range for {list(xd)}")
+    begin, end = params.slice_bounds(c, xd)
     c.node("Slice", [c.x(0), c.int64s(begin), c.int64s(end), c.int64s(range(len(xd)))], [c.y()])
 
 
 def conv_strided_slice(c: OpCtx):
     _movable(c, 0, FLOATS + QUANT8)
     xd = c.dims(c.ins[0])
-    begins, ends, strides = (c.const(k).reshape(-1).astype(np.int64) for k in (1, 2, 3))
-    bmask, emask, smask = (int(c.scalar(k)) for k in (4, 5, 6))
-    starts, stops = [], []
-    for i, d in enumerate(xd):
-        s = int(strides[i])
-        if s == 0:
-            raise Unsupported("zero stride")
-
-        def clamp(v: int) -> int:
-            if s > 0:
-                return 0 if v < -d else (v + d if v < 0 else min(v, d))
-            return -1 if v < -d else (v + d if v < 0 else min(v, d - 1))
-        b = (0 if s > 0 else d - 1) if bmask >> i & 1 else clamp(int(begins[i]))
-        e = (d if s > 0 else -1) if emask >> i & 1 else clamp(int(ends[i]))
-        if smask >> i & 1:
-            if s < 0 or max(0, -(-(e - b) // s)) != 1:
-                raise Rejected(f"dimension {i} is shrunk but does not keep exactly one element")
-            e = b + 1
-        starts.append(b)
-        # ONNX reads a negative end as counting from the back; "before index 0" is -d - 1.
-        stops.append(e if e >= 0 else -d - 1)
-    y = c.node("Slice", [c.x(0), c.int64s(starts), c.int64s(stops), c.int64s(range(len(xd))),
-                         c.int64s(strides)])
-    shrunk = [i for i in range(len(xd)) if smask >> i & 1]
+    s = params.strided_slice(c, xd)
+    y = c.node("Slice", [c.x(0), c.int64s(s.starts), c.int64s(s.stops), c.int64s(range(len(xd))),
+                         c.int64s(s.strides)])
+    shrunk = list(s.shrunk_axes)
     if shrunk and len(shrunk) == len(xd):
         c.node("Reshape", [y, c.int64s([1])], [c.y()])
     elif shrunk:
@@ -997,10 +894,8 @@ def _reduce(onnx_op: str, types):
     def convert(c: OpCtx):
         x, out = c.require(0, types), c.outs[0]
         r = c.rank(x)
-        axes = sorted({int(a) % r for a in c.const(1).reshape(-1)})
-        if not axes:
-            raise Unsupported("empty axes")
-        keep = int(bool(c.scalar(2)))
+        axes, keep = params.reduce_axes(c, r)
+        keep = int(keep)
         if x.type in QUANT8 and not same_quant(x, out):
             raise Unsupported("quantised reduction with other output parameters")
         if x.type == T.TENSOR_BOOL8:
@@ -1064,10 +959,8 @@ def _sequential_prod(c: OpCtx, xf: str, x: Operand, axes, keep: int) -> str:
 def conv_mean(c: OpCtx):
     x, out = c.require(0, FLOATS + QUANT8), c.outs[0]
     r = c.rank(x)
-    axes = sorted({int(a) % r for a in c.const(1).reshape(-1)})
-    if not axes:
-        raise Unsupported("empty axes")
-    keep = int(c.scalar(2) > 0)
+    axes, keep = params.reduce_axes(c, r)
+    keep = int(keep)
     if x.type in FLOATS:
         y = c.from_f32(c.node("ReduceMean", [c.to_f32(c.x(0), x), c.int64s(axes)], keepdims=keep), out)
     else:

@@ -13,22 +13,20 @@ Options (constructor arguments, or environment variables for the registered name
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
 import time
 from typing import Callable
 
-import numpy as np
 import onnxruntime as ort
 
 from nnconform import __version__
 from nnconform import driver_support as support
 from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
-                              ExecutionResult, PerformanceInfo, PreparedModel, Priority)
+                              ExecutionResult, PreparedModel, Priority)
 from nnconform.errors import DriverLoadError
 from nnconform.executor import clamp_loop_timeout
-from nnconform.ir import Lifetime, Model, Request
+from nnconform.ir import Model, Request
 
 from . import convert, control_flow
 
@@ -38,11 +36,6 @@ _LEVELS = {
     "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
     "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
 }
-
-
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return text[0] if text else type(e).__name__
 
 
 class OnnxRuntimePreparedModel(PreparedModel):
@@ -70,28 +63,17 @@ class OnnxRuntimePreparedModel(PreparedModel):
         if omitted not in self._variants:
             if self._build_session is None:
                 raise DriverError(ErrorStatus.INVALID_ARGUMENT, "an omitted model input cannot be fed to onnxruntime")
-            self._variants[omitted], _ = self._build_session(with_omitted_inputs(self.model, omitted))
+            self._variants[omitted], _ = self._build_session(support.with_omitted_inputs(self.model, omitted))
         return self._variants[omitted]
 
     def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
                 loop_timeout: float | None = None) -> ExecutionResult:
         t_driver = time.perf_counter_ns()
-        if self._released:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, "prepared model was released")
-        support.check_request(self.model, request)
-        if deadline is not None and time.monotonic() > deadline:
-            raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "deadline passed before execution")
-        feed = {}
+        support.begin_execution(self.model, request, deadline, self._released)
         omitted = tuple(k for k, arg in enumerate(request.inputs) if arg.has_no_value)
         session = self._session_for(omitted)
-        for k, (name, idx, arg) in enumerate(zip(self._inputs, self.model.main.input_indexes, request.inputs)):
-            if arg.has_no_value:
-                continue
-            operand = self.model.main.operands[idx]
-            value = np.asarray(arg.value, dtype=operand.info.dtype)
-            if arg.dimensions is not None and tuple(value.shape) != tuple(arg.dimensions):
-                value = value.reshape(arg.dimensions)
-            feed[name] = value
+        values = support.request_values(self.model, request, "onnxruntime", omitted=True)
+        feed = {name: v for name, v in zip(self._inputs, values) if v is not None}
         t_device = time.perf_counter_ns()
         outputs = self._run(session, feed, deadline, loop_timeout)
         device_us = (time.perf_counter_ns() - t_device) // 1000
@@ -133,7 +115,7 @@ class OnnxRuntimePreparedModel(PreparedModel):
             if self._released:
                 raise DriverError(ErrorStatus.GENERAL_FAILURE, "prepared model was released during the run") \
                     from None
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"onnxruntime: {_first_line(e)}") from None
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"onnxruntime: {support.first_line(e)}") from None
         finally:
             if timer is not None:
                 timer.cancel()
@@ -151,21 +133,11 @@ class OnnxRuntimePreparedModel(PreparedModel):
         self._variants.clear()
 
 
-def with_omitted_inputs(model: Model, positions: tuple[int, ...]) -> Model:
-    """``model`` with main inputs at ``positions`` turned into omitted (NO_VALUE) operands: what
-    an execution that gives them no value computes (NNAPI's omitted optional inputs)."""
-    main = model.main
-    gone = {main.input_indexes[k] for k in positions}
-    operands = tuple(dataclasses.replace(o, lifetime=Lifetime.NO_VALUE) if i in gone else o
-                     for i, o in enumerate(main.operands))
-    inputs = tuple(i for i in main.input_indexes if i not in gone)
-    return dataclasses.replace(model, main=dataclasses.replace(main, operands=operands, input_indexes=inputs))
-
-
-class OnnxRuntimeDevice(Device):
+class OnnxRuntimeDevice(support.ConverterDevice, Device):
     """NNAPI semantics on onnxruntime.  Honest support: see convert.CONVERTERS."""
 
     feature_level = 30
+    converter = convert
 
     def __init__(self, provider: str | None = None, optimization: str | None = None, threads: int = 1):
         self.provider = provider or os.environ.get("NNCONFORM_ORT_PROVIDER", "CPUExecutionProvider")
@@ -181,17 +153,7 @@ class OnnxRuntimeDevice(Device):
         self.version = f"{__version__}+ort{ort.__version__}"
 
     def capabilities(self) -> Capabilities:
-        perf = PerformanceInfo(1.0, 1.0)
-        types = sorted(convert.ONNX_TYPE, key=int)  # HAL: sorted by type, no repeats
-        return Capabilities(perf, perf, tuple((t, perf) for t in types), perf, perf)
-
-    def supported_operations(self, model: Model) -> list[bool]:
-        support.check_model(model)
-        return [convert.operation_supported(model, i)[0] for i in range(len(model.main.operations))]
-
-    def unsupported_reasons(self, model: Model) -> list[str]:
-        """Why each operation is unsupported ("" when it is supported): for humans and tests."""
-        return [convert.operation_supported(model, i)[1] for i in range(len(model.main.operations))]
+        return support.uniform_capabilities(convert.ONNX_TYPE)
 
     def _session_options(self) -> ort.SessionOptions:
         so = ort.SessionOptions()
@@ -218,20 +180,16 @@ class OnnxRuntimeDevice(Device):
         return OnnxRuntimePreparedModel(model, session, onnx_model, self._build)
 
     def _build(self, model: Model) -> tuple[ort.InferenceSession, object]:
-        try:
+        with support.converting("cannot convert to ONNX"):
             onnx_model = convert.to_onnx(model)
-        except convert.Unsupported as e:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"cannot convert to ONNX: {e}") from None
-        except convert.Rejected as e:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"the operation must fail: {e}") from None
         try:
             session = ort.InferenceSession(onnx_model.SerializeToString(), self._session_options(),
                                            providers=[self.provider],
                                            disabled_optimizers=control_flow.disabled_optimizers(model))
         except Exception as e:  # onnxruntime's C++ exceptions surface as several Python types
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"onnxruntime rejected the graph: {_first_line(e)}") \
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"onnxruntime rejected the graph: {support.first_line(e)}") \
                 from None
         return session, onnx_model
 
 
-__all__ = ["OnnxRuntimeDevice", "OnnxRuntimePreparedModel", "with_omitted_inputs"]
+__all__ = ["OnnxRuntimeDevice", "OnnxRuntimePreparedModel"]

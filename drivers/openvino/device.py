@@ -24,16 +24,11 @@ import openvino as ov
 from nnconform import __version__
 from nnconform import driver_support as support
 from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
-                              ExecutionResult, PerformanceInfo, PreparedModel, Priority)
+                              ExecutionResult, PreparedModel, Priority)
 from nnconform.errors import DriverLoadError
 from nnconform.ir import Model, Request
 
 from . import convert
-
-
-def _first_line(e: BaseException) -> str:
-    text = [t for t in str(e).strip().splitlines() if t.strip()]
-    return text[0][:300] if text else type(e).__name__
 
 
 class OpenVinoPreparedModel(PreparedModel):
@@ -46,20 +41,8 @@ class OpenVinoPreparedModel(PreparedModel):
     def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
                 loop_timeout: float | None = None) -> ExecutionResult:
         t_driver = time.perf_counter_ns()
-        if self._released:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, "prepared model was released")
-        support.check_request(self.model, request)
-        if deadline is not None and time.monotonic() > deadline:
-            raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "deadline passed before execution")
-        feed = []
-        for idx, arg in zip(self.model.main.input_indexes, request.inputs):
-            if arg.has_no_value:
-                raise DriverError(ErrorStatus.INVALID_ARGUMENT, "an omitted model input cannot be fed to OpenVINO")
-            operand = self.model.main.operands[idx]
-            value = np.asarray(arg.value, dtype=operand.info.dtype)
-            if arg.dimensions is not None and tuple(value.shape) != tuple(arg.dimensions):
-                value = value.reshape(arg.dimensions)
-            feed.append(np.ascontiguousarray(value))
+        support.begin_execution(self.model, request, deadline, self._released)
+        feed = [np.ascontiguousarray(v) for v in support.request_values(self.model, request, "OpenVINO")]
         t_device = time.perf_counter_ns()
         try:
             # An infer request per execution: executions of one prepared model may run
@@ -72,7 +55,7 @@ class OpenVinoPreparedModel(PreparedModel):
             failed = [msg for k, msg in enumerate(self.run_checks)
                       if not bool(infer.get_output_tensor(n + k).data)]
         except Exception as e:  # OpenVINO raises RuntimeError (and others) from C++
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"openvino: {_first_line(e)}") from None
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"openvino: {support.first_line(e, 300)}") from None
         if failed:
             # NNAPI fails the execution (the reference does too); OpenVINO would return zeros.
             raise DriverError(ErrorStatus.GENERAL_FAILURE, failed[0])
@@ -85,10 +68,11 @@ class OpenVinoPreparedModel(PreparedModel):
         self.compiled = None
 
 
-class OpenVinoDevice(Device):
+class OpenVinoDevice(support.ConverterDevice, Device):
     """NNAPI semantics on OpenVINO.  Honest support: see convert.CONVERTERS."""
 
     feature_level = 30
+    converter = convert
 
     def __init__(self, device: str | None = None, threads: int = 1):
         self.device = device or os.environ.get("NNCONFORM_OV_DEVICE", "CPU")
@@ -101,17 +85,7 @@ class OpenVinoDevice(Device):
         self.version = f"{__version__}+ov{ov.__version__.split('-')[0]}"
 
     def capabilities(self) -> Capabilities:
-        perf = PerformanceInfo(1.0, 1.0)
-        types = sorted(convert.OV_TYPE, key=int)  # HAL: sorted by type, no repeats
-        return Capabilities(perf, perf, tuple((t, perf) for t in types), perf, perf)
-
-    def supported_operations(self, model: Model) -> list[bool]:
-        support.check_model(model)
-        return [convert.operation_supported(model, i)[0] for i in range(len(model.main.operations))]
-
-    def unsupported_reasons(self, model: Model) -> list[str]:
-        """Why each operation is unsupported ("" when it is supported): for humans and tests."""
-        return [convert.operation_supported(model, i)[1] for i in range(len(model.main.operations))]
+        return support.uniform_capabilities(convert.OV_TYPE)
 
     def _config(self) -> dict:
         config = {"INFERENCE_NUM_THREADS": self.threads}
@@ -123,16 +97,12 @@ class OpenVinoDevice(Device):
                 priority: Priority = Priority.MEDIUM, deadline: float | None = None,
                 cache_token: bytes | None = None) -> PreparedModel:
         support.check_prepare_args(model, preference, priority, deadline, cache_token)
-        try:
+        with support.converting("cannot convert to OpenVINO"):
             ov_model, run_checks = convert.to_openvino(model)
-        except convert.Unsupported as e:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"cannot convert to OpenVINO: {e}") from None
-        except convert.Rejected as e:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"the operation must fail: {e}") from None
         try:
             compiled = self.core.compile_model(ov_model, self.device, self._config())
         except Exception as e:  # OpenVINO's C++ exceptions surface as RuntimeError and others
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"OpenVINO rejected the graph: {_first_line(e)}") \
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"OpenVINO rejected the graph: {support.first_line(e, 300)}") \
                 from None
         return OpenVinoPreparedModel(model, compiled, run_checks)
 

@@ -17,7 +17,6 @@ Options (constructor arguments, or environment variables for the registered name
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import select
@@ -31,10 +30,10 @@ from ai_edge_litert import interpreter as litert
 from nnconform import __version__
 from nnconform import driver_support as support
 from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
-                              ExecutionResult, PerformanceInfo, PreparedModel, Priority)
+                              ExecutionResult, PreparedModel, Priority)
 from nnconform.errors import DriverLoadError
 from nnconform.executor import clamp_loop_timeout
-from nnconform.ir import Lifetime, Model, Request
+from nnconform.ir import Model, Request
 
 from . import convert  # first: it registers control_flow (which imports it)
 from . import control_flow, recurrent
@@ -44,11 +43,6 @@ _RESOLVERS = {
     "builtin": litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
     "ref": litert.OpResolverType.BUILTIN_REF,
 }
-
-
-def _first_line(e: BaseException) -> str:
-    text = [line for line in str(e).strip().splitlines() if line.strip()]
-    return text[0] if text else type(e).__name__
 
 
 def _litert_version() -> str:
@@ -144,18 +138,6 @@ def invoke_bounded(it, tensors: list[int], timeout_s: float) -> list[np.ndarray]
             for h, raw in zip(head, parts[2:])]
 
 
-def omit_inputs(model: Model, positions: tuple[int, ...]) -> Model:
-    """``model`` with the main-graph inputs at ``positions`` turned into omitted (NO_VALUE)
-    operands and dropped from the input list."""
-    main = model.main
-    operands = list(main.operands)
-    for p in positions:
-        i = main.input_indexes[p]
-        operands[i] = dataclasses.replace(operands[i], lifetime=Lifetime.NO_VALUE)
-    inputs = tuple(i for k, i in enumerate(main.input_indexes) if k not in positions)
-    return dataclasses.replace(model, main=dataclasses.replace(main, operands=tuple(operands), input_indexes=inputs))
-
-
 class TflitePreparedModel(PreparedModel):
     def __init__(self, model: Model, interpreter, flatbuffer: bytes, inputs: list[int], outputs: list[int]):
         self.model = model
@@ -189,24 +171,13 @@ class TflitePreparedModel(PreparedModel):
     def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
                 loop_timeout: float | None = None) -> ExecutionResult:
         t_driver = time.perf_counter_ns()
-        if self._released:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, "prepared model was released")
-        support.check_request(self.model, request)
-        if deadline is not None and time.monotonic() > deadline:
-            raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "deadline passed before execution")
-        values = []
+        support.begin_execution(self.model, request, deadline, self._released)
         omitted = tuple(k for k, arg in enumerate(request.inputs) if arg.has_no_value)
         target = self._variant(omitted) if omitted else self
-        for idx, arg in zip(self.model.main.input_indexes, request.inputs):
-            if arg.has_no_value:
-                continue
-            operand = self.model.main.operands[idx]
-            value = np.asarray(arg.value, dtype=operand.info.dtype)
-            if arg.dimensions is not None and tuple(value.shape) != tuple(arg.dimensions):
-                value = value.reshape(arg.dimensions)
-            # np.require, not np.ascontiguousarray: that one turns a scalar (0-d) into shape [1],
-            # which TFLite then resizes the rank-0 input to (FILL's value must stay rank 0).
-            values.append(np.require(value, requirements="C"))
+        # np.require, not np.ascontiguousarray: that one turns a scalar (0-d) into shape [1],
+        # which TFLite then resizes the rank-0 input to (FILL's value must stay rank 0).
+        values = [np.require(v, requirements="C")
+                  for v in support.request_values(self.model, request, "TFLite", omitted=True) if v is not None]
         outputs, device_us = target._invoke(values, loop_timeout)
         return support.finish_execution(self.model, request, outputs, deadline=deadline,
                                         measure_timing=measure_timing, device_us=device_us, t_driver_ns=t_driver)
@@ -223,7 +194,7 @@ class TflitePreparedModel(PreparedModel):
             if variant is None:
                 if self._make is None:
                     raise DriverError(ErrorStatus.INVALID_ARGUMENT, "an omitted model input cannot be fed to TFLite")
-                variant = self._variants[omitted] = self._make(omit_inputs(self.model, omitted))
+                variant = self._variants[omitted] = self._make(support.with_omitted_inputs(self.model, omitted))
         return variant
 
     def _invoke(self, values: list[np.ndarray], loop_timeout: float | None) -> tuple[list[np.ndarray], int]:
@@ -249,7 +220,7 @@ class TflitePreparedModel(PreparedModel):
                     outputs = [np.array(it.get_tensor(t)) for t in self._outputs]
                 device_us = (time.perf_counter_ns() - t_device) // 1000
             except (RuntimeError, ValueError) as e:
-                raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite: {_first_line(e)}") from None
+                raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite: {support.first_line(e)}") from None
         return outputs, device_us
 
     def release(self) -> None:
@@ -260,10 +231,11 @@ class TflitePreparedModel(PreparedModel):
         self._variants.clear()
 
 
-class TfliteDevice(Device):
+class TfliteDevice(support.ConverterDevice, Device):
     """NNAPI semantics on the LiteRT interpreter.  Honest support: see convert.CONVERTERS."""
 
     feature_level = 30
+    converter = convert
 
     def __init__(self, kernels: str | None = None, threads: int = 1):
         kernels = kernels or os.environ.get("NNCONFORM_TFLITE_KERNELS", "auto")
@@ -275,17 +247,7 @@ class TfliteDevice(Device):
         self.version = f"{__version__}+litert{_litert_version()}"
 
     def capabilities(self) -> Capabilities:
-        perf = PerformanceInfo(1.0, 1.0)
-        types = sorted(set(convert.TFL_TYPE))
-        return Capabilities(perf, perf, tuple((t, perf) for t in types), perf, perf)
-
-    def supported_operations(self, model: Model) -> list[bool]:
-        support.check_model(model)
-        return [convert.operation_supported(model, i)[0] for i in range(len(model.main.operations))]
-
-    def unsupported_reasons(self, model: Model) -> list[str]:
-        """Why each operation is unsupported ("" when it is supported): for humans and tests."""
-        return [convert.operation_supported(model, i)[1] for i in range(len(model.main.operations))]
+        return support.uniform_capabilities(convert.TFL_TYPE)
 
     def prepare(self, model: Model, *, preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
                 priority: Priority = Priority.MEDIUM, deadline: float | None = None,
@@ -294,12 +256,8 @@ class TfliteDevice(Device):
         return self._build(model)
 
     def _build(self, model: Model) -> "TflitePreparedModel":
-        try:
+        with support.converting("cannot convert to TFLite"):
             flatbuffer, ins, outs = convert.to_tflite(model)
-        except convert.Unsupported as e:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"cannot convert to TFLite: {e}") from None
-        except convert.Rejected as e:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"the operation must fail: {e}") from None
         try:
             it = litert.Interpreter(model_content=flatbuffer, num_threads=self.threads,
                                     experimental_op_resolver_type=_RESOLVERS[self.kernels])
@@ -307,7 +265,7 @@ class TfliteDevice(Device):
             prepared._make = self._build
             prepared.allocate_if_known()
         except (RuntimeError, ValueError) as e:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite rejected the model: {_first_line(e)}") from None
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite rejected the model: {support.first_line(e)}") from None
         return prepared
 
 

@@ -26,15 +26,10 @@ import torch
 from nnconform import __version__
 from nnconform import driver_support as support
 from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
-                              ExecutionResult, PerformanceInfo, PreparedModel, Priority)
+                              ExecutionResult, PreparedModel, Priority)
 from nnconform.ir import Model, Request
 
 from . import control_flow, convert
-
-
-def _first_line(e: BaseException) -> str:
-    text = [line for line in str(e).strip().splitlines() if line.strip()]
-    return text[0] if text else type(e).__name__
 
 
 class TorchPreparedModel(PreparedModel):
@@ -47,20 +42,9 @@ class TorchPreparedModel(PreparedModel):
     def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
                 loop_timeout: float | None = None) -> ExecutionResult:
         t_driver = time.perf_counter_ns()
-        if self._released:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, "prepared model was released")
-        support.check_request(self.model, request)
-        if deadline is not None and time.monotonic() > deadline:
-            raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "deadline passed before execution")
-        feed = []
-        for idx, arg in zip(self.model.main.input_indexes, request.inputs):
-            if arg.has_no_value:
-                raise DriverError(ErrorStatus.INVALID_ARGUMENT, "an omitted model input cannot be fed to torch")
-            operand = self.model.main.operands[idx]
-            value = np.array(arg.value, dtype=operand.info.dtype)   # a private, writable copy
-            if arg.dimensions is not None and tuple(value.shape) != tuple(arg.dimensions):
-                value = value.reshape(arg.dimensions)
-            feed.append(torch.from_numpy(value))
+        support.begin_execution(self.model, request, deadline, self._released)
+        # torch.from_numpy shares the memory: private, writable copies.
+        feed = [torch.from_numpy(v) for v in support.request_values(self.model, request, "torch", copy=True)]
         t_device = time.perf_counter_ns()
         self.plan.clock.set(loop_timeout, deadline)
         try:
@@ -69,7 +53,7 @@ class TorchPreparedModel(PreparedModel):
         except control_flow.LoopTimeout as e:
             raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, str(e)) from None
         except Exception as e:  # torch raises many types (RuntimeError, IndexError, backend errors)
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"torch: {_first_line(e)}") from None
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"torch: {support.first_line(e)}") from None
         device_us = (time.perf_counter_ns() - t_device) // 1000
         return support.finish_execution(self.model, request, outputs, deadline=deadline,
                                         measure_timing=measure_timing, device_us=device_us, t_driver_ns=t_driver)
@@ -79,11 +63,12 @@ class TorchPreparedModel(PreparedModel):
         self._run = None
 
 
-class TorchDevice(Device):
+class TorchDevice(support.ConverterDevice, Device):
     """NNAPI semantics on torch, eager.  Honest support: see convert.CONVERTERS."""
 
     feature_level = 30
     compiled = False
+    converter = convert
 
     def __init__(self, compile: bool | None = None, backend: str | None = None, threads: int = 1):
         if compile is not None:
@@ -96,28 +81,14 @@ class TorchDevice(Device):
         self.version = f"{__version__}+torch{torch.__version__}"
 
     def capabilities(self) -> Capabilities:
-        perf = PerformanceInfo(1.0, 1.0)
-        types = sorted(convert.TORCH_DTYPE, key=int)  # HAL: sorted by type, no repeats
-        return Capabilities(perf, perf, tuple((t, perf) for t in types), perf, perf)
-
-    def supported_operations(self, model: Model) -> list[bool]:
-        support.check_model(model)
-        return [convert.operation_supported(model, i)[0] for i in range(len(model.main.operations))]
-
-    def unsupported_reasons(self, model: Model) -> list[str]:
-        """Why each operation is unsupported ("" when it is supported): for humans and tests."""
-        return [convert.operation_supported(model, i)[1] for i in range(len(model.main.operations))]
+        return support.uniform_capabilities(convert.TORCH_DTYPE)
 
     def prepare(self, model: Model, *, preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
                 priority: Priority = Priority.MEDIUM, deadline: float | None = None,
                 cache_token: bytes | None = None) -> PreparedModel:
         support.check_prepare_args(model, preference, priority, deadline, cache_token)
-        try:
+        with support.converting("cannot map to torch"):
             plan = convert.build_plan(model)
-        except convert.Unsupported as e:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"cannot map to torch: {e}") from None
-        except convert.Rejected as e:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"the operation must fail: {e}") from None
         runner = self._compile(model, plan) if self.compiled else plan.run
         return TorchPreparedModel(model, plan, runner)
 
@@ -137,7 +108,7 @@ class TorchDevice(Device):
                 except control_flow.LoopTimeout:
                     pass   # the warm-up's own bound, not a failure of the model
         except Exception as e:  # dynamo / inductor raise many types (BackendCompilerFailed, ...)
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"torch.compile failed: {_first_line(e)}") from None
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"torch.compile failed: {support.first_line(e)}") from None
         return compiled
 
 
