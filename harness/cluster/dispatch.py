@@ -41,6 +41,7 @@ class DispatchStats:
     lost_batches: int = 0
     crashed: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    first_row_s: float = 0.0     # first submit -> first row on disk (the workers' start-up)
 
 
 def worker_address() -> str:
@@ -107,6 +108,7 @@ class Dispatcher:
         self._ids = itertools.count(1)
         self._where: dict[int, str] = {}       # batch id -> the worker that runs it
         self._started: set[int] = set()        # batches whose task began on a worker
+        self._t0 = time.monotonic()
 
     # rows ----------------------------------------------------------------------------------
     def _accept(self, rows: list[dict], worker: str, batch: int | None = None) -> None:
@@ -142,6 +144,8 @@ class Dispatcher:
                         self.stats.rows += len(written)
                     if got:
                         self.sync()      # one fsync for every chunk that arrived together
+                        if self.stats.rows and not self.stats.first_row_s:
+                            self.stats.first_row_s = time.monotonic() - self._t0
             except BaseException as e:      # noqa: BLE001 - handed to the main thread, which raises it
                 self._writer_error = e
                 stop = True
@@ -213,7 +217,7 @@ class Dispatcher:
 
     def run(self, batches: list[list[str]]) -> DispatchStats:
         from distributed import as_completed
-        t0 = time.monotonic()
+        t0 = self._t0 = time.monotonic()
         self.stats.planned = sum(len(b) for b in batches)
         client = self.handle.client
         self._writer.start()
