@@ -92,6 +92,9 @@ class VectorIndex:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(data, fh, separators=(",", ":"))
             os.replace(tmp, self.path)   # atomic: concurrent xdist workers each write a whole file
+            # Written: a later collection in this process (a cluster worker collects once a
+            # batch) has nothing new to save, and rewriting the whole index cost seconds a batch.
+            self.derived = 0
         except OSError:
             # A cache that cannot be written costs only speed (the facts were derived anyway);
             # a temp file left behind by a failed write is removed if it can be.

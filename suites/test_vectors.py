@@ -109,9 +109,11 @@ def pytest_generate_tests(metafunc):
     for f in files:
         facts = index.facts(f)
         if wanted is not None and "problem" not in facts:
-            params += [pytest.param(("case", str(f), i), marks=case_marks(set(ops), set(types)))
-                       for i, (name, ops, types, _, _) in enumerate(facts["cases"]) if f"{f.parent.name}/{name}" in wanted]
-            ids += [f"{f.parent.name}/{c[0]}" for c in facts["cases"] if f"{f.parent.name}/{c[0]}" in wanted]
+            folder = f.parent.name      # once a file: Path.parent per case was most of a batch's collection
+            for i, (name, ops, types, _, _) in enumerate(facts["cases"]):
+                if f"{folder}/{name}" in wanted:
+                    params.append(pytest.param(("case", str(f), i), marks=case_marks(set(ops), set(types))))
+                    ids.append(f"{folder}/{name}")
             continue
         if "problem" in facts:
             params.append(("bad-file", str(f), facts["problem"]))
@@ -133,6 +135,21 @@ def _wanted(metafunc) -> set[str] | None:
     return None if only is None else only.get(metafunc.function.__name__, set())
 
 
+_MUTATION_DRAWS: dict = {}
+
+
+def _select_mutations(eligible: list, mode, seed: int) -> dict:
+    """select_mutations, kept per process for the same eligible set, mode and seed: a cluster
+    worker collects once per batch and the draw (a hash per class and vector) is the same
+    every time."""
+    key = (tuple(vid for vid, _ in eligible), json.dumps([m for _, m in eligible], sort_keys=True),
+           mode if isinstance(mode, str) else tuple(sorted(mode)), seed)
+    if key not in _MUTATION_DRAWS:
+        _MUTATION_DRAWS.clear()
+        _MUTATION_DRAWS[key] = select_mutations(eligible, mode, seed)
+    return _MUTATION_DRAWS[key]
+
+
 def _generate_variants(metafunc):
     """test_vector_variant: the (vector, variant) pairs the run's --nn-variants mode selects.
     Files that cannot be read are left to test_vector, which reports them."""
@@ -143,21 +160,27 @@ def _generate_variants(metafunc):
     except (OSError, RuntimeError):
         root, files = None, []
     index = _index(root) if files else None
-    light = []        # (file, index, vector id, variants, (operations, types), mutation facts)
-    for f in files:
-        facts = index.facts(f)
-        for i, (name, ops, types, variants, mutation) in enumerate(facts.get("cases", ())):
-            light.append((f, i, f"{f.parent.name}/{name}", [Variant(*v) for v in variants],
-                          (set(ops), set(types)), mutation))
-    if index is not None:
-        index.save(files)
-    mutations = select_mutations([(x[2], x[5]) for x in light if x[5]], session.variants, session.seed)
     wanted = _wanted(metafunc)
     wanted_vectors = None if wanted is None else {w.split("[", 1)[0] for w in wanted}
+    # (file, index, vector id, raw variants, operations, types); a cluster batch (wanted)
+    # keeps only its own vectors, but the mutation draw needs every eligible vector's facts.
+    light, eligible = [], []
+    for f in files:
+        facts = index.facts(f)
+        folder = f.parent.name
+        for i, (name, ops, types, variants, mutation) in enumerate(facts.get("cases", ())):
+            vid = f"{folder}/{name}"
+            if mutation:
+                eligible.append((vid, mutation))
+            if wanted_vectors is None or vid in wanted_vectors:
+                light.append((f, i, vid, variants, ops, types))
+    if index is not None:
+        index.save(files)
+    mutations = _select_mutations(eligible, session.variants, session.seed)
     params, ids = [], []
-    for f, i, vid, variants, ops_types, _ in light:
-        if wanted_vectors is not None and vid not in wanted_vectors:
-            continue
+    for f, i, vid, raw, ops, types in light:
+        variants = [Variant(*v) for v in raw]
+        ops_types = (set(ops), set(types))
         chosen = select(variants, session.variants, session.seed, vid) + mutations.get(vid, [])
         if wanted is not None:
             chosen = [v for v in chosen if f"{vid}[{v.id}]" in wanted]

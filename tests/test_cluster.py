@@ -136,3 +136,23 @@ def test_fuzz_on_cluster_gives_the_local_buckets(tmp_path):
         assert rep["cases"] == 6
         got[name] = [(b["verdict"], b["key"], b["first_index"], b["count"]) for b in rep["buckets"]]
     assert got["local"] and got["local"][0][0] == "OOM" and got["cluster"] == got["local"]
+
+
+def test_a_streamed_row_repeated_in_the_result_is_written_once():
+    """Rows stream back in chunks and every row comes again in its batch's result: the writer
+    hands each case to ``accept`` once, one call per chunk, and fsyncs once per group."""
+    from nnconform.cluster.dispatch import Dispatcher
+    calls, syncs = [], []
+    d = Dispatcher(None, None, {}, accept=lambda rows, w: calls.append([r["_key"] for r in rows]) or calls[-1],
+                   lost_case=lambda *a: None, sync=lambda: syncs.append(1), log=lambda s: None)
+    d._writer.start()
+    rows = [{"_key": f"k{i}", "outcome": "PASS"} for i in range(6)]
+    d._accept(rows[:4], "tcp://w1", 1)             # streamed chunk
+    d._settle()
+    d._accept(rows, "tcp://w1", 1)                 # the result: all six again
+    d._settle()
+    d._inbox.put(None)
+    d._writer.join(timeout=10)
+    assert calls == [["k0", "k1", "k2", "k3"], ["k4", "k5"]]
+    assert d.done == {f"k{i}" for i in range(6)} and d.stats.rows == 6
+    assert len(syncs) == 2 and d.stats.first_row_s > 0

@@ -163,7 +163,7 @@ def _careful_json(r: ResultRecord) -> str:
 
 
 @pytest.mark.parametrize("extra", [
-    {}, {"nodeid": "a::b[c]", "n": 3, "f": 0.1, "nested": {"x": [1, 2.5, None, True], 1: "int key", True: "b"}},
+    {}, {"nodeid": "a::b[c]", "n": 3, "f": 0.1, "nested": {"x": [1, 2.5, None, True], 1: "int key", None: "b"}},
     {"t": (1, 2)}, {"err": float("nan")}, {"big": float("inf")}, {"np": np.float32(1.5), "arr": np.arange(3)},
     {"s": {1, 2}}, {"é": "ü <b>\"x\"</b>"},
 ])

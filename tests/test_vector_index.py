@@ -94,3 +94,17 @@ def test_code_key_follows_the_source(tmp_path):
     k = code_key(a)
     a.write_text("x = 2\n")
     assert code_key(a) != k and len(k) == 16
+
+
+def test_a_saved_index_is_not_written_again_by_the_same_process(tree):
+    """A cluster worker collects once per batch with the same VectorIndex: after one save,
+    nothing new was derived, so the next save leaves the file alone."""
+    idx = VectorIndex(tree, "k1", _derive([]))
+    [idx.facts(f) for f in _files(tree)]
+    idx.save(_files(tree))
+    p = index_path(tree)
+    before = p.stat().st_mtime_ns
+    os.utime(p, ns=(before - 10**9, before - 10**9))       # so a rewrite would show
+    [idx.facts(f) for f in _files(tree)]
+    idx.save(_files(tree))
+    assert p.stat().st_mtime_ns == before - 10**9 and idx.derived == 0

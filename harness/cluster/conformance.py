@@ -148,11 +148,10 @@ class _Coordinator:
 
     def run(self) -> None:
         from . import ClusterError
-        from .connect import open_cluster, parse_resources
         config = self.session.config
         address = config.getoption("nn_cluster")
         try:
-            handle = open_cluster(address, parse_resources(config.getoption("nn_worker_resources")))
+            handle = (_EARLY.pop(config, None) or _EarlyCluster(config)).handle()
         except ClusterError as e:
             raise pytest.UsageError(str(e)) from None
         try:
@@ -172,6 +171,67 @@ class _Coordinator:
                      + (f"; {len(stats.crashed)} case(s) CRASH with their worker" if stats.crashed else ""))
         finally:
             handle.close()
+
+
+class _EarlyCluster:
+    """The cluster, started on a thread while this session collects: a LocalCluster takes
+    15-30 s to start its workers (and they their imports) on a loaded machine, and collecting
+    the vectors suite here takes as long; one no longer waits for the other."""
+
+    def __init__(self, config: pytest.Config):
+        self.address = config.getoption("nn_cluster")
+        self.resources = config.getoption("nn_worker_resources")
+        self._handle = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._open, name="nnconform-cluster-start", daemon=True)
+        self._thread.start()
+
+    def _open(self) -> None:
+        from .connect import open_cluster, parse_resources
+        try:
+            self._handle = open_cluster(self.address, parse_resources(self.resources))
+            # Each worker imports what its first batch needs (pytest, the plugin, the suites'
+            # imports) now, while the coordinator still collects.
+            self._handle.client.run(_warm_worker)
+        except BaseException as e:      # noqa: BLE001 - raised where the session waits for it
+            self._error = e
+
+    def handle(self):
+        self._thread.join()
+        if self._error is not None:
+            if self._handle is not None:
+                self._handle.close()
+            raise self._error
+        return self._handle
+
+    def close(self) -> None:
+        """The session ended before its test loop (collection failed, --collect-only)."""
+        self._thread.join()
+        if self._handle is not None:
+            self._handle.close()
+
+
+_EARLY: dict = {}        # config -> _EarlyCluster
+
+
+def _warm_worker() -> bool:
+    import importlib
+    for name in ("pytest", "nnconform.plugin", "nnconform.runner", "nnconform.isolation"):
+        importlib.import_module(name)
+    return True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    if config.getoption("nn_cluster") and not config.option.collectonly and config not in _EARLY:
+        _EARLY[config] = _EarlyCluster(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    early = _EARLY.pop(config, None)
+    if early is not None:
+        early.close()
 
 
 def _by_file(keys: list[str]):
@@ -305,7 +365,10 @@ def worker_args(keys: list[str], payload: dict, report_dir: Path) -> list[str]:
         args.append(f"{sd / f}::{rest}")
     args += ["--driver", payload["driver"], "--nn-seed", str(payload["seed"]), "--nn-report-dir", str(report_dir),
              "-p", "no:cacheprovider", "--import-mode=importlib", "-q", "--timeout", "0", "--capture=sys",
-             "--nn-progress", "0", "-p", "no:randomly"]
+             "--nn-progress", "0", "-p", "no:randomly",
+             # its clean-up runs gc.collect twice a session: ~0.3 s of every batch on a worker
+             # holding the vectors index, to report warnings nobody reads here
+             "-p", "no:unraisableexception"]
     for opt, key in (("--nn-vectors", "vectors"), ("--nn-variants", "variants"),
                      ("--nn-call-timeout", "call_timeout"), ("--nn-mem-limit", "mem_limit"),
                      ("--nn-hypothesis-profile", "hypothesis_profile"), ("--nn-max-examples", "max_examples")):
