@@ -181,6 +181,22 @@ class OpContext:
             self.in_operands.append(op)
         self.out_operands: list[Operand] = [subgraph.operands[i] for i in self.operation.outputs]
 
+    @classmethod
+    def planned(cls, executor, subgraph: Subgraph, step, values: list) -> "OpContext":
+        """The same context from an executor plan's step (operand lists looked up once per
+        model): only the substitution of actual dimensions is done per run."""
+        self = cls.__new__(cls)
+        self.executor, self.subgraph, self.index, self.operation = executor, subgraph, step.index, step.operation
+        self.inputs = inputs = [values[i] for i in step.inputs]
+        in_operands = list(step.in_operands)
+        for k, dims in enumerate(step.in_dims):
+            v = inputs[k]
+            if dims is not None and v is not None and v.shape != dims:
+                in_operands[k] = in_operands[k].with_dims(v.shape)
+        self.in_operands = in_operands
+        self.out_operands = list(step.out_operands)
+        return self
+
     @property
     def relaxed(self) -> bool:
         return self.executor.model.relax_fp32_to_fp16
