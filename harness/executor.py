@@ -31,7 +31,7 @@ def clamp_loop_timeout(loop_timeout: float | None) -> float:
 class _Step:
     """One operation of a plan: everything about it that depends only on the model."""
     __slots__ = ("index", "operation", "name", "fn", "inputs", "outputs", "in_operands", "in_dims",
-                 "out_operands", "out_checks")
+                 "out_operands", "out_checks", "constant_scalars")
 
     def __init__(self, sg: Subgraph, index: int, fn):
         op = sg.operations[index]
@@ -42,6 +42,11 @@ class _Step:
         # whose operand never changes); OpContext substitutes an operand with the actual dims
         self.in_dims = tuple(None if o.info.is_scalar else o.dimensions for o in self.in_operands)
         self.out_operands = [sg.operands[i] for i in op.outputs]
+        # constant scalar parameters (activation, beta, axis, ...) as Python values, for
+        # OpContext.scalar: reading one from its array costs more than many small kernels
+        self.constant_scalars = tuple(o.value.reshape(-1)[0].item()
+                                      if o.is_constant and o.info.is_scalar and o.value is not None
+                                      and o.value.size == 1 else None for o in self.in_operands)
         # per output: (operand index, storage dtype, model dims to enforce or None)
         self.out_checks = tuple((i, o.info.dtype, o.dimensions if o.dimensions and not o.info.is_scalar else None)
                                 for i, o in zip(op.outputs, self.out_operands))
@@ -109,6 +114,8 @@ class Executor:
         self.loop_timeout: float = DEFAULT_LOOP_TIMEOUT
         # values of every operand of the main graph after the last run (for divergence hunts)
         self.main_values: list | None = None
+        # True while run() holds numpy's float warnings off (entering np.errstate costs ~1-3 us)
+        self.floats_quiet = False
         self._plan(model.main)   # build (or find) the main graph's plan now, not in run()
 
     def run(self, inputs: Sequence[np.ndarray | None], *, deadline: float | None = None,
@@ -119,7 +126,11 @@ class Executor:
         # and x / 0 give inf/NaN silently, and the criteria judge the results.  numpy's
         # warnings about them would only be noise in a driver engineer's test output.
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-            return self.run_subgraph(self.model.main, inputs, keep=True)
+            self.floats_quiet = True     # hot kernels may skip their own errstate (see OpContext)
+            try:
+                return self.run_subgraph(self.model.main, inputs, keep=True)
+            finally:
+                self.floats_quiet = False
 
     def check_deadline(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
