@@ -7,12 +7,14 @@ output dimensions from what each operation actually computes.  Operations themse
 """
 from __future__ import annotations
 
+import threading
 import time
+import weakref
 from typing import Sequence
 
 import numpy as np
 
-from .errors import DeadlineMissed, OpFailure, ValidationError
+from .errors import DeadlineMissed, NotImplementedOperation, OpFailure, ValidationError
 from .ir import Lifetime, Model, Subgraph
 from .ops.registry import OpContext, get_op, load_all
 
@@ -26,9 +28,79 @@ def clamp_loop_timeout(loop_timeout: float | None) -> float:
     return min(max(float(loop_timeout), 0.0), MAX_LOOP_TIMEOUT)
 
 
+class _Step:
+    """One operation of a plan: everything about it that depends only on the model."""
+    __slots__ = ("index", "operation", "name", "fn", "inputs", "outputs", "in_operands", "in_dims",
+                 "out_operands", "out_checks", "constant_scalars")
+
+    def __init__(self, sg: Subgraph, index: int, fn):
+        op = sg.operations[index]
+        self.index, self.operation, self.name, self.fn = index, op, op.name, fn
+        self.inputs, self.outputs = tuple(op.inputs), tuple(op.outputs)
+        self.in_operands = tuple(sg.operands[i] for i in op.inputs)
+        # per input: the model's dimensions to compare actual shapes with (None for scalars,
+        # whose operand never changes); OpContext substitutes an operand with the actual dims
+        self.in_dims = tuple(None if o.info.is_scalar else o.dimensions for o in self.in_operands)
+        self.out_operands = [sg.operands[i] for i in op.outputs]
+        # constant scalar parameters (activation, beta, axis, ...) as Python values, for
+        # OpContext.scalar: reading one from its array costs more than many small kernels
+        self.constant_scalars = tuple(o.value.reshape(-1)[0].item()
+                                      if o.is_constant and o.info.is_scalar and o.value is not None
+                                      and o.value.size == 1 else None for o in self.in_operands)
+        # per output: (operand index, storage dtype, model dims to enforce or None)
+        self.out_checks = tuple((i, o.info.dtype, o.dimensions if o.dimensions and not o.info.is_scalar else None)
+                                for i, o in zip(op.outputs, self.out_operands))
+
+
+class _Plan:
+    """Per subgraph, once: the value slots pre-filled with constants, the input checks and each
+    operation's step.  Subgraphs are immutable, so one plan serves every Executor of the model
+    (the reference driver makes one Executor per request), every run and every WHILE
+    iteration: the per-run cost of a small model is then only what depends on the request."""
+    __slots__ = ("template", "input_checks", "steps", "__weakref__")
+
+    def __init__(self, sg: Subgraph):
+        template: list = [None] * len(sg.operands)
+        for i, op in enumerate(sg.operands):
+            if op.is_constant:
+                template[i] = op.value
+            elif op.lifetime == Lifetime.SUBGRAPH:
+                template[i] = np.asarray(op.value, dtype=np.int64)
+        self.template = template
+        # per subgraph input: (operand index, storage dtype, is scalar, model dims)
+        self.input_checks = tuple((i, sg.operands[i].info.dtype, sg.operands[i].info.is_scalar,
+                                   sg.operands[i].dimensions) for i in sg.input_indexes)
+        # an operation the reference lacks fails at run time (NotImplementedOperation), as before
+        self.steps = tuple(_Step(sg, n, _registered_execute(o.type)) for n, o in enumerate(sg.operations))
+
+
+def _registered_execute(op_type):
+    def missing(ctx):
+        return get_op(op_type).execute(ctx)   # raises NotImplementedOperation
+    try:
+        return get_op(op_type).execute
+    except NotImplementedOperation:
+        return missing
+
+
+# Subgraph -> its plan, shared by every Executor of the model; entries go with their subgraph.
+_PLANS: "weakref.WeakKeyDictionary[Subgraph, _Plan]" = weakref.WeakKeyDictionary()
+_PLANS_LOCK = threading.Lock()
+
+
+def plan_for(sg: Subgraph) -> _Plan:
+    plan = _PLANS.get(sg)
+    if plan is None:
+        plan = _Plan(sg)
+        with _PLANS_LOCK:
+            plan = _PLANS.setdefault(sg, plan)
+    return plan
+
+
 class Executor:
     """Executes one model.  Not thread-safe per call state: create one per execution or use
-    :func:`execute`; a prepared model in the reference driver creates one per request."""
+    :func:`execute`; a prepared model in the reference driver creates one per request.  The
+    model-only work (the plan) is shared between executors of the same model."""
 
     def __init__(self, model: Model, overrides: dict | None = None):
         load_all()
@@ -36,11 +108,15 @@ class Executor:
         # operation type -> replacement execute function (used by the deliberately broken
         # drivers that test the harness; never by the reference driver)
         self.overrides = overrides or {}
-        self._plans: dict[int, tuple[list, list]] = {}   # id(subgraph) -> (slots, execute fns)
+        # id(subgraph) -> (plan, execute fns); the fns differ from the plan's only with overrides
+        self._plans: dict[int, tuple[_Plan, tuple]] = {}
         self.deadline: float | None = None
         self.loop_timeout: float = DEFAULT_LOOP_TIMEOUT
         # values of every operand of the main graph after the last run (for divergence hunts)
         self.main_values: list | None = None
+        # True while run() holds numpy's float warnings off (entering np.errstate costs ~1-3 us)
+        self.floats_quiet = False
+        self._plan(model.main)   # build (or find) the main graph's plan now, not in run()
 
     def run(self, inputs: Sequence[np.ndarray | None], *, deadline: float | None = None,
             loop_timeout: float | None = None) -> list[np.ndarray]:
@@ -50,46 +126,53 @@ class Executor:
         # and x / 0 give inf/NaN silently, and the criteria judge the results.  numpy's
         # warnings about them would only be noise in a driver engineer's test output.
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-            return self.run_subgraph(self.model.main, inputs, keep=True)
+            self.floats_quiet = True     # hot kernels may skip their own errstate (see OpContext)
+            try:
+                return self.run_subgraph(self.model.main, inputs, keep=True)
+            finally:
+                self.floats_quiet = False
 
     def check_deadline(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise DeadlineMissed("execution deadline passed")
 
-    def _plan(self, sg: Subgraph) -> tuple[list, list]:
-        """Per subgraph, once: the value slots pre-filled with constants, and each operation's
-        execute function.  Subgraphs are immutable, so this is reused by every run (and by
-        every WHILE iteration), which keeps the per-run overhead of small models low."""
-        plan = self._plans.get(id(sg))
-        if plan is None:
-            template: list = [None] * len(sg.operands)
-            for i, op in enumerate(sg.operands):
-                if op.is_constant:
-                    template[i] = op.value
-                elif op.lifetime == Lifetime.SUBGRAPH:
-                    template[i] = np.asarray(op.value, dtype=np.int64)
-            fns = [self.overrides.get(o.type) or get_op(o.type).execute for o in sg.operations]
-            plan = self._plans[id(sg)] = (template, fns)
-        return plan
+    def _plan(self, sg: Subgraph) -> tuple[_Plan, tuple]:
+        entry = self._plans.get(id(sg))
+        if entry is None:
+            plan = plan_for(sg)
+            fns = tuple(self.overrides.get(s.operation.type) or s.fn for s in plan.steps) if self.overrides \
+                else tuple(s.fn for s in plan.steps)
+            # the subgraph is kept alive by self.model, so its id stays its own
+            entry = self._plans[id(sg)] = (plan, fns)
+        return entry
 
     def run_subgraph(self, sg: Subgraph, inputs: Sequence[np.ndarray | None], keep: bool = False) -> list[np.ndarray]:
-        template, fns = self._plan(sg)
-        values = list(template)
-        if len(inputs) != len(sg.input_indexes):
-            raise ValidationError("request.inputs", f"{sg.name or 'subgraph'} takes {len(sg.input_indexes)} "
+        plan, fns = self._plan(sg)
+        values = list(plan.template)
+        checks = plan.input_checks
+        if len(inputs) != len(checks):
+            raise ValidationError("request.inputs", f"{sg.name or 'subgraph'} takes {len(checks)} "
                                   f"inputs, got {len(inputs)}")
-        for k, (idx, v) in enumerate(zip(sg.input_indexes, inputs)):
-            values[idx] = None if v is None else self._check_input(sg, k, idx, v)
-        for n in range(len(sg.operations)):
-            self.check_deadline()
-            operation = sg.operations[n]
-            ctx = OpContext(self, sg, n, values)
-            outs = fns[n](ctx)
-            if len(outs) != len(operation.outputs):
-                raise RuntimeError(f"reference bug: {operation.name} returned {len(outs)} outputs, "
-                                   f"model has {len(operation.outputs)}")
-            for j, (idx, arr) in enumerate(zip(operation.outputs, outs)):
-                values[idx] = self._check_output(sg, n, j, idx, arr)
+        for k, v in enumerate(inputs):
+            idx, dtype, is_scalar, dims = checks[k]
+            if v is None:
+                continue
+            if type(v) is np.ndarray and v.dtype == dtype and not is_scalar and v.shape == dims:
+                values[idx] = v                       # the common case: nothing to convert
+            else:
+                values[idx] = self._check_input(sg, k, idx, v)
+        deadline = self.deadline
+        for step, fn in zip(plan.steps, fns):
+            if deadline is not None:
+                self.check_deadline()
+            outs = fn(OpContext.planned(self, sg, step, values))
+            if len(outs) != len(step.outputs):
+                raise RuntimeError(f"reference bug: {step.name} returned {len(outs)} outputs, "
+                                   f"model has {len(step.outputs)}")
+            for j, ((idx, dtype, dims), arr) in enumerate(zip(step.out_checks, outs)):
+                if type(arr) is not np.ndarray or arr.dtype != dtype or (dims is not None and arr.shape != dims):
+                    arr = self._check_output(sg, step.index, j, idx, arr)
+                values[idx] = arr
         if keep:
             self.main_values = values
         missing = [k for k, i in enumerate(sg.output_indexes) if values[i] is None]

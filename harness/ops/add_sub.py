@@ -82,8 +82,11 @@ def float_arith(ctx: OpContext, fn: Callable[[np.ndarray, np.ndarray], np.ndarra
     a = ctx.inputs[0].astype(np.float32, copy=False)
     b = ctx.inputs[1].astype(np.float32, copy=False)
     # Division by zero and overflow give inf/nan, as IEEE float in the reference does.
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+    if ctx.floats_quiet:
         r = fn(a, b)
+    else:
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            r = fn(a, b)
     if act != activation.NONE:
         lo, hi = activation.float_bounds(act)
         np.clip(r, lo, hi, out=r)

@@ -22,6 +22,8 @@ from .registry import OpContext, OpView
 
 def broadcast_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | None:
     """The broadcast shape of actual shapes ``a`` and ``b``, or None if incompatible."""
+    if a == b:                      # the common case (ndarray shapes are tuples of ints)
+        return tuple(map(int, a))
     n = max(len(a), len(b))
     pa = (1,) * (n - len(a)) + tuple(int(d) for d in a)
     pb = (1,) * (n - len(b)) + tuple(int(d) for d in b)

@@ -167,6 +167,9 @@ class OpView:
 class OpContext:
     """Run-time view of one operation: input values and operand metadata with actual dims."""
 
+    # per input: the Python value of a constant scalar operand, else None (set from a plan)
+    constant_scalars: tuple | None = None
+
     def __init__(self, executor, subgraph: Subgraph, index: int, values: list):
         self.executor = executor
         self.subgraph = subgraph
@@ -181,6 +184,29 @@ class OpContext:
             self.in_operands.append(op)
         self.out_operands: list[Operand] = [subgraph.operands[i] for i in self.operation.outputs]
 
+    @classmethod
+    def planned(cls, executor, subgraph: Subgraph, step, values: list) -> "OpContext":
+        """The same context from an executor plan's step (operand lists looked up once per
+        model): only the substitution of actual dimensions is done per run."""
+        self = cls.__new__(cls)
+        self.executor, self.subgraph, self.index, self.operation = executor, subgraph, step.index, step.operation
+        self.inputs = inputs = [values[i] for i in step.inputs]
+        in_operands = list(step.in_operands)
+        for k, dims in enumerate(step.in_dims):
+            v = inputs[k]
+            if dims is not None and v is not None and v.shape != dims:
+                in_operands[k] = in_operands[k].with_dims(v.shape)
+        self.in_operands = in_operands
+        self.out_operands = list(step.out_operands)
+        self.constant_scalars = step.constant_scalars
+        return self
+
+    @property
+    def floats_quiet(self) -> bool:
+        """True when numpy's overflow/invalid/divide warnings are already off (inside
+        Executor.run), so a hot kernel need not enter its own np.errstate."""
+        return getattr(self.executor, "floats_quiet", False)
+
     @property
     def relaxed(self) -> bool:
         return self.executor.model.relax_fp32_to_fp16
@@ -194,6 +220,9 @@ class OpContext:
             if default is None:
                 self.fail(f"input {i} is required")
             return default
+        known = self.constant_scalars
+        if known is not None and i < len(known) and known[i] is not None:
+            return known[i]          # a model constant, read once per model (~1 us a read saved)
         return self.inputs[i].reshape(-1)[0].item()
 
     def fail(self, message: str):

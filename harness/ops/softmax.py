@@ -79,12 +79,18 @@ def validate(v: OpView) -> None:
 
 def _softmax_float(x: np.ndarray, beta: float, axis: int) -> np.ndarray:
     x = x.astype(np.float32, copy=False)      # only read: a float32 input is not copied
-    shifted = (x - x.max(axis=axis, keepdims=True)) * np.float32(beta)
-    e = np.exp(shifted)
+    # in place on the one fresh array: the same float32 operations in the same order
+    e = x - x.max(axis=axis, keepdims=True)
+    b32 = np.float32(beta)
+    if b32 != 1:                  # x * 1.0f is x exactly: the common beta = 1 skips a pass
+        e *= b32
+    np.exp(e, out=e)
     total = e.sum(axis=axis, keepdims=True, dtype=np.float32)
     if axis == x.ndim - 1:
-        return e * (np.float32(1) / total)
-    return e / total
+        e *= np.float32(1) / total
+    else:
+        e /= total
+    return e
 
 
 _EXP_TABLES: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
