@@ -45,6 +45,9 @@ def bench_vectors(expr: str | None, seed: int, tmp: Path) -> list[tuple]:
         if r.returncode not in (0, 1):
             raise SystemExit(f"{name}: exit {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
         out.append((name, wall, _rows(tmp / name.replace(" ", "_"))))
+        for line in r.stdout.splitlines():        # the cluster's own timings: batches, dispatch seconds
+            if line.startswith("nnconform cluster:"):
+                print(f"  {line}")
     return out
 
 
