@@ -49,3 +49,85 @@ def test_intermediate_values_are_kept_for_divergence_hunts():
 @pytest.mark.parametrize("requested,expected", [(None, 2.0), (0.001, 0.001), (60, 15.0), (-1, 0.0)])
 def test_loop_timeout_default_and_clamp(requested, expected):
     assert clamp_loop_timeout(requested) == expected
+
+
+# ---- the shared per-subgraph plan (model-only work done once per model) ------------------
+
+def test_plan_is_built_once_per_model_and_shared_between_executors():
+    m = relu_model()
+    first, second = Executor(m), Executor(m)
+    assert first._plan(m.main)[0] is second._plan(m.main)[0]
+    other = relu_model()
+    assert Executor(other)._plan(other.main)[0] is not first._plan(m.main)[0]   # another model: its own
+    x = np.array([-1, 2, -3, 4], np.float32)
+    assert first.run([x])[0].tolist() == second.run([x])[0].tolist() == [0, 2, 0, 4]
+
+
+def test_overrides_stay_with_their_executor():
+    m = relu_model()
+    broken = Executor(m, overrides={Op.RELU: lambda ctx: [ctx.inputs[0] * 2]})
+    x = np.array([-1, 2, -3, 4], np.float32)
+    assert broken.run([x])[0].tolist() == [-2, 4, -6, 8]
+    assert Executor(m).run([x])[0].tolist() == [0, 2, 0, 4]     # the shared plan is untouched
+
+
+def test_request_inputs_are_still_checked_and_converted():
+    m = relu_model(dims=(0,))                                    # unknown dimension
+    assert execute(m, [np.array([-1.0, 3.0])])[0].dtype == np.float32          # float64 -> float32
+    assert execute(m, [[-1.0, 2.0, 5.0]])[0].tolist() == [0, 2, 5]             # a list
+    with pytest.raises(ValidationError, match="cannot hold"):
+        execute(m, [np.array(["a"])])
+    with pytest.raises(ValidationError, match="does not match"):
+        execute(relu_model(dims=(2, 2)), [np.zeros((2, 3), np.float32)])
+    with pytest.raises(ValidationError, match="takes 1 inputs"):
+        execute(m, [])
+
+
+def test_operation_context_sees_actual_dims_and_constant_scalars():
+    """A planned context substitutes the request's shape for unknown dims, and reads constant
+    scalar parameters from the plan; both agree with the values themselves."""
+    from nnconform.executor import plan_for
+    from nnconform.ops.registry import OpContext
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [0, 3])
+    z = b.input(T.TENSOR_FLOAT32, [0, 3])
+    b.operation(Op.ADD, [x, z, b.i32(1)], [b.output(T.TENSOR_FLOAT32, [0, 3])])
+    m = b.build()
+    plan = plan_for(m.main)
+    values = list(plan.template)
+    values[0] = values[1] = np.ones((2, 3), np.float32)
+    ctx = OpContext.planned(Executor(m), m.main, plan.steps[0], values)
+    assert ctx.in_operands[0].dimensions == (2, 3) and m.main.operands[0].dimensions == (0, 3)
+    assert ctx.scalar(2) == 1 == ctx.inputs[2].item()
+    assert execute(m, [np.full((2, 3), -1, np.float32), np.zeros((2, 3), np.float32)])[0].tolist() == [[0] * 3] * 2
+
+
+def test_fused_requantizer_cache_follows_array_identity_and_content():
+    """Read-only arrays (model constants) are found by identity; a writable bias changed in
+    place between calls is found by content, so it never gets a stale requantiser."""
+    from nnconform.ops import conv_common as cc
+    from nnconform.ir import Operand
+    out = Operand(T.TENSOR_QUANT8_ASYMM, (1, 4), scale=0.5, zero_point=128)
+    mult = np.full(4, 1 << 30, np.int64)
+    shift = np.full(4, -3, np.int64)
+    mult.setflags(write=False)
+    shift.setflags(write=False)
+    acc = np.array([[100.0, -200.0, 3000.0, -7.0]], np.float32)
+    bias = np.array([10, 20, 30, 40], np.int32)
+
+    def expected(bias):   # the step-by-step formula, no cache involved
+        scaled = cc.multiply_by_quantized_multiplier(acc.astype(np.int64) + bias, int(mult[0]), int(shift[0]))
+        return np.clip(scaled + 128, 0, 255).astype(np.uint8)
+
+    got = cc.requantize(acc, bias, mult, shift, out, 0, acc_bound=4000)
+    assert np.array_equal(got, expected(bias))
+    bias[:] = [-500, 0, 500, 1000]                          # writable: content key, not identity
+    assert np.array_equal(cc.requantize(acc, bias, mult, shift, out, 0, acc_bound=4000), expected(bias))
+    frozen = bias.copy()
+    frozen.setflags(write=False)
+    before = len(cc._FUSED_BY_ID)
+    first = cc.requantize(acc, frozen, mult, shift, out, 0, acc_bound=4000)
+    assert len(cc._FUSED_BY_ID) == min(before + 1, 256)
+    assert np.array_equal(cc.requantize(acc, frozen, mult, shift, out, 0, acc_bound=4000), first)
+    assert len(cc._FUSED_BY_ID) == min(before + 1, 256)     # the second call was an identity hit
+    assert np.array_equal(first, expected(frozen))

@@ -520,11 +520,11 @@ def _fused_for(acc_bound: int, bias: np.ndarray, mult, shift, zero_point: int):
     if fused is False:
         fused = _fused_requantizer(acc_bound, bias, mult, shift, zero_point)
         if len(_FUSED_CACHE) >= 256:
-            _FUSED_CACHE.pop(next(iter(_FUSED_CACHE)))
+            _FUSED_CACHE.pop(next(iter(_FUSED_CACHE)), None)   # None: another thread may have evicted it
         _FUSED_CACHE[key] = fused
     if stable:
         if len(_FUSED_BY_ID) >= 256:
-            _FUSED_BY_ID.pop(next(iter(_FUSED_BY_ID)))
+            _FUSED_BY_ID.pop(next(iter(_FUSED_BY_ID)), None)
         _FUSED_BY_ID[id_key] = (bias, mult, shift, fused)
     return fused
 

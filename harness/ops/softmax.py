@@ -141,6 +141,28 @@ def _finish(reciprocal, exps, bits_over_unit, used, out_op) -> np.ndarray:
     return np.where(used, np.minimum(np.maximum(y, lo), hi), lo)   # np.clip's wrapper costs more here
 
 
+def _softmax_quant_one_row(q: np.ndarray, params: tuple[int, int, int], out_op) -> np.ndarray:
+    """One row of 8-bit codes (a classifier's logits), same bits as the general path with
+    Python ints for the row's sum and 256-entry tables: the sum of exponential terms is
+    counts-per-code times each code's term, and every output code is looked up by input code.
+    Flipping the sign bit of a signed code keeps the order and the differences q - max(q)."""
+    exps_table, terms_table, used_table = _exp_tables(*params)
+    u = q.reshape(-1)
+    if u.dtype == np.int8:
+        u = u.view(np.uint8) ^ np.uint8(0x80)
+    counts = np.bincount(u, minlength=256)
+    top = int(u.max())
+    # term index -d = top - code; counts[top::-1][k] is the count of code top - k
+    total = int(np.dot(counts[top::-1], terms_table[:top + 1])) & 0xFFFFFFFF   # the wrapped uint32 sum
+    headroom_plus_one = 32 - total.bit_length()
+    bits_over_unit = _ACCUMULATION_INTEGER_BITS - headroom_plus_one
+    reciprocal = one_over_one_plus_x_for_x_in_0_1_int(((total << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31))
+    by_diff = _finish(reciprocal, exps_table, bits_over_unit, used_table, out_op).astype(out_op.info.dtype)
+    by_code = np.zeros(256, out_op.info.dtype)      # codes above the max never occur
+    by_code[:top + 1] = by_diff[top::-1]
+    return by_code.take(u)
+
+
 def _softmax_quant(ctx: OpContext, x: np.ndarray, beta: float, axis: int) -> np.ndarray:
     in_op, out_op = ctx.in_operands[0], ctx.out_operands[0]
     params = _quant_params(float(beta), float(in_op.scale))
@@ -153,6 +175,9 @@ def _softmax_quant(ctx: OpContext, x: np.ndarray, beta: float, axis: int) -> np.
     moved_shape = q.shape
     n = moved_shape[-1]
     q = q.reshape(-1, n)
+    if q.shape[0] == 1 and n >= 256:
+        y = _softmax_quant_one_row(q, params, out_op)
+        return y.reshape(moved_shape) if last else np.ascontiguousarray(np.moveaxis(y.reshape(moved_shape), -1, axis))
     # Everything up to the sum depends only on q - max(q), one of 256 values for 8-bit
     # data: look the per-element terms up in a table computed once per parameter set.
     exps_table, terms_table, used_table = _exp_tables(multiplier, left_shift, diff_min)
