@@ -19,6 +19,7 @@ writes ``results.csv`` and ``report.html`` at the end, also after Ctrl-C.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
 import random
 import re
@@ -482,9 +483,15 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(ProgressReporter(config, interval), "nnconform-progress")
 
 
+@functools.lru_cache(maxsize=1024)
+def _marker_name(name: str) -> str:
+    return re.sub(r"[^a-z0-9_]+", "_", name.lower()).strip("_")
+
+
 def marker_name(name: str) -> str:
-    """The pytest marker of an NNAPI operation or data type name: CONV_2D -> conv_2d."""
-    return re.sub(r"[^a-z0-9_]+", "_", str(name).lower()).strip("_")
+    """The pytest marker of an NNAPI operation or data type name: CONV_2D -> conv_2d.
+    (Cached: collection asks it for every one of the ~530,000 cells of --variants all.)"""
+    return _marker_name(str(name))
 
 
 def _case_markers() -> dict[str, str]:
@@ -505,15 +512,20 @@ def case_marks(operations, data_types) -> list:
     return [getattr(pytest.mark, marker_name(n)) for n in sorted({*operations, *data_types}) if marker_name(n)]
 
 
+_PLAIN_PARAMS = (tuple, str, int, type(None))
+
+
 def pytest_itemcollected(item) -> None:
     """Mark every conformance case with its suite, and with the operations and data types its
     parameters name (an Example, an OperationType, an OperandType)."""
     if not _is_case(item):
         return
     from .ir import SHORT_TYPE_NAME, OperandType, OperationType
-    item.add_marker(marker_name(Path(str(item.fspath)).stem.removeprefix("test_")))
+    item.add_marker(marker_name(item.path.stem.removeprefix("test_")))
     names: set[str] = set()
     for v in getattr(getattr(item, "callspec", None), "params", {}).values():
+        if type(v) in _PLAIN_PARAMS:   # a vectors cell's (kind, file, index) and Variant: nothing to mark
+            continue
         if isinstance(v, OperationType):
             names.add(v.name)
         elif isinstance(v, OperandType):

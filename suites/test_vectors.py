@@ -32,6 +32,19 @@ def _file_cases(path: str) -> list:
         return json.load(fh)
 
 
+@functools.lru_cache(maxsize=4)
+def _case(path: str, index: int):
+    """The VectorCase of one vector, built once per worker for all the cells of that vector
+    (collection keeps a vector's cells together; with --variants all a vector has ~50).  Its
+    inputs and expected outputs are made read-only, as its model's constants already are, so
+    no cell can change what the next one is given or held to."""
+    case = case_from_dict(_file_cases(path)[index], path)
+    for a in (*case.inputs, *case.outputs):
+        if a is not None:
+            a.setflags(write=False)
+    return case
+
+
 def _file_problem(path: Path) -> tuple[list | None, str]:
     """(the file's cases, "") or (None, why it cannot be used)."""
     try:
@@ -214,7 +227,7 @@ def vector(request, nn_record):
     nn_record["test_id"] = f"{folder}/{d['name']}{suffix}"
     nn_record["extra"].update(variant=variant.id, variant_kind=variant.kind)
     try:
-        case = case_from_dict(d, path)
+        case = _case(path, what)
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
         pytest.fail(f"{path}: case {d['name']} is malformed: {type(e).__name__}: {e}", pytrace=False)
     _out_of_scope(case, request.getfixturevalue("nn_device"), nn_record)
