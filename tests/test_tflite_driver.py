@@ -57,7 +57,7 @@ def device() -> TfliteDevice:
 def test_registered_entry_point_loads():
     dev = load_driver("tflite")
     assert isinstance(dev, TfliteDevice)
-    assert dev.kernels == "auto" and dev.name == "tflite"
+    assert dev.kernels == "auto" and dev.name == "tflite-cpu"
 
 
 def test_flatbuffer_is_a_tflite_model(device):

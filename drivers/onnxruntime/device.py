@@ -149,7 +149,8 @@ class OnnxRuntimeDevice(support.ConverterDevice, Device):
                              f"{', '.join(ort.get_available_providers())})")
         self.optimization = level
         self.threads = threads
-        self.name = "onnxruntime" if self.provider == "CPUExecutionProvider" else f"onnxruntime-{self.provider}"
+        # NNAPI getName: "<vendor>-<device>" (vts/device/basics checks it)
+        self.name = "onnxruntime-cpu" if self.provider == "CPUExecutionProvider" else f"onnxruntime-{self.provider}"
         self.version = f"{__version__}+ort{ort.__version__}"
 
     def capabilities(self) -> Capabilities:

@@ -243,7 +243,8 @@ class TfliteDevice(support.ConverterDevice, Device):
             raise DriverLoadError(f"tflite driver: kernels must be one of {', '.join(_RESOLVERS)}, got {kernels!r}")
         self.kernels = kernels
         self.threads = threads
-        self.name = "tflite" if kernels == "auto" else f"tflite-{kernels}"
+        # NNAPI getName: "<vendor>-<device>" (vts/device/basics checks it)
+        self.name = "tflite-cpu" if kernels == "auto" else f"tflite-{kernels}"
         self.version = f"{__version__}+litert{_litert_version()}"
 
     def capabilities(self) -> Capabilities:
