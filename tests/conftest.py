@@ -12,6 +12,12 @@ os.environ.setdefault("NNCONFORM_AUTO_PROBE", "0")
 
 
 def pytest_configure(config):
+    # xdist's load scheduler hands each worker a first chunk of a quarter of its share of the
+    # collection (~800 tests here): every long_run test, collected first, would land on one
+    # worker.  With one test per send (xdist keeps two pending per worker) the long ones spread
+    # over the workers as they free up.  An explicit --maxschedchunk wins.
+    if getattr(config.option, "maxschedchunk", "absent") is None:
+        config.option.maxschedchunk = 1
     config.addinivalue_line(
         "markers", "long_run: a test that runs a whole suite in a subprocess (minutes); it is "
         "collected first so pytest-xdist starts it at once instead of leaving it for the tail")
