@@ -28,7 +28,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ..ir import Operand, OperandType as T
 from . import activation, layout
-from .padding import PADDING_SAME, PADDING_VALID, explicit_padding, output_size
+from .padding import PADDING_SAME, PADDING_VALID, WindowPairs, explicit_padding, output_size
 from .quant import multiply_by_quantized_multiplier, quantize_multiplier
 from .registry import OpContext, OpView
 
@@ -184,7 +184,7 @@ def _expect_min(v: OpView, i: int, lo: int, what: str) -> None:
 # ---------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class ConvParams:
+class ConvParams(WindowPairs):
     pad_top: int
     pad_bottom: int
     pad_left: int
@@ -196,19 +196,6 @@ class ConvParams:
     activation: int
     nchw: bool
     extra: tuple[int, ...]
-
-    # (height, width) pairs in the order runtime APIs take them (nnapi_params' adapters).
-    @property
-    def pads_begin(self) -> tuple[int, int]:
-        return self.pad_top, self.pad_left
-
-    @property
-    def pads_end(self) -> tuple[int, int]:
-        return self.pad_bottom, self.pad_right
-
-    @property
-    def strides(self) -> tuple[int, int]:
-        return self.stride_h, self.stride_w
 
     @property
     def dilations(self) -> tuple[int, int]:

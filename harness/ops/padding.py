@@ -23,3 +23,22 @@ def output_size(in_size: int, filter_size: int, stride: int, pad_head: int, pad_
                 dilation: int = 1) -> int:
     effective = (filter_size - 1) * dilation + 1
     return (in_size - effective + stride + pad_head + pad_tail) // stride
+
+
+class WindowPairs:
+    """(height, width) pairs of a window operation's parameters, in the order runtime APIs
+    take them (``nnconform.nnapi_params`` hands them to the adapters).  A mixin for the
+    parameter dataclasses that have ``pad_top/pad_bottom/pad_left/pad_right`` and
+    ``stride_h/stride_w`` fields."""
+
+    @property
+    def pads_begin(self) -> tuple[int, int]:
+        return self.pad_top, self.pad_left
+
+    @property
+    def pads_end(self) -> tuple[int, int]:
+        return self.pad_bottom, self.pad_right
+
+    @property
+    def strides(self) -> tuple[int, int]:
+        return self.stride_h, self.stride_w

@@ -37,7 +37,7 @@ import numpy as np
 from ..ir import OperandType as T, OperationType as Op
 from . import activation
 from .layout import from_nhwc, to_nhwc
-from .padding import PADDING_SAME, PADDING_VALID, explicit_padding, output_size
+from .padding import PADDING_SAME, PADDING_VALID, WindowPairs, explicit_padding, output_size
 from .registry import OpContext, OpView, register
 
 FLOAT_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
@@ -47,7 +47,7 @@ L2_TYPES = FLOAT_TYPES
 
 
 @dataclass(frozen=True)
-class PoolParams:
+class PoolParams(WindowPairs):
     pad_left: int
     pad_right: int
     pad_top: int
@@ -58,19 +58,6 @@ class PoolParams:
     filter_h: int
     activation: int
     nchw: bool
-
-    # (height, width) pairs in the order runtime APIs take them (nnapi_params' adapters).
-    @property
-    def pads_begin(self) -> tuple[int, int]:
-        return self.pad_top, self.pad_left
-
-    @property
-    def pads_end(self) -> tuple[int, int]:
-        return self.pad_bottom, self.pad_right
-
-    @property
-    def strides(self) -> tuple[int, int]:
-        return self.stride_h, self.stride_w
 
     @property
     def window(self) -> tuple[int, int]:
