@@ -173,16 +173,7 @@ def conv_bidirectional_sequence_rnn(c) -> None:
         results[name] = (_stack(c, outs, time_major), h)
     fw_seq, fw_h = results["fw"]
     bw_seq, bw_h = results["bw"]
-    if merge:
-        _write(c, c.node("Concat", [fw_seq, bw_seq], axis=2), 0)
-        states = 1
-    else:
-        _write(c, fw_seq, 0)
-        _write(c, bw_seq, 1)
-        states = 2
-    if len(c.outs) > states:
-        _write(c, fw_h, states)
-        _write(c, bw_h, states + 1)
+    _write_bidirectional(c, fw_seq, bw_seq, merge, (fw_h, bw_h))
 
 
 # ---------------------------------------------------------------------------------------
@@ -403,6 +394,13 @@ def conv_bidirectional_sequence_lstm(c) -> None:
     bw_outs, bw_h, bw_c = _run_lstm(c, bw, bw_xs, _f32(c, 37), _f32(c, 38), range(n - 1, -1, -1),
                                     aux if cross else None)
     fw_seq, bw_seq = _stack(c, fw_outs, time_major), _stack(c, bw_outs, time_major)
+    _write_bidirectional(c, fw_seq, bw_seq, merge, (fw_h, fw_c, bw_h, bw_c))
+
+
+def _write_bidirectional(c, fw_seq, bw_seq, merge: bool, states) -> None:
+    """The outputs every bidirectional sequence operation shares: the forward and backward
+    sequences (one output concatenated on the last axis when merge_outputs), then, when the
+    model asks for them, the final states in NNAPI's order."""
     if merge:
         _write(c, c.node("Concat", [fw_seq, bw_seq], axis=2), 0)
         k = 1
@@ -411,7 +409,7 @@ def conv_bidirectional_sequence_lstm(c) -> None:
         _write(c, bw_seq, 1)
         k = 2
     if len(c.outs) > k:
-        for j, s in enumerate((fw_h, fw_c, bw_h, bw_c)):
+        for j, s in enumerate(states):
             _write(c, s, k + j)
 
 
