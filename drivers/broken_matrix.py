@@ -21,6 +21,12 @@ vector still passes:
     AcceptsRank5Conv           takes a CONV_2D whose input and filter are rank 5 with a last
                                dimension of 1 by dropping that dimension, instead of rejecting
                                the model (CONV_2D needs rank 4)
+    MixedRejections            answers invalid models in every wrong way at once, chosen by
+                               the model's operand and operation counts (so the mutations of one
+                               model get different answers): raises from supported_operations,
+                               claims support for anything, returns a non-PreparedModel from
+                               prepare, fails prepare with GENERAL_FAILURE, aborts the process
+                               when asked for an execution preference that does not exist
 
 Name them on the command line as ``nnconform.drivers.broken_matrix:AsyncWrongResults``.
 """
@@ -31,7 +37,7 @@ import dataclasses
 
 import numpy as np
 
-from nnconform.driver import ExecutionResult, OutputShape
+from nnconform.driver import DriverError, ErrorStatus, ExecutionResult, OutputShape
 from nnconform.ir import Model, OperandType, OperationType, Request, RequestArgument
 
 from .reference import ReferenceBurst, ReferenceDevice, ReferencePreparedModel
@@ -258,6 +264,29 @@ class AcceptsRank5Conv(ReferenceDevice):
         return super().prepare(self._fixed(model), **kw)
 
 
+class MixedRejections(ReferenceDevice):
+    name = "broken-mixed-rejections"
+
+    def supported_operations(self, model: Model) -> list[bool]:
+        n = len(model.main.operands) % 4
+        if n == 1:
+            raise ValueError("supported_operations blew up")
+        if n == 2:
+            return [True] * len(model.main.operations)   # claims whatever it is given
+        return super().supported_operations(model)
+
+    def prepare(self, model: Model, **kw):
+        if kw.get("preference") not in (0, 1, 2):
+            import os
+            os.abort()
+        k = len(model.main.operations) % 3
+        if k == 1:
+            return "not a prepared model"
+        if k == 2:
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, "prepare gave up")
+        return super().prepare(model, **kw)
+
+
 __all__ = ["AsyncWrongResults", "BurstIgnoresTiming", "WrongDynamicShapes", "AsyncAcceptsInsufficient",
            "AsyncIgnoresDeadline", "RefusesSignedTwin", "AcceptsUnorderedBigModels", "BurstAcceptsMissingInput",
-           "AcceptsRank5Conv"]
+           "AcceptsRank5Conv", "MixedRejections"]

@@ -193,6 +193,47 @@ class Host:
     def op_prepare(self, bufs, model, kwargs) -> dict:
         return self._prepared(self.device.prepare(model, **kwargs))
 
+    def op_reject_many(self, bufs, checks, budget) -> list:
+        """The model-mutation check (nnconform.vts_checks.not_rejected) for many invalid
+        models in one round trip: each ``(model, query_support, preference, priority)`` is
+        given to supported_operations (when asked) and then prepare, stopping at the first
+        answer that is not INVALID_ARGUMENT, exactly the calls the one-at-a-time check makes.
+        A prepared model the driver should not have made is released here.  Stops after
+        ``budget`` seconds (at least one model done), so one reply never waits on many slow
+        models; the harness sends the rest again.  Per model: a list of step answers, each
+        ``[what, {"accepted": true}]`` or ``[what, {"err": ...}]``."""
+        from . import driver as d
+        out, t0 = [], time.monotonic()
+        for model, query_support, preference, priority in checks:
+            steps = []
+            calls = [("supported_operations", lambda: self.device.supported_operations(model))] if query_support else []
+            calls.append(("prepare", lambda: self.device.prepare(model, preference=preference, priority=priority)))
+            for what, fn in calls:
+                try:
+                    got = fn()
+                except BaseException as e:  # the driver's answer, whatever it raised
+                    err = _exc_reply(e)
+                    steps.append([what, {"err": err}])
+                    if err["kind"] == "driver_error" and err["status"] == int(d.ErrorStatus.INVALID_ARGUMENT):
+                        continue
+                    break
+                if what == "prepare":
+                    if not isinstance(got, d.PreparedModel):
+                        steps.append([what, {"err": {"kind": "garbage", "message":
+                                                     f"prepare returned {type(got).__name__[:80]}, not a PreparedModel"}}])
+                        break
+                    try:
+                        got.release()
+                    except BaseException:  # noqa: BLE001 - the verdict (accepted) is already made
+                        steps.append([what, {"accepted": True, "release_failed": True}])
+                        break
+                steps.append([what, {"accepted": True}])
+                break
+            out.append(steps)
+            if time.monotonic() - t0 > budget:
+                break
+        return out
+
     def op_prepare_from_cache(self, bufs, token, kwargs=None) -> dict:
         return self._prepared(self.device.prepare_from_cache(token, **(kwargs or {})))
 

@@ -57,6 +57,7 @@ from .ops.feature_levels import NEWEST_FEATURE_LEVEL
 DEFAULT_CALL_TIMEOUT = 60.0          # seconds one driver call may take before it is a HANG
 DEFAULT_MEM_LIMIT = 4 << 30          # RLIMIT_AS of a driver host (bytes)
 STARTUP_TIMEOUT = 120.0              # seconds for a host to load the driver and say "ready"
+REJECT_BUDGET_S = 0.5                # a reject_many reply after this long (one round trip per many models)
 HANG_DUMP_S = 0.5                    # time given to faulthandler to write the stacks
 STDERR_TAIL_LINES = 30
 CRASH, HANG = "CRASH", "HANG"
@@ -786,6 +787,32 @@ class IsolatedDevice(Device):
         if isinstance(v, dict) and isinstance(v.get("not_bools"), str):
             return v["not_bools"]   # a str: run_case reports "returned '...'; expected N bools"
         raise wire.ProtocolViolation("malformed supported_operations reply")
+
+    def reject_many(self, mutations: Sequence) -> list[list[tuple[str, Any]]]:
+        """The supported_operations / prepare answers to invalid models
+        (nnconform.mutations.ModelMutation), many per round trip (the host's
+        ``op_reject_many``); for each model, in order, its ``(what, answer)`` steps, an answer
+        being True (accepted) or the exception the call raised.  May answer for only the
+        first models (the host's time budget): the caller sends the rest again."""
+        host = self._host()
+        checks = [(m.model, bool(m.query_support), m.preference, m.priority) for m in mutations]
+        v, _ = host.call("reject_many", {"checks": checks, "budget": REJECT_BUDGET_S},
+                         self.call_timeout + REJECT_BUDGET_S)
+        out = []
+        for steps in _list(v, len(checks)):
+            decoded = []
+            for step in _list(steps, 2):
+                if not (isinstance(step, list) and len(step) == 2 and step[0] in ("supported_operations", "prepare")
+                        and isinstance(step[1], dict)):
+                    raise wire.ProtocolViolation("malformed reject_many reply")
+                what, answer = step
+                decoded.append((what, _decode_error(answer["err"]) if "err" in answer else True))
+            if not decoded:
+                raise wire.ProtocolViolation("reject_many answered a model with no steps")
+            out.append(decoded)
+        if not out and checks:
+            raise wire.ProtocolViolation("reject_many answered no model")
+        return out
 
     def _prepared(self, host: _Host, v) -> PreparedModel:
         if not isinstance(v, dict) or type(v.get("handle")) is not int:

@@ -53,7 +53,7 @@ from .ir import Model, Request, RequestArgument
 from .isolation import DriverProtocolError, HostIncident
 from .runner import FAIL, PASS, SKIP, CaseOutcome
 from .vts_checks import (MISSED_DEADLINE, describe, dynamic_variant, fully_specified, insufficient_problem,
-                         not_rejected, request_verdict, result_problem, shapes_problem, timing_problem, to_signed,
+                         rejections, request_verdict, result_problem, shapes_problem, timing_problem, to_signed,
                          verdict)
 
 KINDS = ("general", "dynamic_shape", "fenced", "memory_domain", "quant_coupling", "deadline", "priority",
@@ -695,7 +695,7 @@ def _infinite_loop(ctx: _Ctx) -> str:
 
 
 def _raising(what: str, fn: Callable[[], Any]) -> Any:
-    """A driver call for not_rejected: DriverError propagates (it is judged); a host incident
+    """A driver call of a mutation check (rejections): DriverError propagates (it is judged); a host incident
     ends the variant."""
     try:
         return fn()
@@ -713,11 +713,7 @@ def _mutation(ctx: _Ctx) -> str:
         rng = np.random.default_rng(int.from_bytes(
             hashlib.sha256(f"{ctx.seed}:{cls}:{ctx.case.test_id}".encode()).digest()[:8], "big"))
         mutations = [mutations[i] for i in sorted(rng.choice(made, ctx.mutation_cap, replace=False))]
-    accepted = []
-    for m in mutations:
-        why = not_rejected(ctx.device, m, _raising)
-        if why:
-            accepted.append(f"{m.name}: {why}")
+    accepted = [f"{m.name}: {why}" for m, why in zip(mutations, rejections(ctx.device, mutations, _raising)) if why]
     if accepted:
         more = f"; ... {len(accepted) - 3} more" if len(accepted) > 3 else ""
         ctx.fail(f"{len(accepted)} of {len(mutations)} {cls} mutations not rejected with INVALID_ARGUMENT: "

@@ -195,13 +195,28 @@ def to_signed(model: Model, inputs: Sequence, outputs: Sequence) -> tuple[Model,
     return signed, ins, outs
 
 
+_REJECTED = object()   # a step answered INVALID_ARGUMENT: the check goes on to the next call
+
+
+def _step_verdict(what: str, got) -> object:
+    """One call of a mutation check: _REJECTED, or what the driver did instead (a line)."""
+    if isinstance(got, DriverError):
+        return _REJECTED if got.status == ErrorStatus.INVALID_ARGUMENT else \
+            f"{what} gave {got.status.name}, expected INVALID_ARGUMENT"
+    if isinstance(got, HangError):
+        return str(got)
+    if isinstance(got, BaseException):  # a crash is not a rejection
+        return f"{what} raised {describe(got)} instead of DriverError(INVALID_ARGUMENT)"
+    return f"{what} accepted it"
+
+
 def not_rejected(device, m, call) -> str | None:
     """None if the driver rejects the model mutation ``m`` (nnconform.mutations.ModelMutation)
     as VTS requires: INVALID_ARGUMENT from supported_operations (unless the mutation is of the
     preference or priority) and from prepare.  Else what it did instead.  The one function here
-    that talks to the driver: each call goes through ``call(what, fn)``, which may bound it in
-    time; a HangError it raises is reported, other exceptions of the caller's own kind (not
-    Exception subclasses) pass through."""
+    that talks to the driver (with ``rejections``): each call goes through ``call(what, fn)``,
+    which may bound it in time; a HangError it raises is reported, other exceptions of the
+    caller's own kind (not Exception subclasses) pass through."""
     calls = []
     if m.query_support:
         calls.append(("supported_operations", lambda: device.supported_operations(m.model)))
@@ -209,18 +224,44 @@ def not_rejected(device, m, call) -> str | None:
     for what, fn in calls:
         try:
             got = call(what, fn)
-        except DriverError as e:
-            if e.status != ErrorStatus.INVALID_ARGUMENT:
-                return f"{what} gave {e.status.name}, expected INVALID_ARGUMENT"
+        except Exception as e:  # the driver's answer (DriverError, a hang, a crash), judged below
+            got = e
+        verdict = _step_verdict(what, got)
+        if verdict is _REJECTED:
             continue
-        except HangError as e:
-            return str(e)
-        except Exception as e:  # a crash is not a rejection
-            return f"{what} raised {describe(e)} instead of DriverError(INVALID_ARGUMENT)"
-        if what == "prepare":
+        if what == "prepare" and not isinstance(got, BaseException):
             try:
                 call("release", got.release)
             except Exception:  # the verdict is already made: the invalid model was accepted
                 pass
-        return f"{what} accepted it"
+        return verdict
     return None
+
+
+def rejections(device, mutations: Sequence, call) -> list[str | None]:
+    """``not_rejected`` of every mutation, in order.  A driver host (``reject_many``) checks
+    many per round trip: the same calls in the same order, but a mutated model costs about
+    0.2 ms instead of two round trips (~3 ms); with ~1.1M mutated models in the full vectors
+    matrix that is most of its time.  A hang of the batch call is the verdict of the first
+    A hang of the batch call sends the rest one at a time (to name the model that hangs); a
+    host incident passes to ``call``'s caller as it would from a single call."""
+    batch = getattr(device, "reject_many", None)
+    if batch is None:
+        return [not_rejected(device, m, call) for m in mutations]
+    out: list[str | None] = []
+    while len(out) < len(mutations):
+        rest = list(mutations[len(out):])
+        try:
+            answers = call("supported_operations/prepare", lambda: batch(rest))
+        except HangError:
+            # which model hung is not known (answers come per reply): check the rest one by one
+            return out + [not_rejected(device, m, call) for m in rest]
+        for steps in answers:
+            verdict = None
+            for what, got in steps:
+                v = _step_verdict(what, got)
+                if v is not _REJECTED:
+                    verdict = v
+                    break
+            out.append(verdict)
+    return out

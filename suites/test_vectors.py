@@ -222,7 +222,10 @@ def vector(request, nn_record):
         nn_record["test_id"] = f"{folder}/{Path(path).name}"
         pytest.fail(f"{path}: {what}; none of its cases ran", pytrace=False)
     d = _file_cases(path)[what]
-    variant = request.getfixturevalue("variant") if "variant" in request.fixturenames else PLAIN
+    # the parameter itself, not getfixturevalue: that builds a pseudo-fixture per item, a
+    # noticeable part of a cell's cost with --variants all (~530,000 items)
+    callspec = getattr(request.node, "callspec", None)
+    variant = callspec.params.get("variant", PLAIN) if callspec is not None else PLAIN
     suffix = "" if variant == PLAIN else f"[{variant.id}]"
     nn_record["test_id"] = f"{folder}/{d['name']}{suffix}"
     nn_record["extra"].update(variant=variant.id, variant_kind=variant.kind)

@@ -68,12 +68,12 @@ from nnconform.driver import (AsyncExecution, BufferDesc, BufferRole, BurstExecu
                               Priority, Timing)
 from nnconform.ir import (Model, ModelBuilder, OperandType as T, OperationType as Op, Request,
                           RequestArgument)
-from nnconform.mutations import (MODEL_MUTATIONS, REQUEST_CLASSES, ModelMutation, request_mutation_class,
+from nnconform.mutations import (MODEL_MUTATIONS, REQUEST_CLASSES, request_mutation_class,
                                  request_mutations)
 from nnconform.runner import FAIL, CaseOutcome, run_case
 from nnconform.suites.examples import Example, all_examples
 from nnconform.vts_checks import (MISSED_DEADLINE, describe as _describe, dynamic_variant as _dynamic_variant,
-                                  fully_specified as _fully_specified, not_rejected, request_verdict as _request_verdict,
+                                  fully_specified as _fully_specified, rejections, request_verdict as _request_verdict,
                                   result_problem as _result_problem, shapes_problem as _shapes_problem,
                                   timing_problem as _timing_problem, to_signed, verdict as _verdict)
 from nnconform.watchdog import HangError, call_with_timeout
@@ -218,11 +218,6 @@ def _request(e: Example) -> Request:
 # Model mutations
 # ---------------------------------------------------------------------------------------
 
-def _not_rejected(device, m: ModelMutation) -> str | None:
-    """None if the driver rejects the mutation as VTS requires; else what it did instead."""
-    return not_rejected(device, m, lambda what, fn: _bounded(fn, what))
-
-
 @pytest.mark.parametrize("cls", list(MODEL_MUTATIONS))
 def test_model_mutation(cls, nn_device, nn_session, nn_record):
     tid = f"{SUITE}/model_mutation/{cls}"
@@ -232,11 +227,9 @@ def test_model_mutation(cls, nn_device, nn_session, nn_record):
     for e in REPRESENTATIVE:
         mutations = list(MODEL_MUTATIONS[cls](e.model))
         models += bool(mutations)
-        for m in mutations:
-            total += 1
-            why = _not_rejected(nn_device, m)
-            if why:
-                accepted.append(f"{e.name} {m.name}: {why}")
+        total += len(mutations)
+        verdicts = rejections(nn_device, mutations, lambda what, fn: _bounded(fn, what))
+        accepted += [f"{e.name} {m.name}: {why}" for m, why in zip(mutations, verdicts) if why]
     nn_record["extra"].update(mutations=total, models=models, accepted=len(accepted))
     if total == 0:
         _fail(nn_session, nn_record, tid, f"harness: no model of the generated suite yields a {cls} mutation")
