@@ -94,6 +94,71 @@ def test_killed_worker_loses_no_row_and_resume(local_run, tmp_path):
     assert (d / "results.jsonl").read_text().startswith("".join(lines[:5]))
 
 
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_cluster(port: int) -> list:
+    """A scheduler and one worker as separate processes, as on a farm."""
+    address = f"tcp://127.0.0.1:{port}"
+    sched = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                              "--port", str(port), "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
+                               "--no-dashboard", "--death-timeout", "30"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    return [sched, worker]
+
+
+@needs_dask
+@pytest.mark.timeout(900)
+def test_losing_the_scheduler_interrupts_the_run_and_resume_finishes_it(tmp_path):
+    """The scheduler dies mid-run: the coordinator does not wait forever on its futures; the run
+    ends as interrupted (exit non-zero, one line saying why) with every row written so far
+    kept, and --resume on a new cluster runs exactly the rest."""
+    import time
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    procs = _start_cluster(port)
+    d = tmp_path / "run"
+    args = ["run", "--suite", "generated", "--seed", SEED, "--report-dir", str(d), "--cluster", address]
+    try:
+        run = subprocess.Popen([sys.executable, "-m", "nnconform", *args], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=dict(os.environ, NNCONFORM_AUTO_PROBE="0"))
+        journal = d / "results.jsonl"
+        for _ in range(6000):      # until the first rows are on disk (or the run ended)
+            if run.poll() is not None or (journal.exists() and journal.read_text().count("\n") >= 5):
+                break
+            time.sleep(0.05)
+        assert run.poll() is None, "the run ended before the scheduler could be killed"
+        procs[0].kill()
+        out, err = run.communicate(timeout=600)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert run.returncode != 0
+    assert "lost the connection to the scheduler" in out + err, out[-2000:] + err[-2000:]
+    kept = verdicts(d)
+    assert 5 <= len(kept) < 636 and set(kept.values()) == {"PASS"}
+    assert json.loads((d / "run.json").read_text())["status"].startswith("interrupted after")
+
+    procs = _start_cluster(port)
+    try:
+        r = nnconform("run", "--resume", "--suite", "generated", "--report-dir", str(d), "--cluster", address,
+                      timeout=800)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    final = verdicts(d)
+    assert len(final) == 636 and set(final.values()) == {"PASS"}
+    assert all(final[k] == v for k, v in kept.items())
+
+
 @needs_dask
 @pytest.mark.timeout(900)
 def test_case_that_always_kills_its_worker_is_a_crash_naming_it(tmp_path):
@@ -156,3 +221,47 @@ def test_a_streamed_row_repeated_in_the_result_is_written_once():
     assert calls == [["k0", "k1", "k2", "k3"], ["k4", "k5"]]
     assert d.done == {f"k{i}" for i in range(6)} and d.stats.rows == 6
     assert len(syncs) == 2 and d.stats.first_row_s > 0
+
+
+class _FakeCompleted:
+    """as_completed's surface that ``_completed`` uses: batches of (future, result) pairs."""
+
+    def __init__(self, batches):
+        import threading
+        self.batches, self.thread_condition = list(batches), threading.Condition()
+        self.left = sum(len(b) for b in self.batches)
+
+    def is_empty(self):
+        return self.left == 0
+
+    def count(self):
+        return self.left
+
+    def next_batch(self, block=True):
+        got = self.batches.pop(0) if self.batches else []
+        self.left -= len(got)
+        return got
+
+
+class _Client:
+    def __init__(self, status):
+        self.status = status
+
+
+def test_results_are_yielded_while_the_client_is_connected():
+    from nnconform.cluster.dispatch import _completed
+    ac = _FakeCompleted([[("f1", 1)], [], [("f2", 2), ("f3", 3)]])
+    assert list(_completed(ac, _Client("running"), grace_s=0.0)) == [("f1", 1), ("f2", 2), ("f3", 3)]
+
+
+@pytest.mark.parametrize("status", ["closed", "connecting"])
+def test_a_client_that_lost_its_scheduler_ends_the_dispatch_instead_of_waiting_forever(status):
+    """The coordinator once hung on futures of a scheduler it had lost; now a closed client,
+    or one still reconnecting after the grace period, is a ClusterError naming what is left."""
+    from nnconform.cluster import ClusterError
+    from nnconform.cluster.dispatch import _completed
+    ac = _FakeCompleted([[("f1", 1)], [], [], [("f2", 2)]])      # f2 would never come
+    gen = _completed(ac, _Client(status), grace_s=0.0)
+    assert next(gen) == ("f1", 1)
+    with pytest.raises(ClusterError, match=f"lost the connection to the scheduler \\(client {status}.*1 batch"):
+        next(gen)

@@ -165,7 +165,11 @@ class _Coordinator:
                      f"({len(handle.workers())} worker(s), {slots} thread(s)), seed {self.s.seed}")
             d = Dispatcher(handle, run_batch, _payload(config, self.s), accept=self.accept,
                            lost_case=self.lost_case, sync=self.sync, log=self.log)
-            stats = d.run(batches)
+            try:
+                stats = d.run(batches)
+            except ClusterError as e:
+                # rows so far are in the journal: an interrupted run that --resume finishes
+                raise self.session.Interrupted(f"nnconform cluster: {e}; --resume runs the rest") from None
             self.log(f"nnconform cluster: {stats.rows} row(s) from {stats.batches} batch(es) in {stats.seconds:.1f} s"
                      + (f"; {stats.lost_batches} batch(es) lost with a worker" if stats.lost_batches else "")
                      + (f"; {len(stats.crashed)} case(s) CRASH with their worker" if stats.crashed else ""))

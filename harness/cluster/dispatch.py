@@ -92,7 +92,7 @@ class Dispatcher:
 
     def __init__(self, handle, fn: Callable, payload: dict, *, accept: Callable, lost_case: Callable,
                  sync: Callable[[], None] = lambda: None, log: Callable[[str], None] = print,
-                 progress_s: float = 10.0):
+                 progress_s: float = 10.0, disconnect_grace_s: float = 60.0):
         self.handle, self.fn, self.payload = handle, fn, payload
         self.accept_rows, self.lost_case, self.sync, self.log = accept, lost_case, sync, log
         # Rows arrive on the client's event thread; they are written (and fsynced, one fsync
@@ -101,6 +101,7 @@ class Dispatcher:
         self._writer = threading.Thread(target=self._write_loop, name="nnconform-cluster-rows", daemon=True)
         self._writer_error: BaseException | None = None
         self.progress_s = progress_s
+        self.disconnect_grace_s = disconnect_grace_s   # a client reconnecting this long: the run ends
         self.done: set[str] = set()
         self.lock = threading.Lock()
         self.stats = DispatchStats()
@@ -231,7 +232,7 @@ class Dispatcher:
             for keys in batches:
                 self._submit(ac, Batch(list(keys)), futures)
             last = time.monotonic()
-            for fut, res in ac:
+            for fut, res in _completed(ac, client, self.disconnect_grace_s):
                 _, b = futures.pop(fut.key)
                 e = _failure(res)
                 if e is not None:        # a lost task is a verdict, not a crash of the run
@@ -259,8 +260,11 @@ class Dispatcher:
                     self.log(f"nnconform cluster: {len(self.done)}/{self.stats.planned} cases done, "
                              f"{len(self.handle.workers())} worker(s), {time.monotonic() - t0:.0f} s")
         except BaseException:
-            for fut, _ in futures.values():
-                fut.cancel()
+            try:
+                for fut, _ in futures.values():
+                    fut.cancel()
+            except Exception as e:   # noqa: BLE001 - the client is gone with its scheduler: nothing to cancel
+                self.log(f"nnconform cluster: could not cancel the unfinished batches ({type(e).__name__})")
             raise
         finally:
             self._inbox.put(None)
@@ -273,6 +277,32 @@ class Dispatcher:
             raise self._writer_error
         self.stats.seconds = time.monotonic() - t0
         return self.stats
+
+
+def _completed(ac, client, grace_s: float):
+    """``ac``'s (future, result) pairs as they finish, like iterating it, but a client that
+    has lost its scheduler (status not "running": reconnecting, or closed) for ``grace_s``
+    ends the run with a ClusterError instead of waiting forever on futures nobody will
+    finish (a 16-worker run at load 36 once hung that way)."""
+    from . import ClusterError
+    lost_since = None
+    while not ac.is_empty():
+        got = ac.next_batch(block=False)
+        if got:
+            lost_since = None
+            yield from got
+            continue
+        status = str(getattr(client, "status", "running"))
+        if status == "running":
+            lost_since = None
+        else:
+            now = time.monotonic()
+            lost_since = lost_since or now
+            if status == "closed" or now - lost_since >= grace_s:
+                raise ClusterError(f"lost the connection to the scheduler (client {status} for "
+                                   f"{now - lost_since:.0f} s) with {ac.count()} batch(es) unfinished")
+        with ac.thread_condition:      # woken as soon as a batch finishes
+            ac.thread_condition.wait(timeout=0.1)
 
 
 def _failure(res) -> BaseException | None:
