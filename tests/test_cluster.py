@@ -106,9 +106,10 @@ def _start_cluster(port: int) -> list:
     address = f"tcp://127.0.0.1:{port}"
     sched = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
                               "--port", str(port), "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # no nanny: killing this process then kills the worker itself, not only its babysitter
     worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
-                               "--no-dashboard", "--death-timeout", "30"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+                               "--no-nanny", "--no-dashboard", "--death-timeout", "30"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return [sched, worker]
 
 
