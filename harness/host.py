@@ -222,11 +222,13 @@ class Host:
                         steps.append([what, {"err": {"kind": "garbage", "message":
                                                      f"prepare returned {type(got).__name__[:80]}, not a PreparedModel"}}])
                         break
+                    release_failed = False
                     try:
                         got.release()
                     except BaseException:  # noqa: BLE001 - the verdict (accepted) is already made
-                        steps.append([what, {"accepted": True, "release_failed": True}])
-                        break
+                        release_failed = True
+                    steps.append([what, {"accepted": True, "release_failed": release_failed}])
+                    break
                 steps.append([what, {"accepted": True}])
                 break
             out.append(steps)

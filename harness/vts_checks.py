@@ -242,9 +242,9 @@ def rejections(device, mutations: Sequence, call) -> list[str | None]:
     """``not_rejected`` of every mutation, in order.  A driver host (``reject_many``) checks
     many per round trip: the same calls in the same order, but a mutated model costs about
     0.2 ms instead of two round trips (~3 ms); with ~1.1M mutated models in the full vectors
-    matrix that is most of its time.  A hang of the batch call is the verdict of the first
-    A hang of the batch call sends the rest one at a time (to name the model that hangs); a
-    host incident passes to ``call``'s caller as it would from a single call."""
+    matrix that is most of its time.  A hang of the batch call sends the rest one at a time
+    (to name the model that hangs); a host incident passes to ``call``'s caller as it would
+    from a single call."""
     batch = getattr(device, "reject_many", None)
     if batch is None:
         return [not_rejected(device, m, call) for m in mutations]
