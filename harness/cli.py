@@ -45,6 +45,10 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     from .reportdir import ReportDirError, acquire, release
 
     suites = available_suites()
+    if a.resume:
+        # The run being resumed decides what "the rest" is: its suites, variants, vectors
+        # directory and pytest arguments, unless given again here.
+        a, extra = _with_recorded_selection(a, extra)
     chosen = a.suite or list(suites)
     unknown = [s for s in chosen if s not in suites]
     if unknown:
@@ -131,6 +135,7 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
         args += ["-p", "nnconform.cluster.conformance", "--nn-cluster", a.cluster]
         if a.worker_resources:
             args += ["--nn-worker-resources", a.worker_resources]
+    args += ["--nn-selection", json.dumps({"suites": chosen, "vectors": a.vectors, "pytest_args": extra})]
     args += extra
     if a.in_process:
         isolation = "in-process (no driver host: a crash or hang of the driver ends or stalls the run)"
@@ -149,6 +154,53 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     if report.exists():
         print(f"nnconform: report written to {report}")
     return _run_exit_code(Path(a.report_dir), code)
+
+
+def recorded_selection(report_dir: Path) -> dict:
+    """The suites, variants mode, vectors directory and pytest arguments recorded in
+    ``report_dir``'s run.json (the keys NnSession.meta writes); {} when there is none to read
+    (the plugin then says what is wrong with the directory)."""
+    import shlex
+    from .reportdir import STATUS_FILE
+    try:
+        status = json.loads((report_dir / STATUS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(status, dict):
+        return {}
+    out: dict = {}
+    if isinstance(status.get("suites"), str) and status["suites"].strip():
+        out["suites"] = [s.strip() for s in status["suites"].split(",") if s.strip()]
+    if isinstance(status.get("vectors variants"), str) and status["vectors variants"].strip():
+        out["variants"] = status["vectors variants"].strip()
+    if isinstance(status.get("vectors directory"), str) and status["vectors directory"]:
+        out["vectors"] = status["vectors directory"]
+    if isinstance(status.get("pytest arguments"), str) and status["pytest arguments"].strip():
+        try:
+            out["pytest_args"] = shlex.split(status["pytest arguments"])
+        except ValueError:
+            pass          # unreadable: the user gives them again after --
+    return out
+
+
+def _with_recorded_selection(a: argparse.Namespace, extra: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    rec = recorded_selection(Path(a.report_dir))
+    used = []
+    if a.suite is None and rec.get("suites"):
+        a.suite = rec["suites"]
+        used.append("suites " + ", ".join(a.suite))
+    if a.variants is None and rec.get("variants"):
+        a.variants = rec["variants"]
+        used.append(f"variants {a.variants}")
+    if a.vectors is None and rec.get("vectors"):
+        a.vectors = rec["vectors"]
+        used.append(f"vectors {a.vectors}")
+    if not extra and rec.get("pytest_args"):
+        extra = list(rec["pytest_args"])
+        used.append("pytest arguments " + " ".join(extra))
+    if used:
+        print(f"nnconform: resuming with the run's recorded {'; '.join(used)}", flush=True)
+    return a, extra
 
 
 def _check_cluster(a: argparse.Namespace) -> str | None:

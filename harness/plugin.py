@@ -102,6 +102,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "vector runs plain sync plus one variant chosen from the seed and the vector), all "
                      "(the full matrix), none (plain sync only), or a comma list of kinds, e.g. "
                      "general,dynamic_shape")
+    g.addoption("--nn-selection", default=None, metavar="JSON",
+                help="(set by `nnconform run`) the suites and pytest arguments the run was started "
+                     "with, recorded in run.json so that --resume runs the same cases")
     g.addoption("--nn-max-skip-ratio", type=float, default=None,
                 help="fail the run when more than this share (0..1) of its cases SKIP: a run that "
                      "tests nothing is not a pass")
@@ -324,6 +327,8 @@ class NnSession:
 
     def close_device(self) -> None:
         dev, self._device = self._device, None
+        from .variants import forget_shared
+        forget_shared()      # nothing may hold this device's prepared models past its close
         if dev is not None and hasattr(dev, "close") and getattr(dev, "isolated", False):
             dev.close()
 
@@ -337,9 +342,31 @@ class NnSession:
                 "partitioning": "off (--no-partition)" if self.config.getoption("nn_no_partition", False)
                 else "on (partly supported cases run partitioned)",
                 "vectors variants": self.variants if isinstance(self.variants, str) else ",".join(sorted(self.variants))}
+        meta.update(self.selection_meta())
         if self.config.getoption("nn_only_supported"):
             meta["selection"] = "only the cases the driver claims (--only-supported); the rest were not run"
         return meta
+
+    def selection_meta(self) -> dict:
+        """What `nnconform run` chose (suites, vectors directory, arguments after ``--``), under
+        the run.json keys --resume reads back (nnconform.cli.recorded_selection)."""
+        import json
+        import shlex
+        text = self.config.getoption("nn_selection", None)
+        if not text:
+            return {}
+        try:
+            sel = json.loads(text)
+        except ValueError:
+            return {}
+        out = {}
+        if sel.get("suites"):
+            out["suites"] = ", ".join(sel["suites"])
+        if sel.get("vectors"):
+            out["vectors directory"] = str(sel["vectors"])
+        if sel.get("pytest_args"):
+            out["pytest arguments"] = shlex.join(sel["pytest_args"])
+        return out
 
     def write_row(self, record) -> None:
         self.write_rows([record])

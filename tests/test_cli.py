@@ -97,3 +97,29 @@ def test_vectors_suite_on_reference(tmp_path):
     assert not [row for row in got if "[" in row["test_id"]]      # --variants none: no matrix cells
     skips = [row["message"] for row in got if row["outcome"] == "SKIP"]
     assert all(m for m in skips), "every skip says why"
+
+
+def test_resume_runs_the_rest_of_the_recorded_selection(tmp_path):
+    """--resume without --suite / --variants / -k continues the cases the run was started with,
+    not every suite with the default variants."""
+    r = nnconform("run", "--driver", "reference", "--suite", "vectors", "--variants", "general", "--seed", "4",
+                  "--report-dir", str(tmp_path), "--", "-k", "V1_0 and (relu or floor)")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    status = json.loads((tmp_path / "run.json").read_text())
+    assert status["suites"] == "vectors" and status["vectors variants"] == "general"
+    assert status["pytest arguments"] == "-k 'V1_0 and (relu or floor)'"
+    journal = tmp_path / "results.jsonl"
+    lines = journal.read_text().splitlines(keepends=True)
+    planned = status["planned"]
+    assert len(lines) == planned and any("[general-async" in line for line in lines)
+    # Cut the run short, as Ctrl-C or a killed machine leaves it; resume without repeating the selection.
+    journal.write_text("".join(lines[:3]))
+    (tmp_path / "run.json").write_text(json.dumps(dict(status, status=f"interrupted after 3 of {planned} cases")))
+    r = nnconform("run", "--driver", "reference", "--resume", "--report-dir", str(tmp_path))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "resuming with the run's recorded suites vectors; variants general" in r.stdout
+    final = json.loads((tmp_path / "run.json").read_text())
+    assert final["status"] == f"complete: {planned} of {planned} cases", final
+    ids = [json.loads(line)["extra"]["nodeid"] for line in journal.read_text().splitlines()]
+    assert len(ids) == planned == len(set(ids)), "every case of the selection once, nothing else"
+    assert sorted(ids) == sorted(json.loads(line)["extra"]["nodeid"] for line in lines)
