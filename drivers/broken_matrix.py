@@ -21,6 +21,8 @@ vector still passes:
     AcceptsRank5Conv           takes a CONV_2D whose input and filter are rank 5 with a last
                                dimension of 1 by dropping that dimension, instead of rejecting
                                the model (CONV_2D needs rank 4)
+    AsyncAborts                execute_async aborts the driver's process (a crash only the
+                               async cells see; the cells after it need a new driver host)
     MixedRejections            answers invalid models in every wrong way at once, chosen by
                                the model's operand and operation counts (so the mutations of one
                                model get different answers): raises from supported_operations,
@@ -82,6 +84,19 @@ class _AsyncWrongPrepared(ReferencePreparedModel):
 class AsyncWrongResults(_Device):
     name = "broken-async-wrong-results"
     PREPARED = _AsyncWrongPrepared
+
+
+# ---- a crash on the async path -----------------------------------------------------------
+
+class _AsyncAbortPrepared(ReferencePreparedModel):
+    def execute_async(self, request, **kw):
+        import os
+        os.abort()
+
+
+class AsyncAborts(_Device):
+    name = "broken-async-aborts"
+    PREPARED = _AsyncAbortPrepared
 
 
 # ---- a burst that ignores measure_timing -----------------------------------------------

@@ -281,6 +281,68 @@ def _call(what: str, fn: Callable[[], Any]) -> Any:
         raise _Stop(FAIL, f"driver raised in {what}: {describe(e)}", what) from None
 
 
+def _host_state(device) -> tuple:
+    """What changes when a driver host is replaced or has an incident (an in-process device:
+    nothing)."""
+    return (getattr(device, "hosts_started", None), len(getattr(device, "incidents", None) or ()))
+
+
+class _SharedPrepared:
+    """The prepared models of one vector, kept across its cells of this process.
+
+    VTS's GeneratedTestHarness prepares a vector's model once per test and runs every executor
+    and timing combination on it; nnconform's cells are finer (one path, one timing), and the
+    cells that test execution, not preparation, share a preparation the same way: the first
+    such cell of a vector asks supported_operations and prepares, the next ones execute on
+    that prepared model.  That is three driver-host round trips fewer per cell (a third of a
+    cell on the reference driver).  Cells that test preparation itself (priority, caching,
+    deadline on prepare, quant_coupling, the mutations, invalid models) prepare their own.
+
+    It is dropped, and released, when the next vector (or device) comes, when the driver
+    host is replaced or has an incident, and after a cell that does not PASS or SKIP, so a
+    prepared model a failing cell may have left in a bad state never serves another cell."""
+
+    def __init__(self):
+        self.device = self.case = self.state = None
+        self.models: dict[str, tuple[Model, Any]] = {}
+
+    def lookup(self, ctx: "_Ctx", tag: str):
+        """The (model, prepared model) kept under ``tag`` for ctx's vector, or None.  Switching
+        vector releases the previous one's, within this cell: a host crash or hang then is an
+        incident of this cell, as one in its own release would be."""
+        if self.device is ctx.device and self.case is ctx.case and self.state == _host_state(ctx.device):
+            return self.models.get(tag)
+        self.drop(release=self.device is ctx.device)
+        # strong references: the identity checks above cannot match a new object at a reused address
+        self.device, self.case, self.state = ctx.device, ctx.case, _host_state(ctx.device)
+        return None
+
+    def keep(self, tag: str, model: Model, pm) -> None:
+        self.models[tag] = (model, pm)
+
+    def drop(self, release: bool = True) -> None:
+        """Forget the kept models; release them too when ``release`` and their host is the
+        one they were prepared on (after an incident the handles are stale)."""
+        models, healthy = self.models, self.device is not None and self.state == _host_state(self.device)
+        self.models, self.device, self.case, self.state = {}, None, None, None
+        if not (release and healthy):
+            return
+        for _, pm in models.values():
+            try:
+                pm.release()
+            except Exception:  # as _Ctx.release_all: a failing release is not the verdict of a cell
+                continue
+
+
+SHARED = _SharedPrepared()
+
+
+def forget_shared() -> None:
+    """Forget the prepared models kept for the last vector, without a driver call (the device
+    is about to be closed)."""
+    SHARED.drop(release=False)
+
+
 @dataclass
 class _Ctx:
     device: Any
@@ -319,6 +381,23 @@ class _Ctx:
             self.fail(f"prepare failed although every operation is supported: {pm}", "prepare")
         self.prepared.append(pm)
         return pm
+
+    def shared(self, tag: str = "model", build: Callable[[], Model | None] | None = None):
+        """(model, prepared model) for a cell that tests execution: ``build()`` (default: the
+        vector's model) asked about and prepared by the first such cell of the vector, kept
+        for the next ones (_SharedPrepared).  ``build`` returning None: (None, None)."""
+        got = SHARED.lookup(self, tag)
+        if got is not None:
+            return got
+        model = self.case.model if build is None else build()
+        if model is None:
+            return None, None
+        self.support(model)
+        pm = _call("prepare", lambda: self.device.prepare(model))
+        if isinstance(pm, DriverError):
+            self.fail(f"prepare failed although every operation is supported: {pm}", "prepare")
+        SHARED.keep(tag, model, pm)
+        return model, pm
 
     def release_all(self) -> None:
         for pm in self.prepared:
@@ -394,6 +473,8 @@ def run_variant(device, case, variant: Variant, *, seed: int = 0, mutation_cap: 
         outcome = CaseOutcome(PASS, f"[{variant.id}] {message}", "compare")
     except _Stop as s:
         outcome = CaseOutcome(s.outcome, s.message, s.stage, details=s.details)
+    if outcome.outcome not in (PASS, SKIP):
+        SHARED.drop()
     outcome.duration_s = time.perf_counter() - t0
     return outcome
 
@@ -418,8 +499,7 @@ def _general(ctx: _Ctx) -> str:
         if got.status != ErrorStatus.OUTPUT_INSUFFICIENT_SIZE and got.output_shapes:
             ctx.fail(f"{got.status.name} came with output shapes {list(got.output_shapes)} (must be empty)")
         return f"execution failed as expected: {got}"
-    ctx.support(case.model)
-    pm = ctx.prepare(case.model)
+    _, pm = ctx.shared()
     got = ctx.execute(pm, v.path, ctx.request(), measure_timing=v.timing)
     ctx.check(case.model, got, asked=v.timing)
     return "results, timing and output shapes right"
@@ -431,11 +511,9 @@ def _real_shapes(case) -> list[tuple[int, ...]]:
 
 def _dynamic_shape(ctx: _Ctx) -> str:
     v, case = ctx.variant, ctx.case
-    dyn = dynamic_variant(case.model)
+    dyn, pm = ctx.shared("dynamic_shape", lambda: dynamic_variant(case.model))
     if dyn is None:
         ctx.skip("no output with known dimensions to make unknown")
-    ctx.support(dyn)
-    pm = ctx.prepare(dyn)
     ctx.need_path(pm, v.path)
     real = _real_shapes(case)
     out0 = np.asarray(case.outputs[0])
@@ -471,8 +549,7 @@ def _dynamic_shape(ctx: _Ctx) -> str:
 
 def _fenced(ctx: _Ctx) -> str:
     v, case = ctx.variant, ctx.case
-    ctx.support(case.model)
-    pm = ctx.prepare(case.model)
+    _, pm = ctx.shared()
     ctx.need_path(pm, "fenced")
     if not fully_specified(case.model):
         why = verdict(ctx.execute(pm, "fenced", ctx.request(), measure_timing=v.timing),
@@ -519,8 +596,7 @@ def _memory_domain(ctx: _Ctx) -> str:
     device = ctx.device
     if not isinstance(device, MemoryDomains):
         ctx.skip("the driver has no memory domains (MemoryDomains)")
-    ctx.support(case.model)
-    pm = ctx.prepare(case.model)
+    _, pm = ctx.shared()
     ctx.need_path(pm, v.path)
 
     def allocate(dims, role_in=(), role_out=()):
@@ -623,8 +699,8 @@ def _deadline_at(bound: str) -> float | None:
 
 def _deadline(ctx: _Ctx) -> str:
     v, case = ctx.variant, ctx.case
-    ctx.support(case.model)
     if v.path == "prepare":
+        ctx.support(case.model)
         pm = _call("prepare", lambda: ctx.device.prepare(case.model, deadline=_deadline_at(v.arg)))
         if isinstance(pm, DriverError):
             if pm.status in MISSED_DEADLINE and v.arg != "unlimited":
@@ -634,7 +710,7 @@ def _deadline(ctx: _Ctx) -> str:
         ctx.prepared.append(pm)
         ctx.check(case.model, ctx.execute(pm, "sync", ctx.request()))
         return f"prepared within deadline {v.arg}; results right"
-    pm = ctx.prepare(case.model)
+    _, pm = ctx.shared()
     got = ctx.execute(pm, v.path, ctx.request(), deadline=_deadline_at(v.arg))
     if v.path != "sync" and v.arg == "now" and isinstance(got, ExecutionResult):
         # Beyond VTS (which allows NONE here): a deadline that has passed is passed on every
@@ -681,8 +757,7 @@ def _caching(ctx: _Ctx) -> str:
 
 def _infinite_loop(ctx: _Ctx) -> str:
     v, case = ctx.variant, ctx.case
-    ctx.support(case.model)
-    pm = ctx.prepare(case.model)
+    _, pm = ctx.shared()
     got = ctx.execute(pm, v.path, ctx.request(), measure_timing=v.timing, loop_timeout=LOOP_TIMEOUT_S)
     if isinstance(got, ExecutionResult):
         ctx.fail(f"a loop that never ends returned outputs with a {LOOP_TIMEOUT_S * 1e3:g} ms loop timeout")
@@ -725,8 +800,7 @@ def _mutation(ctx: _Ctx) -> str:
 def _request_mutation(ctx: _Ctx) -> str:
     v, case = ctx.variant, ctx.case
     from .mutations import request_mutation_class, request_mutations
-    ctx.support(case.model)
-    pm = ctx.prepare(case.model)
+    _, pm = ctx.shared()
     ctx.need_path(pm, v.path)
     mutations = [m for m in request_mutations(case.model, ctx.request()) if request_mutation_class(m.name) == v.arg]
     if not mutations:

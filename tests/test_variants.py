@@ -2,6 +2,7 @@
 run_case, feature-level scope, the reference passing every cell on a small fixed set of golden
 vectors, and each deliberately broken driver of nnconform.drivers.broken_matrix failing only
 the cells of its own defect."""
+import collections
 import csv
 import json
 import os
@@ -265,6 +266,81 @@ def test_broken_driver_fails_only_its_own_cells(name, subset):
     assert failed, f"{name}: no cell of the matrix caught it"
     stray = {k: m for k, m in failed.items() if not own(_variant_of(k, subset), k.split("[")[0])}
     assert not stray, f"{name} failed cells outside its own defect: {stray}"
+
+
+# ---- one preparation per vector for the cells that test execution ------------------------
+
+class _CountingPrepared(ReferencePreparedModel):
+    def release(self):
+        self.calls["release"] += 1
+        super().release()
+
+
+class _Counting(broken_matrix._Device):
+    """The reference, counting the calls a shared preparation saves."""
+    PREPARED = _CountingPrepared
+
+    def __init__(self):
+        super().__init__()
+        self.calls = collections.Counter()
+
+    def supported_operations(self, model):
+        self.calls["supported_operations"] += 1
+        return super().supported_operations(model)
+
+    def prepare(self, model, **kw):
+        self.calls["prepare"] += 1
+        pm = super().prepare(model, **kw)
+        pm.calls = self.calls
+        return pm
+
+
+EXECUTION_CELLS = [Variant("general", p, timing=t) for p in ("sync", "async", "burst") for t in (False, True)] + [
+    Variant("fenced", "fenced"), Variant("memory_domain", "async"), Variant("deadline", "sync", "unlimited"),
+    Variant("request_mutation", "fenced", "input_wrong_rank")]
+
+
+def test_the_execution_cells_of_a_vector_share_one_preparation(subset):
+    _, add, add_path = subset[0]
+    _, conv, conv_path = subset[2]
+    dev = _Counting()
+    case = case_from_dict(add, add_path)
+    for v in EXECUTION_CELLS:
+        assert run_variant(dev, case, v, seed=1).outcome == "PASS", v
+    assert dev.calls == {"supported_operations": 1, "prepare": 1}, dev.calls
+    # dynamic shape prepares its own model once; a cell testing preparation prepares for itself
+    for v in (Variant("dynamic_shape", "sync"), Variant("dynamic_shape", "burst", timing=True),
+              Variant("priority", arg="high")):
+        assert run_variant(dev, case, v, seed=1).outcome == "PASS", v
+    assert dev.calls == {"supported_operations": 3, "prepare": 3, "release": 1}, dev.calls
+    # the next vector releases the previous one's two shared preparations
+    assert run_variant(dev, case_from_dict(conv, conv_path), EXECUTION_CELLS[0], seed=1).outcome == "PASS"
+    assert dev.calls == {"supported_operations": 4, "prepare": 4, "release": 3}, dev.calls
+
+
+def test_a_failing_cell_leaves_no_preparation_for_the_next(subset):
+    _, add, add_path = subset[0]
+    dev = _Counting()
+    dev.PREPARED = type("Wrong", (_CountingPrepared, broken_matrix._AsyncWrongPrepared), {})
+    case = case_from_dict(add, add_path)
+    got = [run_variant(dev, case, Variant("general", p), seed=1).outcome for p in ("sync", "async", "burst")]
+    assert got == ["PASS", "FAIL", "PASS"]
+    assert dev.calls == {"supported_operations": 2, "prepare": 2, "release": 1}, dev.calls
+
+
+def test_a_crash_on_one_path_gives_the_next_cells_a_new_host_and_preparation(subset):
+    """Through a driver host: the async cell's abort is its CRASH; the shared preparation died
+    with that host, and the burst cell after it prepares on the new host and passes."""
+    from nnconform.isolation import open_isolated
+    _, add, add_path = subset[0]
+    case = case_from_dict(add, add_path)
+    dev = open_isolated("nnconform.drivers.broken_matrix:AsyncAborts")
+    try:
+        got = [run_variant(dev, case, Variant("general", p), seed=1) for p in ("sync", "async", "burst", "sync")]
+        assert [o.outcome for o in got] == ["PASS", "CRASH", "PASS", "PASS"], [(o.outcome, o.message) for o in got]
+        assert dev.hosts_started == 2 and len(dev.incidents) == 1
+    finally:
+        dev.close()
 
 
 # ---- end to end: ids, rows, the report table, out-of-scope vectors ------------------------
