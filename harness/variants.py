@@ -756,7 +756,7 @@ def _caching(ctx: _Ctx) -> str:
 
 
 def _infinite_loop(ctx: _Ctx) -> str:
-    v, case = ctx.variant, ctx.case
+    v = ctx.variant
     _, pm = ctx.shared()
     got = ctx.execute(pm, v.path, ctx.request(), measure_timing=v.timing, loop_timeout=LOOP_TIMEOUT_S)
     if isinstance(got, ExecutionResult):
