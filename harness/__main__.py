@@ -1,3 +1,2 @@
-import sys
-from .cli import main
-sys.exit(main())
+from .cli import console_main
+console_main()
