@@ -7,6 +7,8 @@ vectors passed (from a vectors-suite results file, when given).
 """
 from __future__ import annotations
 
+import os
+
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,13 +57,15 @@ def example_counts() -> dict[str, Counter]:
     return counts
 
 
-def vector_counts(results_path: Path) -> tuple[dict[str, Counter], dict[str, Counter]]:
-    """From a vectors-suite results file: (passed, run) per operation and data type.  The
-    data type of a row is that of its main-graph inputs and outputs."""
+def vector_counts(results) -> tuple[dict[str, Counter], dict[str, Counter]]:
+    """From a vectors-suite results file (or its records, already read): (passed, run) per
+    operation and data type.  The data type of a row is that of its main-graph inputs and
+    outputs."""
     from .results import read_results
     passed: dict[str, Counter] = defaultdict(Counter)
     run: dict[str, Counter] = defaultdict(Counter)
-    for r in read_results(results_path):
+    records = read_results(results) if isinstance(results, (str, os.PathLike)) else results
+    for r in records:
         if r.suite != "vectors" or r.outcome == "SKIP":
             continue
         for op in r.operations:
@@ -74,10 +78,12 @@ def vector_counts(results_path: Path) -> tuple[dict[str, Counter], dict[str, Cou
     return passed, run
 
 
-def coverage(results_path: Path | None = None) -> list[CoverageRow]:
+def coverage(results=None) -> list[CoverageRow]:
+    """The coverage table; ``results``: a results file or its records (vectors passed and run
+    are counted from them), or None."""
     load_all()
     ex = example_counts()
-    passed, run = vector_counts(results_path) if results_path else ({}, {})
+    passed, run = vector_counts(results) if results is not None else ({}, {})
     rows = []
     for t in OperationType:
         if t in _EXCLUDED:

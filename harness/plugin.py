@@ -924,13 +924,15 @@ def _write_item_row(item: pytest.Item, phases: dict):
     return row
 
 
-def _journal_counts(report_dir: Path) -> tuple[int, dict]:
-    """Distinct cases recorded (by node id) and outcome counts, from the journal."""
+def _journal_counts(report_dir: Path, rows: list | None = None) -> tuple[int, dict]:
+    """Distinct cases recorded (by node id) and outcome counts, from the journal (or its
+    ``rows``, already read)."""
     from .results import read_results
     path = report_dir / "results.jsonl"
-    if not path.exists():
-        return 0, {}
-    rows = read_results(path)
+    if rows is None:
+        if not path.exists():
+            return 0, {}
+        rows = read_results(path)
     latest: dict[str, str] = {}
     for i, r in enumerate(rows):
         latest[str(r.extra.get("nodeid") or f"#{i}")] = r.outcome
@@ -968,8 +970,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     if s._reportdir is None:
         return    # no conformance case in this pytest run
     from .reportdir import describe_os_error
+    from .results import read_results
+    # The journal is read once here, for the status, the summary and the reports (a
+    # --variants all run has 538,000 rows: each read took 20 s).
+    journal = s.report_dir / "results.jsonl"
     try:
-        done, counts = _journal_counts(s.report_dir)
+        rows = read_results(journal) if journal.exists() else []
+        done, counts = _journal_counts(s.report_dir, rows)
     except (OSError, ValueError) as e:
         s.status_line = f"nnconform: cannot read the results journal: {e}"
         return
@@ -987,11 +994,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
         if done:
             from .reports import build_reports
             from .reports.summary import build_summary, write_summary
-            from .results import read_results
             meta = dict(s.meta(), status=status)
-            s.rows_read = read_results(s.report_dir / "results.jsonl")
-            s.summary_path = write_summary(s.report_dir, s.rows_read, meta)
-            summary = build_summary(s.rows_read, meta)
+            s.rows_read = rows
+            summary = build_summary(rows, meta)
+            s.summary_path = write_summary(s.report_dir, rows, meta, summary=summary)
             history = None
             if session.config.getoption("nn_history"):
                 from .reports.history import append_history, read_history
@@ -999,7 +1005,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
                 history = read_history(session.config.getoption("nn_history"))
             # The coverage table describes the reference executor; show it on reference runs.
             s.reports = build_reports(s.report_dir, meta=meta, with_coverage=s.driver_spec == "reference",
-                                      history=history)
+                                      history=history, records=rows)
             _finish_ci(session, s, summary)
     except OSError as e:
         s.status_line = f"nnconform: {describe_os_error(e, s.report_dir)}; rows already in results.jsonl are valid"

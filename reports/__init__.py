@@ -20,12 +20,14 @@ __all__ = ["build_reports", "write_csv", "write_html", "RESULTS_FILE", "CSV_FILE
 
 def build_reports(report_dir: str | os.PathLike, meta: Mapping[str, object] | None = None,
                   title: str = "nnconform report", with_coverage: bool = False,
-                  history: list[dict] | None = None) -> tuple[Path, Path]:
-    """Read ``report_dir/results.jsonl`` and write ``results.csv`` and ``report.html`` beside
-    it.  Returns (csv_path, html_path).  ``with_coverage`` adds the reference executor's
-    operation coverage table (vectors passed counted from these results).  A truncated last row (killed run) is ignored."""
+                  history: list[dict] | None = None, records: list | None = None) -> tuple[Path, Path]:
+    """Read ``report_dir/results.jsonl`` (unless its ``records`` are given, already read) and
+    write ``results.csv`` and ``report.html`` beside it.  Returns (csv_path, html_path).
+    ``with_coverage`` adds the reference executor's operation coverage table (vectors passed
+    counted from these results).  A truncated last row (killed run) is ignored."""
     report_dir = Path(report_dir)
-    records = read_results(report_dir / RESULTS_FILE)
+    if records is None:
+        records = read_results(report_dir / RESULTS_FILE)
     # Written under a fresh temporary name, then renamed into place: a symlink planted at
     # results.csv or report.html is replaced, never written through.
     fd, tmp = tempfile.mkstemp(prefix=".results.csv.", suffix=".tmp", dir=report_dir)
@@ -40,7 +42,7 @@ def build_reports(report_dir: str | os.PathLike, meta: Mapping[str, object] | No
     coverage_rows = None
     if with_coverage:
         from nnconform.coverage import coverage
-        coverage_rows = coverage(report_dir / RESULTS_FILE)
+        coverage_rows = coverage(records)
     html_path = write_html(records, report_dir / HTML_FILE, title=title, meta=meta, coverage_rows=coverage_rows,
                            history=history)
     return csv_path, html_path

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from pathlib import Path
 from typing import Iterable
@@ -33,17 +34,43 @@ def defuse_cell(value):
     return value
 
 
+_NUMBERS = (int, float)
+_TEXT = ("suite", "test_id", "driver", "outcome", "blamed_operation", "blamed_data_type", "message", "replay",
+         "timestamp")
+_LISTS = ("operations", "data_types")
+
+
+def _cells(values: dict, extra_text: str) -> tuple:
+    return tuple(LIST_SEPARATOR.join(values[k]) if k in _LISTS else extra_text if k == "extra" else values[k]
+                 for k in COLUMNS)
+
+
+def _as_written(r: ResultRecord) -> tuple | None:
+    """The record's cells as results.jsonl has its values, with ``extra`` as its CSV text,
+    when every value already is plain JSON (the rows nnconform writes); None otherwise (numpy
+    values, NaN, paths...: _through_json)."""
+    d, s = r.duration_s, r.seed
+    if not ((type(d) in _NUMBERS and math.isfinite(d)) and (s is None or type(s) is int)
+            and (r.spec_path is None or type(r.spec_path) is str)
+            and all(type(getattr(r, k)) is str for k in _TEXT)):
+        return None
+    try:
+        extra = json.dumps(r.extra, sort_keys=True, allow_nan=False) if r.extra else ""
+    except (TypeError, ValueError):
+        return None
+    return _cells(r.__dict__, extra)
+
+
+def _through_json(r: ResultRecord) -> tuple:
+    # Through the results-file JSON, so numpy values and NaNs in ``extra`` look the same here
+    # as in results.jsonl.
+    d = json.loads(record_to_json(r))
+    return _cells(d, json.dumps(d["extra"], sort_keys=True) if d["extra"] else "")
+
+
 def records_frame(records: Iterable[ResultRecord]) -> pd.DataFrame:
-    rows = []
-    for r in records:
-        # Go through the results-file JSON so numpy values and NaNs in ``extra`` look the
-        # same here as in results.jsonl.
-        d = json.loads(record_to_json(r))
-        d["operations"] = LIST_SEPARATOR.join(d["operations"])
-        d["data_types"] = LIST_SEPARATOR.join(d["data_types"])
-        d["extra"] = json.dumps(d["extra"], sort_keys=True) if d["extra"] else ""
-        rows.append(d)
-    df = pd.DataFrame(rows, columns=COLUMNS)
+    rows = [_as_written(r) or _through_json(r) for r in records]
+    df = pd.DataFrame.from_records(rows, columns=COLUMNS) if rows else pd.DataFrame(columns=COLUMNS)
     # Keep seeds integral (a column with some None would otherwise become float).
     df["seed"] = df["seed"].astype("Int64")
     return df
@@ -55,7 +82,10 @@ def write_csv(records: Iterable[ResultRecord], path: str | os.PathLike) -> Path:
     df = records_frame(records)
     for col in df.columns:
         if not pd.api.types.is_numeric_dtype(df[col]):   # text columns; numbers keep their sign
-            df[col] = df[col].map(defuse_cell)
+            # defuse_cell on the cells that need it (a column-wide test, not a call per cell)
+            risky = df[col].astype(str).str.startswith(FORMULA_STARTS)
+            if risky.any():
+                df.loc[risky, col] = df.loc[risky, col].map(defuse_cell)
     # RFC 4180 line ends: the csv writer then quotes a cell holding a bare "\r" too (with
     # "\n" line ends it would not, and a reader would split the row there).
     df.to_csv(path, index=False, lineterminator="\r\n")

@@ -104,10 +104,13 @@ def build_summary(records: Iterable[ResultRecord], meta: Mapping[str, object] | 
 
 
 def write_summary(report_dir: str | Path, records: Iterable[ResultRecord],
-                  meta: Mapping[str, object] | None = None) -> Path:
+                  meta: Mapping[str, object] | None = None, summary: dict | None = None) -> Path:
+    """Write summary.json: ``summary`` if already built from these records, else built here."""
     from nnconform.reportdir import atomic_write
     path = Path(report_dir) / SUMMARY_FILE
-    atomic_write(path, json.dumps(build_summary(records, meta), indent=1, sort_keys=False) + "\n")
+    if summary is None:
+        summary = build_summary(records, meta)
+    atomic_write(path, json.dumps(summary, indent=1, sort_keys=False) + "\n")
     return path
 
 

@@ -68,6 +68,35 @@ def test_write_csv_of_no_records(tmp_path):
     assert pd.read_csv(p).empty
 
 
+def test_csv_rows_with_numpy_values_read_as_the_journal_has_them(tmp_path):
+    """Rows of plain values take the quick path, rows holding numpy values, NaN or paths go
+    through the journal's JSON: both give what the journal holds, numbers and formulas alike."""
+    import csv
+    from pathlib import Path
+
+    import numpy as np
+
+    from nnconform.results import record_to_json
+    rows = [ResultRecord("vectors", "plain", "ref", "PASS", ["ADD"], ["fp32"], duration_s=0.25, seed=3,
+                         extra={"b": 1, "a": "x\u00e9"}),
+            ResultRecord("vectors", "=numpy", "ref", "FAIL", ["ADD"], ["fp32"], duration_s=np.float32(0.5),
+                         seed=np.int64(4), message="-1 off", extra={"max": np.float64(2.5), "ids": np.arange(2)}),
+            ResultRecord("vectors", "nan", "ref", "FAIL", ["ADD"], ["fp32"], duration_s=float("nan"),
+                         extra={"err": float("inf"), "where": Path("/tmp/x")}),
+            ResultRecord("vectors", "+plain", "ref", "PASS", [], [], duration_s=-1.0, message="@sum")]
+    path = write_csv(rows, tmp_path / "r.csv")
+    with open(path, newline="") as fh:
+        got = list(csv.DictReader(fh))
+    for r, row in zip(rows, got):
+        want = json.loads(record_to_json(r))
+        assert row["extra"] == (json.dumps(want["extra"], sort_keys=True) if want["extra"] else ""), row
+        assert row["duration_s"] == ("" if want["duration_s"] is None else str(want["duration_s"]))
+        assert row["seed"] == ("" if want["seed"] is None else str(want["seed"]))
+    assert [row["test_id"] for row in got] == ["plain", "'=numpy", "nan", "'+plain"]
+    assert got[1]["message"] == "'-1 off" and got[3]["message"] == "'@sum"
+    assert got[3]["duration_s"] == "-1.0"                     # a number keeps its sign
+
+
 def cell(html_text, op, dtype):
     m = re.search(rf'<td class="([^"]*)" data-op="{re.escape(op)}" data-type="{re.escape(dtype)}"'
                   rf'(?: title="([^"]*)")?(?: style="[^"]*")?>([^<]*)</td>', html_text)
