@@ -198,8 +198,8 @@ def recorded_selection(report_dir: Path) -> dict:
     if isinstance(status.get("pytest arguments"), str) and status["pytest arguments"].strip():
         try:
             out["pytest_args"] = shlex.split(status["pytest arguments"])
-        except ValueError:
-            pass          # unreadable: the user gives them again after --
+        except ValueError as e:     # edited by hand: said, and the user gives them again after --
+            out["pytest_args_problem"] = f"{e}"
     return out
 
 
@@ -218,6 +218,9 @@ def _with_recorded_selection(a: argparse.Namespace, extra: list[str]) -> tuple[a
     if not extra and rec.get("pytest_args"):
         extra = list(rec["pytest_args"])
         used.append("pytest arguments " + " ".join(extra))
+    if not extra and rec.get("pytest_args_problem"):
+        print(f"nnconform: the run's recorded pytest arguments cannot be read ({rec['pytest_args_problem']}); "
+              f"resuming without them (give them again after --)", flush=True)
     if used:
         print(f"nnconform: resuming with the run's recorded {'; '.join(used)}", flush=True)
     return a, extra

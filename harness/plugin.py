@@ -924,15 +924,8 @@ def _write_item_row(item: pytest.Item, phases: dict):
     return row
 
 
-def _journal_counts(report_dir: Path, rows: list | None = None) -> tuple[int, dict]:
-    """Distinct cases recorded (by node id) and outcome counts, from the journal (or its
-    ``rows``, already read)."""
-    from .results import read_results
-    path = report_dir / "results.jsonl"
-    if rows is None:
-        if not path.exists():
-            return 0, {}
-        rows = read_results(path)
+def _case_counts(rows: list) -> tuple[int, dict]:
+    """Distinct cases recorded (by node id) and outcome counts, from the journal's rows."""
     latest: dict[str, str] = {}
     for i, r in enumerate(rows):
         latest[str(r.extra.get("nodeid") or f"#{i}")] = r.outcome
@@ -976,7 +969,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     journal = s.report_dir / "results.jsonl"
     try:
         rows = read_results(journal) if journal.exists() else []
-        done, counts = _journal_counts(s.report_dir, rows)
+        done, counts = _case_counts(rows)
     except (OSError, ValueError) as e:
         s.status_line = f"nnconform: cannot read the results journal: {e}"
         return

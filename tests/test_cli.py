@@ -123,3 +123,14 @@ def test_resume_runs_the_rest_of_the_recorded_selection(tmp_path):
     ids = [json.loads(line)["extra"]["nodeid"] for line in journal.read_text().splitlines()]
     assert len(ids) == planned == len(set(ids)), "every case of the selection once, nothing else"
     assert sorted(ids) == sorted(json.loads(line)["extra"]["nodeid"] for line in lines)
+
+
+def test_recorded_selection_says_when_the_arguments_cannot_be_read(tmp_path):
+    from nnconform.cli import recorded_selection
+    (tmp_path / "run.json").write_text(json.dumps({"suites": "vectors, vts", "vectors variants": "all",
+                                                   "pytest arguments": "-k 'unclosed"}))
+    rec = recorded_selection(tmp_path)
+    assert rec["suites"] == ["vectors", "vts"] and rec["variants"] == "all"
+    assert "pytest_args" not in rec and "quotation" in rec["pytest_args_problem"]
+    (tmp_path / "run.json").write_text("[1, 2]")
+    assert recorded_selection(tmp_path) == {}
