@@ -79,10 +79,14 @@ def open_cluster(address: str, resources: dict[str, float] | None = None, timeou
         if m:
             with dask.config.set({"distributed.scheduler.allowed-failures": 0,
                                   "distributed.worker.daemon": False,     # workers start driver hosts
-                                  "distributed.logging.distributed": "error"}):
+                                  # Workers log at shutdown when the scheduler goes first ("Failed
+                                  # to communicate with scheduler during heartbeat", with a
+                                  # traceback): noise, since a batch a worker loses is the
+                                  # dispatcher's own one-line verdict.
+                                  "distributed.logging.distributed": "critical"}):
                 cluster = LocalCluster(n_workers=int(m.group(1)), threads_per_worker=1, processes=True,
                                        dashboard_address=None, resources=resources or None,
-                                       silence_logs=40)
+                                       silence_logs=50)
             client = Client(cluster, timeout=timeout)
             # The scheduler runs in this process: its "worker died" errors are the dispatcher's
             # one line ("batch ... lost on ...") here.
