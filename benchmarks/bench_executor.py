@@ -228,6 +228,7 @@ def main() -> None:
                    help="onnxruntime intra-op threads and BLAS threads (default 1)")
     p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                    help="wall: time.perf_counter; cpu: time.process_time (steadier on a loaded machine)")
+    p.add_argument("-k", dest="only", default="", help="only the cases whose name contains this text (e.g. DEPTHWISE)")
     a = p.parse_args()
     clock = time.process_time if a.clock == "cpu" else time.perf_counter
     try:
@@ -236,8 +237,12 @@ def main() -> None:
     except ImportError:
         have_ort = False
         print("onnxruntime is not installed (pip install nnconform[onnx]): reference column only")
+    from nnconform.ops import jit
+    print(f"reference: {jit.describe()}; load average {os.getloadavg()[0]:.1f}")
     print(f"{'case':40s} {'type':7s} {'reference ms':>13s} {'onnxruntime ms':>15s} {'ratio':>7s}")
     for label, kind, make in CASES:
+        if a.only not in label:
+            continue
         for quant in (False, True):
             model, inputs, params = make(quant)
             ex = Executor(model)

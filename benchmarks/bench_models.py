@@ -67,7 +67,9 @@ def main() -> None:
             drivers[name] = None
     entries = available_models()
     names = a.models or list(entries)
-    print(f"{'model':34s} {'ops':>4s} {'reference':>10s} {'onnxruntime':>12s} {'tflite':>8s} {'ref/best':>9s}"
+    from nnconform.ops import jit
+    print(f"reference: {jit.describe()}")
+    print(f"{'model':34s} {'ops':>4s} {'reference':>10s} {'onnxruntime':>12s} {'tflite':>8s} {'ref/best':>9s} {'ref/ort':>8s}"
           f"   (median ms, {a.clock} clock, {a.repeats} runs)")
     for name in names:
         entry = entries[name]
@@ -86,7 +88,7 @@ def main() -> None:
         def f(v, w):
             return f"{v:{w}.2f}" if v is not None else f"{'-':>{w}s}"
         print(f"{name:34s} {len(model.main.operations):4d} {f(ref, 10)} {f(ort, 12)} {f(tfl, 8)} "
-              f"{(f'{ref / best:8.1f}x' if best else '        -')}")
+              f"{(f'{ref / best:8.1f}x' if best else '        -')} {(f'{ref / ort:7.1f}x' if ort else '       -')}")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..ir import Operand, OperandType as T
-from . import activation, layout
+from . import activation, jit, layout
 from .padding import PADDING_SAME, PADDING_VALID, WindowPairs, explicit_padding, output_size
 from .quant import multiply_by_quantized_multiplier, quantize_multiplier
 from .registry import OpContext, OpView
@@ -617,7 +617,15 @@ def _fused_requantizer(acc_bound: int, bias: np.ndarray, mult: np.ndarray, shift
             np.copyto(rflat[start:start + k], v, casting="unsafe")
         return result
 
+    per_channel: dict = {}      # channel count -> the compiled path's parameter arrays
+
     def run(acc: np.ndarray, bias: np.ndarray, lo: int, hi: int, dtype) -> np.ndarray:
+        if jit.worth(acc.size, at=1 << 8) and (acc.dtype.kind in "iu" or acc_bound + bias_max <= 1 << 53):
+            channels = acc.shape[-1]
+            params = per_channel.get(channels)
+            if params is None:
+                params = per_channel[channels] = jit.requant_params(channels, m_eff, offset, rshift, sign_mask)
+            return jit.requantize(acc, bias, params, lo, hi, dtype, acc_bound < 1 << 31)
         # (below one block, the setup of the flat variant costs more than it saves)
         if acc.dtype in (np.float32, np.float64) and acc_bound + bias_max <= 1 << 53 \
                 and acc.size >= _REQUANT_BLOCK:

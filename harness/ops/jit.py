@@ -1,0 +1,300 @@
+"""Compiled inner loops for the reference's slowest operations, when numba is installed.
+
+``pip install nnconform[fast]`` adds numba.  Without it (or with ``NNCONFORM_JIT=0``) every
+operation runs its numpy code; with it, the loops below replace a numpy path only where
+that path is far from what a compiled kernel does, and only on tensors big enough to pay
+the call (a CTS vector's few dozen elements stay on numpy: no compile, no import).
+
+The contract is the bits.  Each kernel does, per output element, the same IEEE operations
+in the same order as the numpy path it stands in for: float32 products added one tap after
+another, then the bias.  numba compiles without fast-math, so LLVM neither reassociates the
+sums nor fuses a multiply and an add into an FMA (a fused one rounds once, not twice, and
+would change the last bit).  tests/ops/test_jit.py compares both paths bit for bit on
+seeded shapes, strides, dilations and signed zeros.
+
+Why compiled loops, kernel by kernel:
+- DEPTHWISE_CONV_2D adds fh*fw products per output in a fixed order, which numpy can only
+  do as fh*fw passes over the whole output (each a multiply and an add through memory); a
+  compiled loop adds three taps per pass over an output row held in L1.
+- Requantisation (every quantised convolution and FULLY_CONNECTED) is a dozen int64 numpy
+  passes; compiled, one pass with the intermediates in registers.
+- Quantised FULLY_CONNECTED on a few rows: numpy's exact product goes through float32 BLAS
+  on 4-byte offsets of the weights (in K-slices summed in float64 when a partial sum could
+  pass 2**24); compiled, an int32 dot product reads the stored weight bytes.
+- Quantised 8-bit ADD/SUB/MUL read a 65,536-entry exact table; numpy first builds a uint16
+  index array, the compiled gather makes each index in a register.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+# Elements (of work: outputs, or products / 16 for a dot product) from which a compiled
+# kernel is worth its call (and, once per process, the import of numba: ~0.3 s).  The numpy
+# paths cost microseconds below this.  A kernel may ask for more or less (``worth(n, at)``):
+# requantisation pays from a few hundred outputs, where numpy's fused passes still cost
+# ~50 us of per-call overhead.
+MIN_ELEMENTS = 1 << 14
+
+_state: dict[str, object] = {}
+
+
+def enabled() -> bool:
+    """True when numba imports and NNCONFORM_JIT is not 0 (decided once per process)."""
+    if "on" not in _state:
+        if os.environ.get("NNCONFORM_JIT", "1").strip() in ("0", "false", "no", "off"):
+            _state["on"], _state["why"] = False, "NNCONFORM_JIT=0"
+        else:
+            try:
+                import numba  # noqa: F401 - availability only; kernels compile on first use
+                _state["on"], _state["why"] = True, f"numba {numba.__version__}"
+            except ImportError:
+                _state["on"], _state["why"] = False, "numba not installed (pip install nnconform[fast])"
+    return bool(_state["on"])
+
+
+def describe() -> str:
+    """One line for run headers: which kernels the reference uses and why."""
+    return ("compiled kernels: " if enabled() else "numpy only: ") + str(_state["why"])
+
+
+def worth(elements: int, at: int | None = None) -> bool:
+    """Whether to run a compiled kernel on this much work (``at``: the kernel's own
+    threshold, scaled with MIN_ELEMENTS so that tests can move every threshold at once)."""
+    floor = MIN_ELEMENTS if at is None else at * MIN_ELEMENTS // (1 << 14)
+    return elements >= floor and enabled()
+
+
+def _compile(name: str):
+    kernel = _state.get(name)
+    if kernel is None:
+        from numba import njit
+        global _add_taps, _tap_run
+        if _add_taps is None:       # the kernels' helpers, compiled into them (module globals)
+            _add_taps = njit(inline="always", cache=True)(_add_taps_py)
+            _tap_run = njit(inline="always", cache=True)(_tap_run_py)
+        # cache=True keeps the machine code beside this file (__pycache__), so a new worker
+        # or driver host loads it instead of compiling again (~1 s a kernel).
+        kernel = njit(cache=True, nogil=True)(_PY[name])
+        _state[name] = kernel
+    return kernel
+
+
+def _add_taps_py(o, s0, s1, s2, w0, w1, w2, taps, first):
+    # o[k] (+)= s0[k]*w0[k] + s1[k]*w1[k] + s2[k]*w2[k] for the first ``taps`` (1..3) terms,
+    # each added in turn to the running sum ((o + t0) + t1) + t2, which is the order and
+    # the roundings of one pass a tap; ``first``: the sum starts at t0 (no o).
+    n = o.shape[0]
+    if taps == 3:
+        if first:
+            for k in range(n):
+                o[k] = (s0[k] * w0[k] + s1[k] * w1[k]) + s2[k] * w2[k]
+        else:
+            for k in range(n):
+                o[k] = ((o[k] + s0[k] * w0[k]) + s1[k] * w1[k]) + s2[k] * w2[k]
+    elif taps == 2:
+        if first:
+            for k in range(n):
+                o[k] = s0[k] * w0[k] + s1[k] * w1[k]
+        else:
+            for k in range(n):
+                o[k] = (o[k] + s0[k] * w0[k]) + s1[k] * w1[k]
+    elif first:
+        for k in range(n):
+            o[k] = s0[k] * w0[k]
+    else:
+        for k in range(n):
+            o[k] = o[k] + s0[k] * w0[k]
+
+
+_add_taps = None
+
+
+def _depthwise_py(ph, w, out, sh, sw, dh, dw, bias, has_bias, zero_start):
+    # ph [SW, N, H', WQ, C]: the padded input's columns split into their stride phases
+    # (column x*sw + j*dw is column x + (j*dw)//sw of phase (j*dw)%sw; one phase, the input
+    # itself, for stride 1), so the inputs a tap multiplies along an output row are one
+    # contiguous run.  w [fh, fw, C], out [N, OH, OW, C], bias [C].
+    # One output row (OW*C values) at a time stays in L1 while its fh*fw taps are added in
+    # order, up to three taps of a filter row per pass (a third of the loads and stores of
+    # one pass a tap, the same sums), each pass one vector loop over the row with the taps
+    # and the bias tiled across it.  Runs are taken as slices and indexed from 0 by the
+    # loop counter: numba then knows no index is negative and vectorises the loop (an
+    # offset index costs a wrap-around check per element that stops it: 6x slower).
+    n, oh, ow, c = out.shape
+    fh, fw = w.shape[0], w.shape[1]
+    row = ow * c
+    wt = np.empty((fh, fw, row), w.dtype)
+    bt = np.empty(row, w.dtype)
+    for x in range(ow):
+        for i in range(fh):
+            for j in range(fw):
+                wt[i, j, x * c:(x + 1) * c] = w[i, j]
+        if has_bias:
+            bt[x * c:(x + 1) * c] = bias
+    for b in range(n):
+        for y in range(oh):
+            o = out[b, y].reshape(row)
+            if zero_start:
+                o[:] = 0
+            for i in range(fh):
+                iy = y * sh + i * dh
+                for j0 in range(0, fw, 3):
+                    taps = min(3, fw - j0)
+                    first = i == 0 and j0 == 0 and not zero_start
+                    j1, j2 = j0 + min(1, taps - 1), j0 + min(2, taps - 1)   # repeats are not used
+                    s0 = _tap_run(ph, b, iy, j0 * dw, sw, c, row)
+                    s1 = _tap_run(ph, b, iy, j1 * dw, sw, c, row)
+                    s2 = _tap_run(ph, b, iy, j2 * dw, sw, c, row)
+                    _add_taps(o, s0, s1, s2, wt[i, j0], wt[i, j1], wt[i, j2], taps, first)
+            if has_bias:
+                for k in range(row):
+                    o[k] = o[k] + bt[k]
+
+
+def _tap_run_py(ph, b, iy, col, sw, c, row):
+    # The ``row`` inputs a tap at input column ``col`` multiplies along input row ``iy``.
+    left = (col // sw) * c
+    return ph[col % sw, b, iy].reshape(ph.shape[3] * c)[left:left + row]
+
+
+_tap_run = None
+
+
+def _requantize_py(acc, bias, m, off, rs, sign, lo, hi, narrow, out):
+    # conv_common._fused_requantizer's formula, one element at a time in int64: acc [R, C]
+    # (exact integers in any int or float dtype), per-channel bias, multiplier (left shift
+    # folded in), offset (rounding and zero point), right shift and sign mask [C] -> out.
+    # Written for AVX2, which has no int64 <-> float conversion, arithmetic shift or min/max
+    # in vector form (a loop using any of them runs one element at a time, 2-3x slower):
+    #  - ``narrow`` accumulators (every |acc| < 2**31, by the caller's bound) convert
+    #    through int32;
+    #  - the floor division by 2**rs is a logical shift of u + 2**62 (non-negative: |u| <
+    #    2**62 by the requantiser's bounds) less 2**(62 - rs), the same integer;
+    #  - the result (|v| < 2**30, also by those bounds) is clamped in int32.
+    rows, c = acc.shape
+    big = np.int64(1) << 62
+    lo32, hi32 = np.int32(lo), np.int32(hi)
+    for r in range(rows):
+        a = acc[r]
+        o = out[r]
+        for k in range(c):
+            if narrow:
+                x = np.int64(np.int32(a[k]))
+            else:
+                x = np.int64(a[k])
+            u = (x + bias[k]) * m[k] + (1 << 30)
+            if u < 0:
+                u = u + sign[k]
+            u = u + off[k]
+            v = np.int32(np.int64(np.uint64(u + big) >> np.uint64(rs[k])) - (big >> rs[k]))
+            o[k] = min(max(v, lo32), hi32)
+
+
+def _gather_pairs_py(table, a, b, out):
+    # out[i] = table[a[i] * 256 + b[i]] over flat byte arrays: the index is made in a
+    # register, not as a uint16 array numpy must write, widen and read back.
+    for i in range(a.shape[0]):
+        out[i] = table[(np.uint32(a[i]) << 8) | np.uint32(b[i])]
+
+
+def _dot_offsets_py(xo, w, wz, out):
+    # out[m, n] = sum over k of xo[m, k] * (w[n, k] - wz), exactly, in int32 (the caller
+    # bounds every partial sum): the sum of xo * w over the stored weight bytes, widened in
+    # registers, less wz times the row sum of xo.  Integer sums do not depend on the order.
+    # xo is int16 (|x - xz| <= 255), so LLVM multiplies 16-bit lanes into 32-bit sums (AVX2
+    # vpmaddwd); the products are taken in a loop of their own, which LLVM vectorises where
+    # the same loop beside the zero-point correction stayed scalar (2-3x slower).
+    rows, k = xo.shape
+    units = w.shape[0]
+    for m in range(rows):
+        a = xo[m]
+        o = out[m]
+        for n in range(units):
+            wr = w[n]
+            acc = np.int32(0)
+            for q in range(k):
+                acc += np.int32(a[q]) * np.int32(wr[q])
+            o[n] = acc
+        total = np.int32(0)
+        for q in range(k):
+            total += np.int32(a[q])
+        correction = np.int32(wz) * total
+        for n in range(units):
+            o[n] -= correction
+
+
+_PY = {"depthwise": _depthwise_py, "requantize": _requantize_py, "gather_pairs": _gather_pairs_py,
+       "dot_offsets": _dot_offsets_py}
+
+
+def depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, sh: int, sw: int, dh: int, dw: int,
+              bias: np.ndarray | None, zero_start: bool) -> np.ndarray:
+    """The compiled twin of ``depthwise_conv_2d._depthwise``: padded NHWC ``xp`` [N, H', W', C],
+    taps ``w`` [fh, fw, C], both of one float dtype -> [N, OH, OW, C]; each output element is
+    (0 +) tap_0 * w_0 + tap_1 * w_1 + ... (+ bias), taps in row-major filter order."""
+    dtype = w.dtype
+    if sw == 1:
+        ph = (xp if xp.flags.c_contiguous else np.ascontiguousarray(xp))[None]
+    else:
+        n, hp, wp, c = xp.shape
+        ph = np.zeros((sw, n, hp, -(-wp // sw), c), xp.dtype)
+        for q in range(sw):
+            cols = xp[:, :, q::sw]
+            ph[q, :, :, :cols.shape[2]] = cols
+    w = w if w.flags.c_contiguous else np.ascontiguousarray(w)
+    out = np.empty((xp.shape[0], oh, ow, xp.shape[3]), dtype=dtype)
+    b = _NO_BIAS.get(dtype.str) if bias is None else np.asarray(bias, dtype=dtype)
+    if b is None:
+        b = _NO_BIAS[dtype.str] = np.zeros(0, dtype)
+    _compile("depthwise")(ph, w, out, sh, sw, dh, dw, b if b.flags.c_contiguous else np.ascontiguousarray(b),
+                          bias is not None, zero_start)
+    return out
+
+
+_NO_BIAS: dict = {}
+
+
+def requantize(acc: np.ndarray, bias: np.ndarray, params: tuple, lo: int, hi: int, dtype,
+               narrow: bool) -> np.ndarray:
+    """The compiled twin of conv_common's fused requantiser: accumulators [..., C] holding
+    exact integers (float ones within 2**53) -> ``dtype``.  ``params``: the per-channel int64
+    arrays [C] (multiplier with the left shift folded in, offset, right shift, sign mask)
+    from ``requant_params``.  The sums acc + bias are taken in int64, which is exact where
+    the numpy path's float addition is (the caller checks the bound); ``narrow``: every
+    |acc| < 2**31 (the caller's bound), so the accumulators convert through int32."""
+    c = acc.shape[-1]
+    a2 = acc.reshape(-1, c) if acc.flags.c_contiguous else np.ascontiguousarray(acc).reshape(-1, c)
+    out = np.empty(acc.shape, dtype=dtype)
+    m, off, rs, sign = params
+    _compile("requantize")(a2, bias.astype(np.int64), m, off, rs, sign, int(lo), int(hi), bool(narrow),
+                           out.reshape(-1, c))
+    return out
+
+
+def requant_params(channels: int, m_eff, offset, rshift, sign_mask) -> tuple:
+    """Scalar or per-channel requantisation parameters as contiguous int64 arrays [channels]
+    (built once per requantiser and channel count: ~10 us each)."""
+    return tuple(np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtype=np.int64), (channels,)))
+                 for v in (m_eff, offset, rshift, sign_mask))
+
+
+def gather_pairs(table: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``table.reshape(-1)[a * 256 + b]`` for uint8 ``a`` and ``b`` of one shape (the byte
+    views of 8-bit tensors) -> an array of ``a``'s shape in ``table``'s dtype."""
+    out = np.empty(a.shape, table.dtype)
+    _compile("gather_pairs")(np.ascontiguousarray(table).reshape(-1), np.ascontiguousarray(a).reshape(-1),
+                             np.ascontiguousarray(b).reshape(-1), out.reshape(-1))
+    return out
+
+
+def dot_offsets(x: np.ndarray, xz: int, w: np.ndarray, wz: int) -> np.ndarray:
+    """(x - xz) @ (w - wz).T in int32 for 8-bit ``x`` [M, K] and ``w`` [N, K] (the stored
+    values; the caller checks that K * max|x - xz| * max|w - wz| and K * max|x - xz| * |wz|
+    stay below 2**31)."""
+    xo = x.astype(np.int16)
+    xo -= np.int16(xz)
+    out = np.empty((x.shape[0], w.shape[0]), np.int32)
+    _compile("dot_offsets")(xo, np.ascontiguousarray(w), int(wz), out)
+    return out
