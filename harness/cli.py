@@ -658,6 +658,10 @@ def cmd_bench(a: argparse.Namespace) -> int:
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "harness": __version__, "drivers": ", ".join(drivers), "warm-up": a.warmup,
             "iterations": a.iterations, "inputs": a.inputs, "seed": a.seed, "cpus": os.cpu_count()}
+    from .ops import jit
+    # The reference is the accuracy baseline (and maybe a benchmarked driver): whether it ran
+    # its compiled kernels ([fast] extra) or numpy only explains its latency column.
+    meta["reference kernels"] = jit.describe()
     try:
         write_csv(rows, out / "bench.csv")
         write_html(rows, out / "bench.html", meta)

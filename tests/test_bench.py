@@ -92,3 +92,6 @@ def test_cli_bench_reference_writes_files(tmp_path, capsys):
     assert code == 0
     assert (out / "bench.csv").exists() and (out / "bench.html").exists()
     assert "mobilenet_v2_float" in capsys.readouterr().out
+    from nnconform.ops import jit
+    # the page says which kernels the reference (the accuracy baseline) ran
+    assert f"reference kernels: {jit.describe()}" in (out / "bench.html").read_text()

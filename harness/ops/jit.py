@@ -56,7 +56,7 @@ def enabled() -> bool:
 
 def describe() -> str:
     """One line for run headers: which kernels the reference uses and why."""
-    return ("compiled kernels: " if enabled() else "numpy only: ") + str(_state["why"])
+    return ("compiled kernels" if enabled() else "numpy only") + f" ({_state['why']})"
 
 
 def worth(elements: int, at: int | None = None) -> bool:

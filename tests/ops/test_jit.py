@@ -114,10 +114,10 @@ def test_jit_off_by_environment(monkeypatch):
     monkeypatch.setattr(jit, "_state", {})
     monkeypatch.setenv("NNCONFORM_JIT", "0")
     assert not jit.enabled() and not jit.worth(10 ** 9)
-    assert jit.describe() == "numpy only: NNCONFORM_JIT=0"
+    assert jit.describe() == "numpy only (NNCONFORM_JIT=0)"
     monkeypatch.setattr(jit, "_state", {})
     monkeypatch.setenv("NNCONFORM_JIT", "1")
-    assert jit.enabled() and jit.describe().startswith("compiled kernels: numba ")
+    assert jit.enabled() and jit.describe().startswith("compiled kernels (numba ")
 
 
 @seed(16017)
