@@ -121,8 +121,14 @@ def constant_pad(x: np.ndarray, pads: list, value) -> np.ndarray:
     copied into the middle once and only the border slabs are filled (each element once:
     the slab of axis d spans the interior of the axes before d and all of those after)."""
     shape = tuple(n + b + a for n, (b, a) in zip(x.shape, pads))
-    out = np.empty(shape, dtype=x.dtype)
     inner = tuple(slice(b, b + n) for n, (b, _) in zip(x.shape, pads))
+    if value == 0 and not np.signbit(value):
+        # A +0 border (most pads): zeroed memory, then the input copied in; two calls instead
+        # of one per border slab (whose ~2-5 us each were most of a small pad's time).
+        out = np.zeros(shape, dtype=x.dtype)
+        out[inner] = x
+        return out
+    out = np.empty(shape, dtype=x.dtype)
     out[inner] = x
     for d, (b, a) in enumerate(pads):
         for part in ((slice(0, b),) if b else ()) + ((slice(b + x.shape[d], None),) if a else ()):
