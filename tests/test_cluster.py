@@ -266,3 +266,22 @@ def test_a_client_that_lost_its_scheduler_ends_the_dispatch_instead_of_waiting_f
     assert next(gen) == ("f1", 1)
     with pytest.raises(ClusterError, match=f"lost the connection to the scheduler \\(client {status}.*1 batch"):
         next(gen)
+
+
+def _worker_settings() -> dict:
+    import dask
+    return {"profile": dask.config.get("distributed.worker.profile.enabled"),
+            "log": dask.config.get("distributed.logging.distributed")}
+
+
+@needs_dask
+def test_local_workers_run_without_the_sampling_profiler():
+    """Dask's profiler sampled a batch's deep pytest stacks every 10 ms (a worker's CPU for the
+    same cases +50 %): local:N workers have it off, and log only critical errors."""
+    from nnconform.cluster.connect import open_cluster
+    handle = open_cluster("local:1")
+    try:
+        got = list(handle.client.run(_worker_settings).values())
+    finally:
+        handle.close()
+    assert got == [{"profile": False, "log": "critical"}]
