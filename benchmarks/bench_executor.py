@@ -238,6 +238,7 @@ def main() -> None:
         have_ort = False
         print("onnxruntime is not installed (pip install nnconform[onnx]): reference column only")
     from nnconform.ops import jit
+    jit.turn_on_if_installed()      # compiled kernels when numba is there, unless NNCONFORM_JIT says
     print(f"reference: {jit.describe()}; load average {os.getloadavg()[0]:.1f}")
     print(f"{'case':40s} {'type':7s} {'reference ms':>13s} {'onnxruntime ms':>15s} {'ratio':>7s}")
     for label, kind, make in CASES:

@@ -68,6 +68,7 @@ def main() -> None:
     entries = available_models()
     names = a.models or list(entries)
     from nnconform.ops import jit
+    jit.turn_on_if_installed()      # compiled kernels when numba is there, unless NNCONFORM_JIT says
     print(f"reference: {jit.describe()}")
     print(f"{'model':34s} {'ops':>4s} {'reference':>10s} {'onnxruntime':>12s} {'tflite':>8s} {'ref/best':>9s} {'ref/ort':>8s}"
           f"   (median ms, {a.clock} clock, {a.repeats} runs)")

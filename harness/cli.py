@@ -650,18 +650,22 @@ def cmd_bench(a: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         return _err(f"{_shown(out)}: {e.strerror or e}")
-    print(f"nnconform bench: {len(entries)} model(s) x {len(drivers)} driver(s); warm-up {a.warmup}, "
-          f"{a.iterations} timed executions, {a.inputs} seeded inputs (seed {a.seed}); every driver in a driver host",
-          flush=True)
-    rows = run_bench(drivers, entries, warmup=a.warmup, iterations=a.iterations, inputs_count=a.inputs,
-                     seed=a.seed, call_timeout=a.call_timeout)
+    from .ops import jit
+    # A benchmark warms up before it times: the reference's compiled kernels ([fast] extra)
+    # are on for it unless NNCONFORM_JIT says otherwise (driver hosts inherit the variable).
+    with jit.on_if_installed():
+        print(f"nnconform bench: {len(entries)} model(s) x {len(drivers)} driver(s); warm-up {a.warmup}, "
+              f"{a.iterations} timed executions, {a.inputs} seeded inputs (seed {a.seed}); every driver in a "
+              f"driver host; reference: {jit.describe()}", flush=True)
+        rows = run_bench(drivers, entries, warmup=a.warmup, iterations=a.iterations, inputs_count=a.inputs,
+                         seed=a.seed, call_timeout=a.call_timeout)
+        kernels = jit.describe()
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "harness": __version__, "drivers": ", ".join(drivers), "warm-up": a.warmup,
             "iterations": a.iterations, "inputs": a.inputs, "seed": a.seed, "cpus": os.cpu_count()}
-    from .ops import jit
     # The reference is the accuracy baseline (and maybe a benchmarked driver): whether it ran
     # its compiled kernels ([fast] extra) or numpy only explains its latency column.
-    meta["reference kernels"] = jit.describe()
+    meta["reference kernels"] = kernels
     try:
         write_csv(rows, out / "bench.csv")
         write_html(rows, out / "bench.html", meta)

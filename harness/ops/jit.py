@@ -1,9 +1,13 @@
 """Compiled inner loops for the reference's slowest operations, when numba is installed.
 
-``pip install nnconform[fast]`` adds numba.  Without it (or with ``NNCONFORM_JIT=0``) every
-operation runs its numpy code; with it, the loops below replace a numpy path only where
-that path is far from what a compiled kernel does, and only on tensors big enough to pay
-the call (a CTS vector's few dozen elements stay on numpy: no compile, no import).
+``pip install nnconform[fast]`` adds numba, and ``NNCONFORM_JIT=1`` turns the kernels on
+(``nnconform bench`` and the benchmark scripts turn them on themselves when numba is
+installed).  They are off otherwise, in conformance and stress runs too: the first call of a
+kernel in a process compiles it, seconds of CPU (a stress worker's random graph took 11 s
+more with a cold cache, 2 s more with a warm one, than with numpy), and a time budget per
+case would count that against the driver.  On, the loops below replace a numpy path only
+where that path is far from what a compiled kernel does, and only on tensors big enough to
+pay the call (a CTS vector's few dozen elements stay on numpy).
 
 The contract is the bits.  Each kernel does, per output element, the same IEEE operations
 in the same order as the numpy path it stands in for: float32 products added one tap after
@@ -26,6 +30,7 @@ Why compiled loops, kernel by kernel:
 """
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numpy as np
@@ -41,10 +46,10 @@ _state: dict[str, object] = {}
 
 
 def enabled() -> bool:
-    """True when numba imports and NNCONFORM_JIT is not 0 (decided once per process)."""
+    """True when NNCONFORM_JIT is 1 and numba imports (decided once per process)."""
     if "on" not in _state:
-        if os.environ.get("NNCONFORM_JIT", "1").strip() in ("0", "false", "no", "off"):
-            _state["on"], _state["why"] = False, "NNCONFORM_JIT=0"
+        if os.environ.get("NNCONFORM_JIT", "").strip() not in ("1", "true", "yes", "on"):
+            _state["on"], _state["why"] = False, "NNCONFORM_JIT=1 turns the compiled kernels on"
         else:
             try:
                 import numba  # noqa: F401 - availability only; kernels compile on first use
@@ -52,6 +57,37 @@ def enabled() -> bool:
             except ImportError:
                 _state["on"], _state["why"] = False, "numba not installed (pip install nnconform[fast])"
     return bool(_state["on"])
+
+
+def turn_on_if_installed() -> None:
+    """For benchmark scripts, where a compile in the warm-up costs nothing: NNCONFORM_JIT=1
+    unless the environment says otherwise (driver hosts started later inherit it)."""
+    if "NNCONFORM_JIT" not in os.environ:
+        import importlib.util
+        if importlib.util.find_spec("numba") is not None:
+            os.environ["NNCONFORM_JIT"] = "1"
+            _state.pop("on", None)       # decided again at the next call
+            _state.pop("why", None)
+
+
+@contextlib.contextmanager
+def on_if_installed():
+    """``turn_on_if_installed`` for one command in a longer-lived process (``nnconform bench``
+    called from Python): the environment and the decision are restored afterwards, so
+    nothing run later in the process or its children compiles unasked."""
+    saved = os.environ.get("NNCONFORM_JIT")
+    decided = {k: _state[k] for k in ("on", "why") if k in _state}
+    turn_on_if_installed()
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("NNCONFORM_JIT", None)
+        else:
+            os.environ["NNCONFORM_JIT"] = saved
+        _state.pop("on", None)
+        _state.pop("why", None)
+        _state.update(decided)
 
 
 def describe() -> str:

@@ -16,6 +16,13 @@ pytest.importorskip("numba", reason="the compiled kernels need the [fast] extra 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 
+@pytest.fixture(autouse=True)
+def kernels_on(monkeypatch):
+    """The kernels are off unless NNCONFORM_JIT=1: on for every test here."""
+    monkeypatch.setenv("NNCONFORM_JIT", "1")
+    monkeypatch.setattr(jit, "_state", {})
+
+
 @pytest.fixture
 def numpy_only():
     """Run a block with the compiled kernels off (the numpy path)."""
@@ -109,15 +116,29 @@ def test_depthwise_model_same_bits_with_and_without_the_kernel(numpy_only, quant
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
 
 
-def test_jit_off_by_environment(monkeypatch):
-    """NNCONFORM_JIT=0 keeps the numpy paths (decided once per process: the cache is reset)."""
+def test_kernels_only_when_asked(monkeypatch):
+    """Off unless NNCONFORM_JIT=1 (a first compile takes seconds, which a per-case time budget
+    would charge to the driver); decided once per process, so the cache is reset here."""
+    for value, on in ((None, False), ("0", False), ("", False), ("1", True)):
+        monkeypatch.setattr(jit, "_state", {})
+        if value is None:
+            monkeypatch.delenv("NNCONFORM_JIT", raising=False)
+        else:
+            monkeypatch.setenv("NNCONFORM_JIT", value)
+        assert jit.enabled() is on and jit.worth(10 ** 9) is on
+        assert jit.describe().startswith("compiled kernels (numba " if on else "numpy only (NNCONFORM_JIT=1 turns")
+
+
+def test_benchmarks_turn_the_kernels_on_unless_told_otherwise(monkeypatch):
     monkeypatch.setattr(jit, "_state", {})
-    monkeypatch.setenv("NNCONFORM_JIT", "0")
-    assert not jit.enabled() and not jit.worth(10 ** 9)
-    assert jit.describe() == "numpy only (NNCONFORM_JIT=0)"
+    monkeypatch.delenv("NNCONFORM_JIT", raising=False)
+    jit.turn_on_if_installed()
+    assert jit.enabled()
     monkeypatch.setattr(jit, "_state", {})
-    monkeypatch.setenv("NNCONFORM_JIT", "1")
-    assert jit.enabled() and jit.describe().startswith("compiled kernels (numba ")
+    monkeypatch.setenv("NNCONFORM_JIT", "0")       # an explicit choice stays
+    jit.turn_on_if_installed()
+    assert not jit.enabled()
+
 
 
 @seed(16017)
