@@ -281,15 +281,9 @@ def depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, sh: int, sw: int,
             ph[q, :, :, :cols.shape[2]] = cols
     w = w if w.flags.c_contiguous else np.ascontiguousarray(w)
     out = np.empty((xp.shape[0], oh, ow, xp.shape[3]), dtype=dtype)
-    b = _NO_BIAS.get(dtype.str) if bias is None else np.asarray(bias, dtype=dtype)
-    if b is None:
-        b = _NO_BIAS[dtype.str] = np.zeros(0, dtype)
-    _compile("depthwise")(ph, w, out, sh, sw, dh, dw, b if b.flags.c_contiguous else np.ascontiguousarray(b),
-                          bias is not None, zero_start)
+    b = np.zeros(0, dtype) if bias is None else np.ascontiguousarray(bias, dtype=dtype)
+    _compile("depthwise")(ph, w, out, sh, sw, dh, dw, b, bias is not None, zero_start)
     return out
-
-
-_NO_BIAS: dict = {}
 
 
 def requantize(acc: np.ndarray, bias: np.ndarray, params: tuple, lo: int, hi: int, dtype,
