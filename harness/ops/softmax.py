@@ -25,7 +25,7 @@ import functools
 import numpy as np
 
 from ..ir import OperandType as T, OperationType as Op
-from . import quant
+from . import jit, quant
 from .logistic import check_fixed_output_quant
 from .fixedpoint import calculate_input_radius, exp_on_negative_values, f32, one_over_one_plus_x_for_x_in_0_1, one_over_one_plus_x_for_x_in_0_1_int, quantize_multiplier_greater_than_one, rescale, wrap32
 from .quant import rounding_divide_by_pot, saturating_rounding_doubling_high_mul
@@ -175,6 +175,13 @@ def _softmax_quant(ctx: OpContext, x: np.ndarray, beta: float, axis: int) -> np.
     moved_shape = q.shape
     n = moved_shape[-1]
     q = q.reshape(-1, n)
+    if jit.worth(q.size, at=256):
+        codes = q.view(np.uint8) ^ np.uint8(0x80) if q.dtype == np.int8 else q   # order kept, see below
+        lo, hi = quant.quant_range(out_op)
+        minus = 128 if out_op.type == T.TENSOR_QUANT8_ASYMM_SIGNED else 0
+        y = jit.softmax_rows(codes, _exp_tables(*params), _ACCUMULATION_INTEGER_BITS, minus, lo, hi,
+                             out_op.info.dtype)
+        return y.reshape(moved_shape) if last else np.ascontiguousarray(np.moveaxis(y.reshape(moved_shape), -1, axis))
     if q.shape[0] == 1 and n >= 256:
         y = _softmax_quant_one_row(q, params, out_op)
         return y.reshape(moved_shape) if last else np.ascontiguousarray(np.moveaxis(y.reshape(moved_shape), -1, axis))

@@ -252,3 +252,54 @@ def test_dot_offsets_is_the_exact_integer_product(dt):
     want = (x.astype(np.int64) - xz) @ (w.astype(np.int64) - wz).T
     got = jit.dot_offsets(x, xz, w, wz)
     assert got.dtype == np.int32 and np.array_equal(got, want)
+
+
+@seed(16017)
+@SETTINGS
+@given(s=st.integers(0, 2**31 - 1), rows=st.integers(1, 4), n=st.integers(1, 1100), signed=st.booleans(),
+       scale=st.sampled_from([1 / 256, 0.05, 0.1, 0.5, 2.0, 0.0371]), beta=st.sampled_from([1.0, 0.25, 3.0, 0.0173]),
+       spread=st.sampled_from([4, 40, 256]), axis=st.sampled_from([-1, 0]))
+def test_quant8_softmax_kernel_gives_the_numpy_paths_bytes(numpy_only, monkeypatch, s, rows, n, signed, scale,
+                                                           beta, spread, axis):
+    """SOFTMAX on [rows, n] 8-bit codes: narrow and full spreads (differences past the
+    kernel's radius give the lowest code), large and small beta * scale, the last axis and
+    the first: the compiled row kernel gives the bytes of the numpy path."""
+    from nnconform.executor import Executor
+    from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+    print("numpy seed", s)
+    rng = np.random.default_rng(s)
+    t = T.TENSOR_QUANT8_ASYMM_SIGNED if signed else T.TENSOR_QUANT8_ASYMM
+    dt = np.int8 if signed else np.uint8
+    lo = int(rng.integers(0, 257 - spread))
+    x = (rng.integers(lo, lo + spread, (rows, n)).astype(np.int64) - (128 if signed else 0)).astype(dt)
+    b = ModelBuilder()
+    xi = b.input(t, [rows, n], scale=scale, zero_point=0 if signed else 128)
+    y = b.output(t, [rows, n], scale=1 / 256, zero_point=-128 if signed else 0)
+    b.operation(Op.SOFTMAX, [xi, b.f32(beta), b.i32(axis)], [y])
+    model = b.build()
+    try:
+        want = numpy_only(lambda: Executor(model).run([x])[0])
+    except Exception as e:          # beta * scale too small for the kernel: both paths refuse
+        with pytest.raises(type(e)):
+            Executor(model).run([x])
+        return
+    monkeypatch.setattr(jit, "MIN_ELEMENTS", 0)
+    got = Executor(model).run([x])[0]
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_quant8_softmax_kernel_runs_on_a_classifier_row(monkeypatch):
+    """The 1x1000 row of the benchmark takes the compiled path (not a silent numpy fallback)."""
+    calls = []
+    real = jit.softmax_rows
+    monkeypatch.setattr(jit, "softmax_rows", lambda *a, **k: calls.append(1) or real(*a, **k))
+    from nnconform.executor import Executor
+    from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+    b = ModelBuilder()
+    xi = b.input(T.TENSOR_QUANT8_ASYMM, [1, 1000], scale=0.1, zero_point=128)
+    y = b.output(T.TENSOR_QUANT8_ASYMM, [1, 1000], scale=1 / 256, zero_point=0)
+    b.operation(Op.SOFTMAX, [xi, b.f32(1.0)], [y])
+    x = np.random.default_rng(1620).integers(0, 256, (1, 1000)).astype(np.uint8)
+    out = Executor(b.build()).run([x])[0]
+    assert calls == [1]
+    assert out.shape == (1, 1000) and int(out.max()) > 0
