@@ -16,11 +16,13 @@ def float_bounds(activation: int) -> tuple[float, float]:
     return _FLOAT_BOUNDS[activation]
 
 
-def apply_float(x: np.ndarray, activation: int) -> np.ndarray:
+def apply_float(x: np.ndarray, activation: int, in_place: bool = False) -> np.ndarray:
+    """The activation's clamp; ``in_place``: x is the caller's own fresh result and may be
+    overwritten (no second output array to allocate and fill)."""
     lo, hi = _FLOAT_BOUNDS[activation]
     if activation == NONE:
         return x
-    return np.clip(x, x.dtype.type(lo), x.dtype.type(hi))
+    return np.clip(x, x.dtype.type(lo), x.dtype.type(hi), out=x if in_place else None)
 
 
 def quant_bounds(activation: int, out: Operand) -> tuple[int, int]:

@@ -672,7 +672,9 @@ def to_float32(values: np.ndarray) -> np.ndarray:
 
 
 def finish_float(y: np.ndarray, act: int, out: Operand) -> np.ndarray:
-    return activation.apply_float(y, act).astype(out.info.dtype, copy=False)
+    """The fused activation and the output type; ``y`` is the caller's fresh float result
+    (every caller's is), clamped in place."""
+    return activation.apply_float(y, act, in_place=y.flags.writeable).astype(out.info.dtype, copy=False)
 
 
 def check_conv_types(ctx: OpContext) -> bool:

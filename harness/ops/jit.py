@@ -27,6 +27,9 @@ Why compiled loops, kernel by kernel:
   pass 2**24); compiled, an int32 dot product reads the stored weight bytes.
 - Quantised 8-bit ADD/SUB/MUL read a 65,536-entry exact table; numpy first builds a uint16
   index array, the compiled gather makes each index in a register.
+- RESIZE_BILINEAR: numpy gathers four shifted copies of the input and makes eleven passes
+  over the output (each weight product a pass of its own, to keep the order of the
+  roundings); compiled, each output is the same four products and three sums in registers.
 - Quantised SOFTMAX of a row (a classifier's logits): the numpy path is ~30 calls on a few
   hundred values plus a Python-int Newton reciprocal, ~100 us of call overhead for 1,000
   logits; compiled, one call does the row's sum, reciprocal and codes in int64 registers.
@@ -360,8 +363,34 @@ def _softmax_rows_py(codes, exps, terms, used, accumulation_bits, minus, lo, hi,
 _srdhm = _wrap32 = _rdbp = _rescale = _reciprocal = None
 
 
+def _bilinear_py(x, y0, y1, fy, x0, x1, fx, out):
+    # resize.execute_bilinear, element by element: x [N, H, W, C] float32, source rows y0/y1
+    # with weight fy [OH], columns x0/x1 with fx [OW] -> out [N, OH, OW, C], each output
+    # ((a * (1-fy)) * (1-fx) + (b * fy) * (1-fx)) + (c * (1-fy)) * fx + (d * fy) * fx
+    # in float32, the association and the roundings of the numpy expression.
+    n, oh, ow, c = out.shape
+    one = np.float32(1)
+    for b in range(n):
+        for i in range(oh):
+            r0 = x[b, y0[i]]
+            r1 = x[b, y1[i]]
+            wy1 = fy[i]
+            wy0 = one - wy1
+            for j in range(ow):
+                wx1 = fx[j]
+                wx0 = one - wx1
+                a = r0[x0[j]]
+                bb = r1[x0[j]]
+                cc = r0[x1[j]]
+                d = r1[x1[j]]
+                o = out[b, i, j]
+                for k in range(c):
+                    o[k] = (((a[k] * wy0) * wx0 + (bb[k] * wy1) * wx0) + (cc[k] * wy0) * wx1) + (d[k] * wy1) * wx1
+
+
 _PY = {"depthwise": _depthwise_py, "requantize": _requantize_py, "gather_pairs": _gather_pairs_py,
-       "dot_offsets": _dot_offsets_py, "softmax_rows": _softmax_rows_py}
+       "dot_offsets": _dot_offsets_py, "softmax_rows": _softmax_rows_py,
+       "bilinear": _bilinear_py}
 
 
 def depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, sh: int, sw: int, dh: int, dw: int,
@@ -437,4 +466,14 @@ def softmax_rows(codes: np.ndarray, tables: tuple, accumulation_bits: int, minus
     out = np.empty(codes.shape, dtype)
     _compile("softmax_rows")(np.ascontiguousarray(codes), exps, terms, used, int(accumulation_bits), int(minus),
                              int(lo), int(hi), out)
+    return out
+
+
+def bilinear(x: np.ndarray, rows: tuple, cols: tuple) -> np.ndarray:
+    """The compiled twin of the float path of ``resize.execute_bilinear``: float32 NHWC
+    ``x``; ``rows``/``cols``: (low index, high index, float32 weight of the high one) per
+    output row / column, as ``resize._bilinear_axis`` gives them."""
+    (y0, y1, fy), (x0, x1, fx) = rows, cols
+    out = np.empty((x.shape[0], y0.shape[0], x0.shape[0], x.shape[3]), np.float32)
+    _compile("bilinear")(np.ascontiguousarray(x), y0, y1, fy, x0, x1, fx, out)
     return out

@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import OperandType as T, OperationType as Op
+from . import jit
 from .layout import from_nhwc, to_nhwc
 from .registry import OpContext, OpView, register
 
@@ -129,7 +130,13 @@ def execute_bilinear(ctx: OpContext) -> list[np.ndarray]:
         return [from_nhwc(_bilinear_int8(x, out_h, out_w, align, half), nchw)]
     y0, y1, fy = _bilinear_axis(in_h, out_h, align, half)
     x0, x1, fx = _bilinear_axis(in_w, out_w, align, half)
-    xf = x.astype(_F32)
+    xf = x.astype(_F32, copy=False)      # only read
+    dtype = ctx.output_dtype(0)
+    if jit.worth(x.shape[0] * out_h * out_w * x.shape[3]):
+        val = jit.bilinear(xf, (y0, y1, fy), (x0, x1, fx))
+        if not ctx.in_operands[0].info.is_float:
+            np.trunc(val, out=val)
+        return [from_nhwc(val.astype(dtype, copy=False), nchw)]
     fy = fy[None, :, None, None]
     fx = fx[None, None, :, None]
     one = _F32(1)
@@ -139,7 +146,6 @@ def execute_bilinear(ctx: OpContext) -> list[np.ndarray]:
            + rows1[:, :, x0] * fy * (one - fx)
            + rows0[:, :, x1] * (one - fy) * fx
            + rows1[:, :, x1] * fy * fx)
-    dtype = ctx.output_dtype(0)
     if not ctx.in_operands[0].info.is_float:
         val = np.trunc(val)
     return [from_nhwc(val.astype(dtype), nchw)]

@@ -303,3 +303,49 @@ def test_quant8_softmax_kernel_runs_on_a_classifier_row(monkeypatch):
     out = Executor(b.build()).run([x])[0]
     assert calls == [1]
     assert out.shape == (1, 1000) and int(out.max()) > 0
+
+
+@seed(16018)
+@SETTINGS
+@given(s=st.integers(0, 2**31 - 1), n=st.integers(1, 2), h=st.integers(1, 9), w=st.integers(1, 9),
+       oh=st.integers(1, 20), ow=st.integers(1, 20), c=st.integers(1, 17),
+       kind=st.sampled_from(["float32", "float16", "uint8"]), flags=st.sampled_from([(False, False), (True, False),
+                                                                                    (False, True)]),
+       special=st.booleans())
+def test_bilinear_kernel_gives_the_numpy_paths_bits(numpy_only, monkeypatch, s, n, h, w, oh, ow, c, kind, flags,
+                                                    special):
+    """RESIZE_BILINEAR up and down, align_corners / half_pixel_centers, fp32/fp16/quant8,
+    signed zeros, infinities and NaN: the compiled kernel gives the numpy path's bits."""
+    from nnconform.executor import Executor
+    from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+    print("numpy seed", s)
+    rng = np.random.default_rng(s)
+    t = {"float32": T.TENSOR_FLOAT32, "float16": T.TENSOR_FLOAT16, "uint8": T.TENSOR_QUANT8_ASYMM}[kind]
+    if kind == "uint8":
+        x = rng.integers(0, 256, (n, h, w, c)).astype(np.uint8)
+        q = dict(scale=0.1, zero_point=3)
+    else:
+        x = rng.standard_normal((n, h, w, c)).astype(kind)
+        if special:
+            flat = x.reshape(-1)
+            picks = rng.integers(0, flat.size, max(1, flat.size // 5))
+            flat[picks] = rng.choice(np.array([0.0, -0.0, np.inf, -np.inf, np.nan], kind), picks.size)
+        q = {}
+    align, half = flags
+    b = ModelBuilder()
+    xi = b.input(t, [n, h, w, c], **q)
+    y = b.output(t, [n, oh, ow, c], **q)
+    b.operation(Op.RESIZE_BILINEAR, [xi, b.i32(ow), b.i32(oh), b.bool(False), b.bool(align), b.bool(half)], [y])
+    model = b.build()
+    with np.errstate(all="ignore"):
+        want = numpy_only(lambda: Executor(model).run([x])[0])
+        monkeypatch.setattr(jit, "MIN_ELEMENTS", 0)
+        got = Executor(model).run([x])[0]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if kind == "uint8":
+        assert got.tobytes() == want.tobytes()
+    else:
+        both_nan = np.isnan(got) & np.isnan(want)
+        bits = {"float32": np.uint32, "float16": np.uint16}[kind]
+        diff = (got.view(bits) != want.view(bits)) & ~both_nan
+        assert not diff.any(), f"{int(diff.sum())} elements differ"
