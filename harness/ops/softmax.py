@@ -80,12 +80,13 @@ def validate(v: OpView) -> None:
 def _softmax_float(x: np.ndarray, beta: float, axis: int) -> np.ndarray:
     x = x.astype(np.float32, copy=False)      # only read: a float32 input is not copied
     # in place on the one fresh array: the same float32 operations in the same order
-    e = x - x.max(axis=axis, keepdims=True)
+    # the ufuncs' own reductions (what ndarray.max/sum call, less their Python wrappers)
+    e = x - np.maximum.reduce(x, axis=axis, keepdims=True)
     b32 = np.float32(beta)
     if b32 != 1:                  # x * 1.0f is x exactly: the common beta = 1 skips a pass
         e *= b32
     np.exp(e, out=e)
-    total = e.sum(axis=axis, keepdims=True, dtype=np.float32)
+    total = np.add.reduce(e, axis=axis, keepdims=True, dtype=np.float32)
     if axis == x.ndim - 1:
         e *= np.float32(1) / total
     else:
