@@ -150,7 +150,11 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     if n == 0:
         return [layout.from_nhwc(np.zeros((0, oh, ow, o), out.info.dtype), p.nchw)]
     if not quant:
-        xp = _repeat_channels(cc.padded_offsets(x, p, 0, np.float32), m)
+        # Unpadded (VALID, or after an explicit PAD as TFLite models have it): the taps read
+        # the input itself; a copy would be a pass through memory per operation.
+        unpadded = not (p.pad_top or p.pad_bottom or p.pad_left or p.pad_right)
+        xp = np.ascontiguousarray(cc.to_float32(x)) if unpadded else cc.padded_offsets(x, p, 0, np.float32)
+        xp = _repeat_channels(xp, m)
         y = _depthwise(xp, cc.to_float32(f[0]), oh, ow, p, bias=cc.to_float32(b))
         return [layout.from_nhwc(cc.finish_float(y, p.activation, out), p.nchw)]
     xo, fo = ctx.in_operands[0], ctx.in_operands[1]

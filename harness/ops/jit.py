@@ -403,10 +403,13 @@ def depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, sh: int, sw: int,
         ph = (xp if xp.flags.c_contiguous else np.ascontiguousarray(xp))[None]
     else:
         n, hp, wp, c = xp.shape
-        ph = np.zeros((sw, n, hp, -(-wp // sw), c), xp.dtype)
+        ph = np.empty((sw, n, hp, -(-wp // sw), c), xp.dtype)
         for q in range(sw):
             cols = xp[:, :, q::sw]
-            ph[q, :, :, :cols.shape[2]] = cols
+            k = cols.shape[2]
+            ph[q, :, :, :k] = cols
+            if k < ph.shape[3]:         # a shorter phase: zeros past its last column
+                ph[q, :, :, k:] = 0
     w = w if w.flags.c_contiguous else np.ascontiguousarray(w)
     out = np.empty((xp.shape[0], oh, ow, xp.shape[3]), dtype=dtype)
     b = np.zeros(0, dtype) if bias is None else np.ascontiguousarray(bias, dtype=dtype)
