@@ -117,6 +117,15 @@ def _exp_tables(multiplier: int, left_shift: int, diff_min: int) -> tuple[np.nda
     return tables
 
 
+@functools.lru_cache(maxsize=64)
+def _stacked_tables(multiplier: int, left_shift: int, diff_min: int) -> np.ndarray:
+    """``_exp_tables`` as one read-only int64 [3, 256] array (the compiled kernel's argument)."""
+    exps, terms, used = _exp_tables(multiplier, left_shift, diff_min)
+    stacked = np.stack([exps, terms, used.astype(np.int64)])
+    stacked.setflags(write=False)
+    return stacked
+
+
 @functools.lru_cache(maxsize=256)
 def _quant_params(beta: float, scale: float) -> tuple[int, int, int] | None:
     """(multiplier, left shift, diff_min) of the fixed-point kernel; None when the reference
@@ -180,7 +189,7 @@ def _softmax_quant(ctx: OpContext, x: np.ndarray, beta: float, axis: int) -> np.
         codes = q.view(np.uint8) ^ np.uint8(0x80) if q.dtype == np.int8 else q   # order kept, see below
         lo, hi = quant.quant_range(out_op)
         minus = 128 if out_op.type == T.TENSOR_QUANT8_ASYMM_SIGNED else 0
-        y = jit.softmax_rows(codes, _exp_tables(*params), _ACCUMULATION_INTEGER_BITS, minus, lo, hi,
+        y = jit.softmax_rows(codes, _stacked_tables(*params), _ACCUMULATION_INTEGER_BITS, minus, lo, hi,
                              out_op.info.dtype)
         return y.reshape(moved_shape) if last else np.ascontiguousarray(np.moveaxis(y.reshape(moved_shape), -1, axis))
     if q.shape[0] == 1 and n >= 256:
