@@ -325,10 +325,10 @@ def _reciprocal_py(a):
 def _softmax_rows_py(codes, tables, accumulation_bits, minus, lo, hi, out):
     # softmax._softmax_quant, row by row: codes [R, N] (uint8, order-preserving: a signed
     # input has its sign bit flipped); tables [3, 256] (exponential, term of the sum, used),
-    # indexed by max - code.  The sum of the
-    # row's terms wraps to uint32 as the reference's does; its leading zeros normalise it into
-    # [1, 2) for the reciprocal; each output is exp * reciprocal rounded down to units of
-    # 1/256, less ``minus`` (128 for a signed output), clamped; unused differences give lo.
+    # indexed by max - code.  The sum of the row's terms wraps to uint32 as the reference's
+    # does; its leading zeros normalise it into [1, 2) for the reciprocal; each output is
+    # exp * reciprocal rounded down to units of 1/256, less ``minus`` (128 for a signed
+    # output), clamped; unused differences give lo.
     rows, n = codes.shape
     exps, terms, used = tables[0], tables[1], tables[2]
     by_diff = np.empty(256, np.int64)

@@ -186,7 +186,8 @@ def _softmax_quant(ctx: OpContext, x: np.ndarray, beta: float, axis: int) -> np.
     n = moved_shape[-1]
     q = q.reshape(-1, n)
     if jit.worth(q.size, at=256):
-        codes = q.view(np.uint8) ^ np.uint8(0x80) if q.dtype == np.int8 else q   # order kept, see below
+        # flipping a signed code's sign bit keeps the order and the differences q - max(q)
+        codes = q.view(np.uint8) ^ np.uint8(0x80) if q.dtype == np.int8 else q
         lo, hi = quant.quant_range(out_op)
         minus = 128 if out_op.type == T.TENSOR_QUANT8_ASYMM_SIGNED else 0
         y = jit.softmax_rows(codes, _stacked_tables(*params), _ACCUMULATION_INTEGER_BITS, minus, lo, hi,
