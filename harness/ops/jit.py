@@ -112,16 +112,13 @@ def _compile(name: str):
     kernel = _state.get(name)
     if kernel is None:
         from numba import njit
-        global _add_taps, _tap_run, _srdhm, _wrap32, _rdbp, _rescale, _reciprocal
+        global _add_taps, _tap_run, _srdhm, _rdbp, _reciprocal
         if _add_taps is None:       # the kernels' helpers, compiled into them (module globals)
             _add_taps = njit(inline="always", cache=True)(_add_taps_py)
             _tap_run = njit(inline="always", cache=True)(_tap_run_py)
-            # in dependency order: a helper is looked up when its callers compile
-            _srdhm = njit(cache=True)(_srdhm_py)
-            _wrap32 = njit(cache=True)(_wrap32_py)
-            _rdbp = njit(cache=True)(_rdbp_py)
-            _rescale = njit(cache=True)(_rescale_py)
-            _reciprocal = njit(cache=True)(_reciprocal_py)
+            fp = _compiled_fixedpoint(njit)
+            _srdhm, _rdbp = fp["_srdhm_int"], fp["_rdbp_int"]
+            _reciprocal = fp["one_over_one_plus_x_for_x_in_0_1_int"]
         # cache=True keeps the machine code beside this file (__pycache__), so a new worker
         # or driver host loads it instead of compiling again (~1 s a kernel).
         kernel = njit(cache=True, nogil=True)(_PY[name])
@@ -273,53 +270,19 @@ def _dot_offsets_py(xo, w, wz, out):
             o[n] -= correction
 
 
-# ---- gemmlowp fixed point on int64 scalars (quantised SOFTMAX), line for line the Python-int
-# twins in fixedpoint.py: every operand is an int32 value, so each product fits in int64 and
-# >> is the same arithmetic shift.
-
-def _srdhm_py(a, b):
-    if a == -(1 << 31) and b == -(1 << 31):
-        return np.int64((1 << 31) - 1)
-    ab = a * b
-    v = ab + ((1 << 30) if ab >= 0 else 1 - (1 << 30))
-    return v >> 31 if v >= 0 else -((-v) >> 31)
-
-
-def _wrap32_py(x):
-    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-
-
-def _rdbp_py(x, e):
-    if e == 0:
-        return x
-    mask = (np.int64(1) << e) - 1
-    return (x >> e) + (1 if (x & mask) > (mask >> 1) + (1 if x < 0 else 0) else 0)
-
-
-def _rescale_py(x, src_integer_bits, dst_integer_bits):
-    e = src_integer_bits - dst_integer_bits
-    if e == 0:
-        return x
-    if e < 0:
-        return _rdbp(x, -e)
-    threshold = (np.int64(1) << (31 - e)) - 1
-    if x > threshold:
-        return np.int64((1 << 31) - 1)
-    if x < -threshold:
-        return np.int64(-(1 << 31))
-    return x << e
-
-
-def _reciprocal_py(a):
-    # one_over_one_plus_x_for_x_in_0_1 of a Q0.31 value: Newton-Raphson, three steps
-    s = a + ((1 << 31) - 1)
-    s += 1 if s >= 0 else -1
-    half_denominator = s // 2 if s >= 0 else -((-s) // 2)
-    x = _wrap32(1515870810 + _srdhm(half_denominator, np.int64(-1010580540)))
-    for _ in range(3):
-        one_minus_dx = _wrap32((1 << 29) - _srdhm(half_denominator, x))
-        x = _wrap32(x + _rescale(_srdhm(x, one_minus_dx), 4, 2))
-    return _rescale(x, 1, 0)
+def _compiled_fixedpoint(njit) -> dict:
+    """fixedpoint's Python-int functions (SRDHM, wrap32, RDBP, rescale, the Newton
+    reciprocal) compiled as they are, by name.  Each is compiled from a copy whose globals
+    name the compiled helpers instead of the Python ones.  Their operands are int32 values,
+    so int64 holds every product and >> is the same arithmetic shift."""
+    import types
+    from . import fixedpoint
+    names = ("_srdhm_int", "_wrap32_int", "_rdbp_int", "_rescale_int", "one_over_one_plus_x_for_x_in_0_1_int")
+    scope = dict(vars(fixedpoint))
+    for name in names:       # numba reads a callee from ``scope`` when its caller compiles
+        f = getattr(fixedpoint, name)
+        scope[name] = njit(cache=True)(types.FunctionType(f.__code__, scope, name, f.__defaults__))
+    return {name: scope[name] for name in names}
 
 
 def _softmax_rows_py(codes, tables, accumulation_bits, minus, lo, hi, out):
@@ -362,7 +325,7 @@ def _softmax_rows_py(codes, tables, accumulation_bits, minus, lo, hi, out):
             o[k] = by_diff[top - row[k]]
 
 
-_srdhm = _wrap32 = _rdbp = _rescale = _reciprocal = None
+_srdhm = _rdbp = _reciprocal = None
 
 
 def _bilinear_py(x, y0, y1, fy, x0, x1, fx, out):
