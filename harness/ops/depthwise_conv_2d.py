@@ -72,9 +72,10 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams
     fh, fw = w.shape[:2]
     dtype = w.dtype
     zero_start = bias is not None and bool(np.any(np.signbit(bias) & (bias == 0)))
-    # The same sums, compiled (nnconform.ops.jit), from ~1,000 outputs: there numpy's tap
-    # loop costs ~100 us of calls whatever the size, the compiled one ~10 us.
-    if jit.worth(n * oh * ow * c, at=1 << 10):
+    # The same sums, compiled (nnconform.ops.jit), at any size (at=1): numpy's tap loop
+    # costs ~60-100 us of calls however small the image (a MobileNet's 4x4x48 tail), the
+    # compiled one ~10 us.
+    if jit.worth(n * oh * ow * c, at=1):
         return jit.depthwise(xp, w, oh, ow, p.stride_h, p.stride_w, p.dil_h, p.dil_w, bias, zero_start)
     wt = np.ascontiguousarray(np.broadcast_to(w[:, :, None, :], (fh, fw, ow, c)))
     bt = None if bias is None else np.ascontiguousarray(np.broadcast_to(bias.astype(dtype), (ow, c)))

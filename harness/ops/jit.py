@@ -7,7 +7,8 @@ kernel in a process compiles it, seconds of CPU (a stress worker's random graph 
 more with a cold cache, 2 s more with a warm one, than with numpy), and a time budget per
 case would count that against the driver.  On, the loops below replace a numpy path only
 where that path is far from what a compiled kernel does, and only on tensors big enough to
-pay the call (a CTS vector's few dozen elements stay on numpy).
+pay the call, except where the numpy path is a loop of calls whatever the size (the taps of
+a depthwise convolution or an average pool, a softmax row): there any size pays.
 
 The contract is the bits.  Each kernel does, per output element, the same IEEE operations
 in the same order as the numpy path it stands in for: float32 products added one tap after
@@ -30,6 +31,9 @@ Why compiled loops, kernel by kernel:
 - RESIZE_BILINEAR: numpy gathers four shifted copies of the input and makes eleven passes
   over the output (each weight product a pass of its own, to keep the order of the
   roundings); compiled, each output is the same four products and three sums in registers.
+- AVERAGE_POOL_2D: numpy adds one window tap per call, fh*fw calls (~80 us for a
+  MobileNet's global 4x4 pool of a 4x4x48 image); compiled, each window is summed in
+  registers.
 - Quantised SOFTMAX of a row (a classifier's logits): the numpy path is ~30 calls on a few
   hundred values plus a Python-int Newton reciprocal, ~100 us of call overhead for 1,000
   logits; compiled, one call does the row's sum, reciprocal and codes in int64 registers.
@@ -353,9 +357,66 @@ def _bilinear_py(x, y0, y1, fy, x0, x1, fx, out):
                     o[k] = (((a[k] * wy0) * wx0 + (bb[k] * wy1) * wx0) + (cc[k] * wy0) * wx1) + (d[k] * wy1) * wx1
 
 
+def _average_pool_float_py(x, fh, fw, sh, sw, pt, pl, out):
+    # pooling.execute_average_pool's float path per output: a float64 sum, from +0.0, of the
+    # window's float32 values with the taps in row-major order, divided by the number of
+    # taps on the input, rounded to float32.  numpy adds a 0.0 for each tap on the padding;
+    # skipping it is the same sum, because a sum begun at +0.0 is never -0.0, and x + 0.0 is
+    # x for any other x (a NaN stays that NaN).
+    n, h, w, c = x.shape
+    oh, ow = out.shape[1], out.shape[2]
+    acc = np.empty(c, np.float64)
+    for b in range(n):
+        for i in range(oh):
+            top = i * sh - pt
+            y0, y1 = max(top, 0), min(top + fh, h)
+            for j in range(ow):
+                left = j * sw - pl
+                x0, x1 = max(left, 0), min(left + fw, w)
+                acc[:] = 0.0
+                for yy in range(y0, y1):
+                    for xx in range(x0, x1):
+                        row = x[b, yy, xx]
+                        for k in range(c):
+                            acc[k] += row[k]
+                count = np.float64((y1 - y0) * (x1 - x0))
+                o = out[b, i, j]
+                for k in range(c):
+                    o[k] = np.float32(acc[k] / count)
+
+
+def _average_pool_quant_py(x, fh, fw, sh, sw, pt, pl, lo, hi, out):
+    # The quantised path: the exact int64 sum of the window's codes (padding adds 0), then
+    # the reference's division rounding half away from zero, clamped to [lo, hi].
+    n, h, w, c = x.shape
+    oh, ow = out.shape[1], out.shape[2]
+    acc = np.empty(c, np.int64)
+    for b in range(n):
+        for i in range(oh):
+            top = i * sh - pt
+            y0, y1 = max(top, 0), min(top + fh, h)
+            for j in range(ow):
+                left = j * sw - pl
+                x0, x1 = max(left, 0), min(left + fw, w)
+                acc[:] = 0
+                for yy in range(y0, y1):
+                    for xx in range(x0, x1):
+                        row = x[b, yy, xx]
+                        for k in range(c):
+                            acc[k] += np.int64(row[k])
+                count = np.int64((y1 - y0) * (x1 - x0))
+                half = count // 2
+                o = out[b, i, j]
+                for k in range(c):
+                    a = acc[k]
+                    v = (a + half) // count if a >= 0 else -((half - a) // count)
+                    o[k] = min(max(v, lo), hi)
+
+
 _PY = {"depthwise": _depthwise_py, "requantize": _requantize_py, "gather_pairs": _gather_pairs_py,
        "dot_offsets": _dot_offsets_py, "softmax_rows": _softmax_rows_py,
-       "bilinear": _bilinear_py}
+       "bilinear": _bilinear_py, "average_pool_float": _average_pool_float_py,
+       "average_pool_quant": _average_pool_quant_py}
 
 
 def depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, sh: int, sw: int, dh: int, dw: int,
@@ -444,4 +505,20 @@ def bilinear(x: np.ndarray, rows: tuple, cols: tuple) -> np.ndarray:
     (y0, y1, fy), (x0, x1, fx) = rows, cols
     out = np.empty((x.shape[0], y0.shape[0], x0.shape[0], x.shape[3]), np.float32)
     _compile("bilinear")(np.ascontiguousarray(x), y0, y1, fy, x0, x1, fx, out)
+    return out
+
+
+def average_pool(x: np.ndarray, fh: int, fw: int, sh: int, sw: int, pt: int, pl: int,
+                 out_h: int, out_w: int, bounds: tuple[int, int] | None = None, dtype=None) -> np.ndarray:
+    """The compiled twin of ``pooling.execute_average_pool``'s window sums: NHWC ``x``
+    (float32, or 8-bit codes with ``bounds`` and the output ``dtype``) -> [N, out_h, out_w, C]
+    float32 averages before the activation, or the clamped codes."""
+    x = np.ascontiguousarray(x)
+    shape = (x.shape[0], out_h, out_w, x.shape[3])
+    if bounds is None:
+        out = np.empty(shape, np.float32)
+        _compile("average_pool_float")(x, fh, fw, sh, sw, pt, pl, out)
+    else:
+        out = np.empty(shape, dtype)
+        _compile("average_pool_quant")(x, fh, fw, sh, sw, pt, pl, bounds[0], bounds[1], out)
     return out

@@ -349,3 +349,61 @@ def test_bilinear_kernel_gives_the_numpy_paths_bits(numpy_only, monkeypatch, s, 
         bits = {"float32": np.uint32, "float16": np.uint16}[kind]
         diff = (got.view(bits) != want.view(bits)) & ~both_nan
         assert not diff.any(), f"{int(diff.sum())} elements differ"
+
+
+@seed(16019)
+@SETTINGS
+@given(s=st.integers(0, 2**31 - 1), n=st.integers(1, 2), h=st.integers(1, 12), w=st.integers(1, 12),
+       c=st.integers(1, 19), fh=st.integers(1, 5), fw=st.integers(1, 5), sh=st.integers(1, 3), sw=st.integers(1, 3),
+       pads=st.tuples(*[st.integers(0, 4)] * 4), act=st.sampled_from([0, 1, 2, 3]), nchw=st.booleans(),
+       kind=st.sampled_from(["float32", "float16", "uint8", "int8"]), special=st.booleans())
+def test_average_pool_kernel_gives_the_numpy_paths_bits(numpy_only, monkeypatch, s, n, h, w, c, fh, fw, sh, sw, pads,
+                                                        act, nchw, kind, special):
+    """AVERAGE_POOL_2D with explicit padding (windows over the padding count only their taps
+    on the input), strides, every fused activation, NHWC and NCHW, fp32/fp16/quant8 both
+    signs, signed zeros, infinities and NaN: the compiled sums give the numpy path's bits."""
+    from nnconform.executor import Executor
+    from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+    from nnconform.ops.padding import output_size
+    print("numpy seed", s)
+    rng = np.random.default_rng(s)
+    # the padding on each side stays below the filter (the operation's own rule)
+    pl, pr, pt, pb = (min(pads[0], fw - 1), min(pads[1], fw - 1), min(pads[2], fh - 1), min(pads[3], fh - 1))
+    oh, ow = output_size(h, fh, sh, pt, pb), output_size(w, fw, sw, pl, pr)
+    if oh <= 0 or ow <= 0:
+        return
+    t = {"float32": T.TENSOR_FLOAT32, "float16": T.TENSOR_FLOAT16, "uint8": T.TENSOR_QUANT8_ASYMM,
+         "int8": T.TENSOR_QUANT8_ASYMM_SIGNED}[kind]
+    shape = [n, c, h, w] if nchw else [n, h, w, c]
+    if kind in ("uint8", "int8"):
+        lo = 0 if kind == "uint8" else -128
+        x = rng.integers(lo, lo + 256, shape).astype(kind)
+        q = dict(scale=0.07, zero_point=int(rng.integers(lo, lo + 256)))
+    else:
+        x = (rng.standard_normal(shape) * 4).astype(kind)
+        if special:
+            flat = x.reshape(-1)
+            picks = rng.integers(0, flat.size, max(1, flat.size // 5))
+            flat[picks] = rng.choice(np.array([0.0, -0.0, np.inf, -np.inf, np.nan], kind), picks.size)
+        q = {}
+    b = ModelBuilder()
+    xi = b.input(t, shape, **q)
+    y = b.output(t, [n, c, oh, ow] if nchw else [n, oh, ow, c], **q)
+    b.operation(Op.AVERAGE_POOL_2D, [xi, b.i32(pl), b.i32(pr), b.i32(pt), b.i32(pb), b.i32(sw), b.i32(sh),
+                                     b.i32(fw), b.i32(fh), b.i32(act), b.bool(nchw)], [y])
+    model = b.build()
+    with np.errstate(all="ignore"):
+        want = numpy_only(lambda: Executor(model).run([x])[0])
+        calls = []
+        real = jit.average_pool
+        monkeypatch.setattr(jit, "average_pool", lambda *a, **k: calls.append(1) or real(*a, **k))
+        got = Executor(model).run([x])[0]
+    assert calls == [1]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if kind in ("uint8", "int8"):
+        assert got.tobytes() == want.tobytes()
+    else:
+        both_nan = np.isnan(got) & np.isnan(want)
+        bits = {"float32": np.uint32, "float16": np.uint16}[kind]
+        diff = (got.view(bits) != want.view(bits)) & ~both_nan
+        assert not diff.any(), f"{int(diff.sum())} elements differ"
