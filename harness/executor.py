@@ -31,7 +31,7 @@ def clamp_loop_timeout(loop_timeout: float | None) -> float:
 class _Step:
     """One operation of a plan: everything about it that depends only on the model."""
     __slots__ = ("index", "operation", "name", "fn", "inputs", "outputs", "in_operands", "in_dims",
-                 "out_operands", "out_checks", "constant_scalars")
+                 "out_operands", "out_checks", "constant_scalars", "memo")
 
     def __init__(self, sg: Subgraph, index: int, fn):
         op = sg.operations[index]
@@ -47,6 +47,9 @@ class _Step:
         self.constant_scalars = tuple(o.value.reshape(-1)[0].item()
                                       if o.is_constant and o.info.is_scalar and o.value is not None
                                       and o.value.size == 1 else None for o in self.in_operands)
+        # an operation's own facts derived from the model alone (OpContext.memo), kept
+        # across runs: keys name everything a value depends on beyond the model
+        self.memo = {}
         # per output: (operand index, storage dtype, model dims to enforce or None)
         self.out_checks = tuple((i, o.info.dtype, o.dimensions if o.dimensions and not o.info.is_scalar else None)
                                 for i, o in zip(op.outputs, self.out_operands))

@@ -1,10 +1,17 @@
 """Fused activation functions (the trailing INT32 'activation' input of many operations)."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
+try:        # the ufunc np.clip calls (numpy 2), without the ~5-10 us of its Python wrappers
+    from numpy._core.umath import clip as _clip
+except ImportError:     # numpy 1.x
+    from numpy.core.umath import clip as _clip
+
 from ..ir import Operand
-from .quant import quant_range, round_half_away
+from .quant import QUANT_RANGE, round_half_away
 
 NONE, RELU, RELU1, RELU6 = 0, 1, 2, 3
 FUSED_ACTIVATIONS = (NONE, RELU, RELU1, RELU6)
@@ -22,18 +29,26 @@ def apply_float(x: np.ndarray, activation: int, in_place: bool = False) -> np.nd
     lo, hi = _FLOAT_BOUNDS[activation]
     if activation == NONE:
         return x
-    return np.clip(x, x.dtype.type(lo), x.dtype.type(hi), out=x if in_place else None)
+    # np.clip with both bounds is this call (numpy's _methods._clip): the same bits
+    return _clip(x, x.dtype.type(lo), x.dtype.type(hi), out=x if in_place else None)
 
 
 def quant_bounds(activation: int, out: Operand) -> tuple[int, int]:
     """NNAPI CalculateActivationRange for a quantised output: the activation's real bounds
     quantised with std::round and intersected with the type's range."""
-    qmin, qmax = quant_range(out)
+    return _quant_bounds(activation, out.type, float(out.scale), int(out.zero_point))
+
+
+@functools.lru_cache(maxsize=1024)
+def _quant_bounds(activation: int, type_, scale: float, zero_point: int) -> tuple[int, int]:
+    # cached: every quantised operation with an activation asks each run (~5-10 us of
+    # float32 scalars and rounding a call), always for the same few parameter sets
+    qmin, qmax = QUANT_RANGE[type_]
 
     def q(f: float) -> int:
         # float32 division, as the reference does: it decides which side of a .5 tie a
         # bound falls on.
-        return out.zero_point + round_half_away(float(np.float32(f) / np.float32(out.scale)))
+        return zero_point + round_half_away(float(np.float32(f) / np.float32(scale)))
 
     if activation == RELU:
         return max(qmin, q(0.0)), qmax

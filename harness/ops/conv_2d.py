@@ -50,5 +50,5 @@ def validate(v: OpView) -> None:
 
 @register(Op.CONV_2D, data_types=cc.TYPES, validate=validate)
 def execute(ctx: OpContext) -> list[np.ndarray]:
-    p = cc.ctx_params(ctx, cc.ctx_layout(ctx))
+    p = cc.planned_params(ctx)
     return [cc.run_conv(ctx, p)]

@@ -7,7 +7,7 @@ TRANSPOSE_CONV_2D) and FULLY_CONNECTED.
   NCHW flag and optional dilation factors.  Which one a model uses is told, as in NNAPI, by the
   input count and by the type of the input just after the implicit form's activation (BOOL:
   layout flag of the implicit form, INT32: the explicit form's strides).
-- im2col over NHWC (a ``sliding_window_view`` made contiguous) plus one matmul per group.
+- im2col over NHWC (a strided view of the taps made contiguous) plus one matmul per group.
 - Quantised accumulation: offsets (value - zero point) are multiplied in floating point.  The
   products and partial sums are integers, and a float matmul is exact while every partial
   sum fits the mantissa, so we pick float32 when K * max|a| * max|b| < 2**24 and float64
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+from numpy.lib.stride_tricks import as_strided
 
 from ..ir import Operand, OperandType as T
 from . import activation, jit, layout
@@ -232,6 +232,28 @@ def ctx_params(ctx: OpContext, lay: ArgLayout) -> ConvParams:
     return ConvParams(pt, pb, pl, pr, sh, sw, dh, dw, act, nchw, tuple(ctx.scalar(i) for i in lay.extra))
 
 
+def planned_params(ctx: OpContext, n_extra: int = 0, **layout_kw) -> ConvParams:
+    """ctx_params(ctx, ctx_layout(ctx, ...)), parsed once per model and input shape when every
+    scalar argument is a model constant (a MobileNet's small convolutions spent ~15-20 us a
+    call on it); otherwise parsed each run, as a runtime scalar may change."""
+    memo = ctx.memo
+    if memo is None:
+        return ctx_params(ctx, ctx_layout(ctx, n_extra, **layout_kw))
+    constant = memo.get("scalars constant")
+    if constant is None:
+        known = ctx.constant_scalars or ()
+        constant = memo["scalars constant"] = len(known) > 3 and all(v is not None for v in known[3:])
+    if not constant:
+        return ctx_params(ctx, ctx_layout(ctx, n_extra, **layout_kw))
+    # the parameters read only the scalars and the input and filter dimensions
+    key = ("conv params", ctx.in_operands[0].dimensions, ctx.in_operands[1].dimensions)
+    p = memo.get(key)
+    if p is None:
+        p = ctx_params(ctx, ctx_layout(ctx, n_extra, **layout_kw))
+        memo[key] = p
+    return p
+
+
 def check_shapes(ctx: OpContext, x: np.ndarray, fh: int, fw: int, p: ConvParams) -> tuple[int, int]:
     """The reference's prepare() checks shared by CONV_2D, DEPTHWISE and GROUPED; returns the
     output height and width.  ``x`` is NHWC."""
@@ -300,11 +322,28 @@ def im2col_padded(xp: np.ndarray, fh: int, fw: int, oh: int, ow: int, p: ConvPar
         # a pointwise convolution (most of a MobileNet-style model's CONV_2D): every pixel is
         # its own patch, so the input already is the patch matrix; no copy
         return xp.reshape(xp.shape[0], oh, ow, 1, 1, xp.shape[3])
-    eh, ew = (fh - 1) * p.dil_h + 1, (fw - 1) * p.dil_w + 1
-    win = sliding_window_view(xp, (eh, ew), axis=(1, 2))  # [N, H', W', C, eh, ew]
-    win = win[:, :(oh - 1) * p.stride_h + 1:p.stride_h, :(ow - 1) * p.stride_w + 1:p.stride_w,
-              :, ::p.dil_h, ::p.dil_w]
-    return np.ascontiguousarray(win.transpose(0, 1, 2, 4, 5, 3))
+    # The read-only view [N, OH, OW, fh, fw, C] of every output pixel's taps, straight from
+    # the strides (sliding_window_view builds the same view through ~100 us of Python), then
+    # one copy.  Tap (i, j) of output (y, x) is xp[:, y*sh + i*dh, x*sw + j*dw, :].
+    n, hp, wp, c = xp.shape
+    if (oh - 1) * p.stride_h + (fh - 1) * p.dil_h >= hp or (ow - 1) * p.stride_w + (fw - 1) * p.dil_w >= wp:
+        raise ValueError(f"im2col: {fh}x{fw} taps of a {oh}x{ow} output run past the padded {hp}x{wp} input")
+    s0, s1, s2, s3 = xp.strides
+    win = as_strided(xp, shape=(n, oh, ow, fh, fw, c),
+                     strides=(s0, s1 * p.stride_h, s2 * p.stride_w, s1 * p.dil_h, s2 * p.dil_w, s3), writeable=False)
+    return np.ascontiguousarray(win)
+
+
+def input_bound(ctx: OpContext, i: int, zero_point: int) -> int:
+    """offset_bound of input ``i``: a model constant's (a filter) once per model."""
+    memo = ctx.memo
+    if memo is None or not ctx.in_operands[i].is_constant:
+        return offset_bound(ctx.inputs[i], zero_point)
+    key = ("offset bound", i, zero_point)
+    bound = memo.get(key)
+    if bound is None:
+        bound = memo[key] = offset_bound(ctx.inputs[i], zero_point)
+    return bound
 
 
 def offset_bound(values: np.ndarray, zero_point: int) -> int:
@@ -725,7 +764,7 @@ def run_conv(ctx: OpContext, p: ConvParams, groups: int = 1) -> np.ndarray:
         return layout.from_nhwc(finish_float(y, p.activation, out), p.nchw)
     xo, fo = ctx.in_operands[0], ctx.in_operands[1]
     xz, fz = xo.zero_point, filter_zero_point(fo)
-    amax, bmax = offset_bound(x, xz), offset_bound(f, fz)
+    amax, bmax = offset_bound(x, xz), input_bound(ctx, 1, fz)
     dt = exact_float_dtype(fh * fw * cf, amax, bmax)
     cols = im2col_padded(padded_offsets(x, p, xz, dt), fh, fw, oh, ow, p)
     acc = grouped_matmul_conv(cols, constant_offsets(ctx, 1, fz, dt)[0], groups)

@@ -127,9 +127,25 @@ def _repeat_channels(xp: np.ndarray, m: int) -> np.ndarray:
     return xp if m == 1 else np.repeat(xp, m, axis=3)
 
 
+def _filter_offsets(ctx: OpContext, zero_point: int, dtype) -> np.ndarray:
+    """The taps [fh, fw, C] of the filter less its zero point, in ``dtype``: a constant
+    filter's once per model (ctx.memo), read-only."""
+    f = ctx.inputs[1]
+    memo = ctx.memo
+    if memo is None or not ctx.in_operands[1].is_constant:
+        return cc.offsets_as(f[0], zero_point, dtype)
+    key = ("filter offsets", zero_point, np.dtype(dtype).str)
+    taps = memo.get(key)
+    if taps is None:
+        taps = cc.offsets_as(f[0], zero_point, dtype)
+        taps.setflags(write=False)
+        memo[key] = taps
+    return taps
+
+
 @register(Op.DEPTHWISE_CONV_2D, data_types=cc.TYPES, validate=validate)
 def execute(ctx: OpContext) -> list[np.ndarray]:
-    p = cc.ctx_params(ctx, cc.ctx_layout(ctx, n_extra=1))
+    p = cc.planned_params(ctx, n_extra=1)
     (m,) = p.extra
     quant = cc.check_conv_types(ctx)
     x, f, b = ctx.inputs[0], ctx.inputs[1], ctx.inputs[2]
@@ -162,10 +178,10 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     xz, fz = xo.zero_point, cc.filter_zero_point(fo)
     # Exact integer sums in floating point: every partial sum of fh*fw products of offsets is
     # an integer below the dtype's exact range (float32 for 8-bit 3x3 filters).
-    amax, bmax = cc.offset_bound(x, xz), cc.offset_bound(f, fz)
+    amax, bmax = cc.offset_bound(x, xz), cc.input_bound(ctx, 1, fz)
     dt = cc.exact_float_dtype(fh * fw, amax, bmax)
     xp = _repeat_channels(cc.padded_offsets(x, p, xz, dt), m)
-    y = _depthwise(xp, cc.offsets_as(f[0], fz, dt), oh, ow, p)
+    y = _depthwise(xp, _filter_offsets(ctx, fz, dt), oh, ow, p)
     mult, shift = cc.output_multipliers(ctx, xo, fo, ctx.in_operands[2], out, o)
     return [layout.from_nhwc(cc.requantize(y, b, mult, shift, out, p.activation, acc_bound=fh * fw * amax * bmax),
                              p.nchw)]

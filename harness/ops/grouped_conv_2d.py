@@ -49,5 +49,5 @@ def validate(v: OpView) -> None:
 
 @register(Op.GROUPED_CONV_2D, data_types=cc.TYPES, validate=validate)
 def execute(ctx: OpContext) -> list[np.ndarray]:
-    p = cc.ctx_params(ctx, cc.ctx_layout(ctx, n_extra=1, dilation=False, layout_required=True))
+    p = cc.planned_params(ctx, n_extra=1, dilation=False, layout_required=True)
     return [cc.run_conv(ctx, p, groups=p.extra[0])]

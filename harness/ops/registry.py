@@ -169,6 +169,10 @@ class OpContext:
 
     # per input: the Python value of a constant scalar operand, else None (set from a plan)
     constant_scalars: tuple | None = None
+    # the plan step's dict for what an operation derives from the model alone (parsed
+    # parameters, ...), kept across runs; None outside a plan.  A key must name everything
+    # else the value depends on (actual input dimensions, ...).
+    memo: dict | None = None
 
     def __init__(self, executor, subgraph: Subgraph, index: int, values: list):
         self.executor = executor
@@ -199,6 +203,7 @@ class OpContext:
         self.in_operands = in_operands
         self.out_operands = list(step.out_operands)
         self.constant_scalars = step.constant_scalars
+        self.memo = step.memo
         return self
 
     @property

@@ -638,3 +638,67 @@ def test_aosp_vectors(op):
         if status != "pass":
             failures.append(f"{case.test_id}: {status}: {msg}")
     assert not failures, f"{len(failures)} of {len(cases)} failed:\n" + "\n".join(failures[:20])
+
+
+# ---------------------------------------------------------------------------------------
+# parameters parsed once per model (conv_common.planned_params)
+# ---------------------------------------------------------------------------------------
+
+def _direct_conv_same(x: np.ndarray, w: np.ndarray, stride: int) -> np.ndarray:
+    """SAME-padded NHWC float convolution, one output pixel at a time (the odd padding pixel
+    at the end, as NNAPI puts it)."""
+    n, h, wd, c = x.shape
+    o, fh, fw, _ = w.shape
+    oh, ow = -(-h // stride), -(-wd // stride)
+    ph = max(0, (oh - 1) * stride + fh - h) // 2
+    pw = max(0, (ow - 1) * stride + fw - wd) // 2
+    xp = np.zeros((n, h + fh + stride, wd + fw + stride, c), np.float64)
+    xp[:, ph:ph + h, pw:pw + wd] = x
+    out = np.zeros((n, oh, ow, o))
+    for yy in range(oh):
+        for xx in range(ow):
+            patch = xp[:, yy * stride:yy * stride + fh, xx * stride:xx * stride + fw]
+            out[:, yy, xx] = np.einsum("nijc,oijc->no", patch, w)
+    return out
+
+
+def test_conv_parameters_follow_the_actual_input_size_run_after_run():
+    # Spatial dimensions left unknown: SAME padding depends on each run's input size, so the
+    # parameters parsed once per model must be keyed by it.
+    rng = np.random.default_rng(1601)
+    w = rng.standard_normal((3, 3, 3, 2)).astype(np.float32)
+    b = ModelBuilder()
+    x = b.input(F32, [1, 0, 0, 2])
+    f = b.const(F32, [3, 3, 3, 2], w)
+    bias = b.const(F32, [3], np.zeros(3, np.float32))
+    y = b.output(F32, [1, 0, 0, 3])
+    b.operation(Op.CONV_2D, [x, f, bias, b.i32(1), b.i32(2), b.i32(2), b.i32(0)], [y])
+    from nnconform.executor import Executor
+    ex = Executor(b.build())
+    for h, wd in [(5, 7), (8, 3), (5, 7), (1, 1)]:
+        xv = rng.standard_normal((1, h, wd, 2)).astype(np.float32)
+        got = ex.run([xv])[0]
+        want = _direct_conv_same(xv.astype(np.float64), w.astype(np.float64), 2)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_conv_parameters_given_at_run_time_are_read_each_run():
+    # A stride fed as a model input (not a constant) may change between runs: never cached.
+    rng = np.random.default_rng(1602)
+    w = rng.standard_normal((2, 3, 3, 1)).astype(np.float32)
+    b = ModelBuilder()
+    x = b.input(F32, [1, 6, 6, 1])
+    stride = b.input(T.INT32)
+    f = b.const(F32, [2, 3, 3, 1], w)
+    bias = b.const(F32, [2], np.zeros(2, np.float32))
+    y = b.output(F32, [1, 0, 0, 2])
+    b.operation(Op.CONV_2D, [x, f, bias, b.i32(1), stride, stride, b.i32(0)], [y])
+    from nnconform.executor import Executor
+    ex = Executor(b.build())
+    xv = rng.standard_normal((1, 6, 6, 1)).astype(np.float32)
+    for s in (1, 2, 3, 1):
+        got = ex.run([xv, np.array(s, np.int32)])[0]
+        want = _direct_conv_same(xv.astype(np.float64), w.astype(np.float64), s)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
