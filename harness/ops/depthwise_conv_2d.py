@@ -178,8 +178,8 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     xz, fz = xo.zero_point, cc.filter_zero_point(fo)
     # Exact integer sums in floating point: every partial sum of fh*fw products of offsets is
     # an integer below the dtype's exact range (float32 for 8-bit 3x3 filters).
-    amax, bmax = cc.offset_bound(x, xz), cc.input_bound(ctx, 1, fz)
-    dt = cc.exact_float_dtype(fh * fw, amax, bmax)
+    bmax = cc.input_bound(ctx, 1, fz)
+    amax, dt = cc.bound_and_dtype(x, xz, fh * fw, bmax)
     xp = _repeat_channels(cc.padded_offsets(x, p, xz, dt), m)
     y = _depthwise(xp, _filter_offsets(ctx, fz, dt), oh, ow, p)
     mult, shift = cc.output_multipliers(ctx, xo, fo, ctx.in_operands[2], out, o)

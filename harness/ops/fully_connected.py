@@ -77,7 +77,8 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         y = cc.to_float32(x2) @ cc.to_float32(wt).T + cc.to_float32(b)
         return [cc.finish_float(y, act, out)]
     mult, shift = cc.output_multipliers(ctx, xo, wo, bo, out, units)
-    if batch <= _JIT_MAX_BATCH and size * 255 * 255 < 1 << 31 and jit.worth(batch * units * size // 16):
+    # (at any size, at=1: on a small layer the numpy path's calls are most of its ~50-100 us)
+    if batch <= _JIT_MAX_BATCH and size * 255 * 255 < 1 << 31 and jit.worth(batch * units * size // 16, at=1):
         # A few rows (a classifier's one): an integer dot product over the stored weight
         # bytes, compiled, reads a quarter of the float32 offsets BLAS would.  Exact: every
         # partial sum is below 2**31.

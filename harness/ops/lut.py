@@ -92,7 +92,7 @@ def binary(key: Hashable, kernel: Callable[[np.ndarray, np.ndarray], np.ndarray]
         return kernel(da[:, None], db[None, :])
 
     table = _table(key, build)
-    if a.shape == b.shape and jit.worth(size):
+    if a.shape == b.shape and jit.worth(size, at=1):     # ~2 us a call: pays at any size
         return jit.gather_pairs(table, a.view(np.uint8), b.view(np.uint8))
     # One flat uint16 index (a's byte pattern in the high byte) and one take: about 3x faster
     # than numpy's two-array fancy indexing table[a, b].

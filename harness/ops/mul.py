@@ -41,6 +41,13 @@ def validate(v: OpView) -> None:
 
 
 def _quant_mul(ctx: OpContext, act: int) -> np.ndarray:
+    # once per model and activation, as for ADD
+    key, kernel = ctx.remember(("quant mul", act), lambda: _quant_mul_kernel(ctx, act))
+    return lut.binary(key, kernel, ctx.inputs[0], ctx.inputs[1])
+
+
+def _quant_mul_kernel(ctx: OpContext, act: int) -> tuple:
+    """(table key, fixed-point kernel over two arrays of codes) of a quantised MUL."""
     in1, in2, out = ctx.in_operands[0], ctx.in_operands[1], ctx.out_operands[0]
     product_scale = float(np.float32(in1.scale) * np.float32(in2.scale))
     m, shift = multiplier_below_one(ctx, product_scale / f32(out.scale), "output")
@@ -52,7 +59,7 @@ def _quant_mul(ctx: OpContext, act: int) -> np.ndarray:
 
     key = ("mul", in1.zero_point, in2.zero_point, m, shift, out.zero_point,
            activation.quant_bounds(act, out), out.type)
-    return lut.binary(key, kernel, ctx.inputs[0], ctx.inputs[1])
+    return key, kernel
 
 
 @register(Op.MUL, data_types=TYPES, validate=validate)

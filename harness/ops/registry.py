@@ -206,6 +206,18 @@ class OpContext:
         self.memo = step.memo
         return self
 
+    def remember(self, key, build: Callable[[], Any]):
+        """``build()``, once per model step under ``key`` when running from a plan (ctx.memo);
+        the key names everything the value depends on besides the model.  A build that fails
+        the execution stores nothing."""
+        memo = self.memo
+        if memo is None:
+            return build()
+        value = memo.get(key)
+        if value is None:
+            value = memo[key] = build()
+        return value
+
     @property
     def floats_quiet(self) -> bool:
         """True when numpy's overflow/invalid/divide warnings are already off (inside

@@ -160,3 +160,20 @@ def test_reject_maximum_mixed_types():
 @pytest.mark.parametrize("case", vector_params(OPS))
 def test_aosp_vector(case):
     assert_vector_passes(case)
+
+
+def test_quant_add_whose_rescale_fails_fails_every_run_of_one_executor():
+    # The multipliers are worked out once per model step (OpContext.remember); a failing
+    # build stores nothing, so the failure is the same on each run, never a stale success.
+    from nnconform.errors import OpFailure
+    from nnconform.executor import Executor
+    from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_QUANT8_ASYMM, [2, 2], scale=1.0, zero_point=0)
+    y = b.input(T.TENSOR_QUANT8_ASYMM, [2, 2], scale=1.0, zero_point=0)
+    o = b.output(T.TENSOR_QUANT8_ASYMM, [2, 2], scale=1e-7, zero_point=0)
+    b.operation(Op.ADD, [x, y, b.i32(0)], [o])
+    ex = Executor(b.build())
+    for _ in range(3):
+        with pytest.raises(OpFailure, match="output rescale factor .* must be in"):
+            ex.run([np.ones((2, 2), np.uint8)] * 2)

@@ -702,3 +702,16 @@ def test_conv_parameters_given_at_run_time_are_read_each_run():
         want = _direct_conv_same(xv.astype(np.float64), w.astype(np.float64), s)
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_bound_and_dtype_scans_the_data_only_when_the_type_bound_needs_float64():
+    from nnconform.ops import conv_common as cc
+    x = np.full((1, 4, 4, 8), 130, np.uint8)
+    # 9 taps x 128 x 127 < 2**24: the type's bound, no scan
+    assert cc.bound_and_dtype(x, 128, 9, 127) == (128, np.float32)
+    # 4,608 terms x 128 x 127 >= 2**24 from the type, but the data (|130 - 128| = 2) keeps float32
+    assert cc.bound_and_dtype(x, 128, 4608, 127) == (2, np.float32)
+    x[0, 0, 0, 0] = 255
+    assert cc.bound_and_dtype(x, 0, 4608, 127) == (255, np.float64)
+    s = np.full((2, 3), -100, np.int8)
+    assert cc.bound_and_dtype(s, -128, 9, 127) == (255, np.float32)
