@@ -56,7 +56,7 @@ _BLOCK = 1 << 16
 
 
 def _depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams,
-               bias: np.ndarray | None = None) -> np.ndarray:
+               bias: np.ndarray | None = None, zero_start: bool | None = None) -> np.ndarray:
     """Padded NHWC ``xp`` [N, H', W', C], filter taps ``w`` [fh, fw, C] (one filter per
     channel: a depth multiplier M > 1 is handled by the caller repeating each input channel M
     times) -> [N, OH, OW, C] in ``w``'s dtype, plus ``bias`` [C] when given.
@@ -71,7 +71,8 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams
     n, c = xp.shape[0], xp.shape[3]
     fh, fw = w.shape[:2]
     dtype = w.dtype
-    zero_start = bias is not None and bool(np.any(np.signbit(bias) & (bias == 0)))
+    if zero_start is None:      # (the caller may know it already: a constant bias's, per model)
+        zero_start = _has_negative_zero(bias)
     # The same sums, compiled (nnconform.ops.jit), at any size (at=1): numpy's tap loop
     # costs ~60-100 us of calls however small the image (a MobileNet's 4x4x48 tail), the
     # compiled one ~10 us.
@@ -120,6 +121,10 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams
             if bt is not None:
                 acc += bt
     return out
+
+
+def _has_negative_zero(bias: np.ndarray | None) -> bool:
+    return bias is not None and bool(np.any(np.signbit(bias) & (bias == 0)))
 
 
 def _repeat_channels(xp: np.ndarray, m: int) -> np.ndarray:
@@ -172,7 +177,11 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         unpadded = not (p.pad_top or p.pad_bottom or p.pad_left or p.pad_right)
         xp = np.ascontiguousarray(cc.to_float32(x)) if unpadded else cc.padded_offsets(x, p, 0, np.float32)
         xp = _repeat_channels(xp, m)
-        y = _depthwise(xp, cc.to_float32(f[0]), oh, ow, p, bias=cc.to_float32(b))
+        bias = cc.to_float32(b)
+        # whether the bias holds a -0.0 (see _depthwise): a constant bias's once per model
+        zero_start = ctx.remember(("bias -0",), lambda: _has_negative_zero(bias)) \
+            if ctx.in_operands[2].is_constant else _has_negative_zero(bias)
+        y = _depthwise(xp, cc.to_float32(f[0]), oh, ow, p, bias=bias, zero_start=zero_start)
         return [layout.from_nhwc(cc.finish_float(y, p.activation, out), p.nchw)]
     xo, fo = ctx.in_operands[0], ctx.in_operands[1]
     xz, fz = xo.zero_point, cc.filter_zero_point(fo)
