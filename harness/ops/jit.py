@@ -116,10 +116,11 @@ def _compile(name: str):
     kernel = _state.get(name)
     if kernel is None:
         from numba import njit
-        global _add_taps, _tap_run, _srdhm, _rdbp, _reciprocal
+        global _add_taps, _tap_run, _pool_window, _srdhm, _rdbp, _reciprocal
         if _add_taps is None:       # the kernels' helpers, compiled into them (module globals)
             _add_taps = njit(inline="always", cache=True)(_add_taps_py)
             _tap_run = njit(inline="always", cache=True)(_tap_run_py)
+            _pool_window = njit(inline="always", cache=True)(_pool_window_py)
             fp = _compiled_fixedpoint(njit)
             _srdhm, _rdbp = fp["_srdhm_int"], fp["_rdbp_int"]
             _reciprocal = fp["one_over_one_plus_x_for_x_in_0_1_int"]
@@ -357,54 +358,51 @@ def _bilinear_py(x, y0, y1, fy, x0, x1, fx, out):
                     o[k] = (((a[k] * wy0) * wx0 + (bb[k] * wy1) * wx0) + (cc[k] * wy0) * wx1) + (d[k] * wy1) * wx1
 
 
+def _pool_window_py(x, b, i, j, fh, fw, sh, sw, pt, pl, acc):
+    # acc[:] = the sum over output (i, j)'s window in image b, from zero, taps in row-major
+    # order, skipping those on the padding; returns how many taps are on the input.  The
+    # numpy path adds a zero for each tap on the padding: the same sum for integers, and for
+    # floats too, because a float sum begun at +0.0 is never -0.0 and x + 0.0 is x for any
+    # other x (a NaN stays that NaN).
+    h, w, c = x.shape[1], x.shape[2], x.shape[3]
+    top, left = i * sh - pt, j * sw - pl
+    y0, y1 = max(top, 0), min(top + fh, h)
+    x0, x1 = max(left, 0), min(left + fw, w)
+    acc[:] = 0
+    for yy in range(y0, y1):
+        for xx in range(x0, x1):
+            row = x[b, yy, xx]
+            for k in range(c):
+                acc[k] += row[k]
+    return (y1 - y0) * (x1 - x0)
+
+
+_pool_window = None
+
+
 def _average_pool_float_py(x, fh, fw, sh, sw, pt, pl, out):
-    # pooling.execute_average_pool's float path per output: a float64 sum, from +0.0, of the
-    # window's float32 values with the taps in row-major order, divided by the number of
-    # taps on the input, rounded to float32.  numpy adds a 0.0 for each tap on the padding;
-    # skipping it is the same sum, because a sum begun at +0.0 is never -0.0, and x + 0.0 is
-    # x for any other x (a NaN stays that NaN).
-    n, h, w, c = x.shape
-    oh, ow = out.shape[1], out.shape[2]
+    # pooling.execute_average_pool's float path per output: the float64 window sum of the
+    # float32 values divided by the number of taps on the input, rounded to float32.
+    n, oh, ow, c = out.shape
     acc = np.empty(c, np.float64)
     for b in range(n):
         for i in range(oh):
-            top = i * sh - pt
-            y0, y1 = max(top, 0), min(top + fh, h)
             for j in range(ow):
-                left = j * sw - pl
-                x0, x1 = max(left, 0), min(left + fw, w)
-                acc[:] = 0.0
-                for yy in range(y0, y1):
-                    for xx in range(x0, x1):
-                        row = x[b, yy, xx]
-                        for k in range(c):
-                            acc[k] += row[k]
-                count = np.float64((y1 - y0) * (x1 - x0))
+                count = np.float64(_pool_window(x, b, i, j, fh, fw, sh, sw, pt, pl, acc))
                 o = out[b, i, j]
                 for k in range(c):
                     o[k] = np.float32(acc[k] / count)
 
 
 def _average_pool_quant_py(x, fh, fw, sh, sw, pt, pl, lo, hi, out):
-    # The quantised path: the exact int64 sum of the window's codes (padding adds 0), then
-    # the reference's division rounding half away from zero, clamped to [lo, hi].
-    n, h, w, c = x.shape
-    oh, ow = out.shape[1], out.shape[2]
+    # The quantised path: the exact int64 window sum of the codes, then the reference's
+    # division rounding half away from zero, clamped to [lo, hi].
+    n, oh, ow, c = out.shape
     acc = np.empty(c, np.int64)
     for b in range(n):
         for i in range(oh):
-            top = i * sh - pt
-            y0, y1 = max(top, 0), min(top + fh, h)
             for j in range(ow):
-                left = j * sw - pl
-                x0, x1 = max(left, 0), min(left + fw, w)
-                acc[:] = 0
-                for yy in range(y0, y1):
-                    for xx in range(x0, x1):
-                        row = x[b, yy, xx]
-                        for k in range(c):
-                            acc[k] += np.int64(row[k])
-                count = np.int64((y1 - y0) * (x1 - x0))
+                count = np.int64(_pool_window(x, b, i, j, fh, fw, sh, sw, pt, pl, acc))
                 half = count // 2
                 o = out[b, i, j]
                 for k in range(c):
