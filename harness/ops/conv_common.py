@@ -236,22 +236,14 @@ def planned_params(ctx: OpContext, n_extra: int = 0, **layout_kw) -> ConvParams:
     """ctx_params(ctx, ctx_layout(ctx, ...)), parsed once per model and input shape when every
     scalar argument is a model constant (a MobileNet's small convolutions spent ~15-20 us a
     call on it); otherwise parsed each run, as a runtime scalar may change."""
-    memo = ctx.memo
-    if memo is None:
+    def parse() -> ConvParams:
         return ctx_params(ctx, ctx_layout(ctx, n_extra, **layout_kw))
-    constant = memo.get("scalars constant")
-    if constant is None:
-        known = ctx.constant_scalars or ()
-        constant = memo["scalars constant"] = len(known) > 3 and all(v is not None for v in known[3:])
-    if not constant:
-        return ctx_params(ctx, ctx_layout(ctx, n_extra, **layout_kw))
+
+    known = ctx.constant_scalars or ()
+    if len(known) <= 3 or any(v is None for v in known[3:]):
+        return parse()
     # the parameters read only the scalars and the input and filter dimensions
-    key = ("conv params", ctx.in_operands[0].dimensions, ctx.in_operands[1].dimensions)
-    p = memo.get(key)
-    if p is None:
-        p = ctx_params(ctx, ctx_layout(ctx, n_extra, **layout_kw))
-        memo[key] = p
-    return p
+    return ctx.remember(("conv params", ctx.in_operands[0].dimensions, ctx.in_operands[1].dimensions), parse)
 
 
 def check_shapes(ctx: OpContext, x: np.ndarray, fh: int, fw: int, p: ConvParams) -> tuple[int, int]:
@@ -336,14 +328,8 @@ def im2col_padded(xp: np.ndarray, fh: int, fw: int, oh: int, ow: int, p: ConvPar
 
 def input_bound(ctx: OpContext, i: int, zero_point: int) -> int:
     """offset_bound of input ``i``: a model constant's (a filter) once per model."""
-    memo = ctx.memo
-    if memo is None or not ctx.in_operands[i].is_constant:
-        return offset_bound(ctx.inputs[i], zero_point)
-    key = ("offset bound", i, zero_point)
-    bound = memo.get(key)
-    if bound is None:
-        bound = memo[key] = offset_bound(ctx.inputs[i], zero_point)
-    return bound
+    return ctx.remember_of_constant(i, ("offset bound", i, zero_point),
+                                    lambda: offset_bound(ctx.inputs[i], zero_point))
 
 
 def offset_bound(values: np.ndarray, zero_point: int) -> int:

@@ -135,17 +135,11 @@ def _repeat_channels(xp: np.ndarray, m: int) -> np.ndarray:
 def _filter_offsets(ctx: OpContext, zero_point: int, dtype) -> np.ndarray:
     """The taps [fh, fw, C] of the filter less its zero point, in ``dtype``: a constant
     filter's once per model (ctx.memo), read-only."""
-    f = ctx.inputs[1]
-    memo = ctx.memo
-    if memo is None or not ctx.in_operands[1].is_constant:
-        return cc.offsets_as(f[0], zero_point, dtype)
-    key = ("filter offsets", zero_point, np.dtype(dtype).str)
-    taps = memo.get(key)
-    if taps is None:
-        taps = cc.offsets_as(f[0], zero_point, dtype)
-        taps.setflags(write=False)
-        memo[key] = taps
-    return taps
+    def taps() -> np.ndarray:
+        t = cc.offsets_as(ctx.inputs[1][0], zero_point, dtype)
+        t.setflags(write=False)
+        return t
+    return ctx.remember_of_constant(1, ("filter offsets", zero_point, np.dtype(dtype).str), taps)
 
 
 @register(Op.DEPTHWISE_CONV_2D, data_types=cc.TYPES, validate=validate)
@@ -179,8 +173,7 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         xp = _repeat_channels(xp, m)
         bias = cc.to_float32(b)
         # whether the bias holds a -0.0 (see _depthwise): a constant bias's once per model
-        zero_start = ctx.remember(("bias -0",), lambda: _has_negative_zero(bias)) \
-            if ctx.in_operands[2].is_constant else _has_negative_zero(bias)
+        zero_start = ctx.remember_of_constant(2, ("bias -0",), lambda: _has_negative_zero(bias))
         y = _depthwise(xp, cc.to_float32(f[0]), oh, ow, p, bias=bias, zero_start=zero_start)
         return [layout.from_nhwc(cc.finish_float(y, p.activation, out), p.nchw)]
     xo, fo = ctx.in_operands[0], ctx.in_operands[1]

@@ -224,7 +224,7 @@ def execute_average_pool(ctx: OpContext) -> list[np.ndarray]:
     in_h, in_w = x.shape[1:3]
     # Compiled at any size (at=1): the tap loop below is fh*fw numpy calls however small the
     # image (a MobileNet's global 4x4 pool: 16 of them, ~80 us), the compiled sums ~5 us.
-    if jit.worth(x.size, at=1) and (ctx.in_operands[0].info.is_float or x.dtype in (np.uint8, np.int8)):
+    if jit.worth(x.size, at=1):
         args = (p.filter_h, p.filter_w, p.stride_h, p.stride_w, p.pad_top, p.pad_left, out_h, out_w)
         if ctx.in_operands[0].info.is_float:
             y = jit.average_pool(x.astype(np.float32, copy=False), *args)

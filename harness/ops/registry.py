@@ -218,6 +218,13 @@ class OpContext:
             value = memo[key] = build()
         return value
 
+    def remember_of_constant(self, i: int, key, build: Callable[[], Any]):
+        """``build()`` of a value derived from input ``i``: remembered (see ``remember``) when
+        that input is a model constant, worked out again each run otherwise."""
+        if not self.in_operands[i].is_constant:
+            return build()
+        return self.remember(key, build)
+
     @property
     def floats_quiet(self) -> bool:
         """True when numpy's overflow/invalid/divide warnings are already off (inside
