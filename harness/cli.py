@@ -90,6 +90,7 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
             return _err(f"--expected-failures: {e}")
     args += ["--driver", a.driver, "--nn-report-dir", a.report_dir, "-p", "no:cacheprovider",
              "--import-mode=importlib", "-q", "-rfE", "--timeout", "0"]
+    args += _quiet_plugins(chosen, extra)
     # --lf / --ff: "last run" is the one recorded in --report-dir (nnconform's own journal, not
     # pytest's cache, which depends on where pytest finds its rootdir).
     if a.last_failed:
@@ -158,6 +159,20 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     # run.json and reports are on disk.  (A cluster run leaves Dask's own exit handlers to run.)
     _LEAVE_WITHOUT_TEARDOWN = not a.cluster
     return _run_exit_code(Path(a.report_dir), code)
+
+
+def _quiet_plugins(chosen: list[str], extra: list[str]) -> list[str]:
+    """pytest plugins a conformance run has no use for, whose fixed cost every run (and every
+    xdist worker) paid.  unraisableexception runs a full gc.collect at the start and the end of
+    a session: ~0.5 s each once the vectors suite's 9,374 items are in memory, to turn
+    exceptions raised in __del__ into warnings that nobody reads here (Python's own hook still
+    prints them).  Hypothesis's plugin imports the whole hypothesis package in its terminal
+    summary (~1 s, more where bytecode is not cached), though only the random suite uses
+    hypothesis; it stays when that suite runs or a --hypothesis-* option is given."""
+    quiet = ["-p", "no:unraisableexception"]
+    if "random" not in chosen and not any(x.startswith("--hypothesis") for x in extra):
+        quiet += ["-p", "no:hypothesispytest"]
+    return quiet
 
 
 # Set by a finished `run`: console_main may end the process without freeing its objects one by
