@@ -42,12 +42,19 @@ RNG = np.random.default_rng(0)
 
 
 def _time(fn, repeats: int, clock=time.perf_counter) -> float:
+    """Median milliseconds per call.  A sample times enough calls to last ~2 ms: a 20 us call
+    timed alone is at the mercy of the clock's own cost and granularity (process_time's
+    is coarse on some kernels), which made the small cases' ratios jump by 2x between runs."""
     fn()  # warm-up (allocations, BLAS threads)
+    t0 = time.perf_counter()
+    fn()
+    calls = max(1, min(1000, int(0.002 / max(time.perf_counter() - t0, 1e-7))))
     samples = []
     for _ in range(repeats):
         t0 = clock()
-        fn()
-        samples.append(clock() - t0)
+        for _ in range(calls):
+            fn()
+        samples.append((clock() - t0) / calls)
     return statistics.median(samples) * 1e3
 
 

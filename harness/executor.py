@@ -22,6 +22,23 @@ DEFAULT_LOOP_TIMEOUT = 2.0   # seconds (NNAPI LoopTimeoutDurationNs default)
 MAX_LOOP_TIMEOUT = 15.0      # larger requests are clamped
 
 
+# numpy's floating-point error state.  From numpy 2 it lives in a context variable, and
+# np.errstate builds a new state object on every entry (~2-4 us, as much as a small
+# operation): a run sets one state built here instead.  Older numpy (no such variable, or a
+# state that does not read back as all-ignore) takes np.errstate.
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _ERR_STATE, _make_extobj
+    _QUIET_FLOATS = _make_extobj(all="ignore")
+    _token = _ERR_STATE.set(_QUIET_FLOATS)
+    try:
+        if set(np.geterr().values()) != {"ignore"}:
+            raise ImportError("numpy's error state did not take")
+    finally:
+        _ERR_STATE.reset(_token)
+except ImportError:
+    _ERR_STATE = None
+
+
 def clamp_loop_timeout(loop_timeout: float | None) -> float:
     if loop_timeout is None:
         return DEFAULT_LOOP_TIMEOUT
@@ -128,12 +145,21 @@ class Executor:
         # The reference computes in IEEE floats: overflow to inf (common in fp16), inf - inf
         # and x / 0 give inf/NaN silently, and the criteria judge the results.  numpy's
         # warnings about them would only be noise in a driver engineer's test output.
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-            self.floats_quiet = True     # hot kernels may skip their own errstate (see OpContext)
-            try:
-                return self.run_subgraph(self.model.main, inputs, keep=True)
-            finally:
-                self.floats_quiet = False
+        if _ERR_STATE is None:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+                return self._run_quiet(inputs)
+        token = _ERR_STATE.set(_QUIET_FLOATS)
+        try:
+            return self._run_quiet(inputs)
+        finally:
+            _ERR_STATE.reset(token)
+
+    def _run_quiet(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+        self.floats_quiet = True     # hot kernels may skip their own errstate (see OpContext)
+        try:
+            return self.run_subgraph(self.model.main, inputs, keep=True)
+        finally:
+            self.floats_quiet = False
 
     def check_deadline(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
@@ -178,10 +204,12 @@ class Executor:
                 values[idx] = arr
         if keep:
             self.main_values = values
-        missing = [k for k, i in enumerate(sg.output_indexes) if values[i] is None]
-        if missing:
-            raise OpFailure(f"{sg.name or 'subgraph'} output(s) {missing} were never written")
-        return [values[i] for i in sg.output_indexes]
+        outs = [values[i] for i in sg.output_indexes]
+        for v in outs:
+            if v is None:
+                missing = [k for k, v in enumerate(outs) if v is None]
+                raise OpFailure(f"{sg.name or 'subgraph'} output(s) {missing} were never written")
+        return outs
 
     @staticmethod
     def _check_input(sg: Subgraph, k: int, idx: int, v) -> np.ndarray:

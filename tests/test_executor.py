@@ -131,3 +131,31 @@ def test_fused_requantizer_cache_follows_array_identity_and_content():
     assert np.array_equal(cc.requantize(acc, frozen, mult, shift, out, 0, acc_bound=4000), first)
     assert len(cc._FUSED_BY_ID) == min(before + 1, 256)     # the second call was an identity hit
     assert np.array_equal(first, expected(frozen))
+
+
+def _div_model():
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [3])
+    z = b.input(T.TENSOR_FLOAT32, [3])
+    b.operation(Op.DIV, [x, z, b.i32(0)], [b.output(T.TENSOR_FLOAT32, [3])])
+    return b.build()
+
+
+def test_a_run_is_quiet_about_ieee_results_and_leaves_the_callers_error_state(recwarn):
+    """x / 0, 0 / 0 and overflow give inf/NaN without a numpy warning or error inside a run,
+    even when the caller has made them errors; the caller's state is back after the run, and
+    after a run that fails."""
+    ex = Executor(_div_model())
+    seen = []
+    overrides = {Op.RELU: lambda ctx: (seen.append(np.geterr()), [ctx.inputs[0]])[1]}
+    with np.errstate(all="raise"):
+        out = ex.run([np.array([1, 0, 3e38], np.float32), np.array([0, 0, 1e-38], np.float32)])
+        assert np.isinf(out[0][0]) and np.isnan(out[0][1]) and np.isinf(out[0][2])
+        assert np.geterr() == {"divide": "raise", "over": "raise", "under": "raise", "invalid": "raise"}
+        with pytest.raises(ValidationError):
+            ex.run([np.zeros(2, np.float32), np.zeros(3, np.float32)])
+        assert np.geterr()["divide"] == "raise"
+        Executor(relu_model(dims=(2,)), overrides=overrides).run([np.zeros(2, np.float32)])
+        assert seen == [{"divide": "ignore", "over": "ignore", "under": "ignore", "invalid": "ignore"}]
+        assert np.geterr()["invalid"] == "raise"
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
