@@ -134,3 +134,21 @@ def test_recorded_selection_says_when_the_arguments_cannot_be_read(tmp_path):
     assert "pytest_args" not in rec and "quotation" in rec["pytest_args_problem"]
     (tmp_path / "run.json").write_text("[1, 2]")
     assert recorded_selection(tmp_path) == {}
+
+
+def test_a_run_drops_the_plugins_it_has_no_use_for():
+    """unraisableexception (a gc.collect at both ends of every session) is off in every run;
+    hypothesis's plugin only where no suite uses hypothesis and no --hypothesis-* option asks
+    for it (pytest would reject the option without the plugin)."""
+    from nnconform.cli import _quiet_plugins
+    both = ["-p", "no:unraisableexception", "-p", "no:hypothesispytest"]
+    assert _quiet_plugins(["vectors", "vts"], []) == both
+    assert _quiet_plugins(["vectors", "random"], []) == both[:2]
+    assert _quiet_plugins(["generated"], ["-k", "relu", "--hypothesis-seed=3"]) == both[:2]
+
+
+def test_a_hypothesis_option_still_reaches_pytest(tmp_path):
+    r = nnconform("run", "--driver", "reference", "--suite", "generated", "--report-dir", str(tmp_path),
+                  "--seed", "7", "--", "-k", "relu1_fp32", "--hypothesis-seed", "3")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert {row["outcome"] for row in rows(tmp_path)} == {"PASS"}
