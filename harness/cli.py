@@ -90,7 +90,7 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
             return _err(f"--expected-failures: {e}")
     args += ["--driver", a.driver, "--nn-report-dir", a.report_dir, "-p", "no:cacheprovider",
              "--import-mode=importlib", "-q", "-rfE", "--timeout", "0"]
-    args += _quiet_plugins(chosen, extra)
+    args += quiet_plugins(chosen, extra)
     # --lf / --ff: "last run" is the one recorded in --report-dir (nnconform's own journal, not
     # pytest's cache, which depends on where pytest finds its rootdir).
     if a.last_failed:
@@ -161,9 +161,9 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     return _run_exit_code(Path(a.report_dir), code)
 
 
-def _quiet_plugins(chosen: list[str], extra: list[str]) -> list[str]:
-    """pytest plugins a conformance run has no use for, whose fixed cost every run (and every
-    xdist worker) paid.  unraisableexception runs a full gc.collect at the start and the end of
+def quiet_plugins(chosen: list[str], extra: list[str]) -> list[str]:
+    """pytest plugins a conformance run has no use for, whose fixed cost every run (every xdist
+    worker, every cluster batch) paid.  unraisableexception runs a full gc.collect at the start and the end of
     a session: ~0.5 s each once the vectors suite's 9,374 items are in memory, to turn
     exceptions raised in __del__ into warnings that nobody reads here (Python's own hook still
     prints them).  Hypothesis's plugin imports the whole hypothesis package in its terminal

@@ -207,7 +207,7 @@ class Executor:
         outs = [values[i] for i in sg.output_indexes]
         for v in outs:
             if v is None:
-                missing = [k for k, v in enumerate(outs) if v is None]
+                missing = [k for k, o in enumerate(outs) if o is None]
                 raise OpFailure(f"{sg.name or 'subgraph'} output(s) {missing} were never written")
         return outs
 

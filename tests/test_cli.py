@@ -140,11 +140,11 @@ def test_a_run_drops_the_plugins_it_has_no_use_for():
     """unraisableexception (a gc.collect at both ends of every session) is off in every run;
     hypothesis's plugin only where no suite uses hypothesis and no --hypothesis-* option asks
     for it (pytest would reject the option without the plugin)."""
-    from nnconform.cli import _quiet_plugins
+    from nnconform.cli import quiet_plugins
     both = ["-p", "no:unraisableexception", "-p", "no:hypothesispytest"]
-    assert _quiet_plugins(["vectors", "vts"], []) == both
-    assert _quiet_plugins(["vectors", "random"], []) == both[:2]
-    assert _quiet_plugins(["generated"], ["-k", "relu", "--hypothesis-seed=3"]) == both[:2]
+    assert quiet_plugins(["vectors", "vts"], []) == both
+    assert quiet_plugins(["vectors", "random"], []) == both[:2]
+    assert quiet_plugins(["generated"], ["-k", "relu", "--hypothesis-seed=3"]) == both[:2]
 
 
 def test_a_hypothesis_option_still_reaches_pytest(tmp_path):

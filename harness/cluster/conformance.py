@@ -361,18 +361,17 @@ def _wire_row(row: dict) -> dict:
 
 
 def worker_args(keys: list[str], payload: dict, report_dir: Path) -> list[str]:
-    from ..cli import suites_dir
+    from ..cli import quiet_plugins, suites_dir
     sd = suites_dir()
     args = []
+    suites = set()
     for k in keys:
         f, _, rest = k.partition("::")
         args.append(f"{sd / f}::{rest}")
+        suites.add(Path(f).stem.removeprefix("test_"))
     args += ["--driver", payload["driver"], "--nn-seed", str(payload["seed"]), "--nn-report-dir", str(report_dir),
              "-p", "no:cacheprovider", "--import-mode=importlib", "-q", "--timeout", "0", "--capture=sys",
-             "--nn-progress", "0", "-p", "no:randomly",
-             # its clean-up runs gc.collect twice a session: ~0.3 s of every batch on a worker
-             # holding the vectors index, to report warnings nobody reads here
-             "-p", "no:unraisableexception"]
+             "--nn-progress", "0", "-p", "no:randomly", *quiet_plugins(sorted(suites), [])]
     for opt, key in (("--nn-vectors", "vectors"), ("--nn-variants", "variants"),
                      ("--nn-call-timeout", "call_timeout"), ("--nn-mem-limit", "mem_limit"),
                      ("--nn-hypothesis-profile", "hypothesis_profile"), ("--nn-max-examples", "max_examples")):

@@ -82,10 +82,9 @@ def _softmax_float(x: np.ndarray, beta: float, axis: int) -> np.ndarray:
     # in place on the one fresh array: the same float32 operations in the same order
     # the ufuncs' own reductions (what ndarray.max/sum call, less their Python wrappers)
     e = x - np.maximum.reduce(x, axis=axis, keepdims=True)
-    if beta != 1.0:
-        b32 = np.float32(beta)
-        if b32 != 1:              # x * 1.0f is x exactly: the common beta = 1 skips a pass
-            e *= b32
+    b32 = np.float32(beta)
+    if b32 != 1:                  # x * 1.0f is x exactly: the common beta = 1 skips a pass
+        e *= b32
     np.exp(e, out=e)
     total = np.add.reduce(e, axis=axis, keepdims=True, dtype=np.float32)
     if axis != x.ndim - 1:
