@@ -41,21 +41,30 @@ from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
 RNG = np.random.default_rng(0)
 
 
-def _time(fn, repeats: int, clock=time.perf_counter) -> float:
-    """Median milliseconds per call.  A sample times enough calls to last ~2 ms: a 20 us call
-    timed alone is at the mercy of the clock's own cost and granularity (process_time's
-    is coarse on some kernels), which made the small cases' ratios jump by 2x between runs."""
+def _batch(fn) -> int:
+    """Calls per sample: enough to last ~2 ms.  A 20 us call timed alone is at the mercy of
+    the clock's own cost and granularity (process_time's is coarse on some kernels), which
+    made the small cases' ratios jump by 2x between runs."""
     fn()  # warm-up (allocations, BLAS threads)
     t0 = time.perf_counter()
     fn()
-    calls = max(1, min(1000, int(0.002 / max(time.perf_counter() - t0, 1e-7))))
-    samples = []
+    return max(1, min(1000, int(0.002 / max(time.perf_counter() - t0, 1e-7))))
+
+
+def _time(fns, repeats: int, clock=time.perf_counter) -> list[list[float]]:
+    """Milliseconds per call of each of ``fns``, one sample of each per round, the rounds
+    interleaved.  Both sides of a ratio then share whatever else the machine was doing: timed
+    one after the other, a busy neighbour during one side's samples (this machine has two
+    shared cores) moved the small cases' ratio anywhere between 1.5x and 3.6x."""
+    calls = [_batch(fn) for fn in fns]
+    samples: list[list[float]] = [[] for _ in fns]
     for _ in range(repeats):
-        t0 = clock()
-        for _ in range(calls):
-            fn()
-        samples.append((clock() - t0) / calls)
-    return statistics.median(samples) * 1e3
+        for fn, n, out in zip(fns, calls, samples):
+            t0 = clock()
+            for _ in range(n):
+                fn()
+            out.append((clock() - t0) / n * 1e3)
+    return samples
 
 
 # ---- nnconform models --------------------------------------------------------------------
@@ -254,15 +263,20 @@ def main() -> None:
         for quant in (False, True):
             model, inputs, params = make(quant)
             ex = Executor(model)
-            ref_ms = _time(lambda: ex.run(inputs), a.repeats, clock)
-            ort_ms = None
+            ref = lambda: ex.run(inputs)   # noqa: E731
+            ort_fn = None
             if have_ort:
                 try:
-                    ort_ms = _time(ort_session(kind, quant, inputs, params, a.threads), a.repeats, clock)
+                    ort_fn = ort_session(kind, quant, inputs, params, a.threads)
                 except Exception as e:  # an ORT build without this contrib op: show why, keep going
                     print(f"  (onnxruntime cannot run {kind} {'quant8' if quant else 'fp32'}: "
                           f"{type(e).__name__}: {str(e).splitlines()[0][:80]})")
-            ratio = f"{ref_ms / ort_ms:6.2f}x" if ort_ms else "-"
+            samples = _time([ref] if ort_fn is None else [ref, ort_fn], a.repeats, clock)
+            ref_ms = statistics.median(samples[0])
+            ort_ms = statistics.median(samples[1]) if ort_fn is not None else None
+            # the ratio is the median of each round's own ratio (samples taken side by side)
+            ratio_x = statistics.median(r / o for r, o in zip(*samples)) if ort_fn is not None else None
+            ratio = f"{ratio_x:6.2f}x" if ratio_x else "-"
             ort_txt = f"{ort_ms:15.3f}" if ort_ms else f"{'-':>15s}"
             print(f"{label:40s} {'quant8' if quant else 'fp32':7s} {ref_ms:13.3f} {ort_txt} {ratio:>7s}", flush=True)
 
