@@ -79,20 +79,33 @@ def validate(v: OpView) -> None:
 
 def _softmax_float(x: np.ndarray, beta: float, axis: int) -> np.ndarray:
     x = x.astype(np.float32, copy=False)      # only read: a float32 input is not copied
+    b32 = np.float32(beta)
+    if axis == x.ndim - 1 and x.size == x.shape[-1]:
+        return _softmax_float_row(x.reshape(-1), b32).reshape(x.shape)
     # in place on the one fresh array: the same float32 operations in the same order
     # the ufuncs' own reductions (what ndarray.max/sum call, less their Python wrappers)
     e = x - np.maximum.reduce(x, axis=axis, keepdims=True)
-    b32 = np.float32(beta)
     if b32 != 1:                  # x * 1.0f is x exactly: the common beta = 1 skips a pass
         e *= b32
     np.exp(e, out=e)
     total = np.add.reduce(e, axis=axis, keepdims=True, dtype=np.float32)
     if axis != x.ndim - 1:
         e /= total
-    elif total.size == 1:         # one row (a classifier's): a float32 scalar, not a 1-element array
-        e *= np.float32(1) / total.reshape(())[()]
     else:
         e *= np.float32(1) / total
+    return e
+
+
+def _softmax_float_row(v: np.ndarray, b32: np.float32) -> np.ndarray:
+    """One row (a classifier's logits), 1-D: the same float32 operations as the general
+    case, element for element and in the same order of summation (numpy reduces a 1-D array
+    and a one-row 2-D array with the same pairwise loop), but the reductions give float32
+    scalars and skip the axis/keepdims machinery: ~2 us of a ~10 us softmax of 1000 logits."""
+    e = v - np.maximum.reduce(v)
+    if b32 != 1:
+        e *= b32
+    np.exp(e, out=e)
+    e *= np.float32(1) / np.add.reduce(e, dtype=np.float32)
     return e
 
 
