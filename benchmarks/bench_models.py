@@ -5,7 +5,8 @@
 One row per model (built-in MobileNets, and the fetched zoo models that import): median
 milliseconds per inference of the reference executor, of the onnxruntime driver and of the
 tflite (LiteRT) driver, all in this process (no driver host: only the computation is timed),
-and the reference's ratio to the faster of the two runtimes that can run the model.  The
+and the reference's ratio to the faster of the two runtimes that can run the model (the median
+of each round's own ratio: the runtimes are timed in interleaved rounds).  The
 issue's goal: every zoo model within 5x.  ``--clock cpu`` measures process CPU time, steadier
 on a loaded machine (it sums a runtime's threads, so it favours neither side).
 onnxruntime and LiteRT are optional extras; a missing one is a '-' column.
@@ -13,6 +14,7 @@ onnxruntime and LiteRT are optional extras; a missing one is a '-' column.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
 
@@ -27,29 +29,40 @@ def _timer(clock: str):
     return time.process_time if clock == "cpu" else time.perf_counter
 
 
-def _median_ms(fn, repeats: int, clock: str) -> float:
+def _rounds(fns: list, repeats: int, clock: str) -> list[list[float]]:
+    """Milliseconds per call of each of ``fns``, one sample of each per round.  The rounds
+    interleave the runtimes so that a ratio's two sides share whatever else the machine was
+    doing: timed one after the other, a busy neighbour on a shared machine during one side's
+    samples moved a model's ratio by a third between runs."""
     t = _timer(clock)
-    fn()   # warm-up
-    samples = []
+    for fn in fns:
+        fn()   # warm-up
+    samples: list[list[float]] = [[] for _ in fns]
     for _ in range(repeats):
-        t0 = t()
-        fn()
-        samples.append((t() - t0) * 1e3)
-    return statistics.median(samples)
+        for fn, out in zip(fns, samples):
+            t0 = t()
+            fn()
+            out.append((t() - t0) * 1e3)
+    return samples
 
 
-def _driver_ms(device, model, inputs, repeats: int, clock: str) -> float | None:
+def _prepare(device, model, inputs, stack: contextlib.ExitStack):
+    """The driver's execute call for this model, or None when it cannot run it; the prepared
+    model is released when ``stack`` closes."""
     if device is None or not all(device.supported_operations(model)):
         return None
     try:
         pm = device.prepare(model)
     except NnError:
         return None
+    stack.callback(pm.release)
     req = Request.from_arrays(model, inputs)
-    try:
-        return _median_ms(lambda: pm.execute(req), repeats, clock)
-    finally:
-        pm.release()
+    return lambda: pm.execute(req)
+
+
+def _ratio(ref: list[float], other: list[float] | None) -> float | None:
+    """Median of the rounds' own ratios."""
+    return statistics.median(r / o for r, o in zip(ref, other)) if other else None
 
 
 def main() -> None:
@@ -81,15 +94,21 @@ def main() -> None:
             continue
         inputs = entry.inputs(0)
         ex = Executor(model)
-        ref = _median_ms(lambda: ex.run(inputs), a.repeats, a.clock)
-        ort = _driver_ms(drivers["onnxruntime"], model, inputs, a.repeats, a.clock)
-        tfl = _driver_ms(drivers["tflite"], model, inputs, a.repeats, a.clock)
-        best = min((v for v in (ort, tfl) if v), default=None)
+        with contextlib.ExitStack() as stack:
+            runtimes = {k: _prepare(drivers[k], model, inputs, stack) for k in ("onnxruntime", "tflite")}
+            names_run = [k for k, fn in runtimes.items() if fn is not None]
+            samples = _rounds([lambda: ex.run(inputs)] + [runtimes[k] for k in names_run], a.repeats, a.clock)
+        by = dict(zip(["reference"] + names_run, samples))
+        med = {k: statistics.median(v) for k, v in by.items()}
+        ref, ort, tfl = med["reference"], med.get("onnxruntime"), med.get("tflite")
+        best_name = min(names_run, key=med.__getitem__, default=None)
+        to_best = _ratio(by["reference"], by.get(best_name))
+        to_ort = _ratio(by["reference"], by.get("onnxruntime"))
 
         def f(v, w):
             return f"{v:{w}.2f}" if v is not None else f"{'-':>{w}s}"
         print(f"{name:34s} {len(model.main.operations):4d} {f(ref, 10)} {f(ort, 12)} {f(tfl, 8)} "
-              f"{(f'{ref / best:8.1f}x' if best else '        -')} {(f'{ref / ort:7.1f}x' if ort else '       -')}")
+              f"{(f'{to_best:8.1f}x' if to_best else '        -')} {(f'{to_ort:7.1f}x' if to_ort else '       -')}")
 
 
 if __name__ == "__main__":
