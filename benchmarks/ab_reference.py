@@ -31,11 +31,12 @@ what = sys.argv[1]
 res = {}
 if what == "ops":
     import bench_executor as B
+    from sidebyside import median_ms
     for label, kind, make in B.CASES:
         for q in (False, True):
             model, inputs, params = make(q)
             ex = B.Executor(model)
-            res[f"{label} {'quant8' if q else 'fp32'}"] = B._time(lambda: ex.run(inputs), 15, time.process_time)
+            res[f"{label} {'quant8' if q else 'fp32'}"] = median_ms(lambda: ex.run(inputs), 15, time.process_time)
 else:
     from nnconform.executor import Executor
     from nnconform.models import available_models

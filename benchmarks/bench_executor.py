@@ -17,7 +17,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 
 
 def _threads_from_argv(argv: list[str]) -> str:
@@ -36,35 +35,10 @@ if __name__ == "__main__":
 import numpy as np  # noqa: E402
 
 from nnconform.executor import Executor  # noqa: E402
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op  # noqa: E402
+from sidebyside import CLOCKS, interleaved, round_ratio  # noqa: E402
 
 RNG = np.random.default_rng(0)
-
-
-def _batch(fn) -> int:
-    """Calls per sample: enough to last ~2 ms.  A 20 us call timed alone is at the mercy of
-    the clock's own cost and granularity (process_time's is coarse on some kernels), which
-    made the small cases' ratios jump by 2x between runs."""
-    fn()  # warm-up (allocations, BLAS threads)
-    t0 = time.perf_counter()
-    fn()
-    return max(1, min(1000, int(0.002 / max(time.perf_counter() - t0, 1e-7))))
-
-
-def _time(fns, repeats: int, clock=time.perf_counter) -> list[list[float]]:
-    """Milliseconds per call of each of ``fns``, one sample of each per round, the rounds
-    interleaved.  Both sides of a ratio then share whatever else the machine was doing: timed
-    one after the other, a busy neighbour during one side's samples (this machine has two
-    shared cores) moved the small cases' ratio anywhere between 1.5x and 3.6x."""
-    calls = [_batch(fn) for fn in fns]
-    samples: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeats):
-        for fn, n, out in zip(fns, calls, samples):
-            t0 = clock()
-            for _ in range(n):
-                fn()
-            out.append((clock() - t0) / n * 1e3)
-    return samples
 
 
 # ---- nnconform models --------------------------------------------------------------------
@@ -246,7 +220,7 @@ def main() -> None:
                    help="wall: time.perf_counter; cpu: time.process_time (steadier on a loaded machine)")
     p.add_argument("-k", dest="only", default="", help="only the cases whose name contains this text (e.g. DEPTHWISE)")
     a = p.parse_args()
-    clock = time.process_time if a.clock == "cpu" else time.perf_counter
+    clock = CLOCKS[a.clock]
     try:
         import onnxruntime  # noqa: F401
         have_ort = True
@@ -271,11 +245,10 @@ def main() -> None:
                 except Exception as e:  # an ORT build without this contrib op: show why, keep going
                     print(f"  (onnxruntime cannot run {kind} {'quant8' if quant else 'fp32'}: "
                           f"{type(e).__name__}: {str(e).splitlines()[0][:80]})")
-            samples = _time([ref] if ort_fn is None else [ref, ort_fn], a.repeats, clock)
+            samples = interleaved([ref] if ort_fn is None else [ref, ort_fn], a.repeats, clock)
             ref_ms = statistics.median(samples[0])
             ort_ms = statistics.median(samples[1]) if ort_fn is not None else None
-            # the ratio is the median of each round's own ratio (samples taken side by side)
-            ratio_x = statistics.median(r / o for r, o in zip(*samples)) if ort_fn is not None else None
+            ratio_x = round_ratio(samples[0], samples[1] if ort_fn is not None else None)
             ratio = f"{ratio_x:6.2f}x" if ratio_x else "-"
             ort_txt = f"{ort_ms:15.3f}" if ort_ms else f"{'-':>15s}"
             print(f"{label:40s} {'quant8' if quant else 'fp32':7s} {ref_ms:13.3f} {ort_txt} {ratio:>7s}", flush=True)

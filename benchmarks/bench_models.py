@@ -16,34 +16,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
-import time
 
 from nnconform.errors import NnError
 from nnconform.executor import Executor
 from nnconform.ir import Request
 from nnconform.loader import load_driver
 from nnconform.models import available_models
-
-
-def _timer(clock: str):
-    return time.process_time if clock == "cpu" else time.perf_counter
-
-
-def _rounds(fns: list, repeats: int, clock: str) -> list[list[float]]:
-    """Milliseconds per call of each of ``fns``, one sample of each per round.  The rounds
-    interleave the runtimes so that a ratio's two sides share whatever else the machine was
-    doing: timed one after the other, a busy neighbour on a shared machine during one side's
-    samples moved a model's ratio by a third between runs."""
-    t = _timer(clock)
-    for fn in fns:
-        fn()   # warm-up
-    samples: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeats):
-        for fn, out in zip(fns, samples):
-            t0 = t()
-            fn()
-            out.append((t() - t0) * 1e3)
-    return samples
+from sidebyside import CLOCKS, interleaved, round_ratio
 
 
 def _prepare(device, model, inputs, stack: contextlib.ExitStack):
@@ -58,11 +37,6 @@ def _prepare(device, model, inputs, stack: contextlib.ExitStack):
     stack.callback(pm.release)
     req = Request.from_arrays(model, inputs)
     return lambda: pm.execute(req)
-
-
-def _ratio(ref: list[float], other: list[float] | None) -> float | None:
-    """Median of the rounds' own ratios."""
-    return statistics.median(r / o for r, o in zip(ref, other)) if other else None
 
 
 def main() -> None:
@@ -97,13 +71,14 @@ def main() -> None:
         with contextlib.ExitStack() as stack:
             runtimes = {k: _prepare(drivers[k], model, inputs, stack) for k in ("onnxruntime", "tflite")}
             names_run = [k for k, fn in runtimes.items() if fn is not None]
-            samples = _rounds([lambda: ex.run(inputs)] + [runtimes[k] for k in names_run], a.repeats, a.clock)
+            samples = interleaved([lambda: ex.run(inputs)] + [runtimes[k] for k in names_run], a.repeats,
+                                  CLOCKS[a.clock])
         by = dict(zip(["reference"] + names_run, samples))
         med = {k: statistics.median(v) for k, v in by.items()}
         ref, ort, tfl = med["reference"], med.get("onnxruntime"), med.get("tflite")
         best_name = min(names_run, key=med.__getitem__, default=None)
-        to_best = _ratio(by["reference"], by.get(best_name))
-        to_ort = _ratio(by["reference"], by.get("onnxruntime"))
+        to_best = round_ratio(by["reference"], by.get(best_name))
+        to_ort = round_ratio(by["reference"], by.get("onnxruntime"))
 
         def f(v, w):
             return f"{v:{w}.2f}" if v is not None else f"{'-':>{w}s}"
