@@ -348,7 +348,7 @@ def _histogram(row: BenchRow, color: str) -> str:
 _CSS = """body{font-family:system-ui,sans-serif;margin:24px;color:#222}h1{font-size:22px}
 h2{font-size:17px;margin-top:28px}table{border-collapse:collapse;font-size:12px}
 td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#f2f2f2}
-td.l,th.l{text-align:left}.ok{color:#176417}.bad{color:#a11}.hist{display:inline-block;margin:4px 12px 4px 0}
+td.l,th.l{text-align:left}td:not(.l){white-space:nowrap}.ok{color:#176417}.bad{color:#a11}.hist{display:inline-block;margin:4px 12px 4px 0}
 .legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:12px;height:12px;
 margin-right:4px;vertical-align:middle}.note{color:#555;font-size:12px;max-width:900px}
 .charts{display:flex;flex-wrap:wrap;gap:8px 24px}.chart{flex:0 0 auto}"""
