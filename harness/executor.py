@@ -24,8 +24,9 @@ MAX_LOOP_TIMEOUT = 15.0      # larger requests are clamped
 
 # numpy's floating-point error state.  From numpy 2 it lives in a context variable, and
 # np.errstate builds a new state object on every entry (~2-4 us, as much as a small
-# operation): a run sets one state built here instead.  Older numpy (no such variable, or a
-# state that does not read back as all-ignore) takes np.errstate.
+# operation): a run sets one state built here instead.  These are numpy internals: any numpy
+# where they are missing, are called differently or do not read back as all-ignore takes
+# np.errstate (the package must still import).
 try:
     from numpy._core._ufunc_config import _extobj_contextvar as _ERR_STATE, _make_extobj
     _QUIET_FLOATS = _make_extobj(all="ignore")
@@ -35,7 +36,7 @@ try:
             raise ImportError("numpy's error state did not take")
     finally:
         _ERR_STATE.reset(_token)
-except ImportError:
+except (ImportError, AttributeError, TypeError, ValueError):
     _ERR_STATE = None
 
 
