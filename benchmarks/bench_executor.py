@@ -220,6 +220,10 @@ def main() -> None:
                    help="wall: time.perf_counter; cpu: time.process_time (steadier on a loaded machine)")
     p.add_argument("-k", dest="only", default="", help="only the cases whose name contains this text (e.g. DEPTHWISE)")
     a = p.parse_args()
+    if a.repeats < 1:
+        p.error(f"--repeats must be at least 1, got {a.repeats}")
+    if not any(a.only in label for label, _, _ in CASES):
+        p.error(f"no case matches -k {a.only!r}; cases: {', '.join(label for label, _, _ in CASES)}")
     clock = CLOCKS[a.clock]
     try:
         import onnxruntime  # noqa: F401

@@ -45,6 +45,8 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     a = p.parse_args()
+    if a.repeats < 1:
+        p.error(f"--repeats must be at least 1, got {a.repeats}")
     drivers = {}
     for name in ("onnxruntime", "tflite"):
         try:
@@ -54,6 +56,9 @@ def main() -> None:
             drivers[name] = None
     entries = available_models()
     names = a.models or list(entries)
+    unknown = [n for n in names if n not in entries]
+    if unknown:
+        p.error(f"unknown model(s) {', '.join(unknown)}; available: {', '.join(entries)}")
     from nnconform.ops import jit
     jit.turn_on_if_installed()      # compiled kernels when numba is there, unless NNCONFORM_JIT says
     print(f"reference: {jit.describe()}")
