@@ -660,6 +660,13 @@ def cmd_bench(a: argparse.Namespace) -> int:
     if a.iterations < 1 or a.warmup < 0 or a.inputs < 1:
         return _err("--iterations and --inputs must be at least 1, --warmup at least 0")
     drivers = a.driver or ["reference"]
+    from .errors import DriverLoadError
+    from .loader import check_driver_name
+    try:
+        for d in drivers:       # a misspelt name: one line now, not a FAIL row after the others ran
+            check_driver_name(d)
+    except DriverLoadError as e:
+        return _err(str(e))
     out = Path(a.out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,18 @@ def _instantiate(obj, spec: str) -> Device:
     raise DriverLoadError(f"driver '{spec}' is a {type(obj).__name__}, not a Device, Device class or factory")
 
 
+def check_driver_name(spec: str) -> None:
+    """DriverLoadError unless ``spec`` names an installed driver or has the module:attribute
+    form.  Nothing is imported: a typo is a usage error at once, while a driver that fails as it
+    loads is left to a driver host, where that becomes the driver's recorded verdict."""
+    eps = installed_drivers()
+    if spec not in eps and ":" not in spec:
+        known = ", ".join(sorted(eps)) or "none"
+        raise DriverLoadError(f"unknown driver '{spec}' (installed: {known}; or give module:attribute)")
+
+
 def load_driver(spec: str) -> Device:
+    check_driver_name(spec)
     eps = installed_drivers()
     if spec in eps:
         try:
@@ -35,9 +46,6 @@ def load_driver(spec: str) -> Device:
             raise DriverLoadError(f"driver '{spec}' is registered but cannot be imported ({e}); "
                                   f"is its optional extra installed?") from e
         return _instantiate(obj, spec)
-    if ":" not in spec:
-        known = ", ".join(sorted(eps)) or "none"
-        raise DriverLoadError(f"unknown driver '{spec}' (installed: {known}; or give module:attribute)")
     module_name, _, attr = spec.partition(":")
     try:
         module = importlib.import_module(module_name)

@@ -83,6 +83,14 @@ def test_cli_bench_usage_errors(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown model" in err
     assert main(["bench", "--iterations", "0", "--models", "builtin", "--out-dir", str(tmp_path)]) == 2
+    capsys.readouterr()
+    # a misspelt driver, even after a good one, is one line before anything runs or is written
+    out = tmp_path / "typo"
+    assert main(["bench", "--driver", "reference", "--driver", "refrence", "--models", "builtin",
+                 "--out-dir", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown driver 'refrence'" in err and "installed:" in err
+    assert not out.exists()
 
 
 def test_cli_bench_reference_writes_files(tmp_path, capsys):
