@@ -4,12 +4,15 @@ Each is the reference driver with one defect, so a test can prove the suites cat
 that defect and report it readably:
 
     QuantAddOffByTwo    quantised ADD results are 2 too high (saturating)
+    QuantAddOffByOne    quantised ADD results are 1 too high: NOT a defect by CTS's criteria
+                        for ADD (atol 2, bias 1.2), which the harness must accept per operation
     ConvIgnoresBias     CONV_2D drops its bias
     ConvFp32InFp16      fp32 CONV_2D computed in half precision
     Relu6Ignored        RELU6 passes its input through unchanged
     RaisesPlainError    execute raises a plain Python exception
     WrongShape          execute returns every output flattened to 1-D
     WrongDtype          execute returns every output as float64
+    WrongOutputShapes   right values, but every reported output shape has its dimensions doubled
     GarbageResult       execute returns a string instead of a result
     AbortsOnLargeSub    float32 SUB aborts the process (SIGABRT) when a result exceeds 100,
                         as a native kernel's assertion would: a CRASH that depends on the values
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconform.driver import ExecutionResult
+from nnconform.driver import ExecutionResult, OutputShape
 from nnconform.executor import Executor
 from nnconform.ir import OperationType as Op
 from nnconform.ops.registry import get_op
@@ -45,12 +48,14 @@ class _OverridingDevice(ReferenceDevice):
         return broken
 
 
-def _add_off_by_two(ctx):
-    (out,) = get_op(Op.ADD).execute(ctx)
-    if ctx.out_operands[0].info.is_quant:
-        info = np.iinfo(out.dtype)
-        out = np.clip(out.astype(np.int64) + 2, info.min, info.max).astype(out.dtype)
-    return [out]
+def _add_off_by(k: int):
+    def add(ctx):
+        (out,) = get_op(Op.ADD).execute(ctx)
+        if ctx.out_operands[0].info.is_quant:
+            info = np.iinfo(out.dtype)
+            out = np.clip(out.astype(np.int64) + k, info.min, info.max).astype(out.dtype)
+        return [out]
+    return add
 
 
 def _conv_without_bias(ctx):
@@ -77,7 +82,12 @@ def _sub_aborts_on_large(ctx):
 
 class QuantAddOffByTwo(_OverridingDevice):
     name = "broken-quant-add"
-    overrides = {Op.ADD: _add_off_by_two}
+    overrides = {Op.ADD: _add_off_by(2)}
+
+
+class QuantAddOffByOne(_OverridingDevice):
+    name = "quant-add-plus-one"
+    overrides = {Op.ADD: _add_off_by(1)}
 
 
 class ConvIgnoresBias(_OverridingDevice):
@@ -129,6 +139,14 @@ class WrongDtype(_ResultTampering):
     def tamper(self, result):
         return ExecutionResult(tuple(o.astype(np.float64) for o in result.outputs), result.output_shapes,
                                result.timing)
+
+
+class WrongOutputShapes(_ResultTampering):
+    name = "broken-output-shapes"
+
+    def tamper(self, result):
+        shapes = tuple(OutputShape(tuple(2 * d for d in o.shape)) for o in result.outputs)
+        return ExecutionResult(result.outputs, shapes, result.timing)
 
 
 class GarbageResult(_ResultTampering):

@@ -9,15 +9,22 @@ order, becomes a one-operation model whose inputs are the *reference's* values o
 operands (constants stay constants), runs on the driver, and is judged by that operation's
 CTS criteria.  The first one that fails is wrong by itself.  Operations the driver does not
 support alone are passed over (counted).
+
+:func:`check_steps` asks a third question, which decides a verdict rather than localising
+one: given *exactly* the values the driver fed each operation during its own run, is each
+operation's output within that operation's CTS criteria?  When it is, for every operation,
+and the exposed run gave the same final outputs as the normal run, the driver's result is a
+chain of conformant steps, and a difference at the model output is accumulated rounding.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
 
 from ..executor import Executor
+from ..generators.diverge import ExposedRun, run_exposed
 from ..ir import Lifetime, Model, Subgraph
 
 
@@ -74,3 +81,65 @@ def first_failing_operation_alone(device, model: Model, inputs: Sequence[np.ndar
         if outcome.outcome != "PASS":
             skipped += 1
     return None
+
+
+@dataclass
+class StepCheck:
+    """The driver's run, checked operation by operation (see :func:`check_steps`)."""
+    run: ExposedRun
+    step: tuple | None = None     # (index, name, Comparison) of the first operation out of its criteria
+    reproduces: bool = False      # the exposed run's final outputs equal the normal run's
+    error: str | None = None      # why the check could not be made
+
+    @property
+    def accumulated_rounding(self) -> bool:
+        """Every operation conformant on its own inputs, and those runs are the normal run's."""
+        return self.error is None and self.step is None and self.reproduces
+
+    def describe(self) -> str:
+        if self.error is not None:
+            return f"the operations of the driver's run could not be checked: {self.error}"
+        if self.step is not None:
+            n, name, cmp = self.step
+            return f"operation #{n} {name} is out of its own criteria on the inputs the driver gave it: {cmp.message}"
+        if not self.reproduces:
+            return ("every operation is within its own criteria on the inputs the driver gave it, but with every "
+                    "operation output exposed the driver's final outputs changed, so that run does not explain "
+                    "the normal one")
+        return ("every operation of the driver's run is within its own CTS criteria on the inputs the driver gave "
+                "it: accumulated rounding")
+
+
+def check_steps(device, model: Model, inputs: Sequence[np.ndarray], actual: Sequence[np.ndarray],
+                run: ExposedRun | None = None) -> StepCheck:
+    """Re-run the model on the driver with every operation output exposed (or take ``run``);
+    then each operation, as a one-operation model on the reference, is fed the driver's values
+    of its inputs and its driver output is judged by that operation's CTS criteria.  ``actual``
+    is the driver's normal run, which the exposed run must reproduce exactly (a driver that
+    fuses or reorders differently once intermediates are visible does not get the benefit)."""
+    from ..criteria import MEDIUM, Comparison, compare, criteria_for_operation
+    from ..errors import NnError
+    run = run if run is not None else run_exposed(device, model, inputs)
+    check = StepCheck(run)
+    if run.actual is None:
+        check.error = f"the driver could not run the model with its operation outputs exposed ({run.outcome.message})"
+        return check
+    position = run.position()
+    finals = [np.asarray(run.actual[position[i]]) for i in model.main.output_indexes]
+    check.reproduces = len(finals) == len(actual) and all(
+        f.dtype == np.asarray(a).dtype and f.shape == np.shape(a) and np.array_equal(f, a, equal_nan=f.dtype.kind in "fc")
+        for f, a in zip(finals, actual))
+    values = run.driver_values(inputs)
+    for n, op in enumerate(model.main.operations):
+        one, feeds = single_operation_model(model, n, values)
+        try:
+            expected = Executor(one).run(feeds)
+        except NnError as e:     # the driver's values are not a valid input of this operation
+            check.step = n, op.name, Comparison(passed=False, message=f"the reference rejects the driver's inputs: {e}")
+            return check
+        cmp = compare(one, expected, [values[i] for i in op.outputs],
+                      criteria=criteria_for_operation(op.type, default=MEDIUM))
+        if not cmp.passed:
+            check.step = n, op.name, cmp
+            return check
+    return check
