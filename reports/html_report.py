@@ -23,7 +23,7 @@ from typing import Iterable, Mapping
 import jinja2
 
 from nnconform import __version__
-from nnconform.results import BAD_OUTCOMES, OUTCOMES, XFAIL, ResultRecord
+from nnconform.results import BAD_OUTCOMES, OUTCOMES, PASS, XFAIL, ResultRecord
 
 from . import charts, triage
 
@@ -246,6 +246,7 @@ def render_html(records: Iterable[ResultRecord], title: str = "nnconform report"
         buckets=[_bucket_view(b) for b in bucket_list], n_failures=len(bad),
         bad_outcomes=sorted({r.outcome for r in bad}), bad_suites=sorted({r.suite for r in bad}),
         xfails=[r for r in records if r.outcome == XFAIL],
+        accumulated=[r for r in records if r.outcome == PASS and (r.extra or {}).get("accumulated_rounding")],
         matrix=triage.matrix(records) if records else triage.Matrix([], [], {}),
         matrix_rows=_matrix_rows(triage.matrix(records)) if records else [],
         present=present, suite_rows=suite_rows, meta=list(m.items()),

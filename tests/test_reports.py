@@ -173,3 +173,20 @@ def test_stress_verdicts_per_test(tmp_path):
     assert 'aria-label="stress worker RSS after each case"' in h and "130 MB" in h
     assert "Stress verdicts" not in write_html(records()[:6], tmp_path / "c.html").read_text()
 
+
+
+def test_models_passed_as_accumulated_rounding_are_listed():
+    """A models-suite PASS on the second look (every step within its own criteria) is named in
+    the page with how far its output is, so a lenient verdict is never silent; none: no list."""
+    from nnconform.reports.html_report import render_html
+    acc = ResultRecord(suite="models", test_id="models/mobilenet_v2_quant8", driver="d", outcome="PASS",
+                       operations=["ADD"], data_types=["quant8"], extra={"accumulated_rounding": True},
+                       message="output 0 ... |diff| 10 > atol 3 <b>; but every operation ...: accumulated rounding")
+    plain = ResultRecord(suite="models", test_id="models/mobilenet_v1_float", driver="d", outcome="PASS",
+                         operations=["CONV_2D"], data_types=["fp32"])
+    page = render_html([acc, plain])
+    section = page[page.index('id="accumulated-rounding"'):]
+    section = section[:section.index("</details>")]
+    assert "Passed as accumulated rounding (1)" in section and "models/mobilenet_v2_quant8" in section
+    assert "|diff| 10 &gt; atol 3 &lt;b&gt;" in section and "mobilenet_v1_float" not in section
+    assert 'id="accumulated-rounding"' not in render_html([plain])
