@@ -1036,8 +1036,10 @@ def _terminal_digest(tr, rows) -> None:
     from .reports import triage
     from .reports.summary import latest_rows
     rows = latest_rows(rows)
+    lenient = Counter(r.suite for r in rows if r.outcome == "PASS" and (r.extra or {}).get("accumulated_rounding"))
     for suite, c in triage.per_suite(rows).items():
-        tr.write_line(f"nnconform: suite {suite}: " + ", ".join(f"{n} {o}" for o, n in c.most_common()))
+        note = f" ({lenient[suite]} of the PASSes as accumulated rounding: see the report)" if lenient[suite] else ""
+        tr.write_line(f"nnconform: suite {suite}: " + ", ".join(f"{n} {o}" for o, n in c.most_common()) + note)
     skips = Counter(triage.normalise_message(r.message) for r in rows if r.outcome == "SKIP")
     if skips:
         tr.write_line(f"nnconform: skip reasons ({sum(skips.values())} skipped, {len(skips)} reasons), most common:")

@@ -21,10 +21,10 @@ from nnconform.spec import load_spec
 from nnconform.models.criteria import REAL_MODEL, judge, output_scale, scaled_criteria
 
 
-def _run(tmp_path: Path, driver: str, *pytest_args: str) -> tuple[subprocess.CompletedProcess, list[dict]]:
+def _run(tmp_path: Path, driver: str, *pytest_args: str, seed: int = 11) -> tuple[subprocess.CompletedProcess, list[dict]]:
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
     cmd = [sys.executable, "-m", "nnconform", "run", "--driver", driver, "--suite", "models",
-           "--report-dir", str(tmp_path / "report"), "--seed", "11", "--", *pytest_args]
+           "--report-dir", str(tmp_path / "report"), "--seed", str(seed), "--", *pytest_args]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
     journal = tmp_path / "report" / "results.jsonl"
     rows = [json.loads(x) for x in journal.read_text().splitlines()] if journal.exists() else []
@@ -226,3 +226,17 @@ def test_replay_accepts_accumulated_rounding_as_the_suite_does(tmp_path):
                           buf.getvalue())
     assert results[1][0] == 0 and "accumulated rounding" in results[1][1], results
     assert results[2][0] == 1 and "FAIL" in results[2][1], results
+
+
+def test_the_suite_passes_accumulated_rounding_and_says_so(tmp_path):
+    """End to end with a driver whose quantised ADD is 1 LSB high (within ADD's own criteria):
+    at seed 1 mobilenet_v2_quant8's softmax output is beyond RealModel, and the suite passes it
+    as accumulated rounding: in the row, the terminal digest and the page."""
+    r, rows = _run(tmp_path, "nnconform.drivers.broken:QuantAddOffByOne", "-k", "mobilenet_v2_quant8", seed=1)
+    assert r.returncode == 0, r.stdout[-3000:]
+    (row,) = [x for x in rows if x["test_id"] == "models/mobilenet_v2_quant8"]
+    assert row["outcome"] == "PASS" and row["extra"].get("accumulated_rounding") is True, row
+    assert "> atol 3" in row["message"] or "mse" in row["message"]
+    assert "accumulated rounding" in row["message"]
+    assert "suite models: 1 PASS (1 of the PASSes as accumulated rounding" in r.stdout
+    assert 'id="accumulated-rounding"' in (tmp_path / "report" / "report.html").read_text()
