@@ -239,6 +239,15 @@ def run_bench(drivers: Sequence[str], entries: Sequence, *, warmup: int = 5, ite
                                   inputs_count=inputs_count, seed=seed)
                 if row.status in ("CRASH", "HANG"):
                     row.message += f" ({device.liveness()})"
+                else:
+                    # as in the suites: processes the driver leaves running are killed now, before
+                    # they can eat the next model's (or driver's) time, and fail the row
+                    left = device.end_case()["processes"]
+                    if left:
+                        row.status = "FAIL"
+                        row.message = "; ".join(filter(None, [row.message, (
+                            f"driver left {len(left)} process(es) running after the model (killed): "
+                            + "; ".join(left[:3]))]))
                 rows.append(row)
                 bar.step(f"{spec} {entry.name}: " + (f"{row.mean_ms:.2f} ms" if row.status == "OK" else row.status))
         finally:

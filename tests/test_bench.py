@@ -49,6 +49,17 @@ def test_a_crashing_driver_is_a_row_and_the_bench_goes_on(tmp_path):
     assert "execute" in rows[0].message and "liveness OK" in rows[0].message
 
 
+def test_a_driver_that_leaves_processes_running_fails_its_row(tmp_path):
+    """The children a driver leaves behind are killed after each model and fail that row (as in
+    the suites); the bench goes on, and a model that spawned nothing is OK."""
+    rows = run_bench(["nnconform.drivers.broken_isolation:SetsidChild"],
+                     [_floor_entry(), builtin_entries()["mobilenet_v1_float"]],
+                     warmup=0, iterations=2, inputs_count=1, call_timeout=60, log=lambda *a: None)
+    assert [r.status for r in rows] == ["FAIL", "OK"], [(r.status, r.message) for r in rows]
+    assert "left" in rows[0].message and "sleep" in rows[0].message
+    assert rows[0].iterations == 2      # its numbers are kept; the status says what went wrong
+
+
 def test_accuracy_numbers():
     b = ModelBuilder()
     x = b.input(T.TENSOR_QUANT8_ASYMM, [1, 6], scale=0.5, zero_point=10)
