@@ -110,16 +110,15 @@ class StepCheck:
                 "it: accumulated rounding")
 
 
-def check_steps(device, model: Model, inputs: Sequence[np.ndarray], actual: Sequence[np.ndarray],
-                run: ExposedRun | None = None) -> StepCheck:
-    """Re-run the model on the driver with every operation output exposed (or take ``run``);
-    then each operation, as a one-operation model on the reference, is fed the driver's values
-    of its inputs and its driver output is judged by that operation's CTS criteria.  ``actual``
+def check_steps(device, model: Model, inputs: Sequence[np.ndarray], actual: Sequence[np.ndarray]) -> StepCheck:
+    """Re-run the model on the driver with every operation output exposed; then each
+    operation, as a one-operation model on the reference, is fed the driver's values of its
+    inputs, and its driver output is judged by that operation's CTS criteria.  ``actual``
     is the driver's normal run, which the exposed run must reproduce exactly (a driver that
     fuses or reorders differently once intermediates are visible does not get the benefit)."""
     from ..criteria import MEDIUM, Comparison, compare, criteria_for_operation
     from ..errors import NnError
-    run = run if run is not None else run_exposed(device, model, inputs)
+    run = run_exposed(device, model, inputs)
     check = StepCheck(run)
     if run.actual is None:
         check.error = f"the driver could not run the model with its operation outputs exposed ({run.outcome.message})"
