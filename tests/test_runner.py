@@ -57,3 +57,19 @@ def test_expect_failure_must_be_rejected():
     z = np.zeros(2, np.float32)
     assert run_case(ReferenceDevice(), b.build(), [z, z], [z], expect_failure=True).outcome == "PASS"
     assert run_case(ReferenceDevice(), add_model(dims=(2,)), [z, z], [z], expect_failure=True).outcome == "FAIL"
+
+
+def test_an_in_process_array_that_says_it_equals_anything_is_judged_by_its_data():
+    """broken_isolation.LyingArray returns zeros as an ndarray subclass whose ==, != and
+    all() claim a match; without a host in between, the runner still judges the data."""
+    from nnconform.drivers.broken_isolation import LyingArray
+    from nnconform.executor import Executor
+    from nnconform.ir import ModelBuilder, OperationType as Op
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [1, 8])
+    b.operation(Op.FLOOR, [x], [b.output(T.TENSOR_FLOAT32, [1, 8])])   # FLOOR is its trigger
+    m = b.build()
+    xv = np.arange(8, dtype=np.float32).reshape(1, 8) + np.float32(0.5)
+    out = run_case(LyingArray(), m, [xv], Executor(m).run([xv]))
+    assert out.outcome == "FAIL" and "actual 0" in out.message, out.message
+    assert all(type(a) is np.ndarray for a in out.actual)
