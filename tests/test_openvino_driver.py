@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("openvino", reason="openvino driver needs the 'openvino' extra: pip install nnconform[openvino]")
+# the adapter first: it keeps openvino's import-time telemetry from running in this process too
+pytest.importorskip("nnconform.drivers.openvino",
+                    reason="openvino driver needs the 'openvino' extra: pip install nnconform[openvino]")
 
 from nnconform.driver import DriverError, ErrorStatus  # noqa: E402
 from nnconform.drivers.openvino import OpenVinoDevice  # noqa: E402
@@ -395,3 +397,17 @@ def test_float16_results_of_constants_only_are_unsupported(device):
     b.operation(Op.CAST, [x], [z])
     out = run(device, b.build(), np.array([-100000, 3], np.int32)).outputs[0]
     assert out.dtype == np.float16 and out.tolist() == [-np.inf, 3]
+
+
+def test_the_adapter_keeps_openvino_from_phoning_home():
+    """`import openvino` sends a telemetry event from a forked process; imported through the
+    adapter, openvino takes its no-op stub instead (no network, no child for the host's
+    leftover-process check to find).  A fresh interpreter: this one has imported it already."""
+    import subprocess
+    import sys
+    code = ("import sys, nnconform.drivers.openvino\n"
+            "from openvino.tools.ovc import telemetry_utils\n"
+            "print(sys.modules['openvino_telemetry'] is None, telemetry_utils.tm.__name__)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["True", "openvino.tools.ovc.telemetry_stub"], r.stdout
