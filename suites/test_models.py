@@ -61,15 +61,13 @@ failure was judged under).
 """
 from __future__ import annotations
 
-import zlib
-
 import pytest
 
 from nnconform.models.criteria import REAL_MODEL
 from nnconform.models.verdict import SCALED, Reconsidered, reconsider
 from nnconform.executor import Executor
 from nnconform.generators.diverge import first_divergent_operation
-from nnconform.models import builtin_entries, zoo
+from nnconform.models import builtin_entries, input_seed, zoo
 from nnconform.models.localise import first_failing_operation_alone
 from nnconform.plugin import MESSAGE_LIMIT, note_partition
 from nnconform.runner import FAIL, run_case
@@ -89,7 +87,7 @@ ZOO = _zoo_names()
 
 
 def _seed(nn_session, name: str) -> int:
-    return (nn_session.seed ^ zlib.crc32(name.encode())) & 0x7FFFFFFF
+    return input_seed(nn_session.seed, name)
 
 
 def _run_model(name: str, model, inputs, nn_session, nn_device, nn_record, kind: str) -> None:

@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -34,6 +35,12 @@ class ModelEntry:
 
     def inputs(self, seed: int) -> list[np.ndarray]:
         return self._inputs(self.load(), seed)
+
+
+def input_seed(run_seed: int, name: str) -> int:
+    """The seed of a model's inputs in a models-suite run of seed ``run_seed``: each model
+    gets its own, so that adding a model to the zoo changes no other model's inputs."""
+    return (run_seed ^ zlib.crc32(name.encode())) & 0x7FFFFFFF
 
 
 def builtin_entries() -> dict[str, ModelEntry]:
