@@ -4,6 +4,8 @@ paths with direct loops over every output element, and the AOSP golden vectors."
 from __future__ import annotations
 
 import itertools
+import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -346,6 +348,44 @@ def test_large_accumulators_stay_exact():
     expected = _requant(acc, c["f_scales"], c["sx"], c["so"], c["zo"], Q8)
     assert 0 < expected.min() and expected.max() < 255          # not saturated: the test bites
     np.testing.assert_array_equal(actual, expected)
+
+
+def _nnapi_requantise_scalar(acc: int, real: float) -> int:
+    """NNAPI's output stage for one accumulator, in Python integers and written from the
+    definitions (QuantizeMultiplierSmallerThanOneExp, SaturatingRoundingDoublingHighMul with
+    C's truncating division, RoundingDivideByPOT), independently of nnconform.ops.quant."""
+    q, exp = math.frexp(real)
+    m = math.floor(q * (1 << 31) + 0.5)
+    if m == 1 << 31:
+        m, exp = m // 2, exp + 1
+    product = acc * m + ((1 << 30) if acc * m >= 0 else 1 - (1 << 30))
+    high = (abs(product) >> 31) * (1 if product >= 0 else -1)
+    k = -exp
+    mask = (1 << k) - 1
+    return (high >> k) + (1 if (high & mask) > (mask >> 1) + (1 if high < 0 else 0) else 0)
+
+
+def test_quantised_conv_rounds_twice_as_nnapi_does():
+    """NNAPI requantises a convolution's accumulator in two roundings: the high half of a
+    31-bit fixed-point product, then a rounding right shift.  A value just below .5 can
+    round up (1.4726 gives 2).  LiteRT (XNNPACK) and onnxruntime (MLAS) multiply by a float32
+    scale and round once; on the built-in MobileNets they differ from the reference by 1 LSB
+    exactly there (docs/models.md).  The reference keeps NNAPI's bits."""
+    sx, sw, so = 0.5, 0.5, 7.3
+    real = float(np.float32(sx) * np.float32(sw)) / float(np.float32(so))
+    x = np.arange(256).reshape(1, 1, 256, 1)
+    w = 43
+    model = _model(Op.CONV_2D, Q8, [1, 1, 256, 1], ([1, 1, 1, 1], [w]), ([1], [0]), [0, 0, 0, 0, 1, 1, 0],
+                   [1, 1, 256, 1], qx=dict(scale=sx), qf=dict(scale=sw), qb=dict(scale=sx * sw),
+                   qo=dict(scale=so))
+    (y,) = execute(model, [x.astype(np.uint8)])
+    acc = [int(v) * w for v in range(256)]
+    nnapi = np.array([min(255, _nnapi_requantise_scalar(a, real)) for a in acc])
+    np.testing.assert_array_equal(y.reshape(-1), nnapi)
+    once = np.array([min(255, math.floor(Fraction(a) * Fraction(real) + Fraction(1, 2))) for a in acc])
+    rounded_up = np.flatnonzero(nnapi != once)
+    assert y.reshape(-1)[1] == 2 and once[1] == 1                 # 43 * 0.034246... = 1.4726
+    assert len(rounded_up) > 5 and (nnapi[rounded_up] == once[rounded_up] + 1).all()
 
 
 # ---------------------------------------------------------------------------------------
