@@ -240,3 +240,23 @@ def test_the_suite_passes_accumulated_rounding_and_says_so(tmp_path):
     assert "accumulated rounding" in row["message"]
     assert "suite models: 1 PASS (1 of the PASSes as accumulated rounding" in r.stdout
     assert 'id="accumulated-rounding"' in (tmp_path / "report" / "report.html").read_text()
+
+
+def test_step_agreement_script_measures_each_operation():
+    """benchmarks/step_agreement.py with a deliberately broken driver: the one wrong operation
+    type is the only one with differences, and the reference against itself differs nowhere
+    (each operation alone reproduces the whole run's values bit for bit)."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "step_agreement.py"
+    r = subprocess.run([sys.executable, str(script), "mobilenet_v1_quant8", "--seed", "3", "--drivers", "reference",
+                        "nnconform.drivers.broken:ConvIgnoresBias"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    rows = {}
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 8 and parts[3] == "/":
+            rows[(parts[0], parts[1])] = int(parts[2])
+    assert {t for t, _ in rows} >= {"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "SOFTMAX"}
+    assert all(n == 0 for (t, d), n in rows.items() if d == "reference"), rows
+    broken = {t for (t, d), n in rows.items() if d != "reference" and n}
+    assert broken == {"CONV_2D"}, rows
+    assert "gave the same bits on" in r.stdout
