@@ -14,31 +14,37 @@ The output has three parts:
   the sum of the differences;
 - the operations on which every pair of drivers gave the same bits.
 ``--seed`` is the models suite's run seed: the inputs are those of
-``nnconform run --suite models --seed S``.
+``nnconform run --suite models --seed S``.  Each driver runs in its own driver host and every
+call goes through ``run_case``, as in the suites: a driver that crashes, hangs, raises or
+returns garbage on an operation leaves that operation "not compared", with the reason.
 """
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import itertools
 
 import numpy as np
 
 from nnconform.errors import NnError
 from nnconform.executor import Executor
-from nnconform.ir import Request
-from nnconform.loader import load_driver
+from nnconform.isolation import open_isolated
+from nnconform.loader import check_driver_name
 from nnconform.models import available_models, input_seed
 from nnconform.models.localise import single_operation_model
+from nnconform.runner import run_case
 from nnconform.tflite_import import TfliteImportError
 
 
-def _run(device, model, feeds) -> list[np.ndarray]:
-    pm = device.prepare(model)
-    try:
-        return [np.asarray(a) for a in pm.execute(Request.from_arrays(model, list(feeds))).outputs]
-    finally:
-        pm.release()
+def _run(device, model, feeds, expected) -> tuple[np.ndarray | None, str]:
+    """(the driver's output 0, "") or (None, why there is none): the suites' run_case, so that
+    whatever the driver does is a reason, not a traceback.  No partitioning: a model the driver
+    supports only in part is not compared."""
+    out = run_case(device, model, feeds, expected, partition=False)
+    if out.actual is None or not out.actual:
+        return None, f"{out.outcome}: {out.message}"
+    return out.actual[0], ""
 
 
 def _wide(a) -> np.ndarray:
@@ -53,6 +59,11 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=1, help="the models suite's run seed (default 1)")
     p.add_argument("--drivers", nargs="+", default=["tflite", "onnxruntime"])
     a = p.parse_args()
+    for name in a.drivers:
+        try:
+            check_driver_name(name)
+        except NnError as e:
+            p.error(f"driver {name}: {e}")
     entries = available_models()
     if a.model not in entries:
         p.error(f"unknown model {a.model!r}; available: {', '.join(entries)}")
@@ -67,15 +78,24 @@ def main() -> None:
     ex = Executor(model)
     final_ref = ex.run(inputs)
     values = ex.main_values
-    devices = {}
-    for name in a.drivers:
-        try:
-            devices[name] = load_driver(name)
-        except NnError as e:
-            p.error(f"driver {name}: {e}")
+    with contextlib.ExitStack() as stack:
+        devices = {}
+        for name in a.drivers:
+            try:
+                devices[name] = open_isolated(name)
+            except NnError as e:       # a driver that fails as it loads
+                p.error(f"driver {name}: {str(e).splitlines()[0][:200]}")
+            stack.callback(devices[name].close)
+        _compare(model, inputs, final_ref, values, devices)
+
+
+def _compare(model, inputs, final_ref, values, devices) -> None:
+    """Print the whole-model line of each driver, then the per-operation table (``values``:
+    every operand's reference value, from the reference's run of ``inputs``)."""
     for name, dev in devices.items():
-        got = _run(dev, model, inputs)[0]
-        print(f"  {name:12s} output 0: {np.asarray(got).ravel()[:12].tolist()}")
+        got, why = _run(dev, model, inputs, final_ref)
+        shown = np.asarray(got).ravel()[:12].tolist() if got is not None else why[:160]
+        print(f"  {name:12s} output 0: {shown}")
     print(f"  {'reference':12s} output 0: {np.asarray(final_ref[0]).ravel()[:12].tolist()}")
 
     # (op type, driver) -> [elements differing, elements, sum of differences, max |difference|]
@@ -85,14 +105,15 @@ def main() -> None:
     ops = model.main.operations
     for k, op in enumerate(ops):
         one, feeds = single_operation_model(model, k, values)
-        ref = _wide(values[op.outputs[0]])
+        expected = [values[i] for i in op.outputs]
+        ref = _wide(expected[0])
         outs = {}
         for name, dev in devices.items():
-            try:
-                outs[name] = _wide(_run(dev, one, feeds)[0])
-            except NnError as e:
-                failed.append(f"operation {k} {op.type.name} on {name}: {str(e)[:100]}")
+            got, why = _run(dev, one, feeds, expected)
+            if got is None:
+                failed.append(f"operation {k} {op.type.name} on {name}: {why[:160]}")
                 continue
+            outs[name] = _wide(got)
             if outs[name].shape != ref.shape:
                 failed.append(f"operation {k} {op.type.name} on {name}: shape {outs[name].shape}, "
                               f"reference {ref.shape}")

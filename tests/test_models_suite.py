@@ -260,3 +260,36 @@ def test_step_agreement_script_measures_each_operation():
     broken = {t for (t, d), n in rows.items() if d != "reference" and n}
     assert broken == {"CONV_2D"}, rows
     assert "gave the same bits on" in r.stdout
+
+
+def test_step_agreement_gives_hostile_drivers_a_reason_not_a_traceback(capsys):
+    """The script's drivers run in driver hosts through run_case: a crash, a hang, a raised
+    SystemExit or a lying array on an operation is a line of the report, and the hosts that
+    survive go on."""
+    import importlib.util
+    from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+    from nnconform.isolation import open_isolated
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "step_agreement.py"
+    spec = importlib.util.spec_from_file_location("step_agreement", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [2, 3])
+    b.operation(Op.FLOOR, [x], [b.output(T.TENSOR_FLOAT32, [2, 3])])   # FLOOR sets the hostile drivers off
+    model = b.build()
+    inputs = [np.array([[0.5, 1.5, -2.5], [3.25, -0.75, 7.0]], np.float32)]
+    ex = Executor(model)
+    final = ex.run(inputs)
+    names = ["Segfault", "SysExit", "HangsInExecute", "LyingArray"]
+    devices = {n: open_isolated(f"nnconform.drivers.broken_isolation:{n}", call_timeout=5) for n in names}
+    try:
+        mod._compare(model, inputs, final, ex.main_values, devices)
+    finally:
+        for d in devices.values():
+            d.close()
+    out = capsys.readouterr().out
+    assert "not compared: operation 0 FLOOR on Segfault: CRASH" in out, out
+    assert "not compared: operation 0 FLOOR on SysExit: FAIL" in out, out
+    assert "not compared: operation 0 FLOOR on HangsInExecute: HANG" in out, out
+    lying = [line.split() for line in out.splitlines() if line.startswith("FLOOR") and "LyingArray" in line]
+    assert lying and int(lying[0][2]) > 0, out      # judged on its zeros, not on its "=="

@@ -13,6 +13,7 @@ import pytest
 from nnconform.errors import ValidationError
 from nnconform.executor import execute
 from nnconform.ir import ChannelQuant, ModelBuilder, OperandType as T, OperationType as Op
+from nnconform.ops.fixedpoint import _rdbp_int, _srdhm_int
 from nnconform.ops.quant import multiply_by_quantized_multiplier, quantize_multiplier
 from nnconform.ops.registry import OpView, get_op, load_all
 from nnconform.suites.examples.conv import EXAMPLES, _model
@@ -350,27 +351,14 @@ def test_large_accumulators_stay_exact():
     np.testing.assert_array_equal(actual, expected)
 
 
-def _nnapi_requantise_scalar(acc: int, real: float) -> int:
-    """NNAPI's output stage for one accumulator, in Python integers and written from the
-    definitions (QuantizeMultiplierSmallerThanOneExp, SaturatingRoundingDoublingHighMul with
-    C's truncating division, RoundingDivideByPOT), independently of nnconform.ops.quant."""
-    q, exp = math.frexp(real)
-    m = math.floor(q * (1 << 31) + 0.5)
-    if m == 1 << 31:
-        m, exp = m // 2, exp + 1
-    product = acc * m + ((1 << 30) if acc * m >= 0 else 1 - (1 << 30))
-    high = (abs(product) >> 31) * (1 if product >= 0 else -1)
-    k = -exp
-    mask = (1 << k) - 1
-    return (high >> k) + (1 if (high & mask) > (mask >> 1) + (1 if high < 0 else 0) else 0)
-
-
 def test_quantised_conv_rounds_twice_as_nnapi_does():
     """NNAPI requantises a convolution's accumulator in two roundings: the high half of a
     31-bit fixed-point product, then a rounding right shift.  A value just below .5 can
     round up (1.4726 gives 2).  LiteRT (XNNPACK) and onnxruntime (MLAS) multiply by a float32
     scale and round once; on the built-in MobileNets they differ from the reference by 1 LSB
-    exactly there (docs/models.md).  The reference keeps NNAPI's bits."""
+    exactly there (docs/models.md).  The reference keeps NNAPI's bits.  The expected codes come
+    from the Python-int SRDHM / RDBPOT of nnconform.ops.fixedpoint, not from the vectorised
+    requantisers under test."""
     sx, sw, so = 0.5, 0.5, 7.3
     real = float(np.float32(sx) * np.float32(sw)) / float(np.float32(so))
     x = np.arange(256).reshape(1, 1, 256, 1)
@@ -380,7 +368,8 @@ def test_quantised_conv_rounds_twice_as_nnapi_does():
                    qo=dict(scale=so))
     (y,) = execute(model, [x.astype(np.uint8)])
     acc = [int(v) * w for v in range(256)]
-    nnapi = np.array([min(255, _nnapi_requantise_scalar(a, real)) for a in acc])
+    m, shift = quantize_multiplier(real)
+    nnapi = np.array([min(255, _rdbp_int(_srdhm_int(a, m), -shift)) for a in acc])
     np.testing.assert_array_equal(y.reshape(-1), nnapi)
     once = np.array([min(255, math.floor(Fraction(a) * Fraction(real) + Fraction(1, 2))) for a in acc])
     rounded_up = np.flatnonzero(nnapi != once)
