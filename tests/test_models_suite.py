@@ -281,7 +281,9 @@ def test_step_agreement_gives_hostile_drivers_a_reason_not_a_traceback(capsys):
     ex = Executor(model)
     final = ex.run(inputs)
     names = ["Segfault", "SysExit", "HangsInExecute", "LyingArray"]
-    devices = {n: open_isolated(f"nnconform.drivers.broken_isolation:{n}", call_timeout=5) for n in names}
+    # only the hanging driver gets a short bound: a slow machine must not turn the others' verdicts into HANG
+    devices = {n: open_isolated(f"nnconform.drivers.broken_isolation:{n}", **({"call_timeout": 5} if n == "HangsInExecute" else {}))
+               for n in names}
     try:
         mod._compare(model, inputs, final, ex.main_values, devices)
     finally:
