@@ -35,7 +35,10 @@ from .ops.feature_levels import NEWEST_FEATURE_LEVEL
 # The harness spells interfaces by these names; the host reports which ones an object has.
 _PM_INTERFACES = ("AsyncExecution", "FencedExecution", "BurstExecution")
 _DEVICE_INTERFACES = ("CompilationCaching", "MemoryDomains")
-_RELEASED_KEEP = 16    # released objects kept reachable, so use-after-release still reaches the driver
+# Objects the harness released, kept reachable so that a use after release still reaches the
+# driver (whose error it is to give); the oldest go once there are more.  Only releases count:
+# objects whose proxies the harness dropped can never be called again and go at once.
+_RELEASED_KEEP = 16
 
 
 def _exc_reply(e: BaseException) -> dict:
@@ -129,9 +132,17 @@ class Host:
         return obj
 
     def forget(self, k: int) -> None:
+        """The harness dropped its proxy of ``k``: nothing can call it again."""
         with self.lock:
             self.held.pop(k, None)
-            if k in self.objects and k != 0:
+            if k != 0 and self.objects.pop(k, None) is not None and k in self.released:
+                self.released.remove(k)
+
+    def retire(self, k: int) -> None:
+        """``k`` was released: keep it reachable for a use after release, among the last few."""
+        with self.lock:
+            self.held.pop(k, None)
+            if k in self.objects and k != 0 and k not in self.released:
                 self.released.append(k)
                 while len(self.released) > _RELEASED_KEEP:
                     self.objects.pop(self.released.pop(0), None)
@@ -285,7 +296,7 @@ class Host:
         try:
             self.get(handle).release()
         finally:
-            self.forget(handle)
+            self.retire(handle)
 
     def op_execute_fenced(self, bufs, handle, request, fences, kwargs) -> dict:
         events = []

@@ -153,6 +153,33 @@ def test_burst_executes_until_released(pm, dev):
     loop.release()
 
 
+def test_use_after_release_reaches_the_driver_however_much_was_dropped_since():
+    """Through a driver host, a released burst's cache_memory / free_memory / execute are the
+    driver's to refuse.  The host keeps released objects reachable for that; objects the
+    harness merely dropped (a garbage collection of their proxies) used to share that short
+    keep-list, so a collection between the release and the use pushed the burst out and the
+    call failed in the host with LookupError: a flaky FAIL of vts/burst/memory_slots."""
+    from nnconform.isolation import open_isolated
+    dev = open_isolated("reference")
+    try:
+        model = add_model()
+        pm = dev.prepare(model)
+        burst = pm.configure_burst()
+        _, token = dev.allocate(BufferDesc(), [pm], [BufferRole(0, 0)], [])
+        burst.release()
+        for _ in range(40):
+            dev.prepare(add_model())        # each proxy dropped at once: its handle is sent along
+        gc.collect()
+        dev.capabilities()                  # ... with this call
+        refused = (ErrorStatus.INVALID_ARGUMENT, ErrorStatus.GENERAL_FAILURE)
+        assert _status(lambda: burst.cache_memory(token)) in refused
+        assert _status(lambda: burst.free_memory(0)) in refused
+        assert _status(lambda: burst.execute(Request.from_arrays(model, [X, Y]))) in refused
+        pm.release()
+    finally:
+        dev.close()
+
+
 # ---- memory domains ------------------------------------------------------------------------
 
 def test_output_buffer_written_by_an_execution_then_read_by_copy_to(dev, pm):
