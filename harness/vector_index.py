@@ -34,10 +34,13 @@ def code_key(*sources: str | os.PathLike) -> str:
     return h.hexdigest()[:16]
 
 
-def index_path(root: Path) -> Path:
+def index_path(root: Path, kind: str = "") -> Path:
+    """Where the index of a tree is kept.  ``kind`` names a second index of other facts (the
+    loader's per-case operations): each user has its own file, so two deriving codes never
+    overwrite each other's entries."""
     from .vectors_data import cache_base
     name = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:16]
-    return cache_base() / "vector-index" / f"{name}.json"
+    return cache_base() / "vector-index" / (f"{name}-{kind}.json" if kind else f"{name}.json")
 
 
 def _stamp(path: Path) -> list[int]:
@@ -50,9 +53,9 @@ class VectorIndex:
     derives them with ``derive(path)`` (which must return JSON-able data) and remembers them;
     ``save()`` writes what changed."""
 
-    def __init__(self, root: Path, key: str, derive: Callable[[Path], object]):
+    def __init__(self, root: Path, key: str, derive: Callable[[Path], object], kind: str = ""):
         self.root, self.key, self.derive = Path(root), key, derive
-        self.path = index_path(self.root)
+        self.path = index_path(self.root, kind)
         self.entries: dict[str, dict] = {}
         self.derived = 0
         try:
@@ -63,19 +66,31 @@ class VectorIndex:
                 and isinstance(data.get("files"), dict):
             self.entries = data["files"]
 
-    def facts(self, path: Path):
-        rel = os.path.relpath(path, self.root)
+    def known(self, path: Path):
+        """The cached facts of a file, or None when they would have to be derived."""
+        e = self.entries.get(os.path.relpath(path, self.root))
+        if isinstance(e, dict) and "facts" in e:
+            try:
+                if e.get("stamp") == _stamp(path):
+                    return e["facts"]
+            except OSError:
+                return None
+        return None
+
+    def remember(self, path: Path, facts) -> None:
+        """Keep facts derived by the caller (who had the file open anyway)."""
         try:
             stamp = _stamp(path)
         except OSError:
-            stamp = None
-        e = self.entries.get(rel)
-        if stamp is not None and isinstance(e, dict) and e.get("stamp") == stamp and "facts" in e:
-            return e["facts"]
-        facts = self.derive(path)
+            return      # the file went away: its facts are not worth keeping
+        self.entries[os.path.relpath(path, self.root)] = {"stamp": stamp, "facts": facts}
         self.derived += 1
-        if stamp is not None:
-            self.entries[rel] = {"stamp": stamp, "facts": facts}
+
+    def facts(self, path: Path):
+        facts = self.known(path)
+        if facts is None:
+            facts = self.derive(path)
+            self.remember(path, facts)
         return facts
 
     def save(self, files: Iterable[Path]) -> None:

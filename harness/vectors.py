@@ -15,6 +15,7 @@ Developer tools:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -176,38 +177,67 @@ def vector_files(root: Path, dirs: Iterable[str] | None = None) -> list[Path]:
     return files
 
 
-# path -> the set of operation names each case of that file uses.  Built once per process
-# (one pass over the JSON), it lets an ops-filtered load skip files with no matching case.
-_OPS_INDEX: dict[str, list[set[str]]] = {}
-
-
 def _case_ops(d: dict) -> set[str]:
     return {o["type"] for sg in (d["model"]["main"], *d["model"].get("referenced", [])) for o in sg["operations"]}
 
 
-def _read(path: Path) -> list[dict]:
-    with open(path) as fh:
-        raw = json.load(fh)
-    _OPS_INDEX[str(path)] = [_case_ops(d) for d in raw]
-    return raw
+def _ops_facts(raw) -> list[list[str]] | None:
+    """The sorted operation names of each case of a decoded file; None when the file is not
+    a list of well-formed cases (load_cases then reads it and fails on it as before)."""
+    try:
+        return [sorted(_case_ops(d)) for d in raw]
+    except (KeyError, TypeError, AttributeError):
+        return None
+
+
+@functools.lru_cache(maxsize=8)
+def _ops_index(root: Path):
+    """Which operations each case of each file of ``root`` uses, kept between processes
+    (nnconform.vector_index, its own file): an ops-filtered load opens only the files that
+    have a matching case.  Without it, the first such load in a process decoded all 117 MB of
+    JSON, and every pytest worker collecting tests/ops paid that again."""
+    from .vector_index import VectorIndex, code_key
+
+    def derive(path: Path):
+        with open(path) as fh:
+            return _ops_facts(json.load(fh))
+    return VectorIndex(root, code_key(__file__), derive, kind="ops")
 
 
 def load_cases(root: Path | str | None = None, ops: Iterable[str] | None = None,
-               dirs: Iterable[str] | None = None, name_contains: str | None = None) -> list[VectorCase]:
-    """All cases under ``root`` (optionally only those using any of ``ops``)."""
+               dirs: Iterable[str] | None = None, name_contains: str | None = None,
+               within: Iterable[str] | None = None) -> list[VectorCase]:
+    """All cases under ``root`` (optionally only those using any of ``ops``, and only those
+    whose every operation is one of ``within``)."""
     root = Path(root) if root is not None else default_root()
     wanted = {o.upper() for o in ops} if ops else None
+    allowed = {o.upper() for o in within} if within is not None else None
+
+    def takes(case_ops) -> bool:
+        return (wanted is None or not wanted.isdisjoint(case_ops)) and (allowed is None or allowed.issuperset(case_ops))
+
+    index = _ops_index(root.resolve()) if wanted is not None or allowed is not None else None
     cases = []
     for f in vector_files(root, dirs):
-        known = _OPS_INDEX.get(str(f))
-        if wanted is not None and known is not None and not any(k & wanted for k in known):
-            continue   # nothing here uses the wanted operations: skip parsing the file
-        for d in _read(f):
+        known = None
+        if index is not None:
+            known = index.known(f)
+            if known is not None and not any(takes(k) for k in known):
+                continue   # no case here is wanted: skip parsing the file (the MobileNets are 40 MB)
+        with open(f) as fh:
+            raw = json.load(fh)
+        if index is not None and known is None:
+            facts = _ops_facts(raw)
+            if facts is not None:
+                index.remember(f, facts)
+        for d in raw:
             if name_contains and name_contains not in d["name"]:
                 continue
-            if wanted is not None and not _case_ops(d) & wanted:
+            if index is not None and not takes(_case_ops(d)):
                 continue
             cases.append(case_from_dict(d, str(f)))
+    if index is not None:
+        index.save(vector_files(root))     # every file's entry, not only those of ``dirs``
     return cases
 
 

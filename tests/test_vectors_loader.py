@@ -151,6 +151,36 @@ def test_empty_input_is_omitted_and_empty_output_is_zero_sized():
     assert all(o is not None for o in zero.outputs)
 
 
+def test_an_operation_filtered_load_opens_only_files_with_a_wanted_case(tmp_path, monkeypatch):
+    """load_cases(ops=..., within=...) learns each file's operations once (an index kept in the
+    cache between processes) and then skips the files with no wanted case unread; ``within``
+    drops cases that also use other operations."""
+    import nnconform.vectors as vectors_module
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    tree = tmp_path / "vectors" / "V1_0"
+    tree.mkdir(parents=True)
+    (tree / "floor.json").write_text(json.dumps(_raw("V1_0", "floor.json")[:1]))
+    relu, mixed = _raw("V1_0", "relu_float_1.json")[:2]       # RELU alone; ADD and RELU
+    assert len({o["type"] for o in mixed["model"]["main"]["operations"]}) == 2
+    (tree / "relu.json").write_text(json.dumps([relu, mixed]))
+    root = tree.parent
+    vectors_module._ops_index.cache_clear()       # as a new process would start
+    assert [c.name for c in load_cases(root, ops=["RELU"])] == [relu["name"], mixed["name"]]
+    assert [c.name for c in load_cases(root, ops=["RELU"], within=["RELU"])] == [relu["name"]]
+    # floor.json, made unreadable without changing its size or time, is not opened again
+    vectors_module._ops_index.cache_clear()
+    st = (tree / "floor.json").stat()
+    (tree / "floor.json").write_text("x" * st.st_size)
+    os.utime(tree / "floor.json", ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert [c.name for c in load_cases(root, ops=["RELU"], within=["RELU"])] == [relu["name"]]
+    with pytest.raises(ValueError):                # ... but a load that wants it does read it
+        load_cases(root, ops=["FLOOR"])
+
+
+def _raw(folder: str, name: str) -> list:
+    return json.loads((default_root() / folder / name).read_text())
+
+
 # ---- the suite on a vectors directory with broken files ------------------------------------------------
 
 def _run_suite(vectors: Path, report: Path):
