@@ -1040,7 +1040,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--perf-threshold", type=float, default=0.5, help="performance degradation limit (0.5 = +50%%)")
     st.add_argument("--leak-threshold-mb", type=float, default=32.0, help="RSS growth that counts as a leak")
     st.add_argument("--random-pause", type=float, default=0.0, help="pause after each random-graph case (s)")
-    from .stress.tests import SOAK_EXECUTIONS
+    from .stress import SOAK_EXECUTIONS
     st.add_argument("--soak-executions", type=int, default=SOAK_EXECUTIONS,
                     help=f"execution-soak: executions of one prepared model (default {SOAK_EXECUTIONS:,}, past "
                          "counters that wrap at 2^16); the case also ends at its --duration")

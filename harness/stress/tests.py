@@ -53,11 +53,11 @@ from typing import Callable
 import numpy as np
 
 from ..sandbox import CaseContext, Verdict, signal_name
+from . import SOAK_EXECUTIONS
 from . import workload as wl
 from .random_models import GRAPH_SIZES, random_model
 
 CLIENT_STARTUP_S = 15.0
-SOAK_EXECUTIONS = 70_000   # execution-soak: past request counters that wrap at 2^16
 
 
 @dataclass
