@@ -18,8 +18,6 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable
 
-import pandas as pd
-
 from nnconform.results import BAD_OUTCOMES, GOOD_OUTCOMES, SKIPPED_OUTCOMES, XFAIL, ResultRecord
 
 # Cases without a model (device-level vts checks such as capabilities or the cache token size)
@@ -155,17 +153,10 @@ def matrix(records: Iterable[ResultRecord]) -> Matrix:
     return Matrix(ops, types, cells)
 
 
-def counts_frame(records: Iterable[ResultRecord]) -> pd.DataFrame:
-    """One row per case: suite, outcome, blamed operation and data type (pandas, for counts)."""
-    rows = [(r.suite, r.outcome, r.blamed_operation, r.blamed_data_type) for r in records]
-    return pd.DataFrame(rows, columns=["suite", "outcome", "operation", "data_type"])
-
-
 def per_suite(records: Iterable[ResultRecord]) -> dict[str, Counter]:
-    df = counts_frame(records)
+    """Outcome counts per suite, suites in name order."""
     out: dict[str, Counter] = {}
-    if df.empty:
-        return out
-    for suite, group in df.groupby("suite", sort=True):
-        out[str(suite)] = Counter(group["outcome"].value_counts().to_dict())
-    return out
+    for r in records:
+        if r.suite is not None:
+            out.setdefault(str(r.suite), Counter())[r.outcome] += 1
+    return dict(sorted(out.items()))
