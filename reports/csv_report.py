@@ -5,7 +5,7 @@ string.  The file opens in a spreadsheet and diffs between nights with pandas
 (``pandas.read_csv(path, keep_default_na=False)``; tests/test_reports.py reads it so).
 
 It is written with the standard library's csv module.  pandas wrote it until its import
-(0.5-0.6 s) turned out to be a third of the fixed cost of every ``nnconform run``; the
+(0.5-0.6 s) turned out to be a quarter of the fixed cost of every ``nnconform run``; the
 cells are the same (checked byte for byte on 138 reports of real runs): empty for None,
 seeds as integers, floats as Python prints them.
 
