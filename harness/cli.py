@@ -69,7 +69,8 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     if a.cluster and a.workers is not None and a.workers > 1:
         return _err("give --cluster or -n/--workers, not both (a cluster's workers run the cases)")
     try:
-        _check_driver(a.driver, a.in_process)   # one line now, before pytest starts
+        # one line now, before pytest starts; a run in this process keeps the host it started
+        _check_driver(a.driver, a.in_process, keep=_run_options(a) if _one_session(a) else None)
     except DriverLoadError as e:
         return _err(str(e))
     # Take the report directory first: a second run into it fails here, with one line.
@@ -151,6 +152,8 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
         code = int(pytest.main(args))
     finally:
         release(rd)
+        from .isolation import close_unclaimed
+        close_unclaimed()     # e.g. "-- -n 2" or a session that stopped before it needed a driver
     report = Path(a.report_dir) / "report.html"
     if report.exists():
         print(f"nnconform: report written to {report}")
@@ -267,16 +270,36 @@ def _add_cluster_options(p: argparse.ArgumentParser) -> None:
                    help="with --cluster: run cases only on workers started with these resources, e.g. device=1")
 
 
-def _check_driver(spec: str, in_process: bool) -> None:
+def _check_driver(spec: str, in_process: bool, keep: tuple[float, int | None] | None = None) -> None:
     """Fail early, with the loader's one-line message, if the driver cannot be loaded.  An
-    isolated run loads it in a throw-away driver host: the driver's import-time code never
-    runs in the harness."""
+    isolated run loads it in a driver host: the driver's import-time code never runs in the
+    harness.  With ``keep`` (the run's call bound and memory limit) that host is handed to the
+    run's session (nnconform.isolation.claim); otherwise it is closed."""
     if in_process:
         from .loader import load_driver
         load_driver(spec)
         return
-    from .isolation import open_isolated
-    open_isolated(spec, startup_timeout=120.0).close()
+    from .isolation import hand_over, open_isolated
+    if keep is None:
+        open_isolated(spec, startup_timeout=120.0).close()
+        return
+    hand_over(open_isolated(spec, startup_timeout=120.0, call_timeout=keep[0], mem_limit=keep[1]))
+
+
+def _one_session(a: argparse.Namespace) -> bool:
+    """Does the run's pytest session use a driver in this process (no xdist workers, no cluster)?"""
+    return not a.in_process and not a.cluster and not (a.workers is not None and a.workers > 1)
+
+
+def _run_options(a: argparse.Namespace) -> tuple[float, int | None] | None:
+    """The call bound and memory limit the run's session will give its host."""
+    from .isolation import DEFAULT_CALL_TIMEOUT, DEFAULT_MEM_LIMIT
+    from .plugin import _parse_size
+    try:
+        limit = _parse_size(a.mem_limit) if a.mem_limit is not None else DEFAULT_MEM_LIMIT
+    except ValueError:
+        return None     # the session says what is wrong with it
+    return (a.call_timeout if a.call_timeout is not None else DEFAULT_CALL_TIMEOUT, limit)
 
 
 def _run_exit_code(report_dir: Path, pytest_code: int) -> int:

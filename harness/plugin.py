@@ -271,9 +271,9 @@ class NnSession:
                     from .loader import load_driver
                     self._device = load_driver(self.driver_spec)
                 else:
-                    from .isolation import open_isolated
-                    self._device = open_isolated(self.driver_spec, call_timeout=self.call_timeout,
-                                                 mem_limit=self.mem_limit)
+                    from .isolation import claim, open_isolated
+                    self._device = claim(self.driver_spec, self.call_timeout, self.mem_limit) \
+                        or open_isolated(self.driver_spec, call_timeout=self.call_timeout, mem_limit=self.mem_limit)
             except DriverLoadError as e:
                 pytest.exit(f"nnconform: {e}", returncode=2)
         return self._device

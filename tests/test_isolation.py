@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 import uuid
 from pathlib import Path
@@ -322,6 +323,38 @@ def test_read_only_report_dir_is_one_line(tmp_path):
 def test_unknown_driver_is_one_line_and_never_imported_into_the_harness(tmp_path):
     r = run_cli("run", "--driver", "no.such.module:Device", "--report-dir", str(tmp_path))
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "cannot import" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("extra,hosts", [([], 1), (["--call-timeout", "30"], 1), (["-n", "2"], 3),
+                                         (["--", "-n", "2"], 3)],
+                         ids=["plain", "call-timeout", "workers", "xdist-after-dashes"])
+def test_the_driver_loads_once_per_host_and_the_checking_host_is_the_run_s(tmp_path, extra, hosts):
+    """``nnconform run`` loads the driver in a host before pytest starts (a one-line error
+    before the report directory is touched); a run in that process keeps that host instead of
+    starting a second.  With workers, each starts its own and the checking host is closed.
+    Counted by the driver's own import-time code, and nothing of the run is left running."""
+    log = tmp_path / "imports.txt"
+    (tmp_path / "counting_driver.py").write_text(textwrap.dedent(f"""
+        import os
+        from nnconform.drivers.reference import ReferenceDevice
+        with open({str(log)!r}, "a") as f:
+            f.write(f"{{os.getpid()}}\\n")
+        class Counting(ReferenceDevice):
+            pass
+    """))
+    env, mark = marked_env()
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tmp_path), env.get("PYTHONPATH")) if p)
+    report = tmp_path / "report"
+    args = ["run", "--driver", "counting_driver:Counting", "--suite", "generated", "--report-dir", str(report),
+            "--seed", "3", *extra]
+    if "--" not in extra:
+        args += ["--"]
+    r = run_cli(*args, "-k", "floor_fp32 or relu_fp32", env=env)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert {row["outcome"] for row in rows(report)} == {"PASS"} and len(rows(report)) >= 2
+    pids = log.read_text().split()
+    assert len(pids) == hosts and len(set(pids)) == hosts, pids
+    assert no_survivors(mark) == []
 
 
 def test_replay_of_a_runaway_allocation_is_bounded(tmp_path):
