@@ -270,7 +270,7 @@ def _add_cluster_options(p: argparse.ArgumentParser) -> None:
                    help="with --cluster: run cases only on workers started with these resources, e.g. device=1")
 
 
-def _check_driver(spec: str, in_process: bool, keep: tuple[float, int | None] | None = None) -> None:
+def _check_driver(spec: str, in_process: bool, keep: tuple[float, int] | None = None) -> None:
     """Fail early, with the loader's one-line message, if the driver cannot be loaded.  An
     isolated run loads it in a driver host: the driver's import-time code never runs in the
     harness.  With ``keep`` (the run's call bound and memory limit) that host is handed to the
@@ -288,18 +288,16 @@ def _check_driver(spec: str, in_process: bool, keep: tuple[float, int | None] | 
 
 def _one_session(a: argparse.Namespace) -> bool:
     """Does the run's pytest session use a driver in this process (no xdist workers, no cluster)?"""
-    return not a.in_process and not a.cluster and not (a.workers is not None and a.workers > 1)
+    return not a.cluster and not (a.workers is not None and a.workers > 1)
 
 
-def _run_options(a: argparse.Namespace) -> tuple[float, int | None] | None:
+def _run_options(a: argparse.Namespace) -> tuple[float, int] | None:
     """The call bound and memory limit the run's session will give its host."""
-    from .isolation import DEFAULT_CALL_TIMEOUT, DEFAULT_MEM_LIMIT
-    from .plugin import _parse_size
+    from .plugin import host_options
     try:
-        limit = _parse_size(a.mem_limit) if a.mem_limit is not None else DEFAULT_MEM_LIMIT
+        return host_options(a.call_timeout, a.mem_limit)
     except ValueError:
         return None     # the session says what is wrong with it
-    return (a.call_timeout if a.call_timeout is not None else DEFAULT_CALL_TIMEOUT, limit)
 
 
 def _run_exit_code(report_dir: Path, pytest_code: int) -> int:
@@ -433,13 +431,13 @@ def _replay_device(a: argparse.Namespace):
     if a.in_process:
         from .loader import load_driver
         return load_driver(a.driver)
-    from .isolation import DEFAULT_MEM_LIMIT, open_isolated
-    from .plugin import _parse_size
+    from .isolation import open_isolated
+    from .plugin import host_options
     try:
-        limit = _parse_size(a.mem_limit) if a.mem_limit is not None else DEFAULT_MEM_LIMIT
+        call_timeout, limit = host_options(a.call_timeout, a.mem_limit)
     except ValueError as e:
         raise DriverLoadError(f"--mem-limit: {e}") from None
-    return open_isolated(a.driver, call_timeout=a.call_timeout, mem_limit=limit)
+    return open_isolated(a.driver, call_timeout=call_timeout, mem_limit=limit)
 
 
 def _replay_examples(a: argparse.Namespace, spec, device) -> int:

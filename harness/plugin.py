@@ -51,6 +51,16 @@ def _parse_size(text: str) -> int:
     return int(float(m.group(1)) * units.get(m.group(2), 1))
 
 
+def host_options(call_timeout: float | None, mem_limit: str | None) -> tuple[float, int]:
+    """A driver host's call bound and memory limit from their options (None: the defaults).
+    One rule for the run's session and for the command line, which hands the session the
+    host it checked the driver in only when both give the same (nnconform.isolation.claim).
+    ValueError for a memory limit that is not a size."""
+    from .isolation import DEFAULT_CALL_TIMEOUT, DEFAULT_MEM_LIMIT
+    return (float(call_timeout) if call_timeout is not None else DEFAULT_CALL_TIMEOUT,
+            _parse_size(mem_limit) if mem_limit is not None else DEFAULT_MEM_LIMIT)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("nnconform", "nnconform driver conformance")
     g.addoption("--driver", default="reference",
@@ -127,7 +137,6 @@ class NnSession:
     """Per-process state: the driver, the seed, the results journal."""
 
     def __init__(self, config: pytest.Config):
-        from .isolation import DEFAULT_CALL_TIMEOUT, DEFAULT_MEM_LIMIT
         self.config = config
         self.driver_spec: str = config.getoption("driver")
         self.workerinput: dict | None = getattr(config, "workerinput", None)
@@ -135,15 +144,13 @@ class NnSession:
         self.report_dir = Path(config.getoption("nn_report_dir")).resolve()
         self.vectors_option = config.getoption("nn_vectors")
         self.in_process: bool = bool(config.getoption("nn_in_process"))
-        timeout = config.getoption("nn_call_timeout")
-        self.call_timeout = float(timeout) if timeout is not None else DEFAULT_CALL_TIMEOUT
-        if self.call_timeout <= 0:
-            raise pytest.UsageError("--nn-call-timeout must be > 0 seconds")
         try:
-            limit = config.getoption("nn_mem_limit")
-            self.mem_limit = _parse_size(limit) if limit is not None else DEFAULT_MEM_LIMIT
+            self.call_timeout, self.mem_limit = host_options(config.getoption("nn_call_timeout"),
+                                                             config.getoption("nn_mem_limit"))
         except ValueError as e:
             raise pytest.UsageError(f"--nn-mem-limit: {e}") from None
+        if self.call_timeout <= 0:
+            raise pytest.UsageError("--nn-call-timeout must be > 0 seconds")
         from .variants import parse_mode
         try:
             self.variants = parse_mode(config.getoption("nn_variants"))
