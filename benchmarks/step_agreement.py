@@ -75,7 +75,7 @@ def main() -> None:
     seed = input_seed(a.seed, a.model)
     inputs = entry.inputs(seed)
     print(f"{a.model}: run seed {a.seed}, input seed {seed}")
-    ex = Executor(model)
+    ex = Executor(model, keep_values=True)
     final_ref = ex.run(inputs)
     values = ex.main_values
     with contextlib.ExitStack() as stack:

@@ -131,7 +131,7 @@ def _inside_control_flow(device, model: Model, inputs, n: int, criteria) -> Blam
     from .generators.diverge import first_divergent_operation
     sg = model.main
     op = sg.operations[n]
-    ex = Executor(model)
+    ex = Executor(model, keep_values=True)
     ex.run(list(inputs))
     values = ex.main_values
     if values is None:

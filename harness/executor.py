@@ -78,7 +78,7 @@ class _Plan:
     operation's step.  Subgraphs are immutable, so one plan serves every Executor of the model
     (the reference driver makes one Executor per request), every run and every WHILE
     iteration: the per-run cost of a small model is then only what depends on the request."""
-    __slots__ = ("template", "input_checks", "steps", "__weakref__")
+    __slots__ = ("template", "input_checks", "steps", "releases", "__weakref__")
 
     def __init__(self, sg: Subgraph):
         template: list = [None] * len(sg.operands)
@@ -93,6 +93,28 @@ class _Plan:
                                    sg.operands[i].dimensions) for i in sg.input_indexes)
         # an operation the reference lacks fails at run time (NotImplementedOperation), as before
         self.steps = tuple(_Step(sg, n, _registered_execute(o.type)) for n, o in enumerate(sg.operations))
+        self.releases = _releases(sg)
+
+
+def _releases(sg: Subgraph) -> tuple[tuple[int, ...], ...]:
+    """Per operation: the intermediate operands no later operation reads, to drop once it has
+    run.  Without that, every intermediate of a run lives until the run ends: a real model's
+    working set was then 5-10x what it needs (pose_landmark_full: 69 MB against 18 MB), and
+    each operation wrote its output into memory no cache had seen.  Only temporaries are
+    dropped, never a subgraph's inputs, outputs or constants; an output nothing reads goes
+    right after the operation that wrote it."""
+    last: dict[int, int] = {}
+    for n, op in enumerate(sg.operations):
+        for i in op.outputs:
+            last.setdefault(i, n)
+        for i in op.inputs:
+            last[i] = n
+    kept = set(sg.input_indexes) | set(sg.output_indexes)
+    per_step: list[list[int]] = [[] for _ in sg.operations]
+    for i, n in last.items():
+        if i not in kept and 0 <= i < len(sg.operands) and sg.operands[i].lifetime == Lifetime.TEMPORARY_VARIABLE:
+            per_step[n].append(i)
+    return tuple(tuple(r) for r in per_step)
 
 
 def _registered_execute(op_type):
@@ -123,7 +145,7 @@ class Executor:
     :func:`execute`; a prepared model in the reference driver creates one per request.  The
     model-only work (the plan) is shared between executors of the same model."""
 
-    def __init__(self, model: Model, overrides: dict | None = None):
+    def __init__(self, model: Model, overrides: dict | None = None, keep_values: bool = False):
         load_all()
         self.model = model
         # operation type -> replacement execute function (used by the deliberately broken
@@ -133,7 +155,10 @@ class Executor:
         self._plans: dict[int, tuple[_Plan, tuple]] = {}
         self.deadline: float | None = None
         self.loop_timeout: float = DEFAULT_LOOP_TIMEOUT
-        # values of every operand of the main graph after the last run (for divergence hunts)
+        # keep_values: every operand's value of the main graph after a run, in main_values
+        # (what a divergence hunt or a calibration reads); otherwise an intermediate is
+        # dropped as soon as no later operation reads it, and main_values stays None
+        self.keep_values = keep_values
         self.main_values: list | None = None
         # True while run() holds numpy's float warnings off (entering np.errstate costs ~1-3 us)
         self.floats_quiet = False
@@ -158,7 +183,7 @@ class Executor:
     def _run_quiet(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
         self.floats_quiet = True     # hot kernels may skip their own errstate (see OpContext)
         try:
-            return self.run_subgraph(self.model.main, inputs, keep=True)
+            return self.run_subgraph(self.model.main, inputs, keep=self.keep_values)
         finally:
             self.floats_quiet = False
 
@@ -192,7 +217,8 @@ class Executor:
             else:
                 values[idx] = self._check_input(sg, k, idx, v)
         deadline = self.deadline
-        for step, fn in zip(plan.steps, fns):
+        releases = (None,) * len(fns) if keep else plan.releases
+        for step, fn, release in zip(plan.steps, fns, releases):
             if deadline is not None:
                 self.check_deadline()
             outs = fn(OpContext.planned(self, sg, step, values))
@@ -203,6 +229,10 @@ class Executor:
                 if type(arr) is not np.ndarray or arr.dtype != dtype or (dims is not None and arr.shape != dims):
                     arr = self._check_output(sg, step.index, j, idx, arr)
                 values[idx] = arr
+            if release:
+                outs = arr = None       # the loop's own references would keep them until the next step
+                for idx in release:
+                    values[idx] = None
         if keep:
             self.main_values = values
         outs = [values[i] for i in sg.output_indexes]

@@ -41,9 +41,64 @@ def test_declared_output_shape_is_enforced():
 
 
 def test_intermediate_values_are_kept_for_divergence_hunts():
-    ex = Executor(relu_model())
+    ex = Executor(relu_model(), keep_values=True)
     ex.run([np.array([-1, 1, -2, 2], np.float32)])
     assert ex.main_values[1].tolist() == [0, 1, 0, 2]
+    plain = Executor(relu_model())
+    plain.run([np.array([-1, 1, -2, 2], np.float32)])
+    assert plain.main_values is None       # nothing is held past the run unless asked for
+
+
+def _chain_model():
+    """x -RELU-> t1 -RELU1-> t2 -LOGISTIC-> t3 (read by nothing) ; t2 -TANH-> y."""
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [3])
+    t1, t2, t3 = (b.temp(T.TENSOR_FLOAT32, [3]) for _ in range(3))
+    y = b.output(T.TENSOR_FLOAT32, [3])
+    b.operation(Op.RELU, [x], [t1])
+    b.operation(Op.RELU1, [t1], [t2])
+    b.operation(Op.LOGISTIC, [t2], [t3])
+    b.operation(Op.TANH, [t2], [y])
+    return b.build(), (x, t1, t2, t3, y)
+
+
+def test_release_plan_drops_only_temporaries_after_their_last_reader():
+    from nnconform.executor import plan_for
+    model, (x, t1, t2, t3, y) = _chain_model()
+    releases = plan_for(model.main).releases
+    # t1 after RELU1 (its only reader), t3 right after LOGISTIC (nothing reads it), t2 after
+    # TANH; the model's input and output are never dropped
+    assert releases == ((), (t1,), (t3,), (t2,))
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_an_intermediate_is_freed_once_no_later_operation_reads_it(keep):
+    import weakref
+    from nnconform.ops.registry import get_op
+    model, _ = _chain_model()
+    seen: dict[str, object] = {}
+
+    def remembering(op, name):
+        real = get_op(op).execute
+
+        def fn(ctx):
+            outs = real(ctx)
+            seen[name] = weakref.ref(outs[0])
+            return outs
+        return fn
+
+    def tanh_checks(ctx):
+        # TANH runs after RELU1 (t1's last reader) and LOGISTIC (whose t3 nobody reads)
+        seen["alive at TANH"] = (seen["t1"]() is not None, seen["t3"]() is not None)
+        return get_op(Op.TANH).execute(ctx)
+
+    ex = Executor(model, keep_values=keep, overrides={Op.RELU: remembering(Op.RELU, "t1"),
+                                                      Op.LOGISTIC: remembering(Op.LOGISTIC, "t3"),
+                                                      Op.TANH: tanh_checks})
+    x = np.array([-1.0, 0.25, 3.0], np.float32)
+    out = ex.run([x])
+    np.testing.assert_allclose(out[0], np.tanh(np.clip(x, 0, 1)), rtol=1e-6)
+    assert seen["alive at TANH"] == ((True, True) if keep else (False, False))
 
 
 @pytest.mark.parametrize("requested,expected", [(None, 2.0), (0.001, 0.001), (60, 15.0), (-1, 0.0)])

@@ -92,7 +92,7 @@ def test_replay_judges_a_models_spec_as_the_suite_does(tmp_path):
 def test_single_operation_model_and_localiser_in_process():
     m = builtin.build("mobilenet_v2_quant8".rsplit("_", 1)[0], "quant8")
     x = builtin.example_inputs(m, 0)
-    ex = Executor(m)
+    ex = Executor(m, keep_values=True)
     ex.run(x)
     one, feeds = single_operation_model(m, 3, ex.main_values)
     assert len(one.main.operations) == 1
@@ -278,7 +278,7 @@ def test_step_agreement_gives_hostile_drivers_a_reason_not_a_traceback(capsys):
     b.operation(Op.FLOOR, [x], [b.output(T.TENSOR_FLOAT32, [2, 3])])   # FLOOR sets the hostile drivers off
     model = b.build()
     inputs = [np.array([[0.5, 1.5, -2.5], [3.25, -0.75, 7.0]], np.float32)]
-    ex = Executor(model)
+    ex = Executor(model, keep_values=True)
     final = ex.run(inputs)
     names = ["Segfault", "SysExit", "HangsInExecute", "LyingArray"]
     # only the hanging driver gets a short bound: a slow machine must not turn the others' verdicts into HANG

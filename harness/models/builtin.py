@@ -205,7 +205,7 @@ def build(arch: str, dtype: str = "float") -> Model:
 
 def _quantized(arch: str, float_model: Model) -> Model:
     from ..executor import Executor
-    ex = Executor(float_model)
+    ex = Executor(float_model, keep_values=True)
     lo: dict[int, float] = {}
     hi: dict[int, float] = {}
     for img in calibration_images():

@@ -67,7 +67,7 @@ def first_failing_operation_alone(device, model: Model, inputs: Sequence[np.ndar
     operation that fails its own criteria on the reference's inputs, or None."""
     from ..criteria import MEDIUM, criteria_for_operation
     from ..runner import FAIL, run_case
-    ex = Executor(model)
+    ex = Executor(model, keep_values=True)
     ex.run(list(inputs))
     values = ex.main_values
     skipped = 0
