@@ -137,6 +137,8 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
         args += ["-p", "nnconform.cluster.conformance", "--nn-cluster", a.cluster]
         if a.worker_resources:
             args += ["--nn-worker-resources", a.worker_resources]
+        if a.cluster_grace is not None:
+            args += ["--nn-cluster-grace", repr(a.cluster_grace)]
     args += ["--nn-selection", json.dumps({"suites": chosen, "vectors": a.vectors, "pytest_args": extra})]
     args += extra
     if a.in_process:
@@ -249,6 +251,12 @@ def _check_cluster(a: argparse.Namespace) -> str | None:
     a malformed address or resource), or None."""
     if getattr(a, "worker_resources", None) and not getattr(a, "cluster", None):
         return "--worker-resources needs --cluster"
+    grace = getattr(a, "cluster_grace", None)
+    if grace is not None:
+        if not getattr(a, "cluster", None):
+            return "--cluster-grace needs --cluster"
+        if not grace > 0:      # (NaN too)
+            return f"--cluster-grace must be a positive number of seconds, got {grace}"
     if not getattr(a, "cluster", None):
         return None
     from .cluster import ClusterError, require_dask
@@ -943,6 +951,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-n", "--workers", type=int, default=None,
                    help="run the cases in N parallel processes (pytest-xdist), each with its own driver host")
     _add_cluster_options(r)
+    r.add_argument("--cluster-grace", type=float, default=None, metavar="SECONDS",
+                   help="with --cluster: how long the run waits for a lost scheduler to come back "
+                        "before it ends as interrupted, for --resume to finish (default 60)")
     r.add_argument("--resume", action="store_true",
                    help="continue the interrupted run recorded in --report-dir (same seed, cases not yet recorded)")
     r.add_argument("--no-partition", action="store_true",

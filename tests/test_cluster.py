@@ -3,6 +3,7 @@ same seed, nothing lost when a worker dies, --resume, the missing-extra error.""
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -60,6 +61,10 @@ def test_bad_cluster_options_are_usage_errors(tmp_path):
     assert r.returncode == 2 and "not both" in r.stderr
     r = nnconform("run", "--report-dir", str(tmp_path), "--cluster", "local:1", "--worker-resources", "device")
     assert r.returncode == 2 and "NAME=AMOUNT" in r.stderr
+    r = nnconform("run", "--report-dir", str(tmp_path), "--cluster", "local:1", "--cluster-grace", "0")
+    assert r.returncode == 2 and "--cluster-grace must be a positive number of seconds" in r.stderr
+    r = nnconform("run", "--report-dir", str(tmp_path), "--cluster-grace", "5")
+    assert r.returncode == 2 and "--cluster-grace needs --cluster" in r.stderr
 
 
 @needs_dask
@@ -124,7 +129,9 @@ def test_losing_the_scheduler_interrupts_the_run_and_resume_finishes_it(tmp_path
     address = f"tcp://127.0.0.1:{port}"
     procs = _start_cluster(port)
     d = tmp_path / "run"
-    args = ["run", "--suite", "generated", "--seed", SEED, "--report-dir", str(d), "--cluster", address]
+    # a short grace: the default waits a minute for a scheduler that will not come back
+    args = ["run", "--suite", "generated", "--seed", SEED, "--report-dir", str(d), "--cluster", address,
+            "--cluster-grace", "3"]
     try:
         run = subprocess.Popen([sys.executable, "-m", "nnconform", *args], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=dict(os.environ, NNCONFORM_AUTO_PROBE="0"))
@@ -142,6 +149,9 @@ def test_losing_the_scheduler_interrupts_the_run_and_resume_finishes_it(tmp_path
             p.wait()
     assert run.returncode != 0
     assert "lost the connection to the scheduler" in out + err, out[-2000:] + err[-2000:]
+    # the run waited out the grace it was given (or the client closed at once), no less
+    waited = re.search(r"\(client (\w+) for (\d+) s\)", out + err)
+    assert waited and (waited[1] == "closed" or int(waited[2]) >= 3), out[-2000:] + err[-2000:]
     kept = verdicts(d)
     assert 5 <= len(kept) < 636 and set(kept.values()) == {"PASS"}
     assert json.loads((d / "run.json").read_text())["status"].startswith("interrupted after")

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from .dispatch import Dispatcher, batch_size, send_rows, send_started, split, worker_address
+from .dispatch import DISCONNECT_GRACE_S, Dispatcher, batch_size, send_rows, send_started, split, worker_address
 
 STREAM_EVERY_S = 0.2
 
@@ -40,6 +40,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="run each batch only on workers that have these Dask resources, e.g. device=1")
     g.addoption("--nn-cluster-batch", type=int, default=None, metavar="N",
                 help="cases per batch (default: about four batches per worker thread, at most 1000)")
+    g.addoption("--nn-cluster-grace", type=float, default=DISCONNECT_GRACE_S, metavar="SECONDS",
+                help="seconds to wait for a lost scheduler to come back before the run ends as interrupted")
 
 
 def case_key(nodeid: str) -> str:
@@ -164,7 +166,8 @@ class _Coordinator:
             self.log(f"nnconform cluster: {len(keys)} case(s) in {len(batches)} batch(es) on {address} "
                      f"({len(handle.workers())} worker(s), {slots} thread(s)), seed {self.s.seed}")
             d = Dispatcher(handle, run_batch, _payload(config, self.s), accept=self.accept,
-                           lost_case=self.lost_case, sync=self.sync, log=self.log)
+                           lost_case=self.lost_case, sync=self.sync, log=self.log,
+                           disconnect_grace_s=config.getoption("nn_cluster_grace"))
             try:
                 stats = d.run(batches)
             except ClusterError as e:

@@ -23,6 +23,10 @@ from typing import Callable
 
 FIRST, REQUEUED, SPLIT = 0, 1, 2
 MAX_BOUNCES = 5
+# How long a run waits for its client to reconnect to a lost scheduler before it ends as
+# interrupted (nnconform run --cluster-grace): a scheduler restarted on the same address
+# within this time finishes the run; one that is gone for good costs this wait, then --resume.
+DISCONNECT_GRACE_S = 60.0
 
 
 @dataclass
@@ -92,7 +96,7 @@ class Dispatcher:
 
     def __init__(self, handle, fn: Callable, payload: dict, *, accept: Callable, lost_case: Callable,
                  sync: Callable[[], None] = lambda: None, log: Callable[[str], None] = print,
-                 progress_s: float = 10.0, disconnect_grace_s: float = 60.0):
+                 progress_s: float = 10.0, disconnect_grace_s: float = DISCONNECT_GRACE_S):
         self.handle, self.fn, self.payload = handle, fn, payload
         self.accept_rows, self.lost_case, self.sync, self.log = accept, lost_case, sync, log
         # Rows arrive on the client's event thread; they are written (and fsynced, one fsync
