@@ -99,7 +99,7 @@ class _Plan:
 def _releases(sg: Subgraph) -> tuple[tuple[int, ...], ...]:
     """Per operation: the intermediate operands no later operation reads, to drop once it has
     run.  Without that, every intermediate of a run lives until the run ends: a real model's
-    working set was then 5-10x what it needs (pose_landmark_full: 69 MB against 20 MB), and
+    working set was then 3-13x what it needs (pose_landmark_full: 69 MB against 20 MB), and
     each operation wrote its output into memory no cache had seen.  Only temporaries are
     dropped, never a subgraph's inputs, outputs or constants; an output nothing reads goes
     right after the operation that wrote it."""
