@@ -168,15 +168,19 @@ def _reject_constant(name: str):
 
 def parse_json(data: bytes) -> Any:
     """Strict JSON for untrusted replies: bounded nesting and integer size, no NaN tokens."""
-    depth = cur = 0
-    for ch in data:                       # bytes iterate as ints; '[' = 91, '{' = 123
-        if ch in (91, 123):
-            cur += 1
-            depth = max(depth, cur)
-            if depth > _MAX_DEPTH:
-                raise ProtocolViolation(f"reply nested deeper than {_MAX_DEPTH}")
-        elif ch in (93, 125):
-            cur -= 1
+    # Nesting cannot go deeper than the number of brackets that open it: most replies have a
+    # handful, and counting them (in C) spares the byte-by-byte walk (~20 us of a ~200-byte
+    # execute reply, on every call).  Brackets inside strings only make the count larger.
+    if data.count(b"[") + data.count(b"{") > _MAX_DEPTH:
+        depth = cur = 0
+        for ch in data:                   # bytes iterate as ints; '[' = 91, '{' = 123
+            if ch in (91, 123):
+                cur += 1
+                depth = max(depth, cur)
+                if depth > _MAX_DEPTH:
+                    raise ProtocolViolation(f"reply nested deeper than {_MAX_DEPTH}")
+            elif ch in (93, 125):
+                cur -= 1
     try:
         return json.loads(data.decode("utf-8"), parse_int=_parse_int, parse_constant=_reject_constant)
     except (ValueError, UnicodeDecodeError, RecursionError) as e:

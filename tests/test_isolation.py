@@ -409,3 +409,21 @@ def test_failures_whose_names_clean_alike_get_separate_dumps(tmp_path):
     assert len(specs) == 2, specs
     messages = {json.loads(p.read_text())["meta"]["message"] for p in specs}
     assert messages == {"planted failure of dup/case", "planted failure of dup:case"}
+
+
+def test_reply_headers_nested_too_deep_are_a_protocol_violation_however_they_are_checked():
+    """A reply header's nesting is bounded (hostproto._MAX_DEPTH), whether the header has few
+    brackets (counted, no walk) or many (walked byte by byte)."""
+    from nnconform import hostproto as wire
+    limit = wire._MAX_DEPTH
+    ok = ("[" * limit + "1" + "]" * limit).encode()
+    assert wire.parse_json(ok) == eval("[" * limit + "1" + "]" * limit)
+    with pytest.raises(wire.ProtocolViolation, match="nested deeper"):
+        wire.parse_json(("[" * (limit + 1) + "1" + "]" * (limit + 1)).encode())
+    # many brackets, none deep: walked, and accepted
+    wide = json.dumps({"outputs": [[i] for i in range(3 * limit)]}).encode()
+    assert wire.parse_json(wide)["outputs"][5] == [5]
+    # few brackets and shallow: counted only, and still strict about the rest
+    assert wire.parse_json(b'{"ok": [1, 2]}') == {"ok": [1, 2]}
+    with pytest.raises(wire.ProtocolViolation, match="NaN in a reply"):
+        wire.parse_json(b'{"ok": NaN}')
