@@ -112,7 +112,7 @@ def _releases(sg: Subgraph) -> tuple[tuple[int, ...], ...]:
     kept = set(sg.input_indexes) | set(sg.output_indexes)
     per_step: list[list[int]] = [[] for _ in sg.operations]
     for i, n in last.items():
-        if i not in kept and 0 <= i < len(sg.operands) and sg.operands[i].lifetime == Lifetime.TEMPORARY_VARIABLE:
+        if i not in kept and sg.operands[i].lifetime == Lifetime.TEMPORARY_VARIABLE:
             per_step[n].append(i)
     return tuple(tuple(r) for r in per_step)
 

@@ -236,7 +236,7 @@ def load_cases(root: Path | str | None = None, ops: Iterable[str] | None = None,
             if index is not None and not takes(_case_ops(d)):
                 continue
             cases.append(case_from_dict(d, str(f)))
-    if index is not None:
+    if index is not None and index.derived:
         index.save(vector_files(root))     # every file's entry, not only those of ``dirs``
     return cases
 
