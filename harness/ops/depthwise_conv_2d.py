@@ -56,10 +56,13 @@ _BLOCK = 1 << 16
 
 
 def _depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams,
-               bias: np.ndarray | None = None, zero_start: bool | None = None) -> np.ndarray:
+               bias: np.ndarray | None = None, zero_start: bool | None = None,
+               unpadded: bool = False) -> np.ndarray:
     """Padded NHWC ``xp`` [N, H', W', C], filter taps ``w`` [fh, fw, C] (one filter per
     channel: a depth multiplier M > 1 is handled by the caller repeating each input channel M
-    times) -> [N, OH, OW, C] in ``w``'s dtype, plus ``bias`` [C] when given.
+    times) -> [N, OH, OW, C] in ``w``'s dtype, plus ``bias`` [C] when given.  ``unpadded``:
+    ``xp`` is the input before ``p``'s zero padding (what the compiled kernel takes; see
+    ``compiled_here``), padded here when the kernel is not used.
 
     Every output element is 0 + tap_0 * w_0 + tap_1 * w_1 + ... (+ bias), in tap order, over
     blocks of output rows that stay in cache.  The leading 0 + only turns a -0.0 first
@@ -76,8 +79,11 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams
     # The same sums, compiled (nnconform.ops.jit), at any size (at=1): numpy's tap loop
     # costs ~60-100 us of calls however small the image (a MobileNet's 4x4x48 tail), the
     # compiled one ~10 us.
-    if jit.worth(n * oh * ow * c, at=1):
-        return jit.depthwise(xp, w, oh, ow, p.stride_h, p.stride_w, p.dil_h, p.dil_w, bias, zero_start)
+    if compiled_here(n * oh * ow * c):
+        pads = (p.pad_top, p.pad_bottom, p.pad_left, p.pad_right) if unpadded else (0, 0, 0, 0)
+        return jit.depthwise(xp, w, oh, ow, p.stride_h, p.stride_w, p.dil_h, p.dil_w, bias, zero_start, pads)
+    if unpadded:
+        xp = cc.padded(xp, p)
     wt = np.ascontiguousarray(np.broadcast_to(w[:, :, None, :], (fh, fw, ow, c)))
     bt = None if bias is None else np.ascontiguousarray(np.broadcast_to(bias.astype(dtype), (ow, c)))
     out = np.empty((n, oh, ow, c), dtype=dtype)
@@ -123,6 +129,12 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams
     return out
 
 
+def compiled_here(outputs: int) -> bool:
+    """Whether ``_depthwise`` runs the compiled kernel for this many outputs: callers then
+    hand it the input unpadded (the kernel pads it in one compiled pass)."""
+    return jit.worth(outputs, at=1)
+
+
 def _has_negative_zero(bias: np.ndarray | None) -> bool:
     return bias is not None and bool(np.any(np.signbit(bias) & (bias == 0)))
 
@@ -165,16 +177,17 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     out = ctx.out_operands[0]
     if n == 0:
         return [layout.from_nhwc(np.zeros((0, oh, ow, o), out.info.dtype), p.nchw)]
+    compiled = compiled_here(n * oh * ow * o)
     if not quant:
-        # Unpadded (VALID, or after an explicit PAD as TFLite models have it): the taps read
-        # the input itself; a copy would be a pass through memory per operation.
-        unpadded = not (p.pad_top or p.pad_bottom or p.pad_left or p.pad_right)
+        # The compiled kernel pads the input itself; numpy's taps read it padded, or as it
+        # is when unpadded (VALID, or after an explicit PAD, as TFLite models have it).
+        unpadded = compiled or not (p.pad_top or p.pad_bottom or p.pad_left or p.pad_right)
         xp = np.ascontiguousarray(cc.to_float32(x)) if unpadded else cc.padded_offsets(x, p, 0, np.float32)
         xp = _repeat_channels(xp, m)
         bias = cc.to_float32(b)
         # whether the bias holds a -0.0 (see _depthwise): a constant bias's once per model
         zero_start = ctx.remember_of_constant(2, ("bias -0",), lambda: _has_negative_zero(bias))
-        y = _depthwise(xp, cc.to_float32(f[0]), oh, ow, p, bias=bias, zero_start=zero_start)
+        y = _depthwise(xp, cc.to_float32(f[0]), oh, ow, p, bias=bias, zero_start=zero_start, unpadded=unpadded)
         return [layout.from_nhwc(cc.finish_float(y, p.activation, out), p.nchw)]
     xo, fo = ctx.in_operands[0], ctx.in_operands[1]
     xz, fz = xo.zero_point, cc.filter_zero_point(fo)
@@ -182,8 +195,8 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     # an integer below the dtype's exact range (float32 for 8-bit 3x3 filters).
     bmax = cc.input_bound(ctx, 1, fz)
     amax, dt = cc.bound_and_dtype(x, xz, fh * fw, bmax)
-    xp = _repeat_channels(cc.padded_offsets(x, p, xz, dt), m)
-    y = _depthwise(xp, _filter_offsets(ctx, fz, dt), oh, ow, p)
+    xp = _repeat_channels(cc.offsets_as(x, xz, dt) if compiled else cc.padded_offsets(x, p, xz, dt), m)
+    y = _depthwise(xp, _filter_offsets(ctx, fz, dt), oh, ow, p, unpadded=compiled)
     mult, shift = cc.output_multipliers(ctx, xo, fo, ctx.in_operands[2], out, o)
     return [layout.from_nhwc(cc.requantize(y, b, mult, shift, out, p.activation, acc_bound=fh * fw * amax * bmax),
                              p.nchw)]

@@ -116,9 +116,10 @@ def _compile(name: str):
     kernel = _state.get(name)
     if kernel is None:
         from numba import njit
-        global _add_taps, _tap_run, _pool_window, _srdhm, _rdbp, _reciprocal
+        global _add_taps, _tap_run, _phases, _pool_window, _srdhm, _rdbp, _reciprocal
         if _add_taps is None:       # the kernels' helpers, compiled into them (module globals)
             _add_taps = njit(inline="always", cache=True)(_add_taps_py)
+            _phases = njit(cache=True)(_phases_py)
             _tap_run = njit(inline="always", cache=True)(_tap_run_py)
             _pool_window = njit(inline="always", cache=True)(_pool_window_py)
             fp = _compiled_fixedpoint(njit)
@@ -161,17 +162,56 @@ def _add_taps_py(o, s0, s1, s2, w0, w1, w2, taps, first):
 _add_taps = None
 
 
-def _depthwise_py(ph, w, out, sh, sw, dh, dw, bias, has_bias, zero_start):
-    # ph [SW, N, H', WQ, C]: the padded input's columns split into their stride phases
+def _phases_py(x, pt, pb, pl, pr, sw):
+    # The input x [N, H, W, C] surrounded by pt/pb rows and pl/pr columns of zeros, its
+    # columns split into their sw stride phases: [SW, N, H', WQ, C], phase q holding padded
+    # columns q, q + sw, ... and zeros past its last one.  The unpadded stride-1 input is
+    # itself the one phase (no copy).  Each element is written once: a zero or a copy.
+    n, h, w, c = x.shape
+    hp, wp = h + pt + pb, w + pl + pr
+    if sw == 1 and pt == 0 and pb == 0 and pl == 0 and pr == 0:
+        return x.reshape(1, n, h, w, c)
+    wq = (wp + sw - 1) // sw
+    ph = np.empty((sw, n, hp, wq, c), x.dtype)
+    for q in range(sw):
+        for b in range(n):
+            for r in range(hp):
+                dst = ph[q, b, r]
+                yy = r - pt
+                if yy < 0 or yy >= h:
+                    dst[:, :] = 0
+                elif sw == 1:
+                    dst[:pl, :] = 0
+                    dst[pl:pl + w, :] = x[b, yy]
+                    dst[pl + w:, :] = 0
+                else:
+                    for k in range(wq):
+                        col = k * sw + q - pl
+                        if col >= 0 and col < w:
+                            dst[k, :] = x[b, yy, col]
+                        else:
+                            dst[k, :] = 0
+    return ph
+
+
+_phases = None
+
+
+def _depthwise_py(x, w, out, sh, sw, dh, dw, bias, has_bias, zero_start, pt, pb, pl, pr):
+    # x [N, H, W, C], the input before its zero padding (pt, pb, pl, pr), made into ph
+    # [SW, N, H', WQ, C] (_phases): the padded input's columns split into their stride phases
     # (column x*sw + j*dw is column x + (j*dw)//sw of phase (j*dw)%sw; one phase, the input
     # itself, for stride 1), so the inputs a tap multiplies along an output row are one
-    # contiguous run.  w [fh, fw, C], out [N, OH, OW, C], bias [C].
+    # contiguous run.  w [fh, fw, C], out [N, OH, OW, C], bias [C].  The padding is made
+    # here rather than by numpy beforehand: a small operation (a MobileNet's 4x4 tail) paid
+    # more for numpy's pad and phase calls than for its taps.
     # One output row (OW*C values) at a time stays in L1 while its fh*fw taps are added in
     # order, up to three taps of a filter row per pass (a third of the loads and stores of
     # one pass a tap, the same sums), each pass one vector loop over the row with the taps
     # and the bias tiled across it.  Runs are taken as slices and indexed from 0 by the
     # loop counter: numba then knows no index is negative and vectorises the loop (an
     # offset index costs a wrap-around check per element that stops it: 6x slower).
+    ph = _phases(x, pt, pb, pl, pr, sw)
     n, oh, ow, c = out.shape
     fh, fw = w.shape[0], w.shape[1]
     row = ow * c
@@ -417,27 +457,19 @@ _PY = {"depthwise": _depthwise_py, "requantize": _requantize_py, "gather_pairs":
        "average_pool_quant": _average_pool_quant_py}
 
 
-def depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, sh: int, sw: int, dh: int, dw: int,
-              bias: np.ndarray | None, zero_start: bool) -> np.ndarray:
-    """The compiled twin of ``depthwise_conv_2d._depthwise``: padded NHWC ``xp`` [N, H', W', C],
-    taps ``w`` [fh, fw, C], both of one float dtype -> [N, OH, OW, C]; each output element is
+def depthwise(x: np.ndarray, w: np.ndarray, oh: int, ow: int, sh: int, sw: int, dh: int, dw: int,
+              bias: np.ndarray | None, zero_start: bool, pads: tuple[int, int, int, int] = (0, 0, 0, 0)) -> np.ndarray:
+    """The compiled twin of ``depthwise_conv_2d._depthwise``: NHWC ``x`` [N, H, W, C] with
+    ``pads`` (top, bottom, left, right) rows and columns of zeros around it, taps ``w``
+    [fh, fw, C], both of one float dtype -> [N, OH, OW, C]; each output element is
     (0 +) tap_0 * w_0 + tap_1 * w_1 + ... (+ bias), taps in row-major filter order."""
     dtype = w.dtype
-    if sw == 1:
-        ph = (xp if xp.flags.c_contiguous else np.ascontiguousarray(xp))[None]
-    else:
-        n, hp, wp, c = xp.shape
-        ph = np.empty((sw, n, hp, -(-wp // sw), c), xp.dtype)
-        for q in range(sw):
-            cols = xp[:, :, q::sw]
-            k = cols.shape[2]
-            ph[q, :, :, :k] = cols
-            if k < ph.shape[3]:         # a shorter phase: zeros past its last column
-                ph[q, :, :, k:] = 0
+    x = x if x.flags.c_contiguous else np.ascontiguousarray(x)
     w = w if w.flags.c_contiguous else np.ascontiguousarray(w)
-    out = np.empty((xp.shape[0], oh, ow, xp.shape[3]), dtype=dtype)
+    out = np.empty((x.shape[0], oh, ow, x.shape[3]), dtype=dtype)
     b = np.zeros(0, dtype) if bias is None else np.ascontiguousarray(bias, dtype=dtype)
-    _compile("depthwise")(ph, w, out, sh, sw, dh, dw, b, bias is not None, zero_start)
+    pt, pb, pl, pr = pads
+    _compile("depthwise")(x, w, out, sh, sw, dh, dw, b, bias is not None, zero_start, pt, pb, pl, pr)
     return out
 
 

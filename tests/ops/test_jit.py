@@ -3,6 +3,8 @@ stand in for: the same bits on seeded shapes, strides, dilations, biases with si
 and special values, and through a whole DEPTHWISE_CONV_2D model."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, seed, settings, strategies as st
@@ -65,12 +67,17 @@ def _same_output(got: np.ndarray, want: np.ndarray) -> None:
        c=st.integers(1, 40), fh=st.integers(1, 5), fw=st.integers(1, 5), sh=st.integers(1, 3),
        sw=st.integers(1, 3), dh=st.integers(1, 3), dw=st.integers(1, 3),
        dtype=st.sampled_from([np.float32, np.float64]), bias=st.sampled_from(["none", "plain", "neg_zero"]),
-       special=st.booleans())
+       special=st.booleans(), pads=st.tuples(*[st.integers(0, 3)] * 4))
 def test_depthwise_kernel_gives_the_numpy_paths_bits(numpy_only, monkeypatch, s, n, oh, ow, c, fh, fw, sh, sw, dh,
-                                                     dw, dtype, bias, special):
+                                                     dw, dtype, bias, special, pads):
     print("numpy seed", s)
     rng = np.random.default_rng(s)
     h, w = (oh - 1) * sh + (fh - 1) * dh + 1, (ow - 1) * sw + (fw - 1) * dw + 1
+    pt, pb, pl, pr = pads
+    if pt + pb >= h:        # the padding leaves at least one input row and column
+        pt = pb = 0
+    if pl + pr >= w:
+        pl = pr = 0
     xp = rng.standard_normal((n, h, w, c)).astype(dtype)
     taps = rng.standard_normal((fh, fw, c)).astype(dtype)
     if special:          # signed zeros, infinities and NaN travel through both paths alike
@@ -90,6 +97,19 @@ def test_depthwise_kernel_gives_the_numpy_paths_bits(numpy_only, monkeypatch, s,
     monkeypatch.setattr(jit, "MIN_ELEMENTS", 0)        # the compiled kernel even on tiny outputs
     got = dwc._depthwise(xp, taps, oh, ow, p, bias=b)
     _same_bits(got, want)
+    # The same input with its border rows and columns as the padding the kernel adds itself
+    # (zeros in the numpy path's input too); each path given it unpadded.
+    if pt or pb or pl or pr:
+        xp[:, :pt] = 0
+        xp[:, h - pb:] = 0
+        xp[:, :, :pl] = 0
+        xp[:, :, w - pr:] = 0
+        with np.errstate(all="ignore"):
+            want = numpy_only(dwc._depthwise, xp, taps, oh, ow, p, bias=b)
+        inner = xp[:, pt:h - pb, pl:w - pr]
+        padded = dataclasses.replace(p, pad_top=pt, pad_bottom=pb, pad_left=pl, pad_right=pr)
+        _same_bits(dwc._depthwise(inner, taps, oh, ow, padded, bias=b, unpadded=True), want)
+        _same_bits(numpy_only(dwc._depthwise, inner, taps, oh, ow, padded, bias=b, unpadded=True), want)
 
 
 @pytest.mark.parametrize("quant", [False, True], ids=["float32", "quant8"])
