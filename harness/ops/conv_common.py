@@ -715,6 +715,36 @@ def _fused_requantizer(acc_bound: int, bias: np.ndarray, mult: np.ndarray, shift
     return run
 
 
+# Values in a tiled bias row: numpy's broadcast of a [C] bias over [..., C] runs an inner
+# loop C elements long, at half the speed of one over whole rows for C = 16..32 (a
+# 96x96x32 output: 133 against 75 us).  Below _BIAS_TILED_FROM outputs the two cost the same.
+_BIAS_ROW = 1024
+_BIAS_TILED_FROM = 1 << 13
+
+
+def add_bias(ctx: OpContext, y: np.ndarray, bias: np.ndarray) -> None:
+    """``y += bias`` for a fresh float ``y`` [..., C] and ``bias`` [C], over rows of k pixels
+    (k * C values, k dividing the pixel count) with the bias tiled k times: each element gets
+    the same one addition.  The tiled row is made once per model step for a constant bias."""
+    c = bias.shape[0]
+    pixels = y.size // c if c else 0
+    if y.size < _BIAS_TILED_FROM or c >= _BIAS_ROW or not y.flags.c_contiguous:
+        y += bias
+        return
+
+    def tiled() -> np.ndarray:
+        k = min(pixels, -(-_BIAS_ROW // c))
+        while pixels % k:
+            k -= 1
+        row = np.tile(bias, k)
+        row.setflags(write=False)
+        return row
+
+    row = ctx.remember_of_constant(2, ("tiled bias", pixels), tiled)
+    flat = y.reshape(-1, row.shape[0])
+    flat += row
+
+
 def to_float32(values: np.ndarray) -> np.ndarray:
     """fp16 operands compute in float32, as the reference converts them."""
     return values.astype(np.float32) if values.dtype != np.float32 else values
@@ -770,7 +800,7 @@ def run_conv(ctx: OpContext, p: ConvParams, groups: int = 1) -> np.ndarray:
         xp = np.ascontiguousarray(to_float32(x)) if unpadded else padded_offsets(x, p, 0, np.float32)
         cols = im2col_padded(xp, fh, fw, oh, ow, p)
         y = grouped_matmul_conv(cols, to_float32(f), groups)
-        y += to_float32(b)
+        add_bias(ctx, y, to_float32(b))
         return layout.from_nhwc(finish_float(y, p.activation, out), p.nchw)
     xo, fo = ctx.in_operands[0], ctx.in_operands[1]
     xz, fz = xo.zero_point, filter_zero_point(fo)
