@@ -49,7 +49,7 @@ def clamp_loop_timeout(loop_timeout: float | None) -> float:
 class _Step:
     """One operation of a plan: everything about it that depends only on the model."""
     __slots__ = ("index", "operation", "name", "fn", "inputs", "outputs", "in_operands", "in_dims",
-                 "out_operands", "out_checks", "constant_scalars", "memo")
+                 "tensor_dims", "out_operands", "out_checks", "constant_scalars", "memo")
 
     def __init__(self, sg: Subgraph, index: int, fn):
         op = sg.operations[index]
@@ -59,6 +59,9 @@ class _Step:
         # per input: the model's dimensions to compare actual shapes with (None for scalars,
         # whose operand never changes); OpContext substitutes an operand with the actual dims
         self.in_dims = tuple(None if o.info.is_scalar else o.dimensions for o in self.in_operands)
+        # the same for the tensor inputs only, as (input position, dims): what OpContext.planned
+        # walks each run (a convolution's ten inputs are seven scalars)
+        self.tensor_dims = tuple((k, d) for k, d in enumerate(self.in_dims) if d is not None)
         self.out_operands = [sg.operands[i] for i in op.outputs]
         # constant scalar parameters (activation, beta, axis, ...) as Python values, for
         # OpContext.scalar: reading one from its array costs more than many small kernels
@@ -218,15 +221,18 @@ class Executor:
                 values[idx] = self._check_input(sg, k, idx, v)
         deadline = self.deadline
         releases = (None,) * len(fns) if keep else plan.releases
+        planned, ndarray = OpContext.planned, np.ndarray     # (locals: looked up per step)
         for step, fn, release in zip(plan.steps, fns, releases):
             if deadline is not None:
                 self.check_deadline()
-            outs = fn(OpContext.planned(self, sg, step, values))
-            if len(outs) != len(step.outputs):
+            outs = fn(planned(self, sg, step, values))
+            out_checks = step.out_checks
+            if len(outs) != len(out_checks):
                 raise RuntimeError(f"reference bug: {step.name} returned {len(outs)} outputs, "
                                    f"model has {len(step.outputs)}")
-            for j, ((idx, dtype, dims), arr) in enumerate(zip(step.out_checks, outs)):
-                if type(arr) is not np.ndarray or arr.dtype != dtype or (dims is not None and arr.shape != dims):
+            for j, arr in enumerate(outs):
+                idx, dtype, dims = out_checks[j]
+                if type(arr) is not ndarray or arr.dtype != dtype or (dims is not None and arr.shape != dims):
                     arr = self._check_output(sg, step.index, j, idx, arr)
                 values[idx] = arr
             if release:

@@ -196,9 +196,9 @@ class OpContext:
         self.executor, self.subgraph, self.index, self.operation = executor, subgraph, step.index, step.operation
         self.inputs = inputs = [values[i] for i in step.inputs]
         in_operands = list(step.in_operands)
-        for k, dims in enumerate(step.in_dims):
+        for k, dims in step.tensor_dims:
             v = inputs[k]
-            if dims is not None and v is not None and v.shape != dims:
+            if v is not None and v.shape != dims:
                 in_operands[k] = in_operands[k].with_dims(v.shape)
         self.in_operands = in_operands
         self.out_operands = list(step.out_operands)
