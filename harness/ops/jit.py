@@ -21,6 +21,9 @@ Why compiled loops, kernel by kernel:
 - DEPTHWISE_CONV_2D adds fh*fw products per output in a fixed order, which numpy can only
   do as fh*fw passes over the whole output (each a multiply and an add through memory); a
   compiled loop adds three taps per pass over an output row held in L1.
+- CONV_2D's patch matrix (im2col) of a filter wider than one pixel: numpy's strided copy
+  runs an inner loop C values long (three for an image's first convolution) after a padded
+  copy of the input; compiled, one pass from the unpadded input copies whole filter rows.
 - Requantisation (every quantised convolution and FULLY_CONNECTED) is a dozen int64 numpy
   passes; compiled, one pass with the intermediates in registers.
 - Quantised FULLY_CONNECTED on a few rows: numpy's exact product goes through float32 BLAS
@@ -451,7 +454,49 @@ def _average_pool_quant_py(x, fh, fw, sh, sw, pt, pl, lo, hi, out):
                     o[k] = min(max(v, lo), hi)
 
 
-_PY = {"depthwise": _depthwise_py, "requantize": _requantize_py, "gather_pairs": _gather_pairs_py,
+def _im2col_py(x, out, sh, sw, dh, dw, pt, pl):
+    # out[b, y, xo, i, j] = x[b, y*sh + i*dh - pt, xo*sw + j*dw - pl], zeros where that pixel
+    # is in the padding: the patch matrix [N, OH, OW, FH, FW, C] of a convolution, made from
+    # the unpadded input.  Both arrays are walked through flat views at unsigned offsets: a
+    # view per filter row cost more than the copy, and a signed index a wrap-around check
+    # per element that keeps LLVM from vectorising the copy (either way slower than numpy).
+    # A filter row's taps over one input row, undilated and inside it, are one run of fw*C.
+    n, h, w, c = x.shape
+    oh, ow, fh, fw = out.shape[1], out.shape[2], out.shape[3], out.shape[4]
+    src = x.reshape(x.size)
+    dst = out.reshape(out.size)
+    run = np.uint64(fw * c)
+    cu = np.uint64(c)
+    o = np.uint64(0)
+    for b in range(n):
+        for y in range(oh):
+            for xo in range(ow):
+                left = xo * sw - pl
+                inside = dw == 1 and left >= 0 and left + fw <= w
+                for i in range(fh):
+                    iy = y * sh + i * dh - pt
+                    if iy < 0 or iy >= h:
+                        for k in range(run):
+                            dst[o + k] = 0
+                    elif inside:
+                        s0 = np.uint64(((b * h + iy) * w + left) * c)
+                        for k in range(run):
+                            dst[o + k] = src[s0 + k]
+                    else:
+                        for j in range(fw):
+                            ix = left + j * dw
+                            d0 = o + np.uint64(j * c)
+                            if ix >= 0 and ix < w:
+                                s0 = np.uint64(((b * h + iy) * w + ix) * c)
+                                for k in range(cu):
+                                    dst[d0 + k] = src[s0 + k]
+                            else:
+                                for k in range(cu):
+                                    dst[d0 + k] = 0
+                    o += run
+
+
+_PY = {"depthwise": _depthwise_py, "im2col": _im2col_py, "requantize": _requantize_py, "gather_pairs": _gather_pairs_py,
        "dot_offsets": _dot_offsets_py, "softmax_rows": _softmax_rows_py,
        "bilinear": _bilinear_py, "average_pool_float": _average_pool_float_py,
        "average_pool_quant": _average_pool_quant_py}
@@ -470,6 +515,17 @@ def depthwise(x: np.ndarray, w: np.ndarray, oh: int, ow: int, sh: int, sw: int, 
     b = np.zeros(0, dtype) if bias is None else np.ascontiguousarray(bias, dtype=dtype)
     pt, pb, pl, pr = pads
     _compile("depthwise")(x, w, out, sh, sw, dh, dw, b, bias is not None, zero_start, pt, pb, pl, pr)
+    return out
+
+
+def im2col(x: np.ndarray, fh: int, fw: int, oh: int, ow: int, sh: int, sw: int, dh: int, dw: int,
+           pt: int, pl: int) -> np.ndarray:
+    """The compiled twin of ``conv_common.im2col_padded`` for NHWC ``x`` before its zero
+    padding (``pt`` rows above, ``pl`` columns left; the bottom and right padding is implied
+    by the output size): [N, OH, OW, fh, fw, C] in ``x``'s dtype, the same values."""
+    x = x if x.flags.c_contiguous else np.ascontiguousarray(x)
+    out = np.empty((x.shape[0], oh, ow, fh, fw, x.shape[3]), x.dtype)
+    _compile("im2col")(x, out, sh, sw, dh, dw, pt, pl)
     return out
 
 

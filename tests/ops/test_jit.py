@@ -425,3 +425,35 @@ def test_average_pool_kernel_gives_the_numpy_paths_bits(numpy_only, monkeypatch,
         got = Executor(model).run([x])[0]
     assert calls == [1]
     _same_output(got, want)
+
+
+@seed(16017)
+@SETTINGS
+@given(s=st.integers(0, 2**31 - 1), n=st.integers(1, 2), oh=st.integers(1, 12), ow=st.integers(1, 12),
+       c=st.integers(1, 20), fh=st.integers(1, 4), fw=st.integers(1, 4), sh=st.integers(1, 3), sw=st.integers(1, 3),
+       dh=st.integers(1, 2), dw=st.integers(1, 2), pads=st.tuples(*[st.integers(0, 3)] * 4),
+       kind=st.sampled_from(["float32", "float16", "quant8"]))
+def test_conv_patches_kernel_gives_the_numpy_paths_values(numpy_only, monkeypatch, s, n, oh, ow, c, fh, fw, sh, sw,
+                                                          dh, dw, pads, kind):
+    """CONV_2D's patch matrix, compiled from the unpadded input, holds the numpy path's bits
+    (padded copy, then the strided one) for any padding, stride, dilation and zero point."""
+    print("numpy seed", s)
+    rng = np.random.default_rng(s)
+    pt, pb, pl, pr = pads
+    h = max(1, (oh - 1) * sh + (fh - 1) * dh + 1 - pt - pb)
+    w = max(1, (ow - 1) * sw + (fw - 1) * dw + 1 - pl - pr)
+    pb = (oh - 1) * sh + (fh - 1) * dh + 1 - pt - h     # the padding that gives exactly oh x ow
+    pr = (ow - 1) * sw + (fw - 1) * dw + 1 - pl - w
+    if pb < 0 or pr < 0:
+        return
+    p = dataclasses.replace(_params(sh, sw, dh, dw), pad_top=pt, pad_bottom=pb, pad_left=pl, pad_right=pr)
+    if kind == "quant8":
+        x = rng.integers(0, 256, (n, h, w, c), dtype=np.uint8)
+        zp, dtype = int(rng.integers(0, 256)), np.float32
+    else:
+        x = rng.standard_normal((n, h, w, c)).astype(kind)
+        x.reshape(-1)[rng.integers(0, x.size, max(1, x.size // 10))] = -0.0
+        zp, dtype = 0, np.float32
+    want = numpy_only(cc.conv_patches, x, p, zp, dtype, fh, fw, oh, ow)
+    got = cc.conv_patches(x, p, zp, dtype, fh, fw, oh, ow)
+    _same_bits(got, want)
