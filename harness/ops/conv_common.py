@@ -688,7 +688,7 @@ def _fused_requantizer(acc_bound: int, bias: np.ndarray, mult: np.ndarray, shift
     per_channel: dict = {}      # channel count -> the compiled path's parameter arrays
 
     def run(acc: np.ndarray, bias: np.ndarray, lo: int, hi: int, dtype) -> np.ndarray:
-        if jit.worth(acc.size, at=1 << 8) and (acc.dtype.kind in "iu" or acc_bound + bias_max <= 1 << 53):
+        if jit.worth(acc.size, at=1) and (acc.dtype.kind in "iu" or acc_bound + bias_max <= 1 << 53):
             channels = acc.shape[-1]
             params = per_channel.get(channels)
             if params is None:

@@ -12,6 +12,7 @@ parameter the kernel depends on (scales, zero points, activation, ...).
 """
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from typing import Callable, Hashable
 
@@ -83,7 +84,8 @@ def binary(key: Hashable, kernel: Callable[[np.ndarray, np.ndarray], np.ndarray]
     if not is_byte(a, b):
         return kernel(a, b)
     key = (key, a.dtype.str, b.dtype.str)
-    size = int(np.prod(np.broadcast_shapes(a.shape, b.shape)))
+    # (np.broadcast_shapes costs ~10 us: it builds arrays to broadcast)
+    size = a.size if a.shape == b.shape else math.prod(np.broadcast_shapes(a.shape, b.shape))
     if not _wanted(key, size, BINARY_MIN_ELEMENTS):
         return kernel(a, b)
 
