@@ -86,9 +86,8 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         # |x - xz| and |w - wz| from the stored types: no scan of the input (~10 us of a
         # classifier's call), nor of the weights or their float32 offsets (the bound only
         # picks the requantiser's path; every path gives the same bits)
-        rx, rw = np.iinfo(x2.dtype), np.iinfo(wt.dtype)
-        bound = size * max(xo.zero_point - rx.min, rx.max - xo.zero_point) \
-            * max(wo.zero_point - rw.min, rw.max - wo.zero_point)
+        (xlo, xhi), (wlo, whi) = cc.BYTE_RANGE[x2.dtype], cc.BYTE_RANGE[wt.dtype]
+        bound = size * max(xo.zero_point - xlo, xhi - xo.zero_point) * max(wo.zero_point - wlo, whi - wo.zero_point)
         return [cc.requantize(acc, b, mult, shift, out, act, acc_bound=bound)]
     wq, bmax = cc.constant_offsets(ctx, 1, wo.zero_point, np.float32)
     amax = cc.offset_bound(x2, xo.zero_point)
