@@ -48,7 +48,7 @@ def clamp_loop_timeout(loop_timeout: float | None) -> float:
 
 class _Step:
     """One operation of a plan: everything about it that depends only on the model."""
-    __slots__ = ("index", "operation", "name", "fn", "inputs", "outputs", "in_operands", "in_dims",
+    __slots__ = ("index", "operation", "name", "fn", "inputs", "outputs", "in_operands",
                  "tensor_dims", "out_operands", "out_checks", "constant_scalars", "memo")
 
     def __init__(self, sg: Subgraph, index: int, fn):
@@ -56,12 +56,11 @@ class _Step:
         self.index, self.operation, self.name, self.fn = index, op, op.name, fn
         self.inputs, self.outputs = tuple(op.inputs), tuple(op.outputs)
         self.in_operands = tuple(sg.operands[i] for i in op.inputs)
-        # per input: the model's dimensions to compare actual shapes with (None for scalars,
-        # whose operand never changes); OpContext substitutes an operand with the actual dims
-        self.in_dims = tuple(None if o.info.is_scalar else o.dimensions for o in self.in_operands)
-        # the same for the tensor inputs only, as (input position, dims): what OpContext.planned
-        # walks each run (a convolution's ten inputs are seven scalars)
-        self.tensor_dims = tuple((k, d) for k, d in enumerate(self.in_dims) if d is not None)
+        # per tensor input, (input position, the model's dimensions) to compare actual shapes
+        # with: OpContext.planned substitutes an operand with the actual dims.  Scalars, whose
+        # operand never changes, are left out (a convolution's ten inputs are seven scalars).
+        self.tensor_dims = tuple((k, o.dimensions) for k, o in enumerate(self.in_operands)
+                                 if not o.info.is_scalar)
         self.out_operands = [sg.operands[i] for i in op.outputs]
         # constant scalar parameters (activation, beta, axis, ...) as Python values, for
         # OpContext.scalar: reading one from its array costs more than many small kernels

@@ -26,10 +26,10 @@ from typing import Callable
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..ir import Operand, OperandType as T
+from ..ir import TYPE_INFO, Operand, OperandType as T
 from . import activation, jit, layout
 from .padding import PADDING_SAME, PADDING_VALID, WindowPairs, explicit_padding, output_size
-from .quant import multiply_by_quantized_multiplier, quantize_multiplier
+from .quant import QUANT_RANGE, multiply_by_quantized_multiplier, quantize_multiplier
 from .registry import OpContext, OpView
 
 FLOAT_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
@@ -351,9 +351,9 @@ def input_bound(ctx: OpContext, i: int, zero_point: int) -> int:
                                     lambda: offset_bound(ctx.inputs[i], zero_point))
 
 
-# The stored range of the 8-bit types (np.iinfo builds an object per call: ~4 us, paid by
-# every quantised convolution).
-BYTE_RANGE = {np.dtype(np.uint8): (0, 255), np.dtype(np.int8): (-128, 127)}
+# The stored range of the quantised input types, by storage dtype (np.iinfo builds an
+# object per call: ~4 us, paid by every quantised convolution).
+_RANGE_OF_DTYPE = {TYPE_INFO[t].dtype: QUANT_RANGE[t] for t in QUANT_TYPES}
 
 
 def offset_bound(values: np.ndarray, zero_point: int) -> int:
@@ -369,7 +369,7 @@ def bound_and_dtype(x: np.ndarray, zero_point: int, k: int, other: int) -> tuple
     channels, any 3x3 depthwise): no scan of x, which cost ~10-20 us of a small operation.
     Otherwise from x's values, which may still allow float32.  A bound only picks a path;
     every path gives the same bits."""
-    lohi = BYTE_RANGE.get(x.dtype)
+    lohi = _RANGE_OF_DTYPE.get(x.dtype)
     if lohi is not None:
         typed = max(zero_point - lohi[0], lohi[1] - zero_point)
         if k * typed * other < 1 << 24:
@@ -751,10 +751,10 @@ def add_bias(ctx: OpContext, y: np.ndarray, bias: np.ndarray) -> None:
     (k * C values, k dividing the pixel count) with the bias tiled k times: each element gets
     the same one addition.  The tiled row is made once per model step for a constant bias."""
     c = bias.shape[0]
-    pixels = y.size // c if c else 0
     if y.size < _BIAS_TILED_FROM or c >= _BIAS_ROW or not y.flags.c_contiguous:
         y += bias
         return
+    pixels = y.size // c
 
     def tiled() -> np.ndarray:
         k = min(pixels, -(-_BIAS_ROW // c))

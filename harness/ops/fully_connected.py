@@ -19,6 +19,7 @@ import numpy as np
 
 from ..ir import OperandType as T, OperationType as Op, element_count
 from . import activation, conv_common as cc, jit
+from .quant import QUANT_RANGE
 from .registry import OpContext, OpView, register
 
 
@@ -86,7 +87,7 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         # |x - xz| and |w - wz| from the stored types: no scan of the input (~10 us of a
         # classifier's call), nor of the weights or their float32 offsets (the bound only
         # picks the requantiser's path; every path gives the same bits)
-        (xlo, xhi), (wlo, whi) = cc.BYTE_RANGE[x2.dtype], cc.BYTE_RANGE[wt.dtype]
+        (xlo, xhi), (wlo, whi) = QUANT_RANGE[xo.type], QUANT_RANGE[wo.type]
         bound = size * max(xo.zero_point - xlo, xhi - xo.zero_point) * max(wo.zero_point - wlo, whi - wo.zero_point)
         return [cc.requantize(acc, b, mult, shift, out, act, acc_bound=bound)]
     wq, bmax = cc.constant_offsets(ctx, 1, wo.zero_point, np.float32)
