@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import gc
 import os
 import random
 import re
@@ -579,6 +580,25 @@ def _names_nnconform_options(config: pytest.Config) -> bool:
     args = [str(a) for a in config.invocation_params.args]
     return any(a == opt or a.startswith(opt + "=") for a in args
                for opt in ("--driver", "--nn-report-dir", "--nn-resume"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session):
+    """A conformance run collects thousands of cases (56,000 with ``--variants general``), and
+    every object they are made of is alive until the run ends.  Python's cyclic collector
+    still walks them all, again and again while collection allocates, and then at every full
+    collection during the run: half of the time of collecting 56,000 cells.  So collection
+    runs with the collector paused, and what it built is then frozen out of the collector's
+    reach (gc.freeze).  Garbage made during the run is collected as usual; only a pytest
+    session that names a driver or a report directory is changed."""
+    if not _names_nnconform_options(session.config) or not gc.isenabled():
+        return (yield)
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.enable()
+        gc.freeze()
 
 
 @pytest.hookimpl(optionalhook=True)
