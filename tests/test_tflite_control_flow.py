@@ -27,8 +27,16 @@ EXPECTED_UNSUPPORTED = re.compile(r"quant16|^if_carries_quant8_(then|else)$|^whi
 
 
 @pytest.fixture(scope="module")
-def device() -> TfliteDevice:
-    return TfliteDevice()
+def device():
+    """The adapter in a driver host, as a run uses it.  Models with a WHILE are invoked in a
+    forked child (device.invoke_bounded); forked from a pytest worker, that child would copy
+    the threads of whatever test ran there before (JAX starts a thread pool, and a fork of a
+    multithreaded process can deadlock).  The host is a fresh interpreter with only the adapter."""
+    from nnconform.isolation import IsolatedDevice
+    host = IsolatedDevice("tflite")
+    yield host
+    assert host.incidents == [], host.incidents
+    host.close()
 
 
 @pytest.mark.parametrize("example", cfx.EXAMPLES, ids=[e.name for e in cfx.EXAMPLES])
@@ -134,7 +142,7 @@ def test_runtime_scalar_input_keeps_rank_0(device):
 
 
 @pytest.mark.parametrize("kind", ["rank", "tile_of_constants"])
-def test_if_branch_output_litert_keeps_persistent_is_copied(kind):
+def test_if_branch_output_litert_keeps_persistent_is_copied(device, kind):
     # LiteRT computes RANK (always) and TILE of constants at prepare time into a persistent
     # read-only tensor; returned straight from an IF branch it gave garbage and corrupted the
     # heap (abort on release).  The adapter copies such outputs.
@@ -155,20 +163,12 @@ def test_if_branch_output_litert_keeps_persistent_is_copied(kind):
     model = b.build()
     want = np.int32(2) if kind == "rank" else np.tile(np.array([[-0.0, 1e-40]], np.float32), (2, 2))
     # In a driver host: a regression aborts the host process, which must not take pytest with it
-    # (it becomes a HostCrash here).  A host, not os.fork(): the host is a fresh interpreter,
-    # where a fork of this pytest worker would copy the threads of whatever ran before it (JAX
-    # starts a thread pool, and a fork of a multithreaded process can deadlock).
-    from nnconform.isolation import IsolatedDevice
-    host = IsolatedDevice("tflite")
-    try:
-        for flag in (True, False):
-            prepared = host.prepare(model)
-            try:
-                got = prepared.execute(Request.from_arrays(model, [np.array([flag]), np.ones((3, 4), np.int32)]))
-            finally:
-                prepared.release()
-            # bit for bit: the copy must keep -0.0 and subnormals
-            assert np.asarray(got.outputs[0]).tobytes() == np.asarray(want).tobytes(), (flag, got.outputs[0])
-        assert host.incidents == []
-    finally:
-        host.close()
+    # (it becomes a HostCrash here, and the host fixture records the incident).
+    for flag in (True, False):
+        prepared = device.prepare(model)
+        try:
+            got = prepared.execute(Request.from_arrays(model, [np.array([flag]), np.ones((3, 4), np.int32)]))
+        finally:
+            prepared.release()
+        # bit for bit: the copy must keep -0.0 and subnormals
+        assert np.asarray(got.outputs[0]).tobytes() == np.asarray(want).tobytes(), (flag, got.outputs[0])
