@@ -217,8 +217,24 @@ def shm_snapshot() -> set[str]:
 
 
 def _held(paths: set[str]) -> dict[int, set[str]]:
-    """pid -> which of ``paths`` it has open or mapped (the processes of /proc we may read)."""
+    """pid -> which of ``paths`` it has open or mapped (the processes of /proc we may read).
+
+    Files are matched by device and inode, not by name: a POSIX named semaphore (sem_open,
+    and so every multiprocessing lock of a spawned process) is written under a temporary
+    name, mapped, and only then linked to its real name, so the process that holds it shows
+    ``/dev/shm/sem.XXXXXX (deleted)`` in its maps, never ``sem.mp-...``."""
+    want: dict[tuple[int, int], str] = {}
+    for path in paths:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue       # gone meanwhile
+        want[(st.st_dev, st.st_ino)] = path
+    # /proc/PID/maps gives a mapping's device as major:minor in hex, then its inode
+    maps_key = {(f"{os.major(dev):02x}:{os.minor(dev):02x}", str(ino)): path for (dev, ino), path in want.items()}
     found: dict[int, set[str]] = {}
+    if not want:
+        return found
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -227,17 +243,22 @@ def _held(paths: set[str]) -> dict[int, set[str]]:
         try:
             for fd in os.listdir(f"/proc/{pid}/fd"):
                 try:
-                    target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    st = os.stat(f"/proc/{pid}/fd/{fd}")      # the open file itself, renamed or not
                 except OSError:
                     continue
-                if target in paths:
-                    held.add(target)
+                path = want.get((st.st_dev, st.st_ino))
+                if path is not None:
+                    held.add(path)
         except OSError:
             pass           # gone, or another user's process
         try:
             with open(f"/proc/{pid}/maps", "rb") as f:
-                maps = f.read().decode("utf-8", "replace")
-            held |= {p for p in paths if p in maps}
+                for line in f:
+                    fields = line.split(None, 5)
+                    if len(fields) >= 6 and fields[4] != b"0":
+                        path = maps_key.get((fields[3].decode(), fields[4].decode()))
+                        if path is not None:
+                            held.add(path)
         except OSError:
             pass
         if held:

@@ -211,6 +211,30 @@ def test_shm_entries_a_case_leaves_are_named_and_removed(truth_log, shm_dir):
     assert not os.path.exists(path) and os.listdir(shm_dir) == []
 
 
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs /dev/shm (POSIX named semaphores live there)")
+def test_a_named_semaphore_another_process_holds_is_neither_blamed_nor_removed(monkeypatch):
+    """A spawned multiprocessing lock is a POSIX named semaphore: glibc writes it under a
+    temporary name, maps it and only then links it as sem.mp-..., so its holder's maps name a
+    deleted file.  Matched by name, the stress worker of a parallel test took a starting Dask
+    worker's semaphore for a leftover of its case and removed it ("Nanny failed to start")."""
+    import subprocess
+    import sys
+    monkeypatch.setattr(reaper, "SHM_DIR", "/dev/shm")
+    before = reaper.shm_snapshot()
+    holder = subprocess.Popen([sys.executable, "-c", "import multiprocessing as mp, sys; "
+                               "lock = mp.get_context('spawn').Lock(); print(lock._semlock.name, flush=True); "
+                               "sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        entry = "sem." + holder.stdout.readline().strip().lstrip("/")
+        assert entry in reaper.shm_snapshot() - before, entry
+        assert entry not in reaper.shm_leftovers(before, ours={os.getpid()})
+        assert entry in reaper.shm_leftovers(before, ours={os.getpid(), holder.pid})   # held by one of ours
+        assert os.path.exists(os.path.join("/dev/shm", entry))
+    finally:
+        holder.stdin.close()
+        holder.wait()
+
+
 def test_shm_entries_held_open_by_another_process_are_not_blamed_on_the_case(shm_dir):
     # Another program's (or another worker's) entry, created during the case and still open
     # elsewhere, is neither named nor removed.
