@@ -582,6 +582,9 @@ def _names_nnconform_options(config: pytest.Config) -> bool:
                for opt in ("--driver", "--nn-report-dir", "--nn-resume"))
 
 
+_FROZE_KEY = pytest.StashKey[bool]()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_collection(session: pytest.Session):
     """A conformance run collects thousands of cases (56,000 with ``--variants general``), and
@@ -589,9 +592,13 @@ def pytest_collection(session: pytest.Session):
     still walks them all, again and again while collection allocates, and then at every full
     collection during the run: half of the time of collecting 56,000 cells.  So collection
     runs with the collector paused, and what it built is then frozen out of the collector's
-    reach (gc.freeze).  Garbage made during the run is collected as usual; only a pytest
-    session that names a driver or a report directory is changed."""
-    if not _names_nnconform_options(session.config) or not gc.isenabled():
+    reach (gc.freeze) until pytest_unconfigure gives it back: a process that runs one session
+    after another (a cluster worker runs one per batch) must not keep every batch's items.
+    Garbage made during the run is collected as usual.  Only a pytest session that names a
+    driver or a report directory is changed, and none that finds objects already frozen by
+    someone else (gc.unfreeze would release theirs too)."""
+    config = session.config
+    if not _names_nnconform_options(config) or not gc.isenabled() or gc.get_freeze_count():
         return (yield)
     gc.disable()
     try:
@@ -599,6 +606,7 @@ def pytest_collection(session: pytest.Session):
     finally:
         gc.enable()
         gc.freeze()
+        config.stash[_FROZE_KEY] = True
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -1048,6 +1056,8 @@ def _finish_ci(session: pytest.Session, s: NnSession, summary: dict) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.stash.get(_FROZE_KEY, False):
+        gc.unfreeze()       # the session's objects become collectable again (see pytest_collection)
     s: NnSession | None = config.stash.get(_SESSION_KEY, None)
     if s is None:
         return

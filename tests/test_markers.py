@@ -72,3 +72,24 @@ def test_only_supported_runs_just_what_the_driver_claims(tmp_path):
     assert m and int(m.group(1)) == len(rows) and int(m.group(2)) > 500
     assert f"--only-supported: {m.group(2)} cases" in r.stdout
     assert "only-supported" in json.loads((out / "run.json").read_text()).get("selection", "")
+
+
+def test_collection_is_frozen_during_a_session_and_released_after(tmp_path):
+    """A conformance session freezes what collection built (plugin.pytest_collection) and gives
+    it back at the end: a process that runs session after session (a cluster worker, one per
+    batch) keeps none of them.  A plain pytest session, naming no driver, is left alone."""
+    script = tmp_path / "two_sessions.py"
+    script.write_text(
+        "import gc, sys, pytest\n"
+        "class Watch:\n"
+        "    def pytest_sessionfinish(self, session):\n"
+        "        print('during', gc.get_freeze_count() > 0, file=sys.stderr)\n"
+        "for i, args in enumerate([['--driver', 'reference', '--nn-report-dir', sys.argv[1] + '/a'],\n"
+        "                          ['--driver', 'reference', '--nn-report-dir', sys.argv[1] + '/b'], []]):\n"
+        "    rc = pytest.main(['--pyargs', 'nnconform.suites.test_generated', '-q', '-p', 'no:cacheprovider',\n"
+        "                      '-k', 'floor_fp32', *args], plugins=[Watch()])\n"
+        "    print('session', i, rc, 'after', gc.get_freeze_count(), file=sys.stderr)\n")
+    r = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=300)
+    lines = [x for x in r.stderr.splitlines() if x.startswith(("during", "session"))]
+    assert lines == ["during True", "session 0 0 after 0", "during True", "session 1 0 after 0",
+                     "during False", "session 2 0 after 0"], r.stdout[-2000:] + r.stderr[-2000:]
