@@ -235,6 +235,8 @@ def _held(paths: set[str]) -> dict[int, set[str]]:
     found: dict[int, set[str]] = {}
     if not want:
         return found
+    prefix = os.path.realpath(SHM_DIR).rstrip("/") + "/"      # how /proc names files there
+    prefix_b = prefix.encode()
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -243,7 +245,11 @@ def _held(paths: set[str]) -> dict[int, set[str]]:
         try:
             for fd in os.listdir(f"/proc/{pid}/fd"):
                 try:
-                    st = os.stat(f"/proc/{pid}/fd/{fd}")      # the open file itself, renamed or not
+                    # only descriptors of files in the shm directory (renamed or deleted ones
+                    # still show it) are worth a stat: the open file itself, whatever its name
+                    if not os.readlink(f"/proc/{pid}/fd/{fd}").startswith(prefix):
+                        continue
+                    st = os.stat(f"/proc/{pid}/fd/{fd}")
                 except OSError:
                     continue
                 path = want.get((st.st_dev, st.st_ino))
@@ -253,9 +259,13 @@ def _held(paths: set[str]) -> dict[int, set[str]]:
             pass           # gone, or another user's process
         try:
             with open(f"/proc/{pid}/maps", "rb") as f:
-                for line in f:
+                maps = f.read()
+            if prefix_b in maps:     # most processes map nothing there: one substring search
+                for line in maps.splitlines():
+                    if prefix_b not in line:
+                        continue
                     fields = line.split(None, 5)
-                    if len(fields) >= 6 and fields[4] != b"0":
+                    if len(fields) >= 6:
                         path = maps_key.get((fields[3].decode(), fields[4].decode()))
                         if path is not None:
                             held.add(path)
