@@ -34,9 +34,11 @@ def device():
     multithreaded process can deadlock).  The host is a fresh interpreter with only the adapter."""
     from nnconform.isolation import IsolatedDevice
     host = IsolatedDevice("tflite")
-    yield host
+    try:
+        yield host
+    finally:
+        host.close()
     assert host.incidents == [], host.incidents
-    host.close()
 
 
 @pytest.mark.parametrize("example", cfx.EXAMPLES, ids=[e.name for e in cfx.EXAMPLES])
