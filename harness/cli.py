@@ -725,6 +725,8 @@ def cmd_bench(a: argparse.Namespace) -> int:
     # The reference is the accuracy baseline (and maybe a benchmarked driver): whether it ran
     # its compiled kernels ([fast] extra) or numpy only explains its latency column.
     meta["reference kernels"] = kernels
+    from .heap import retain_freed_memory    # (the driver hosts decide the same from the same environment)
+    meta["reference heap"] = retain_freed_memory()
     try:
         write_csv(rows, out / "bench.csv")
         write_html(rows, out / "bench.html", meta)
@@ -1118,6 +1120,11 @@ def _main(argv: Sequence[str] | None = None) -> int:
         k = argv.index("--")
         argv, extra = argv[:k], argv[k + 1:]
     a = build_parser().parse_args(argv)
+    from .heap import check_environment
+    try:
+        check_environment()    # before any command builds an executor that would apply it
+    except ValueError as e:
+        return _err(str(e))
     if a.command == "run":
         return cmd_run(a, extra)
     if a.command == "drivers":

@@ -55,7 +55,9 @@ def load_all() -> dict[OperationType, OpDef]:
     global _loaded
     if not _loaded:
         from ..blas import limit_blas_threads
+        from ..heap import retain_freed_memory
         limit_blas_threads()   # the reference's small matrix products: one BLAS thread (see nnconform.blas)
+        retain_freed_memory()  # its tensors' pages reused, not faulted in again per run (nnconform.heap)
         pkg = importlib.import_module(__package__)
         for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
             if m.name not in ("registry",):
