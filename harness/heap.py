@@ -5,10 +5,12 @@ the tenth speed round, frees each intermediate after its last reader.  glibc's m
 large freed blocks back to the system: a block above its mmap threshold is unmapped on free,
 and free space above its trim threshold at the top of the heap is returned with sbrk.  Both
 thresholds adapt (the mmap threshold rises to the largest block freed, up to 32 MiB, and the
-trim threshold follows at twice that), but a model whose tensors are around a megabyte still
-has its heap trimmed at the end of each inference and faulted in again, page by page, in the
-next: face_detection_full_range_sparse took ~3,000 minor faults and ~9 ms of system time per
-~44 ms inference with numpy only.  onnxruntime keeps an arena of its own for this reason.
+trim threshold follows at twice that), but a model whose tensors are around a megabyte may
+still have its heap trimmed at the end of each inference and faulted in again, page by page,
+in the next.  Whether it does depends on the heap's layout, so on what else the process did:
+face_detection_full_range_sparse took 1,400-3,100 minor faults and 4-9 ms of system time per
+~44 ms inference with numpy only in some processes, none in others.  onnxruntime keeps an
+arena of its own for this reason.
 
 ``retain_freed_memory()`` fixes both thresholds once per process with ``mallopt``: blocks
 below 32 MiB come from the heap, and up to ``NNCONFORM_HEAP_RETAIN_MB`` (default 64) of free
