@@ -28,7 +28,6 @@ does nothing and says so in its return value.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 
 DEFAULT_RETAIN_MB = 64
@@ -40,9 +39,11 @@ _done: str | None = None
 
 
 def _glibc():
-    """The process's C library when it is glibc (it has mallopt's thresholds), else None."""
+    """The process's C library when it is glibc (it has mallopt's thresholds), else None.
+    The symbols the interpreter already has loaded: ctypes.util.find_library would start an
+    ldconfig subprocess in every process that loads the operations (a stress worker too)."""
     try:
-        lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        lib = ctypes.CDLL(None)
     except OSError:
         return None
     if not hasattr(lib, "gnu_get_libc_version") or not hasattr(lib, "mallopt"):
