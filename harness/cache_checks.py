@@ -37,6 +37,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import interrupts
 from .criteria import compare
 from .driver import MAX_CACHE_FILES, CacheFile, DriverError, ErrorStatus
 from .ir import Model, ModelBuilder, OperandType as T, OperationType as Op, Request
@@ -324,7 +325,7 @@ class _Copier:
     def __init__(self, src, dst):
         self.src, self.dst = src, dst
         self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._loop, daemon=True, name="nnconform-cache-toctou")
+        self.thread: threading.Thread | None = None
 
     def _loop(self):
         while not self.stop.is_set():
@@ -334,7 +335,7 @@ class _Copier:
                 continue
 
     def __enter__(self):
-        self.thread.start()
+        self.thread = interrupts.thread(self._loop, name="nnconform-cache-toctou")
         return self
 
     def __exit__(self, *exc):

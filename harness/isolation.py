@@ -45,7 +45,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import hostproto as wire
-from . import reaper
+from . import interrupts, reaper
 from .driver import (AsyncExecution, Burst, BurstExecution, BurstMemory, Capabilities, CompilationCaching, Device,
                      DeviceBuffer, DriverError, ErrorStatus, ExecutionResult, FencedExecution,
                      FencedExecutionHandle, FencedExecutionInfo, MemoryDomains, OutputShape, PerformanceInfo,
@@ -260,12 +260,9 @@ class _Host:
                      "feature_level": ready.get("feature_level") if type(ready.get("feature_level")) is int
                      else NEWEST_FEATURE_LEVEL,
                      "ifaces": [i for i in _list(ready.get("ifaces", []), 8) if isinstance(i, str)]}
-        self.thread = threading.Thread(target=self._read_loop, daemon=True,
-                                       name=f"nnconform-host-reader-{self.pid}")
-        self.thread.start()
-        self.monitor = threading.Thread(target=self._watch_deadlines, daemon=True,
-                                        name=f"nnconform-host-monitor-{self.pid}")
-        self.monitor.start()
+        # (helper threads block Ctrl-C, so that the kernel hands it to the waiting main thread)
+        self.thread = interrupts.thread(self._read_loop, name=f"nnconform-host-reader-{self.pid}")
+        self.monitor = interrupts.thread(self._watch_deadlines, name=f"nnconform-host-monitor-{self.pid}")
 
     def _startup_failure(self, first) -> str:
         if isinstance(first, tuple) and isinstance(first[0].get("error"), str):
@@ -318,9 +315,10 @@ class _Host:
         bound = self.owner.call_timeout if bound is None else bound
         slot = self.start_call(op, args, bound)
         # The monitor thread turns an overdue call into a HANG; the extra wait is a backstop.
-        if not slot.event.wait(bound + HANG_DUMP_S + 10):
+        # The waits are sliced so that a Ctrl-C stops the run at once (nnconform.interrupts).
+        if not interrupts.wait(slot.event, bound + HANG_DUMP_S + 10):
             self.hang(f"{op} did not return within {bound:g} s")
-            slot.event.wait(10)
+            interrupts.wait(slot.event, 10)
         if slot.error is not None:
             raise slot.error
         return slot.header.get("ok"), slot.bufs
@@ -568,7 +566,7 @@ class RemotePreparedModel(_Remote, PreparedModel):
 
     # optional interfaces: reachable only through the subclasses that declare them
     def execute_async(self, request, *, measure_timing=False, deadline=None, loop_timeout=None):
-        fut: concurrent.futures.Future = concurrent.futures.Future()
+        fut: concurrent.futures.Future = interrupts.Future()   # its result() wait is sliced too
         host = self._live()
         host.start_call("execute_async", {"handle": self._handle, "request": request, "kwargs": dict(
             measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout)},
@@ -585,8 +583,7 @@ class RemotePreparedModel(_Remote, PreparedModel):
                 continue
             fid = next(self._device._fence_ids)
             fences.append(fid)
-            threading.Thread(target=_forward_fence, args=(ev, weakref.ref(host), fid), daemon=True,
-                             name=f"nnconform-fence-{fid}").start()
+            interrupts.thread(_forward_fence, args=(ev, weakref.ref(host), fid), name=f"nnconform-fence-{fid}")
         v, _ = self._call("execute_fenced", {"request": request, "fences": fences, "kwargs": dict(
             measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout,
             timeout_after_fence=timeout_after_fence)})

@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from . import interrupts
 from .errors import NnError
 
 
@@ -43,9 +44,10 @@ def call_with_timeout(fn: Callable[[], Any], timeout_s: float, what: str = "") -
             finished.set()
 
     name = what or getattr(fn, "__qualname__", "driver call")
-    thread = threading.Thread(target=target, name=f"nnconform-watchdog: {name}", daemon=True)
-    thread.start()
-    if not finished.wait(timeout_s):
+    # The call's thread blocks Ctrl-C and the wait is sliced: an interrupt stops the run now,
+    # not when the driver call returns or its bound runs out (nnconform.interrupts).
+    interrupts.thread(target, name=f"nnconform-watchdog: {name}")
+    if not interrupts.wait(finished, timeout_s):
         raise HangError(name, timeout_s)
     if "error" in box:
         raise box["error"]  # its traceback still shows the driver's own frames

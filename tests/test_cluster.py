@@ -221,7 +221,7 @@ def test_a_streamed_row_repeated_in_the_result_is_written_once():
     calls, syncs = [], []
     d = Dispatcher(None, None, {}, accept=lambda rows, w: calls.append([r["_key"] for r in rows]) or calls[-1],
                    lost_case=lambda *a: None, sync=lambda: syncs.append(1), log=lambda s: None)
-    d._writer.start()
+    d.start_writer()
     rows = [{"_key": f"k{i}", "outcome": "PASS"} for i in range(6)]
     d._accept(rows[:4], "tcp://w1", 1)             # streamed chunk
     d._settle()

@@ -8,6 +8,7 @@ status, the exit code is non-zero, and no process of the run is left behind.
 from __future__ import annotations
 
 import csv
+import ctypes
 import json
 import os
 import signal
@@ -277,6 +278,61 @@ def test_ctrl_c_writes_an_interrupted_report_and_resume_finishes_the_run(tmp_pat
     ids = [json.loads(line)["extra"]["nodeid"] for line in journal.read_text().splitlines()]
     assert len(set(ids)) == final["planned"], "every case recorded once after resuming"
     assert not (tmp_path / "previous").exists(), "resume keeps the run's own files"
+    assert no_survivors(mark) == []
+
+
+def _blocked_signals(pid: int, tid: int) -> int:
+    with open(f"/proc/{pid}/task/{tid}/status") as f:
+        return int(next(line for line in f if line.startswith("SigBlk:")).split()[1], 16)
+
+
+def test_ctrl_c_taken_by_a_helper_thread_still_stops_a_run_stuck_in_a_driver_call(tmp_path):
+    """The kernel gives a process-wide SIGINT to any thread not blocking it, and passes over the
+    main thread when that one has a signal pending.  Python acts on it only in the main thread,
+    which sat in its wait for the hanging driver until the call bound ran out: in CI a Ctrl-C
+    landed as a HANG verdict 120 s later.  Here the run is stuck in FLOOR's hanging execute
+    with a 600 s bound.  Its helper threads (the host's reply reader and deadline monitor) must
+    block SIGINT, and a SIGINT sent straight to a thread that does not block it (OpenBLAS's
+    worker, started by numpy before any harness code runs) must still stop the run now."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if not hasattr(libc, "tgkill"):
+        pytest.skip("this C library has no tgkill(): a signal cannot be aimed at one thread")
+    env, mark = marked_env()
+    env["NNCONFORM_AUTO_PROBE"] = "0"
+    p = subprocess.Popen([sys.executable, "-m", "nnconform", "run", "--driver", f"{HOSTILE}:HangsInExecute",
+                          "--suite", "generated", "--report-dir", str(tmp_path), "--seed", "5",
+                          "--call-timeout", "600", "--", "-k", "relu6 or floor"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        # 14 cases come before floor_fp32 in this selection; once they are recorded the run
+        # is in (or about to enter) the hanging call.
+        journal = tmp_path / "results.jsonl"
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and p.poll() is None:
+            if journal.exists() and len(journal.read_text().splitlines()) >= 14:
+                break
+            time.sleep(0.2)
+        time.sleep(1.0)
+        assert p.poll() is None, p.communicate()[1][-2000:]
+        others = [int(t) for t in os.listdir(f"/proc/{p.pid}/task") if int(t) != p.pid]
+        sigint = 1 << (signal.SIGINT - 1)
+        blocked = [t for t in others if _blocked_signals(p.pid, t) & sigint]
+        assert len(blocked) >= 2, f"threads {others}: only {blocked} block SIGINT"
+        open_ = [t for t in others if t not in blocked]
+        if not open_:
+            pytest.skip("every thread of the run but the main one blocks SIGINT (no BLAS worker thread "
+                        "here), so the kernel can only give Ctrl-C to the main thread")
+        assert libc.tgkill(p.pid, open_[0], signal.SIGINT) == 0, os.strerror(ctypes.get_errno())
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 3, out[-2000:] + err[-2000:]
+    status = json.loads((tmp_path / "run.json").read_text())
+    assert status["status"].startswith("interrupted after 14 of"), status
+    outcomes = [json.loads(line)["outcome"] for line in journal.read_text().splitlines()]
+    assert outcomes == ["PASS"] * 14, "the hanging call was interrupted, not judged"
     assert no_survivors(mark) == []
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from .. import interrupts
 from .dispatch import DISCONNECT_GRACE_S, Dispatcher, batch_size, send_rows, send_started, split, worker_address
 
 STREAM_EVERY_S = 0.2
@@ -190,8 +191,8 @@ class _EarlyCluster:
         self.resources = config.getoption("nn_worker_resources")
         self._handle = None
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._open, name="nnconform-cluster-start", daemon=True)
-        self._thread.start()
+        # (its thread, and the Dask client threads it starts, leave Ctrl-C to the main thread)
+        self._thread = interrupts.thread(self._open, name="nnconform-cluster-start")
 
     def _open(self) -> None:
         from .connect import open_cluster, parse_resources

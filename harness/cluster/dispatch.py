@@ -21,6 +21,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .. import interrupts
+
 FIRST, REQUEUED, SPLIT = 0, 1, 2
 MAX_BOUNCES = 5
 # How long a run waits for its client to reconnect to a lost scheduler before it ends as
@@ -102,7 +104,7 @@ class Dispatcher:
         # Rows arrive on the client's event thread; they are written (and fsynced, one fsync
         # for all that arrived together) on a writer thread, never blocking that loop.
         self._inbox: queue.Queue = queue.Queue()
-        self._writer = threading.Thread(target=self._write_loop, name="nnconform-cluster-rows", daemon=True)
+        self._writer: threading.Thread | None = None    # start_writer()
         self._writer_error: BaseException | None = None
         self.progress_s = progress_s
         self.disconnect_grace_s = disconnect_grace_s   # a client reconnecting this long: the run ends
@@ -159,6 +161,10 @@ class Dispatcher:
                     self._inbox.task_done()
             if stop:
                 return
+
+    def start_writer(self) -> None:
+        # (a helper thread: it leaves Ctrl-C to the main thread, see nnconform.interrupts)
+        self._writer = interrupts.thread(self._write_loop, name="nnconform-cluster-rows")
 
     def _settle(self) -> None:
         """Wait until every row received so far is written (before judging a batch)."""
@@ -225,7 +231,7 @@ class Dispatcher:
         t0 = self._t0 = time.monotonic()
         self.stats.planned = sum(len(b) for b in batches)
         client = self.handle.client
-        self._writer.start()
+        self.start_writer()
         client.subscribe_topic(self.topic, self._on_event)
         futures: dict = {}
         # with_results: each finished batch's rows are fetched on the client's event loop as
