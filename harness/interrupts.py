@@ -14,10 +14,14 @@ sent SIGINT and waited gives up first (it happened in CI: a Ctrl-C test timed ou
 Two measures make the interrupt prompt:
 
 - ``thread()`` starts the harness's helper threads with the stopping signals blocked, so the
-  kernel gives those signals to a thread that can act on them: the main one;
-- ``wait()`` and ``Future`` cut the main thread's long waits into short slices.  Between slices
-  Python runs the handlers of signals that any thread received, including threads we do not
-  start (a driver's, a library's), so an interrupt lands within one slice.
+  kernel gives those signals to a thread that can act on them: the main one.  Only for threads
+  that run the harness's own code and start no process: a child inherits the signal mask of
+  the thread that started it, and a driver's server or a Dask worker that cannot be sent
+  SIGTERM or SIGINT is a process nobody can stop politely.  Threads that run a driver's code
+  (nnconform.watchdog) stay plain;
+- ``wait()``, ``join()`` and ``Future`` cut the main thread's long waits into short slices.
+  Between slices Python runs the handlers of signals that any thread received, including
+  threads we do not start (a driver's, a library's), so an interrupt lands within one slice.
 """
 from __future__ import annotations
 
@@ -39,7 +43,8 @@ STOP_SIGNALS = frozenset(getattr(signal, name) for name in
 
 
 def thread(target: Callable[..., Any], *, name: str, args: tuple = ()) -> threading.Thread:
-    """A started daemon thread running ``target(*args)`` with STOP_SIGNALS blocked.
+    """A started daemon thread running ``target(*args)`` with STOP_SIGNALS blocked (harness
+    code only: see the module's note on processes started from it).
 
     The new thread inherits its creator's signal mask, so the signals are blocked around its
     start rather than from inside it: there is no moment at which it could be handed one.  A
@@ -73,6 +78,16 @@ def wait(event: threading.Event, timeout: float | None = None) -> bool:
             return True
 
 
+def join(thread: threading.Thread, timeout: float | None = None) -> None:
+    """``thread.join(timeout)`` in slices, like ``wait``."""
+    end = None if timeout is None else time.monotonic() + timeout
+    while thread.is_alive():
+        left = SLICE_S if end is None else min(SLICE_S, end - time.monotonic())
+        if left <= 0:
+            return
+        thread.join(left)
+
+
 class Future(concurrent.futures.Future):
     """A Future whose ``result`` and ``exception`` wait in slices (see ``wait``): the driver
     proxies hand these to suites for asynchronous executions."""
@@ -95,4 +110,4 @@ class Future(concurrent.futures.Future):
         return self._sliced(super().exception, timeout)
 
 
-__all__ = ["SLICE_S", "STOP_SIGNALS", "thread", "wait", "Future"]
+__all__ = ["SLICE_S", "STOP_SIGNALS", "thread", "wait", "join", "Future"]

@@ -44,9 +44,11 @@ def call_with_timeout(fn: Callable[[], Any], timeout_s: float, what: str = "") -
             finished.set()
 
     name = what or getattr(fn, "__qualname__", "driver call")
-    # The call's thread blocks Ctrl-C and the wait is sliced: an interrupt stops the run now,
-    # not when the driver call returns or its bound runs out (nnconform.interrupts).
-    interrupts.thread(target, name=f"nnconform-watchdog: {name}")
+    # A plain thread: the driver's code runs in it, and processes it starts inherit its signal
+    # mask.  The wait is sliced instead, so a Ctrl-C stops the run now, not when the driver
+    # call returns or its bound runs out (nnconform.interrupts).
+    thread = threading.Thread(target=target, name=f"nnconform-watchdog: {name}", daemon=True)
+    thread.start()
     if not interrupts.wait(finished, timeout_s):
         raise HangError(name, timeout_s)
     if "error" in box:

@@ -134,3 +134,37 @@ def test_stop_signals_are_asynchronous_ones_only():
     # faults belong to the thread that caused them: blocking them would hide a driver's crash
     for fault in (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT):
         assert fault not in interrupts.STOP_SIGNALS
+
+
+def _sigblk(status: str) -> int:
+    return int(next(line for line in status.splitlines() if line.startswith("SigBlk:")).split()[1], 16)
+
+
+def test_a_driver_call_and_the_processes_it_starts_keep_the_callers_signals():
+    """A driver's code runs in the watchdog's thread: it must not block the stop signals, or a
+    server process the driver starts could never be sent SIGTERM (a child inherits the mask
+    of the thread that started it)."""
+    from nnconform.watchdog import call_with_timeout
+    with open("/proc/thread-self/status") as f:
+        mine = _sigblk(f.read())
+    child = call_with_timeout(lambda: subprocess.run(["cat", "/proc/self/status"], capture_output=True,
+                                                     text=True, timeout=60).stdout, 60)
+    assert _sigblk(child) == mine
+
+
+def test_join_waits_for_the_thread_or_its_bound():
+    out = run_script("""
+        t = threading.Thread(target=time.sleep, args=(0.3,), daemon=True); t.start()
+        interrupts.join(t, 0.05); print(t.is_alive())
+        interrupts.join(t); print(t.is_alive())
+        finished = []
+        u = threading.Thread(target=lambda: (time.sleep(30), finished.append(1)), daemon=True); u.start()
+        sigint_from_a_plain_thread()
+        try:
+            interrupts.join(u)
+            print("returned")
+        except KeyboardInterrupt:
+            # (not u.is_alive(): Python 3.11 marks the thread of an interrupted join stopped)
+            print("interrupted", bool(finished))
+        """)
+    assert out.splitlines() == ["True", "False", "interrupted False"]

@@ -191,8 +191,10 @@ class _EarlyCluster:
         self.resources = config.getoption("nn_worker_resources")
         self._handle = None
         self._error: BaseException | None = None
-        # (its thread, and the Dask client threads it starts, leave Ctrl-C to the main thread)
-        self._thread = interrupts.thread(self._open, name="nnconform-cluster-start")
+        # A plain thread (it may start local Dask workers, which would inherit a blocked signal
+        # mask); the session's wait for it is sliced instead (nnconform.interrupts.join).
+        self._thread = threading.Thread(target=self._open, name="nnconform-cluster-start", daemon=True)
+        self._thread.start()
 
     def _open(self) -> None:
         from .connect import open_cluster, parse_resources
@@ -205,7 +207,7 @@ class _EarlyCluster:
             self._error = e
 
     def handle(self):
-        self._thread.join()
+        interrupts.join(self._thread)
         if self._error is not None:
             if self._handle is not None:
                 self._handle.close()
@@ -214,7 +216,7 @@ class _EarlyCluster:
 
     def close(self) -> None:
         """The session ended before its test loop (collection failed, --collect-only)."""
-        self._thread.join()
+        interrupts.join(self._thread)
         if self._handle is not None:
             self._handle.close()
 
