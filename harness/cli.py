@@ -150,9 +150,11 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     print(f"nnconform: running suites {', '.join(chosen)} against driver '{a.driver}'; "
           + (f"seed {seed}; " if seed is not None else "seed from the run being resumed; ") + isolation,
           flush=True)
+    restore = _interrupt_on_termination()
     try:
         code = int(pytest.main(args))
     finally:
+        restore()
         release(rd)
         from .isolation import close_unclaimed
         close_unclaimed()     # e.g. "-- -n 2" or a session that stopped before it needed a driver
@@ -164,6 +166,39 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     # run.json and reports are on disk.  (A cluster run leaves Dask's own exit handlers to run.)
     _LEAVE_WITHOUT_TEARDOWN = not a.cluster
     return _run_exit_code(Path(a.report_dir), code)
+
+
+def _interrupt_on_termination():
+    """SIGTERM (a nightly job's ``timeout``, a CI runner cancelling) and SIGHUP (the terminal
+    closed) end a run the way Ctrl-C does: the case in progress is not judged, and run.json,
+    the journal and report.html say "interrupted after N of M" (exit status 3), ready for
+    --resume.  Left to their default action, they ended the process at once with its report
+    still saying "running".  A signal already ignored (SIGHUP under nohup) stays ignored, and
+    a second one of the same kind ends the process at once.  Returns the undo."""
+    import contextlib
+    import signal
+    previous = {}
+    # pytest captures file descriptor 2 while a case runs: the notice goes to the real stderr
+    stderr = os.dup(2)
+
+    def interrupt(signum, frame):
+        signal.signal(signum, signal.SIG_DFL)
+        name = signal.Signals(signum).name
+        with contextlib.suppress(OSError):     # (stderr closed: the interruption is what matters)
+            os.write(stderr, f"nnconform: {name}: stopping the run as Ctrl-C would (send it again to end "
+                             f"the process at once)\n".encode())
+        raise KeyboardInterrupt(name)
+
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
+            previous[sig] = signal.signal(sig, interrupt)
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        os.close(stderr)
+    return restore
 
 
 def quiet_plugins(chosen: list[str], extra: list[str]) -> list[str]:
@@ -310,7 +345,7 @@ def _run_options(a: argparse.Namespace) -> tuple[float, int] | None:
 
 def _run_exit_code(report_dir: Path, pytest_code: int) -> int:
     """0: complete, no FAIL/ERROR/CRASH/HANG; 1: complete with some; 2: usage error;
-    3: interrupted or incomplete (Ctrl-C, -x, a full disk, a lost worker)."""
+    3: interrupted or incomplete (Ctrl-C, SIGTERM, -x, a full disk, a lost worker)."""
     if pytest_code in (pytest_codes().USAGE_ERROR,):
         return EXIT_USAGE
     try:
@@ -926,7 +961,7 @@ a driver that crashes, exits or hangs gives that case a CRASH or HANG row and th
 
 Exit status: 0 complete, no FAIL/ERROR/CRASH/HANG/XPASS; 1 complete with failures (or more
 skips than --max-skip-ratio); 2 usage error (bad option, unknown driver, busy report directory,
-bad --expected-failures file); 3 interrupted or incomplete (Ctrl-C, -x, a full disk); the
+bad --expected-failures file); 3 interrupted or incomplete (Ctrl-C, SIGTERM, -x, a full disk); the
 report and summary.json say which.
 """
 

@@ -21,6 +21,9 @@ def run_script(body: str) -> str:
         import concurrent.futures, os, signal, threading, time
         from nnconform import interrupts
 
+        # (Python leaves SIGINT ignored when this process inherited it ignored: a background job)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
         def sigint_from_a_plain_thread(then=None, delay=0.3):
             # A thread that does not block SIGINT takes it: Python's C handler runs there,
             # and only the main thread can raise the KeyboardInterrupt.  ``then`` (what the

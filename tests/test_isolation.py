@@ -42,6 +42,17 @@ def rows(report_dir: Path) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
+def default_signals(*ignored: signal.Signals):
+    """A preexec_fn: the child starts with SIGINT, SIGTERM and SIGHUP at their defaults (bar
+    ``ignored``), whatever this process inherited.  A shell without job control starts a
+    background job with SIGINT ignored (``cmd &`` in a script), and Python then leaves it
+    ignored: a Ctrl-C test run that way sent its SIGINT into nothing."""
+    def reset() -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN if sig in ignored else signal.SIG_DFL)
+    return reset
+
+
 def marked_env() -> tuple[dict, str]:
     """An environment with a unique marker: every process the run starts inherits it, so any
     survivor can be found in /proc afterwards."""
@@ -250,7 +261,7 @@ def test_ctrl_c_writes_an_interrupted_report_and_resume_finishes_the_run(tmp_pat
     args = ["run", "--driver", f"{HOSTILE}:HangsInExecute", "--suite", "generated", "--report-dir", str(tmp_path),
             "--seed", "5", "--call-timeout", "120", "--", "-k", SLICE]
     p = subprocess.Popen([sys.executable, "-m", "nnconform", *args], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env)
+                         stderr=subprocess.PIPE, text=True, env=env, preexec_fn=default_signals())
     # Wait until the run is stuck in the hanging FLOOR case, then press Ctrl-C.
     journal = tmp_path / "results.jsonl"
     deadline = time.monotonic() + 300
@@ -302,7 +313,8 @@ def test_ctrl_c_taken_by_a_helper_thread_still_stops_a_run_stuck_in_a_driver_cal
     p = subprocess.Popen([sys.executable, "-m", "nnconform", "run", "--driver", f"{HOSTILE}:HangsInExecute",
                           "--suite", "generated", "--report-dir", str(tmp_path), "--seed", "5",
                           "--call-timeout", "600", "--", "-k", "relu6 or floor"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         preexec_fn=default_signals())
     try:
         # 14 cases come before floor_fp32 in this selection; once they are recorded the run
         # is in (or about to enter) the hanging call.
@@ -333,6 +345,51 @@ def test_ctrl_c_taken_by_a_helper_thread_still_stops_a_run_stuck_in_a_driver_cal
     assert status["status"].startswith("interrupted after 14 of"), status
     outcomes = [json.loads(line)["outcome"] for line in journal.read_text().splitlines()]
     assert outcomes == ["PASS"] * 14, "the hanging call was interrupted, not judged"
+    assert no_survivors(mark) == []
+
+
+def _start_stuck_run(tmp_path, env, *ignored):
+    """`nnconform run` of 14 passing cases, then FLOOR's execute hanging under a 600 s bound;
+    returns once the 14 rows are recorded (the run is in, or entering, the hanging call)."""
+    p = subprocess.Popen([sys.executable, "-m", "nnconform", "run", "--driver", f"{HOSTILE}:HangsInExecute",
+                          "--suite", "generated", "--report-dir", str(tmp_path), "--seed", "5",
+                          "--call-timeout", "600", "--", "-k", "relu6 or floor"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         preexec_fn=default_signals(*ignored))
+    journal = tmp_path / "results.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and p.poll() is None:
+        if journal.exists() and len(journal.read_text().splitlines()) >= 14:
+            break
+        time.sleep(0.2)
+    time.sleep(1.0)
+    return p
+
+
+def test_sigterm_ends_a_run_as_interrupted_and_nohup_keeps_sighup_ignored(tmp_path):
+    """A nightly job's `timeout` sends SIGTERM; a closed terminal, SIGHUP.  Either ends the run
+    as Ctrl-C does (interrupted report, exit 3, --resume-able), except a SIGHUP that the run
+    was started ignoring (nohup), which stays ignored.  Before, SIGTERM ended the process with
+    report.html and run.json still saying "running"."""
+    env, mark = marked_env()
+    env["NNCONFORM_AUTO_PROBE"] = "0"
+    p = _start_stuck_run(tmp_path, env, signal.SIGHUP)
+    try:
+        assert p.poll() is None, p.communicate()[1][-2000:]
+        p.send_signal(signal.SIGHUP)       # ignored, as nohup wants
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 3, out[-2000:] + err[-2000:]
+    assert "nnconform: SIGTERM: stopping the run as Ctrl-C would" in err and "SIGHUP" not in err, err[-2000:]
+    status = json.loads((tmp_path / "run.json").read_text())
+    assert status["status"].startswith("interrupted after 14 of"), status
+    assert "Run status: interrupted" in (tmp_path / "report.html").read_text()
+    outcomes = [json.loads(line)["outcome"] for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert outcomes == ["PASS"] * 14
     assert no_survivors(mark) == []
 
 
