@@ -172,7 +172,7 @@ def _interrupt_on_termination():
     """SIGTERM (a nightly job's ``timeout``, a CI runner cancelling) and SIGHUP (the terminal
     closed) end a run the way Ctrl-C does: the case in progress is not judged, and run.json,
     the journal and report.html say "interrupted after N of M" (exit status 3), ready for
-    --resume.  Left to their default action, they ended the process at once with its report
+    --resume.  The same for `stress` and `fuzz`, which write their interrupted reports.  Left to their default action, they ended the process at once with its report
     still saying "running".  A signal already ignored (SIGHUP under nohup) stays ignored, and
     a second one of the same kind ends the process at once.  Returns the undo."""
     import contextlib
@@ -1171,11 +1171,19 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if a.command == "coverage":
         return cmd_coverage(a)
     if a.command == "stress":
-        return cmd_stress(a)
+        restore = _interrupt_on_termination()     # (ends as interrupted, like run's)
+        try:
+            return cmd_stress(a)
+        finally:
+            restore()
     if a.command == "probe":
         return cmd_probe(a)
     if a.command == "fuzz":
-        return cmd_fuzz(a)
+        restore = _interrupt_on_termination()
+        try:
+            return cmd_fuzz(a)
+        finally:
+            restore()
     if a.command == "vectors":
         return cmd_vectors(a)
     if a.command == "diff":

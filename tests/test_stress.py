@@ -141,6 +141,42 @@ def test_rates_parser_rejects_unknown_keys():
         parse_rates("explode=0.1")
 
 
+def test_sigterm_ends_a_stress_run_as_interrupted_and_resume_finishes_it(tmp_path):
+    """A nightly stress run under `timeout` gets SIGTERM: it stops as Ctrl-C stops it (the
+    workers killed, the reports rebuilt, "interrupted" and the resume hint printed), instead of
+    dying with its reports stale."""
+    from nnconform.stress.runner import EXIT_INTERRUPTED
+    rdir = tmp_path / "run"
+    cases = [f"{t}#{i}" for i in range(20) for t in ("random-model-load", "random-inference")]
+    args = [sys.executable, "-m", "nnconform", "stress", "--driver", "reference", "--budget", "10m", "--workers", "2",
+            "--seed", "3", "--report-dir", str(rdir)]
+    for c in cases:
+        args += ["--case", c]
+
+    def default_sigterm():
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    runner = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              preexec_fn=default_sigterm)
+    journal = rdir / "results.jsonl"
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and runner.poll() is None:
+        if journal.exists() and len(read_results(journal)) >= 10:
+            break
+        time.sleep(0.05)
+    signalled = time.time()
+    runner.send_signal(signal.SIGTERM)
+    out, err = runner.communicate(timeout=300)
+    rows = read_results(journal)
+    if len(rows) == len(cases):
+        pytest.skip("the stress run finished before the SIGTERM reached it (nothing was left to interrupt)")
+    assert runner.returncode == EXIT_INTERRUPTED, out[-2000:] + err[-2000:]
+    assert "SIGTERM: stopping the run as Ctrl-C would" in err and "interrupted:" in out
+    assert (rdir / "report.html").stat().st_mtime >= signalled, "the reports are rebuilt after the signal"
+    assert main(["stress", "--resume", "--report-dir", str(rdir)]) == 0
+    keys = [r.test_id for r in read_results(journal)]
+    assert len(keys) == len(set(keys)) == len(cases)
+
+
 def test_kill_9_then_resume_loses_and_repeats_nothing(tmp_path):
     rdir = tmp_path / "run"
     marker = f"killtest{os.getpid()}"     # in the worker env, so we can find our workers
