@@ -8,8 +8,8 @@ passes over the main thread when that thread already has a signal pending.  If t
 lands on a helper thread (a driver host's reply reader, the deadline monitor, a BLAS or
 runtime worker), the main thread sleeps on in its wait for the driver until the call ends,
 which for a hanging driver is the whole call bound (a minute by default).  The interrupt
-then arrives after the HANG verdict the user pressed Ctrl-C to avoid, and a test harness that
-sent SIGINT and waited gives up first (it happened in CI: a Ctrl-C test timed out after 120 s).
+then arrives after the HANG verdict the user pressed Ctrl-C to avoid (tests/test_isolation.py
+aims a SIGINT at such a thread with tgkill and shows it).
 
 Two measures make the interrupt prompt:
 

@@ -42,15 +42,18 @@ def rows(report_dir: Path) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
-def default_signals(*ignored: signal.Signals):
-    """A preexec_fn: the child starts with SIGINT, SIGTERM and SIGHUP at their defaults (bar
-    ``ignored``), whatever this process inherited.  A shell without job control starts a
-    background job with SIGINT ignored (``cmd &`` in a script), and Python then leaves it
-    ignored: a Ctrl-C test run that way sent its SIGINT into nothing."""
-    def reset() -> None:
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_IGN if sig in ignored else signal.SIG_DFL)
-    return reset
+def with_default_signals(*args: str, ignored: tuple = ()) -> list[str]:
+    """`python -m nnconform *args`, started with SIGINT, SIGTERM and SIGHUP at their defaults
+    (bar ``ignored``), whatever this process inherited: a shell without job control starts a
+    background job with SIGINT ignored (``cmd &`` in a script), Python then leaves it ignored,
+    and a Ctrl-C test run that way sent its SIGINT into nothing.  A small Python sets them and
+    execs nnconform (dispositions set to default or ignore survive exec); a preexec_fn would
+    force a plain fork, which JAX, imported by other tests in this worker, warns about."""
+    setup = ("import os, signal, sys\n"
+             "for s in ('SIGINT', 'SIGTERM', 'SIGHUP'):\n"
+             "    signal.signal(getattr(signal, s), signal.SIG_IGN if s in sys.argv[1].split(',') else signal.SIG_DFL)\n"
+             "os.execv(sys.executable, [sys.executable, '-m', 'nnconform', *sys.argv[2:]])\n")
+    return [sys.executable, "-c", setup, ",".join(signal.Signals(s).name for s in ignored), *args]
 
 
 def marked_env() -> tuple[dict, str]:
@@ -260,8 +263,8 @@ def test_ctrl_c_writes_an_interrupted_report_and_resume_finishes_the_run(tmp_pat
     env, mark = marked_env()
     args = ["run", "--driver", f"{HOSTILE}:HangsInExecute", "--suite", "generated", "--report-dir", str(tmp_path),
             "--seed", "5", "--call-timeout", "120", "--", "-k", SLICE]
-    p = subprocess.Popen([sys.executable, "-m", "nnconform", *args], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env, preexec_fn=default_signals())
+    p = subprocess.Popen(with_default_signals(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env)
     # Wait until the run is stuck in the hanging FLOOR case, then press Ctrl-C.
     journal = tmp_path / "results.jsonl"
     deadline = time.monotonic() + 300
@@ -292,6 +295,24 @@ def test_ctrl_c_writes_an_interrupted_report_and_resume_finishes_the_run(tmp_pat
     assert no_survivors(mark) == []
 
 
+def _start_stuck_run(tmp_path, env, ignored: tuple = ()):
+    """`nnconform run` of 14 passing cases, then FLOOR's execute hanging under a 600 s bound;
+    returns once the 14 rows are recorded (the run is then in, or entering, the hanging call).
+    The process is nnconform's own (the signal set-up execs it: same pid)."""
+    p = subprocess.Popen(with_default_signals("run", "--driver", f"{HOSTILE}:HangsInExecute", "--suite", "generated",
+                                              "--report-dir", str(tmp_path), "--seed", "5", "--call-timeout", "600",
+                                              "--", "-k", "relu6 or floor", ignored=ignored),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    journal = tmp_path / "results.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and p.poll() is None:
+        if journal.exists() and len(journal.read_text().splitlines()) >= 14:
+            break
+        time.sleep(0.2)
+    time.sleep(1.0)
+    return p
+
+
 def _blocked_signals(pid: int, tid: int) -> int:
     with open(f"/proc/{pid}/task/{tid}/status") as f:
         return int(next(line for line in f if line.startswith("SigBlk:")).split()[1], 16)
@@ -300,8 +321,8 @@ def _blocked_signals(pid: int, tid: int) -> int:
 def test_ctrl_c_taken_by_a_helper_thread_still_stops_a_run_stuck_in_a_driver_call(tmp_path):
     """The kernel gives a process-wide SIGINT to any thread not blocking it, and passes over the
     main thread when that one has a signal pending.  Python acts on it only in the main thread,
-    which sat in its wait for the hanging driver until the call bound ran out: in CI a Ctrl-C
-    landed as a HANG verdict 120 s later.  Here the run is stuck in FLOOR's hanging execute
+    which sat in its wait for the hanging driver until the call bound ran out: the interrupt
+    came after a HANG verdict, minutes late.  Here the run is stuck in FLOOR's hanging execute
     with a 600 s bound.  Its helper threads (the host's reply reader and deadline monitor) must
     block SIGINT, and a SIGINT sent straight to a thread that does not block it (OpenBLAS's
     worker, started by numpy before any harness code runs) must still stop the run now."""
@@ -310,21 +331,9 @@ def test_ctrl_c_taken_by_a_helper_thread_still_stops_a_run_stuck_in_a_driver_cal
         pytest.skip("this C library has no tgkill(): a signal cannot be aimed at one thread")
     env, mark = marked_env()
     env["NNCONFORM_AUTO_PROBE"] = "0"
-    p = subprocess.Popen([sys.executable, "-m", "nnconform", "run", "--driver", f"{HOSTILE}:HangsInExecute",
-                          "--suite", "generated", "--report-dir", str(tmp_path), "--seed", "5",
-                          "--call-timeout", "600", "--", "-k", "relu6 or floor"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                         preexec_fn=default_signals())
+    p = _start_stuck_run(tmp_path, env)
+    journal = tmp_path / "results.jsonl"
     try:
-        # 14 cases come before floor_fp32 in this selection; once they are recorded the run
-        # is in (or about to enter) the hanging call.
-        journal = tmp_path / "results.jsonl"
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and p.poll() is None:
-            if journal.exists() and len(journal.read_text().splitlines()) >= 14:
-                break
-            time.sleep(0.2)
-        time.sleep(1.0)
         assert p.poll() is None, p.communicate()[1][-2000:]
         others = [int(t) for t in os.listdir(f"/proc/{p.pid}/task") if int(t) != p.pid]
         sigint = 1 << (signal.SIGINT - 1)
@@ -348,24 +357,6 @@ def test_ctrl_c_taken_by_a_helper_thread_still_stops_a_run_stuck_in_a_driver_cal
     assert no_survivors(mark) == []
 
 
-def _start_stuck_run(tmp_path, env, *ignored):
-    """`nnconform run` of 14 passing cases, then FLOOR's execute hanging under a 600 s bound;
-    returns once the 14 rows are recorded (the run is in, or entering, the hanging call)."""
-    p = subprocess.Popen([sys.executable, "-m", "nnconform", "run", "--driver", f"{HOSTILE}:HangsInExecute",
-                          "--suite", "generated", "--report-dir", str(tmp_path), "--seed", "5",
-                          "--call-timeout", "600", "--", "-k", "relu6 or floor"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                         preexec_fn=default_signals(*ignored))
-    journal = tmp_path / "results.jsonl"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and p.poll() is None:
-        if journal.exists() and len(journal.read_text().splitlines()) >= 14:
-            break
-        time.sleep(0.2)
-    time.sleep(1.0)
-    return p
-
-
 def test_sigterm_ends_a_run_as_interrupted_and_nohup_keeps_sighup_ignored(tmp_path):
     """A nightly job's `timeout` sends SIGTERM; a closed terminal, SIGHUP.  Either ends the run
     as Ctrl-C does (interrupted report, exit 3, --resume-able), except a SIGHUP that the run
@@ -373,7 +364,7 @@ def test_sigterm_ends_a_run_as_interrupted_and_nohup_keeps_sighup_ignored(tmp_pa
     report.html and run.json still saying "running"."""
     env, mark = marked_env()
     env["NNCONFORM_AUTO_PROBE"] = "0"
-    p = _start_stuck_run(tmp_path, env, signal.SIGHUP)
+    p = _start_stuck_run(tmp_path, env, ignored=(signal.SIGHUP,))
     try:
         assert p.poll() is None, p.communicate()[1][-2000:]
         p.send_signal(signal.SIGHUP)       # ignored, as nohup wants
