@@ -179,7 +179,7 @@ def test_kill_9_then_resume_loses_and_repeats_nothing(tmp_path):
     marker = f"killtest{os.getpid()}"     # in the worker env, so we can find our workers
     # An explicit case list, so the plan does not depend on how fast this machine is today;
     # the kill comes at 20 rows, so 22 or so are left for --resume.
-    cases = [f"{t}#{i}" for i in range(8) for t in ("random-model-load", "random-inference")] + ["leak#0", "leak#1"]
+    cases = [f"{t}#{i}" for i in range(20) for t in ("random-model-load", "random-inference")] + ["leak#0", "leak#1"]
     args = [sys.executable, "-m", "nnconform", "stress", "--driver", "reference", "--budget", "10m", "--workers", "2",
             "--seed", "3", "--report-dir", str(rdir), "--duration", "leak=1"]
     for c in cases:
