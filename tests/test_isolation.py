@@ -313,6 +313,26 @@ def _start_stuck_run(tmp_path, env, ignored: tuple = ()):
     return p
 
 
+def _ended(p) -> tuple[str, str]:
+    """The stuck run's output once it has ended (killed if it has not within 120 s, which a
+    600 s call bound cannot explain: the signal was not acted on)."""
+    try:
+        return p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+
+
+def _interrupted_before_the_hanging_call(tmp_path, mark) -> None:
+    status = json.loads((tmp_path / "run.json").read_text())
+    assert status["status"].startswith("interrupted after 14 of"), status
+    assert "Run status: interrupted" in (tmp_path / "report.html").read_text()
+    outcomes = [json.loads(line)["outcome"] for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert outcomes == ["PASS"] * 14, "the hanging call was interrupted, not judged"
+    assert no_survivors(mark) == []
+
+
 def _blocked_signals(pid: int, tid: int) -> int:
     with open(f"/proc/{pid}/task/{tid}/status") as f:
         return int(next(line for line in f if line.startswith("SigBlk:")).split()[1], 16)
@@ -332,7 +352,6 @@ def test_ctrl_c_taken_by_a_helper_thread_still_stops_a_run_stuck_in_a_driver_cal
     env, mark = marked_env()
     env["NNCONFORM_AUTO_PROBE"] = "0"
     p = _start_stuck_run(tmp_path, env)
-    journal = tmp_path / "results.jsonl"
     try:
         assert p.poll() is None, p.communicate()[1][-2000:]
         others = [int(t) for t in os.listdir(f"/proc/{p.pid}/task") if int(t) != p.pid]
@@ -344,17 +363,13 @@ def test_ctrl_c_taken_by_a_helper_thread_still_stops_a_run_stuck_in_a_driver_cal
             pytest.skip("every thread of the run but the main one blocks SIGINT (no BLAS worker thread "
                         "here), so the kernel can only give Ctrl-C to the main thread")
         assert libc.tgkill(p.pid, open_[0], signal.SIGINT) == 0, os.strerror(ctypes.get_errno())
-        out, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.communicate()
+    except BaseException:
+        p.kill()
+        p.communicate()
+        raise
+    out, err = _ended(p)
     assert p.returncode == 3, out[-2000:] + err[-2000:]
-    status = json.loads((tmp_path / "run.json").read_text())
-    assert status["status"].startswith("interrupted after 14 of"), status
-    outcomes = [json.loads(line)["outcome"] for line in journal.read_text().splitlines()]
-    assert outcomes == ["PASS"] * 14, "the hanging call was interrupted, not judged"
-    assert no_survivors(mark) == []
+    _interrupted_before_the_hanging_call(tmp_path, mark)
 
 
 def test_sigterm_ends_a_run_as_interrupted_and_nohup_keeps_sighup_ignored(tmp_path):
@@ -365,23 +380,13 @@ def test_sigterm_ends_a_run_as_interrupted_and_nohup_keeps_sighup_ignored(tmp_pa
     env, mark = marked_env()
     env["NNCONFORM_AUTO_PROBE"] = "0"
     p = _start_stuck_run(tmp_path, env, ignored=(signal.SIGHUP,))
-    try:
-        assert p.poll() is None, p.communicate()[1][-2000:]
-        p.send_signal(signal.SIGHUP)       # ignored, as nohup wants
-        p.send_signal(signal.SIGTERM)
-        out, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.communicate()
+    assert p.poll() is None, p.communicate()[1][-2000:]
+    p.send_signal(signal.SIGHUP)       # ignored, as nohup wants
+    p.send_signal(signal.SIGTERM)
+    out, err = _ended(p)
     assert p.returncode == 3, out[-2000:] + err[-2000:]
     assert "nnconform: SIGTERM: stopping the run as Ctrl-C would" in err and "SIGHUP" not in err, err[-2000:]
-    status = json.loads((tmp_path / "run.json").read_text())
-    assert status["status"].startswith("interrupted after 14 of"), status
-    assert "Run status: interrupted" in (tmp_path / "report.html").read_text()
-    outcomes = [json.loads(line)["outcome"] for line in (tmp_path / "results.jsonl").read_text().splitlines()]
-    assert outcomes == ["PASS"] * 14
-    assert no_survivors(mark) == []
+    _interrupted_before_the_hanging_call(tmp_path, mark)
 
 
 def test_symlinks_in_the_report_dir_are_replaced_not_followed(tmp_path):

@@ -141,6 +141,24 @@ def test_rates_parser_rejects_unknown_keys():
         parse_rates("explode=0.1")
 
 
+def _stress_with_rows(rdir, cases: list[str], rows: int, extra=(), **popen) -> subprocess.Popen:
+    """`nnconform stress` of exactly ``cases`` (so the plan does not depend on how fast this
+    machine is today), returned once ``rows`` of them are recorded (or it has ended)."""
+    args = [sys.executable, "-m", "nnconform", "stress", "--driver", "reference", "--budget", "10m", "--workers", "2",
+            "--seed", "3", "--report-dir", str(rdir), *extra]
+    for c in cases:
+        args += ["--case", c]
+    runner = subprocess.Popen(args, **popen)
+    journal = rdir / "results.jsonl"
+    # (a deadline only so a broken runner cannot hang the test; a slow machine just waits)
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and runner.poll() is None:
+        if journal.exists() and len(read_results(journal)) >= rows:
+            break
+        time.sleep(0.05)
+    return runner
+
+
 def test_sigterm_ends_a_stress_run_as_interrupted_and_resume_finishes_it(tmp_path):
     """A nightly stress run under `timeout` gets SIGTERM: it stops as Ctrl-C stops it (the
     workers killed, the reports rebuilt, "interrupted" and the resume hint printed), instead of
@@ -148,17 +166,8 @@ def test_sigterm_ends_a_stress_run_as_interrupted_and_resume_finishes_it(tmp_pat
     from nnconform.stress.runner import EXIT_INTERRUPTED
     rdir = tmp_path / "run"
     cases = [f"{t}#{i}" for i in range(8) for t in ("random-model-load", "random-inference")]
-    args = [sys.executable, "-m", "nnconform", "stress", "--driver", "reference", "--budget", "10m", "--workers", "2",
-            "--seed", "3", "--report-dir", str(rdir)]
-    for c in cases:
-        args += ["--case", c]
-    runner = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    runner = _stress_with_rows(rdir, cases, 4, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     journal = rdir / "results.jsonl"
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline and runner.poll() is None:
-        if journal.exists() and len(read_results(journal)) >= 4:
-            break
-        time.sleep(0.05)
     signalled = time.time()
     runner.send_signal(signal.SIGTERM)
     out, err = runner.communicate(timeout=300)
@@ -180,19 +189,10 @@ def test_kill_9_then_resume_loses_and_repeats_nothing(tmp_path):
     # An explicit case list, so the plan does not depend on how fast this machine is today;
     # the kill comes at 20 rows, so 22 or so are left for --resume.
     cases = [f"{t}#{i}" for i in range(20) for t in ("random-model-load", "random-inference")] + ["leak#0", "leak#1"]
-    args = [sys.executable, "-m", "nnconform", "stress", "--driver", "reference", "--budget", "10m", "--workers", "2",
-            "--seed", "3", "--report-dir", str(rdir), "--duration", "leak=1"]
-    for c in cases:
-        args += ["--case", c]
     env = dict(os.environ, NNCONFORM_TEST_MARK=marker)
-    runner = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    runner = _stress_with_rows(rdir, cases, 20, ["--duration", "leak=1"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, env=env)
     journal = rdir / "results.jsonl"
-    # (a deadline only so a broken runner cannot hang the test; a slow machine just waits)
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline and runner.poll() is None:
-        if journal.exists() and len(read_results(journal)) >= 20:
-            break
-        time.sleep(0.05)
     runner.send_signal(signal.SIGKILL)
     runner.wait()
     before = {r.test_id: r for r in read_results(journal)}
