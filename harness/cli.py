@@ -14,6 +14,7 @@ non-zero exit status, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -150,11 +151,10 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     print(f"nnconform: running suites {', '.join(chosen)} against driver '{a.driver}'; "
           + (f"seed {seed}; " if seed is not None else "seed from the run being resumed; ") + isolation,
           flush=True)
-    restore = _interrupt_on_termination()
     try:
-        code = int(pytest.main(args))
+        with _interrupt_on_termination():
+            code = int(pytest.main(args))
     finally:
-        restore()
         release(rd)
         from .isolation import close_unclaimed
         close_unclaimed()     # e.g. "-- -n 2" or a session that stopped before it needed a driver
@@ -168,14 +168,15 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     return _run_exit_code(Path(a.report_dir), code)
 
 
+@contextlib.contextmanager
 def _interrupt_on_termination():
-    """SIGTERM (a nightly job's ``timeout``, a CI runner cancelling) and SIGHUP (the terminal
-    closed) end a run the way Ctrl-C does: the case in progress is not judged, and run.json,
-    the journal and report.html say "interrupted after N of M" (exit status 3), ready for
-    --resume.  The same for `stress` and `fuzz`, which write their interrupted reports.  Left to their default action, they ended the process at once with its report
+    """While inside: SIGTERM (a nightly job's ``timeout``, a CI runner cancelling) and SIGHUP
+    (the terminal closed) end a run the way Ctrl-C does: the case in progress is not judged,
+    and run.json, the journal and report.html say "interrupted after N of M" (exit status 3),
+    ready for --resume.  The same for `stress` and `fuzz`, which write their interrupted
+    reports.  Left to their default action, they ended the process at once with its report
     still saying "running".  A signal already ignored (SIGHUP under nohup) stays ignored, and
-    a second one of the same kind ends the process at once.  Returns the undo."""
-    import contextlib
+    a second one of the same kind ends the process at once."""
     import signal
     previous = {}
     # pytest captures file descriptor 2 while a case runs: the notice goes to the real stderr
@@ -194,11 +195,12 @@ def _interrupt_on_termination():
         if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
             previous[sig] = signal.signal(sig, interrupt)
 
-    def restore() -> None:
+    try:
+        yield
+    finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         os.close(stderr)
-    return restore
 
 
 def quiet_plugins(chosen: list[str], extra: list[str]) -> list[str]:
@@ -1171,19 +1173,13 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if a.command == "coverage":
         return cmd_coverage(a)
     if a.command == "stress":
-        restore = _interrupt_on_termination()     # (ends as interrupted, like run's)
-        try:
+        with _interrupt_on_termination():     # (ends as interrupted, like run's)
             return cmd_stress(a)
-        finally:
-            restore()
     if a.command == "probe":
         return cmd_probe(a)
     if a.command == "fuzz":
-        restore = _interrupt_on_termination()
-        try:
+        with _interrupt_on_termination():
             return cmd_fuzz(a)
-        finally:
-            restore()
     if a.command == "vectors":
         return cmd_vectors(a)
     if a.command == "diff":

@@ -29,7 +29,7 @@ import concurrent.futures
 import signal
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 #: Longest stretch the main thread waits without looking at received signals (seconds).  Ten
 #: wake-ups a second cost nothing next to a driver call, and Ctrl-C feels immediate.
@@ -62,30 +62,30 @@ def thread(target: Callable[..., Any], *, name: str, args: tuple = ()) -> thread
     return t
 
 
-def wait(event: threading.Event, timeout: float | None = None) -> bool:
-    """``event.wait(timeout)`` in slices of SLICE_S, so that a KeyboardInterrupt (or any other
-    signal handler's exception) is raised within a slice, whichever thread the signal hit."""
-    if timeout is None:
-        while not event.wait(SLICE_S):
-            pass
-        return True
-    end = time.monotonic() + timeout
-    while True:
-        left = end - time.monotonic()
-        if left <= 0:
-            return event.is_set()
-        if event.wait(min(left, SLICE_S)):
-            return True
-
-
-def join(thread: threading.Thread, timeout: float | None = None) -> None:
-    """``thread.join(timeout)`` in slices, like ``wait``."""
+def _slices(timeout: float | None) -> Iterator[float]:
+    """Waits of at most SLICE_S that together last ``timeout`` seconds (forever when None).
+    Between two of them the main thread runs Python code, and with it the handler of a signal
+    that any thread took."""
     end = None if timeout is None else time.monotonic() + timeout
-    while thread.is_alive():
+    while True:
         left = SLICE_S if end is None else min(SLICE_S, end - time.monotonic())
         if left <= 0:
             return
-        thread.join(left)
+        yield left
+
+
+def wait(event: threading.Event, timeout: float | None = None) -> bool:
+    """``event.wait(timeout)``, so sliced that a KeyboardInterrupt (or any other signal
+    handler's exception) is raised within a slice, whichever thread the signal hit."""
+    return any(event.wait(s) for s in _slices(timeout)) or event.is_set()
+
+
+def join(thread: threading.Thread, timeout: float | None = None) -> None:
+    """``thread.join(timeout)``, sliced like ``wait``."""
+    for s in _slices(timeout):
+        thread.join(s)
+        if not thread.is_alive():
+            return
 
 
 class Future(concurrent.futures.Future):
@@ -93,15 +93,13 @@ class Future(concurrent.futures.Future):
     proxies hand these to suites for asynchronous executions."""
 
     def _sliced(self, get: Callable[[float | None], Any], timeout: float | None) -> Any:
-        end = None if timeout is None else time.monotonic() + timeout
-        while True:
-            left = SLICE_S if end is None else min(SLICE_S, end - time.monotonic())
+        for s in _slices(timeout):
             try:
-                return get(max(left, 0.0))
+                return get(s)
             except concurrent.futures.TimeoutError:
-                # done: the TimeoutError is the call's own outcome (a driver may raise one)
-                if self.done() or (end is not None and time.monotonic() >= end):
+                if self.done():     # the TimeoutError is the call's own outcome (a driver's)
                     raise
+        return get(0)               # the bound is spent: the outcome, or TimeoutError
 
     def result(self, timeout: float | None = None) -> Any:
         return self._sliced(super().result, timeout)
