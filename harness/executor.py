@@ -16,7 +16,7 @@ import numpy as np
 
 from .errors import DeadlineMissed, NotImplementedOperation, OpFailure, ValidationError
 from .ir import Lifetime, Model, Subgraph
-from .ops.registry import OpContext, get_op, load_all
+from .ops.registry import OpContext, OpView, get_op, load_all
 
 DEFAULT_LOOP_TIMEOUT = 2.0   # seconds (NNAPI LoopTimeoutDurationNs default)
 MAX_LOOP_TIMEOUT = 15.0      # larger requests are clamped
@@ -48,10 +48,10 @@ def clamp_loop_timeout(loop_timeout: float | None) -> float:
 
 class _Step:
     """One operation of a plan: everything about it that depends only on the model."""
-    __slots__ = ("index", "operation", "name", "fn", "inputs", "outputs", "in_operands",
+    __slots__ = ("index", "operation", "name", "fn", "kernel", "inputs", "outputs", "in_operands",
                  "tensor_dims", "out_operands", "out_checks", "constant_scalars", "memo")
 
-    def __init__(self, sg: Subgraph, index: int, fn):
+    def __init__(self, sg: Subgraph, index: int, fn, prepare=None):
         op = sg.operations[index]
         self.index, self.operation, self.name, self.fn = index, op, op.name, fn
         self.inputs, self.outputs = tuple(op.inputs), tuple(op.outputs)
@@ -73,6 +73,9 @@ class _Step:
         # per output: (operand index, storage dtype, model dims to enforce or None)
         self.out_checks = tuple((i, o.info.dtype, o.dimensions if o.dimensions and not o.info.is_scalar else None)
                                 for i, o in zip(op.outputs, self.out_operands))
+        # the operation's plan-time kernel, if it has one for this step (registry: prepare).
+        # The view has no model: a kernel may depend only on the subgraph's own operands.
+        self.kernel = prepare(OpView(None, sg, index)) if prepare is not None else None
 
 
 class _Plan:
@@ -94,7 +97,7 @@ class _Plan:
         self.input_checks = tuple((i, sg.operands[i].info.dtype, sg.operands[i].info.is_scalar,
                                    sg.operands[i].dimensions) for i in sg.input_indexes)
         # an operation the reference lacks fails at run time (NotImplementedOperation), as before
-        self.steps = tuple(_Step(sg, n, _registered_execute(o.type)) for n, o in enumerate(sg.operations))
+        self.steps = tuple(_Step(sg, n, *_registered(o.type)) for n, o in enumerate(sg.operations))
         self.releases = _releases(sg)
 
 
@@ -119,13 +122,15 @@ def _releases(sg: Subgraph) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(r) for r in per_step)
 
 
-def _registered_execute(op_type):
+def _registered(op_type) -> tuple:
+    """(execute, prepare) of an operation type."""
     def missing(ctx):
         return get_op(op_type).execute(ctx)   # raises NotImplementedOperation
     try:
-        return get_op(op_type).execute
+        opdef = get_op(op_type)
     except NotImplementedOperation:
-        return missing
+        return missing, None
+    return opdef.execute, opdef.prepare
 
 
 # Subgraph -> its plan, shared by every Executor of the model; entries go with their subgraph.
@@ -147,14 +152,19 @@ class Executor:
     :func:`execute`; a prepared model in the reference driver creates one per request.  The
     model-only work (the plan) is shared between executors of the same model."""
 
-    def __init__(self, model: Model, overrides: dict | None = None, keep_values: bool = False):
+    def __init__(self, model: Model, overrides: dict | None = None, keep_values: bool = False,
+                 prepared_kernels: bool = True):
         load_all()
         self.model = model
         # operation type -> replacement execute function (used by the deliberately broken
         # drivers that test the harness; never by the reference driver)
         self.overrides = overrides or {}
-        # id(subgraph) -> (plan, execute fns); the fns differ from the plan's only with overrides
-        self._plans: dict[int, tuple[_Plan, tuple]] = {}
+        # False: every step through its operation's execute, never a plan-time kernel (what
+        # the tests compare the kernels with)
+        self.prepared_kernels = prepared_kernels
+        # id(subgraph) -> (plan, execute fns, kernels); the fns differ from the plan's only
+        # with overrides, and an overridden operation type runs no kernel
+        self._plans: dict[int, tuple[_Plan, tuple, tuple]] = {}
         self.deadline: float | None = None
         self.loop_timeout: float = DEFAULT_LOOP_TIMEOUT
         # keep_values: every operand's value of the main graph after a run, in main_values
@@ -169,21 +179,24 @@ class Executor:
     def run(self, inputs: Sequence[np.ndarray | None], *, deadline: float | None = None,
             loop_timeout: float | None = None) -> list[np.ndarray]:
         self.deadline = deadline
-        self.loop_timeout = clamp_loop_timeout(loop_timeout)
+        self.loop_timeout = DEFAULT_LOOP_TIMEOUT if loop_timeout is None else clamp_loop_timeout(loop_timeout)
         # The reference computes in IEEE floats: overflow to inf (common in fp16), inf - inf
         # and x / 0 give inf/NaN silently, and the criteria judge the results.  numpy's
         # warnings about them would only be noise in a driver engineer's test output.
+        # (One frame, no helper call: a classifier's SOFTMAX run is ~12 us in all.)
         if _ERR_STATE is None:
             with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
                 return self._run_quiet(inputs)
         token = _ERR_STATE.set(_QUIET_FLOATS)
+        self.floats_quiet = True     # hot kernels may skip their own errstate (see OpContext)
         try:
-            return self._run_quiet(inputs)
+            return self.run_subgraph(self.model.main, inputs, keep=self.keep_values)
         finally:
+            self.floats_quiet = False
             _ERR_STATE.reset(token)
 
     def _run_quiet(self, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
-        self.floats_quiet = True     # hot kernels may skip their own errstate (see OpContext)
+        self.floats_quiet = True
         try:
             return self.run_subgraph(self.model.main, inputs, keep=self.keep_values)
         finally:
@@ -193,38 +206,41 @@ class Executor:
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise DeadlineMissed("execution deadline passed")
 
-    def _plan(self, sg: Subgraph) -> tuple[_Plan, tuple]:
+    def _plan(self, sg: Subgraph) -> tuple[_Plan, tuple, tuple]:
         entry = self._plans.get(id(sg))
         if entry is None:
             plan = plan_for(sg)
-            fns = tuple(self.overrides.get(s.operation.type) or s.fn for s in plan.steps) if self.overrides \
-                else tuple(s.fn for s in plan.steps)
+            overrides = self.overrides
+            fns = tuple(overrides.get(s.operation.type) or s.fn for s in plan.steps)
+            kernels = tuple(s.kernel if self.prepared_kernels and s.operation.type not in overrides else None
+                            for s in plan.steps)
             # the subgraph is kept alive by self.model, so its id stays its own
-            entry = self._plans[id(sg)] = (plan, fns)
+            entry = self._plans[id(sg)] = (plan, fns, kernels)
         return entry
 
     def run_subgraph(self, sg: Subgraph, inputs: Sequence[np.ndarray | None], keep: bool = False) -> list[np.ndarray]:
-        plan, fns = self._plan(sg)
+        plan, fns, kernels = self._plans.get(id(sg)) or self._plan(sg)
         values = list(plan.template)
         checks = plan.input_checks
         if len(inputs) != len(checks):
             raise ValidationError("request.inputs", f"{sg.name or 'subgraph'} takes {len(checks)} "
                                   f"inputs, got {len(inputs)}")
-        for k, v in enumerate(inputs):
-            idx, dtype, is_scalar, dims = checks[k]
+        for (idx, dtype, is_scalar, dims), v in zip(checks, inputs):
             if v is None:
                 continue
             if type(v) is np.ndarray and v.dtype == dtype and not is_scalar and v.shape == dims:
                 values[idx] = v                       # the common case: nothing to convert
             else:
-                values[idx] = self._check_input(sg, k, idx, v)
+                values[idx] = self._check_input(sg, idx, v)
         deadline = self.deadline
         releases = (None,) * len(fns) if keep else plan.releases
         planned, ndarray = OpContext.planned, np.ndarray     # (locals: looked up per step)
-        for step, fn, release in zip(plan.steps, fns, releases):
+        for step, fn, kernel, release in zip(plan.steps, fns, kernels, releases):
             if deadline is not None:
                 self.check_deadline()
-            outs = fn(planned(self, sg, step, values))
+            outs = kernel(values) if kernel is not None else None    # None: not this run's case
+            if outs is None:
+                outs = fn(planned(self, sg, step, values))
             out_checks = step.out_checks
             if len(outs) != len(out_checks):
                 raise RuntimeError(f"reference bug: {step.name} returned {len(outs)} outputs, "
@@ -240,7 +256,7 @@ class Executor:
                     values[idx] = None
         if keep:
             self.main_values = values
-        outs = [values[i] for i in sg.output_indexes]
+        outs = list(map(values.__getitem__, sg.output_indexes))
         for v in outs:
             if v is None:
                 missing = [k for k, o in enumerate(outs) if o is None]
@@ -248,8 +264,9 @@ class Executor:
         return outs
 
     @staticmethod
-    def _check_input(sg: Subgraph, k: int, idx: int, v) -> np.ndarray:
+    def _check_input(sg: Subgraph, idx: int, v) -> np.ndarray:
         op = sg.operands[idx]
+        k = sg.input_indexes.index(idx)     # the request's position, for the message
         dtype = op.info.dtype
         arr = np.asarray(v)
         if arr.dtype != dtype:

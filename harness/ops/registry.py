@@ -7,7 +7,16 @@ An operation module provides, per operation type:
 - ``execute(ctx: OpContext) -> list[np.ndarray]``: computes every output in its operand's
   storage dtype.  The executor checks the shapes against the model.
 and registers them with ``@register(OperationType.X, data_types=..., validate=...)`` on the
-execute function.  ``data_types`` lists the primary tensor types implemented; it feeds the
+execute function.
+
+An operation may also give ``prepare(v: OpView) -> kernel | None``, called once per model
+step when the executor plans a subgraph (NNAPI's compilation, in miniature).  It returns
+None unless the step's parameters are model constants it can settle there, and otherwise a
+``kernel(values) -> list[np.ndarray] | None`` over the executor's value slots.  A kernel
+returns None for a run it does not cover (actual shapes other than the model's, say), and
+the executor then calls ``execute``.  A kernel must give execute's bits exactly and may only
+cover runs that execute would not fail: it skips the run-time view and the parameter reads,
+which for a one-row SOFTMAX cost as much as the arithmetic.  ``data_types`` lists the primary tensor types implemented; it feeds the
 coverage table, the reference driver's honesty about support, and the generators.
 """
 from __future__ import annotations
@@ -31,6 +40,7 @@ class OpDef:
     data_types: tuple[OperandType, ...]
     module: str
     primary_input: int = 0   # which input's type is "the" data type (for coverage/support)
+    prepare: Callable[["OpView"], Callable[[list], Sequence[np.ndarray] | None] | None] | None = None
 
 
 REGISTRY: dict[OperationType, OpDef] = {}
@@ -38,14 +48,15 @@ _loaded = False
 
 
 def register(*op_types: OperationType, data_types: Sequence[OperandType],
-             validate: Callable[["OpView"], None], primary_input: int = 0):
+             validate: Callable[["OpView"], None], primary_input: int = 0,
+             prepare: Callable[["OpView"], Callable | None] | None = None):
     def deco(fn):
         for t in op_types:
             t = OperationType(t)
             if t in REGISTRY:
                 raise RuntimeError(f"{t.name} registered twice ({REGISTRY[t].module} and {fn.__module__})")
             REGISTRY[t] = OpDef(t, fn, validate, tuple(OperandType(d) for d in data_types),
-                                fn.__module__, primary_input)
+                                fn.__module__, primary_input, prepare)
         return fn
     return deco
 

@@ -81,7 +81,7 @@ def _softmax_float(x: np.ndarray, beta: float, axis: int) -> np.ndarray:
     x = x.astype(np.float32, copy=False)      # only read: a float32 input is not copied
     b32 = np.float32(beta)
     if axis == x.ndim - 1 and x.size == x.shape[-1]:
-        return _softmax_float_row(x.reshape(-1), b32).reshape(x.shape)
+        return _softmax_float_row(x, b32)
     # in place on the one fresh array: the same float32 operations in the same order
     # the ufuncs' own reductions (what ndarray.max/sum call, less their Python wrappers)
     e = x - np.maximum.reduce(x, axis=axis, keepdims=True)
@@ -97,15 +97,16 @@ def _softmax_float(x: np.ndarray, beta: float, axis: int) -> np.ndarray:
 
 
 def _softmax_float_row(v: np.ndarray, b32: np.float32) -> np.ndarray:
-    """One row (a classifier's logits), 1-D: the same float32 operations as the general
-    case, element for element and in the same order of summation (numpy reduces a 1-D array
-    and a one-row 2-D array with the same pairwise loop), but the reductions give float32
-    scalars and skip the axis/keepdims machinery: ~2 us of a ~10 us softmax of 1000 logits."""
-    e = v - np.maximum.reduce(v)
+    """One row (a classifier's logits): an array whose dimensions but the last are 1, in its
+    own shape.  The same float32 operations as the general case, element for element and in
+    the same order of summation (numpy reduces a one-row array over all its axes and along
+    its last one with the same pairwise loop), but the reductions give float32 scalars and
+    skip the axis/keepdims machinery: ~2 us of a ~10 us softmax of 1000 logits."""
+    e = v - np.maximum.reduce(v, None)
     if b32 != 1:
         e *= b32
     np.exp(e, out=e)
-    e *= np.float32(1) / np.add.reduce(e, dtype=np.float32)
+    e *= np.float32(1) / np.add.reduce(e, None, np.float32)
     return e
 
 
@@ -243,7 +244,50 @@ def _softmax_quant(ctx: OpContext, x: np.ndarray, beta: float, axis: int) -> np.
     return y if last else np.ascontiguousarray(np.moveaxis(y, -1, axis))
 
 
-@register(Op.SOFTMAX, data_types=TYPES, validate=validate)
+def prepare(v: OpView):
+    """A plan-time kernel for a float SOFTMAX of one row along its last axis (a classifier's
+    logits) whose beta and axis are model constants and whose dimensions are known.  That
+    call does ~8 us of numpy work, and the run-time view and parameter reads around it
+    cost another ~5 us; the kernel keeps only the arithmetic, with execute's operations.
+    Anything execute would reject, or compute otherwise, is left to execute."""
+    x_op, out_op = v.inputs[0], v.outputs[0]
+    if not x_op.info.is_float or len(v.inputs) not in (2, 3) or len(v.outputs) != 1:
+        return None
+    dims = x_op.dimensions
+    if not dims or len(dims) > 4 or 0 in dims or x_op.info.is_scalar:
+        return None                  # unknown, out of range or empty: execute decides
+    if int(np.prod(dims)) != dims[-1]:
+        return None                  # more than one row: the general path, per call
+    beta = _constant_scalar(v, 1)
+    if beta is None or not beta > 0:
+        return None
+    if len(v.inputs) == 3 and not v.is_omitted(2):
+        axis = _constant_scalar(v, 2)
+        if axis is None or axis not in (-1, len(dims) - 1):
+            return None
+    b32, slot, out_dtype, row = np.float32(beta), v.operation.inputs[0], out_op.info.dtype, _softmax_float_row
+    if x_op.info.dtype == np.float32 and out_dtype == np.float32:
+        def kernel(values: list):
+            x = values[slot]
+            if x is None or x.shape != dims:
+                return None
+            return [row(x, b32)]
+        return kernel
+
+    def kernel_widened(values: list):            # fp16: computed in float32, stored back
+        x = values[slot]
+        if x is None or x.shape != dims:
+            return None
+        return [row(x.astype(np.float32), b32).astype(out_dtype)]
+    return kernel_widened
+
+
+def _constant_scalar(v: OpView, i: int):
+    value = v.constant(i)
+    return value.reshape(-1)[0].item() if value is not None and value.size == 1 else None
+
+
+@register(Op.SOFTMAX, data_types=TYPES, validate=validate, prepare=prepare)
 def execute(ctx: OpContext) -> list[np.ndarray]:
     x = ctx.inputs[0]
     in_op, out_op = ctx.in_operands[0], ctx.out_operands[0]

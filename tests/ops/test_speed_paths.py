@@ -206,9 +206,10 @@ def test_softmax_one_row_matches_many_rows(s):
 @SETTINGS
 @given(st.integers(0, 2**32 - 1))
 def test_float_softmax_one_row_matches_many_rows(s):
-    """A float row alone (the 1-D path: scalar reductions) gives the bits it gets among other
-    rows (the general path), for any beta, rank and length, with logits spread from a few
-    units (every term counts) to thousands (most terms underflow to 0)."""
+    """A float row alone (the one-row path: scalar reductions over every axis) gives the bits
+    it gets among other rows (the general path), for any beta, rank and length, contiguous
+    or a strided view, with logits spread from a few units (every term counts) to thousands
+    (most terms underflow to 0)."""
     from nnconform.ops import softmax
     rng = _rng(s)
     n = int(rng.integers(1, 3000))
@@ -217,7 +218,10 @@ def test_float_softmax_one_row_matches_many_rows(s):
     row = (rng.standard_normal(n) * spread).astype(np.float32)
     lead = (1,) * int(rng.integers(0, 4))
     others = rng.standard_normal((int(rng.integers(1, 4)), n)).astype(np.float32) * spread
-    alone = softmax._softmax_float(row.reshape(lead + (n,)), beta, len(lead))
+    strided = rng.random() < 0.3          # a view of every other value of a longer row
+    alone_in = np.repeat(row, 2)[::2] if strided else row
+    assert n == 1 or alone_in.flags.c_contiguous != strided     # (one value is contiguous at any stride)
+    alone = softmax._softmax_float(alone_in.reshape(lead + (n,)), beta, len(lead))
     among = softmax._softmax_float(np.concatenate([row[None], others]), beta, 1)
     assert alone.shape == lead + (n,) and alone.dtype == np.float32
     np.testing.assert_array_equal(alone.reshape(-1).view(np.uint32), among[0].view(np.uint32))

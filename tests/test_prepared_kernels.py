@@ -1,0 +1,124 @@
+"""Plan-time kernels (an operation's ``prepare`` in the registry) give the bits of the
+operation's ``execute``, cover only the steps they say they cover, and never stand in for an
+operation a broken driver replaced."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, seed, settings, strategies as st
+
+from nnconform.executor import Executor
+from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+from nnconform.ops.registry import load_all
+from nnconform.vectors import load_cases
+
+
+def _kernel_ops() -> list[str]:
+    return sorted(t.name for t, d in load_all().items() if d.prepare is not None)
+
+
+def _outcome(model, inputs, prepared: bool):
+    """What a run gives: every output's dtype, shape and bytes, or the error it raised."""
+    ex = Executor(model, prepared_kernels=prepared)
+    try:
+        outs = ex.run(list(inputs))
+    except Exception as e:  # the comparison is the point: both paths must fail alike
+        return ("raised", type(e).__name__, str(e)), ex
+    return ("ran", [(o.dtype.str, o.shape, o.tobytes()) for o in outs]), ex
+
+
+def _kernels_in(ex: Executor, model) -> int:
+    return sum(k is not None for k in ex._plan(model.main)[2])
+
+
+def test_there_are_kernels_to_test():
+    assert _kernel_ops() == ["SOFTMAX"]
+
+
+def test_every_golden_vector_with_a_kernel_gives_the_same_bits_either_way():
+    cases = load_cases(ops=_kernel_ops())
+    assert len(cases) > 50
+    with_kernel = 0
+    for case in cases:
+        without, _ = _outcome(case.model, case.inputs, prepared=False)
+        with_, ex = _outcome(case.model, case.inputs, prepared=True)
+        assert with_ == without, case.test_id
+        with_kernel += _kernels_in(ex, case.model) > 0
+    # the vectors' one-row float softmaxes (a dozen or more) run through the kernel
+    assert with_kernel >= 10, with_kernel
+
+
+DTYPE = {T.TENSOR_FLOAT32: np.float32, T.TENSOR_FLOAT16: np.float16}
+
+
+def _softmax_model(dims, t, beta, axis, beta_input=False):
+    b = ModelBuilder()
+    x = b.input(t, dims)
+    beta_t = T.FLOAT16 if t == T.TENSOR_FLOAT16 else T.FLOAT32
+    beta_op = b.input(beta_t) if beta_input else b.const(beta_t, [], np.array(beta, DTYPE[t]))
+    ins = [x, beta_op]
+    if axis == "omitted":
+        ins.append(b.omitted(T.INT32))
+    elif axis is not None:
+        ins.append(b.i32(axis))
+    b.operation(Op.SOFTMAX, ins, [b.output(t, dims)])
+    return b.build()
+
+
+@seed(16031)
+@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.integers(0, 2**32 - 1))
+def test_a_one_row_float_softmax_gives_executes_bits(s):
+    """Random classifier heads: rank 1-4 with one row, fp32 or fp16, any beta, the axis
+    given as -1 or rank-1, omitted or absent; logits from a few units to thousands."""
+    rng = np.random.default_rng(s)
+    print("numpy seed", s)
+    n = int(rng.integers(1, 3000))
+    dims = [1] * int(rng.integers(0, 4)) + [n]
+    t = T.TENSOR_FLOAT16 if rng.random() < 0.3 else T.TENSOR_FLOAT32
+    beta = float(2.0 ** rng.uniform(-4, 2)) if rng.random() < 0.7 else 1.0
+    axis = [None, "omitted", -1, len(dims) - 1][int(rng.integers(0, 4))]
+    model = _softmax_model(dims, t, beta, axis)
+    x = (rng.standard_normal(dims) * 2.0 ** rng.uniform(-2, 12)).astype(DTYPE[t])
+    without, _ = _outcome(model, [x], prepared=False)
+    with_, ex = _outcome(model, [x], prepared=True)
+    assert with_ == without
+    assert _kernels_in(ex, model) == 1
+
+
+@pytest.mark.parametrize("what, dims, beta, axis, beta_input", [
+    ("two rows", [2, 10], 1.0, None, False),
+    ("the axis not the last", [1, 10], 1.0, 0, False),
+    ("unknown dimensions", [1, 0], 1.0, None, False),
+    ("beta from the request", [1, 10], 1.0, None, True),
+    ("beta not above 0 (execute fails the run)", [1, 10], 0.0, None, False),
+    ("the axis out of range (execute fails the run)", [1, 10], 1.0, 2, False),
+])
+def test_a_kernel_is_planned_only_for_what_it_covers(what, dims, beta, axis, beta_input):
+    model = _softmax_model(dims, T.TENSOR_FLOAT32, beta, axis, beta_input)
+    x = np.linspace(-3, 3, 20, dtype=np.float32)[:max(1, int(np.prod([d or 10 for d in dims])))]
+    x = x.reshape([d or 10 for d in dims])
+    inputs = [x, np.float32(beta)] if beta_input else [x]
+    without, _ = _outcome(model, inputs, prepared=False)
+    with_, ex = _outcome(model, inputs, prepared=True)
+    assert _kernels_in(ex, model) == 0, what
+    assert with_ == without
+    if "fails" in what:
+        assert with_[0] == "raised" and "OpFailure" in with_[1], with_
+
+
+def test_a_broken_drivers_override_is_called_instead_of_the_kernel():
+    """The deliberately wrong drivers replace an operation's execute; a kernel planned for
+    the reference's own SOFTMAX must not quietly compute the right answer in its place."""
+    model = _softmax_model([1, 10], T.TENSOR_FLOAT32, 1.0, None)
+    assert _kernels_in(Executor(model), model) == 1
+    calls = []
+
+    def wrong(ctx):
+        calls.append(ctx.index)
+        return [np.zeros(ctx.inputs[0].shape, np.float32)]
+
+    ex = Executor(model, overrides={Op.SOFTMAX: wrong})
+    out = ex.run([np.arange(10, dtype=np.float32).reshape(1, 10)])[0]
+    assert calls == [0] and not out.any()
+    assert _kernels_in(ex, model) == 0
