@@ -3,14 +3,31 @@ operation's ``execute``, cover only the steps they say they cover, and never sta
 operation a broken driver replaced."""
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, seed, settings, strategies as st
 
 from nnconform.executor import Executor
 from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+from nnconform.models import builtin_entries, zoo_entries
+from nnconform.ops import jit
 from nnconform.ops.registry import load_all
 from nnconform.vectors import load_cases
+
+HAVE_NUMBA = importlib.util.find_spec("numba") is not None
+
+
+@pytest.fixture(params=["numpy only", "compiled"])
+def kernels(request, monkeypatch):
+    """Both of the reference's kernel sets: a plan-time kernel may lean on a compiled call
+    (DEPTHWISE_CONV_2D's does) or share its helpers' choice between the two."""
+    if request.param == "compiled" and not HAVE_NUMBA:
+        pytest.skip("the compiled kernels need the [fast] extra (numba)")
+    monkeypatch.setenv("NNCONFORM_JIT", "1" if request.param == "compiled" else "0")
+    monkeypatch.setattr(jit, "_state", {})
+    return request.param
 
 
 def _kernel_ops() -> list[str]:
@@ -32,11 +49,12 @@ def _kernels_in(ex: Executor, model) -> int:
 
 
 def test_there_are_kernels_to_test():
-    assert _kernel_ops() == ["SOFTMAX"]
+    assert _kernel_ops() == ["CONV_2D", "DEPTHWISE_CONV_2D", "SOFTMAX"]
 
 
-def test_every_golden_vector_with_a_kernel_gives_the_same_bits_either_way():
-    cases = load_cases(ops=_kernel_ops())
+@pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D", "SOFTMAX"])
+def test_every_golden_vector_with_a_kernel_gives_the_same_bits_either_way(op, kernels):
+    cases = load_cases(ops=[op])
     assert len(cases) > 50
     with_kernel = 0
     for case in cases:
@@ -44,8 +62,29 @@ def test_every_golden_vector_with_a_kernel_gives_the_same_bits_either_way():
         with_, ex = _outcome(case.model, case.inputs, prepared=True)
         assert with_ == without, case.test_id
         with_kernel += _kernels_in(ex, case.model) > 0
-    # the vectors' one-row float softmaxes (a dozen or more) run through the kernel
+    # the vectors' float32 NHWC convolutions and one-row softmaxes run through their kernels
     assert with_kernel >= 10, with_kernel
+
+
+@pytest.mark.parametrize("name", [*builtin_entries(), *zoo_entries()])
+def test_whole_models_give_the_same_bits_with_and_without_kernels(name, kernels):
+    """The built-in MobileNets (and the zoo's models, when `nnconform models fetch` has
+    run): every operation of a real network, its convolutions through their kernels."""
+    from nnconform.tflite_import import UnmappedOperations
+    entry = {**builtin_entries(), **zoo_entries()}[name]
+    try:
+        model = entry.load()
+    except UnmappedOperations as e:
+        pytest.skip(f"{name} does not import (TFLite operations without an NNAPI equivalent): {e}")
+    inputs = entry.inputs(0)
+    without, _ = _outcome(model, inputs, prepared=False)
+    with_, ex = _outcome(model, inputs, prepared=True)
+    assert without[0] == "ran", without
+    assert with_ == without
+    main = model.main
+    float_convs = sum(o.type in (Op.CONV_2D, Op.DEPTHWISE_CONV_2D)
+                      and main.operands[o.inputs[0]].type == T.TENSOR_FLOAT32 for o in main.operations)
+    assert _kernels_in(ex, model) >= float_convs     # every float convolution of these models
 
 
 DTYPE = {T.TENSOR_FLOAT32: np.float32, T.TENSOR_FLOAT16: np.float16}

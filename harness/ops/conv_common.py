@@ -750,21 +750,33 @@ def add_bias(ctx: OpContext, y: np.ndarray, bias: np.ndarray) -> None:
     """``y += bias`` for a fresh float ``y`` [..., C] and ``bias`` [C], over rows of k pixels
     (k * C values, k dividing the pixel count) with the bias tiled k times: each element gets
     the same one addition.  The tiled row is made once per model step for a constant bias."""
-    c = bias.shape[0]
-    if y.size < _BIAS_TILED_FROM or c >= _BIAS_ROW or not y.flags.c_contiguous:
+    if y.size < _BIAS_TILED_FROM or bias.shape[0] >= _BIAS_ROW or not y.flags.c_contiguous:
         y += bias
         return
-    pixels = y.size // c
+    row = ctx.remember_of_constant(2, ("tiled bias", y.size // bias.shape[0]), lambda: bias_row(bias, y.size))
+    add_bias_row(y, bias, row)
 
-    def tiled() -> np.ndarray:
-        k = min(pixels, -(-_BIAS_ROW // c))
-        while pixels % k:
-            k -= 1
-        row = np.tile(bias, k)
-        row.setflags(write=False)
-        return row
 
-    row = ctx.remember_of_constant(2, ("tiled bias", pixels), tiled)
+def bias_row(bias: np.ndarray, size: int) -> np.ndarray | None:
+    """The bias [C] tiled over k pixels for an output of ``size`` elements (k dividing the
+    pixel count), read-only; None when add_bias adds it per pixel instead."""
+    c = bias.shape[0]
+    if size < _BIAS_TILED_FROM or c >= _BIAS_ROW:
+        return None
+    pixels = size // c
+    k = min(pixels, -(-_BIAS_ROW // c))
+    while pixels % k:
+        k -= 1
+    row = np.tile(bias, k)
+    row.setflags(write=False)
+    return row
+
+
+def add_bias_row(y: np.ndarray, bias: np.ndarray, row: np.ndarray | None) -> None:
+    """add_bias with its tiled row already made (``bias_row``; None: per pixel)."""
+    if row is None or not y.flags.c_contiguous:
+        y += bias
+        return
     flat = y.reshape(-1, row.shape[0])
     flat += row
 
@@ -798,24 +810,10 @@ def check_conv_types(ctx: OpContext) -> bool:
 
 def run_conv(ctx: OpContext, p: ConvParams, groups: int = 1) -> np.ndarray:
     """CONV_2D (groups == 1) and GROUPED_CONV_2D: filter [O, fh, fw, C/groups], bias [O]."""
-    quant = check_conv_types(ctx)
-    x, f, b = ctx.inputs[0], ctx.inputs[1], ctx.inputs[2]
-    if x.ndim != 4 or f.ndim != 4 or b.ndim != 1:
-        ctx.fail(f"input, filter and bias must be rank 4, 4 and 1, got {x.ndim}, {f.ndim}, {b.ndim}")
-    x = layout.to_nhwc(x, p.nchw)
+    quant, x, oh, ow = conv_checks(ctx, p, groups)
+    f, b = ctx.inputs[1], ctx.inputs[2]
     o, fh, fw, cf = f.shape
-    n, c = x.shape[0], x.shape[3]
-    if groups < 1:
-        ctx.fail(f"number of groups must be positive, got {groups}")
-    if cf * groups != c:
-        ctx.fail(f"filter depth {cf} x {groups} group(s) does not match input depth {c}")
-    if o % groups:
-        ctx.fail(f"output depth {o} is not a multiple of the {groups} groups")
-    if b.shape[0] != o:
-        ctx.fail(f"bias has {b.shape[0]} values for {o} output channels")
-    if o <= 0 or fh <= 0 or fw <= 0:
-        ctx.fail(f"filter dimensions must be positive, got {list(f.shape)}")
-    oh, ow = check_shapes(ctx, x, fh, fw, p)
+    n = x.shape[0]
     out = ctx.out_operands[0]
     if n == 0:
         return layout.from_nhwc(np.zeros((0, oh, ow, o), out.info.dtype), p.nchw)
@@ -833,3 +831,27 @@ def run_conv(ctx: OpContext, p: ConvParams, groups: int = 1) -> np.ndarray:
     mult, shift = output_multipliers(ctx, xo, fo, ctx.in_operands[2], out, o)
     return layout.from_nhwc(requantize(acc, b, mult, shift, out, p.activation, acc_bound=fh * fw * cf * amax * bmax),
                             p.nchw)
+
+
+def conv_checks(ctx: OpContext, p: ConvParams, groups: int) -> tuple[bool, np.ndarray, int, int]:
+    """run_conv's run-time checks (the reference's prepare()): (quantised, the input NHWC,
+    output height, output width).  A plan-time kernel runs them on the model's constants."""
+    quant = check_conv_types(ctx)
+    x, f, b = ctx.inputs[0], ctx.inputs[1], ctx.inputs[2]
+    if x.ndim != 4 or f.ndim != 4 or b.ndim != 1:
+        ctx.fail(f"input, filter and bias must be rank 4, 4 and 1, got {x.ndim}, {f.ndim}, {b.ndim}")
+    x = layout.to_nhwc(x, p.nchw)
+    o, fh, fw, cf = f.shape
+    c = x.shape[3]
+    if groups < 1:
+        ctx.fail(f"number of groups must be positive, got {groups}")
+    if cf * groups != c:
+        ctx.fail(f"filter depth {cf} x {groups} group(s) does not match input depth {c}")
+    if o % groups:
+        ctx.fail(f"output depth {o} is not a multiple of the {groups} groups")
+    if b.shape[0] != o:
+        ctx.fail(f"bias has {b.shape[0]} values for {o} output channels")
+    if o <= 0 or fh <= 0 or fw <= 0:
+        ctx.fail(f"filter dimensions must be positive, got {list(f.shape)}")
+    oh, ow = check_shapes(ctx, x, fh, fw, p)
+    return quant, x, oh, ow

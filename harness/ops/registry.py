@@ -126,6 +126,24 @@ class OpView:
         v = self.constant(i)
         return None if v is None else v.reshape(-1)[0].item()
 
+    def static_context(self) -> "OpContext | None":
+        """The run-time view as the model alone gives it, for a ``prepare`` to run the
+        operation's own run-time checks on: constants as they are, every other tensor input
+        a zero-stride placeholder of its model dimensions (no memory; its values mean
+        nothing), omitted inputs None.  None when another input is a scalar or has unknown
+        dimensions, which only a run can give.  It has no executor and no memo."""
+        values = {}
+        for i, op in zip(self.operation.inputs, self.inputs):
+            if op.is_constant:
+                values[i] = op.value
+            elif op.is_omitted:
+                values[i] = None
+            elif op.info.is_scalar or not op.dimensions or 0 in op.dimensions:
+                return None
+            else:
+                values[i] = np.broadcast_to(op.info.dtype.type(0), op.dimensions)
+        return OpContext(None, self.subgraph, self.index, values)
+
     # checks ---------------------------------------------------------------------------
     def expect_counts(self, inputs: int | Sequence[int], outputs: int | Sequence[int]) -> None:
         ins = (inputs,) if isinstance(inputs, int) else tuple(inputs)
