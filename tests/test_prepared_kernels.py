@@ -62,7 +62,7 @@ def test_every_golden_vector_with_a_kernel_gives_the_same_bits_either_way(op, ke
         with_, ex = _outcome(case.model, case.inputs, prepared=True)
         assert with_ == without, case.test_id
         with_kernel += _kernels_in(ex, case.model) > 0
-    # the vectors' float32 NHWC convolutions and one-row softmaxes run through their kernels
+    # the vectors' NHWC convolutions and one-row float softmaxes run through their kernels
     assert with_kernel >= 10, with_kernel
 
 
@@ -82,9 +82,9 @@ def test_whole_models_give_the_same_bits_with_and_without_kernels(name, kernels)
     assert without[0] == "ran", without
     assert with_ == without
     main = model.main
-    float_convs = sum(o.type in (Op.CONV_2D, Op.DEPTHWISE_CONV_2D)
-                      and main.operands[o.inputs[0]].type == T.TENSOR_FLOAT32 for o in main.operations)
-    assert _kernels_in(ex, model) >= float_convs     # every float convolution of these models
+    convs = sum(o.type in (Op.CONV_2D, Op.DEPTHWISE_CONV_2D) and main.operands[o.inputs[0]].type in
+                (T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED) for o in main.operations)
+    assert _kernels_in(ex, model) >= convs      # every float32 and 8-bit convolution of these models
 
 
 DTYPE = {T.TENSOR_FLOAT32: np.float32, T.TENSOR_FLOAT16: np.float16}

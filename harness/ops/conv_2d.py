@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import OpFailure
 from ..ir import OperandType as T, OperationType as Op
 from . import activation, conv_common as cc
 from .registry import OpContext, OpView, register
@@ -50,41 +49,48 @@ def validate(v: OpView) -> None:
 
 
 def prepare(v: OpView):
-    """A plan-time kernel for a float32 NHWC convolution with a constant filter and bias,
-    constant parameters and known dimensions (every convolution of the built-in MobileNets
-    and of the float zoo models).  ``execute``'s own checks run here on the model's
-    constants; the kernel keeps only run_conv's float arithmetic, with the same calls: a
-    MobileNet's small convolution spent ~8-10 us of its 10-100 us in the checks and
-    parameter reads around them."""
+    """A plan-time kernel for an NHWC convolution, float32 or quantised (8-bit input,
+    per-tensor or per-channel filter), with a constant filter and bias, constant parameters
+    and known dimensions: every convolution of the built-in MobileNets and of the zoo.
+    ``execute``'s own checks run here on the model's constants; the kernel keeps only
+    run_conv's arithmetic, with the same calls: a MobileNet's small convolution spent ~8-10
+    us of its 10-100 us in the checks and parameter reads around them."""
     x_op, f_op, b_op = v.inputs[:3]
-    if any(o.type != T.TENSOR_FLOAT32 for o in (x_op, f_op, b_op, v.outputs[0])) \
-            or not (f_op.is_constant and b_op.is_constant) or len(v.outputs) != 1:
+    float32 = all(o.type == T.TENSOR_FLOAT32 for o in (x_op, f_op, b_op, v.outputs[0]))
+    if not (float32 or x_op.type in cc.QUANT_TYPES) or not (f_op.is_constant and b_op.is_constant) \
+            or len(v.outputs) != 1:
         return None
-    ctx = v.static_context()
-    if ctx is None:
+    setup = cc.static_setup(v, lambda ctx, p: cc.conv_checks(ctx, p, 1))
+    if setup is None:
         return None
-    try:
-        p = cc.planned_params(ctx)
-        if p.nchw:
-            return None
-        _, x, oh, ow = cc.conv_checks(ctx, p, 1)
-    except OpFailure:
-        return None            # execute fails the run, with its own message
+    ctx, p, x, oh, ow = setup
     f, b = ctx.inputs[1], ctx.inputs[2]
-    o, fh, fw, _ = f.shape
-    if x.shape[0] == 0:
-        return None
-    row = cc.bias_row(b, x.shape[0] * oh * ow * o)
+    o, fh, fw, cf = f.shape
     slot, dims, act = v.operation.inputs[0], x_op.dimensions, p.activation
+    if float32:
+        row = cc.bias_row(b, x.shape[0] * oh * ow * o)
 
-    def kernel(values: list):
+        def kernel(values: list):
+            x = values[slot]
+            if x is None or x.shape != dims:
+                return None
+            y = cc.grouped_matmul_conv(cc.conv_patches(x, p, 0, np.float32, fh, fw, oh, ow), f, 1)
+            cc.add_bias_row(y, b, row)
+            return [activation.apply_float(y, act, in_place=y.flags.writeable)]
+        return kernel
+    quant = cc.prepared_quant(ctx, fh * fw * cf)
+    if quant is None:
+        return None
+    xz, offsets, mult, shift, acc_bound = quant
+    out = v.outputs[0]
+
+    def kernel_quant(values: list):
         x = values[slot]
         if x is None or x.shape != dims:
             return None
-        y = cc.grouped_matmul_conv(cc.conv_patches(x, p, 0, np.float32, fh, fw, oh, ow), f, 1)
-        cc.add_bias_row(y, b, row)
-        return [activation.apply_float(y, act, in_place=y.flags.writeable)]
-    return kernel
+        acc = cc.grouped_matmul_conv(cc.conv_patches(x, p, xz, np.float32, fh, fw, oh, ow), offsets, 1)
+        return [cc.requantize(acc, b, mult, shift, out, act, acc_bound=acc_bound)]
+    return kernel_quant
 
 
 @register(Op.CONV_2D, data_types=cc.TYPES, validate=validate, prepare=prepare)

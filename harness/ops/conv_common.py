@@ -26,7 +26,8 @@ from typing import Callable
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..ir import TYPE_INFO, Operand, OperandType as T
+from ..errors import OpFailure
+from ..ir import TYPE_INFO, Operand, OperandType as T, OperationType as Op
 from . import activation, jit, layout
 from .padding import PADDING_SAME, PADDING_VALID, WindowPairs, explicit_padding, output_size
 from .quant import QUANT_RANGE, multiply_by_quantized_multiplier, quantize_multiplier
@@ -369,13 +370,61 @@ def bound_and_dtype(x: np.ndarray, zero_point: int, k: int, other: int) -> tuple
     channels, any 3x3 depthwise): no scan of x, which cost ~10-20 us of a small operation.
     Otherwise from x's values, which may still allow float32.  A bound only picks a path;
     every path gives the same bits."""
-    lohi = _RANGE_OF_DTYPE.get(x.dtype)
+    typed = typed_float32_bound(x.dtype, zero_point, k, other)
+    if typed is not None:
+        return typed, np.float32
+    amax = offset_bound(x, zero_point)
+    return amax, exact_float_dtype(k, amax, other)
+
+
+def typed_float32_bound(dtype, zero_point: int, k: int, other: int) -> int | None:
+    """bound_and_dtype's bound from the 8-bit storage type alone, when it allows float32
+    sums (known from the model: a plan-time kernel's case); else None."""
+    lohi = _RANGE_OF_DTYPE.get(np.dtype(dtype))
     if lohi is not None:
         typed = max(zero_point - lohi[0], lohi[1] - zero_point)
         if k * typed * other < 1 << 24:
-            return typed, np.float32
-    amax = offset_bound(x, zero_point)
-    return amax, exact_float_dtype(k, amax, other)
+            return typed
+    return None
+
+
+def static_setup(v: OpView, checks: Callable) -> tuple | None:
+    """For a convolution's plan-time kernel: (static context, parameters, the input NHWC,
+    output height, output width) from the model alone, after the operation's own run-time
+    ``checks(ctx, params)``; None when they need a run (or NCHW) or would fail it (execute
+    then fails the run with its own message)."""
+    ctx = v.static_context()
+    if ctx is None:
+        return None
+    try:
+        p = planned_params(ctx, n_extra=1 if v.operation.type == Op.DEPTHWISE_CONV_2D else 0)
+        if p.nchw:
+            return None
+        _, x, oh, ow = checks(ctx, p)
+    except OpFailure:
+        return None
+    return (ctx, p, x, oh, ow) if x.shape[0] else None
+
+
+def prepared_quant(ctx: OpContext, k: int) -> tuple | None:
+    """For a quantised convolution's plan-time kernel, what execute derives from the model
+    each run: (input zero point, the filter's offsets in float32 (read-only), the output
+    multipliers and shifts, the accumulators' bound); None when the storage type does not
+    bound the sums within float32 (execute then scans the input) or the multipliers fail."""
+    x_op, f_op = ctx.in_operands[0], ctx.in_operands[1]
+    xz, fz = x_op.zero_point, filter_zero_point(f_op)
+    bmax = offset_bound(ctx.inputs[1], fz)
+    amax = typed_float32_bound(x_op.info.dtype, xz, k, bmax)
+    if amax is None:
+        return None
+    try:
+        mult, shift = output_multipliers(ctx, x_op, f_op, ctx.in_operands[2], ctx.out_operands[0],
+                                         ctx.inputs[1].shape[0 if ctx.operation.type != Op.DEPTHWISE_CONV_2D else 3])
+    except OpFailure:
+        return None
+    offsets = offsets_as(ctx.inputs[1], fz, np.float32)
+    offsets.setflags(write=False)
+    return xz, offsets, mult, shift, k * amax * bmax
 
 
 def exact_float_dtype(k: int, amax: int, bmax: int) -> type:

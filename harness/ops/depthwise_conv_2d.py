@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import OpFailure
 from ..ir import OperandType as T, OperationType as Op
 from . import activation, conv_common as cc
 from . import jit, layout
@@ -185,38 +184,46 @@ def prepare(v: OpView):
     call and the activation: a MobileNet's small depthwise convolution spent ~10 us of its
     20-45 us in the checks, parameter reads and copies around that call."""
     x_op, f_op, b_op = v.inputs[:3]
-    if any(o.type != T.TENSOR_FLOAT32 for o in (x_op, f_op, b_op, v.outputs[0])) \
-            or not (f_op.is_constant and b_op.is_constant) or len(v.outputs) != 1:
+    float32 = all(o.type == T.TENSOR_FLOAT32 for o in (x_op, f_op, b_op, v.outputs[0]))
+    if not (float32 or x_op.type in cc.QUANT_TYPES) or not (f_op.is_constant and b_op.is_constant) \
+            or len(v.outputs) != 1:
         return None
-    ctx = v.static_context()
-    if ctx is None:
+    setup = cc.static_setup(v, _checks)
+    if setup is None:
         return None
-    try:
-        p = cc.planned_params(ctx, n_extra=1)
-        if p.nchw:
-            return None
-        _, x, oh, ow = _checks(ctx, p)
-    except OpFailure:
-        return None            # execute fails the run, with its own message
+    ctx, p, x, oh, ow = setup
     (m,) = p.extra
     f, b = ctx.inputs[1], ctx.inputs[2]
-    n, o = x.shape[0], f.shape[3]
-    if n == 0:
-        return None
-    w = np.ascontiguousarray(f[0])
-    zero_start = _has_negative_zero(b)
+    _, fh, fw, o = f.shape
     pads = (p.pad_top, p.pad_bottom, p.pad_left, p.pad_right)
-    slot, dims, outputs, act = v.operation.inputs[0], x_op.dimensions, n * oh * ow * o, p.activation
+    slot, dims, outputs, act = v.operation.inputs[0], x_op.dimensions, x.shape[0] * oh * ow * o, p.activation
     sh, sw, dh, dw = p.stride_h, p.stride_w, p.dil_h, p.dil_w
+    if float32:
+        w = np.ascontiguousarray(f[0])
+        zero_start = _has_negative_zero(b)
 
-    def kernel(values: list):
+        def kernel(values: list):
+            x = values[slot]
+            if x is None or x.shape != dims or not compiled_here(outputs):
+                return None        # numpy's tap loop: execute
+            xp = _repeat_channels(np.ascontiguousarray(x), m)
+            y = jit.depthwise(xp, w, oh, ow, sh, sw, dh, dw, b, zero_start, pads)
+            return [activation.apply_float(y, act, in_place=True)]
+        return kernel
+    quant = cc.prepared_quant(ctx, fh * fw)
+    if quant is None:
+        return None
+    xz, offsets, mult, shift, acc_bound = quant
+    w, out = np.ascontiguousarray(offsets[0]), v.outputs[0]
+
+    def kernel_quant(values: list):
         x = values[slot]
         if x is None or x.shape != dims or not compiled_here(outputs):
-            return None        # numpy's tap loop: execute
-        xp = _repeat_channels(np.ascontiguousarray(x), m)
-        y = jit.depthwise(xp, w, oh, ow, sh, sw, dh, dw, b, zero_start, pads)
-        return [activation.apply_float(y, act, in_place=True)]
-    return kernel
+            return None            # numpy's tap loop over the padded offsets: execute
+        xp = _repeat_channels(cc.offsets_as(x, xz, np.float32), m)
+        y = jit.depthwise(xp, w, oh, ow, sh, sw, dh, dw, None, False, pads)
+        return [cc.requantize(y, b, mult, shift, out, act, acc_bound=acc_bound)]
+    return kernel_quant
 
 
 @register(Op.DEPTHWISE_CONV_2D, data_types=cc.TYPES, validate=validate, prepare=prepare)
