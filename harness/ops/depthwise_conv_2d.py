@@ -198,16 +198,23 @@ def prepare(v: OpView):
     pads = (p.pad_top, p.pad_bottom, p.pad_left, p.pad_right)
     slot, dims, outputs, act = v.operation.inputs[0], x_op.dimensions, x.shape[0] * oh * ow * o, p.activation
     sh, sw, dh, dw = p.stride_h, p.stride_w, p.dil_h, p.dil_w
+    padding = any(pads)
+    # execute's two paths, chosen per run as it does (the compiled kernels may be switched
+    # on or off in a process): the compiled call on the unpadded input, or numpy's taps
     if float32:
         w = np.ascontiguousarray(f[0])
         zero_start = _has_negative_zero(b)
 
         def kernel(values: list):
             x = values[slot]
-            if x is None or x.shape != dims or not compiled_here(outputs):
-                return None        # numpy's tap loop: execute
-            xp = _repeat_channels(np.ascontiguousarray(x), m)
-            y = jit.depthwise(xp, w, oh, ow, sh, sw, dh, dw, b, zero_start, pads)
+            if x is None or x.shape != dims:
+                return None
+            if compiled_here(outputs):
+                y = jit.depthwise(_repeat_channels(np.ascontiguousarray(x), m), w, oh, ow, sh, sw, dh, dw, b,
+                                  zero_start, pads)
+            else:
+                xp = cc.padded_offsets(x, p, 0, np.float32) if padding else np.ascontiguousarray(x)
+                y = _depthwise(_repeat_channels(xp, m), w, oh, ow, p, bias=b, zero_start=zero_start)
             return [activation.apply_float(y, act, in_place=True)]
         return kernel
     quant = cc.prepared_quant(ctx, fh * fw)
@@ -218,10 +225,13 @@ def prepare(v: OpView):
 
     def kernel_quant(values: list):
         x = values[slot]
-        if x is None or x.shape != dims or not compiled_here(outputs):
-            return None            # numpy's tap loop over the padded offsets: execute
-        xp = _repeat_channels(cc.offsets_as(x, xz, np.float32), m)
-        y = jit.depthwise(xp, w, oh, ow, sh, sw, dh, dw, None, False, pads)
+        if x is None or x.shape != dims:
+            return None
+        if compiled_here(outputs):
+            y = jit.depthwise(_repeat_channels(cc.offsets_as(x, xz, np.float32), m), w, oh, ow, sh, sw, dh, dw,
+                              None, False, pads)
+        else:
+            y = _depthwise(_repeat_channels(cc.padded_offsets(x, p, xz, np.float32), m), w, oh, ow, p)
         return [cc.requantize(y, b, mult, shift, out, act, acc_bound=acc_bound)]
     return kernel_quant
 
