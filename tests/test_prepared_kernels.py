@@ -49,13 +49,18 @@ def _kernels_in(ex: Executor, model) -> int:
 
 
 def test_there_are_kernels_to_test():
-    assert _kernel_ops() == ["CONV_2D", "DEPTHWISE_CONV_2D", "SOFTMAX"]
+    assert _kernel_ops() == KERNEL_OPS
 
 
-@pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D", "SOFTMAX"])
+KERNEL_OPS = ["ADD", "CONV_2D", "DEPTHWISE_CONV_2D", "RESHAPE", "SOFTMAX", "SUB"]
+
+
+@pytest.mark.parametrize("op", KERNEL_OPS)
 def test_every_golden_vector_with_a_kernel_gives_the_same_bits_either_way(op, kernels):
-    cases = load_cases(ops=[op])
-    assert len(cases) > 50
+    # (not the endless WHILE loops: they end at the loop timeout, after as many iterations
+    # as the machine managed, which is all their outcome says)
+    cases = [c for c in load_cases(ops=[op]) if "infinite_loop" not in c.name]
+    assert len(cases) > 30
     with_kernel = 0
     for case in cases:
         without, _ = _outcome(case.model, case.inputs, prepared=False)

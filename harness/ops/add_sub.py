@@ -34,6 +34,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import OpFailure
 from ..ir import OperandType as T, OperationType as Op
 from . import lut, activation, broadcast, quant
 from .registry import OpContext, OpView, register
@@ -172,11 +173,56 @@ def _add_or_sub(ctx: OpContext, subtract: bool) -> list[np.ndarray]:
     return [float_arith(ctx, fn, act)]
 
 
-@register(Op.ADD, data_types=TYPES, validate=validate)
+def prepare(v: OpView):
+    """A plan-time kernel for a float32 or 8-bit ADD/SUB whose activation is a constant and
+    whose inputs' dimensions are known (the residual connections of MobileNet-v2-like and
+    the zoo's networks).  execute's checks and, when quantised, its multipliers and table
+    key are worked out here; the kernel keeps the arithmetic: numpy's add or subtract and
+    the clamp, or the table gather."""
+    a_op, b_op, out_op = v.inputs[0], v.inputs[1], v.outputs[0]
+    t = a_op.type
+    if not (t == T.TENSOR_FLOAT32 or t in QUANT8) or len(v.inputs) != 3 or len(v.outputs) != 1:
+        return None
+    ctx = v.static_context()
+    if ctx is None:
+        return None
+    subtract = v.operation.type == Op.SUB
+    try:
+        shape = broadcast.output_shape(ctx)
+        act = fused_activation(ctx)
+        if not shape or math.prod(shape) == 0 or b_op.type != t or out_op.type != t:
+            return None        # (rank 0: numpy gives a scalar, which execute's caller converts)
+        if t in QUANT8:
+            key, qkernel = _quant_add_kernel(ctx, act, subtract)
+    except OpFailure:
+        return None            # execute fails the run, with its own message
+    sa, sb, da, db = v.operation.inputs[0], v.operation.inputs[1], a_op.dimensions, b_op.dimensions
+    if t in QUANT8:
+        def kernel_quant(values: list):
+            a, b = values[sa], values[sb]
+            if a is None or b is None or a.shape != da or b.shape != db:
+                return None
+            return [lut.binary(key, qkernel, a, b)]
+        return kernel_quant
+    fn = np.subtract if subtract else np.add
+    clamp = activation.float_bounds(act) if act != activation.NONE else None
+
+    def kernel(values: list):       # (a kernel runs inside Executor.run: floats quiet)
+        a, b = values[sa], values[sb]
+        if a is None or b is None or a.shape != da or b.shape != db:
+            return None
+        r = fn(a, b)
+        if clamp is not None:
+            np.clip(r, clamp[0], clamp[1], out=r)
+        return [r]
+    return kernel
+
+
+@register(Op.ADD, data_types=TYPES, validate=validate, prepare=prepare)
 def execute_add(ctx: OpContext) -> list[np.ndarray]:
     return _add_or_sub(ctx, subtract=False)
 
 
-@register(Op.SUB, data_types=TYPES, validate=validate)
+@register(Op.SUB, data_types=TYPES, validate=validate, prepare=prepare)
 def execute_sub(ctx: OpContext) -> list[np.ndarray]:
     return _add_or_sub(ctx, subtract=True)

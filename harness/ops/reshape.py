@@ -81,7 +81,31 @@ def validate_reshape(v: OpView) -> None:
         reshape_output_dims(element_count(x.dimensions), shape, lambda m: v.fail(m, input=1))
 
 
-@register(Op.RESHAPE, data_types=RESHAPE_TYPES, validate=validate_reshape)
+def prepare_reshape(v: OpView):
+    """A plan-time kernel for a RESHAPE of known input dimensions to a constant shape (a
+    classifier's flatten): the target worked out once; the kernel is the copy."""
+    x_op, shape = v.inputs[0], v.constant(1)
+    if shape is None or shape.ndim != 1 or not x_op.dimensions or 0 in x_op.dimensions or x_op.info.is_scalar:
+        return None
+    try:
+        dims = reshape_output_dims(element_count(x_op.dimensions), shape, _refuse)
+    except ValueError:
+        return None            # execute fails the run, with its own message
+    slot, in_dims = v.operation.inputs[0], x_op.dimensions
+
+    def kernel(values: list):
+        x = values[slot]
+        if x is None or x.shape != in_dims:
+            return None
+        return [x.reshape(dims).copy()]
+    return kernel
+
+
+def _refuse(message: str):
+    raise ValueError(message)
+
+
+@register(Op.RESHAPE, data_types=RESHAPE_TYPES, validate=validate_reshape, prepare=prepare_reshape)
 def execute_reshape(ctx: OpContext) -> list[np.ndarray]:
     x = ctx.inputs[0]
     if ctx.inputs[1].ndim != 1:
