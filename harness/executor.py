@@ -75,7 +75,17 @@ class _Step:
                                 for i, o in zip(op.outputs, self.out_operands))
         # the operation's plan-time kernel, if it has one for this step (registry: prepare).
         # The view has no model: a kernel may depend only on the subgraph's own operands.
-        self.kernel = prepare(OpView(None, sg, index)) if prepare is not None else None
+        self.kernel = _prepared(prepare, sg, index) if prepare is not None else None
+
+
+def _prepared(prepare, sg: Subgraph, index: int):
+    """prepare's kernel for a step.  A step whose operands are malformed (the plan is built
+    before any validation a caller may skip) gets none: the error is execute's to report,
+    when the step runs and in the order the steps run, as without kernels."""
+    try:
+        return prepare(OpView(None, sg, index))
+    except (OpFailure, ValidationError, ValueError, TypeError, IndexError, KeyError, ArithmeticError):
+        return None
 
 
 class _Plan:

@@ -166,3 +166,29 @@ def test_a_broken_drivers_override_is_called_instead_of_the_kernel():
     out = ex.run([np.arange(10, dtype=np.float32).reshape(1, 10)])[0]
     assert calls == [0] and not out.any()
     assert _kernels_in(ex, model) == 0
+
+
+def test_a_prepare_that_cannot_settle_a_step_leaves_it_to_execute_and_a_bug_surfaces(monkeypatch):
+    """Malformed operands (a ValueError, an IndexError, ...) leave the step to execute,
+    which reports them when the step runs; any other exception from a prepare is a bug in
+    the reference and stops the plan."""
+    import dataclasses
+    from nnconform.ops import registry
+
+    def refusing(v):
+        raise ValueError("a constant the prepare cannot read")
+
+    def buggy(v):
+        raise RuntimeError("a bug in a prepare")
+
+    x = np.linspace(-3, 3, 10, dtype=np.float32).reshape(1, 10)
+    expected = Executor(_softmax_model([1, 10], T.TENSOR_FLOAT32, 1.0, None), prepared_kernels=False).run([x])[0]
+    opdef = registry.REGISTRY[Op.SOFTMAX]
+    monkeypatch.setitem(registry.REGISTRY, Op.SOFTMAX, dataclasses.replace(opdef, prepare=refusing))
+    model = _softmax_model([1, 10], T.TENSOR_FLOAT32, 1.0, None)   # a new subgraph: planned anew
+    ex = Executor(model)
+    assert _kernels_in(ex, model) == 0
+    assert ex.run([x])[0].tobytes() == expected.tobytes()
+    monkeypatch.setitem(registry.REGISTRY, Op.SOFTMAX, dataclasses.replace(opdef, prepare=buggy))
+    with pytest.raises(RuntimeError, match="a bug in a prepare"):
+        Executor(_softmax_model([1, 10], T.TENSOR_FLOAT32, 1.0, None))
