@@ -7,17 +7,19 @@ An operation module provides, per operation type:
 - ``execute(ctx: OpContext) -> list[np.ndarray]``: computes every output in its operand's
   storage dtype.  The executor checks the shapes against the model.
 and registers them with ``@register(OperationType.X, data_types=..., validate=...)`` on the
-execute function.
-
-An operation may also give ``prepare(v: OpView) -> kernel | None``, called once per model
-step when the executor plans a subgraph (NNAPI's compilation, in miniature).  It returns
-None unless the step's parameters are model constants it can settle there, and otherwise a
-``kernel(values) -> list[np.ndarray] | None`` over the executor's value slots.  A kernel
-returns None for a run it does not cover (actual shapes other than the model's, say), and
-the executor then calls ``execute``.  A kernel must give execute's bits exactly and may only
-cover runs that execute would not fail: it skips the run-time view and the parameter reads,
-which for a one-row SOFTMAX cost as much as the arithmetic.  ``data_types`` lists the primary tensor types implemented; it feeds the
+execute function.  ``data_types`` lists the primary tensor types implemented; it feeds the
 coverage table, the reference driver's honesty about support, and the generators.
+
+An operation may also give ``prepare(v: OpView) -> kernel | None`` (``register(...,
+prepare=...)``), called once per model step when the executor plans a subgraph (NNAPI's
+compilation, in miniature).  It returns None unless the step's parameters are model
+constants it can settle there (``OpView.static_context`` runs execute's own checks on
+them), and otherwise a ``kernel(values) -> list[np.ndarray] | None`` over the executor's
+value slots.  A kernel returns None for a run it does not cover (actual shapes other than
+the model's, say), and the executor then calls ``execute``.  A kernel must give execute's
+bits exactly and may only cover runs that execute would not fail: it skips the run-time
+view and the parameter reads, which for a one-row SOFTMAX or a small convolution cost as
+much as the arithmetic.  Kernels run inside ``Executor.run`` (numpy's float warnings off).
 """
 from __future__ import annotations
 
