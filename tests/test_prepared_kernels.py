@@ -194,3 +194,45 @@ def test_a_prepare_that_cannot_settle_a_step_leaves_it_to_execute_and_a_bug_surf
     monkeypatch.setitem(registry.REGISTRY, Op.SOFTMAX, dataclasses.replace(opdef, prepare=buggy))
     with pytest.raises(RuntimeError, match="a bug in a prepare"):
         Executor(_softmax_model([1, 10], T.TENSOR_FLOAT32, 1.0, None))
+
+
+@pytest.mark.parametrize("quant", [False, True], ids=["float", "quant8"])
+def test_a_plan_with_kernels_goes_with_its_model(quant):
+    """Plans live in a weak dictionary keyed by their subgraph: a kernel that kept the
+    subgraph (through the static context it was planned from, say) would keep every model
+    the harness ever ran, and its plan, alive."""
+    import gc
+    import weakref
+
+    b = ModelBuilder()
+    if quant:
+        q = dict(scale=0.1, zero_point=128)
+        x = b.input(T.TENSOR_QUANT8_ASYMM, [1, 8, 8, 4], **q)
+        w = b.const(T.TENSOR_QUANT8_ASYMM, [4, 3, 3, 4], np.full((4, 3, 3, 4), 130, np.uint8), scale=0.05,
+                    zero_point=128)
+        dw = b.const(T.TENSOR_QUANT8_ASYMM, [1, 3, 3, 4], np.full((1, 3, 3, 4), 131, np.uint8), scale=0.05,
+                     zero_point=128)
+        bias = b.const(T.TENSOR_INT32, [4], np.zeros(4, np.int32), scale=0.005)
+        t1, t2, t3 = (b.temp(T.TENSOR_QUANT8_ASYMM, [1, 8, 8, 4], **q) for _ in range(3))
+        y = b.output(T.TENSOR_QUANT8_ASYMM, [1, 256], **q)
+        x_val = np.full((1, 8, 8, 4), 140, np.uint8)
+    else:
+        x = b.input(T.TENSOR_FLOAT32, [1, 8, 8, 4])
+        w = b.const(T.TENSOR_FLOAT32, [4, 3, 3, 4], np.full((4, 3, 3, 4), 0.1, np.float32))
+        dw = b.const(T.TENSOR_FLOAT32, [1, 3, 3, 4], np.full((1, 3, 3, 4), 0.2, np.float32))
+        bias = b.const(T.TENSOR_FLOAT32, [4], np.zeros(4, np.float32))
+        t1, t2, t3 = (b.temp(T.TENSOR_FLOAT32, [1, 8, 8, 4]) for _ in range(3))
+        y = b.output(T.TENSOR_FLOAT32, [1, 256])
+        x_val = np.ones((1, 8, 8, 4), np.float32)
+    b.operation(Op.CONV_2D, [x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)], [t1])
+    b.operation(Op.DEPTHWISE_CONV_2D, [t1, dw, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(0)], [t2])
+    b.operation(Op.ADD, [t1, t2, b.i32(0)], [t3])
+    b.operation(Op.RESHAPE, [t3, b.const(T.TENSOR_INT32, [2], np.array([1, 256], np.int32))], [y])
+    model = b.build()
+    ex = Executor(model)
+    ex.run([x_val])
+    assert _kernels_in(ex, model) >= 3
+    subgraph, plan = weakref.ref(model.main), weakref.ref(ex._plan(model.main)[0])
+    del model, ex
+    gc.collect()
+    assert subgraph() is None and plan() is None
