@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, seed, settings, strategies as st
 
-from nnconform.executor import Executor
+from nnconform.executor import MAX_LOOP_TIMEOUT, Executor
 from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
 from nnconform.models import builtin_entries, zoo_entries
 from nnconform.ops import jit
@@ -35,10 +35,12 @@ def _kernel_ops() -> list[str]:
 
 
 def _outcome(model, inputs, prepared: bool):
-    """What a run gives: every output's dtype, shape and bytes, or the error it raised."""
+    """What a run gives: every output's dtype, shape and bytes, or the error it raised.  The
+    loop timeout is NNAPI's longest (15 s): a vector's WHILE loop that ends in milliseconds
+    must not time out on one path and not the other because the machine is busy."""
     ex = Executor(model, prepared_kernels=prepared)
     try:
-        outs = ex.run(list(inputs))
+        outs = ex.run(list(inputs), loop_timeout=MAX_LOOP_TIMEOUT)
     except Exception as e:  # the comparison is the point: both paths must fail alike
         return ("raised", type(e).__name__, str(e)), ex
     return ("ran", [(o.dtype.str, o.shape, o.tobytes()) for o in outs]), ex

@@ -84,14 +84,22 @@ def float_arith(ctx: OpContext, fn: Callable[[np.ndarray, np.ndarray], np.ndarra
     b = ctx.inputs[1].astype(np.float32, copy=False)
     # Division by zero and overflow give inf/nan, as IEEE float in the reference does.
     if ctx.floats_quiet:
-        r = fn(a, b)
+        r = clamped(fn, a, b, act)
     else:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            r = fn(a, b)
+            r = clamped(fn, a, b, act)
+    return r.astype(ctx.output_dtype(0), copy=False)
+
+
+def clamped(fn: Callable[[np.ndarray, np.ndarray], np.ndarray], a: np.ndarray, b: np.ndarray,
+            act: int) -> np.ndarray:
+    """``fn(a, b)`` in float32, clamped in place by the fused activation (float_arith's
+    arithmetic, shared with ADD/SUB's plan-time kernel)."""
+    r = fn(a, b)
     if act != activation.NONE:
         lo, hi = activation.float_bounds(act)
         np.clip(r, lo, hi, out=r)
-    return r.astype(ctx.output_dtype(0), copy=False)
+    return r
 
 
 def int32_arith(ctx: OpContext, fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
@@ -205,16 +213,12 @@ def prepare(v: OpView):
             return [lut.binary(key, qkernel, a, b)]
         return kernel_quant
     fn = np.subtract if subtract else np.add
-    clamp = activation.float_bounds(act) if act != activation.NONE else None
 
     def kernel(values: list):       # (a kernel runs inside Executor.run: floats quiet)
         a, b = values[sa], values[sb]
         if a is None or b is None or a.shape != da or b.shape != db:
             return None
-        r = fn(a, b)
-        if clamp is not None:
-            np.clip(r, clamp[0], clamp[1], out=r)
-        return [r]
+        return [clamped(fn, a, b, act)]
     return kernel
 
 

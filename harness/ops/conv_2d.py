@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import OperandType as T, OperationType as Op
-from . import activation, conv_common as cc
+from ..ir import OperationType as Op
+from . import conv_common as cc
 from .registry import OpContext, OpView, register
 
 
@@ -55,30 +55,23 @@ def prepare(v: OpView):
     ``execute``'s own checks run here on the model's constants; the kernel keeps only
     run_conv's arithmetic, with the same calls: a MobileNet's small convolution spent ~8-10
     us of its 10-100 us in the checks and parameter reads around them."""
-    x_op, f_op, b_op = v.inputs[:3]
-    float32 = all(o.type == T.TENSOR_FLOAT32 for o in (x_op, f_op, b_op, v.outputs[0]))
-    if not (float32 or x_op.type in cc.QUANT_TYPES) or not (f_op.is_constant and b_op.is_constant) \
-            or len(v.outputs) != 1:
-        return None
     setup = cc.static_setup(v, lambda ctx, p: cc.conv_checks(ctx, p, 1))
     if setup is None:
         return None
-    ctx, p, x, oh, ow = setup
+    ctx, p, x, oh, ow, quantised = setup
     f, b = ctx.inputs[1], ctx.inputs[2]
     o, fh, fw, cf = f.shape
-    slot, dims, act = v.operation.inputs[0], x_op.dimensions, p.activation
-    if float32:
+    slot, dims = v.operation.inputs[0], v.inputs[0].dimensions
+    if not quantised:
         row = cc.bias_row(b, x.shape[0] * oh * ow * o)
 
         def kernel(values: list):
             x = values[slot]
             if x is None or x.shape != dims:
                 return None
-            y = cc.grouped_matmul_conv(cc.conv_patches(x, p, 0, np.float32, fh, fw, oh, ow), f, 1)
-            cc.add_bias_row(y, b, row)
-            return [activation.apply_float(y, act, in_place=y.flags.writeable)]
+            return [cc.conv_float(x, f, b, row, p, oh, ow)]
         return kernel
-    quant = cc.prepared_quant(ctx, fh * fw * cf)
+    quant = cc.prepared_quant(ctx, fh * fw * cf, o)
     if quant is None:
         return None
     xz, offsets, mult, shift, acc_bound = quant
@@ -88,8 +81,7 @@ def prepare(v: OpView):
         x = values[slot]
         if x is None or x.shape != dims:
             return None
-        acc = cc.grouped_matmul_conv(cc.conv_patches(x, p, xz, np.float32, fh, fw, oh, ow), offsets, 1)
-        return [cc.requantize(acc, b, mult, shift, out, act, acc_bound=acc_bound)]
+        return [cc.conv_quant(x, xz, offsets, b, mult, shift, acc_bound, out, p, oh, ow)]
     return kernel_quant
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import OperandType as T, OperationType as Op
+from ..ir import OperationType as Op
 from . import activation, conv_common as cc
 from . import jit, layout
 from .registry import OpContext, OpView, register
@@ -178,46 +178,30 @@ def _checks(ctx: OpContext, p: cc.ConvParams) -> tuple[bool, np.ndarray, int, in
 
 
 def prepare(v: OpView):
-    """A plan-time kernel for a float32 NHWC depthwise convolution with a constant filter
-    and bias, constant parameters and known dimensions, when the compiled kernels run it.
-    ``execute``'s own checks run here on the model's constants; the kernel keeps its compiled
-    call and the activation: a MobileNet's small depthwise convolution spent ~10 us of its
-    20-45 us in the checks, parameter reads and copies around that call."""
-    x_op, f_op, b_op = v.inputs[:3]
-    float32 = all(o.type == T.TENSOR_FLOAT32 for o in (x_op, f_op, b_op, v.outputs[0]))
-    if not (float32 or x_op.type in cc.QUANT_TYPES) or not (f_op.is_constant and b_op.is_constant) \
-            or len(v.outputs) != 1:
-        return None
-    setup = cc.static_setup(v, _checks)
+    """A plan-time kernel for an NHWC depthwise convolution, float32 or with an 8-bit input,
+    with a constant filter and bias, constant parameters and known dimensions.  ``execute``'s
+    own checks run here on the model's constants; the kernel keeps execute's arithmetic
+    (``_float_taps`` or ``_quant_taps``, the compiled call or numpy's taps as the run
+    decides): a MobileNet's small depthwise convolution spent ~10 us of its 20-45 us in the
+    checks, parameter reads and copies around that call."""
+    setup = cc.static_setup(v, _checks, n_extra=1)
     if setup is None:
         return None
-    ctx, p, x, oh, ow = setup
-    (m,) = p.extra
+    ctx, p, x, oh, ow, quantised = setup
     f, b = ctx.inputs[1], ctx.inputs[2]
     _, fh, fw, o = f.shape
-    pads = (p.pad_top, p.pad_bottom, p.pad_left, p.pad_right)
-    slot, dims, outputs, act = v.operation.inputs[0], x_op.dimensions, x.shape[0] * oh * ow * o, p.activation
-    sh, sw, dh, dw = p.stride_h, p.stride_w, p.dil_h, p.dil_w
-    padding = any(pads)
-    # execute's two paths, chosen per run as it does (the compiled kernels may be switched
-    # on or off in a process): the compiled call on the unpadded input, or numpy's taps
-    if float32:
-        w = np.ascontiguousarray(f[0])
-        zero_start = _has_negative_zero(b)
+    slot, dims, outputs = v.operation.inputs[0], v.inputs[0].dimensions, x.shape[0] * oh * ow * o
+    if not quantised:
+        w, zero_start = np.ascontiguousarray(f[0]), _has_negative_zero(b)
 
         def kernel(values: list):
             x = values[slot]
             if x is None or x.shape != dims:
                 return None
-            if compiled_here(outputs):
-                y = jit.depthwise(_repeat_channels(np.ascontiguousarray(x), m), w, oh, ow, sh, sw, dh, dw, b,
-                                  zero_start, pads)
-            else:
-                xp = cc.padded_offsets(x, p, 0, np.float32) if padding else np.ascontiguousarray(x)
-                y = _depthwise(_repeat_channels(xp, m), w, oh, ow, p, bias=b, zero_start=zero_start)
-            return [activation.apply_float(y, act, in_place=True)]
+            y = _float_taps(x, w, b, zero_start, oh, ow, p, compiled_here(outputs))
+            return [activation.apply_float(y, p.activation, in_place=True)]
         return kernel
-    quant = cc.prepared_quant(ctx, fh * fw)
+    quant = cc.prepared_quant(ctx, fh * fw, o)
     if quant is None:
         return None
     xz, offsets, mult, shift, acc_bound = quant
@@ -227,19 +211,34 @@ def prepare(v: OpView):
         x = values[slot]
         if x is None or x.shape != dims:
             return None
-        if compiled_here(outputs):
-            y = jit.depthwise(_repeat_channels(cc.offsets_as(x, xz, np.float32), m), w, oh, ow, sh, sw, dh, dw,
-                              None, False, pads)
-        else:
-            y = _depthwise(_repeat_channels(cc.padded_offsets(x, p, xz, np.float32), m), w, oh, ow, p)
-        return [cc.requantize(y, b, mult, shift, out, act, acc_bound=acc_bound)]
+        y = _quant_taps(x, xz, w, oh, ow, p, compiled_here(outputs))
+        return [cc.requantize(y, b, mult, shift, out, p.activation, acc_bound=acc_bound)]
     return kernel_quant
+
+
+def _float_taps(x: np.ndarray, w: np.ndarray, bias: np.ndarray, zero_start: bool, oh: int, ow: int,
+                p: cc.ConvParams, compiled: bool) -> np.ndarray:
+    """execute's float sums (no activation) for NHWC ``x``, taps ``w`` [fh, fw, C] and
+    ``bias``.  The compiled kernel pads the input itself; numpy's taps read it padded, or as
+    it is when unpadded (VALID, or after an explicit PAD, as TFLite models have it)."""
+    unpadded = compiled or not (p.pad_top or p.pad_bottom or p.pad_left or p.pad_right)
+    xp = np.ascontiguousarray(cc.to_float32(x)) if unpadded else cc.padded_offsets(x, p, 0, np.float32)
+    return _depthwise(_repeat_channels(xp, p.extra[0]), w, oh, ow, p, bias=bias, zero_start=zero_start,
+                      unpadded=unpadded)
+
+
+def _quant_taps(x: np.ndarray, xz: int, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams,
+                compiled: bool) -> np.ndarray:
+    """execute's quantised sums for 8-bit NHWC ``x`` less ``xz`` and the filter's offsets
+    ``w`` [fh, fw, C], in ``w``'s exact float dtype (see execute)."""
+    dt = w.dtype.type
+    xp = cc.offsets_as(x, xz, dt) if compiled else cc.padded_offsets(x, p, xz, dt)
+    return _depthwise(_repeat_channels(xp, p.extra[0]), w, oh, ow, p, unpadded=compiled)
 
 
 @register(Op.DEPTHWISE_CONV_2D, data_types=cc.TYPES, validate=validate, prepare=prepare)
 def execute(ctx: OpContext) -> list[np.ndarray]:
     p = cc.planned_params(ctx, n_extra=1)
-    (m,) = p.extra
     quant, x, oh, ow = _checks(ctx, p)
     f, b = ctx.inputs[1], ctx.inputs[2]
     n = x.shape[0]
@@ -249,15 +248,10 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         return [layout.from_nhwc(np.zeros((0, oh, ow, o), out.info.dtype), p.nchw)]
     compiled = compiled_here(n * oh * ow * o)
     if not quant:
-        # The compiled kernel pads the input itself; numpy's taps read it padded, or as it
-        # is when unpadded (VALID, or after an explicit PAD, as TFLite models have it).
-        unpadded = compiled or not (p.pad_top or p.pad_bottom or p.pad_left or p.pad_right)
-        xp = np.ascontiguousarray(cc.to_float32(x)) if unpadded else cc.padded_offsets(x, p, 0, np.float32)
-        xp = _repeat_channels(xp, m)
         bias = cc.to_float32(b)
         # whether the bias holds a -0.0 (see _depthwise): a constant bias's once per model
         zero_start = ctx.remember_of_constant(2, ("bias -0",), lambda: _has_negative_zero(bias))
-        y = _depthwise(xp, cc.to_float32(f[0]), oh, ow, p, bias=bias, zero_start=zero_start, unpadded=unpadded)
+        y = _float_taps(x, cc.to_float32(f[0]), bias, zero_start, oh, ow, p, compiled)
         return [layout.from_nhwc(cc.finish_float(y, p.activation, out), p.nchw)]
     xo, fo = ctx.in_operands[0], ctx.in_operands[1]
     xz, fz = xo.zero_point, cc.filter_zero_point(fo)
@@ -265,8 +259,7 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     # an integer below the dtype's exact range (float32 for 8-bit 3x3 filters).
     bmax = cc.input_bound(ctx, 1, fz)
     amax, dt = cc.bound_and_dtype(x, xz, fh * fw, bmax)
-    xp = _repeat_channels(cc.offsets_as(x, xz, dt) if compiled else cc.padded_offsets(x, p, xz, dt), m)
-    y = _depthwise(xp, _filter_offsets(ctx, fz, dt), oh, ow, p, unpadded=compiled)
+    y = _quant_taps(x, xz, _filter_offsets(ctx, fz, dt), oh, ow, p, compiled)
     mult, shift = cc.output_multipliers(ctx, xo, fo, ctx.in_operands[2], out, o)
     return [layout.from_nhwc(cc.requantize(y, b, mult, shift, out, p.activation, acc_bound=fh * fw * amax * bmax),
                              p.nchw)]

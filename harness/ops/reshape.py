@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ValidationError
 from ..ir import OperandType as T, OperationType as Op, element_count
 from .registry import OpContext, OpView, register
 
@@ -88,8 +89,8 @@ def prepare_reshape(v: OpView):
     if shape is None or shape.ndim != 1 or not x_op.dimensions or 0 in x_op.dimensions or x_op.info.is_scalar:
         return None
     try:
-        dims = reshape_output_dims(element_count(x_op.dimensions), shape, _refuse)
-    except ValueError:
+        dims = reshape_output_dims(element_count(x_op.dimensions), shape, lambda m: v.fail(m, input=1))
+    except ValidationError:
         return None            # execute fails the run, with its own message
     slot, in_dims = v.operation.inputs[0], x_op.dimensions
 
@@ -99,10 +100,6 @@ def prepare_reshape(v: OpView):
             return None
         return [x.reshape(dims).copy()]
     return kernel
-
-
-def _refuse(message: str):
-    raise ValueError(message)
 
 
 @register(Op.RESHAPE, data_types=RESHAPE_TYPES, validate=validate_reshape, prepare=prepare_reshape)

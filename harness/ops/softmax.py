@@ -258,11 +258,11 @@ def prepare(v: OpView):
         return None                  # unknown, out of range or empty: execute decides
     if int(np.prod(dims)) != dims[-1]:
         return None                  # more than one row: the general path, per call
-    beta = _constant_scalar(v, 1)
+    beta = v.constant_scalar(1)
     if beta is None or not beta > 0:
         return None
     if len(v.inputs) == 3 and not v.is_omitted(2):
-        axis = _constant_scalar(v, 2)
+        axis = v.constant_scalar(2)
         if axis is None or axis not in (-1, len(dims) - 1):
             return None
     b32, slot, out_dtype, row = np.float32(beta), v.operation.inputs[0], out_op.info.dtype, _softmax_float_row
@@ -280,11 +280,6 @@ def prepare(v: OpView):
             return None
         return [row(x.astype(np.float32), b32).astype(out_dtype)]
     return kernel_widened
-
-
-def _constant_scalar(v: OpView, i: int):
-    value = v.constant(i)
-    return value.reshape(-1)[0].item() if value is not None and value.size == 1 else None
 
 
 @register(Op.SOFTMAX, data_types=TYPES, validate=validate, prepare=prepare)

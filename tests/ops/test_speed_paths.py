@@ -234,27 +234,25 @@ def test_float_softmax_one_row_matches_many_rows(s):
 @seed(16011)
 @SETTINGS
 @given(st.integers(0, 2**32 - 1), st.booleans())
-def test_tiled_bias_gives_the_broadcast_bits(s, constant):
-    """``cc.add_bias`` over rows of k pixels gives the bits of ``y + bias`` broadcast per pixel,
-    for pixel counts with few divisors (primes) and many, any channel count, signed zeros,
-    infinities and NaN; a constant bias's tiled row is kept for the step, a runtime one's not."""
-    from types import SimpleNamespace
-
-    from nnconform.ops.registry import OpContext
+def test_tiled_bias_gives_the_broadcast_bits(s, strided):
+    """``cc.add_bias_row`` with ``cc.bias_row``'s row of k pixels gives the bits of
+    ``y + bias`` broadcast per pixel, for pixel counts with few divisors (primes) and many,
+    any channel count, signed zeros, infinities and NaN, and on a strided ``y`` (per pixel)."""
     rng = _rng(s)
     c = int(rng.choice([1, 3, 8, 16, 24, 32, 100, 1023, 1024, 2000]))
     pixels = int(rng.choice([1, 7, 97, 1021, 4096, 9216, int(rng.integers(1, 20000))]))
-    y = rng.standard_normal((1, pixels, 1, c)).astype(np.float32)
+    whole = rng.standard_normal((1, pixels, 2 if strided else 1, c)).astype(np.float32)
     bias = rng.standard_normal(c).astype(np.float32)
-    for a in (y.reshape(-1), bias):
+    for a in (whole.reshape(-1), bias):
         a[rng.integers(0, a.size, max(1, a.size // 20))] = rng.choice(
             np.array([0.0, -0.0, np.inf, -np.inf, np.nan], np.float32), max(1, a.size // 20))
-    ctx = OpContext.__new__(OpContext)
-    ctx.memo = {}
-    ctx.in_operands = [None, None, SimpleNamespace(is_constant=constant)]
+    y = whole[:, :, :1]         # every other pixel of ``whole`` when strided
+    assert y.flags.c_contiguous != (strided and y.size > c)
+    row = cc.bias_row(bias, y.size)
+    assert (row is None) == (y.size < cc._BIAS_TILED_FROM or c >= cc._BIAS_ROW)
+    if row is not None:
+        assert row.size % c == 0 and pixels % (row.size // c) == 0 and not row.flags.writeable
     with np.errstate(invalid="ignore"):     # inf + -inf: NaN, as the executor allows
         want = y + bias
-        cc.add_bias(ctx, y, bias)
+        cc.add_bias_row(y, bias, row)
     assert np.array_equal(y.view(np.uint32), want.view(np.uint32))
-    tiled = [k for k in ctx.memo if k[0] == "tiled bias"]
-    assert len(tiled) == (1 if constant and y.size >= cc._BIAS_TILED_FROM and c < cc._BIAS_ROW else 0)
