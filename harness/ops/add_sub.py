@@ -36,7 +36,7 @@ import numpy as np
 
 from ..errors import OpFailure
 from ..ir import OperandType as T, OperationType as Op
-from . import lut, activation, broadcast, quant
+from . import lut, activation, broadcast, half, quant
 from .registry import OpContext, OpView, register
 
 TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED,
@@ -80,15 +80,14 @@ def fused_activation(ctx: OpContext) -> int:
 def float_arith(ctx: OpContext, fn: Callable[[np.ndarray, np.ndarray], np.ndarray],
                 act: int) -> np.ndarray:
     # fp16 computes in float32; fp32 is used as it is (no copies: this is a hot path).
-    a = ctx.inputs[0].astype(np.float32, copy=False)
-    b = ctx.inputs[1].astype(np.float32, copy=False)
+    a, b = half.widen(ctx.inputs[0]), half.widen(ctx.inputs[1])
     # Division by zero and overflow give inf/nan, as IEEE float in the reference does.
     if ctx.floats_quiet:
         r = clamped(fn, a, b, act)
     else:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             r = clamped(fn, a, b, act)
-    return r.astype(ctx.output_dtype(0), copy=False)
+    return half.narrow(r, ctx.output_dtype(0))
 
 
 def clamped(fn: Callable[[np.ndarray, np.ndarray], np.ndarray], a: np.ndarray, b: np.ndarray,

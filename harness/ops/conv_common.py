@@ -28,7 +28,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..errors import OpFailure
 from ..ir import TYPE_INFO, Operand, OperandType as T
-from . import activation, jit, layout
+from . import activation, half, jit, layout
 from .padding import PADDING_SAME, PADDING_VALID, WindowPairs, explicit_padding, output_size
 from .quant import QUANT_RANGE, multiply_by_quantized_multiplier, quantize_multiplier
 from .registry import OpContext, OpView
@@ -830,13 +830,27 @@ def add_bias_row(y: np.ndarray, bias: np.ndarray, row: np.ndarray | None) -> Non
 
 def to_float32(values: np.ndarray) -> np.ndarray:
     """fp16 operands compute in float32, as the reference converts them."""
-    return values.astype(np.float32) if values.dtype != np.float32 else values
+    return half.widen(values)
+
+
+def widened_constant(ctx: OpContext, i: int) -> np.ndarray:
+    """Input ``i`` in float32: an fp16 model constant (weights, bias) converted once per
+    model step, anything else as ``to_float32`` gives it.  Read only: shared between runs."""
+    x = ctx.inputs[i]
+    if x.dtype == np.float32:
+        return x
+
+    def build() -> np.ndarray:
+        w = to_float32(x)
+        w.setflags(write=False)
+        return w
+    return ctx.remember_of_constant(i, ("float32", i), build)
 
 
 def finish_float(y: np.ndarray, act: int, out: Operand) -> np.ndarray:
     """The fused activation and the output type; ``y`` is the caller's fresh float result
     (every caller's is), clamped in place."""
-    return activation.apply_float(y, act, in_place=y.flags.writeable).astype(out.info.dtype, copy=False)
+    return half.narrow(activation.apply_float(y, act, in_place=y.flags.writeable), out.info.dtype)
 
 
 def check_conv_types(ctx: OpContext) -> bool:
@@ -865,11 +879,12 @@ def run_conv(ctx: OpContext, p: ConvParams, groups: int = 1) -> np.ndarray:
     if n == 0:
         return layout.from_nhwc(np.zeros((0, oh, ow, o), out.info.dtype), p.nchw)
     if not quant:
-        bias, size = to_float32(b), n * oh * ow * o
+        bias, size = widened_constant(ctx, 2), n * oh * ow * o
         # the tiled bias: once per model step for a constant bias
         row = ctx.remember_of_constant(2, ("tiled bias", size), lambda: bias_row(bias, size))
-        y = conv_float(x, to_float32(f), bias, row, p, oh, ow, groups)
-        return layout.from_nhwc(y.astype(out.info.dtype, copy=False), p.nchw)
+        # (an fp16 input is widened once, not in each of the patch matrix's fh * fw copies)
+        y = conv_float(to_float32(x), widened_constant(ctx, 1), bias, row, p, oh, ow, groups)
+        return layout.from_nhwc(half.narrow(y, out.info.dtype), p.nchw)
     xo, fo = ctx.in_operands[0], ctx.in_operands[1]
     xz, fz = xo.zero_point, filter_zero_point(fo)
     bmax = input_bound(ctx, 1, fz)

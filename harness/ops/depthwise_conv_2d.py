@@ -222,7 +222,8 @@ def _float_taps(x: np.ndarray, w: np.ndarray, bias: np.ndarray, zero_start: bool
     ``bias``.  The compiled kernel pads the input itself; numpy's taps read it padded, or as
     it is when unpadded (VALID, or after an explicit PAD, as TFLite models have it)."""
     unpadded = compiled or not (p.pad_top or p.pad_bottom or p.pad_left or p.pad_right)
-    xp = np.ascontiguousarray(cc.to_float32(x)) if unpadded else cc.padded_offsets(x, p, 0, np.float32)
+    # (an fp16 input is widened before the padded copy: numpy's own conversion is slow)
+    xp = np.ascontiguousarray(cc.to_float32(x)) if unpadded else cc.padded_offsets(cc.to_float32(x), p, 0, np.float32)
     return _depthwise(_repeat_channels(xp, p.extra[0]), w, oh, ow, p, bias=bias, zero_start=zero_start,
                       unpadded=unpadded)
 
@@ -248,10 +249,10 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         return [layout.from_nhwc(np.zeros((0, oh, ow, o), out.info.dtype), p.nchw)]
     compiled = compiled_here(n * oh * ow * o)
     if not quant:
-        bias = cc.to_float32(b)
+        bias = cc.widened_constant(ctx, 2)
         # whether the bias holds a -0.0 (see _depthwise): a constant bias's once per model
         zero_start = ctx.remember_of_constant(2, ("bias -0",), lambda: _has_negative_zero(bias))
-        y = _float_taps(x, cc.to_float32(f[0]), bias, zero_start, oh, ow, p, compiled)
+        y = _float_taps(x, cc.widened_constant(ctx, 1)[0], bias, zero_start, oh, ow, p, compiled)
         return [layout.from_nhwc(cc.finish_float(y, p.activation, out), p.nchw)]
     xo, fo = ctx.in_operands[0], ctx.in_operands[1]
     xz, fz = xo.zero_point, cc.filter_zero_point(fo)

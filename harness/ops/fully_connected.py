@@ -75,7 +75,7 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         return [np.zeros((0, units), out.info.dtype)]
     x2 = x.reshape(batch, size)
     if not quant:
-        y = cc.to_float32(x2) @ cc.to_float32(wt).T + cc.to_float32(b)
+        y = cc.to_float32(x2) @ cc.widened_constant(ctx, 1).T + cc.widened_constant(ctx, 2)
         return [cc.finish_float(y, act, out)]
     mult, shift = cc.output_multipliers(ctx, xo, wo, bo, out, units)
     # (at any size, at=1: on a small layer the numpy path's calls are most of its ~50-100 us)
