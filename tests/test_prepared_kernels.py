@@ -238,3 +238,57 @@ def test_a_plan_with_kernels_goes_with_its_model(quant):
     del model, ex
     gc.collect()
     assert subgraph() is None and plan() is None
+
+
+def _quant_softmax_model(dims, t, in_scale, beta, axis=None, out_scale=1 / 256, out_zp=None):
+    b = ModelBuilder()
+    signed = t == T.TENSOR_QUANT8_ASYMM_SIGNED
+    x = b.input(t, dims, scale=in_scale, zero_point=-3 if signed else 125)
+    ins = [x, b.f32(beta)] + ([] if axis is None else [b.i32(axis)])
+    out_zp = (-128 if signed else 0) if out_zp is None else out_zp
+    b.operation(Op.SOFTMAX, ins, [b.output(t, dims, scale=out_scale, zero_point=out_zp)])
+    return b.build()
+
+
+@seed(16032)
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.integers(0, 2**32 - 1))
+def test_a_quantised_softmax_gives_executes_bytes(kernels, s):
+    """Random 8-bit softmaxes along the last axis: rank 1-4, one row or many, uint8 or
+    int8, any beta and input scale the fixed-point kernel takes.  Compiled, the kernel runs;
+    numpy only, it leaves each run to execute."""
+    rng = np.random.default_rng(s)
+    print("numpy seed", s)
+    rank = int(rng.integers(1, 5))
+    dims = [int(d) for d in rng.integers(1, 5, rank - 1)] + [int(rng.integers(1, 1500))]
+    t = T.TENSOR_QUANT8_ASYMM_SIGNED if rng.random() < 0.5 else T.TENSOR_QUANT8_ASYMM
+    in_scale = float(2.0 ** rng.uniform(-8, 2))
+    beta = float(2.0 ** rng.uniform(-3, 3))
+    axis = [None, -1, rank - 1][int(rng.integers(0, 3))]
+    model = _quant_softmax_model(dims, t, in_scale, beta, axis)
+    dtype = np.int8 if t == T.TENSOR_QUANT8_ASYMM_SIGNED else np.uint8
+    x = rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max + 1, dims).astype(dtype)
+    without, _ = _outcome(model, [x], prepared=False)
+    with_, ex = _outcome(model, [x], prepared=True)
+    assert with_ == without
+    assert without[0] == "ran"
+    assert _kernels_in(ex, model) == 1
+
+
+@pytest.mark.parametrize("what, kw", [
+    ("an output scale other than 1/256 (execute fails the run)", dict(out_scale=1 / 128)),
+    ("an output zero point other than 0 (execute fails the run)", dict(out_zp=3)),
+    ("beta * scale too small for the kernel (execute fails the run)", dict(in_scale=1e-30)),
+    ("the axis not the last", dict(axis=0)),
+])
+def test_a_quantised_softmax_kernel_is_planned_only_for_what_it_covers(what, kw, kernels):
+    args = dict(dims=[3, 40], t=T.TENSOR_QUANT8_ASYMM, in_scale=0.1, beta=1.0)
+    args.update(kw)
+    model = _quant_softmax_model(**args)
+    x = np.arange(120, dtype=np.uint8).reshape(3, 40)
+    without, _ = _outcome(model, [x], prepared=False)
+    with_, ex = _outcome(model, [x], prepared=True)
+    assert _kernels_in(ex, model) == 0, what
+    assert with_ == without
+    if "fails" in what:
+        assert with_[0] == "raised" and "OpFailure" in with_[1], with_

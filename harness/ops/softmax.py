@@ -25,7 +25,7 @@ import functools
 import numpy as np
 
 from ..ir import OperandType as T, OperationType as Op
-from . import jit, quant
+from . import half, jit, quant
 from .logistic import check_fixed_output_quant
 from .fixedpoint import calculate_input_radius, exp_on_negative_values, f32, one_over_one_plus_x_for_x_in_0_1, one_over_one_plus_x_for_x_in_0_1_int, quantize_multiplier_greater_than_one, rescale, wrap32
 from .quant import rounding_divide_by_pot, saturating_rounding_doubling_high_mul
@@ -78,7 +78,7 @@ def validate(v: OpView) -> None:
 
 
 def _softmax_float(x: np.ndarray, beta: float, axis: int) -> np.ndarray:
-    x = x.astype(np.float32, copy=False)      # only read: a float32 input is not copied
+    x = half.widen(x)      # only read: a float32 input is not copied
     b32 = np.float32(beta)
     if axis == x.ndim - 1 and x.size == x.shape[-1]:
         return _softmax_float_row(x, b32)
@@ -189,6 +189,20 @@ def _softmax_quant_one_row(q: np.ndarray, params: tuple[int, int, int], out_op) 
     return by_code.take(u)
 
 
+def _row_bounds(out_op) -> tuple[int, int, int]:
+    """(minus, lo, hi) of the compiled rows: the signed output's 128 less, and the clamp."""
+    lo, hi = quant.quant_range(out_op)
+    return (128 if out_op.type == T.TENSOR_QUANT8_ASYMM_SIGNED else 0), lo, hi
+
+
+def _compiled_rows(q: np.ndarray, tables: np.ndarray, bounds: tuple[int, int, int], dtype) -> np.ndarray:
+    """The compiled kernel on 8-bit rows ``q`` [R, N] -> output codes [R, N]."""
+    # flipping a signed code's sign bit keeps the order and the differences q - max(q)
+    codes = q.view(np.uint8) ^ np.uint8(0x80) if q.dtype == np.int8 else q
+    minus, lo, hi = bounds
+    return jit.softmax_rows(codes, tables, _ACCUMULATION_INTEGER_BITS, minus, lo, hi, dtype)
+
+
 def _softmax_quant(ctx: OpContext, x: np.ndarray, beta: float, axis: int) -> np.ndarray:
     in_op, out_op = ctx.in_operands[0], ctx.out_operands[0]
     params = _quant_params(float(beta), float(in_op.scale))
@@ -204,12 +218,7 @@ def _softmax_quant(ctx: OpContext, x: np.ndarray, beta: float, axis: int) -> np.
     # compiled for any row (at=1): the numpy path below is ~30 calls, ~70 us even for a
     # classifier's ten codes, the compiled row a few microseconds
     if jit.worth(q.size, at=1):
-        # flipping a signed code's sign bit keeps the order and the differences q - max(q)
-        codes = q.view(np.uint8) ^ np.uint8(0x80) if q.dtype == np.int8 else q
-        lo, hi = quant.quant_range(out_op)
-        minus = 128 if out_op.type == T.TENSOR_QUANT8_ASYMM_SIGNED else 0
-        y = jit.softmax_rows(codes, _stacked_tables(*params), _ACCUMULATION_INTEGER_BITS, minus, lo, hi,
-                             out_op.info.dtype)
+        y = _compiled_rows(q, _stacked_tables(*params), _row_bounds(out_op), out_op.info.dtype)
         return y.reshape(moved_shape) if last else np.ascontiguousarray(np.moveaxis(y.reshape(moved_shape), -1, axis))
     if q.shape[0] == 1 and n >= 256:
         y = _softmax_quant_one_row(q, params, out_op)
@@ -245,19 +254,18 @@ def _softmax_quant(ctx: OpContext, x: np.ndarray, beta: float, axis: int) -> np.
 
 
 def prepare(v: OpView):
-    """A plan-time kernel for a float SOFTMAX of one row along its last axis (a classifier's
-    logits) whose beta and axis are model constants and whose dimensions are known.  That
-    call does ~8 us of numpy work, and the run-time view and parameter reads around it
-    cost another ~5 us; the kernel keeps only the arithmetic, with execute's operations.
-    Anything execute would reject, or compute otherwise, is left to execute."""
+    """A plan-time kernel for a SOFTMAX along its last axis whose beta and axis are model
+    constants and whose dimensions are known: a float one of one row (a classifier's
+    logits), or an 8-bit one of any rows (``_prepare_quant``).  A float row's call does ~8 us
+    of numpy work, and the run-time view and parameter reads around it cost another ~5 us;
+    the kernel keeps only the arithmetic, with execute's operations.  Anything execute would
+    reject, or compute otherwise, is left to execute."""
     x_op, out_op = v.inputs[0], v.outputs[0]
-    if not x_op.info.is_float or len(v.inputs) not in (2, 3) or len(v.outputs) != 1:
+    if x_op.type not in TYPES or len(v.inputs) not in (2, 3) or len(v.outputs) != 1:
         return None
     dims = x_op.dimensions
     if not dims or len(dims) > 4 or 0 in dims or x_op.info.is_scalar:
         return None                  # unknown, out of range or empty: execute decides
-    if int(np.prod(dims)) != dims[-1]:
-        return None                  # more than one row: the general path, per call
     beta = v.constant_scalar(1)
     if beta is None or not beta > 0:
         return None
@@ -265,6 +273,10 @@ def prepare(v: OpView):
         axis = v.constant_scalar(2)
         if axis is None or axis not in (-1, len(dims) - 1):
             return None
+    if not x_op.info.is_float:
+        return _prepare_quant(x_op, out_op, beta, v.operation.inputs[0])
+    if int(np.prod(dims)) != dims[-1]:
+        return None                  # more than one row: the general path, per call
     b32, slot, out_dtype, row = np.float32(beta), v.operation.inputs[0], out_op.info.dtype, _softmax_float_row
     if x_op.info.dtype == np.float32 and out_dtype == np.float32:
         def kernel(values: list):
@@ -278,8 +290,28 @@ def prepare(v: OpView):
         x = values[slot]
         if x is None or x.shape != dims:
             return None
-        return [row(x.astype(np.float32), b32).astype(out_dtype)]
+        return [half.narrow(row(half.widen(x), b32), out_dtype)]
     return kernel_widened
+
+
+def _prepare_quant(x_op, out_op, beta: float, slot: int):
+    """The quantised kernel: rows along the last axis through the compiled kernel, with the
+    tables, clamp and output checks of execute worked out here (~10 us of a classifier's
+    ~30 us call); numpy-only runs, and anything execute would reject, go through execute."""
+    failed: list[str] = []
+    check_fixed_output_quant(out_op.scale, out_op.zero_point, OUTPUT_ENCODING[out_op.type], failed.append)
+    params = _quant_params(float(beta), float(x_op.scale))
+    if failed or params is None or out_op.type != x_op.type:
+        return None
+    dims, n = x_op.dimensions, x_op.dimensions[-1]
+    tables, bounds, dtype = _stacked_tables(*params), _row_bounds(out_op), out_op.info.dtype
+
+    def kernel_quant(values: list):
+        x = values[slot]
+        if x is None or x.shape != dims or not jit.worth(x.size, at=1):
+            return None
+        return [_compiled_rows(x.reshape(-1, n), tables, bounds, dtype).reshape(dims)]
+    return kernel_quant
 
 
 @register(Op.SOFTMAX, data_types=TYPES, validate=validate, prepare=prepare)
@@ -295,6 +327,6 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         return [np.empty(x.shape, out_op.info.dtype)]
     axis = resolve_axis(ctx, ctx.scalar(2, -1), x.ndim)
     if in_op.info.is_float:
-        return [_softmax_float(x, beta, axis).astype(out_op.info.dtype, copy=False)]
+        return [half.narrow(_softmax_float(x, beta, axis), out_op.info.dtype)]
     check_fixed_output_quant(out_op.scale, out_op.zero_point, OUTPUT_ENCODING[out_op.type], ctx.fail)
     return [_softmax_quant(ctx, x, beta, axis)]
