@@ -1,15 +1,19 @@
 """Reference executor speed, side by side with onnxruntime (CPU) when it is installed.
 
     python benchmarks/bench_executor.py [--repeats N] [--threads T] [--clock wall|cpu]
+                                        [-k TEXT] [--types fp32 fp16 quant8 int8]
 
-Prints one row per case: median milliseconds per execution for the reference executor and for
-onnxruntime running the same operation (NHWC/NCHW transposes are not timed on either side),
-and the ratio.  ``--threads`` applies to both sides: onnxruntime's intra-op threads and the
+Prints one row per case and data type (NNAPI's TENSOR_FLOAT32, TENSOR_FLOAT16,
+TENSOR_QUANT8_ASYMM and TENSOR_QUANT8_ASYMM_SIGNED; the data are seeded, and the seed is
+printed): median milliseconds per execution for the reference executor and for onnxruntime
+running the same operation in the same type (NHWC/NCHW transposes are not timed on either
+side), and the ratio.  Where onnxruntime has no CPU kernel for fp16, the row compares with
+its fp32 on the same values and says so.  ``--threads`` applies to both sides: onnxruntime's intra-op threads and the
 BLAS threads numpy uses (OPENBLAS_NUM_THREADS etc., unless already set in the environment;
 they must be set before numpy is imported).  On a loaded machine wall-clock medians are noisy
 and oversubscribed BLAS threads can stall small GEMMs; ``--clock cpu`` measures process CPU
-time (time.process_time) instead.  The issue's goals: conv/depthwise/FC within 3x of onnxruntime fp32,
-elementwise within 1.5x.  onnxruntime is optional (`pip install nnconform[onnx]`).
+time (time.process_time) instead.  The issue's goals: conv/depthwise/FC within 3x of onnxruntime,
+elementwise within 1.5x, in every data type.  onnxruntime is optional (`pip install nnconform[onnx]`).
 """
 from __future__ import annotations
 
@@ -38,33 +42,58 @@ from nnconform.executor import Executor  # noqa: E402
 from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op  # noqa: E402
 from sidebyside import CLOCKS, interleaved, round_ratio  # noqa: E402
 
-RNG = np.random.default_rng(0)
 
 
 # ---- nnconform models --------------------------------------------------------------------
 
-def conv_case(quant: bool, depthwise: bool):
+# The data types each case runs in: NNAPI's two floats and two 8-bit quantised types.
+TYPES = ("fp32", "fp16", "quant8", "int8")
+SEED = 0
+
+
+class Typed:
+    """What a case needs of its data type ``t``: the operand type, the stored values and, for
+    the 8-bit types, zero points (given for uint8 storage; int8's sit 128 lower, as the same
+    real values do)."""
+
+    def __init__(self, t: str, rng: np.random.Generator):
+        self.t, self.rng = t, rng
+        self.quant = t in ("quant8", "int8")
+        self.type = {"fp32": T.TENSOR_FLOAT32, "fp16": T.TENSOR_FLOAT16,
+                     "quant8": T.TENSOR_QUANT8_ASYMM, "int8": T.TENSOR_QUANT8_ASYMM_SIGNED}[t]
+        self.dtype = {"fp32": np.float32, "fp16": np.float16, "quant8": np.uint8, "int8": np.int8}[t]
+
+    def zp(self, z: int) -> int:
+        return z if self.t == "quant8" else z - 128
+
+    def codes(self, shape) -> np.ndarray:
+        u = self.rng.integers(0, 256, shape, dtype=np.uint8)
+        return u if self.t == "quant8" else (u ^ 0x80).view(np.int8)
+
+    def floats(self, shape, lo: float = -1.0, hi: float = 1.0) -> np.ndarray:
+        return self.rng.uniform(lo, hi, shape).astype(self.dtype)
+
+
+def conv_case(t: Typed, depthwise: bool):
     n, h, w, c_in, c_out = 1, 112, 112, 32, (32 if depthwise else 64)
     b = ModelBuilder()
-    if quant:
-        tq, s_in, s_w, s_out = T.TENSOR_QUANT8_ASYMM, 0.05, 0.02, 0.1
-        x_val = RNG.integers(0, 256, (n, h, w, c_in), dtype=np.uint8)
-        w_shape = (1, 3, 3, c_out) if depthwise else (c_out, 3, 3, c_in)
-        w_val = RNG.integers(0, 256, w_shape, dtype=np.uint8)
-        bias = RNG.integers(-1000, 1000, c_out).astype(np.int32)
-        x = b.input(tq, [n, h, w, c_in], scale=s_in, zero_point=128)
-        wt = b.const(tq, w_shape, w_val, scale=s_w, zero_point=128)
+    w_shape = (1, 3, 3, c_out) if depthwise else (c_out, 3, 3, c_in)
+    if t.quant:
+        s_in, s_w, s_out = 0.05, 0.02, 0.1
+        # int8 filters are symmetric (zero point 0), as TFLite's int8 models have them
+        w_zp = 128 if t.t == "quant8" else 0
+        x_val, w_val = t.codes((n, h, w, c_in)), t.codes(w_shape)
+        bias = t.rng.integers(-1000, 1000, c_out).astype(np.int32)
+        x = b.input(t.type, [n, h, w, c_in], scale=s_in, zero_point=t.zp(128))
+        wt = b.const(t.type, w_shape, w_val, scale=s_w, zero_point=w_zp)
         bs = b.const(T.TENSOR_INT32, [c_out], bias, scale=s_in * s_w)
-        y = b.output(tq, [n, h, w, c_out], scale=s_out, zero_point=128)
+        y = b.output(t.type, [n, h, w, c_out], scale=s_out, zero_point=t.zp(128))
     else:
-        x_val = RNG.uniform(-1, 1, (n, h, w, c_in)).astype(np.float32)
-        w_shape = (1, 3, 3, c_out) if depthwise else (c_out, 3, 3, c_in)
-        w_val = RNG.uniform(-1, 1, w_shape).astype(np.float32)
-        bias = RNG.uniform(-1, 1, c_out).astype(np.float32)
-        x = b.input(T.TENSOR_FLOAT32, [n, h, w, c_in])
-        wt = b.const(T.TENSOR_FLOAT32, w_shape, w_val)
-        bs = b.const(T.TENSOR_FLOAT32, [c_out], bias)
-        y = b.output(T.TENSOR_FLOAT32, [n, h, w, c_out])
+        x_val, w_val, bias = t.floats((n, h, w, c_in)), t.floats(w_shape), t.floats(c_out)
+        x = b.input(t.type, [n, h, w, c_in])
+        wt = b.const(t.type, w_shape, w_val)
+        bs = b.const(t.type, [c_out], bias)
+        y = b.output(t.type, [n, h, w, c_out])
     # implicit padding SAME (1), stride 1, no activation
     if depthwise:
         b.operation(Op.DEPTHWISE_CONV_2D, [x, wt, bs, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.i32(0)], [y])
@@ -73,77 +102,80 @@ def conv_case(quant: bool, depthwise: bool):
     return b.build(), [x_val], (w_val, bias)
 
 
-def fc_case(quant: bool):
+def fc_case(t: Typed):
     b = ModelBuilder()
-    if quant:
-        x_val = RNG.integers(0, 256, (1, 1024), dtype=np.uint8)
-        w_val = RNG.integers(0, 256, (1000, 1024), dtype=np.uint8)
-        bias = RNG.integers(-1000, 1000, 1000).astype(np.int32)
-        x = b.input(T.TENSOR_QUANT8_ASYMM, [1, 1024], scale=0.05, zero_point=128)
-        wt = b.const(T.TENSOR_QUANT8_ASYMM, [1000, 1024], w_val, scale=0.02, zero_point=128)
+    if t.quant:
+        w_zp = 128 if t.t == "quant8" else 0
+        x_val, w_val = t.codes((1, 1024)), t.codes((1000, 1024))
+        bias = t.rng.integers(-1000, 1000, 1000).astype(np.int32)
+        x = b.input(t.type, [1, 1024], scale=0.05, zero_point=t.zp(128))
+        wt = b.const(t.type, [1000, 1024], w_val, scale=0.02, zero_point=w_zp)
         bs = b.const(T.TENSOR_INT32, [1000], bias, scale=0.05 * 0.02)
-        y = b.output(T.TENSOR_QUANT8_ASYMM, [1, 1000], scale=0.5, zero_point=128)
+        y = b.output(t.type, [1, 1000], scale=0.5, zero_point=t.zp(128))
     else:
-        x_val = RNG.uniform(-1, 1, (1, 1024)).astype(np.float32)
-        w_val = RNG.uniform(-1, 1, (1000, 1024)).astype(np.float32)
-        bias = RNG.uniform(-1, 1, 1000).astype(np.float32)
-        x = b.input(T.TENSOR_FLOAT32, [1, 1024])
-        wt = b.const(T.TENSOR_FLOAT32, [1000, 1024], w_val)
-        bs = b.const(T.TENSOR_FLOAT32, [1000], bias)
-        y = b.output(T.TENSOR_FLOAT32, [1, 1000])
+        x_val, w_val, bias = t.floats((1, 1024)), t.floats((1000, 1024)), t.floats(1000)
+        x = b.input(t.type, [1, 1024])
+        wt = b.const(t.type, [1000, 1024], w_val)
+        bs = b.const(t.type, [1000], bias)
+        y = b.output(t.type, [1, 1000])
     b.operation(Op.FULLY_CONNECTED, [x, wt, bs, b.i32(0)], [y])
     return b.build(), [x_val], (w_val, bias)
 
 
-def add_case(quant: bool):
+def add_case(t: Typed):
     dims = [1, 112, 112, 64]
     b = ModelBuilder()
-    if quant:
-        a_val = RNG.integers(0, 256, dims, dtype=np.uint8)
-        b_val = RNG.integers(0, 256, dims, dtype=np.uint8)
-        x = b.input(T.TENSOR_QUANT8_ASYMM, dims, scale=0.05, zero_point=128)
-        z = b.input(T.TENSOR_QUANT8_ASYMM, dims, scale=0.07, zero_point=120)
-        y = b.output(T.TENSOR_QUANT8_ASYMM, dims, scale=0.1, zero_point=128)
+    if t.quant:
+        a_val, b_val = t.codes(dims), t.codes(dims)
+        x = b.input(t.type, dims, scale=0.05, zero_point=t.zp(128))
+        z = b.input(t.type, dims, scale=0.07, zero_point=t.zp(120))
+        y = b.output(t.type, dims, scale=0.1, zero_point=t.zp(128))
     else:
-        a_val = RNG.uniform(-1, 1, dims).astype(np.float32)
-        b_val = RNG.uniform(-1, 1, dims).astype(np.float32)
-        x = b.input(T.TENSOR_FLOAT32, dims)
-        z = b.input(T.TENSOR_FLOAT32, dims)
-        y = b.output(T.TENSOR_FLOAT32, dims)
+        a_val, b_val = t.floats(dims), t.floats(dims)
+        x, z, y = b.input(t.type, dims), b.input(t.type, dims), b.output(t.type, dims)
     b.operation(Op.ADD, [x, z, b.i32(0)], [y])
     return b.build(), [a_val, b_val], ()
 
 
-def softmax_case(quant: bool):
+def softmax_case(t: Typed):
     b = ModelBuilder()
-    if quant:
-        x_val = RNG.integers(0, 256, (1, 1000), dtype=np.uint8)
-        x = b.input(T.TENSOR_QUANT8_ASYMM, [1, 1000], scale=0.1, zero_point=128)
-        y = b.output(T.TENSOR_QUANT8_ASYMM, [1, 1000], scale=1 / 256, zero_point=0)
+    if t.quant:
+        # NNAPI fixes a quantised SOFTMAX's output at scale 1/256, zero point 0 (int8: -128)
+        x_val = t.codes((1, 1000))
+        x = b.input(t.type, [1, 1000], scale=0.1, zero_point=t.zp(128))
+        y = b.output(t.type, [1, 1000], scale=1 / 256, zero_point=t.zp(0))
     else:
-        x_val = RNG.uniform(-4, 4, (1, 1000)).astype(np.float32)
-        x = b.input(T.TENSOR_FLOAT32, [1, 1000])
-        y = b.output(T.TENSOR_FLOAT32, [1, 1000])
-    b.operation(Op.SOFTMAX, [x, b.f32(1.0)], [y])
+        x_val = t.floats((1, 1000), -4, 4)
+        x, y = b.input(t.type, [1, 1000]), b.output(t.type, [1, 1000])
+    b.operation(Op.SOFTMAX, [x, b.f16(1.0) if t.t == "fp16" else b.f32(1.0)], [y])
     return b.build(), [x_val], ()
 
 
 # ---- onnxruntime equivalents -------------------------------------------------------------
 
-def ort_session(kind: str, quant: bool, inputs, params, threads: int):
-
+def ort_session(kind: str, t: str, inputs, params, threads: int):
+    """An onnxruntime session computing case ``kind`` in data type ``t`` on the same data;
+    raises when this onnxruntime cannot (fp16 kernels are missing from most CPU builds)."""
     from onnx import TensorProto, helper, numpy_helper
     import onnxruntime as ort
 
     nodes, inits, ins = [], [], []
-    f32, u8 = TensorProto.FLOAT, TensorProto.UINT8
+    quant = t in ("quant8", "int8")
+    elem = {"fp32": TensorProto.FLOAT, "fp16": TensorProto.FLOAT16,
+            "quant8": TensorProto.UINT8, "int8": TensorProto.INT8}[t]
+    zdtype = np.uint8 if t == "quant8" else np.int8
 
     def init(name, arr):
         inits.append(numpy_helper.from_array(np.asarray(arr), name))
 
     def qparams(prefix, scale, zp):
         init(prefix + "_s", np.array(scale, np.float32))
-        init(prefix + "_z", np.array(zp, np.uint8))
+        init(prefix + "_z", np.array(zp if t == "quant8" else zp - 128, zdtype))
+        return [prefix + "_s", prefix + "_z"]
+
+    def wparams(prefix, scale):     # int8 filters are symmetric (see conv_case)
+        init(prefix + "_s", np.array(scale, np.float32))
+        init(prefix + "_z", np.array(128 if t == "quant8" else 0, zdtype))
         return [prefix + "_s", prefix + "_z"]
 
     feeds = {}
@@ -154,21 +186,21 @@ def ort_session(kind: str, quant: bool, inputs, params, threads: int):
         w_onnx = w.transpose(3, 0, 1, 2) if kind == "depthwise" else w.transpose(0, 3, 1, 2)
         group = x.shape[1] if kind == "depthwise" else 1
         attrs = dict(pads=[1, 1, 1, 1], group=group, kernel_shape=[3, 3])
-        ins.append(helper.make_tensor_value_info("x", u8 if quant else f32, list(x.shape)))
+        ins.append(helper.make_tensor_value_info("x", elem, list(x.shape)))
         init("w", np.ascontiguousarray(w_onnx))
         init("b", bias)
         if quant:
-            nodes.append(helper.make_node("QLinearConv", ["x", *qparams("x", 0.05, 128), "w", *qparams("w", 0.02, 128),
+            nodes.append(helper.make_node("QLinearConv", ["x", *qparams("x", 0.05, 128), "w", *wparams("w", 0.02),
                                                           *qparams("y", 0.1, 128), "b"], ["y"], **attrs))
         else:
             nodes.append(helper.make_node("Conv", ["x", "w", "b"], ["y"], **attrs))
         feeds["x"] = x
     elif kind == "fc":
         w, bias = params
-        ins.append(helper.make_tensor_value_info("x", u8 if quant else f32, [1, 1024]))
+        ins.append(helper.make_tensor_value_info("x", elem, [1, 1024]))
         if quant:
             init("wt", np.ascontiguousarray(w.T))
-            nodes.append(helper.make_node("QLinearMatMul", ["x", *qparams("x", 0.05, 128), "wt", *qparams("w", 0.02, 128),
+            nodes.append(helper.make_node("QLinearMatMul", ["x", *qparams("x", 0.05, 128), "wt", *wparams("w", 0.02),
                                                             *qparams("y", 0.5, 128)], ["y"]))
         else:
             init("w", w)
@@ -177,7 +209,7 @@ def ort_session(kind: str, quant: bool, inputs, params, threads: int):
         feeds["x"] = inputs[0]
     elif kind == "add":
         for n, v in zip("ab", inputs):
-            ins.append(helper.make_tensor_value_info(n, u8 if quant else f32, list(v.shape)))
+            ins.append(helper.make_tensor_value_info(n, elem, list(v.shape)))
             feeds[n] = v
         if quant:
             nodes.append(helper.make_node("QLinearAdd", ["a", *qparams("a", 0.05, 128), "b", *qparams("b", 0.07, 120),
@@ -185,20 +217,21 @@ def ort_session(kind: str, quant: bool, inputs, params, threads: int):
         else:
             nodes.append(helper.make_node("Add", ["a", "b"], ["y"]))
     elif kind == "softmax":
-        ins.append(helper.make_tensor_value_info("x", u8 if quant else f32, [1, 1000]))
+        ins.append(helper.make_tensor_value_info("x", elem, [1, 1000]))
         feeds["x"] = inputs[0]
         if quant:
             nodes.append(helper.make_node("QLinearSoftmax", ["x", *qparams("x", 0.1, 128), *qparams("y", 1 / 256, 0)],
                                           ["y"], axis=-1, opset=13, domain="com.microsoft"))
         else:
             nodes.append(helper.make_node("Softmax", ["x"], ["y"], axis=-1))
-    out = helper.make_tensor_value_info("y", u8 if quant else f32, None)
+    out = helper.make_tensor_value_info("y", elem, None)
     graph = helper.make_graph(nodes, kind, ins, [out], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
                                                     helper.make_opsetid("com.microsoft", 1)])
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    sess.run(None, feeds)       # a missing kernel may only show at the first run
     return lambda: sess.run(None, feeds)
 
 
@@ -211,6 +244,20 @@ CASES = [
 ]
 
 
+def _ort_for(kind: str, t: str, inputs, params, threads: int):
+    """(onnxruntime's call, the type it computes in, why not ``t``): the same type when
+    onnxruntime runs it; for fp16 without CPU kernels, the same operation on the same values
+    in fp32 (the nearest computation it has; the reference computes fp16 in float32 too)."""
+    try:
+        return ort_session(kind, t, inputs, params, threads), t, None
+    except Exception as e:  # an ORT build without this kernel or contrib op: show why, keep going
+        why = f"{type(e).__name__}: {str(e).splitlines()[0][:80]}"
+        if t != "fp16":
+            return None, None, why
+        widen = [np.asarray(v, dtype=np.float32) for v in inputs]
+        return ort_session(kind, "fp32", widen, tuple(np.asarray(v, np.float32) for v in params), threads), "fp32", why
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=10)
@@ -219,6 +266,8 @@ def main() -> None:
     p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                    help="wall: time.perf_counter; cpu: time.process_time (steadier on a loaded machine)")
     p.add_argument("-k", dest="only", default="", help="only the cases whose name contains this text (e.g. DEPTHWISE)")
+    p.add_argument("--types", nargs="+", choices=TYPES, default=list(TYPES), metavar="TYPE",
+                   help=f"data types to run, of {', '.join(TYPES)} (default: all)")
     a = p.parse_args()
     if a.repeats < 1:
         p.error(f"--repeats must be at least 1, got {a.repeats}")
@@ -233,29 +282,35 @@ def main() -> None:
         print("onnxruntime is not installed (pip install nnconform[onnx]): reference column only")
     from nnconform.ops import jit
     jit.turn_on_if_installed()      # compiled kernels when numba is there, unless NNCONFORM_JIT says
-    print(f"reference: {jit.describe()}; load average {os.getloadavg()[0]:.1f}")
+    print(f"reference: {jit.describe()}; load average {os.getloadavg()[0]:.1f}; data seed {SEED}")
     print(f"{'case':40s} {'type':7s} {'reference ms':>13s} {'onnxruntime ms':>15s} {'ratio':>7s}")
+    notes = []
     for label, kind, make in CASES:
         if a.only not in label:
             continue
-        for quant in (False, True):
-            model, inputs, params = make(quant)
+        for t in a.types:
+            model, inputs, params = make(Typed(t, np.random.default_rng(SEED)))
             ex = Executor(model)
             ref = lambda: ex.run(inputs)   # noqa: E731
-            ort_fn = None
+            ort_fn, ort_type = None, None
             if have_ort:
-                try:
-                    ort_fn = ort_session(kind, quant, inputs, params, a.threads)
-                except Exception as e:  # an ORT build without this contrib op: show why, keep going
-                    print(f"  (onnxruntime cannot run {kind} {'quant8' if quant else 'fp32'}: "
-                          f"{type(e).__name__}: {str(e).splitlines()[0][:80]})")
+                ort_fn, ort_type, why = _ort_for(kind, t, inputs, params, a.threads)
+                if why and ort_fn is None:
+                    print(f"  (onnxruntime cannot run {kind} {t}: {why})")
+                elif why:
+                    notes.append(f"{kind} {t}: {why}")
             samples = interleaved([ref] if ort_fn is None else [ref, ort_fn], a.repeats, clock)
             ref_ms = statistics.median(samples[0])
             ort_ms = statistics.median(samples[1]) if ort_fn is not None else None
             ratio_x = round_ratio(samples[0], samples[1] if ort_fn is not None else None)
             ratio = f"{ratio_x:6.2f}x" if ratio_x else "-"
             ort_txt = f"{ort_ms:15.3f}" if ort_ms else f"{'-':>15s}"
-            print(f"{label:40s} {'quant8' if quant else 'fp32':7s} {ref_ms:13.3f} {ort_txt} {ratio:>7s}", flush=True)
+            mark = "" if ort_type in (None, t) else f"  (onnxruntime in {ort_type})"
+            print(f"{label:40s} {t:7s} {ref_ms:13.3f} {ort_txt} {ratio:>7s}{mark}", flush=True)
+    if notes:
+        print("onnxruntime has no CPU kernel for these; they compare with its fp32:")
+        for n in notes:
+            print(f"  {n}")
 
 
 if __name__ == "__main__":
