@@ -292,3 +292,17 @@ def test_a_quantised_softmax_kernel_is_planned_only_for_what_it_covers(what, kw,
     assert with_ == without
     if "fails" in what:
         assert with_[0] == "raised" and "OpFailure" in with_[1], with_
+
+
+@pytest.mark.parametrize("special", ["inf", "-inf", "nan", "none"])
+def test_an_fp16_softmax_row_with_special_values_gives_executes_bits(special, kernels):
+    """The compiled fp16 row leaves a row with a NaN or an infinity to numpy's row (which NaN
+    comes out follows numpy's own order of operations); -inf logits stay on it."""
+    model = _softmax_model([1, 600], T.TENSOR_FLOAT16, 0.7, None)
+    x = np.linspace(-8, 8, 600, dtype=np.float16).reshape(1, 600)
+    if special != "none":
+        x[0, [5, 300]] = {"inf": np.inf, "-inf": -np.inf, "nan": np.nan}[special]
+    without, _ = _outcome(model, [x], prepared=False)
+    with_, ex = _outcome(model, [x], prepared=True)
+    assert with_ == without and with_[0] == "ran"
+    assert _kernels_in(ex, model) == 1

@@ -574,11 +574,41 @@ def _narrow_half_py(f, out):
         seen |= x != x
     return seen
 
+def _softmax_half_start_py(h, b, e):
+    # A float16 softmax row's first steps: e = (float32(h) - max) * b, as numpy's row takes
+    # them (IEEE subtract, then multiply; x * 1 is x).  Returns the max; a NaN or infinite
+    # one (NaN or inf inputs) means the caller leaves the row to numpy.
+    m = np.float32(-np.inf)
+    seen = False
+    for i in range(h.shape[0]):
+        v = _half_to_f32(h[i])
+        e[i] = v
+        seen |= v != v
+        m = v if v > m else m
+    if seen:
+        return np.float32(np.nan)
+    for i in range(h.shape[0]):
+        e[i] = (e[i] - m) * b
+    return m
+
+
+def _scale_half_py(e, r, out):
+    # out = float16(e * r): numpy's in-place multiply by the reciprocal of the sum, then its
+    # narrowing.  Returns whether a NaN went by (the caller then uses numpy's conversion).
+    seen = False
+    for i in range(e.shape[0]):
+        x = e[i] * r
+        out[i] = _f32_to_half(x)
+        seen |= x != x
+    return seen
+
+
 _PY = {"depthwise": _depthwise_py, "im2col": _im2col_py, "requantize": _requantize_py, "gather_pairs": _gather_pairs_py,
        "dot_offsets": _dot_offsets_py, "softmax_rows": _softmax_rows_py,
        "bilinear": _bilinear_py, "average_pool_float": _average_pool_float_py,
        "average_pool_quant": _average_pool_quant_py,
-       "widen_half": _widen_half_py, "narrow_half": _narrow_half_py}
+       "widen_half": _widen_half_py, "narrow_half": _narrow_half_py,
+       "softmax_half_start": _softmax_half_start_py, "scale_half": _scale_half_py}
 
 
 def depthwise(x: np.ndarray, w: np.ndarray, oh: int, ow: int, sh: int, sw: int, dh: int, dw: int,
@@ -708,4 +738,23 @@ def narrow_half(x: np.ndarray) -> np.ndarray:
     if _compile("narrow_half")(x.reshape(-1), out.view(np.uint16).reshape(-1)):
         nan = np.isnan(x)
         out[nan] = x[nan].astype(np.float16)
+    return out
+
+
+def softmax_half_row(x: np.ndarray, b32: np.float32) -> np.ndarray | None:
+    """``softmax._softmax_float_row`` of a float16 row ``x`` (any shape whose dimensions but
+    the last are 1), narrowed to float16: the same float32 operations, with the widening,
+    maximum, subtraction and beta in one compiled pass and the scaling with the narrowing in
+    another; numpy's exp and its pairwise sum in between.  None for a row holding a NaN or an
+    infinity (the caller takes numpy's row: which NaN comes out follows numpy's own order)."""
+    h = x if x.flags.c_contiguous else np.ascontiguousarray(x)
+    e = np.empty(h.shape, np.float32)
+    m = _compile("softmax_half_start")(h.view(np.uint16).reshape(-1), b32, e.reshape(-1))
+    if not np.isfinite(m):
+        return None
+    np.exp(e, out=e)
+    r = np.float32(1) / np.add.reduce(e, None, np.float32)
+    out = np.empty(h.shape, np.float16)
+    if _compile("scale_half")(e.reshape(-1), r, out.view(np.uint16).reshape(-1)):
+        return None
     return out

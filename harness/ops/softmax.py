@@ -290,11 +290,16 @@ def prepare(v: OpView):
     if x_op.info.dtype != np.float16 or out_dtype != np.float16:
         return None
     widen, narrow = half.converters(int(np.prod(dims)))
+    fused = jit.softmax_half_row if widen is jit.widen_half else None
 
     def kernel_widened(values: list):            # fp16: computed in float32, stored back
         x = values[slot]
         if x is None or x.shape != dims:
             return None
+        if fused is not None:
+            y = fused(x, b32)
+            if y is not None:
+                return [y]
         return [narrow(row(widen(x), b32, own=True))]
     return kernel_widened
 
