@@ -54,7 +54,7 @@ SEED = 0
 class Typed:
     """What a case needs of its data type ``t``: the operand type, the stored values and, for
     the 8-bit types, zero points (given for uint8 storage; int8's sit 128 lower, as the same
-    real values do)."""
+    real values do: the filters' 128 becomes 0, symmetric, as in TFLite's int8 models)."""
 
     def __init__(self, t: str, rng: np.random.Generator):
         self.t, self.rng = t, rng
@@ -80,12 +80,10 @@ def conv_case(t: Typed, depthwise: bool):
     w_shape = (1, 3, 3, c_out) if depthwise else (c_out, 3, 3, c_in)
     if t.quant:
         s_in, s_w, s_out = 0.05, 0.02, 0.1
-        # int8 filters are symmetric (zero point 0), as TFLite's int8 models have them
-        w_zp = 128 if t.t == "quant8" else 0
         x_val, w_val = t.codes((n, h, w, c_in)), t.codes(w_shape)
         bias = t.rng.integers(-1000, 1000, c_out).astype(np.int32)
         x = b.input(t.type, [n, h, w, c_in], scale=s_in, zero_point=t.zp(128))
-        wt = b.const(t.type, w_shape, w_val, scale=s_w, zero_point=w_zp)
+        wt = b.const(t.type, w_shape, w_val, scale=s_w, zero_point=t.zp(128))
         bs = b.const(T.TENSOR_INT32, [c_out], bias, scale=s_in * s_w)
         y = b.output(t.type, [n, h, w, c_out], scale=s_out, zero_point=t.zp(128))
     else:
@@ -105,11 +103,10 @@ def conv_case(t: Typed, depthwise: bool):
 def fc_case(t: Typed):
     b = ModelBuilder()
     if t.quant:
-        w_zp = 128 if t.t == "quant8" else 0
         x_val, w_val = t.codes((1, 1024)), t.codes((1000, 1024))
         bias = t.rng.integers(-1000, 1000, 1000).astype(np.int32)
         x = b.input(t.type, [1, 1024], scale=0.05, zero_point=t.zp(128))
-        wt = b.const(t.type, [1000, 1024], w_val, scale=0.02, zero_point=w_zp)
+        wt = b.const(t.type, [1000, 1024], w_val, scale=0.02, zero_point=t.zp(128))
         bs = b.const(T.TENSOR_INT32, [1000], bias, scale=0.05 * 0.02)
         y = b.output(t.type, [1, 1000], scale=0.5, zero_point=t.zp(128))
     else:
@@ -173,11 +170,6 @@ def ort_session(kind: str, t: str, inputs, params, threads: int):
         init(prefix + "_z", np.array(zp if t == "quant8" else zp - 128, zdtype))
         return [prefix + "_s", prefix + "_z"]
 
-    def wparams(prefix, scale):     # int8 filters are symmetric (see conv_case)
-        init(prefix + "_s", np.array(scale, np.float32))
-        init(prefix + "_z", np.array(128 if t == "quant8" else 0, zdtype))
-        return [prefix + "_s", prefix + "_z"]
-
     feeds = {}
     if kind in ("conv", "depthwise"):
         x = np.ascontiguousarray(inputs[0].transpose(0, 3, 1, 2))
@@ -190,7 +182,7 @@ def ort_session(kind: str, t: str, inputs, params, threads: int):
         init("w", np.ascontiguousarray(w_onnx))
         init("b", bias)
         if quant:
-            nodes.append(helper.make_node("QLinearConv", ["x", *qparams("x", 0.05, 128), "w", *wparams("w", 0.02),
+            nodes.append(helper.make_node("QLinearConv", ["x", *qparams("x", 0.05, 128), "w", *qparams("w", 0.02, 128),
                                                           *qparams("y", 0.1, 128), "b"], ["y"], **attrs))
         else:
             nodes.append(helper.make_node("Conv", ["x", "w", "b"], ["y"], **attrs))
@@ -200,7 +192,7 @@ def ort_session(kind: str, t: str, inputs, params, threads: int):
         ins.append(helper.make_tensor_value_info("x", elem, [1, 1024]))
         if quant:
             init("wt", np.ascontiguousarray(w.T))
-            nodes.append(helper.make_node("QLinearMatMul", ["x", *qparams("x", 0.05, 128), "wt", *wparams("w", 0.02),
+            nodes.append(helper.make_node("QLinearMatMul", ["x", *qparams("x", 0.05, 128), "wt", *qparams("w", 0.02, 128),
                                                             *qparams("y", 0.5, 128)], ["y"]))
         else:
             init("w", w)

@@ -222,8 +222,8 @@ def _float_taps(x: np.ndarray, w: np.ndarray, bias: np.ndarray, zero_start: bool
     ``bias``.  The compiled kernel pads the input itself; numpy's taps read it padded, or as
     it is when unpadded (VALID, or after an explicit PAD, as TFLite models have it)."""
     unpadded = compiled or not (p.pad_top or p.pad_bottom or p.pad_left or p.pad_right)
-    # (an fp16 input is widened before the padded copy: numpy's own conversion is slow)
-    xp = np.ascontiguousarray(cc.to_float32(x)) if unpadded else cc.padded_offsets(cc.to_float32(x), p, 0, np.float32)
+    x32 = cc.to_float32(x)      # (fp16 widened before the padded copy: numpy's conversion is slow)
+    xp = np.ascontiguousarray(x32) if unpadded else cc.padded_offsets(x32, p, 0, np.float32)
     return _depthwise(_repeat_channels(xp, p.extra[0]), w, oh, ow, p, bias=bias, zero_start=zero_start,
                       unpadded=unpadded)
 

@@ -14,30 +14,16 @@ import numpy as np
 from . import jit
 
 
-def _compiled(size: int) -> bool:
+def compiled(size: int) -> bool:
+    """Whether fp16 arrays of ``size`` elements go through the compiled conversions."""
     # From a few hundred elements: the compiled call costs ~2 us, numpy's conversion 2-3 ns
     # an element, and ~30 ns a subnormal half (a softmax's 1,000 small probabilities: 33 us)
     return jit.worth(size, at=256) and jit.half_instructions()
 
 
-def _widen_numpy(x: np.ndarray) -> np.ndarray:
-    return x.astype(np.float32)
-
-
-def _narrow_numpy(y: np.ndarray) -> np.ndarray:
-    return y.astype(np.float16)
-
-
-def converters(size: int):
-    """(widen, narrow) for fp16 arrays of ``size`` elements, chosen once: for a plan-time
-    kernel, whose tensors keep their size (the choice costs ~1 us a call otherwise).  Both
-    return new arrays."""
-    return (jit.widen_half, jit.narrow_half) if _compiled(size) else (_widen_numpy, _narrow_numpy)
-
-
 def widen(x: np.ndarray) -> np.ndarray:
     """``x`` as float32: fp16 converted (a new array), float32 as it is."""
-    if x.dtype == np.float16 and _compiled(x.size):
+    if x.dtype == np.float16 and compiled(x.size):
         return jit.widen_half(x)
     return x.astype(np.float32, copy=False)
 
@@ -45,6 +31,6 @@ def widen(x: np.ndarray) -> np.ndarray:
 def narrow(y: np.ndarray, dtype) -> np.ndarray:
     """A float32 result ``y`` in the output's ``dtype``: fp16 rounded to nearest even (a
     new array), any other dtype as ``astype`` gives it (``y`` itself when it has it)."""
-    if y.dtype == np.float32 and np.dtype(dtype) == np.float16 and _compiled(y.size):
+    if y.dtype == np.float32 and np.dtype(dtype) == np.float16 and compiled(y.size):
         return jit.narrow_half(y)
     return y.astype(dtype, copy=False)

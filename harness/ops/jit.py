@@ -574,6 +574,7 @@ def _narrow_half_py(f, out):
         seen |= x != x
     return seen
 
+
 def _softmax_half_start_py(h, b, e):
     # A float16 softmax row's first steps: e = (float32(h) - max) * b, as numpy's row takes
     # them (IEEE subtract, then multiply; x * 1 is x).  Returns the max; a NaN or infinite

@@ -289,8 +289,8 @@ def prepare(v: OpView):
 
     if x_op.info.dtype != np.float16 or out_dtype != np.float16:
         return None
-    widen, narrow = half.converters(int(np.prod(dims)))
-    fused = jit.softmax_half_row if widen is jit.widen_half else None
+    # the compiled row, chosen once per plan (the choice costs ~1 us a call)
+    fused = jit.softmax_half_row if half.compiled(int(np.prod(dims))) else None
 
     def kernel_widened(values: list):            # fp16: computed in float32, stored back
         x = values[slot]
@@ -300,7 +300,7 @@ def prepare(v: OpView):
             y = fused(x, b32)
             if y is not None:
                 return [y]
-        return [narrow(row(widen(x), b32, own=True))]
+        return [half.narrow(row(half.widen(x), b32, own=True), out_dtype)]
     return kernel_widened
 
 
