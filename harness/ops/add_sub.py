@@ -36,7 +36,7 @@ import numpy as np
 
 from ..errors import OpFailure
 from ..ir import OperandType as T, OperationType as Op
-from . import lut, activation, broadcast, half, quant
+from . import lut, activation, add_split, broadcast, half, quant
 from .registry import OpContext, OpView, register
 
 TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED,
@@ -136,12 +136,13 @@ def validate(v: OpView) -> None:
 def _quant_add(ctx: OpContext, act: int, subtract: bool) -> np.ndarray:
     # the multipliers and the kernel depend on the model's quantisation and the activation
     # only: worked out once per model (~15 us of float32 scalars a call otherwise)
-    key, kernel = ctx.remember(("quant add", subtract, act), lambda: _quant_add_kernel(ctx, act, subtract))
-    return lut.binary(key, kernel, ctx.inputs[0], ctx.inputs[1])
+    key, kernel, split = ctx.remember(("quant add", subtract, act), lambda: _quant_add_kernel(ctx, act, subtract))
+    return lut.binary(key, kernel, ctx.inputs[0], ctx.inputs[1], split)
 
 
 def _quant_add_kernel(ctx: OpContext, act: int, subtract: bool) -> tuple:
-    """(table key, fixed-point kernel over two arrays of codes) of a quantised ADD/SUB."""
+    """(table key, fixed-point kernel over two arrays of codes, its split into byte tables
+    for input dtypes) of a quantised ADD/SUB."""
     in1, in2 = ctx.in_operands[0], ctx.in_operands[1]
     out = ctx.out_operands[0]
     s1, s2, so = f32(in1.scale), f32(in2.scale), f32(out.scale)
@@ -152,17 +153,28 @@ def _quant_add_kernel(ctx: OpContext, act: int, subtract: bool) -> tuple:
     if subtract:
         m2 = -m2
 
+    def rescaled(codes: np.ndarray, zero_point: int, m: int, e: int) -> np.ndarray:
+        x = (codes.astype(np.int64) - zero_point) << ADD_LEFT_SHIFT
+        return quant.multiply_by_quantized_multiplier(x, m, e)
+
     def kernel(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        x1 = (a.astype(np.int64) - in1.zero_point) << ADD_LEFT_SHIFT
-        x2 = (b.astype(np.int64) - in2.zero_point) << ADD_LEFT_SHIFT
-        total = (quant.multiply_by_quantized_multiplier(x1, m1, e1)
-                 + quant.multiply_by_quantized_multiplier(x2, m2, e2))
+        total = rescaled(a, in1.zero_point, m1, e1) + rescaled(b, in2.zero_point, m2, e2)
         acc = quant.multiply_by_quantized_multiplier(total, mo, eo) + out.zero_point
         return activation.apply_quant(acc, act, out)
 
+    bounds = activation.quant_bounds(act, out)
+
+    def split(a_dtype, b_dtype) -> lut.Split:
+        # the same kernel as byte tables of each input and a carry (add_split.py)
+        codes = np.arange(256, dtype=np.uint8)
+        tables = add_split.split_tables(rescaled(codes.view(a_dtype), in1.zero_point, m1, e1),
+                                        rescaled(codes.view(b_dtype), in2.zero_point, m2, e2),
+                                        mo, eo, out.zero_point)
+        return lut.Split(tables, out.zero_point, *bounds)
+
     key = ("add", m1, e1, in1.zero_point, m2, e2, in2.zero_point, mo, eo, out.zero_point,
-           activation.quant_bounds(act, out), out.type)
-    return key, kernel
+           bounds, out.type)
+    return key, kernel, split
 
 
 def _add_or_sub(ctx: OpContext, subtract: bool) -> list[np.ndarray]:
@@ -200,7 +212,7 @@ def prepare(v: OpView):
         if not shape or math.prod(shape) == 0 or b_op.type != t or out_op.type != t:
             return None        # (rank 0: numpy gives a scalar, which execute's caller converts)
         if t in QUANT8:
-            key, qkernel = _quant_add_kernel(ctx, act, subtract)
+            key, qkernel, split = _quant_add_kernel(ctx, act, subtract)
     except OpFailure:
         return None            # execute fails the run, with its own message
     sa, sb, da, db = v.operation.inputs[0], v.operation.inputs[1], a_op.dimensions, b_op.dimensions
@@ -209,7 +221,7 @@ def prepare(v: OpView):
             a, b = values[sa], values[sb]
             if a is None or b is None or a.shape != da or b.shape != db:
                 return None
-            return [lut.binary(key, qkernel, a, b)]
+            return [lut.binary(key, qkernel, a, b, split)]
         return kernel_quant
     fn = np.subtract if subtract else np.add
 

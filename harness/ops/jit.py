@@ -31,6 +31,9 @@ Why compiled loops, kernel by kernel:
   pass 2**24); compiled, an int32 dot product reads the stored weight bytes.
 - Quantised 8-bit ADD/SUB/MUL read a 65,536-entry exact table; numpy first builds a uint16
   index array, the compiled gather makes each index in a register.
+- Quantised 8-bit ADD/SUB on a CPU with byte permutes (AVX-512 VBMI): the gather is one
+  dependent load an element; split into byte tables of each input and a carry
+  (add_split.py), 64 elements take nine 256-byte lookups, each two permute instructions.
 - RESIZE_BILINEAR: numpy gathers four shifted copies of the input and makes eleven passes
   over the output (each weight product a pass of its own, to keep the order of the
   roundings); compiled, each output is the same four products and three sums in registers.
@@ -122,7 +125,7 @@ def _compile(name: str):
     kernel = _state.get(name)
     if kernel is None:
         from numba import njit
-        global _add_taps, _tap_run, _phases, _pool_window, _srdhm, _rdbp, _reciprocal, _half_to_f32, _f32_to_half
+        global _add_taps, _tap_run, _phases, _pool_window, _srdhm, _rdbp, _reciprocal, _half_to_f32, _f32_to_half, _split_add_blocks
         if _add_taps is None:       # the kernels' helpers, compiled into them (module globals)
             _add_taps = njit(inline="always", cache=True)(_add_taps_py)
             _phases = njit(cache=True)(_phases_py)
@@ -132,6 +135,7 @@ def _compile(name: str):
             _srdhm, _rdbp = fp["_srdhm_int"], fp["_rdbp_int"]
             _reciprocal = fp["one_over_one_plus_x_for_x_in_0_1_int"]
             _half_to_f32, _f32_to_half = _make_half_casts()
+            _split_add_blocks = _make_split_add_blocks()     # (compiled only where it is called)
         # cache=True keeps the machine code beside this file (__pycache__), so a new worker
         # or driver host loads it instead of compiling again (~1 s a kernel).
         kernel = njit(cache=True, nogil=True)(_PY[name])
@@ -293,6 +297,16 @@ def _gather_pairs_py(table, a, b, out):
     # out[i] = table[a[i] * 256 + b[i]] over flat byte arrays: the index is made in a
     # register, not as a uint16 array numpy must write, widen and read back.
     for i in range(a.shape[0]):
+        out[i] = table[(np.uint32(a[i]) << 8) | np.uint32(b[i])]
+
+
+def _split_add_py(tables, table, a, b, out, zo, lo, hi):
+    # add_split's formula on whole blocks of 64 (_split_add_blocks), the rest from the
+    # exact 65,536-entry table.
+    n = a.shape[0]
+    blocks = n // 64
+    _split_add_blocks(tables, a, b, out, blocks, zo, lo, hi)
+    for i in range(blocks * 64, n):
         out[i] = table[(np.uint32(a[i]) << 8) | np.uint32(b[i])]
 
 
@@ -539,6 +553,88 @@ def _make_half_casts():
     return half_to_f32, f32_to_half
 
 
+_split_add_blocks = None    # add_split's 64-element blocks in AVX-512 VBMI permutes (_compile)
+
+
+def _make_split_add_blocks():
+    from llvmlite import ir
+    from numba import types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def split_add_blocks(typingctx, tables, a, b, out, blocks, zo, lo, hi):
+        # tables: uint8 [9 * 256] (add_split's rows); a, b, out: uint8 byte patterns;
+        # zo, lo, hi: int16.  The loop is written here, not in numba, so that the 36 table
+        # registers are loaded once, before it (numba cannot tell they do not alias out).
+        sig = types.void(tables, a, b, out, types.intp, types.int16, types.int16, types.int16)
+
+        def codegen(context, builder, signature, args):
+            data = [context.make_array(signature.args[k])(context, builder, args[k]).data for k in range(4)]
+            tp, ap, bp, op = data
+            count, zo_v, lo_v, hi_v = args[4:]
+            i32, i64 = ir.IntType(32), ir.IntType(64)
+            vb, vw = ir.VectorType(ir.IntType(8), 64), ir.VectorType(ir.IntType(16), 64)
+            name = "llvm.x86.avx512.vpermi2var.qi.512"     # (table 0..63, index, table 64..127)
+            permute = builder.module.globals.get(name) or ir.Function(
+                builder.module, ir.FunctionType(vb, [vb, vb, vb]), name=name)
+
+            def load(p, offset):
+                return builder.load(builder.bitcast(builder.gep(p, [offset]), vb.as_pointer()), align=1)
+
+            def splat(v):
+                u = builder.insert_element(ir.Constant(vw, ir.Undefined), v, ir.Constant(i32, 0))
+                return builder.shuffle_vector(u, ir.Constant(vw, ir.Undefined), ir.Constant(ir.VectorType(i32, 64), [0] * 64))
+
+            quarters = [[load(tp, ir.Constant(i64, t * 256 + q * 64)) for q in range(4)] for t in range(9)]
+            zo_w, lo_w, hi_w = splat(zo_v), splat(lo_v), splat(hi_v)
+            zero, eight = ir.Constant(vb, [0] * 64), ir.Constant(vw, [8] * 64)
+            with cgutils.for_range(builder, count) as loop:
+                i = builder.mul(loop.index, ir.Constant(loop.index.type, 64))
+                va, vbb = load(ap, i), load(bp, i)
+                # a byte's top bit picks the upper 128 entries; the permute reads the low 7
+                upper_a, upper_b = builder.icmp_signed("<", va, zero), builder.icmp_signed("<", vbb, zero)
+
+                def lookup(t, idx, upper):
+                    low = builder.call(permute, [quarters[t][0], idx, quarters[t][1]])
+                    high = builder.call(permute, [quarters[t][2], idx, quarters[t][3]])
+                    return builder.select(upper, high, low)
+
+                def word(t, idx, upper):
+                    low = builder.zext(lookup(t, idx, upper), vw)
+                    return builder.or_(low, builder.shl(builder.zext(lookup(t + 1, idx, upper), vw), eight))
+
+                p2, rank = word(6, vbb, upper_b), lookup(8, vbb, upper_b)
+                plus = builder.add(builder.add(word(0, va, upper_a), p2),
+                                   builder.zext(builder.icmp_unsigned(">", rank, lookup(4, va, upper_a)), vw))
+                minus = builder.add(builder.add(word(2, va, upper_a), p2),
+                                    builder.zext(builder.icmp_unsigned(">", rank, lookup(5, va, upper_a)), vw))
+                v = builder.select(builder.icmp_signed(">", plus, zo_w), plus, minus)
+                v = builder.select(builder.icmp_signed("<", v, lo_w), lo_w, v)
+                v = builder.select(builder.icmp_signed(">", v, hi_w), hi_w, v)
+                builder.store(builder.trunc(v, vb), builder.bitcast(builder.gep(op, [i]), vb.as_pointer()), align=1)
+            return context.get_dummy_value()
+        return sig, codegen
+    return split_add_blocks
+
+
+def byte_permutes() -> bool:
+    """Whether numba compiles for this CPU and it has AVX-512 VBMI and BW (byte permutes of
+    two 64-byte tables, byte masks); LLVM cannot select the permute anywhere else, so the
+    split ADD kernel is never compiled there."""
+    if "vbmi" not in _state:
+        import platform
+        ok = platform.machine().lower() in ("x86_64", "amd64")
+        if ok:
+            from numba.core import config
+            from llvmlite import binding
+            features = binding.get_host_cpu_features().flatten().split(",")
+            ok = (config.CPU_NAME is None and config.CPU_FEATURES is None
+                  and "+avx512vbmi" in features and "+avx512bw" in features)
+        _state["vbmi"] = ok
+    return bool(_state["vbmi"])
+
+
 def half_instructions() -> bool:
     """Whether this CPU converts half floats in hardware (otherwise LLVM would call a
     runtime helper that numba does not link, and numpy's conversion is used)."""
@@ -605,7 +701,7 @@ def _scale_half_py(e, r, out):
 
 
 _PY = {"depthwise": _depthwise_py, "im2col": _im2col_py, "requantize": _requantize_py, "gather_pairs": _gather_pairs_py,
-       "dot_offsets": _dot_offsets_py, "softmax_rows": _softmax_rows_py,
+       "dot_offsets": _dot_offsets_py, "split_add": _split_add_py, "softmax_rows": _softmax_rows_py,
        "bilinear": _bilinear_py, "average_pool_float": _average_pool_float_py,
        "average_pool_quant": _average_pool_quant_py,
        "widen_half": _widen_half_py, "narrow_half": _narrow_half_py,
@@ -669,6 +765,19 @@ def gather_pairs(table: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     out = np.empty(a.shape, table.dtype)
     _compile("gather_pairs")(np.ascontiguousarray(table).reshape(-1), np.ascontiguousarray(a).reshape(-1),
                              np.ascontiguousarray(b).reshape(-1), out.reshape(-1))
+    return out
+
+
+def split_add(tables: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray, zo: int, lo: int,
+              hi: int, dtype) -> np.ndarray:
+    """add_split.evaluate's result narrowed to ``dtype`` (uint8 or int8), for byte
+    patterns ``a`` and ``b`` of one shape; ``tables``: add_split's [9, 256]; ``table``: the
+    exact 65,536-entry table, for the elements past the last block of 64.  Only where
+    ``byte_permutes()``."""
+    out = np.empty(a.shape, dtype)
+    _compile("split_add")(tables.reshape(-1), table.reshape(-1).view(np.uint8), np.ascontiguousarray(a).reshape(-1),
+                          np.ascontiguousarray(b).reshape(-1), out.reshape(-1).view(np.uint8),
+                          np.int16(zo), np.int16(lo), np.int16(hi))
     return out
 
 

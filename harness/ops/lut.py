@@ -6,15 +6,20 @@ inputs, gives a table that reproduces it bit for bit.  For a large tensor, one g
 that table replaces a dozen int64 passes of fixed-point arithmetic.  That is why quantised
 ADD runs near memory speed.
 
+Quantised ADD/SUB may also give its kernel as add_split.py's byte tables of each input:
+where the CPU has byte permutes, the compiled kernel reads them 64 elements at a time, once
+it has given this table's every entry.
+
 Tables are laid out over the byte patterns 0..255 (-128..-1 of int8 sit at 128..255), so
 any 8-bit input indexes them through its uint8 view, with no arithmetic.  Tables are cached by a key that must name every
 parameter the kernel depends on (scales, zero points, activation, ...).
 """
 from __future__ import annotations
 
+import logging
 import math
 from collections import OrderedDict
-from typing import Callable, Hashable
+from typing import Callable, Hashable, NamedTuple
 
 import numpy as np
 
@@ -27,6 +32,7 @@ from . import jit
 # binary table) is paid once per parameter set.
 BINARY_MIN_ELEMENTS = 1 << 16
 UNARY_MIN_ELEMENTS = 1 << 10
+_log = logging.getLogger(__name__)
 _CACHE_SIZE = 128
 _cache: "OrderedDict[Hashable, np.ndarray]" = OrderedDict()
 _SEEN_SIZE = 1024
@@ -77,10 +83,38 @@ def unary(key: Hashable, kernel: Callable[[np.ndarray], np.ndarray], x: np.ndarr
     return table.take(x.view(np.uint8))
 
 
+class Split(NamedTuple):
+    """A binary kernel rewritten as add_split's byte tables (None: not representable) and
+    the output's zero point and clamp bounds."""
+    tables: np.ndarray | None
+    zero_point: int
+    lo: int
+    hi: int
+
+
+def _checked_split(parts: Split, table: np.ndarray) -> Split:
+    """``parts`` if the compiled split kernel gives ``table``'s every entry (65,536 pairs, ~20
+    us, once per key), else the same with no tables: the gather stays exact, whatever the
+    derivation in add_split.py missed (logged: that would be a harness bug)."""
+    if parts.tables is None:
+        return parts
+    rows = np.repeat(np.arange(256, dtype=np.uint8), 256)
+    cols = np.tile(np.arange(256, dtype=np.uint8), 256)
+    got = jit.split_add(parts.tables, table, rows, cols, parts.zero_point, parts.lo, parts.hi, table.dtype)
+    if np.array_equal(got, table.reshape(-1)):
+        return parts
+    _log.warning("split ADD tables differ from the exact table in %d of 65536 entries; using the table",
+                 int(np.count_nonzero(got != table.reshape(-1))))
+    return parts._replace(tables=None)
+
+
 def binary(key: Hashable, kernel: Callable[[np.ndarray, np.ndarray], np.ndarray],
-           a: np.ndarray, b: np.ndarray) -> np.ndarray:
+           a: np.ndarray, b: np.ndarray,
+           split: Callable[[np.dtype, np.dtype], Split] | None = None) -> np.ndarray:
     """kernel(a, b) for 8-bit a, b (numpy-broadcast): through a 256x256 table when the output
-    is large enough or the key was asked for before."""
+    is large enough or the key was asked for before.  ``split`` (quantised ADD/SUB): the
+    same kernel as byte tables, which the compiled permute kernel reads where the CPU has
+    it and it gives the table's every entry."""
     if not is_byte(a, b):
         return kernel(a, b)
     key = (key, a.dtype.str, b.dtype.str)
@@ -95,6 +129,11 @@ def binary(key: Hashable, kernel: Callable[[np.ndarray, np.ndarray], np.ndarray]
 
     table = _table(key, build)
     if a.shape == b.shape and jit.worth(size, at=1):     # ~2 us a call: pays at any size
+        if split is not None and jit.byte_permutes():
+            parts = _table((key, "split"), lambda: _checked_split(split(a.dtype, b.dtype), table))
+            if parts.tables is not None:
+                return jit.split_add(parts.tables, table, a.view(np.uint8), b.view(np.uint8),
+                                     parts.zero_point, parts.lo, parts.hi, table.dtype)
         return jit.gather_pairs(table, a.view(np.uint8), b.view(np.uint8))
     # One flat uint16 index (a's byte pattern in the high byte) and one take: about 3x faster
     # than numpy's two-array fancy indexing table[a, b].
