@@ -111,7 +111,10 @@ def on_if_installed():
 
 def describe() -> str:
     """One line for run headers: which kernels the reference uses and why."""
-    return ("compiled kernels" if enabled() else "numpy only") + f" ({_state['why']})"
+    if not enabled():
+        return f"numpy only ({_state['why']})"
+    permutes = "; 8-bit ADD/SUB in AVX-512 VBMI byte permutes" if byte_permutes() else ""
+    return f"compiled kernels ({_state['why']}{permutes})"
 
 
 def worth(elements: int, at: int | None = None) -> bool:
