@@ -28,7 +28,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..errors import OpFailure
 from ..ir import TYPE_INFO, Operand, OperandType as T
-from . import activation, half, jit, layout
+from . import activation, half, int16_conv, jit, layout
 from .padding import PADDING_SAME, PADDING_VALID, WindowPairs, explicit_padding, output_size
 from .quant import QUANT_RANGE, multiply_by_quantized_multiplier, quantize_multiplier
 from .registry import OpContext, OpView
@@ -912,7 +912,10 @@ def conv_quant(x: np.ndarray, xz: int, offsets: np.ndarray, bias: np.ndarray, mu
     ``x`` less ``xz``, in the exact float dtype of the filter's ``offsets``, times them, then
     requantised into ``out``'s stored values."""
     _, fh, fw, _ = offsets.shape
-    acc = grouped_matmul_conv(conv_patches(x, p, xz, offsets.dtype.type, fh, fw, oh, ow), offsets, groups)
+    if int16_conv.usable(groups, acc_bound):      # the same integer sums, in int16 pairs
+        acc = int16_conv.product(x, xz, offsets, p, oh, ow)
+    else:
+        acc = grouped_matmul_conv(conv_patches(x, p, xz, offsets.dtype.type, fh, fw, oh, ow), offsets, groups)
     return requantize(acc, bias, mult, shift, out, p.activation, acc_bound=acc_bound)
 
 
