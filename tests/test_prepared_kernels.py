@@ -116,9 +116,10 @@ def _softmax_model(dims, t, beta, axis, beta_input=False):
 @seed(16031)
 @settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(st.integers(0, 2**32 - 1))
-def test_a_one_row_float_softmax_gives_executes_bits(s):
+def test_a_one_row_float_softmax_gives_executes_bits(kernels, s):
     """Random classifier heads: rank 1-4 with one row, fp32 or fp16, any beta, the axis
-    given as -1 or rank-1, omitted or absent; logits from a few units to thousands."""
+    given as -1 or rank-1, omitted or absent; logits from a few units to thousands; numpy
+    only and with the compiled first pass."""
     rng = np.random.default_rng(s)
     print("numpy seed", s)
     n = int(rng.integers(1, 3000))
@@ -294,12 +295,14 @@ def test_a_quantised_softmax_kernel_is_planned_only_for_what_it_covers(what, kw,
         assert with_[0] == "raised" and "OpFailure" in with_[1], with_
 
 
+@pytest.mark.parametrize("t", [T.TENSOR_FLOAT16, T.TENSOR_FLOAT32], ids=["fp16", "fp32"])
 @pytest.mark.parametrize("special", ["inf", "-inf", "nan", "none"])
-def test_an_fp16_softmax_row_with_special_values_gives_executes_bits(special, kernels):
-    """The compiled fp16 row leaves a row with a NaN or an infinity to numpy's row (which NaN
-    comes out follows numpy's own order of operations); -inf logits stay on it."""
-    model = _softmax_model([1, 600], T.TENSOR_FLOAT16, 0.7, None)
-    x = np.linspace(-8, 8, 600, dtype=np.float16).reshape(1, 600)
+def test_a_float_softmax_row_with_special_values_gives_executes_bits(special, t, kernels):
+    """The compiled fp16 row and fp32 first pass leave a row with a NaN or an infinity to
+    numpy's row (which NaN comes out follows numpy's own order of operations); -inf logits
+    stay on them."""
+    model = _softmax_model([1, 600], t, 0.7, None)
+    x = np.linspace(-8, 8, 600).astype(DTYPE[t]).reshape(1, 600)
     if special != "none":
         x[0, [5, 300]] = {"inf": np.inf, "-inf": -np.inf, "nan": np.nan}[special]
     without, _ = _outcome(model, [x], prepared=False)

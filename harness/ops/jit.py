@@ -805,6 +805,29 @@ def _softmax_half_start_py(h, b, e):
     return m
 
 
+def _softmax_start_py(x, b, e):
+    # A float32 softmax row's first steps as numpy's row takes them: e = x - max, then
+    # e *= b unless b is 1 (a pass numpy's row skips; x * 1 is x anyway).  Returns the max;
+    # a NaN or infinite one means the caller leaves the row to numpy.
+    # (x and e: C-contiguous, of any rank: flat views here cost nothing, in Python ~0.2 us)
+    xs, es = x.reshape(x.size), e.reshape(e.size)
+    m = np.float32(-np.inf)
+    seen = False
+    for i in range(xs.shape[0]):
+        v = xs[i]
+        seen |= v != v
+        m = v if v > m else m
+    if seen:
+        return np.nan
+    if b == 1:
+        for i in range(xs.shape[0]):
+            es[i] = xs[i] - m
+    else:
+        for i in range(xs.shape[0]):
+            es[i] = (xs[i] - m) * b
+    return float(m)
+
+
 def _scale_half_py(e, r, out):
     # out = float16(e * r): numpy's in-place multiply by the reciprocal of the sum, then its
     # narrowing.  Returns whether a NaN went by (the caller then uses numpy's conversion).
@@ -822,7 +845,7 @@ _PY = {"depthwise": _depthwise_py, "im2col": _im2col_py, "requantize": _requanti
        "bilinear": _bilinear_py, "average_pool_float": _average_pool_float_py,
        "average_pool_quant": _average_pool_quant_py,
        "widen_half": _widen_half_py, "narrow_half": _narrow_half_py,
-       "softmax_half_start": _softmax_half_start_py, "scale_half": _scale_half_py}
+       "softmax_half_start": _softmax_half_start_py, "softmax_start": _softmax_start_py, "scale_half": _scale_half_py}
 
 
 def depthwise(x: np.ndarray, w: np.ndarray, oh: int, ow: int, sh: int, sw: int, dh: int, dw: int,
@@ -979,6 +1002,21 @@ def narrow_half(x: np.ndarray) -> np.ndarray:
         nan = np.isnan(x)
         out[nan] = x[nan].astype(np.float16)
     return out
+
+
+def softmax_float_row(x: np.ndarray, b32: np.float32) -> np.ndarray | None:
+    """``softmax._softmax_float_row`` of a float32 row ``x`` (any shape whose dimensions but
+    the last are 1): the maximum, the subtraction and beta in one compiled pass (numpy's row
+    makes two or three calls of them), then numpy's exp, pairwise sum and scaling.  None for
+    a row holding a NaN or an infinity (the caller takes numpy's row)."""
+    v = x if x.flags.c_contiguous else np.ascontiguousarray(x)
+    e = np.empty(v.shape, np.float32)
+    m = _compile("softmax_start")(v, b32, e)
+    if m - m != 0:                # NaN or an infinity (a Python float: np.isfinite costs ~0.6 us)
+        return None
+    np.exp(e, out=e)
+    e *= np.float32(1) / np.add.reduce(e, None, np.float32)
+    return e
 
 
 def softmax_half_row(x: np.ndarray, b32: np.float32) -> np.ndarray | None:
