@@ -735,19 +735,65 @@ def _host_has(*features: str) -> bool:
     return config.CPU_NAME is None and config.CPU_FEATURES is None and all(f"+{f}" in have for f in features)
 
 
+def _works(what: str, trial) -> bool:
+    """Whether ``trial()`` (a hand-written kernel's first call, compiling it, on data with a
+    known answer) returns True.  Those kernels are LLVM IR written here: another numba or
+    LLVM may reject an intrinsic's name or types, and then the numpy path runs instead of
+    the run failing (logged once)."""
+    try:
+        if trial():
+            return True
+        reason = "gave a wrong answer on its trial data"
+    except Exception as e:  # noqa: BLE001 - any compile or run failure means: not here
+        reason = f"failed to compile or run ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
+    import logging
+    logging.getLogger(__name__).warning("compiled %s kernel %s; using the numpy path", what, reason)
+    return False
+
+
+def _int16_trial() -> bool:
+    rng = np.random.default_rng(0)
+    m, k, o = 7, 5, 21                  # a row tail, an odd k, a channel tail
+    x = rng.integers(-255, 256, (m, k)).astype(np.int16)
+    w = rng.integers(-255, 256, (o, k)).astype(np.int16)
+    a = np.zeros(12 * k + 2, np.int16)
+    a[:m * k] = x.reshape(-1)
+    b = np.zeros((k + 1, 32), np.int16)  # pairs of k (rounded up) by two blocks of 16
+    b[:k, :o] = w.T
+    b = np.ascontiguousarray(b.reshape((k + 1) // 2, 2, 32).transpose(0, 2, 1)).view(np.int32).reshape(-1, 32)
+    got = int16_product(a, k, b, o, 12)[:m]
+    return bool(np.array_equal(got, x.astype(np.int64) @ w.astype(np.int64).T))
+
+
+def _split_add_trial() -> bool:
+    from .add_split import evaluate
+    rng = np.random.default_rng(0)
+    tables = rng.integers(0, 256, (9, 256)).astype(np.uint8)
+    tables[[1, 3, 7]] = rng.integers(-2, 2, (3, 256)).astype(np.int8).view(np.uint8)   # small int16 parts
+    a = rng.integers(0, 256, 130).astype(np.uint8)
+    b = rng.integers(0, 256, 130).astype(np.uint8)
+    table = evaluate(tables, np.repeat(np.arange(256), 256), np.tile(np.arange(256), 256), 3, 0, 255)
+    table = table.astype(np.uint8).reshape(256, 256)
+    want = table.reshape(-1)[(a.astype(np.intp) << 8) | b]
+    return bool(np.array_equal(split_add(tables, table, a, b, 3, 0, 255, np.uint8), want))
+
+
 def int16_products() -> bool:
-    """Whether the int16 product kernel can run: AVX-512 BW (vpmaddwd on 512 bits)."""
+    """Whether the int16 product kernel runs here: AVX-512 BW (vpmaddwd on 512 bits), and
+    its trial gives the integer product (the first call compiles it: ~1 s once, then
+    numba's cache)."""
     if "int16" not in _state:
-        _state["int16"] = _host_has("avx512f", "avx512bw")
+        _state["int16"] = _host_has("avx512f", "avx512bw") and _works("int16 product", _int16_trial)
     return bool(_state["int16"])
 
 
 def byte_permutes() -> bool:
     """Whether numba compiles for this CPU and it has AVX-512 VBMI and BW (byte permutes of
-    two 64-byte tables, byte masks); LLVM cannot select the permute anywhere else, so the
-    split ADD kernel is never compiled there."""
+    two 64-byte tables, byte masks), and the split ADD kernel's trial gives add_split's
+    formula; LLVM cannot select the permute anywhere else, so the kernel is never compiled
+    there."""
     if "vbmi" not in _state:
-        _state["vbmi"] = _host_has("avx512f", "avx512bw", "avx512vbmi")
+        _state["vbmi"] = _host_has("avx512f", "avx512bw", "avx512vbmi") and _works("split ADD", _split_add_trial)
     return bool(_state["vbmi"])
 
 

@@ -103,7 +103,7 @@ def kernels_on(monkeypatch):
     pytest.importorskip("numba", reason="the compiled split kernel needs the [fast] extra (numba)")
     monkeypatch.setenv("NNCONFORM_JIT", "1")
     monkeypatch.setattr(jit, "_state", {})
-    if not jit.byte_permutes():
+    if not jit._host_has("avx512f", "avx512bw", "avx512vbmi"):
         pytest.skip("this CPU has no AVX-512 VBMI byte permutes (the split kernel is x86-64 with VBMI only)")
     monkeypatch.setattr(lut, "_cache", type(lut._cache)())
     monkeypatch.setattr(lut, "_seen", type(lut._seen)())
@@ -167,3 +167,32 @@ def test_wrong_tables_are_refused_and_the_table_is_used(kernels_on, caplog):
     got = lut.binary(("broken split",), kernel, a, b, lambda da, db: wrong)
     assert got.tobytes() == table.reshape(-1)[(a.astype(np.intp) << 8) | b].tobytes()
     assert lut._checked_split(split, table).tables is split.tables
+
+
+def test_the_kernel_passes_its_trial_on_this_cpu(kernels_on):
+    """Where the CPU has the permutes, the kernel compiles and its trial gives add_split's
+    formula (a failing trial would silently mean the gather: here it is a failure)."""
+    assert jit.byte_permutes()
+
+
+@pytest.mark.parametrize("failure", ["raises", "wrong"])
+def test_a_kernel_that_fails_its_trial_leaves_the_gather(kernels_on, monkeypatch, caplog, failure):
+    """Another numba or LLVM may reject the hand-written IR, or miscompile it: the trial
+    fails, a warning says so, and ADD runs through the exact table as before."""
+    def trial():
+        if failure == "raises":
+            raise RuntimeError("LLVM ERROR: Cannot select: intrinsic %llvm.x86.avx512.vpermi2var.qi.512")
+        return False
+    monkeypatch.setattr(jit, "_split_add_trial", trial)
+    monkeypatch.setattr(jit, "split_add", lambda *a: pytest.fail("the split kernel ran"))
+    with caplog.at_level(logging.WARNING, logger="nnconform.ops.jit"):
+        assert not jit.byte_permutes()
+    assert "split ADD kernel" in caplog.text and "using the numpy path" in caplog.text
+    model = _model(False, False, 0, 0.05, 0.07, 0.1, 128, 120, 128, (1, 300))
+    table, _ = _parts(model, False)
+    rng = np.random.default_rng(8)
+    feeds = [rng.integers(0, 256, (1, 300), dtype=np.uint8) for _ in range(2)]
+    ex = Executor(model)
+    for _ in range(2):                                   # asked twice: the table path
+        got = ex.run(feeds)[0]
+    assert got.tobytes() == table.reshape(-1)[(feeds[0].astype(np.intp) << 8) | feeds[1]].tobytes()

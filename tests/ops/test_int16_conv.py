@@ -20,7 +20,7 @@ SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, suppress_h
 def kernels_on(monkeypatch):
     monkeypatch.setenv("NNCONFORM_JIT", "1")
     monkeypatch.setattr(jit, "_state", {})
-    if not jit.int16_products():
+    if not jit._host_has("avx512f", "avx512bw"):
         pytest.skip("this CPU has no AVX-512 BW (the int16 product is x86-64 with AVX-512 only)")
 
 
@@ -105,6 +105,29 @@ def test_quantised_conv_same_bytes_through_the_int16_product(monkeypatch, s, sig
     got = Executor(model).run([x])[0]
     assert calls, "the int16 product did not run"
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+def test_the_kernel_passes_its_trial_on_this_cpu():
+    assert jit.int16_products()
+
+
+def test_a_kernel_that_fails_its_trial_leaves_the_float_product(monkeypatch, caplog):
+    """A numba or LLVM that rejects the hand-written IR: a warning, and the convolution
+    takes the float32 product (the same bytes)."""
+    import logging
+    monkeypatch.setattr(jit, "_int16_trial", lambda: (_ for _ in ()).throw(RuntimeError("LLVM ERROR: broken")))
+    with caplog.at_level(logging.WARNING, logger="nnconform.ops.jit"):
+        assert not jit.int16_products()
+    assert "int16 product kernel failed to compile or run (RuntimeError: LLVM ERROR: broken)" in caplog.text
+    monkeypatch.setattr(int16_conv, "product", lambda *a: pytest.fail("the int16 product ran"))
+    rng = np.random.default_rng(4)
+    model, shape, _ = _conv_model(False, False, 1, 6, 6, 3, 8, 3, 3, (1, 1, 1, 1), (1, 1), (1, 1), 0, rng)
+    x = rng.integers(0, 256, shape).astype(np.uint8)
+    got = Executor(model).run([x])[0]
+    with monkeypatch.context() as mp:
+        mp.setattr(jit, "worth", lambda *a, **k: False)
+        want = Executor(model).run([x])[0]
+    assert got.tobytes() == want.tobytes()
 
 
 def test_only_ungrouped_and_within_int32():
