@@ -202,6 +202,14 @@ class ConvParams(WindowPairs):
     def dilations(self) -> tuple[int, int]:
         return self.dil_h, self.dil_w
 
+    @property
+    def unpadded(self) -> bool:
+        return not (self.pad_top or self.pad_bottom or self.pad_left or self.pad_right)
+
+    def pointwise(self, fh: int, fw: int) -> bool:
+        """A 1x1 filter at stride 1 without padding: each input pixel is its own patch."""
+        return fh == fw == 1 and self.stride_h == self.stride_w == 1 and self.unpadded
+
 
 def ctx_params(ctx: OpContext, lay: ArgLayout) -> ConvParams:
     """Scalar arguments with implicit padding resolved against the input and filter sizes
@@ -334,12 +342,10 @@ def conv_patches(x: np.ndarray, p: ConvParams, zero_point: int, dtype, fh: int, 
     compiled kernels, one compiled pass makes it from the unpadded input: numpy's strided copy
     runs an inner loop C values long, ~100 us for a 3-channel image's first convolution
     (MobileNet's 64x64x3), as much as the rest of the operation."""
-    unpadded = not (p.pad_top or p.pad_bottom or p.pad_left or p.pad_right)
-    pointwise = unpadded and fh == fw == 1 and p.stride_h == p.stride_w == 1
-    if not pointwise and jit.worth(x.shape[0] * oh * ow * fh * fw * x.shape[3], at=1):
+    if not p.pointwise(fh, fw) and jit.worth(x.shape[0] * oh * ow * fh * fw * x.shape[3], at=1):
         src = x if x.dtype == dtype and not zero_point else offsets_as(x, zero_point, dtype)
         return jit.im2col(src, fh, fw, oh, ow, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.pad_top, p.pad_left)
-    if unpadded and x.dtype == dtype and not zero_point:
+    if p.unpadded and x.dtype == dtype and not zero_point:
         xp = np.ascontiguousarray(x)
     else:
         xp = padded_offsets(x, p, zero_point, dtype)
@@ -913,7 +919,7 @@ def conv_quant(x: np.ndarray, xz: int, offsets: np.ndarray, bias: np.ndarray, mu
     requantised into ``out``'s stored values."""
     _, fh, fw, _ = offsets.shape
     if int16_conv.usable(groups, acc_bound):      # the same integer sums, in int16 pairs
-        acc = int16_conv.product(x, xz, offsets, p, oh, ow)
+        acc = int16_conv.product(offsets_as(x, xz, np.int16), offsets, p, oh, ow)
     else:
         acc = grouped_matmul_conv(conv_patches(x, p, xz, offsets.dtype.type, fh, fw, oh, ow), offsets, groups)
     return requantize(acc, bias, mult, shift, out, p.activation, acc_bound=acc_bound)

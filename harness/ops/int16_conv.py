@@ -30,6 +30,7 @@ _PACKED_SIZE = 64
 def usable(groups: int, acc_bound: int) -> bool:
     """Whether a convolution takes this product: ungrouped, every sum within int32, kernels
     on and the CPU able."""
+    # (jit.worth at any size, as the other kernels ask: one switch turns every kernel off)
     return groups == 1 and acc_bound < (1 << 31) and jit.worth(1, at=1) and jit.int16_products()
 
 
@@ -54,26 +55,19 @@ def packed_filter(offsets: np.ndarray) -> np.ndarray:
     return packed
 
 
-def product(x: np.ndarray, xz: int, offsets: np.ndarray, p, oh: int, ow: int) -> np.ndarray:
-    """(patches of NHWC 8-bit ``x`` less ``xz``, zero-padded as ``p`` says) times the
-    filter ``offsets`` [O, fh, fw, C]: the int32 sums [N, OH, OW, O]."""
-    n, _, _, c = x.shape
+def product(xo: np.ndarray, offsets: np.ndarray, p, oh: int, ow: int) -> np.ndarray:
+    """(patches of the NHWC int16 input offsets ``xo``, zero-padded as ``p`` (ConvParams)
+    says) times the filter ``offsets`` [O, fh, fw, C]: the int32 sums [N, OH, OW, O]."""
+    n, _, _, c = xo.shape
     o, fh, fw, _ = offsets.shape
     m, k = n * oh * ow, fh * fw * c
     rows = -(-m // ROWS) * ROWS
     a = np.empty(rows * k + 2, np.int16)
     a[m * k:] = 0
     patches = a[:m * k]
-    pointwise = fh == fw == 1 and p.stride_h == p.stride_w == 1 and not (
-        p.pad_top or p.pad_bottom or p.pad_left or p.pad_right)
-    if pointwise:                           # the input is its own patch matrix
-        patches[:] = x.reshape(-1)
-        if xz:
-            patches -= np.int16(xz)
+    if p.pointwise(fh, fw):                 # the input is its own patch matrix
+        patches[:] = xo.reshape(-1)
     else:
-        src = x.astype(np.int16)
-        if xz:
-            src -= np.int16(xz)
-        jit.im2col(src, fh, fw, oh, ow, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.pad_top, p.pad_left,
+        jit.im2col(xo, fh, fw, oh, ow, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.pad_top, p.pad_left,
                    out=patches.reshape(n, oh, ow, fh, fw, c))
     return jit.int16_product(a, k, packed_filter(offsets), o, rows)[:m].reshape(n, oh, ow, o)

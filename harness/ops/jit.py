@@ -752,16 +752,14 @@ def _works(what: str, trial) -> bool:
 
 
 def _int16_trial() -> bool:
+    from .int16_conv import packed_filter
     rng = np.random.default_rng(0)
     m, k, o = 7, 5, 21                  # a row tail, an odd k, a channel tail
     x = rng.integers(-255, 256, (m, k)).astype(np.int16)
     w = rng.integers(-255, 256, (o, k)).astype(np.int16)
     a = np.zeros(12 * k + 2, np.int16)
     a[:m * k] = x.reshape(-1)
-    b = np.zeros((k + 1, 32), np.int16)  # pairs of k (rounded up) by two blocks of 16
-    b[:k, :o] = w.T
-    b = np.ascontiguousarray(b.reshape((k + 1) // 2, 2, 32).transpose(0, 2, 1)).view(np.int32).reshape(-1, 32)
-    got = int16_product(a, k, b, o, 12)[:m]
+    got = int16_product(a, k, packed_filter(w.reshape(o, 1, 1, k)), o, 12)[:m]
     return bool(np.array_equal(got, x.astype(np.int64) @ w.astype(np.int64).T))
 
 
