@@ -21,7 +21,10 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INCOMPLETE = 0, 1, 2, 3
+from .outcome import ExitStatus
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INCOMPLETE = (int(ExitStatus.CLEAN), int(ExitStatus.FAILURES),
+                                                   int(ExitStatus.USAGE), int(ExitStatus.INCOMPLETE))
 
 
 def _err(msg: str, code: int = EXIT_USAGE) -> int:
@@ -54,10 +57,6 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     unknown = [s for s in chosen if s not in suites]
     if unknown:
         return _err(f"unknown suite(s) {', '.join(unknown)} (available: {', '.join(suites)})")
-    if a.call_timeout is not None and a.call_timeout <= 0:
-        return _err("--call-timeout must be > 0 seconds")
-    if a.workers is not None and a.workers < 1:
-        return _err(f"-n/--workers must be at least 1, not {a.workers}")
     if a.variants is not None:
         from .variants import parse_mode
         try:
@@ -90,7 +89,10 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
             load_expectations(a.expected_failures)
         except ExpectationsError as e:
             return _err(f"--expected-failures: {e}")
-    args += ["--driver", a.driver, "--nn-report-dir", a.report_dir, "-p", "no:cacheprovider",
+    from .options import format_size, pytest_args
+    args += pytest_args({"--driver": a.driver, "--report-dir": a.report_dir, "--call-timeout": a.call_timeout,
+                         "--mem-limit": a.mem_limit, "--in-process": a.in_process, "--resume": a.resume})
+    args += ["-p", "no:cacheprovider",
              "--import-mode=importlib", "-q", "-rfE", "--timeout", "0"]
     args += quiet_plugins(chosen, extra)
     # --lf / --ff: "last run" is the one recorded in --report-dir (nnconform's own journal, not
@@ -114,20 +116,11 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     seed = a.seed
     if seed is None and not a.resume:
         seed = int.from_bytes(os.urandom(4), "little") >> 1
-    if seed is not None:
-        args += ["--nn-seed", str(seed)]
+    args += pytest_args({"--seed": seed})
     if a.vectors:
         args += ["--nn-vectors", a.vectors]
     if a.variants is not None:
         args += ["--nn-variants", a.variants]
-    if a.in_process:
-        args += ["--nn-in-process"]
-    if a.call_timeout is not None:
-        args += ["--nn-call-timeout", str(a.call_timeout)]
-    if a.mem_limit is not None:
-        args += ["--nn-mem-limit", a.mem_limit]
-    if a.resume:
-        args += ["--nn-resume"]
     if a.no_partition:
         args += ["--nn-no-partition"]
     if a.no_probe:
@@ -145,9 +138,8 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     if a.in_process:
         isolation = "in-process (no driver host: a crash or hang of the driver ends or stalls the run)"
     else:
-        from .isolation import DEFAULT_CALL_TIMEOUT
-        bound = a.call_timeout if a.call_timeout is not None else DEFAULT_CALL_TIMEOUT
-        isolation = f"driver host, call bound {bound:g} s, memory limit {a.mem_limit or '4G'}"
+        isolation = (f"driver host, call bound {a.call_timeout:g} s, memory limit "
+                     f"{format_size(a.mem_limit) if a.mem_limit else 'none'}")
     print(f"nnconform: running suites {', '.join(chosen)} against driver '{a.driver}'; "
           + (f"seed {seed}; " if seed is not None else "seed from the run being resumed; ") + isolation,
           flush=True)
@@ -307,12 +299,13 @@ def _check_cluster(a: argparse.Namespace) -> str | None:
     return None
 
 
-def _add_cluster_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cluster", metavar="ADDRESS", default=None,
-                   help="run the cases on a Dask cluster: a scheduler address (tcp://host:8786) or local:N "
-                        "(N worker processes here); needs the [cluster] extra")
-    p.add_argument("--worker-resources", metavar="NAME=N[,...]", default=None,
-                   help="with --cluster: run cases only on workers started with these resources, e.g. device=1")
+def _duration(text: str) -> float:
+    """argparse type of a command's own durations: the shared option table's syntax (90s, 2m)."""
+    from .options import parse_duration
+    try:
+        return parse_duration(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _check_driver(spec: str, in_process: bool, keep: tuple[float, int] | None = None) -> None:
@@ -336,40 +329,25 @@ def _one_session(a: argparse.Namespace) -> bool:
     return not a.cluster and not (a.workers is not None and a.workers > 1)
 
 
-def _run_options(a: argparse.Namespace) -> tuple[float, int] | None:
+def _run_options(a: argparse.Namespace) -> tuple[float, int]:
     """The call bound and memory limit the run's session will give its host."""
-    from .plugin import host_options
-    try:
-        return host_options(a.call_timeout, a.mem_limit)
-    except ValueError:
-        return None     # the session says what is wrong with it
+    return float(a.call_timeout), int(a.mem_limit)
 
 
 def _run_exit_code(report_dir: Path, pytest_code: int) -> int:
-    """0: complete, no FAIL/ERROR/CRASH/HANG; 1: complete with some; 2: usage error;
-    3: interrupted or incomplete (Ctrl-C, SIGTERM, -x, a full disk, a lost worker)."""
+    """The exit status the plugin decided and recorded in run.json (nnconform.outcome.ExitStatus);
+    a usage error pytest reported is 2, and a run.json without one (the session ended before
+    it could decide: killed during collection, a full disk) is 3."""
     if pytest_code in (pytest_codes().USAGE_ERROR,):
         return EXIT_USAGE
     try:
         status = json.loads((report_dir / "run.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return EXIT_INCOMPLETE if pytest_code != 0 else EXIT_OK
-    text = str(status.get("status", ""))
-    if not text.startswith("complete"):
-        return EXIT_INCOMPLETE
-    from .results import BAD_OUTCOMES, read_results
-    try:
-        rows = read_results(report_dir / "results.jsonl")
-    except (OSError, ValueError):
-        return EXIT_INCOMPLETE
-    latest = {}
-    for i, r in enumerate(rows):
-        latest[str(r.extra.get("nodeid") or i)] = r.outcome
-    if any(o in BAD_OUTCOMES for o in latest.values()):
-        return EXIT_FAIL
-    if pytest_code not in (0, 5):   # pytest failed for a reason no row shows (e.g. a collection error)
-        return EXIT_FAIL
-    return EXIT_OK
+    code = status.get("exit_status") if isinstance(status, dict) else None
+    if isinstance(code, int) and code in (EXIT_OK, EXIT_FAIL, EXIT_INCOMPLETE):
+        return code
+    return EXIT_INCOMPLETE
 
 
 def pytest_codes():
@@ -477,12 +455,7 @@ def _replay_device(a: argparse.Namespace):
         from .loader import load_driver
         return load_driver(a.driver)
     from .isolation import open_isolated
-    from .plugin import host_options
-    try:
-        call_timeout, limit = host_options(a.call_timeout, a.mem_limit)
-    except ValueError as e:
-        raise DriverLoadError(f"--mem-limit: {e}") from None
-    return open_isolated(a.driver, call_timeout=call_timeout, mem_limit=limit)
+    return open_isolated(a.driver, call_timeout=float(a.call_timeout), mem_limit=int(a.mem_limit))
 
 
 def _replay_examples(a: argparse.Namespace, spec, device) -> int:
@@ -734,6 +707,8 @@ def cmd_bench(a: argparse.Namespace) -> int:
     if a.iterations < 1 or a.warmup < 0 or a.inputs < 1:
         return _err("--iterations and --inputs must be at least 1, --warmup at least 0")
     drivers = a.driver or ["reference"]
+    if not a.driver:
+        print("nnconform bench: no --driver given: benchmarking the bundled reference driver", flush=True)
     from .errors import DriverLoadError
     from .loader import check_driver_name
     try:
@@ -741,7 +716,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
             check_driver_name(d)
     except DriverLoadError as e:
         return _err(str(e))
-    out = Path(a.out_dir)
+    out = Path(a.report_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -754,7 +729,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
               f"{a.iterations} timed executions, {a.inputs} seeded inputs (seed {a.seed}); every driver in a "
               f"driver host; reference: {jit.describe()}", flush=True)
         rows = run_bench(drivers, entries, warmup=a.warmup, iterations=a.iterations, inputs_count=a.inputs,
-                         seed=a.seed, call_timeout=a.call_timeout)
+                         seed=a.seed, call_timeout=a.call_timeout, mem_limit=a.mem_limit)
         kernels = jit.describe()
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "harness": __version__, "drivers": ", ".join(drivers), "warm-up": a.warmup,
@@ -826,8 +801,8 @@ def cmd_probe(a: argparse.Namespace) -> int:
 # ---- stress ------------------------------------------------------------------------------
 
 def cmd_stress(a: argparse.Namespace) -> int:
-    from .stress.runner import (MANIFEST, TESTS, StressConfig, StressUsageError, check_config, parse_budget,
-                                rebuild_reports, run_stress)
+    from .stress.runner import (MANIFEST, TESTS, StressConfig, StressUsageError, check_config, rebuild_reports,
+                                run_stress)
     from .stress.tests import StressOptions
     try:
         if a.list:
@@ -861,7 +836,7 @@ def cmd_stress(a: argparse.Namespace) -> int:
         if a.soak_executions < 1 or a.worker_leak_mb <= 0:
             return _err("--soak-executions must be >= 1 and --worker-leak-mb > 0")
         seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "little")
-        cfg = StressConfig(driver=a.driver, budget_s=parse_budget(a.budget), tests=tests,
+        cfg = StressConfig(driver=a.driver, budget_s=a.budget, tests=tests,
                            workers=a.workers if (a.workers is not None or a.resume) else 1, seed=seed,
                            report_dir=a.report_dir, options=opts, mem_limit=a.mem_limit, cases=a.case,
                            claims=not a.no_probe)
@@ -907,19 +882,17 @@ def _stress_on_cluster(a: argparse.Namespace, cfg) -> int:
 # ---- fuzz --------------------------------------------------------------------------------
 
 def cmd_fuzz(a: argparse.Namespace) -> int:
-    from .fuzz.runner import FuzzConfig, FuzzUsageError, parse_size, run_fuzz
-    from .stress.runner import StressUsageError, parse_budget
+    from .fuzz.runner import FuzzConfig, FuzzUsageError, run_fuzz
+    from .stress.runner import StressUsageError
     try:
         if a.budget is not None and a.cases is not None:
             return _err("give --budget or --cases, not both")
         if a.cases is not None and a.cases < 1:
             return _err(f"--cases must be at least 1, not {a.cases}")
-        if a.call_timeout <= 0 or a.slow <= 0:
-            return _err("--call-timeout and --slow must be positive")
-        budget = parse_budget(a.budget) if a.budget is not None else (None if a.cases else parse_budget("10m"))
+        budget = a.budget if a.budget is not None else (None if a.cases else 600.0)
         seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "little") >> 1
         cfg = FuzzConfig(driver=a.driver, report_dir=Path(a.report_dir), seed=seed, budget_s=budget,
-                         max_cases=a.cases, call_timeout=a.call_timeout, mem_limit=parse_size(a.mem_limit),
+                         max_cases=a.cases, call_timeout=a.call_timeout, mem_limit=a.mem_limit,
                          slow_s=a.slow)
         problem = _check_cluster(a)
         if problem:
@@ -960,26 +933,35 @@ Every run writes results.jsonl, results.csv, report.html and summary.json into -
 
 The driver runs in a driver host process (its own process group, memory limit, faulthandler):
 a driver that crashes, exits or hangs gives that case a CRASH or HANG row and the run goes on.
-
-Exit status: 0 complete, no FAIL/ERROR/CRASH/HANG/XPASS; 1 complete with failures (or more
-skips than --max-skip-ratio); 2 usage error (bad option, unknown driver, busy report directory,
-bad --expected-failures file); 3 interrupted or incomplete (Ctrl-C, SIGTERM, -x, a full disk); the
-report and summary.json say which.
 """
 
 
+class UsageError(Exception):
+    """A command line argparse refused; main() prints it as the one-line error (exit status 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad option is one line on stderr (`nnconform: error: ...`) and exit
+    status 2 like every other usage error, not a usage dump.  Sub-parsers inherit the class."""
+
+    def error(self, message: str):  # type: ignore[override]
+        command = self.prog.partition(" ")[2]
+        raise UsageError(f"{command}: {message}" if command else message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="nnconform", description="Conformance and stress tests for NN drivers.")
+    from .options import add_options
+    from .outcome import exit_status_help
+    p = _Parser(prog="nnconform", description="Conformance and stress tests for NN drivers.",
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=exit_status_help())
     from . import __version__
     p.add_argument("--version", action="version", version=f"nnconform {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run conformance suites against a driver and write a report",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=RUN_EPILOG)
-    r.add_argument("--driver", default="reference", help="installed driver name or module:attribute")
+    add_options(r, "run")
     r.add_argument("--suite", action="append", help="suite to run (repeatable; default: all). "
                    "Available: " + ", ".join(available_suites()))
-    r.add_argument("--report-dir", default="nnconform-report")
-    r.add_argument("--seed", type=int, default=None)
     r.add_argument("--vectors", default=None, help="AOSP vectors directory for the vectors suite")
     r.add_argument("--variants", default=None, metavar="MODE",
                    help="vectors suite execution matrix: rotate (default: plain sync plus one variant per "
@@ -987,27 +969,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "or a comma list of kinds: "
                         "general, dynamic_shape, fenced, memory_domain, quant_coupling, deadline, priority, "
                         "caching, infinite_loop, mutation, request_mutation")
-    r.add_argument("-n", "--workers", type=int, default=None,
-                   help="run the cases in N parallel processes (pytest-xdist), each with its own driver host")
-    _add_cluster_options(r)
-    r.add_argument("--cluster-grace", type=float, default=None, metavar="SECONDS",
+    r.add_argument("--cluster-grace", type=_duration, default=None, metavar="DURATION",
                    help="with --cluster: how long the run waits for a lost scheduler to come back "
                         "before it ends as interrupted, for --resume to finish (default 60)")
-    r.add_argument("--resume", action="store_true",
-                   help="continue the interrupted run recorded in --report-dir (same seed, cases not yet recorded)")
     r.add_argument("--no-partition", action="store_true",
                    help="skip every case the driver supports only in part (default: run it partitioned, "
                         "the driver's operations on the driver and the rest on the reference)")
     r.add_argument("--no-probe", action="store_true",
                    help="no capability probe at the start of the run, and the random suite draws from "
                         "every operation, not only those the driver claims")
-    r.add_argument("--in-process", action="store_true",
-                   help="load the driver into the harness process (debugging under pdb); no crash or hang "
-                        "protection, and rows say so")
-    r.add_argument("--call-timeout", type=float, default=None,
-                   help="seconds one driver call may take before the case is a HANG (default 60)")
-    r.add_argument("--mem-limit", default=None,
-                   help="memory limit of the driver host: 4G (default), 512M, 0 for none")
     r.add_argument("--expected-failures", metavar="FILE", default=None,
                    help="JSON list of test-id patterns expected to fail, with reasons: they are XFAIL; "
                         "one that passes is XPASS and fails the run unless marked \"strict\": false")
@@ -1053,17 +1023,14 @@ def build_parser() -> argparse.ArgumentParser:
     vl.add_argument("--vectors", default=None, help="vectors directory (default: $NNCONFORM_VECTORS or the bundled copy)")
     rp = sub.add_parser("replay", help="re-run a spec file (e.g. a dumped failure) on a driver")
     rp.add_argument("spec")
-    rp.add_argument("--driver", default="reference")
+    add_options(rp, "replay")
     rp.add_argument("-v", "--verbose", action="store_true", help="list every mismatch")
-    rp.add_argument("--in-process", action="store_true", help="load the driver into this process (debugging)")
-    rp.add_argument("--call-timeout", type=float, default=60.0, help="seconds per driver call before HANG (default 60)")
-    rp.add_argument("--mem-limit", default=None, help="memory limit of the driver host: 4G (default), 0 for none")
     im = sub.add_parser("import", help="convert a .tflite model into a spec file (needs the [tflite] extra)")
     im.add_argument("model", help="a .tflite flatbuffer")
     im.add_argument("-o", "--output", help="spec file to write (default: MODEL.spec.json)")
     im.add_argument("--examples", type=int, default=1,
                     help="seeded examples with the reference's outputs to include (default 1; 0 for none)")
-    im.add_argument("--seed", type=int, default=0, help="seed of the first example's inputs (default 0)")
+    add_options(im, "import")
     md = sub.add_parser("models", help="real models: the built-in MobileNets and the mediapipe zoo")
     msub = md.add_subparsers(dest="models_command", required=True)
     mf = msub.add_parser("fetch", help="pip download mediapipe==0.10.14 --no-deps and extract its .tflite models "
@@ -1071,43 +1038,27 @@ def build_parser() -> argparse.ArgumentParser:
     mf.add_argument("--wheel", help="extract from this mediapipe wheel instead of downloading it")
     msub.add_parser("list", help="built-in models and fetched zoo models (with what imports)")
     bn = sub.add_parser("bench", help="MLTS benchmark: compile time, latency and accuracy of real models per driver")
-    bn.add_argument("--driver", action="append", help="driver to benchmark (repeatable; default reference)")
+    add_options(bn, "bench")
     bn.add_argument("--models", action="append", help="model names, or the groups builtin / zoo (comma-separated, "
                     "repeatable; default: all, see `nnconform models list`)")
     bn.add_argument("--warmup", type=int, default=5, help="untimed executions first (default 5)")
     bn.add_argument("--iterations", type=int, default=50, help="timed executions per model (default 50)")
     bn.add_argument("--inputs", type=int, default=4, help="seeded inputs per model for accuracy (default 4)")
-    bn.add_argument("--seed", type=int, default=0)
-    bn.add_argument("--out-dir", default="nnconform-bench", help="where bench.csv and bench.html go")
-    bn.add_argument("--call-timeout", type=float, default=120.0, help="seconds per driver call before HANG")
     pb = sub.add_parser("probe", help="capability probe: what the driver claims vs what works, per operation "
                                       "x data type x rank (exit 1 on an over-claim)")
-    pb.add_argument("--driver", default="reference", help="installed driver name or module:attribute")
-    pb.add_argument("--report-dir", default="nnconform-report",
-                    help="where capabilities-<driver>-<version>.json and capabilities.md go (runs reuse them)")
+    add_options(pb, "probe")
     pb.add_argument("--samples", type=int, default=2, help="one-operation models per cell (default 2)")
-    pb.add_argument("--seed", type=int, default=0, help="seed of the models (default 0)")
     pb.add_argument("--ops", help="only these operations, comma-separated (default: every covered one)")
     pb.add_argument("--force", action="store_true", help="probe again even if the matrix is cached")
-    pb.add_argument("--in-process", action="store_true", help="load the driver into this process (debugging)")
-    pb.add_argument("--call-timeout", type=float, default=60.0, help="seconds per driver call before HANG")
-    pb.add_argument("--mem-limit", default=None, help="memory limit of the driver host: 4G (default), 0 for none")
     st = sub.add_parser("stress", help="MLTS-style crash tests and random graphs in subprocess sandboxes")
-    st.add_argument("--driver", default="reference", help="installed driver name or module:attribute")
-    st.add_argument("--budget", default="30m", help="wall-clock budget, positive: 90s, 30m, 2h (default 30m); "
-                    "exit status 3 when it ends before a selected test ran")
+    add_options(st, "stress")
     st.add_argument("--tests", action="append", help="comma-separated stress tests (default: all; see --list)")
-    st.add_argument("--workers", type=int, default=None, help="cases run in parallel, at least 1 (default 1)")
-    st.add_argument("--seed", type=int, default=None, help="run seed (default: random, printed and recorded)")
-    st.add_argument("--report-dir", default="nnconform-stress")
-    st.add_argument("--resume", action="store_true", help="continue the run recorded in --report-dir")
-    _add_cluster_options(st)
     st.add_argument("--case", action="append", help="run only this case, TEST#INDEX (repeatable; replay)")
     st.add_argument("--duration", action="append", help="seconds per case of a test, TEST=SECONDS (repeatable)")
     st.add_argument("--threads", type=int, default=4, help="parallel-inference threads")
     st.add_argument("--processes", type=int, default=3, help="multi-process clients")
     st.add_argument("--client-threads", type=int, default=2, help="threads per multi-process client")
-    st.add_argument("--hang-grace", type=float, default=10.0, help="seconds past a case's duration before HANG")
+    st.add_argument("--hang-grace", type=_duration, metavar="DURATION", default=10.0, help="seconds past a case's duration before HANG")
     st.add_argument("--perf-threshold", type=float, default=0.5, help="performance degradation limit (0.5 = +50%%)")
     st.add_argument("--leak-threshold-mb", type=float, default=32.0, help="RSS growth that counts as a leak")
     st.add_argument("--random-pause", type=float, default=0.0, help="pause after each random-graph case (s)")
@@ -1120,22 +1071,26 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--no-probe", action="store_true",
                     help="random graphs draw fp32 over every operation instead of the cells the driver claims "
                          "(asked once per run, for every data type)")
-    st.add_argument("--mem-limit", type=int, default=4 << 30, help="RLIMIT_AS of a worker in bytes (default 4 GiB)")
     st.add_argument("--report-only", action="store_true", help="rebuild CSV/HTML from the journal and exit")
     st.add_argument("--list", action="store_true", help="list the stress tests and exit")
     fz = sub.add_parser("fuzz", help="feed a driver arbitrary, mostly invalid models; bucket crashes, hangs, "
                                      "out-of-memory and slow cases with a minimal replayable spec each")
-    fz.add_argument("--driver", default="reference", help="installed driver name or module:attribute")
-    fz.add_argument("--budget", default=None, help="wall-clock budget: 90s, 10m, 1h (default 10m)")
+    add_options(fz, "fuzz")
     fz.add_argument("--cases", type=int, default=None, help="run exactly this many cases instead of a budget")
-    fz.add_argument("--seed", type=int, default=None, help="run seed (default: random, printed and recorded)")
-    fz.add_argument("--report-dir", default="nnconform-fuzz")
-    fz.add_argument("--resume", action="store_true", help="continue the run recorded in --report-dir")
-    _add_cluster_options(fz)
-    fz.add_argument("--call-timeout", type=float, default=5.0, help="seconds a driver call may take before HANG")
-    fz.add_argument("--mem-limit", default="1G", help="RLIMIT_AS of the driver host (default 1G)")
-    fz.add_argument("--slow", type=float, default=3.0, help="a case slower than this (s) is a SLOW finding")
+    fz.add_argument("--slow", type=_duration, default=3.0, metavar="DURATION",
+                    help="a case slower than this is a SLOW finding (default 3s)")
+    # Every command exits by the one table; each command's --help prints it.
+    for parser in _subparsers(p):
+        parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        parser.epilog = ((parser.epilog.rstrip() + "\n\n") if parser.epilog else "") + exit_status_help()
     return p
+
+
+def _subparsers(p: argparse.ArgumentParser):
+    for action in p._subparsers._group_actions if p._subparsers else ():
+        for sp in dict.fromkeys(action.choices.values()):
+            yield sp
+            yield from _subparsers(sp)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1156,7 +1111,10 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if "--" in argv:
         k = argv.index("--")
         argv, extra = argv[:k], argv[k + 1:]
-    a = build_parser().parse_args(argv)
+    try:
+        a = build_parser().parse_args(argv)
+    except UsageError as e:
+        return _err(str(e))
     from .heap import check_environment
     try:
         check_environment()    # before any command builds an executor that would apply it

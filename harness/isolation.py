@@ -53,6 +53,7 @@ from .driver import (AsyncExecution, Burst, BurstExecution, BurstMemory, Capabil
 from .errors import DriverLoadError, NnError
 from .ir import OperandType
 from .ops.feature_levels import NEWEST_FEATURE_LEVEL
+from .outcome import Outcome
 
 DEFAULT_CALL_TIMEOUT = 60.0          # seconds one driver call may take before it is a HANG
 DEFAULT_MEM_LIMIT = 4 << 30          # RLIMIT_AS of a driver host (bytes)
@@ -60,7 +61,7 @@ STARTUP_TIMEOUT = 120.0              # seconds for a host to load the driver and
 REJECT_BUDGET_S = 0.5                # a reject_many reply after this long (one round trip per many models)
 HANG_DUMP_S = 0.5                    # time given to faulthandler to write the stacks
 STDERR_TAIL_LINES = 30
-CRASH, HANG = "CRASH", "HANG"
+CRASH, HANG = Outcome.CRASH, Outcome.HANG
 _TOKEN_VAR = "NNCONFORM_HOST_TOKEN"
 
 

@@ -33,6 +33,7 @@ import numpy as np
 import pytest
 
 from . import __version__
+from .options import add_pytest_options
 
 _SESSION_KEY = pytest.StashKey["NnSession"]()
 _PHASES_KEY = pytest.StashKey[dict]()
@@ -40,34 +41,21 @@ _MARK_KEY = pytest.StashKey[int]()
 MESSAGE_LIMIT = 2000
 
 
-def _parse_size(text: str) -> int:
-    """'4G', '512M', '4294967296' -> bytes; '0' or 'none' -> no limit."""
-    t = str(text).strip().lower()
-    if t in ("0", "none", "off", "unlimited"):
-        return 0
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?", t)
-    if not m:
-        raise ValueError(f"not a size: {text!r} (examples: 4G, 512M, 0 for no limit)")
-    return int(float(m.group(1)) * units.get(m.group(2), 1))
-
-
-def host_options(call_timeout: float | None, mem_limit: str | None) -> tuple[float, int]:
-    """A driver host's call bound and memory limit from their options (None: the defaults).
-    One rule for the run's session and for the command line, which hands the session the
-    host it checked the driver in only when both give the same (nnconform.isolation.claim).
-    ValueError for a memory limit that is not a size."""
-    from .isolation import DEFAULT_CALL_TIMEOUT, DEFAULT_MEM_LIMIT
-    return (float(call_timeout) if call_timeout is not None else DEFAULT_CALL_TIMEOUT,
-            _parse_size(mem_limit) if mem_limit is not None else DEFAULT_MEM_LIMIT)
+def host_options(call_timeout: float | None, mem_limit: int | None) -> tuple[float, int]:
+    """A driver host's call bound and memory limit from their parsed options (None: the shared
+    option table's defaults).  One rule for the run's session and for the command line, which
+    hands the session the host it checked the driver in only when both give the same
+    (nnconform.isolation.claim)."""
+    from .options import OPTIONS
+    return (float(call_timeout if call_timeout is not None else OPTIONS["--call-timeout"].default),
+            int(mem_limit if mem_limit is not None else OPTIONS["--mem-limit"].default))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("nnconform", "nnconform driver conformance")
-    g.addoption("--driver", default="reference",
-                help="driver under test: an installed name (see `nnconform drivers`) or module:attribute")
-    g.addoption("--nn-seed", type=int, default=None, help="seed for everything random (default: new, printed)")
-    g.addoption("--nn-report-dir", default="nnconform-report", help="where results and reports go")
+    # --driver, --nn-report-dir, --nn-seed, --nn-call-timeout, --nn-mem-limit, --nn-resume and
+    # --nn-in-process: the shared option table's entries, parsed by the same functions as the CLI's.
+    add_pytest_options(g)
     g.addoption("--nn-vectors", default=None,
                 help="directory of AOSP golden vectors (default: $NNCONFORM_VECTORS or the bundled copy)")
     g.addoption("--nn-hypothesis-profile", default="default", choices=("ci", "default", "nightly"),
@@ -75,15 +63,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "nightly (many examples, no deadline)")
     g.addoption("--nn-max-examples", type=int, default=None,
                 help="random suite: examples per test (overrides the profile's count)")
-    g.addoption("--nn-in-process", action="store_true",
-                help="load the driver into the pytest process instead of a driver host (debugging "
-                     "under pdb); a crash or hang of the driver then ends or stalls the run")
-    g.addoption("--nn-call-timeout", type=float, default=None,
-                help="seconds one driver call may take before the case is a HANG (default 60)")
-    g.addoption("--nn-mem-limit", default=None,
-                help="memory limit (RLIMIT_AS) of the driver host: 4G, 512M, 0 = none (default 4G)")
-    g.addoption("--nn-resume", action="store_true",
-                help="continue the interrupted run recorded in the report directory")
     g.addoption("--nn-expected-failures", default=None, metavar="FILE",
                 help="JSON file of test-id patterns the driver is expected to fail, with reasons "
                      "(nnconform.expectations): those cases are XFAIL; one that passes is XPASS and "
@@ -245,11 +224,11 @@ class NnSession:
                 latest[str(r.extra["nodeid"])] = r.outcome
         return sorted(n for n, o in latest.items() if o in BAD_OUTCOMES)
 
-    def write_status(self, status: str, done: int | None = None) -> None:
+    def write_status(self, status: str, done: int | None = None, exit_status: int | None = None) -> None:
         if self._reportdir is None:
             return
-        meta = dict(self.meta(), status=status, planned=self.planned, done=done,
-                    driver=self.driver_spec, seed=self.seed, started=self.started)
+        meta = dict(self.meta(), command="run", status=status, planned=self.planned, done=done,
+                    driver=self.driver_spec, seed=self.seed, started=self.started, exit_status=exit_status)
         self._reportdir.write_status(meta)
 
     def close_writer(self) -> None:
@@ -1035,8 +1014,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
             s.reports = build_reports(s.report_dir, meta=meta, with_coverage=s.driver_spec == "reference",
                                       history=history, records=rows)
             _finish_ci(session, s, summary)
+        # The exit status is decided here, from the outcomes, and recorded: `nnconform run`
+        # reads it from run.json rather than working it out again.
+        s.exit_status = _exit_status(session, s, status, counts)
+        s.write_status(status, done, exit_status=int(s.exit_status))
     except OSError as e:
         s.status_line = f"nnconform: {describe_os_error(e, s.report_dir)}; rows already in results.jsonl are valid"
+
+
+def _exit_status(session: pytest.Session, s: NnSession, status: str, counts: dict) -> "ExitStatus":
+    """The run's exit status by the one table (nnconform.outcome.ExitStatus)."""
+    from .outcome import ExitStatus
+    code = ExitStatus.of(counts, complete=status.startswith("complete"))
+    if code is ExitStatus.CLEAN and (getattr(s, "skip_gate", None) or session.exitstatus not in (pytest.ExitCode.OK,
+                                                                               pytest.ExitCode.NO_TESTS_COLLECTED)):
+        code = ExitStatus.FAILURES   # the skip gate, or pytest failed for a reason no row shows
+    return code
 
 
 def _finish_ci(session: pytest.Session, s: NnSession, summary: dict) -> None:

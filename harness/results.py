@@ -28,18 +28,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-PASS, FAIL, SKIP, ERROR = "PASS", "FAIL", "SKIP", "ERROR"
-# --expected-failures: a listed case that fails is XFAIL (not a failure of the run); one that
-# passes is XPASS, a failure of the run unless its expectation is marked non-strict.
-XFAIL, XPASS = "XFAIL", "XPASS"
-SUCCESS, FAILURE, HANG, CRASH = "SUCCESS", "FAILURE", "HANG", "CRASH"
-CONFORMANCE_OUTCOMES = (PASS, FAIL, SKIP, ERROR, XFAIL, XPASS)
-STRESS_OUTCOMES = (SUCCESS, FAILURE, HANG, CRASH)
-OUTCOMES = CONFORMANCE_OUTCOMES + STRESS_OUTCOMES
+from .outcome import CONFORMANCE_OUTCOMES, OUTCOMES, STRESS_OUTCOMES, Outcome
+
+# The outcome names as module constants (nnconform.outcome.Outcome is the type; these are its
+# members, so ``r.outcome == FAIL`` and ``r.outcome is Outcome.FAIL`` agree).
+PASS, FAIL, SKIP, ERROR = Outcome.PASS, Outcome.FAIL, Outcome.SKIP, Outcome.ERROR
+XFAIL, XPASS = Outcome.XFAIL, Outcome.XPASS
+SUCCESS, FAILURE, HANG, CRASH = Outcome.SUCCESS, Outcome.FAILURE, Outcome.HANG, Outcome.CRASH
 # How reports group outcomes: a good verdict, a bad one, or no verdict.
-GOOD_OUTCOMES = frozenset({PASS, SUCCESS})
-BAD_OUTCOMES = frozenset({FAIL, ERROR, FAILURE, HANG, CRASH, XPASS})
-SKIPPED_OUTCOMES = frozenset({SKIP, XFAIL})
+GOOD_OUTCOMES = frozenset(o for o in Outcome if o.good)
+BAD_OUTCOMES = frozenset(o for o in Outcome if o.bad)
+SKIPPED_OUTCOMES = frozenset(o for o in Outcome if o.skipped)
 
 
 def _now() -> str:
@@ -55,7 +54,7 @@ class ResultRecord:
     suite: str
     test_id: str
     driver: str
-    outcome: str
+    outcome: Outcome
     operations: list[str] = field(default_factory=list)
     data_types: list[str] = field(default_factory=list)
     # The operation a failure is blamed on (nnconform.attribution: the first that diverged)
@@ -71,8 +70,7 @@ class ResultRecord:
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.outcome not in OUTCOMES:
-            raise ValueError(f"outcome {self.outcome!r} is not one of {', '.join(OUTCOMES)}")
+        self.outcome = Outcome.parse(self.outcome)
         self.operations = [str(o) for o in self.operations]
         self.data_types = [str(t) for t in self.data_types]
         self.blamed_operation = str(self.blamed_operation or "")
@@ -80,11 +78,11 @@ class ResultRecord:
 
     @property
     def good(self) -> bool:
-        return self.outcome in GOOD_OUTCOMES
+        return self.outcome.good
 
     @property
     def bad(self) -> bool:
-        return self.outcome in BAD_OUTCOMES
+        return self.outcome.bad
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -20,9 +20,10 @@ from .driver import Device, DriverError, ErrorStatus, ExecutionResult
 from .ir import Model, Request
 from .isolation import DriverProtocolError, HostIncident, StaleHandle
 from .vts_checks import shapes_problem
+from .outcome import Outcome
 
 PASS, FAIL, SKIP, ERROR = "PASS", "FAIL", "SKIP", "ERROR"
-CRASH, HANG = "CRASH", "HANG"
+CRASH, HANG = Outcome.CRASH, Outcome.HANG
 
 
 @dataclass

@@ -90,15 +90,15 @@ def test_unsupported_and_failing_rows_render(tmp_path):
 
 
 def test_cli_bench_usage_errors(tmp_path, capsys):
-    assert main(["bench", "--models", "no_such_model", "--out-dir", str(tmp_path)]) == 2
+    assert main(["bench", "--models", "no_such_model", "--report-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown model" in err
-    assert main(["bench", "--iterations", "0", "--models", "builtin", "--out-dir", str(tmp_path)]) == 2
+    assert main(["bench", "--iterations", "0", "--models", "builtin", "--report-dir", str(tmp_path)]) == 2
     capsys.readouterr()
     # a misspelt driver, even after a good one, is one line before anything runs or is written
     out = tmp_path / "typo"
     assert main(["bench", "--driver", "reference", "--driver", "refrence", "--models", "builtin",
-                 "--out-dir", str(out)]) == 2
+                 "--report-dir", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown driver 'refrence'" in err and "installed:" in err
     assert not out.exists()
@@ -109,7 +109,7 @@ def test_cli_bench_reference_writes_files(tmp_path, capsys):
     out = tmp_path / "b"
     env_before = os.environ.get("NNCONFORM_JIT")
     code = main(["bench", "--driver", "reference", "--models", "mobilenet_v2_float", "--warmup", "0",
-                 "--iterations", "2", "--inputs", "1", "--out-dir", str(out)])
+                 "--iterations", "2", "--inputs", "1", "--report-dir", str(out)])
     assert code == 0
     assert (out / "bench.csv").exists() and (out / "bench.html").exists()
     assert "mobilenet_v2_float" in capsys.readouterr().out

@@ -197,7 +197,7 @@ def test_kill_9_then_resume_loses_and_repeats_nothing(tmp_path):
     runner.wait()
     before = {r.test_id: r for r in read_results(journal)}
     assert len(before) >= 20
-    manifest = json.loads((rdir / "stress-run.json").read_text())
+    manifest = json.loads((rdir / "run.json").read_text())
     planned = len(manifest["cases"])
     assert len(before) < planned, "the run finished before it was killed; nothing to resume"
     # The workers notice their parent is gone (their watchdog polls every 0.5 s; a busy
@@ -215,7 +215,7 @@ def test_kill_9_then_resume_loses_and_repeats_nothing(tmp_path):
         if r.test_id in before:
             assert r.timestamp == before[r.test_id].timestamp
     assert code == 0
-    assert len(json.loads((rdir / "stress-run.json").read_text())["sessions"]) == 2
+    assert len(json.loads((rdir / "run.json").read_text())["sessions"]) == 2
 
 
 def _worker_pids() -> list[int]:
@@ -268,7 +268,7 @@ def test_random_graphs_draw_only_claimed_cells_of_every_claimed_type(tmp_path, c
     assert code == 0
     out = capsys.readouterr().out
     assert "random graphs draw the driver's claimed cells" in out
-    claims = json.loads((tmp_path / "run" / "stress-run.json").read_text())["options"]["claims"]
+    claims = json.loads((tmp_path / "run" / "run.json").read_text())["options"]["claims"]
     # the driver claims only even operation codes: every claimed cell is one
     assert claims and all(int(Op[c.rpartition(":")[0]]) % 2 == 0 for cells in claims.values() for c in cells)
     rows = read_results(tmp_path / "run" / "results.jsonl")

@@ -24,12 +24,14 @@ operation, drop operations, inputs, outputs and unreferenced operands, cut const
 candidate is kept only if it lands in the same bucket) and written as a spec file that
 ``nnconform replay SPEC --driver X`` reproduces.
 
-**Journal.**  ``fuzz-run.json`` (seed, driver, options) is written before the first case;
+**Journal.**  ``run.json`` (seed, driver, options) is written before the first case;
 ``fuzz-journal.jsonl`` gets a line per finding and per new bucket, and a progress line (next
 case index, elapsed time, counts) every two seconds, each flushed and fsynced.  ``--resume``
 continues from the last progress line with what is left of the budget; the few cases after
-it are run again (their findings are not counted twice).  ``fuzz-report.json`` and
-``fuzz-report.html`` are written at the end (and rebuilt from the journal on resume).
+it are run again (their findings are not counted twice).  At the end (and again on resume)
+the artifact contract's files are written from the journal (nnconform.artifacts): one
+results row per bucket, ``summary.json``, ``report.html`` (the bucket table) and, beside them,
+``fuzz-report.json`` with every bucket's details.
 """
 from __future__ import annotations
 
@@ -49,13 +51,19 @@ from pathlib import Path
 import numpy as np
 
 from ..ir import Model, Subgraph
+from ..outcome import ExitStatus, Outcome
 from .generate import make_case, operation_names
 
-MANIFEST, JOURNAL = "fuzz-run.json", "fuzz-journal.jsonl"
-REPORT_JSON, REPORT_HTML, SPEC_DIR = "fuzz-report.json", "fuzz-report.html", "specs"
+MANIFEST, JOURNAL = "run.json", "fuzz-journal.jsonl"
+LEGACY_MANIFEST = "fuzz-run.json"      # the run record's name before the artifact contract
+REPORT_JSON, REPORT_HTML, SPEC_DIR = "fuzz-report.json", "report.html", "specs"
 MANIFEST_FORMAT = "nnconform-fuzz-run"
 VERDICTS = ("CRASH", "HANG", "OOM", "SLOW")
-EXIT_OK, EXIT_FOUND, EXIT_INTERRUPTED = 0, 1, 130
+EXIT_OK, EXIT_FOUND, EXIT_INTERRUPTED = (int(ExitStatus.CLEAN), int(ExitStatus.FAILURES),
+                                        int(ExitStatus.INCOMPLETE))
+# A bucket's row in results.jsonl: a memory-limit kill is a crash of the driver host; a case
+# slower than --slow computed, but not as a driver may (a failure, not a crash).
+ROW_OUTCOME = {"CRASH": Outcome.CRASH, "HANG": Outcome.HANG, "OOM": Outcome.CRASH, "SLOW": Outcome.FAIL}
 PROGRESS_EVERY_S = 2.0
 _FRAME = re.compile(r'^\s*File "([^"]+)", line \d+ in (\S+)')
 _NOT_DRIVER = ("/nnconform/host.py", "/nnconform/hostproto.py", "/harness/host.py", "/harness/hostproto.py",
@@ -502,6 +510,8 @@ def run_fuzz(cfg: FuzzConfig, resume: bool = False, out=None, err=None, cases=No
     err = err or sys.stderr
     rd = Path(cfg.report_dir)
     manifest_path = rd / MANIFEST
+    if resume and not manifest_path.exists() and (rd / LEGACY_MANIFEST).exists():
+        manifest_path = rd / LEGACY_MANIFEST
     if resume:
         try:
             manifest = json.loads(manifest_path.read_text())
@@ -520,7 +530,8 @@ def run_fuzz(cfg: FuzzConfig, resume: bool = False, out=None, err=None, cases=No
         if manifest_path.exists() or (rd / JOURNAL).exists():
             raise FuzzUsageError(f"{rd} already holds a fuzz run (use --resume, or another --report-dir)")
         rd.mkdir(parents=True, exist_ok=True)
-        manifest = {"format": MANIFEST_FORMAT, "version": 1, "started": _now(), "options": cfg.options(),
+        manifest = {"format": MANIFEST_FORMAT, "version": 1, "command": "fuzz", "driver": cfg.driver,
+                    "seed": cfg.seed, "started": _now(), "options": cfg.options(),
                     "python": sys.version.split()[0]}
         tmp = manifest_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(manifest, indent=1))
@@ -585,7 +596,11 @@ def run_fuzz(cfg: FuzzConfig, resume: bool = False, out=None, err=None, cases=No
         journal.close()
         if device is not None:
             device.close()
-    report = write_reports(rd)
+    code = ExitStatus.INCOMPLETE if interrupted else ExitStatus.CLEAN
+    report = write_reports(rd, exit_status=code)
+    if not interrupted and report["buckets"]:
+        code = ExitStatus.FAILURES
+        _record_exit(rd, code, report)
     print(f"nnconform fuzz: {report['cases']} cases in {report['elapsed_s']:.0f} s "
           f"({report['cases_per_s']:.1f}/s), {len(report['buckets'])} bucket(s); seed {cfg.seed}; "
           f"reports -> {rd / REPORT_HTML}, {rd / REPORT_JSON}", file=out, flush=True)
@@ -593,9 +608,7 @@ def run_fuzz(cfg: FuzzConfig, resume: bool = False, out=None, err=None, cases=No
         print(f"  {b['verdict']:5s} {b['key'][:110]}  first at {b['first_elapsed_s']:.1f} s (case {b['first_index']}), "
               f"{b['count']} case(s); " + (f"replay: {b['replay']}" if b.get("spec") else b.get("replay", "")),
               file=out)
-    if interrupted:
-        return EXIT_INTERRUPTED
-    return EXIT_FOUND if report["buckets"] else EXIT_OK
+    return int(code)
 
 
 def _new_bucket(cfg, device, state, journal, finding, model, inputs, index, seed, found_at, out, tty) -> None:
@@ -628,8 +641,37 @@ def _new_bucket(cfg, device, state, journal, finding, model, inputs, index, seed
 
 # ---- reports -----------------------------------------------------------------------------
 
+def _manifest(rd: Path) -> dict:
+    path = rd / MANIFEST if (rd / MANIFEST).exists() or not (rd / LEGACY_MANIFEST).exists() else rd / LEGACY_MANIFEST
+    return json.loads(path.read_text())
+
+
+def _record_exit(rd: Path, code: ExitStatus, rep: dict) -> None:
+    from ..artifacts import record_exit
+    if (rd / MANIFEST).exists():
+        record_exit(rd, code, status=_status_text(rep, code))
+
+
+def _status_text(rep: dict, code: ExitStatus) -> str:
+    done = f"{rep['cases']} cases in {rep['elapsed_s']:.0f} s, {len(rep['buckets'])} bucket(s)"
+    return ("interrupted after " if code is ExitStatus.INCOMPLETE else "complete: ") + done
+
+
+def bucket_rows(rep: dict) -> list:
+    """One results row per bucket: its verdict, key, minimal spec and replay command."""
+    from ..results import ResultRecord
+    return [ResultRecord(suite="fuzz", test_id=f"fuzz/{b['id']}", driver=rep["driver"],
+                         outcome=ROW_OUTCOME.get(b["verdict"], Outcome.CRASH), operations=b.get("operations") or [],
+                         blamed_operation=(b.get("operations") or [""])[0] if len(b.get("operations") or []) == 1
+                         else "", seed=b.get("first_seed"), spec_path=b.get("spec"), message=b["key"],
+                         replay=b.get("replay") or "",
+                         extra={"verdict": b["verdict"], "cases": b["count"], "signal": b.get("signal"),
+                                "frames": b.get("frames") or [], "first_index": b["first_index"]})
+            for b in rep["buckets"]]
+
+
 def build_report(rd: Path) -> dict:
-    manifest = json.loads((rd / MANIFEST).read_text())
+    manifest = _manifest(rd)
     recs = read_journal(rd / JOURNAL)
     state = State.from_journal(recs)
     counts_by_key: dict[str, int] = {}
@@ -649,11 +691,20 @@ def build_report(rd: Path) -> dict:
             "counts": state.counts, "buckets": buckets}
 
 
-def write_reports(rd: Path) -> dict:
+def write_reports(rd: Path, exit_status: ExitStatus | None = None) -> dict:
+    """The fuzz run's artifacts from its journal: results.jsonl/.csv (a row per bucket),
+    summary.json, report.html, fuzz-report.json, and the exit status in run.json."""
+    from ..artifacts import RESULTS_JSONL, write_common
+    from ..reportdir import atomic_write
+    from ..results import record_to_json
     rep = build_report(rd)
-    tmp = rd / (REPORT_JSON + ".tmp")
-    tmp.write_text(json.dumps(rep, indent=1, allow_nan=False, default=str))
-    os.replace(tmp, rd / REPORT_JSON)
+    atomic_write(rd / REPORT_JSON, json.dumps(rep, indent=1, allow_nan=False, default=str))
+    rows = bucket_rows(rep)
+    atomic_write(rd / RESULTS_JSONL, "".join(record_to_json(r) + "\n" for r in rows))
+    code = exit_status if exit_status is not None else (ExitStatus.FAILURES if rows else ExitStatus.CLEAN)
+    write_common(rd, rows, {"driver": rep["driver"], "seed": rep["seed"], "status": _status_text(rep, code)},
+                 title="nnconform fuzz report", html=False)
+    _record_exit(rd, code, rep)
     e = html.escape
     rows = "".join(
         f"<tr><td>{e(b['id'])}</td><td>{e(b['verdict'])}</td><td>{e(b.get('signal') or '')}</td>"
@@ -679,10 +730,12 @@ def write_reports(rd: Path) -> dict:
 
 
 def parse_size(text: str) -> int:
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", str(text).lower())
-    if not m:
-        raise FuzzUsageError(f"bad size {text!r}: e.g. 512M, 1G")
-    return int(float(m.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[m.group(2)])
+    """A size by the shared option table's syntax (512M, 1G), as a FuzzUsageError when bad."""
+    from ..options import parse_size as parse
+    try:
+        return parse(text)
+    except ValueError as e:
+        raise FuzzUsageError(str(e)) from None
 
 
 __all__ = ["FuzzConfig", "FuzzUsageError", "run_fuzz", "write_reports", "build_report", "case_seed",

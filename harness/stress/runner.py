@@ -11,7 +11,7 @@ one).  The first case of every test comes first (shortest first), so a short bud
 test once where it can; the other cases of all tests are interleaved.  A selected test that still gets no case
 before the budget runs out is named at the end (terminal and report) and the exit status is
 3, "incomplete" (unless a case failed: 1).  The plan, seed and options are written to
-``stress-run.json`` in the report directory before the first case starts.
+``run.json`` in the report directory before the first case starts.
 
 **Journal.**  Every finished case is one :class:`nnconform.results.ResultRecord` (suite
 ``stress``, test id ``"<test>#<index>"``) appended to ``results.jsonl`` at once, in one write
@@ -54,18 +54,21 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..outcome import ExitStatus
 from ..results import CRASH, FAILURE, HANG, STRESS_OUTCOMES, SUCCESS, ResultRecord, ResultsWriter, read_results
 from ..sandbox import DEFAULT_MEM_LIMIT, Sandbox, SandboxError, SandboxResult
 from .progress import Progress
 from .tests import TESTS, StressOptions, worker_life_leaks
 
 SUITE = "stress"
-MANIFEST = "stress-run.json"
+MANIFEST = "run.json"          # the artifact contract's run record (nnconform.artifacts)
+LEGACY_MANIFEST = "stress-run.json"   # its name before; a run recorded under it can still resume
 MANIFEST_FORMAT = "nnconform-stress-run"
 CASE_TARGET = "nnconform.stress.tests:run_case"
 PROBE_TARGET = "nnconform.stress.tests:liveness_probe"
 SPEC_DIR = "specs"
-EXIT_OK, EXIT_FAILED, EXIT_INCOMPLETE, EXIT_INTERRUPTED = 0, 1, 3, 130
+EXIT_OK, EXIT_FAILED, EXIT_INCOMPLETE = int(ExitStatus.CLEAN), int(ExitStatus.FAILURES), int(ExitStatus.INCOMPLETE)
+EXIT_INTERRUPTED = int(ExitStatus.INCOMPLETE)     # one table: an interrupted run is incomplete
 
 
 class StressUsageError(Exception):
@@ -73,31 +76,14 @@ class StressUsageError(Exception):
 
 
 def parse_budget(text: str) -> float:
-    """'30m', '2h', '90s', '1h30m' or a number of seconds -> seconds (positive and finite:
-    a budget of 0 would run nothing and report success)."""
-    t = str(text).strip().lower()
-    bad = StressUsageError(f"bad budget {text!r}: a positive duration such as 90s, 30m, 2h or 1h30m")
+    """'30m', '2h', '90s', '1h30m' or a number of seconds -> seconds, by the shared option
+    table's duration syntax (positive and finite: a budget of 0 would run nothing and report
+    success)."""
+    from ..options import parse_duration
     try:
-        total = float(t)
-    except ValueError:
-        total, num = 0.0, ""
-        units = {"h": 3600, "m": 60, "s": 1}
-        for ch in t:
-            if ch.isdigit() or ch == ".":
-                num += ch
-            elif ch in units and num:
-                try:
-                    total += float(num) * units[ch]
-                except ValueError:
-                    raise bad from None
-                num = ""
-            else:
-                raise bad from None
-        if num:
-            raise bad from None
-    if not (math.isfinite(total) and total > 0):
-        raise bad
-    return total
+        return parse_duration(text)
+    except ValueError as e:
+        raise StressUsageError(f"bad budget: {e}") from None
 
 
 def check_config(cfg: "StressConfig") -> None:
@@ -424,7 +410,11 @@ def rebuild_reports(report_dir: str | os.PathLike, meta: dict | None = None):
         missing = tests_not_run(manifest, read_results(journal))
         m["tests not run"] = not_run_line(missing) if missing else "none: every selected test ran"
     m.update(meta or {})
-    return build_reports(report_dir, meta=m, title="nnconform stress report")
+    m["status"] = m.get("status") or manifest.get("status") or "complete"
+    csv_path, html_path = build_reports(report_dir, meta=m, title="nnconform stress report")
+    from ..reports.summary import write_summary
+    write_summary(report_dir, read_results(journal) if journal.exists() else [], m)
+    return csv_path, html_path
 
 
 def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_factory=None) -> int:
@@ -440,6 +430,8 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
     mpath = rdir / MANIFEST
     journal = rdir / RESULTS_FILE
     if resume:
+        if not mpath.exists() and (rdir / LEGACY_MANIFEST).exists():
+            mpath = rdir / LEGACY_MANIFEST
         if not mpath.exists():
             raise StressUsageError(f"--resume: {mpath} not found (nothing to resume)")
         manifest = json.loads(mpath.read_text())
@@ -466,7 +458,7 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
             counts = plan_counts(cfg.tests, cfg.budget_s, cfg.workers, cfg.options)
         if cfg.claims and not cfg.options.claims and any(TESTS[t].random_graph for t in cfg.tests):
             cfg.options.claims = ask_claims(cfg, out)
-        manifest = {"format": MANIFEST_FORMAT, "version": 1, "driver": cfg.driver, "seed": cfg.seed,
+        manifest = {"format": MANIFEST_FORMAT, "version": 1, "command": "stress", "driver": cfg.driver, "seed": cfg.seed,
                     "budget_s": cfg.budget_s, "tests": cfg.tests, "workers": cfg.workers,
                     "options": cfg.options.to_dict(), "mem_limit": cfg.mem_limit, "plan": counts,
                     "cases": cfg.cases, "sessions": []}
@@ -561,7 +553,9 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
 
     if fatal:
         print(f"nnconform: error: {fatal[0]}", file=err)
-        return 2
+        manifest.update(status=f"failed: {fatal[0]}", exit_status=int(ExitStatus.USAGE))
+        _write_json_atomic(mpath, manifest)
+        return int(ExitStatus.USAGE)
     records = read_results(journal)
     stress_rows = [r for r in records if r.suite == SUITE]
     keys = [r.test_id for r in stress_rows]
@@ -577,13 +571,15 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
         print(f"\nall {len(plan)} planned cases done", file=out)
     if missing:
         print(not_run_line(missing), file=out)
+    code = ExitStatus.of([r.outcome for r in stress_rows], complete=not (interrupted or missing))
+    status = (f"interrupted after {len(keys)} of {len(plan)} cases" if interrupted
+              else f"incomplete: not run: {', '.join(missing)}" if missing
+              else f"complete: {len(keys)} of {len(plan)} cases" + ("" if not left else f" ({len(left)} not started)"))
+    manifest.update(status=status, exit_status=int(code))
+    _write_json_atomic(rdir / MANIFEST, manifest)
     csv_path, html_path = rebuild_reports(rdir)
-    print(f"reports: {csv_path}  {html_path}", file=out)
-    if interrupted:
-        return EXIT_INTERRUPTED
-    if not all(r.outcome == SUCCESS for r in stress_rows):
-        return EXIT_FAILED
-    return EXIT_INCOMPLETE if missing else EXIT_OK
+    print(f"reports: {csv_path}  {html_path}  {rdir / 'summary.json'}", file=out)
+    return int(code)
 
 
 __all__ = ["StressConfig", "StressUsageError", "run_stress", "rebuild_reports", "parse_budget", "case_seed",
