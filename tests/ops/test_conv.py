@@ -356,7 +356,7 @@ def test_quantised_conv_rounds_twice_as_nnapi_does():
     31-bit fixed-point product, then a rounding right shift.  A value just below .5 can
     round up (1.4726 gives 2).  LiteRT (XNNPACK) and onnxruntime (MLAS) multiply by a float32
     scale and round once; on the built-in MobileNets they differ from the reference by 1 LSB
-    exactly there (docs/models.md).  The reference keeps NNAPI's bits.  The expected codes come
+    exactly there (docs/benchmark.md).  The reference keeps NNAPI's bits.  The expected codes come
     from the Python-int SRDHM / RDBPOT of nnconform.ops.fixedpoint, not from the vectorised
     requantisers under test."""
     sx, sw, so = 0.5, 0.5, 7.3
