@@ -414,9 +414,9 @@ def cmd_validate(a: argparse.Namespace) -> int:
     try:
         spec = load_spec(a.file, validate=True)
     except SpecError as e:
-        return _err(f"{_shown(a.file)}: {e}", EXIT_FAIL)
+        return _err(f"{_shown(a.file)}: {e}", EXIT_USAGE)
     except OSError as e:
-        return _err(f"{_shown(a.file)}: {e.strerror}", EXIT_FAIL)
+        return _err(f"{_shown(a.file)}: {e.strerror}", EXIT_USAGE)
     m = spec.model
     print(f"{_shown(a.file)}: valid: {len(m.main.operations)} operation(s) [{', '.join(m.operation_names())}], "
           f"{len(m.referenced)} referenced subgraph(s), {len(spec.examples)} example(s)")
@@ -431,11 +431,11 @@ def cmd_replay(a: argparse.Namespace) -> int:
     try:
         spec = load_spec(a.spec, validate=False)
     except SpecError as e:
-        return _err(f"{_shown(a.spec)}: {e}", EXIT_FAIL)
+        return _err(f"{_shown(a.spec)}: {e}", EXIT_USAGE)
     except OSError as e:
-        return _err(f"{_shown(a.spec)}: {e.strerror}", EXIT_FAIL)
+        return _err(f"{_shown(a.spec)}: {e.strerror}", EXIT_USAGE)
     if not spec.examples:
-        return _err(f"{_shown(a.spec)}: examples: no examples to replay", EXIT_FAIL)
+        return _err(f"{_shown(a.spec)}: examples: no examples to replay", EXIT_USAGE)
     try:
         device = _replay_device(a)
     except DriverLoadError as e:

@@ -258,17 +258,18 @@ def pytest_args(values: dict[str, Any]) -> list[str]:
     return args
 
 
-def options_table_markdown(commands: Sequence[str] | None = None) -> str:
-    """The README's table of shared options (tests/test_readme.py keeps the two equal)."""
-    names = list(commands or COMMAND_OPTIONS)
-    head = "| option | value | commands | meaning |\n|---|---|---|---|"
-    rows = []
+def options_table_markdown() -> str:
+    """The README's table of shared options, generated from this table
+    (tests/test_docs_layout.py keeps the README's copy equal to it)."""
+    rows = ["| option | commands | meaning (default) | pytest plugin |", "|---|---|---|---|"]
     for opt in OPTIONS.values():
-        used = [c for c in names if opt.name in COMMAND_OPTIONS[c]]
-        spelling = f"`{opt.short}`, `{opt.name}`" if opt.short else f"`{opt.name}`"
-        value = "flag" if opt.kind is FLAG else f"{opt.kind.name} `{opt.metavar}`"
-        rows.append(f"| {spelling} | {value} | {', '.join(used)} | {opt.help} |")
-    return "\n".join([head, *rows])
+        used = [c for c in COMMAND_OPTIONS if opt.name in COMMAND_OPTIONS[c]]
+        meaning = (f"`{opt.short}` for short; " if opt.short else "") + opt.help
+        if opt.kind not in (FLAG, TEXT, SEED):
+            meaning = f"{opt.kind.name}: " + meaning
+        plugin = f"`{opt.pytest_name}`" if opt.pytest_name else ""
+        rows.append(f"| `{opt.name}` | {', '.join(used)} | {meaning} | {plugin} |")
+    return "\n".join(rows)
 
 
 __all__ = ["OPTIONS", "COMMAND_OPTIONS", "SharedOption", "add_options", "add_pytest_options", "pytest_args",

@@ -61,14 +61,14 @@ def test_validate_rejects_malformed_spec_in_one_line(tmp_path, content, fragment
     p = tmp_path / "bad.spec.json"
     p.write_text(content)
     r = nnconform("validate", str(p))
-    assert r.returncode == 1 and r.stderr.strip().count("\n") == 0, r.stderr
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0, r.stderr
     assert fragment.lower() in r.stderr.lower()
 
 
 def test_validate_and_replay_missing_file(tmp_path):
     for args in (("validate", str(tmp_path / "nope.json")), ("replay", str(tmp_path / "nope.json"))):
         r = nnconform(*args)
-        assert r.returncode == 1 and "nope.json" in r.stderr and "Traceback" not in r.stderr
+        assert r.returncode == 2 and "nope.json" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_drivers_lists_reference():

@@ -153,3 +153,11 @@ def test_shared_options_table_matches_the_commands_and_the_plugin(capsys, pytest
             name = re.fullmatch(r"`(--[\w-]+)`", plugin)
             assert name, f"options table: pytest spelling {plugin!r} is not one `--option`"
             pytestconfig.getoption(name.group(1))   # pytest raises for an option it does not know
+
+
+def test_readme_options_table_is_the_option_table_of_the_code():
+    """The README's shared-options table is generated from nnconform.options: regenerate it
+    (``python -c 'from nnconform.options import options_table_markdown as t; print(t())'``)
+    when an option changes."""
+    from nnconform.options import options_table_markdown
+    assert between(README.read_text(), "options").strip() == options_table_markdown().strip()

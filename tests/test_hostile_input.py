@@ -56,7 +56,7 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def assert_one_line_error(rc: int, err: str, *fragments: str) -> None:
-    assert rc == 1, err
+    assert rc == 2, err     # bad input is a usage error (nnconform.outcome.ExitStatus)
     assert err.startswith("nnconform: error: "), err[:500]
     assert err.endswith("\n") and err.count("\n") == 1, err[:500]
     assert len(err) < MAX_LINE, err[:500]
