@@ -27,13 +27,13 @@ REPORT_HTML = "report.html"
 ARTIFACTS = (RUN_FILE, RESULTS_JSONL, RESULTS_CSV, SUMMARY_JSON, REPORT_HTML)
 
 
-def missing(report_dir: os.PathLike | str) -> list[str]:
+def missing(report_dir: os.PathLike[str] | str) -> list[str]:
     """The contract's files not (yet) in ``report_dir``."""
     d = Path(report_dir)
     return [name for name in ARTIFACTS if not (d / name).is_file()]
 
 
-def read_run(report_dir: os.PathLike | str) -> dict[str, Any]:
+def read_run(report_dir: os.PathLike[str] | str) -> dict[str, Any]:
     """``run.json`` as a dict ({} when absent or unreadable)."""
     try:
         d = json.loads((Path(report_dir) / RUN_FILE).read_text(encoding="utf-8"))
@@ -42,13 +42,13 @@ def read_run(report_dir: os.PathLike | str) -> dict[str, Any]:
     return d if isinstance(d, dict) else {}
 
 
-def write_run(report_dir: os.PathLike | str, run: dict[str, Any]) -> Path:
+def write_run(report_dir: os.PathLike[str] | str, run: dict[str, Any]) -> Path:
     """Replace ``run.json`` atomically (a reader never sees half of it)."""
     from .reportdir import atomic_write
     return atomic_write(Path(report_dir) / RUN_FILE, json.dumps(run, indent=1, default=str))
 
 
-def record_exit(report_dir: os.PathLike | str, exit_status: ExitStatus | int, status: str | None = None) -> None:
+def record_exit(report_dir: os.PathLike[str] | str, exit_status: ExitStatus | int, status: str | None = None) -> None:
     """Record how the command ended in ``run.json`` (which must exist: it is written first)."""
     run = read_run(report_dir)
     run["exit_status"] = int(exit_status)
@@ -57,7 +57,7 @@ def record_exit(report_dir: os.PathLike | str, exit_status: ExitStatus | int, st
     write_run(report_dir, run)
 
 
-def write_common(report_dir: os.PathLike | str, records: Iterable[Any], meta: dict[str, Any],
+def write_common(report_dir: os.PathLike[str] | str, records: Iterable[Any], meta: dict[str, Any],
                  title: str, html: bool = True) -> None:
     """results.csv, summary.json and (unless the command writes its own page) report.html
     from the rows of ``results.jsonl``."""

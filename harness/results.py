@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
-import functools
 import datetime as _dt
 import json
 import math
@@ -67,7 +66,7 @@ class ResultRecord:
     message: str = ""
     replay: str = ""
     timestamp: str = field(default_factory=_now)
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.outcome = Outcome.parse(self.outcome)
@@ -84,11 +83,11 @@ class ResultRecord:
     def bad(self) -> bool:
         return self.outcome.bad
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ResultRecord":
+    def from_dict(cls, d: dict[str, Any]) -> "ResultRecord":
         """Build a record from a parsed line.  Keys this version does not know (written by a
         newer harness, or by hand) are kept in ``extra`` rather than rejected."""
         known = _known_fields(cls)
@@ -103,9 +102,9 @@ class ResultRecord:
         return cls(**kwargs, extra=extra)
 
 
-@functools.lru_cache(maxsize=None)
-def _known_fields(cls) -> frozenset:
-    return frozenset(f.name for f in dataclasses.fields(cls))
+def _known_fields(cls: type) -> frozenset[str]:
+    return _FIELD_NAMES
+
 
 
 def _json_default(v: Any) -> Any:
@@ -131,6 +130,7 @@ def _clean_floats(v: Any) -> Any:
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(ResultRecord))
+_FIELD_NAMES = frozenset(_FIELDS)
 
 
 def record_to_json(record: ResultRecord) -> str:
@@ -159,7 +159,7 @@ class ResultsWriter:
 
     FSYNC_INTERVAL_S = 1.0
 
-    def __init__(self, path: str | os.PathLike):
+    def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         self._last_fsync = time.monotonic()
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -266,11 +266,11 @@ class ResultsWriter:
     def __enter__(self) -> "ResultsWriter":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def read_results(path: str | os.PathLike) -> list[ResultRecord]:
+def read_results(path: str | os.PathLike[str]) -> list[ResultRecord]:
     """All records of a results file, in the order written.
 
     A last line that does not parse (a run killed mid-write) is dropped.  Any other bad line
