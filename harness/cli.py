@@ -968,6 +968,9 @@ report and summary.json say which.
 """
 
 
+DRIVER_HELP = "installed driver name, module:attribute or path/to/file.py:attribute"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nnconform", description="Conformance and stress tests for NN drivers.")
     from . import __version__
@@ -975,7 +978,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run conformance suites against a driver and write a report",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=RUN_EPILOG)
-    r.add_argument("--driver", default="reference", help="installed driver name or module:attribute")
+    r.add_argument("--driver", default="reference", help=DRIVER_HELP)
     r.add_argument("--suite", action="append", help="suite to run (repeatable; default: all). "
                    "Available: " + ", ".join(available_suites()))
     r.add_argument("--report-dir", default="nnconform-report")
@@ -1082,7 +1085,7 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--call-timeout", type=float, default=120.0, help="seconds per driver call before HANG")
     pb = sub.add_parser("probe", help="capability probe: what the driver claims vs what works, per operation "
                                       "x data type x rank (exit 1 on an over-claim)")
-    pb.add_argument("--driver", default="reference", help="installed driver name or module:attribute")
+    pb.add_argument("--driver", default="reference", help=DRIVER_HELP)
     pb.add_argument("--report-dir", default="nnconform-report",
                     help="where capabilities-<driver>-<version>.json and capabilities.md go (runs reuse them)")
     pb.add_argument("--samples", type=int, default=2, help="one-operation models per cell (default 2)")
@@ -1093,7 +1096,7 @@ def build_parser() -> argparse.ArgumentParser:
     pb.add_argument("--call-timeout", type=float, default=60.0, help="seconds per driver call before HANG")
     pb.add_argument("--mem-limit", default=None, help="memory limit of the driver host: 4G (default), 0 for none")
     st = sub.add_parser("stress", help="MLTS-style crash tests and random graphs in subprocess sandboxes")
-    st.add_argument("--driver", default="reference", help="installed driver name or module:attribute")
+    st.add_argument("--driver", default="reference", help=DRIVER_HELP)
     st.add_argument("--budget", default="30m", help="wall-clock budget, positive: 90s, 30m, 2h (default 30m); "
                     "exit status 3 when it ends before a selected test ran")
     st.add_argument("--tests", action="append", help="comma-separated stress tests (default: all; see --list)")
@@ -1125,7 +1128,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--list", action="store_true", help="list the stress tests and exit")
     fz = sub.add_parser("fuzz", help="feed a driver arbitrary, mostly invalid models; bucket crashes, hangs, "
                                      "out-of-memory and slow cases with a minimal replayable spec each")
-    fz.add_argument("--driver", default="reference", help="installed driver name or module:attribute")
+    fz.add_argument("--driver", default="reference", help=DRIVER_HELP)
     fz.add_argument("--budget", default=None, help="wall-clock budget: 90s, 10m, 1h (default 10m)")
     fz.add_argument("--cases", type=int, default=None, help="run exactly this many cases instead of a budget")
     fz.add_argument("--seed", type=int, default=None, help="run seed (default: random, printed and recorded)")
@@ -1157,6 +1160,13 @@ def _main(argv: Sequence[str] | None = None) -> int:
         k = argv.index("--")
         argv, extra = argv[:k], argv[k + 1:]
     a = build_parser().parse_args(argv)
+    from .loader import resolve_driver_spec
+    # A driver file given by a relative path is made absolute here, once: driver hosts, sandbox
+    # workers and cluster workers may run in another directory, and reports name it so too.
+    if isinstance(getattr(a, "driver", None), str):
+        a.driver = resolve_driver_spec(a.driver)
+    elif isinstance(getattr(a, "driver", None), list):         # bench: --driver is repeatable
+        a.driver = [resolve_driver_spec(d) for d in a.driver]
     from .heap import check_environment
     try:
         check_environment()    # before any command builds an executor that would apply it

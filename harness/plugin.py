@@ -65,7 +65,8 @@ def host_options(call_timeout: float | None, mem_limit: str | None) -> tuple[flo
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("nnconform", "nnconform driver conformance")
     g.addoption("--driver", default="reference",
-                help="driver under test: an installed name (see `nnconform drivers`) or module:attribute")
+                help="driver under test: an installed name (see `nnconform drivers`), module:attribute or "
+                     "path/to/file.py:attribute")
     g.addoption("--nn-seed", type=int, default=None, help="seed for everything random (default: new, printed)")
     g.addoption("--nn-report-dir", default="nnconform-report", help="where results and reports go")
     g.addoption("--nn-vectors", default=None,
@@ -139,7 +140,12 @@ class NnSession:
 
     def __init__(self, config: pytest.Config):
         self.config = config
-        self.driver_spec: str = config.getoption("driver")
+        # A relative driver file path is made absolute in the process that parsed it and
+        # written back, so xdist workers (sent the controller's options) and cluster workers
+        # load the same file.
+        from .loader import resolve_driver_spec
+        self.driver_spec: str = resolve_driver_spec(config.getoption("driver"))
+        config.option.driver = self.driver_spec
         self.workerinput: dict | None = getattr(config, "workerinput", None)
         self.is_worker = self.workerinput is not None
         self.report_dir = Path(config.getoption("nn_report_dir")).resolve()
