@@ -14,7 +14,9 @@ from nnconform.isolation import open_isolated
 from nnconform.runner import CaseOutcome, run_case
 from nnconform.spec import load_spec
 
-FRAGILE = "nnconform.drivers.fragile:FragileDevice"
+from helpers import double
+
+FRAGILE = double("fragile", "FragileDevice")
 # Seed 111 reaches all three planted bugs within its first 83 cases (found by generating
 # cases only, with the fragile driver's own predicates; see the report of issue 12).
 FRAGILE_SEED, FRAGILE_CASES = 111, 90
