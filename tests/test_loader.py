@@ -136,3 +136,17 @@ def test_nnconform_run_with_a_missing_file_is_a_usage_error(tmp_path):
                        capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
     assert "no such file" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_the_package_ships_no_test_drivers():
+    """The deliberately broken drivers live in tests/drivers/ and load by path; none may creep
+    back into the installed package (they would ship in the wheel)."""
+    import pkgutil
+
+    import nnconform.drivers
+    shipped = {m.name for m in pkgutil.iter_modules(nnconform.drivers.__path__)}
+    assert "reference" in shipped
+    assert not {n for n in shipped if n.startswith(("broken", "fragile"))}, shipped
+    doubles = Path(__file__).parent / "drivers"
+    for path in sorted(doubles.glob("*.py")):       # and each one loads as a file
+        assert import_driver_file(path).__file__ == str(path.resolve())
