@@ -1,1 +1,2 @@
-"""Driver adapters: the reference driver, real-runtime adapters, and deliberately broken drivers."""
+"""Driver adapters: the reference driver and the real-runtime adapters (the harness's own
+deliberately broken test drivers live under tests/drivers/, outside the package)."""

@@ -1115,6 +1115,13 @@ def _main(argv: Sequence[str] | None = None) -> int:
         a = build_parser().parse_args(argv)
     except UsageError as e:
         return _err(str(e))
+    from .loader import resolve_driver_spec
+    # A driver file given by a relative path is made absolute here, once: driver hosts, sandbox
+    # workers and cluster workers may run in another directory, and reports name it so too.
+    if isinstance(getattr(a, "driver", None), str):
+        a.driver = resolve_driver_spec(a.driver)
+    elif isinstance(getattr(a, "driver", None), list):         # bench: --driver is repeatable
+        a.driver = [resolve_driver_spec(d) for d in a.driver]
     from .heap import check_environment
     try:
         check_environment()    # before any command builds an executor that would apply it

@@ -118,7 +118,12 @@ class NnSession:
 
     def __init__(self, config: pytest.Config):
         self.config = config
-        self.driver_spec: str = config.getoption("driver")
+        # A relative driver file path is made absolute in the process that parsed it and
+        # written back, so xdist workers (sent the controller's options) and cluster workers
+        # load the same file.
+        from .loader import resolve_driver_spec
+        self.driver_spec: str = resolve_driver_spec(config.getoption("driver"))
+        config.option.driver = self.driver_spec
         self.workerinput: dict | None = getattr(config, "workerinput", None)
         self.is_worker = self.workerinput is not None
         self.report_dir = Path(config.getoption("nn_report_dir")).resolve()

@@ -1,6 +1,29 @@
-"""Small models shared by the harness's own tests."""
+"""Small models shared by the harness's own tests, and the way they name the test drivers."""
+
+from pathlib import Path
 
 from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+
+# The deliberately broken drivers the harness is tested against: files under tests/, not part
+# of the installed package, named to the harness in the loader's path/to/file.py:Attr form.
+DOUBLES_DIR = Path(__file__).resolve().parent / "drivers"
+
+
+def double(module: str, attr: str = "") -> str:
+    """The driver name of test driver ``attr`` in tests/drivers/``module``.py, with an absolute
+    path (child processes may run elsewhere): double("broken", "ConvIgnoresBias").  Without
+    ``attr`` it ends in ':', a prefix to append a class name to."""
+    path = DOUBLES_DIR / f"{module}.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"no test driver module {path}")
+    return f"{path}:{attr}"
+
+
+def double_module(module: str):
+    """tests/drivers/``module``.py as a module, the same object the loader gives a run in this
+    process (so its classes are the ones an in-process driver is made of)."""
+    from nnconform.loader import import_driver_file
+    return import_driver_file(DOUBLES_DIR / f"{module}.py")
 
 
 def add_model(t=T.TENSOR_FLOAT32, dims=(2, 2), scale=0.0, zp=0, act=0):

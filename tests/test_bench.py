@@ -12,6 +12,8 @@ from nnconform.cli import main
 from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
 from nnconform.models import ModelEntry, builtin_entries
 
+from helpers import double
+
 
 def _floor_entry() -> ModelEntry:
     b = ModelBuilder()
@@ -42,7 +44,7 @@ def test_reference_bench_rows_csv_and_html(tmp_path):
 
 
 def test_a_crashing_driver_is_a_row_and_the_bench_goes_on(tmp_path):
-    rows = run_bench(["nnconform.drivers.broken_isolation:Segfault"],
+    rows = run_bench([double("broken_isolation", "Segfault")],
                      [_floor_entry(), builtin_entries()["mobilenet_v1_float"]],
                      warmup=0, iterations=2, inputs_count=1, call_timeout=60, log=lambda *a: None)
     assert [r.status for r in rows] == ["CRASH", "OK"]
@@ -52,7 +54,7 @@ def test_a_crashing_driver_is_a_row_and_the_bench_goes_on(tmp_path):
 def test_a_driver_that_leaves_processes_running_fails_its_row(tmp_path):
     """The children a driver leaves behind are killed after each model and fail that row (as in
     the suites); the bench goes on, and a model that spawned nothing is OK."""
-    rows = run_bench(["nnconform.drivers.broken_isolation:SetsidChild"],
+    rows = run_bench([double("broken_isolation", "SetsidChild")],
                      [_floor_entry(), builtin_entries()["mobilenet_v1_float"]],
                      warmup=0, iterations=2, inputs_count=1, call_timeout=60, log=lambda *a: None)
     assert [r.status for r in rows] == ["FAIL", "OK"], [(r.status, r.message) for r in rows]

@@ -5,10 +5,14 @@ import pytest
 
 from nnconform import cache_checks
 from nnconform.driver import CacheFile, DriverError, ErrorStatus
-from nnconform.drivers.broken_cache import NoIntegrityCache, TokenKeyedCache
 from nnconform.drivers.reference import ReferenceDevice
 from nnconform.isolation import open_isolated
 from nnconform.ir import Request
+
+from helpers import double, double_module
+
+_broken_cache = double_module("broken_cache")
+NoIntegrityCache, TokenKeyedCache = _broken_cache.NoIntegrityCache, _broken_cache.TokenKeyedCache
 
 # CI keeps TOCTOU short; `nnconform run --suite vts` runs the full 100 iterations.  Seed 4:
 # with NoIntegrityCache most flipped bits break its JSON (and so fail, as required); at this
@@ -77,7 +81,7 @@ def test_cache_file_access_is_enforced(tmp_path):
 
 
 def test_cache_checks_through_the_driver_host(tmp_path):
-    dev = open_isolated("nnconform.drivers.broken_cache:TokenKeyedCache")
+    dev = open_isolated(double("broken_cache", "TokenKeyedCache"))
     try:
         assert dev.cache_file_counts() == (1, 1)
         ctx = cache_checks.CacheContext(dev, tmp_path, **FAST)

@@ -16,8 +16,10 @@ import pytest
 from nnconform.reports.summary import github_annotations
 from nnconform.results import ResultRecord, read_results
 
+from helpers import double
+
 REPO = Path(__file__).resolve().parents[1]
-QADD = "nnconform.drivers.broken:QuantAddOffByTwo"
+QADD = double("broken", "QuantAddOffByTwo")
 # A small slice of the generated suite: quantised ADDs (which QuantAddOffByTwo gets wrong),
 # fp32 ADDs and RELUs (which it gets right).
 SLICE = "add_quant8 or add_fp32 or relu_fp32"

@@ -9,6 +9,8 @@ import pytest
 
 from nnconform.vectors import default_root, vector_files
 
+from helpers import double
+
 
 def nnconform(*args, cwd=None, timeout=900):
     return subprocess.run([sys.executable, "-m", "nnconform", *args], capture_output=True, text=True,
@@ -31,7 +33,7 @@ def test_generated_suite_passes_on_reference(tmp_path):
 
 
 def test_broken_quant_add_fails_with_replayable_spec(tmp_path):
-    r = nnconform("run", "--driver", "nnconform.drivers.broken:QuantAddOffByTwo", "--suite", "generated",
+    r = nnconform("run", "--driver", double("broken", "QuantAddOffByTwo"), "--suite", "generated",
                   "--report-dir", str(tmp_path))
     assert r.returncode == 1
     failed = [row for row in rows(tmp_path) if row["outcome"] == "FAIL"]
@@ -41,7 +43,7 @@ def test_broken_quant_add_fails_with_replayable_spec(tmp_path):
     assert spec.exists() and "nnconform replay" in failed[0]["replay"]
     meta = json.loads(spec.read_text())["meta"]
     assert meta["driver"].endswith("QuantAddOffByTwo") and "actual_outputs" in meta and "criterion" in meta
-    again = nnconform("replay", str(spec), "--driver", "nnconform.drivers.broken:QuantAddOffByTwo")
+    again = nnconform("replay", str(spec), "--driver", double("broken", "QuantAddOffByTwo"))
     assert again.returncode == 1 and "FAIL" in again.stdout and "ADD" in again.stdout
     fixed = nnconform("replay", str(spec), "--driver", "reference")
     assert fixed.returncode == 0 and "PASS" in fixed.stdout

@@ -13,10 +13,12 @@ import pytest
 
 from nnconform.results import read_results
 
+from helpers import double
+
 HAVE_DASK = importlib.util.find_spec("distributed") is not None
 needs_dask = pytest.mark.skipif(not HAVE_DASK, reason='dask.distributed not installed: pip install "nnconform[cluster]"')
 
-KILLER = "nnconform.drivers.broken_cluster:KillsWorkerOnL2Pool"
+KILLER = double("broken_cluster", "KillsWorkerOnL2Pool")
 SELECT = ["--", "-k", "relu1 or l2_pool"]        # 14 generated cases, one of them L2_POOL_2D
 SEED = "7"
 
@@ -202,7 +204,7 @@ def test_stress_on_cluster_gives_the_local_verdicts(tmp_path):
 @needs_dask
 def test_fuzz_on_cluster_gives_the_local_buckets(tmp_path):
     """The fragile driver's first planted bug (an OOM at case 3 of seed 111) found alike."""
-    common = ["fuzz", "--driver", "nnconform.drivers.fragile:FragileDevice", "--cases", "6", "--seed", "111",
+    common = ["fuzz", "--driver", double("fragile", "FragileDevice"), "--cases", "6", "--seed", "111",
               "--call-timeout", "2"]
     got = {}
     for name, extra in (("local", []), ("cluster", ["--cluster", "local:2"])):

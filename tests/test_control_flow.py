@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from nnconform.driver import DriverError, ErrorStatus
-from nnconform.drivers.broken_control_flow import ClaimsIfWithoutBranchOp, IgnoresLoopTimeout
 from nnconform.drivers.reference import ReferenceDevice
 from nnconform.errors import DeadlineMissed, OpFailure, ValidationError
 from nnconform.executor import DEFAULT_LOOP_TIMEOUT, MAX_LOOP_TIMEOUT, Executor, clamp_loop_timeout
@@ -21,6 +20,12 @@ from nnconform.ops.control_flow import incompatibility
 from nnconform.suites.examples import control_flow as cfx
 from nnconform.validation import validate_model
 from nnconform.watchdog import HangError, call_with_timeout
+
+from helpers import double, double_module
+
+_broken_control_flow = double_module("broken_control_flow")
+ClaimsIfWithoutBranchOp, IgnoresLoopTimeout = (
+    _broken_control_flow.ClaimsIfWithoutBranchOp, _broken_control_flow.IgnoresLoopTimeout)
 
 BY_NAME = {e.name: e for e in cfx.EXAMPLES}
 
@@ -242,7 +247,7 @@ def test_suite_passes_on_reference(tmp_path):
 
 def test_suite_reports_hang_for_a_driver_ignoring_the_loop_timeout(tmp_path):
     t0 = time.monotonic()
-    r, rows = _run_suite(tmp_path, "nnconform.drivers.broken_control_flow:IgnoresLoopTimeout",
+    r, rows = _run_suite(tmp_path, double("broken_control_flow", "IgnoresLoopTimeout"),
                          "-k", "loop_timeout_1ms and sync and not async")
     assert time.monotonic() - t0 < 60   # the bound, not the driver's 60 s give-up, ends the case
     assert r.returncode == 1
@@ -251,7 +256,7 @@ def test_suite_reports_hang_for_a_driver_ignoring_the_loop_timeout(tmp_path):
 
 
 def test_suite_flags_if_support_claimed_without_branch_operation(tmp_path):
-    r, rows = _run_suite(tmp_path, "nnconform.drivers.broken_control_flow:ClaimsIfWithoutBranchOp",
+    r, rows = _run_suite(tmp_path, double("broken_control_flow", "ClaimsIfWithoutBranchOp"),
                          "-k", "support_rule")
     assert r.returncode == 1
     failed = {row["test_id"]: row["message"] for row in rows if row["outcome"] == "FAIL"}

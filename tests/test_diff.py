@@ -8,6 +8,8 @@ import sys
 from nnconform.reports.diff import diff_runs, render_html
 from nnconform.results import ResultRecord, ResultsWriter
 
+from helpers import double
+
 
 def row(tid, outcome, suite="vectors", version="1.0", replay=""):
     return ResultRecord(suite=suite, test_id=tid, driver="dev", outcome=outcome, operations=["ADD"],
@@ -73,7 +75,7 @@ def test_two_seeds_of_a_flaky_driver(tmp_path):
     for n in (1, 2):
         env = dict(os.environ, NNCONFORM_FLAKY_SEED=str(n))
         rep = tmp_path / f"run{n}"
-        r = nnconform("run", "--driver", "nnconform.drivers.broken_flaky:FlakyQuantAdd", "--suite", "generated",
+        r = nnconform("run", "--driver", double("broken_flaky", "FlakyQuantAdd"), "--suite", "generated",
                       "--seed", str(n), "--report-dir", str(rep), "--", "-k", "add_quant8", env=env)
         assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
         runs.append(rep)
@@ -88,7 +90,7 @@ def test_history_trend_across_runs(tmp_path):
     hist = tmp_path / "hist"
     for n in (1, 2, 3):
         env = dict(os.environ, NNCONFORM_FLAKY_SEED=str(n))
-        r = nnconform("run", "--driver", "nnconform.drivers.broken_flaky:FlakyQuantAdd", "--suite", "generated",
+        r = nnconform("run", "--driver", double("broken_flaky", "FlakyQuantAdd"), "--suite", "generated",
                       "--seed", str(n), "--report-dir", str(tmp_path / "rep"), "--history", str(hist),
                       "--", "-k", "add_quant8 or relu_fp32", env=env)
         assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]

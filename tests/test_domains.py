@@ -1,5 +1,5 @@
 """Issue 20: value classes drawn on purpose, operations' declared classes, the domain ledger,
-the exact verdicts, and the broken drivers of drivers/broken_domains.py caught by the suites."""
+the exact verdicts, and the broken drivers of tests/drivers/broken_domains.py caught by the suites."""
 from __future__ import annotations
 
 import json
@@ -18,6 +18,8 @@ from nnconform.generators.signatures import (NAN_DEFINED, SHAPE_CLASSES, SIGNATU
                                              declared_classes)
 from nnconform.generators.strategies import sample
 from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op, type_info
+
+from helpers import double
 
 TYPES = {"float": (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16), "int32": (T.TENSOR_INT32,),
          "quant": (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)}
@@ -216,7 +218,7 @@ def test_cts_tolerance_environment_switch(monkeypatch):
 # Broken drivers, each caught by the default random suite (subprocess runs, seed 7)
 # ---------------------------------------------------------------------------------------
 
-BROKEN = "nnconform.drivers.broken_domains:"
+BROKEN = double("broken_domains")
 
 
 def _run(tmp_path: Path, driver: str, *args: str, in_process: bool = False, env: dict | None = None) -> list[dict]:

@@ -14,7 +14,9 @@ from nnconform.isolation import open_isolated
 from nnconform.runner import CaseOutcome, run_case
 from nnconform.spec import load_spec
 
-FRAGILE = "nnconform.drivers.fragile:FragileDevice"
+from helpers import double
+
+FRAGILE = double("fragile", "FragileDevice")
 # Seed 111 reaches all three planted bugs within its first 83 cases (found by generating
 # cases only, with the fragile driver's own predicates; see the report of issue 12).
 FRAGILE_SEED, FRAGILE_CASES = 111, 90
@@ -93,8 +95,8 @@ def test_cases_are_deterministic_and_cover_the_space():
 
 def test_frames_and_classification():
     tail = ("Fatal Python error: Aborted\n\nCurrent thread 0x1 (most recent call first):\n"
-            '  File "/x/drivers/fragile.py", line 40 in _softmax_kernel\n'
-            '  File "/x/drivers/fragile.py", line 70 in _inspect\n'
+            '  File "/x/tests/drivers/fragile.py", line 40 in _softmax_kernel\n'
+            '  File "/x/tests/drivers/fragile.py", line 70 in _inspect\n'
             '  File "/x/nnconform/host.py", line 180 in op_supported\n'
             '  File "/usr/lib/python3.12/threading.py", line 1 in run\n')
     assert fz.driver_frames(tail) == ["fragile.py:_softmax_kernel", "fragile.py:_inspect"]

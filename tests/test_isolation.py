@@ -1,4 +1,4 @@
-"""Driver isolation, end to end, with deliberately hostile drivers (drivers/broken_isolation.py).
+"""Driver isolation, end to end, with deliberately hostile drivers (tests/drivers/broken_isolation.py).
 
 Each hostile driver strikes only on the generated suite's FLOOR cases.  For each one, as a user
 runs it (``nnconform run --suite generated`` in a subprocess): the FLOOR cases get the right
@@ -21,7 +21,9 @@ from pathlib import Path
 
 import pytest
 
-HOSTILE = "nnconform.drivers.broken_isolation"
+from helpers import double
+
+HOSTILE = double("broken_isolation")
 FLOOR_CASES = {"generated/floor_fp32", "generated/floor_fp16"}
 # The hostile drivers run a slice of the generated suite: the FLOOR cases where they strike,
 # cases of several types before them and cases after them (FLOOR is near the suite's end: ELU
@@ -135,7 +137,7 @@ CASES = [
 def test_hostile_driver_gets_its_verdict_and_the_run_goes_on(driver, verdict, fragment, tmp_path,
                                                              slice_outcomes):
     env, mark = marked_env()
-    r = run_cli("run", "--driver", f"{HOSTILE}:{driver}", "--suite", "generated", "--report-dir", str(tmp_path),
+    r = run_cli("run", "--driver", HOSTILE + driver, "--suite", "generated", "--report-dir", str(tmp_path),
                 "--seed", "11", "--call-timeout", CALL_TIMEOUT, "--", "-k", SLICE, env=env)
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
     got = {row["test_id"]: row for row in rows(tmp_path)}
@@ -158,7 +160,7 @@ def test_scribbling_on_inputs_harms_nobody(tmp_path, reference_outcomes):
     """The driver zeroes its input arrays after every execution; in its host it only zeroes
     its own copies, so every case has the reference outcome and the dumps are untouched."""
     env, mark = marked_env()
-    r = run_cli("run", "--driver", f"{HOSTILE}:ScribblesInputs", "--suite", "generated", "--report-dir",
+    r = run_cli("run", "--driver", HOSTILE + "ScribblesInputs", "--suite", "generated", "--report-dir",
                 str(tmp_path), "--seed", "11", env=env)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert {row["test_id"]: row["outcome"] for row in rows(tmp_path)} == reference_outcomes
@@ -181,7 +183,7 @@ def test_in_process_mode_is_recorded(tmp_path):
 def floor_spec(tmp_path_factory) -> Path:
     """A dumped failure of the FLOOR case, to replay against each hostile driver."""
     d = tmp_path_factory.mktemp("floor")
-    r = run_cli("run", "--driver", f"{HOSTILE}:LyingArray", "--suite", "generated", "--report-dir", str(d),
+    r = run_cli("run", "--driver", HOSTILE + "LyingArray", "--suite", "generated", "--report-dir", str(d),
                 "--", "-k", "floor_fp32")
     assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
     (row,) = [row for row in rows(d) if row["test_id"] == "generated/floor_fp32"]
@@ -191,7 +193,7 @@ def floor_spec(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("driver,verdict,fragment", CASES, ids=[c[0] for c in CASES])
 def test_replay_of_a_hostile_driver(driver, verdict, fragment, floor_spec):
     env, mark = marked_env()
-    r = run_cli("replay", str(floor_spec), "--driver", f"{HOSTILE}:{driver}", "--call-timeout", CALL_TIMEOUT,
+    r = run_cli("replay", str(floor_spec), "--driver", HOSTILE + driver, "--call-timeout", CALL_TIMEOUT,
                 env=env, timeout=300)
     assert r.returncode == 1, r.stdout + r.stderr
     if verdict in ("CRASH", "HANG"):
@@ -217,7 +219,7 @@ def test_pytest_xdist_with_a_hostile_driver(driver, verdict, tmp_path, slice_out
     """`pytest --driver X -n 2`: one host per worker, every row in one journal, one report."""
     env, mark = marked_env()
     r = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "nnconform.suites.test_generated",
-                        "--driver", f"{HOSTILE}:{driver}", "--nn-report-dir", str(tmp_path), "--nn-seed", "11",
+                        "--driver", HOSTILE + driver, "--nn-report-dir", str(tmp_path), "--nn-seed", "11",
                         "--nn-call-timeout", CALL_TIMEOUT, "-n", "2", "-q", "-p", "no:cacheprovider", "-k", SLICE],
                        capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
@@ -247,7 +249,7 @@ def test_second_run_into_a_busy_report_dir_fails_in_one_line(tmp_path):
 
 def test_a_new_run_rotates_the_previous_results(tmp_path):
     for seed in ("1", "2"):
-        r = run_cli("run", "--driver", f"{HOSTILE}:LyingArray", "--suite", "generated", "--report-dir",
+        r = run_cli("run", "--driver", HOSTILE + "LyingArray", "--suite", "generated", "--report-dir",
                     str(tmp_path), "--seed", seed, "--", "-k", "floor or relu")
         assert r.returncode == 1, r.stderr
     (prev,) = list((tmp_path / "previous").iterdir())
@@ -261,7 +263,7 @@ def test_a_new_run_rotates_the_previous_results(tmp_path):
 
 def test_ctrl_c_writes_an_interrupted_report_and_resume_finishes_the_run(tmp_path):
     env, mark = marked_env()
-    args = ["run", "--driver", f"{HOSTILE}:HangsInExecute", "--suite", "generated", "--report-dir", str(tmp_path),
+    args = ["run", "--driver", HOSTILE + "HangsInExecute", "--suite", "generated", "--report-dir", str(tmp_path),
             "--seed", "5", "--call-timeout", "120", "--", "-k", SLICE]
     p = subprocess.Popen(with_default_signals(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=env)
@@ -283,7 +285,7 @@ def test_ctrl_c_writes_an_interrupted_report_and_resume_finishes_the_run(tmp_pat
     assert "Run status: interrupted" in (tmp_path / "report.html").read_text()
     assert no_survivors(mark) == []
 
-    r = run_cli("run", "--driver", f"{HOSTILE}:HangsInExecute", "--suite", "generated", "--report-dir",
+    r = run_cli("run", "--driver", HOSTILE + "HangsInExecute", "--suite", "generated", "--report-dir",
                 str(tmp_path), "--resume", "--call-timeout", CALL_TIMEOUT, env=env)
     assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
     final = json.loads((tmp_path / "run.json").read_text())
@@ -299,7 +301,7 @@ def _start_stuck_run(tmp_path, env, ignored: tuple = ()):
     """`nnconform run` of 14 passing cases, then FLOOR's execute hanging under a 600 s bound;
     returns once the 14 rows are recorded (the run is then in, or entering, the hanging call).
     The process is nnconform's own (the signal set-up execs it: same pid)."""
-    p = subprocess.Popen(with_default_signals("run", "--driver", f"{HOSTILE}:HangsInExecute", "--suite", "generated",
+    p = subprocess.Popen(with_default_signals("run", "--driver", HOSTILE + "HangsInExecute", "--suite", "generated",
                                               "--report-dir", str(tmp_path), "--seed", "5", "--call-timeout", "600",
                                               "--", "-k", "relu6 or floor", ignored=ignored),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -397,7 +399,7 @@ def test_symlinks_in_the_report_dir_are_replaced_not_followed(tmp_path):
     for name in ("report.html", "results.csv", "run.json"):
         (report / name).symlink_to(victim)
     (report / "failures").symlink_to(tmp_path)
-    r = run_cli("run", "--driver", f"{HOSTILE}:LyingArray", "--suite", "generated", "--report-dir", str(report),
+    r = run_cli("run", "--driver", HOSTILE + "LyingArray", "--suite", "generated", "--report-dir", str(report),
                 "--", "-k", "floor")
     assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
     assert victim.read_text() == "precious"

@@ -13,12 +13,15 @@ from pathlib import Path
 
 import numpy as np
 
-from nnconform.drivers.broken import ConvIgnoresBias
 from nnconform.models import builtin
 from nnconform.models.localise import first_failing_operation_alone, single_operation_model
 from nnconform.executor import Executor
 from nnconform.spec import load_spec
 from nnconform.models.criteria import REAL_MODEL, judge, output_scale, scaled_criteria
+
+from helpers import double, double_module
+
+ConvIgnoresBias = double_module("broken").ConvIgnoresBias
 
 
 def _run(tmp_path: Path, driver: str, *pytest_args: str, seed: int = 11) -> tuple[subprocess.CompletedProcess, list[dict]]:
@@ -42,7 +45,7 @@ def test_reference_passes_builtin_models_and_zoo_skips_with_reason(tmp_path):
 
 
 def test_conv_ignoring_bias_is_caught_localised_and_replayable(tmp_path):
-    driver = "nnconform.drivers.broken:ConvIgnoresBias"
+    driver = double("broken", "ConvIgnoresBias")
     r, rows = _run(tmp_path, driver, "-k", "mobilenet_v1_float")
     assert r.returncode == 1, r.stdout[-3000:]
     (row,) = [x for x in rows if x["test_id"] == "models/mobilenet_v1_float"]
@@ -132,11 +135,11 @@ def _amplifier():
 
 
 def _add_off_by(k: int, only_when_hidden: bool = False):
-    """The reference with quant ADD k LSB high (nnconform.drivers.broken): k = 1 is within
+    """The reference with quant ADD k LSB high (tests/drivers/broken.py): k = 1 is within
     ADD's own criteria (atol 2, bias 1.2), k = 2 is not (bias 2).  ``only_when_hidden``: exact
     whenever the ADD's output is a model output, as a fusion bug hides once intermediates are
     exposed."""
-    from nnconform.drivers import broken
+    broken = double_module("broken")
     if not only_when_hidden:
         return {1: broken.QuantAddOffByOne, 2: broken.QuantAddOffByTwo}[k]()
     from nnconform.ir import OperationType as Op
@@ -188,7 +191,7 @@ def test_a_run_that_changes_once_exposed_keeps_the_fail():
 def test_only_a_value_comparison_is_reconsidered():
     """Right values with wrong output_shapes is a FAIL whose comparison passed: it stands (it
     used to pass the models suite, whose scaled second look only re-judged the values)."""
-    from nnconform.drivers.broken import WrongOutputShapes
+    WrongOutputShapes = double_module("broken").WrongOutputShapes
     from nnconform.models.verdict import reconsider
     from nnconform.runner import run_case
     model, inputs = _amplifier()
@@ -199,7 +202,7 @@ def test_only_a_value_comparison_is_reconsidered():
 
 
 def test_the_models_suite_fails_a_driver_with_wrong_output_shapes(tmp_path):
-    r, rows = _run(tmp_path, "nnconform.drivers.broken:WrongOutputShapes", "-k", "mobilenet_v1_float")
+    r, rows = _run(tmp_path, double("broken", "WrongOutputShapes"), "-k", "mobilenet_v1_float")
     assert r.returncode == 1, r.stdout[-3000:]
     (row,) = [x for x in rows if x["test_id"] == "models/mobilenet_v1_float"]
     assert row["outcome"] == "FAIL" and "output_shapes wrong" in row["message"]
@@ -222,7 +225,7 @@ def test_replay_accepts_accumulated_rounding_as_the_suite_does(tmp_path):
     for k, driver in ((1, "QuantAddOffByOne"), (2, "QuantAddOffByTwo")):
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
-            results[k] = (main(["replay", str(path), "--driver", f"nnconform.drivers.broken:{driver}", "--in-process"]),
+            results[k] = (main(["replay", str(path), "--driver", double("broken", driver), "--in-process"]),
                           buf.getvalue())
     assert results[1][0] == 0 and "accumulated rounding" in results[1][1], results
     assert results[2][0] == 1 and "FAIL" in results[2][1], results
@@ -232,7 +235,7 @@ def test_the_suite_passes_accumulated_rounding_and_says_so(tmp_path):
     """End to end with a driver whose quantised ADD is 1 LSB high (within ADD's own criteria):
     at seed 1 mobilenet_v2_quant8's softmax output is beyond RealModel, and the suite passes it
     as accumulated rounding: in the row, the terminal digest and the page."""
-    r, rows = _run(tmp_path, "nnconform.drivers.broken:QuantAddOffByOne", "-k", "mobilenet_v2_quant8", seed=1)
+    r, rows = _run(tmp_path, double("broken", "QuantAddOffByOne"), "-k", "mobilenet_v2_quant8", seed=1)
     assert r.returncode == 0, r.stdout[-3000:]
     (row,) = [x for x in rows if x["test_id"] == "models/mobilenet_v2_quant8"]
     assert row["outcome"] == "PASS" and row["extra"].get("accumulated_rounding") is True, row
@@ -248,7 +251,7 @@ def test_step_agreement_script_measures_each_operation():
     (each operation alone reproduces the whole run's values bit for bit)."""
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "step_agreement.py"
     r = subprocess.run([sys.executable, str(script), "mobilenet_v1_quant8", "--seed", "3", "--drivers", "reference",
-                        "nnconform.drivers.broken:ConvIgnoresBias"], capture_output=True, text=True, timeout=300)
+                        double("broken", "ConvIgnoresBias")], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     rows = {}
     for line in r.stdout.splitlines():
@@ -282,7 +285,7 @@ def test_step_agreement_gives_hostile_drivers_a_reason_not_a_traceback(capsys):
     final = ex.run(inputs)
     names = ["Segfault", "SysExit", "HangsInExecute", "LyingArray"]
     # only the hanging driver gets a short bound: a slow machine must not turn the others' verdicts into HANG
-    devices = {n: open_isolated(f"nnconform.drivers.broken_isolation:{n}", **({"call_timeout": 5} if n == "HangsInExecute" else {}))
+    devices = {n: open_isolated(double("broken_isolation", n), **({"call_timeout": 5} if n == "HangsInExecute" else {}))
                for n in names}
     try:
         mod._compare(model, inputs, final, ex.main_values, devices)

@@ -5,7 +5,6 @@ import json
 import numpy as np
 import pytest
 
-from nnconform.drivers.broken_partial import HalfReferenceEven, HalfReferenceOdd, ReluIgnoresStrides
 from nnconform.drivers.reference import ReferenceDevice
 from nnconform.executor import execute
 from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
@@ -13,6 +12,12 @@ from nnconform.partition import assign, plan, pooled, submodel
 from nnconform.runner import run_case
 from nnconform.validation import validate_model
 from nnconform.vectors import case_from_dict, default_root, vector_files
+
+from helpers import double, double_module
+
+_broken_partial = double_module("broken_partial")
+HalfReferenceEven, HalfReferenceOdd, ReluIgnoresStrides = (
+    _broken_partial.HalfReferenceEven, _broken_partial.HalfReferenceOdd, _broken_partial.ReluIgnoresStrides)
 
 F32 = T.TENSOR_FLOAT32
 
@@ -181,7 +186,7 @@ def test_rows_of_a_run_say_partitioned(tmp_path):
     import subprocess
     import sys
     r = subprocess.run([sys.executable, "-m", "nnconform", "run", "--driver",
-                        "nnconform.drivers.broken_partial:HalfReferenceOdd", "--suite", "vectors",
+                        double("broken_partial", "HalfReferenceOdd"), "--suite", "vectors",
                         "--report-dir", str(tmp_path), "--seed", "1", "--", "-k", "relu_float_1"],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]

@@ -3,12 +3,17 @@ import json
 import subprocess
 import sys
 
-from nnconform.drivers.broken_partial import FloorUnderClaim, HalfReferenceEven, QuantConvOverClaim
 from nnconform.drivers.reference import ReferenceDevice
 from nnconform.generators.graphs import GraphConfig
 from nnconform.generators.strategies import sample
 from nnconform.ir import OperandType as T, OperationType as Op
 from nnconform.probe import HONEST, OVER, UNDER, ClaimCache, probe_cells
+
+from helpers import double, double_module
+
+_broken_partial = double_module("broken_partial")
+FloorUnderClaim, HalfReferenceEven, QuantConvOverClaim = (
+    _broken_partial.FloorUnderClaim, _broken_partial.HalfReferenceEven, _broken_partial.QuantConvOverClaim)
 
 
 def _by_cell(cells):
@@ -56,7 +61,7 @@ def test_claims_restrict_the_generators():
 
 def test_probe_command_writes_the_matrix_and_fails_on_an_over_claim(tmp_path):
     r = subprocess.run([sys.executable, "-m", "nnconform", "probe", "--driver",
-                        "nnconform.drivers.broken_partial:QuantConvOverClaim", "--ops", "CONV_2D,FLOOR",
+                        double("broken_partial", "QuantConvOverClaim"), "--ops", "CONV_2D,FLOOR",
                         "--report-dir", str(tmp_path), "--samples", "1"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "over-claim: CONV_2D quant8 rank 4" in r.stdout
@@ -65,7 +70,7 @@ def test_probe_command_writes_the_matrix_and_fails_on_an_over_claim(tmp_path):
     assert data["driver"] == "broken-quant-conv-overclaim" and data["summary"][OVER] == 1
     assert "over-claims (1)" in (tmp_path / "capabilities.md").read_text()
     again = subprocess.run([sys.executable, "-m", "nnconform", "probe", "--driver",
-                            "nnconform.drivers.broken_partial:QuantConvOverClaim", "--ops", "CONV_2D",
+                            double("broken_partial", "QuantConvOverClaim"), "--ops", "CONV_2D",
                             "--report-dir", str(tmp_path), "--samples", "1"], capture_output=True, text=True,
                            timeout=300)
     assert again.returncode == 1 and "(0 probed now" in again.stdout   # reused from the cache

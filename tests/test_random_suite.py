@@ -10,11 +10,14 @@ from pathlib import Path
 import pytest
 
 from nnconform.criteria import RANDOM_GRAPH_SETS
-from nnconform.drivers import broken
 from nnconform.runner import run_case
 from nnconform.spec import load_spec
 
-BROKEN = "nnconform.drivers.broken:"
+from helpers import double, double_module
+
+broken = double_module("broken")
+
+BROKEN = double("broken")
 
 
 def _run(tmp_path: Path, driver: str, *pytest_args: str) -> subprocess.CompletedProcess:
@@ -98,7 +101,7 @@ def test_a_broken_operation_inside_an_if_branch_is_caught_and_dumped(tmp_path):
 def test_parameter_dependent_refusals_are_redrawn_not_skipped(tmp_path):
     """Issue 13: a driver that refuses one parameter value of a cell it claims (MIRROR_PAD in
     SYMMETRIC mode) gets no skipped example: the refused draws are replaced."""
-    r = _run(tmp_path, "nnconform.drivers.broken_partial:MirrorPadReflectOnly", "-k",
+    r = _run(tmp_path, double("broken_partial", "MirrorPadReflectOnly"), "-k",
              "single_operation and MIRROR_PAD and (fp32 or int32)", "--nn-max-examples", "12")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     rows = [json.loads(x) for x in (tmp_path / "report" / "results.jsonl").read_text().splitlines()]
@@ -110,7 +113,7 @@ def test_parameter_dependent_refusals_are_redrawn_not_skipped(tmp_path):
 def test_only_supported_drops_tests_whose_cell_is_claimed_nowhere(tmp_path):
     """Issue 13: by default a test whose (operation, type) the driver claims nowhere is one SKIP
     that says so; with --only-supported it is not run at all, and the run says how many."""
-    driver = "nnconform.drivers.broken_partial:HalfReferenceEven"   # FLOOR (8) yes, RELU (19), PRELU (71) no
+    driver = double("broken_partial", "HalfReferenceEven")   # FLOOR (8) yes, RELU (19), PRELU (71) no
     sel = ("-k", "single_operation and (FLOOR- or RELU-)", "--nn-max-examples", "5")
     r = _run(tmp_path, driver, *sel)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]

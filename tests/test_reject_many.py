@@ -14,7 +14,9 @@ from nnconform.mutations import MODEL_MUTATIONS, mutate_model
 from nnconform.suites.examples import all_examples
 from nnconform.vts_checks import not_rejected, rejections
 
-MIXED = "nnconform.drivers.broken_matrix:MixedRejections"
+from helpers import double
+
+MIXED = double("broken_matrix", "MixedRejections")
 # every class but the one that makes MixedRejections abort (tested on its own below)
 CLASSES = [c for c in MODEL_MUTATIONS if c != "execution_preference"]
 

@@ -10,7 +10,9 @@ import pytest
 
 from nnconform.sandbox import Sandbox, SandboxError
 
-BROKEN = "nnconform.drivers.broken_stress:"
+from helpers import double
+
+BROKEN = double("broken_stress")
 PROBE = "nnconform.stress.tests:liveness_probe"
 CASE = "nnconform.stress.tests:run_case"
 

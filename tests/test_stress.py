@@ -12,7 +12,6 @@ import pytest
 
 from nnconform.ir import OperationType as Op
 from nnconform.cli import main
-from nnconform.drivers.broken_stress import check_against_log, parse_rates
 from nnconform.executor import Executor
 from nnconform.results import read_results
 from nnconform.spec import load_spec
@@ -21,6 +20,11 @@ from nnconform.stress.runner import (StressConfig, StressUsageError, build_plan,
                                      plan_counts, run_stress)
 from nnconform.stress.tests import TESTS, StressOptions
 from nnconform.validation import validate_model
+
+from helpers import double, double_module
+
+_broken_stress = double_module("broken_stress")
+check_against_log, parse_rates = _broken_stress.check_against_log, _broken_stress.parse_rates
 
 SHORT = {name: 1.0 for name in ("parallel-inference", "multi-process-inference", "multi-process-model-load",
                                 "client-early-termination", "performance-degradation", "leak", "compile-leak",
@@ -115,7 +119,7 @@ def test_randomly_broken_driver_every_verdict_right_and_nothing_lost(tmp_path, m
     # that a slow, busy machine does not turn a working case into a HANG (a cold 600-op case
     # takes ~1 s on 2 loaded cores), short enough for the two hangs this seed draws.
     opts = StressOptions(hang_grace=8.0)
-    code = run_stress(_cfg(tmp_path, "nnconform.drivers.broken_stress:RandomlyBroken", cases=cases, options=opts,
+    code = run_stress(_cfg(tmp_path, double("broken_stress", "RandomlyBroken"), cases=cases, options=opts,
                            probe_timeout=10))
     rows = read_results(tmp_path / "run" / "results.jsonl")
     assert sorted(r.test_id for r in rows) == sorted(cases)           # none lost, none twice
@@ -262,7 +266,7 @@ def test_random_graphs_draw_only_claimed_cells_of_every_claimed_type(tmp_path, c
     """Issue 13: stress random graphs rotate over the data types the driver claims and draw only
     the (operation, rank) cells it claims; the claims are asked once and kept in the manifest."""
     from nnconform.stress.tests import graph_of
-    driver = "nnconform.drivers.broken_partial:HalfReferenceEven"
+    driver = double("broken_partial", "HalfReferenceEven")
     cases = [f"random-model-load#{i}" for i in range(12)]
     code = run_stress(_cfg(tmp_path, driver=driver, cases=cases, tests=["random-model-load"]))
     assert code == 0
@@ -288,7 +292,7 @@ def test_random_model_load_prepares_the_claimed_partitions(tmp_path):
     """A graph the driver supports in part is loaded as Android would: its partitions."""
     cases = ["random-model-load#1"]    # the 600-operation graph: both sides certainly appear
     opts = StressOptions(durations=dict(SHORT), hang_grace=GRACE)
-    run_stress(_cfg(tmp_path, driver="nnconform.drivers.broken_partial:HalfReferenceOdd", cases=cases,
+    run_stress(_cfg(tmp_path, driver=double("broken_partial", "HalfReferenceOdd"), cases=cases,
                     tests=["random-model-load"], options=opts, claims=False))
     [row] = read_results(tmp_path / "run" / "results.jsonl")
     assert row.outcome == "SUCCESS" and row.message.startswith("partitioned: "), row.message

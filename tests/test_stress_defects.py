@@ -15,7 +15,9 @@ from nnconform.stress import client
 from nnconform.stress.runner import StressConfig, StressUsageError, build_plan, parse_budget, run_stress
 from nnconform.stress.tests import StressOptions, parallel_inference, performance_degradation
 
-BROKEN = "nnconform.drivers.broken_stress:"
+from helpers import double, double_module
+
+BROKEN = double("broken_stress")
 PROBE = "nnconform.stress.tests:liveness_probe"
 CASE = "nnconform.stress.tests:run_case"
 BASE_EXCS = ["KeyboardInterrupt", "SystemExit", "GeneratorExit"]
@@ -30,7 +32,7 @@ def _alive(pid: int) -> bool:
 
 
 def _device(name: str):
-    from nnconform.drivers import broken_stress
+    broken_stress = double_module("broken_stress")
     return getattr(broken_stress, name)()
 
 

@@ -1,13 +1,15 @@
 """Issue 20 soak tests in `nnconform stress`: the compile-loop leak watch, the execution-count
 soak (past 2^16 executions of one prepared model) and the whole-life leak verdict, each
-catching its broken driver of drivers/broken_domains.py while the reference passes."""
+catching its broken driver of tests/drivers/broken_domains.py while the reference passes."""
 from __future__ import annotations
 
 from nnconform.results import read_results
 from nnconform.stress.runner import StressConfig, run_stress
 from nnconform.stress.tests import StressOptions, worker_life_leaks
 
-BROKEN = "nnconform.drivers.broken_domains:"
+from helpers import double
+
+BROKEN = double("broken_domains")
 GRACE = 120.0
 
 

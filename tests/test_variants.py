@@ -1,6 +1,6 @@
 """The vectors execution matrix (nnconform.variants): selection, the reported-shape check of
 run_case, feature-level scope, the reference passing every cell on a small fixed set of golden
-vectors, and each deliberately broken driver of nnconform.drivers.broken_matrix failing only
+vectors, and each deliberately broken driver of tests/drivers/broken_matrix.py failing only
 the cells of its own defect."""
 import collections
 import csv
@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from nnconform.driver import DriverError, ErrorStatus, ExecutionResult, OutputShape
-from nnconform.drivers import broken_matrix
 from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
 from nnconform.ops.feature_levels import NEWEST_FEATURE_LEVEL, driver_level
 from nnconform.runner import run_case
@@ -25,7 +24,9 @@ from nnconform.variants import (PLAIN, Variant, applicable, mutation_eligible, m
 from nnconform.vectors import case_from_dict, default_root
 from nnconform.vts_checks import verdict
 
-from helpers import add_model
+from helpers import add_model, double, double_module
+
+broken_matrix = double_module("broken_matrix")
 
 # A small fixed set: a float and a quant8 single-operation vector, a CONV_2D, a six-operation
 # graph with five outputs (some zero-sized), and the never-ending WHILE loop.
@@ -334,7 +335,7 @@ def test_a_crash_on_one_path_gives_the_next_cells_a_new_host_and_preparation(sub
     from nnconform.isolation import open_isolated
     _, add, add_path = subset[0]
     case = case_from_dict(add, add_path)
-    dev = open_isolated("nnconform.drivers.broken_matrix:AsyncAborts")
+    dev = open_isolated(double("broken_matrix", "AsyncAborts"))
     try:
         got = [run_variant(dev, case, Variant("general", p), seed=1) for p in ("sync", "async", "burst", "sync")]
         assert [o.outcome for o in got] == ["PASS", "CRASH", "PASS", "PASS"], [(o.outcome, o.message) for o in got]

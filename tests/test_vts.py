@@ -1,5 +1,5 @@
 """The VTS mutations and suite: every mutation is really invalid, and the suite catches the
-deliberately broken drivers of nnconform.drivers.broken_vts (and only with the expected ids)."""
+deliberately broken drivers of tests/drivers/broken_vts.py (and only with the expected ids)."""
 import csv
 import os
 import subprocess
@@ -16,7 +16,7 @@ from nnconform.mutations import (MODEL_CHANGING, MODEL_MUTATIONS, request_mutati
 from nnconform.suites.examples import all_examples
 from nnconform.validation import validate_model, validate_request
 
-from helpers import add_model
+from helpers import add_model, double
 
 VALID = [e for e in all_examples() if not e.expect_failure]
 
@@ -103,9 +103,9 @@ def test_every_request_mutation_is_invalid():
 
 DRIVERS = {
     "reference": "reference",
-    "accepts_everything": "nnconform.drivers.broken_vts:AcceptsEverything",
-    "shared_scratch": "nnconform.drivers.broken_vts:SharedScratchBuffer",
-    "bad_timing": "nnconform.drivers.broken_vts:BadTiming",
+    "accepts_everything": double("broken_vts", "AcceptsEverything"),
+    "shared_scratch": double("broken_vts", "SharedScratchBuffer"),
+    "bad_timing": double("broken_vts", "BadTiming"),
 }
 # The model- and request-mutation cases are most of a vts run's time (thousands of mutated
 # models, ~7,000 mutated requests) and check how invalid models and requests are rejected.  The

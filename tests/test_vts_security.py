@@ -8,13 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from helpers import double
+
 # The cache cases are run against the broken cache drivers in-process (tests/test_cache_security.py,
 # seconds instead of a vts run each); here: device, memory-domain and burst cases.
 SELECT = "device or memory_domain or burst"
 BROKEN = {
-    "nnconform.drivers.broken_security:AcceptsCycle": {"vts/device/cycle"},
-    "nnconform.drivers.broken_security:SharedOutputBuffer": {"vts/memory_domain/shared_buffer"},
-    "nnconform.drivers.broken_security:BurstDoubleFree": {"vts/burst/memory_slots"},
+    double("broken_security", "AcceptsCycle"): {"vts/device/cycle"},
+    double("broken_security", "SharedOutputBuffer"): {"vts/memory_domain/shared_buffer"},
+    double("broken_security", "BurstDoubleFree"): {"vts/burst/memory_slots"},
 }
 
 

@@ -37,7 +37,7 @@ here appends one JSON line per misbehaviour, *before* doing it (written and fsyn
 ``{"case": "...", "client": "...", "action": "crash", "pid": 123}``.  That log is the ground
 truth the harness's own tests compare the stress verdicts with.
 
-Name them on the command line as ``nnconform.drivers.broken_stress:RandomlyBroken``.
+Name them on the command line as ``tests/drivers/broken_stress.py:RandomlyBroken``.
 """
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ import numpy as np
 
 from nnconform.driver import ExecutionResult
 
-from .reference import ReferenceDevice, ReferencePreparedModel
+from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
 
 LEAK_BYTES = 8 << 20
 LOG_ENV = "NNCONFORM_BROKEN_LOG"

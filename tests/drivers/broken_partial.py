@@ -21,7 +21,7 @@ Each is the reference driver with a restricted or dishonest claim:
                         the probe's per-cell claims cannot see): the random suite redraws the
                         refused examples instead of skipping them
 
-Name them on the command line as ``nnconform.drivers.broken_partial:FloorUnderClaim``.
+Name them on the command line as ``tests/drivers/broken_partial.py:FloorUnderClaim``.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ import numpy as np
 from nnconform.driver import DriverError, ErrorStatus
 from nnconform.ir import OperandType as T, OperationType as Op, Request, RequestArgument
 
-from .reference import ReferenceDevice, ReferencePreparedModel
+from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
 
 
 class _Claiming(ReferenceDevice):

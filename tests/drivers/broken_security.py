@@ -11,7 +11,7 @@ Each is the reference driver with one defect that a vts security/robustness case
     BurstDoubleFree       freeing a burst memory slot twice frees the underlying memory twice:
                           the process aborts, as a C driver would -> vts/burst/memory_slots (CRASH)
 
-Name them on the command line as ``nnconform.drivers.broken_security:AcceptsCycle``.
+Name them on the command line as ``tests/drivers/broken_security.py:AcceptsCycle``.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import os
 
 from nnconform.ir import Model
 
-from .reference import ReferenceBurst, ReferenceDevice, ReferencePreparedModel
+from nnconform.drivers.reference import ReferenceBurst, ReferenceDevice, ReferencePreparedModel
 
 
 def has_cycle(model: Model) -> bool:

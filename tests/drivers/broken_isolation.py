@@ -21,7 +21,7 @@ get the verdict and every other case the reference driver's outcome:
     ScribblesInputs     every execution zeroes its input arrays after computing the right
                         outputs (all cases; in isolation it harms nobody)  -> same as reference
 
-Name them as ``nnconform.drivers.broken_isolation:Segfault``.
+Name them as ``tests/drivers/broken_isolation.py:Segfault``.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ import numpy as np
 from nnconform.driver import ExecutionResult
 from nnconform.ir import OperationType as Op
 
-from .reference import ReferenceDevice, ReferencePreparedModel
+from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
 
 TRIGGER = Op.FLOOR
 CHILD_SECONDS = "600"

@@ -9,7 +9,7 @@ Control-flow defects the control_flow suite must catch:
                              still reports IF/WHILE supported when a branch or body uses SUB
                              (breaking the IDevice 1.3 rule); prepare then fails.
 
-Name them on the command line as ``nnconform.drivers.broken_control_flow:IgnoresLoopTimeout``.
+Name them on the command line as ``tests/drivers/broken_control_flow.py:IgnoresLoopTimeout``.
 
 The hanging loop is kept stoppable so tests do not leak busy threads: it ends when the prepared
 model is released (``release()`` sets an Event) or after ``HANG_LIMIT_S`` seconds, and then
@@ -27,7 +27,7 @@ from nnconform.executor import Executor
 from nnconform.ir import Model, OperationType as Op
 from nnconform.ops import control_flow as cf
 
-from .reference import ReferenceDevice, ReferencePreparedModel
+from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
 
 HANG_LIMIT_S = 60.0
 

@@ -50,9 +50,11 @@ Stress (``nnconform stress``, tests/test_stress_soak.py):
     CachesEveryModel      keeps 4 MiB per distinct model it ever prepared, never evicted:
                           no single test sees it -> the whole-life leak verdict
 
-Name them on the command line as ``nnconform.drivers.broken_domains:IntDivTruncates``.
+Name them on the command line as ``tests/drivers/broken_domains.py:IntDivTruncates``.
 """
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
@@ -60,9 +62,12 @@ from nnconform.ir import OperandType as T, OperationType as Op
 from nnconform.ops.registry import get_op, load_all
 
 from nnconform.driver import OutputShape
+from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
+from nnconform.loader import import_driver_file
 
-from .broken import _OverridingDevice
-from .reference import ReferenceDevice, ReferencePreparedModel
+# The test drivers are files, not a package: the shared base class comes from broken.py
+# loaded by path, as the loader loads any driver file (one module per file, one class).
+_OverridingDevice = import_driver_file(Path(__file__).with_name("broken.py"))._OverridingDevice
 
 
 # -- integer division that truncates ------------------------------------------------------

@@ -17,7 +17,7 @@ that defect and report it readably:
     AbortsOnLargeSub    float32 SUB aborts the process (SIGABRT) when a result exceeds 100,
                         as a native kernel's assertion would: a CRASH that depends on the values
 
-Name them on the command line as ``nnconform.drivers.broken:QuantAddOffByTwo``.
+Name them on the command line as ``tests/drivers/broken.py:QuantAddOffByTwo``.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from nnconform.executor import Executor
 from nnconform.ir import OperationType as Op
 from nnconform.ops.registry import get_op
 
-from .reference import ReferenceDevice, ReferencePreparedModel
+from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
 
 
 class _OverridingPrepared(ReferencePreparedModel):

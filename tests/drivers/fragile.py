@@ -11,7 +11,7 @@ validated (as a driver's graph import often does), so only invalid or odd models
              of the largest operand is allocated up front, however large (under the fuzz
              host's RLIMIT_AS this ends in MemoryError; without one it eats the machine)
 
-Name it on the command line as ``nnconform.drivers.fragile:FragileDevice``.
+Name it on the command line as ``tests/drivers/fragile.py:FragileDevice``.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import numpy as np
 
 from nnconform.ir import Model, OperationType
 
-from .reference import ReferenceDevice
+from nnconform.drivers.reference import ReferenceDevice
 
 _TENSOR_CODES = {3, 4, 5, 7, 8, 9, 11, 12, 13, 14, 10001}
 _ARENA_ELEMENTS = 1 << 28

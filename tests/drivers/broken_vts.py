@@ -10,7 +10,7 @@ Each is the reference driver with one defect the VTS suite (suites/test_vts.py) 
                           results (the race is made reliable: write, sleep, then copy out)
     BadTiming             reports time_in_driver smaller than time_on_device
 
-Name them on the command line as ``nnconform.drivers.broken_vts:AcceptsEverything``.
+Name them on the command line as ``tests/drivers/broken_vts.py:AcceptsEverything``.
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ import numpy as np
 from nnconform.driver import ExecutionPreference, ExecutionResult, Priority, Timing
 from nnconform.ir import Model
 
-from . import reference_cache as cache_files
-from .reference import ReferenceDevice, ReferencePreparedModel, operation_supported
+from nnconform.drivers import reference_cache as cache_files
+from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel, operation_supported
 
 
 class AcceptsEverything(ReferenceDevice):

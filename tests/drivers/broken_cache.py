@@ -11,7 +11,7 @@ Each is the reference driver with a compilation cache that has one defect the ca
                        written but never read, so a tampered, swapped or never-saved cache
                        still "loads" whatever the token names
 
-Name them on the command line as ``nnconform.drivers.broken_cache:NoIntegrityCache``.
+Name them on the command line as ``tests/drivers/broken_cache.py:NoIntegrityCache``.
 """
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ import json
 from nnconform.driver import DriverError, ErrorStatus
 from nnconform.spec import model_from_dict, model_to_dict
 
-from . import reference_cache as rc
-from .reference import ReferenceDevice, ReferencePreparedModel
+from nnconform.drivers import reference_cache as rc
+from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
 
 _HEADER = b"NOINTEGRITY\x01"
 

@@ -30,7 +30,7 @@ vector still passes:
                                prepare, fails prepare with GENERAL_FAILURE, aborts the process
                                when asked for an execution preference that does not exist
 
-Name them on the command line as ``nnconform.drivers.broken_matrix:AsyncWrongResults``.
+Name them on the command line as ``tests/drivers/broken_matrix.py:AsyncWrongResults``.
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ import numpy as np
 from nnconform.driver import DriverError, ErrorStatus, ExecutionResult, OutputShape
 from nnconform.ir import Model, OperandType, OperationType, Request, RequestArgument
 
-from .reference import ReferenceBurst, ReferenceDevice, ReferencePreparedModel
+from nnconform.drivers.reference import ReferenceBurst, ReferenceDevice, ReferencePreparedModel
 
 
 def _async(pm: ReferencePreparedModel, fn):
