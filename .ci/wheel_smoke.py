@@ -87,8 +87,12 @@ def main() -> int:
     run_dir = work / "runs"
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir()
+    # setuptools builds in the checkout's build/ folder and copies what it finds there into the
+    # wheel: a module deleted from the sources would still ship from a stale build/lib.
+    shutil.rmtree(REPO / "build", ignore_errors=True)
     step("build the wheel", [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist), str(REPO)],
          cwd=work)
+    shutil.rmtree(REPO / "build", ignore_errors=True)
     wheels = glob.glob(str(dist / "nnconform-*.whl"))
     if not wheels:
         print("wheel-smoke: no wheel was built", flush=True)
