@@ -52,7 +52,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..sandbox import CaseContext, Verdict, signal_name
+from ..childproc import signal_name
+from ..sandbox import CaseContext, Verdict
 from . import SOAK_EXECUTIONS
 from . import workload as wl
 from .random_models import GRAPH_SIZES, random_model
