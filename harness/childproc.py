@@ -37,8 +37,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from . import reaper
 
@@ -53,10 +53,10 @@ FAULT_DUMP_LINES, FAULT_DUMP_CHARS = 4000, 64_000
 # Names and classification
 # ---------------------------------------------------------------------------------------------
 
-def signal_name(sig) -> str:
+def signal_name(sig: object) -> str:
     """``SIGSEGV`` for 11; ``signal 99`` for a number no signal has (or anything that is not one)."""
     try:
-        return signal.Signals(int(sig)).name
+        return signal.Signals(int(sig)).name  # type: ignore[call-overload]  # any value: see except
     except (ValueError, TypeError):
         return f"signal {sig}"
 
@@ -77,7 +77,7 @@ class Ending:
     signal: int | None = None
     exit_code: int | None = None
 
-    def details(self) -> dict:
+    def details(self) -> dict[str, int]:
         """The ``signal`` / ``exit_code`` entries a result row carries (only those known)."""
         return {k: v for k, v in (("signal", self.signal), ("exit_code", self.exit_code)) if v is not None}
 
@@ -350,5 +350,18 @@ def child_setup(mem_limit: int) -> None:
     reaper.die_with_parent(os.getppid())
 
 
-__all__ = ["Child", "StderrFile", "Ending", "classify", "signal_name", "exit_text", "fault_blocks",
-           "child_arguments", "child_start", "child_setup", "CRASH", "HANG", "HANG_DUMP_S"]
+__all__ = [
+    "CRASH",
+    "HANG",
+    "HANG_DUMP_S",
+    "Child",
+    "Ending",
+    "StderrFile",
+    "child_arguments",
+    "child_setup",
+    "child_start",
+    "classify",
+    "exit_text",
+    "fault_blocks",
+    "signal_name",
+]

@@ -38,8 +38,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import hostproto as wire
 from . import childproc, interrupts
+from . import hostproto as wire
 from .childproc import CRASH, HANG
 from .driver import (AsyncExecution, Burst, BurstExecution, BurstMemory, Capabilities, CompilationCaching, Device,
                      DeviceBuffer, DriverError, ErrorStatus, ExecutionResult, FencedExecution,

@@ -10,7 +10,6 @@ import textwrap
 import time
 
 import pytest
-
 from nnconform import childproc
 
 STARTUP_S = 120.0        # a busy machine may take long to start an interpreter
@@ -66,7 +65,8 @@ def spawn(tmp_path):
 
     yield start
     for c in children:            # a failed test must not leave its child running
-        c.kill()
+        if c.poll() is None:      # (a reaped child's pid may already belong to someone else)
+            c.kill()
         c.close_fds()
         c.stderr.remove()
 
