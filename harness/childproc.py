@@ -118,21 +118,10 @@ class StderrFile:
         except OSError:
             return 0
 
-    def _read_end(self, offset: int, window: int) -> str:
-        """The text from ``offset`` on, but no more than its last ``window`` bytes."""
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(max(offset, self.size() - window))
-                data = f.read()
-        except OSError:
-            return ""
-        return data.decode("utf-8", errors="replace").rstrip("\n")
-
     def tail(self, offset: int = 0, lines: int = 30, chars: int = 6000) -> str:
         """The last ``lines`` lines written since ``offset`` (a ``size()`` taken earlier, e.g.
         when a case started), at most ``chars`` characters of them."""
-        text = self._read_end(offset, TAIL_WINDOW)
-        return "\n".join(text.split("\n")[-lines:])[-chars:]
+        return file_tail(self.path, offset, lines, chars)
 
     def fault_dump(self, offset: int = 0, chars: int = FAULT_DUMP_CHARS) -> str:
         """The end of the file, long enough for a faulthandler dump of every thread (for who
@@ -143,7 +132,7 @@ class StderrFile:
         tail = self.tail(offset, FAULT_DUMP_LINES, chars)
         if _CURRENT in tail:
             return tail
-        text = self._read_end(offset, FAULT_SCAN)
+        text = _read_end(self.path, offset, FAULT_SCAN)
         start = text.rfind(_CURRENT)
         if start < 0 or text.find("(most recent call first)", start) < 0:
             return tail
@@ -156,6 +145,25 @@ class StderrFile:
             os.unlink(self.path)
         except OSError:
             return   # already gone: nothing to clean
+
+
+def _read_end(path: str, offset: int, window: int) -> str:
+    """The text of ``path`` from ``offset`` on, but no more than its last ``window`` bytes."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(offset, os.fstat(f.fileno()).st_size - window))
+            data = f.read()
+    except OSError:
+        return ""
+    return data.decode("utf-8", errors="replace").rstrip("\n")
+
+
+def file_tail(path: str, offset: int = 0, lines: int = 30, chars: int = 6000) -> str:
+    """The last ``lines`` lines of the file ``path`` from ``offset`` on, at most ``chars``
+    characters of them, reading no more than the file's last TAIL_WINDOW bytes ("" when it
+    cannot be read).  For any process's stderr file; a Child's is ``child.stderr``."""
+    text = _read_end(path, offset, TAIL_WINDOW)
+    return "\n".join(text.split("\n")[-lines:])[-chars:]
 
 
 _CURRENT = "Current thread "
@@ -363,5 +371,6 @@ __all__ = [
     "classify",
     "exit_text",
     "fault_blocks",
+    "file_tail",
     "signal_name",
 ]
