@@ -133,12 +133,14 @@ class StderrFile:
         if _CURRENT in tail:
             return tail
         text = _read_end(self.path, offset, FAULT_SCAN)
-        start = text.rfind(_CURRENT)
-        if start < 0 or text.find("(most recent call first)", start) < 0:
+        headers = list(_CURRENT_HEADER.finditer(text))
+        if not headers:
             return tail
+        start = headers[-1].start()         # the last dump's crashing thread
         end = text.find("\n\n", start)
         block = text[start:end if end >= 0 else len(text)][:chars // 4]
-        return block + "\n\n" + tail[-max(0, chars - len(block) - 2):]
+        keep = chars - len(block) - 2
+        return block + "\n\n" + (tail[len(tail) - keep:] if keep > 0 else "")
 
     def remove(self) -> None:
         try:
@@ -167,6 +169,7 @@ def file_tail(path: str, offset: int = 0, lines: int = 30, chars: int = 6000) ->
 
 
 _CURRENT = "Current thread "
+_CURRENT_HEADER = re.compile(r"^Current thread 0x[0-9a-fA-F]+ \(most recent call first\):", re.M)
 _FRAME = re.compile(r'^\s*File "([^"]+)", line \d+ in (\S+)')
 
 
