@@ -169,7 +169,7 @@ def file_tail(path: str, offset: int = 0, lines: int = 30, chars: int = 6000) ->
 
 
 _CURRENT = "Current thread "
-_CURRENT_HEADER = re.compile(r"^Current thread 0x[0-9a-fA-F]+ \(most recent call first\):", re.M)
+_CURRENT_HEADER = re.compile(r"^Current thread 0x[0-9a-fA-F]+ \(most recent call first\):", re.MULTILINE)
 _FRAME = re.compile(r'^\s*File "([^"]+)", line \d+ in (\S+)')
 
 
