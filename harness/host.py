@@ -1,13 +1,13 @@
 """The driver host: the process a driver lives in during a conformance run.
 
 Android runs every driver as its own HAL service process; nnconform does the same.  The harness
-starts ``python -X faulthandler -m nnconform.host --driver X`` (see nnconform.isolation), in its
-own session and process group, with ``RLIMIT_AS`` set, as the harness's child subreaper
-descendant.  The host loads the driver once and then serves calls read from a pipe: each call
-runs on a thread of its own, so concurrent executions stay concurrent, and its answer (or the
-exception it raised, whatever its type, BaseException included) goes back as JSON + raw bytes
-(nnconform.hostproto).  Objects the driver hands out (prepared models, bursts, fenced handles,
-device buffers) stay here, named by an integer handle.
+starts ``python -X faulthandler -m nnconform.host --driver X`` (see nnconform.isolation) as a
+nnconform.childproc.Child: in its own session and process group, with ``RLIMIT_AS`` set, as the
+harness's child subreaper descendant.  The host loads the driver once and then serves calls read
+from a pipe: each call runs on a thread of its own, so concurrent executions stay concurrent,
+and its answer (or the exception it raised, whatever its type, BaseException included) goes
+back as JSON + raw bytes (nnconform.hostproto).  Objects the driver hands out (prepared models,
+bursts, fenced handles, device buffers) stay here, named by an integer handle.
 
 What the driver does to this process (crash, exit, patch nnconform, scribble on its copies of
 the inputs) cannot reach the harness: the harness sees only what comes back through the pipe,
@@ -15,11 +15,9 @@ checks it, and treats a dead or silent host as a CRASH or HANG verdict.
 """
 from __future__ import annotations
 
-import argparse
 import concurrent.futures
 import os
 import pickle
-import signal
 import sys
 import threading
 import time
@@ -28,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from . import childproc, reaper
 from . import hostproto as wire
-from . import reaper
 from .ops.feature_levels import NEWEST_FEATURE_LEVEL
 
 # The harness spells interfaces by these names; the host reports which ones an object has.
@@ -298,20 +296,18 @@ class Host:
         finally:
             self.retire(handle)
 
+    def _fence(self, fence: int) -> threading.Event:
+        """The twin of the harness's fence ``fence``: set when the harness signals it."""
+        with self.lock:
+            return self.fences.setdefault(fence, threading.Event())
+
     def op_execute_fenced(self, bufs, handle, request, fences, kwargs) -> dict:
-        events = []
-        for f in fences:
-            if f is None:
-                events.append(None)
-            else:
-                with self.lock:
-                    events.append(self.fences.setdefault(f, threading.Event()))
+        events = [None if f is None else self._fence(f) for f in fences]
         h = self.get(handle).execute_fenced(request, events, **kwargs)
         return {"handle": self.keep(h)}
 
     def signal_fence(self, fence: int) -> None:
-        with self.lock:
-            self.fences.setdefault(fence, threading.Event()).set()
+        self._fence(fence).set()
 
     def op_fenced_wait(self, bufs, handle, timeout) -> dict:
         return _result(self.get(handle).wait(timeout), bufs)
@@ -361,22 +357,11 @@ class Host:
 
 
 def main(argv: list[str]) -> int:
-    import faulthandler
-    p = argparse.ArgumentParser(prog="nnconform.host")
-    p.add_argument("--driver", required=True)
-    p.add_argument("--req-fd", type=int, required=True)
-    p.add_argument("--res-fd", type=int, required=True)
-    p.add_argument("--mem-limit", type=int, default=0)
-    a = p.parse_args(argv)
     t0 = time.perf_counter()
-    faulthandler.enable(file=sys.stderr, all_threads=True)
-    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
-    reaper.set_subreaper()
+    a = childproc.child_start("nnconform.host", argv, "--driver")
     if a.mem_limit > 0:
-        import resource
-        resource.setrlimit(resource.RLIMIT_AS, (a.mem_limit, a.mem_limit))
+        # named in a MemoryError's reply (_exc_reply)
         os.environ["NNCONFORM_HOST_MEM_LIMIT"] = f"{a.mem_limit / 2**30:g} GiB RLIMIT_AS"
-    reaper.die_with_parent(os.getppid())
     reader = wire.FrameReader(a.req_fd, trusted=True)
 
     from .errors import NnError
@@ -400,11 +385,7 @@ def main(argv: list[str]) -> int:
                "name": str(info("name", "unnamed", str))[:100], "version": str(info("version", "0", str))[:100],
                "feature_level": int(info("feature_level", NEWEST_FEATURE_LEVEL, int)),
                "ifaces": [n for n in _DEVICE_INTERFACES if isinstance(device, getattr(d, n))]})
-    while True:
-        frame = reader.read()
-        if frame is None:
-            break
-        header, bufs = frame
+    for header, bufs in reader.frames():
         op = header.get("op")
         if op == "quit":
             break

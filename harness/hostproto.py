@@ -22,7 +22,7 @@ import os
 import select
 import struct
 import time
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -117,6 +117,11 @@ class FrameReader:
                 return None
             have += got
         return out
+
+    def frames(self) -> Iterator[tuple[dict, list[bytes]]]:
+        """Every frame, as (header, bufs), until the pipe closes (no deadline)."""
+        while (frame := self.read()) is not None:
+            yield frame
 
     def read(self, deadline: float | None = None) -> tuple[dict, list[bytes]] | None:
         if not self._fill(4, deadline):

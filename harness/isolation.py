@@ -29,23 +29,18 @@ import builtins
 import collections
 import concurrent.futures
 import itertools
-import os
 import pickle
 import re
-import signal
-import subprocess
-import sys
-import tempfile
 import threading
 import time
-import uuid
 import weakref
 from typing import Any, Sequence
 
 import numpy as np
 
+from . import childproc, interrupts
 from . import hostproto as wire
-from . import interrupts, reaper
+from .childproc import CRASH, HANG
 from .driver import (AsyncExecution, Burst, BurstExecution, BurstMemory, Capabilities, CompilationCaching, Device,
                      DeviceBuffer, DriverError, ErrorStatus, ExecutionResult, FencedExecution,
                      FencedExecutionHandle, FencedExecutionInfo, MemoryDomains, OutputShape, PerformanceInfo,
@@ -53,16 +48,16 @@ from .driver import (AsyncExecution, Burst, BurstExecution, BurstMemory, Capabil
 from .errors import DriverLoadError, NnError
 from .ir import OperandType
 from .ops.feature_levels import NEWEST_FEATURE_LEVEL
-from .outcome import Outcome
 
 DEFAULT_CALL_TIMEOUT = 60.0          # seconds one driver call may take before it is a HANG
 DEFAULT_MEM_LIMIT = 4 << 30          # RLIMIT_AS of a driver host (bytes)
 STARTUP_TIMEOUT = 120.0              # seconds for a host to load the driver and say "ready"
 REJECT_BUDGET_S = 0.5                # a reject_many reply after this long (one round trip per many models)
-HANG_DUMP_S = 0.5                    # time given to faulthandler to write the stacks
+HANG_DUMP_S = childproc.HANG_DUMP_S  # time given to faulthandler to write the stacks
 STDERR_TAIL_LINES = 30
-CRASH, HANG = Outcome.CRASH, Outcome.HANG
 _TOKEN_VAR = "NNCONFORM_HOST_TOKEN"
+# how childproc.classify names the host and what its death interrupted
+_WORDING = {"who": "driver host", "unfinished": "in the middle of a call"}
 
 
 class HostIncident(NnError):
@@ -188,13 +183,6 @@ def _handle(v: Any) -> int:
     return v["handle"]
 
 
-def _signal_name(sig: int) -> str:
-    try:
-        return signal.Signals(sig).name
-    except ValueError:
-        return f"signal {sig}"
-
-
 # ---------------------------------------------------------------------------------------------
 # One host process
 # ---------------------------------------------------------------------------------------------
@@ -221,29 +209,15 @@ class _Host:
         self.ids = itertools.count(1)
         self.death: HostIncident | None = None
         self.killing = False
-        fd, self.stderr_path = tempfile.mkstemp(prefix="nnconform-host-", suffix=".stderr")
-        os.close(fd)
-        req_r, req_w = os.pipe()
-        res_r, res_w = os.pipe()
-        cmd = [sys.executable, "-X", "faulthandler", "-m", "nnconform.host", "--driver", owner.driver_spec,
-               "--req-fd", str(req_r), "--res-fd", str(res_w), "--mem-limit", str(int(owner.mem_limit or 0))]
-        # Every process of this host inherits the token, so its orphans can be told apart.
-        self.token = uuid.uuid4().hex
-        env = dict(os.environ, PYTHONFAULTHANDLER="1", **{_TOKEN_VAR: self.token})
-        # Orphans of a host that dies re-parent here (subreaper), so they can be found and killed.
-        reaper.set_subreaper()
-        with open(self.stderr_path, "ab") as err:
-            try:
-                self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
-                                             pass_fds=(req_r, res_w), start_new_session=True, env=env)
-            finally:
-                os.close(req_r)
-                os.close(res_w)
-        self.pid = self.proc.pid
-        self.req_fd, self.res_fd = req_w, res_r
-        wire.widen_pipe(req_w)
-        wire.widen_pipe(res_r)
-        self.reader = wire.FrameReader(res_r, max_payload=owner.max_payload)
+        # Every process of this host inherits its token (_TOKEN_VAR), so that its orphans can be
+        # told from the harness's other children once they re-parent here.
+        self.child = childproc.Child("nnconform.host", ["--driver", owner.driver_spec], token_var=_TOKEN_VAR,
+                                     mem_limit=owner.mem_limit, stderr_prefix="nnconform-host-")
+        self.pid = self.child.pid
+        self.req_fd, self.res_fd = self.child.req_fd, self.child.res_fd
+        wire.widen_pipe(self.req_fd)
+        wire.widen_pipe(self.res_fd)
+        self.reader = wire.FrameReader(self.res_fd, max_payload=owner.max_payload)
         try:
             first = self.reader.read(time.monotonic() + owner.startup_timeout)
         except TimeoutError:
@@ -253,6 +227,7 @@ class _Host:
         if not isinstance(first, tuple) or not first[0].get("ready"):
             why = self._startup_failure(first)
             self.kill_everything()
+            self.child.close_fds()
             self.cleanup()
             raise DriverLoadError(why)
         ready = first[0]
@@ -270,13 +245,10 @@ class _Host:
             return first[0]["error"][:2000]
         if first == "timeout":
             return f"driver '{self.owner.driver_spec}': the driver host did not start within {self.owner.startup_timeout:g} s"
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        self.child.wait_exit(5)
         tail = self.stderr_tail().strip().splitlines()
         return (f"driver '{self.owner.driver_spec}': the driver host died while loading the driver "
-                f"({self._exit_text()})" + (f": {tail[-1][:300]}" if tail else ""))
+                f"({self.child.exit_text()})" + (f": {tail[-1][:300]}" if tail else ""))
 
     # -- calls ------------------------------------------------------------------------------
     def start_call(self, op: str, args: dict, bound: float, future: concurrent.futures.Future | None = None,
@@ -327,11 +299,7 @@ class _Host:
     # -- the reader -------------------------------------------------------------------------
     def _read_loop(self) -> None:
         try:
-            while True:
-                frame = self.reader.read()
-                if frame is None:
-                    break
-                header, bufs = frame
+            for header, bufs in self.reader.frames():
                 call_id = header.get("id")
                 with self.lock:
                     slot = self.pending.pop(call_id, None) if type(call_id) is int else None
@@ -378,12 +346,6 @@ class _Host:
                 self.hang(f"{worst.what} did not return within {worst.bound:g} s")
                 return
 
-    def _exit_text(self) -> str:
-        rc = self.proc.returncode
-        if rc is None:
-            return "still running"
-        return f"killed by {_signal_name(-rc)}" if rc < 0 else f"exit code {rc}"
-
     def _die(self, cause: HostIncident | None) -> None:
         """The result pipe closed (or broke the protocol): classify, kill what is left, fail
         every pending call."""
@@ -391,22 +353,13 @@ class _Host:
             already = self.death if not self.killing else (self.death or HostHang("being killed"))
         if already is None:
             if cause is None:
-                try:
-                    self.proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    pass
-                rc = self.proc.returncode
-                if rc is None:
-                    cause = HostCrash("the driver host closed its reply pipe without exiting; host killed")
-                elif rc < 0:
-                    cause = HostCrash(f"driver host killed by {_signal_name(-rc)}", signal=-rc)
-                else:
-                    cause = HostCrash(f"driver host exited with code {rc} in the middle of a call", exit_code=rc)
+                end = childproc.classify(self.child.wait_exit(5), False, **_WORDING)
+                cause = HostCrash(end.reason, **end.details())
             self.kill_everything()
             cause.details["stderr_tail"] = self.stderr_tail()
             # the whole faulthandler dump (every thread), for who needs the crashing thread's
             # frames (nnconform fuzz buckets); the short tail above may start inside it
-            cause.details["fault_dump"] = self.stderr_tail(4000, 64_000)
+            cause.details["fault_dump"] = self.child.stderr.fault_dump()
             cause.details["host_pid"] = self.pid
             with self.lock:
                 if self.death is None:
@@ -431,45 +384,22 @@ class _Host:
             if self.death is not None or self.killing:
                 return
             self.killing = True
-        try:
-            os.kill(self.pid, signal.SIGUSR1)   # faulthandler: every thread's stack to stderr
-        except ProcessLookupError:
-            pass
-        end = time.monotonic() + HANG_DUMP_S
-        while time.monotonic() < end and self.proc.poll() is None:
-            time.sleep(0.02)
-        incident = HostHang(f"HANG: {reason}; driver host stacks dumped and its process group killed")
+        self.child.dump_stacks(HANG_DUMP_S)   # faulthandler: every thread's stack to stderr
+        incident = HostHang(childproc.classify(None, True, hang_reason=f"HANG: {reason}", **_WORDING).reason)
         with self.lock:
             if self.death is None:
                 self.death = incident
         self.kill_everything()
         incident.details.update(stderr_tail=self.stderr_tail(), host_pid=self.pid,
-                                fault_dump=self.stderr_tail(4000, 64_000))
+                                fault_dump=self.child.stderr.fault_dump())
         self.owner._incident(self, incident)   # recorded before any waiting call wakes up
         self._fail_pending()
 
     # -- ending -----------------------------------------------------------------------------
-    def kill_everything(self) -> list[str]:
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        killed = reaper.kill_descendants(self.pid)
-        try:
-            self.proc.kill()
-        except ProcessLookupError:
-            pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-        # Orphans of the host re-parented to us (we are a subreaper).  Only those carrying this
-        # host's token are its: other children of this process (another host, a stress worker
-        # in the same test session) are not touched.
-        marker = f"{_TOKEN_VAR}={self.token}".encode()
-        killed += [desc for _, desc in reaper.kill_descendant_procs(
-            os.getpid(), only=lambda p: p.pid != self.pid and reaper.environ_has(p.pid, marker))]
-        return killed
+    def kill_everything(self) -> None:
+        """The host, its process group, its descendants and its orphans (only this host's:
+        another host or a stress worker of the same process is not touched)."""
+        self.child.kill()
 
     def close(self) -> None:
         with self.lock:
@@ -480,33 +410,19 @@ class _Host:
             try:
                 with self.write_lock:
                     wire.write_frame(self.req_fd, {"id": 0, "op": "quit"}, [])
-                self.proc.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
+                self.child.wait_exit(5)
+            except OSError:
+                pass   # the host is gone already: killed below all the same
         self.kill_everything()
         self._fail_pending()
-        for fd in (self.req_fd, self.res_fd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        self.child.close_fds()
         self.cleanup()
 
     def cleanup(self) -> None:
-        try:
-            os.unlink(self.stderr_path)
-        except OSError:
-            pass
+        self.child.stderr.remove()
 
-    def stderr_tail(self, lines: int = STDERR_TAIL_LINES, chars: int = 6000) -> str:
-        try:
-            with open(self.stderr_path, "rb") as f:
-                f.seek(max(0, os.path.getsize(self.stderr_path) - 64_000))
-                data = f.read()
-        except OSError:
-            return ""
-        text = data.decode("utf-8", errors="replace").rstrip("\n")
-        return "\n".join(text.split("\n")[-lines:])[-chars:]
+    def stderr_tail(self) -> str:
+        return self.child.stderr.tail(0, STDERR_TAIL_LINES)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,9 +12,10 @@ safe) that imports the driver once and then runs cases one after the other, read
 from a pipe.  Per-case overhead is one JSON round trip.  ``mode="fresh"`` starts a new
 interpreter for every case instead (the benchmark compares the two).
 
-Each worker runs in its own session (process group) with ``RLIMIT_AS`` set and faulthandler
-on (SIGSEGV & co. print every thread's Python stack; SIGUSR1 prints it on demand).  Verdicts,
-as MLTS's ``CrashTestStatus``:
+Each worker is a ``nnconform.childproc.Child``: it runs in its own session (process group)
+with ``RLIMIT_AS`` set and faulthandler on (SIGSEGV & co. print every thread's Python stack;
+SIGUSR1 prints it on demand), and a CRASH or HANG is classified by ``childproc.classify``, as
+for the driver host.  Verdicts, as MLTS's ``CrashTestStatus``:
 
 - SUCCESS / FAILURE: the case function returned (or raised: FAILURE with the exception);
   ``MemoryError`` is a FAILURE that names the memory limit;
@@ -46,13 +47,11 @@ when it died, read back by the harness after a crash or hang) and the worker's R
 """
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import os
 import select
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -60,8 +59,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import reaper
-from .results import CRASH, FAILURE, HANG, SUCCESS
+from . import childproc, reaper
+from .results import FAILURE, SUCCESS
 
 DEFAULT_MEM_LIMIT = 4 << 30          # RLIMIT_AS of a worker (bytes): generous, catches runaway leaks
 STARTUP_TIMEOUT = 120.0              # seconds for a worker to import the driver and say "ready"
@@ -109,13 +108,6 @@ class SandboxResult:
     rss_bytes: int | None = None      # worker RSS after the case (SUCCESS/FAILURE)
 
 
-def signal_name(sig: int) -> str:
-    try:
-        return signal.Signals(sig).name
-    except ValueError:
-        return f"signal {sig}"
-
-
 def rss_bytes() -> int:
     """Resident set size of this process (Linux /proc; 0 where unavailable)."""
     try:
@@ -138,48 +130,31 @@ def _json_default(v: Any) -> Any:
 # ---------------------------------------------------------------------------------------
 
 class _Worker:
-    """One child interpreter with the driver loaded."""
+    """One child interpreter with the driver loaded (a nnconform.childproc.Child speaking JSON
+    lines: one request per line on its request pipe, one answer per line on its result pipe)."""
 
     def __init__(self, driver: str, mem_limit: int | None, env: dict | None, workdir: str,
                  startup_timeout: float):
         self.driver = driver
-        fd, self.stderr_path = tempfile.mkstemp(prefix="worker-", suffix=".stderr", dir=workdir)
-        os.close(fd)
         fd, self.crumb_path = tempfile.mkstemp(prefix="worker-", suffix=".crumb", dir=workdir)
         os.close(fd)
-        req_r, req_w = os.pipe()
-        res_r, res_w = os.pipe()
-        cmd = [sys.executable, "-X", "faulthandler", "-m", "nnconform.sandbox", "--driver", driver,
-               "--req-fd", str(req_r), "--res-fd", str(res_w), "--crumb", self.crumb_path,
-               "--mem-limit", str(int(mem_limit or 0))]
-        child_env = dict(os.environ if env is None else env)
-        child_env["PYTHONFAULTHANDLER"] = "1"
-        # Marks every process the worker (and its driver) starts, so the parent can tell them
-        # from the host process's other children once they re-parent to it.
-        self.token = f"{os.getpid()}-{os.urandom(6).hex()}"
-        child_env[WORKER_ENV] = self.token
+        # WORKER_ENV marks every process the worker (and its driver) starts, so the parent can
+        # tell them from the host process's other children once they re-parent to it.
+        self.child = childproc.Child("nnconform.sandbox", ["--driver", driver, "--crumb", self.crumb_path],
+                                     token_var=WORKER_ENV, mem_limit=mem_limit, env=env, stderr_dir=workdir,
+                                     stderr_prefix="worker-")
+        self.pid = self.child.pid
         self.escaped: list[str] = []   # processes outside its group killed after it died
-        with open(self.stderr_path, "ab") as err:
-            try:
-                self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
-                                             pass_fds=(req_r, res_w), start_new_session=True,
-                                             env=child_env)
-            finally:
-                os.close(req_r)
-                os.close(res_w)
-        self.pid = self.proc.pid
-        self._req = os.fdopen(req_w, "w", encoding="utf-8")
-        self._res = res_r
         self._buf = b""
         self.cases_run = 0
         msg = self._read(time.monotonic() + startup_timeout)
         if msg is None or "ready" not in msg:
             if msg is not None and "error" in msg:
                 why = msg["error"]
-            elif msg is None and self.proc.poll() is None:
+            elif msg is None and self.child.poll() is None:
                 why = f"no 'ready' within {startup_timeout:g} s"
             else:
-                why = f"worker died at start-up ({self._describe_exit()}): {self.stderr_tail(0, 5)!r}"
+                why = f"worker died at start-up ({self.child.exit_text()}): {self.stderr_tail(0, 5)!r}"
             self.kill()
             raise SandboxError(why)
         self.startup_s = msg.get("startup_s")
@@ -191,10 +166,10 @@ class _Worker:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError
-            ready, _, _ = select.select([self._res], [], [], left)
+            ready, _, _ = select.select([self.child.res_fd], [], [], left)
             if not ready:
                 raise TimeoutError
-            chunk = os.read(self._res, 65536)
+            chunk = os.read(self.child.res_fd, 65536)
             if not chunk:
                 return None
             self._buf += chunk
@@ -203,90 +178,43 @@ class _Worker:
 
     def send(self, msg: dict) -> bool:
         try:
-            self._req.write(json.dumps(msg, default=_json_default) + "\n")
-            self._req.flush()
+            self.child.write((json.dumps(msg, default=_json_default) + "\n").encode("utf-8"))
             return True
-        except (BrokenPipeError, OSError):
+        except OSError:
             return False
 
     # -- death --------------------------------------------------------------------------
-    def _describe_exit(self) -> str:
-        rc = self.proc.returncode
-        if rc is None:
-            return "still running"
-        return f"killed by {signal_name(-rc)}" if rc < 0 else f"exit code {rc}"
-
     def kill_group(self) -> None:
+        """SIGKILL the worker's process group only (an interrupted run: the slot's thread
+        then sees the worker die and ends it properly)."""
         try:
             os.killpg(self.pid, signal.SIGKILL)  # the worker leads its own session/group
         except (ProcessLookupError, PermissionError):
-            pass
+            return
 
     def kill(self) -> None:
-        self.kill_group()
-        try:
-            self.proc.kill()
-        except ProcessLookupError:
-            pass
-        self.proc.wait()
-        self._close_fds()
-        self.escaped += self.kill_orphans()
-
-    def kill_orphans(self) -> list[str]:
-        """Once the worker is dead: kill what it left that re-parented to us (we are a
-        subreaper), i.e. what setsid or a double fork took out of its process group, and reap
-        the zombies of its session.  Only processes attributable to this worker (its session
-        or group, its token in their environment, or below such a process); other children
-        of this process (other workers, anything else the host runs) are left alone.
-        Returns the processes outside the worker's group that were killed."""
-        wpid, marker = self.pid, f"{WORKER_ENV}={self.token}".encode()
-
-        def ours(p: reaper.Proc) -> bool:
-            return p.session == wpid or p.pgrp == wpid or reaper.environ_has(p.pid, marker)
-
-        killed = reaper.kill_descendant_procs(os.getpid(), only=ours)
-        reaper.reap(z.pid for z in reaper.zombie_children() if z.session == wpid or z.pgrp == wpid)
-        return [desc for p, desc in killed if p.pgrp != wpid]
-
-    def _close_fds(self) -> None:
-        for closer in (self._req.close, lambda: os.close(self._res)):
-            try:
-                closer()
-            except OSError:
-                pass
+        self.escaped += self.child.kill()
+        self.child.close_fds()
 
     def quit(self) -> None:
-        if self.proc.poll() is None and self.send({"op": "quit"}):
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
+        if self.child.poll() is None and self.send({"op": "quit"}):
+            self.child.wait_exit(5)
         self.kill()
         self.cleanup()
 
     def cleanup(self) -> None:
-        for p in (self.stderr_path, self.crumb_path):
-            try:
-                os.unlink(p)
-            except OSError:
-                pass
+        self.child.stderr.remove()
+        try:
+            os.unlink(self.crumb_path)
+        except OSError:
+            return   # already gone
 
     # -- diagnostics --------------------------------------------------------------------
     def stderr_size(self) -> int:
-        try:
-            return os.path.getsize(self.stderr_path)
-        except OSError:
-            return 0
+        return self.child.stderr.size()
 
     def stderr_tail(self, offset: int, lines: int = STDERR_TAIL_LINES) -> str:
-        try:
-            with open(self.stderr_path, "rb") as f:
-                f.seek(offset)
-                data = f.read()
-        except OSError:
-            return ""
-        text = data.decode("utf-8", errors="replace").rstrip("\n")
-        return "\n".join(text.split("\n")[-lines:])[-6000:]
+        return self.child.stderr.tail(offset, lines)
 
     def breadcrumb(self) -> str:
         try:
@@ -317,8 +245,6 @@ class Sandbox:
         self.hang_dump_s = hang_dump_s
         self._worker: _Worker | None = None
         self.workers_started = 0
-        # Orphans of a worker that dies re-parent to this process, so they can be found.
-        reaper.set_subreaper()
 
     @property
     def worker_pid(self) -> int | None:
@@ -372,40 +298,18 @@ class Sandbox:
                 self._retire(kill=False)
             return res
 
+        # No verdict: the worker hung (its stacks are dumped first) or died.  Either way it is
+        # killed with all it started; the stderr tail and breadcrumb say where it was.
         if timed_out:
-            # Ask for every thread's stack (faulthandler on SIGUSR1), then kill the group.
-            try:
-                os.kill(w.pid, signal.SIGUSR1)
-            except ProcessLookupError:
-                pass
-            deadline = time.monotonic() + self.hang_dump_s
-            while time.monotonic() < deadline and w.proc.poll() is None:
-                time.sleep(0.02)
-            w.kill()
-            res = SandboxResult(HANG, f"no verdict within {timeout:g} s; worker process group killed",
-                                dt, worker_pid=w.pid, stderr_tail=w.stderr_tail(offset), breadcrumb=w.breadcrumb())
-            _leftovers(res, w, shm_before)
-            w.cleanup()
-            self._worker = None
-            return res
-
-        # EOF (or a broken request pipe): the worker died.  Reap it, then kill what it left.
-        try:
-            w.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-        rc = w.proc.returncode
-        w.kill()
-        if rc is None:
-            reason = "worker closed its result pipe without a verdict and did not exit"
-            res = SandboxResult(CRASH, reason, dt)
-        elif rc < 0:
-            res = SandboxResult(CRASH, f"worker killed by {signal_name(-rc)}", dt, signal=-rc)
+            w.child.dump_stacks(self.hang_dump_s)
+            rc = None
         else:
-            res = SandboxResult(CRASH, f"worker exited with code {rc} without a verdict", dt, exit_code=rc)
-        res.worker_pid = w.pid
-        res.stderr_tail = w.stderr_tail(offset)
-        res.breadcrumb = w.breadcrumb()
+            rc = w.child.wait_exit(5)   # EOF (or a broken request pipe): reap it
+        w.kill()
+        end = childproc.classify(rc, timed_out, who="worker", unfinished="without a verdict",
+                                 hang_reason=f"no verdict within {timeout:g} s")
+        res = SandboxResult(end.verdict, end.reason, dt, signal=end.signal, exit_code=end.exit_code,
+                            worker_pid=w.pid, stderr_tail=w.stderr_tail(offset), breadcrumb=w.breadcrumb())
         _leftovers(res, w, shm_before)
         w.cleanup()
         self._worker = None
@@ -529,27 +433,13 @@ def _after_case(out: Verdict, deaths: list[str], procs: list[str], shm: list[str
 
 
 def _worker_main(argv: list[str]) -> int:
-    import faulthandler
     import traceback
 
-    p = argparse.ArgumentParser(prog="nnconform.sandbox")
-    p.add_argument("--driver", required=True)
-    p.add_argument("--req-fd", type=int, required=True)
-    p.add_argument("--res-fd", type=int, required=True)
-    p.add_argument("--crumb", default=None)
-    p.add_argument("--mem-limit", type=int, default=0)
-    a = p.parse_args(argv)
     t0 = time.perf_counter()
-    faulthandler.enable(file=sys.stderr, all_threads=True)
-    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
-    if a.mem_limit > 0:
-        import resource
-        resource.setrlimit(resource.RLIMIT_AS, (a.mem_limit, a.mem_limit))
     # Whatever the driver starts stays our descendant (setsid, double forks): see _after_case.
-    reaper.set_subreaper()
+    a = childproc.child_start("nnconform.sandbox", argv, "--driver", "--crumb")
     thread_deaths = _ThreadDeaths()
     threading.excepthook = thread_deaths
-    reaper.die_with_parent(os.getppid())
     req = os.fdopen(a.req_fd, "r", encoding="utf-8")
     res = os.fdopen(a.res_fd, "w", encoding="utf-8")
     crumb_fd = os.open(a.crumb, os.O_WRONLY) if a.crumb else None

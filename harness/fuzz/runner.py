@@ -50,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..childproc import fault_blocks, signal_name
 from ..ir import Model, Subgraph
 from ..outcome import ExitStatus, Outcome
 from .generate import make_case, operation_names
@@ -65,7 +66,6 @@ EXIT_OK, EXIT_FOUND, EXIT_INTERRUPTED = (int(ExitStatus.CLEAN), int(ExitStatus.F
 # slower than --slow computed, but not as a driver may (a failure, not a crash).
 ROW_OUTCOME = {"CRASH": Outcome.CRASH, "HANG": Outcome.HANG, "OOM": Outcome.CRASH, "SLOW": Outcome.FAIL}
 PROGRESS_EVERY_S = 2.0
-_FRAME = re.compile(r'^\s*File "([^"]+)", line \d+ in (\S+)')
 _NOT_DRIVER = ("/nnconform/host.py", "/nnconform/hostproto.py", "/harness/host.py", "/harness/hostproto.py",
                "/concurrent/futures/", "/threading.py", "/selectors.py", "/queue.py")
 
@@ -112,22 +112,11 @@ class Finding:
 
 def driver_frames(stderr_tail: str, limit: int = 3) -> list[str]:
     """The top driver frames of the last faulthandler dump in ``stderr_tail``: the first
-    thread block (most recent call first) with frames outside the host loop and the standard
-    library's thread machinery, as ``file:function``."""
-    blocks, cur, current = [], None, None
-    for line in (stderr_tail or "").splitlines():
-        if "(most recent call first)" in line:
-            cur = []
-            blocks.append(cur)
-            if line.startswith("Current thread"):
-                current = cur        # a fatal signal: the thread that crashed
-            continue
-        m = _FRAME.match(line)
-        if m and cur is not None:    # frames before the first header belong to a cut block
-            cur.append((m.group(1), m.group(2)))
+    thread block (most recent call first; the crashing thread's first) with frames outside the
+    host loop and the standard library's thread machinery, as ``file:function``."""
     # the host's stderr holds this incident's dump (a crashed or hung host is replaced by a
     # fresh one with a fresh stderr file); the innermost driver frames come first in a block
-    for block in ([current] if current else []) + blocks:
+    for block in fault_blocks(stderr_tail):
         frames = [f"{os.path.basename(f)}:{fn}" for f, fn in block
                   if not any(s in f for s in _NOT_DRIVER) and "/lib/python3" not in f and not f.startswith("<")]
         if frames:
@@ -183,7 +172,7 @@ def classify(outcome, slow_s: float, model: Model, last_error=None) -> Finding |
     details = outcome.details or {}
     if outcome.outcome in ("CRASH", "HANG"):
         sig = details.get("signal")
-        signame = _signal_name(sig) if sig else (f"exit {details['exit_code']}" if "exit_code" in details else "")
+        signame = signal_name(sig) if sig else (f"exit {details['exit_code']}" if "exit_code" in details else "")
         verdict = outcome.outcome
         if verdict == "CRASH" and signame == "SIGKILL":
             verdict = "OOM"                      # the kernel's OOM killer (nobody else kills the host)
@@ -199,14 +188,6 @@ def classify(outcome, slow_s: float, model: Model, last_error=None) -> Finding |
     where = frames if frames else [f"stage:{outcome.stage}", *([] if verdict == "OOM" else ops)]
     key = "|".join([verdict, signame, *where])
     return Finding(verdict, key, outcome.stage, msg[:500], signame, frames, ops, round(outcome.duration_s, 4))
-
-
-def _signal_name(sig) -> str:
-    import signal as _s
-    try:
-        return _s.Signals(int(sig)).name
-    except (ValueError, TypeError):
-        return f"signal {sig}"
 
 
 def run_one(device, model: Model, inputs: list, slow_s: float) -> Finding | None:

@@ -52,7 +52,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..sandbox import CaseContext, Verdict, signal_name
+from ..childproc import file_tail, signal_name
+from ..sandbox import CaseContext, Verdict
 from . import SOAK_EXECUTIONS
 from . import workload as wl
 from .random_models import GRAPH_SIZES, random_model
@@ -186,11 +187,7 @@ class _Client:
         return f"exit code {rc} without DONE"
 
     def stderr_tail(self, n: int = 8) -> str:
-        try:
-            with open(self.err_path, "rb") as f:
-                return "\n".join(f.read().decode("utf-8", "replace").rstrip().splitlines()[-n:])
-        except OSError:
-            return ""
+        return file_tail(self.err_path, lines=n)
 
 
 def _start_client(ctx: CaseContext, cid: int, mode: str, duration: float, threads: int,
