@@ -28,11 +28,11 @@ def main() -> None:
     if a.rounds < 1:
         p.error(f"--rounds must be at least 1, got {a.rounds}")
     os.environ.setdefault("NNCONFORM_BLAS_THREADS", "1")
-    from nnconform.ops import jit
+    from nnconform.reference.kernels import jit
     if os.environ.get("NNCONFORM_JIT") != "0":
         jit.turn_on_if_installed()
-    from nnconform.executor import Executor
     from nnconform.models import available_models
+    from nnconform.reference.executor import Executor
     entries = available_models()
     unknown = [n for n in a.models.split(",") if n not in entries]
     if unknown:

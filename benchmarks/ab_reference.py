@@ -38,7 +38,7 @@ if what == "ops":
             ex = B.Executor(model)
             res[f"{label} {'quant8' if q else 'fp32'}"] = median_ms(lambda: ex.run(inputs), 15, time.process_time)
 else:
-    from nnconform.executor import Executor
+    from nnconform.reference.executor import Executor
     from nnconform.models import available_models
     entries = available_models()
     for name in what.split(","):

@@ -32,7 +32,7 @@ def _run(args: list[str]) -> tuple[float, subprocess.CompletedProcess]:
 
 
 def _rows(report_dir: Path) -> dict[str, str]:
-    from nnconform.results import read_results
+    from nnconform.verdict.results import read_results
     return {r.extra["nodeid"]: r.outcome for r in read_results(report_dir / "results.jsonl")}
 
 
@@ -83,7 +83,7 @@ def _warm() -> bool:
 def bench_dispatch(n: int, workers: int, tmp: Path) -> tuple[float, float, int]:
     from nnconform.cluster.connect import open_cluster
     from nnconform.cluster.dispatch import Dispatcher, batch_size, split
-    from nnconform.results import ResultRecord, ResultsWriter
+    from nnconform.verdict.results import ResultRecord, ResultsWriter
     t0 = time.perf_counter()
     handle = open_cluster(f"local:{workers}")
     handle.client.wait_for_workers(workers, timeout=300)

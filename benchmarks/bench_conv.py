@@ -4,7 +4,7 @@ FULLY_CONNECTED 1x1024->1000), fp32 and quant8.
 
     python benchmarks/bench_conv.py [--repeat N]
 
-Each model is one operation with constant weights, run through nnconform.executor.execute.
+Each model is one operation with constant weights, run through nnconform.reference.executor.execute.
 """
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ import time
 
 import numpy as np
 
-from nnconform.executor import Executor
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.executor import Executor
 
 
 def _model(kind: str, quant: bool, rng: np.random.Generator):

@@ -34,15 +34,15 @@ def _threads_from_argv(argv: list[str]) -> str:
 
 if __name__ == "__main__":
     for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NNCONFORM_BLAS_THREADS"):
-        os.environ.setdefault(_var, _threads_from_argv(sys.argv[1:]))   # nnconform.blas honours the last
+        os.environ.setdefault(_var, _threads_from_argv(sys.argv[1:]))   # nnconform.reference.kernels.blas honours the last
 
 import numpy as np  # noqa: E402
-
-from nnconform.executor import Executor  # noqa: E402
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op  # noqa: E402
 from sidebyside import CLOCKS, interleaved, round_ratio  # noqa: E402
 
-
+from nnconform.ir import ModelBuilder  # noqa: E402
+from nnconform.ir import OperandType as T  # noqa: E402
+from nnconform.ir import OperationType as Op  # noqa: E402
+from nnconform.reference.executor import Executor  # noqa: E402
 
 # ---- nnconform models --------------------------------------------------------------------
 
@@ -153,8 +153,8 @@ def softmax_case(t: Typed):
 def ort_session(kind: str, t: str, inputs, params, threads: int):
     """An onnxruntime session computing case ``kind`` in data type ``t`` on the same data;
     raises when this onnxruntime cannot (fp16 kernels are missing from most CPU builds)."""
-    from onnx import TensorProto, helper, numpy_helper
     import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
 
     nodes, inits, ins = [], [], []
     quant = t in ("quant8", "int8")
@@ -272,7 +272,7 @@ def main() -> None:
     except ImportError:
         have_ort = False
         print("onnxruntime is not installed (pip install nnconform[onnx]): reference column only")
-    from nnconform.ops import jit
+    from nnconform.reference.kernels import jit
     jit.turn_on_if_installed()      # compiled kernels when numba is there, unless NNCONFORM_JIT says
     print(f"reference: {jit.describe()}; load average {os.getloadavg()[0]:.1f}; data seed {SEED}")
     print(f"{'case':40s} {'type':7s} {'reference ms':>13s} {'onnxruntime ms':>15s} {'ratio':>7s}")
@@ -283,7 +283,7 @@ def main() -> None:
         for t in a.types:
             model, inputs, params = make(Typed(t, np.random.default_rng(SEED)))
             ex = Executor(model)
-            ref = lambda: ex.run(inputs)   # noqa: E731
+            ref = lambda: ex.run(inputs)
             ort_fn, ort_type = None, None
             if have_ort:
                 ort_fn, ort_type, why = _ort_for(kind, t, inputs, params, a.threads)

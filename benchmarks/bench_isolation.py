@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from nnconform import hostproto as wire
+from nnconform.isolation import hostproto as wire
 
 
 def run_suite(extra: list[str], k: str | None) -> tuple[float, str]:

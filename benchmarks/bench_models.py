@@ -17,12 +17,13 @@ import argparse
 import contextlib
 import statistics
 
-from nnconform.errors import NnError
-from nnconform.executor import Executor
-from nnconform.ir import Request
-from nnconform.loader import load_driver
-from nnconform.models import available_models
 from sidebyside import CLOCKS, interleaved, round_ratio
+
+from nnconform.driver.loader import load_driver
+from nnconform.errors import NnError
+from nnconform.ir import Request
+from nnconform.models import available_models
+from nnconform.reference.executor import Executor
 
 
 def _prepare(device, model, inputs, stack: contextlib.ExitStack):
@@ -59,7 +60,7 @@ def main() -> None:
     unknown = [n for n in names if n not in entries]
     if unknown:
         p.error(f"unknown model(s) {', '.join(unknown)}; available: {', '.join(entries)}")
-    from nnconform.ops import jit
+    from nnconform.reference.kernels import jit
     jit.turn_on_if_installed()      # compiled kernels when numba is there, unless NNCONFORM_JIT says
     print(f"reference: {jit.describe()}")
     print(f"{'model':34s} {'ops':>4s} {'reference':>10s} {'onnxruntime':>12s} {'tflite':>8s} {'ref/best':>9s} {'ref/ort':>8s}"

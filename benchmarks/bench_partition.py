@@ -16,9 +16,9 @@ import sys
 import time
 from pathlib import Path
 
-from nnconform.loader import import_driver_file
-from nnconform.runner import run_case
-from nnconform.vectors import case_from_dict, default_root, vector_files
+from nnconform.cases.vectors import case_from_dict, default_root, vector_files
+from nnconform.driver.loader import import_driver_file
+from nnconform.verdict.runner import run_case
 
 # The partial drivers are test drivers of the repository, not part of the installed package.
 _partial = import_driver_file(Path(__file__).resolve().parents[1] / "tests" / "drivers" / "broken_partial.py")

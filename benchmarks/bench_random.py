@@ -17,13 +17,14 @@ import time
 
 from hypothesis import HealthCheck, Phase, given, settings
 
-from nnconform.criteria import SMALL_GRAPH, compare, criteria_for_operation, MEDIUM
 from nnconform.drivers.reference import ReferenceDevice
-from nnconform.executor import Executor
 from nnconform.generators.graphs import GraphConfig
 from nnconform.generators.signatures import SIGNATURES
 from nnconform.generators.strategies import random_graph, sample, single_operation
-from nnconform.ir import OperandType as T, Request
+from nnconform.ir import OperandType as T
+from nnconform.ir import Request
+from nnconform.reference.executor import Executor
+from nnconform.verdict.criteria import MEDIUM, SMALL_GRAPH, compare, criteria_for_operation
 
 GRAPH_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8,
                T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)

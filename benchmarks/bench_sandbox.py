@@ -4,7 +4,7 @@ throughput with 1 and 2 workers on the reference driver.
     python benchmarks/bench_sandbox.py [--cases N] [--throughput-cases N]
 
 Overhead = the parent's wall time for a case minus the time the case function took inside the
-worker, for a case that does nothing (``nnconform.sandbox:noop_case``).  Throughput runs the
+worker, for a case that does nothing (``nnconform.isolation.sandbox:noop_case``).  Throughput runs the
 same list of random-inference cases (10-op graphs, dims <= 1000, and 600-op graphs, dims <= 10,
 alternating) through 1 and then 2 sandbox slots.  Goals: <= 10 ms overhead with a warm worker;
 2 workers >= 1.8x of 1 (needs 2 free cores).
@@ -17,10 +17,10 @@ import statistics
 import threading
 import time
 
-from nnconform.sandbox import Sandbox
+from nnconform.isolation.sandbox import Sandbox
 from nnconform.stress.runner import build_plan
 
-NOOP = "nnconform.sandbox:noop_case"
+NOOP = "nnconform.isolation.sandbox:noop_case"
 CASE = "nnconform.stress.tests:run_case"
 
 

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from nnconform.ops import jit
+from nnconform.reference.kernels import jit
 
 
 def main() -> int:

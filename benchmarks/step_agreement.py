@@ -27,14 +27,14 @@ import itertools
 
 import numpy as np
 
+from nnconform.cases.tflite_import import TfliteImportError
+from nnconform.driver.loader import check_driver_name
 from nnconform.errors import NnError
-from nnconform.executor import Executor
-from nnconform.isolation import open_isolated
-from nnconform.loader import check_driver_name
+from nnconform.isolation.proxy import open_isolated
 from nnconform.models import available_models, input_seed
 from nnconform.models.localise import single_operation_model
-from nnconform.runner import run_case
-from nnconform.tflite_import import TfliteImportError
+from nnconform.reference.executor import Executor
+from nnconform.verdict.runner import run_case
 
 
 def _run(device, model, feeds, expected) -> tuple[np.ndarray | None, str]:

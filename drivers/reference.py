@@ -17,19 +17,39 @@ from typing import Sequence
 import numpy as np
 
 from nnconform import __version__
-from nnconform.driver import (AsyncExecution, BufferDesc, BufferRole, Burst, BurstExecution, BurstMemory,
-                              CacheFile, Capabilities, DeviceType,
-                              CompilationCaching, Device, DeviceBuffer, DriverError, ErrorStatus,
-                              ExecutionPreference, ExecutionResult, FencedExecution, FencedExecutionHandle,
-                              FencedExecutionInfo, MemoryDomains, OutputShape, PerformanceInfo, PreparedModel,
-                              Priority, Timing)
+from nnconform.driver import (
+    AsyncExecution,
+    BufferDesc,
+    BufferRole,
+    Burst,
+    BurstExecution,
+    BurstMemory,
+    CacheFile,
+    Capabilities,
+    CompilationCaching,
+    Device,
+    DeviceBuffer,
+    DeviceType,
+    DriverError,
+    ErrorStatus,
+    ExecutionPreference,
+    ExecutionResult,
+    FencedExecution,
+    FencedExecutionHandle,
+    FencedExecutionInfo,
+    MemoryDomains,
+    OutputShape,
+    PerformanceInfo,
+    PreparedModel,
+    Priority,
+    Timing,
+    support,
+)
+from nnconform.drivers import reference_cache as cache_files
 from nnconform.errors import DeadlineMissed, NotImplementedOperation, OpFailure, ValidationError
-from nnconform import driver_support as support
-from nnconform.executor import Executor
 from nnconform.ir import Model, Operand, OperandType, OperationType, Request
-from nnconform.ops.registry import REGISTRY, load_all
-
-from . import reference_cache as cache_files
+from nnconform.reference.executor import Executor
+from nnconform.reference.ops.registry import REGISTRY, load_all
 
 _CONTROL_FLOW = (OperationType.IF, OperationType.WHILE)
 

@@ -47,7 +47,7 @@ def _tag(token: bytes, body: bytes, data: bytes) -> bytes:
 
 def _split_constants(model: Model) -> tuple[dict, list]:
     """The model's JSON form with constant values replaced by indexes into a list."""
-    from nnconform.spec import model_to_dict
+    from nnconform.ir.spec import model_to_dict
     d = model_to_dict(model)
     values = []
     for sg in [d["main"], *d["referenced"]]:
@@ -59,7 +59,7 @@ def _split_constants(model: Model) -> tuple[dict, list]:
 
 
 def _join_constants(d: dict, values: list) -> Model:
-    from nnconform.spec import model_from_dict
+    from nnconform.ir.spec import model_from_dict
     if not isinstance(d, dict) or not isinstance(values, list):
         raise ValueError("cache contents have the wrong layout")
     for sg in [d.get("main"), *d.get("referenced", [])]:

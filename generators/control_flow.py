@@ -56,18 +56,19 @@ from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
-from hypothesis import reject, strategies as st
+from hypothesis import reject
+from hypothesis import strategies as st
 
 from nnconform.errors import NnError
-from nnconform.executor import Executor
-from nnconform.ir import (SHORT_TYPE_NAME, Lifetime, Model, Operand, OperandType as T, Operation,
-                          OperationType as Op, Subgraph)
-from nnconform.validation import validate_model
-
-from . import values as V
-from .graphs import GeneratedCase, GraphConfig, generate
-from .signatures import Drawer, Reject
-from .strategies import HypothesisDrawer, RandomDrawer
+from nnconform.generators import values as V
+from nnconform.generators.graphs import GeneratedCase, GraphConfig, generate
+from nnconform.generators.signatures import Drawer, Reject
+from nnconform.generators.strategies import HypothesisDrawer, RandomDrawer
+from nnconform.ir import SHORT_TYPE_NAME, Lifetime, Model, Operand, Operation, Subgraph
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.ir.validation import validate_model
+from nnconform.reference.executor import Executor
 
 KINDS = ("if", "while")
 # How many G to draw before settling for one without a possible loop variable (only a few

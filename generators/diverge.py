@@ -16,10 +16,10 @@ from typing import Sequence
 
 import numpy as np
 
-from nnconform.criteria import Comparison, Criteria, compare, criteria_for_operation, MEDIUM
-from nnconform.executor import Executor
 from nnconform.ir import Lifetime, Model
-from nnconform.runner import CaseOutcome, run_case
+from nnconform.reference.executor import Executor
+from nnconform.verdict.criteria import MEDIUM, Comparison, Criteria, compare, criteria_for_operation
+from nnconform.verdict.runner import CaseOutcome, run_case
 
 
 def expose_all(model: Model) -> Model:

@@ -29,16 +29,27 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from nnconform.errors import NnError
-from nnconform.executor import Executor
-from nnconform.ir import (Lifetime, Model, Operand, OperandType as T, Operation, OperationType as Op,
-                          Subgraph)
-from nnconform.ops.registry import OpContext, OpView, get_op
-from nnconform.validation import validate_model
-
-from . import ledger as L
-from . import values as V
-from .signatures import (SIGNATURES, Candidate, Ctx, Data, Drawer, Omitted, Out, Param, Reject,
-                         build_candidate, ops_for)
+from nnconform.generators import ledger as L
+from nnconform.generators import values as V
+from nnconform.generators.signatures import (
+    SIGNATURES,
+    Candidate,
+    Ctx,
+    Data,
+    Drawer,
+    Omitted,
+    Out,
+    Param,
+    Reject,
+    build_candidate,
+    ops_for,
+)
+from nnconform.ir import Lifetime, Model, Operand, Operation, Subgraph
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.ir.validation import validate_model
+from nnconform.reference.executor import Executor
+from nnconform.reference.ops.registry import OpContext, OpView, get_op
 
 
 @dataclass(frozen=True)
@@ -54,7 +65,7 @@ class GraphConfig:
     const_p: float = 0.5
     attempts: int = 8
     shrinkable: bool = True            # slots may be dropped (the shrinking lever)
-    # (operation, rank) pairs of dtype the driver under test supports (nnconform.probe); None:
+    # (operation, rank) pairs of dtype the driver under test supports (nnconform.cases.probe); None:
     # every covered operation at every rank.  Keeps random models inside a partial driver's
     # supported set, so no draw is wasted on a skip.
     allowed: frozenset | None = None

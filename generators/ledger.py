@@ -27,10 +27,9 @@ import json
 from pathlib import Path
 from typing import Iterable
 
-
-from nnconform.ir import SHORT_TYPE_NAME, OperandType as T
-
-from . import values as V
+from nnconform.generators import values as V
+from nnconform.ir import SHORT_TYPE_NAME
+from nnconform.ir import OperandType as T
 
 QUANT_CLASSES = ("scale_tiny", "scale_huge", "zp_min", "zp_max")
 

@@ -1,7 +1,7 @@
 """Operation signatures for random models: how to *construct* a candidate of each operation.
 
 The type rules are not repeated here.  The operation modules' ``validate`` (through
-``nnconform.ops.registry``) stays the judge: every candidate built below is checked with the
+``nnconform.reference.ops.registry``) stays the judge: every candidate built below is checked with the
 operation's own ``validate`` and then run through its own ``execute`` (which also gives the
 output shapes), and a candidate either fails is simply redrawn (see ``graphs.py``).  What this
 module knows is what a validator cannot tell a generator: how to draw *likely valid* operands
@@ -28,9 +28,10 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 
 from nnconform.generators.values import VALUE_CLASSES, stored_range, type_family
-from nnconform.ir import OperandType as T, OperationType as Op
-from nnconform.ops.conv_common import product_scale
-from nnconform.ops.registry import load_all
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.ops.conv_common import product_scale
+from nnconform.reference.ops.registry import load_all
 
 FLOAT_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
 QUANT_TYPES = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
@@ -771,14 +772,20 @@ def _strided_slice(ctx: Ctx) -> Candidate:
         kind = ctx.int(0, 5)
         if kind == 5:        # shrink this axis to one element
             b = ctx.int(0, d - 1)
-            begin.append(b - d if ctx.bool() else b); end.append(b + 1); strides.append(1)
+            begin.append(b - d if ctx.bool() else b)
+            end.append(b + 1)
+            strides.append(1)
             shrink |= 1 << i
         elif kind == 4:      # walk backwards from somewhere to the start
-            begin.append(ctx.int(0, d - 1)); end.append(0); strides.append(-ctx.int(1, 2))
+            begin.append(ctx.int(0, d - 1))
+            end.append(0)
+            strides.append(-ctx.int(1, 2))
             end_mask |= 1 << i
         else:
             b = ctx.int(0, d - 1)
-            begin.append(b); end.append(ctx.int(b + 1, d)); strides.append(ctx.int(1, 3))
+            begin.append(b)
+            end.append(ctx.int(b + 1, d))
+            strides.append(ctx.int(1, 3))
             if kind == 3:
                 begin_mask |= 1 << i
     return _same(ctx, Op.STRIDED_SLICE, x, ctx.tensor_i32(begin), ctx.tensor_i32(end),

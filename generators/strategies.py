@@ -23,12 +23,13 @@ import functools
 import random
 from typing import Any, Sequence
 
-from hypothesis import reject, strategies as st
+from hypothesis import reject
+from hypothesis import strategies as st
 
-from nnconform.ir import OperandType as T, OperationType as Op
-
-from .graphs import GeneratedCase, GraphConfig, generate
-from .signatures import Reject
+from nnconform.generators.graphs import GeneratedCase, GraphConfig, generate
+from nnconform.generators.signatures import Reject
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
 
 
 @functools.lru_cache(maxsize=4096)

@@ -41,7 +41,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconform.ir import OperandType as T, type_info
+from nnconform.ir import OperandType as T
+from nnconform.ir import type_info
 
 FLOAT_RANGE = (-2.0, 2.0)
 INT32_RANGE = (0, 255)

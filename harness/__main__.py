@@ -1,2 +1,3 @@
-from .cli import console_main
+from nnconform.cli import console_main
+
 console_main()

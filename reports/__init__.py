@@ -6,10 +6,9 @@ import tempfile
 from pathlib import Path
 from typing import Mapping
 
-from nnconform.results import read_results
-
-from .csv_report import write_csv
-from .html_report import write_html
+from nnconform.reports.csv_report import write_csv
+from nnconform.reports.html_report import write_html
+from nnconform.verdict.results import read_results
 
 RESULTS_FILE = "results.jsonl"
 CSV_FILE = "results.csv"
@@ -41,7 +40,7 @@ def build_reports(report_dir: str | os.PathLike, meta: Mapping[str, object] | No
     csv_path = report_dir / CSV_FILE
     coverage_rows = None
     if with_coverage:
-        from nnconform.coverage import coverage
+        from nnconform.cases.coverage import coverage
         coverage_rows = coverage(records)
     html_path = write_html(records, report_dir / HTML_FILE, title=title, meta=meta, coverage_rows=coverage_rows,
                            history=history)

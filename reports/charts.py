@@ -78,7 +78,7 @@ def trend(history: list[dict], width: int = 720, height: int = 160) -> str:
     """Lines of the bad / good / skipped case counts across runs (oldest left)."""
     if len(history) < 2:
         return ""
-    from nnconform.results import BAD_OUTCOMES, GOOD_OUTCOMES
+    from nnconform.verdict.results import BAD_OUTCOMES, GOOD_OUTCOMES
     series = {"pass": [], "fail": [], "skip": []}
     for h in history:
         c = h.get("counts") or {}

@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from nnconform.results import ResultRecord, record_to_json
+from nnconform.verdict.results import ResultRecord, record_to_json
 
 COLUMNS = [f.name for f in dataclasses.fields(ResultRecord)]
 LIST_SEPARATOR = ";"

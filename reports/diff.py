@@ -21,9 +21,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nnconform.results import BAD_OUTCOMES, GOOD_OUTCOMES, ResultRecord, read_results
-
-from .summary import latest_rows
+from nnconform.reports.summary import latest_rows
+from nnconform.verdict.results import BAD_OUTCOMES, GOOD_OUTCOMES, ResultRecord, read_results
 
 SEEDED_SUITES = frozenset({"random"})
 CLASSES = ("new", "fixed", "flaky", "still failing")
@@ -112,7 +111,7 @@ def render_text(d: RunDiff, limit: int = 50) -> str:
 
 
 def render_html(d: RunDiff) -> str:
-    from .html_report import _CSS, _environment
+    from nnconform.reports.html_report import _CSS, _environment
     template = _environment().from_string(_DIFF_TEMPLATE)
     return template.render(css=_CSS, d=d, classes=CLASSES)
 

@@ -23,9 +23,8 @@ from typing import Iterable, Mapping
 import jinja2
 
 from nnconform import __version__
-from nnconform.results import BAD_OUTCOMES, OUTCOMES, PASS, XFAIL, ResultRecord
-
-from . import charts, triage
+from nnconform.reports import charts, triage
+from nnconform.verdict.results import BAD_OUTCOMES, OUTCOMES, PASS, XFAIL, ResultRecord
 
 NONE_LABEL = triage.NONE_LABEL
 TEMPLATE = "report.html"
@@ -189,7 +188,7 @@ def _stress_verdicts(records: list[ResultRecord]) -> list[tuple[str, Counter, st
     max."""
     import numpy as np
 
-    from nnconform.results import STRESS_OUTCOMES
+    from nnconform.verdict.results import STRESS_OUTCOMES
     per: dict[str, Counter] = {}
     durations: dict[str, list[float]] = {}
     for r in records:
@@ -258,7 +257,7 @@ def render_html(records: Iterable[ResultRecord], title: str = "nnconform report"
 
 def _variant_rows(records, present) -> list[tuple[str, int, int, list[int]]]:
     """(kind, (vector, variant) pairs, distinct variants, counts per present outcome)."""
-    from .summary import latest_rows, variant_counts
+    from nnconform.reports.summary import latest_rows, variant_counts
     return [(k, d["pairs"], d["variants"], [d.get(o, 0) for o in present])
             for k, d in variant_counts(latest_rows(records)).items()]
 
@@ -275,7 +274,7 @@ def write_html(records: Iterable[ResultRecord], path: str | os.PathLike,
                history: list[dict] | None = None) -> Path:
     """Write the report; ``meta`` (driver, seed, harness version, date, ...) is shown as
     given and overrides the defaults taken from the records."""
-    from nnconform.reportdir import atomic_write
+    from nnconform.artifacts.reportdir import atomic_write
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     return atomic_write(path, render_html(records, title=title, meta=meta, coverage_rows=coverage_rows,

@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from nnconform import __version__
-from nnconform.results import BAD_OUTCOMES, SKIP, ResultRecord
-
-from . import triage
+from nnconform.reports import triage
+from nnconform.verdict.results import BAD_OUTCOMES, SKIP, ResultRecord
 
 SUMMARY_FILE = "summary.json"
 FORMAT = "nnconform-summary/1"
@@ -47,7 +46,7 @@ def skip_ratio(records: Iterable[ResultRecord]) -> float:
 
 
 def variant_counts(records: Iterable[ResultRecord]) -> dict[str, dict]:
-    """The vectors suite's execution matrix (nnconform.variants): per variant kind, how many
+    """The vectors suite's execution matrix (nnconform.cases.variants): per variant kind, how many
     (vector, variant) pairs ran ("pairs"), how many distinct variants and the outcomes."""
     kinds: dict[str, Counter] = defaultdict(Counter)
     names: dict[str, set] = defaultdict(set)
@@ -106,7 +105,7 @@ def build_summary(records: Iterable[ResultRecord], meta: Mapping[str, object] | 
 def write_summary(report_dir: str | Path, records: Iterable[ResultRecord],
                   meta: Mapping[str, object] | None = None, summary: dict | None = None) -> Path:
     """Write summary.json: ``summary`` if already built from these records, else built here."""
-    from nnconform.reportdir import atomic_write
+    from nnconform.artifacts.reportdir import atomic_write
     path = Path(report_dir) / SUMMARY_FILE
     if summary is None:
         summary = build_summary(records, meta)

@@ -6,7 +6,7 @@ normalised message (numbers, quoted text and the case's list of operations taken
 representative replay command and the list of its cases.
 
 The **matrix** counts a failing row in its blamed operation's cell only
-(``ResultRecord.blamed_operation`` / ``blamed_data_type``, see nnconform.attribution).  Good
+(``ResultRecord.blamed_operation`` / ``blamed_data_type``, see nnconform.verdict.attribution).  Good
 and skipped rows count in the cell of every operation x data type they name, as before.  A
 failure nobody attributed (several operations, no divergence hunt) counts in the row
 ``(not attributed)``.
@@ -18,7 +18,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from nnconform.results import BAD_OUTCOMES, GOOD_OUTCOMES, SKIPPED_OUTCOMES, XFAIL, ResultRecord
+from nnconform.verdict.results import BAD_OUTCOMES, GOOD_OUTCOMES, SKIPPED_OUTCOMES, XFAIL, ResultRecord
 
 # Cases without a model (device-level vts checks such as capabilities or the cache token size)
 # have no operation and no data type; they get their own row and column, sorted last, named

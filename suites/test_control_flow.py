@@ -19,7 +19,7 @@ Test ids say what each case checks:
                                            supports every operation of every referenced subgraph
 
 Timeout cases call the driver directly (prepare, execute with ``loop_timeout``) under
-``nnconform.watchdog.call_with_timeout``; a hung call keeps running in a daemon thread (the
+``nnconform.isolation.watchdog.call_with_timeout``; a hung call keeps running in a daemon thread (the
 prepared model is released to ask it to stop), the verdict is not delayed by it.
 """
 from __future__ import annotations
@@ -31,11 +31,13 @@ import numpy as np
 import pytest
 
 from nnconform.driver import AsyncExecution, DriverError, ErrorStatus, ExecutionResult
-from nnconform.executor import DEFAULT_LOOP_TIMEOUT
-from nnconform.ir import Lifetime, Model, Operand, OperandType as T, OperationType as Op, Request, Subgraph
-from nnconform.runner import FAIL, CaseOutcome, run_case
+from nnconform.ir import Lifetime, Model, Operand, Request, Subgraph
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.isolation.watchdog import HangError, call_with_timeout
+from nnconform.reference.executor import DEFAULT_LOOP_TIMEOUT
 from nnconform.suites.examples import control_flow as cfx
-from nnconform.watchdog import HangError, call_with_timeout
+from nnconform.verdict.runner import FAIL, CaseOutcome, run_case
 
 SUITE = "control_flow"
 HANG_BOUND_S = 5.0          # a 1 ms loop timeout must be honoured well within this

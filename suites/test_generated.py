@@ -2,8 +2,8 @@
 and data type, run through the driver under test and the default accuracy criteria."""
 import pytest
 
-from nnconform.runner import run_case
 from nnconform.suites.examples import all_examples
+from nnconform.verdict.runner import run_case
 
 EXAMPLES = all_examples()
 

@@ -63,15 +63,15 @@ from __future__ import annotations
 
 import pytest
 
-from nnconform.models.criteria import REAL_MODEL
-from nnconform.models.verdict import SCALED, Reconsidered, reconsider
-from nnconform.executor import Executor
 from nnconform.generators.diverge import first_divergent_operation
 from nnconform.models import builtin_entries, input_seed, zoo
+from nnconform.models.criteria import REAL_MODEL
 from nnconform.models.localise import first_failing_operation_alone
+from nnconform.models.verdict import SCALED, Reconsidered, reconsider
 from nnconform.plugin import MESSAGE_LIMIT, note_partition
-from nnconform.runner import FAIL, run_case
+from nnconform.reference.executor import Executor
 from nnconform.textsafe import clean_text
+from nnconform.verdict.runner import FAIL, run_case
 
 BUILTINS = builtin_entries()
 
@@ -168,7 +168,7 @@ def test_zoo_model(name, nn_session, nn_device, nn_record):
     if name == "not-fetched" and not ZOO:
         pytest.skip(f"the mediapipe zoo is not in {zoo.zoo_dir()}: run `nnconform models fetch` (downloads the "
                     "mediapipe==0.10.14 wheel from PyPI)")
-    from nnconform.tflite_import import TfliteImportError, UnmappedOperations, import_tflite, seeded_inputs
+    from nnconform.cases.tflite_import import TfliteImportError, UnmappedOperations, import_tflite, seeded_inputs
     try:
         res = import_tflite(zoo.cached_models()[name])
     except UnmappedOperations as e:

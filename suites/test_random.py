@@ -32,23 +32,24 @@ import zlib
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, seed as hypothesis_seed
+from hypothesis import assume, given
+from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Unsatisfiable, UnsatisfiedAssumption
 
-from nnconform.criteria import (LARGE_GRAPH, RELAXED, SMALL_GRAPH, STRICT, Criteria,
-                                criteria_for_operation)
 from nnconform.driver import DriverError, ErrorStatus
-from nnconform.executor import Executor
 from nnconform.generators import ledger, profiles
 from nnconform.generators.control_flow import control_flow_cases
 from nnconform.generators.diverge import first_divergent_operation
-from nnconform.generators.signatures import SIGNATURES, Reject
-from nnconform.generators.strategies import random_graph, single_operation
-from nnconform.ir import SHORT_TYPE_NAME, OperandType as T, OperationType as Op
-from nnconform.runner import CRASH, ERROR, FAIL, HANG, SKIP, run_case
-from nnconform.aliasing import check_aliasing
 from nnconform.generators.graphs import GraphConfig
-from nnconform.generators.strategies import sample
+from nnconform.generators.signatures import SIGNATURES, Reject
+from nnconform.generators.strategies import random_graph, sample, single_operation
+from nnconform.ir import SHORT_TYPE_NAME
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.executor import Executor
+from nnconform.verdict.aliasing import check_aliasing
+from nnconform.verdict.criteria import LARGE_GRAPH, RELAXED, SMALL_GRAPH, STRICT, Criteria, criteria_for_operation
+from nnconform.verdict.runner import CRASH, ERROR, FAIL, HANG, SKIP, run_case
 
 GRAPH_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8,
                T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
@@ -272,7 +273,7 @@ def _report_failure(nn_session, nn_device, nn_record, test_id, f: CaseFailed, cr
 
 
 def _supported_cells(nn_session, nn_record, dtype, ops=None, rank=None) -> frozenset | None:
-    """The (operation, rank) cells of ``dtype`` the driver claims (nnconform.probe), to draw
+    """The (operation, rank) cells of ``dtype`` the driver claims (nnconform.cases.probe), to draw
     from; None under --no-probe.  A test with none left is one skip that says so."""
     claims = nn_session.claims()
     if claims is None:
@@ -385,7 +386,7 @@ def test_control_flow_while(dtype, request, nn_session, nn_device, nn_record):
 @pytest.mark.parametrize("dtype", GRAPH_TYPES, ids=[SHORT_TYPE_NAME[t] for t in GRAPH_TYPES])
 def test_outputs_not_aliased(dtype, nn_session, nn_device, nn_record):
     """One small random graph of ``dtype`` executed twice on different inputs, with the
-    first execution's outputs held: they must not change (``nnconform.aliasing``)."""
+    first execution's outputs held: they must not change (``nnconform.verdict.aliasing``)."""
     test_id = f"random/aliasing/{SHORT_TYPE_NAME[dtype]}"
     nn_record.update(suite="random", test_id=test_id, data_types=[SHORT_TYPE_NAME[dtype]])
     seed = (nn_session.seed ^ zlib.crc32(test_id.encode())) % 2**31

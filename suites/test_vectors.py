@@ -17,13 +17,22 @@ from pathlib import Path
 
 import pytest
 
+from nnconform.cases.variants import (
+    MUTATIONS_PER_CELL,
+    PLAIN,
+    Variant,
+    applicable,
+    mutation_eligible,
+    run_variant,
+    select,
+    select_mutations,
+)
+from nnconform.cases.vector_index import VectorIndex, code_key
+from nnconform.cases.vectors import case_from_dict, resolve_root, vector_files
 from nnconform.ir import SHORT_TYPE_NAME, OperandType
-from nnconform.ops.feature_levels import NEWEST_FEATURE_LEVEL, driver_level, folder_level
 from nnconform.plugin import case_marks, session_of
-from nnconform.runner import run_case
-from nnconform.vector_index import VectorIndex, code_key
-from nnconform.variants import MUTATIONS_PER_CELL, PLAIN, Variant, applicable, mutation_eligible, run_variant, select, select_mutations
-from nnconform.vectors import case_from_dict, resolve_root, vector_files
+from nnconform.reference.ops.feature_levels import NEWEST_FEATURE_LEVEL, driver_level, folder_level
+from nnconform.verdict.runner import run_case
 
 
 @functools.lru_cache(maxsize=2)
@@ -62,7 +71,7 @@ def _file_problem(path: Path) -> tuple[list | None, str]:
 
 
 def _derive_facts(path: Path) -> dict:
-    """What collection needs of one vectors file, JSON-able (nnconform.vector_index caches
+    """What collection needs of one vectors file, JSON-able (nnconform.cases.vector_index caches
     it): {"problem": why the file cannot be used} or {"cases": [[name, operations, types,
     applicable variants, mutation facts], ...]}."""
     cases, problem = _file_problem(path)
@@ -80,8 +89,8 @@ def _derive_facts(path: Path) -> dict:
 @functools.lru_cache(maxsize=4)
 def _index(root: Path) -> VectorIndex:
     """The collection facts of a vectors tree, shared by this process's two test functions."""
-    import nnconform.mutations as mutations_module      # mutation_eligible reads its rank rules
-    import nnconform.variants as variants_module
+    import nnconform.cases.variants as variants_module
+    import nnconform.vts.mutations as mutations_module  # mutation_eligible reads its rank rules
     return VectorIndex(root, code_key(variants_module.__file__, mutations_module.__file__, __file__), _derive_facts)
 
 
@@ -265,7 +274,7 @@ def test_vector(vector, nn_device, nn_session, nn_record):
     outcome = run_case(nn_device, case.model, case.inputs, case.outputs, ignored=ignored,
                        expect_failure=case.expect_failure)
     if multinomial and outcome.outcome == "PASS":
-        from nnconform.ops.random_multinomial import check_multinomial
+        from nnconform.reference.ops.random_multinomial import check_multinomial
         ok, msg = check_multinomial(case.inputs[0], outcome.actual[0], case.multinomial_tolerance)
         if not ok:
             outcome.outcome, outcome.message = "FAIL", f"[RANDOM_MULTINOMIAL] {msg}"
@@ -274,7 +283,7 @@ def test_vector(vector, nn_device, nn_session, nn_record):
 
 
 def test_vector_variant(vector, variant, nn_device, nn_session, nn_record):
-    """One cell of the VTS execution matrix (nnconform.variants) on one golden vector."""
+    """One cell of the VTS execution matrix (nnconform.cases.variants) on one golden vector."""
     case = vector
     tid = f"{case.test_id}[{variant.id}]"
     nn_record.update(test_id=tid, operations=list(case.operations), data_types=case.model.data_types())

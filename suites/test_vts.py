@@ -2,7 +2,7 @@
 
 Test ids (one result row each; aggregated rows name the class, the message names the cases):
 
-    vts/model_mutation/<class>     the 22 ValidateModel classes (nnconform.mutations) applied to a
+    vts/model_mutation/<class>     the 22 ValidateModel classes (nnconform.vts.mutations) applied to a
                                    representative model of every operation combination of the
                                    generated suite: supported_operations (except for preference/
                                    priority) and prepare must both give INVALID_ARGUMENT
@@ -62,21 +62,40 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pytest
 
-from nnconform.driver import (AsyncExecution, BufferDesc, BufferRole, BurstExecution, CompilationCaching,
-                              DriverError, ErrorStatus, ExecutionPreference, ExecutionResult, FencedExecution,
-                              FencedExecutionHandle, FencedExecutionInfo, MemoryDomains, PerformanceInfo,
-                              Priority, Timing)
-from nnconform.ir import (Model, ModelBuilder, OperandType as T, OperationType as Op, Request,
-                          RequestArgument)
-from nnconform.mutations import (MODEL_MUTATIONS, REQUEST_CLASSES, request_mutation_class,
-                                 request_mutations)
-from nnconform.runner import FAIL, CaseOutcome, run_case
+from nnconform.driver import (
+    AsyncExecution,
+    BufferDesc,
+    BufferRole,
+    BurstExecution,
+    CompilationCaching,
+    DriverError,
+    ErrorStatus,
+    ExecutionPreference,
+    ExecutionResult,
+    FencedExecution,
+    FencedExecutionHandle,
+    FencedExecutionInfo,
+    MemoryDomains,
+    PerformanceInfo,
+    Priority,
+    Timing,
+)
+from nnconform.ir import Model, ModelBuilder, Request, RequestArgument
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.isolation.watchdog import HangError, call_with_timeout
 from nnconform.suites.examples import Example, all_examples
-from nnconform.vts_checks import (MISSED_DEADLINE, describe as _describe, dynamic_variant as _dynamic_variant,
-                                  fully_specified as _fully_specified, rejections, request_verdict as _request_verdict,
-                                  result_problem as _result_problem, shapes_problem as _shapes_problem,
-                                  timing_problem as _timing_problem, to_signed, verdict as _verdict)
-from nnconform.watchdog import HangError, call_with_timeout
+from nnconform.verdict.runner import FAIL, CaseOutcome, run_case
+from nnconform.vts.checks import MISSED_DEADLINE, rejections, to_signed
+from nnconform.vts.checks import describe as _describe
+from nnconform.vts.checks import dynamic_variant as _dynamic_variant
+from nnconform.vts.checks import fully_specified as _fully_specified
+from nnconform.vts.checks import request_verdict as _request_verdict
+from nnconform.vts.checks import result_problem as _result_problem
+from nnconform.vts.checks import shapes_problem as _shapes_problem
+from nnconform.vts.checks import timing_problem as _timing_problem
+from nnconform.vts.checks import verdict as _verdict
+from nnconform.vts.mutations import MODEL_MUTATIONS, REQUEST_CLASSES, request_mutation_class, request_mutations
 
 SUITE = "vts"
 BOUND_S = 20.0            # no single driver call of this suite should come near this

@@ -1,7 +1,7 @@
 """VTS cases for a driver's security and robustness surface (issue 12); collected as part of
 the vts suite (``suites/test_vts.py`` imports them), one result row each:
 
-    vts/cache/<check>      compilation caching with files (nnconform.cache_checks): save and
+    vts/cache/<check>      compilation caching with files (nnconform.vts.cache_checks): save and
                            retrieve, wrong file counts, read-/write-only files, TOCTOU, a
                            replaced cache, corrupted model/data cache, a wrong token; for a
                            driver that declares CompilationCaching with cache files.  TOCTOU
@@ -20,10 +20,12 @@ import tempfile
 
 import pytest
 
-from nnconform import cache_checks
 from nnconform.driver import CompilationCaching, DeviceStatus, DeviceType, DriverError, ErrorStatus
-from nnconform.ir import Lifetime, Model, ModelBuilder, Operation, OperandType as T, OperationType as Op
-from nnconform.watchdog import HangError, call_with_timeout
+from nnconform.ir import Lifetime, Model, ModelBuilder, Operation
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.isolation.watchdog import HangError, call_with_timeout
+from nnconform.vts import cache_checks
 
 SUITE = "vts"
 BOUND_S = 20.0
@@ -222,9 +224,10 @@ def test_memory_domain_conv(dtype, nn_device, nn_session, nn_record):
     issue (conflicting roles, foreign or missing prepared models, wrong copies, dynamic shapes,
     an output-only buffer read as an input, request dims that conflict with the buffer's)."""
     import dataclasses
+
     from nnconform.driver import BufferDesc, BufferRole, MemoryDomains
-    from nnconform.executor import Executor
     from nnconform.ir import Request, RequestArgument
+    from nnconform.reference.executor import Executor
     _begin(nn_record, f"{SUITE}/memory_domain/conv_{dtype}", ["CONV_2D"], [dtype])
     if not isinstance(nn_device, MemoryDomains):
         nn_record["message"] = "the driver has no memory domains (MemoryDomains)"
@@ -233,7 +236,7 @@ def test_memory_domain_conv(dtype, nn_device, nn_session, nn_record):
     model = domain_conv(t, scale, zp)
     x = _domain_input(t, zp, nn_session.seed)
     expected = Executor(model).run([x])[0]
-    call = lambda fn, what: call_with_timeout(fn, BOUND_S, what)  # noqa: E731
+    call = lambda fn, what: call_with_timeout(fn, BOUND_S, what)
     try:
         if not all(call(lambda: nn_device.supported_operations(model), "supported_operations")):
             nn_record["message"] = f"the driver does not support {dtype} CONV_2D"
@@ -328,6 +331,7 @@ def test_memory_domain_shared(nn_device, nn_session, nn_record):
     import dataclasses
 
     import numpy as np
+
     from nnconform.driver import BufferDesc, BufferRole, MemoryDomains
     from nnconform.ir import Request, RequestArgument
     _begin(nn_record, f"{SUITE}/memory_domain/shared_buffer", ["ADD", "MUL"], ["fp32"])
@@ -335,7 +339,7 @@ def test_memory_domain_shared(nn_device, nn_session, nn_record):
         nn_record["message"] = "the driver has no memory domains (MemoryDomains)"
         pytest.skip(nn_record["message"])
     model = two_io_model()
-    call = lambda fn, what: call_with_timeout(fn, BOUND_S, what)  # noqa: E731
+    call = lambda fn, what: call_with_timeout(fn, BOUND_S, what)
     x = np.random.default_rng(nn_session.seed).standard_normal((1, 8)).astype(np.float32)
     bad: list[str] = []
     pm = call(lambda: nn_device.prepare(model), "prepare")
@@ -373,6 +377,7 @@ def test_burst_memory_slots(nn_device, nn_session, nn_record):
     import dataclasses
 
     import numpy as np
+
     from nnconform.driver import BufferDesc, BufferRole, BurstExecution, BurstMemory, MemoryDomains
     from nnconform.ir import Request, RequestArgument
     _begin(nn_record, f"{SUITE}/burst/memory_slots", ["ADD", "MUL"], ["fp32"])
@@ -380,7 +385,7 @@ def test_burst_memory_slots(nn_device, nn_session, nn_record):
         nn_record["message"] = "the driver has no memory domains (MemoryDomains) to put in burst slots"
         pytest.skip(nn_record["message"])
     model = two_io_model()
-    call = lambda fn, what: call_with_timeout(fn, BOUND_S, what)  # noqa: E731
+    call = lambda fn, what: call_with_timeout(fn, BOUND_S, what)
     pm = call(lambda: nn_device.prepare(model), "prepare")
     bad: list[str] = []
     try:

@@ -18,7 +18,9 @@ import numpy as np
 import pytest
 
 from nnconform.driver import DriverError, ErrorStatus
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op, Request, RequestArgument
+from nnconform.ir import ModelBuilder, Request, RequestArgument
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -4,10 +4,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-# A run's automatic capability probe (nnconform.probe) costs 20-30 s per fresh report
+# A run's automatic capability probe (nnconform.cases.probe) costs 20-30 s per fresh report
 # directory; the harness's own tests start dozens of runs, so they do without it (the probe
 # has its own tests in test_probe.py).
-import os  # noqa: E402
+import os
+
 os.environ.setdefault("NNCONFORM_AUTO_PROBE", "0")
 
 

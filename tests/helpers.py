@@ -2,7 +2,9 @@
 
 from pathlib import Path
 
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
 
 # The deliberately broken drivers the harness is tested against: files under tests/, not part
 # of the installed package, named to the harness in the loader's path/to/file.py:Attr form.
@@ -22,7 +24,7 @@ def double(module: str, attr: str = "") -> str:
 def double_module(module: str):
     """tests/drivers/``module``.py as a module, the same object the loader gives a run in this
     process (so its classes are the ones an in-process driver is made of)."""
-    from nnconform.loader import import_driver_file
+    from nnconform.driver.loader import import_driver_file
     return import_driver_file(DOUBLES_DIR / f"{module}.py")
 
 
@@ -50,8 +52,8 @@ def check_example(ex) -> None:
     import pytest
 
     from nnconform.errors import NnError
-    from nnconform.executor import execute
-    from nnconform.validation import validate_model
+    from nnconform.ir.validation import validate_model
+    from nnconform.reference.executor import execute
 
     if ex.expect_failure:
         with pytest.raises(NnError):
@@ -72,14 +74,14 @@ def check_example(ex) -> None:
 
 
 def vectors_missing_reason() -> str:
-    from nnconform.vectors import default_root
+    from nnconform.cases.vectors import default_root
     return f"AOSP vectors not found at {default_root()} (set NNCONFORM_VECTORS)"
 
 
 def vector_cases(ops, also=()) -> list:
     """The AOSP vectors that use only ``ops`` (plus ``also``, e.g. the ADD of the lifetime
     variations); [] when the vectors directory is absent."""
-    from nnconform.vectors import default_root, load_cases
+    from nnconform.cases.vectors import default_root, load_cases
     if not default_root().is_dir():
         return []
     mine = {getattr(o, "name", o) for o in ops}
@@ -97,7 +99,7 @@ def vector_params(ops, also=()) -> list:
 
 
 def assert_vector_passes(case) -> None:
-    from nnconform.vectors import check_case
+    from nnconform.cases.vectors import check_case
     status, message = check_case(case)
     assert status == "pass", message
 
@@ -105,9 +107,9 @@ def assert_vector_passes(case) -> None:
 def assert_examples_cover(ops, examples) -> None:
     """Every data type the registry claims for each of ``ops`` has an example (in
     ``examples``), judged as the coverage table judges it (the op's primary input type)."""
-    from nnconform.coverage import primary_types
+    from nnconform.cases.coverage import primary_types
     from nnconform.ir import SHORT_TYPE_NAME, OperationType
-    from nnconform.ops.registry import get_op
+    from nnconform.reference.ops.registry import get_op
     covered: dict[str, set[str]] = {}
     for ex in examples:
         if not ex.expect_failure:
@@ -125,7 +127,7 @@ def assert_rejected(model, *fragments) -> None:
     import pytest
 
     from nnconform.errors import ValidationError
-    from nnconform.ops.registry import OpView, get_op
+    from nnconform.reference.ops.registry import OpView, get_op
     op = model.main.operations[0]
     with pytest.raises(ValidationError) as e:
         get_op(op.type).validate(OpView(model, model.main, 0))

@@ -5,15 +5,14 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-
-from nnconform.attribution import blame, helper_operations
-from nnconform.drivers.reference import ReferenceDevice
-from nnconform.results import ResultRecord
-from nnconform.runner import run_case
-from nnconform.vectors import load_cases
-from nnconform.reports import triage
-
 from helpers import double_module
+
+from nnconform.cases.vectors import load_cases
+from nnconform.drivers.reference import ReferenceDevice
+from nnconform.reports import triage
+from nnconform.verdict.attribution import blame, helper_operations
+from nnconform.verdict.results import ResultRecord
+from nnconform.verdict.runner import run_case
 
 _broken = double_module("broken")
 ConvIgnoresBias, QuantAddOffByTwo = _broken.ConvIgnoresBias, _broken.QuantAddOffByTwo

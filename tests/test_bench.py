@@ -6,13 +6,14 @@ import csv
 
 import numpy as np
 import pytest
+from helpers import double
 
 from nnconform.bench import CSV_COLUMNS, BenchRow, accuracy, latency_stats, run_bench, write_csv, write_html
 from nnconform.cli import main
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
 from nnconform.models import ModelEntry, builtin_entries
-
-from helpers import double
 
 
 def _floor_entry() -> ModelEntry:

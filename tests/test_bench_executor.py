@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nnconform.executor import Executor
+from nnconform.reference.executor import Executor
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import bench_executor as be  # noqa: E402
+import bench_executor as be
 
 
 @pytest.mark.parametrize("t", be.TYPES)

@@ -1,4 +1,4 @@
-"""nnconform.blas: one OpenBLAS thread for the reference, same results as BLAS's own threading."""
+"""nnconform.reference.kernels.blas: one OpenBLAS thread for the reference, same results as BLAS's own threading."""
 from __future__ import annotations
 
 import subprocess
@@ -7,7 +7,7 @@ import sys
 _SCRIPT = """
 import hashlib, numpy as np
 from nnconform.models import builtin
-from nnconform.executor import Executor
+from nnconform.reference.executor import Executor
 from nnconform import blas
 models, product = hashlib.sha256(), hashlib.sha256()
 for arch in builtin.ARCHITECTURES:

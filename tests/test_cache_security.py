@@ -1,15 +1,14 @@
 """Compilation caching with files (issue 12): the reference's cache passes every check of
-nnconform.cache_checks, each deliberately broken cache driver fails exactly its checks, and the
+nnconform.vts.cache_checks, each deliberately broken cache driver fails exactly its checks, and the
 interface crosses the driver host (CacheFile paths and access, counts, file kwargs)."""
 import pytest
+from helpers import double, double_module
 
-from nnconform import cache_checks
 from nnconform.driver import CacheFile, DriverError, ErrorStatus
 from nnconform.drivers.reference import ReferenceDevice
-from nnconform.isolation import open_isolated
 from nnconform.ir import Request
-
-from helpers import double, double_module
+from nnconform.isolation.proxy import open_isolated
+from nnconform.vts import cache_checks
 
 _broken_cache = double_module("broken_cache")
 NoIntegrityCache, TokenKeyedCache = _broken_cache.NoIntegrityCache, _broken_cache.TokenKeyedCache

@@ -1,4 +1,4 @@
-"""nnconform.childproc: spawning, limits, stderr tails, killing and classifying child processes.
+"""nnconform.isolation.childproc: spawning, limits, stderr tails, killing and classifying child processes.
 
 Each test starts a small child program (written to tmp_path) through ``childproc.Child``, as
 the driver host and the stress sandbox start theirs, and checks what the layer says about it.
@@ -10,7 +10,8 @@ import textwrap
 import time
 
 import pytest
-from nnconform import childproc
+
+from nnconform.isolation import childproc
 
 STARTUP_S = 120.0        # a busy machine may take long to start an interpreter
 

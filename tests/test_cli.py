@@ -6,10 +6,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from nnconform.vectors import default_root, vector_files
-
 from helpers import double
+
+from nnconform.cases.vectors import default_root, vector_files
 
 
 def nnconform(*args, cwd=None, timeout=900):

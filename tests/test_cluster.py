@@ -10,10 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from nnconform.results import read_results
-
 from helpers import double
+
+from nnconform.verdict.results import read_results
 
 HAVE_DASK = importlib.util.find_spec("distributed") is not None
 needs_dask = pytest.mark.skipif(not HAVE_DASK, reason='dask.distributed not installed: pip install "nnconform[cluster]"')

@@ -10,18 +10,19 @@ import time
 
 import numpy as np
 import pytest
+from helpers import double, double_module
 
 from nnconform.driver import DriverError, ErrorStatus
 from nnconform.drivers.reference import ReferenceDevice
 from nnconform.errors import DeadlineMissed, OpFailure, ValidationError
-from nnconform.executor import DEFAULT_LOOP_TIMEOUT, MAX_LOOP_TIMEOUT, Executor, clamp_loop_timeout
-from nnconform.ir import Lifetime, ModelBuilder, Operand, OperandType as T, OperationType as Op, Request
-from nnconform.ops.control_flow import incompatibility
+from nnconform.ir import Lifetime, ModelBuilder, Operand, Request
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.ir.validation import validate_model
+from nnconform.isolation.watchdog import HangError, call_with_timeout
+from nnconform.reference.executor import DEFAULT_LOOP_TIMEOUT, MAX_LOOP_TIMEOUT, Executor, clamp_loop_timeout
+from nnconform.reference.ops.control_flow import incompatibility
 from nnconform.suites.examples import control_flow as cfx
-from nnconform.validation import validate_model
-from nnconform.watchdog import HangError, call_with_timeout
-
-from helpers import double, double_module
 
 _broken_control_flow = double_module("broken_control_flow")
 ClaimsIfWithoutBranchOp, IgnoresLoopTimeout = (
@@ -99,7 +100,7 @@ def test_if_runs_only_the_chosen_branch():
     seen = []
 
     def spy(op):
-        from nnconform.ops.registry import get_op
+        from nnconform.reference.ops.registry import get_op
         return lambda ctx: (seen.append(op.name), get_op(op).execute(ctx))[1]
 
     y = np.ones((2, 3), np.float32)

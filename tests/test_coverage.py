@@ -4,11 +4,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nnconform.coverage import coverage, levels_cell, readme_rows, to_markdown, types_cell
+from nnconform.cases.coverage import coverage, levels_cell, readme_rows, to_markdown, types_cell
+from nnconform.cases.vectors import default_root, vector_files
 from nnconform.ir import SHORT_TYPE_NAME, OperandType, OperationType
-from nnconform.ops.feature_levels import feature_level, folder_level
-from nnconform.ops.registry import REGISTRY, load_all
-from nnconform.vectors import default_root, vector_files
+from nnconform.reference.ops.feature_levels import feature_level, folder_level
+from nnconform.reference.ops.registry import REGISTRY, load_all
 
 COVERAGE_DOC = Path(__file__).resolve().parents[1] / "docs" / "coverage.md"
 

@@ -1,4 +1,4 @@
-"""Accuracy criteria (nnconform.criteria): each rule with a small table."""
+"""Accuracy criteria (nnconform.verdict.criteria): each rule with a small table."""
 from __future__ import annotations
 
 import json
@@ -7,9 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from nnconform import criteria as C
-from nnconform.criteria import compare, default_criteria, ulp_distance
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as O
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as O
+from nnconform.verdict import criteria as C
+from nnconform.verdict.criteria import compare, default_criteria, ulp_distance
 
 QUANT = {T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
          T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT16_SYMM}

@@ -5,10 +5,10 @@ import os
 import subprocess
 import sys
 
-from nnconform.reports.diff import diff_runs, render_html
-from nnconform.results import ResultRecord, ResultsWriter
-
 from helpers import double
+
+from nnconform.reports.diff import diff_runs, render_html
+from nnconform.verdict.results import ResultRecord, ResultsWriter
 
 
 def row(tid, outcome, suite="vectors", version="1.0", replay=""):

@@ -156,8 +156,18 @@ def test_shared_options_table_matches_the_commands_and_the_plugin(capsys, pytest
 
 
 def test_readme_options_table_is_the_option_table_of_the_code():
-    """The README's shared-options table is generated from nnconform.options: regenerate it
-    (``python -c 'from nnconform.options import options_table_markdown as t; print(t())'``)
+    """The README's shared-options table is generated from nnconform.cli.options: regenerate it
+    (``python -c 'from nnconform.cli.options import options_table_markdown as t; print(t())'``)
     when an option changes."""
-    from nnconform.options import options_table_markdown
+    from nnconform.cli.options import options_table_markdown
     assert between(README.read_text(), "options").strip() == options_table_markdown().strip()
+
+
+def test_layout_names_every_layer_of_the_package():
+    """Each sub-package of harness/ (a layer) has its line in the Layout section."""
+    named = set(layout_paths())
+    layers = sorted(p.parent.name for p in (REPO / "harness").glob("*/__init__.py"))
+    assert layers, "harness/ has no sub-packages"
+    missing = [f"harness/{name}/" for name in layers
+               if f"harness/{name}/" not in named and f"harness/{name}" not in named]
+    assert not missing, f"the README's Layout section does not name {missing}"

@@ -9,17 +9,25 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from nnconform import criteria as C
-from nnconform.criteria import compare, exact_outputs
-from nnconform.generators import ledger, values as V
-from nnconform.generators.graphs import GraphConfig
-from nnconform.generators.signatures import (NAN_DEFINED, SHAPE_CLASSES, SIGNATURES, ZERO_SIZED_OPS, Reject,
-                                             declared_classes)
-from nnconform.generators.strategies import sample
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op, type_info
-
 from helpers import double
+
+from nnconform.generators import ledger
+from nnconform.generators import values as V
+from nnconform.generators.graphs import GraphConfig
+from nnconform.generators.signatures import (
+    NAN_DEFINED,
+    SHAPE_CLASSES,
+    SIGNATURES,
+    ZERO_SIZED_OPS,
+    Reject,
+    declared_classes,
+)
+from nnconform.generators.strategies import sample
+from nnconform.ir import ModelBuilder, type_info
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.verdict import criteria as C
+from nnconform.verdict.criteria import compare, exact_outputs
 
 TYPES = {"float": (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16), "int32": (T.TENSOR_INT32,),
          "quant": (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)}

@@ -1,11 +1,12 @@
 import numpy as np
 import pytest
+from helpers import relu_model
 
 from nnconform.errors import NotImplementedOperation, OpFailure, ValidationError
-from nnconform.executor import Executor, clamp_loop_timeout, execute
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-
-from helpers import relu_model
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.executor import Executor, clamp_loop_timeout, execute
 
 
 def test_chain_with_temporaries_and_unknown_dims():
@@ -63,7 +64,7 @@ def _chain_model():
 
 
 def test_release_plan_drops_only_temporaries_after_their_last_reader():
-    from nnconform.executor import plan_for
+    from nnconform.reference.executor import plan_for
     model, (x, t1, t2, t3, y) = _chain_model()
     releases = plan_for(model.main).releases
     # t1 after RELU1 (its only reader), t3 right after LOGISTIC (nothing reads it), t2 after
@@ -74,7 +75,8 @@ def test_release_plan_drops_only_temporaries_after_their_last_reader():
 @pytest.mark.parametrize("keep", [False, True])
 def test_an_intermediate_is_freed_once_no_later_operation_reads_it(keep):
     import weakref
-    from nnconform.ops.registry import get_op
+
+    from nnconform.reference.ops.registry import get_op
     model, _ = _chain_model()
     seen: dict[str, object] = {}
 
@@ -141,8 +143,8 @@ def test_request_inputs_are_still_checked_and_converted():
 def test_operation_context_sees_actual_dims_and_constant_scalars():
     """A planned context substitutes the request's shape for unknown dims, and reads constant
     scalar parameters from the plan; both agree with the values themselves."""
-    from nnconform.executor import plan_for
-    from nnconform.ops.registry import OpContext
+    from nnconform.reference.executor import plan_for
+    from nnconform.reference.ops.registry import OpContext
     b = ModelBuilder()
     x = b.input(T.TENSOR_FLOAT32, [0, 3])
     z = b.input(T.TENSOR_FLOAT32, [0, 3])
@@ -160,8 +162,8 @@ def test_operation_context_sees_actual_dims_and_constant_scalars():
 def test_fused_requantizer_cache_follows_array_identity_and_content():
     """Read-only arrays (model constants) are found by identity; a writable bias changed in
     place between calls is found by content, so it never gets a stale requantiser."""
-    from nnconform.ops import conv_common as cc
     from nnconform.ir import Operand
+    from nnconform.reference.ops import conv_common as cc
     out = Operand(T.TENSOR_QUANT8_ASYMM, (1, 4), scale=0.5, zero_point=128)
     mult = np.full(4, 1 << 30, np.int64)
     shift = np.full(4, -3, np.int64)
@@ -202,7 +204,7 @@ def test_a_run_is_quiet_about_ieee_results_and_leaves_the_callers_error_state(re
     even when the caller has made them errors; the caller's state is back after the run, and
     after a run that fails.  Both ways of setting it: numpy 2's prebuilt state and the
     np.errstate fallback (older numpy, or internals that changed)."""
-    from nnconform import executor
+    from nnconform.reference import executor
     if state == "np.errstate":
         monkeypatch.setattr(executor, "_ERR_STATE", None)
     elif executor._ERR_STATE is None:

@@ -4,9 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nnconform.executor import Executor
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-from nnconform.ops import fixedpoint, softmax
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.arith import fixedpoint
+from nnconform.reference.executor import Executor
+from nnconform.reference.ops import softmax
 
 
 def test_reciprocal_int_matches_numpy_on_its_domain():
@@ -19,7 +22,12 @@ def test_reciprocal_int_matches_numpy_on_its_domain():
 
 
 def test_srdhm_and_rdbp_int_match_numpy():
-    from nnconform.ops.quant import INT32_MAX, INT32_MIN, rounding_divide_by_pot, saturating_rounding_doubling_high_mul
+    from nnconform.reference.arith.quant import (
+        INT32_MAX,
+        INT32_MIN,
+        rounding_divide_by_pot,
+        saturating_rounding_doubling_high_mul,
+    )
     rng = np.random.default_rng(2)
     a = np.concatenate([rng.integers(INT32_MIN, INT32_MAX + 1, 20_000), [INT32_MIN, INT32_MAX, 0, -1, 1]])
     b = np.concatenate([rng.integers(INT32_MIN, INT32_MAX + 1, 20_000), [INT32_MIN, INT32_MIN, 5, -1, -1]])

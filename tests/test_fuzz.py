@@ -7,14 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import double
 
 from nnconform.fuzz import runner as fz
 from nnconform.fuzz.generate import make_case
-from nnconform.isolation import open_isolated
-from nnconform.runner import CaseOutcome, run_case
-from nnconform.spec import load_spec
-
-from helpers import double
+from nnconform.ir.spec import load_spec
+from nnconform.isolation.proxy import open_isolated
+from nnconform.verdict.runner import CaseOutcome, run_case
 
 FRAGILE = double("fragile", "FragileDevice")
 # Seed 111 reaches all three planted bugs within its first 83 cases (found by generating

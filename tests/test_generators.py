@@ -4,20 +4,22 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from helpers import double_module
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from nnconform.drivers.reference import ReferenceDevice
-from nnconform.executor import Executor
 from nnconform.generators import profiles, values
 from nnconform.generators.diverge import expose_all, first_divergent_operation
 from nnconform.generators.graphs import GraphConfig, generate
 from nnconform.generators.signatures import EXCLUDED, GRAPH_TYPES, SIGNATURES
 from nnconform.generators.strategies import RandomDrawer, random_graph, sample, single_operation
-from nnconform.ir import Lifetime, ModelBuilder, OperandType as T, OperationType as Op
-from nnconform.ops.registry import load_all
-from nnconform.validation import validate_model
-
-from helpers import double_module
+from nnconform.ir import Lifetime, ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.ir.validation import validate_model
+from nnconform.reference.executor import Executor
+from nnconform.reference.ops.registry import load_all
 
 _broken = double_module("broken")
 QuantAddOffByTwo, Relu6Ignored = _broken.QuantAddOffByTwo, _broken.Relu6Ignored
@@ -210,7 +212,7 @@ def test_divergence_names_the_first_operation_that_goes_wrong():
 
 from nnconform.generators import control_flow as cf  # noqa: E402
 from nnconform.generators.graphs import GeneratedCase  # noqa: E402
-from nnconform.runner import PASS, SKIP, run_case  # noqa: E402
+from nnconform.verdict.runner import PASS, SKIP, run_case  # noqa: E402
 
 CF_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 

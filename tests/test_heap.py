@@ -1,4 +1,4 @@
-"""nnconform.heap: the reference's freed tensors stay in the heap instead of being faulted in
+"""nnconform.reference.kernels.heap: the reference's freed tensors stay in the heap instead of being faulted in
 again on every inference, and the user's own glibc settings win."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from nnconform import heap
+from nnconform.reference.kernels import heap
 
 # A model's working set in miniature: twenty 1 MiB tensors alive at once, then all freed, as
 # an inference ends.  Counts the minor page faults of the rounds after the first.
@@ -18,7 +18,7 @@ import ctypes, json, resource, numpy as np
 # 4 KiB pages whatever the machine's transparent-huge-page policy ("always" would fault the
 # heap in 2 MiB at a time and hide the count): PR_SET_THP_DISABLE, Linux 3.15+
 ctypes.CDLL(None).prctl(41, 1, 0, 0, 0)
-from nnconform.ops.registry import load_all
+from nnconform.reference.ops.registry import load_all
 from nnconform import heap
 load_all()          # what every reference executor does first
 def inference():

@@ -18,13 +18,15 @@ import textwrap
 import numpy as np
 import pytest
 
-from nnconform import spec as spec_module
 from nnconform.cli import main
 from nnconform.errors import SpecError
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.ir import spec as spec_module
+from nnconform.ir.spec import SpecExample, SpecFile, dumps_spec, loads_spec
 from nnconform.reports import write_csv
-from nnconform.results import ResultRecord, ResultsWriter, read_results
-from nnconform.spec import SpecExample, SpecFile, dumps_spec, loads_spec
+from nnconform.verdict.results import ResultRecord, ResultsWriter, read_results
 
 MAX_LINE = 300
 
@@ -56,7 +58,7 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def assert_one_line_error(rc: int, err: str, *fragments: str) -> None:
-    assert rc == 2, err     # bad input is a usage error (nnconform.outcome.ExitStatus)
+    assert rc == 2, err     # bad input is a usage error (nnconform.verdict.outcome.ExitStatus)
     assert err.startswith("nnconform: error: "), err[:500]
     assert err.endswith("\n") and err.count("\n") == 1, err[:500]
     assert len(err) < MAX_LINE, err[:500]
@@ -265,7 +267,7 @@ def test_plugin_failure_message_is_cleaned_and_bounded(tmp_path):
     (tmp_path / "test_nasty.py").write_text(textwrap.dedent('''
         import numpy as np
         from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-        from nnconform.runner import CaseOutcome
+        from nnconform.verdict.runner import CaseOutcome
 
         def test_nasty(nn_session, nn_record):
             b = ModelBuilder()

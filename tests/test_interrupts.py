@@ -1,4 +1,4 @@
-"""nnconform.interrupts: a Ctrl-C reaches the main thread's waits whichever thread took it.
+"""nnconform.isolation.interrupts: a Ctrl-C reaches the main thread's waits whichever thread took it.
 
 Each check runs in a fresh interpreter, whose main thread owns SIGINT's default handler (a
 pytest-xdist worker's may not).  A signal is aimed at one thread with pthread_kill, as the
@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from nnconform import interrupts
+from nnconform.isolation import interrupts
 
 
 def run_script(body: str) -> str:
@@ -135,7 +135,7 @@ def test_a_driver_call_and_the_processes_it_starts_keep_the_callers_signals():
     """A driver's code runs in the watchdog's thread: it must not block the stop signals, or a
     server process the driver starts could never be sent SIGTERM (a child inherits the mask
     of the thread that started it)."""
-    from nnconform.watchdog import call_with_timeout
+    from nnconform.isolation.watchdog import call_with_timeout
     with open("/proc/thread-self/status") as f:
         mine = _sigblk(f.read())
     child = call_with_timeout(lambda: subprocess.run(["cat", "/proc/self/status"], capture_output=True,

@@ -20,7 +20,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from helpers import double
 
 HOSTILE = double("broken_isolation")
@@ -236,7 +235,7 @@ def test_pytest_xdist_with_a_hostile_driver(driver, verdict, tmp_path, slice_out
 # ---- the report directory ------------------------------------------------------------------
 
 def test_second_run_into_a_busy_report_dir_fails_in_one_line(tmp_path):
-    from nnconform.reportdir import ReportDir
+    from nnconform.artifacts.reportdir import ReportDir
     holder = ReportDir(tmp_path)
     holder.lock()
     try:
@@ -493,8 +492,11 @@ def test_replay_of_a_runaway_allocation_is_bounded(tmp_path):
     """A tiny spec whose FILL asks for 10 GB: replay runs it in the driver host under the
     memory limit, so it is a one-line FAIL, not a harness killed by the OOM killer."""
     import numpy as np
-    from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-    from nnconform.spec import SpecExample, SpecFile, dump_spec
+
+    from nnconform.ir import ModelBuilder
+    from nnconform.ir import OperandType as T
+    from nnconform.ir import OperationType as Op
+    from nnconform.ir.spec import SpecExample, SpecFile, dump_spec
     b = ModelBuilder()
     x = b.input(T.TENSOR_INT32, [2])
     y = b.output(T.TENSOR_FLOAT32, [0, 0])
@@ -517,7 +519,7 @@ def test_failures_whose_names_clean_alike_get_separate_dumps(tmp_path):
     suite = tmp_path / "test_collide.py"
     suite.write_text(
         "import numpy as np, pytest\n"
-        "from nnconform.runner import CaseOutcome\n"
+        "from nnconform.verdict.runner import CaseOutcome\n"
         "from helpers_collide import relu\n"
         "@pytest.mark.parametrize('tid', ['dup/case', 'dup:case'])\n"
         "def test_case(tid, nn_session, nn_record):\n"
@@ -546,7 +548,7 @@ def test_failures_whose_names_clean_alike_get_separate_dumps(tmp_path):
 def test_reply_headers_nested_too_deep_are_a_protocol_violation_however_they_are_checked():
     """A reply header's nesting is bounded (hostproto._MAX_DEPTH), whether the header has few
     brackets (counted, no walk) or many (walked byte by byte)."""
-    from nnconform import hostproto as wire
+    from nnconform.isolation import hostproto as wire
     limit = wire._MAX_DEPTH
     ok = ("[" * limit + "1" + "]" * limit).encode()
     assert wire.parse_json(ok) == eval("[" * limit + "1" + "]" * limit)

@@ -6,9 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from nnconform.driver.loader import (
+    check_driver_name,
+    file_module_name,
+    import_driver_file,
+    load_driver,
+    resolve_driver_spec,
+)
 from nnconform.drivers.reference import ReferenceDevice
 from nnconform.errors import DriverLoadError
-from nnconform.loader import check_driver_name, file_module_name, import_driver_file, load_driver, resolve_driver_spec
 
 
 def test_entry_point_name():

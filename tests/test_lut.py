@@ -3,12 +3,11 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
-
-from nnconform.executor import execute
-from nnconform.ir import OperandType as T
-from nnconform.ops import lut
-
 from helpers import add_model
+
+from nnconform.ir import OperandType as T
+from nnconform.reference.executor import execute
+from nnconform.reference.kernels import lut
 
 
 @pytest.mark.parametrize("t,lo,hi,zp", [(T.TENSOR_QUANT8_ASYMM, 0, 255, 120),

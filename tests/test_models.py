@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from nnconform.cli import main
-from nnconform.executor import Executor
-from nnconform.ir import OperandType as T, OperationType as Op
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.ir.validation import validate_model
 from nnconform.models import available_models, builtin, builtin_entries, zoo
-from nnconform.validation import validate_model
+from nnconform.reference.executor import Executor
 
 BUILTINS = [(a, d) for a in builtin.ARCHITECTURES for d in builtin.DATA_TYPES]
 

@@ -12,14 +12,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
-
-from nnconform.models import builtin
-from nnconform.models.localise import first_failing_operation_alone, single_operation_model
-from nnconform.executor import Executor
-from nnconform.spec import load_spec
-from nnconform.models.criteria import REAL_MODEL, judge, output_scale, scaled_criteria
-
 from helpers import double, double_module
+
+from nnconform.ir.spec import load_spec
+from nnconform.models import builtin
+from nnconform.models.criteria import REAL_MODEL, judge, output_scale, scaled_criteria
+from nnconform.models.localise import first_failing_operation_alone, single_operation_model
+from nnconform.reference.executor import Executor
 
 ConvIgnoresBias = double_module("broken").ConvIgnoresBias
 
@@ -69,8 +68,10 @@ def test_replay_judges_a_models_spec_as_the_suite_does(tmp_path):
     magnitude (100).  Replayed as a models-suite
     spec it passes, as the suite would have judged it; as a plain spec (default criteria),
     or with the unscaled set forced by name on another suite's spec, it fails."""
-    from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-    from nnconform.spec import SpecExample, SpecFile, dump_spec
+    from nnconform.ir import ModelBuilder
+    from nnconform.ir import OperandType as T
+    from nnconform.ir import OperationType as Op
+    from nnconform.ir.spec import SpecExample, SpecFile, dump_spec
     b = ModelBuilder()
     x = b.input(T.TENSOR_FLOAT32, [64])
     y = b.output(T.TENSOR_FLOAT32, [64])
@@ -121,7 +122,9 @@ def test_deep_graph_criteria_scale_with_the_output():
 
 def _amplifier():
     """quant8 x -> ADD(x, 0) -> MUL(., 8) -> y: one LSB out of the ADD is eight at the output."""
-    from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+    from nnconform.ir import ModelBuilder
+    from nnconform.ir import OperandType as T
+    from nnconform.ir import OperationType as Op
     q = dict(scale=1.0, zero_point=0)
     b = ModelBuilder()
     x = b.input(T.TENSOR_QUANT8_ASYMM, [1, 64], **q)
@@ -143,7 +146,7 @@ def _add_off_by(k: int, only_when_hidden: bool = False):
     if not only_when_hidden:
         return {1: broken.QuantAddOffByOne, 2: broken.QuantAddOffByTwo}[k]()
     from nnconform.ir import OperationType as Op
-    from nnconform.ops.registry import get_op
+    from nnconform.reference.ops.registry import get_op
     plus = broken._add_off_by(k)
 
     def add(ctx):
@@ -159,7 +162,7 @@ def _add_off_by(k: int, only_when_hidden: bool = False):
 
 def _reconsidered(device):
     from nnconform.models.verdict import reconsider
-    from nnconform.runner import run_case
+    from nnconform.verdict.runner import run_case
     model, inputs = _amplifier()
     expected = Executor(model).run(inputs)
     outcome = run_case(device, model, inputs, expected, criteria=REAL_MODEL)
@@ -193,7 +196,7 @@ def test_only_a_value_comparison_is_reconsidered():
     used to pass the models suite, whose scaled second look only re-judged the values)."""
     WrongOutputShapes = double_module("broken").WrongOutputShapes
     from nnconform.models.verdict import reconsider
-    from nnconform.runner import run_case
+    from nnconform.verdict.runner import run_case
     model, inputs = _amplifier()
     expected = Executor(model).run(inputs)
     outcome = run_case(WrongOutputShapes(), model, inputs, expected, criteria=REAL_MODEL)
@@ -212,15 +215,16 @@ def test_replay_accepts_accumulated_rounding_as_the_suite_does(tmp_path):
     """The amplifier as a dumped models-suite spec: replayed on the off-by-one driver (8 LSB
     off at the output, every step within its criteria) it passes and says why; on the
     off-by-two driver it still fails."""
-    from nnconform.spec import SpecExample, SpecFile, dump_spec
+    from nnconform.ir.spec import SpecExample, SpecFile, dump_spec
     model, inputs = _amplifier()
     expected = Executor(model).run(inputs)
     path = tmp_path / "m.spec.json"
     dump_spec(SpecFile(model, [SpecExample("e", inputs, expected)], {"suite": "models", "criteria_set": "RealModel"}),
               path)
-    from nnconform.cli import main
     import contextlib
     import io
+
+    from nnconform.cli import main
     results = {}
     for k, driver in ((1, "QuantAddOffByOne"), (2, "QuantAddOffByTwo")):
         buf = io.StringIO()
@@ -270,8 +274,11 @@ def test_step_agreement_gives_hostile_drivers_a_reason_not_a_traceback(capsys):
     SystemExit or a lying array on an operation is a line of the report, and the hosts that
     survive go on."""
     import importlib.util
-    from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-    from nnconform.isolation import open_isolated
+
+    from nnconform.ir import ModelBuilder
+    from nnconform.ir import OperandType as T
+    from nnconform.ir import OperationType as Op
+    from nnconform.isolation.proxy import open_isolated
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "step_agreement.py"
     spec = importlib.util.spec_from_file_location("step_agreement", script)
     mod = importlib.util.module_from_spec(spec)

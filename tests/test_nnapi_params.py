@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
-from nnconform import nnapi_params as P
-from nnconform.driver_support import ParameterAccess, Rejected, Unsupported
+from nnconform.driver.support import ParameterAccess, Rejected, Unsupported
 from nnconform.errors import OpFailure
-from nnconform.executor import execute
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-from nnconform.ops.padding import PADDING_SAME, PADDING_VALID
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.ir import nnapi_params as P
+from nnconform.reference.arith.padding import PADDING_SAME, PADDING_VALID
+from nnconform.reference.executor import execute
 
 F32, I32 = T.TENSOR_FLOAT32, T.TENSOR_INT32
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))

@@ -13,12 +13,14 @@ import pytest
 pytest.importorskip("onnx", reason="onnxruntime driver needs the 'onnx' extra: pip install nnconform[onnx]")
 pytest.importorskip("onnxruntime", reason="onnxruntime driver needs the 'onnx' extra: pip install nnconform[onnx]")
 
-from nnconform.driver import DriverError, ErrorStatus  # noqa: E402
-from nnconform.drivers.onnxruntime import OnnxRuntimeDevice  # noqa: E402
-from nnconform.executor import execute as reference  # noqa: E402
-from nnconform.ir import Model, ModelBuilder, OperandType as T, OperationType as Op, Request  # noqa: E402
-from nnconform.runner import PASS, SKIP, run_case  # noqa: E402
-from nnconform.suites.examples import control_flow as cfx  # noqa: E402
+from nnconform.driver import DriverError, ErrorStatus
+from nnconform.drivers.onnxruntime import OnnxRuntimeDevice
+from nnconform.ir import Model, ModelBuilder, Request
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.executor import execute as reference
+from nnconform.suites.examples import control_flow as cfx
+from nnconform.verdict.runner import PASS, SKIP, run_case
 
 
 @pytest.fixture(scope="module")

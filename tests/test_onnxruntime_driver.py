@@ -13,14 +13,16 @@ import pytest
 pytest.importorskip("onnx", reason="onnxruntime driver needs the 'onnx' extra: pip install nnconform[onnx]")
 pytest.importorskip("onnxruntime", reason="onnxruntime driver needs the 'onnx' extra: pip install nnconform[onnx]")
 
-from nnconform.driver import DriverError, ErrorStatus  # noqa: E402
-from nnconform.drivers.onnxruntime import OnnxRuntimeDevice  # noqa: E402
-from nnconform.ir import ChannelQuant, ModelBuilder, OperandType as T, OperationType as Op  # noqa: E402
-from nnconform.loader import load_driver  # noqa: E402
-from nnconform.runner import PASS, SKIP, run_case  # noqa: E402
+import adapter_checks
+from adapter_checks import generated_suite, run
 
-import adapter_checks  # noqa: E402
-from adapter_checks import generated_suite, run  # noqa: E402
+from nnconform.driver import DriverError, ErrorStatus
+from nnconform.driver.loader import load_driver
+from nnconform.drivers.onnxruntime import OnnxRuntimeDevice
+from nnconform.ir import ChannelQuant, ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.verdict.runner import PASS, SKIP, run_case
 
 # The checks every adapter shares, collected here and run with this file's device.
 test_add_with_fused_relu6_and_broadcast = adapter_checks.test_add_with_fused_relu6_and_broadcast
@@ -184,7 +186,7 @@ def test_resize_bilinear_matches_the_reference_in_every_coordinate_mode(device):
     """Floats, NHWC and NCHW, up- and downsampling, output sizes and scales, and the three
     coordinate modes (asymmetric, align_corners, half_pixel_centers): onnxruntime's Resize
     passes the default criteria against the reference; quantised inputs are unsupported."""
-    from nnconform.executor import execute
+    from nnconform.reference.executor import execute
     rng = np.random.default_rng(1616)
     print("seed", 1616)
     for case in range(16):

@@ -9,13 +9,15 @@ import pytest
 pytest.importorskip("onnx", reason="onnxruntime driver needs the 'onnx' extra: pip install nnconform[onnx]")
 pytest.importorskip("onnxruntime", reason="onnxruntime driver needs the 'onnx' extra: pip install nnconform[onnx]")
 
-from nnconform.drivers.onnxruntime import OnnxRuntimeDevice  # noqa: E402
-from nnconform.executor import execute as reference  # noqa: E402
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op  # noqa: E402
-from nnconform.runner import PASS, run_case  # noqa: E402
+from nnconform.drivers.onnxruntime import OnnxRuntimeDevice
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.executor import execute as reference
+from nnconform.verdict.runner import PASS, run_case
 
 SEED = 11
-B, I, U, STEPS = 2, 3, 4, 3
+B, I, U, STEPS = 2, 3, 4, 3  # noqa: E741  (batch, input, units: the recurrent ops' own letters)
 
 
 @pytest.fixture(scope="module")

@@ -12,13 +12,26 @@ import numpy as np
 import pytest
 
 from nnconform.cli import _optional_interfaces
-from nnconform.driver import (AsyncExecution, BufferDesc, BufferRole, BurstExecution, CompilationCaching,
-                              DriverError, ErrorStatus, FencedExecution, FencedExecutionInfo, MemoryDomains, Timing)
+from nnconform.driver import (
+    AsyncExecution,
+    BufferDesc,
+    BufferRole,
+    BurstExecution,
+    CompilationCaching,
+    DriverError,
+    ErrorStatus,
+    FencedExecution,
+    FencedExecutionInfo,
+    MemoryDomains,
+    Timing,
+)
 from nnconform.drivers.reference import ReferenceDevice
 from nnconform.errors import ValidationError
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op, Request, RequestArgument
+from nnconform.ir import ModelBuilder, Request, RequestArgument
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.ir.validation import validate_request
 from nnconform.suites.examples import control_flow as cfx
-from nnconform.validation import validate_request
 
 
 def add_model(dims=(2, 3), t=T.TENSOR_FLOAT32):
@@ -159,7 +172,7 @@ def test_use_after_release_reaches_the_driver_however_much_was_dropped_since():
     harness merely dropped (a garbage collection of their proxies) used to share that short
     keep-list, so a collection between the release and the use pushed the burst out and the
     call failed in the host with LookupError: a flaky FAIL of vts/burst/memory_slots."""
-    from nnconform.isolation import open_isolated
+    from nnconform.isolation.proxy import open_isolated
     dev = open_isolated("reference")
     try:
         model = add_model()
@@ -282,8 +295,8 @@ PLAIN = '''
 from nnconform.driver import Device, DriverError, ErrorStatus, ExecutionResult, OutputShape, PreparedModel
 from nnconform.drivers.reference import operation_supported
 from nnconform.errors import DeadlineMissed, ValidationError
-from nnconform.executor import Executor
-from nnconform.validation import validate_model, validate_request
+from nnconform.reference.executor import Executor
+from nnconform.ir.validation import validate_model, validate_request
 
 
 class Prepared(PreparedModel):

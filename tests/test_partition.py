@@ -1,19 +1,20 @@
-"""Partitioned execution (nnconform.partition): a case the driver supports in part runs its
+"""Partitioned execution (nnconform.verdict.partition): a case the driver supports in part runs its
 supported operations on the driver and the rest on the reference, exactly."""
 import json
 
 import numpy as np
 import pytest
-
-from nnconform.drivers.reference import ReferenceDevice
-from nnconform.executor import execute
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-from nnconform.partition import assign, plan, pooled, submodel
-from nnconform.runner import run_case
-from nnconform.validation import validate_model
-from nnconform.vectors import case_from_dict, default_root, vector_files
-
 from helpers import double, double_module
+
+from nnconform.cases.vectors import case_from_dict, default_root, vector_files
+from nnconform.drivers.reference import ReferenceDevice
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.ir.validation import validate_model
+from nnconform.reference.executor import execute
+from nnconform.verdict.partition import assign, plan, pooled, submodel
+from nnconform.verdict.runner import run_case
 
 _broken_partial = double_module("broken_partial")
 HalfReferenceEven, HalfReferenceOdd, ReluIgnoresStrides = (
@@ -169,7 +170,7 @@ def test_relu_that_ignores_strides_is_caught_only_partitioned():
 
 
 def test_partitioned_failure_is_blamed_on_the_driver_operation():
-    from nnconform.attribution import blame
+    from nnconform.verdict.attribution import blame
     root = default_root()
     if not root.is_dir():
         pytest.skip(f"AOSP vectors not found at {root}")

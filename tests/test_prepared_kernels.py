@@ -7,14 +7,17 @@ import importlib.util
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, seed, settings, strategies as st
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
 
-from nnconform.executor import MAX_LOOP_TIMEOUT, Executor
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+from nnconform.cases.vectors import load_cases
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
 from nnconform.models import builtin_entries, zoo_entries
-from nnconform.ops import jit
-from nnconform.ops.registry import load_all
-from nnconform.vectors import load_cases
+from nnconform.reference.executor import MAX_LOOP_TIMEOUT, Executor
+from nnconform.reference.kernels import jit
+from nnconform.reference.ops.registry import load_all
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
@@ -77,7 +80,7 @@ def test_every_golden_vector_with_a_kernel_gives_the_same_bits_either_way(op, ke
 def test_whole_models_give_the_same_bits_with_and_without_kernels(name, kernels):
     """The built-in MobileNets (and the zoo's models, when `nnconform models fetch` has
     run): every operation of a real network, its convolutions through their kernels."""
-    from nnconform.tflite_import import TfliteImportError, UnmappedOperations
+    from nnconform.cases.tflite_import import TfliteImportError, UnmappedOperations
     entry = {**builtin_entries(), **zoo_entries()}[name]
     try:
         model = entry.load()
@@ -178,7 +181,8 @@ def test_a_prepare_that_cannot_settle_a_step_leaves_it_to_execute_and_a_bug_surf
     which reports them when the step runs; any other exception from a prepare is a bug in
     the reference and stops the plan."""
     import dataclasses
-    from nnconform.ops import registry
+
+    from nnconform.reference.ops import registry
 
     def refusing(v):
         raise ValueError("a constant the prepare cannot read")

@@ -1,15 +1,16 @@
-"""Capability probe (nnconform.probe) and generators kept inside a driver's claimed set."""
+"""Capability probe (nnconform.cases.probe) and generators kept inside a driver's claimed set."""
 import json
 import subprocess
 import sys
 
+from helpers import double, double_module
+
+from nnconform.cases.probe import HONEST, OVER, UNDER, ClaimCache, probe_cells
 from nnconform.drivers.reference import ReferenceDevice
 from nnconform.generators.graphs import GraphConfig
 from nnconform.generators.strategies import sample
-from nnconform.ir import OperandType as T, OperationType as Op
-from nnconform.probe import HONEST, OVER, UNDER, ClaimCache, probe_cells
-
-from helpers import double, double_module
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
 
 _broken_partial = double_module("broken_partial")
 FloorUnderClaim, HalfReferenceEven, QuantConvOverClaim = (

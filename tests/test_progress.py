@@ -5,7 +5,7 @@ import subprocess
 import sys
 from collections import Counter
 
-from nnconform.progress import Estimate, format_duration, suite_of
+from nnconform.plugin.progress import Estimate, format_duration, suite_of
 
 
 def test_estimate_weighs_suites_by_their_own_case_time():

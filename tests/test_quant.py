@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from nnconform.ops import quant
+from nnconform.reference.arith import quant
 
 
 @pytest.mark.parametrize("real,expected", [

@@ -8,12 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from nnconform.criteria import RANDOM_GRAPH_SETS
-from nnconform.runner import run_case
-from nnconform.spec import load_spec
-
 from helpers import double, double_module
+
+from nnconform.ir.spec import load_spec
+from nnconform.verdict.criteria import RANDOM_GRAPH_SETS
+from nnconform.verdict.runner import run_case
 
 broken = double_module("broken")
 

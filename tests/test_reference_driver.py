@@ -2,12 +2,13 @@ import time
 
 import numpy as np
 import pytest
+from helpers import relu_model
 
 from nnconform.driver import AsyncExecution, DriverError, ErrorStatus
 from nnconform.drivers.reference import ReferenceDevice
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op, Request, RequestArgument
-
-from helpers import relu_model
+from nnconform.ir import ModelBuilder, Request, RequestArgument
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
 
 X = np.array([-1, 2, -3, 4], np.float32)
 

@@ -1,4 +1,4 @@
-"""The batched model-mutation check (nnconform.vts_checks.rejections, the driver host's
+"""The batched model-mutation check (nnconform.vts.checks.rejections, the driver host's
 ``reject_many``) against the one-call-at-a-time check it replaces: the same verdict for every
 mutation, from an honest driver and from one that answers invalid models in every wrong way,
 whether the host answers them all in one reply or one per reply; and a driver that dies in the
@@ -6,15 +6,14 @@ middle of a batch is a host incident, not a lost or wrong verdict."""
 from __future__ import annotations
 
 import pytest
-
-from nnconform import isolation
-from nnconform.drivers.reference import ReferenceDevice
-from nnconform.isolation import HostCrash, IsolatedDevice
-from nnconform.mutations import MODEL_MUTATIONS, mutate_model
-from nnconform.suites.examples import all_examples
-from nnconform.vts_checks import not_rejected, rejections
-
 from helpers import double
+
+from nnconform.drivers.reference import ReferenceDevice
+from nnconform.isolation import proxy as isolation
+from nnconform.isolation.proxy import HostCrash, IsolatedDevice
+from nnconform.suites.examples import all_examples
+from nnconform.vts.checks import not_rejected, rejections
+from nnconform.vts.mutations import MODEL_MUTATIONS, mutate_model
 
 MIXED = double("broken_matrix", "MixedRejections")
 # every class but the one that makes MixedRejections abort (tested on its own below)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from nnconform.reports import write_html
-from nnconform.results import ResultRecord
+from nnconform.verdict.results import ResultRecord
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 

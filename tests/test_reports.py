@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from nnconform.reports import build_reports, write_csv, write_html
-from nnconform.results import ResultRecord, ResultsWriter
+from nnconform.verdict.results import ResultRecord, ResultsWriter
 
 NASTY = 'expected 1 <b>&</b> "got" 2 \'x\' <script>alert(1)</script>'
 
@@ -76,7 +76,7 @@ def test_csv_rows_with_numpy_values_read_as_the_journal_has_them(tmp_path):
 
     import numpy as np
 
-    from nnconform.results import record_to_json
+    from nnconform.verdict.results import record_to_json
     rows = [ResultRecord("vectors", "plain", "ref", "PASS", ["ADD"], ["fp32"], duration_s=0.25, seed=3,
                          extra={"b": 1, "a": "x\u00e9"}),
             ResultRecord("vectors", "=numpy", "ref", "FAIL", ["ADD"], ["fp32"], duration_s=np.float32(0.5),

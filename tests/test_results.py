@@ -1,4 +1,4 @@
-"""Result records and the JSON-lines results file (nnconform.results)."""
+"""Result records and the JSON-lines results file (nnconform.verdict.results)."""
 from __future__ import annotations
 
 import json
@@ -7,8 +7,8 @@ import threading
 import numpy as np
 import pytest
 
-from nnconform import results as R
-from nnconform.results import ResultRecord, ResultsWriter, read_results
+from nnconform.verdict import results as R
+from nnconform.verdict.results import ResultRecord, ResultsWriter, read_results
 
 
 def rec(i=0, outcome=R.PASS, **kw):

@@ -1,12 +1,11 @@
 """The runner turns every driver behaviour into an outcome with a readable message."""
 import numpy as np
 import pytest
+from helpers import add_model, double_module, relu_model
 
 from nnconform.drivers.reference import ReferenceDevice
 from nnconform.ir import OperandType as T
-from nnconform.runner import run_case
-
-from helpers import add_model, double_module, relu_model
+from nnconform.verdict.runner import run_case
 
 broken = double_module("broken")
 
@@ -41,7 +40,8 @@ def test_misbehaving_drivers_become_fail_rows(driver, fragment):
 
 
 def test_unsupported_is_skip():
-    from nnconform.ir import ModelBuilder, OperationType as Op
+    from nnconform.ir import ModelBuilder
+    from nnconform.ir import OperationType as Op
     b = ModelBuilder()
     x = b.input(T.TENSOR_FLOAT32, [1])
     b.operation(Op.OEM_OPERATION, [x], [b.output(T.TENSOR_FLOAT32, [1])])
@@ -50,7 +50,8 @@ def test_unsupported_is_skip():
 
 
 def test_expect_failure_must_be_rejected():
-    from nnconform.ir import ModelBuilder, OperationType as Op
+    from nnconform.ir import ModelBuilder
+    from nnconform.ir import OperationType as Op
     b = ModelBuilder()
     x = b.input(T.TENSOR_FLOAT32, [2])
     y = b.input(T.TENSOR_FLOAT32, [2])
@@ -64,8 +65,9 @@ def test_an_in_process_array_that_says_it_equals_anything_is_judged_by_its_data(
     """broken_isolation.LyingArray returns zeros as an ndarray subclass whose ==, != and
     all() claim a match; without a host in between, the runner still judges the data."""
     LyingArray = double_module("broken_isolation").LyingArray
-    from nnconform.executor import Executor
-    from nnconform.ir import ModelBuilder, OperationType as Op
+    from nnconform.ir import ModelBuilder
+    from nnconform.ir import OperationType as Op
+    from nnconform.reference.executor import Executor
     b = ModelBuilder()
     x = b.input(T.TENSOR_FLOAT32, [1, 8])
     b.operation(Op.FLOOR, [x], [b.output(T.TENSOR_FLOAT32, [1, 8])])   # FLOOR is its trigger

@@ -7,10 +7,9 @@ import textwrap
 import time
 
 import pytest
-
-from nnconform.sandbox import Sandbox, SandboxError
-
 from helpers import double
+
+from nnconform.isolation.sandbox import Sandbox, SandboxError
 
 BROKEN = double("broken_stress")
 PROBE = "nnconform.stress.tests:liveness_probe"
@@ -102,7 +101,7 @@ def test_hang_is_hang_with_stack_dump_and_the_group_is_killed():
         assert "Thread" in r.stderr_tail and "broken_stress.py" in r.stderr_tail   # SIGUSR1 dump
         assert not _alive(pid)
         # The slot recovers: the next case gets a new worker.
-        assert box.run("nnconform.sandbox:noop_case", {}, timeout=LIMIT).verdict == "SUCCESS"
+        assert box.run("nnconform.isolation.sandbox:noop_case", {}, timeout=LIMIT).verdict == "SUCCESS"
         assert box.worker_pid != pid
 
 
@@ -129,7 +128,7 @@ def test_workers_die_when_the_runner_is_sigkilled(tmp_path):
     # worker (and its group) down.
     script = textwrap.dedent(f"""
         import sys
-        from nnconform.sandbox import Sandbox
+        from nnconform.isolation.sandbox import Sandbox
         box = Sandbox("{BROKEN}HangsInExecute", workdir={str(tmp_path)!r})
         box.start()
         print(box.worker_pid, flush=True)

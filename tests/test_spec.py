@@ -9,16 +9,30 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import nnconform
 from nnconform.errors import SpecError
-from nnconform.ir import (ZERO_POINT_RANGE, ChannelQuant, Model, ModelBuilder, OperandType as T,
-                          OperationType as Op, type_info)
-from nnconform.spec import (INLINE_MAX, SpecExample, SpecFile, decode_tensor, dump_spec, dumps_spec,
-                            encode_tensor, failure_meta, load_spec, loads_spec, model_from_dict,
-                            model_to_dict, replay_command)
+from nnconform.ir import ZERO_POINT_RANGE, ChannelQuant, Model, ModelBuilder, type_info
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.ir.spec import (
+    INLINE_MAX,
+    SpecExample,
+    SpecFile,
+    decode_tensor,
+    dump_spec,
+    dumps_spec,
+    encode_tensor,
+    failure_meta,
+    load_spec,
+    loads_spec,
+    model_from_dict,
+    model_to_dict,
+    replay_command,
+)
 
 QUANT = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT16_ASYMM,
          T.TENSOR_QUANT16_SYMM)

@@ -9,19 +9,25 @@ from collections import Counter
 
 import numpy as np
 import pytest
-
-from nnconform.ir import OperationType as Op
-from nnconform.cli import main
-from nnconform.executor import Executor
-from nnconform.results import read_results
-from nnconform.spec import load_spec
-from nnconform.stress.random_models import random_model
-from nnconform.stress.runner import (StressConfig, StressUsageError, build_plan, case_seed, parse_budget,
-                                     plan_counts, run_stress)
-from nnconform.stress.tests import TESTS, StressOptions
-from nnconform.validation import validate_model
-
 from helpers import double, double_module
+
+from nnconform.cli import main
+from nnconform.ir import OperationType as Op
+from nnconform.ir.spec import load_spec
+from nnconform.ir.validation import validate_model
+from nnconform.reference.executor import Executor
+from nnconform.stress.random_models import random_model
+from nnconform.stress.runner import (
+    StressConfig,
+    StressUsageError,
+    build_plan,
+    case_seed,
+    parse_budget,
+    plan_counts,
+    run_stress,
+)
+from nnconform.stress.tests import TESTS, StressOptions
+from nnconform.verdict.results import read_results
 
 _broken_stress = double_module("broken_stress")
 check_against_log, parse_rates = _broken_stress.check_against_log, _broken_stress.parse_rates
@@ -228,7 +234,7 @@ def _worker_pids() -> list[int]:
         if d.isdigit():
             try:
                 with open(f"/proc/{d}/cmdline", "rb") as f:
-                    if b"nnconform.sandbox" in f.read():
+                    if b"nnconform.isolation.sandbox" in f.read():
                         out.append(int(d))
             except OSError:
                 pass

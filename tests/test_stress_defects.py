@@ -6,16 +6,15 @@ import os
 import signal
 
 import pytest
+from helpers import double, double_module
 
-from nnconform import reaper
 from nnconform.cli import main
-from nnconform.results import read_results
-from nnconform.sandbox import CaseContext, Sandbox
+from nnconform.isolation import reaper
+from nnconform.isolation.sandbox import CaseContext, Sandbox
 from nnconform.stress import client
 from nnconform.stress.runner import StressConfig, StressUsageError, build_plan, parse_budget, run_stress
 from nnconform.stress.tests import StressOptions, parallel_inference, performance_degradation
-
-from helpers import double, double_module
+from nnconform.verdict.results import read_results
 
 BROKEN = double("broken_stress")
 PROBE = "nnconform.stress.tests:liveness_probe"
@@ -175,7 +174,7 @@ def test_processes_a_case_leaves_are_killed_and_named(truth_log, driver, action)
         assert not _alive(children[0])
         assert reaper.descendants(box.worker_pid) == []
         # the worker carries on: a case that spawns nothing is a SUCCESS again
-        assert box.run("nnconform.sandbox:noop_case", {}, timeout=120).verdict == "SUCCESS"
+        assert box.run("nnconform.isolation.sandbox:noop_case", {}, timeout=120).verdict == "SUCCESS"
     assert children[0] not in reaper.descendants(os.getpid())
 
 

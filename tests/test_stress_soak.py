@@ -3,11 +3,11 @@ soak (past 2^16 executions of one prepared model) and the whole-life leak verdic
 catching its broken driver of tests/drivers/broken_domains.py while the reference passes."""
 from __future__ import annotations
 
-from nnconform.results import read_results
+from helpers import double
+
 from nnconform.stress.runner import StressConfig, run_stress
 from nnconform.stress.tests import StressOptions, worker_life_leaks
-
-from helpers import double
+from nnconform.verdict.results import read_results
 
 BROKEN = double("broken_domains")
 GRACE = 120.0

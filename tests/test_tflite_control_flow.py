@@ -12,13 +12,15 @@ import pytest
 pytest.importorskip("ai_edge_litert", reason="tflite driver needs the 'tflite' extra: pip install nnconform[tflite]")
 pytest.importorskip("flatbuffers", reason="tflite driver needs the 'tflite' extra: pip install nnconform[tflite]")
 
-from ai_edge_litert import schema_py_generated as S  # noqa: E402
+from ai_edge_litert import schema_py_generated as S
 
-from nnconform.driver import DriverError, ErrorStatus  # noqa: E402
-from nnconform.drivers.tflite import TfliteDevice, convert  # noqa: E402
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op, Request  # noqa: E402
-from nnconform.runner import PASS, SKIP, run_case  # noqa: E402
-from nnconform.suites.examples import control_flow as cfx  # noqa: E402
+from nnconform.driver import DriverError, ErrorStatus
+from nnconform.drivers.tflite import TfliteDevice, convert
+from nnconform.ir import ModelBuilder, Request
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.suites.examples import control_flow as cfx
+from nnconform.verdict.runner import PASS, SKIP, run_case
 
 # Examples whose branch or body TFLite cannot compute exactly: QUANT16 has no TFLite tensor
 # type here, and the quant8 "carry" examples CAST between quantised tensors with different
@@ -32,7 +34,7 @@ def device():
     forked child (device.invoke_bounded); forked from a pytest worker, that child would copy
     the threads of whatever test ran there before (JAX starts a thread pool, and a fork of a
     multithreaded process can deadlock).  The host is a fresh interpreter with only the adapter."""
-    from nnconform.isolation import IsolatedDevice
+    from nnconform.isolation.proxy import IsolatedDevice
     host = IsolatedDevice("tflite")
     try:
         yield host

@@ -11,14 +11,18 @@ import pytest
 pytest.importorskip("ai_edge_litert", reason="tflite driver needs the 'tflite' extra: pip install nnconform[tflite]")
 pytest.importorskip("flatbuffers", reason="tflite driver needs the 'tflite' extra: pip install nnconform[tflite]")
 
-from nnconform.drivers.tflite import TfliteDevice  # noqa: E402
-from nnconform.drivers.tflite import convert  # noqa: E402
-from nnconform.ir import ChannelQuant, ModelBuilder, OperandType as T, OperationType as Op, Request  # noqa: E402
-from nnconform.loader import load_driver  # noqa: E402
-from nnconform.runner import PASS, SKIP, run_case  # noqa: E402
+import adapter_checks
+from adapter_checks import generated_suite, run
 
-import adapter_checks  # noqa: E402
-from adapter_checks import generated_suite, run  # noqa: E402
+from nnconform.driver.loader import load_driver
+from nnconform.drivers.tflite import (
+    TfliteDevice,
+    convert,
+)
+from nnconform.ir import ChannelQuant, ModelBuilder, Request
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.verdict.runner import PASS, SKIP, run_case
 
 # The checks every adapter shares, collected here and run with this file's device.
 test_add_with_fused_relu6_and_broadcast = adapter_checks.test_add_with_fused_relu6_and_broadcast

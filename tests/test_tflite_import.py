@@ -12,16 +12,18 @@ import pytest
 
 pytest.importorskip("ai_edge_litert", reason="TFLite import needs the 'tflite' extra: pip install nnconform[tflite]")
 
-from nnconform.cli import main  # noqa: E402
-from nnconform.drivers.tflite import convert  # noqa: E402
-from nnconform.drivers.tflite.builder import BuiltinOperator as B, FlatModel, TensorType  # noqa: E402
-from nnconform.executor import Executor  # noqa: E402
-from nnconform.ir import ChannelQuant, ModelBuilder, OperandType as T, OperationType as Op  # noqa: E402
-from nnconform.models import builtin, zoo  # noqa: E402
-from nnconform.spec import load_spec  # noqa: E402
-from nnconform.tflite_import import (TfliteImportError, UnmappedOperations, import_tflite_bytes,  # noqa: E402
-                                     seeded_inputs)
-from nnconform.validation import validate_model  # noqa: E402
+from nnconform.cases.tflite_import import TfliteImportError, UnmappedOperations, import_tflite_bytes, seeded_inputs
+from nnconform.cli import main
+from nnconform.drivers.tflite import convert
+from nnconform.drivers.tflite.builder import BuiltinOperator as B
+from nnconform.drivers.tflite.builder import FlatModel, TensorType
+from nnconform.ir import ChannelQuant, ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.ir.spec import load_spec
+from nnconform.ir.validation import validate_model
+from nnconform.models import builtin, zoo
+from nnconform.reference.executor import Executor
 
 
 def _round_trip(model):
@@ -138,7 +140,7 @@ def _zoo_or_skip() -> dict[str, Path]:
 
 def test_zoo_models_import_or_name_their_unmapped_operations():
     models = _zoo_or_skip()
-    from nnconform.tflite_import import import_tflite
+    from nnconform.cases.tflite_import import import_tflite
     imported, unmapped = [], {}
     for name, path in sorted(models.items()):
         try:
@@ -156,7 +158,8 @@ def test_zoo_models_import_or_name_their_unmapped_operations():
 def test_zoo_model_matches_litert():
     models = _zoo_or_skip()
     from ai_edge_litert.interpreter import Interpreter
-    from nnconform.tflite_import import import_tflite
+
+    from nnconform.cases.tflite_import import import_tflite
     path = models.get("hand_recrop")
     if path is None:
         pytest.skip("hand_recrop.tflite is not in the fetched zoo")
@@ -186,7 +189,8 @@ def _dim(fmt, dense=0, segments=None, indices=None):
 
 def test_densify_csr_and_block_sparse():
     from ai_edge_litert import schema_py_generated as S
-    from nnconform.tflite_import import densify
+
+    from nnconform.cases.tflite_import import densify
     sp = S.SparsityParametersT()
     sp.traversalOrder, sp.blockMap = [0, 1], None
     sp.dimMetadata = [_dim(0, 2), _dim(1, segments=[0, 2, 3], indices=[1, 3, 0])]

@@ -10,11 +10,13 @@ import pytest
 pytest.importorskip("ai_edge_litert", reason="tflite driver needs the 'tflite' extra: pip install nnconform[tflite]")
 pytest.importorskip("flatbuffers", reason="tflite driver needs the 'tflite' extra: pip install nnconform[tflite]")
 
-from nnconform.drivers.tflite import TfliteDevice  # noqa: E402
-from nnconform.driver_support import with_omitted_inputs  # noqa: E402
-from nnconform.executor import Executor  # noqa: E402
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op, Request  # noqa: E402
-from nnconform.runner import PASS, run_case  # noqa: E402
+from nnconform.driver.support import with_omitted_inputs
+from nnconform.drivers.tflite import TfliteDevice
+from nnconform.ir import ModelBuilder, Request
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.executor import Executor
+from nnconform.verdict.runner import PASS, run_case
 
 SEED = 11
 F32 = T.TENSOR_FLOAT32
@@ -118,7 +120,7 @@ def test_bidirectional_sequence_rnn(device, linking, time_major, merge):
 
 def lstm_cell(m: Build, n_in: int, n_cell: int, n_out: int, *, cifg=False, peephole=False, projection=False):
     """The 17 cell inputs (LSTM inputs 1-17)."""
-    gate_w = lambda *d: m.omitted() if cifg else m.const(*d)  # noqa: E731
+    gate_w = lambda *d: m.omitted() if cifg else m.const(*d)
     ins = [gate_w(n_cell, n_in)] + [m.const(n_cell, n_in) for _ in range(3)]
     ins += [gate_w(n_cell, n_out)] + [m.const(n_cell, n_out) for _ in range(3)]
     ins += [m.omitted() if cifg or not peephole else m.const(n_cell)]

@@ -8,15 +8,17 @@ import pytest
 
 pytest.importorskip("torch", reason="torch driver needs the 'torch' extra: pip install nnconform[torch]")
 
-from nnconform.driver import DriverError, ErrorStatus  # noqa: E402
-from nnconform.drivers.torch import TorchCompileDevice, TorchDevice  # noqa: E402
-from nnconform.executor import execute  # noqa: E402
-from nnconform.ir import ChannelQuant, ModelBuilder, OperandType as T, OperationType as Op, Request  # noqa: E402
-from nnconform.loader import load_driver  # noqa: E402
-from nnconform.runner import PASS, SKIP, run_case  # noqa: E402
+import adapter_checks
+from adapter_checks import generated_suite, run
 
-import adapter_checks  # noqa: E402
-from adapter_checks import generated_suite, run  # noqa: E402
+from nnconform.driver import DriverError, ErrorStatus
+from nnconform.driver.loader import load_driver
+from nnconform.drivers.torch import TorchCompileDevice, TorchDevice
+from nnconform.ir import ChannelQuant, ModelBuilder, Request
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.executor import execute
+from nnconform.verdict.runner import PASS, SKIP, run_case
 
 # The checks every adapter shares, collected here and run with this file's device.
 test_add_with_fused_relu6_and_broadcast = adapter_checks.test_add_with_fused_relu6_and_broadcast

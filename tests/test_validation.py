@@ -18,10 +18,11 @@ import numpy as np
 import pytest
 
 from nnconform.errors import ValidationError
-from nnconform.ir import (ChannelQuant, Lifetime, Model, ModelBuilder, Operand, OperandType as T,
-                          Operation, OperationType as Op, Request, RequestArgument)
-from nnconform.ops import registry
-from nnconform.validation import validate_model, validate_request
+from nnconform.ir import ChannelQuant, Lifetime, Model, ModelBuilder, Operand, Operation, Request, RequestArgument
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.ir.validation import validate_model, validate_request
+from nnconform.reference.ops import registry
 
 F32 = T.TENSOR_FLOAT32
 DIMS = (1, 2, 2, 1)

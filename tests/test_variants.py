@@ -1,4 +1,4 @@
-"""The vectors execution matrix (nnconform.variants): selection, the reported-shape check of
+"""The vectors execution matrix (nnconform.cases.variants): selection, the reported-shape check of
 run_case, feature-level scope, the reference passing every cell on a small fixed set of golden
 vectors, and each deliberately broken driver of tests/drivers/broken_matrix.py failing only
 the cells of its own defect."""
@@ -11,20 +11,29 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import add_model, double, double_module
 
+from nnconform.cases.variants import (
+    PLAIN,
+    Variant,
+    applicable,
+    mutation_eligible,
+    mutation_variants,
+    parse_mode,
+    request_mutation_variants,
+    run_variant,
+    select,
+    select_mutations,
+)
+from nnconform.cases.vectors import case_from_dict, default_root
 from nnconform.driver import DriverError, ErrorStatus, ExecutionResult, OutputShape
 from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
-from nnconform.ops.feature_levels import NEWEST_FEATURE_LEVEL, driver_level
-from nnconform.runner import run_case
 from nnconform.errors import ValidationError
-from nnconform.mutations import RANK_CONSTRAINTS, invalid_ranks, operation_input_rank
-from nnconform.validation import validate_model
-from nnconform.variants import (PLAIN, Variant, applicable, mutation_eligible, mutation_variants, parse_mode,
-                                request_mutation_variants, run_variant, select, select_mutations)
-from nnconform.vectors import case_from_dict, default_root
-from nnconform.vts_checks import verdict
-
-from helpers import add_model, double, double_module
+from nnconform.ir.validation import validate_model
+from nnconform.reference.ops.feature_levels import NEWEST_FEATURE_LEVEL, driver_level
+from nnconform.verdict.runner import run_case
+from nnconform.vts.checks import verdict
+from nnconform.vts.mutations import RANK_CONSTRAINTS, invalid_ranks, operation_input_rank
 
 broken_matrix = double_module("broken_matrix")
 
@@ -332,7 +341,7 @@ def test_a_failing_cell_leaves_no_preparation_for_the_next(subset):
 def test_a_crash_on_one_path_gives_the_next_cells_a_new_host_and_preparation(subset):
     """Through a driver host: the async cell's abort is its CRASH; the shared preparation died
     with that host, and the burst cell after it prepares on the new host and passes."""
-    from nnconform.isolation import open_isolated
+    from nnconform.isolation.proxy import open_isolated
     _, add, add_path = subset[0]
     case = case_from_dict(add, add_path)
     dev = open_isolated(double("broken_matrix", "AsyncAborts"))

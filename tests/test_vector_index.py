@@ -1,11 +1,11 @@
-"""The vectors suite's collection index (nnconform.vector_index): facts are derived once per
+"""The vectors suite's collection index (nnconform.cases.vector_index): facts are derived once per
 file and reused while the file and the deriving code are unchanged."""
 import json
 import os
 
 import pytest
 
-from nnconform.vector_index import VectorIndex, code_key, index_path
+from nnconform.cases.vector_index import VectorIndex, code_key, index_path
 
 
 @pytest.fixture

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nnconform.cases.vectors import check_case, load_cases
+from nnconform.cases.vectors_import import ImportProblem, dumps_cases, import_vectors
 from nnconform.cli import main
 from nnconform.ir import OperandType as T
-from nnconform.vectors import check_case, load_cases
-from nnconform.vectors_import import ImportProblem, dumps_cases, import_vectors
 
 STANDIN = Path(__file__).resolve().parent / "aosp_standin"
 

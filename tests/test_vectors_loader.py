@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from nnconform import vectors_data
-from nnconform.executor import execute
-from nnconform.spec import SpecExample, SpecFile, dump_spec, load_spec
-from nnconform.validation import validate_model
-from nnconform.vectors import default_root, load_cases, resolve_root, vector_files, vector_folders
+from nnconform.cases.vectors import default_root, load_cases, resolve_root, vector_files, vector_folders
+from nnconform.ir.spec import SpecExample, SpecFile, dump_spec, load_spec
+from nnconform.ir.validation import validate_model
+from nnconform.reference.executor import execute
 
 FOLDERS = ["V1_0", "V1_1", "V1_2", "V1_3", "V1_3_cts_only", "AIDL_V2", "AIDL_V3"]
 
@@ -102,7 +102,7 @@ def test_a_damaged_archive_is_refused(tmp_path, monkeypatch):
 
 def test_the_pack_command(tmp_path):
     src = _small_tree(tmp_path / "src")
-    r = subprocess.run([sys.executable, "-m", "nnconform.vectors", "pack", str(src), "--out", str(tmp_path / "o")],
+    r = subprocess.run([sys.executable, "-m", "nnconform.cases.vectors", "pack", str(src), "--out", str(tmp_path / "o")],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "4 cases in 3 files" in r.stdout and (tmp_path / "o" / "MANIFEST.json").is_file()
@@ -155,7 +155,7 @@ def test_an_operation_filtered_load_opens_only_files_with_a_wanted_case(tmp_path
     """load_cases(ops=..., within=...) learns each file's operations once (an index kept in the
     cache between processes) and then skips the files with no wanted case unread; ``within``
     drops cases that also use other operations."""
-    import nnconform.vectors as vectors_module
+    import nnconform.cases.vectors as vectors_module
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     tree = tmp_path / "vectors" / "V1_0"
     tree.mkdir(parents=True)

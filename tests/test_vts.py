@@ -7,16 +7,15 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import add_model, double
 
-from nnconform.cache_checks import CHECKS as CACHE_CHECKS
 from nnconform.driver import ExecutionPreference, Priority
 from nnconform.errors import ValidationError
 from nnconform.ir import Request
-from nnconform.mutations import (MODEL_CHANGING, MODEL_MUTATIONS, request_mutation_class, request_mutations)
+from nnconform.ir.validation import validate_model, validate_request
 from nnconform.suites.examples import all_examples
-from nnconform.validation import validate_model, validate_request
-
-from helpers import add_model, double
+from nnconform.vts.cache_checks import CHECKS as CACHE_CHECKS
+from nnconform.vts.mutations import MODEL_CHANGING, MODEL_MUTATIONS, request_mutation_class, request_mutations
 
 VALID = [e for e in all_examples() if not e.expect_failure]
 

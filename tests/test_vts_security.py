@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from helpers import double
 
 # The cache cases are run against the broken cache drivers in-process (tests/test_cache_security.py,

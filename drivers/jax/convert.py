@@ -30,13 +30,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from nnconform.driver_support import ParameterAccess, Rejected, Unsupported
-from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
-from nnconform.ops import activation as nn_activation
-from nnconform import nnapi_params as params
-from nnconform.nnapi_params import same_quant
-
-from . import quant_ops as q
+from nnconform.driver.support import ParameterAccess, Rejected, Unsupported
+from nnconform.drivers.jax import quant_ops as q
+from nnconform.ir import Model, Operand, Subgraph
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.ir import nnapi_params as params
+from nnconform.ir.nnapi_params import same_quant
+from nnconform.reference.arith import activation as nn_activation
 
 __all__ = ["CONVERTERS", "Rejected", "Unsupported", "build_function", "operation_supported", "TYPES"]
 

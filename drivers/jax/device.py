@@ -21,13 +21,20 @@ import jax
 import numpy as np
 
 from nnconform import __version__
-from nnconform import driver_support as support
-from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
-                              ExecutionResult, PreparedModel, Priority)
+from nnconform.driver import (
+    Capabilities,
+    Device,
+    DriverError,
+    ErrorStatus,
+    ExecutionPreference,
+    ExecutionResult,
+    PreparedModel,
+    Priority,
+    support,
+)
+from nnconform.drivers.jax import convert
+from nnconform.drivers.jax.quant_ops import x64_scope
 from nnconform.ir import Model, Request
-
-from . import convert
-from .quant_ops import x64_scope
 
 
 def _compile(model: Model, fn, shapes: tuple[tuple[int, ...], ...]):

@@ -1,6 +1,6 @@
 """Quantised NNAPI arithmetic in jax.numpy, bit for bit with the reference's integer kernels.
 
-The reference (nnconform.ops.quant) follows gemmlowp/TFLite: a real multiplier becomes an
+The reference (nnconform.reference.arith.quant) follows gemmlowp/TFLite: a real multiplier becomes an
 int32 mantissa and a power-of-two shift, products round with "saturating rounding doubling
 high multiply" and shifts round half away from zero.  Those need 64-bit products, so every
 model holding a quantised operand is traced with jax's 64-bit types enabled (``x64_scope``);
@@ -19,11 +19,13 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from nnconform.driver_support import Rejected, Unsupported
-from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op
-from nnconform.ops import activation as nn_activation
-from nnconform.ops.conv_common import _output_multipliers
-from nnconform.ops.quant import QUANT_RANGE, quantize_multiplier
+from nnconform.driver.support import Rejected, Unsupported
+from nnconform.ir import Model, Operand
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.arith import activation as nn_activation
+from nnconform.reference.arith.quant import QUANT_RANGE, quantize_multiplier
+from nnconform.reference.ops.conv_common import _output_multipliers
 
 QUANT_TYPES = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
                T.TENSOR_QUANT8_SYMM_PER_CHANNEL)
@@ -141,7 +143,7 @@ def _offsets(c, k: int) -> jax.Array:
 # Element-wise
 # ---------------------------------------------------------------------------------------
 
-ADD_LEFT_SHIFT = 20   # the quantised Add kernel's headroom bits (nnconform.ops.add_sub)
+ADD_LEFT_SHIFT = 20   # the quantised Add kernel's headroom bits (nnconform.reference.ops.add_sub)
 
 
 def quant_arith(c, kind, act: int) -> jax.Array:

@@ -41,7 +41,8 @@ from typing import Callable, Sequence
 import onnx
 from onnx import helper
 
-from nnconform.ir import Model, OperationType as Op, Subgraph
+from nnconform.ir import Model, Subgraph
+from nnconform.ir import OperationType as Op
 
 COND, THEN, ELSE, IF_FIRST = 0, 1, 2, 3
 WHILE_COND, WHILE_BODY, WHILE_FIRST = 0, 1, 2
@@ -213,4 +214,4 @@ def has_while(model: Model) -> bool:
 
 # Last: convert.py imports this module to register CONVERTERS, and the converters here use
 # convert's builders only when they run (so importing either module first works).
-from . import convert as cv  # noqa: E402
+from nnconform.drivers.onnxruntime import convert as cv  # noqa: E402

@@ -30,16 +30,17 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
-from nnconform.ops import activation as nn_activation
-from nnconform import nnapi_params as params
-from nnconform.nnapi_params import same_quant
+from nnconform.ir import Model, Operand, Subgraph
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.ir import nnapi_params as params
+from nnconform.ir.nnapi_params import same_quant
+from nnconform.reference.arith import activation as nn_activation
 
 OPSET = 21
 
 
-from nnconform.driver_support import ParameterAccess, Rejected, Unsupported  # noqa: E402  (Unsupported re-exported)
-
+from nnconform.driver.support import ParameterAccess, Rejected, Unsupported  # noqa: E402  (Unsupported re-exported)
 
 ONNX_TYPE = {
     T.TENSOR_FLOAT32: TensorProto.FLOAT, T.FLOAT32: TensorProto.FLOAT,
@@ -1115,7 +1116,7 @@ CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
 
 # IF/WHILE (ONNX If/Loop) and the RNN/LSTM families live in their own modules, which use the
 # builders above; they add themselves to the table here.
-from . import control_flow, recurrent  # noqa: E402
+from nnconform.drivers.onnxruntime import control_flow, recurrent  # noqa: E402
 
 CONVERTERS.update(control_flow.CONVERTERS)
 CONVERTERS.update(recurrent.CONVERTERS)

@@ -21,14 +21,21 @@ from typing import Callable
 import onnxruntime as ort
 
 from nnconform import __version__
-from nnconform import driver_support as support
-from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
-                              ExecutionResult, PreparedModel, Priority)
+from nnconform.driver import (
+    Capabilities,
+    Device,
+    DriverError,
+    ErrorStatus,
+    ExecutionPreference,
+    ExecutionResult,
+    PreparedModel,
+    Priority,
+    support,
+)
+from nnconform.drivers.onnxruntime import control_flow, convert
 from nnconform.errors import DriverLoadError
-from nnconform.executor import clamp_loop_timeout
 from nnconform.ir import Model, Request
-
-from . import convert, control_flow
+from nnconform.reference.executor import clamp_loop_timeout
 
 _LEVELS = {
     "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,

@@ -6,7 +6,7 @@ the projected output, and it knows neither NNAPI's activation codes (RELU6 for t
 the reference's activation-NONE rule (the cell gate, not the new cell state, multiplies the
 output gate; lstm_cell.py).  ONNX RNN has no aux input and no RELU1/RELU6.  So
 each step is written out with MatMul / Add / Mul / Sigmoid / Tanh / Clip exactly as
-``nnconform.ops.lstm_cell.step`` and ``nnconform.ops.rnn.rnn_step`` compute it, for a static
+``nnconform.reference.ops.lstm_cell.step`` and ``nnconform.reference.ops.rnn.rnn_step`` compute it, for a static
 number of steps: the input's time dimension must be known (a sequence of unknown length is
 unsupported; so is a zero-length one).
 
@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconform.ir import OperandType as T, OperationType as Op
-from nnconform.ops import activation as nn_activation
-from nnconform.ops import lstm_cell as cell
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.arith import activation as nn_activation
+from nnconform.reference.ops import lstm_cell as cell
 
 FLOATS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
 
@@ -432,4 +433,4 @@ CONVERTERS = {
 
 # Last: convert.py imports this module to register CONVERTERS, and the converters here use
 # convert's builders only when they run (so importing either module first works).
-from . import convert as cv  # noqa: E402
+from nnconform.drivers.onnxruntime import convert as cv  # noqa: E402

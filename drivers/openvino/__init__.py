@@ -14,6 +14,6 @@ import sys
 # already imported it keeps it.
 sys.modules.setdefault("openvino_telemetry", None)
 
-from .device import OpenVinoDevice, OpenVinoPreparedModel  # noqa: E402
+from nnconform.drivers.openvino.device import OpenVinoDevice, OpenVinoPreparedModel  # noqa: E402
 
 __all__ = ["OpenVinoDevice", "OpenVinoPreparedModel"]

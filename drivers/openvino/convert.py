@@ -32,11 +32,13 @@ import numpy as np
 import openvino as ov
 import openvino.opset16 as ops  # the newest complete opset (opset17 holds only its two new ops)
 
-from nnconform.driver_support import ParameterAccess, Rejected, Unsupported
-from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
-from nnconform.ops import activation as nn_activation
-from nnconform import nnapi_params as params
-from nnconform.nnapi_params import same_quant
+from nnconform.driver.support import ParameterAccess, Rejected, Unsupported
+from nnconform.ir import Model, Operand, Subgraph
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.ir import nnapi_params as params
+from nnconform.ir.nnapi_params import same_quant
+from nnconform.reference.arith import activation as nn_activation
 
 __all__ = ["Unsupported", "Rejected", "OV_TYPE", "CONVERTERS", "operation_supported", "to_openvino"]
 

@@ -22,13 +22,20 @@ import numpy as np
 import openvino as ov
 
 from nnconform import __version__
-from nnconform import driver_support as support
-from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
-                              ExecutionResult, PreparedModel, Priority)
+from nnconform.driver import (
+    Capabilities,
+    Device,
+    DriverError,
+    ErrorStatus,
+    ExecutionPreference,
+    ExecutionResult,
+    PreparedModel,
+    Priority,
+    support,
+)
+from nnconform.drivers.openvino import convert
 from nnconform.errors import DriverLoadError
 from nnconform.ir import Model, Request
-
-from . import convert
 
 
 class OpenVinoPreparedModel(PreparedModel):

@@ -26,10 +26,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconform.ir import Model, OperandType as T, OperationType as Op
-
-from .builder import BuiltinOperator as B, options
-from .convert import GraphConv, OpCtx, Unsupported, convert_operation, dims_or_none, quant_kwargs
+from nnconform.drivers.tflite.builder import BuiltinOperator as B
+from nnconform.drivers.tflite.builder import options
+from nnconform.drivers.tflite.convert import (
+    GraphConv,
+    OpCtx,
+    Unsupported,
+    convert_operation,
+    dims_or_none,
+    quant_kwargs,
+)
+from nnconform.ir import Model
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
 
 
 def referenced_index(c: OpCtx, k: int) -> int:

@@ -32,15 +32,14 @@ from typing import Callable
 
 import numpy as np
 
-from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
-from nnconform.ops.padding import PADDING_SAME, PADDING_VALID, explicit_padding
-from nnconform.ops.strided_slice import slice_plan
-
-from .builder import OMITTED, BuiltinOperator as B, FlatModel, S, SubgraphWriter, TensorType, options
-
-
-from nnconform.driver_support import ParameterAccess, Rejected, Unsupported  # noqa: E402  (Unsupported re-exported)
-
+from nnconform.driver.support import ParameterAccess, Rejected, Unsupported
+from nnconform.drivers.tflite.builder import OMITTED, FlatModel, S, SubgraphWriter, TensorType, options
+from nnconform.drivers.tflite.builder import BuiltinOperator as B
+from nnconform.ir import Model, Operand, Subgraph
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.arith.padding import PADDING_SAME, PADDING_VALID, explicit_padding
+from nnconform.reference.ops.strided_slice import slice_plan
 
 TFL_TYPE = {
     T.TENSOR_FLOAT32: TensorType.FLOAT32, T.FLOAT32: TensorType.FLOAT32,
@@ -574,7 +573,7 @@ def conv_transpose_conv_2d(c: OpCtx):
         shape = [int(v) for v in c.const(3).reshape(-1)]
         out_h, out_w = (shape[2], shape[3]) if nchw else (shape[1], shape[2])
         scheme = int(c.scalar(4))
-        from nnconform.ops.transpose_conv_2d import transpose_padding
+        from nnconform.reference.ops.transpose_conv_2d import transpose_padding
         pl, pr = transpose_padding(out_w, sw, fdims[2], scheme)
         pt, pb = transpose_padding(out_h, sh, fdims[1], scheme)
     if min(pl, pr, pt, pb) < 0:
@@ -1117,6 +1116,7 @@ def to_tflite(model: Model) -> tuple[bytes, list[int], list[int]]:
 
 
 # Control flow and the recurrent families live in their own modules (they import this one).
-from . import control_flow, recurrent  # noqa: E402
+from nnconform.drivers.tflite import control_flow, recurrent  # noqa: E402
+
 CONVERTERS.update(control_flow.CONVERTERS)
 CONVERTERS.update(recurrent.CONVERTERS)

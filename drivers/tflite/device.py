@@ -28,15 +28,25 @@ import numpy as np
 from ai_edge_litert import interpreter as litert
 
 from nnconform import __version__
-from nnconform import driver_support as support
-from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
-                              ExecutionResult, PreparedModel, Priority)
+from nnconform.driver import (
+    Capabilities,
+    Device,
+    DriverError,
+    ErrorStatus,
+    ExecutionPreference,
+    ExecutionResult,
+    PreparedModel,
+    Priority,
+    support,
+)
+from nnconform.drivers.tflite import (
+    control_flow,
+    convert,  # first: it registers control_flow (which imports it)
+    recurrent,
+)
 from nnconform.errors import DriverLoadError
-from nnconform.executor import clamp_loop_timeout
 from nnconform.ir import Model, Request
-
-from . import convert  # first: it registers control_flow (which imports it)
-from . import control_flow, recurrent
+from nnconform.reference.executor import clamp_loop_timeout
 
 _RESOLVERS = {
     "auto": litert.OpResolverType.AUTO,

@@ -20,7 +20,7 @@ place and have no state output.  The mapping:
   the driver fills the output with zeros when it is a model output, and reports the operation
   unsupported when another operation reads it.
 
-Checked option by option against NNAPI (see harness/ops/lstm_cell.py for the reference):
+Checked option by option against NNAPI (see harness/reference/ops/lstm_cell.py for the reference):
 activation codes 0..4 are TFLite's ActivationFunctionType (NNAPI's LSTM sigmoid, 6, has no
 flatbuffer code: unsupported); cell and projection clip 0 disable clipping in both; CIFG,
 peephole, projection and layer norm follow from which optional tensors are present in both;
@@ -36,10 +36,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconform.ir import Lifetime, OperandType as T, OperationType as Op
-
-from .builder import OMITTED, BuiltinOperator as B, S, TensorType, options
-from .convert import OpCtx, Unsupported, activation, transpose
+from nnconform.drivers.tflite.builder import OMITTED, S, TensorType, options
+from nnconform.drivers.tflite.builder import BuiltinOperator as B
+from nnconform.drivers.tflite.convert import OpCtx, Unsupported, activation, transpose
+from nnconform.ir import Lifetime
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
 
 F32 = T.TENSOR_FLOAT32
 LSTM_ACTIVATIONS = (0, 1, 3, 4)           # NNAPI's 6 (sigmoid) has no flatbuffer code
@@ -87,7 +89,7 @@ def state_in(c: OpCtx, k: int) -> int:
 def state_out(c: OpCtx, k: int, var: int) -> None:
     """Output ``k`` (the new state) is the variable tensor ``var`` after the kernel."""
     index = c.op.outputs[k]
-    known = c.g._tensors      # noqa: SLF001  (the operand -> tensor table of this subgraph)
+    known = c.g._tensors
     if index in known:
         raise Unsupported(f"state output {k} already has a tensor")
     known[index] = var
@@ -257,7 +259,7 @@ def conv_bidirectional_sequence_lstm(c: OpCtx):
     float32_only(c)
     opts = _lstm_params(c, 48, 49)
     merge, time_major = _bool(c, 51), _bool(c, 52)
-    present = lambda ks: [not c.omitted(k) for k in ks]  # noqa: E731
+    present = lambda ks: [not c.omitted(k) for k in ks]
     if present(range(1, 18)) != present(range(18, 35)) or present(range(53, 57)) != present(range(57, 61)):
         raise Unsupported("forward and backward cells of different variants (the reference "
                           "runs both with the backward cell's variant)")

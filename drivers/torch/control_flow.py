@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from nnconform.driver_support import Unsupported
+from nnconform.driver.support import Unsupported
 
 DEFAULT_LOOP_TIMEOUT, MAX_LOOP_TIMEOUT = 2.0, 15.0
 
@@ -42,7 +42,7 @@ class Clock:
 
 
 def _subplan(c, k: int):
-    from .convert import Plan
+    from nnconform.drivers.torch.convert import Plan
     ref = c.ins[k]
     if c.model is None or not isinstance(ref.value, (int,)) and getattr(ref.value, "ndim", 1) != 0:
         raise Unsupported("a subgraph reference without its model")

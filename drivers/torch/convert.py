@@ -30,14 +30,15 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from nnconform.driver_support import ParameterAccess, Rejected, Unsupported
-from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
-from nnconform.ops import activation as nn_activation
-from nnconform import nnapi_params as params
-from nnconform.nnapi_params import same_quant
-from nnconform.ops.quant import QUANT_RANGE
-
-from . import control_flow, quantfixed
+from nnconform.driver.support import ParameterAccess, Rejected, Unsupported
+from nnconform.drivers.torch import control_flow, quantfixed
+from nnconform.ir import Model, Operand, Subgraph
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.ir import nnapi_params as params
+from nnconform.ir.nnapi_params import same_quant
+from nnconform.reference.arith import activation as nn_activation
+from nnconform.reference.arith.quant import QUANT_RANGE
 
 __all__ = ["Unsupported", "Rejected", "Plan", "build_plan", "operation_supported", "TORCH_DTYPE"]
 

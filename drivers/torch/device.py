@@ -24,12 +24,19 @@ import numpy as np
 import torch
 
 from nnconform import __version__
-from nnconform import driver_support as support
-from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
-                              ExecutionResult, PreparedModel, Priority)
+from nnconform.driver import (
+    Capabilities,
+    Device,
+    DriverError,
+    ErrorStatus,
+    ExecutionPreference,
+    ExecutionResult,
+    PreparedModel,
+    Priority,
+    support,
+)
+from nnconform.drivers.torch import control_flow, convert
 from nnconform.ir import Model, Request
-
-from . import control_flow, convert
 
 
 class TorchPreparedModel(PreparedModel):

@@ -18,10 +18,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from nnconform.driver_support import Rejected, Unsupported
-from nnconform.ir import OperandType as T, OperationType as Op
-from nnconform.ops import activation as nn_activation
-from nnconform.ops.quant import quantize_multiplier
+from nnconform.driver.support import Rejected, Unsupported
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.arith import activation as nn_activation
+from nnconform.reference.arith.quant import quantize_multiplier
 
 ADD_LEFT_SHIFT = 20          # the quantised Add kernel's headroom bits
 _LOW31 = (1 << 31) - 1
@@ -159,7 +160,7 @@ def _check_types(c):
 
 
 def conv_kernel(c, n_extra: int, filter_perm, groups_of):
-    from .convert import conv_args   # the float converter's argument parsing (one place)
+    from nnconform.drivers.torch.convert import conv_args  # the float converter's argument parsing (one place)
     x, f, b, out = _check_types(c)
     pads, strides, dil, extra, act, nchw = conv_args(c, n_extra)
     groups = groups_of(c, extra, nchw)
@@ -205,7 +206,7 @@ def transpose_conv_kernel(c):
     """Quantised TRANSPOSE_CONV_2D: offsets scattered in float64 (exact integers), the
     NNAPI paddings cropped (or, for a negative tail, zero accumulators added), bias added in
     int64, then the convolution's requantisation."""
-    from .convert import transpose_conv_args
+    from nnconform.drivers.torch.convert import transpose_conv_args
     x, f, b, out = _check_types(c)
     crop_pads, strides, act, nchw = transpose_conv_args(c)
     pl, pr, pt, pb = crop_pads

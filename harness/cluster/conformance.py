@@ -27,8 +27,16 @@ from pathlib import Path
 
 import pytest
 
-from .. import interrupts
-from .dispatch import DISCONNECT_GRACE_S, Dispatcher, batch_size, send_rows, send_started, split, worker_address
+from nnconform.cluster.dispatch import (
+    DISCONNECT_GRACE_S,
+    Dispatcher,
+    batch_size,
+    send_rows,
+    send_started,
+    split,
+    worker_address,
+)
+from nnconform.isolation import interrupts
 
 STREAM_EVERY_S = 0.2
 
@@ -70,7 +78,7 @@ def _payload(config: pytest.Config, s) -> dict:
 
 class _Coordinator:
     def __init__(self, session: pytest.Session, items: list):
-        from ..plugin import session_of
+        from nnconform.plugin import session_of
         self.session, self.s = session, session_of(session.config)
         self.items = {case_key(it.nodeid): it for it in items}
         self.tr = session.config.pluginmanager.get_plugin("terminalreporter")
@@ -82,13 +90,13 @@ class _Coordinator:
             print(text, flush=True)
 
     def _count(self, outcome: str) -> None:
-        from ..results import BAD_OUTCOMES
+        from nnconform.verdict.results import BAD_OUTCOMES
         if outcome in BAD_OUTCOMES:
             self.session.testsfailed += 1
 
     def accept(self, rows: list[dict], worker: str) -> list[str]:
         """Write the rows not written yet (the first copy of each case) and fsync them."""
-        from ..results import ResultRecord
+        from nnconform.verdict.results import ResultRecord
         written, records, seen = [], [], set()
         for row in rows:
             row = dict(row)
@@ -118,7 +126,7 @@ class _Coordinator:
     def _place_spec(self, row: dict, spec: dict) -> None:
         """A failure's spec, dumped on the worker, written into this run's failures/ folder;
         the row's paths and replay commands name the copy."""
-        from ..reportdir import atomic_write
+        from nnconform.artifacts.reportdir import atomic_write
         path = self.s._unique_failure_path(str(row.get("test_id") or "case"))
         text = str(spec.get("text", ""))
         old = str(row["spec_path"])
@@ -130,7 +138,7 @@ class _Coordinator:
                 row[k] = row[k].replace(shlex.quote(old), shlex.quote(str(path))).replace(old, str(path))
 
     def lost_case(self, key: str, worker: str, why: str) -> None:
-        from ..results import ResultRecord
+        from nnconform.verdict.results import ResultRecord
         item = self.items[key]
         s = self.s
         suite = Path(str(item.path)).stem.removeprefix("test_")
@@ -150,7 +158,7 @@ class _Coordinator:
         self.log(f"nnconform cluster: CRASH {item.nodeid}: lost with worker {worker}")
 
     def run(self) -> None:
-        from . import ClusterError
+        from nnconform.cluster import ClusterError
         config = self.session.config
         address = config.getoption("nn_cluster")
         try:
@@ -192,18 +200,18 @@ class _EarlyCluster:
         self._handle = None
         self._error: BaseException | None = None
         # A plain thread (it may start local Dask workers, which would inherit a blocked signal
-        # mask); the session's wait for it is sliced instead (nnconform.interrupts.join).
+        # mask); the session's wait for it is sliced instead (nnconform.isolation.interrupts.join).
         self._thread = threading.Thread(target=self._open, name="nnconform-cluster-start", daemon=True)
         self._thread.start()
 
     def _open(self) -> None:
-        from .connect import open_cluster, parse_resources
+        from nnconform.cluster.connect import open_cluster, parse_resources
         try:
             self._handle = open_cluster(self.address, parse_resources(self.resources))
             # Each worker imports what its first batch needs (pytest, the plugin, the suites'
             # imports) now, while the coordinator still collects.
             self._handle.client.run(_warm_worker)
-        except BaseException as e:      # noqa: BLE001 - raised where the session waits for it
+        except BaseException as e:
             self._error = e
 
     def handle(self):
@@ -226,7 +234,7 @@ _EARLY: dict = {}        # config -> _EarlyCluster
 
 def _warm_worker() -> bool:
     import importlib
-    for name in ("pytest", "nnconform.plugin", "nnconform.runner", "nnconform.isolation"):
+    for name in ("pytest", "nnconform.plugin", "nnconform.verdict.runner", "nnconform.isolation.proxy"):
         importlib.import_module(name)
     return True
 
@@ -263,7 +271,7 @@ def pytest_runtestloop(session: pytest.Session):
         return None
     if session.testsfailed and not config.option.continue_on_collection_errors:
         raise session.Interrupted(f"{session.testsfailed} error(s) during collection")
-    from ..plugin import _is_case
+    from nnconform.plugin import _is_case
     _Coordinator(session, [it for it in session.items if _is_case(it)]).run()
     return True
 
@@ -323,7 +331,7 @@ class _Rows:
     # that crashed or hung, or still has a call out, is closed rather than passed on.
     @pytest.hookimpl(trylast=True)
     def pytest_configure(self, config) -> None:
-        from ..plugin import session_of
+        from nnconform.plugin import session_of
         s = session_of(config)
         s.only_ids = self.wanted or None
         dev = _HOSTS.pop(_host_key(s), None)
@@ -334,7 +342,7 @@ class _Rows:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_unconfigure(self, config) -> None:
-        from ..plugin import session_of
+        from nnconform.plugin import session_of
         s = session_of(config)
         dev = s._device
         if dev is not None and getattr(dev, "isolated", False) and not dev.incidents and not dev.busy_calls():
@@ -348,8 +356,8 @@ class _Rows:
     def pytest_collection_finish(self, session) -> None:
         # The scratch directory needs no status file or report per batch: the coordinator
         # writes those for the run.
-        from ..plugin import session_of
-        from ..reportdir import release
+        from nnconform.artifacts.reportdir import release
+        from nnconform.plugin import session_of
         s = session_of(session.config)
         if s._reportdir is not None:
             release(s._reportdir)
@@ -367,7 +375,7 @@ def _wire_row(row: dict) -> dict:
 
 
 def worker_args(keys: list[str], payload: dict, report_dir: Path) -> list[str]:
-    from ..cli import quiet_plugins, suites_dir
+    from nnconform.cli import quiet_plugins, suites_dir
     sd = suites_dir()
     args = []
     suites = set()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from . import ClusterError, require_dask
+from nnconform.cluster import ClusterError, require_dask
 
 LOCAL_RE = re.compile(r"local:(\d+)")
 

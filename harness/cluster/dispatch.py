@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .. import interrupts
+from nnconform.isolation import interrupts
 
 FIRST, REQUEUED, SPLIT = 0, 1, 2
 MAX_BOUNCES = 5
@@ -153,7 +153,7 @@ class Dispatcher:
                         self.sync()      # one fsync for every chunk that arrived together
                         if self.stats.rows and not self.stats.first_row_s:
                             self.stats.first_row_s = time.monotonic() - self._t0
-            except BaseException as e:      # noqa: BLE001 - handed to the main thread, which raises it
+            except BaseException as e:
                 self._writer_error = e
                 stop = True
             finally:
@@ -163,7 +163,7 @@ class Dispatcher:
                 return
 
     def start_writer(self) -> None:
-        # (a helper thread: it leaves Ctrl-C to the main thread, see nnconform.interrupts)
+        # (a helper thread: it leaves Ctrl-C to the main thread, see nnconform.isolation.interrupts)
         self._writer = interrupts.thread(self._write_loop, name="nnconform-cluster-rows")
 
     def _settle(self) -> None:
@@ -273,7 +273,7 @@ class Dispatcher:
             try:
                 for fut, _ in futures.values():
                     fut.cancel()
-            except Exception as e:   # noqa: BLE001 - the client is gone with its scheduler: nothing to cancel
+            except Exception as e:
                 self.log(f"nnconform cluster: could not cancel the unfinished batches ({type(e).__name__})")
             raise
         finally:
@@ -281,7 +281,7 @@ class Dispatcher:
             self._writer.join(timeout=60)
             try:
                 client.unsubscribe_topic(self.topic)
-            except Exception as e:   # noqa: BLE001 - the client may be gone with the scheduler
+            except Exception as e:
                 self.log(f"nnconform cluster: could not unsubscribe from the row stream ({type(e).__name__})")
         if self._writer_error is not None:      # a row that could not be written fails the run
             raise self._writer_error
@@ -294,7 +294,7 @@ def _completed(ac, client, grace_s: float):
     has lost its scheduler (status not "running": reconnecting, or closed) for ``grace_s``
     ends the run with a ClusterError instead of waiting forever on futures nobody will
     finish (a 16-worker run at load 36 once hung that way)."""
-    from . import ClusterError
+    from nnconform.cluster import ClusterError
     lost_since = None
     while not ac.is_empty():
         got = ac.next_batch(block=False)

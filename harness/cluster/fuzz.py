@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 
-from .dispatch import _killed_worker, _why, worker_address
+from nnconform.cluster.dispatch import _killed_worker, _why, worker_address
 
 _DEVICES: dict[tuple, object] = {}
 _LOCK = threading.Lock()
@@ -26,9 +26,9 @@ def fuzz_chunk(driver: str, call_timeout: float, mem_limit: int, slow_s: float, 
     """On a worker: cases start..start+count-1 on this worker thread's driver host."""
     import os
 
-    from ..fuzz.generate import make_case
-    from ..fuzz.runner import case_seed, run_one
-    from ..isolation import open_isolated
+    from nnconform.fuzz.generate import make_case
+    from nnconform.fuzz.runner import case_seed, run_one
+    from nnconform.isolation.proxy import open_isolated
     key = (driver, call_timeout, mem_limit, threading.get_ident())
     with _LOCK:
         dev = _DEVICES.get(key)
@@ -45,7 +45,7 @@ def fuzz_chunk(driver: str, call_timeout: float, mem_limit: int, slow_s: float, 
 
 
 def lost_finding(worker: str, why: str):
-    from ..fuzz.runner import Finding
+    from nnconform.fuzz.runner import Finding
     return Finding(verdict="CRASH", key=f"CRASH cluster worker lost ({why})"[:200], stage="cluster",
                    message=f"cluster worker {worker} was lost while running this case, after the case had been "
                            f"queued again once ({why})", signal="", frames=[], operations=[], duration_s=0.0)
@@ -56,7 +56,7 @@ def cluster_cases(handle, chunk: int = 16, log=print):
     def source(cfg, start: int, should_stop):
         from distributed import as_completed
 
-        from ..fuzz.runner import Finding, case_seed
+        from nnconform.fuzz.runner import Finding, case_seed
         kw = {"resources": dict(handle.resources)} if handle.resources else {}
         limit = max(2, 2 * handle.slots())
         ac = as_completed()
@@ -82,7 +82,7 @@ def cluster_cases(handle, chunk: int = 16, log=print):
                 _, s, n, attempt = flight.pop(fut.key)
                 try:
                     res = fut.result()
-                except Exception as e:     # noqa: BLE001 - a lost worker is a verdict of these cases
+                except Exception as e:
                     w, why = _killed_worker(e) or "an unknown worker", _why(e)
                     log(f"nnconform cluster: fuzz cases {s}..{s + n - 1} lost with worker {w} ({why})")
                     if attempt == 0:

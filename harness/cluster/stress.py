@@ -15,7 +15,7 @@ import dataclasses
 import os
 import threading
 
-from .dispatch import worker_address
+from nnconform.cluster.dispatch import worker_address
 
 _BOXES: dict[tuple, object] = {}
 _BOXES_LOCK = threading.Lock()
@@ -24,7 +24,7 @@ _BOXES_LOCK = threading.Lock()
 def run_in_sandbox(driver: str, mem_limit: int, target: str, kwargs: dict, timeout: float, case_key: str,
                    seed: int | None) -> dict:
     """On a worker: run one stress case in this worker thread's sandbox."""
-    from ..sandbox import Sandbox
+    from nnconform.isolation.sandbox import Sandbox
     key = (driver, mem_limit, threading.get_ident())
     with _BOXES_LOCK:
         box = _BOXES.get(key)
@@ -45,9 +45,9 @@ class ClusterBox:
 
     def run(self, target: str, kwargs: dict | None = None, *, timeout: float, case_key: str = "",
             seed: int | None = None):
-        from ..results import CRASH
-        from ..sandbox import SandboxResult
-        from .dispatch import _killed_worker, _why
+        from nnconform.cluster.dispatch import _killed_worker, _why
+        from nnconform.isolation.sandbox import SandboxResult
+        from nnconform.verdict.results import CRASH
         kw = {"resources": dict(self.handle.resources)} if self.handle.resources else {}
         lost = ""
         for attempt in (0, 1):
@@ -55,7 +55,7 @@ class ClusterBox:
                                             timeout, case_key, seed, pure=False, **kw)
             try:
                 d = fut.result()
-            except Exception as e:     # noqa: BLE001 - a lost worker is this case's verdict
+            except Exception as e:
                 lost = _killed_worker(e) or "an unknown worker"
                 why = _why(e)
                 self.log(f"nnconform cluster: stress case {case_key} lost with worker {lost} ({why})"

@@ -21,7 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..ir import Lifetime, Model, Operand, Operation, OperandType, Subgraph, type_info
+from nnconform.ir import Lifetime, Model, Operand, OperandType, Operation, Subgraph, type_info
 
 MAX_OP_CODE = 105
 BIG_DIMS = (1 << 16, 1 << 20, (1 << 31) - 1)
@@ -36,7 +36,7 @@ MAX_INPUT_ELEMENTS = 4096
 @lru_cache(maxsize=1)
 def golden() -> tuple:
     """The valid examples the mutator starts from (the suites' examples)."""
-    from ..suites.examples import all_examples
+    from nnconform.suites.examples import all_examples
     return tuple(e for e in all_examples() if not e.expect_failure)
 
 

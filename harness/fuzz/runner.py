@@ -7,7 +7,7 @@ journal, resume and reports.
 **Cases.**  Case ``i`` of a run is :func:`nnconform.fuzz.generate.make_case` of
 ``case_seed(run seed, i)``: the same seed always gives the same cases, whatever the machine.
 Each case goes through the driver host exactly as ``nnconform replay`` runs a spec example
-that must fail (:func:`nnconform.runner.run_case` with ``expect_failure``): the support query,
+that must fail (:func:`nnconform.verdict.runner.run_case` with ``expect_failure``): the support query,
 then prepare and execute.  A clean error anywhere is a success; so is a model the driver
 accepts.  What counts:
 
@@ -50,10 +50,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..childproc import fault_blocks, signal_name
-from ..ir import Model, Subgraph
-from ..outcome import ExitStatus, Outcome
-from .generate import make_case, operation_names
+from nnconform.fuzz.generate import make_case, operation_names
+from nnconform.ir import Model, Subgraph
+from nnconform.isolation.childproc import fault_blocks, signal_name
+from nnconform.verdict.outcome import ExitStatus, Outcome
 
 MANIFEST, JOURNAL = "run.json", "fuzz-journal.jsonl"
 LEGACY_MANIFEST = "fuzz-run.json"      # the run record's name before the artifact contract
@@ -191,7 +191,7 @@ def classify(outcome, slow_s: float, model: Model, last_error=None) -> Finding |
 
 
 def run_one(device, model: Model, inputs: list, slow_s: float) -> Finding | None:
-    from ..runner import run_case
+    from nnconform.verdict.runner import run_case
     watch = _Watch(device)
     isolated = getattr(device, "isolated", False)
     before = len(device.incidents) if isolated else 0
@@ -275,8 +275,8 @@ def _size(model: Model, inputs: list) -> tuple:
 
 def spec_problem(model: Model, inputs: list) -> str | None:
     """Why this case cannot be written as a spec file that loads back (None: it can)."""
-    from ..errors import SpecError
-    from ..spec import SpecExample, SpecFile, dumps_spec, loads_spec
+    from nnconform.errors import SpecError
+    from nnconform.ir.spec import SpecExample, SpecFile, dumps_spec, loads_spec
     try:
         loads_spec(dumps_spec(SpecFile(model, [SpecExample("fuzz", list(inputs), [], (), True)], {})), validate=False)
     except (SpecError, ValueError, TypeError, OverflowError, KeyError) as e:
@@ -288,7 +288,8 @@ def _fit_value(o):
     """The operand with a constant value the spec format can hold: sized to its dimensions
     (small ones) or no value at all."""
     import dataclasses as dc
-    from ..ir import Lifetime
+
+    from nnconform.ir import Lifetime
     if isinstance(o.value, int) or o.value is None:
         if o.lifetime == Lifetime.SUBGRAPH and not isinstance(o.value, int):
             return dc.replace(o, value=0)
@@ -313,7 +314,7 @@ def _no_negative_dims(o):
 
 
 def _no_constant(o):
-    from ..ir import Lifetime
+    from nnconform.ir import Lifetime
     return dataclasses.replace(o, value=None, lifetime=Lifetime.TEMPORARY_VARIABLE) if o.value is not None else o
 
 
@@ -325,7 +326,7 @@ def _fit_value_safe(o):
     try:
         return _fit_value(o)
     except (KeyError, ValueError, TypeError):
-        from ..ir import Lifetime
+        from nnconform.ir import Lifetime
         return dataclasses.replace(o, value=None, lifetime=Lifetime.TEMPORARY_VARIABLE)
 
 
@@ -385,12 +386,12 @@ def dump_bucket_spec(cfg: FuzzConfig, bucket_id: str, model: Model, inputs: list
                      index: int, seed: int) -> tuple[str, str]:
     """Write the bucket's minimal spec; (path, replay command).  A spec the loader would refuse
     (e.g. a negative dimension, which the spec format cannot hold) is not written: ("", why)."""
-    from ..errors import SpecError
-    from ..spec import SpecExample, SpecFile, dump_spec, load_spec, replay_command
+    from nnconform.errors import SpecError
+    from nnconform.ir.spec import SpecExample, SpecFile, dump_spec, load_spec, replay_command
     d = Path(cfg.report_dir) / SPEC_DIR
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"fuzz-{bucket_id}.json"
-    from .. import __version__
+    from nnconform import __version__
     meta = {"driver": cfg.driver, "harness_version": __version__, "seed": int(seed), "fuzz_run_seed": int(cfg.seed), "fuzz_case": int(index),
             "verdict": finding.verdict, "bucket": finding.key, "message": finding.message}
     try:
@@ -486,7 +487,7 @@ def run_fuzz(cfg: FuzzConfig, resume: bool = False, out=None, err=None, cases=No
     """Run (or resume) a fuzz run.  ``cases(cfg, start, should_stop)`` yields the cases in index
     order as :func:`local_cases` does (``--cluster``: run on the cluster's workers, where the
     model and inputs may be None: they are drawn again here from the seed for a finding)."""
-    from ..isolation import open_isolated
+    from nnconform.isolation.proxy import open_isolated
     out = out or sys.stdout
     err = err or sys.stderr
     rd = Path(cfg.report_dir)
@@ -628,7 +629,7 @@ def _manifest(rd: Path) -> dict:
 
 
 def _record_exit(rd: Path, code: ExitStatus, rep: dict) -> None:
-    from ..artifacts import record_exit
+    from nnconform.artifacts import record_exit
     if (rd / MANIFEST).exists():
         record_exit(rd, code, status=_status_text(rep, code))
 
@@ -640,7 +641,7 @@ def _status_text(rep: dict, code: ExitStatus) -> str:
 
 def bucket_rows(rep: dict) -> list:
     """One results row per bucket: its verdict, key, minimal spec and replay command."""
-    from ..results import ResultRecord
+    from nnconform.verdict.results import ResultRecord
     return [ResultRecord(suite="fuzz", test_id=f"fuzz/{b['id']}", driver=rep["driver"],
                          outcome=ROW_OUTCOME.get(b["verdict"], Outcome.CRASH), operations=b.get("operations") or [],
                          blamed_operation=(b.get("operations") or [""])[0] if len(b.get("operations") or []) == 1
@@ -675,9 +676,9 @@ def build_report(rd: Path) -> dict:
 def write_reports(rd: Path, exit_status: ExitStatus | None = None) -> dict:
     """The fuzz run's artifacts from its journal: results.jsonl/.csv (a row per bucket),
     summary.json, report.html, fuzz-report.json, and the exit status in run.json."""
-    from ..artifacts import RESULTS_JSONL, write_common
-    from ..reportdir import atomic_write
-    from ..results import record_to_json
+    from nnconform.artifacts import RESULTS_JSONL, write_common
+    from nnconform.artifacts.reportdir import atomic_write
+    from nnconform.verdict.results import record_to_json
     rep = build_report(rd)
     atomic_write(rd / REPORT_JSON, json.dumps(rep, indent=1, allow_nan=False, default=str))
     rows = bucket_rows(rep)
@@ -712,7 +713,7 @@ def write_reports(rd: Path, exit_status: ExitStatus | None = None) -> dict:
 
 def parse_size(text: str) -> int:
     """A size by the shared option table's syntax (512M, 1G), as a FuzzUsageError when bad."""
-    from ..options import parse_size as parse
+    from nnconform.cli.options import parse_size as parse
     try:
         return parse(text)
     except ValueError as e:

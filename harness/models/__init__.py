@@ -14,8 +14,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..ir import Model
-from . import builtin, zoo
+from nnconform.ir import Model
+from nnconform.models import builtin, zoo
 
 
 @dataclass
@@ -55,13 +55,13 @@ def builtin_entries() -> dict[str, ModelEntry]:
 
 def _zoo_loader(path: Path) -> Callable[[], Model]:
     def load() -> Model:
-        from ..tflite_import import import_tflite
+        from nnconform.cases.tflite_import import import_tflite
         return import_tflite(path).model
     return load
 
 
 def _zoo_inputs(model: Model, seed: int) -> list[np.ndarray]:
-    from ..tflite_import import seeded_inputs
+    from nnconform.cases.tflite_import import seeded_inputs
     return seeded_inputs(model, seed)
 
 

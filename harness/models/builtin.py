@@ -23,7 +23,9 @@ from typing import Callable
 
 import numpy as np
 
-from ..ir import Model, ModelBuilder, OperandType as T, OperationType as Op
+from nnconform.ir import Model, ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
 
 INPUT_SHAPE = (1, 64, 64, 3)
 CLASSES = 10
@@ -204,7 +206,7 @@ def build(arch: str, dtype: str = "float") -> Model:
 
 
 def _quantized(arch: str, float_model: Model) -> Model:
-    from ..executor import Executor
+    from nnconform.reference.executor import Executor
     ex = Executor(float_model, keep_values=True)
     lo: dict[int, float] = {}
     hi: dict[int, float] = {}

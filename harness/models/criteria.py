@@ -11,7 +11,7 @@ import dataclasses
 
 import numpy as np
 
-from ..criteria import Comparison, Criteria, Tolerance, compare
+from nnconform.verdict.criteria import Comparison, Criteria, Tolerance, compare
 
 _Q8 = Tolerance(atol=3, rtol=0.0, bias=0.5, mse=1.0)
 REAL_MODEL = Criteria(name="RealModel",

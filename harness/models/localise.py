@@ -23,9 +23,9 @@ from typing import Sequence
 
 import numpy as np
 
-from ..executor import Executor
-from ..generators.diverge import ExposedRun, run_exposed
-from ..ir import Lifetime, Model, Subgraph
+from nnconform.generators.diverge import ExposedRun, run_exposed
+from nnconform.ir import Lifetime, Model, Subgraph
+from nnconform.reference.executor import Executor
 
 
 def single_operation_model(model: Model, n: int, values: Sequence) -> tuple[Model, list[np.ndarray]]:
@@ -65,8 +65,8 @@ def single_operation_model(model: Model, n: int, values: Sequence) -> tuple[Mode
 def first_failing_operation_alone(device, model: Model, inputs: Sequence[np.ndarray], *, limit: int | None = None):
     """(operation index, name, Comparison, operations skipped as unsupported) of the first
     operation that fails its own criteria on the reference's inputs, or None."""
-    from ..criteria import MEDIUM, criteria_for_operation
-    from ..runner import FAIL, run_case
+    from nnconform.verdict.criteria import MEDIUM, criteria_for_operation
+    from nnconform.verdict.runner import FAIL, run_case
     ex = Executor(model, keep_values=True)
     ex.run(list(inputs))
     values = ex.main_values
@@ -116,8 +116,8 @@ def check_steps(device, model: Model, inputs: Sequence[np.ndarray], actual: Sequ
     inputs, and its driver output is judged by that operation's CTS criteria.  ``actual``
     is the driver's normal run, which the exposed run must reproduce exactly (a driver that
     fuses or reorders differently once intermediates are visible does not get the benefit)."""
-    from ..criteria import MEDIUM, Comparison, compare, criteria_for_operation
-    from ..errors import NnError
+    from nnconform.errors import NnError
+    from nnconform.verdict.criteria import MEDIUM, Comparison, compare, criteria_for_operation
     run = run_exposed(device, model, inputs)
     check = StepCheck(run)
     if run.actual is None:

@@ -22,10 +22,10 @@ from typing import Sequence
 
 import numpy as np
 
-from ..ir import Model
-from ..runner import FAIL, CaseOutcome
-from .criteria import judge
-from .localise import StepCheck, check_steps
+from nnconform.ir import Model
+from nnconform.models.criteria import judge
+from nnconform.models.localise import StepCheck, check_steps
+from nnconform.verdict.runner import FAIL, CaseOutcome
 
 SCALED = "scaled"
 ACCUMULATED = "accumulated rounding"

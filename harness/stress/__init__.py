@@ -3,7 +3,7 @@
 ``runner`` plans and runs a stress run (``nnconform stress``), ``tests`` defines the crash
 tests, ``random_models`` builds random graphs from a seed, ``workload`` holds the known-good
 models and the liveness probe, ``client`` is the multi-process tests' client program and
-``progress`` the progress bar.  The sandbox itself is ``nnconform.sandbox``.
+``progress`` the progress bar.  The sandbox itself is ``nnconform.isolation.sandbox``.
 """
 
 # Here rather than in ``tests`` so that building the command line (``nnconform --help``, and

@@ -22,8 +22,8 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=1)
     a = p.parse_args(argv)
 
-    from ..loader import load_driver
-    from .workload import check, workload
+    from nnconform.driver.loader import load_driver
+    from nnconform.stress.workload import check, workload
     device = load_driver(a.driver)
     models = workload(device)
     print("READY", flush=True)

@@ -10,7 +10,7 @@ import threading
 import time
 from collections import Counter
 
-from ..results import STRESS_OUTCOMES
+from nnconform.verdict.results import STRESS_OUTCOMES
 
 
 def _clock(s: float) -> str:

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import SHORT_TYPE_NAME, Model, OperationType as Op
+from nnconform.ir import SHORT_TYPE_NAME, Model
+from nnconform.ir import OperationType as Op
 
 TYPE_BY_SHORT_NAME = {v: k for k, v in SHORT_TYPE_NAME.items()}
 
@@ -65,8 +66,8 @@ def random_model(seed: int, num_ops: int = 10, max_dim: int = 1000, max_elements
                  dtype: str = "fp32", cells=None, value_classes: bool = False) -> RandomModel:
     if num_ops < 1:
         raise ValueError("num_ops must be >= 1")
-    from ..generators.graphs import GraphConfig
-    from ..generators.strategies import sample
+    from nnconform.generators.graphs import GraphConfig
+    from nnconform.generators.strategies import sample
     if dtype not in TYPE_BY_SHORT_NAME:
         raise ValueError(f"unknown data type {dtype!r} (one of {', '.join(sorted(TYPE_BY_SHORT_NAME))})")
     cfg = GraphConfig(dtype=TYPE_BY_SHORT_NAME[dtype], n_ops=num_ops, rank=None, max_dim=max_dim,

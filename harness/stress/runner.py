@@ -13,7 +13,7 @@ before the budget runs out is named at the end (terminal and report) and the exi
 3, "incomplete" (unless a case failed: 1).  The plan, seed and options are written to
 ``run.json`` in the report directory before the first case starts.
 
-**Journal.**  Every finished case is one :class:`nnconform.results.ResultRecord` (suite
+**Journal.**  Every finished case is one :class:`nnconform.verdict.results.ResultRecord` (suite
 ``stress``, test id ``"<test>#<index>"``) appended to ``results.jsonl`` at once, in one write
 (fsynced at most once a second) (contract 6).  Killing the runner, even with SIGKILL, loses only the
 cases in flight; the workers notice their parent is gone and kill their process groups.
@@ -54,11 +54,20 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..outcome import ExitStatus
-from ..results import CRASH, FAILURE, HANG, STRESS_OUTCOMES, SUCCESS, ResultRecord, ResultsWriter, read_results
-from ..sandbox import DEFAULT_MEM_LIMIT, Sandbox, SandboxError, SandboxResult
-from .progress import Progress
-from .tests import TESTS, StressOptions, worker_life_leaks
+from nnconform.isolation.sandbox import DEFAULT_MEM_LIMIT, Sandbox, SandboxError, SandboxResult
+from nnconform.stress.progress import Progress
+from nnconform.stress.tests import TESTS, StressOptions, worker_life_leaks
+from nnconform.verdict.outcome import ExitStatus
+from nnconform.verdict.results import (
+    CRASH,
+    FAILURE,
+    HANG,
+    STRESS_OUTCOMES,
+    SUCCESS,
+    ResultRecord,
+    ResultsWriter,
+    read_results,
+)
 
 SUITE = "stress"
 MANIFEST = "run.json"          # the artifact contract's run record (nnconform.artifacts)
@@ -79,7 +88,7 @@ def parse_budget(text: str) -> float:
     """'30m', '2h', '90s', '1h30m' or a number of seconds -> seconds, by the shared option
     table's duration syntax (positive and finite: a budget of 0 would run nothing and report
     success)."""
-    from ..options import parse_duration
+    from nnconform.cli.options import parse_duration
     try:
         return parse_duration(text)
     except ValueError as e:
@@ -261,15 +270,16 @@ def replay_command(cfg: StressConfig, key: str) -> str:
 def _dump_spec(cfg: StressConfig, case: Case, res: SandboxResult, replay: str):
     """The model the case was running when it went wrong, as a spec file; (path, ops, types) or
     (None, [], []) when no single model is known (e.g. a client process died)."""
-    from ..spec import SpecExample, SpecFile, dump_spec, failure_meta, replay_command as spec_replay
-    from . import workload as wl
+    from nnconform.ir.spec import SpecExample, SpecFile, dump_spec, failure_meta
+    from nnconform.ir.spec import replay_command as spec_replay
+    from nnconform.stress import workload as wl
     t = TESTS[case.test]
     model = inputs = expected = None
     ignored: tuple[bool, ...] = ()
     name = ""
     if t.random_graph:
-        from ..executor import Executor
-        from .tests import graph_of
+        from nnconform.reference.executor import Executor
+        from nnconform.stress.tests import graph_of
         rm = graph_of(case.params)
         model, inputs = rm.model, rm.inputs
         name = f"random_{case.params['graph']}_{rm.dtype}_seed{case.params['seed']}"
@@ -339,7 +349,7 @@ def _record(cfg: StressConfig, case: Case, res: SandboxResult, liveness: Sandbox
         extra["stderr_tail"] = res.stderr_tail
         extra["breadcrumb"] = res.breadcrumb
     if spec_path:
-        from ..spec import replay_command as spec_replay
+        from nnconform.ir.spec import replay_command as spec_replay
         extra["spec_replay"] = spec_replay(spec_path, cfg.driver)
     if liveness is not None:
         extra["liveness"] = {"verdict": liveness.verdict, "reason": liveness.reason}
@@ -398,7 +408,7 @@ def not_run_line(missing: list[str]) -> str:
 
 
 def rebuild_reports(report_dir: str | os.PathLike, meta: dict | None = None):
-    from ..reports import RESULTS_FILE, build_reports
+    from nnconform.reports import RESULTS_FILE, build_reports
     manifest = {}
     mpath = Path(report_dir) / MANIFEST
     if mpath.exists():
@@ -412,7 +422,7 @@ def rebuild_reports(report_dir: str | os.PathLike, meta: dict | None = None):
     m.update(meta or {})
     m["status"] = m.get("status") or manifest.get("status") or "complete"
     csv_path, html_path = build_reports(report_dir, meta=m, title="nnconform stress report")
-    from ..reports.summary import write_summary
+    from nnconform.reports.summary import write_summary
     write_summary(report_dir, read_results(journal) if journal.exists() else [], m)
     return csv_path, html_path
 
@@ -423,7 +433,7 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
     2 no worker could start.  Raises StressUsageError for a configuration that would run
     nothing.  ``box_factory`` makes a slot's sandbox (``--cluster``: one that runs the cases
     on the cluster's workers; its rows are fsynced one by one)."""
-    from ..reports import RESULTS_FILE
+    from nnconform.reports import RESULTS_FILE
     out = out or sys.stdout
     err = err or sys.stderr
     rdir = Path(cfg.report_dir)

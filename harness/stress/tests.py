@@ -33,7 +33,7 @@ and the case's wall-clock limit (duration + grace, past which the sandbox calls 
 
 A random graph the driver supports in part is loaded and run partitioned, as Android would:
 model-load compiles the driver's partitions, inference runs them with the rest on the
-reference (nnconform.partition).  Only a graph the driver refuses entirely is a SUCCESS with
+reference (nnconform.verdict.partition).  Only a graph the driver refuses entirely is a SUCCESS with
 a note, as in MLTS.
 """
 from __future__ import annotations
@@ -52,11 +52,11 @@ from typing import Callable
 
 import numpy as np
 
-from ..childproc import file_tail, signal_name
-from ..sandbox import CaseContext, Verdict
-from . import SOAK_EXECUTIONS
-from . import workload as wl
-from .random_models import GRAPH_SIZES, random_model
+from nnconform.isolation.childproc import file_tail, signal_name
+from nnconform.isolation.sandbox import CaseContext, Verdict
+from nnconform.stress import SOAK_EXECUTIONS
+from nnconform.stress import workload as wl
+from nnconform.stress.random_models import GRAPH_SIZES, random_model
 
 CLIENT_STARTUP_S = 15.0
 
@@ -74,7 +74,7 @@ class StressOptions:
     soak_executions: int = SOAK_EXECUTIONS   # execution-soak: executions of one prepared model
     worker_leak_mb: float = 512.0    # a worker's RSS growth over its whole life that fails the run
     random_pause: float = 0.0        # pause after each random-graph case (MLTS: 0.3 s)
-    # What the driver claims, per short type name: sorted "OPERATION:rank" cells (nnconform.probe
+    # What the driver claims, per short type name: sorted "OPERATION:rank" cells (nnconform.cases.probe
     # ClaimCache, asked once at the start of a run by the claimed_cells target and kept in the
     # manifest, so --resume and replays rebuild the same graphs).  Empty: fp32 over every
     # covered operation (the claims could not be asked, or --no-probe).
@@ -307,8 +307,8 @@ def claimed_cells(ctx: CaseContext) -> Verdict:
     """Sandbox target run once before a run's random-graph cases: the (operation, rank) cells
     of every data type the driver claims (supported_operations on the probe's one-operation
     models; no execution), for StressOptions.claims."""
-    from ..probe import ClaimCache
-    from .random_models import TYPE_BY_SHORT_NAME
+    from nnconform.cases.probe import ClaimCache
+    from nnconform.stress.random_models import TYPE_BY_SHORT_NAME
     cc = ClaimCache(ctx.device)
     out = {}
     for short in RANDOM_TYPES:
@@ -322,7 +322,7 @@ def claimed_cells(ctx: CaseContext) -> Verdict:
 
 def random_model_load(ctx: CaseContext, seed: int, graph: str, pause: float = 0.0, dtype: str = "fp32",
                       value_classes: bool = False, cells=None) -> Verdict:
-    from ..driver import DriverError
+    from nnconform.driver import DriverError
     rm = graph_of(dict(seed=seed, graph=graph, dtype=dtype, value_classes=value_classes, cells=cells))
     ctx.breadcrumb(f"random graph seed {seed} {graph}: supported_operations")
     supported = ctx.device.supported_operations(rm.model)
@@ -331,7 +331,7 @@ def random_model_load(ctx: CaseContext, seed: int, graph: str, pause: float = 0.
     if not all(supported):
         # As Android loads a model a driver supports in part: the driver compiles the
         # partitions it claims (the rest would run on the CPU), each as a model of its own.
-        from ..partition import assign, plan, submodel
+        from nnconform.verdict.partition import assign, plan, submodel
         parts = [p for p in plan(rm.model, assign(ctx.device, rm.model, supported)) if p.on_driver]
         for k, part in enumerate(parts):
             ctx.breadcrumb(f"random graph seed {seed} {graph}: prepare driver partition {k} of {len(parts)}")
@@ -355,9 +355,9 @@ def random_model_load(ctx: CaseContext, seed: int, graph: str, pause: float = 0.
 
 def random_inference(ctx: CaseContext, seed: int, graph: str, pause: float = 0.0, dtype: str = "fp32",
                      value_classes: bool = False, cells=None) -> Verdict:
-    from ..criteria import LARGE_GRAPH, SMALL_GRAPH
-    from ..executor import Executor
-    from ..runner import FAIL, SKIP, run_case
+    from nnconform.reference.executor import Executor
+    from nnconform.verdict.criteria import LARGE_GRAPH, SMALL_GRAPH
+    from nnconform.verdict.runner import FAIL, SKIP, run_case
     rm = graph_of(dict(seed=seed, graph=graph, dtype=dtype, value_classes=value_classes, cells=cells))
     expected = Executor(rm.model).run(rm.inputs)
     crit = LARGE_GRAPH if GRAPH_SIZES[graph][0] > 10 else SMALL_GRAPH
@@ -381,7 +381,7 @@ class WrongResult(Exception):
 
 def _checked(ex, result) -> None:
     # The loops time and watch executions; they still reject garbage, outside the timed part.
-    from ..criteria import compare
+    from nnconform.verdict.criteria import compare
     cmp = compare(ex.model, list(ex.outputs), list(getattr(result, "outputs", None) or []))
     if not cmp.passed:
         raise WrongResult(f"{ex.name}: {cmp.message}")
@@ -399,7 +399,7 @@ def _latency(prepared, request, seconds: float, ex) -> tuple[float, float, int]:
 
 
 def performance_degradation(ctx: CaseContext, warmup: float, duration: float, threshold: float) -> Verdict:
-    from ..ir import Request
+    from nnconform.ir import Request
     ex = wl.example(PERF_MODEL) if PERF_MODEL in wl._examples_by_name() else wl.workload(ctx.device)[0]
     ctx.breadcrumb(f"example {ex.name}: latency")
     why = wl.check(ctx.device, ex, ctx)
@@ -453,7 +453,7 @@ LEAK_MODEL = "relu_fp32"
 
 
 def leak_check(ctx: CaseContext, duration: float, threshold_mb: float, warmup_fraction: float = 0.2) -> Verdict:
-    from ..ir import Request
+    from nnconform.ir import Request
     ex = wl.example(LEAK_MODEL)
     ctx.breadcrumb(f"example {ex.name}: inference loop, watching RSS")
     prepared = ctx.device.prepare(ex.model)
@@ -549,7 +549,7 @@ def execution_soak(ctx: CaseContext, duration: float, executions: int) -> Verdic
     """One prepared model executed ``executions`` times (or for ``duration`` s): request ids
     and counters that wrap at 2^16 or 2^31 inside a driver are passed.  The first result is
     checked against the example; every later one must equal it byte for byte."""
-    from ..ir import Request
+    from nnconform.ir import Request
     ex = wl.example(wl.PROBE_NAME)
     ctx.breadcrumb(f"example {ex.name}: execution soak")
     prepared = ctx.device.prepare(ex.model)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import functools
 
-from ..driver import Device, DriverError
-from ..runner import FAIL, run_case
+from nnconform.driver import Device, DriverError
+from nnconform.verdict.runner import FAIL, run_case
 
 WORKLOAD_NAMES = (
     "add_fp32_relu1", "add_quant8_same_scale_relu", "sub_fp16", "mul_fp16_relu6",
@@ -25,7 +25,7 @@ PROBE_NAME = "relu_fp32"
 
 @functools.lru_cache(maxsize=1)
 def _examples_by_name() -> dict:
-    from ..suites.examples import all_examples
+    from nnconform.suites.examples import all_examples
     return {e.name: e for e in all_examples()}
 
 

@@ -13,7 +13,7 @@ source tree, so every reader takes a directory.  Unpacking goes to a private tem
 directory that is renamed into place, so concurrent processes never see half a tree.
 
 ``pack(src)`` regenerates the archives and the manifest from a vectors tree
-(``python -m nnconform.vectors pack ../shared/aosp_vectors``).  The output depends only on
+(``python -m nnconform.cases.vectors pack ../shared/aosp_vectors``).  The output depends only on
 the input files (sorted members, fixed times and owners, fixed xz settings).
 """
 from __future__ import annotations
@@ -157,7 +157,7 @@ def _untar(raw: bytes, dest: Path) -> None:
 def folder_order(name: str) -> tuple:
     """Folders in feature-level order (V1_0 .. V1_3_cts_only, AIDL_V2, AIDL_V3, ...), unknown
     names last."""
-    from ..ops.feature_levels import folder_level
+    from nnconform.reference.ops.feature_levels import folder_level
     level = folder_level(name)
     return (level if level is not None else 1 << 30, name)
 

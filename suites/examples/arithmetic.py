@@ -8,9 +8,10 @@ exercising the reference's rounding.
 """
 import numpy as np
 
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-
-from . import Example
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.suites.examples import Example
 
 F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
 Q8, Q8S = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from nnconform.ir import Model, ModelBuilder, OperandType as T, OperationType as Op
-
-from . import Example
+from nnconform.ir import Model, ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.suites.examples import Example
 
 BOOL1 = (1,)
 I32_1 = (T.TENSOR_INT32, (1,))

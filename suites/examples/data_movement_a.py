@@ -3,9 +3,10 @@ QUANTIZE, DEQUANTIZE, CAST, FILL, RANK and SELECT.  Expected values worked out b
 arithmetic of the quantised ones is in the comments."""
 import numpy as np
 
-from nnconform.ir import ChannelQuant, ModelBuilder, OperandType as T, OperationType as Op
-
-from . import Example
+from nnconform.ir import ChannelQuant, ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.suites.examples import Example
 
 F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
 Q8, QS8 = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED

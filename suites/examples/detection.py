@@ -7,9 +7,10 @@ the executor.
 """
 import numpy as np
 
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-
-from . import Example
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.suites.examples import Example
 
 F32, F16, U8, I8 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 I32, Q16A, Q16S = T.TENSOR_INT32, T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT16_SYMM

@@ -6,9 +6,10 @@ Every expected value is worked out in the comments, never by the executor.
 """
 import numpy as np
 
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-
-from . import Example
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.suites.examples import Example
 
 F32, F16, I32, B8 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8
 IMIN, IMAX = -(2 ** 31), 2 ** 31 - 1

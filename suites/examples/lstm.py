@@ -7,9 +7,10 @@ expected outputs are one-line numpy formulas of it (``sig`` is 1 / (1 + exp(-x))
 """
 import numpy as np
 
-from nnconform.ir import Lifetime, ModelBuilder, OperandType as T, OperationType as Op
-
-from . import Example
+from nnconform.ir import Lifetime, ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.suites.examples import Example
 
 F32, F16 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16
 GATES = ("input", "forget", "cell", "output")

@@ -8,9 +8,10 @@ op tests run them on the executor directly.
 """
 import numpy as np
 
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-
-from . import Example
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.suites.examples import Example
 
 F32, F16 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16
 U8, I8 = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED

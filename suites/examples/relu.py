@@ -1,9 +1,10 @@
 """RELU / RELU1 / RELU6 examples; expected values by hand."""
 import numpy as np
 
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-
-from . import Example
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.suites.examples import Example
 
 
 def _unary(op, t, dims, scale=0.0, zp=0):

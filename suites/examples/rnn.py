@@ -3,9 +3,10 @@ RANDOM_MULTINOMIAL examples.  Expected values worked out by hand (the arithmetic
 comments); every value is exact in fp16, so the fp16 variants expect the same numbers."""
 import numpy as np
 
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-
-from . import Example
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.suites.examples import Example
 
 F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
 NONE, RELU, RELU1, RELU6 = 0, 1, 2, 3

@@ -3,7 +3,7 @@
 It implements a small subset of the spec DSL (``Model``, ``Input``, ``Output``,
 ``IgnoredOutput``, ``Parameter``, ``Internal``, implicit scalar parameters, ``Example`` with
 named examples, combined feeds, ``ExpectFailure`` and the ``relaxed`` / ``float16``
-variations) behind the interface ``nnconform.vectors_import`` documents: ``FileNames``,
+variations) behind the interface ``nnconform.cases.vectors_import`` documents: ``FileNames``,
 ``GetExecScope``, ``Example.DumpAllExamples``, ``NamedTest`` and ``Model.Feed``.  No lifetime
 variations, no control flow.  It is test data: the test copies it into a fake checkout as
 ``tools/test_generator/test_generator.py``.

@@ -24,11 +24,10 @@ from __future__ import annotations
 import numpy as np
 
 from nnconform.driver import ExecutionResult, OutputShape
-from nnconform.executor import Executor
-from nnconform.ir import OperationType as Op
-from nnconform.ops.registry import get_op
-
 from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
+from nnconform.ir import OperationType as Op
+from nnconform.reference.executor import Executor
+from nnconform.reference.ops.registry import get_op
 
 
 class _OverridingPrepared(ReferencePreparedModel):

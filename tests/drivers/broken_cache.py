@@ -1,7 +1,7 @@
 """DELIBERATELY BROKEN DRIVERS, for testing the harness itself.  Never use them as references.
 
 Each is the reference driver with a compilation cache that has one defect the cache checks
-(nnconform.cache_checks, the vts/cache/* cases) must catch:
+(nnconform.vts.cache_checks, the vts/cache/* cases) must catch:
 
     NoIntegrityCache   the model cache holds the token and the whole model (weights inline);
                        loading checks the token but nothing covers the contents, so a flipped
@@ -18,10 +18,9 @@ from __future__ import annotations
 import json
 
 from nnconform.driver import DriverError, ErrorStatus
-from nnconform.spec import model_from_dict, model_to_dict
-
 from nnconform.drivers import reference_cache as rc
 from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
+from nnconform.ir.spec import model_from_dict, model_to_dict
 
 _HEADER = b"NOINTEGRITY\x01"
 

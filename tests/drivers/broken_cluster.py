@@ -11,15 +11,13 @@ Unset: every such execution kills, so the case ends as a CRASH naming the worker
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import os
 import signal
+from pathlib import Path
 
+from nnconform.driver.loader import import_driver_file
 from nnconform.ir import OperationType as Op
-from nnconform.ops import get_op
-
-from nnconform.loader import import_driver_file
+from nnconform.reference.ops import get_op
 
 # The test drivers are files, not a package: the shared base class comes from broken.py
 # loaded by path, as the loader loads any driver file (one module per file, one class).

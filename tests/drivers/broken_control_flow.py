@@ -22,12 +22,12 @@ import threading
 import time
 
 from nnconform.driver import DriverError, ErrorStatus
-from nnconform.errors import OpFailure
-from nnconform.executor import Executor
-from nnconform.ir import Model, OperationType as Op
-from nnconform.ops import control_flow as cf
-
 from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
+from nnconform.errors import OpFailure
+from nnconform.ir import Model
+from nnconform.ir import OperationType as Op
+from nnconform.reference.executor import Executor
+from nnconform.reference.ops import control_flow as cf
 
 HANG_LIMIT_S = 60.0
 

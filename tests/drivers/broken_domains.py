@@ -58,12 +58,12 @@ from pathlib import Path
 
 import numpy as np
 
-from nnconform.ir import OperandType as T, OperationType as Op
-from nnconform.ops.registry import get_op, load_all
-
 from nnconform.driver import OutputShape
+from nnconform.driver.loader import import_driver_file
 from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
-from nnconform.loader import import_driver_file
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.ops.registry import get_op, load_all
 
 # The test drivers are files, not a package: the shared base class comes from broken.py
 # loaded by path, as the loader loads any driver file (one module per file, one class).
@@ -280,7 +280,8 @@ class CachesEveryModel(ReferenceDevice):
 
     def prepare(self, model, **kw):
         import json
-        from nnconform.spec import model_to_dict
+
+        from nnconform.ir.spec import model_to_dict
         key = hash(json.dumps(model_to_dict(model), sort_keys=True, default=str))
         if key not in self._seen:
             self._seen[key] = np.ones(4 * 2**20, np.uint8)
@@ -290,7 +291,7 @@ class CachesEveryModel(ReferenceDevice):
 # -- IF outputs sized from the then branch ---------------------------------------------------------
 
 def _if_then_sized(ctx):
-    from nnconform.ops import control_flow as cf
+    from nnconform.reference.ops import control_flow as cf
     outs = get_op(Op.IF).execute(ctx)
     then = cf.subgraph_at(ctx, 1)
     fixed = []

@@ -3,16 +3,14 @@ half of its executions.  Which ones is drawn from ``NNCONFORM_FLAKY_SEED`` (defa
 run is reproducible and two runs with different values disagree on some cases."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import os
+from pathlib import Path
 
 import numpy as np
 
+from nnconform.driver.loader import import_driver_file
 from nnconform.ir import OperationType as Op
-from nnconform.ops import get_op
-
-from nnconform.loader import import_driver_file
+from nnconform.reference.ops import get_op
 
 # The test drivers are files, not a package: the shared base class comes from broken.py
 # loaded by path, as the loader loads any driver file (one module per file, one class).

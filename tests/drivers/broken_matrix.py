@@ -1,7 +1,7 @@
 """DELIBERATELY BROKEN DRIVERS, for testing the harness itself.  Never use them as references.
 
 Each is the reference driver with one defect that only one part of the vectors suite's
-execution matrix (nnconform.variants) can see; the plain synchronous run of every golden
+execution matrix (nnconform.cases.variants) can see; the plain synchronous run of every golden
 vector still passes:
 
     AsyncWrongResults          execute_async returns every output perturbed
@@ -40,9 +40,8 @@ import dataclasses
 import numpy as np
 
 from nnconform.driver import DriverError, ErrorStatus, ExecutionResult, OutputShape
-from nnconform.ir import Model, OperandType, OperationType, Request, RequestArgument
-
 from nnconform.drivers.reference import ReferenceBurst, ReferenceDevice, ReferencePreparedModel
+from nnconform.ir import Model, OperandType, OperationType, Request, RequestArgument
 
 
 def _async(pm: ReferencePreparedModel, fn):

@@ -12,7 +12,7 @@ Each is the reference driver with a restricted or dishonest claim:
                         (an under-claim: the probe must flag it)
     ReluIgnoresStrides  RELU reads a non-contiguous input array as if it were contiguous memory;
                         right on a case's own inputs, wrong on a boundary tensor handed over
-                        from another partition (nnconform.partition passes those as strided
+                        from another partition (nnconform.verdict.partition passes those as strided
                         views into a pool).  Only in-process runs see it: behind a driver
                         host every array arrives contiguous.  It refuses ADD, so the helper
                         ADDs of the AOSP vectors run on the reference and feed its RELU.
@@ -28,9 +28,10 @@ from __future__ import annotations
 import numpy as np
 
 from nnconform.driver import DriverError, ErrorStatus
-from nnconform.ir import OperandType as T, OperationType as Op, Request, RequestArgument
-
 from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.ir import Request, RequestArgument
 
 
 class _Claiming(ReferenceDevice):

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import os
 
-from nnconform.ir import Model
-
 from nnconform.drivers.reference import ReferenceBurst, ReferenceDevice, ReferencePreparedModel
+from nnconform.ir import Model
 
 
 def has_cycle(model: Model) -> bool:

@@ -50,7 +50,6 @@ import threading
 import numpy as np
 
 from nnconform.driver import ExecutionResult
-
 from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
 
 LEAK_BYTES = 8 << 20
@@ -309,7 +308,7 @@ class LeavesShm(_OncePerCase):
     def once(self) -> None:
         import uuid
 
-        from nnconform.reaper import SHM_DIR
+        from nnconform.isolation.reaper import SHM_DIR
         path = os.path.join(SHM_DIR, f"{SHM_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}")
         log_action("shm", path=path)
         with open(path, "wb") as f:

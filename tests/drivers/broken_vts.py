@@ -19,10 +19,9 @@ import time
 import numpy as np
 
 from nnconform.driver import ExecutionPreference, ExecutionResult, Priority, Timing
-from nnconform.ir import Model
-
 from nnconform.drivers import reference_cache as cache_files
 from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel, operation_supported
+from nnconform.ir import Model
 
 
 class AcceptsEverything(ReferenceDevice):

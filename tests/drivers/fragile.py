@@ -19,9 +19,8 @@ import os
 
 import numpy as np
 
-from nnconform.ir import Model, OperationType
-
 from nnconform.drivers.reference import ReferenceDevice
+from nnconform.ir import Model, OperationType
 
 _TENSOR_CODES = {3, 4, 5, 7, 8, 9, 11, 12, 13, 14, 10001}
 _ARENA_ELEMENTS = 1 << 28

@@ -8,12 +8,16 @@ import logging
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, seed, settings, strategies as st
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
 
-from nnconform.executor import Executor
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-from nnconform.ops import add_split, add_sub, jit, lut
-from nnconform.ops.registry import OpView
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.executor import Executor
+from nnconform.reference.kernels import add_split, jit, lut
+from nnconform.reference.ops import add_sub
+from nnconform.reference.ops.registry import OpView
 
 SETTINGS = settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 ROWS = np.repeat(np.arange(256, dtype=np.uint8), 256)       # every (a, b) byte pair
@@ -156,7 +160,7 @@ def test_wrong_tables_are_refused_and_the_table_is_used(kernels_on, caplog):
     broken = split.tables.copy()
     broken[4, 77] = (int(broken[4, 77]) + 1) % 256
     wrong = split._replace(tables=broken)
-    with caplog.at_level(logging.WARNING, logger="nnconform.ops.lut"):
+    with caplog.at_level(logging.WARNING, logger="nnconform.reference.kernels.lut"):
         checked = lut._checked_split(wrong, table)
     assert checked.tables is None
     assert "differ from the exact table" in caplog.text
@@ -185,7 +189,7 @@ def test_a_kernel_that_fails_its_trial_leaves_the_gather(kernels_on, monkeypatch
         return False
     monkeypatch.setattr(jit, "_split_add_trial", trial)
     monkeypatch.setattr(jit, "split_add", lambda *a: pytest.fail("the split kernel ran"))
-    with caplog.at_level(logging.WARNING, logger="nnconform.ops.jit"):
+    with caplog.at_level(logging.WARNING, logger="nnconform.reference.kernels.jit"):
         assert not jit.byte_permutes()
     assert "split ADD kernel" in caplog.text and "using the numpy path" in caplog.text
     model = _model(False, False, 0, 0.05, 0.07, 0.1, 128, 120, 128, (1, 300))

@@ -2,15 +2,16 @@
 validation, and the AOSP golden vectors that use only these operations."""
 import numpy as np
 import pytest
+from helpers import assert_vector_passes, check_example, vector_params
 
 from nnconform.errors import OpFailure, ValidationError
-from nnconform.executor import execute
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-from nnconform.ops.broadcast import broadcast_shape
-from nnconform.ops.registry import OpView, get_op
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.arith.broadcast import broadcast_shape
+from nnconform.reference.executor import execute
+from nnconform.reference.ops.registry import OpView, get_op
 from nnconform.suites.examples.arithmetic import EXAMPLES
-
-from helpers import assert_vector_passes, check_example, vector_params
 
 OPS = {"ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "POW", "PRELU"}
 
@@ -166,8 +167,10 @@ def test_quant_add_whose_rescale_fails_fails_every_run_of_one_executor():
     # The multipliers are worked out once per model step (OpContext.remember); a failing
     # build stores nothing, so the failure is the same on each run, never a stale success.
     from nnconform.errors import OpFailure
-    from nnconform.executor import Executor
-    from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+    from nnconform.ir import ModelBuilder
+    from nnconform.ir import OperandType as T
+    from nnconform.ir import OperationType as Op
+    from nnconform.reference.executor import Executor
     b = ModelBuilder()
     x = b.input(T.TENSOR_QUANT8_ASYMM, [2, 2], scale=1.0, zero_point=0)
     y = b.input(T.TENSOR_QUANT8_ASYMM, [2, 2], scale=1.0, zero_point=0)

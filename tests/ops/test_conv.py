@@ -9,16 +9,17 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from helpers import check_example
 
 from nnconform.errors import ValidationError
-from nnconform.executor import execute
-from nnconform.ir import ChannelQuant, ModelBuilder, OperandType as T, OperationType as Op
-from nnconform.ops.fixedpoint import _rdbp_int, _srdhm_int
-from nnconform.ops.quant import multiply_by_quantized_multiplier, quantize_multiplier
-from nnconform.ops.registry import OpView, get_op, load_all
+from nnconform.ir import ChannelQuant, ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.arith.fixedpoint import _rdbp_int, _srdhm_int
+from nnconform.reference.arith.quant import multiply_by_quantized_multiplier, quantize_multiplier
+from nnconform.reference.executor import execute
+from nnconform.reference.ops.registry import OpView, get_op, load_all
 from nnconform.suites.examples.conv import EXAMPLES, _model
-
-from helpers import check_example
 
 MY_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "GROUPED_CONV_2D", "TRANSPOSE_CONV_2D", "FULLY_CONNECTED")
 F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
@@ -357,7 +358,7 @@ def test_quantised_conv_rounds_twice_as_nnapi_does():
     round up (1.4726 gives 2).  LiteRT (XNNPACK) and onnxruntime (MLAS) multiply by a float32
     scale and round once; on the built-in MobileNets they differ from the reference by 1 LSB
     exactly there (docs/benchmark.md).  The reference keeps NNAPI's bits.  The expected codes come
-    from the Python-int SRDHM / RDBPOT of nnconform.ops.fixedpoint, not from the vectorised
+    from the Python-int SRDHM / RDBPOT of nnconform.reference.arith.fixedpoint, not from the vectorised
     requantisers under test."""
     sx, sw, so = 0.5, 0.5, 7.3
     real = float(np.float32(sx) * np.float32(sw)) / float(np.float32(so))
@@ -383,7 +384,7 @@ def test_quantised_conv_rounds_twice_as_nnapi_does():
 # ---------------------------------------------------------------------------------------
 
 def _stepwise_requant(acc, bias, mult, shift, out, act):
-    from nnconform.ops.activation import quant_bounds
+    from nnconform.reference.arith.activation import quant_bounds
     x = acc.astype(np.int64) + bias.astype(np.int64)
     y = np.stack([multiply_by_quantized_multiplier(x[..., ch], int(mult[ch]), int(shift[ch]))
                   for ch in range(x.shape[-1])], axis=-1)
@@ -394,7 +395,7 @@ def _stepwise_requant(acc, bias, mult, shift, out, act):
 @pytest.mark.parametrize("seed", range(6))
 def test_fused_requantize_matches_stepwise(seed):
     from nnconform.ir import Operand
-    from nnconform.ops.conv_common import requantize
+    from nnconform.reference.ops.conv_common import requantize
     rng = np.random.default_rng(100 + seed)
     for _ in range(60):
         ch = int(rng.integers(1, 6))
@@ -430,7 +431,7 @@ def test_flat_requantize_float_accumulators(seed, monkeypatch):
     """The flat-block path (float accumulators within their exact integer range) against the
     step-by-step formulation: several blocks with a short last one, per-tensor and
     per-channel multipliers with left and right shifts, rounding ties, both 8-bit types."""
-    import nnconform.ops.conv_common as cc
+    import nnconform.reference.ops.conv_common as cc
     from nnconform.ir import Operand
     monkeypatch.setattr(cc, "_REQUANT_BLOCK", 64)
     rng = np.random.default_rng(300 + seed)
@@ -480,7 +481,7 @@ def test_depthwise_fast_path_random_shapes(seed):
     """Random small shapes, strides, dilations, multipliers, paddings and both layouts; big
     enough images that the blocked tap loop takes several row blocks (and whole-image
     blocks for the small ones)."""
-    import nnconform.ops.depthwise_conv_2d as dw
+    import nnconform.reference.ops.depthwise_conv_2d as dw
     rng = np.random.default_rng(200 + seed)
     old_block = dw._BLOCK
     dw._BLOCK = int(rng.choice([64, 256, 1 << 16]))       # exercise both blocking schemes
@@ -563,7 +564,7 @@ def test_fully_connected_chunked_exact_matmul(k):
     """Offsets up to 255 x 255 over K terms: beyond 2**24 the float32 matmul is split along
     K.  Runs twice on one model (cached weights) and once with the weights as a runtime
     input whose values then change (never cached)."""
-    from nnconform.executor import Executor
+    from nnconform.reference.executor import Executor
     rng = np.random.default_rng(k)
     units, batch = 5, 3
     w_vals = rng.choice(np.array([0, 1, 254, 255], np.uint8), size=(units, k))
@@ -591,7 +592,7 @@ def test_fully_connected_chunked_exact_matmul(k):
 def test_exact_matmul_is_exact(k):
     """Offsets near +-255 with odd products: any float32 partial sum beyond 2**24 would lose
     low bits, so the result must equal the int64 matmul exactly."""
-    from nnconform.ops.conv_common import exact_matmul
+    from nnconform.reference.ops.conv_common import exact_matmul
     rng = np.random.default_rng(k)
     a = rng.choice(np.array([-255, -253, 253, 255]), size=(4, k))
     b = rng.choice(np.array([-255, 255, 251]), size=(6, k))
@@ -606,7 +607,7 @@ def test_exact_matmul_is_exact(k):
 def test_exact_matmul_at_the_float32_limit(rows):
     """K * max|a| * max|b| == 2**24 exactly stays one float32 product: every sum is at most
     2**24 in magnitude, which float32 holds; one more term and it is split."""
-    from nnconform.ops.conv_common import exact_matmul
+    from nnconform.reference.ops.conv_common import exact_matmul
     rng = np.random.default_rng(rows)
     for k in (1024, 1025):
         a = rng.choice(np.array([-128, 127, -127, 128]), size=(rows, k))
@@ -624,8 +625,9 @@ def test_softmax_table_matches_direct_fixed_point(t, shape, axis):
     differences (and, for rows of 256 or more, its outputs in a per-row table of them);
     compare with the same gemmlowp steps applied to every element.  Shapes: short rows,
     long rows (few rows: reciprocals on Python ints; 20 rows: in numpy), another axis."""
-    from nnconform.ops import fixedpoint as fx
-    from nnconform.ops.quant import rounding_divide_by_pot, saturating_rounding_doubling_high_mul as srdhm
+    from nnconform.reference.arith import fixedpoint as fx
+    from nnconform.reference.arith.quant import rounding_divide_by_pot
+    from nnconform.reference.arith.quant import saturating_rounding_doubling_high_mul as srdhm
     rng = np.random.default_rng(17)
     lo, hi = (0, 255) if t == Q8 else (-128, 127)
     for beta, scale in ((1.0, 0.1), (0.5, 1 / 256), (2.0, 0.5), (1e-3, 0.02), (1.0, 5.0)):
@@ -656,7 +658,7 @@ def test_softmax_table_matches_direct_fixed_point(t, shape, axis):
 
 @pytest.mark.parametrize("op", MY_OPS)
 def test_aosp_vectors(op):
-    from nnconform.vectors import check_case, default_root, load_cases
+    from nnconform.cases.vectors import check_case, default_root, load_cases
     root = default_root()   # $NNCONFORM_VECTORS, else the bundled copy
     registered = {t.name for t in load_all()}
     cases = load_cases(root, ops=[op], within=registered)
@@ -702,7 +704,7 @@ def test_conv_parameters_follow_the_actual_input_size_run_after_run():
     bias = b.const(F32, [3], np.zeros(3, np.float32))
     y = b.output(F32, [1, 0, 0, 3])
     b.operation(Op.CONV_2D, [x, f, bias, b.i32(1), b.i32(2), b.i32(2), b.i32(0)], [y])
-    from nnconform.executor import Executor
+    from nnconform.reference.executor import Executor
     ex = Executor(b.build())
     for h, wd in [(5, 7), (8, 3), (5, 7), (1, 1)]:
         xv = rng.standard_normal((1, h, wd, 2)).astype(np.float32)
@@ -723,7 +725,7 @@ def test_conv_parameters_given_at_run_time_are_read_each_run():
     bias = b.const(F32, [2], np.zeros(2, np.float32))
     y = b.output(F32, [1, 0, 0, 2])
     b.operation(Op.CONV_2D, [x, f, bias, b.i32(1), stride, stride, b.i32(0)], [y])
-    from nnconform.executor import Executor
+    from nnconform.reference.executor import Executor
     ex = Executor(b.build())
     xv = rng.standard_normal((1, 6, 6, 1)).astype(np.float32)
     for s in (1, 2, 3, 1):
@@ -734,7 +736,7 @@ def test_conv_parameters_given_at_run_time_are_read_each_run():
 
 
 def test_bound_and_dtype_scans_the_data_only_when_the_type_bound_needs_float64():
-    from nnconform.ops import conv_common as cc
+    from nnconform.reference.ops import conv_common as cc
     x = np.full((1, 4, 4, 8), 130, np.uint8)
     # 9 taps x 128 x 127 < 2**24: the type's bound, no scan
     assert cc.bound_and_dtype(x, 128, 9, 127) == (128, np.float32)

@@ -3,15 +3,16 @@ RANK, SELECT, REVERSE, PACK, TILE: hand-checked examples, signature validation a
 golden vectors."""
 import numpy as np
 import pytest
-
-from nnconform import vectors
-from nnconform.errors import ValidationError
-from nnconform.executor import execute
-from nnconform.ir import ChannelQuant, ModelBuilder, OperandType as T, OperationType as Op
-from nnconform.ops.registry import OpView, get_op
-from nnconform.suites.examples import data_movement_a
-
 from helpers import assert_examples_cover, check_example
+
+from nnconform.cases import vectors
+from nnconform.errors import ValidationError
+from nnconform.ir import ChannelQuant, ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.executor import execute
+from nnconform.reference.ops.registry import OpView, get_op
+from nnconform.suites.examples import data_movement_a
 
 F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
 Q8, Q8S = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED

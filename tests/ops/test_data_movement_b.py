@@ -3,14 +3,15 @@ BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND, CHANNEL_SHUFFLE, EMBEDDING_LOOKUP, HASHTAB
 hand-checked examples, signature validation and the AOSP golden vectors."""
 import numpy as np
 import pytest
+from helpers import assert_examples_cover, assert_vector_passes, check_example, vector_params
 
 from nnconform.errors import ValidationError
-from nnconform.executor import execute
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-from nnconform.ops.registry import OpView, get_op
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.executor import execute
+from nnconform.reference.ops.registry import OpView, get_op
 from nnconform.suites.examples import data_movement_b
-
-from helpers import assert_examples_cover, assert_vector_passes, check_example, vector_params
 
 F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
 Q8, Q8S = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED

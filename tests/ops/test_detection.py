@@ -4,15 +4,16 @@ NMS bookkeeping against a literal transcription of the reference loop, and the A
 vectors that use only these operations."""
 import numpy as np
 import pytest
+from helpers import assert_examples_cover, assert_vector_passes, check_example, vector_params
 
 from nnconform.errors import OpFailure, ValidationError
-from nnconform.executor import execute
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-from nnconform.ops import bbox_common as bb
-from nnconform.ops.registry import OpView, get_op
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.executor import execute
+from nnconform.reference.ops import bbox_common as bb
+from nnconform.reference.ops.registry import OpView, get_op
 from nnconform.suites.examples.detection import EXAMPLES
-
-from helpers import assert_examples_cover, assert_vector_passes, check_example, vector_params
 
 OPS = {"AXIS_ALIGNED_BBOX_TRANSFORM", "BOX_WITH_NMS_LIMIT", "GENERATE_PROPOSALS", "DETECTION_POSTPROCESSING",
        "ROI_ALIGN", "ROI_POOLING", "HEATMAP_MAX_KEYPOINT"}

@@ -6,10 +6,12 @@ before the change."""
 import numpy as np
 import pytest
 
-from nnconform.executor import execute
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-from nnconform.ops import broadcast
-from nnconform.ops.pad import constant_pad
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.arith import broadcast
+from nnconform.reference.executor import execute
+from nnconform.reference.ops.pad import constant_pad
 
 F32, F16 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16
 
@@ -88,7 +90,7 @@ def test_constant_pad_matches_np_pad(seed):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_select_bits_where_matches_np_where(seed):
-    from nnconform.ops import select_bits
+    from nnconform.reference.arith import select_bits
     rng = _rng(1900 + seed)
     for _ in range(20):
         dtype = [np.float32, np.float16, np.float64, np.int8, np.uint8, np.int32][int(rng.integers(0, 6))]

@@ -1,4 +1,4 @@
-"""TENSOR_FLOAT16 conversions (nnconform.ops.half): the compiled hardware conversions give
+"""TENSOR_FLOAT16 conversions (nnconform.reference.arith.half): the compiled hardware conversions give
 numpy's bits on every half, on every float32 rounding boundary and NaN class, and the fp16
 operations that use them give the same outputs with and without the compiled kernels."""
 from __future__ import annotations
@@ -6,9 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nnconform.executor import Executor
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-from nnconform.ops import half, jit
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.arith import half
+from nnconform.reference.executor import Executor
+from nnconform.reference.kernels import jit
 
 pytest.importorskip("numba", reason="the compiled conversions need the [fast] extra (numba)")
 

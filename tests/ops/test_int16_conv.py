@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, seed, settings, strategies as st
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
 
-from nnconform.executor import Executor
-from nnconform.ir import ChannelQuant, ModelBuilder, OperandType as T, OperationType as Op
-from nnconform.ops import int16_conv, jit
+from nnconform.ir import ChannelQuant, ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.executor import Executor
+from nnconform.reference.kernels import int16_conv, jit
 
 pytest.importorskip("numba", reason="the int16 product is a compiled kernel: the [fast] extra (numba)")
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
@@ -116,7 +119,7 @@ def test_a_kernel_that_fails_its_trial_leaves_the_float_product(monkeypatch, cap
     takes the float32 product (the same bytes)."""
     import logging
     monkeypatch.setattr(jit, "_int16_trial", lambda: (_ for _ in ()).throw(RuntimeError("LLVM ERROR: broken")))
-    with caplog.at_level(logging.WARNING, logger="nnconform.ops.jit"):
+    with caplog.at_level(logging.WARNING, logger="nnconform.reference.kernels.jit"):
         assert not jit.int16_products()
     assert "int16 product kernel failed to compile or run (RuntimeError: LLVM ERROR: broken)" in caplog.text
     monkeypatch.setattr(int16_conv, "product", lambda *a: pytest.fail("the int16 product ran"))

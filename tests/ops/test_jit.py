@@ -1,4 +1,4 @@
-"""The compiled kernels of nnconform.ops.jit (the [fast] extra) against the numpy paths they
+"""The compiled kernels of nnconform.reference.kernels.jit (the [fast] extra) against the numpy paths they
 stand in for: the same bits on seeded shapes, strides, dilations, biases with signed zeros
 and special values, and through a whole DEPTHWISE_CONV_2D model."""
 from __future__ import annotations
@@ -7,11 +7,12 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, seed, settings, strategies as st
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
 
-from nnconform.ops import conv_common as cc
-from nnconform.ops import depthwise_conv_2d as dwc
-from nnconform.ops import jit
+from nnconform.reference.kernels import jit
+from nnconform.reference.ops import conv_common as cc
+from nnconform.reference.ops import depthwise_conv_2d as dwc
 
 pytest.importorskip("numba", reason="the compiled kernels need the [fast] extra (numba)")
 
@@ -118,8 +119,10 @@ def test_depthwise_kernel_gives_the_numpy_paths_bits(numpy_only, monkeypatch, s,
 def test_depthwise_model_same_bits_with_and_without_the_kernel(numpy_only, quant, m):
     """A 1x40x40xC DEPTHWISE_CONV_2D (SAME padding, stride 2, ReLU6) through the executor:
     big enough for the kernel, and the same output bytes on both paths."""
-    from nnconform.executor import Executor
-    from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+    from nnconform.ir import ModelBuilder
+    from nnconform.ir import OperandType as T
+    from nnconform.ir import OperationType as Op
+    from nnconform.reference.executor import Executor
     rng = np.random.default_rng(1616 + m)
     c = 24
     b = ModelBuilder()
@@ -184,8 +187,9 @@ def test_requantize_kernel_gives_the_numpy_paths_bits(numpy_only, monkeypatch, s
     """Accumulators of every kind the convolutions hand over (exact integers in float32 up to
     2**24, float64 and int64 beyond 2**31), per-tensor and per-channel multipliers with left
     and right shifts (and a zero one), rounding ties, both 8-bit output types."""
-    from nnconform.ir import Operand, OperandType as T
-    from nnconform.ops.quant import quantize_multiplier
+    from nnconform.ir import Operand
+    from nnconform.ir import OperandType as T
+    from nnconform.reference.arith.quant import quantize_multiplier
     print("numpy seed", s)
     rng = np.random.default_rng(s)
     if acc_kind == "float32":
@@ -221,9 +225,11 @@ def test_requantize_kernel_gives_the_numpy_paths_bits(numpy_only, monkeypatch, s
 def test_quant8_binary_ops_same_bytes_with_and_without_the_gather(numpy_only, op, signed):
     """A 1x64x64x24 quantised ADD/SUB/MUL (98,304 elements: the 65,536-entry table path) with
     ReLU6, every pair of input bytes present: the compiled gather gives numpy's bytes."""
-    from nnconform.executor import Executor
-    from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-    from nnconform.ops import lut
+    from nnconform.ir import ModelBuilder
+    from nnconform.ir import OperandType as T
+    from nnconform.ir import OperationType as Op
+    from nnconform.reference.executor import Executor
+    from nnconform.reference.kernels import lut
     t = T.TENSOR_QUANT8_ASYMM_SIGNED if signed else T.TENSOR_QUANT8_ASYMM
     dt, z = (np.int8, -3) if signed else (np.uint8, 125)
     rng = np.random.default_rng(1617)
@@ -251,8 +257,10 @@ def test_quant8_fully_connected_same_bytes_with_and_without_the_integer_product(
     """FULLY_CONNECTED [batch, 1024] x [300, 1024] with extreme bytes (0 and 255, the largest
     offsets from the zero points) among random ones: the compiled int32 product plus
     requantisation gives the bytes of the float32-BLAS path."""
-    from nnconform.executor import Executor
-    from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+    from nnconform.ir import ModelBuilder
+    from nnconform.ir import OperandType as T
+    from nnconform.ir import OperationType as Op
+    from nnconform.reference.executor import Executor
     t = T.TENSOR_QUANT8_ASYMM_SIGNED if signed else T.TENSOR_QUANT8_ASYMM
     dt, xz, wz = (np.int8, 0, -1) if signed else (np.uint8, 128, 127)
     rng = np.random.default_rng(1618 + batch)
@@ -297,8 +305,10 @@ def test_quant8_softmax_kernel_gives_the_numpy_paths_bytes(numpy_only, monkeypat
     """SOFTMAX on [rows, n] 8-bit codes: narrow and full spreads (differences past the
     kernel's radius give the lowest code), large and small beta * scale, the last axis and
     the first: the compiled row kernel gives the bytes of the numpy path."""
-    from nnconform.executor import Executor
-    from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+    from nnconform.ir import ModelBuilder
+    from nnconform.ir import OperandType as T
+    from nnconform.ir import OperationType as Op
+    from nnconform.reference.executor import Executor
     print("numpy seed", s)
     rng = np.random.default_rng(s)
     t = T.TENSOR_QUANT8_ASYMM_SIGNED if signed else T.TENSOR_QUANT8_ASYMM
@@ -326,8 +336,10 @@ def test_quant8_softmax_kernel_runs_on_a_classifier_row(monkeypatch):
     calls = []
     real = jit.softmax_rows
     monkeypatch.setattr(jit, "softmax_rows", lambda *a, **k: calls.append(1) or real(*a, **k))
-    from nnconform.executor import Executor
-    from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+    from nnconform.ir import ModelBuilder
+    from nnconform.ir import OperandType as T
+    from nnconform.ir import OperationType as Op
+    from nnconform.reference.executor import Executor
     b = ModelBuilder()
     xi = b.input(T.TENSOR_QUANT8_ASYMM, [1, 1000], scale=0.1, zero_point=128)
     y = b.output(T.TENSOR_QUANT8_ASYMM, [1, 1000], scale=1 / 256, zero_point=0)
@@ -349,8 +361,10 @@ def test_bilinear_kernel_gives_the_numpy_paths_bits(numpy_only, monkeypatch, s, 
                                                     special):
     """RESIZE_BILINEAR up and down, align_corners / half_pixel_centers, fp32/fp16/quant8,
     signed zeros, infinities and NaN: the compiled kernel gives the numpy path's bits."""
-    from nnconform.executor import Executor
-    from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
+    from nnconform.ir import ModelBuilder
+    from nnconform.ir import OperandType as T
+    from nnconform.ir import OperationType as Op
+    from nnconform.reference.executor import Executor
     print("numpy seed", s)
     rng = np.random.default_rng(s)
     t = {"float32": T.TENSOR_FLOAT32, "float16": T.TENSOR_FLOAT16, "uint8": T.TENSOR_QUANT8_ASYMM}[kind]
@@ -388,9 +402,11 @@ def test_average_pool_kernel_gives_the_numpy_paths_bits(numpy_only, monkeypatch,
     """AVERAGE_POOL_2D with explicit padding (windows over the padding count only their taps
     on the input), strides, every fused activation, NHWC and NCHW, fp32/fp16/quant8 both
     signs, signed zeros, infinities and NaN: the compiled sums give the numpy path's bits."""
-    from nnconform.executor import Executor
-    from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-    from nnconform.ops.padding import output_size
+    from nnconform.ir import ModelBuilder
+    from nnconform.ir import OperandType as T
+    from nnconform.ir import OperationType as Op
+    from nnconform.reference.arith.padding import output_size
+    from nnconform.reference.executor import Executor
     print("numpy seed", s)
     rng = np.random.default_rng(s)
     # the padding on each side stays below the filter (the operation's own rule)

@@ -5,16 +5,16 @@ import dataclasses
 
 import numpy as np
 import pytest
+from helpers import assert_rejected, check_example, vector_cases, vectors_missing_reason
 
 from nnconform.errors import OpFailure
-from nnconform.executor import execute
-from nnconform.ir import Lifetime, Model, OperandType as T
-from nnconform.ops import fixedpoint16 as q16
-from nnconform.ops import quantized_lstm as qlstm
-from nnconform.ops.registry import OpView, get_op
+from nnconform.ir import Lifetime, Model
+from nnconform.ir import OperandType as T
+from nnconform.reference.arith import fixedpoint16 as q16
+from nnconform.reference.executor import execute
+from nnconform.reference.ops import quantized_lstm as qlstm
+from nnconform.reference.ops.registry import OpView, get_op
 from nnconform.suites.examples.lstm import EXAMPLES
-
-from helpers import assert_rejected, check_example, vector_cases, vectors_missing_reason
 
 MY_OPS = {"LSTM", "UNIDIRECTIONAL_SEQUENCE_LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM", "QUANTIZED_16BIT_LSTM",
           "QUANTIZED_LSTM"}
@@ -171,6 +171,6 @@ _CASES = vector_cases(MY_OPS, also={"ADD"})
 @pytest.mark.skipif(not _CASES, reason=vectors_missing_reason())
 @pytest.mark.parametrize("case", _CASES, ids=lambda c: c.test_id)
 def test_aosp_vector(case):
-    from nnconform.vectors import check_case
+    from nnconform.cases.vectors import check_case
     status, message = check_case(case)
     assert status == "pass", message

@@ -3,15 +3,16 @@ RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR: hand-checked examples, signature valid
 AOSP golden vectors that use only these operations."""
 import numpy as np
 import pytest
+from helpers import assert_examples_cover, assert_vector_passes, check_example, vector_params
 
 from nnconform.errors import OpFailure, ValidationError
-from nnconform.executor import execute
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-from nnconform.ops.l2_normalization import inv_sqrt_multiplier
-from nnconform.ops.registry import OpView, get_op
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.executor import execute
+from nnconform.reference.ops.l2_normalization import inv_sqrt_multiplier
+from nnconform.reference.ops.registry import OpView, get_op
 from nnconform.suites.examples.pooling_norm_resize import EXAMPLES
-
-from helpers import assert_examples_cover, assert_vector_passes, check_example, vector_params
 
 OPS = {"AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D", "L2_NORMALIZATION", "LOCAL_RESPONSE_NORMALIZATION",
        "INSTANCE_NORMALIZATION", "RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR"}

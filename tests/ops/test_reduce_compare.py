@@ -3,14 +3,15 @@ examples, signature validation, run-time failures, AOSP vectors."""
 
 import numpy as np
 import pytest
+from helpers import assert_rejected, check_example, vector_cases, vectors_missing_reason
 
 from nnconform.errors import OpFailure
-from nnconform.executor import execute
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-from nnconform.ops.registry import OpView, get_op
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.executor import execute
+from nnconform.reference.ops.registry import OpView, get_op
 from nnconform.suites.examples.reduce_compare import EXAMPLES
-
-from helpers import assert_rejected, check_example, vector_cases, vectors_missing_reason
 
 MY_OPS = {"MEAN", "REDUCE_ALL", "REDUCE_ANY", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_SUM",
           "ARGMAX", "ARGMIN", "EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL",
@@ -294,6 +295,6 @@ _CASES = vector_cases(MY_OPS)
 @pytest.mark.skipif(not _CASES, reason=vectors_missing_reason())
 @pytest.mark.parametrize("case", _CASES, ids=lambda c: c.test_id)
 def test_aosp_vector(case):
-    from nnconform.vectors import check_case
+    from nnconform.cases.vectors import check_case
     status, message = check_case(case)
     assert status == "pass", message

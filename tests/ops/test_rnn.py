@@ -4,17 +4,18 @@ FarmHash port, the multinomial distribution check, AOSP vectors."""
 
 import numpy as np
 import pytest
+from helpers import assert_rejected, check_example, vector_cases, vectors_missing_reason
 
 from nnconform.errors import OpFailure
-from nnconform.executor import execute
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-from nnconform.ops.lsh_projection import fingerprint64, fingerprint64_bytes
-from nnconform.ops.random_multinomial import check_multinomial
-from nnconform.ops.registry import OpView, get_op
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.ir.validation import validate_model
+from nnconform.reference.executor import execute
+from nnconform.reference.ops.lsh_projection import fingerprint64, fingerprint64_bytes
+from nnconform.reference.ops.random_multinomial import check_multinomial
+from nnconform.reference.ops.registry import OpView, get_op
 from nnconform.suites.examples.rnn import EXAMPLES
-from nnconform.validation import validate_model
-
-from helpers import assert_rejected, check_example, vector_cases, vectors_missing_reason
 
 MY_OPS = {"RNN", "UNIDIRECTIONAL_SEQUENCE_RNN", "BIDIRECTIONAL_SEQUENCE_RNN", "SVDF", "LSH_PROJECTION",
           "RANDOM_MULTINOMIAL"}
@@ -300,6 +301,6 @@ def test_aosp_vector(case):
         ok, message = check_multinomial(case.inputs[0], samples, case.multinomial_tolerance)
         assert ok, message
         return
-    from nnconform.vectors import check_case
+    from nnconform.cases.vectors import check_case
     status, message = check_case(case)
     assert status == "pass", message

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, seed, settings, strategies as st
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
 
 from nnconform.ir import OperandType as T
-from nnconform.ops import conv_common as cc
+from nnconform.reference.ops import conv_common as cc
 
 Q8, Q8S = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
@@ -26,7 +27,7 @@ def _rng(s):
 def _old_pool_float(x, pads, strides, filt, act, kind):
     """The formulation before the change: always a padded copy (-inf or 0 filled), the
     windows in (ky, kx) order, then the activation; NHWC float32."""
-    from nnconform.ops.activation import apply_float
+    from nnconform.reference.arith.activation import apply_float
     pl, pr, pt, pb = pads
     sw, sh = strides
     fw, fh = filt
@@ -60,8 +61,9 @@ def _old_pool_float(x, pads, strides, filt, act, kind):
 @SETTINGS
 @given(st.integers(0, 2**32 - 1))
 def test_float_pooling_matches_padded_formulation(s):
-    from nnconform.executor import execute
-    from nnconform.ir import ModelBuilder, OperationType as Op
+    from nnconform.ir import ModelBuilder
+    from nnconform.ir import OperationType as Op
+    from nnconform.reference.executor import execute
     rng = _rng(s)
     fw, fh = int(rng.integers(1, 4)), int(rng.integers(1, 4))
     sw, sh = int(rng.integers(1, 3)), int(rng.integers(1, 3))
@@ -134,7 +136,7 @@ def _old_depthwise(xp, w, oh, ow, p, bias=None, block=1 << 16):
 @SETTINGS
 @given(st.integers(0, 2**32 - 1))
 def test_depthwise_phases_match_strided_views(s):
-    from nnconform.ops import depthwise_conv_2d as dw
+    from nnconform.reference.ops import depthwise_conv_2d as dw
     rng = _rng(s)
     fh, fw = int(rng.integers(1, 6)), int(rng.integers(1, 6))
     sh, sw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
@@ -174,8 +176,9 @@ def test_softmax_one_row_matches_many_rows(s):
     """A row of 256 or more codes alone (Python-int reciprocal, 256 codes from scalars) gives
     the bits the same row gets among others (per-row arrays, the formulation before), and
     the float path the bits it gets without the copy-free astype."""
-    from nnconform.executor import execute
-    from nnconform.ir import ModelBuilder, OperationType as Op
+    from nnconform.ir import ModelBuilder
+    from nnconform.ir import OperationType as Op
+    from nnconform.reference.executor import execute
     rng = _rng(s)
     t = Q8 if rng.random() < 0.5 else Q8S
     lo, hi = (0, 255) if t == Q8 else (-128, 127)
@@ -210,7 +213,7 @@ def test_float_softmax_one_row_matches_many_rows(s):
     it gets among other rows (the general path), for any beta, rank and length, contiguous
     or a strided view, with logits spread from a few units (every term counts) to thousands
     (most terms underflow to 0)."""
-    from nnconform.ops import softmax
+    from nnconform.reference.ops import softmax
     rng = _rng(s)
     n = int(rng.integers(1, 3000))
     spread = float(2.0 ** rng.uniform(-2, 12))

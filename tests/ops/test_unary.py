@@ -3,15 +3,16 @@ HARD_SWISH: hand-checked examples, signature validation, fixed-point helpers, AO
 
 import numpy as np
 import pytest
+from helpers import assert_rejected, check_example, vector_cases, vectors_missing_reason
 
 from nnconform.errors import OpFailure
-from nnconform.executor import execute
-from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-from nnconform.ops import fixedpoint as fx
-from nnconform.ops.registry import OpView, get_op
+from nnconform.ir import ModelBuilder
+from nnconform.ir import OperandType as T
+from nnconform.ir import OperationType as Op
+from nnconform.reference.arith import fixedpoint as fx
+from nnconform.reference.executor import execute
+from nnconform.reference.ops.registry import OpView, get_op
 from nnconform.suites.examples.unary import EXAMPLES
-
-from helpers import assert_rejected, check_example, vector_cases, vectors_missing_reason
 
 MY_OPS = {"LOGISTIC", "TANH", "SOFTMAX", "LOG_SOFTMAX", "ABS", "NEG", "EXP", "LOG", "SQRT", "RSQRT",
           "SIN", "FLOOR", "ELU", "HARD_SWISH"}
@@ -211,6 +212,6 @@ _CASES = vector_cases(MY_OPS)
 @pytest.mark.skipif(not _CASES, reason=vectors_missing_reason())
 @pytest.mark.parametrize("case", _CASES, ids=lambda c: c.test_id)
 def test_aosp_vector(case):
-    from nnconform.vectors import check_case
+    from nnconform.cases.vectors import check_case
     status, message = check_case(case)
     assert status == "pass", message

@@ -1,0 +1,847 @@
+"""The harness side of driver isolation: a Device that forwards every call to a driver host.
+
+    device = open_isolated("mypkg.driver:MyDevice", call_timeout=60, mem_limit=4 << 30)
+    pm = device.prepare(model)              # runs in the host process
+    pm.execute(request)                     # outputs rebuilt here as fresh ndarrays
+
+The proxy implements the whole driver interface (nnconform.driver), optional interfaces
+included, so suites do not know whether they talk to a driver in-process or through a host.
+What can go wrong across the boundary becomes one of these exceptions:
+
+- ``HostCrash`` (CRASH verdict): the host died during the call: a signal, an exit (also
+  ``os._exit(0)``), or a reply that breaks the wire protocol;
+- ``HostHang`` (HANG verdict): a call did not answer within its bound.  The host's stacks are
+  dumped (faulthandler, SIGUSR1) into its stderr, then its process group and every descendant
+  are killed;
+- ``DriverProtocolError`` (FAIL): the driver returned something the interface does not allow
+  (not an ExecutionResult, outputs that are not arrays...);
+- ``StaleHandle`` (FAIL): an object of a host that has since died was used;
+- anything the driver raised comes back as a ``DriverError`` or as an exception of the same
+  type name (a ``RemoteException``; never a BaseException, so a driver's KeyboardInterrupt or
+  SystemExit fails one case and the run goes on).
+
+After a CRASH or HANG the next call starts a fresh host; ``incidents`` lists what happened, for
+the result rows.
+"""
+from __future__ import annotations
+
+import builtins
+import collections
+import concurrent.futures
+import itertools
+import pickle
+import re
+import threading
+import time
+import weakref
+from typing import Any, Sequence
+
+import numpy as np
+
+from nnconform.driver import (
+    AsyncExecution,
+    Burst,
+    BurstExecution,
+    BurstMemory,
+    Capabilities,
+    CompilationCaching,
+    Device,
+    DeviceBuffer,
+    DriverError,
+    ErrorStatus,
+    ExecutionResult,
+    FencedExecution,
+    FencedExecutionHandle,
+    FencedExecutionInfo,
+    MemoryDomains,
+    OutputShape,
+    PerformanceInfo,
+    PreparedModel,
+    Timing,
+)
+from nnconform.errors import DriverLoadError, NnError
+from nnconform.ir import OperandType
+from nnconform.isolation import childproc, interrupts
+from nnconform.isolation import hostproto as wire
+from nnconform.isolation.childproc import CRASH, HANG
+from nnconform.reference.ops.feature_levels import NEWEST_FEATURE_LEVEL
+
+DEFAULT_CALL_TIMEOUT = 60.0          # seconds one driver call may take before it is a HANG
+DEFAULT_MEM_LIMIT = 4 << 30          # RLIMIT_AS of a driver host (bytes)
+STARTUP_TIMEOUT = 120.0              # seconds for a host to load the driver and say "ready"
+REJECT_BUDGET_S = 0.5                # a reject_many reply after this long (one round trip per many models)
+HANG_DUMP_S = childproc.HANG_DUMP_S  # time given to faulthandler to write the stacks
+STDERR_TAIL_LINES = 30
+_TOKEN_VAR = "NNCONFORM_HOST_TOKEN"
+# how childproc.classify names the host and what its death interrupted
+_WORDING = {"who": "driver host", "unfinished": "in the middle of a call"}
+
+
+class HostIncident(NnError):
+    """The driver host died (CRASH) or stopped answering (HANG) during a call."""
+    verdict = CRASH
+
+    def __init__(self, message: str, **details):
+        super().__init__(message)
+        self.details = details
+
+
+class HostCrash(HostIncident):
+    verdict = CRASH
+
+
+class HostHang(HostIncident):
+    verdict = HANG
+
+
+class DriverProtocolError(NnError):
+    """The driver answered with something the driver interface does not allow."""
+
+
+class StaleHandle(NnError):
+    """An object made by a driver host that has since been replaced."""
+
+
+class RemoteException(Exception):
+    """An exception the driver raised in its host; its class name is the driver's."""
+    remote_type = "Exception"
+    remote_where = ""
+
+
+_BASE_ONLY = {"KeyboardInterrupt", "SystemExit", "GeneratorExit", "BaseException", "BaseExceptionGroup"}
+_remote_classes: dict[str, type] = {}
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,79}$")
+
+
+def _remote_class(name: str) -> type:
+    """An Exception class named like the driver's, so messages read ``ValueError: ...``.
+    Built-in Exception types are also inherited (``except TimeoutError`` still works); the
+    BaseException-only ones are not: a driver's KeyboardInterrupt must not stop the run."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        name = "RemoteException"
+    cls = _remote_classes.get(name)
+    if cls is None:
+        builtin = getattr(builtins, name, None)
+        bases: tuple = (RemoteException,)
+        if isinstance(builtin, type) and issubclass(builtin, Exception) and name not in _BASE_ONLY \
+                and builtin not in (Exception,):
+            bases = (RemoteException, builtin)
+        if len(_remote_classes) < 512:
+            cls = _remote_classes[name] = type(name, bases, {"remote_type": name})
+        else:
+            cls = type(name, bases, {"remote_type": name})
+    return cls
+
+
+def _text(v: Any, limit: int = 2000) -> str:
+    return v[:limit] if isinstance(v, str) else ""
+
+
+def _decode_error(err: Any) -> BaseException:
+    if not isinstance(err, dict):
+        raise wire.ProtocolViolation("malformed error reply")
+    kind = err.get("kind")
+    if kind == "driver_error":
+        status = err.get("status")
+        if type(status) is not int or status not in ErrorStatus._value2member_map_ or status == 0:
+            return DriverProtocolError(f"driver failed with an invalid ErrorStatus {str(status)[:20]}")
+        return DriverError(ErrorStatus(status), _text(err.get("message")),
+                           [_decode_shape(s) for s in _list(err.get("output_shapes", []))])
+    if kind == "garbage":
+        return DriverProtocolError(_text(err.get("message")) or "malformed driver result")
+    if kind == "exception":
+        cls = _remote_class(err.get("type"))
+        e = cls(_text(err.get("message")))
+        e.remote_where = _text(err.get("where"), 300)
+        return e
+    raise wire.ProtocolViolation(f"unknown error kind {str(kind)[:20]!r}")
+
+
+def _list(v: Any, limit: int = 1 << 20) -> list:
+    if not isinstance(v, list) or len(v) > limit:
+        raise wire.ProtocolViolation("malformed list in a reply")
+    return v
+
+
+def _decode_shape(s: Any) -> OutputShape:
+    if not isinstance(s, dict):
+        raise wire.ProtocolViolation("malformed output shape")
+    dims = _list(s.get("dimensions"), 64)
+    if not all(type(d) is int and 0 <= d < 2**32 for d in dims) or type(s.get("is_sufficient")) is not bool:
+        raise wire.ProtocolViolation("malformed output shape")
+    return OutputShape(tuple(dims), s["is_sufficient"])
+
+
+def _decode_timing(t: Any) -> Timing:
+    t = _list(t, 2)
+    if len(t) != 2 or not all(v is None or (type(v) is int and 0 <= v < 2**64) for v in t):
+        raise wire.ProtocolViolation("malformed timing")
+    return Timing(t[0], t[1])
+
+
+def _decode_result(v: Any, bufs: list[bytes]) -> ExecutionResult:
+    if not isinstance(v, dict):
+        raise wire.ProtocolViolation("malformed execution result")
+    outs = tuple(wire.decode_array(r, bufs) for r in _list(v.get("outputs"), 1 << 16))
+    shapes = tuple(_decode_shape(s) for s in _list(v.get("output_shapes"), 1 << 16))
+    return ExecutionResult(outs, shapes, _decode_timing(v.get("timing")))
+
+
+def _decode_perf(p: Any) -> PerformanceInfo:
+    p = _list(p, 2)
+    if len(p) != 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in p):
+        raise wire.ProtocolViolation("malformed performance info")
+    return PerformanceInfo(float(p[0]), float(p[1]))
+
+
+def _handle(v: Any) -> int:
+    if not isinstance(v, dict) or type(v.get("handle")) is not int:
+        raise wire.ProtocolViolation("malformed handle reply")
+    return v["handle"]
+
+
+# ---------------------------------------------------------------------------------------------
+# One host process
+# ---------------------------------------------------------------------------------------------
+
+class _Slot:
+    __slots__ = ("event", "header", "bufs", "error", "deadline", "bound", "what", "future", "decode")
+
+    def __init__(self, bound: float, what: str):
+        self.event = threading.Event()
+        self.header = self.bufs = self.error = None
+        self.deadline, self.bound, self.what = time.monotonic() + bound, bound, what
+        self.future = self.decode = None
+
+
+class _Host:
+    """One driver host process and the reader thread that answers its calls."""
+
+    def __init__(self, owner: "IsolatedDevice", generation: int):
+        self.owner, self.generation = owner, generation
+        self.pending: dict[int, _Slot] = {}
+        self.drops: collections.deque[int] = collections.deque()
+        self.lock = threading.Lock()
+        self.write_lock = threading.Lock()
+        self.ids = itertools.count(1)
+        self.death: HostIncident | None = None
+        self.killing = False
+        # Every process of this host inherits its token (_TOKEN_VAR), so that its orphans can be
+        # told from the harness's other children once they re-parent here.
+        self.child = childproc.Child("nnconform.isolation.host", ["--driver", owner.driver_spec], token_var=_TOKEN_VAR,
+                                     mem_limit=owner.mem_limit, stderr_prefix="nnconform-host-")
+        self.pid = self.child.pid
+        self.req_fd, self.res_fd = self.child.req_fd, self.child.res_fd
+        wire.widen_pipe(self.req_fd)
+        wire.widen_pipe(self.res_fd)
+        self.reader = wire.FrameReader(self.res_fd, max_payload=owner.max_payload)
+        try:
+            first = self.reader.read(time.monotonic() + owner.startup_timeout)
+        except TimeoutError:
+            first = "timeout"
+        except wire.ProtocolViolation as e:
+            first = f"protocol: {e}"
+        if not isinstance(first, tuple) or not first[0].get("ready"):
+            why = self._startup_failure(first)
+            self.kill_everything()
+            self.child.close_fds()
+            self.cleanup()
+            raise DriverLoadError(why)
+        ready = first[0]
+        self.info = {"name": _text(ready.get("name"), 100) or owner.driver_spec,
+                     "version": _text(ready.get("version"), 100) or "0",
+                     "feature_level": ready.get("feature_level") if type(ready.get("feature_level")) is int
+                     else NEWEST_FEATURE_LEVEL,
+                     "ifaces": [i for i in _list(ready.get("ifaces", []), 8) if isinstance(i, str)]}
+        # (helper threads block Ctrl-C, so that the kernel hands it to the waiting main thread)
+        self.thread = interrupts.thread(self._read_loop, name=f"nnconform-host-reader-{self.pid}")
+        self.monitor = interrupts.thread(self._watch_deadlines, name=f"nnconform-host-monitor-{self.pid}")
+
+    def _startup_failure(self, first) -> str:
+        if isinstance(first, tuple) and isinstance(first[0].get("error"), str):
+            return first[0]["error"][:2000]
+        if first == "timeout":
+            return f"driver '{self.owner.driver_spec}': the driver host did not start within {self.owner.startup_timeout:g} s"
+        self.child.wait_exit(5)
+        tail = self.stderr_tail().strip().splitlines()
+        return (f"driver '{self.owner.driver_spec}': the driver host died while loading the driver "
+                f"({self.child.exit_text()})" + (f": {tail[-1][:300]}" if tail else ""))
+
+    # -- calls ------------------------------------------------------------------------------
+    def start_call(self, op: str, args: dict, bound: float, future: concurrent.futures.Future | None = None,
+                   decode=None) -> _Slot:
+        slot = _Slot(bound, op)
+        slot.future, slot.decode = future, decode
+        call_id = next(self.ids)
+        with self.lock:
+            if self.death is not None:
+                raise self.death
+            self.pending[call_id] = slot
+        if self.drops:
+            dropped = []
+            while self.drops:
+                dropped.append(self.drops.popleft())
+            args = dict(args, _drop=dropped)
+        blob = pickle.dumps(args, protocol=5)
+        try:
+            with self.write_lock:
+                wire.write_frame(self.req_fd, {"id": call_id, "op": op}, [blob])
+        except OSError:
+            # The host is gone; the reader classifies how and fails this slot with it.
+            self.thread.join(10)
+        return slot
+
+    def notify(self, op: str, args: dict) -> None:
+        """A message with no answer (fence signalled, handles dropped)."""
+        if self.death is not None:
+            return
+        try:
+            with self.write_lock:
+                wire.write_frame(self.req_fd, {"id": 0, "op": op}, [pickle.dumps(args, protocol=5)])
+        except OSError:
+            return  # the host is gone: the reader records how; a notice has nobody to tell
+
+    def call(self, op: str, args: dict, bound: float | None = None) -> tuple[Any, list[bytes]]:
+        bound = self.owner.call_timeout if bound is None else bound
+        slot = self.start_call(op, args, bound)
+        # The monitor thread turns an overdue call into a HANG; the extra wait is a backstop.
+        # The waits are sliced so that a Ctrl-C stops the run at once (nnconform.isolation.interrupts).
+        if not interrupts.wait(slot.event, bound + HANG_DUMP_S + 10):
+            self.hang(f"{op} did not return within {bound:g} s")
+            interrupts.wait(slot.event, 10)
+        if slot.error is not None:
+            raise slot.error
+        return slot.header.get("ok"), slot.bufs
+
+    # -- the reader -------------------------------------------------------------------------
+    def _read_loop(self) -> None:
+        try:
+            for header, bufs in self.reader.frames():
+                call_id = header.get("id")
+                with self.lock:
+                    slot = self.pending.pop(call_id, None) if type(call_id) is int else None
+                if slot is None:
+                    raise wire.ProtocolViolation(f"reply to unknown call {str(call_id)[:20]}")
+                if header.get("dirty") is True:
+                    self.owner.dirty = True
+                if "err" in header:
+                    try:
+                        slot.error = _decode_error(header["err"])
+                    except wire.ProtocolViolation:
+                        raise
+                elif "ok" not in header:
+                    raise wire.ProtocolViolation("reply with neither a value nor an error")
+                slot.header, slot.bufs = header, bufs
+                self._finish(slot)
+        except wire.ProtocolViolation as e:
+            self._die(HostCrash(f"driver host broke the wire protocol ({e}); host killed", protocol=str(e)))
+            return
+        except OSError as e:
+            self._die(HostCrash(f"reading from the driver host failed: {e}"))
+            return
+        self._die(None)
+
+    def _finish(self, slot: _Slot) -> None:
+        if slot.future is not None:
+            if slot.error is not None:
+                slot.future.set_exception(slot.error)
+            else:
+                try:
+                    slot.future.set_result(slot.decode(slot.header.get("ok"), slot.bufs))
+                except (wire.ProtocolViolation, NnError) as e:
+                    slot.future.set_exception(e)
+        slot.event.set()
+
+    def _watch_deadlines(self) -> None:
+        while self.death is None:
+            time.sleep(0.05)
+            now = time.monotonic()
+            with self.lock:
+                late = [s for s in self.pending.values() if s.deadline < now]
+            if late:
+                worst = min(late, key=lambda s: s.deadline)
+                self.hang(f"{worst.what} did not return within {worst.bound:g} s")
+                return
+
+    def _die(self, cause: HostIncident | None) -> None:
+        """The result pipe closed (or broke the protocol): classify, kill what is left, fail
+        every pending call."""
+        with self.lock:
+            already = self.death if not self.killing else (self.death or HostHang("being killed"))
+        if already is None:
+            if cause is None:
+                end = childproc.classify(self.child.wait_exit(5), False, **_WORDING)
+                cause = HostCrash(end.reason, **end.details())
+            self.kill_everything()
+            cause.details["stderr_tail"] = self.stderr_tail()
+            # the whole faulthandler dump (every thread), for who needs the crashing thread's
+            # frames (nnconform fuzz buckets); the short tail above may start inside it
+            cause.details["fault_dump"] = self.child.stderr.fault_dump()
+            cause.details["host_pid"] = self.pid
+            with self.lock:
+                if self.death is None:
+                    self.death = cause
+        else:
+            return   # hang() or close() killed the host: they record and fail the pending calls
+        self.owner._incident(self, self.death)   # recorded before any waiting call wakes up
+        self._fail_pending()
+
+    def _fail_pending(self) -> None:
+        with self.lock:
+            slots, self.pending = list(self.pending.values()), {}
+        for s in slots:
+            s.error = self.death
+            if s.future is not None and not s.future.done():
+                s.future.set_exception(self.death)
+            s.event.set()
+
+    def hang(self, reason: str) -> None:
+        """A call is overdue: dump the host's stacks, kill it and everything it started."""
+        with self.lock:
+            if self.death is not None or self.killing:
+                return
+            self.killing = True
+        self.child.dump_stacks(HANG_DUMP_S)   # faulthandler: every thread's stack to stderr
+        incident = HostHang(childproc.classify(None, True, hang_reason=f"HANG: {reason}", **_WORDING).reason)
+        with self.lock:
+            if self.death is None:
+                self.death = incident
+        self.kill_everything()
+        incident.details.update(stderr_tail=self.stderr_tail(), host_pid=self.pid,
+                                fault_dump=self.child.stderr.fault_dump())
+        self.owner._incident(self, incident)   # recorded before any waiting call wakes up
+        self._fail_pending()
+
+    # -- ending -----------------------------------------------------------------------------
+    def kill_everything(self) -> None:
+        """The host, its process group, its descendants and its orphans (only this host's:
+        another host or a stress worker of the same process is not touched)."""
+        self.child.kill()
+
+    def close(self) -> None:
+        with self.lock:
+            alive = self.death is None
+            if alive:
+                self.death = HostCrash("the driver host was closed")
+        if alive:
+            try:
+                with self.write_lock:
+                    wire.write_frame(self.req_fd, {"id": 0, "op": "quit"}, [])
+                self.child.wait_exit(5)
+            except OSError:
+                pass   # the host is gone already: killed below all the same
+        self.kill_everything()
+        self._fail_pending()
+        self.child.close_fds()
+        self.cleanup()
+
+    def cleanup(self) -> None:
+        self.child.stderr.remove()
+
+    def stderr_tail(self) -> str:
+        return self.child.stderr.tail(0, STDERR_TAIL_LINES)
+
+
+# ---------------------------------------------------------------------------------------------
+# The proxies
+# ---------------------------------------------------------------------------------------------
+
+class _Remote:
+    """An object living in a host: the host generation it belongs to and its handle."""
+
+    def __init__(self, device: "IsolatedDevice", host: _Host, handle: int):
+        self._device, self._host, self._handle = device, host, handle
+        # When the suite drops the proxy, the host drops the object too.
+        self._finalizer = weakref.finalize(self, _drop, weakref.ref(host), handle)
+
+    def _live(self) -> _Host:
+        if self._host.death is not None or self._host is not self._device._current:
+            raise StaleHandle(f"{type(self).__name__.removeprefix('Remote')} belongs to a driver host that "
+                              f"has been replaced after a CRASH or HANG; prepare again")
+        return self._host
+
+    def _call(self, op: str, args: dict, bound: float | None = None):
+        return self._live().call(op, dict(args, handle=self._handle), bound)
+
+
+def _drop(host_ref, handle: int) -> None:
+    # A finalizer runs inside whatever allocation triggered the collection, possibly in the
+    # middle of writing a frame on this very thread: it must not write.  The handle rides
+    # along with the next call instead.
+    host = host_ref()
+    if host is not None:
+        host.drops.append(handle)
+
+
+def _aliased(v: Any) -> list[int]:
+    """The host's aliasing watch: outputs of the previous result the driver changed since."""
+    got = v.get("aliased") if isinstance(v, dict) else None
+    if got is None:
+        return []
+    if not isinstance(got, list) or len(got) > 1 << 16 or not all(type(i) is int and i >= 0 for i in got):
+        raise wire.ProtocolViolation("malformed aliasing report")
+    return got
+
+
+class RemotePreparedModel(_Remote, PreparedModel):
+    #: After each synchronous execution: the outputs of the one before it that the driver
+    #: overwrote since it returned them (found in the driver host; nnconform.verdict.aliasing reads it).
+    aliased_outputs: list[int] = []
+
+    def execute(self, request, *, measure_timing=False, deadline=None, loop_timeout=None) -> ExecutionResult:
+        v, bufs = self._call("execute", {"request": request, "kwargs": dict(
+            measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout)})
+        result = _decode_result(v, bufs)
+        self.aliased_outputs = _aliased(v)
+        return result
+
+    def release(self) -> None:
+        self._call("release", {})
+
+    # optional interfaces: reachable only through the subclasses that declare them
+    def execute_async(self, request, *, measure_timing=False, deadline=None, loop_timeout=None):
+        fut: concurrent.futures.Future = interrupts.Future()   # its result() wait is sliced too
+        host = self._live()
+        host.start_call("execute_async", {"handle": self._handle, "request": request, "kwargs": dict(
+            measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout)},
+            self._device.call_timeout, future=fut, decode=_decode_result)
+        return fut
+
+    def execute_fenced(self, request, wait_for, *, measure_timing=False, deadline=None, loop_timeout=None,
+                       timeout_after_fence=None):
+        host = self._live()
+        fences = []
+        for ev in wait_for:
+            if ev is None:
+                fences.append(None)
+                continue
+            fid = next(self._device._fence_ids)
+            fences.append(fid)
+            interrupts.thread(_forward_fence, args=(ev, weakref.ref(host), fid), name=f"nnconform-fence-{fid}")
+        v, _ = self._call("execute_fenced", {"request": request, "fences": fences, "kwargs": dict(
+            measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout,
+            timeout_after_fence=timeout_after_fence)})
+        return RemoteFencedHandle(self._device, host, _handle(v))
+
+    def configure_burst(self):
+        v, _ = self._call("configure_burst", {})
+        memory = isinstance(v, dict) and "BurstMemory" in _list(v.get("ifaces", []), 4)
+        return (RemoteMemoryBurst if memory else RemoteBurst)(self._device, self._host, _handle(v))
+
+
+def _forward_fence(event: threading.Event, host_ref, fid: int) -> None:
+    # The suite's fence is a threading.Event here; the driver waits on its twin in the host.
+    event.wait()
+    host = host_ref()
+    if host is not None:
+        host.notify("signal_fence", {"fence": fid})
+
+
+class RemoteFencedHandle(_Remote, FencedExecutionHandle):
+    def wait(self, timeout: float | None = None) -> ExecutionResult:
+        bound = self._device.call_timeout + (timeout or 0)
+        v, bufs = self._call("fenced_wait", {"timeout": timeout}, bound)
+        return _decode_result(v, bufs)
+
+    def get_execution_info(self) -> FencedExecutionInfo:
+        v, _ = self._call("fenced_info", {})
+        if not isinstance(v, dict) or type(v.get("status")) is not int or v["status"] not in ErrorStatus._value2member_map_:
+            raise DriverProtocolError("get_execution_info returned a malformed FencedExecutionInfo")
+        return FencedExecutionInfo(ErrorStatus(v["status"]), _decode_timing(v.get("launched")),
+                                   _decode_timing(v.get("fenced")))
+
+
+class RemoteBurst(_Remote, Burst):
+    aliased_outputs: list[int] = []
+
+    def execute(self, request, *, measure_timing=False, deadline=None, loop_timeout=None) -> ExecutionResult:
+        v, bufs = self._call("burst_execute", {"request": request, "kwargs": dict(
+            measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout)})
+        result = _decode_result(v, bufs)
+        self.aliased_outputs = _aliased(v)
+        return result
+
+    def release(self) -> None:
+        self._call("release", {})
+
+
+class RemoteMemoryBurst(RemoteBurst, BurstMemory):
+    def cache_memory(self, token: int) -> int:
+        v, _ = self._call("burst_cache_memory", {"token": token})
+        if type(v) is not int:
+            raise DriverProtocolError(f"cache_memory returned {_text(v, 80) or 'a malformed reply'}, not a slot")
+        return v
+
+    def free_memory(self, slot: int) -> None:
+        self._call("burst_free_memory", {"slot": slot})
+
+
+class RemoteBuffer(_Remote, DeviceBuffer):
+    def copy_from(self, array: np.ndarray) -> None:
+        self._call("copy_from", {"array": np.array(array, copy=True)})
+
+    def copy_to(self) -> np.ndarray:
+        v, bufs = self._call("copy_to", {})
+        return wire.decode_array(v, bufs)
+
+
+_PM_IFACES = {"AsyncExecution": AsyncExecution, "FencedExecution": FencedExecution, "BurstExecution": BurstExecution}
+_DEV_IFACES = {"CompilationCaching": CompilationCaching, "MemoryDomains": MemoryDomains}
+_pm_classes: dict[frozenset, type] = {}
+
+
+def _pm_class(ifaces: frozenset) -> type:
+    """The proxy class declaring exactly the interfaces the driver's prepared model declares."""
+    cls = _pm_classes.get(ifaces)
+    if cls is None:
+        bases = tuple(_PM_IFACES[n] for n in sorted(ifaces))
+        cls = _pm_classes[ifaces] = type("RemotePreparedModel", (RemotePreparedModel, *bases), {})
+    return cls
+
+
+class IsolatedDevice(Device):
+    """The driver under test, in a host process.  Declares CompilationCaching / MemoryDomains
+    when the driver's device does (see ``open_isolated``)."""
+
+    isolated = True
+
+    def __init__(self, driver_spec: str, *, call_timeout: float = DEFAULT_CALL_TIMEOUT,
+                 mem_limit: int | None = DEFAULT_MEM_LIMIT, startup_timeout: float = STARTUP_TIMEOUT,
+                 max_payload: int = wire.DEFAULT_MAX_PAYLOAD):
+        self.driver_spec = driver_spec
+        self.call_timeout, self.mem_limit = float(call_timeout), mem_limit
+        self.startup_timeout, self.max_payload = startup_timeout, max_payload
+        self.incidents: list[dict] = []
+        self.dirty = False      # a reply said the driver host has child processes
+        self.hosts_started = 0
+        self._fence_ids = itertools.count(1)
+        self._start_lock = threading.Lock()
+        self._current: _Host | None = None
+        self._host()   # fail now, with the loader's one-line error, if the driver cannot load
+        info = self._current.info
+        self.name, self.version, self.feature_level = info["name"], info["version"], info["feature_level"]
+        self.interfaces = list(info["ifaces"])
+
+    # -- host management ----------------------------------------------------------------------
+    def _host(self) -> _Host:
+        h = self._current
+        if h is not None and h.death is None:
+            return h
+        with self._start_lock:
+            h = self._current
+            if h is None or h.death is not None:
+                self.hosts_started += 1
+                h = self._current = _Host(self, self.hosts_started)
+        return h
+
+    def _incident(self, host: _Host, incident: HostIncident) -> None:
+        self.incidents.append({"verdict": incident.verdict, "message": str(incident),
+                               "host_pid": host.pid, "generation": host.generation, **incident.details})
+
+    def liveness(self) -> str:
+        """After a CRASH or HANG: does a fresh host load the driver and answer?"""
+        t0 = time.monotonic()
+        try:
+            self._host().call("capabilities", {}, min(self.call_timeout, 30.0))
+        except (NnError, DriverLoadError) as e:
+            return f"liveness FAILED: a fresh driver host did not answer ({str(e)[:200]})"
+        return f"liveness OK: a fresh driver host answered in {time.monotonic() - t0:.2f} s"
+
+    def end_case(self) -> dict:
+        """Ask the host which processes the driver left running since the last case (they are
+        killed).  Only asked when a reply said the host has children."""
+        h = self._current
+        if h is None or h.death is not None or not self.dirty:
+            return {"processes": []}
+        self.dirty = False
+        try:
+            v, _ = h.call("end_case", {}, 30.0)
+        except NnError:
+            return {"processes": []}   # the host died meanwhile: recorded as an incident
+        if not isinstance(v, dict):
+            return {"processes": []}
+        return {"processes": [_text(x, 200) for x in _list(v.get("processes", []), 100) if isinstance(x, str)]}
+
+    def close(self) -> None:
+        h, self._current = self._current, None
+        if h is not None:
+            h.close()
+
+    def busy_calls(self) -> list[str]:
+        """Driver calls still unanswered (a suite gave up waiting on them)."""
+        h = self._current
+        if h is None or h.death is not None:
+            return []
+        with h.lock:
+            return [s.what for s in h.pending.values()]
+
+    def declare_hang(self, reason: str) -> None:
+        h = self._current
+        if h is not None and h.death is None:
+            h.hang(reason)
+
+    # -- the driver interface ---------------------------------------------------------------
+    def capabilities(self) -> Capabilities:
+        v, _ = self._host().call("capabilities", {})
+        if not isinstance(v, dict):
+            raise DriverProtocolError("capabilities returned a malformed Capabilities")
+        perf = []
+        for entry in _list(v.get("operand_performance", []), 256):
+            if not (isinstance(entry, list) and len(entry) == 2 and type(entry[0]) is int
+                    and entry[0] in OperandType._value2member_map_):
+                raise DriverProtocolError("capabilities listed an unknown operand type")
+            perf.append((OperandType(entry[0]), _decode_perf(entry[1])))
+        return Capabilities(_decode_perf(v.get("relaxed_scalar")), _decode_perf(v.get("relaxed_tensor")),
+                            tuple(perf), _decode_perf(v.get("if")), _decode_perf(v.get("while")))
+
+    def _device_info(self) -> dict:
+        v, _ = self._host().call("device_info", {})
+        if not isinstance(v, dict):
+            raise wire.ProtocolViolation("malformed device_info reply")
+        return v
+
+    def status(self):
+        """The driver's answer as it came: an int (a DeviceStatus code or not) or a str
+        describing what else it returned; the vts suite judges it."""
+        return self._device_info().get("status")
+
+    def device_type(self):
+        return self._device_info().get("type")
+
+    def supported_extensions(self):
+        return self._device_info().get("extensions")
+
+    def supported_operations(self, model) -> list[bool]:
+        v, _ = self._host().call("supported", {"model": model})
+        if isinstance(v, list) and all(type(s) is bool for s in v):
+            return v
+        if isinstance(v, dict) and isinstance(v.get("not_bools"), str):
+            return v["not_bools"]   # a str: run_case reports "returned '...'; expected N bools"
+        raise wire.ProtocolViolation("malformed supported_operations reply")
+
+    def reject_many(self, mutations: Sequence) -> list[list[tuple[str, Any]]]:
+        """The supported_operations / prepare answers to invalid models
+        (nnconform.vts.mutations.ModelMutation), many per round trip (the host's
+        ``op_reject_many``); for each model, in order, its ``(what, answer)`` steps, an answer
+        being True (accepted) or the exception the call raised.  May answer for only the
+        first models (the host's time budget): the caller sends the rest again."""
+        host = self._host()
+        checks = [(m.model, bool(m.query_support), m.preference, m.priority) for m in mutations]
+        v, _ = host.call("reject_many", {"checks": checks, "budget": REJECT_BUDGET_S},
+                         self.call_timeout + REJECT_BUDGET_S)
+        out = []
+        for steps in _list(v, len(checks)):
+            decoded = []
+            for step in _list(steps, 2):
+                if not (isinstance(step, list) and len(step) == 2 and step[0] in ("supported_operations", "prepare")
+                        and isinstance(step[1], dict)):
+                    raise wire.ProtocolViolation("malformed reject_many reply")
+                what, answer = step
+                decoded.append((what, _decode_error(answer["err"]) if "err" in answer else True))
+            if not decoded:
+                raise wire.ProtocolViolation("reject_many answered a model with no steps")
+            out.append(decoded)
+        if not out and checks:
+            raise wire.ProtocolViolation("reject_many answered no model")
+        return out
+
+    def _prepared(self, host: _Host, v) -> PreparedModel:
+        if not isinstance(v, dict) or type(v.get("handle")) is not int:
+            raise DriverProtocolError("prepare returned a malformed reply")
+        if not v.get("is_prepared_model"):
+            raise DriverProtocolError(f"prepare returned {_text(v.get('type'), 80)}, not a PreparedModel")
+        ifaces = frozenset(i for i in _list(v.get("ifaces", []), 8) if i in _PM_IFACES)
+        return _pm_class(ifaces)(self, host, v["handle"])
+
+    def prepare(self, model, *, preference=1, priority=1, deadline=None, cache_token=None,
+                model_cache=None, data_cache=None) -> PreparedModel:
+        host = self._host()
+        kwargs = dict(preference=preference, priority=priority, deadline=deadline, cache_token=cache_token)
+        kwargs.update(_cache_files(model_cache, data_cache))
+        v, _ = host.call("prepare", {"model": model, "kwargs": kwargs})
+        return self._prepared(host, v)
+
+    def prepare_from_cache(self, cache_token: bytes, *, model_cache=None, data_cache=None) -> PreparedModel:
+        host = self._host()
+        v, _ = host.call("prepare_from_cache", {"token": cache_token,
+                                                "kwargs": _cache_files(model_cache, data_cache)})
+        return self._prepared(host, v)
+
+    def cache_file_counts(self) -> tuple[int, int]:
+        v, _ = self._host().call("cache_file_counts", {})
+        if isinstance(v, list) and len(v) == 2 and all(type(n) is int for n in v):
+            return (v[0], v[1])
+        raise DriverProtocolError(f"cache_file_counts returned {_text((v or {}).get('malformed') if isinstance(v, dict) else None, 120) or 'a malformed reply'}, not two ints")
+
+    def allocate(self, desc, prepared_models: Sequence, input_roles, output_roles):
+        host = self._host()
+        handles = []
+        for pm in prepared_models:
+            if not isinstance(pm, _Remote):
+                raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"{type(pm).__name__} is not a prepared model of this driver")
+            handles.append(pm._handle)
+        v, _ = host.call("allocate", {"desc": desc, "models": handles, "input_roles": list(input_roles),
+                                      "output_roles": list(output_roles)})
+        if not isinstance(v, dict) or type(v.get("token")) is not int:
+            raise DriverProtocolError("allocate returned a malformed reply")
+        return RemoteBuffer(self, host, _handle(v)), v["token"]
+
+
+def _cache_files(model_cache, data_cache) -> dict:
+    """The cache-file keyword arguments, only those given (an adapter without file caching
+    does not take them).  Files cross as CacheFile (a path and an access): open descriptors
+    cannot be pickled, and a path is what the host process can open itself."""
+    from nnconform.driver import CacheFile
+    out = {}
+    for name, files in (("model_cache", model_cache), ("data_cache", data_cache)):
+        if files is None:
+            continue
+        files = list(files)
+        if not all(isinstance(f, CacheFile) for f in files):
+            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"{name}: every cache file must be a CacheFile")
+        out[name] = files
+    return out
+
+
+# ``nnconform run`` starts a host before pytest, to give a driver that cannot load its one-line
+# error before the report directory is touched.  That host, with the run's call bound and memory
+# limit, is handed to the run's session in the same process instead of being closed and
+# started again (0.3-0.4 s of a run).  What nobody claims is closed when the run ends.
+_handed: list[IsolatedDevice] = []
+
+
+def hand_over(device: IsolatedDevice) -> None:
+    _handed.append(device)
+
+
+def claim(driver_spec: str, call_timeout: float, mem_limit: int | None) -> IsolatedDevice | None:
+    """The handed-over device for exactly these options, if its host is still alive."""
+    while _handed:
+        d = _handed.pop()
+        h = d._current
+        if (d.driver_spec, d.call_timeout, d.mem_limit) == (driver_spec, float(call_timeout), mem_limit) \
+                and h is not None and h.death is None:
+            close_unclaimed()
+            return d
+        d.close()
+    return None
+
+
+def close_unclaimed() -> None:
+    while _handed:
+        _handed.pop().close()
+
+
+def open_isolated(driver_spec: str, **options) -> IsolatedDevice:
+    """Start a host for ``driver_spec`` and return the proxy; raises DriverLoadError with the
+    loader's one-line message when the driver cannot be loaded."""
+    probe = IsolatedDevice(driver_spec, **options)
+    ifaces = tuple(_DEV_IFACES[n] for n in sorted(probe.interfaces) if n in _DEV_IFACES)
+    if ifaces:
+        probe.__class__ = type("IsolatedDevice", (IsolatedDevice, *ifaces), {})
+    return probe
+
+
+__all__ = ["IsolatedDevice", "open_isolated", "hand_over", "claim", "close_unclaimed", "HostIncident", "HostCrash",
+           "HostHang", "DriverProtocolError", "StaleHandle", "RemoteException", "DEFAULT_CALL_TIMEOUT",
+           "DEFAULT_MEM_LIMIT"]
