@@ -17,11 +17,12 @@ of this file, discovered with ``isinstance``:
 from __future__ import annotations
 
 import abc
+import concurrent.futures
 import enum
 import os
 import threading
 from dataclasses import dataclass
-from typing import Sequence
+from typing import IO, Any, Sequence
 
 import numpy as np
 
@@ -173,7 +174,8 @@ class AsyncExecution(abc.ABC):
 
     @abc.abstractmethod
     def execute_async(self, request: Request, *, measure_timing: bool = False,
-                      deadline: float | None = None, loop_timeout: float | None = None):
+                      deadline: float | None = None, loop_timeout: float | None = None,
+                      ) -> concurrent.futures.Future[ExecutionResult]:
         """Return a ``concurrent.futures.Future`` resolving to an ExecutionResult."""
 
 
@@ -191,7 +193,7 @@ class CacheFile:
     path: str
     access: str = "rw"
 
-    def open(self, mode: str):
+    def open(self, mode: str) -> IO[Any]:
         """``open(path, mode)`` for a binary mode ("rb", "wb", "r+b", "ab"), checked against
         the access first.  Writing never creates the file: the caller owns it."""
         reads = "r" in mode or "+" in mode

@@ -18,6 +18,7 @@ import re
 import sys
 import threading
 from types import ModuleType
+from typing import Any
 
 from nnconform.driver import Device
 from nnconform.errors import DriverLoadError
@@ -59,7 +60,7 @@ def resolve_driver_spec(spec: str) -> str:
     return f"{os.path.abspath(os.path.expanduser(path))}:{attr}"
 
 
-def file_module_name(path: str | os.PathLike) -> str:
+def file_module_name(path: str | os.PathLike[str]) -> str:
     """The stable module name a driver file is loaded under (see FILE_MODULE_PREFIX)."""
     real = os.path.realpath(path)
     stem = re.sub(r"\W", "_", os.path.splitext(os.path.basename(real))[0])
@@ -67,7 +68,7 @@ def file_module_name(path: str | os.PathLike) -> str:
     return f"{FILE_MODULE_PREFIX}{stem}_{digest}"
 
 
-def import_driver_file(path: str | os.PathLike) -> ModuleType:
+def import_driver_file(path: str | os.PathLike[str]) -> ModuleType:
     """Import a Python file as a module, once per process: loading the same file again (under
     any spelling of its path) gives the same module object, so classes keep one identity.  The
     module sits in sys.modules under file_module_name(path), which is what lets pickle and
@@ -97,7 +98,7 @@ def import_driver_file(path: str | os.PathLike) -> ModuleType:
     return module
 
 
-def _instantiate(obj, spec: str) -> Device:
+def _instantiate(obj: object, spec: str) -> Device:
     if isinstance(obj, Device):
         return obj
     if callable(obj):
@@ -127,7 +128,7 @@ def check_driver_name(spec: str) -> None:
                               f"or path/to/file.py:attribute)")
 
 
-def _attribute(module: ModuleType, attr: str, spec: str, where: str):
+def _attribute(module: ModuleType, attr: str, spec: str, where: str) -> Any:
     obj = module
     for part in attr.split("."):
         if not hasattr(obj, part):

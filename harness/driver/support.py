@@ -22,7 +22,7 @@ import contextlib
 import dataclasses
 import time
 from types import ModuleType
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence, cast
 
 import numpy as np
 
@@ -37,8 +37,11 @@ from nnconform.driver import (
     Timing,
 )
 from nnconform.errors import ValidationError
-from nnconform.ir import Lifetime, Model, Request
+from nnconform.ir import Lifetime, Model, Operand, OperandType, Request
 from nnconform.ir.validation import validate_model, validate_request
+
+if TYPE_CHECKING:
+    from nnconform.driver import ExecutionResult
 
 _PREFERENCES = {int(p) for p in ExecutionPreference}
 _PRIORITIES = {int(p) for p in Priority}
@@ -51,7 +54,8 @@ def check_model(model: Model) -> None:
         raise DriverError(ErrorStatus.INVALID_ARGUMENT, str(e)) from None
 
 
-def check_prepare_args(model: Model, preference, priority, deadline: float | None,
+def check_prepare_args(model: Model, preference: ExecutionPreference | int, priority: Priority | int,
+                       deadline: float | None,
                        cache_token: bytes | None) -> None:
     """prepareModel's argument rules: a valid preference and priority, a 32-byte cache token,
     a valid model, and a deadline not already passed."""
@@ -73,7 +77,7 @@ def check_request(model: Model, request: Request) -> None:
         raise DriverError(ErrorStatus.INVALID_ARGUMENT, str(e)) from None
 
 
-def as_output_dtypes(model: Model, outputs: Sequence) -> list[np.ndarray]:
+def as_output_dtypes(model: Model, outputs: Sequence[Any]) -> list[np.ndarray]:
     """A runtime's raw outputs in each output operand's storage dtype (scalars as 0-d)."""
     results = []
     for idx, out in zip(model.main.output_indexes, outputs):
@@ -107,8 +111,8 @@ def timing(measure: bool, device_us: int, t_driver_ns: int) -> Timing:
     return Timing(device_us, max(device_us, us_since(t_driver_ns)))
 
 
-def finish_execution(model: Model, request: Request, outputs: Sequence, *, deadline: float | None,
-                     measure_timing: bool, device_us: int, t_driver_ns: int):
+def finish_execution(model: Model, request: Request, outputs: Sequence[Any], *, deadline: float | None,
+                     measure_timing: bool, device_us: int, t_driver_ns: int) -> ExecutionResult:
     """What an adapter does after its runtime returned: a result that arrived after the
     deadline is MISSED_DEADLINE_TRANSIENT; otherwise outputs in storage dtypes, their shapes
     (OUTPUT_INSUFFICIENT_SIZE for small buffers) and timing."""
@@ -150,7 +154,7 @@ def request_values(model: Model, request: Request, runtime: str, *, copy: bool =
     model with those operands omitted); otherwise no runtime graph could take it:
     INVALID_ARGUMENT.  ``copy``: private writable arrays (for runtimes that wrap the memory
     instead of copying it)."""
-    values = []
+    values: list[np.ndarray | None] = []
     for idx, arg in zip(model.main.input_indexes, request.inputs):
         if arg.has_no_value:
             if omitted:
@@ -179,7 +183,7 @@ def with_omitted_inputs(model: Model, positions: tuple[int, ...]) -> Model:
 
 
 @contextlib.contextmanager
-def converting(what: str):
+def converting(what: str) -> Iterator[None]:
     """Converting a model at prepare(): an operation the converter cannot map faithfully
     (Unsupported, ``what``: e.g. "cannot convert to ONNX") or one NNAPI says must fail
     (Rejected) fails the preparation with GENERAL_FAILURE."""
@@ -191,7 +195,7 @@ def converting(what: str):
         raise DriverError(ErrorStatus.GENERAL_FAILURE, f"the operation must fail: {e}") from None
 
 
-def uniform_capabilities(types: Iterable) -> Capabilities:
+def uniform_capabilities(types: Iterable[OperandType]) -> Capabilities:
     """Capabilities with one performance figure for everything, listing the operand types
     the adapter maps (the HAL wants them sorted by type code, without repeats)."""
     perf = PerformanceInfo(1.0, 1.0)
@@ -223,14 +227,14 @@ class Rejected(Exception):
     supported, but preparing the model fails, as the reference fails the execution."""
 
 
-def known_dims(operand) -> tuple[int, ...]:
+def known_dims(operand: Operand) -> tuple[int, ...]:
     """The operand's dimensions when all are known (NNAPI writes an unknown one as 0)."""
     if not operand.dimensions or any(d == 0 for d in operand.dimensions):
         raise Unsupported(f"needs known dimensions, got {list(operand.dimensions)}")
     return operand.dimensions
 
 
-def known_rank(operand) -> int:
+def known_rank(operand: Operand) -> int:
     """The operand's rank when known (NNAPI writes an unknown rank as no dimensions)."""
     if not operand.dimensions:
         raise Unsupported("needs a known rank")
@@ -243,15 +247,15 @@ class ParameterAccess:
     conversion time, so a parameter that is not a constant makes the operation Unsupported.
     Decoding whole parameter lists (padding, strides, slices, axes) is nnapi_params' job."""
 
-    ins: list
+    ins: list[Operand]
 
-    def dims(self, operand) -> tuple[int, ...]:
+    def dims(self, operand: Operand) -> tuple[int, ...]:
         return known_dims(operand)
 
-    def rank(self, operand) -> int:
+    def rank(self, operand: Operand) -> int:
         return known_rank(operand)
 
-    def require(self, k: int, types, what: str = ""):
+    def require(self, k: int, types: Iterable[OperandType], what: str = "") -> Operand:
         """Input ``k``'s operand when its type is one of ``types``, else Unsupported."""
         o = self.ins[k]
         if o.type not in types:
@@ -261,7 +265,7 @@ class ParameterAccess:
     def omitted(self, k: int) -> bool:
         return k >= len(self.ins) or self.ins[k].is_omitted
 
-    def scalar(self, k: int, default=None):
+    def scalar(self, k: int, default: Any = None) -> Any:
         if self.omitted(k):
             if default is None:
                 raise Unsupported(f"input {k} is missing")
@@ -269,7 +273,7 @@ class ParameterAccess:
         o = self.ins[k]
         if not o.is_constant:
             raise Unsupported(f"input {k} (a parameter) is not a constant")
-        return o.value.reshape(-1)[0].item()
+        return cast(np.ndarray, o.value).reshape(-1)[0].item()   # a constant's value is an array
 
     def const(self, k: int) -> np.ndarray:
         o = self.ins[k]

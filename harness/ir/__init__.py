@@ -6,11 +6,12 @@ representation (raw integers for quantised types), never dequantised floats.
 """
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import enum
 import functools
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, cast
 
 import numpy as np
 
@@ -222,7 +223,7 @@ SHORT_TYPE_NAME: dict[OperandType, str] = {
 
 
 def type_info(t: OperandType | int) -> TypeInfo:
-    info = TYPE_INFO.get(t)
+    info = TYPE_INFO.get(cast(OperandType, t))   # an IntEnum key: a plain int code finds it too
     if info is not None:
         return info
     try:
@@ -449,23 +450,23 @@ class ModelBuilder:
                                       value, channel_quant, name or f"op{idx}"))
         return idx
 
-    def input(self, type, dims=(), **kw) -> int:
+    def input(self, type: OperandType, dims: Sequence[int] = (), **kw: Any) -> int:
         i = self.operand(type, dims, lifetime=Lifetime.SUBGRAPH_INPUT, **kw)
         self._inputs.append(i)
         return i
 
-    def output(self, type, dims=(), **kw) -> int:
+    def output(self, type: OperandType, dims: Sequence[int] = (), **kw: Any) -> int:
         i = self.operand(type, dims, lifetime=Lifetime.SUBGRAPH_OUTPUT, **kw)
         self._outputs.append(i)
         return i
 
-    def temp(self, type, dims=(), **kw) -> int:
+    def temp(self, type: OperandType, dims: Sequence[int] = (), **kw: Any) -> int:
         return self.operand(type, dims, lifetime=Lifetime.TEMPORARY_VARIABLE, **kw)
 
-    def const(self, type, dims, value, **kw) -> int:
+    def const(self, type: OperandType, dims: Sequence[int], value: Any, **kw: Any) -> int:
         return self.operand(type, dims, lifetime=Lifetime.CONSTANT_COPY, value=value, **kw)
 
-    def omitted(self, type, dims=()) -> int:
+    def omitted(self, type: OperandType, dims: Sequence[int] = ()) -> int:
         return self.operand(type, dims, lifetime=Lifetime.NO_VALUE)
 
     def i32(self, v: int) -> int:
@@ -501,7 +502,8 @@ class ModelBuilder:
         return Subgraph(tuple(self._operands), tuple(self._operations), tuple(self._inputs),
                         tuple(self._outputs), self.name)
 
-    def build(self, relaxed: bool = False) -> Model:
+    # builtins.bool: the method bool() above shadows the name in this class's scope
+    def build(self, relaxed: builtins.bool = False) -> Model:
         if self._root is not self:
             raise ValueError("build() the root builder, not a subgraph builder")
         return Model(self.build_subgraph(), tuple(s.build_subgraph() for s in self._referenced), relaxed)

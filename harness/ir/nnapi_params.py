@@ -25,11 +25,11 @@ parameters, :class:`Rejected` is raised.  Adapters that trace with concrete shap
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Sequence, cast
 
 import numpy as np
 
-from nnconform.driver.support import Rejected, Unsupported, known_dims, known_rank
+from nnconform.driver.support import ParameterAccess, Rejected, Unsupported, known_dims, known_rank
 from nnconform.ir import Operand
 from nnconform.ir import OperandType as T
 from nnconform.reference.arith import activation as nn_activation
@@ -48,6 +48,10 @@ QUANT8 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 
 Shape = Callable[[int], Sequence[int]]
 
+# The reference's operation modules are not annotated yet (pyproject.toml's mypy settings):
+# what slice_plan gives, per dimension (start, stride, count, shrink).
+_slice_plan = cast("Callable[..., list[tuple[int, int, int, bool]]]", slice_plan)
+
 
 # ---------------------------------------------------------------------------------------
 # Operands
@@ -60,7 +64,7 @@ def same_quant(a: Operand, b: Operand) -> bool:
                                                          and a.zero_point == b.zero_point))
 
 
-def fused_activation(c, k: int) -> int:
+def fused_activation(c: ParameterAccess, k: int) -> int:
     """Input ``k``: a FuseCode, NONE / RELU / RELU1 / RELU6 (0..3).  Any other value is
     invalid in NNAPI (validation rejects a constant one first)."""
     act = int(c.scalar(k))
@@ -69,7 +73,7 @@ def fused_activation(c, k: int) -> int:
     return act
 
 
-def _input_shape(c, shape: Shape | None) -> Shape:
+def _input_shape(c: ParameterAccess, shape: Shape | None) -> Shape:
     return shape if shape is not None else (lambda k: known_dims(c.ins[k]))
 
 
@@ -95,7 +99,7 @@ def _spatial(dims: Sequence[int], nchw: bool) -> tuple[int, int]:
 # CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D
 # ---------------------------------------------------------------------------------------
 
-def conv_params(c, n_extra: int = 0, *, dilation: bool = True, shape: Shape | None = None) -> ConvParams:
+def conv_params(c: ParameterAccess, n_extra: int = 0, *, dilation: bool = True, shape: Shape | None = None) -> ConvParams:
     """Parameters of CONV_2D (``n_extra`` 0), DEPTHWISE_CONV_2D (1: the depth multiplier) and
     GROUPED_CONV_2D (1: the number of groups; ``dilation=False``, it has no dilation inputs).
 
@@ -129,7 +133,7 @@ def conv_params(c, n_extra: int = 0, *, dilation: bool = True, shape: Shape | No
     return ConvParams(pt, pb, pl, pr, sh, sw, dh, dw, act, nchw, extra)
 
 
-def transpose_conv_params(c, *, shape: Shape | None = None) -> ConvParams:
+def transpose_conv_params(c: ParameterAccess, *, shape: Shape | None = None) -> ConvParams:
     """Parameters of TRANSPOSE_CONV_2D (no dilation, no extra integers).
 
     11 inputs: explicit padding left, right, top, bottom, strides, activation, NCHW flag.
@@ -166,7 +170,7 @@ def transpose_conv_params(c, *, shape: Shape | None = None) -> ConvParams:
 # AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D
 # ---------------------------------------------------------------------------------------
 
-def pool_params(c, *, shape: Shape | None = None) -> PoolParams:
+def pool_params(c: ParameterAccess, *, shape: Shape | None = None) -> PoolParams:
     """Parameters of the 2-D pooling operations: explicit padding with 10 (11: + NCHW flag)
     inputs, the implicit scheme with 7 (8) inputs; then strides, filter size, activation.
     Implicit padding is resolved against the input's spatial size exactly as the reference
@@ -174,7 +178,7 @@ def pool_params(c, *, shape: Shape | None = None) -> PoolParams:
     n = len(c.ins)
     if n not in (7, 8, 10, 11):
         raise Unsupported(f"pooling takes 7, 8, 10 or 11 inputs, got {n}")
-    values = [None] + [int(c.scalar(i)) for i in range(1, n)]
+    values: list[int | None] = [None] + [int(c.scalar(i)) for i in range(1, n)]
     fused_activation(c, 9 if n >= 10 else 6)
     in_h = in_w = 1  # explicit padding reads no input size
     if n < 10:
@@ -188,7 +192,7 @@ def pool_params(c, *, shape: Shape | None = None) -> PoolParams:
 # SLICE, STRIDED_SLICE
 # ---------------------------------------------------------------------------------------
 
-def slice_bounds(c, dims: Sequence[int]) -> tuple[list[int], list[int]]:
+def slice_bounds(c: ParameterAccess, dims: Sequence[int]) -> tuple[list[int], list[int]]:
     """SLICE's (begin, end) per dimension of an input of shape ``dims``: input 1 is begin,
     input 2 the size with -1 meaning "to the end".  NNAPI fails the execution when a block
     leaves the tensor (begin < 0, begin > dim, size < 0, begin + size > dim)."""
@@ -226,7 +230,7 @@ class StridedSlice:
         return self.starts[axis] + self.strides[axis] * np.arange(self.counts[axis], dtype=np.int64)
 
 
-def strided_slice(c, dims: Sequence[int]) -> StridedSlice:
+def strided_slice(c: ParameterAccess, dims: Sequence[int]) -> StridedSlice:
     """STRIDED_SLICE of an input of shape ``dims``: inputs 1..3 begin, end, strides; 4..6
     begin_mask, end_mask, shrink_axis_mask.  The reference's clamping (``slice_plan``); a zero
     stride, or a shrunk axis without stride > 0 and exactly one element, makes NNAPI fail the
@@ -234,9 +238,9 @@ def strided_slice(c, dims: Sequence[int]) -> StridedSlice:
     begin, end, strides = (c.const(k).reshape(-1).astype(np.int64) for k in (1, 2, 3))
     bmask, emask, smask = (int(c.scalar(k)) for k in (4, 5, 6))
     try:
-        plan = slice_plan(dims, begin, end, strides, bmask, emask, smask)
-    except ValueError as e:
-        raise Rejected(str(e)) from None
+        plan = _slice_plan(dims, begin, end, strides, bmask, emask, smask)
+    except ValueError as err:
+        raise Rejected(str(err)) from None
     starts, stops = [], []
     for (b, s, n, _), d in zip(plan, dims):
         if n == 0:
@@ -256,13 +260,13 @@ def strided_slice(c, dims: Sequence[int]) -> StridedSlice:
 # Axes
 # ---------------------------------------------------------------------------------------
 
-def axes(c, k: int, rank: int) -> list[int]:
+def axes(c: ParameterAccess, k: int, rank: int) -> list[int]:
     """Input ``k``, a TENSOR_INT32 of axes in [-rank, rank), as sorted non-negative axes
     without repeats (NNAPI reduces an axis named twice once)."""
     return sorted({int(a) % rank for a in c.const(k).reshape(-1)})
 
 
-def reduce_axes(c, rank: int) -> tuple[list[int], bool]:
+def reduce_axes(c: ParameterAccess, rank: int) -> tuple[list[int], bool]:
     """REDUCE_* and MEAN: (axes from input 1, keep_dims from input 2).  keep_dims is a BOOL
     for REDUCE_* and an INT32 for MEAN, where only a positive value keeps the reduced
     dimensions (as size 1).  An empty axes list is unsupported: runtime reduce APIs read

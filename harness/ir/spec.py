@@ -62,7 +62,8 @@ import shlex
 import stat
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from enum import Enum
+from typing import Any, NoReturn, Sequence
 
 import numpy as np
 
@@ -103,8 +104,8 @@ _BASE64_DTYPES = {np.dtype(t).newbyteorder("<").str: np.dtype(t) for t in
 @dataclass
 class SpecExample:
     name: str
-    inputs: list                      # one array (or None: omitted optional input) per main input
-    outputs: list                     # expected, one array per main output ([] if expect_failure)
+    inputs: list[Any]                 # one array (or None: omitted optional input) per main input
+    outputs: list[Any]                # expected, one array per main output ([] if expect_failure)
     ignored: tuple[bool, ...] = ()    # per output: don't compare it (empty: compare all)
     expect_failure: bool = False      # the model is invalid or execution must fail
 
@@ -113,7 +114,7 @@ class SpecExample:
 class SpecFile:
     model: Model
     examples: list[SpecExample]
-    meta: dict = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 _INDEX_RUN = re.compile(r"((?:\[\d+\]){3})(?:\[\d+\])+")
@@ -129,7 +130,7 @@ def _short_path(path: str) -> str:
     return shorten(_INDEX_RUN.sub(r"\1[...]", path), 100)
 
 
-def _fail(path: str, message: str):
+def _fail(path: str, message: str) -> NoReturn:
     raise _error(f"{_short_path(path)}: {message}")
 
 
@@ -141,7 +142,7 @@ def _show(x: Any) -> str:
 # Tensors
 # ---------------------------------------------------------------------------------------
 
-def _float_json(x: float):
+def _float_json(x: float) -> float | str:
     if math.isnan(x):
         return "nan"
     if math.isinf(x):
@@ -149,7 +150,7 @@ def _float_json(x: float):
     return x
 
 
-def _inline(arr: np.ndarray):
+def _inline(arr: np.ndarray) -> Any:
     if arr.dtype.kind == "f":
         obj = arr.astype(object)          # Python floats: exact decimal of the stored value
         obj[np.isnan(arr)] = "nan"
@@ -163,13 +164,13 @@ def _inline(arr: np.ndarray):
     return {"shape": list(arr.shape), "values": []}
 
 
-def _base64(arr: np.ndarray) -> dict:
+def _base64(arr: np.ndarray) -> dict[str, Any]:
     le = arr.dtype.newbyteorder("<")
     raw = np.ascontiguousarray(arr, dtype=le).tobytes()
     return {"dtype": le.str, "shape": list(arr.shape), "base64": base64.b64encode(raw).decode("ascii")}
 
 
-def encode_tensor(value, path: str = "tensor") -> Any:
+def encode_tensor(value: Any, path: str = "tensor") -> Any:
     """JSON form of one tensor: inline when small and exactly reproducible, else base64."""
     arr = np.asarray(value)
     if arr.dtype not in _BASE64_DTYPES.values():
@@ -185,7 +186,7 @@ def encode_tensor(value, path: str = "tensor") -> Any:
     return _base64(arr)
 
 
-def _nested(data, path: str) -> tuple[tuple[int, ...], list]:
+def _nested(data: Any, path: str) -> tuple[tuple[int, ...], list[Any]]:
     """Shape and row-major elements of a nested JSON list (rejects ragged lists)."""
     shape: list[int] = []
     level = [data]
@@ -200,13 +201,13 @@ def _nested(data, path: str) -> tuple[tuple[int, ...], list]:
     return tuple(shape), level
 
 
-def _shape_field(obj, path: str) -> tuple[int, ...]:
+def _shape_field(obj: Any, path: str) -> tuple[int, ...]:
     if not isinstance(obj, list) or not all(type(d) is int and 0 <= d < DIM_LIMIT for d in obj):
         _fail(path, f"must be a list of integers >= 0 and < 2**31, got {_show(obj)}")
     return tuple(obj)
 
 
-def _convert(flat: list, dtype: np.dtype | None, path: str) -> np.ndarray:
+def _convert(flat: list[Any], dtype: np.dtype | None, path: str) -> np.ndarray:
     """JSON scalars to an array of ``dtype`` (range-checked, never silently wrapped)."""
     if dtype is None:           # unknown operand type code: keep what JSON says
         bad = [x for x in flat if not isinstance(x, (bool, int, float))]
@@ -254,7 +255,7 @@ def _convert(flat: list, dtype: np.dtype | None, path: str) -> np.ndarray:
     return np.array(flat, dtype=dtype).reshape(len(flat))
 
 
-def decode_tensor(obj, dtype: np.dtype | None, dims: Sequence[int] | None, path: str,
+def decode_tensor(obj: Any, dtype: np.dtype | None, dims: Sequence[int] | None, path: str,
                   scalar: bool = False) -> np.ndarray:
     """Read one TENSOR.  ``dtype``: the operand's storage dtype (None if unknown); ``dims``:
     the operand's dimensions (0 = unknown, () = unknown rank; None: don't check); ``scalar``:
@@ -337,14 +338,14 @@ def decode_tensor(obj, dtype: np.dtype | None, dims: Sequence[int] | None, path:
 # Model <-> dict
 # ---------------------------------------------------------------------------------------
 
-def _enum_out(code, enum_cls):
+def _enum_out(code: Any, enum_cls: type[Enum]) -> str | int:
     try:
         return enum_cls(code).name
     except (ValueError, TypeError):
         return int(code)
 
 
-def _enum_in(obj, enum_cls, what: str, path: str):
+def _enum_in(obj: Any, enum_cls: type[Enum], what: str, path: str) -> Any:
     if isinstance(obj, str):
         try:
             return enum_cls[obj]
@@ -360,7 +361,7 @@ def _enum_in(obj, enum_cls, what: str, path: str):
     _fail(path, f"must be {article} {what} name, got {_show(obj)}")
 
 
-def _operand_to_dict(op: Operand, p: str) -> dict:
+def _operand_to_dict(op: Operand, p: str) -> dict[str, Any]:
     d: dict[str, Any] = {
         "type": _enum_out(op.type, OperandType),
         "dimensions": [int(x) for x in op.dimensions],
@@ -384,7 +385,7 @@ def _operand_to_dict(op: Operand, p: str) -> dict:
     return d
 
 
-def _subgraph_to_dict(sg: Subgraph, p: str) -> dict:
+def _subgraph_to_dict(sg: Subgraph, p: str) -> dict[str, Any]:
     return {
         "name": sg.name,
         "operands": [_operand_to_dict(o, f"{p}.operands[{i}]") for i, o in enumerate(sg.operands)],
@@ -395,20 +396,20 @@ def _subgraph_to_dict(sg: Subgraph, p: str) -> dict:
     }
 
 
-def model_to_dict(model: Model) -> dict:
+def model_to_dict(model: Model) -> dict[str, Any]:
     return {"main": _subgraph_to_dict(model.main, "model.main"),
             "referenced": [_subgraph_to_dict(s, f"model.referenced[{i}]") for i, s in enumerate(model.referenced)],
             "relax_fp32_to_fp16": bool(model.relax_fp32_to_fp16)}
 
 
-def _fields(d, path: str, required: Sequence[str], optional: dict[str, Any]) -> dict:
+def _fields(d: Any, path: str, required: Sequence[str], optional: dict[str, Any]) -> dict[str, Any]:
     """Check ``d`` is an object with exactly these keys; return them with defaults filled."""
     if not isinstance(d, dict):
         _fail(path or "spec", f"must be an object, got {_show(d)}")
     for k in d:
         if k not in required and k not in optional:
             _fail(path or "spec", f"unknown field {_show(k)}")
-    out = {}
+    out: dict[str, Any] = {}
     for k in required:
         if k not in d:
             _fail(f"{path}.{k}" if path else k, "required field is missing")
@@ -418,7 +419,7 @@ def _fields(d, path: str, required: Sequence[str], optional: dict[str, Any]) -> 
     return out
 
 
-def _int(x, path: str, minimum: int | None = None) -> int:
+def _int(x: Any, path: str, minimum: int | None = None) -> int:
     """An integer field: int32 or uint32 (indexes, codes, zero points, counts)."""
     if type(x) is not int:
         _fail(path, f"must be an integer, got {_show(x)}")
@@ -430,7 +431,7 @@ def _int(x, path: str, minimum: int | None = None) -> int:
     return x
 
 
-def _int_list(x, path: str) -> tuple[int, ...]:
+def _int_list(x: Any, path: str) -> tuple[int, ...]:
     if not isinstance(x, list):
         _fail(path, f"must be a list of integers, got {_show(x)}")
     for i, v in enumerate(x):
@@ -438,7 +439,7 @@ def _int_list(x, path: str) -> tuple[int, ...]:
     return tuple(x)
 
 
-def _dims(x, path: str) -> tuple[int, ...]:
+def _dims(x: Any, path: str) -> tuple[int, ...]:
     """Operand dimensions: checked here, not only by validation (replay skips validation)."""
     if not isinstance(x, list):
         _fail(path, f"must be a list of integers, got {_show(x)}")
@@ -450,7 +451,7 @@ def _dims(x, path: str) -> tuple[int, ...]:
     return tuple(x)
 
 
-def _float(x, path: str) -> float:
+def _float(x: Any, path: str) -> float:
     if isinstance(x, str) and x in _FLOAT_WORDS:
         return _FLOAT_WORDS[x]
     if isinstance(x, bool) or not isinstance(x, (int, float)):
@@ -461,19 +462,19 @@ def _float(x, path: str) -> float:
         _fail(path, f"{_show(x)} does not fit a double")
 
 
-def _str(x, path: str) -> str:
+def _str(x: Any, path: str) -> str:
     if not isinstance(x, str):
         _fail(path, f"must be a string, got {_show(x)}")
     return x
 
 
-def _bool(x, path: str) -> bool:
+def _bool(x: Any, path: str) -> bool:
     if not isinstance(x, bool):
         _fail(path, f"must be true or false, got {_show(x)}")
     return x
 
 
-def _operand_from_dict(d, p: str) -> Operand:
+def _operand_from_dict(d: Any, p: str) -> Operand:
     f = _fields(d, p, ("type", "lifetime"),
                 {"dimensions": [], "scale": 0.0, "zero_point": 0, "channel_quant": None,
                  "num_consumers": None, "name": "", "value": None})
@@ -506,19 +507,19 @@ def _operand_from_dict(d, p: str) -> Operand:
                    lifetime, value, cq, _str(f["name"], f"{p}.name"), nc)
 
 
-def _operation_from_dict(d, p: str) -> Operation:
+def _operation_from_dict(d: Any, p: str) -> Operation:
     f = _fields(d, p, ("type", "inputs", "outputs"), {})
     return Operation(_enum_in(f["type"], OperationType, "operation type", f"{p}.type"),
                      _int_list(f["inputs"], f"{p}.inputs"), _int_list(f["outputs"], f"{p}.outputs"))
 
 
-def _list(x, path: str) -> list:
+def _list(x: Any, path: str) -> list[Any]:
     if not isinstance(x, list):
         _fail(path, f"must be a list, got {_show(x)}")
     return x
 
 
-def _subgraph_from_dict(d, p: str) -> Subgraph:
+def _subgraph_from_dict(d: Any, p: str) -> Subgraph:
     f = _fields(d, p, ("operands", "operations", "input_indexes", "output_indexes"), {"name": ""})
     operands = tuple(_operand_from_dict(o, f"{p}.operands[{i}]")
                      for i, o in enumerate(_list(f["operands"], f"{p}.operands")))
@@ -528,7 +529,7 @@ def _subgraph_from_dict(d, p: str) -> Subgraph:
                     _int_list(f["output_indexes"], f"{p}.output_indexes"), _str(f["name"], f"{p}.name"))
 
 
-def model_from_dict(d, path: str = "model") -> Model:
+def model_from_dict(d: Any, path: str = "model") -> Model:
     """Build a Model from its JSON form (no validation; see :func:`spec_path`)."""
     f = _fields(d, path, ("main",), {"referenced": [], "relax_fp32_to_fp16": False})
     main = _subgraph_from_dict(f["main"], f"{path}.main")
@@ -561,8 +562,9 @@ def _io_operand(model: Model, index: int) -> tuple[np.dtype | None, tuple[int, .
     return info.dtype, ops[index].dimensions, info.is_scalar
 
 
-def _decode_io(values, model: Model, indexes: Sequence[int], path: str, allow_null: bool) -> list:
-    out = []
+def _decode_io(values: Sequence[Any], model: Model, indexes: Sequence[int], path: str,
+               allow_null: bool) -> list[np.ndarray | None]:
+    out: list[np.ndarray | None] = []
     for k, (v, idx) in enumerate(zip(values, indexes)):
         if v is None and allow_null:
             out.append(None)
@@ -572,7 +574,7 @@ def _decode_io(values, model: Model, indexes: Sequence[int], path: str, allow_nu
     return out
 
 
-def _example_from_dict(d, model: Model, p: str) -> SpecExample:
+def _example_from_dict(d: Any, model: Model, p: str) -> SpecExample:
     f = _fields(d, p, ("name", "inputs", "outputs"), {"ignored": [], "expect_failure": False})
     name = _str(f["name"], f"{p}.name")
     expect_failure = _bool(f["expect_failure"], f"{p}.expect_failure")
@@ -582,16 +584,16 @@ def _example_from_dict(d, model: Model, p: str) -> SpecExample:
         _fail(f"{p}.inputs", f"the model has {n_in} inputs, got {len(ins)} values")
     if len(outs) != n_out and not (expect_failure and not outs):
         _fail(f"{p}.outputs", f"the model has {n_out} outputs, got {len(outs)} values")
-    ignored = _list(f["ignored"], f"{p}.ignored")
-    if ignored and len(ignored) != n_out:
-        _fail(f"{p}.ignored", f"needs one flag per output ({n_out}), got {len(ignored)}")
-    ignored = tuple(_bool(x, f"{p}.ignored[{i}]") for i, x in enumerate(ignored))
+    flags = _list(f["ignored"], f"{p}.ignored")
+    if flags and len(flags) != n_out:
+        _fail(f"{p}.ignored", f"needs one flag per output ({n_out}), got {len(flags)}")
+    ignored = tuple(_bool(x, f"{p}.ignored[{i}]") for i, x in enumerate(flags))
     return SpecExample(name, _decode_io(ins, model, model.main.input_indexes, f"{p}.inputs", True),
                        _decode_io(outs, model, model.main.output_indexes, f"{p}.outputs", False),
                        ignored, expect_failure)
 
 
-def _stored(value, model: Model, index: int, path: str) -> Any:
+def _stored(value: Any, model: Model, index: int, path: str) -> Any:
     """Encode an example value in its operand's storage dtype (a list or an int64 array of
     uint8 data is fine; a value the dtype cannot hold is an error now, not at replay)."""
     if value is None:
@@ -612,7 +614,7 @@ def _stored(value, model: Model, index: int, path: str) -> Any:
     return encode_tensor(arr, path)
 
 
-def _example_to_dict(ex: SpecExample, model: Model, p: str) -> dict:
+def _example_to_dict(ex: SpecExample, model: Model, p: str) -> dict[str, Any]:
     ins, outs = model.main.input_indexes, model.main.output_indexes
     return {"name": ex.name,
             "inputs": [_stored(v, model, i, f"{p}.inputs[{k}]") for k, (v, i) in enumerate(zip(ex.inputs, ins))]
@@ -623,7 +625,7 @@ def _example_to_dict(ex: SpecExample, model: Model, p: str) -> dict:
             "expect_failure": bool(ex.expect_failure)}
 
 
-def _jsonable(x, path: str = "meta"):
+def _jsonable(x: Any, path: str = "meta") -> Any:
     """meta values as strict JSON: numpy scalars/arrays to Python, non-finite floats to words."""
     if isinstance(x, dict):
         return {str(k): _jsonable(v, f"{path}.{k}") for k, v in x.items()}
@@ -640,8 +642,8 @@ def _jsonable(x, path: str = "meta"):
     raise SpecError(f"{path}: {type(x).__name__} cannot be stored in a spec file")
 
 
-def _meta_to_dict(meta: dict, model: Model) -> dict:
-    out = {}
+def _meta_to_dict(meta: dict[str, Any], model: Model) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for k, v in meta.items():
         if k == "actual_outputs" and isinstance(v, (list, tuple)):
             idx = model.main.output_indexes
@@ -654,10 +656,10 @@ def _meta_to_dict(meta: dict, model: Model) -> dict:
     return out
 
 
-def _meta_from_dict(meta, model: Model) -> dict:
-    if not isinstance(meta, dict):
-        _fail("meta", f"must be an object, got {_show(meta)}")
-    meta = dict(meta)
+def _meta_from_dict(doc: Any, model: Model) -> dict[str, Any]:
+    if not isinstance(doc, dict):
+        _fail("meta", f"must be an object, got {_show(doc)}")
+    meta: dict[str, Any] = dict(doc)
     # meta is free-form, except the entries replay acts on
     if meta.get("criteria_set") is not None and not isinstance(meta["criteria_set"], str):
         _fail("meta.criteria_set", f"must be the name of a criteria set, got {_show(meta['criteria_set'])}")
@@ -670,13 +672,13 @@ def _meta_from_dict(meta, model: Model) -> dict:
     return meta
 
 
-def spec_to_dict(spec: SpecFile) -> dict:
+def spec_to_dict(spec: SpecFile) -> dict[str, Any]:
     return {"format": FORMAT, "version": VERSION, "model": model_to_dict(spec.model),
             "examples": [_example_to_dict(e, spec.model, f"examples[{i}]") for i, e in enumerate(spec.examples)],
             "meta": _meta_to_dict(spec.meta, spec.model)}
 
 
-def spec_from_dict(doc, validate: bool = True) -> SpecFile:
+def spec_from_dict(doc: Any, validate: bool = True) -> SpecFile:
     _check_tree(doc)
     # format and version first: a file of another version may lay out everything else differently
     if isinstance(doc, dict):
@@ -704,7 +706,7 @@ def spec_from_dict(doc, validate: bool = True) -> SpecFile:
 _SHORT_LIST = re.compile(r"\[[^\[\]{}]*\]")
 
 
-def _one_line(m: re.Match) -> str:
+def _one_line(m: re.Match[str]) -> str:
     # Only whitespace between tokens changes: JSON strings never hold a raw newline.
     return re.sub(r"\n\s*", "", re.sub(r",\n\s*", ", ", m.group()))
 
@@ -713,7 +715,7 @@ _LIST_OF_LISTS = re.compile(r"\[(?:\s*\[[^\[\]{}]*\],?)+\s*\]")
 _FLAT_OBJECT = re.compile(r"\{(?:[^{}\[\]]|\[[^\[\]{}]*\])*\}")
 
 
-def _one_line_object(m: re.Match) -> str:
+def _one_line_object(m: re.Match[str]) -> str:
     s = re.sub(r"\n\s*", "", re.sub(r",\n\s*", ", ", m.group()))
     return s if len(s) <= 200 else m.group()
 
@@ -735,19 +737,20 @@ class _BadNumber:
         self.text, self.reason = text, reason
 
 
-class _DuplicateKeys(dict):
+class _DuplicateKeys(dict[str, Any]):
     """A JSON object that repeated a key (last value kept); reported by :func:`_check_tree`."""
     __slots__ = ("duplicate",)
+    duplicate: str
 
 
-def _parse_int(text: str):
+def _parse_int(text: str) -> int | _BadNumber:
     if len(text) > MAX_NUMBER_CHARS:
         return _BadNumber(text, f"integer literal of {len(text.lstrip('-'))} digits is too long "
                                 f"(at most {MAX_NUMBER_CHARS} characters)")
     return int(text)
 
 
-def _parse_float(text: str):
+def _parse_float(text: str) -> float | _BadNumber:
     if len(text) > MAX_NUMBER_CHARS:
         return _BadNumber(text, f"number literal of {len(text)} characters is too long "
                                 f"(at most {MAX_NUMBER_CHARS})")
@@ -758,28 +761,33 @@ def _parse_float(text: str):
     return x
 
 
-def _object(pairs: list) -> dict:
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     d = dict(pairs)
     if len(d) == len(pairs):
         return d
-    seen: set = set()
-    dup = next(k for k, _ in pairs if k in seen or seen.add(k))
-    d = _DuplicateKeys(d)
-    d.duplicate = dup
-    return d
+    seen: set[str] = set()
+    dup = ""
+    for k, _ in pairs:          # the first key seen twice (dict() kept its last value)
+        if k in seen:
+            dup = k
+            break
+        seen.add(k)
+    marked = _DuplicateKeys(d)
+    marked.duplicate = dup
+    return marked
 
 
-def _key_path(path: str, key) -> str:
+def _key_path(path: str, key: Any) -> str:
     key = shorten(str(key), 40)
     return f"{path}.{key}" if path else key
 
 
-def _check_tree(doc) -> None:
+def _check_tree(doc: Any) -> None:
     """Refuse what the per-field checks cannot see or would choke on: nesting deeper than
     MAX_NESTING (no RecursionError later), refused number literals, integers of more than
     MAX_NUMBER_CHARS digits, duplicate keys.  Iterative; reports the first culprit's path."""
     max_bits = int(MAX_NUMBER_CHARS * 3.33)    # ~ MAX_NUMBER_CHARS decimal digits
-    stack = [(doc, "", 1)]
+    stack: list[tuple[Any, str, int]] = [(doc, "", 1)]
     while stack:
         node, path, depth = stack.pop()
         if isinstance(node, (dict, list)):
@@ -809,7 +817,7 @@ def loads_spec(text: str, validate: bool = True) -> SpecFile:
     return spec_from_dict(doc, validate=validate)
 
 
-def dump_spec(spec: SpecFile, path: str | os.PathLike) -> None:
+def dump_spec(spec: SpecFile, path: str | os.PathLike[str]) -> None:
     """Write atomically: a reader sees the old file or the whole new one, never half."""
     text = dumps_spec(spec)
     path = os.fspath(path)
@@ -843,7 +851,7 @@ def _size(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n} bytes"
 
 
-def _read_capped(path: str | os.PathLike) -> bytes:
+def _read_capped(path: str | os.PathLike[str]) -> bytes:
     """The file's bytes, refusing before reading anything that is not a regular file of at
     most MAX_SPEC_BYTES (checked on the path, then on the opened file; at most cap + 1
     bytes are read, whatever stat said)."""
@@ -863,7 +871,7 @@ def _read_capped(path: str | os.PathLike) -> bytes:
     return data
 
 
-def load_spec(path: str | os.PathLike, validate: bool = True) -> SpecFile:
+def load_spec(path: str | os.PathLike[str], validate: bool = True) -> SpecFile:
     """Read a spec file.  Errors name the field, not the file (the caller knows which file
     it opened and says so, as the CLI does): ``model.main.operands[3].type: ...``, or
     ``file: cannot read (...)`` when the file itself is unreadable, is not a regular file
@@ -881,13 +889,14 @@ def load_spec(path: str | os.PathLike, validate: bool = True) -> SpecFile:
 # Provenance of a dumped failure
 # ---------------------------------------------------------------------------------------
 
-def replay_command(spec_file: str | os.PathLike, driver: str) -> str:
+def replay_command(spec_file: str | os.PathLike[str], driver: str) -> str:
     """The one command that replays a dumped spec against a driver."""
     return f"nnconform replay {shlex.quote(os.fspath(spec_file))} --driver {shlex.quote(driver)}"
 
 
 def failure_meta(*, seed: int | None, driver: str, actual_outputs: Sequence[np.ndarray | None],
-                 criterion: dict, replay: str, example: str | None = None, **extra) -> dict:
+                 criterion: dict[str, Any], replay: str, example: str | None = None,
+                 **extra: Any) -> dict[str, Any]:
     """``meta`` for a dumped failure; ``extra`` adds free-form JSON entries (suite, test id...)."""
     return {"seed": seed, "driver": driver, "example": example, "actual_outputs": list(actual_outputs),
             "criterion": dict(criterion), "harness_version": __version__, "replay": replay, **extra}

@@ -53,7 +53,7 @@ leave an input's dimensions to its buffer; the driver owning the token checks th
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator, NoReturn, cast
 
 import numpy as np
 
@@ -91,7 +91,7 @@ _KNOWN_BEFORE_RUN = {Lifetime.SUBGRAPH_INPUT, Lifetime.CONSTANT_COPY, Lifetime.C
 _WRITABLE = {Lifetime.TEMPORARY_VARIABLE, Lifetime.SUBGRAPH_OUTPUT}
 
 
-def _fail(where: str, message: str):
+def _fail(where: str, message: str) -> NoReturn:
     raise ValidationError(where, message)
 
 
@@ -102,24 +102,24 @@ def _subgraphs(model: Model) -> Iterator[tuple[str, Subgraph]]:
         yield f"referenced[{i}].", sg
 
 
-def operand_type_valid(code) -> bool:
-    return isinstance(code, (int, np.integer)) and (
+def operand_type_valid(code: Any) -> bool:
+    return isinstance(code, (int, np.integer)) and bool(
         0 <= code <= OPERAND_TYPE_FUNDAMENTAL_MAX or OPERAND_TYPE_OEM_MIN <= code <= OPERAND_TYPE_OEM_MAX)
 
 
-def operation_type_valid(code) -> bool:
-    return isinstance(code, (int, np.integer)) and (
+def operation_type_valid(code: Any) -> bool:
+    return isinstance(code, (int, np.integer)) and bool(
         0 <= code <= OPERATION_TYPE_FUNDAMENTAL_MAX or OPERATION_TYPE_OEM_MIN <= code <= OPERATION_TYPE_OEM_MAX)
 
 
-def _operation_label(code) -> str:
+def _operation_label(code: Any) -> str:
     try:
         return OperationType(code).name
     except (ValueError, TypeError):
         return f"type {code}"
 
 
-def _is_index(x) -> bool:
+def _is_index(x: Any) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 
@@ -198,6 +198,7 @@ def _check_operand(model: Model, op: Operand, p: str) -> None:
         if not _is_index(value) and not (isinstance(value, np.ndarray) and value.shape == ()
                                          and value.dtype.kind in "iu"):
             _fail(f"{p}.value", f"a SUBGRAPH operand's value must be an index into referenced, got {value!r}")
+        assert value is not None    # the check above refused None (not an index)
         if not 0 <= int(value) < n:
             _fail(f"{p}.value", f"refers to referenced[{int(value)}], but the model has {n} referenced subgraphs")
     elif is_const:
@@ -304,7 +305,7 @@ def _check_reference_cycles(model: Model) -> None:
         for i, op in enumerate(graphs[g].operands):
             if op.lifetime != Lifetime.SUBGRAPH:
                 continue
-            r = 1 + int(op.value)
+            r = 1 + int(cast(int, op.value))   # _check_operand made a SUBGRAPH value an index
             if r in path:
                 loop = " -> ".join(names[x] for x in path[path.index(r):] + [r])
                 prefix = "" if g == 0 else f"{names[g]}."
