@@ -39,11 +39,10 @@ from nnconform.driver import (
     Priority,
     support,
 )
-from nnconform.drivers.tflite import (
-    control_flow,
-    convert,  # first: it registers control_flow (which imports it)
-    recurrent,
-)
+from nnconform.drivers.tflite import convert  # first: it registers control_flow (which imports it)
+
+# isort: split
+from nnconform.drivers.tflite import control_flow, recurrent
 from nnconform.errors import DriverLoadError
 from nnconform.ir import Model, Request
 from nnconform.reference.executor import clamp_loop_timeout

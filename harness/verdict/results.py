@@ -27,6 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from nnconform.verdict.outcome import CONFORMANCE_OUTCOMES as CONFORMANCE_OUTCOMES  # (re-exported)
+from nnconform.verdict.outcome import OUTCOMES as OUTCOMES  # (re-exported)
+from nnconform.verdict.outcome import STRESS_OUTCOMES as STRESS_OUTCOMES  # (re-exported)
 from nnconform.verdict.outcome import Outcome
 
 # The outcome names as module constants (nnconform.verdict.outcome.Outcome is the type; these are its
