@@ -24,12 +24,17 @@ the row says so (``how == "helper ADD diverged"``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence, cast
 
 import numpy as np
 
 from nnconform.errors import NnError
-from nnconform.ir import SHORT_TYPE_NAME, Lifetime, Model, OperandType, OperationType
+from nnconform.ir import SHORT_TYPE_NAME, Lifetime, Model, Operand, OperandType, OperationType
+
+if TYPE_CHECKING:
+    from nnconform.driver import Device
+    from nnconform.verdict.criteria import Comparison, Criteria
+    from nnconform.verdict.runner import CaseOutcome
 
 # Names AOSP's test generator gives the zero operand of a helper ADD (Android 13 renamed it).
 HELPER_OPERAND_NAMES = ("dummy", "placeholder")
@@ -45,14 +50,14 @@ class Blame:
     message: str = ""        # the divergence hunt's mismatch on the blamed operation's own outputs
     criterion: str = ""      # and the criterion it broke ("element: atol 1, rtol 0")
 
-    def to_extra(self) -> dict:
-        extra = {"blamed_index": self.index, "blamed_how": self.how}
+    def to_extra(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {"blamed_index": self.index, "blamed_how": self.how}
         if self.message:
             extra["blamed_message"] = self.message
         return extra
 
 
-def _is_zero_constant(operand) -> bool:
+def _is_zero_constant(operand: Operand) -> bool:
     if operand.lifetime not in (Lifetime.CONSTANT_COPY, Lifetime.CONSTANT_REFERENCE) or operand.value is None:
         return False
     value = np.asarray(operand.value)
@@ -100,7 +105,7 @@ def operation_data_type(model: Model, index: int) -> str:
     return "relaxed" if name == "fp32" and model.relax_fp32_to_fp16 else name
 
 
-def criterion_label(cmp) -> str:
+def criterion_label(cmp: Comparison | None) -> str:
     """What a failed comparison broke, the same for every case of one bug: the first
     mismatch's kind and the tolerance it was held to ("element: atol 1, rtol 0"), so a quant8
     failure in a relaxed model groups with the same failure elsewhere."""
@@ -120,7 +125,8 @@ def _first_subject(model: Model, helpers: set[int]) -> int | None:
     return 0 if ops else None
 
 
-def _inside_control_flow(device, model: Model, inputs, n: int, criteria) -> Blame | None:
+def _inside_control_flow(device: Device, model: Model, inputs: Sequence[np.ndarray | None], n: int,
+                        criteria: Criteria | None) -> Blame | None:
     """An IF or WHILE diverged: hunt inside the subgraph it ran (the branch taken; the WHILE
     body on its first iteration), on the reference's values of its inputs.  The blame names the
     inner operation ("inside IF")."""
@@ -145,7 +151,7 @@ def _inside_control_flow(device, model: Model, inputs, n: int, criteria) -> Blam
     else:
         branch = sg.operands[op.inputs[1]].value
         inner_inputs = [values[i] for i in op.inputs[2:]]
-    inner = _replace(model, main=model.referenced[int(branch)])
+    inner = _replace(model, main=model.referenced[int(cast("np.ndarray | int", branch))])  # valid: an index
     if len(inner_inputs) != len(inner.main.input_indexes):
         return None
     div = first_divergent_operation(device, inner, inner_inputs, criteria or default_criteria(inner), ())
@@ -159,8 +165,8 @@ def _inside_control_flow(device, model: Model, inputs, n: int, criteria) -> Blam
                  cmp.message, criterion_label(cmp))
 
 
-def blame(device, model: Model, inputs: Sequence[np.ndarray | None], outcome, *,
-          ignored: Sequence[bool] | None = None, criteria=None) -> Blame | None:
+def blame(device: Device, model: Model, inputs: Sequence[np.ndarray | None], outcome: CaseOutcome, *,
+          ignored: Sequence[bool] | None = None, criteria: Criteria | None = None) -> Blame | None:
     """The operation to blame for ``outcome`` (a runner CaseOutcome); None for a case that did
     not fail or a model without operations.  ``criteria`` are the case's own (None: the
     defaults the runner used)."""
@@ -189,7 +195,10 @@ def blame(device, model: Model, inputs: Sequence[np.ndarray | None], outcome, *,
         sg = model.main
         ignored_operands = [i for i, ig in zip(sg.output_indexes, ignored or ()) if ig]
         try:
-            div = first_divergent_operation(device, model, inputs, criteria or default_criteria(model),
+            # diverge's annotation says arrays; it hands the inputs to run_case, which takes an
+            # omitted input (None) as well
+            div = first_divergent_operation(device, model, cast("Sequence[np.ndarray]", inputs),
+                                            criteria or default_criteria(model),
                                             ignored_operands)
         except (NnError, ValueError, KeyError, IndexError, TypeError, ArithmeticError) as e:
             # The exposed model could not be built or compared: fall back to the case's operation.
@@ -220,5 +229,6 @@ def blame(device, model: Model, inputs: Sequence[np.ndarray | None], outcome, *,
     if driver:
         n = subjects[0]
         return Blame(ops[n].name, operation_data_type(model, n), n, "first operation on the driver")
-    n = _first_subject(model, helpers)
-    return Blame(ops[n].name, operation_data_type(model, n), n, "first operation of the case")
+    first = _first_subject(model, helpers)
+    assert first is not None    # the model has operations (checked at the top)
+    return Blame(ops[first].name, operation_data_type(model, first), first, "first operation of the case")

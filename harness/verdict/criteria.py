@@ -72,11 +72,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 
-from nnconform.ir import Model, OperandType, OperationType, type_info
+from nnconform.ir import Model, OperandType, Operation, OperationType, Subgraph, type_info
 
 INF = math.inf
 _T = OperandType
@@ -94,7 +94,7 @@ class Tolerance:
     bias: float = INF
     mse: float = INF
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {k: _json_number(v) for k, v in dataclasses.asdict(self).items()}
 
 
@@ -126,7 +126,8 @@ class Criteria:
         row = self.row_name(t)
         if row is None or row == "bool8":
             return None
-        return getattr(self, row)
+        tol: Tolerance = getattr(self, row)
+        return tol
 
     def with_quant8_atol(self, atol: float) -> "Criteria":
         return dataclasses.replace(
@@ -139,7 +140,7 @@ class Criteria:
         """fp32 outputs judged by the fp16 row (a relaxed or fp16-carrying model)."""
         return dataclasses.replace(self, name=f"{self.name}+relaxed", float32=self.float16)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name}
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
@@ -287,7 +288,7 @@ _EXACT_KINDS = frozenset((_T.TENSOR_FLOAT32, _T.FLOAT32, _T.TENSOR_FLOAT16, _T.F
                           _T.INT32, _T.TENSOR_BOOL8, _T.BOOL, _T.SUBGRAPH))
 
 
-def _subgraph_exact(model: Model, sg, inputs_exact: list[bool], depth: int = 0) -> list[bool]:
+def _subgraph_exact(model: Model, sg: Subgraph, inputs_exact: list[bool], depth: int = 0) -> list[bool]:
     """Which outputs of ``sg`` are exact, given which of its inputs are."""
     exact = [o.lifetime in (3, 4, 5, 6) for o in sg.operands]   # constants, omitted, subgraphs
     for i, e in zip(sg.input_indexes, inputs_exact):
@@ -316,10 +317,11 @@ def _subgraph_exact(model: Model, sg, inputs_exact: list[bool], depth: int = 0) 
     return [exact[i] for i in sg.output_indexes]
 
 
-def _control_flow_exact(model: Model, sg, op, exact: list[bool], depth: int) -> list[bool]:
-    refs = [model.referenced[int(sg.operands[i].value)] for i in op.inputs
+def _control_flow_exact(model: Model, sg: Subgraph, op: Operation, exact: list[bool], depth: int) -> list[bool]:
+    # a SUBGRAPH operand's value (not None: filtered) is its index into referenced
+    refs = [model.referenced[int(cast("np.ndarray | int", sg.operands[i].value))] for i in op.inputs
             if sg.operands[i].type == _T.SUBGRAPH and sg.operands[i].value is not None
-            and 0 <= int(sg.operands[i].value) < len(model.referenced)]
+            and 0 <= int(cast("np.ndarray | int", sg.operands[i].value)) < len(model.referenced)]
     data = [exact[i] and sg.operands[i].type in _EXACT_KINDS for i in op.inputs
             if sg.operands[i].type != _T.SUBGRAPH]
     n_out = len(op.outputs)
@@ -394,7 +396,7 @@ class Mismatch:
     num_bad: int | None = None
     num_compared: int | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {k: _jsonable(v) for k, v in dataclasses.asdict(self).items()}
 
 
@@ -408,7 +410,7 @@ class Comparison:
     def __bool__(self) -> bool:
         return self.passed
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"passed": self.passed, "message": self.message,
                 "criteria": self.criteria.to_dict() if self.criteria is not None else None,
                 "mismatches": [m.to_dict() for m in self.mismatches]}
@@ -441,6 +443,7 @@ def ulp_distance(expected: np.ndarray, actual: np.ndarray) -> np.ndarray:
     on either side gives -1."""
     expected = np.asarray(expected)
     actual = np.asarray(actual)
+    ibits: type[np.signedinteger[Any]]
     if expected.dtype == np.float16:
         ibits, sign_mask = np.int16, 0x7FFF
     elif expected.dtype == np.float32:
@@ -534,8 +537,8 @@ def _exact_version(crit: Criteria, row: str) -> Criteria:
     """``crit`` with the row of an exactly defined output made exact."""
     if row == "bool8":
         return dataclasses.replace(crit, name=f"{crit.name}.exact", bool8_ratio=0.0)
-    return dataclasses.replace(crit, name=f"{crit.name}.exact", skip_invalid_fp=False,
-                               **{row: Tolerance(atol=0.0, rtol=0.0)})
+    exact_row: dict[str, Any] = {row: Tolerance(atol=0.0, rtol=0.0)}
+    return dataclasses.replace(crit, name=f"{crit.name}.exact", skip_invalid_fp=False, **exact_row)
 
 
 def _compare_output(i: int, otype: OperandType, exp_in: Any, act_in: Any,
@@ -547,6 +550,7 @@ def _compare_output(i: int, otype: OperandType, exp_in: Any, act_in: Any,
         return [Mismatch(i, "unsupported_type", f"{head}): data type not supported for comparison",
                          type_name=tname, criterion=crit.name)]
     dtype = type_info(otype).dtype
+    assert dtype is not None    # every type with a comparison row is stored as an array
     try:
         exp = np.asarray(exp_in)
         if exp.dtype != dtype:
@@ -583,7 +587,8 @@ def _index(flat: int, shape: tuple[int, ...]) -> list[int]:
     return [int(x) for x in np.unravel_index(flat, shape)] if shape else []
 
 
-def _compare_bool(i, tname, head, exp, act, crit) -> list[Mismatch]:
+def _compare_bool(i: int, tname: str, head: str, exp: np.ndarray, act: np.ndarray,
+                  crit: Criteria) -> list[Mismatch]:
     bad = exp.ravel() != act.ravel()
     nbad = int(bad.sum())
     n = exp.size
@@ -600,7 +605,8 @@ def _compare_bool(i, tname, head, exp, act, crit) -> list[Mismatch]:
                      num_bad=nbad, num_compared=n)]
 
 
-def _compare_numeric(i, otype, tname, head, exp, act, crit, row) -> list[Mismatch]:
+def _compare_numeric(i: int, otype: OperandType, tname: str, head: str, exp: np.ndarray,
+                     act: np.ndarray, crit: Criteria, row: str) -> list[Mismatch]:
     tol: Tolerance = getattr(crit, row)
     is_float = otype in _FLOAT_TYPES
     e = exp.astype(np.float64).ravel()

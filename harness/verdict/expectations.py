@@ -24,6 +24,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 FILE_LIMIT = 4 << 20
 
@@ -45,23 +46,23 @@ class Expectation:
     def describe(self) -> str:
         return self.reason + (f" ({self.link})" if self.link else "")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"pattern": self.pattern, "reason": self.reason, "link": self.link, "strict": self.strict}
 
 
-def load_expectations(path: str | os.PathLike) -> list[Expectation]:
+def load_expectations(path: str | os.PathLike[str]) -> list[Expectation]:
     path = Path(path)
     try:
         with open(path, "rb") as fh:
             raw = fh.read(FILE_LIMIT + 1)
-    except OSError as e:
-        raise ExpectationsError(f"{path}: {e.strerror or e}") from None
+    except OSError as err:
+        raise ExpectationsError(f"{path}: {err.strerror or err}") from None
     if len(raw) > FILE_LIMIT:
         raise ExpectationsError(f"{path}: larger than {FILE_LIMIT >> 20} MiB; not an expected-failures file")
     try:
         data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise ExpectationsError(f"{path}: not valid JSON ({str(e).splitlines()[0]})") from None
+    except (UnicodeDecodeError, ValueError) as err:
+        raise ExpectationsError(f"{path}: not valid JSON ({str(err).splitlines()[0]})") from None
     entries = data.get("expected_failures") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise ExpectationsError(f"{path}: needs an object with a list \"expected_failures\"")

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, replace
-from typing import Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 
-from nnconform.driver import DriverError, ExecutionResult
+from nnconform.driver import Device, DriverError, ExecutionResult
 from nnconform.errors import NnError
 from nnconform.ir import Lifetime, Model, Operand, OperationType, Request, Subgraph
 
@@ -72,7 +72,7 @@ def _referenced_indexes(model: Model, sg: Subgraph) -> set[int]:
     return found
 
 
-def assign(device, model: Model, supported: Sequence[bool]) -> list[bool]:
+def assign(device: Device, model: Model, supported: Sequence[bool]) -> list[bool]:
     """Which main-graph operations go to the driver.  A claimed IF/WHILE keeps its claim only
     if the driver also claims every operation of every subgraph it reaches (asked by
     presenting each subgraph as a model of its own); a refusal or an error there sends it
@@ -97,7 +97,8 @@ def assign(device, model: Model, supported: Sequence[bool]) -> list[bool]:
     sg = model.main
     for n, op in enumerate(sg.operations):
         if on_driver[n] and op.type in CONTROL_FLOW:
-            refs = [int(sg.operands[i].value) for i in op.inputs
+            # the filter below leaves only operands with a value (an index into referenced)
+            refs = [int(cast("np.ndarray | int", sg.operands[i].value)) for i in op.inputs
                     if sg.operands[i].lifetime == Lifetime.SUBGRAPH and sg.operands[i].value is not None]
             on_driver[n] = all(0 <= k < len(model.referenced) and subgraph_ok(k) for k in refs)
     return on_driver
@@ -216,7 +217,7 @@ def pooled(arr: np.ndarray) -> np.ndarray:
 class PartitionFailed(Exception):
     """One partition could not be run; carries the case's verdict."""
 
-    def __init__(self, outcome: str, message: str, stage: str, details: dict | None = None):
+    def __init__(self, outcome: str, message: str, stage: str, details: dict[str, Any] | None = None):
         super().__init__(message)
         self.outcome, self.message, self.stage, self.details = outcome, message, stage, details
 
@@ -226,7 +227,7 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
-def _on_driver(device, sub: Model, inputs: list, where: str, measure_timing: bool,
+def _on_driver(device: Device, sub: Model, inputs: list[np.ndarray | None], where: str, measure_timing: bool,
                loop_timeout: float | None) -> list[np.ndarray] | None:
     """One driver partition through the ordinary driver interface.  None: the driver refuses
     part of it in this context (it then runs on the reference)."""
@@ -289,8 +290,9 @@ def _check_boundary(model: Model, idx: int, arr: np.ndarray, where: str) -> None
                                       f"model has {o.describe()}", "execute")
 
 
-def run_partitioned(device, model: Model, inputs: Sequence[np.ndarray | None], on_driver: Sequence[bool], *,
-                    measure_timing: bool = False, loop_timeout: float | None = None):
+def run_partitioned(device: Device, model: Model, inputs: Sequence[np.ndarray | None], on_driver: Sequence[bool], *,
+                    measure_timing: bool = False, loop_timeout: float | None = None,
+                    ) -> tuple[list[np.ndarray | None], dict[str, Any]]:
     """Run every partition; returns (the case's outputs, info) or raises PartitionFailed.
     ``info``: operations (n), on_driver (k: operations the driver actually ran), partitions,
     driver_operations (their indexes), refused_in_context (partitions the driver refused
@@ -340,12 +342,12 @@ def run_partitioned(device, model: Model, inputs: Sequence[np.ndarray | None], o
                 raise PartitionFailed("ERROR", f"{what}: {_describe(e)}", "execute")
         for i, a in zip(part.outputs, outs):
             values[i] = a
-    actual = []
+    actual: list[np.ndarray | None] = []
     for i in sg.output_indexes:
         if i not in values:
             raise PartitionFailed("ERROR", f"model output operand {i} was never written", "execute")
         actual.append(values[i])
-    info = {"operations": len(sg.operations), "on_driver": len(driver_ops), "partitions": len(parts),
+    info: dict[str, Any] = {"operations": len(sg.operations), "on_driver": len(driver_ops), "partitions": len(parts),
             "driver_operations": sorted(driver_ops), "refused_in_context": refused, "zero_sized": zero_sized}
     return actual, info
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from nnconform.driver import Device, DriverError, ErrorStatus, ExecutionResult
+from nnconform.driver import Device, DriverError, ErrorStatus, ExecutionResult, PreparedModel
 from nnconform.ir import Model, Request
 from nnconform.isolation.proxy import DriverProtocolError, HostIncident, StaleHandle
-from nnconform.verdict.criteria import Comparison, compare
+from nnconform.verdict.criteria import Comparison, Criteria, compare
 from nnconform.verdict.outcome import Outcome
 from nnconform.vts.checks import shapes_problem
 
@@ -34,10 +34,10 @@ class CaseOutcome:
     actual: list[np.ndarray] | None = None
     comparison: Comparison | None = None
     duration_s: float = 0.0
-    details: dict | None = None           # CRASH/HANG: stderr tail, host pid, exit code or signal
+    details: dict[str, Any] | None = None           # CRASH/HANG: stderr tail, host pid, exit code or signal
     # a partitioned case (nnconform.verdict.partition): operations (n), on_driver (k), partitions,
     # driver_operations (indexes of the operations the driver ran); None: whole model or nothing
-    partition: dict | None = None
+    partition: dict[str, Any] | None = None
 
     def partition_text(self) -> str:
         if not self.partition:
@@ -60,7 +60,7 @@ def _describe_exc(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
-def _release(prepared) -> None:
+def _release(prepared: PreparedModel) -> None:
     try:
         prepared.release()
     except StaleHandle:
@@ -69,7 +69,7 @@ def _release(prepared) -> None:
 
 def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
              expected: Sequence[np.ndarray], *, ignored: Sequence[bool] | None = None,
-             expect_failure: bool = False, criteria=None, measure_timing: bool = False,
+             expect_failure: bool = False, criteria: Criteria | None = None, measure_timing: bool = False,
              loop_timeout: float | None = None, partition: bool | None = None) -> CaseOutcome:
     """``partition`` None follows PARTITIONING: a case whose operations the driver supports
     only in part runs partitioned (its operations on the driver, the rest on the reference);
@@ -77,7 +77,7 @@ def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
     t0 = time.perf_counter()
     ops = ", ".join(model.operation_names())
 
-    def done(outcome: str, message: str, stage: str, **kw) -> CaseOutcome:
+    def done(outcome: str, message: str, stage: str, **kw: Any) -> CaseOutcome:
         return CaseOutcome(outcome, message, stage, duration_s=time.perf_counter() - t0, **kw)
 
     # 1. support query
@@ -173,15 +173,17 @@ def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
         # dimensions (HAL 1.3 section on outputShapes); checked on every case, not only in vts,
         # and required when the model leaves output dimensions unknown
         unknown = any(0 in model.main.operands[k].dimensions for k in model.main.output_indexes)
-        why = shapes_problem(model, result, required=unknown)
-        if why:
-            return done(FAIL, f"[{ops}] output_shapes wrong: {why}", "execute", actual=actual, comparison=cmp)
+        problem = shapes_problem(model, result, required=unknown)
+        if problem:
+            return done(FAIL, f"[{ops}] output_shapes wrong: {problem}", "execute", actual=actual, comparison=cmp)
         return done(PASS, "", "compare", actual=actual, comparison=cmp)
     return done(FAIL, f"[{ops}] {cmp.message}", "compare", actual=actual, comparison=cmp)
 
 
-def _partitioned(device, model, inputs, expected, supported, *, ignored, criteria, measure_timing,
-                 loop_timeout, done, why) -> CaseOutcome:
+def _partitioned(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
+                 expected: Sequence[np.ndarray], supported: Sequence[bool], *,
+                 ignored: Sequence[bool] | None, criteria: Criteria | None, measure_timing: bool,
+                 loop_timeout: float | None, done: Callable[..., CaseOutcome], why: str) -> CaseOutcome:
     from nnconform.verdict.partition import PartitionFailed, assign, run_partitioned
     on_driver = assign(device, model, supported)
     if not any(on_driver):
