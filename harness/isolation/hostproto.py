@@ -22,7 +22,7 @@ import os
 import select
 import struct
 import time
-from typing import Any, Iterator
+from typing import Any, Iterator, NoReturn, Sequence
 
 import numpy as np
 
@@ -55,14 +55,14 @@ class ProtocolViolation(NnError):
     """A driver host sent something that is not a well-formed reply."""
 
 
-def _send_all(fd: int, data) -> None:
+def _send_all(fd: int, data: bytes | bytearray | memoryview) -> None:
     view = memoryview(data).cast("B")
     while view:
         n = os.write(fd, view)
         view = view[n:]
 
 
-def write_frame(fd: int, header: dict, bufs: list = ()) -> None:
+def write_frame(fd: int, header: dict[str, Any], bufs: Sequence[Any] = ()) -> None:
     """Write one frame (the caller serialises writers).  Raises OSError when the peer is gone."""
     header = dict(header, bufs=[memoryview(b).nbytes for b in bufs])
     head = json.dumps(header, separators=(",", ":"), allow_nan=False).encode("utf-8")
@@ -99,7 +99,7 @@ class FrameReader:
         del self._buf[:n]
         return out
 
-    def _read_big(self, n: int, deadline: float | None) -> bytes | None:
+    def _read_big(self, n: int, deadline: float | None) -> bytearray | None:
         """A large buffer: read straight into its final place instead of growing and slicing
         the line buffer (which costs several copies per byte)."""
         out = bytearray(n)
@@ -118,12 +118,12 @@ class FrameReader:
             have += got
         return out
 
-    def frames(self) -> Iterator[tuple[dict, list[bytes]]]:
+    def frames(self) -> Iterator[tuple[dict[str, Any], list[bytes | bytearray]]]:
         """Every frame, as (header, bufs), until the pipe closes (no deadline)."""
         while (frame := self.read()) is not None:
             yield frame
 
-    def read(self, deadline: float | None = None) -> tuple[dict, list[bytes]] | None:
+    def read(self, deadline: float | None = None) -> tuple[dict[str, Any], list[bytes | bytearray]] | None:
         if not self._fill(4, deadline):
             if self._buf:
                 raise ProtocolViolation("the pipe closed in the middle of a frame")
@@ -143,7 +143,7 @@ class FrameReader:
         total = sum(sizes)
         if total > self.max_payload:
             raise ProtocolViolation(f"reply of {total} bytes exceeds the {self.max_payload}-byte payload limit")
-        bufs = []
+        bufs: list[bytes | bytearray] = []
         for s in sizes:
             if s >= _BIG:
                 big = self._read_big(s, deadline)
@@ -167,7 +167,7 @@ def _parse_int(s: str) -> int:
     return int(s)
 
 
-def _reject_constant(name: str):
+def _reject_constant(name: str) -> NoReturn:
     raise ProtocolViolation(f"{name} in a reply")
 
 
@@ -194,14 +194,14 @@ def parse_json(data: bytes) -> Any:
 
 # ---- arrays --------------------------------------------------------------------------------
 
-def encode_array(arr: np.ndarray, bufs: list) -> dict:
+def encode_array(arr: np.ndarray, bufs: list[bytes]) -> dict[str, Any]:
     """Host side: an array becomes a reference to a raw buffer (base class, C order)."""
     base = np.asarray(arr)            # base class; keeps 0-d scalars 0-d (ascontiguousarray would not)
     bufs.append(base.tobytes(order="C"))
     return {"nd": len(bufs) - 1, "dtype": base.dtype.str, "shape": [int(d) for d in base.shape]}
 
 
-def decode_array(ref: Any, bufs: list[bytes]) -> np.ndarray:
+def decode_array(ref: Any, bufs: Sequence[bytes | bytearray]) -> np.ndarray:
     """Harness side: rebuild a fresh, writable, base-class ndarray from untrusted parts."""
     if not isinstance(ref, dict) or set(ref) != {"nd", "dtype", "shape"}:
         raise ProtocolViolation("malformed array reference")

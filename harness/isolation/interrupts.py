@@ -42,7 +42,7 @@ STOP_SIGNALS = frozenset(getattr(signal, name) for name in
                          if hasattr(signal, name))
 
 
-def thread(target: Callable[..., Any], *, name: str, args: tuple = ()) -> threading.Thread:
+def thread(target: Callable[..., Any], *, name: str, args: tuple[Any, ...] = ()) -> threading.Thread:
     """A started daemon thread running ``target(*args)`` with STOP_SIGNALS blocked (harness
     code only: see the module's note on processes started from it).
 
@@ -88,7 +88,7 @@ def join(thread: threading.Thread, timeout: float | None = None) -> None:
             return
 
 
-class Future(concurrent.futures.Future):
+class Future(concurrent.futures.Future[Any]):
     """A Future whose ``result`` and ``exception`` wait in slices (see ``wait``): the driver
     proxies hand these to suites for asynchronous executions."""
 
@@ -105,7 +105,8 @@ class Future(concurrent.futures.Future):
         return self._sliced(super().result, timeout)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
-        return self._sliced(super().exception, timeout)
+        exc: BaseException | None = self._sliced(super().exception, timeout)
+        return exc
 
 
 __all__ = ["SLICE_S", "STOP_SIGNALS", "thread", "wait", "join", "Future"]

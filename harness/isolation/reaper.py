@@ -19,7 +19,7 @@ import os
 import signal
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import AbstractSet, Callable, Iterable
 
 _PR_SET_CHILD_SUBREAPER = 36
 # Tests point this at a private directory (other programs on a shared machine create and
@@ -32,7 +32,8 @@ def set_subreaper() -> bool:
     """Make orphaned descendants re-parent to this process (Linux); False where unsupported."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        done: bool = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return done
     except (OSError, AttributeError):
         return False
 
@@ -80,7 +81,7 @@ def _parents() -> dict[int, int]:
     return {pid: p.ppid for pid, p in _table().items()}
 
 
-def _walk(table: dict[int, Proc], root: int, skip: set[int] = frozenset(),
+def _walk(table: dict[int, Proc], root: int, skip: AbstractSet[int] = frozenset(),
           only: Callable[[Proc], bool] | None = None) -> list[int]:
     """Descendants of ``root`` in one /proc snapshot, parents before their children, leaving
     out the processes in ``skip`` and everything below them.  With ``only``, just the
@@ -92,7 +93,7 @@ def _walk(table: dict[int, Proc], root: int, skip: set[int] = frozenset(),
     todo = [(c, only is None) for c in children.get(root, ()) if c not in skip]
     while todo:
         pid, chosen = todo.pop(0)
-        chosen = chosen or only(table[pid])
+        chosen = chosen or (only is not None and only(table[pid]))   # only None: all chosen already
         if chosen:
             found.append(pid)
         todo.extend((c, chosen) for c in children.get(pid, ()) if c not in skip)
@@ -252,9 +253,9 @@ def _held(paths: set[str]) -> dict[int, set[str]]:
                     st = os.stat(f"/proc/{pid}/fd/{fd}")
                 except OSError:
                     continue
-                path = want.get((st.st_dev, st.st_ino))
-                if path is not None:
-                    held.add(path)
+                held_path = want.get((st.st_dev, st.st_ino))
+                if held_path is not None:
+                    held.add(held_path)
         except OSError:
             pass           # gone, or another user's process
         try:
@@ -266,9 +267,9 @@ def _held(paths: set[str]) -> dict[int, set[str]]:
                         continue
                     fields = line.split(None, 5)
                     if len(fields) >= 6:
-                        path = maps_key.get((fields[3].decode(), fields[4].decode()))
-                        if path is not None:
-                            held.add(path)
+                        held_path = maps_key.get((fields[3].decode(), fields[4].decode()))
+                        if held_path is not None:
+                            held.add(held_path)
         except OSError:
             pass
         if held:

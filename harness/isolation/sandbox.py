@@ -81,15 +81,15 @@ class Verdict:
     a new worker afterwards (the case left threads or memory behind)."""
     verdict: str
     reason: str = ""
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     recycle: bool = False
 
     @classmethod
-    def success(cls, reason: str = "", **extra) -> "Verdict":
+    def success(cls, reason: str = "", **extra: Any) -> "Verdict":
         return cls(SUCCESS, reason, extra)
 
     @classmethod
-    def failure(cls, reason: str, recycle: bool = False, **extra) -> "Verdict":
+    def failure(cls, reason: str, recycle: bool = False, **extra: Any) -> "Verdict":
         return cls(FAILURE, reason, extra, recycle)
 
 
@@ -99,7 +99,7 @@ class SandboxResult:
     reason: str = ""
     duration_s: float = 0.0           # parent's wall clock, request sent -> verdict known
     case_s: float | None = None       # time the case function took inside the worker
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     signal: int | None = None         # CRASH by signal
     exit_code: int | None = None      # CRASH by exit
     stderr_tail: str = ""
@@ -133,7 +133,7 @@ class _Worker:
     """One child interpreter with the driver loaded (a nnconform.isolation.childproc.Child speaking JSON
     lines: one request per line on its request pipe, one answer per line on its result pipe)."""
 
-    def __init__(self, driver: str, mem_limit: int | None, env: dict | None, workdir: str,
+    def __init__(self, driver: str, mem_limit: int | None, env: dict[str, str] | None, workdir: str,
                  startup_timeout: float):
         self.driver = driver
         fd, self.crumb_path = tempfile.mkstemp(prefix="worker-", suffix=".crumb", dir=workdir)
@@ -160,7 +160,7 @@ class _Worker:
         self.startup_s = msg.get("startup_s")
 
     # -- messages -----------------------------------------------------------------------
-    def _read(self, deadline: float) -> dict | None:
+    def _read(self, deadline: float) -> dict[str, Any] | None:
         """The next JSON line from the worker; None on EOF; TimeoutError past ``deadline``."""
         while b"\n" not in self._buf:
             left = deadline - time.monotonic()
@@ -174,9 +174,10 @@ class _Worker:
                 return None
             self._buf += chunk
         line, _, self._buf = self._buf.partition(b"\n")
-        return json.loads(line)
+        msg: dict[str, Any] = json.loads(line)
+        return msg
 
-    def send(self, msg: dict) -> bool:
+    def send(self, msg: dict[str, Any]) -> bool:
         try:
             self.child.write((json.dumps(msg, default=_json_default) + "\n").encode("utf-8"))
             return True
@@ -233,7 +234,7 @@ class Sandbox:
     """
 
     def __init__(self, driver: str, *, mem_limit: int | None = DEFAULT_MEM_LIMIT, mode: str = "warm",
-                 env: dict | None = None, workdir: str | None = None,
+                 env: dict[str, str] | None = None, workdir: str | None = None,
                  startup_timeout: float = STARTUP_TIMEOUT, hang_dump_s: float = 0.5):
         if mode not in ("warm", "fresh"):
             raise ValueError(f"mode must be 'warm' or 'fresh', not {mode!r}")
@@ -266,7 +267,7 @@ class Sandbox:
         else:
             w.quit()
 
-    def run(self, target: str, kwargs: dict | None = None, *, timeout: float, case_key: str = "",
+    def run(self, target: str, kwargs: dict[str, Any] | None = None, *, timeout: float, case_key: str = "",
             seed: int | None = None) -> SandboxResult:
         """Run ``target`` ("module:function") in the worker; never raises for anything the
         case or the driver does (only SandboxError when no worker can be started)."""
@@ -276,7 +277,7 @@ class Sandbox:
         t0 = time.monotonic()
         sent = w.send({"op": "run", "target": target, "kwargs": kwargs or {}, "case_key": case_key,
                        "seed": seed, "timeout": timeout})
-        msg: dict | None = None
+        msg: dict[str, Any] | None = None
         timed_out = False
         if sent:
             try:
@@ -328,7 +329,7 @@ class Sandbox:
     def __enter__(self) -> "Sandbox":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -377,7 +378,7 @@ class CaseContext:
         return rss_bytes()
 
 
-def _resolve(target: str):
+def _resolve(target: str) -> Any:
     module, _, attr = target.partition(":")
     obj = importlib.import_module(module)
     for part in attr.split("."):
@@ -390,12 +391,12 @@ class _ThreadDeaths:
     (SystemExit, KeyboardInterrupt and GeneratorExit included, which the default hook lets
     pass silently or which kill only that thread), so the case it happened in fails."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.deaths: list[str] = []
         self.lock = threading.Lock()
         self.default = threading.excepthook
 
-    def __call__(self, args) -> None:
+    def __call__(self, args: threading.ExceptHookArgs) -> None:
         text = str(args.exc_value).splitlines()[0] if args.exc_value is not None and str(args.exc_value) else ""
         name = args.thread.name if args.thread is not None else "?"
         with self.lock:
@@ -444,7 +445,7 @@ def _worker_main(argv: list[str]) -> int:
     res = os.fdopen(a.res_fd, "w", encoding="utf-8")
     crumb_fd = os.open(a.crumb, os.O_WRONLY) if a.crumb else None
 
-    def send(msg: dict) -> None:
+    def send(msg: dict[str, Any]) -> None:
         res.write(json.dumps(msg, default=_json_default) + "\n")
         res.flush()
 
@@ -507,7 +508,7 @@ def _worker_main(argv: list[str]) -> int:
 
 
 # Targets used by the tests and the benchmark: they measure the sandbox, not a driver.
-def noop_case(ctx: CaseContext, **kwargs) -> Verdict:
+def noop_case(ctx: CaseContext, **kwargs: Any) -> Verdict:
     return Verdict.success()
 
 
