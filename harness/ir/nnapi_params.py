@@ -99,7 +99,8 @@ def _spatial(dims: Sequence[int], nchw: bool) -> tuple[int, int]:
 # CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D
 # ---------------------------------------------------------------------------------------
 
-def conv_params(c: ParameterAccess, n_extra: int = 0, *, dilation: bool = True, shape: Shape | None = None) -> ConvParams:
+def conv_params(c: ParameterAccess, n_extra: int = 0, *, dilation: bool = True,
+                shape: Shape | None = None) -> ConvParams:
     """Parameters of CONV_2D (``n_extra`` 0), DEPTHWISE_CONV_2D (1: the depth multiplier) and
     GROUPED_CONV_2D (1: the number of groups; ``dilation=False``, it has no dilation inputs).
 

@@ -22,13 +22,16 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 import numpy as np
 
 from nnconform.isolation import childproc, reaper
 from nnconform.isolation import hostproto as wire
 from nnconform.reference.ops.feature_levels import NEWEST_FEATURE_LEVEL
+
+if TYPE_CHECKING:
+    from nnconform.ir import Model, Request
 
 # The harness spells interfaces by these names; the host reports which ones an object has.
 _PM_INTERFACES = ("AsyncExecution", "FencedExecution", "BurstExecution")
@@ -39,7 +42,7 @@ _DEVICE_INTERFACES = ("CompilationCaching", "MemoryDomains")
 _RELEASED_KEEP = 16
 
 
-def _exc_reply(e: BaseException) -> dict:
+def _exc_reply(e: BaseException) -> dict[str, Any]:
     from nnconform.driver import DriverError
     if isinstance(e, DriverError):
         text = str(e)
@@ -63,11 +66,11 @@ def _exc_reply(e: BaseException) -> dict:
             "base": not isinstance(e, Exception)}
 
 
-def _shape(s) -> dict:
+def _shape(s: Any) -> dict[str, Any]:
     return {"dimensions": [int(d) for d in s.dimensions], "is_sufficient": bool(s.is_sufficient)}
 
 
-def _timing(t) -> list:
+def _timing(t: Any) -> list[int | None]:
     return [None if t.time_on_device is None else int(t.time_on_device),
             None if t.time_in_driver is None else int(t.time_in_driver)]
 
@@ -76,7 +79,7 @@ class _Garbage(Exception):
     """The driver returned something that is not what the interface promises."""
 
 
-def _result(result, bufs: list) -> dict:
+def _result(result: object, bufs: list[bytes]) -> dict[str, Any]:
     from nnconform.driver import ExecutionResult
     if not isinstance(result, ExecutionResult):
         raise _Garbage(f"execute returned {type(result).__name__}, not an ExecutionResult")
@@ -98,7 +101,9 @@ def _result(result, bufs: list) -> dict:
 
 
 class Host:
-    def __init__(self, device, res_fd: int):
+    # ``device`` and everything it hands out are the driver's objects, untrusted: what they
+    # answer is checked here, so they are typed Any
+    def __init__(self, device: Any, res_fd: int) -> None:
         self.device = device
         self.res_fd = res_fd
         self.write_lock = threading.Lock()
@@ -109,21 +114,21 @@ class Host:
         self.lock = threading.Lock()
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="nnconform-host-call")
         # handle -> (the arrays of its last result, their bytes then): the aliasing watch
-        self.held: dict[int, tuple[list, list[bytes]]] = {}
+        self.held: dict[int, tuple[list[np.ndarray], list[bytes]]] = {}
 
     # -- plumbing -------------------------------------------------------------------------
-    def send(self, header: dict, bufs: list = ()) -> None:
+    def send(self, header: dict[str, Any], bufs: Sequence[bytes] = ()) -> None:
         with self.write_lock:
             wire.write_frame(self.res_fd, header, list(bufs))
 
-    def keep(self, obj) -> int:
+    def keep(self, obj: Any) -> int:
         with self.lock:
             k = self.next_id
             self.next_id += 1
             self.objects[k] = obj
         return k
 
-    def get(self, k: int):
+    def get(self, k: int) -> Any:
         obj = self.objects.get(k)
         if obj is None:
             raise LookupError(f"handle {k} is unknown to the driver host (dropped or never made)")
@@ -146,13 +151,13 @@ class Host:
                     self.objects.pop(self.released.pop(0), None)
 
     # -- calls --------------------------------------------------------------------------
-    def serve(self, call_id: int, op: str, args: dict) -> None:
-        bufs: list = []
+    def serve(self, call_id: int, op: str, args: dict[str, Any]) -> None:
+        bufs: list[bytes] = []
         for k in args.pop("_drop", ()):    # objects the harness no longer references
             self.forget(k)
         try:
             value = getattr(self, "op_" + op)(bufs=bufs, **args)
-            header = {"id": call_id, "ok": value}
+            header: dict[str, Any] = {"id": call_id, "ok": value}
         except _Garbage as e:
             header, bufs = {"id": call_id, "err": {"kind": "garbage", "message": str(e)}}, []
         except BaseException as e:  # everything a driver raises is that call's answer
@@ -179,30 +184,31 @@ class Host:
         except ChildProcessError:
             return False  # ECHILD: no children at all
 
-    def op_capabilities(self, bufs) -> dict:
+    def op_capabilities(self, bufs: list[bytes]) -> dict[str, Any]:
         c = self.device.capabilities()
-        perf = lambda p: [float(p.exec_time), float(p.power_usage)]
+        def perf(p: Any) -> list[float]:
+            return [float(p.exec_time), float(p.power_usage)]
         return {"relaxed_scalar": perf(c.relaxed_float32_to_float16_scalar),
                 "relaxed_tensor": perf(c.relaxed_float32_to_float16_tensor),
                 "operand_performance": [[int(t), perf(p)] for t, p in c.operand_performance],
                 "if": perf(c.if_performance), "while": perf(c.while_performance)}
 
-    def op_supported(self, bufs, model) -> Any:
+    def op_supported(self, bufs: list[bytes], model: Model) -> Any:
         got = self.device.supported_operations(model)
         if isinstance(got, (list, tuple)) and all(isinstance(s, (bool, np.bool_)) for s in got):
             return [bool(s) for s in got]
         return {"not_bools": repr(got)[:120]}
 
-    def _prepared(self, pm) -> dict:
+    def _prepared(self, pm: Any) -> dict[str, Any]:
         from nnconform import driver as d
         return {"handle": self.keep(pm), "type": type(pm).__name__[:80],
                 "ifaces": [n for n in _PM_INTERFACES if isinstance(pm, getattr(d, n))],
                 "is_prepared_model": isinstance(pm, d.PreparedModel)}
 
-    def op_prepare(self, bufs, model, kwargs) -> dict:
+    def op_prepare(self, bufs: list[bytes], model: Model, kwargs: dict[str, Any]) -> dict[str, Any]:
         return self._prepared(self.device.prepare(model, **kwargs))
 
-    def op_reject_many(self, bufs, checks, budget) -> list:
+    def op_reject_many(self, bufs: list[bytes], checks: Any, budget: float) -> list[Any]:
         """The model-mutation check (nnconform.vts.checks.not_rejected) for many invalid
         models in one round trip: each ``(model, query_support, preference, priority)`` is
         given to supported_operations (when asked) and then prepare, stopping at the first
@@ -212,10 +218,11 @@ class Host:
         models; the harness sends the rest again.  Per model: a list of step answers, each
         ``[what, {"accepted": true}]`` or ``[what, {"err": ...}]``."""
         from nnconform import driver as d
-        out, t0 = [], time.monotonic()
+        out: list[list[list[Any]]] = []
+        t0 = time.monotonic()
         for model, query_support, preference, priority in checks:
-            steps = []
-            calls = [("supported_operations", lambda: self.device.supported_operations(model))] if query_support else []
+            steps: list[list[Any]] = []
+            calls: list[tuple[str, Callable[[], Any]]] = [("supported_operations", lambda: self.device.supported_operations(model))] if query_support else []
             calls.append(("prepare", lambda: self.device.prepare(model, preference=preference, priority=priority)))
             for what, fn in calls:
                 try:
@@ -245,12 +252,13 @@ class Host:
                 break
         return out
 
-    def op_prepare_from_cache(self, bufs, token, kwargs=None) -> dict:
+    def op_prepare_from_cache(self, bufs: list[bytes], token: Any, kwargs: dict[str, Any] | None = None) -> dict[str,
+                              Any]:
         return self._prepared(self.device.prepare_from_cache(token, **(kwargs or {})))
 
-    def op_device_info(self, bufs) -> dict:
+    def op_device_info(self, bufs: list[bytes]) -> dict[str, Any]:
         """getStatus, getType, getSupportedExtensions in one call; values checked harness-side."""
-        def plain(v, limit=64):
+        def plain(v: Any, limit: int = 64) -> str | int:
             if isinstance(v, bool) or not isinstance(v, (int, str)):
                 return repr(v)[:limit]
             return int(v) if isinstance(v, int) else v[:limit]
@@ -258,13 +266,13 @@ class Host:
         return {"status": plain(self.device.status()), "type": plain(self.device.device_type()),
                 "extensions": [plain(x, 200) for x in ext] if isinstance(ext, (list, tuple)) else repr(ext)[:200]}
 
-    def op_cache_file_counts(self, bufs) -> Any:
+    def op_cache_file_counts(self, bufs: list[bytes]) -> Any:
         got = self.device.cache_file_counts()
         if isinstance(got, (list, tuple)) and len(got) == 2 and all(type(n) is int for n in got):
             return [int(n) for n in got]
         return {"malformed": repr(got)[:120]}
 
-    def _watch(self, handle: int, result, reply: dict) -> dict:
+    def _watch(self, handle: int, result: Any, reply: dict[str, Any]) -> dict[str, Any]:
         """The aliasing watch.  Replies are decoded into fresh arrays on the harness side, so a
         driver that hands out its output arrays and overwrites them on the next execution
         harms no harness reference; here, in the driver's own process, that is visible: the
@@ -280,17 +288,18 @@ class Host:
                 reply["aliased"] = changed
         return reply
 
-    def op_execute(self, bufs, handle, request, kwargs) -> dict:
+    def op_execute(self, bufs: list[bytes], handle: int, request: Request, kwargs: dict[str, Any]) -> dict[str, Any]:
         result = self.get(handle).execute(request, **kwargs)
         return self._watch(handle, result, _result(result, bufs))
 
-    def op_execute_async(self, bufs, handle, request, kwargs) -> dict:
+    def op_execute_async(self, bufs: list[bytes], handle: int, request: Request, kwargs: dict[str, Any]) -> dict[str,
+                         Any]:
         fut = self.get(handle).execute_async(request, **kwargs)
         if not isinstance(fut, concurrent.futures.Future):
             raise _Garbage(f"execute_async returned {type(fut).__name__}, not a concurrent.futures.Future")
         return _result(fut.result(), bufs)
 
-    def op_release(self, bufs, handle) -> None:
+    def op_release(self, bufs: list[bytes], handle: int) -> None:
         try:
             self.get(handle).release()
         finally:
@@ -301,7 +310,8 @@ class Host:
         with self.lock:
             return self.fences.setdefault(fence, threading.Event())
 
-    def op_execute_fenced(self, bufs, handle, request, fences, kwargs) -> dict:
+    def op_execute_fenced(self, bufs: list[bytes], handle: int, request: Request, fences: list[int | None],
+                          kwargs: dict[str, Any]) -> dict[str, Any]:
         events = [None if f is None else self._fence(f) for f in fences]
         h = self.get(handle).execute_fenced(request, events, **kwargs)
         return {"handle": self.keep(h)}
@@ -309,48 +319,50 @@ class Host:
     def signal_fence(self, fence: int) -> None:
         self._fence(fence).set()
 
-    def op_fenced_wait(self, bufs, handle, timeout) -> dict:
+    def op_fenced_wait(self, bufs: list[bytes], handle: int, timeout: Any) -> dict[str, Any]:
         return _result(self.get(handle).wait(timeout), bufs)
 
-    def op_fenced_info(self, bufs, handle) -> dict:
+    def op_fenced_info(self, bufs: list[bytes], handle: int) -> dict[str, Any]:
         info = self.get(handle).get_execution_info()
         return {"status": int(info.status), "launched": _timing(info.timing_launched),
                 "fenced": _timing(info.timing_fenced)}
 
-    def op_configure_burst(self, bufs, handle) -> dict:
+    def op_configure_burst(self, bufs: list[bytes], handle: int) -> dict[str, Any]:
         from nnconform.driver import BurstMemory
         burst = self.get(handle).configure_burst()
         return {"handle": self.keep(burst), "ifaces": ["BurstMemory"] if isinstance(burst, BurstMemory) else []}
 
-    def op_burst_cache_memory(self, bufs, handle, token) -> Any:
+    def op_burst_cache_memory(self, bufs: list[bytes], handle: int, token: Any) -> Any:
         slot = self.get(handle).cache_memory(token)
         return int(slot) if isinstance(slot, int) and not isinstance(slot, bool) else repr(slot)[:80]
 
-    def op_burst_free_memory(self, bufs, handle, slot) -> None:
+    def op_burst_free_memory(self, bufs: list[bytes], handle: int, slot: Any) -> None:
         self.get(handle).free_memory(slot)
 
-    def op_burst_execute(self, bufs, handle, request, kwargs) -> dict:
+    def op_burst_execute(self, bufs: list[bytes], handle: int, request: Request, kwargs: dict[str, Any]) -> dict[str,
+                         Any]:
         result = self.get(handle).execute(request, **kwargs)
         return self._watch(handle, result, _result(result, bufs))
 
-    def op_allocate(self, bufs, desc, models, input_roles, output_roles) -> dict:
+    def op_allocate(self, bufs: list[bytes], desc: Any, models: list[int], input_roles: Any,
+                    output_roles: Any) -> dict[str, Any]:
         buf, token = self.device.allocate(desc, [self.get(m) for m in models], input_roles, output_roles)
         return {"handle": self.keep(buf), "token": int(token)}
 
-    def op_copy_from(self, bufs, handle, array) -> None:
+    def op_copy_from(self, bufs: list[bytes], handle: int, array: Any) -> None:
         self.get(handle).copy_from(array)
 
-    def op_copy_to(self, bufs, handle) -> dict:
+    def op_copy_to(self, bufs: list[bytes], handle: int) -> dict[str, Any]:
         got = self.get(handle).copy_to()
         if not isinstance(got, np.ndarray) or np.asarray(got).dtype.str not in wire.ALLOWED_DTYPES:
             raise _Garbage(f"copy_to returned {type(got).__name__}, not a tensor array")
         return wire.encode_array(got, bufs)
 
-    def op_drop(self, bufs, handles) -> None:
+    def op_drop(self, bufs: list[bytes], handles: list[int]) -> None:
         for k in handles:
             self.forget(k)
 
-    def op_end_case(self, bufs) -> dict:
+    def op_end_case(self, bufs: list[bytes]) -> dict[str, Any]:
         """The processes the driver left running since the last case, killed now whatever
         session or process group they moved to."""
         return {"processes": reaper.kill_descendants(os.getpid())[:20]}
@@ -378,7 +390,7 @@ def main(argv: list[str]) -> int:
         return 3
     host = Host(device, a.res_fd)
 
-    def info(name, default, kind):
+    def info(name: str, default: Any, kind: type) -> Any:
         v = getattr(device, name, default)
         return v if isinstance(v, kind) else default
     host.send({"ready": True, "pid": os.getpid(), "startup_s": time.perf_counter() - t0,
@@ -393,7 +405,8 @@ def main(argv: list[str]) -> int:
         if op == "signal_fence":      # fire and forget: must not wait behind a busy pool
             host.signal_fence(args["fence"])
             continue
-        host.pool.submit(host.serve, header["id"], op, args)
+        # every call frame of the harness (a trusted pipe) names its op
+        host.pool.submit(host.serve, header["id"], cast(str, op), args)
     reaper.kill_descendants(os.getpid())
     os._exit(0)  # a driver's non-daemon threads must not keep a finished host alive
 
