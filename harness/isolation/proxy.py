@@ -34,21 +34,25 @@ import re
 import threading
 import time
 import weakref
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from nnconform.driver import (
     AsyncExecution,
+    BufferDesc,
+    BufferRole,
     Burst,
     BurstExecution,
     BurstMemory,
+    CacheFile,
     Capabilities,
     CompilationCaching,
     Device,
     DeviceBuffer,
     DriverError,
     ErrorStatus,
+    ExecutionPreference,
     ExecutionResult,
     FencedExecution,
     FencedExecutionHandle,
@@ -57,10 +61,11 @@ from nnconform.driver import (
     OutputShape,
     PerformanceInfo,
     PreparedModel,
+    Priority,
     Timing,
 )
 from nnconform.errors import DriverLoadError, NnError
-from nnconform.ir import OperandType
+from nnconform.ir import Model, OperandType, Request
 from nnconform.isolation import childproc, interrupts
 from nnconform.isolation import hostproto as wire
 from nnconform.isolation.childproc import CRASH, HANG
@@ -81,7 +86,7 @@ class HostIncident(NnError):
     """The driver host died (CRASH) or stopped answering (HANG) during a call."""
     verdict = CRASH
 
-    def __init__(self, message: str, **details):
+    def __init__(self, message: str, **details: Any):
         super().__init__(message)
         self.details = details
 
@@ -113,7 +118,7 @@ _remote_classes: dict[str, type] = {}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,79}$")
 
 
-def _remote_class(name: str) -> type:
+def _remote_class(name: Any) -> type:
     """An Exception class named like the driver's, so messages read ``ValueError: ...``.
     Built-in Exception types are also inherited (``except TimeoutError`` still works); the
     BaseException-only ones are not: a driver's KeyboardInterrupt must not stop the run."""
@@ -122,7 +127,7 @@ def _remote_class(name: str) -> type:
     cls = _remote_classes.get(name)
     if cls is None:
         builtin = getattr(builtins, name, None)
-        bases: tuple = (RemoteException,)
+        bases: tuple[type, ...] = (RemoteException,)
         if isinstance(builtin, type) and issubclass(builtin, Exception) and name not in _BASE_ONLY \
                 and builtin not in (Exception,):
             bases = (RemoteException, builtin)
@@ -151,13 +156,13 @@ def _decode_error(err: Any) -> BaseException:
         return DriverProtocolError(_text(err.get("message")) or "malformed driver result")
     if kind == "exception":
         cls = _remote_class(err.get("type"))
-        e = cls(_text(err.get("message")))
+        e: RemoteException = cls(_text(err.get("message")))
         e.remote_where = _text(err.get("where"), 300)
         return e
     raise wire.ProtocolViolation(f"unknown error kind {str(kind)[:20]!r}")
 
 
-def _list(v: Any, limit: int = 1 << 20) -> list:
+def _list(v: Any, limit: int = 1 << 20) -> list[Any]:
     if not isinstance(v, list) or len(v) > limit:
         raise wire.ProtocolViolation("malformed list in a reply")
     return v
@@ -179,7 +184,7 @@ def _decode_timing(t: Any) -> Timing:
     return Timing(t[0], t[1])
 
 
-def _decode_result(v: Any, bufs: list[bytes]) -> ExecutionResult:
+def _decode_result(v: Any, bufs: Sequence[bytes | bytearray]) -> ExecutionResult:
     if not isinstance(v, dict):
         raise wire.ProtocolViolation("malformed execution result")
     outs = tuple(wire.decode_array(r, bufs) for r in _list(v.get("outputs"), 1 << 16))
@@ -197,7 +202,8 @@ def _decode_perf(p: Any) -> PerformanceInfo:
 def _handle(v: Any) -> int:
     if not isinstance(v, dict) or type(v.get("handle")) is not int:
         raise wire.ProtocolViolation("malformed handle reply")
-    return v["handle"]
+    handle: int = v["handle"]
+    return handle
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,18 +212,27 @@ def _handle(v: Any) -> int:
 
 class _Slot:
     __slots__ = ("event", "header", "bufs", "error", "deadline", "bound", "what", "future", "decode")
+    event: threading.Event
+    header: dict[str, Any] | None
+    bufs: list[bytes | bytearray] | None
+    error: BaseException | None
+    deadline: float
+    bound: float
+    what: str
+    future: concurrent.futures.Future[Any] | None
+    decode: Callable[[Any, list[bytes | bytearray]], Any] | None
 
-    def __init__(self, bound: float, what: str):
+    def __init__(self, bound: float, what: str) -> None:
         self.event = threading.Event()
-        self.header = self.bufs = self.error = None
+        self.header, self.bufs, self.error = None, None, None
         self.deadline, self.bound, self.what = time.monotonic() + bound, bound, what
-        self.future = self.decode = None
+        self.future, self.decode = None, None
 
 
 class _Host:
     """One driver host process and the reader thread that answers its calls."""
 
-    def __init__(self, owner: "IsolatedDevice", generation: int):
+    def __init__(self, owner: "IsolatedDevice", generation: int) -> None:
         self.owner, self.generation = owner, generation
         self.pending: dict[int, _Slot] = {}
         self.drops: collections.deque[int] = collections.deque()
@@ -235,6 +250,7 @@ class _Host:
         wire.widen_pipe(self.req_fd)
         wire.widen_pipe(self.res_fd)
         self.reader = wire.FrameReader(self.res_fd, max_payload=owner.max_payload)
+        first: tuple[dict[str, Any], list[bytes | bytearray]] | str | None
         try:
             first = self.reader.read(time.monotonic() + owner.startup_timeout)
         except TimeoutError:
@@ -248,7 +264,7 @@ class _Host:
             self.cleanup()
             raise DriverLoadError(why)
         ready = first[0]
-        self.info = {"name": _text(ready.get("name"), 100) or owner.driver_spec,
+        self.info: dict[str, Any] = {"name": _text(ready.get("name"), 100) or owner.driver_spec,
                      "version": _text(ready.get("version"), 100) or "0",
                      "feature_level": ready.get("feature_level") if type(ready.get("feature_level")) is int
                      else NEWEST_FEATURE_LEVEL,
@@ -257,9 +273,10 @@ class _Host:
         self.thread = interrupts.thread(self._read_loop, name=f"nnconform-host-reader-{self.pid}")
         self.monitor = interrupts.thread(self._watch_deadlines, name=f"nnconform-host-monitor-{self.pid}")
 
-    def _startup_failure(self, first) -> str:
+    def _startup_failure(self, first: tuple[dict[str, Any], list[bytes | bytearray]] | str | None) -> str:
         if isinstance(first, tuple) and isinstance(first[0].get("error"), str):
-            return first[0]["error"][:2000]
+            error: str = first[0]["error"]
+            return error[:2000]
         if first == "timeout":
             return f"driver '{self.owner.driver_spec}': the driver host did not start within {self.owner.startup_timeout:g} s"
         self.child.wait_exit(5)
@@ -268,8 +285,9 @@ class _Host:
                 f"({self.child.exit_text()})" + (f": {tail[-1][:300]}" if tail else ""))
 
     # -- calls ------------------------------------------------------------------------------
-    def start_call(self, op: str, args: dict, bound: float, future: concurrent.futures.Future | None = None,
-                   decode=None) -> _Slot:
+    def start_call(self, op: str, args: dict[str, Any], bound: float,
+                   future: concurrent.futures.Future[Any] | None = None,
+                   decode: Callable[[Any, list[bytes | bytearray]], Any] | None = None) -> _Slot:
         slot = _Slot(bound, op)
         slot.future, slot.decode = future, decode
         call_id = next(self.ids)
@@ -291,7 +309,7 @@ class _Host:
             self.thread.join(10)
         return slot
 
-    def notify(self, op: str, args: dict) -> None:
+    def notify(self, op: str, args: dict[str, Any]) -> None:
         """A message with no answer (fence signalled, handles dropped)."""
         if self.death is not None:
             return
@@ -301,7 +319,7 @@ class _Host:
         except OSError:
             return  # the host is gone: the reader records how; a notice has nobody to tell
 
-    def call(self, op: str, args: dict, bound: float | None = None) -> tuple[Any, list[bytes]]:
+    def call(self, op: str, args: dict[str, Any], bound: float | None = None) -> tuple[Any, list[bytes | bytearray]]:
         bound = self.owner.call_timeout if bound is None else bound
         slot = self.start_call(op, args, bound)
         # The monitor thread turns an overdue call into a HANG; the extra wait is a backstop.
@@ -311,6 +329,8 @@ class _Host:
             interrupts.wait(slot.event, 10)
         if slot.error is not None:
             raise slot.error
+        # answered without an error: the reader filled both
+        assert slot.header is not None and slot.bufs is not None
         return slot.header.get("ok"), slot.bufs
 
     # -- the reader -------------------------------------------------------------------------
@@ -346,6 +366,8 @@ class _Host:
             if slot.error is not None:
                 slot.future.set_exception(slot.error)
             else:
+                # a future's call always has a decoder, and an answer without error fills both
+                assert slot.decode is not None and slot.header is not None and slot.bufs is not None
                 try:
                     slot.future.set_result(slot.decode(slot.header.get("ok"), slot.bufs))
                 except (wire.ProtocolViolation, NnError) as e:
@@ -460,11 +482,11 @@ class _Remote:
                               f"has been replaced after a CRASH or HANG; prepare again")
         return self._host
 
-    def _call(self, op: str, args: dict, bound: float | None = None):
+    def _call(self, op: str, args: dict[str, Any], bound: float | None = None) -> tuple[Any, list[bytes | bytearray]]:
         return self._live().call(op, dict(args, handle=self._handle), bound)
 
 
-def _drop(host_ref, handle: int) -> None:
+def _drop(host_ref: weakref.ref[_Host], handle: int) -> None:
     # A finalizer runs inside whatever allocation triggered the collection, possibly in the
     # middle of writing a frame on this very thread: it must not write.  The handle rides
     # along with the next call instead.
@@ -488,7 +510,8 @@ class RemotePreparedModel(_Remote, PreparedModel):
     #: overwrote since it returned them (found in the driver host; nnconform.verdict.aliasing reads it).
     aliased_outputs: list[int] = []
 
-    def execute(self, request, *, measure_timing=False, deadline=None, loop_timeout=None) -> ExecutionResult:
+    def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
+                loop_timeout: float | None = None) -> ExecutionResult:
         v, bufs = self._call("execute", {"request": request, "kwargs": dict(
             measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout)})
         result = _decode_result(v, bufs)
@@ -499,18 +522,21 @@ class RemotePreparedModel(_Remote, PreparedModel):
         self._call("release", {})
 
     # optional interfaces: reachable only through the subclasses that declare them
-    def execute_async(self, request, *, measure_timing=False, deadline=None, loop_timeout=None):
-        fut: concurrent.futures.Future = interrupts.Future()   # its result() wait is sliced too
+    def execute_async(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
+                      loop_timeout: float | None = None) -> concurrent.futures.Future[ExecutionResult]:
+        fut: concurrent.futures.Future[ExecutionResult] = interrupts.Future()   # its result() wait is sliced too
         host = self._live()
         host.start_call("execute_async", {"handle": self._handle, "request": request, "kwargs": dict(
             measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout)},
             self._device.call_timeout, future=fut, decode=_decode_result)
         return fut
 
-    def execute_fenced(self, request, wait_for, *, measure_timing=False, deadline=None, loop_timeout=None,
-                       timeout_after_fence=None):
+    def execute_fenced(self, request: Request, wait_for: Sequence[threading.Event | None], *,
+                       measure_timing: bool = False, deadline: float | None = None,
+                       loop_timeout: float | None = None,
+                       timeout_after_fence: float | None = None) -> FencedExecutionHandle:
         host = self._live()
-        fences = []
+        fences: list[int | None] = []
         for ev in wait_for:
             if ev is None:
                 fences.append(None)
@@ -523,13 +549,13 @@ class RemotePreparedModel(_Remote, PreparedModel):
             timeout_after_fence=timeout_after_fence)})
         return RemoteFencedHandle(self._device, host, _handle(v))
 
-    def configure_burst(self):
+    def configure_burst(self) -> Burst:
         v, _ = self._call("configure_burst", {})
         memory = isinstance(v, dict) and "BurstMemory" in _list(v.get("ifaces", []), 4)
         return (RemoteMemoryBurst if memory else RemoteBurst)(self._device, self._host, _handle(v))
 
 
-def _forward_fence(event: threading.Event, host_ref, fid: int) -> None:
+def _forward_fence(event: threading.Event, host_ref: weakref.ref[_Host], fid: int) -> None:
     # The suite's fence is a threading.Event here; the driver waits on its twin in the host.
     event.wait()
     host = host_ref()
@@ -554,7 +580,8 @@ class RemoteFencedHandle(_Remote, FencedExecutionHandle):
 class RemoteBurst(_Remote, Burst):
     aliased_outputs: list[int] = []
 
-    def execute(self, request, *, measure_timing=False, deadline=None, loop_timeout=None) -> ExecutionResult:
+    def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
+                loop_timeout: float | None = None) -> ExecutionResult:
         v, bufs = self._call("burst_execute", {"request": request, "kwargs": dict(
             measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout)})
         result = _decode_result(v, bufs)
@@ -587,10 +614,10 @@ class RemoteBuffer(_Remote, DeviceBuffer):
 
 _PM_IFACES = {"AsyncExecution": AsyncExecution, "FencedExecution": FencedExecution, "BurstExecution": BurstExecution}
 _DEV_IFACES = {"CompilationCaching": CompilationCaching, "MemoryDomains": MemoryDomains}
-_pm_classes: dict[frozenset, type] = {}
+_pm_classes: dict[frozenset[str], type] = {}
 
 
-def _pm_class(ifaces: frozenset) -> type:
+def _pm_class(ifaces: frozenset[str]) -> type:
     """The proxy class declaring exactly the interfaces the driver's prepared model declares."""
     cls = _pm_classes.get(ifaces)
     if cls is None:
@@ -607,18 +634,17 @@ class IsolatedDevice(Device):
 
     def __init__(self, driver_spec: str, *, call_timeout: float = DEFAULT_CALL_TIMEOUT,
                  mem_limit: int | None = DEFAULT_MEM_LIMIT, startup_timeout: float = STARTUP_TIMEOUT,
-                 max_payload: int = wire.DEFAULT_MAX_PAYLOAD):
+                 max_payload: int = wire.DEFAULT_MAX_PAYLOAD) -> None:
         self.driver_spec = driver_spec
         self.call_timeout, self.mem_limit = float(call_timeout), mem_limit
         self.startup_timeout, self.max_payload = startup_timeout, max_payload
-        self.incidents: list[dict] = []
+        self.incidents: list[dict[str, Any]] = []
         self.dirty = False      # a reply said the driver host has child processes
         self.hosts_started = 0
         self._fence_ids = itertools.count(1)
         self._start_lock = threading.Lock()
         self._current: _Host | None = None
-        self._host()   # fail now, with the loader's one-line error, if the driver cannot load
-        info = self._current.info
+        info = self._host().info   # fail now, with the loader's one-line error, if the driver cannot load
         self.name, self.version, self.feature_level = info["name"], info["version"], info["feature_level"]
         self.interfaces = list(info["ifaces"])
 
@@ -647,7 +673,7 @@ class IsolatedDevice(Device):
             return f"liveness FAILED: a fresh driver host did not answer ({str(e)[:200]})"
         return f"liveness OK: a fresh driver host answered in {time.monotonic() - t0:.2f} s"
 
-    def end_case(self) -> dict:
+    def end_case(self) -> dict[str, Any]:
         """Ask the host which processes the driver left running since the last case (they are
         killed).  Only asked when a reply said the host has children."""
         h = self._current
@@ -685,7 +711,7 @@ class IsolatedDevice(Device):
         v, _ = self._host().call("capabilities", {})
         if not isinstance(v, dict):
             raise DriverProtocolError("capabilities returned a malformed Capabilities")
-        perf = []
+        perf: list[tuple[OperandType, PerformanceInfo]] = []
         for entry in _list(v.get("operand_performance", []), 256):
             if not (isinstance(entry, list) and len(entry) == 2 and type(entry[0]) is int
                     and entry[0] in OperandType._value2member_map_):
@@ -694,32 +720,35 @@ class IsolatedDevice(Device):
         return Capabilities(_decode_perf(v.get("relaxed_scalar")), _decode_perf(v.get("relaxed_tensor")),
                             tuple(perf), _decode_perf(v.get("if")), _decode_perf(v.get("while")))
 
-    def _device_info(self) -> dict:
+    def _device_info(self) -> dict[str, Any]:
         v, _ = self._host().call("device_info", {})
         if not isinstance(v, dict):
             raise wire.ProtocolViolation("malformed device_info reply")
         return v
 
-    def status(self):
+    def status(self) -> Any:
         """The driver's answer as it came: an int (a DeviceStatus code or not) or a str
         describing what else it returned; the vts suite judges it."""
         return self._device_info().get("status")
 
-    def device_type(self):
+    def device_type(self) -> Any:
         return self._device_info().get("type")
 
-    def supported_extensions(self):
+    def supported_extensions(self) -> Any:
         return self._device_info().get("extensions")
 
-    def supported_operations(self, model) -> list[bool]:
+    def supported_operations(self, model: Model) -> list[bool]:
         v, _ = self._host().call("supported", {"model": model})
         if isinstance(v, list) and all(type(s) is bool for s in v):
-            return v
+            claims: list[bool] = v
+            return claims
         if isinstance(v, dict) and isinstance(v.get("not_bools"), str):
-            return v["not_bools"]   # a str: run_case reports "returned '...'; expected N bools"
+            # a str on purpose, not the list[bool] the interface promises: run_case reports
+            # "returned '...'; expected N bools"
+            return v["not_bools"]  # type: ignore[no-any-return]  # the driver's garbage, passed on as its text
         raise wire.ProtocolViolation("malformed supported_operations reply")
 
-    def reject_many(self, mutations: Sequence) -> list[list[tuple[str, Any]]]:
+    def reject_many(self, mutations: Sequence[Any]) -> list[list[tuple[str, Any]]]:
         """The supported_operations / prepare answers to invalid models
         (nnconform.vts.mutations.ModelMutation), many per round trip (the host's
         ``op_reject_many``); for each model, in order, its ``(what, answer)`` steps, an answer
@@ -729,9 +758,9 @@ class IsolatedDevice(Device):
         checks = [(m.model, bool(m.query_support), m.preference, m.priority) for m in mutations]
         v, _ = host.call("reject_many", {"checks": checks, "budget": REJECT_BUDGET_S},
                          self.call_timeout + REJECT_BUDGET_S)
-        out = []
+        out: list[list[tuple[str, Any]]] = []
         for steps in _list(v, len(checks)):
-            decoded = []
+            decoded: list[tuple[str, Any]] = []
             for step in _list(steps, 2):
                 if not (isinstance(step, list) and len(step) == 2 and step[0] in ("supported_operations", "prepare")
                         and isinstance(step[1], dict)):
@@ -745,23 +774,28 @@ class IsolatedDevice(Device):
             raise wire.ProtocolViolation("reject_many answered no model")
         return out
 
-    def _prepared(self, host: _Host, v) -> PreparedModel:
+    def _prepared(self, host: _Host, v: Any) -> PreparedModel:
         if not isinstance(v, dict) or type(v.get("handle")) is not int:
             raise DriverProtocolError("prepare returned a malformed reply")
         if not v.get("is_prepared_model"):
             raise DriverProtocolError(f"prepare returned {_text(v.get('type'), 80)}, not a PreparedModel")
         ifaces = frozenset(i for i in _list(v.get("ifaces", []), 8) if i in _PM_IFACES)
-        return _pm_class(ifaces)(self, host, v["handle"])
+        pm: PreparedModel = _pm_class(ifaces)(self, host, v["handle"])
+        return pm
 
-    def prepare(self, model, *, preference=1, priority=1, deadline=None, cache_token=None,
-                model_cache=None, data_cache=None) -> PreparedModel:
+    def prepare(self, model: Model, *, preference: ExecutionPreference | int = 1, priority: Priority | int = 1,
+                deadline: float | None = None, cache_token: bytes | None = None,
+                model_cache: Sequence[CacheFile] | None = None,
+                data_cache: Sequence[CacheFile] | None = None) -> PreparedModel:
         host = self._host()
-        kwargs = dict(preference=preference, priority=priority, deadline=deadline, cache_token=cache_token)
+        kwargs: dict[str, Any] = dict(preference=preference, priority=priority, deadline=deadline,
+                                      cache_token=cache_token)
         kwargs.update(_cache_files(model_cache, data_cache))
         v, _ = host.call("prepare", {"model": model, "kwargs": kwargs})
         return self._prepared(host, v)
 
-    def prepare_from_cache(self, cache_token: bytes, *, model_cache=None, data_cache=None) -> PreparedModel:
+    def prepare_from_cache(self, cache_token: bytes, *, model_cache: Sequence[CacheFile] | None = None,
+                           data_cache: Sequence[CacheFile] | None = None) -> PreparedModel:
         host = self._host()
         v, _ = host.call("prepare_from_cache", {"token": cache_token,
                                                 "kwargs": _cache_files(model_cache, data_cache)})
@@ -773,7 +807,8 @@ class IsolatedDevice(Device):
             return (v[0], v[1])
         raise DriverProtocolError(f"cache_file_counts returned {_text((v or {}).get('malformed') if isinstance(v, dict) else None, 120) or 'a malformed reply'}, not two ints")
 
-    def allocate(self, desc, prepared_models: Sequence, input_roles, output_roles):
+    def allocate(self, desc: BufferDesc, prepared_models: Sequence[PreparedModel], input_roles: Sequence[BufferRole],
+                 output_roles: Sequence[BufferRole]) -> tuple[DeviceBuffer, int]:
         host = self._host()
         handles = []
         for pm in prepared_models:
@@ -787,12 +822,12 @@ class IsolatedDevice(Device):
         return RemoteBuffer(self, host, _handle(v)), v["token"]
 
 
-def _cache_files(model_cache, data_cache) -> dict:
+def _cache_files(model_cache: Sequence[CacheFile] | None,
+                 data_cache: Sequence[CacheFile] | None) -> dict[str, list[CacheFile]]:
     """The cache-file keyword arguments, only those given (an adapter without file caching
     does not take them).  Files cross as CacheFile (a path and an access): open descriptors
     cannot be pickled, and a path is what the host process can open itself."""
-    from nnconform.driver import CacheFile
-    out = {}
+    out: dict[str, list[CacheFile]] = {}
     for name, files in (("model_cache", model_cache), ("data_cache", data_cache)):
         if files is None:
             continue
@@ -832,7 +867,7 @@ def close_unclaimed() -> None:
         _handed.pop().close()
 
 
-def open_isolated(driver_spec: str, **options) -> IsolatedDevice:
+def open_isolated(driver_spec: str, **options: Any) -> IsolatedDevice:
     """Start a host for ``driver_spec`` and return the proxy; raises DriverLoadError with the
     loader's one-line message when the driver cannot be loaded."""
     probe = IsolatedDevice(driver_spec, **options)
