@@ -421,3 +421,34 @@ def write_html(rows: Sequence[BenchRow], path: Path, meta: dict) -> None:
     tmp = path.with_name(path.name + ".part")
     tmp.write_text("".join(out), encoding="utf-8")
     os.replace(tmp, path)
+
+
+# A benchmark row's status as an outcome of the artifact contract: a model the driver cannot
+# take (or nnconform cannot import) is skipped, not failed.
+STATUS_OUTCOME = {"OK": "PASS", "UNSUPPORTED": "SKIP", "UNMAPPED": "SKIP", "FAIL": "FAIL", "CRASH": "CRASH",
+                  "HANG": "HANG"}
+
+
+def write_artifacts(rows: Sequence[BenchRow], out: Path, meta: dict) -> int:
+    """The artifact contract's files for a benchmark (nnconform.artifacts): a results row per
+    model and driver (its figures in ``extra``), results.csv, summary.json, report.html (the
+    benchmark page) and run.json with the exit status, which is returned."""
+    from nnconform.artifacts import RESULTS_JSONL, write_common, write_run
+    from nnconform.artifacts.reportdir import atomic_write
+    from nnconform.verdict.outcome import ExitStatus, Outcome
+    from nnconform.verdict.results import ResultRecord, record_to_json
+    records = [ResultRecord(suite="bench", test_id=f"bench/{r.model}", driver=r.driver,
+                            outcome=Outcome(STATUS_OUTCOME.get(r.status, "ERROR")), message=r.message,
+                            duration_s=float(r.total_time_sec or 0.0), seed=meta.get("seed"),
+                            extra={k: v for k, v in r.csv_row().items() if k not in ("model", "driver", "message")})
+               for r in rows]
+    atomic_write(out / RESULTS_JSONL, "".join(record_to_json(r) + "\n" for r in records))
+    code = ExitStatus.of([r.outcome for r in records])
+    status = f"complete: {len(records)} model x driver rows"
+    write_common(out, records, {**meta, "status": status}, title="nnconform bench", html=False)
+    write_html(rows, out / "report.html", meta)
+    write_run(out, {"command": "bench", "driver": meta.get("drivers"), "seed": meta.get("seed"),
+                    "options": {k: v for k, v in meta.items() if k not in ("drivers", "seed")},
+                    "status": status, "exit_status": int(code)})
+    return int(code)
+

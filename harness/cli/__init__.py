@@ -703,7 +703,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
     import datetime
 
     from nnconform import __version__
-    from nnconform.bench import run_bench, table, write_csv, write_html
+    from nnconform.bench import run_bench, table, write_artifacts, write_csv, write_html
     from nnconform.models.zoo import ZooError
     try:
         entries = select_models(a.models)
@@ -749,11 +749,13 @@ def cmd_bench(a: argparse.Namespace) -> int:
     try:
         write_csv(rows, out / "bench.csv")
         write_html(rows, out / "bench.html", meta)
+        code = write_artifacts(rows, out, meta)
     except OSError as e:
         return _err(f"{_shown(out)}: {e.strerror or e}", EXIT_FAIL)
     print(table(rows))
-    print(f"nnconform: {out / 'bench.csv'}  {out / 'bench.html'}")
-    return EXIT_FAIL if any(r.status in ("FAIL", "CRASH", "HANG") for r in rows) else EXIT_OK
+    print(f"nnconform: {out / 'bench.csv'}  {out / 'bench.html'}  (and the report directory's "
+          f"report.html, summary.json, results.csv, results.jsonl, run.json)")
+    return code
 
 
 # ---- probe -------------------------------------------------------------------------------
