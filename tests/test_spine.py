@@ -9,8 +9,15 @@ import pytest
 
 from nnconform.artifacts import ARTIFACTS, missing
 from nnconform.cli import build_parser, main
-from nnconform.cli.options import (COMMAND_OPTIONS, OPTIONS, format_duration, format_size, parse_duration,
-                                   parse_size, pytest_args)
+from nnconform.cli.options import (
+    COMMAND_OPTIONS,
+    OPTIONS,
+    format_duration,
+    format_size,
+    parse_duration,
+    parse_size,
+    pytest_args,
+)
 from nnconform.verdict.outcome import EXIT_STATUS_MEANING, ExitStatus, Outcome
 from nnconform.verdict.results import ResultRecord
 
