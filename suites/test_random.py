@@ -46,6 +46,7 @@ from nnconform.generators.strategies import random_graph, sample, single_operati
 from nnconform.ir import SHORT_TYPE_NAME
 from nnconform.ir import OperandType as T
 from nnconform.ir import OperationType as Op
+from nnconform.plugin import Concluded
 from nnconform.reference.executor import Executor
 from nnconform.verdict.aliasing import check_aliasing
 from nnconform.verdict.criteria import LARGE_GRAPH, RELAXED, SMALL_GRAPH, STRICT, Criteria, criteria_for_operation
@@ -230,7 +231,7 @@ def _report_failure(nn_session, nn_device, nn_record, test_id, f: CaseFailed, cr
         # The driver host died (or hung) on this model: the row is a CRASH/HANG, and the
         # (shrunk) model is dumped so that `nnconform replay` reproduces it.  No divergence
         # hunt: it would run the model's prefixes on the driver and kill the host again.
-        nn_record["outcome"] = outcome.outcome
+        nn_record["verdict"] = outcome.outcome
         nn_record["extra"]["incident"] = {k: v for k, v in (outcome.details or {}).items()
                                           if k in ("stderr_tail", "host_pid", "signal", "exit_code", "protocol")}
     else:
@@ -268,8 +269,9 @@ def _report_failure(nn_session, nn_device, nn_record, test_id, f: CaseFailed, cr
     if inside is not None:
         where += f"; inside it: #{inside[0]} {inside[1]}"
     nn_record["message"] = f"{outcome.message}{where}"
-    pytest.fail(f"{nn_record['message']} (minimal model: {case.describe()}, seed {nn_session.seed})"
-                + (f"\n  replay: {nn_record['replay']}" if nn_record.get("replay") else ""), pytrace=False)
+    nn_record.setdefault("verdict", "FAIL")
+    raise Concluded(f"{nn_record['message']} (minimal model: {case.describe()}, seed {nn_session.seed})"
+                    + (f"\n  replay: {nn_record['replay']}" if nn_record.get("replay") else ""))
 
 
 def _supported_cells(nn_session, nn_record, dtype, ops=None, rank=None) -> frozenset | None:

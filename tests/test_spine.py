@@ -164,3 +164,14 @@ def test_every_command_that_runs_cases_writes_the_same_artifacts(tmp_path, argv,
     assert main([*argv[:split], "--report-dir", str(d), *argv[split:]]) == code, capsys.readouterr()
     _check_artifacts(d, code)
     assert set(ARTIFACTS) <= {p.name for p in d.iterdir()}
+
+
+def test_the_old_driver_support_module_still_imports_with_a_warning():
+    import importlib
+    import sys
+
+    from nnconform.driver import support
+    sys.modules.pop("nnconform.driver_support", None)
+    with pytest.warns(DeprecationWarning, match="nnconform.driver.support"):
+        old = importlib.import_module("nnconform.driver_support")
+    assert old is support
