@@ -807,8 +807,9 @@ def pytest_runtest_makereport(item: pytest.Item, call):
     if report.when == "teardown":
         row = _write_item_row(item, phases)
         # JUnit XML: every case's nnconform verdict as <property> elements of its testcase
+        # (plain strings: xdist's wire format carries no enum)
         report.user_properties.extend(
-            (f"nnconform.{k}", v) for k, v in (("outcome", row.outcome), ("suite", row.suite),
+            (f"nnconform.{k}", str(v)) for k, v in (("outcome", row.outcome), ("suite", row.suite),
                                                 ("test_id", row.test_id),
                                                 ("blamed_operation", row.blamed_operation),
                                                 ("blamed_data_type", row.blamed_data_type),
