@@ -70,7 +70,10 @@ EXIT_OK, EXIT_FOUND, EXIT_INTERRUPTED = (int(ExitStatus.CLEAN), int(ExitStatus.F
 # slower than --slow computed, but not as a driver may (a failure, not a crash).
 ROW_OUTCOME = {"CRASH": Outcome.CRASH, "HANG": Outcome.HANG, "OOM": Outcome.CRASH, "SLOW": Outcome.FAIL}
 PROGRESS_EVERY_S = 2.0
-_NOT_DRIVER = ("/nnconform/host.py", "/nnconform/hostproto.py", "/harness/host.py", "/harness/hostproto.py",
+# The driver host's own frames: nnconform.isolation.host / hostproto since the layer packages
+# (a checkout or an install), and the flat modules' paths from before them
+_NOT_DRIVER = ("/isolation/host.py", "/isolation/hostproto.py",
+               "/nnconform/host.py", "/nnconform/hostproto.py", "/harness/host.py", "/harness/hostproto.py",
                "/concurrent/futures/", "/threading.py", "/selectors.py", "/queue.py")
 
 
