@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import time
 import zlib
+from typing import Any
 
 import numpy as np
 import pytest
@@ -136,12 +137,12 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
     st_settings = profiles.settings_for(profile, graph=graph, max_examples=cfg.getoption("nn_max_examples", None),
                                         report_dir=nn_session.report_dir)
     device = _OpFailedAtPrepare(nn_device)
-    tally = {"passed": 0, "skipped": 0, "partitioned": 0, "skip_reasons": set(), "refused": 0,
+    tally: dict[str, Any] = {"passed": 0, "skipped": 0, "partitioned": 0, "skip_reasons": set(), "refused": 0,
              "refused_reasons": set()}
     domain: dict[str, set[str]] = {}
     meaningful: dict[str, set[str]] = {}
 
-    shrink = {"first_failure": None, "best": None, "failures": 0}
+    shrink: dict[str, Any] = {"first_failure": None, "best": None, "failures": 0}
     budget = shrink_budget_s()
 
     def one_example(case):
@@ -179,7 +180,9 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
         tally["passed"] += 1
         tally["partitioned"] += bool(outcome.partition)
 
-    one_example._hypothesis_internal_add_digest = test_id.encode()
+    # Hypothesis reads this attribute off the test function (its database key); a function
+    # object takes any attribute at run time, which typeshed's Callable cannot say
+    one_example._hypothesis_internal_add_digest = test_id.encode()  # type: ignore[attr-defined]
     test = given(strategy)(one_example)
     if not st_settings.derandomize:
         test = hypothesis_seed(nn_session.seed ^ zlib.crc32(test_id.encode()))(test)

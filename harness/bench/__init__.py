@@ -32,11 +32,14 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
 from nnconform.ir import Model, Request
+
+if TYPE_CHECKING:
+    from nnconform.driver import Device
 
 CSV_COLUMNS = ["model", "driver", "status", "message", "operations", "testset_size", "iterations",
                "total_time_sec", "mean_ms", "std_ms", "p50_ms", "p90_ms", "p99_ms", "min_ms", "max_ms",
@@ -148,7 +151,7 @@ def _incident_status(e: BaseException) -> str | None:
     return e.verdict if isinstance(e, HostIncident) else None
 
 
-def bench_model(device, driver_name: str, entry, *, warmup: int, iterations: int, inputs_count: int,
+def bench_model(device: Device, driver_name: str, entry, *, warmup: int, iterations: int, inputs_count: int,
                 seed: int, progress: Callable[[str], None] | None = None) -> BenchRow:
     """Benchmark one model on one (isolated) device."""
     from nnconform.driver import CompilationCaching

@@ -27,7 +27,7 @@ import re
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pytest
@@ -35,6 +35,11 @@ import pytest
 from nnconform import __version__
 from nnconform.cli.options import add_pytest_options
 from nnconform.verdict.outcome import ExitStatus, Outcome
+
+if TYPE_CHECKING:
+    from nnconform.artifacts.reportdir import ReportDir
+    from nnconform.isolation.proxy import IsolatedDevice
+    from nnconform.verdict.results import ResultRecord, ResultsWriter
 
 _SESSION_KEY = pytest.StashKey["NnSession"]()
 _PHASES_KEY = pytest.StashKey[dict]()
@@ -118,6 +123,17 @@ def _resumed_seed(report_dir: Path) -> int | None:
 class NnSession:
     """Per-process state: the driver, the seed, the results journal."""
 
+    # Set only at the end of a run (pytest_sessionfinish and its helpers), read with getattr
+    # where they may be missing; declared here for the type checker alone.
+    status_line: str
+    final_status: str
+    final_counts: dict[str, int]
+    rows_read: list[ResultRecord]
+    summary_path: Path
+    reports: tuple[Path, Path]
+    skip_gate: str
+    exit_status: ExitStatus
+
     def __init__(self, config: pytest.Config):
         self.config = config
         # A relative driver file path is made absolute in the process that parsed it and
@@ -126,7 +142,7 @@ class NnSession:
         from nnconform.driver.loader import resolve_driver_spec
         self.driver_spec: str = resolve_driver_spec(config.getoption("driver"))
         config.option.driver = self.driver_spec
-        self.workerinput: dict | None = getattr(config, "workerinput", None)
+        self.workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
         self.is_worker = self.workerinput is not None
         self.report_dir = Path(config.getoption("nn_report_dir")).resolve()
         self.vectors_option = config.getoption("nn_vectors")
@@ -161,7 +177,7 @@ class NnSession:
         # runs, so a suite with thousands of cases builds only those; None: all.
         self.only_ids: dict[str, set[str]] | None = None
         seed = config.getoption("nn_seed")
-        if self.is_worker:
+        if self.workerinput is not None:     # the same test as self.is_worker
             seed = self.workerinput.get("nn_seed", seed)
             self.done_nodeids = set(self.workerinput.get("nn_done", ()))
             lf = self.workerinput.get("nn_last_failed")
@@ -169,11 +185,13 @@ class NnSession:
         if seed is None and self.resume and not self.is_worker:
             seed = _resumed_seed(self.report_dir)
         self.seed: int = seed if seed is not None else random.SystemRandom().randrange(2**31)
-        self._device = None
-        self._claims = None
+        # The driver: a Device, or (isolated, the default) an IsolatedDevice that also answers
+        # incidents / busy_calls / liveness; Any because which one is known only at run time.
+        self._device: Any = None
+        self._claims: Any = None
         self.capability_text = ""
-        self._writer = None
-        self._reportdir = None
+        self._writer: ResultsWriter | None = None
+        self._reportdir: ReportDir | None = None
         self.rows = 0
         self.started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -877,7 +895,7 @@ def _host_verdict(session: NnSession, item: pytest.Item, rec: dict) -> tuple[str
     processes running.  None when the host behaved."""
     if not session.isolated:
         return None
-    dev = session._device
+    dev = cast("IsolatedDevice", session._device)    # session.isolated: the proxy
     busy = dev.busy_calls()
     if busy:
         # The test stopped waiting (its own watchdog fired) but the call never answered.
@@ -976,7 +994,7 @@ def _write_item_row(item: pytest.Item, phases: dict):
     row = ResultRecord(
         suite=suite, test_id=rec.get("test_id") or item.name, driver=session.driver_name,
         operations=list(rec.get("operations", [])), data_types=list(rec.get("data_types", [])),
-        outcome=outcome, duration_s=round(duration, 6), seed=session.seed,
+        outcome=Outcome.parse(outcome), duration_s=round(duration, 6), seed=session.seed,
         blamed_operation=blamed, blamed_data_type=blamed_type,
         spec_path=rec.get("spec_path", ""), message=clean_text(message)[:MESSAGE_LIMIT], replay=rec.get("replay", ""),
         extra=rec.get("extra", {}))
