@@ -138,7 +138,7 @@ def main() -> int:
     step("fuzz", [*nn, "fuzz", "--driver", "reference", "--cases", "30", "--seed", "1", "--report-dir", "fuzz"],
          artifacts="fuzz")
     step("bench", [*nn, "bench", "--driver", "reference", "--models", "mobilenet_v1_float", "--warmup", "1",
-                   "--iterations", "2", "--inputs", "1", "--report-dir", "bench"])
+                   "--iterations", "2", "--inputs", "1", "--report-dir", "bench"], artifacts="bench")
     step("a bad option is a usage error", [*nn, "stress", "--mem-limit", "lots"], expect=(2,))
 
     print(f"wheel-smoke: {len(failures)} failed in {time.monotonic() - t0:.0f} s"

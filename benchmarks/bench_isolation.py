@@ -48,7 +48,7 @@ def run_suite(extra: list[str], k: str | None) -> tuple[float, str]:
 _CHILD = r"""
 import os, sys, numpy as np
 from multiprocessing import shared_memory
-from nnconform import hostproto as wire
+from nnconform.isolation import hostproto as wire
 req, res, size = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 arr = np.random.default_rng(0).integers(0, 255, size, dtype=np.uint8)
 shm = shared_memory.SharedMemory(create=True, size=max(size, 1))

@@ -112,6 +112,7 @@ class ReferenceBuffer(DeviceBuffer):
     def _fit(self, array, where: str) -> np.ndarray:
         arr = np.asarray(array)
         dtype = self.operand.info.dtype
+        assert dtype is not None     # a buffer holds a tensor or scalar, never a subgraph reference
         if arr.dtype != dtype and not np.can_cast(arr.dtype, dtype, casting="same_kind"):
             raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"{where}: dtype {arr.dtype} cannot hold "
                                                             f"{self.operand.type.name}")
@@ -277,7 +278,9 @@ class ReferencePreparedModel(PreparedModel, AsyncExecution, FencedExecution, Bur
                 dims = _combine_dims(dims or (), buf.dims) if buf is not None else dims
             if not dims or 0 in dims:
                 return f"output {pos} has unspecified dimensions {list(dims or ())}"
-            need = int(np.prod(dims)) * operand.info.dtype.itemsize
+            dtype = operand.info.dtype
+            assert dtype is not None     # an output is never a subgraph reference
+            need = int(np.prod(dims)) * dtype.itemsize
             if arg.capacity is not None and arg.capacity < need:
                 return f"output {pos} needs {need} bytes, its buffer has {arg.capacity}"
         return None
@@ -359,6 +362,7 @@ class ReferenceFencedHandle(FencedExecutionHandle):
             raise TimeoutError(f"fenced execution not finished within {timeout} s")
         if self._error is not None:
             raise self._error
+        assert self._result is not None     # finish() gives a result or an error
         return self._result
 
     def get_execution_info(self) -> FencedExecutionInfo:
@@ -468,13 +472,14 @@ class ReferenceDevice(Device, CompilationCaching, MemoryDomains):
 
         if not input_roles and not output_roles:
             raise bad("no roles")
-        models = list(prepared_models)
-        for i, pm in enumerate(models):
+        models: list[ReferencePreparedModel] = []
+        for i, pm in enumerate(prepared_models):
             if not isinstance(pm, ReferencePreparedModel):
                 raise bad(f"prepared_models[{i}] is not a prepared model of this driver")
+            models.append(pm)
         roles: set[tuple[int, str, int]] = set()
         first: Operand | None = None
-        dims: tuple[int, ...] | None = tuple(int(d) for d in desc.dimensions)
+        dims: tuple[int, ...] = tuple(int(d) for d in desc.dimensions)
         for kind, group in (("in", input_roles), ("out", output_roles)):
             for r in group:
                 if not 0 <= r.model_index < len(models):
@@ -500,9 +505,10 @@ class ReferenceDevice(Device, CompilationCaching, MemoryDomains):
                     if desc.dimensions:
                         raise bad("a scalar role with dimensions in the description")
                     continue
-                dims = _combine_dims(dims, operand.dimensions)
-                if dims is None:
+                combined = _combine_dims(dims, operand.dimensions)
+                if combined is None:
                     raise bad("the roles' (and the description's) dimensions do not combine")
+                dims = combined
         assert first is not None
         if not first.info.is_scalar and (not dims or 0 in dims):
             # valid, but like the sample driver this one allocates only known sizes

@@ -53,7 +53,7 @@ reference, as for any random model.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 from hypothesis import reject
@@ -93,6 +93,9 @@ class ControlFlowCase(GeneratedCase):
     detail: str = ""
 
     def describe(self) -> str:
+        # inner defaults to None only because it follows GeneratedCase's defaulted fields;
+        # every ControlFlowCase is made with its inner case
+        assert self.inner is not None
         return f"{self.kind.upper()} over {self.inner.describe()} ({self.detail})"
 
 
@@ -105,10 +108,11 @@ def _chance(draw: Drawer, k: int, n: int) -> bool:
     return draw.integer(0, n - 1) >= n - k
 
 
-def _operand(t: T, dims=(), lifetime=Lifetime.TEMPORARY_VARIABLE, value=None, like: Operand | None = None,
+def _operand(t: T | None, dims=(), lifetime=Lifetime.TEMPORARY_VARIABLE, value=None, like: Operand | None = None,
              name: str = "") -> Operand:
     if like is not None:
         return replace(like, lifetime=lifetime, value=value, name=name or like.name, num_consumers=None)
+    assert t is not None     # only an operand made like= another goes without a type
     if value is not None:
         value = np.asarray(value, dtype=Operand(t).info.dtype).reshape(dims)
         value.setflags(write=False)
@@ -135,13 +139,13 @@ class _Sg:
         self.operands.append(o)
         return len(self.operands) - 1
 
-    def input(self, *a, **kw) -> int:
-        i = self.add(_operand(*a, lifetime=Lifetime.SUBGRAPH_INPUT, **kw))
+    def input(self, t: T | None, dims: Sequence[int] = (), **kw: Any) -> int:
+        i = self.add(_operand(t, dims, lifetime=Lifetime.SUBGRAPH_INPUT, **kw))
         self.inputs.append(i)
         return i
 
-    def output(self, *a, **kw) -> int:
-        i = self.add(_operand(*a, lifetime=Lifetime.SUBGRAPH_OUTPUT, **kw))
+    def output(self, t: T | None, dims: Sequence[int] = (), **kw: Any) -> int:
+        i = self.add(_operand(t, dims, lifetime=Lifetime.SUBGRAPH_OUTPUT, **kw))
         self.outputs.append(i)
         return i
 
@@ -355,7 +359,7 @@ def _build_while(case: GeneratedCase, else_g: Subgraph, pairs, trips: int, n_is_
     cins = [cond.input(None, like=s) for s in specs]
     cond.op(Op.LESS, [cins[i_pos], cins[n_pos]], [cond.output(*_COND)])
 
-    referenced = [cond, None]
+    referenced: list[_Sg | Subgraph | None] = [cond, None]     # [1]: the body, set below
     if nest_at is None:
         # G's operations inline: G's operands keep their indexes; new ones are appended.
         body = _Sg("body_G", g.operands, g.operations)
@@ -405,7 +409,8 @@ def _build_while(case: GeneratedCase, else_g: Subgraph, pairs, trips: int, n_is_
     if shrink is not None:
         outs.append(main.output(None, like=shrink_spec[0]))
     main.op(Op.WHILE, [main.ref(0), main.ref(1), *data], outs)
-    model = Model(main.build(), tuple(r.build() if isinstance(r, _Sg) else r for r in referenced))
+    # cast: referenced[1] was set to the body above, so no None is left
+    model = Model(main.build(), tuple(r.build() if isinstance(r, _Sg) else cast(Subgraph, r) for r in referenced))
     inputs = list(case.inputs) + ([np.array([trips], np.int32)] if n_is_input else [])
     ignored = [case.ignored[q] for q in [q for _, q in pairs] + carried_q] + ([False] if shrink else [])
     return model, inputs, ignored

@@ -54,11 +54,13 @@ class ExposedRun:
         """Per operand of the main graph: the model inputs, then every operation output as
         the driver computed it (plain arrays); None for the rest (constants, omitted)."""
         main = self.model.main
+        actual = self.actual
+        assert actual is not None     # asked only of a run whose exposed model ran
         values: list = [None] * len(main.operands)
         for k, idx in enumerate(main.input_indexes):
             values[idx] = inputs[k]
         for idx, k in self.position().items():
-            values[idx] = np.asarray(self.actual[k])
+            values[idx] = np.asarray(actual[k])
         return values
 
 

@@ -21,6 +21,7 @@ are the registry's ``OpDef.data_types`` limited to the random-graph types (``GRA
 """
 from __future__ import annotations
 
+import builtins
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
@@ -114,15 +115,15 @@ class Candidate:
 @dataclass
 class Signature:
     op: Op
-    build: Callable[["Ctx"], Candidate | None]
+    build: Callable[["Ctx"], Candidate]     # a builder raises Reject rather than return nothing
     ranks: tuple[int, ...]
     types: tuple[T, ...] = ()
     note: str = ""
     # value classes (values.VALUE_CLASSES) meaningful for this operation, per type family;
     # filled by _finish() from the declarations beside EXCLUDED
-    value_classes: dict = None
+    value_classes: dict[str, tuple[str, ...]] | None = None
     # shape classes (SHAPE_CLASSES) meaningful for this operation, per data type (_finish())
-    shape_classes: dict = None
+    shape_classes: dict[T, tuple[str, ...]] | None = None
 
     def classes_for(self, t: T) -> tuple[str, ...]:
         """The value classes drawn on purpose for an input of type ``t`` of this operation."""
@@ -143,9 +144,13 @@ class Reject(Exception):
 
 class Ctx:
     """What a builder sees: the data type and rank it builds for, dimension limits, the
-    choices source, and optionally ``given``: an earlier output to use as the primary input."""
+    choices source, and optionally ``given``: an earlier output to use as the primary input.
+    Its draws are named ``int`` and ``bool``, so annotations in this class spell the builtin
+    types ``builtins.int`` / ``builtins.bool``."""
 
-    def __init__(self, draw: Drawer, dtype: T, rank: int, max_dim: int, max_elems: int,
+    op: Op    # the operation being built, set by build_candidate
+
+    def __init__(self, draw: Drawer, dtype: T, rank: builtins.int, max_dim: builtins.int, max_elems: builtins.int,
                  given: Data | None = None, shape_class: str | None = None):
         self.d, self.dtype, self.rank = draw, T(dtype), rank
         self.max_dim, self.max_elems = max_dim, max_elems
@@ -157,10 +162,10 @@ class Ctx:
         self._long_dim_pending = shape_class == "max_dim"
 
     # draws ------------------------------------------------------------------------------
-    def int(self, lo: int, hi: int) -> int:
+    def int(self, lo: builtins.int, hi: builtins.int) -> builtins.int:
         return self.d.integer(lo, hi) if hi > lo else lo
 
-    def bool(self) -> bool:
+    def bool(self) -> builtins.bool:
         return self.d.boolean()
 
     def choice(self, seq):
@@ -169,14 +174,14 @@ class Ctx:
             raise Reject("nothing to choose from")
         return seq[0] if len(seq) == 1 else self.d.choice(seq)
 
-    def chance(self, k: int, n: int) -> bool:
+    def chance(self, k: builtins.int, n: builtins.int) -> builtins.bool:
         """True with probability k/n; shrinks towards False."""
         return self.d.integer(0, n - 1) >= n - k
 
-    def dim(self, hi: int | None = None, lo: int = 1) -> int:
+    def dim(self, hi: builtins.int | None = None, lo: builtins.int = 1) -> builtins.int:
         return self.int(lo, max(lo, min(self.max_dim, hi if hi is not None else self.max_dim)))
 
-    def shape(self, rank: int | None = None, budget: int | None = None) -> tuple[int, ...]:
+    def shape(self, rank: builtins.int | None = None, budget: builtins.int | None = None) -> tuple[builtins.int, ...]:
         """Random dims in [1, max_dim] with at most ``budget`` (max_elems) elements; each
         dimension is capped near budget ** (1 / rank) so shapes come out balanced."""
         rank = self.rank if rank is None else rank
@@ -195,7 +200,7 @@ class Ctx:
             budget = max(1, budget // d)
         return tuple(dims)
 
-    def quant(self, t: T) -> tuple[float, int]:
+    def quant(self, t: T) -> tuple[float, builtins.int]:
         """CTS-like scale (0.125 .. 2) and zero point; one time in five a quantisation class of
         its own (issue 20): a scale from ``EXTREME_SCALES`` (1e-6 .. 1e3, so products and
         ratios reach the fixed-point multiplier's edges) and/or a zero point at a stored end."""
@@ -212,7 +217,7 @@ class Ctx:
         return scale, zp
 
     # operands ---------------------------------------------------------------------------
-    def primary(self, rank: int | None = None, connectable: bool = True, **kw) -> Data:
+    def primary(self, rank: builtins.int | None = None, connectable: builtins.bool = True, **kw) -> Data:
         """The operation's main input of ``dtype``: the given earlier output when there is
         one (and it fits), else a fresh one of the context's rank."""
         rank = self.rank if rank is None else rank
@@ -222,11 +227,11 @@ class Ctx:
             return g
         return self.data(self.dtype, self.shape(rank), connectable=connectable, **kw)
 
-    def data(self, t: T, dims, quant: tuple[float, int] | None = None, **kw) -> Data:
+    def data(self, t: T, dims, quant: tuple[float, builtins.int] | None = None, **kw) -> Data:
         s, z = quant if quant is not None else self.quant(t)
         return Data(T(t), tuple(int(x) for x in dims), s, z, **kw)
 
-    def like(self, x: Data, dims=None, same_quant: bool = False, **kw) -> Data:
+    def like(self, x: Data, dims=None, same_quant: builtins.bool = False, **kw) -> Data:
         """Another tensor of x's type (own quantisation unless ``same_quant``)."""
         q = (x.scale, x.zero_point) if same_quant else None
         return self.data(x.type, x.dims if dims is None else dims, quant=q,
@@ -241,10 +246,10 @@ class Ctx:
         s, z = quant if quant is not None else self.quant(t)
         return Out(t, s, z, **kw)
 
-    def i32(self, v: int) -> Param:
+    def i32(self, v: builtins.int) -> Param:
         return Param(T.INT32, int(v))
 
-    def b(self, v: bool) -> Param:
+    def b(self, v: builtins.bool) -> Param:
         return Param(T.BOOL, bool(v))
 
     def fscalar(self, v: float) -> Param:
@@ -258,14 +263,14 @@ class Ctx:
     def act(self) -> Param:
         return self.i32(0 if self.dtype == T.TENSOR_INT32 else self.int(0, 3))
 
-    def real(self, lo: float, hi: float, steps: int = 16) -> float:
+    def real(self, lo: float, hi: float, steps: builtins.int = 16) -> float:
         """A value on a grid of ``steps`` between lo and hi (readable in dumped specs)."""
         return lo + (hi - lo) * self.int(0, steps) / steps
 
-    def axis(self, rank: int, negative: bool = True) -> int:
+    def axis(self, rank: builtins.int, negative: builtins.bool = True) -> builtins.int:
         return self.int(-rank if negative else 0, rank - 1)
 
-    def broadcast_dims(self, dims: tuple[int, ...]) -> tuple[int, ...]:
+    def broadcast_dims(self, dims: tuple[builtins.int, ...]) -> tuple[builtins.int, ...]:
         """dims itself (mostly), or a broadcastable variant (some sizes 1, leading dims gone).
         For the shape class broadcast_ranks: a rank-1 operand against a rank-4 one, or a
         rank-4 operand (its last dimension dims' only one, or 1) against a rank-1 one."""

@@ -111,6 +111,7 @@ def class_values(t: T, cls: str, lo: float | None = None, hi: float | None = Non
     """The candidate values of one class for type ``t`` (float64), inside [lo, hi] when given."""
     t = T(t)
     fam = type_family(t)
+    vals: tuple[float, ...]
     if cls not in VALUE_CLASSES[fam]:
         raise ValueError(f"{cls!r} is not a value class of {fam} ({', '.join(VALUE_CLASSES[fam])})")
     if fam == "quant":
@@ -200,6 +201,7 @@ def fill(rng: np.random.Generator, t: T, dims, lo: float | None = None, hi: floa
     info = type_info(t)
     dims = tuple(int(d) for d in dims)
     n = int(np.prod(dims)) if dims else 1
+    flat: np.ndarray      # float64, bool or int64 by the type's family
     if info.is_float:
         a, b = (FLOAT_RANGE[0] if lo is None else lo), (FLOAT_RANGE[1] if hi is None else hi)
         flat = rng.uniform(a, b, n)

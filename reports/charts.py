@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 from collections import Counter
-from typing import Mapping
+from typing import Any, Mapping
 
 # kind -> (label, fill colour)
 SERIES = (("good", "pass", "#3a9d3a"), ("bad", "fail", "#d23c3c"), ("xfail", "expected failure", "#e6a23c"),
@@ -28,7 +28,7 @@ def suite_bars(per_suite: Mapping[str, Mapping[str, int]], width: int = 900) -> 
     parts = [f'<svg class="chart suite-bars" xmlns="http://www.w3.org/2000/svg" width="{width}" '
              f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
              f'aria-label="pass, fail and skip counts per suite">']
-    x = label_w
+    x: float = label_w
     for kind, label, colour in SERIES:   # legend
         parts.append(f'<rect x="{x}" y="4" width="12" height="12" fill="{colour}"/>'
                      f'<text x="{x + 16}" y="14" font-size="12">{_e(label)}</text>')
@@ -79,7 +79,7 @@ def trend(history: list[dict], width: int = 720, height: int = 160) -> str:
     if len(history) < 2:
         return ""
     from nnconform.verdict.results import BAD_OUTCOMES, GOOD_OUTCOMES
-    series = {"pass": [], "fail": [], "skip": []}
+    series: dict[str, list[int]] = {"pass": [], "fail": [], "skip": []}
     for h in history:
         c = h.get("counts") or {}
         series["pass"].append(sum(int(n) for o, n in c.items() if o in GOOD_OUTCOMES))
@@ -94,7 +94,7 @@ def trend(history: list[dict], width: int = 720, height: int = 160) -> str:
              f'viewBox="0 0 {width} {height}" role="img" aria-label="case counts across runs">',
              f'<text x="4" y="{pad + 4}" font-size="11">{top}</text>',
              f'<text x="4" y="{height - pad}" font-size="11">0</text>']
-    labels = []
+    labels: list[list[Any]] = []     # [y, series name, last value], sorted by y
     for name, values in series.items():
         pts = " ".join(f"{x:.1f},{height - pad - (height - 2 * pad) * v / top:.1f}" for x, v in zip(xs, values))
         parts.append(f'<polyline class="trend-{name}" fill="none" stroke="{colours[name]}" stroke-width="2" points="{pts}"/>')

@@ -76,6 +76,7 @@ def diff_runs(rows_a: list[ResultRecord], rows_b: list[ResultRecord], a: str = "
         good_a = ra is not None and ra.outcome in GOOD_OUTCOMES
         good_b = rb is not None and rb.outcome in GOOD_OUTCOMES
         failing = rb if bad_b else ra
+        assert failing is not None       # bad_a or bad_b: that run's record exists
         flipped = (bad_a and good_b) or (bad_b and good_a)
         seeded = failing.suite in SEEDED_SUITES
         if bad_a and bad_b:

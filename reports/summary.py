@@ -17,6 +17,7 @@ type only (like the matrix), a passing or skipped one at each operation / type i
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -102,7 +103,7 @@ def build_summary(records: Iterable[ResultRecord], meta: Mapping[str, object] | 
     }
 
 
-def write_summary(report_dir: str | Path, records: Iterable[ResultRecord],
+def write_summary(report_dir: str | os.PathLike[str], records: Iterable[ResultRecord],
                   meta: Mapping[str, object] | None = None, summary: dict | None = None) -> Path:
     """Write summary.json: ``summary`` if already built from these records, else built here."""
     from nnconform.artifacts.reportdir import atomic_write

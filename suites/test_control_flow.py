@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import time
+from typing import cast
 
 import numpy as np
 import pytest
@@ -256,9 +257,10 @@ def _inner_operations(model: Model, sg: Subgraph, seen: set[int]):
             continue
         for k in op.inputs:
             operand = sg.operands[k]
-            if operand.lifetime != Lifetime.SUBGRAPH or int(operand.value) in seen:
+            # cast: a SUBGRAPH operand's value is the referenced subgraph's index
+            if operand.lifetime != Lifetime.SUBGRAPH or int(cast(int, operand.value)) in seen:
                 continue
-            ref = int(operand.value)
+            ref = int(cast(int, operand.value))
             seen.add(ref)
             inner = model.referenced[ref]
             for n, inner_op in enumerate(inner.operations):

@@ -61,6 +61,8 @@ failure was judged under).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from nnconform.generators.diverge import first_divergent_operation
@@ -101,7 +103,7 @@ def _run_model(name: str, model, inputs, nn_session, nn_device, nn_record, kind:
         nn_session.conclude(nn_record, outcome, test_id=test_id, model=model, inputs=inputs, expected=expected)
         return
     # criteria_set: ``nnconform replay`` judges the dump as this suite does (models.verdict)
-    extra = {"suite": "models", "model": name, "criteria_set": REAL_MODEL.name}
+    extra: dict[str, Any] = {"suite": "models", "model": name, "criteria_set": REAL_MODEL.name}
     try:
         second = reconsider(nn_device, model, inputs, expected, outcome)
     except Exception as e:  # the FAIL is the verdict; say why the step check gave nothing

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import time
 import zlib
+from typing import Any
 
 import numpy as np
 import pytest
@@ -46,6 +47,7 @@ from nnconform.generators.strategies import random_graph, sample, single_operati
 from nnconform.ir import SHORT_TYPE_NAME
 from nnconform.ir import OperandType as T
 from nnconform.ir import OperationType as Op
+from nnconform.plugin import Concluded
 from nnconform.reference.executor import Executor
 from nnconform.verdict.aliasing import check_aliasing
 from nnconform.verdict.criteria import LARGE_GRAPH, RELAXED, SMALL_GRAPH, STRICT, Criteria, criteria_for_operation
@@ -135,12 +137,12 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
     st_settings = profiles.settings_for(profile, graph=graph, max_examples=cfg.getoption("nn_max_examples", None),
                                         report_dir=nn_session.report_dir)
     device = _OpFailedAtPrepare(nn_device)
-    tally = {"passed": 0, "skipped": 0, "partitioned": 0, "skip_reasons": set(), "refused": 0,
+    tally: dict[str, Any] = {"passed": 0, "skipped": 0, "partitioned": 0, "skip_reasons": set(), "refused": 0,
              "refused_reasons": set()}
     domain: dict[str, set[str]] = {}
     meaningful: dict[str, set[str]] = {}
 
-    shrink = {"first_failure": None, "best": None, "failures": 0}
+    shrink: dict[str, Any] = {"first_failure": None, "best": None, "failures": 0}
     budget = shrink_budget_s()
 
     def one_example(case):
@@ -178,7 +180,9 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
         tally["passed"] += 1
         tally["partitioned"] += bool(outcome.partition)
 
-    one_example._hypothesis_internal_add_digest = test_id.encode()
+    # Hypothesis reads this attribute off the test function (its database key); a function
+    # object takes any attribute at run time, which typeshed's Callable cannot say
+    one_example._hypothesis_internal_add_digest = test_id.encode()  # type: ignore[attr-defined]
     test = given(strategy)(one_example)
     if not st_settings.derandomize:
         test = hypothesis_seed(nn_session.seed ^ zlib.crc32(test_id.encode()))(test)
@@ -230,7 +234,7 @@ def _report_failure(nn_session, nn_device, nn_record, test_id, f: CaseFailed, cr
         # The driver host died (or hung) on this model: the row is a CRASH/HANG, and the
         # (shrunk) model is dumped so that `nnconform replay` reproduces it.  No divergence
         # hunt: it would run the model's prefixes on the driver and kill the host again.
-        nn_record["outcome"] = outcome.outcome
+        nn_record["verdict"] = outcome.outcome
         nn_record["extra"]["incident"] = {k: v for k, v in (outcome.details or {}).items()
                                           if k in ("stderr_tail", "host_pid", "signal", "exit_code", "protocol")}
     else:
@@ -268,8 +272,9 @@ def _report_failure(nn_session, nn_device, nn_record, test_id, f: CaseFailed, cr
     if inside is not None:
         where += f"; inside it: #{inside[0]} {inside[1]}"
     nn_record["message"] = f"{outcome.message}{where}"
-    pytest.fail(f"{nn_record['message']} (minimal model: {case.describe()}, seed {nn_session.seed})"
-                + (f"\n  replay: {nn_record['replay']}" if nn_record.get("replay") else ""), pytrace=False)
+    nn_record.setdefault("verdict", "FAIL")
+    raise Concluded(f"{nn_record['message']} (minimal model: {case.describe()}, seed {nn_session.seed})"
+                    + (f"\n  replay: {nn_record['replay']}" if nn_record.get("replay") else ""))
 
 
 def _supported_cells(nn_session, nn_record, dtype, ops=None, rank=None) -> frozenset | None:

@@ -8,7 +8,7 @@ _SCRIPT = """
 import hashlib, numpy as np
 from nnconform.models import builtin
 from nnconform.reference.executor import Executor
-from nnconform import blas
+from nnconform.reference.kernels import blas
 models, product = hashlib.sha256(), hashlib.sha256()
 for arch in builtin.ARCHITECTURES:
     m = builtin.build(arch, "float")

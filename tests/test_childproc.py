@@ -17,7 +17,7 @@ STARTUP_S = 120.0        # a busy machine may take long to start an interpreter
 
 CHILD = textwrap.dedent('''
     import argparse, os, resource, signal, subprocess, sys, time
-    from nnconform import childproc
+    from nnconform.isolation import childproc
 
     p = childproc.child_arguments(argparse.ArgumentParser())
     p.add_argument("--act", required=True)

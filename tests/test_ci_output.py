@@ -64,7 +64,7 @@ def test_summary_junit_and_annotations(tmp_path):
     failing = [tc for tc in root.iter("testcase") if tc.find("failure") is not None]
     assert failing
     case_props = {p.get("name"): p.get("value") for p in failing[0].iter("property")}
-    assert case_props["nnconform.blamed_operation"] == "ADD" and case_props["nnconform.verdict.outcome"] == "FAIL"
+    assert case_props["nnconform.blamed_operation"] == "ADD" and case_props["nnconform.outcome"] == "FAIL"
     # GitHub Actions workflow commands, one per bucket
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("::error ")]
     assert len(lines) == len(s["buckets"])

@@ -19,7 +19,7 @@ import ctypes, json, resource, numpy as np
 # heap in 2 MiB at a time and hide the count): PR_SET_THP_DISABLE, Linux 3.15+
 ctypes.CDLL(None).prctl(41, 1, 0, 0, 0)
 from nnconform.reference.ops.registry import load_all
-from nnconform import heap
+from nnconform.reference.kernels import heap
 load_all()          # what every reference executor does first
 def inference():
     arrays = [np.empty(1 << 20, np.uint8) for _ in range(20)]
@@ -86,7 +86,7 @@ def test_a_bad_setting_is_one_line_and_a_usage_exit(value, message):
     assert p.returncode == 2
     assert p.stderr.strip() == f"nnconform: error: {message}"
     # a library caller (no CLI in front) keeps glibc's thresholds and says why
-    state = subprocess.run([sys.executable, "-c", "from nnconform import heap; print(heap.retain_freed_memory())"],
+    state = subprocess.run([sys.executable, "-c", "from nnconform.reference.kernels import heap; print(heap.retain_freed_memory())"],
                            capture_output=True, text=True, timeout=120, env=env)
     assert state.returncode == 0, state.stderr[-2000:]
     assert state.stdout.strip() == f"{message}: heap thresholds unchanged"

@@ -19,7 +19,7 @@ from nnconform.isolation import interrupts
 def run_script(body: str) -> str:
     prelude = textwrap.dedent("""\
         import concurrent.futures, os, signal, threading, time
-        from nnconform import interrupts
+        from nnconform.isolation import interrupts
 
         # (Python leaves SIGINT ignored when this process inherited it ignored: a background job)
         signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -32,11 +32,14 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
 from nnconform.ir import Model, Request
+
+if TYPE_CHECKING:
+    from nnconform.driver import Device
 
 CSV_COLUMNS = ["model", "driver", "status", "message", "operations", "testset_size", "iterations",
                "total_time_sec", "mean_ms", "std_ms", "p50_ms", "p90_ms", "p99_ms", "min_ms", "max_ms",
@@ -148,7 +151,7 @@ def _incident_status(e: BaseException) -> str | None:
     return e.verdict if isinstance(e, HostIncident) else None
 
 
-def bench_model(device, driver_name: str, entry, *, warmup: int, iterations: int, inputs_count: int,
+def bench_model(device: Device, driver_name: str, entry, *, warmup: int, iterations: int, inputs_count: int,
                 seed: int, progress: Callable[[str], None] | None = None) -> BenchRow:
     """Benchmark one model on one (isolated) device."""
     from nnconform.driver import CompilationCaching
@@ -421,3 +424,34 @@ def write_html(rows: Sequence[BenchRow], path: Path, meta: dict) -> None:
     tmp = path.with_name(path.name + ".part")
     tmp.write_text("".join(out), encoding="utf-8")
     os.replace(tmp, path)
+
+
+# A benchmark row's status as an outcome of the artifact contract: a model the driver cannot
+# take (or nnconform cannot import) is skipped, not failed.
+STATUS_OUTCOME = {"OK": "PASS", "UNSUPPORTED": "SKIP", "UNMAPPED": "SKIP", "FAIL": "FAIL", "CRASH": "CRASH",
+                  "HANG": "HANG"}
+
+
+def write_artifacts(rows: Sequence[BenchRow], out: Path, meta: dict) -> int:
+    """The artifact contract's files for a benchmark (nnconform.artifacts): a results row per
+    model and driver (its figures in ``extra``), results.csv, summary.json, report.html (the
+    benchmark page) and run.json with the exit status, which is returned."""
+    from nnconform.artifacts import RESULTS_JSONL, write_common, write_run
+    from nnconform.artifacts.reportdir import atomic_write
+    from nnconform.verdict.outcome import ExitStatus, Outcome
+    from nnconform.verdict.results import ResultRecord, record_to_json
+    records = [ResultRecord(suite="bench", test_id=f"bench/{r.model}", driver=r.driver,
+                            outcome=Outcome(STATUS_OUTCOME.get(r.status, "ERROR")), message=r.message,
+                            duration_s=float(r.total_time_sec or 0.0), seed=meta.get("seed"),
+                            extra={k: v for k, v in r.csv_row().items() if k not in ("model", "driver", "message")})
+               for r in rows]
+    atomic_write(out / RESULTS_JSONL, "".join(record_to_json(r) + "\n" for r in records))
+    code = ExitStatus.of([r.outcome for r in records])
+    status = f"complete: {len(records)} model x driver rows"
+    write_common(out, records, {**meta, "status": status}, title="nnconform bench", html=False)
+    write_html(rows, out / "report.html", meta)
+    write_run(out, {"command": "bench", "driver": meta.get("drivers"), "seed": meta.get("seed"),
+                    "options": {k: v for k, v in meta.items() if k not in ("drivers", "seed")},
+                    "status": status, "exit_status": int(code)})
+    return int(code)
+

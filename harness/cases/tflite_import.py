@@ -87,12 +87,16 @@ class _Unmapped(Exception):
 
 
 class _Graph:
+    # set by import_tflite_bytes right after construction
+    raw_file: bytes                 # the whole file (buffers stored past the flatbuffer: offset/size)
+    graph_inputs: set[int]          # tflite tensors that are the graph's inputs
+
     def __init__(self, model_t, path: str):
         self.m = model_t
         self.sg = model_t.subgraphs[0]
         self.path = path
         self.b = ModelBuilder("main")
-        self.idx: dict[int, int] = {}          # tflite tensor -> operand index
+        self.idx: dict[int | tuple[int, str], int] = {}   # tflite tensor (, role) -> operand index
         self.folded: dict[int, np.ndarray] = {}  # tflite tensor -> constant value (fp16 weights folded)
         self.names = _code_names()
 

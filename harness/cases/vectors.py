@@ -23,7 +23,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, cast
 
 import numpy as np
 
@@ -113,7 +113,7 @@ def _subgraph(d: dict) -> Subgraph:
         channel_quant = None
         if cq is not None and not cq.get("hidden", False):
             channel_quant = ChannelQuant(tuple(float(s) for s in cq["scales"]), int(cq["channel_dim"]))
-        value = None
+        value: np.ndarray | int | None = None
         if lifetime == Lifetime.SUBGRAPH:
             value = int(od["value"][0])
         elif od.get("value") is not None and lifetime in (Lifetime.CONSTANT_COPY, Lifetime.CONSTANT_REFERENCE):
@@ -132,8 +132,8 @@ def case_from_dict(d: dict, path: str = "") -> VectorCase:
     model = Model(_subgraph(m["main"]), tuple(_subgraph(s) for s in m.get("referenced", [])),
                   bool(m.get("relax_float32_to_float16", False)))
 
-    def arrays(entries, are_inputs: bool):
-        out = []
+    def arrays(entries, are_inputs: bool) -> tuple[np.ndarray | None, ...]:
+        out: list[np.ndarray | None] = []
         for e in entries:
             op = model.main.operands[e["operand"]]
             if not e["values"] and not op.info.is_scalar:
@@ -152,7 +152,8 @@ def case_from_dict(d: dict, path: str = "") -> VectorCase:
     # The folder a case lives in is its feature level, whatever the file says.
     spec_dir = Path(path).parent.name if path else d.get("spec_dir", "")
     return VectorCase(d["name"], spec_dir, d.get("spec", ""), model, arrays(d["inputs"], True),
-                      arrays(d["outputs"], False), tuple(bool(e.get("ignored", False)) for e in d["outputs"]),
+                      # cast: only inputs can be None (an omitted optional input)
+                      cast("tuple[np.ndarray, ...]", arrays(d["outputs"], False)), tuple(bool(e.get("ignored", False)) for e in d["outputs"]),
                       bool(d.get("expect_failure", False)), float(d.get("multinomial_tolerance", 0) or 0),
                       tuple(ops), path, tuple(d.get("variations") or ()))
 
@@ -179,7 +180,7 @@ def vector_folders(root: Path) -> list[Path]:
 def vector_files(root: Path, dirs: Iterable[str] | None = None) -> list[Path]:
     """The JSON files of every folder (or only of the folders named in ``dirs``)."""
     wanted = set(dirs) if dirs else None
-    files = []
+    files: list[Path] = []
     for d in vector_folders(root):
         if wanted is None or d.name in wanted:
             files.extend(f for f in sorted(d.glob("*.json")) if f.name not in NOT_CASES)
@@ -271,7 +272,9 @@ def check_case(case: VectorCase) -> tuple[str, str]:
         return "fail", "expected the model or its execution to fail, but it ran"
     if case.multinomial_tolerance > 0:
         from nnconform.reference.ops.random_multinomial import check_multinomial
-        ok, msg = check_multinomial(case.inputs[0], actual[0], case.multinomial_tolerance)
+        probabilities = case.inputs[0]
+        assert probabilities is not None     # RANDOM_MULTINOMIAL's input 0 is never omitted
+        ok, msg = check_multinomial(probabilities, actual[0], case.multinomial_tolerance)
         return ("pass", "") if ok else ("fail", msg)
     cmp = compare(case.model, list(case.outputs), actual, ignored=list(case.ignored))
     return ("pass", "") if cmp.passed else ("fail", cmp.message)

@@ -122,7 +122,8 @@ def load_generator(path: Path):
     spec = importlib.util.spec_from_file_location(f"_nnconform_aosp_test_generator_{next(_loaded)}", path)
     if spec is None or spec.loader is None:
         raise ImportProblem(f"{path}: cannot be loaded as a Python module")
-    tg = importlib.util.module_from_spec(spec)
+    # Any: the user's generator module, whose classes (NamedTest, Model...) exist only at run time
+    tg: Any = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(tg)
     except Exception as e:   # the user's file: report whatever it raises, in one line

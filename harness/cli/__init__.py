@@ -19,7 +19,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import NoReturn, Sequence, cast
 
 from nnconform.verdict.outcome import ExitStatus
 
@@ -653,9 +653,9 @@ def cmd_models(a: argparse.Namespace) -> int:
             return _err(_shown(e, 400), EXIT_FAIL)
         print(f"nnconform: {len(entries)} models extracted to {zoo.zoo_dir()}")
         return EXIT_OK
-    for name, e in builtin_entries().items():
-        m = e.load()
-        print(f"{name:34s} builtin  {len(m.main.operations):4d} ops  {e.source}")
+    for name, entry in builtin_entries().items():
+        m = entry.load()
+        print(f"{name:34s} builtin  {len(m.main.operations):4d} ops  {entry.source}")
     try:
         fetched = zoo.cached_models()
     except zoo.ZooError as e:
@@ -703,7 +703,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
     import datetime
 
     from nnconform import __version__
-    from nnconform.bench import run_bench, table, write_csv, write_html
+    from nnconform.bench import run_bench, table, write_artifacts, write_csv, write_html
     from nnconform.models.zoo import ZooError
     try:
         entries = select_models(a.models)
@@ -749,11 +749,13 @@ def cmd_bench(a: argparse.Namespace) -> int:
     try:
         write_csv(rows, out / "bench.csv")
         write_html(rows, out / "bench.html", meta)
+        code = write_artifacts(rows, out, meta)
     except OSError as e:
         return _err(f"{_shown(out)}: {e.strerror or e}", EXIT_FAIL)
     print(table(rows))
-    print(f"nnconform: {out / 'bench.csv'}  {out / 'bench.html'}")
-    return EXIT_FAIL if any(r.status in ("FAIL", "CRASH", "HANG") for r in rows) else EXIT_OK
+    print(f"nnconform: {out / 'bench.csv'}  {out / 'bench.html'}  (and the report directory's "
+          f"report.html, summary.json, results.csv, results.jsonl, run.json)")
+    return code
 
 
 # ---- probe -------------------------------------------------------------------------------
@@ -958,7 +960,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a bad option is one line on stderr (`nnconform: error: ...`) and exit
     status 2 like every other usage error, not a usage dump.  Sub-parsers inherit the class."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         command = self.prog.partition(" ")[2]
         raise UsageError(f"{command}: {message}" if command else message)
 
@@ -1102,7 +1104,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _subparsers(p: argparse.ArgumentParser):
     for action in p._subparsers._group_actions if p._subparsers else ():
-        for sp in dict.fromkeys(action.choices.values()):
+        # a sub-parsers action's choices: command name -> its parser
+        for sp in dict.fromkeys(cast("dict[str, argparse.ArgumentParser]", action.choices).values()):
             yield sp
             yield from _subparsers(sp)
 

@@ -24,6 +24,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
 
 import pytest
 
@@ -37,6 +38,9 @@ from nnconform.cluster.dispatch import (
     worker_address,
 )
 from nnconform.isolation import interrupts
+
+if TYPE_CHECKING:
+    from nnconform.cluster.connect import ClusterHandle
 
 STREAM_EVERY_S = 0.2
 
@@ -138,6 +142,7 @@ class _Coordinator:
                 row[k] = row[k].replace(shlex.quote(old), shlex.quote(str(path))).replace(old, str(path))
 
     def lost_case(self, key: str, worker: str, why: str) -> None:
+        from nnconform.verdict.outcome import Outcome
         from nnconform.verdict.results import ResultRecord
         item = self.items[key]
         s = self.s
@@ -147,7 +152,7 @@ class _Coordinator:
         callspec = getattr(item, "callspec", None)
         # the suites name a case <suite>/<parameter id>; the test itself never ran to say so
         test_id = f"{suite}/{callspec.id}" if callspec is not None else item.name
-        row = ResultRecord(suite=suite, test_id=test_id, driver=s.driver_spec, outcome="CRASH", seed=s.seed,
+        row = ResultRecord(suite=suite, test_id=test_id, driver=s.driver_spec, outcome=Outcome.CRASH, seed=s.seed,
                            message=f"cluster worker {worker} was lost while running this case, after the case had "
                                    f"been queued again once ({why})",
                            replay=replay, extra={"nodeid": item.nodeid, "cluster_worker": worker,
@@ -197,7 +202,7 @@ class _EarlyCluster:
     def __init__(self, config: pytest.Config):
         self.address = config.getoption("nn_cluster")
         self.resources = config.getoption("nn_worker_resources")
-        self._handle = None
+        self._handle: ClusterHandle | None = None
         self._error: BaseException | None = None
         # A plain thread (it may start local Dask workers, which would inherit a blocked signal
         # mask); the session's wait for it is sliced instead (nnconform.isolation.interrupts.join).
@@ -279,7 +284,7 @@ def pytest_runtestloop(session: pytest.Session):
 # ---- worker -----------------------------------------------------------------------------------
 
 _ONE_SESSION = threading.Lock()      # pytest's state is per process: one session at a time
-_HOSTS: dict[tuple, object] = {}     # the driver host kept between this worker's batches
+_HOSTS: dict[tuple[Any, ...], Any] = {}     # (IsolatedDevice) the driver host kept between this worker's batches
 
 
 def _host_key(s) -> tuple:
@@ -289,7 +294,7 @@ def _host_key(s) -> tuple:
 class _Rows:
     """Reads the scratch journal of a worker's session; streams new rows at most every 0.2 s."""
 
-    def __init__(self, journal: Path, topic: str | None, batch: int, keys: list[str] = ()):
+    def __init__(self, journal: Path, topic: str | None, batch: int, keys: Sequence[str] = ()):
         self.journal, self.topic, self.batch = journal, topic, batch
         self.offset, self.sent_at = 0, 0.0
         self.rows: list[dict] = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from nnconform.cluster import ClusterError, require_dask
 
@@ -47,8 +48,8 @@ def check_address(address: str) -> None:
 @dataclass
 class ClusterHandle:
     address: str
-    client: object
-    cluster: object | None = None       # the LocalCluster we started, closed with us
+    client: Any                         # a dask.distributed Client (an optional dependency, untyped here)
+    cluster: Any = None                 # the LocalCluster we started, closed with us
     resources: dict = field(default_factory=dict)
 
     def workers(self) -> dict[str, dict]:

@@ -19,7 +19,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, cast
 
 from nnconform.isolation import interrupts
 
@@ -168,7 +168,9 @@ class Dispatcher:
 
     def _settle(self) -> None:
         """Wait until every row received so far is written (before judging a batch)."""
-        while self._inbox.unfinished_tasks and self._writer.is_alive():
+        writer = self._writer
+        assert writer is not None      # run() starts the writer before any batch is judged
+        while self._inbox.unfinished_tasks and writer.is_alive():
             time.sleep(0.005)
         if self._writer_error is not None:
             raise self._writer_error
@@ -176,9 +178,10 @@ class Dispatcher:
     def _on_event(self, event) -> None:
         msg = event[1] if isinstance(event, tuple) and len(event) == 2 else event
         if isinstance(msg, dict) and msg.get("started"):
+            batch = cast(int, msg.get("batch"))     # a started event names its batch id
             with self.lock:
-                self._started.add(msg.get("batch"))
-                self._where[msg.get("batch")] = str(msg.get("worker", ""))
+                self._started.add(batch)
+                self._where[batch] = str(msg.get("worker", ""))
         elif isinstance(msg, dict) and isinstance(msg.get("rows"), list):
             self._accept(msg["rows"], str(msg.get("worker", "")), msg.get("batch"))
 
@@ -232,6 +235,7 @@ class Dispatcher:
         self.stats.planned = sum(len(b) for b in batches)
         client = self.handle.client
         self.start_writer()
+        assert self._writer is not None
         client.subscribe_topic(self.topic, self._on_event)
         futures: dict = {}
         # with_results: each finished batch's rows are fetched on the client's event loop as

@@ -14,10 +14,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+from typing import TYPE_CHECKING
 
 from nnconform.cluster.dispatch import worker_address
 
-_BOXES: dict[tuple, object] = {}
+if TYPE_CHECKING:
+    from nnconform.isolation.sandbox import Sandbox
+
+_BOXES: dict[tuple[str, int | None, int], Sandbox] = {}
 _BOXES_LOCK = threading.Lock()
 
 

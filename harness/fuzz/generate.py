@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -191,7 +192,8 @@ def _mutate_once(rng, sg: Subgraph) -> Subgraph:
             idx.pop(int(rng.integers(0, len(idx))))
         else:
             idx.append(_index(rng, n))
-        return dataclasses.replace(sg, **{which: tuple(idx)})
+        changed: dict[str, Any] = {which: tuple(idx)}     # input_indexes or output_indexes
+        return dataclasses.replace(sg, **changed)
     return dataclasses.replace(sg, operations=tuple(ops))
 
 

@@ -47,6 +47,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -54,6 +55,9 @@ from nnconform.fuzz.generate import make_case, operation_names
 from nnconform.ir import Model, Subgraph
 from nnconform.isolation.childproc import fault_blocks, signal_name
 from nnconform.verdict.outcome import ExitStatus, Outcome
+
+if TYPE_CHECKING:
+    from nnconform.driver import Device
 
 MANIFEST, JOURNAL = "run.json", "fuzz-journal.jsonl"
 LEGACY_MANIFEST = "fuzz-run.json"      # the run record's name before the artifact contract
@@ -66,7 +70,10 @@ EXIT_OK, EXIT_FOUND, EXIT_INTERRUPTED = (int(ExitStatus.CLEAN), int(ExitStatus.F
 # slower than --slow computed, but not as a driver may (a failure, not a crash).
 ROW_OUTCOME = {"CRASH": Outcome.CRASH, "HANG": Outcome.HANG, "OOM": Outcome.CRASH, "SLOW": Outcome.FAIL}
 PROGRESS_EVERY_S = 2.0
-_NOT_DRIVER = ("/nnconform/host.py", "/nnconform/hostproto.py", "/harness/host.py", "/harness/hostproto.py",
+# The driver host's own frames: nnconform.isolation.host / hostproto since the layer packages
+# (a checkout or an install), and the flat modules' paths from before them
+_NOT_DRIVER = ("/isolation/host.py", "/isolation/hostproto.py",
+               "/nnconform/host.py", "/nnconform/hostproto.py", "/harness/host.py", "/harness/hostproto.py",
                "/concurrent/futures/", "/threading.py", "/selectors.py", "/queue.py")
 
 
@@ -195,7 +202,8 @@ def run_one(device, model: Model, inputs: list, slow_s: float) -> Finding | None
     watch = _Watch(device)
     isolated = getattr(device, "isolated", False)
     before = len(device.incidents) if isolated else 0
-    out = run_case(watch, model, inputs, [], expect_failure=True)
+    # cast: _Watch stands in for the device with the calls run_case makes (duck-typed)
+    out = run_case(cast("Device", watch), model, inputs, [], expect_failure=True)
     if isolated:
         device.end_case()
         if len(device.incidents) > before:
@@ -423,7 +431,7 @@ class Journal:
 
 
 def read_journal(path: Path) -> list[dict]:
-    out = []
+    out: list[dict] = []
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -688,7 +696,7 @@ def write_reports(rd: Path, exit_status: ExitStatus | None = None) -> dict:
                  title="nnconform fuzz report", html=False)
     _record_exit(rd, code, rep)
     e = html.escape
-    rows = "".join(
+    table_rows = "".join(
         f"<tr><td>{e(b['id'])}</td><td>{e(b['verdict'])}</td><td>{e(b.get('signal') or '')}</td>"
         f"<td>{e(' / '.join(b.get('frames') or []))}</td><td>{e(', '.join(b.get('operations') or []))}</td>"
         f"<td>{b['first_elapsed_s']:.1f} s (case {b['first_index']})</td><td>{b['count']}</td>"
@@ -705,7 +713,7 @@ def write_reports(rd: Path, exit_status: ExitStatus | None = None) -> dict:
             f"<code>nnconform fuzz --driver {e(shlex.quote(rep['driver']))} --report-dir "
             f"{e(shlex.quote(str(rd)))} --resume</code>.</p>"
             + (f"<table><tr><th>bucket</th><th>verdict</th><th>signal</th><th>top frames</th><th>operations "
-               f"(minimal spec)</th><th>first found</th><th>cases</th><th>spec</th><th>replay</th></tr>{rows}</table>"
+               f"(minimal spec)</th><th>first found</th><th>cases</th><th>spec</th><th>replay</th></tr>{table_rows}</table>"
                if rep["buckets"] else "<p><b>No crash, hang, out-of-memory or slow case.</b></p>"))
     (rd / REPORT_HTML).write_text(page, encoding="utf-8")
     return rep

@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import functools
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +49,7 @@ def builtin_entries() -> dict[str, ModelEntry]:
     for arch in builtin.ARCHITECTURES:
         for dt in builtin.DATA_TYPES:
             out[f"{arch}_{dt}"] = ModelEntry(f"{arch}_{dt}", "builtin", True, f"built-in ({arch}, {dt}, seed "
-                                             f"{builtin.SEED})", (lambda a=arch, d=dt: builtin.build(a, d)),
+                                             f"{builtin.SEED})", functools.partial(builtin.build, arch, dt),
                                              builtin.example_inputs)
     return out
 

@@ -212,7 +212,9 @@ def _quantized(arch: str, float_model: Model) -> Model:
     hi: dict[int, float] = {}
     for img in calibration_images():
         ex.run([img])
-        for k, v in enumerate(ex.main_values):
+        values = ex.main_values
+        assert values is not None     # keep_values=True keeps them
+        for k, v in enumerate(values):
             if v is None or float_model.main.operands[k].is_constant:
                 continue
             a = np.asarray(v, dtype=np.float64)

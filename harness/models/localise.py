@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from nnconform.generators.diverge import ExposedRun, run_exposed
-from nnconform.ir import Lifetime, Model, Subgraph
+from nnconform.ir import Lifetime, Model, Operand, Subgraph
 from nnconform.reference.executor import Executor
 
 
@@ -34,7 +34,9 @@ def single_operation_model(model: Model, n: int, values: Sequence) -> tuple[Mode
     sg = model.main
     op = sg.operations[n]
     remap: dict[int, int] = {}
-    operands, inputs, feeds = [], [], []
+    operands: list[Operand] = []
+    inputs: list[int] = []
+    feeds: list[np.ndarray] = []
     for i in op.inputs:
         if i in remap:
             continue
@@ -70,6 +72,7 @@ def first_failing_operation_alone(device, model: Model, inputs: Sequence[np.ndar
     ex = Executor(model, keep_values=True)
     ex.run(list(inputs))
     values = ex.main_values
+    assert values is not None     # keep_values=True keeps them
     skipped = 0
     ops = model.main.operations
     for n in range(len(ops) if limit is None else min(limit, len(ops))):

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import Any
 
 PACKAGE, VERSION = "mediapipe", "0.10.14"
 ZOO_NAME = f"{PACKAGE}-{VERSION}"
@@ -58,7 +59,7 @@ def extract_wheel(wheel: Path, root: Path | None = None) -> list[dict]:
     """Extract the .tflite files of ``wheel`` into the cache; returns the manifest entries."""
     d = zoo_dir(root)
     d.mkdir(parents=True, exist_ok=True)
-    entries = []
+    entries: list[dict[str, Any]] = []
     try:
         with zipfile.ZipFile(wheel) as z:
             for info in z.infolist():

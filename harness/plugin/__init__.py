@@ -27,14 +27,19 @@ import re
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pytest
 
 from nnconform import __version__
 from nnconform.cli.options import add_pytest_options
-from nnconform.verdict.outcome import ExitStatus
+from nnconform.verdict.outcome import ExitStatus, Outcome
+
+if TYPE_CHECKING:
+    from nnconform.artifacts.reportdir import ReportDir
+    from nnconform.isolation.proxy import IsolatedDevice
+    from nnconform.verdict.results import ResultRecord, ResultsWriter
 
 _SESSION_KEY = pytest.StashKey["NnSession"]()
 _PHASES_KEY = pytest.StashKey[dict]()
@@ -118,6 +123,17 @@ def _resumed_seed(report_dir: Path) -> int | None:
 class NnSession:
     """Per-process state: the driver, the seed, the results journal."""
 
+    # Set only at the end of a run (pytest_sessionfinish and its helpers), read with getattr
+    # where they may be missing; declared here for the type checker alone.
+    status_line: str
+    final_status: str
+    final_counts: dict[str, int]
+    rows_read: list[ResultRecord]
+    summary_path: Path
+    reports: tuple[Path, Path]
+    skip_gate: str
+    exit_status: ExitStatus
+
     def __init__(self, config: pytest.Config):
         self.config = config
         # A relative driver file path is made absolute in the process that parsed it and
@@ -126,7 +142,7 @@ class NnSession:
         from nnconform.driver.loader import resolve_driver_spec
         self.driver_spec: str = resolve_driver_spec(config.getoption("driver"))
         config.option.driver = self.driver_spec
-        self.workerinput: dict | None = getattr(config, "workerinput", None)
+        self.workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
         self.is_worker = self.workerinput is not None
         self.report_dir = Path(config.getoption("nn_report_dir")).resolve()
         self.vectors_option = config.getoption("nn_vectors")
@@ -161,7 +177,7 @@ class NnSession:
         # runs, so a suite with thousands of cases builds only those; None: all.
         self.only_ids: dict[str, set[str]] | None = None
         seed = config.getoption("nn_seed")
-        if self.is_worker:
+        if self.workerinput is not None:     # the same test as self.is_worker
             seed = self.workerinput.get("nn_seed", seed)
             self.done_nodeids = set(self.workerinput.get("nn_done", ()))
             lf = self.workerinput.get("nn_last_failed")
@@ -169,11 +185,13 @@ class NnSession:
         if seed is None and self.resume and not self.is_worker:
             seed = _resumed_seed(self.report_dir)
         self.seed: int = seed if seed is not None else random.SystemRandom().randrange(2**31)
-        self._device = None
-        self._claims = None
+        # The driver: a Device, or (isolated, the default) an IsolatedDevice that also answers
+        # incidents / busy_calls / liveness; Any because which one is known only at run time.
+        self._device: Any = None
+        self._claims: Any = None
         self.capability_text = ""
-        self._writer = None
-        self._reportdir = None
+        self._writer: ResultsWriter | None = None
+        self._reportdir: ReportDir | None = None
         self.rows = 0
         self.started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -438,14 +456,16 @@ class NnSession:
 
     def conclude(self, record: dict, outcome, *, test_id: str, model, inputs, expected, ignored=None,
                  expect_failure: bool = False) -> None:
-        """Turn a runner outcome into pytest's verdict (and a dumped spec on failure)."""
+        """Record a runner outcome as the case's verdict (with a dumped spec on failure).  A
+        verdict other than PASS ends the test (:class:`Concluded`); pytest's report of it is
+        made from the verdict (pytest_runtest_makereport), never the other way round."""
         from nnconform.textsafe import clean_text
         record["message"] = clean_text(outcome.message)[:MESSAGE_LIMIT]
         note_partition(record, outcome)
+        record["verdict"] = Outcome.parse(outcome.outcome)
         if outcome.outcome == "SKIP":
-            pytest.skip(record["message"])
+            raise Concluded(record["message"])
         if outcome.outcome in ("CRASH", "HANG"):
-            record["outcome"] = outcome.outcome
             record["extra"]["incident"] = _incident_extra(outcome.details or {})
         if outcome.outcome in ("FAIL", "ERROR", "CRASH", "HANG"):
             self.attribute(record, model, inputs, outcome, ignored=ignored)
@@ -454,8 +474,39 @@ class NnSession:
                     test_id, model, inputs, expected, outcome, ignored=ignored, expect_failure=expect_failure)
             except Exception as e:  # the verdict matters more than the dump; say why it is missing
                 record["message"] += f" (spec dump failed: {type(e).__name__}: {e})"
-            pytest.fail(record["message"] + (f"\n  replay: {record['replay']}" if record.get("replay") else ""),
-                        pytrace=False)
+            raise Concluded(record["message"] + (f"\n  replay: {record['replay']}" if record.get("replay") else ""))
+
+
+class Concluded(BaseException):
+    """A case reached its verdict (NnSession.conclude put it in the record): the test ends here.
+    A BaseException, as pytest's own outcomes are, so that no ``except Exception`` in a suite
+    swallows it."""
+
+
+def _call_verdict(item: pytest.Item, rec: dict, call, report) -> Outcome:
+    """The nnconform verdict of a test's call phase: the one conclude() recorded when the test
+    ended with it; else what ended the test (pytest.skip: SKIP, any failure: FAIL); else the
+    recorded verdict of a test that went on after a PASS, or PASS."""
+    excinfo = call.excinfo
+    if excinfo is None:
+        return Outcome.parse(rec.get("verdict", Outcome.PASS))
+    if excinfo.errisinstance(Concluded):
+        return Outcome.parse(rec["verdict"])
+    if report.skipped:
+        return Outcome.SKIP
+    return Outcome.FAIL
+
+
+def _report_from_verdict(item: pytest.Item, report, verdict: Outcome, call) -> None:
+    """pytest's report of the call phase, made from the case's verdict."""
+    report.outcome = verdict.pytest_outcome()
+    if call.excinfo is None or not call.excinfo.errisinstance(Concluded):
+        return      # pytest's own report already says what ended the test
+    text = str(call.excinfo.value)
+    if report.outcome == "skipped":
+        report.longrepr = (str(item.path), (item.location[1] or 0) + 1, f"Skipped: {text}")
+    else:
+        report.longrepr = text
 
 
 def note_partition(record: dict, outcome) -> None:
@@ -766,13 +817,17 @@ def pytest_runtest_makereport(item: pytest.Item, call):
         phases = {"record": _new_record(), "reports": []}
         item.stash[_PHASES_KEY] = phases
     if report.when == "call":
+        verdict = _call_verdict(item, phases["record"], call, report)
+        phases["record"]["call_verdict"] = verdict
+        _report_from_verdict(item, report, verdict, call)
         _apply_expectation(item, phases["record"], report)
     phases["reports"].append(report)
     if report.when == "teardown":
         row = _write_item_row(item, phases)
         # JUnit XML: every case's nnconform verdict as <property> elements of its testcase
+        # (plain strings: xdist's wire format carries no enum)
         report.user_properties.extend(
-            (f"nnconform.{k}", v) for k, v in (("outcome", row.outcome), ("suite", row.suite),
+            (f"nnconform.{k}", str(v)) for k, v in (("outcome", row.outcome), ("suite", row.suite),
                                                 ("test_id", row.test_id),
                                                 ("blamed_operation", row.blamed_operation),
                                                 ("blamed_data_type", row.blamed_data_type),
@@ -815,7 +870,7 @@ def _apply_expectation(item: pytest.Item, rec: dict, report) -> None:
     rec["extra"]["expected_failure"] = exp.to_dict()
     if inherited and report.passed:
         return
-    if report.failed and rec.get("outcome") not in ("CRASH", "HANG"):
+    if report.failed and rec.get("call_verdict") not in (Outcome.CRASH, Outcome.HANG):
         report.outcome, report.wasxfail = "skipped", exp.describe()
         rec["expectation"] = "XFAIL"
     elif report.passed and exp.strict:
@@ -840,7 +895,7 @@ def _host_verdict(session: NnSession, item: pytest.Item, rec: dict) -> tuple[str
     processes running.  None when the host behaved."""
     if not session.isolated:
         return None
-    dev = session._device
+    dev = cast("IsolatedDevice", session._device)    # session.isolated: the proxy
     busy = dev.busy_calls()
     if busy:
         # The test stopped waiting (its own watchdog fired) but the call never answered.
@@ -881,42 +936,44 @@ def _blamed(rec: dict, outcome: str) -> tuple[str, str]:
     return "", ""
 
 
+def _row_outcome(rec: dict, reports: list) -> tuple[Outcome, str]:
+    """The row's outcome: the call phase's verdict (nnconform's, see _call_verdict), turned
+    XFAIL / XPASS by an expectation; ERROR when the case's set-up or tear-down broke (no
+    verdict, or a verdict the harness could not finish); SKIP when set-up skipped it."""
+    message = rec.get("message", "")
+    by_phase = {r.when: r for r in reports}
+    setup, call, teardown = by_phase.get("setup"), by_phase.get("call"), by_phase.get("teardown")
+    if setup is not None and setup.failed:
+        return Outcome.ERROR, _crash_line(setup)
+    if setup is not None and setup.skipped:
+        return Outcome.SKIP, message or _crash_line(setup)
+    verdict = Outcome.parse(rec.get("call_verdict", Outcome.PASS))
+    if rec.get("expectation") == "XFAIL":
+        return Outcome.XFAIL, f"expected failure: {getattr(call, 'wasxfail', '')}; {message}"
+    if rec.get("expectation") == "XPASS":
+        return Outcome.XPASS, _crash_line(call) if call is not None else message
+    if verdict is not Outcome.PASS:
+        return verdict, message or (_crash_line(call) if call is not None else "")
+    if teardown is not None and teardown.failed:
+        return Outcome.ERROR, _crash_line(teardown)
+    return verdict, message
+
+
 def _write_item_row(item: pytest.Item, phases: dict):
     from nnconform.textsafe import clean_text
     from nnconform.verdict.results import ResultRecord
     session: NnSession = item.config.stash[_SESSION_KEY]
     rec = phases["record"]
-    outcome, message = "PASS", rec.get("message", "")
-    for r in phases["reports"]:
-        if r.when == "setup" and r.failed:
-            outcome, message = "ERROR", _crash_line(r)
-            break
-        if r.when == "call" and r.skipped and rec.get("expectation") == "XFAIL":
-            outcome = "XFAIL"
-            message = f"expected failure: {getattr(r, 'wasxfail', '')}; {message}"
-            break
-        if r.skipped:
-            outcome, message = "SKIP", message or _crash_line(r)
-            break
-        if r.when == "call" and r.failed and rec.get("expectation") == "XPASS":
-            outcome, message = "XPASS", _crash_line(r)
-            break
-        if r.when == "call" and r.failed:
-            outcome, message = "FAIL", message or _crash_line(r)
-            break
-        if r.when == "teardown" and r.failed:
-            outcome, message = "ERROR", _crash_line(r)
-    if rec.get("outcome") in ("CRASH", "HANG"):
-        outcome = rec["outcome"]
+    outcome, message = _row_outcome(rec, phases["reports"])
     host = _host_verdict(session, item, rec)
     if host is not None:
         verdict, why = host
         if verdict in ("CRASH", "HANG") and outcome not in ("CRASH", "HANG"):
-            outcome, message = verdict, why + (f" (the test said: {message})" if message else "")
+            outcome, message = Outcome.parse(verdict), why + (f" (the test said: {message})" if message else "")
         elif verdict in ("CRASH", "HANG"):
             message = message if "liveness" in message else f"{message}; {why.rsplit('; ', 1)[-1]}"
         elif outcome in ("PASS", "SKIP"):
-            outcome, message = verdict, why
+            outcome, message = Outcome.parse(verdict), why
         else:
             message = f"{message}; {why}"
         # Make pytest's own verdict agree with the row: a case the host broke did not pass.
@@ -937,7 +994,7 @@ def _write_item_row(item: pytest.Item, phases: dict):
     row = ResultRecord(
         suite=suite, test_id=rec.get("test_id") or item.name, driver=session.driver_name,
         operations=list(rec.get("operations", [])), data_types=list(rec.get("data_types", [])),
-        outcome=outcome, duration_s=round(duration, 6), seed=session.seed,
+        outcome=Outcome.parse(outcome), duration_s=round(duration, 6), seed=session.seed,
         blamed_operation=blamed, blamed_data_type=blamed_type,
         spec_path=rec.get("spec_path", ""), message=clean_text(message)[:MESSAGE_LIMIT], replay=rec.get("replay", ""),
         extra=rec.get("extra", {}))

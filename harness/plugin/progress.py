@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -39,8 +40,10 @@ class Estimate:
 
     def __init__(self, planned_by_suite: Counter):
         self.planned = Counter(planned_by_suite)
-        self.done: Counter = Counter()
-        self.case_time: Counter = Counter()     # summed per-case durations, by suite
+        self.done: Counter[str] = Counter()
+        # summed per-case durations (seconds, floats), by suite; a Counter for its 0 default,
+        # though typeshed's Counter counts ints only
+        self.case_time = cast("dict[str, float]", Counter())
 
     def finish(self, suite: str, duration: float) -> None:
         self.done[suite] += 1
@@ -126,6 +129,7 @@ class ProgressReporter:
 
     def line(self, now: float | None = None) -> str:
         est = self.estimate
+        assert est is not None, "line() is printed only after the run's cases were planned"
         now = time.monotonic() if now is None else now
         elapsed = now - self.started
         done, planned = est.total_done, est.total_planned

@@ -57,7 +57,7 @@ from pathlib import Path
 from nnconform.isolation.sandbox import DEFAULT_MEM_LIMIT, Sandbox, SandboxError, SandboxResult
 from nnconform.stress.progress import Progress
 from nnconform.stress.tests import TESTS, StressOptions, worker_life_leaks
-from nnconform.verdict.outcome import ExitStatus
+from nnconform.verdict.outcome import ExitStatus, Outcome
 from nnconform.verdict.results import (
     CRASH,
     FAILURE,
@@ -301,6 +301,7 @@ def _dump_spec(cfg: StressConfig, case: Case, res: SandboxResult, replay: str):
                         criterion={"verdict": res.verdict, "reason": res.reason[:500]},
                         replay=spec_replay(path, cfg.driver), example=name, suite=SUITE, test_id=case.key,
                         run_seed=cfg.seed, stress_replay=replay)
+    assert inputs is not None      # set together with model
     examples = [SpecExample(name, list(inputs), list(expected), ignored)] if expected is not None else []
     try:
         dump_spec(SpecFile(model, examples, meta), path)
@@ -355,7 +356,7 @@ def _record(cfg: StressConfig, case: Case, res: SandboxResult, liveness: Sandbox
         extra["liveness"] = {"verdict": liveness.verdict, "reason": liveness.reason}
         message += "; liveness OK" if liveness.verdict == SUCCESS else \
             f"; LIVENESS {liveness.verdict}: {liveness.reason}"
-    return ResultRecord(suite=SUITE, test_id=case.key, driver=cfg.driver, outcome=res.verdict,
+    return ResultRecord(suite=SUITE, test_id=case.key, driver=cfg.driver, outcome=Outcome.parse(res.verdict),
                         operations=ops, data_types=types, duration_s=res.duration_s, seed=case.seed,
                         spec_path=spec_path, message=message, replay=replay, extra=extra)
 
@@ -371,7 +372,7 @@ def _worker_life_record(cfg: StressConfig, leak: dict) -> ResultRecord:
 
 
 def verdict_table(records: list[ResultRecord], tests: list[str] | None = None) -> str:
-    by = {}
+    by: dict[str, Counter[str]] = {}
     for r in records:
         if r.suite == SUITE:
             by.setdefault(r.extra.get("test", r.test_id.partition("#")[0]), Counter())[r.outcome] += 1
@@ -379,7 +380,7 @@ def verdict_table(records: list[ResultRecord], tests: list[str] | None = None) -
     w = max([len(n) for n in names] + [4])
     head = f"{'test':{w}s} " + " ".join(f"{o:>7s}" for o in STRESS_OUTCOMES) + "   total"
     lines = [head, "-" * len(head)]
-    total = Counter()
+    total: Counter[str] = Counter()
     for n in names:
         c = by.get(n, Counter())
         total.update(c)

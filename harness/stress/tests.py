@@ -48,7 +48,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -209,7 +209,11 @@ def _supervise(clients: list[_Client], deadline_of: Callable[[_Client], float],
     live = list(clients)
     while live:
         fds = {c.proc.stdout.fileno(): c for c in live if c.proc.stdout and not c.proc.stdout.closed}
-        ready = select.select(list(fds), [], [], 0.05)[0] if fds else (time.sleep(0.05) or [])
+        if fds:
+            ready = select.select(list(fds), [], [], 0.05)[0]
+        else:
+            time.sleep(0.05)
+            ready = []
         for fd in ready:
             c = fds[fd]
             chunk = os.read(fd, 65536)
@@ -218,6 +222,7 @@ def _supervise(clients: list[_Client], deadline_of: Callable[[_Client], float],
                 if c.ready_at is None and b"READY" in c.out:
                     c.ready_at = time.monotonic()
             else:
+                assert c.proc.stdout is not None     # fds holds only open pipes
                 c.proc.stdout.close()
         now = time.monotonic()
         for c in list(live):
@@ -248,7 +253,7 @@ def multi_process(ctx: CaseContext, mode: str, duration: float, processes: int, 
         _supervise(clients, lambda c: c.started + CLIENT_STARTUP_S + duration + grace)
         statuses = {f"c{c.cid}": c.status() for c in clients}
         bad = [c for c in clients if statuses[f"c{c.cid}"] not in ("ok", "killed on purpose")]
-        info = {"clients": statuses, "kill_plan": plan}
+        info: dict[str, Any] = {"clients": statuses, "kill_plan": plan}
         if bad:
             c = bad[0]
             tail = c.stderr_tail()
@@ -587,7 +592,8 @@ def execution_soak(ctx: CaseContext, duration: float, executions: int) -> Verdic
 # The table
 # ---------------------------------------------------------------------------------------
 
-def _timed(name: str, extra: float = 0.0):
+def _timed(name: str, extra: float = 0.0) -> tuple[Callable[[StressOptions], float],
+                                                    Callable[[StressOptions], float]]:
     return (lambda o: o.duration(name) + extra), (lambda o: o.duration(name) + extra + o.hang_grace)
 
 

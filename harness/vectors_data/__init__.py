@@ -147,7 +147,9 @@ def _untar(raw: bytes, dest: Path) -> None:
         for m in tf.getmembers():
             if not m.isfile() or "/" in m.name or "\\" in m.name or m.name.startswith("."):
                 raise BundleError(f"bundled vectors: unexpected archive member {m.name!r}")
-            (dest / m.name).write_bytes(tf.extractfile(m).read())
+            member = tf.extractfile(m)
+            assert member is not None     # a regular file (checked above) has contents
+            (dest / m.name).write_bytes(member.read())
 
 
 # ---------------------------------------------------------------------------------------

@@ -88,7 +88,7 @@ def cache_models(seed: int) -> list[tuple[CacheModel, CacheModel]]:
             m = _conv(quant, seed * 2 + k + 1)
             pair.append(CacheModel(f"{'quant8' if quant else 'fp32'} conv{' (twin)' if k else ''}", m, [x],
                                    Executor(m).run([x])))
-        out.append(tuple(pair))
+        out.append((pair[0], pair[1]))
     return out
 
 

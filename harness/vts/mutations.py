@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -171,7 +171,8 @@ def operand_type(model: Model) -> Iterator[ModelMutation]:
     for k, operand in enumerate(model.main.operands):
         for code in INVALID_OPERAND_TYPE_CODES:
             yield ModelMutation(f"operand_type/operands[{k}]={code}",
-                                _set_operand(model, k, dataclasses.replace(operand, type=code)))
+                                # a code no OperandType has, on purpose: drivers must reject it
+                                _set_operand(model, k, dataclasses.replace(operand, type=code)))  # type: ignore[arg-type]
 
 
 def operand_rank(model: Model) -> Iterator[ModelMutation]:
@@ -451,8 +452,9 @@ def _index_out_of_range(model: Model, field: str) -> Iterator[ModelMutation]:
         slots = getattr(operation, field)
         for j in range(len(slots)):
             new = tuple(bad if jj == j else k for jj, k in enumerate(slots))
+            changed: dict[str, Any] = {field: new}     # inputs or outputs
             yield ModelMutation(f"operation_{field[:-1]}_index/{_label(sg, n)}_{field[:-1]}{j}={bad}",
-                                _set_operation(model, n, dataclasses.replace(operation, **{field: new})))
+                                _set_operation(model, n, dataclasses.replace(operation, **changed)))
 
 
 def operation_input_index(model: Model) -> Iterator[ModelMutation]:
@@ -834,9 +836,11 @@ def request_mutations(model: Model, request: Request) -> Iterator[RequestMutatio
                                       dimensions=tuple(x + (j == d) for j, x in enumerate(dims)))),
                                   rule="a dimension must equal the model's known dimension")
         if operand.fully_specified and element_count(dims) > 0:
-            size = element_count(dims) * operand.info.dtype.itemsize
+            dtype = operand.info.dtype
+            assert dtype is not None     # a model output is a tensor, never a subgraph reference
+            size = element_count(dims) * dtype.itemsize
             yield RequestMutation(f"output_buffer_too_small/{i}",
-                                  _with(request, "outputs", i, RequestArgument(capacity=size - operand.info.dtype.itemsize)),
+                                  _with(request, "outputs", i, RequestArgument(capacity=size - dtype.itemsize)),
                                   allowed=(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, ErrorStatus.INVALID_ARGUMENT),
                                   rule="an output buffer must hold the output (OUTPUT_INSUFFICIENT_SIZE)")
 

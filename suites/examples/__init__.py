@@ -20,7 +20,8 @@ from nnconform.ir import Model
 class Example:
     name: str                                # unique, used in the test id: "add_broadcast_quant8"
     model: Model
-    inputs: Sequence[np.ndarray]             # one per main-graph input, stored representation
+    # one per main-graph input, stored representation (a scalar operand's may be a numpy scalar)
+    inputs: Sequence[np.ndarray | np.generic]
     outputs: Sequence[np.ndarray]            # expected, one per main-graph output
     expect_failure: bool = False             # the model is invalid or execution must fail
     note: str = ""                           # how the expected values were derived

@@ -332,7 +332,7 @@ def if_cyclic_reference() -> Model:
 _Y = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
 
 # Data for the type-carrying IF: x and y differ everywhere, quantisation parameters ride along.
-CARRY_CASES = [
+CARRY_CASES: list[tuple[str, T, float, int, np.ndarray, np.ndarray]] = [
     # (short name, type, scale, zero point, x, y)
     ("fp32", T.TENSOR_FLOAT32, 0.0, 0, np.array([1.5, -2, 0, 3e38], np.float32), np.array([-1, 7, 8, 9], np.float32)),
     ("fp16", T.TENSOR_FLOAT16, 0.0, 0, np.array([1.5, -2, 0, 65504], np.float16), np.array([-1, 7, 8, 9], np.float16)),
@@ -459,7 +459,7 @@ def while_carry(t: T, dims=(2,), scale: float = 0.0, zp: int = 0) -> Model:
 
 # One carry loop per remaining type WHILE claims (fp32 and int32 loops are above); after
 # three iterations the output is the input, unchanged.
-_CARRY = [
+_CARRY: list[tuple[str, T, float, int, np.ndarray]] = [
     ("fp16", T.TENSOR_FLOAT16, 0.0, 0, np.array([1.5, -2.25], np.float16)),
     ("quant8", T.TENSOR_QUANT8_ASYMM, 0.5, 100, np.array([0, 255], np.uint8)),
     ("quant8_signed", T.TENSOR_QUANT8_ASYMM_SIGNED, 0.5, -3, np.array([-128, 127], np.int8)),

@@ -87,7 +87,7 @@ def _ex(name, op, t, in_dims, x, params, out_dims, outs, scale=0.0, zp=0, fail=F
     return Example(name, model, [_arr(t, x, in_dims), *extra], expected, expect_failure=fail)
 
 
-EXAMPLES = []
+EXAMPLES: list[Example] = []
 E = EXAMPLES.append
 
 # ---- PAD: zeros for floats, the zero point for quantised tensors -------------------------

@@ -43,6 +43,7 @@ EXAMPLES: list[Example] = []
 #   centre (4,5) -> [3,3,5,7];  class 1:
 #   fp32: dh ln2 -> h 8 -> [2,0,4,8];  fp16 (ln2 is not exact there): dw = dh = 0 -> [2,2,4,6].
 _LN2 = 0.6931472
+_dt: type[np.generic]      # the loops below reuse it for float and quantised element types
 for _t, _dt, _name, _e in ((F32, np.float32, "fp32", _LN2), (F16, np.float16, "fp16", 0.0)):
     EXAMPLES.append(Example(
         f"axis_aligned_bbox_transform_{_name}",
