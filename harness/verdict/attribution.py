@@ -125,7 +125,7 @@ def _first_subject(model: Model, helpers: set[int]) -> int | None:
     return 0 if ops else None
 
 
-def _inside_control_flow(device: Device, model: Model, inputs: Sequence[np.ndarray | None], n: int,
+def _inside_control_flow(device: Device | None, model: Model, inputs: Sequence[np.ndarray | None], n: int,
                         criteria: Criteria | None) -> Blame | None:
     """An IF or WHILE diverged: hunt inside the subgraph it ran (the branch taken; the WHILE
     body on its first iteration), on the reference's values of its inputs.  The blame names the
@@ -165,7 +165,7 @@ def _inside_control_flow(device: Device, model: Model, inputs: Sequence[np.ndarr
                  cmp.message, criterion_label(cmp))
 
 
-def blame(device: Device, model: Model, inputs: Sequence[np.ndarray | None], outcome: CaseOutcome, *,
+def blame(device: Device | None, model: Model, inputs: Sequence[np.ndarray | None], outcome: CaseOutcome, *,
           ignored: Sequence[bool] | None = None, criteria: Criteria | None = None) -> Blame | None:
     """The operation to blame for ``outcome`` (a runner CaseOutcome); None for a case that did
     not fail or a model without operations.  ``criteria`` are the case's own (None: the
