@@ -11,7 +11,7 @@ import dataclasses
 import enum
 import functools
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence, cast
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -222,8 +222,12 @@ SHORT_TYPE_NAME: dict[OperandType, str] = {
 }
 
 
+# TYPE_INFO itself, for lookups by a plain int code (an IntEnum key matches its int value)
+_TYPE_INFO_BY_CODE: dict[Any, TypeInfo] = TYPE_INFO
+
+
 def type_info(t: OperandType | int) -> TypeInfo:
-    info = TYPE_INFO.get(cast(OperandType, t))   # an IntEnum key: a plain int code finds it too
+    info = _TYPE_INFO_BY_CODE.get(t)
     if info is not None:
         return info
     try:
