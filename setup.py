@@ -7,13 +7,19 @@ roots that holds an ``__init__.py`` is a package: a new sub-package is found her
 added to a hand-kept list (a list once lost ``nnconform.fuzz`` and broke the wheel).
 Everything else about the project lives in pyproject.toml.
 """
+
 from pathlib import Path
 
 from setuptools import setup
 
 HERE = Path(__file__).resolve().parent
-ROOTS = {"nnconform": "harness", "nnconform.drivers": "drivers", "nnconform.generators": "generators",
-         "nnconform.suites": "suites", "nnconform.reports": "reports"}
+ROOTS = {
+    "nnconform": "harness",
+    "nnconform.drivers": "drivers",
+    "nnconform.generators": "generators",
+    "nnconform.suites": "suites",
+    "nnconform.reports": "reports",
+}
 
 
 def discover() -> tuple[list[str], dict[str, str]]:

@@ -8,6 +8,7 @@ Each step names the command, its exit status and, for commands that run cases, c
 artifact contract (run.json with its exit status, results.jsonl, results.csv, summary.json,
 report.html).  Exit status 0 when every step did what it should, 1 otherwise.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = ("run.json", "results.jsonl", "results.csv", "summary.json", "report.html")
 # A driver that gets RELU wrong by a whole unit: `run` must find it (exit 1) and dump a spec
 # that `replay` reproduces against it and clears against the reference.
-SMOKE_DRIVER = '''
+SMOKE_DRIVER = """
 import dataclasses
 
 import numpy as np
@@ -44,7 +45,7 @@ class _WrongRelu(ReferencePreparedModel):
 class ReluOffByOne(ReferenceDevice):
     def prepare(self, model, **kw):
         return _WrongRelu(super().prepare(model, **kw).model)
-'''
+"""
 
 
 def main() -> int:
@@ -56,11 +57,23 @@ def main() -> int:
     failures: list[str] = []
     t0 = time.monotonic()
 
-    def step(name: str, cmd: list[str], expect: tuple[int, ...] = (0,), cwd: Path | None = None,
-             timeout: float = 600, artifacts: str | None = None) -> subprocess.CompletedProcess[str]:
+    def step(
+        name: str,
+        cmd: list[str],
+        expect: tuple[int, ...] = (0,),
+        cwd: Path | None = None,
+        timeout: float = 600,
+        artifacts: str | None = None,
+    ) -> subprocess.CompletedProcess[str]:
         t = time.monotonic()
-        p = subprocess.run(cmd, cwd=cwd or run_dir, capture_output=True, text=True, timeout=timeout,
-                           env={**os.environ, "PYTHONPATH": ""})
+        p = subprocess.run(
+            cmd,
+            cwd=cwd or run_dir,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, "PYTHONPATH": ""},
+        )
         ok = p.returncode in expect
         problems = []
         if artifacts is not None:
@@ -73,8 +86,11 @@ def main() -> int:
                 if recorded != p.returncode:
                     problems.append(f"run.json says exit_status {recorded}, the command exited {p.returncode}")
         status = "ok" if ok and not problems else "FAILED"
-        print(f"wheel-smoke: {status:6s} {name}: exit {p.returncode} in {time.monotonic() - t:.1f} s"
-              + (f" ({'; '.join(problems)})" if problems else ""), flush=True)
+        print(
+            f"wheel-smoke: {status:6s} {name}: exit {p.returncode} in {time.monotonic() - t:.1f} s"
+            + (f" ({'; '.join(problems)})" if problems else ""),
+            flush=True,
+        )
         if status != "ok":
             failures.append(name)
             print((p.stdout[-2000:] + "\n" + p.stderr[-2000:]).strip(), flush=True)
@@ -90,8 +106,11 @@ def main() -> int:
     # setuptools builds in the checkout's build/ folder and copies what it finds there into the
     # wheel: a module deleted from the sources would still ship from a stale build/lib.
     shutil.rmtree(REPO / "build", ignore_errors=True)
-    step("build the wheel", [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist), str(REPO)],
-         cwd=work)
+    step(
+        "build the wheel",
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist), str(REPO)],
+        cwd=work,
+    )
     shutil.rmtree(REPO / "build", ignore_errors=True)
     wheels = glob.glob(str(dist / "nnconform-*.whl"))
     if not wheels:
@@ -104,8 +123,21 @@ def main() -> int:
 
     # --help of the command and of every subcommand (each prints the exit-status table)
     helped = step("nnconform --help", [*nn, "--help"])
-    commands = ["run", "drivers", "validate", "coverage", "diff", "vectors", "replay", "import", "models",
-                "bench", "probe", "stress", "fuzz"]
+    commands = [
+        "run",
+        "drivers",
+        "validate",
+        "coverage",
+        "diff",
+        "vectors",
+        "replay",
+        "import",
+        "models",
+        "bench",
+        "probe",
+        "stress",
+        "fuzz",
+    ]
     for c in commands:
         p = step(f"nnconform {c} --help", [*nn, c, "--help"])
         if "Exit status" not in p.stdout:
@@ -118,31 +150,108 @@ def main() -> int:
     step("vectors list", [*nn, "vectors", "list"])
     step("coverage", [*nn, "coverage"])
     step("models list", [*nn, "models", "list"])
-    step("run (reference)", [*nn, "run", "--driver", "reference", "--suite", "generated", "--seed", "1",
-                             "--report-dir", "clean", "--", "-k", "RELU and fp32"], artifacts="clean")
-    step("run (a wrong RELU)", [*nn, "run", "--driver", "smokedriver:ReluOffByOne", "--suite", "generated",
-                                "--seed", "1", "--report-dir", "wrong", "--", "-k", "RELU and fp32"],
-         expect=(1,), artifacts="wrong")
+    step(
+        "run (reference)",
+        [
+            *nn,
+            "run",
+            "--driver",
+            "reference",
+            "--suite",
+            "generated",
+            "--seed",
+            "1",
+            "--report-dir",
+            "clean",
+            "--",
+            "-k",
+            "RELU and fp32",
+        ],
+        artifacts="clean",
+    )
+    step(
+        "run (a wrong RELU)",
+        [
+            *nn,
+            "run",
+            "--driver",
+            "smokedriver:ReluOffByOne",
+            "--suite",
+            "generated",
+            "--seed",
+            "1",
+            "--report-dir",
+            "wrong",
+            "--",
+            "-k",
+            "RELU and fp32",
+        ],
+        expect=(1,),
+        artifacts="wrong",
+    )
     specs = sorted((run_dir / "wrong" / "failures").glob("*.spec.json"))
     if not specs:
         failures.append("the failing run dumped no spec")
     else:
         step("validate", [*nn, "validate", str(specs[0])])
         step("replay (reference)", [*nn, "replay", str(specs[0]), "--driver", "reference"])
-        step("replay (the wrong driver)", [*nn, "replay", str(specs[0]), "--driver", "smokedriver:ReluOffByOne"],
-             expect=(1,))
+        step(
+            "replay (the wrong driver)",
+            [*nn, "replay", str(specs[0]), "--driver", "smokedriver:ReluOffByOne"],
+            expect=(1,),
+        )
     step("diff", [*nn, "diff", "clean", "wrong"], expect=(0, 1))
     step("probe", [*nn, "probe", "--driver", "reference", "--ops", "RELU", "--report-dir", "probe"])
-    step("stress", [*nn, "stress", "--driver", "reference", "--budget", "20s", "--tests", "random-model-load",
-                    "--seed", "1", "--report-dir", "stress"], artifacts="stress")
-    step("fuzz", [*nn, "fuzz", "--driver", "reference", "--cases", "30", "--seed", "1", "--report-dir", "fuzz"],
-         artifacts="fuzz")
-    step("bench", [*nn, "bench", "--driver", "reference", "--models", "mobilenet_v1_float", "--warmup", "1",
-                   "--iterations", "2", "--inputs", "1", "--report-dir", "bench"], artifacts="bench")
+    step(
+        "stress",
+        [
+            *nn,
+            "stress",
+            "--driver",
+            "reference",
+            "--budget",
+            "20s",
+            "--tests",
+            "random-model-load",
+            "--seed",
+            "1",
+            "--report-dir",
+            "stress",
+        ],
+        artifacts="stress",
+    )
+    step(
+        "fuzz",
+        [*nn, "fuzz", "--driver", "reference", "--cases", "30", "--seed", "1", "--report-dir", "fuzz"],
+        artifacts="fuzz",
+    )
+    step(
+        "bench",
+        [
+            *nn,
+            "bench",
+            "--driver",
+            "reference",
+            "--models",
+            "mobilenet_v1_float",
+            "--warmup",
+            "1",
+            "--iterations",
+            "2",
+            "--inputs",
+            "1",
+            "--report-dir",
+            "bench",
+        ],
+        artifacts="bench",
+    )
     step("a bad option is a usage error", [*nn, "stress", "--mem-limit", "lots"], expect=(2,))
 
-    print(f"wheel-smoke: {len(failures)} failed in {time.monotonic() - t0:.0f} s"
-          + (f": {', '.join(failures)}" if failures else ""), flush=True)
+    print(
+        f"wheel-smoke: {len(failures)} failed in {time.monotonic() - t0:.0f} s"
+        + (f": {', '.join(failures)}" if failures else ""),
+        flush=True,
+    )
     if not a.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if failures else 0

@@ -8,6 +8,7 @@ keeps each side's median; the ratio is the median of the rounds' on/off ratios. 
 in one process puts both sides under the same load.  CPU clock.  NNCONFORM_JIT=0 times the
 numpy-only reference; otherwise the compiled kernels are on when numba is installed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,24 +16,31 @@ import os
 import statistics
 import time
 
-DEFAULT_MODELS = ("mobilenet_v1_float,mobilenet_v2_float,mobilenet_v1_quant8,mobilenet_v2_quant8,"
-                  "face_detection_full_range_sparse,face_detection_short_range,hand_landmark_lite,iris_landmark")
+DEFAULT_MODELS = (
+    "mobilenet_v1_float,mobilenet_v2_float,mobilenet_v1_quant8,mobilenet_v2_quant8,"
+    "face_detection_full_range_sparse,face_detection_short_range,hand_landmark_lite,iris_landmark"
+)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", default=DEFAULT_MODELS,
-                   help="comma-separated names (built-in, or zoo after `nnconform models fetch`)")
+    p.add_argument(
+        "--models",
+        default=DEFAULT_MODELS,
+        help="comma-separated names (built-in, or zoo after `nnconform models fetch`)",
+    )
     p.add_argument("--rounds", type=int, default=9)
     a = p.parse_args()
     if a.rounds < 1:
         p.error(f"--rounds must be at least 1, got {a.rounds}")
     os.environ.setdefault("NNCONFORM_BLAS_THREADS", "1")
     from nnconform.reference.kernels import jit
+
     if os.environ.get("NNCONFORM_JIT") != "0":
         jit.turn_on_if_installed()
     from nnconform.models import available_models
     from nnconform.reference.executor import Executor
+
     entries = available_models()
     unknown = [n for n in a.models.split(",") if n not in entries]
     if unknown:
@@ -59,8 +67,11 @@ def main() -> None:
             t_off.append(medians[0])
             t_on.append(medians[1])
             ratios.append(medians[1] / medians[0])
-        print(f"{name:34s} {statistics.median(t_off) * 1e3:8.2f} {statistics.median(t_on) * 1e3:8.2f}  "
-              f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})", flush=True)
+        print(
+            f"{name:34s} {statistics.median(t_off) * 1e3:8.2f} {statistics.median(t_on) * 1e3:8.2f}  "
+            f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ load.  Without ``--models`` it times benchmarks/bench_executor.py's operation ca
 whole models (built-in names or fetched zoo names).  CPU clock, one BLAS thread (as the
 harness sets it).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,7 +24,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-CHILD = r'''
+CHILD = r"""
 import os, sys, time, statistics, json
 os.environ.setdefault("NNCONFORM_BLAS_THREADS", "1")
 sys.path.insert(0, sys.argv[2])
@@ -48,7 +49,7 @@ else:
             t = time.process_time(); ex.run(inp); s.append(time.process_time() - t)
         res[name] = statistics.median(s) * 1e3
 print(json.dumps(res))
-'''
+"""
 
 
 def main() -> None:
@@ -61,7 +62,7 @@ def main() -> None:
     if not (before / "harness" / "executor.py").is_file():
         sys.exit(f"ab_reference: {before}/harness/executor.py not found (export with git archive)")
     with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "nnconform").symlink_to(before / "harness")   # the package name over the old tree
+        (Path(tmp) / "nnconform").symlink_to(before / "harness")  # the package name over the old tree
         best: dict[str, dict[str, float]] = {"before": {}, "after": {}}
         for _ in range(a.rounds):
             for side in ("before", "after"):
@@ -70,8 +71,9 @@ def main() -> None:
                     env["PYTHONPATH"] = tmp
                 else:
                     env.pop("PYTHONPATH", None)
-                out = subprocess.run([sys.executable, "-c", CHILD, a.models or "ops", str(HERE)], env=env,
-                                     capture_output=True, text=True)
+                out = subprocess.run(
+                    [sys.executable, "-c", CHILD, a.models or "ops", str(HERE)], env=env, capture_output=True, text=True
+                )
                 if out.returncode:
                     sys.exit(f"ab_reference: the {side} run failed:\n{out.stderr[-2000:]}")
                 for k, v in json.loads(out.stdout.strip().splitlines()[-1]).items():

@@ -14,6 +14,7 @@ coordinator's dispatch rate.
    coordinator); cases per second from the first submit to the last row on disk.
    Goal: >= 2,000 cases/s dispatched.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,6 +34,7 @@ def _run(args: list[str]) -> tuple[float, subprocess.CompletedProcess]:
 
 def _rows(report_dir: Path) -> dict[str, str]:
     from nnconform.verdict.results import read_results
+
     return {r.extra["nodeid"]: r.outcome for r in read_results(report_dir / "results.jsonl")}
 
 
@@ -45,7 +47,7 @@ def bench_vectors(expr: str | None, seed: int, tmp: Path) -> list[tuple]:
         if r.returncode not in (0, 1):
             raise SystemExit(f"{name}: exit {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
         out.append((name, wall, _rows(tmp / name.replace(" ", "_"))))
-        for line in r.stdout.splitlines():        # the cluster's own timings: batches, dispatch seconds
+        for line in r.stdout.splitlines():  # the cluster's own timings: batches, dispatch seconds
             if line.startswith("nnconform cluster:"):
                 print(f"  {line}")
     return out
@@ -66,9 +68,18 @@ def noop_batch(keys, payload, topic=None, batch=0):
     pm, rows, sent, sent_at = NoopPrepared(), [], 0, time.monotonic()
     for k in keys:
         pm.execute(k)
-        rows.append({"suite": "noop", "test_id": k, "driver": "noop", "outcome": "PASS", "seed": payload["seed"],
-                     "extra": {"nodeid": k}, "_key": k})
-        if time.monotonic() - sent_at >= STREAM_EVERY_S:       # as run_batch streams its rows
+        rows.append(
+            {
+                "suite": "noop",
+                "test_id": k,
+                "driver": "noop",
+                "outcome": "PASS",
+                "seed": payload["seed"],
+                "extra": {"nodeid": k},
+                "_key": k,
+            }
+        )
+        if time.monotonic() - sent_at >= STREAM_EVERY_S:  # as run_batch streams its rows
             send_rows(topic, rows[sent:], batch)
             sent, sent_at = len(rows), time.monotonic()
     return {"rows": rows[sent:], "error": None}
@@ -76,6 +87,7 @@ def noop_batch(keys, payload, topic=None, batch=0):
 
 def _warm() -> bool:
     import importlib
+
     importlib.import_module("nnconform.cluster.dispatch")
     return True
 
@@ -84,6 +96,7 @@ def bench_dispatch(n: int, workers: int, tmp: Path) -> tuple[float, float, int]:
     from nnconform.cluster.connect import open_cluster
     from nnconform.cluster.dispatch import Dispatcher, batch_size, split
     from nnconform.verdict.results import ResultRecord, ResultsWriter
+
     t0 = time.perf_counter()
     handle = open_cluster(f"local:{workers}")
     handle.client.wait_for_workers(workers, timeout=300)
@@ -93,7 +106,7 @@ def bench_dispatch(n: int, workers: int, tmp: Path) -> tuple[float, float, int]:
     started = time.perf_counter() - t0
     writer = ResultsWriter(tmp / "dispatch.jsonl")
 
-    def accept(rows, worker):          # as the conformance coordinator's: one write per chunk
+    def accept(rows, worker):  # as the conformance coordinator's: one write per chunk
         done, records = [], []
         for row in rows:
             row = dict(row)
@@ -104,8 +117,15 @@ def bench_dispatch(n: int, workers: int, tmp: Path) -> tuple[float, float, int]:
 
     keys = [f"case-{i}" for i in range(n)]
     try:
-        d = Dispatcher(handle, noop_batch, {"seed": 0}, accept=accept, sync=writer.sync, lost_case=lambda *a: None,
-                       log=lambda s: None)
+        d = Dispatcher(
+            handle,
+            noop_batch,
+            {"seed": 0},
+            accept=accept,
+            sync=writer.sync,
+            lost_case=lambda *a: None,
+            log=lambda s: None,
+        )
         stats = d.run(split(keys, batch_size(n, handle.slots())))
     finally:
         writer.close()
@@ -123,7 +143,7 @@ def main() -> int:
     ap.add_argument("--skip-vectors", action="store_true")
     ap.add_argument("--skip-dispatch", action="store_true")
     a = ap.parse_args()
-    os.environ.setdefault("NNCONFORM_AUTO_PROBE", "0")    # both runs alike: no capability probe
+    os.environ.setdefault("NNCONFORM_AUTO_PROBE", "0")  # both runs alike: no capability probe
     print(f"bench_cluster: seed {a.seed}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as d:
         tmp = Path(d)
@@ -134,14 +154,18 @@ def main() -> int:
             print(f"{'mode':20s} {'cases':>7s} {'wall s':>8s} {'cases/s':>8s}")
             for name, wall, rows in res:
                 print(f"{name:20s} {len(rows):7d} {wall:8.1f} {len(rows) / wall:8.1f}")
-            print(f"cluster overhead: {(ct - lt) / lt * 100:+.1f} % (goal <= 15 %); "
-                  f"same rows (case, outcome): {'yes' if lrows == crows else 'NO'}")
+            print(
+                f"cluster overhead: {(ct - lt) / lt * 100:+.1f} % (goal <= 15 %); "
+                f"same rows (case, outcome): {'yes' if lrows == crows else 'NO'}"
+            )
         if not a.skip_dispatch:
             secs, started, batches, first = bench_dispatch(a.dispatch_cases, a.dispatch_workers, tmp)
-            print(f"\ndispatch: {a.dispatch_cases} no-op cases in {batches} batches on {a.dispatch_workers} local "
-                  f"workers (started in {started:.1f} s): {secs:.2f} s, "
-                  f"{a.dispatch_cases / secs:,.0f} cases/s (goal >= 2,000); first row on disk after {first:.2f} s, "
-                  f"then {(a.dispatch_cases) / max(1e-9, secs - first):,.0f} cases/s")
+            print(
+                f"\ndispatch: {a.dispatch_cases} no-op cases in {batches} batches on {a.dispatch_workers} local "
+                f"workers (started in {started:.1f} s): {secs:.2f} s, "
+                f"{a.dispatch_cases / secs:,.0f} cases/s (goal >= 2,000); first row on disk after {first:.2f} s, "
+                f"then {(a.dispatch_cases) / max(1e-9, secs - first):,.0f} cases/s"
+            )
     return 0
 
 

@@ -6,6 +6,7 @@ FULLY_CONNECTED 1x1024->1000), fp32 and quant8.
 
 Each model is one operation with constant weights, run through nnconform.reference.executor.execute.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,7 +24,11 @@ def _model(kind: str, quant: bool, rng: np.random.Generator):
     b = ModelBuilder()
     if quant:
         t, wt_t, bias_t = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
-        q_in, q_w, q_out = dict(scale=0.02, zero_point=128), dict(scale=0.01, zero_point=120), dict(scale=0.1, zero_point=128)
+        q_in, q_w, q_out = (
+            dict(scale=0.02, zero_point=128),
+            dict(scale=0.01, zero_point=120),
+            dict(scale=0.1, zero_point=128),
+        )
         q_b = dict(scale=0.02 * 0.01)
 
         def data(shape, _t=t):
@@ -40,6 +45,7 @@ def _model(kind: str, quant: bool, rng: np.random.Generator):
 
         def bias(n):
             return rng.standard_normal(n).astype(np.float32)
+
     if kind == "CONV_2D 1x112x112x32 3x3x32->64":
         x = b.input(t, [1, 112, 112, 32], **q_in)
         w = b.const(wt_t, [64, 3, 3, 32], data((64, 3, 3, 32)), **q_w)

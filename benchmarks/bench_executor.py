@@ -15,6 +15,7 @@ and oversubscribed BLAS threads can stall small GEMMs; ``--clock cpu`` measures 
 time (time.process_time) instead.  The issue's goals: conv/depthwise/FC within 3x of onnxruntime,
 elementwise within 1.5x, in every data type.  onnxruntime is optional (`pip install nnconform[onnx]`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,7 +35,9 @@ def _threads_from_argv(argv: list[str]) -> str:
 
 if __name__ == "__main__":
     for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NNCONFORM_BLAS_THREADS"):
-        os.environ.setdefault(_var, _threads_from_argv(sys.argv[1:]))   # nnconform.reference.kernels.blas honours the last
+        os.environ.setdefault(
+            _var, _threads_from_argv(sys.argv[1:])
+        )  # nnconform.reference.kernels.blas honours the last
 
 import numpy as np  # noqa: E402
 from sidebyside import CLOCKS, interleaved, round_ratio  # noqa: E402
@@ -59,8 +62,12 @@ class Typed:
     def __init__(self, t: str, rng: np.random.Generator):
         self.t, self.rng = t, rng
         self.quant = t in ("quant8", "int8")
-        self.type = {"fp32": T.TENSOR_FLOAT32, "fp16": T.TENSOR_FLOAT16,
-                     "quant8": T.TENSOR_QUANT8_ASYMM, "int8": T.TENSOR_QUANT8_ASYMM_SIGNED}[t]
+        self.type = {
+            "fp32": T.TENSOR_FLOAT32,
+            "fp16": T.TENSOR_FLOAT16,
+            "quant8": T.TENSOR_QUANT8_ASYMM,
+            "int8": T.TENSOR_QUANT8_ASYMM_SIGNED,
+        }[t]
         self.dtype = {"fp32": np.float32, "fp16": np.float16, "quant8": np.uint8, "int8": np.int8}[t]
 
     def zp(self, z: int) -> int:
@@ -150,6 +157,7 @@ def softmax_case(t: Typed):
 
 # ---- onnxruntime equivalents -------------------------------------------------------------
 
+
 def ort_session(kind: str, t: str, inputs, params, threads: int):
     """An onnxruntime session computing case ``kind`` in data type ``t`` on the same data;
     raises when this onnxruntime cannot (fp16 kernels are missing from most CPU builds)."""
@@ -158,8 +166,12 @@ def ort_session(kind: str, t: str, inputs, params, threads: int):
 
     nodes, inits, ins = [], [], []
     quant = t in ("quant8", "int8")
-    elem = {"fp32": TensorProto.FLOAT, "fp16": TensorProto.FLOAT16,
-            "quant8": TensorProto.UINT8, "int8": TensorProto.INT8}[t]
+    elem = {
+        "fp32": TensorProto.FLOAT,
+        "fp16": TensorProto.FLOAT16,
+        "quant8": TensorProto.UINT8,
+        "int8": TensorProto.INT8,
+    }[t]
     zdtype = np.uint8 if t == "quant8" else np.int8
 
     def init(name, arr):
@@ -182,8 +194,14 @@ def ort_session(kind: str, t: str, inputs, params, threads: int):
         init("w", np.ascontiguousarray(w_onnx))
         init("b", bias)
         if quant:
-            nodes.append(helper.make_node("QLinearConv", ["x", *qparams("x", 0.05, 128), "w", *qparams("w", 0.02, 128),
-                                                          *qparams("y", 0.1, 128), "b"], ["y"], **attrs))
+            nodes.append(
+                helper.make_node(
+                    "QLinearConv",
+                    ["x", *qparams("x", 0.05, 128), "w", *qparams("w", 0.02, 128), *qparams("y", 0.1, 128), "b"],
+                    ["y"],
+                    **attrs,
+                )
+            )
         else:
             nodes.append(helper.make_node("Conv", ["x", "w", "b"], ["y"], **attrs))
         feeds["x"] = x
@@ -192,8 +210,13 @@ def ort_session(kind: str, t: str, inputs, params, threads: int):
         ins.append(helper.make_tensor_value_info("x", elem, [1, 1024]))
         if quant:
             init("wt", np.ascontiguousarray(w.T))
-            nodes.append(helper.make_node("QLinearMatMul", ["x", *qparams("x", 0.05, 128), "wt", *qparams("w", 0.02, 128),
-                                                            *qparams("y", 0.5, 128)], ["y"]))
+            nodes.append(
+                helper.make_node(
+                    "QLinearMatMul",
+                    ["x", *qparams("x", 0.05, 128), "wt", *qparams("w", 0.02, 128), *qparams("y", 0.5, 128)],
+                    ["y"],
+                )
+            )
         else:
             init("w", w)
             init("b", bias)
@@ -204,26 +227,41 @@ def ort_session(kind: str, t: str, inputs, params, threads: int):
             ins.append(helper.make_tensor_value_info(n, elem, list(v.shape)))
             feeds[n] = v
         if quant:
-            nodes.append(helper.make_node("QLinearAdd", ["a", *qparams("a", 0.05, 128), "b", *qparams("b", 0.07, 120),
-                                                         *qparams("y", 0.1, 128)], ["y"], domain="com.microsoft"))
+            nodes.append(
+                helper.make_node(
+                    "QLinearAdd",
+                    ["a", *qparams("a", 0.05, 128), "b", *qparams("b", 0.07, 120), *qparams("y", 0.1, 128)],
+                    ["y"],
+                    domain="com.microsoft",
+                )
+            )
         else:
             nodes.append(helper.make_node("Add", ["a", "b"], ["y"]))
     elif kind == "softmax":
         ins.append(helper.make_tensor_value_info("x", elem, [1, 1000]))
         feeds["x"] = inputs[0]
         if quant:
-            nodes.append(helper.make_node("QLinearSoftmax", ["x", *qparams("x", 0.1, 128), *qparams("y", 1 / 256, 0)],
-                                          ["y"], axis=-1, opset=13, domain="com.microsoft"))
+            nodes.append(
+                helper.make_node(
+                    "QLinearSoftmax",
+                    ["x", *qparams("x", 0.1, 128), *qparams("y", 1 / 256, 0)],
+                    ["y"],
+                    axis=-1,
+                    opset=13,
+                    domain="com.microsoft",
+                )
+            )
         else:
             nodes.append(helper.make_node("Softmax", ["x"], ["y"], axis=-1))
     out = helper.make_tensor_value_info("y", elem, None)
     graph = helper.make_graph(nodes, kind, ins, [out], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                    helper.make_opsetid("com.microsoft", 1)])
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    )
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
-    sess.run(None, feeds)       # a missing kernel may only show at the first run
+    sess.run(None, feeds)  # a missing kernel may only show at the first run
     return lambda: sess.run(None, feeds)
 
 
@@ -253,13 +291,22 @@ def _ort_for(kind: str, t: str, inputs, params, threads: int):
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=10)
-    p.add_argument("--threads", type=int, default=1,
-                   help="onnxruntime intra-op threads and BLAS threads (default 1)")
-    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
-                   help="wall: time.perf_counter; cpu: time.process_time (steadier on a loaded machine)")
+    p.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads and BLAS threads (default 1)")
+    p.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="wall: time.perf_counter; cpu: time.process_time (steadier on a loaded machine)",
+    )
     p.add_argument("-k", dest="only", default="", help="only the cases whose name contains this text (e.g. DEPTHWISE)")
-    p.add_argument("--types", nargs="+", choices=TYPES, default=list(TYPES), metavar="TYPE",
-                   help=f"data types to run, of {', '.join(TYPES)} (default: all)")
+    p.add_argument(
+        "--types",
+        nargs="+",
+        choices=TYPES,
+        default=list(TYPES),
+        metavar="TYPE",
+        help=f"data types to run, of {', '.join(TYPES)} (default: all)",
+    )
     a = p.parse_args()
     if a.repeats < 1:
         p.error(f"--repeats must be at least 1, got {a.repeats}")
@@ -268,12 +315,14 @@ def main() -> None:
     clock = CLOCKS[a.clock]
     try:
         import onnxruntime  # noqa: F401
+
         have_ort = True
     except ImportError:
         have_ort = False
         print("onnxruntime is not installed (pip install nnconform[onnx]): reference column only")
     from nnconform.reference.kernels import jit
-    jit.turn_on_if_installed()      # compiled kernels when numba is there, unless NNCONFORM_JIT says
+
+    jit.turn_on_if_installed()  # compiled kernels when numba is there, unless NNCONFORM_JIT says
     print(f"reference: {jit.describe()}; load average {os.getloadavg()[0]:.1f}; data seed {SEED}")
     print(f"{'case':40s} {'type':7s} {'reference ms':>13s} {'onnxruntime ms':>15s} {'ratio':>7s}")
     notes = []

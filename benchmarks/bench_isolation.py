@@ -13,6 +13,7 @@
    host writes it, the harness copies it out: the harness must own a fresh array either way).
    Median of repeated round trips per size.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,21 @@ from nnconform.isolation import hostproto as wire
 
 def run_suite(extra: list[str], k: str | None) -> tuple[float, str]:
     with tempfile.TemporaryDirectory(prefix="bench-iso-") as d:
-        cmd = [sys.executable, "-m", "nnconform", "run", "--driver", "reference", "--suite", "vectors",
-               "--report-dir", d, "--seed", "1", *extra]
+        cmd = [
+            sys.executable,
+            "-m",
+            "nnconform",
+            "run",
+            "--driver",
+            "reference",
+            "--suite",
+            "vectors",
+            "--report-dir",
+            d,
+            "--seed",
+            "1",
+            *extra,
+        ]
         if k:
             cmd += ["--", "-k", k]
         t0 = time.perf_counter()
@@ -70,10 +84,10 @@ shm.close(); shm.unlink()
 
 def transfer(size: int, repeats: int) -> tuple[float, float]:
     from multiprocessing import shared_memory
+
     req_r, req_w = os.pipe()
     res_r, res_w = os.pipe()
-    p = subprocess.Popen([sys.executable, "-c", _CHILD, str(req_r), str(res_w), str(size)],
-                         pass_fds=(req_r, res_w))
+    p = subprocess.Popen([sys.executable, "-c", _CHILD, str(req_r), str(res_w), str(size)], pass_fds=(req_r, res_w))
     os.close(req_r)
     os.close(res_w)
     wire.widen_pipe(req_w)
@@ -130,8 +144,10 @@ def main() -> int:
     two, line = run_suite(["-n", "2"], a.k)
     print(f"| isolated -n 2 | {two:.1f} | {two / base:.2f}x | {line} |", flush=True)
     print()
-    print(f"isolated / in-process = {iso / base:.2f} (goal <= 1.3); -n 1 / -n 2 speed-up = {iso / two:.2f}x "
-          f"(goal >= 1.7; {os.cpu_count()} cores)")
+    print(
+        f"isolated / in-process = {iso / base:.2f} (goal <= 1.3); -n 1 / -n 2 speed-up = {iso / two:.2f}x "
+        f"(goal >= 1.7; {os.cpu_count()} cores)"
+    )
     return 0
 
 

@@ -11,6 +11,7 @@ issue's goal: every zoo model within 5x.  ``--clock cpu`` measures process CPU t
 on a loaded machine (it sums a runtime's threads, so it favours neither side).
 onnxruntime and LiteRT are optional extras; a missing one is a '-' column.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,15 +62,18 @@ def main() -> None:
     if unknown:
         p.error(f"unknown model(s) {', '.join(unknown)}; available: {', '.join(entries)}")
     from nnconform.reference.kernels import jit
-    jit.turn_on_if_installed()      # compiled kernels when numba is there, unless NNCONFORM_JIT says
+
+    jit.turn_on_if_installed()  # compiled kernels when numba is there, unless NNCONFORM_JIT says
     print(f"reference: {jit.describe()}")
-    print(f"{'model':34s} {'ops':>4s} {'reference':>10s} {'onnxruntime':>12s} {'tflite':>8s} {'ref/best':>9s} {'ref/ort':>8s}"
-          f"   (median ms, {a.clock} clock, {a.repeats} runs)")
+    print(
+        f"{'model':34s} {'ops':>4s} {'reference':>10s} {'onnxruntime':>12s} {'tflite':>8s} {'ref/best':>9s} {'ref/ort':>8s}"
+        f"   (median ms, {a.clock} clock, {a.repeats} runs)"
+    )
     for name in names:
         entry = entries[name]
         try:
             model = entry.load()
-        except Exception as e:   # an unmapped zoo model: say so and go on
+        except Exception as e:  # an unmapped zoo model: say so and go on
             print(f"{name:34s}    -  not imported: {str(e)[:90]}")
             continue
         inputs = entry.inputs(0)
@@ -77,8 +81,9 @@ def main() -> None:
         with contextlib.ExitStack() as stack:
             runtimes = {k: _prepare(drivers[k], model, inputs, stack) for k in ("onnxruntime", "tflite")}
             names_run = [k for k, fn in runtimes.items() if fn is not None]
-            samples = interleaved([lambda: ex.run(inputs)] + [runtimes[k] for k in names_run], a.repeats,
-                                  CLOCKS[a.clock])
+            samples = interleaved(
+                [lambda: ex.run(inputs)] + [runtimes[k] for k in names_run], a.repeats, CLOCKS[a.clock]
+            )
         by = dict(zip(["reference"] + names_run, samples))
         med = {k: statistics.median(v) for k, v in by.items()}
         ref, ort, tfl = med["reference"], med.get("onnxruntime"), med.get("tflite")
@@ -88,8 +93,11 @@ def main() -> None:
 
         def f(v, w):
             return f"{v:{w}.2f}" if v is not None else f"{'-':>{w}s}"
-        print(f"{name:34s} {len(model.main.operations):4d} {f(ref, 10)} {f(ort, 12)} {f(tfl, 8)} "
-              f"{(f'{to_best:8.1f}x' if to_best else '        -')} {(f'{to_ort:7.1f}x' if to_ort else '       -')}")
+
+        print(
+            f"{name:34s} {len(model.main.operations):4d} {f(ref, 10)} {f(ort, 12)} {f(tfl, 8)} "
+            f"{(f'{to_best:8.1f}x' if to_best else '        -')} {(f'{to_ort:7.1f}x' if to_ort else '       -')}"
+        )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ claim only the operations with even codes, then only the odd ones
 (``tests/drivers/broken_partial.py``), and prints per driver how many cases passed, skipped
 (nothing supported) and ran partitioned.  Partitioning is exact when nothing fails.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,15 +42,19 @@ def exact(step: int) -> int:
                     continue
                 case = case_from_dict(d, str(f))
                 ignored = [True] * len(case.outputs) if case.multinomial_tolerance > 0 else case.ignored
-                out = run_case(dev, case.model, case.inputs, case.outputs, ignored=ignored,
-                               expect_failure=case.expect_failure)
+                out = run_case(
+                    dev, case.model, case.inputs, case.outputs, ignored=ignored, expect_failure=case.expect_failure
+                )
                 tally["cases"] += 1
                 tally[out.outcome] += 1
                 tally["partitioned"] += bool(out.partition)
                 if out.outcome not in ("PASS", "SKIP"):
                     bad.append(f"  {case.test_id}: {out.outcome} {out.message[:200]}")
-        print(f"{dev.name:22} {tally['cases']:6} {tally['PASS']:6} {tally['SKIP']:6} {tally['partitioned']:11} "
-              f"{len(bad):6} {time.perf_counter() - t0:8.0f}", flush=True)
+        print(
+            f"{dev.name:22} {tally['cases']:6} {tally['PASS']:6} {tally['SKIP']:6} {tally['partitioned']:11} "
+            f"{len(bad):6} {time.perf_counter() - t0:8.0f}",
+            flush=True,
+        )
         print("\n".join(bad[:50]))
         bad_total += len(bad)
     return 1 if bad_total else 0

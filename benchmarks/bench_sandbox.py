@@ -9,6 +9,7 @@ same list of random-inference cases (10-op graphs, dims <= 1000, and 600-op grap
 alternating) through 1 and then 2 sandbox slots.  Goals: <= 10 ms overhead with a warm worker;
 2 workers >= 1.8x of 1 (needs 2 free cores).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -84,6 +85,7 @@ def main() -> None:
     print(f"| fresh interpreter per case | {fresh[0]:.0f} ms | {fresh[1]:.0f} ms | {fresh[2]:.0f} ms |")
 
     from nnconform.stress.tests import StressOptions
+
     plan = build_plan({"random-inference": a.throughput_cases}, 1, StressOptions())
     t1 = throughput(1, plan)
     t2 = throughput(2, plan)

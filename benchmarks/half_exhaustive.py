@@ -6,6 +6,7 @@ A one-off check (~8 minutes on two cores) beside tests/ops/test_half.py, which t
 rounding boundaries, NaN classes and random floats.  Prints how many of the 2**32 patterns
 differ (0 expected).  Needs the [fast] extra and a CPU with half-float conversions.
 """
+
 from __future__ import annotations
 
 import sys

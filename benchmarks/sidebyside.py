@@ -6,6 +6,7 @@ runtime's could see different machines, and a ratio moved by 2x between runs.  H
 round takes one sample of each function in turn, and a ratio is the median of the rounds'
 own ratios, so both sides of it share whatever else was running.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -25,8 +26,9 @@ def calls_per_sample(fn: Callable[[], object], target: float = 0.002) -> int:
     return max(1, min(1000, int(target / max(time.perf_counter() - t0, 1e-7))))
 
 
-def interleaved(fns: Sequence[Callable[[], object]], repeats: int,
-                clock: Callable[[], float] = time.perf_counter) -> list[list[float]]:
+def interleaved(
+    fns: Sequence[Callable[[], object]], repeats: int, clock: Callable[[], float] = time.perf_counter
+) -> list[list[float]]:
     """Milliseconds per call of each of ``fns``: ``repeats`` rounds, each one sample (a batch
     of calls) of every function in turn."""
     calls = [calls_per_sample(fn) for fn in fns]

@@ -18,6 +18,7 @@ The output has three parts:
 call goes through ``run_case``, as in the suites: a driver that crashes, hangs, raises or
 returns garbage on an operation leaves that operation "not compared", with the reason.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,7 +71,7 @@ def main() -> None:
     entry = entries[a.model]
     try:
         model = entry.load()
-    except (NnError, TfliteImportError) as e:    # a zoo model with unmapped operations
+    except (NnError, TfliteImportError) as e:  # a zoo model with unmapped operations
         p.error(f"{a.model} does not import: {str(e).splitlines()[0][:200]}")
     seed = input_seed(a.seed, a.model)
     inputs = entry.inputs(seed)
@@ -83,7 +84,7 @@ def main() -> None:
         for name in a.drivers:
             try:
                 devices[name] = open_isolated(name)
-            except NnError as e:       # a driver that fails as it loads
+            except NnError as e:  # a driver that fails as it loads
                 p.error(f"driver {name}: {str(e).splitlines()[0][:200]}")
             stack.callback(devices[name].close)
         _compare(model, inputs, final_ref, values, devices)
@@ -115,8 +116,9 @@ def _compare(model, inputs, final_ref, values, devices) -> None:
                 continue
             outs[name] = _wide(got)
             if outs[name].shape != ref.shape:
-                failed.append(f"operation {k} {op.type.name} on {name}: shape {outs[name].shape}, "
-                              f"reference {ref.shape}")
+                failed.append(
+                    f"operation {k} {op.type.name} on {name}: shape {outs[name].shape}, reference {ref.shape}"
+                )
                 del outs[name]
                 continue
             diff = outs[name] - ref

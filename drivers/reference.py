@@ -5,6 +5,7 @@ only when the executor implements it for the operation's data type.  It also imp
 optional interface (async, fenced and burst execution, compilation caching, memory domains) the
 way AOSP's sample driver does, so those suites really run.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -73,14 +74,14 @@ def operation_supported(model: Model, subgraph_index: int, op_index: int, _seen=
                 if ref in seen:
                     continue
                 seen.add(ref)
-                if not all(operation_supported(model, ref, k, seen)
-                           for k in range(len(model.referenced[ref].operations))):
+                if not all(
+                    operation_supported(model, ref, k, seen) for k in range(len(model.referenced[ref].operations))
+                ):
                     return False
         return True
     if not op.inputs or opdef.primary_input >= len(op.inputs):
         return True
     return sg.operands[op.inputs[opdef.primary_input]].type in opdef.data_types
-
 
 
 def _us_since(t0: int) -> int:
@@ -103,22 +104,25 @@ class ReferenceBuffer(DeviceBuffer):
     """One driver-managed buffer: a numpy array once initialised, None before."""
 
     def __init__(self, operand: Operand, dims: tuple[int, ...], roles: frozenset):
-        self.operand = operand            # type, scale, zero point, channel quant of every role
-        self.dims = dims                  # fully specified (allocate refuses anything else)
-        self.roles = roles                # {(prepared model serial, "in"/"out", io index)}
+        self.operand = operand  # type, scale, zero point, channel quant of every role
+        self.dims = dims  # fully specified (allocate refuses anything else)
+        self.roles = roles  # {(prepared model serial, "in"/"out", io index)}
         self._data: np.ndarray | None = None
         self._lock = threading.Lock()
 
     def _fit(self, array, where: str) -> np.ndarray:
         arr = np.asarray(array)
         dtype = self.operand.info.dtype
-        assert dtype is not None     # a buffer holds a tensor or scalar, never a subgraph reference
+        assert dtype is not None  # a buffer holds a tensor or scalar, never a subgraph reference
         if arr.dtype != dtype and not np.can_cast(arr.dtype, dtype, casting="same_kind"):
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"{where}: dtype {arr.dtype} cannot hold "
-                                                            f"{self.operand.type.name}")
+            raise DriverError(
+                ErrorStatus.INVALID_ARGUMENT, f"{where}: dtype {arr.dtype} cannot hold {self.operand.type.name}"
+            )
         if tuple(arr.shape) != self.dims and not (self.operand.info.is_scalar and arr.size == 1):
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"{where}: shape {list(arr.shape)} differs from "
-                                                            f"the buffer's {list(self.dims)}")
+            raise DriverError(
+                ErrorStatus.INVALID_ARGUMENT,
+                f"{where}: shape {list(arr.shape)} differs from the buffer's {list(self.dims)}",
+            )
         out = np.array(arr, dtype=dtype).reshape(self.dims)
         out.setflags(write=False)
         return out
@@ -146,8 +150,10 @@ class ReferenceBuffer(DeviceBuffer):
     def write(self, array: np.ndarray) -> None:
         if tuple(array.shape) != self.dims:
             # an output whose real shape the buffer cannot hold (AOSP: GENERAL_FAILURE)
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"output of shape {list(array.shape)} does not fit "
-                                                           f"the device buffer of shape {list(self.dims)}")
+            raise DriverError(
+                ErrorStatus.GENERAL_FAILURE,
+                f"output of shape {list(array.shape)} does not fit the device buffer of shape {list(self.dims)}",
+            )
         self.copy_from(array)
 
 
@@ -180,7 +186,7 @@ _SERIALS = itertools.count(1)
 class ReferencePreparedModel(PreparedModel, AsyncExecution, FencedExecution, BurstExecution):
     def __init__(self, model: Model):
         self.model = model
-        self.serial = next(_SERIALS)      # names this prepared model in buffer roles
+        self.serial = next(_SERIALS)  # names this prepared model in buffer roles
         self._buffers = _TRACKER
         self._released = False
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
@@ -207,29 +213,36 @@ class ReferencePreparedModel(PreparedModel, AsyncExecution, FencedExecution, Bur
                 if buf is None:
                     raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"unknown device memory token {arg.memory}")
                 if (self.serial, kind, pos) not in buf.roles:
-                    raise DriverError(ErrorStatus.INVALID_ARGUMENT,
-                                      f"device memory {arg.memory} was not allocated for {kind}put {pos} "
-                                      f"of this prepared model")
+                    raise DriverError(
+                        ErrorStatus.INVALID_ARGUMENT,
+                        f"device memory {arg.memory} was not allocated for {kind}put {pos} of this prepared model",
+                    )
                 if arg.dimensions and _combine_dims(tuple(arg.dimensions), buf.dims) != buf.dims:
-                    raise DriverError(ErrorStatus.INVALID_ARGUMENT,
-                                      f"{kind}put {pos}: dimensions {list(arg.dimensions)} disagree with "
-                                      f"device memory {arg.memory} ({list(buf.dims)})")
+                    raise DriverError(
+                        ErrorStatus.INVALID_ARGUMENT,
+                        f"{kind}put {pos}: dimensions {list(arg.dimensions)} disagree with "
+                        f"device memory {arg.memory} ({list(buf.dims)})",
+                    )
                 found[side][pos] = buf
         ins, outs = found
         written = [id(b) for b in outs.values()]
         if len(set(written)) != len(written) or set(written) & {id(b) for b in ins.values()}:
-            raise DriverError(ErrorStatus.INVALID_ARGUMENT,
-                              "one device memory is used as two outputs, or as an input and an output")
+            raise DriverError(
+                ErrorStatus.INVALID_ARGUMENT, "one device memory is used as two outputs, or as an input and an output"
+            )
         return ins, outs
 
-    def _run(self, request: Request, deadline: float | None, loop_timeout: float | None
-             ) -> tuple[tuple[np.ndarray, ...], tuple[OutputShape, ...], int]:
+    def _run(
+        self, request: Request, deadline: float | None, loop_timeout: float | None
+    ) -> tuple[tuple[np.ndarray, ...], tuple[OutputShape, ...], int]:
         """Execute a checked request: (outputs, output shapes, microseconds on the device)."""
         in_bufs, out_bufs = self._device_memory(request)
         if deadline is not None and time.monotonic() > deadline:
             raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "deadline passed before execution")
-        inputs = [None if a.has_no_value else in_bufs[i].read() if i in in_bufs else a.value
-                  for i, a in enumerate(request.inputs)]
+        inputs = [
+            None if a.has_no_value else in_bufs[i].read() if i in in_bufs else a.value
+            for i, a in enumerate(request.inputs)
+        ]
         t_device = time.perf_counter_ns()
         try:
             outputs = self.new_executor().run(inputs, deadline=deadline, loop_timeout=loop_timeout)
@@ -243,25 +256,38 @@ class ReferencePreparedModel(PreparedModel, AsyncExecution, FencedExecution, Bur
         shapes = support.output_shapes(request, outputs)
         outputs = list(outputs)
         for pos, buf in out_bufs.items():
-            buf.write(outputs[pos])       # the buffer is initialised only by a successful execution
+            buf.write(outputs[pos])  # the buffer is initialised only by a successful execution
             outputs[pos] = np.empty((0,), outputs[pos].dtype)
         return tuple(outputs), tuple(shapes), device_us
 
     # ---- PreparedModel / AsyncExecution ------------------------------------------------
-    def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
-                loop_timeout: float | None = None) -> ExecutionResult:
+    def execute(
+        self,
+        request: Request,
+        *,
+        measure_timing: bool = False,
+        deadline: float | None = None,
+        loop_timeout: float | None = None,
+    ) -> ExecutionResult:
         t_driver = time.perf_counter_ns()
         self._check(request)
         outputs, shapes, device_us = self._run(request, deadline, loop_timeout)
         return ExecutionResult(outputs, shapes, support.timing(measure_timing, device_us, t_driver))
 
-    def execute_async(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
-                      loop_timeout: float | None = None):
+    def execute_async(
+        self,
+        request: Request,
+        *,
+        measure_timing: bool = False,
+        deadline: float | None = None,
+        loop_timeout: float | None = None,
+    ):
         with self._lock:
             if self._pool is None:
                 self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="nnref")
-        return self._pool.submit(self.execute, request, measure_timing=measure_timing, deadline=deadline,
-                                 loop_timeout=loop_timeout)
+        return self._pool.submit(
+            self.execute, request, measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout
+        )
 
     # ---- FencedExecution ---------------------------------------------------------------
     def _fenced_output_problem(self, request: Request) -> str | None:
@@ -279,16 +305,22 @@ class ReferencePreparedModel(PreparedModel, AsyncExecution, FencedExecution, Bur
             if not dims or 0 in dims:
                 return f"output {pos} has unspecified dimensions {list(dims or ())}"
             dtype = operand.info.dtype
-            assert dtype is not None     # an output is never a subgraph reference
+            assert dtype is not None  # an output is never a subgraph reference
             need = int(np.prod(dims)) * dtype.itemsize
             if arg.capacity is not None and arg.capacity < need:
                 return f"output {pos} needs {need} bytes, its buffer has {arg.capacity}"
         return None
 
-    def execute_fenced(self, request: Request, wait_for: Sequence[threading.Event], *,
-                       measure_timing: bool = False, deadline: float | None = None,
-                       loop_timeout: float | None = None,
-                       timeout_after_fence: float | None = None) -> FencedExecutionHandle:
+    def execute_fenced(
+        self,
+        request: Request,
+        wait_for: Sequence[threading.Event],
+        *,
+        measure_timing: bool = False,
+        deadline: float | None = None,
+        loop_timeout: float | None = None,
+        timeout_after_fence: float | None = None,
+    ) -> FencedExecutionHandle:
         t_launch = time.perf_counter_ns()
         self._check(request)
         why = self._fenced_output_problem(request)
@@ -312,7 +344,7 @@ class ReferencePreparedModel(PreparedModel, AsyncExecution, FencedExecution, Bur
                     closest = after if closest is None else min(closest, after)
                 outputs, shapes, device_us = self._run(request, closest, loop_timeout)
             except DriverError as e:
-                if e.status == ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:   # fenced has no such status
+                if e.status == ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:  # fenced has no such status
                     e = DriverError(ErrorStatus.INVALID_ARGUMENT, f"fenced execution: {e}")
                 handle.finish(None, e, FencedExecutionInfo(e.status))
                 return
@@ -324,8 +356,11 @@ class ReferencePreparedModel(PreparedModel, AsyncExecution, FencedExecution, Bur
             if measure_timing:
                 launched = Timing(device_us, max(device_us, _us_since(t_launch)))
                 fenced = Timing(device_us, max(device_us, _us_since(t_fenced)))
-            handle.finish(ExecutionResult(outputs, shapes, launched), None,
-                          FencedExecutionInfo(ErrorStatus.NONE, launched, fenced))
+            handle.finish(
+                ExecutionResult(outputs, shapes, launched),
+                None,
+                FencedExecutionInfo(ErrorStatus.NONE, launched, fenced),
+            )
 
         # its own thread: a fence that is signalled late must not hold a pooled worker
         threading.Thread(target=run, name="nnref-fenced", daemon=True).start()
@@ -362,7 +397,7 @@ class ReferenceFencedHandle(FencedExecutionHandle):
             raise TimeoutError(f"fenced execution not finished within {timeout} s")
         if self._error is not None:
             raise self._error
-        assert self._result is not None     # finish() gives a result or an error
+        assert self._result is not None  # finish() gives a result or an error
         return self._result
 
     def get_execution_info(self) -> FencedExecutionInfo:
@@ -377,7 +412,7 @@ class ReferenceBurst(Burst, BurstMemory):
     def __init__(self, prepared: ReferencePreparedModel):
         self._prepared = prepared
         self._open = True
-        self._slots: dict[int, int] = {}          # slot -> device memory token
+        self._slots: dict[int, int] = {}  # slot -> device memory token
         self._next_slot = itertools.count()
         self._lock = threading.Lock()
 
@@ -385,11 +420,18 @@ class ReferenceBurst(Burst, BurstMemory):
         if not self._open:
             raise DriverError(ErrorStatus.GENERAL_FAILURE, "the burst was released")
 
-    def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
-                loop_timeout: float | None = None) -> ExecutionResult:
+    def execute(
+        self,
+        request: Request,
+        *,
+        measure_timing: bool = False,
+        deadline: float | None = None,
+        loop_timeout: float | None = None,
+    ) -> ExecutionResult:
         self._check_open()
-        return self._prepared.execute(request, measure_timing=measure_timing, deadline=deadline,
-                                      loop_timeout=loop_timeout)
+        return self._prepared.execute(
+            request, measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout
+        )
 
     # BurstMemory: a slot table checked on every use, so a stale slot is an error, not a crash
     def cache_memory(self, token: int) -> int:
@@ -414,9 +456,9 @@ class ReferenceBurst(Burst, BurstMemory):
 
 
 class ReferenceDevice(Device, CompilationCaching, MemoryDomains):
-    name = "nnconform-reference"      # <vendor>-<device>, as NNAPI names devices
+    name = "nnconform-reference"  # <vendor>-<device>, as NNAPI names devices
     version = __version__
-    feature_level = 8    # every golden vector folder nnconform ships (levels 1 to 4, 6 and 7) is in scope
+    feature_level = 8  # every golden vector folder nnconform ships (levels 1 to 4, 6 and 7) is in scope
 
     def device_type(self) -> DeviceType:
         return DeviceType.CPU
@@ -426,8 +468,11 @@ class ReferenceDevice(Device, CompilationCaching, MemoryDomains):
 
     def capabilities(self) -> Capabilities:
         perf = PerformanceInfo(1.0, 1.0)
-        types = tuple((t, perf) for t in OperandType if t not in (OperandType.SUBGRAPH, OperandType.OEM,
-                                                                  OperandType.TENSOR_OEM_BYTE))
+        types = tuple(
+            (t, perf)
+            for t in OperandType
+            if t not in (OperandType.SUBGRAPH, OperandType.OEM, OperandType.TENSOR_OEM_BYTE)
+        )
         return Capabilities(perf, perf, types, perf, perf)
 
     def supported_operations(self, model: Model) -> list[bool]:
@@ -437,10 +482,17 @@ class ReferenceDevice(Device, CompilationCaching, MemoryDomains):
     def cache_file_counts(self) -> tuple[int, int]:
         return (cache_files.NUM_MODEL_CACHE, cache_files.NUM_DATA_CACHE)
 
-    def prepare(self, model: Model, *, preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
-                priority: Priority = Priority.MEDIUM, deadline: float | None = None,
-                cache_token: bytes | None = None, model_cache: Sequence[CacheFile] | None = None,
-                data_cache: Sequence[CacheFile] | None = None) -> PreparedModel:
+    def prepare(
+        self,
+        model: Model,
+        *,
+        preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
+        priority: Priority = Priority.MEDIUM,
+        deadline: float | None = None,
+        cache_token: bytes | None = None,
+        model_cache: Sequence[CacheFile] | None = None,
+        data_cache: Sequence[CacheFile] | None = None,
+    ) -> PreparedModel:
         support.check_prepare_args(model, preference, priority, deadline, cache_token)
         if cache_token is not None:
             if model_cache is None and data_cache is None:
@@ -450,8 +502,13 @@ class ReferenceDevice(Device, CompilationCaching, MemoryDomains):
                 cache_files.save(model, bytes(cache_token), list(model_cache or ()), list(data_cache or ()))
         return ReferencePreparedModel(model)
 
-    def prepare_from_cache(self, cache_token: bytes, *, model_cache: Sequence[CacheFile] | None = None,
-                           data_cache: Sequence[CacheFile] | None = None) -> PreparedModel:
+    def prepare_from_cache(
+        self,
+        cache_token: bytes,
+        *,
+        model_cache: Sequence[CacheFile] | None = None,
+        data_cache: Sequence[CacheFile] | None = None,
+    ) -> PreparedModel:
         if model_cache is None and data_cache is None:
             model = self._cache.get(bytes(cache_token))
             if model is None:
@@ -460,13 +517,17 @@ class ReferenceDevice(Device, CompilationCaching, MemoryDomains):
         model = cache_files.load(bytes(cache_token), list(model_cache or ()), list(data_cache or ()))
         try:
             support.check_model(model)
-        except DriverError as e:   # authentic but not valid: not something we ever saved
+        except DriverError as e:  # authentic but not valid: not something we ever saved
             raise DriverError(ErrorStatus.GENERAL_FAILURE, f"cached model is invalid: {e}") from None
         return ReferencePreparedModel(model)
 
-    def allocate(self, desc: BufferDesc, prepared_models: Sequence[PreparedModel],
-                 input_roles: Sequence[BufferRole], output_roles: Sequence[BufferRole]
-                 ) -> tuple[DeviceBuffer, int]:
+    def allocate(
+        self,
+        desc: BufferDesc,
+        prepared_models: Sequence[PreparedModel],
+        input_roles: Sequence[BufferRole],
+        output_roles: Sequence[BufferRole],
+    ) -> tuple[DeviceBuffer, int]:
         def bad(why: str) -> DriverError:
             return DriverError(ErrorStatus.INVALID_ARGUMENT, f"allocate: {why}")
 
@@ -498,8 +559,12 @@ class ReferenceDevice(Device, CompilationCaching, MemoryDomains):
                 operand = sg.operands[indexes[r.io_index]]
                 if first is None:
                     first = operand
-                elif (operand.type, operand.scale, operand.zero_point, operand.channel_quant) != \
-                        (first.type, first.scale, first.zero_point, first.channel_quant):
+                elif (operand.type, operand.scale, operand.zero_point, operand.channel_quant) != (
+                    first.type,
+                    first.scale,
+                    first.zero_point,
+                    first.channel_quant,
+                ):
                     raise bad("the roles differ in operand type or quantisation")
                 if operand.info.is_scalar:
                     if desc.dimensions:
@@ -512,7 +577,6 @@ class ReferenceDevice(Device, CompilationCaching, MemoryDomains):
         assert first is not None
         if not first.info.is_scalar and (not dims or 0 in dims):
             # valid, but like the sample driver this one allocates only known sizes
-            raise DriverError(ErrorStatus.GENERAL_FAILURE,
-                              f"allocate: dimensions {list(dims)} are not fully known")
+            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"allocate: dimensions {list(dims)} are not fully known")
         buf = ReferenceBuffer(first, () if first.info.is_scalar else dims, frozenset(roles))
         return buf, _TRACKER.add(buf)

@@ -20,6 +20,7 @@ A model for vendors of what NNAPI asks of a file cache:
 (The key is the token alone, which is what binds a cache to its compilation; a driver that
 must resist an attacker who knows the token would mix a per-device secret into the key.)
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -33,7 +34,7 @@ from nnconform.ir import Model
 
 MAGIC = b"NNCONFORM-REF-CACHE\x01"
 NUM_MODEL_CACHE, NUM_DATA_CACHE = 1, 1
-MAX_FILE_BYTES = 1 << 28        # a cache file larger than this is not one we wrote
+MAX_FILE_BYTES = 1 << 28  # a cache file larger than this is not one we wrote
 _U64 = struct.Struct("<Q")
 
 
@@ -48,6 +49,7 @@ def _tag(token: bytes, body: bytes, data: bytes) -> bytes:
 def _split_constants(model: Model) -> tuple[dict, list]:
     """The model's JSON form with constant values replaced by indexes into a list."""
     from nnconform.ir.spec import model_to_dict
+
     d = model_to_dict(model)
     values = []
     for sg in [d["main"], *d["referenced"]]:
@@ -60,6 +62,7 @@ def _split_constants(model: Model) -> tuple[dict, list]:
 
 def _join_constants(d: dict, values: list) -> Model:
     from nnconform.ir.spec import model_from_dict
+
     if not isinstance(d, dict) or not isinstance(values, list):
         raise ValueError("cache contents have the wrong layout")
     for sg in [d.get("main"), *d.get("referenced", [])]:
@@ -84,7 +87,7 @@ def save(model: Model, token: bytes, model_cache: Sequence[CacheFile], data_cach
             f.write(data)
         with model_cache[0].open("wb") as f:
             f.write(MAGIC + _tag(token, body, data) + body)
-    except OSError:   # read-only handle, vanished file, full disk: the cache stays unsaved
+    except OSError:  # read-only handle, vanished file, full disk: the cache stays unsaved
         return False
     return True
 
@@ -101,9 +104,11 @@ def load(token: bytes, model_cache: Sequence[CacheFile], data_cache: Sequence[Ca
     """The model saved under ``token``, or DriverError (INVALID_ARGUMENT for the wrong number
     of files or token length, GENERAL_FAILURE for anything the files hold that is not it)."""
     if len(model_cache) != NUM_MODEL_CACHE or len(data_cache) != NUM_DATA_CACHE:
-        raise DriverError(ErrorStatus.INVALID_ARGUMENT,
-                          f"{len(model_cache)} model-cache and {len(data_cache)} data-cache files given, "
-                          f"this driver needs {NUM_MODEL_CACHE} and {NUM_DATA_CACHE}")
+        raise DriverError(
+            ErrorStatus.INVALID_ARGUMENT,
+            f"{len(model_cache)} model-cache and {len(data_cache)} data-cache files given, "
+            f"this driver needs {NUM_MODEL_CACHE} and {NUM_DATA_CACHE}",
+        )
     if len(token) != CACHE_TOKEN_BYTES:
         raise DriverError(ErrorStatus.INVALID_ARGUMENT, "cache token must be 32 bytes")
     try:
@@ -113,7 +118,7 @@ def load(token: bytes, model_cache: Sequence[CacheFile], data_cache: Sequence[Ca
     n = len(MAGIC)
     if len(head) < n + 32 or head[:n] != MAGIC:
         raise DriverError(ErrorStatus.GENERAL_FAILURE, "the model cache holds no compilation of this driver")
-    tag, body = head[n:n + 32], head[n + 32:]
+    tag, body = head[n : n + 32], head[n + 32 :]
     if not hmac.compare_digest(tag, _tag(token, body, data)):
         raise DriverError(ErrorStatus.GENERAL_FAILURE, "the cache fails its integrity check for this token")
     try:

@@ -50,6 +50,7 @@ operands fully specified (HAL rule for IF/WHILE operands), except the unknown ax
 output whose branches give different shapes.  Expected values come from the
 reference, as for any random model.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -79,8 +80,14 @@ MAX_TRIP_COUNT = 4
 # Outputs whose signatures say ``connectable=False`` (signatures.py, CTS doNotConnect).
 _NO_FEEDBACK = (Op.DIV, Op.POW, Op.REDUCE_PROD, Op.L2_NORMALIZATION)
 _COND = (T.TENSOR_BOOL8, (1,))
-_PERTURBABLE = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8, T.TENSOR_QUANT8_ASYMM,
-                T.TENSOR_QUANT8_ASYMM_SIGNED)
+_PERTURBABLE = (
+    T.TENSOR_FLOAT32,
+    T.TENSOR_FLOAT16,
+    T.TENSOR_INT32,
+    T.TENSOR_BOOL8,
+    T.TENSOR_QUANT8_ASYMM,
+    T.TENSOR_QUANT8_ASYMM_SIGNED,
+)
 _I32_1 = (T.TENSOR_INT32, (1,))
 
 
@@ -88,6 +95,7 @@ _I32_1 = (T.TENSOR_INT32, (1,))
 class ControlFlowCase(GeneratedCase):
     """A wrapped model.  ``inner`` is G (its model and its own inputs), for a divergence hunt
     inside the branch or body; ``kind`` is "if" or "while"; ``detail`` says how it was wrapped."""
+
     inner: GeneratedCase | None = field(default=None, repr=False)
     kind: str = ""
     detail: str = ""
@@ -103,16 +111,18 @@ class ControlFlowCase(GeneratedCase):
 # Small helpers
 # ---------------------------------------------------------------------------------------
 
+
 def _chance(draw: Drawer, k: int, n: int) -> bool:
     """True with probability k/n; shrinks towards False."""
     return draw.integer(0, n - 1) >= n - k
 
 
-def _operand(t: T | None, dims=(), lifetime=Lifetime.TEMPORARY_VARIABLE, value=None, like: Operand | None = None,
-             name: str = "") -> Operand:
+def _operand(
+    t: T | None, dims=(), lifetime=Lifetime.TEMPORARY_VARIABLE, value=None, like: Operand | None = None, name: str = ""
+) -> Operand:
     if like is not None:
         return replace(like, lifetime=lifetime, value=value, name=name or like.name, num_consumers=None)
-    assert t is not None     # only an operand made like= another goes without a type
+    assert t is not None  # only an operand made like= another goes without a type
     if value is not None:
         value = np.asarray(value, dtype=Operand(t).info.dtype).reshape(dims)
         value.setflags(write=False)
@@ -159,8 +169,9 @@ class _Sg:
         self.operations.append(Operation(t, tuple(ins), tuple(outs)))
 
     def build(self) -> Subgraph:
-        return Subgraph(tuple(self.operands), tuple(self.operations), tuple(self.inputs), tuple(self.outputs),
-                        self.name)
+        return Subgraph(
+            tuple(self.operands), tuple(self.operations), tuple(self.inputs), tuple(self.outputs), self.name
+        )
 
 
 def _as_branch(sg: Subgraph, name: str) -> Subgraph:
@@ -186,23 +197,24 @@ def _run_checked(model: Model, inputs) -> list[np.ndarray] | None:
 # G': G with one constant perturbed
 # ---------------------------------------------------------------------------------------
 
+
 def _perturbed_value(draw: Drawer, rng: np.random.Generator, o: Operand) -> np.ndarray:
     v = np.asarray(o.value)
     info = o.info
     if o.type == T.TENSOR_BOOL8:
         flip = rng.random(v.shape) < 0.5
-        flip.flat[draw.integer(0, v.size - 1)] = True      # at least one element changes
+        flip.flat[draw.integer(0, v.size - 1)] = True  # at least one element changes
         return np.logical_xor(v, flip)
     if info.is_float:
         # A factor keeps the sign and keeps values away from zero (LOG/SQRT inputs, divisors).
         factor = draw.integer(2, 6) / 4 if draw.boolean() else rng.uniform(0.5, 1.5, v.shape)
-        big = float(np.finfo(v.dtype).max)     # an fp16 value near the top must not become inf
+        big = float(np.finfo(v.dtype).max)  # an fp16 value near the top must not become inf
         return np.clip(v.astype(np.float64) * factor, -big, big).astype(v.dtype)
     lo, hi = V.INT32_RANGE if o.type == T.TENSOR_INT32 else V.stored_range(o.type)
     lo, hi = min(lo, int(v.min())), max(hi, int(v.max()))
     step = draw.integer(1, 3) * (1 if draw.boolean() else -1)
     new = np.clip(v.astype(np.int64) + step, lo, hi)
-    new = np.where((v != 0) & (new == 0), v, new)           # divisors stay non-zero
+    new = np.where((v != 0) & (new == 0), v, new)  # divisors stay non-zero
     return new.astype(v.dtype)
 
 
@@ -210,9 +222,14 @@ def perturbed(draw: Drawer, rng: np.random.Generator, case: GeneratedCase, tries
     """(G', what changed): G's main subgraph with one constant tensor perturbed, checked on the
     case's inputs; G itself ("same graph") when no perturbation keeps it valid."""
     sg = case.model.main
-    consts = [i for i, o in enumerate(sg.operands)
-              if o.lifetime == Lifetime.CONSTANT_COPY and o.type in _PERTURBABLE and o.value is not None
-              and np.asarray(o.value).size > 0]
+    consts = [
+        i
+        for i, o in enumerate(sg.operands)
+        if o.lifetime == Lifetime.CONSTANT_COPY
+        and o.type in _PERTURBABLE
+        and o.value is not None
+        and np.asarray(o.value).size > 0
+    ]
     if not consts or _chance(draw, 1, 4):
         return sg, "else = same graph"
     expected = [case.values[i] for i in sg.output_indexes]
@@ -236,15 +253,17 @@ def perturbed(draw: Drawer, rng: np.random.Generator, case: GeneratedCase, tries
 # IF
 # ---------------------------------------------------------------------------------------
 
-_TILEABLE = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-             T.TENSOR_QUANT8_ASYMM_SIGNED)
+_TILEABLE = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 
 
 def _tiled_branch(draw: Drawer, sg: Subgraph, ignored: Sequence[bool]) -> tuple[Subgraph, int, int] | None:
     """``sg`` with one of its outputs q passed through TILE, doubling axis a, as the branch's
     output q instead: (branch, q, a), or None when no output can be tiled."""
-    cands = [q for q, (yi, ig) in enumerate(zip(sg.output_indexes, ignored))
-             if not ig and sg.operands[yi].type in _TILEABLE and len(sg.operands[yi].dimensions) >= 1]
+    cands = [
+        q
+        for q, (yi, ig) in enumerate(zip(sg.output_indexes, ignored))
+        if not ig and sg.operands[yi].type in _TILEABLE and len(sg.operands[yi].dimensions) >= 1
+    ]
     if not cands:
         return None
     q = draw.choice(cands)
@@ -258,8 +277,16 @@ def _tiled_branch(draw: Drawer, sg: Subgraph, ignored: Sequence[bool]) -> tuple[
     m = b.const(T.TENSOR_INT32, (len(mult),), mult)
     dims = list(y.dimensions)
     dims[a] *= 2
-    new = b.add(replace(y, dimensions=tuple(dims), lifetime=Lifetime.SUBGRAPH_OUTPUT, value=None,
-                        name=f"{y.name}_tiled", num_consumers=None))
+    new = b.add(
+        replace(
+            y,
+            dimensions=tuple(dims),
+            lifetime=Lifetime.SUBGRAPH_OUTPUT,
+            value=None,
+            name=f"{y.name}_tiled",
+            num_consumers=None,
+        )
+    )
     b.op(Op.TILE, [yi, m], [new])
     b.inputs = list(sg.input_indexes)
     b.outputs = [new if j == q else o for j, o in enumerate(sg.output_indexes)]
@@ -297,9 +324,13 @@ def wrap_if(draw: Drawer, case: GeneratedCase, value_seed: int) -> ControlFlowCa
     wrapped = _finish(model, inputs, out, case.ignored, case, "if", f"condition {taken}, {how}")
     if shapes_differ:
         key = f"IF/{SHORT_TYPE_NAME[case.model.main.operands[g.output_indexes[0]].type]}"
-        wrapped.domain = {**wrapped.domain, key: sorted(set(wrapped.domain.get(key, ())) |
-                                                      {"shape:if_branch_shapes_differ",
-                                                       f"shape:if_{'then' if taken else 'else'}_taken"})}
+        wrapped.domain = {
+            **wrapped.domain,
+            key: sorted(
+                set(wrapped.domain.get(key, ()))
+                | {"shape:if_branch_shapes_differ", f"shape:if_{'then' if taken else 'else'}_taken"}
+            ),
+        }
     return wrapped
 
 
@@ -307,9 +338,15 @@ def wrap_if(draw: Drawer, case: GeneratedCase, value_seed: int) -> ControlFlowCa
 # WHILE
 # ---------------------------------------------------------------------------------------
 
+
 def _compatible(a: Operand, b: Operand) -> bool:
-    return (a.type == b.type and a.dimensions == b.dimensions and a.scale == b.scale
-            and a.zero_point == b.zero_point and a.channel_quant == b.channel_quant)
+    return (
+        a.type == b.type
+        and a.dimensions == b.dimensions
+        and a.scale == b.scale
+        and a.zero_point == b.zero_point
+        and a.channel_quant == b.channel_quant
+    )
 
 
 def loop_variable_pairs(case: GeneratedCase) -> list[tuple[int, int]]:
@@ -340,9 +377,16 @@ def _choose_pairs(draw: Drawer, candidates: list[tuple[int, int]]) -> list[tuple
     return out
 
 
-def _build_while(case: GeneratedCase, else_g: Subgraph, pairs, trips: int, n_is_input: bool,
-                 nest_at: int | None, init: dict[int, np.ndarray],
-                 shrink: tuple[Operand, np.ndarray] | None = None) -> tuple[Model, list, list]:
+def _build_while(
+    case: GeneratedCase,
+    else_g: Subgraph,
+    pairs,
+    trips: int,
+    n_is_input: bool,
+    nest_at: int | None,
+    init: dict[int, np.ndarray],
+    shrink: tuple[Operand, np.ndarray] | None = None,
+) -> tuple[Model, list, list]:
     g = case.model.main
     gin, gout = list(g.input_indexes), list(g.output_indexes)
     paired_p = [p for p, _ in pairs]
@@ -350,8 +394,13 @@ def _build_while(case: GeneratedCase, else_g: Subgraph, pairs, trips: int, n_is_
     rest_p = [p for p in range(len(gin)) if p not in paired_p]
     # The loop variables' operand specs, in WHILE order: pairs, carried, i, N, rest.
     shrink_spec = [] if shrink is None else [replace(shrink[0], dimensions=(0,))]
-    specs = ([g.operands[gin[p]] for p in paired_p] + [g.operands[gout[q]] for q in carried_q] + shrink_spec
-             + [_operand(*_I32_1), _operand(*_I32_1)] + [g.operands[gin[p]] for p in rest_p])
+    specs = (
+        [g.operands[gin[p]] for p in paired_p]
+        + [g.operands[gout[q]] for q in carried_q]
+        + shrink_spec
+        + [_operand(*_I32_1), _operand(*_I32_1)]
+        + [g.operands[gin[p]] for p in rest_p]
+    )
     i_pos = len(pairs) + len(carried_q) + len(shrink_spec)
     n_pos = i_pos + 1
 
@@ -359,24 +408,30 @@ def _build_while(case: GeneratedCase, else_g: Subgraph, pairs, trips: int, n_is_
     cins = [cond.input(None, like=s) for s in specs]
     cond.op(Op.LESS, [cins[i_pos], cins[n_pos]], [cond.output(*_COND)])
 
-    referenced: list[_Sg | Subgraph | None] = [cond, None]     # [1]: the body, set below
+    referenced: list[_Sg | Subgraph | None] = [cond, None]  # [1]: the body, set below
     if nest_at is None:
         # G's operations inline: G's operands keep their indexes; new ones are appended.
         body = _Sg("body_G", g.operands, g.operations)
         x_of = {p: gin[p] for p in range(len(gin))}
         y_of = {q: gout[q] for q in range(len(gout))}
-        carried_in = [body.add(_operand(None, like=g.operands[gout[q]], lifetime=Lifetime.SUBGRAPH_INPUT))
-                      for q in carried_q]
+        carried_in = [
+            body.add(_operand(None, like=g.operands[gout[q]], lifetime=Lifetime.SUBGRAPH_INPUT)) for q in carried_q
+        ]
     else:
         body = _Sg("body_if_G")
-        x_of = {p: body.add(_operand(None, like=g.operands[gin[p]], lifetime=Lifetime.SUBGRAPH_INPUT))
-                for p in range(len(gin))}
-        y_of = {q: body.add(_operand(None, like=g.operands[gout[q]], lifetime=Lifetime.SUBGRAPH_OUTPUT))
-                for q in range(len(gout))}
-        carried_in = [body.add(_operand(None, like=g.operands[gout[q]], lifetime=Lifetime.SUBGRAPH_INPUT))
-                      for q in carried_q]
+        x_of = {
+            p: body.add(_operand(None, like=g.operands[gin[p]], lifetime=Lifetime.SUBGRAPH_INPUT))
+            for p in range(len(gin))
+        }
+        y_of = {
+            q: body.add(_operand(None, like=g.operands[gout[q]], lifetime=Lifetime.SUBGRAPH_OUTPUT))
+            for q in range(len(gout))
+        }
+        carried_in = [
+            body.add(_operand(None, like=g.operands[gout[q]], lifetime=Lifetime.SUBGRAPH_INPUT)) for q in carried_q
+        ]
     shrink_io = []
-    if shrink is not None:   # s = s[1:]: a loop variable that loses one element per iteration
+    if shrink is not None:  # s = s[1:]: a loop variable that loses one element per iteration
         s_in = body.add(_operand(None, like=shrink_spec[0], lifetime=Lifetime.SUBGRAPH_INPUT))
         s_out = body.add(_operand(None, like=shrink_spec[0], lifetime=Lifetime.SUBGRAPH_OUTPUT))
         body.op(Op.SLICE, [s_in, body.const(*_I32_1, [1]), body.const(*_I32_1, [-1])], [s_out])
@@ -387,24 +442,38 @@ def _build_while(case: GeneratedCase, else_g: Subgraph, pairs, trips: int, n_is_
     if nest_at is not None:
         flag = body.add(_operand(*_COND))
         body.op(Op.LESS, [i_in, body.const(*_I32_1, [nest_at])], [flag])
-        body.op(Op.IF, [flag, body.ref(2), body.ref(3), *[x_of[p] for p in range(len(gin))]],
-                [y_of[q] for q in range(len(gout))])
+        body.op(
+            Op.IF,
+            [flag, body.ref(2), body.ref(3), *[x_of[p] for p in range(len(gin))]],
+            [y_of[q] for q in range(len(gout))],
+        )
         referenced += [_as_branch(g, "then_G"), _as_branch(else_g, "else_G")]
     body.op(Op.ADD, [i_in, body.const(*_I32_1, [1]), body.const(T.INT32, (), 0)], [i_out])
-    body.inputs = ([x_of[p] for p in paired_p] + carried_in + [a for a, _ in shrink_io] + [i_in, n_in]
-                   + [x_of[p] for p in rest_p])
+    body.inputs = (
+        [x_of[p] for p in paired_p] + carried_in + [a for a, _ in shrink_io] + [i_in, n_in] + [x_of[p] for p in rest_p]
+    )
     body.outputs = [y_of[q] for _, q in pairs] + [y_of[q] for q in carried_q] + [b for _, b in shrink_io] + [i_out]
     referenced[1] = body
 
     main = _Sg("main")
     x_outer = [main.input(None, like=g.operands[i]) for i in gin]
     n_outer = main.input(*_I32_1, name="N") if n_is_input else main.const(*_I32_1, [trips])
-    carried_outer = [main.add(_operand(None, like=g.operands[gout[q]], lifetime=Lifetime.CONSTANT_COPY,
-                                       value=_frozen(init[q]))) for q in carried_q]
-    shrink_outer = [] if shrink is None else [main.add(_operand(
-        None, like=shrink[0], lifetime=Lifetime.CONSTANT_COPY, value=_frozen(shrink[1])))]
-    data = ([x_outer[p] for p in paired_p] + carried_outer + shrink_outer + [main.const(*_I32_1, [0]), n_outer]
-            + [x_outer[p] for p in rest_p])
+    carried_outer = [
+        main.add(_operand(None, like=g.operands[gout[q]], lifetime=Lifetime.CONSTANT_COPY, value=_frozen(init[q])))
+        for q in carried_q
+    ]
+    shrink_outer = (
+        []
+        if shrink is None
+        else [main.add(_operand(None, like=shrink[0], lifetime=Lifetime.CONSTANT_COPY, value=_frozen(shrink[1])))]
+    )
+    data = (
+        [x_outer[p] for p in paired_p]
+        + carried_outer
+        + shrink_outer
+        + [main.const(*_I32_1, [0]), n_outer]
+        + [x_outer[p] for p in rest_p]
+    )
     outs = [main.output(None, like=g.operands[gout[q]]) for q in [q for _, q in pairs] + carried_q]
     if shrink is not None:
         outs.append(main.output(None, like=shrink_spec[0]))
@@ -416,8 +485,9 @@ def _build_while(case: GeneratedCase, else_g: Subgraph, pairs, trips: int, n_is_
     return model, inputs, ignored
 
 
-def wrap_while(draw: Drawer, case: GeneratedCase, value_seed: int, nest_p: tuple[int, int] = (1, 8),
-               shrink_p: float = 0.25) -> ControlFlowCase:
+def wrap_while(
+    draw: Drawer, case: GeneratedCase, value_seed: int, nest_p: tuple[int, int] = (1, 8), shrink_p: float = 0.25
+) -> ControlFlowCase:
     """The counted loop of the module docstring; IF-in-body with probability nest_p[0]/nest_p[1];
     a shrinking loop variable with probability ``shrink_p`` (seeded by ``value_seed``)."""
     rng = np.random.default_rng(value_seed)
@@ -440,8 +510,9 @@ def wrap_while(draw: Drawer, case: GeneratedCase, value_seed: int, nest_p: tuple
     like = [g.operands[i] for i in g.input_indexes if g.operands[i].type in _TILEABLE]
     if like and rng.random() < shrink_p:
         k = trips + int(rng.integers(1, 4))
-        spec = replace(like[0], dimensions=(k,), lifetime=Lifetime.TEMPORARY_VARIABLE, value=None, name="s",
-                       num_consumers=None)
+        spec = replace(
+            like[0], dimensions=(k,), lifetime=Lifetime.TEMPORARY_VARIABLE, value=None, name="s", num_consumers=None
+        )
         shrink = (spec, V.fill(rng, spec.type, (k,), zero_point=spec.zero_point))
     # Drop feedback that makes the reference fail or give NaN: fewer pairs, at last none.
     while True:
@@ -452,15 +523,19 @@ def wrap_while(draw: Drawer, case: GeneratedCase, value_seed: int, nest_p: tuple
         if not pairs:
             raise Reject("the WHILE-wrapped model failed on the reference")
         pairs.pop()
-    detail = (f"{trips} iteration(s), N a {'model input' if n_is_input else 'constant'}, "
-              f"{len(pairs)} fed-back variable(s){how}")
+    detail = (
+        f"{trips} iteration(s), N a {'model input' if n_is_input else 'constant'}, "
+        f"{len(pairs)} fed-back variable(s){how}"
+    )
     if shrink is not None:
         detail += f", a loop variable shrinking {shrink[1].size} -> {shrink[1].size - trips}"
     wrapped = _finish(model, inputs, out, ignored, case, "while", detail)
     if shrink is not None:
         key = f"WHILE/{SHORT_TYPE_NAME[shrink[0].type]}"
-        wrapped.domain = {**wrapped.domain, key: sorted(set(wrapped.domain.get(key, ())) |
-                                                        {"shape:while_variable_shrinks"})}
+        wrapped.domain = {
+            **wrapped.domain,
+            key: sorted(set(wrapped.domain.get(key, ())) | {"shape:while_variable_shrinks"}),
+        }
     return wrapped
 
 
@@ -471,14 +546,25 @@ def _finish(model: Model, inputs, outputs, ignored, inner: GeneratedCase, kind: 
         values[i] = v
     for i, v in zip(m.output_indexes, outputs):
         values[i] = v
-    return ControlFlowCase(model, list(inputs), list(ignored), [kind.upper()] + list(inner.operations), values,
-                           inner.edge_values, inner.domain, inner.meaningful, inner=inner, kind=kind,
-                           detail=detail)
+    return ControlFlowCase(
+        model,
+        list(inputs),
+        list(ignored),
+        [kind.upper()] + list(inner.operations),
+        values,
+        inner.edge_values,
+        inner.domain,
+        inner.meaningful,
+        inner=inner,
+        kind=kind,
+        detail=detail,
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Entry points
 # ---------------------------------------------------------------------------------------
+
 
 def inner_config(dtype: T, draw: Drawer, max_dim: int = 1000) -> GraphConfig:
     """G: one to three operations of ``dtype`` (SmallGraph sizes: dims <= 1000, <= 10000 elements)."""
@@ -493,8 +579,9 @@ def wrap(kind: str, draw: Drawer, case: GeneratedCase, value_seed: int) -> Contr
     raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
 
 
-def generate_wrapped(kind: str, draw: Drawer, dtype: T, value_seed: int, edge: bool = False,
-                     max_dim: int = 1000) -> ControlFlowCase:
+def generate_wrapped(
+    kind: str, draw: Drawer, dtype: T, value_seed: int, edge: bool = False, max_dim: int = 1000
+) -> ControlFlowCase:
     """G from the ordinary generator, wrapped; raises Reject when no valid model came out."""
     for attempt in range(_G_DRAWS[kind]):
         case = generate(draw, inner_config(dtype, draw, max_dim), value_seed + 2 * attempt, edge=edge)
@@ -504,8 +591,7 @@ def generate_wrapped(kind: str, draw: Drawer, dtype: T, value_seed: int, edge: b
 
 
 @st.composite
-def control_flow_cases(draw, kind: str, dtype: T, value_mode: str = "uniform",
-                       max_dim: int = 1000) -> ControlFlowCase:
+def control_flow_cases(draw, kind: str, dtype: T, value_mode: str = "uniform", max_dim: int = 1000) -> ControlFlowCase:
     """Hypothesis strategy: a generated graph wrapped in IF (``kind="if"``) or WHILE."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")

@@ -9,6 +9,7 @@ criteria is the one to look at: everything it read matched.  Returns
 driver cannot run the exposed model).  :func:`run_exposed` is that driver run on its own, for
 a caller that asks more than one question of it (the models suite).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -37,10 +38,11 @@ def expose_all(model: Model) -> Model:
 class ExposedRun:
     """One run of a model with every operation's output exposed, on the reference and on the
     driver.  ``actual`` is None when the driver could not run the exposed model."""
-    model: Model                  # the original model
+
+    model: Model  # the original model
     exposed: Model
-    expected: list                # the reference's value of every exposed output
-    outcome: CaseOutcome          # the driver's run (actual: its values of the exposed outputs)
+    expected: list  # the reference's value of every exposed output
+    outcome: CaseOutcome  # the driver's run (actual: its values of the exposed outputs)
 
     @property
     def actual(self) -> list | None:
@@ -55,7 +57,7 @@ class ExposedRun:
         the driver computed it (plain arrays); None for the rest (constants, omitted)."""
         main = self.model.main
         actual = self.actual
-        assert actual is not None     # asked only of a run whose exposed model ran
+        assert actual is not None  # asked only of a run whose exposed model ran
         values: list = [None] * len(main.operands)
         for k, idx in enumerate(main.input_indexes):
             values[idx] = inputs[k]
@@ -70,10 +72,14 @@ def run_exposed(device, model: Model, inputs: Sequence[np.ndarray]) -> ExposedRu
     return ExposedRun(model, exposed, expected, run_case(device, exposed, inputs, expected, criteria=MEDIUM))
 
 
-def first_divergent_operation(device, model: Model, inputs: Sequence[np.ndarray],
-                              criteria: Criteria | None = None,
-                              ignored_operands: Sequence[int] = (),
-                              run: ExposedRun | None = None) -> tuple[int, str, Comparison] | None:
+def first_divergent_operation(
+    device,
+    model: Model,
+    inputs: Sequence[np.ndarray],
+    criteria: Criteria | None = None,
+    ignored_operands: Sequence[int] = (),
+    run: ExposedRun | None = None,
+) -> tuple[int, str, Comparison] | None:
     """See the module docstring.  ``criteria`` None: each operation's own random-graph set
     (criteria_for_operation, MEDIUM when it has none); ``ignored_operands`` are not compared
     (e.g. TOPK_V2 indices); ``run``: an exposed run already made (else one is made here)."""
@@ -89,8 +95,7 @@ def first_divergent_operation(device, model: Model, inputs: Sequence[np.ndarray]
             continue
         crit = criteria or criteria_for_operation(op.type, default=MEDIUM)
         one = replace(exposed, main=replace(exposed.main, output_indexes=tuple(outs)))
-        cmp = compare(one, [expected[position[i]] for i in outs],
-                      [actual[position[i]] for i in outs], criteria=crit)
+        cmp = compare(one, [expected[position[i]] for i in outs], [actual[position[i]] for i in outs], criteria=crit)
         if not cmp.passed:
             return n, op.name, cmp
     return None

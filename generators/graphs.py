@@ -22,6 +22,7 @@ Each slot first draws whether it is used at all (unused with probability 1/8, mo
 test case shrinks): that is the lever Hypothesis pulls to shrink a failing graph to the one
 or two operations that matter.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -56,15 +57,15 @@ from nnconform.reference.ops.registry import OpContext, OpView, get_op
 class GraphConfig:
     dtype: T
     n_ops: int = 1
-    rank: int | None = None            # None: each operation draws one of its ranks
+    rank: int | None = None  # None: each operation draws one of its ranks
     max_dim: int = 1000
-    max_elems: int = 10000             # CTS: element product <= 10000 when dims go above 10
+    max_elems: int = 10000  # CTS: element product <= 10000 when dims go above 10
     ops: tuple[Op, ...] | None = None  # None: every covered operation of dtype (and rank)
     edge_values: bool = False
     edge_p: float = 0.3
     const_p: float = 0.5
     attempts: int = 8
-    shrinkable: bool = True            # slots may be dropped (the shrinking lever)
+    shrinkable: bool = True  # slots may be dropped (the shrinking lever)
     # (operation, rank) pairs of dtype the driver under test supports (nnconform.cases.probe); None:
     # every covered operation at every rank.  Keeps random models inside a partial driver's
     # supported set, so no draw is wasted on a skip.
@@ -114,7 +115,7 @@ class _Builder:
         self.operands: list[Operand] = []
         self.values: list = []
         self.operations: list[Operation] = []
-        self.available: list[int] = []          # connectable outputs
+        self.available: list[int] = []  # connectable outputs
         self.ignored_outputs: set[int] = set()
         self.domain: dict[str, set[str]] = {}
         self.meaningful: dict[str, set[str]] = {}
@@ -185,8 +186,9 @@ class _Builder:
         else:
             size = list(like.dims)
             x = ctx.data(t, [d or ctx.dim(8) for d in size], quant=(like.scale, like.zero_point))
-        cand = Candidate(Op.SLICE, [x, ctx.tensor_i32([0] * rank), ctx.tensor_i32(size)],
-                         [Out(t, x.scale, x.zero_point)])
+        cand = Candidate(
+            Op.SLICE, [x, ctx.tensor_i32([0] * rank), ctx.tensor_i32(size)], [Out(t, x.scale, x.zero_point)]
+        )
         if not self._try(cand, zero_ok=True, record=False):
             return None
         k = len(self.operands) - 1
@@ -204,8 +206,13 @@ class _Builder:
                 inp.source = src.source
 
     def _mark(self) -> tuple:
-        return (len(self.operands), len(self.values), len(self.operations), len(self.available),
-                set(self.ignored_outputs))
+        return (
+            len(self.operands),
+            len(self.values),
+            len(self.operations),
+            len(self.available),
+            set(self.ignored_outputs),
+        )
 
     def _rollback(self, mark: tuple) -> None:
         """Forget what a failed attempt committed (the zero-sized SLICE in front of it)."""
@@ -215,8 +222,11 @@ class _Builder:
         self.ignored_outputs = ignored
 
     def _pick_given(self, rank: int) -> Data | None:
-        compat = [k for k in self.available
-                  if self.operands[k].type == self.cfg.dtype and len(self.operands[k].dimensions) == rank]
+        compat = [
+            k
+            for k in self.available
+            if self.operands[k].type == self.cfg.dtype and len(self.operands[k].dimensions) == rank
+        ]
         if not compat or not _chance(self.d, 1 - (1 - self.cfg.edge_p) ** len(compat)):
             return None
         k = self.d.choice(compat)
@@ -227,9 +237,13 @@ class _Builder:
         for inp in cand.inputs:
             if not isinstance(inp, Data) or inp.source is not None or not inp.connectable:
                 continue
-            matches = [k for k in self.available
-                       if self.operands[k].type == inp.type and self.operands[k].dimensions == inp.dims
-                       and (inp.free_quant or _quant_of(self.operands[k]) == (inp.scale, inp.zero_point))]
+            matches = [
+                k
+                for k in self.available
+                if self.operands[k].type == inp.type
+                and self.operands[k].dimensions == inp.dims
+                and (inp.free_quant or _quant_of(self.operands[k]) == (inp.scale, inp.zero_point))
+            ]
             if matches and _chance(self.d, 1 - (1 - self.cfg.edge_p) ** len(matches)):
                 k = self.d.choice(matches)
                 inp.source = k
@@ -255,13 +269,32 @@ class _Builder:
                     ins.append(inp.source)
                     continue
                 classes = SIGNATURES[cand.op].classes_for(inp.type) if self.edge else ()
-                val = V.fill(self.rng, inp.type, inp.dims, inp.lo, inp.hi, edge=self.edge,
-                             nonzero=inp.nonzero, classes=classes, zero_point=inp.zero_point)
+                val = V.fill(
+                    self.rng,
+                    inp.type,
+                    inp.dims,
+                    inp.lo,
+                    inp.hi,
+                    edge=self.edge,
+                    nonzero=inp.nonzero,
+                    classes=classes,
+                    zero_point=inp.zero_point,
+                )
                 const = _chance(self.d, self.cfg.const_p)
                 val.setflags(write=False)
-                ins.append(add(Operand(inp.type, inp.dims, inp.scale, inp.zero_point,
-                                       Lifetime.CONSTANT_COPY if const else Lifetime.SUBGRAPH_INPUT,
-                                       val if const else None), val))
+                ins.append(
+                    add(
+                        Operand(
+                            inp.type,
+                            inp.dims,
+                            inp.scale,
+                            inp.zero_point,
+                            Lifetime.CONSTANT_COPY if const else Lifetime.SUBGRAPH_INPUT,
+                            val if const else None,
+                        ),
+                        val,
+                    )
+                )
             elif isinstance(inp, Param):
                 info_dtype = Operand(inp.type).info.dtype
                 val = np.array(inp.value, dtype=info_dtype).reshape(inp.dims)
@@ -271,8 +304,9 @@ class _Builder:
                 ins.append(add(Operand(inp.type, (), lifetime=Lifetime.NO_VALUE), None))
             else:
                 raise TypeError(f"unknown candidate input {inp!r}")
-        outs = [add(Operand(o.type, (), o.scale, o.zero_point, Lifetime.TEMPORARY_VARIABLE), None)
-                for o in cand.outputs]
+        outs = [
+            add(Operand(o.type, (), o.scale, o.zero_point, Lifetime.TEMPORARY_VARIABLE), None) for o in cand.outputs
+        ]
         operation = Operation(cand.op, tuple(ins), tuple(outs))
         sg = Subgraph(tuple(self.operands) + tuple(new_ops), (operation,), (), ())
         model = Model(sg)
@@ -291,9 +325,10 @@ class _Builder:
             if arr.dtype != Operand(o.type).info.dtype:
                 return False
             if arr.dtype.kind == "f" and np.isnan(arr).any():
-                return False   # the reference must not produce NaN (it never passes)
-            if not Operand(o.type).info.is_scalar and (arr.ndim == 0 or arr.ndim > 4 or
-                                                       (arr.size == 0 and not zero_ok)):
+                return False  # the reference must not produce NaN (it never passes)
+            if not Operand(o.type).info.is_scalar and (
+                arr.ndim == 0 or arr.ndim > 4 or (arr.size == 0 and not zero_ok)
+            ):
                 return False
         # commit
         for j, (o, arr) in enumerate(zip(cand.outputs, results)):
@@ -309,13 +344,24 @@ class _Builder:
         self.operands += new_ops
         self.values += new_vals
         self.operations.append(operation)
-        data = [(self.operands[i], self.values[i]) for inp, i in zip(cand.inputs, operation.inputs)
-                if isinstance(inp, Data) and inp.type == self.cfg.dtype]
+        data = [
+            (self.operands[i], self.values[i])
+            for inp, i in zip(cand.inputs, operation.inputs)
+            if isinstance(inp, Data) and inp.type == self.cfg.dtype
+        ]
         ranges = [(inp.lo, inp.hi) for inp in cand.inputs if isinstance(inp, Data) and inp.type == self.cfg.dtype]
         if record:
-            L.record(self.domain, self.meaningful, cand.op, self.cfg.dtype, data,
-                     SIGNATURES[cand.op].classes_for, ranges,
-                     shape_classes=SIGNATURES[cand.op].shapes_for(self.cfg.dtype), max_dim=self.cfg.max_dim)
+            L.record(
+                self.domain,
+                self.meaningful,
+                cand.op,
+                self.cfg.dtype,
+                data,
+                SIGNATURES[cand.op].classes_for,
+                ranges,
+                shape_classes=SIGNATURES[cand.op].shapes_for(self.cfg.dtype),
+                max_dim=self.cfg.max_dim,
+            )
         return True
 
     # -- the whole model --------------------------------------------------------------------
@@ -328,8 +374,9 @@ class _Builder:
         operands = list(self.operands)
         for i in outputs:
             operands[i] = replace(operands[i], lifetime=Lifetime.SUBGRAPH_OUTPUT)
-        if self.cfg.force_shape_class == "unknown_dims" or \
-                (self.cfg.shape_classes and self.cfg.force_shape_class is None and _chance(self.d, 1 / 4)):
+        if self.cfg.force_shape_class == "unknown_dims" or (
+            self.cfg.shape_classes and self.cfg.force_shape_class is None and _chance(self.d, 1 / 4)
+        ):
             # the shape class unknown_dims: every model output's dimensions unknown (rank
             # kept), so the driver must work them out and report them
             unknown = [i for i in outputs if operands[i].dimensions]
@@ -339,10 +386,15 @@ class _Builder:
                 if set(op.outputs) & set(unknown):
                     self.domain.setdefault(L.key(Op(op.type), self.cfg.dtype), set()).add("shape:unknown_dims")
         inputs = [i for i, o in enumerate(operands) if o.lifetime == Lifetime.SUBGRAPH_INPUT]
-        if not inputs:   # CTS keeps at least one model input when there is a candidate
-            consts = [i for i, o in enumerate(operands)
-                      if o.lifetime == Lifetime.CONSTANT_COPY and not o.info.is_scalar and o.type != T.TENSOR_INT32
-                      and i in consumed]
+        if not inputs:  # CTS keeps at least one model input when there is a candidate
+            consts = [
+                i
+                for i, o in enumerate(operands)
+                if o.lifetime == Lifetime.CONSTANT_COPY
+                and not o.info.is_scalar
+                and o.type != T.TENSOR_INT32
+                and i in consumed
+            ]
             if consts:
                 operands[consts[0]] = replace(operands[consts[0]], lifetime=Lifetime.SUBGRAPH_INPUT, value=None)
                 inputs = [consts[0]]
@@ -351,10 +403,16 @@ class _Builder:
             validate_model(model)
         except NnError as e:
             raise Reject(f"generated model is invalid: {e}") from None
-        return GeneratedCase(model, [self.values[i] for i in inputs],
-                             [i in self.ignored_outputs for i in outputs],
-                             [op.name for op in self.operations], self.values, self.edge,
-                             L.as_json(self.domain), L.as_json(self.meaningful))
+        return GeneratedCase(
+            model,
+            [self.values[i] for i in inputs],
+            [i in self.ignored_outputs for i in outputs],
+            [op.name for op in self.operations],
+            self.values,
+            self.edge,
+            L.as_json(self.domain),
+            L.as_json(self.meaningful),
+        )
 
 
 def generate(draw: Drawer, cfg: GraphConfig, value_seed: int, edge: bool | None = None) -> GeneratedCase:
@@ -364,12 +422,17 @@ def generate(draw: Drawer, cfg: GraphConfig, value_seed: int, edge: bool | None 
         ops = [o for o in ops if cfg.rank in SIGNATURES[o].ranks]
     ops = [o for o in ops if cfg.dtype in SIGNATURES[o].types]
     if cfg.allowed is not None:
-        ops = [o for o in ops if any((o, r) in cfg.allowed for r in SIGNATURES[o].ranks
-                                     if cfg.rank is None or r == cfg.rank)]
+        ops = [
+            o
+            for o in ops
+            if any((o, r) in cfg.allowed for r in SIGNATURES[o].ranks if cfg.rank is None or r == cfg.rank)
+        ]
     if not ops:
-        raise ValueError(f"no covered operation takes {cfg.dtype.name}"
-                         + (f" at rank {cfg.rank}" if cfg.rank else "")
-                         + (" among those the driver supports" if cfg.allowed is not None else ""))
+        raise ValueError(
+            f"no covered operation takes {cfg.dtype.name}"
+            + (f" at rank {cfg.rank}" if cfg.rank else "")
+            + (" among those the driver supports" if cfg.allowed is not None else "")
+        )
     b = _Builder(draw, cfg, value_seed, cfg.edge_values if edge is None else edge)
     for _ in range(cfg.n_ops):
         if cfg.shrinkable and cfg.n_ops > 1 and draw.integer(0, 7) == 0:

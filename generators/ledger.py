@@ -21,6 +21,7 @@ puts both in its row (``extra.domain`` / ``extra.domain_meaningful``), and
 :func:`aggregate` / :func:`holes` / :func:`render_markdown` turn rows into the ledger: per
 operation x type, the classes drawn and the meaningful ones never drawn (a visible hole).
 """
+
 from __future__ import annotations
 
 import json
@@ -52,8 +53,17 @@ def quant_classes(scale: float, zp: int, t: T) -> set[str]:
     return out
 
 
-def record(domain: dict, meaningful: dict, op, dtype, data: list, sig_classes, ranges,
-           shape_classes: tuple = (), max_dim: int | None = None) -> None:
+def record(
+    domain: dict,
+    meaningful: dict,
+    op,
+    dtype,
+    data: list,
+    sig_classes,
+    ranges,
+    shape_classes: tuple = (),
+    max_dim: int | None = None,
+) -> None:
     """Add one operation's classes.  ``data``: (operand, value) of its data inputs of the
     case's type; ``ranges``: their (lo, hi) value ranges (None: default); ``shape_classes``:
     the shape classes it declares meaningful; ``max_dim``: the configuration's longest
@@ -80,8 +90,13 @@ def record(domain: dict, meaningful: dict, op, dtype, data: list, sig_classes, r
             got.add("shape:max_dim")
     if len(scales) > 1:
         lo_s, hi_s = min(scales), max(scales)
-        got.add("quant:equal_scales" if lo_s == hi_s else
-                "quant:ratio_extreme" if hi_s >= 100 * lo_s else "quant:different_scales")
+        got.add(
+            "quant:equal_scales"
+            if lo_s == hi_s
+            else "quant:ratio_extreme"
+            if hi_s >= 100 * lo_s
+            else "quant:different_scales"
+        )
     dims_seen = {tuple(o.dimensions) for o, _ in data}
     if len(dims_seen) > 1:
         got.add("shape:broadcast")
@@ -122,7 +137,7 @@ def read_rows(path: str | Path) -> list[dict]:
                 try:
                     rows.append(json.loads(line))
                 except json.JSONDecodeError:
-                    continue   # a torn last line of a killed run
+                    continue  # a torn last line of a killed run
     return rows
 
 
@@ -132,8 +147,10 @@ def table_rows(drawn: dict, meaningful: dict) -> list[list[str]]:
     out = []
     for k in sorted(set(drawn) | set(meaningful)):
         d = drawn.get(k, set())
-        part = [", ".join(sorted(c.split(":", 1)[1] for c in d if c.startswith(p + ":")))
-                for p in ("value", "quant", "shape")]
+        part = [
+            ", ".join(sorted(c.split(":", 1)[1] for c in d if c.startswith(p + ":")))
+            for p in ("value", "quant", "shape")
+        ]
         out.append([k, *part, ", ".join(c.split(":", 1)[1] for c in h.get(k, []))])
     return out
 
@@ -142,15 +159,22 @@ def render_markdown(drawn: dict, meaningful: dict) -> str:
     """The ledger as a Markdown table: classes drawn, and the holes."""
     h = holes(drawn, meaningful)
     keys = sorted(set(drawn) | set(meaningful))
-    lines = [f"{len(keys)} operation x type pairs; {len(h)} with a meaningful value or shape class never drawn.",
-             "", "| operation/type | value classes drawn | quantisation | shapes | never drawn |",
-             "|---|---|---|---|---|"]
+    lines = [
+        f"{len(keys)} operation x type pairs; {len(h)} with a meaningful value or shape class never drawn.",
+        "",
+        "| operation/type | value classes drawn | quantisation | shapes | never drawn |",
+        "|---|---|---|---|---|",
+    ]
     for k in keys:
         d = drawn.get(k, set())
-        part = {p: ", ".join(sorted(c.split(":", 1)[1] for c in d if c.startswith(p + ":")))
-                for p in ("value", "quant", "shape")}
-        lines.append(f"| {k} | {part['value']} | {part['quant']} | {part['shape']} | "
-                     f"{', '.join(c.split(':', 1)[1] for c in h.get(k, []))} |")
+        part = {
+            p: ", ".join(sorted(c.split(":", 1)[1] for c in d if c.startswith(p + ":")))
+            for p in ("value", "quant", "shape")
+        }
+        lines.append(
+            f"| {k} | {part['value']} | {part['quant']} | {part['shape']} | "
+            f"{', '.join(c.split(':', 1)[1] for c in h.get(k, []))} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -161,6 +185,7 @@ def as_json(domain: dict) -> dict:
 def main(argv=None) -> int:
     """``python -m nnconform.generators.ledger REPORT_DIR``: print the ledger of a run."""
     import sys
+
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
         print("usage: python -m nnconform.generators.ledger REPORT_DIR|results.jsonl", file=sys.stderr)

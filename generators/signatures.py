@@ -19,6 +19,7 @@ of CTS:
 other registered operation to the reason it is not generated.  The data types of a signature
 are the registry's ``OpDef.data_types`` limited to the random-graph types (``GRAPH_TYPES``).
 """
+
 from __future__ import annotations
 
 import builtins
@@ -68,24 +69,27 @@ class Drawer(Protocol):
 # Candidate operands
 # ---------------------------------------------------------------------------------------
 
+
 @dataclass
 class Data:
     """A tensor input with random values: an earlier output, a model input or a constant."""
+
     type: T
     dims: tuple[int, ...]
     scale: float = 0.0
     zero_point: int = 0
-    lo: float | None = None            # value range (None: values.py default)
+    lo: float | None = None  # value range (None: values.py default)
     hi: float | None = None
     nonzero: bool = False
     connectable: bool = True
-    free_quant: bool = True            # may adopt an earlier output's scale / zero point
-    source: int | None = None          # operand index of the earlier output it is (set by graphs)
+    free_quant: bool = True  # may adopt an earlier output's scale / zero point
+    source: int | None = None  # operand index of the earlier output it is (set by graphs)
 
 
 @dataclass
 class Param:
     """A constant the signature decides: scalars and structural tensors (shapes, axes, ...)."""
+
     type: T
     value: Any
     dims: tuple[int, ...] = ()
@@ -115,7 +119,7 @@ class Candidate:
 @dataclass
 class Signature:
     op: Op
-    build: Callable[["Ctx"], Candidate]     # a builder raises Reject rather than return nothing
+    build: Callable[["Ctx"], Candidate]  # a builder raises Reject rather than return nothing
     ranks: tuple[int, ...]
     types: tuple[T, ...] = ()
     note: str = ""
@@ -142,16 +146,25 @@ class Reject(Exception):
 # The builder's toolbox
 # ---------------------------------------------------------------------------------------
 
+
 class Ctx:
     """What a builder sees: the data type and rank it builds for, dimension limits, the
     choices source, and optionally ``given``: an earlier output to use as the primary input.
     Its draws are named ``int`` and ``bool``, so annotations in this class spell the builtin
     types ``builtins.int`` / ``builtins.bool``."""
 
-    op: Op    # the operation being built, set by build_candidate
+    op: Op  # the operation being built, set by build_candidate
 
-    def __init__(self, draw: Drawer, dtype: T, rank: builtins.int, max_dim: builtins.int, max_elems: builtins.int,
-                 given: Data | None = None, shape_class: str | None = None):
+    def __init__(
+        self,
+        draw: Drawer,
+        dtype: T,
+        rank: builtins.int,
+        max_dim: builtins.int,
+        max_elems: builtins.int,
+        given: Data | None = None,
+        shape_class: str | None = None,
+    ):
         self.d, self.dtype, self.rank = draw, T(dtype), rank
         self.max_dim, self.max_elems = max_dim, max_elems
         self.given = given
@@ -234,11 +247,9 @@ class Ctx:
     def like(self, x: Data, dims=None, same_quant: builtins.bool = False, **kw) -> Data:
         """Another tensor of x's type (own quantisation unless ``same_quant``)."""
         q = (x.scale, x.zero_point) if same_quant else None
-        return self.data(x.type, x.dims if dims is None else dims, quant=q,
-                         free_quant=not same_quant, **kw)
+        return self.data(x.type, x.dims if dims is None else dims, quant=q, free_quant=not same_quant, **kw)
 
-    def out(self, t: T | None = None, like: Data | None = None, quant: tuple | None = None,
-            **kw) -> Out:
+    def out(self, t: T | None = None, like: Data | None = None, quant: tuple | None = None, **kw) -> Out:
         """Output of type ``t`` (default dtype); quantisation: ``like``'s, ``quant``, or own."""
         t = T(self.dtype if t is None else t)
         if like is not None and t in QUANT_TYPES:
@@ -297,6 +308,7 @@ def sig(*ops: Op, ranks: tuple[int, ...] = ALL_RANKS, note: str = ""):
         for o in ops:
             SIGNATURES[o] = Signature(o, fn, ranks, note=note)
         return fn
+
     return deco
 
 
@@ -305,6 +317,7 @@ def _op(ctx: Ctx) -> Op:
 
 
 # -- element-wise unary ---------------------------------------------------------------------
+
 
 @sig(Op.RELU, Op.RELU1, Op.RELU6, Op.FLOOR, Op.ABS, Op.NEG, Op.EXP, Op.SIN, Op.LOGICAL_NOT)
 def _unary_same(ctx: Ctx) -> Candidate:
@@ -328,8 +341,7 @@ def _rsqrt_quant(ctx: Ctx) -> Candidate:
     # not ctx.quant: an extreme scale would put 1/sqrt(x) far outside any output range
     scale, zp = ctx.int(2, 32) / 16.0, ctx.int(lo, hi)
     zp = min(zp, hi - 1)
-    x = ctx.data(ctx.dtype, ctx.shape(), quant=(scale, zp), lo=zp + 1, hi=hi, connectable=False,
-                 free_quant=False)
+    x = ctx.data(ctx.dtype, ctx.shape(), quant=(scale, zp), lo=zp + 1, hi=hi, connectable=False, free_quant=False)
     return Candidate(Op.RSQRT, [x], [Out(ctx.dtype, ctx.int(1, 8) / 64, lo + ctx.int(0, 16))])
 
 
@@ -340,8 +352,11 @@ def _hard_swish(ctx: Ctx) -> Candidate:
 
 
 _FIXED_OUT_QUANT = {  # (scale, zp for QUANT8_ASYMM, zp for QUANT8_ASYMM_SIGNED)
-    Op.LOGISTIC: (1 / 256, 0, -128), Op.SOFTMAX: (1 / 256, 0, -128),
-    Op.TANH: (1 / 128, 128, 0), Op.L2_NORMALIZATION: (1 / 128, 128, 0)}
+    Op.LOGISTIC: (1 / 256, 0, -128),
+    Op.SOFTMAX: (1 / 256, 0, -128),
+    Op.TANH: (1 / 128, 128, 0),
+    Op.L2_NORMALIZATION: (1 / 128, 128, 0),
+}
 
 
 def _fixed_out(ctx: Ctx, op: Op, **kw) -> Out:
@@ -381,6 +396,7 @@ def _dequantize(ctx: Ctx) -> Candidate:
 
 
 # -- element-wise binary (broadcasting) -------------------------------------------------------
+
 
 @sig(Op.ADD, Op.SUB, Op.MAXIMUM, Op.MINIMUM, Op.PRELU, Op.LOGICAL_AND, Op.LOGICAL_OR)
 def _binary(ctx: Ctx) -> Candidate:
@@ -434,6 +450,7 @@ def _select(ctx: Ctx) -> Candidate:
 
 # -- softmax and normalisations -------------------------------------------------------------
 
+
 @sig(Op.SOFTMAX)
 def _softmax(ctx: Ctx) -> Candidate:
     x = ctx.primary()
@@ -460,8 +477,13 @@ def _l2_norm(ctx: Ctx) -> Candidate:
 @sig(Op.LOCAL_RESPONSE_NORMALIZATION)
 def _lrn(ctx: Ctx) -> Candidate:
     x = ctx.primary()
-    ins = [x, ctx.i32(ctx.int(0, 3)), ctx.fscalar(ctx.real(0.5, 2.0, 6)),
-           ctx.fscalar(ctx.real(0.125, 1.0, 7)), ctx.fscalar(ctx.real(0.125, 1.0, 7))]
+    ins = [
+        x,
+        ctx.i32(ctx.int(0, 3)),
+        ctx.fscalar(ctx.real(0.5, 2.0, 6)),
+        ctx.fscalar(ctx.real(0.125, 1.0, 7)),
+        ctx.fscalar(ctx.real(0.125, 1.0, 7)),
+    ]
     if ctx.bool():
         ins.append(ctx.i32(ctx.axis(len(x.dims))))
     return Candidate(Op.LOCAL_RESPONSE_NORMALIZATION, ins, [ctx.out(like=x)])
@@ -470,12 +492,18 @@ def _lrn(ctx: Ctx) -> Candidate:
 @sig(Op.INSTANCE_NORMALIZATION, ranks=(4,))
 def _instance_norm(ctx: Ctx) -> Candidate:
     x = ctx.primary()
-    ins = [x, ctx.fscalar(ctx.real(0.25, 2.0, 7)), ctx.fscalar(ctx.real(-1.0, 1.0, 8)),
-           ctx.fscalar(ctx.choice((1e-3, 1e-2, 0.1))), ctx.b(ctx.bool())]
+    ins = [
+        x,
+        ctx.fscalar(ctx.real(0.25, 2.0, 7)),
+        ctx.fscalar(ctx.real(-1.0, 1.0, 8)),
+        ctx.fscalar(ctx.choice((1e-3, 1e-2, 0.1))),
+        ctx.b(ctx.bool()),
+    ]
     return Candidate(Op.INSTANCE_NORMALIZATION, ins, [ctx.out(like=x)])
 
 
 # -- pooling and convolutions ---------------------------------------------------------------
+
 
 def _hw(x: Data, nchw: bool) -> tuple[int, int, int]:
     """(height, width, channels) of a 4-D tensor in the given layout."""
@@ -496,7 +524,7 @@ def _pool(ctx: Ctx) -> Candidate:
     h, w, _ = _hw(x, nchw)
     fw, fh = _window(ctx, w), _window(ctx, h)
     sw, sh = ctx.int(1, 3), ctx.int(1, 3)
-    if ctx.bool():   # implicit padding
+    if ctx.bool():  # implicit padding
         ins = [x, ctx.i32(ctx.int(1, 2)), ctx.i32(sw), ctx.i32(sh), ctx.i32(fw), ctx.i32(fh), ctx.act()]
     else:
         pads = [ctx.int(0, fw - 1), ctx.int(0, fw - 1), ctx.int(0, fh - 1), ctx.int(0, fh - 1)]
@@ -510,8 +538,9 @@ def _filter_and_bias(ctx: Ctx, x: Data, fdims: tuple[int, ...], nbias: int) -> t
     flt = ctx.data(x.type, fdims, free_quant=False)
     if x.type in QUANT_TYPES:
         x.free_quant = False
-        bias = ctx.data(T.TENSOR_INT32, (nbias,), quant=(product_scale(x.scale, flt.scale), 0),
-                        lo=-1000, hi=1000, free_quant=False)
+        bias = ctx.data(
+            T.TENSOR_INT32, (nbias,), quant=(product_scale(x.scale, flt.scale), 0), lo=-1000, hi=1000, free_quant=False
+        )
     else:
         bias = ctx.data(x.type, (nbias,))
     return flt, bias
@@ -525,8 +554,9 @@ def _conv_out(ctx: Ctx, x: Data, flt: Data) -> Out:
     return out
 
 
-def _conv_tail(ctx: Ctx, nchw: bool, allow_dilation: bool, h: int, w: int, fh: int, fw: int,
-               force_layout: bool = False) -> list[Param]:
+def _conv_tail(
+    ctx: Ctx, nchw: bool, allow_dilation: bool, h: int, w: int, fh: int, fw: int, force_layout: bool = False
+) -> list[Param]:
     tail = []
     dil = allow_dilation and ctx.chance(1, 4)
     if nchw or dil or force_layout or ctx.bool():
@@ -538,8 +568,7 @@ def _conv_tail(ctx: Ctx, nchw: bool, allow_dilation: bool, h: int, w: int, fh: i
     return tail
 
 
-@sig(Op.CONV_2D, Op.DEPTHWISE_CONV_2D, Op.GROUPED_CONV_2D, ranks=(4,),
-     note="per-channel filters are not generated")
+@sig(Op.CONV_2D, Op.DEPTHWISE_CONV_2D, Op.GROUPED_CONV_2D, ranks=(4,), note="per-channel filters are not generated")
 def _conv(ctx: Ctx) -> Candidate:
     op = _op(ctx)
     x = ctx.primary()
@@ -565,11 +594,14 @@ def _conv(ctx: Ctx) -> Candidate:
     if ctx.bool():
         pad = [ctx.i32(ctx.int(1, 2))]
     else:
-        pad = [ctx.i32(ctx.int(0, fw - 1)), ctx.i32(ctx.int(0, fw - 1)),
-               ctx.i32(ctx.int(0, fh - 1)), ctx.i32(ctx.int(0, fh - 1))]
+        pad = [
+            ctx.i32(ctx.int(0, fw - 1)),
+            ctx.i32(ctx.int(0, fw - 1)),
+            ctx.i32(ctx.int(0, fh - 1)),
+            ctx.i32(ctx.int(0, fh - 1)),
+        ]
     ins = [x, flt, bias, *pad, ctx.i32(sw), ctx.i32(sh), *extra, ctx.act()]
-    ins += _conv_tail(ctx, nchw, op != Op.GROUPED_CONV_2D, h, w, fh, fw,
-                      force_layout=op == Op.GROUPED_CONV_2D)
+    ins += _conv_tail(ctx, nchw, op != Op.GROUPED_CONV_2D, h, w, fh, fw, force_layout=op == Op.GROUPED_CONV_2D)
     return Candidate(op, ins, [_conv_out(ctx, x, flt)])
 
 
@@ -581,8 +613,7 @@ def _transpose_conv(ctx: Ctx) -> Candidate:
     o, fh, fw = ctx.dim(8), ctx.int(1, 4), ctx.int(1, 4)
     flt, bias = _filter_and_bias(ctx, x, (o, fh, fw, c), o)
     pads = [ctx.int(0, fw - 1), ctx.int(0, fw - 1), ctx.int(0, fh - 1), ctx.int(0, fh - 1)]
-    ins = [x, flt, bias, *map(ctx.i32, pads), ctx.i32(ctx.int(1, 3)), ctx.i32(ctx.int(1, 3)),
-           ctx.act(), ctx.b(nchw)]
+    ins = [x, flt, bias, *map(ctx.i32, pads), ctx.i32(ctx.int(1, 3)), ctx.i32(ctx.int(1, 3)), ctx.act(), ctx.b(nchw)]
     return Candidate(Op.TRANSPOSE_CONV_2D, ins, [_conv_out(ctx, x, flt)])
 
 
@@ -618,7 +649,7 @@ def _resize(ctx: Ctx) -> Candidate:
         ins = [x, ctx.fscalar(sw), ctx.fscalar(sh)]
     else:
         ins = [x, ctx.i32(ctx.int(1, 2 * w)), ctx.i32(ctx.int(1, 2 * h))]
-    flags = ctx.int(0, 2)   # 0 none, 1 align_corners, 2 half_pixel_centers
+    flags = ctx.int(0, 2)  # 0 none, 1 align_corners, 2 half_pixel_centers
     if op == Op.RESIZE_NEAREST_NEIGHBOR or nchw or flags or ctx.bool():
         ins.append(ctx.b(nchw))
     if flags:
@@ -627,6 +658,7 @@ def _resize(ctx: Ctx) -> Candidate:
 
 
 # -- data movement ---------------------------------------------------------------------------
+
 
 def _same(ctx: Ctx, op: Op, x: Data, *params) -> Candidate:
     return Candidate(op, [x, *params], [ctx.out(like=x)])
@@ -648,7 +680,7 @@ def _factor_shape(ctx: Ctx, count: int, rank: int) -> list[int]:
     dims = [1] * rank
     n = count
     p = 2
-    while n > 1:   # spread the prime factors over the new dimensions
+    while n > 1:  # spread the prime factors over the new dimensions
         while n % p == 0:
             dims[ctx.int(0, rank - 1)] *= p
             n //= p
@@ -691,7 +723,7 @@ def _transpose(ctx: Ctx) -> Candidate:
     if len(x.dims) == 2 and ctx.chance(1, 4):
         return _same(ctx, Op.TRANSPOSE, x, Omitted(T.TENSOR_INT32))
     perm = list(range(len(x.dims)))
-    for i in range(len(perm) - 1, 0, -1):   # Fisher-Yates with drawn indexes
+    for i in range(len(perm) - 1, 0, -1):  # Fisher-Yates with drawn indexes
         j = ctx.int(0, i)
         perm[i], perm[j] = perm[j], perm[i]
     return _same(ctx, Op.TRANSPOSE, x, ctx.tensor_i32(perm))
@@ -740,8 +772,7 @@ def _space_to_batch(ctx: Ctx) -> Candidate:
         head = ctx.int(0, 2)
         tail = (-(size + head)) % bsz + bsz * ctx.int(0, 1)
         pads.append([head, tail])
-    return _same(ctx, Op.SPACE_TO_BATCH_ND, x, ctx.tensor_i32(block), ctx.tensor_i32(pads),
-                 *_layout_tail(ctx, nchw))
+    return _same(ctx, Op.SPACE_TO_BATCH_ND, x, ctx.tensor_i32(block), ctx.tensor_i32(pads), *_layout_tail(ctx, nchw))
 
 
 @sig(Op.PAD, Op.PAD_V2)
@@ -775,13 +806,13 @@ def _strided_slice(ctx: Ctx) -> Candidate:
     begin_mask = end_mask = shrink = 0
     for i, d in enumerate(x.dims):
         kind = ctx.int(0, 5)
-        if kind == 5:        # shrink this axis to one element
+        if kind == 5:  # shrink this axis to one element
             b = ctx.int(0, d - 1)
             begin.append(b - d if ctx.bool() else b)
             end.append(b + 1)
             strides.append(1)
             shrink |= 1 << i
-        elif kind == 4:      # walk backwards from somewhere to the start
+        elif kind == 4:  # walk backwards from somewhere to the start
             begin.append(ctx.int(0, d - 1))
             end.append(0)
             strides.append(-ctx.int(1, 2))
@@ -793,8 +824,17 @@ def _strided_slice(ctx: Ctx) -> Candidate:
             strides.append(ctx.int(1, 3))
             if kind == 3:
                 begin_mask |= 1 << i
-    return _same(ctx, Op.STRIDED_SLICE, x, ctx.tensor_i32(begin), ctx.tensor_i32(end),
-                 ctx.tensor_i32(strides), ctx.i32(begin_mask), ctx.i32(end_mask), ctx.i32(shrink))
+    return _same(
+        ctx,
+        Op.STRIDED_SLICE,
+        x,
+        ctx.tensor_i32(begin),
+        ctx.tensor_i32(end),
+        ctx.tensor_i32(strides),
+        ctx.i32(begin_mask),
+        ctx.i32(end_mask),
+        ctx.i32(shrink),
+    )
 
 
 @sig(Op.SLICE)
@@ -882,6 +922,7 @@ def _rank(ctx: Ctx) -> Candidate:
 
 # -- reductions and arg-ops ----------------------------------------------------------------
 
+
 def _axes(ctx: Ctx, rank: int) -> list[int]:
     axes = [a - rank if ctx.bool() else a for a in range(rank) if ctx.bool()]
     return axes or [ctx.axis(rank)]
@@ -893,8 +934,15 @@ def _mean(ctx: Ctx) -> Candidate:
     return _same(ctx, Op.MEAN, x, ctx.tensor_i32(_axes(ctx, len(x.dims))), ctx.i32(ctx.int(0, 1)))
 
 
-@sig(Op.REDUCE_ALL, Op.REDUCE_ANY, Op.REDUCE_MAX, Op.REDUCE_MIN, Op.REDUCE_PROD, Op.REDUCE_SUM,
-     note="REDUCE_PROD's output does not feed other operations")
+@sig(
+    Op.REDUCE_ALL,
+    Op.REDUCE_ANY,
+    Op.REDUCE_MAX,
+    Op.REDUCE_MIN,
+    Op.REDUCE_PROD,
+    Op.REDUCE_SUM,
+    note="REDUCE_PROD's output does not feed other operations",
+)
 def _reduce(ctx: Ctx) -> Candidate:
     op = _op(ctx)
     x = ctx.primary()
@@ -912,8 +960,9 @@ def _arg(ctx: Ctx) -> Candidate:
 def _topk(ctx: Ctx) -> Candidate:
     x = ctx.primary()
     k = ctx.int(1, x.dims[-1])
-    return Candidate(Op.TOPK_V2, [x, ctx.i32(k)],
-                     [ctx.out(like=x), Out(T.TENSOR_INT32, ignored=True, connectable=False)])
+    return Candidate(
+        Op.TOPK_V2, [x, ctx.i32(k)], [ctx.out(like=x), Out(T.TENSOR_INT32, ignored=True, connectable=False)]
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -923,13 +972,20 @@ def _topk(ctx: Ctx) -> Candidate:
 _RECURRENT = "recurrent cell with state and many weight tensors; not generated (absent from CTS random graphs)"
 _BOXES = "inputs are structured boxes/scores; not generated (absent from CTS random graphs)"
 EXCLUDED: dict[Op, str] = {
-    Op.LSTM: _RECURRENT, Op.RNN: _RECURRENT, Op.SVDF: _RECURRENT,
-    Op.BIDIRECTIONAL_SEQUENCE_LSTM: _RECURRENT, Op.BIDIRECTIONAL_SEQUENCE_RNN: _RECURRENT,
-    Op.UNIDIRECTIONAL_SEQUENCE_LSTM: _RECURRENT, Op.UNIDIRECTIONAL_SEQUENCE_RNN: _RECURRENT,
-    Op.QUANTIZED_16BIT_LSTM: _RECURRENT, Op.QUANTIZED_LSTM: _RECURRENT,
+    Op.LSTM: _RECURRENT,
+    Op.RNN: _RECURRENT,
+    Op.SVDF: _RECURRENT,
+    Op.BIDIRECTIONAL_SEQUENCE_LSTM: _RECURRENT,
+    Op.BIDIRECTIONAL_SEQUENCE_RNN: _RECURRENT,
+    Op.UNIDIRECTIONAL_SEQUENCE_LSTM: _RECURRENT,
+    Op.UNIDIRECTIONAL_SEQUENCE_RNN: _RECURRENT,
+    Op.QUANTIZED_16BIT_LSTM: _RECURRENT,
+    Op.QUANTIZED_LSTM: _RECURRENT,
     Op.LSH_PROJECTION: "hashes with a random seed tensor; not generated (absent from CTS random graphs)",
-    Op.BOX_WITH_NMS_LIMIT: _BOXES, Op.DETECTION_POSTPROCESSING: _BOXES,
-    Op.GENERATE_PROPOSALS: _BOXES, Op.AXIS_ALIGNED_BBOX_TRANSFORM: _BOXES,
+    Op.BOX_WITH_NMS_LIMIT: _BOXES,
+    Op.DETECTION_POSTPROCESSING: _BOXES,
+    Op.GENERATE_PROPOSALS: _BOXES,
+    Op.AXIS_ALIGNED_BBOX_TRANSFORM: _BOXES,
     Op.RANDOM_MULTINOMIAL: "output is random draws: not comparable element by element",
     Op.IF: "control flow: wrapped around generated graphs by generators/control_flow.py, not drawn as a single op",
     Op.WHILE: "control flow: wrapped around generated graphs by generators/control_flow.py, not drawn as a single op",
@@ -949,19 +1005,58 @@ EXCLUDED: dict[Op, str] = {
 # declared only where NNAPI defines the result without overflow or NaN: selection, ordering
 # and data movement, and the saturating activations.  NaN only where IEEE defines a non-NaN
 # result (comparisons: every one but NOT_EQUAL is false).
-_FINITE = {"float": ("subnormal", "signed_zero", "fp16_overflow", "tie"),
-           "int32": ("negative", "zero", "unit", "div_rounding"),
-           "quant": VALUE_CLASSES["quant"], "bool": ()}
+_FINITE = {
+    "float": ("subnormal", "signed_zero", "fp16_overflow", "tie"),
+    "int32": ("negative", "zero", "unit", "div_rounding"),
+    "quant": VALUE_CLASSES["quant"],
+    "bool": (),
+}
 _COMPARE = (Op.EQUAL, Op.NOT_EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.LESS, Op.LESS_EQUAL)
-_DATA_MOVEMENT = (Op.RESHAPE, Op.SQUEEZE, Op.EXPAND_DIMS, Op.TRANSPOSE, Op.CONCATENATION, Op.GATHER,
-                  Op.SLICE, Op.STRIDED_SLICE, Op.TILE, Op.REVERSE, Op.PACK, Op.SPLIT, Op.PAD,
-                  Op.PAD_V2, Op.MIRROR_PAD, Op.DEPTH_TO_SPACE, Op.SPACE_TO_DEPTH,
-                  Op.BATCH_TO_SPACE_ND, Op.SPACE_TO_BATCH_ND, Op.CHANNEL_SHUFFLE, Op.SELECT,
-                  Op.EMBEDDING_LOOKUP)
+_DATA_MOVEMENT = (
+    Op.RESHAPE,
+    Op.SQUEEZE,
+    Op.EXPAND_DIMS,
+    Op.TRANSPOSE,
+    Op.CONCATENATION,
+    Op.GATHER,
+    Op.SLICE,
+    Op.STRIDED_SLICE,
+    Op.TILE,
+    Op.REVERSE,
+    Op.PACK,
+    Op.SPLIT,
+    Op.PAD,
+    Op.PAD_V2,
+    Op.MIRROR_PAD,
+    Op.DEPTH_TO_SPACE,
+    Op.SPACE_TO_DEPTH,
+    Op.BATCH_TO_SPACE_ND,
+    Op.SPACE_TO_BATCH_ND,
+    Op.CHANNEL_SHUFFLE,
+    Op.SELECT,
+    Op.EMBEDDING_LOOKUP,
+)
 # +-inf (floats) and INT32_MIN/MAX (int32) give a defined result
-EXTREMES_DEFINED = frozenset(_COMPARE + _DATA_MOVEMENT + (
-    Op.MAXIMUM, Op.MINIMUM, Op.ARGMAX, Op.ARGMIN, Op.TOPK_V2, Op.REDUCE_MAX, Op.REDUCE_MIN,
-    Op.MAX_POOL_2D, Op.RELU, Op.RELU1, Op.RELU6, Op.LOGISTIC, Op.TANH, Op.RANK))
+EXTREMES_DEFINED = frozenset(
+    _COMPARE
+    + _DATA_MOVEMENT
+    + (
+        Op.MAXIMUM,
+        Op.MINIMUM,
+        Op.ARGMAX,
+        Op.ARGMIN,
+        Op.TOPK_V2,
+        Op.REDUCE_MAX,
+        Op.REDUCE_MIN,
+        Op.MAX_POOL_2D,
+        Op.RELU,
+        Op.RELU1,
+        Op.RELU6,
+        Op.LOGISTIC,
+        Op.TANH,
+        Op.RANK,
+    )
+)
 # +-inf only (ABS/NEG of INT32_MIN overflow; FLOOR has no int32 form)
 INF_ONLY = frozenset((Op.ABS, Op.NEG, Op.FLOOR))
 NAN_DEFINED = frozenset(_COMPARE)
@@ -985,18 +1080,54 @@ def declared_classes(op: Op) -> dict[str, tuple[str, ...]]:
 # others fail the execution, e.g. the element-wise math functions, comparisons, ARGMAX),
 # at the data types SLICE can produce one in.  Convolutions, pooling and the like accept
 # an empty batch only.  tests/test_domains.py checks the list against the reference.
-ZERO_SIZED_OPS = frozenset((
-    Op.ADD, Op.AVERAGE_POOL_2D, Op.CAST, Op.CONCATENATION, Op.CONV_2D,
-    Op.DEPTHWISE_CONV_2D, Op.DEQUANTIZE, Op.DIV, Op.EXPAND_DIMS, Op.FULLY_CONNECTED,
-    Op.GROUPED_CONV_2D, Op.HARD_SWISH, Op.INSTANCE_NORMALIZATION, Op.L2_NORMALIZATION,
-    Op.L2_POOL_2D, Op.LOCAL_RESPONSE_NORMALIZATION, Op.LOGISTIC, Op.MAXIMUM,
-    Op.MAX_POOL_2D, Op.MINIMUM, Op.MUL, Op.PACK, Op.PRELU, Op.QUANTIZE, Op.RANK,
-    Op.RELU, Op.RELU1, Op.RELU6, Op.RESHAPE, Op.RESIZE_BILINEAR,
-    Op.RESIZE_NEAREST_NEIGHBOR, Op.REVERSE, Op.SLICE, Op.SOFTMAX, Op.SQUEEZE,
-    Op.SUB, Op.TANH, Op.TILE, Op.TRANSPOSE, Op.TRANSPOSE_CONV_2D))
+ZERO_SIZED_OPS = frozenset(
+    (
+        Op.ADD,
+        Op.AVERAGE_POOL_2D,
+        Op.CAST,
+        Op.CONCATENATION,
+        Op.CONV_2D,
+        Op.DEPTHWISE_CONV_2D,
+        Op.DEQUANTIZE,
+        Op.DIV,
+        Op.EXPAND_DIMS,
+        Op.FULLY_CONNECTED,
+        Op.GROUPED_CONV_2D,
+        Op.HARD_SWISH,
+        Op.INSTANCE_NORMALIZATION,
+        Op.L2_NORMALIZATION,
+        Op.L2_POOL_2D,
+        Op.LOCAL_RESPONSE_NORMALIZATION,
+        Op.LOGISTIC,
+        Op.MAXIMUM,
+        Op.MAX_POOL_2D,
+        Op.MINIMUM,
+        Op.MUL,
+        Op.PACK,
+        Op.PRELU,
+        Op.QUANTIZE,
+        Op.RANK,
+        Op.RELU,
+        Op.RELU1,
+        Op.RELU6,
+        Op.RESHAPE,
+        Op.RESIZE_BILINEAR,
+        Op.RESIZE_NEAREST_NEIGHBOR,
+        Op.REVERSE,
+        Op.SLICE,
+        Op.SOFTMAX,
+        Op.SQUEEZE,
+        Op.SUB,
+        Op.TANH,
+        Op.TILE,
+        Op.TRANSPOSE,
+        Op.TRANSPOSE_CONV_2D,
+    )
+)
 # broadcast_ranks: the broadcasting element-wise operations (signatures using broadcast_dims)
-BROADCAST_OPS = frozenset((Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.POW, Op.MAXIMUM, Op.MINIMUM, Op.PRELU,
-                           Op.LOGICAL_AND, Op.LOGICAL_OR) + _COMPARE)
+BROADCAST_OPS = frozenset(
+    (Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.POW, Op.MAXIMUM, Op.MINIMUM, Op.PRELU, Op.LOGICAL_AND, Op.LOGICAL_OR) + _COMPARE
+)
 # max_dim: not for operations whose other dimensions cannot all be 1 around one long one
 NO_LONG_DIM: dict[Op, str] = {Op.FILL: "no data input: the output's shape is a parameter"}
 # unknown_dims: not for a scalar output (nothing to leave unknown)
@@ -1021,8 +1152,12 @@ def declared_shapes(op: Op, types: tuple[T, ...], ranks: tuple[int, ...]) -> dic
     return out
 
 
-_TENSOR_OF_SCALAR = {T.FLOAT32: T.TENSOR_FLOAT32, T.FLOAT16: T.TENSOR_FLOAT16, T.INT32: T.TENSOR_INT32,
-                     T.BOOL: T.TENSOR_BOOL8}
+_TENSOR_OF_SCALAR = {
+    T.FLOAT32: T.TENSOR_FLOAT32,
+    T.FLOAT16: T.TENSOR_FLOAT16,
+    T.INT32: T.TENSOR_INT32,
+    T.BOOL: T.TENSOR_BOOL8,
+}
 
 
 def _finish() -> None:
@@ -1035,7 +1170,7 @@ def _finish() -> None:
         types = [_TENSOR_OF_SCALAR.get(t, t) for t in registry[o].data_types]
         s.types = tuple(t for t in dict.fromkeys(types) if t in GRAPH_TYPES)
         s.value_classes = declared_classes(o)
-    for o, s in SIGNATURES.items():   # after every signature has its types (SLICE's included)
+    for o, s in SIGNATURES.items():  # after every signature has its types (SLICE's included)
         s.shape_classes = declared_shapes(o, s.types, s.ranks)
 
 
@@ -1054,5 +1189,8 @@ def build_candidate(s: Signature, ctx: Ctx) -> Candidate:
 
 def ops_for(dtype: T, rank: int | None = None) -> list[Op]:
     """Covered operations whose signature takes ``dtype`` (and ``rank``), in a stable order."""
-    return [o for o, s in sorted(SIGNATURES.items(), key=lambda kv: kv[0].name)
-            if T(dtype) in s.types and (rank is None or rank in s.ranks)]
+    return [
+        o
+        for o, s in sorted(SIGNATURES.items(), key=lambda kv: kv[0].name)
+        if T(dtype) in s.types and (rank is None or rank in s.ranks)
+    ]

@@ -17,6 +17,7 @@ goes back to uniform).
 ``RandomDrawer`` makes the same models from a plain seeded ``random.Random`` (benchmarks,
 quick scripts), without Hypothesis.
 """
+
 from __future__ import annotations
 
 import functools
@@ -80,18 +81,48 @@ def cases(draw, config: GraphConfig, value_mode: str = "uniform") -> GeneratedCa
         reject()
 
 
-def single_operation(op: Op, dtype: T, *, max_dim: int = 1000, max_elems: int = 10000,
-                     value_mode: str = "uniform", allowed: frozenset | None = None) -> st.SearchStrategy[GeneratedCase]:
-    cfg = GraphConfig(dtype=T(dtype), n_ops=1, max_dim=max_dim, max_elems=max_elems, ops=(Op(op),),
-                      allowed=allowed, shape_classes=True)
+def single_operation(
+    op: Op,
+    dtype: T,
+    *,
+    max_dim: int = 1000,
+    max_elems: int = 10000,
+    value_mode: str = "uniform",
+    allowed: frozenset | None = None,
+) -> st.SearchStrategy[GeneratedCase]:
+    cfg = GraphConfig(
+        dtype=T(dtype),
+        n_ops=1,
+        max_dim=max_dim,
+        max_elems=max_elems,
+        ops=(Op(op),),
+        allowed=allowed,
+        shape_classes=True,
+    )
     return cases(cfg, value_mode)
 
 
-def random_graph(dtype: T, rank: int | None, n_ops: int, max_dim: int, *, max_elems: int = 10000,
-                 ops: tuple[Op, ...] | None = None, value_mode: str = "uniform",
-                 allowed: frozenset | None = None) -> st.SearchStrategy[GeneratedCase]:
-    cfg = GraphConfig(dtype=T(dtype), n_ops=n_ops, rank=rank, max_dim=max_dim, max_elems=max_elems, ops=ops,
-                      allowed=allowed, shape_classes=True)
+def random_graph(
+    dtype: T,
+    rank: int | None,
+    n_ops: int,
+    max_dim: int,
+    *,
+    max_elems: int = 10000,
+    ops: tuple[Op, ...] | None = None,
+    value_mode: str = "uniform",
+    allowed: frozenset | None = None,
+) -> st.SearchStrategy[GeneratedCase]:
+    cfg = GraphConfig(
+        dtype=T(dtype),
+        n_ops=n_ops,
+        rank=rank,
+        max_dim=max_dim,
+        max_elems=max_elems,
+        ops=ops,
+        allowed=allowed,
+        shape_classes=True,
+    )
     return cases(cfg, value_mode)
 
 

@@ -37,6 +37,7 @@ int32    ``negative``, ``zero``, ``unit`` (+-1), ``limit`` (INT32_MIN/MAX and th
 quant    ``stored_min``, ``stored_max``, ``zero_point`` (the type's stored extremes, the zp)
 =======  ====================================================================================
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -48,7 +49,7 @@ FLOAT_RANGE = (-2.0, 2.0)
 INT32_RANGE = (0, 255)
 EDGE_FRACTION = 1 / 3
 CLASS_FRACTION = 1 / 4
-INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 VALUE_CLASSES: dict[str, tuple[str, ...]] = {
     "float": ("subnormal", "signed_zero", "inf", "nan", "fp16_overflow", "tie"),
@@ -95,7 +96,7 @@ def stored_range(t: T) -> tuple[int, int]:
 
 
 def type_family(t: T) -> str:
-    """"float", "int32", "quant" or "bool": which row of VALUE_CLASSES a type draws from."""
+    """ "float", "int32", "quant" or "bool": which row of VALUE_CLASSES a type draws from."""
     t = T(t)
     if t in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.FLOAT32, T.FLOAT16):
         return "float"
@@ -106,8 +107,14 @@ def type_family(t: T) -> str:
     return "bool"
 
 
-def class_values(t: T, cls: str, lo: float | None = None, hi: float | None = None,
-                 zero_point: int = 0, rng: np.random.Generator | None = None) -> np.ndarray:
+def class_values(
+    t: T,
+    cls: str,
+    lo: float | None = None,
+    hi: float | None = None,
+    zero_point: int = 0,
+    rng: np.random.Generator | None = None,
+) -> np.ndarray:
     """The candidate values of one class for type ``t`` (float64), inside [lo, hi] when given."""
     t = T(t)
     fam = type_family(t)
@@ -124,7 +131,7 @@ def class_values(t: T, cls: str, lo: float | None = None, hi: float | None = Non
         tt = T.TENSOR_FLOAT32 if t == T.FLOAT32 else T.TENSOR_FLOAT16 if t == T.FLOAT16 else t
         vals = _CLASS_VALUES.get((tt, cls), _CLASS_VALUES.get(cls, ()))
     v = np.asarray(vals, dtype=np.float64)
-    if cls == "nan":   # NaN is never inside a range; a range means "no NaN here"
+    if cls == "nan":  # NaN is never inside a range; a range means "no NaN here"
         return v if lo is None and hi is None else v[:0]
     keep = np.ones(v.shape, dtype=bool)
     if lo is not None:
@@ -153,13 +160,17 @@ def classify(arr, t: T, zero_point: int = 0) -> set[str]:
                 "inf": np.isinf(x),
                 "nan": np.isnan(x),
                 "fp16_overflow": fin & (ax >= (3.2e4 if a.dtype == np.float16 else 65520.0)),
-                "tie": fin & (ax < 2 ** 20) & (x - np.floor(x) == 0.5),
+                "tie": fin & (ax < 2**20) & (x - np.floor(x) == 0.5),
             }
     elif fam == "int32":
         x = a.astype(np.int64)
-        checks = {"negative": x < 0, "zero": x == 0, "unit": np.abs(x) == 1,
-                  "limit": (x <= INT32_MIN + 1) | (x >= INT32_MAX - 1),
-                  "div_rounding": (x < -1) & (x % 2 == 1)}
+        checks = {
+            "negative": x < 0,
+            "zero": x == 0,
+            "unit": np.abs(x) == 1,
+            "limit": (x <= INT32_MIN + 1) | (x >= INT32_MAX - 1),
+            "div_rounding": (x < -1) & (x % 2 == 1),
+        }
     elif fam == "quant":
         x = a.astype(np.int64)
         lo, hi = stored_range(t)
@@ -169,8 +180,7 @@ def classify(arr, t: T, zero_point: int = 0) -> set[str]:
     return {k for k, m in checks.items() if bool(np.any(m))}
 
 
-def _inject_classes(rng: np.random.Generator, t: T, flat: np.ndarray, classes, lo, hi,
-                    zero_point: int) -> np.ndarray:
+def _inject_classes(rng: np.random.Generator, t: T, flat: np.ndarray, classes, lo, hi, zero_point: int) -> np.ndarray:
     """Put every value class of ``classes`` into ``flat``: one element each at distinct random
     positions (as many as fit), and about CLASS_FRACTION more drawn from all of them.  The
     fp16_overflow class stays at one element (see the module docstring)."""
@@ -195,19 +205,30 @@ def _inject_classes(rng: np.random.Generator, t: T, flat: np.ndarray, classes, l
     return flat
 
 
-def fill(rng: np.random.Generator, t: T, dims, lo: float | None = None, hi: float | None = None,
-         edge: bool = False, nonzero: bool = False, classes=(), zero_point: int = 0) -> np.ndarray:
+def fill(
+    rng: np.random.Generator,
+    t: T,
+    dims,
+    lo: float | None = None,
+    hi: float | None = None,
+    edge: bool = False,
+    nonzero: bool = False,
+    classes=(),
+    zero_point: int = 0,
+) -> np.ndarray:
     t = T(t)
     info = type_info(t)
     dims = tuple(int(d) for d in dims)
     n = int(np.prod(dims)) if dims else 1
-    flat: np.ndarray      # float64, bool or int64 by the type's family
+    flat: np.ndarray  # float64, bool or int64 by the type's family
     if info.is_float:
         a, b = (FLOAT_RANGE[0] if lo is None else lo), (FLOAT_RANGE[1] if hi is None else hi)
         flat = rng.uniform(a, b, n)
+
         # The default range does not limit edge values; a signature's own range does.
         def in_range(e: float) -> bool:
             return (lo is None or lo <= e) and (hi is None or e <= hi)
+
         edges = [e for e in _FLOAT_EDGES.get(t, _FLOAT_EDGES[T.TENSOR_FLOAT16]) if in_range(e)]
         huge = [e for e in _HUGE.get(t, ()) if in_range(e)]
     elif t in (T.TENSOR_BOOL8, T.BOOL):

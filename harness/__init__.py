@@ -3,4 +3,5 @@
 The repository's ``harness/`` folder is this package; ``drivers/``, ``generators/``,
 ``suites/`` and ``reports/`` install as its sub-packages.
 """
+
 __version__ = "0.1.0"

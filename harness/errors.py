@@ -1,4 +1,5 @@
 """The harness's exception types.  Each carries a one-line message meant for a driver engineer."""
+
 from __future__ import annotations
 
 

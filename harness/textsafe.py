@@ -7,6 +7,7 @@ megabyte long.  ``clean_text`` removes the escapes and controls and keeps newlin
 ``shorten`` bounds a length; ``show`` is a bounded ``repr`` for error messages that never
 builds the full repr of a huge value.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,7 +20,8 @@ from typing import Any
 _ESCAPES = re.compile(
     r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
     r"|(?:\x1b[\]PX^_]|[\x9d\x90\x98\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
-    r"|\x1b[ -/]*[0-~]")
+    r"|\x1b[ -/]*[0-~]"
+)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 ELLIPSIS = "..."
@@ -36,7 +38,7 @@ def shorten(s: str, limit: int) -> str:
     """``s`` cut to at most ``limit`` characters, ending in ``...`` when cut."""
     if len(s) <= limit:
         return s
-    return s[:max(limit - len(ELLIPSIS), 0)] + ELLIPSIS
+    return s[: max(limit - len(ELLIPSIS), 0)] + ELLIPSIS
 
 
 class _BoundedRepr(reprlib.Repr):

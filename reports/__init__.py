@@ -1,4 +1,5 @@
 """Turning result rows into CSV and HTML reports."""
+
 from __future__ import annotations
 
 import os
@@ -17,9 +18,14 @@ HTML_FILE = "report.html"
 __all__ = ["build_reports", "write_csv", "write_html", "RESULTS_FILE", "CSV_FILE", "HTML_FILE"]
 
 
-def build_reports(report_dir: str | os.PathLike, meta: Mapping[str, object] | None = None,
-                  title: str = "nnconform report", with_coverage: bool = False,
-                  history: list[dict] | None = None, records: list | None = None) -> tuple[Path, Path]:
+def build_reports(
+    report_dir: str | os.PathLike,
+    meta: Mapping[str, object] | None = None,
+    title: str = "nnconform report",
+    with_coverage: bool = False,
+    history: list[dict] | None = None,
+    records: list | None = None,
+) -> tuple[Path, Path]:
     """Read ``report_dir/results.jsonl`` (unless its ``records`` are given, already read) and
     write ``results.csv`` and ``report.html`` beside it.  Returns (csv_path, html_path).
     ``with_coverage`` adds the reference executor's operation coverage table (vectors passed
@@ -41,7 +47,9 @@ def build_reports(report_dir: str | os.PathLike, meta: Mapping[str, object] | No
     coverage_rows = None
     if with_coverage:
         from nnconform.cases.coverage import coverage
+
         coverage_rows = coverage(records)
-    html_path = write_html(records, report_dir / HTML_FILE, title=title, meta=meta, coverage_rows=coverage_rows,
-                           history=history)
+    html_path = write_html(
+        records, report_dir / HTML_FILE, title=title, meta=meta, coverage_rows=coverage_rows, history=history
+    )
     return csv_path, html_path

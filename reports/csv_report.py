@@ -15,6 +15,7 @@ starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a lead
 text, and numeric cells (a negative duration or seed) stay numbers.  Lines end in CRLF
 (RFC 4180), so a carriage return inside a message is quoted and never splits a row.
 """
+
 from __future__ import annotations
 
 import csv
@@ -40,14 +41,24 @@ def defuse_cell(value):
 
 
 _NUMBERS = (int, float)
-_TEXT = ("suite", "test_id", "driver", "outcome", "blamed_operation", "blamed_data_type", "message", "replay",
-         "timestamp")
+_TEXT = (
+    "suite",
+    "test_id",
+    "driver",
+    "outcome",
+    "blamed_operation",
+    "blamed_data_type",
+    "message",
+    "replay",
+    "timestamp",
+)
 _LISTS = ("operations", "data_types")
 
 
 def _cells(values: dict, extra_text: str) -> tuple:
-    return tuple(LIST_SEPARATOR.join(values[k]) if k in _LISTS else extra_text if k == "extra" else values[k]
-                 for k in COLUMNS)
+    return tuple(
+        LIST_SEPARATOR.join(values[k]) if k in _LISTS else extra_text if k == "extra" else values[k] for k in COLUMNS
+    )
 
 
 def _as_written(r: ResultRecord) -> tuple | None:
@@ -55,9 +66,12 @@ def _as_written(r: ResultRecord) -> tuple | None:
     when every value already is plain JSON (the rows nnconform writes); None otherwise (numpy
     values, NaN, paths...: _through_json)."""
     d, s = r.duration_s, r.seed
-    if not ((type(d) in _NUMBERS and math.isfinite(d)) and (s is None or type(s) is int)
-            and (r.spec_path is None or type(r.spec_path) is str)
-            and all(type(getattr(r, k)) is str for k in _TEXT)):
+    if not (
+        (type(d) in _NUMBERS and math.isfinite(d))
+        and (s is None or type(s) is int)
+        and (r.spec_path is None or type(r.spec_path) is str)
+        and all(type(getattr(r, k)) is str for k in _TEXT)
+    ):
         return None
     try:
         extra = json.dumps(r.extra, sort_keys=True, allow_nan=False) if r.extra else ""

@@ -15,6 +15,7 @@ CRASH, HANG, XPASS, FAILURE) in either run lands in one class:
 Each entry keeps the replay command of its failing side.  ``render_text`` and ``render_html``
 format the result; the HTML is one self-contained page like report.html.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,9 +33,9 @@ CLASSES = ("new", "fixed", "flaky", "still failing")
 class Change:
     test_id: str
     kind: str
-    before: str                 # outcome in A ("" when absent)
-    after: str                  # outcome in B ("" when absent)
-    message: str                # of the failing side (B's when both fail)
+    before: str  # outcome in A ("" when absent)
+    after: str  # outcome in B ("" when absent)
+    message: str  # of the failing side (B's when both fail)
     replay: str
 
 
@@ -76,7 +77,7 @@ def diff_runs(rows_a: list[ResultRecord], rows_b: list[ResultRecord], a: str = "
         good_a = ra is not None and ra.outcome in GOOD_OUTCOMES
         good_b = rb is not None and rb.outcome in GOOD_OUTCOMES
         failing = rb if bad_b else ra
-        assert failing is not None       # bad_a or bad_b: that run's record exists
+        assert failing is not None  # bad_a or bad_b: that run's record exists
         flipped = (bad_a and good_b) or (bad_b and good_a)
         seeded = failing.suite in SEEDED_SUITES
         if bad_a and bad_b:
@@ -88,15 +89,18 @@ def diff_runs(rows_a: list[ResultRecord], rows_b: list[ResultRecord], a: str = "
         elif good_b:
             kind = "fixed"
         else:
-            continue   # bad in A, skipped or absent in B: nothing to say about it
-        out.changes[kind].append(Change(tid, kind, ra.outcome if ra else "", rb.outcome if rb else "",
-                                        failing.message, failing.replay))
+            continue  # bad in A, skipped or absent in B: nothing to say about it
+        out.changes[kind].append(
+            Change(tid, kind, ra.outcome if ra else "", rb.outcome if rb else "", failing.message, failing.replay)
+        )
     return out
 
 
 def render_text(d: RunDiff, limit: int = 50) -> str:
-    lines = [f"nnconform diff: A = {d.a} ({d.cases_a} cases), B = {d.b} ({d.cases_b} cases)",
-             "  " + ", ".join(f"{d.count(k)} {k}" for k in CLASSES)]
+    lines = [
+        f"nnconform diff: A = {d.a} ({d.cases_a} cases), B = {d.b} ({d.cases_b} cases)",
+        "  " + ", ".join(f"{d.count(k)} {k}" for k in CLASSES),
+    ]
     for kind in CLASSES:
         items = d.changes.get(kind, [])
         if not items:
@@ -113,6 +117,7 @@ def render_text(d: RunDiff, limit: int = 50) -> str:
 
 def render_html(d: RunDiff) -> str:
     from nnconform.reports.html_report import _CSS, _environment
+
     template = _environment().from_string(_DIFF_TEMPLATE)
     return template.render(css=_CSS, d=d, classes=CLASSES)
 

@@ -1,5 +1,6 @@
 """Run history: ``--history DIR`` appends each run's summary to ``DIR/history.jsonl`` (one
 JSON line, fsynced, like the results journal) and the report shows the trend across runs."""
+
 from __future__ import annotations
 
 import json

@@ -11,6 +11,7 @@ a heat map, filterable), the per-suite table, the run's metadata and, on referen
 reference executor's coverage.  The page works without its script (everything is shown); the
 script only filters and sorts.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -140,9 +141,13 @@ _SCRIPT = r"""
 
 @functools.lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(Path(__file__).parent)),
-                              autoescape=True, undefined=jinja2.StrictUndefined,
-                              trim_blocks=False, lstrip_blocks=False)
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(Path(__file__).parent)),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=False,
+        lstrip_blocks=False,
+    )
 
 
 def _status_kind(status: str) -> str:
@@ -153,14 +158,24 @@ def _status_kind(status: str) -> str:
 
 def _bucket_view(b: triage.Bucket) -> dict:
     rep = b.representative
-    search = " ".join([b.operation, b.data_type, b.criterion, b.message, rep.message,
-                       *(r.test_id for r in b.rows)]).lower()
-    return {"count": b.count, "operation": b.operation, "data_type": b.data_type, "criterion": b.criterion,
-            "outcomes": b.outcomes, "suites": b.suites, "example_message": rep.message,
-            "outcome_set": " ".join(sorted({r.outcome for r in b.rows})),
-            "suite_set": " ".join(sorted({r.suite for r in b.rows})),
-            "search": search, "replay": rep.replay, "spec_path": rep.spec_path or "",
-            "rows": b.rows[:CASES_PER_BUCKET]}
+    search = " ".join(
+        [b.operation, b.data_type, b.criterion, b.message, rep.message, *(r.test_id for r in b.rows)]
+    ).lower()
+    return {
+        "count": b.count,
+        "operation": b.operation,
+        "data_type": b.data_type,
+        "criterion": b.criterion,
+        "outcomes": b.outcomes,
+        "suites": b.suites,
+        "example_message": rep.message,
+        "outcome_set": " ".join(sorted({r.outcome for r in b.rows})),
+        "suite_set": " ".join(sorted({r.suite for r in b.rows})),
+        "search": search,
+        "replay": rep.replay,
+        "spec_path": rep.spec_path or "",
+        "rows": b.rows[:CASES_PER_BUCKET],
+    }
 
 
 def _matrix_rows(m: triage.Matrix) -> list[dict]:
@@ -175,9 +190,16 @@ def _matrix_rows(m: triage.Matrix) -> list[dict]:
             good, bad, skip = c["good"], c["bad"], c["skip"] + c["xfail"]
             failing = failing or bad > 0
             cls = "bad" if bad else ("good" if good else "skip")
-            cells.append({"empty": False, "type": t, "cls": cls, "text": f"{good} / {bad} / {skip}",
-                          "title": f"{good} pass, {bad} fail, {skip} skip",
-                          "colour": charts.heat_colour(good, bad, skip)})
+            cells.append(
+                {
+                    "empty": False,
+                    "type": t,
+                    "cls": cls,
+                    "text": f"{good} / {bad} / {skip}",
+                    "title": f"{good} pass, {bad} fail, {skip} skip",
+                    "colour": charts.heat_colour(good, bad, skip),
+                }
+            )
         rows.append({"op": op, "cells": cells, "failing": failing})
     return rows
 
@@ -189,6 +211,7 @@ def _stress_verdicts(records: list[ResultRecord]) -> list[tuple[str, Counter, st
     import numpy as np
 
     from nnconform.verdict.results import STRESS_OUTCOMES
+
     per: dict[str, Counter] = {}
     durations: dict[str, list[float]] = {}
     for r in records:
@@ -204,8 +227,11 @@ def _stress_verdicts(records: list[ResultRecord]) -> list[tuple[str, Counter, st
 
 
 def _stress_memory(records: list[ResultRecord]) -> str:
-    values = [float(r.extra["rss_mb"]) for r in sorted(records, key=lambda r: r.timestamp)
-              if isinstance(r.extra.get("rss_mb"), (int, float))]
+    values = [
+        float(r.extra["rss_mb"])
+        for r in sorted(records, key=lambda r: r.timestamp)
+        if isinstance(r.extra.get("rss_mb"), (int, float))
+    ]
     return charts.line(values, "stress worker RSS after each case", "MB")
 
 
@@ -213,15 +239,19 @@ def _coverage_rows(rows) -> list[list[str]]:
     out = []
     for r in rows or ():
         impl = ", ".join(r.implemented) if r.implemented else "not implemented"
-        vr = r.vectors_run.get("*", 0)   # coverage.TOTAL: each vector counted once
+        vr = r.vectors_run.get("*", 0)  # coverage.TOTAL: each vector counted once
         vectors = f"{r.vectors_passed.get('*', 0)}/{vr}" if vr else "-"
         out.append([str(r.code), r.operation, impl, str(sum(r.examples.values())), vectors])
     return out
 
 
-def render_html(records: Iterable[ResultRecord], title: str = "nnconform report",
-                meta: Mapping[str, object] | None = None, coverage_rows=None,
-                history: list[dict] | None = None) -> str:
+def render_html(
+    records: Iterable[ResultRecord],
+    title: str = "nnconform report",
+    meta: Mapping[str, object] | None = None,
+    coverage_rows=None,
+    history: list[dict] | None = None,
+) -> str:
     records = list(records)
     total = Counter(r.outcome for r in records)
     present = [o for o in OUTCOMES if total[o]]
@@ -238,44 +268,72 @@ def render_html(records: Iterable[ResultRecord], title: str = "nnconform report"
     status = str((meta or {}).get("status", "") or "")
     chart_data = {s: charts.kind_counts(c, triage.kind) for s, c in suites.items()}
     suite_rows = [(s, suites[s], False) for s in suites] + [("all suites", total, True)]
-    return _environment().get_template(TEMPLATE).render(
-        title=title, css=_CSS, script=_SCRIPT, status=status, status_kind=_status_kind(status),
-        total=len(records), overall=[(o, total[o]) for o in present],
-        suite_chart=charts.suite_bars(chart_data),
-        buckets=[_bucket_view(b) for b in bucket_list], n_failures=len(bad),
-        bad_outcomes=sorted({r.outcome for r in bad}), bad_suites=sorted({r.suite for r in bad}),
-        xfails=[r for r in records if r.outcome == XFAIL],
-        accumulated=[r for r in records if r.outcome == PASS and (r.extra or {}).get("accumulated_rounding")],
-        matrix=triage.matrix(records) if records else triage.Matrix([], [], {}),
-        matrix_rows=_matrix_rows(triage.matrix(records)) if records else [],
-        present=present, suite_rows=suite_rows, meta=list(m.items()),
-        history=list(history or []), trend_chart=charts.trend(list(history or [])),
-        stress=_stress_verdicts(records), stress_memory=_stress_memory(records), stress_outcomes=("SUCCESS", "FAILURE", "HANG", "CRASH"),
-        coverage=_coverage_rows(coverage_rows), ledger=_ledger_rows(records),
-        variants=_variant_rows(records, present))
+    return (
+        _environment()
+        .get_template(TEMPLATE)
+        .render(
+            title=title,
+            css=_CSS,
+            script=_SCRIPT,
+            status=status,
+            status_kind=_status_kind(status),
+            total=len(records),
+            overall=[(o, total[o]) for o in present],
+            suite_chart=charts.suite_bars(chart_data),
+            buckets=[_bucket_view(b) for b in bucket_list],
+            n_failures=len(bad),
+            bad_outcomes=sorted({r.outcome for r in bad}),
+            bad_suites=sorted({r.suite for r in bad}),
+            xfails=[r for r in records if r.outcome == XFAIL],
+            accumulated=[r for r in records if r.outcome == PASS and (r.extra or {}).get("accumulated_rounding")],
+            matrix=triage.matrix(records) if records else triage.Matrix([], [], {}),
+            matrix_rows=_matrix_rows(triage.matrix(records)) if records else [],
+            present=present,
+            suite_rows=suite_rows,
+            meta=list(m.items()),
+            history=list(history or []),
+            trend_chart=charts.trend(list(history or [])),
+            stress=_stress_verdicts(records),
+            stress_memory=_stress_memory(records),
+            stress_outcomes=("SUCCESS", "FAILURE", "HANG", "CRASH"),
+            coverage=_coverage_rows(coverage_rows),
+            ledger=_ledger_rows(records),
+            variants=_variant_rows(records, present),
+        )
+    )
 
 
 def _variant_rows(records, present) -> list[tuple[str, int, int, list[int]]]:
     """(kind, (vector, variant) pairs, distinct variants, counts per present outcome)."""
     from nnconform.reports.summary import latest_rows, variant_counts
-    return [(k, d["pairs"], d["variants"], [d.get(o, 0) for o in present])
-            for k, d in variant_counts(latest_rows(records)).items()]
+
+    return [
+        (k, d["pairs"], d["variants"], [d.get(o, 0) for o in present])
+        for k, d in variant_counts(latest_rows(records)).items()
+    ]
 
 
 def _ledger_rows(records) -> list[list[str]]:
     """The domain-coverage ledger of the random suite's rows (nnconform.generators.ledger)."""
     from nnconform.generators import ledger
+
     return ledger.table_rows(*ledger.aggregate(r for r in records if r.suite == "random"))
 
 
-def write_html(records: Iterable[ResultRecord], path: str | os.PathLike,
-               title: str = "nnconform report",
-               meta: Mapping[str, object] | None = None, coverage_rows=None,
-               history: list[dict] | None = None) -> Path:
+def write_html(
+    records: Iterable[ResultRecord],
+    path: str | os.PathLike,
+    title: str = "nnconform report",
+    meta: Mapping[str, object] | None = None,
+    coverage_rows=None,
+    history: list[dict] | None = None,
+) -> Path:
     """Write the report; ``meta`` (driver, seed, harness version, date, ...) is shown as
     given and overrides the defaults taken from the records."""
     from nnconform.artifacts.reportdir import atomic_write
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return atomic_write(path, render_html(records, title=title, meta=meta, coverage_rows=coverage_rows,
-                                          history=history))
+    return atomic_write(
+        path, render_html(records, title=title, meta=meta, coverage_rows=coverage_rows, history=history)
+    )

@@ -14,6 +14,7 @@ type only (like the matrix), a passing or skipped one at each operation / type i
 ``github_annotations`` gives one GitHub Actions workflow command per failure bucket (at most
 ``limit``), the format the Actions runner turns into annotations on the run.
 """
+
 from __future__ import annotations
 
 import json
@@ -62,6 +63,7 @@ def variant_counts(records: Iterable[ResultRecord]) -> dict[str, dict]:
 
 def build_summary(records: Iterable[ResultRecord], meta: Mapping[str, object] | None = None) -> dict:
     import pytest
+
     meta = dict(meta or {})
     rows = latest_rows(records)
     per_suite: dict[str, Counter] = defaultdict(Counter)
@@ -97,16 +99,30 @@ def build_summary(records: Iterable[ResultRecord], meta: Mapping[str, object] | 
         "per_suite": {k: dict(v) for k, v in sorted(per_suite.items())},
         "per_operation": {k: dict(v) for k, v in sorted(per_op.items())},
         "per_data_type": {k: dict(v) for k, v in sorted(per_type.items(), key=lambda kv: triage.type_key(kv[0]))},
-        "buckets": [{"operation": b.operation, "data_type": b.data_type, "criterion": b.criterion,
-                     "message": b.message, "count": b.count, "example": b.representative.test_id,
-                     "replay": b.representative.replay} for b in triage.buckets(rows)],
+        "buckets": [
+            {
+                "operation": b.operation,
+                "data_type": b.data_type,
+                "criterion": b.criterion,
+                "message": b.message,
+                "count": b.count,
+                "example": b.representative.test_id,
+                "replay": b.representative.replay,
+            }
+            for b in triage.buckets(rows)
+        ],
     }
 
 
-def write_summary(report_dir: str | os.PathLike[str], records: Iterable[ResultRecord],
-                  meta: Mapping[str, object] | None = None, summary: dict | None = None) -> Path:
+def write_summary(
+    report_dir: str | os.PathLike[str],
+    records: Iterable[ResultRecord],
+    meta: Mapping[str, object] | None = None,
+    summary: dict | None = None,
+) -> Path:
     """Write summary.json: ``summary`` if already built from these records, else built here."""
     from nnconform.artifacts.reportdir import atomic_write
+
     path = Path(report_dir) / SUMMARY_FILE
     if summary is None:
         summary = build_summary(records, meta)
@@ -123,8 +139,9 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def github_annotations(records: Iterable[ResultRecord], *, file_of: Mapping[str, str] | None = None,
-                       limit: int = 50) -> list[str]:
+def github_annotations(
+    records: Iterable[ResultRecord], *, file_of: Mapping[str, str] | None = None, limit: int = 50
+) -> list[str]:
     """``::error file=...,title=...::message`` lines, one per failure bucket (biggest first),
     at most ``limit`` (GitHub shows 10 per step anyway); a last line says how many were left out."""
     out = []

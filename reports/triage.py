@@ -11,6 +11,7 @@ and skipped rows count in the cell of every operation x data type they name, as 
 failure nobody attributed (several operations, no divergence hunt) counts in the row
 ``(not attributed)``.
 """
+
 from __future__ import annotations
 
 import re
@@ -27,8 +28,19 @@ NONE_LABEL = "(no operand type)"
 NO_MODEL = "(device-level, no model)"
 UNATTRIBUTED = "(not attributed)"
 # Column order of the matrix: the types a driver engineer scans first come first.
-TYPE_ORDER = ["fp32", "relaxed", "fp16", "int32", "quant8", "quant8_signed", "quant8_symm",
-              "quant8_per_channel", "quant16_symm", "quant16_asymm", "bool8"]
+TYPE_ORDER = [
+    "fp32",
+    "relaxed",
+    "fp16",
+    "int32",
+    "quant8",
+    "quant8_signed",
+    "quant8_symm",
+    "quant8_per_channel",
+    "quant16_symm",
+    "quant16_asymm",
+    "bool8",
+]
 
 _OPS_PREFIX = re.compile(r"\[[A-Z0-9_, ]+\]\s*")
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")

@@ -22,6 +22,7 @@ Timeout cases call the driver directly (prepare, execute with ``loop_timeout``) 
 ``nnconform.isolation.watchdog.call_with_timeout``; a hung call keeps running in a daemon thread (the
 prepared model is released to ask it to stop), the verdict is not delayed by it.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -41,7 +42,7 @@ from nnconform.suites.examples import control_flow as cfx
 from nnconform.verdict.runner import FAIL, CaseOutcome, run_case
 
 SUITE = "control_flow"
-HANG_BOUND_S = 5.0          # a 1 ms loop timeout must be honoured well within this
+HANG_BOUND_S = 5.0  # a 1 ms loop timeout must be honoured well within this
 RELEASE_BOUND_S = 2.0
 MISSED_DEADLINE = (ErrorStatus.MISSED_DEADLINE_TRANSIENT, ErrorStatus.MISSED_DEADLINE_PERSISTENT)
 _CONTROL_FLOW = (Op.IF, Op.WHILE)
@@ -53,15 +54,22 @@ EXAMPLES = cfx.EXAMPLES
 def test_control_flow(example, nn_device, nn_session, nn_record):
     tid = f"{SUITE}/{example.name}"
     nn_record.update(suite=SUITE, test_id=tid, operations=example.operations, data_types=example.data_types)
-    outcome = run_case(nn_device, example.model, example.inputs, example.outputs,
-                       expect_failure=example.expect_failure)
-    nn_session.conclude(nn_record, outcome, test_id=tid, model=example.model, inputs=example.inputs,
-                        expected=example.outputs, expect_failure=example.expect_failure)
+    outcome = run_case(nn_device, example.model, example.inputs, example.outputs, expect_failure=example.expect_failure)
+    nn_session.conclude(
+        nn_record,
+        outcome,
+        test_id=tid,
+        model=example.model,
+        inputs=example.inputs,
+        expected=example.outputs,
+        expect_failure=example.expect_failure,
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Loop timeout
 # ---------------------------------------------------------------------------------------
+
 
 def _fail(nn_session, nn_record, tid: str, model: Model, inputs, message: str, **extra) -> None:
     """Record and raise a failure of a directly driven case, with a spec that shows the model."""
@@ -70,7 +78,8 @@ def _fail(nn_session, nn_record, tid: str, model: Model, inputs, message: str, *
     outcome = CaseOutcome(FAIL, message, "execute")
     try:
         nn_record["spec_path"], nn_record["replay"] = nn_session.dump_failure(
-            tid, model, inputs, [np.zeros(1, np.float32)], outcome, expect_failure=True, extra_meta=extra)
+            tid, model, inputs, [np.zeros(1, np.float32)], outcome, expect_failure=True, extra_meta=extra
+        )
     except Exception as e:  # the verdict matters more than the dump; say why it is missing
         nn_record["message"] += f" (spec dump failed: {type(e).__name__}: {e})"
     pytest.fail(nn_record["message"], pytrace=False)
@@ -80,8 +89,9 @@ def _prepare_infinite_loop(nn_device, nn_session, nn_record, tid: str):
     model = cfx.while_flag_loop()
     nn_record.update(suite=SUITE, test_id=tid, operations=model.operation_names(), data_types=model.data_types())
     try:
-        supported = call_with_timeout(lambda: nn_device.supported_operations(model), HANG_BOUND_S,
-                                      "supported_operations")
+        supported = call_with_timeout(
+            lambda: nn_device.supported_operations(model), HANG_BOUND_S, "supported_operations"
+        )
         if not all(supported):
             nn_record["message"] = "driver does not support WHILE with a CAST condition and an ADD body"
             pytest.skip(nn_record["message"])
@@ -95,7 +105,7 @@ def _release(prepared, nn_record, nn_device) -> None:
     try:
         call_with_timeout(prepared.release, RELEASE_BOUND_S, "release")
     except HangError as e:
-        nn_record["extra"]["release"] = str(e)   # the verdict stands; note the second hang
+        nn_record["extra"]["release"] = str(e)  # the verdict stands; note the second hang
     # An execution this case gave up on may still be running in the driver host; a driver
     # that stops it on release answers it shortly after.  Wait for that answer (bounded), so
     # a loaded machine does not turn this case's verdict into a host HANG at teardown; a
@@ -117,13 +127,17 @@ def _judge(status_or_result, elapsed: float, bound: float, loop_timeout) -> str 
     """None if the execution ended as it must; otherwise the failure message."""
     asked = "default (2 s)" if loop_timeout is None else f"{loop_timeout * 1e3:g} ms"
     if isinstance(status_or_result, HangError):
-        return (f"HANG: an infinite WHILE with loop timeout {asked} did not return within {bound:g} s; "
-                f"the driver ignores the loop timeout (expected MISSED_DEADLINE_TRANSIENT or _PERSISTENT)")
+        return (
+            f"HANG: an infinite WHILE with loop timeout {asked} did not return within {bound:g} s; "
+            f"the driver ignores the loop timeout (expected MISSED_DEADLINE_TRANSIENT or _PERSISTENT)"
+        )
     if isinstance(status_or_result, DriverError):
         if status_or_result.status in MISSED_DEADLINE:
             return None
-        return (f"an infinite WHILE with loop timeout {asked} failed with {status_or_result.status.name} "
-                f"({status_or_result}); expected MISSED_DEADLINE_TRANSIENT or MISSED_DEADLINE_PERSISTENT")
+        return (
+            f"an infinite WHILE with loop timeout {asked} failed with {status_or_result.status.name} "
+            f"({status_or_result}); expected MISSED_DEADLINE_TRANSIENT or MISSED_DEADLINE_PERSISTENT"
+        )
     if isinstance(status_or_result, ExecutionResult):
         return f"an infinite WHILE with loop timeout {asked} returned a result after {elapsed:.2f} s; it must fail"
     return f"execute on an infinite WHILE raised {type(status_or_result).__name__}: {status_or_result}"
@@ -132,6 +146,7 @@ def _judge(status_or_result, elapsed: float, bound: float, loop_timeout) -> str 
 @pytest.mark.parametrize("path", ["sync", "async", "fenced", "burst"])
 def test_loop_timeout_1ms(path, nn_device, nn_session, nn_record):
     from nnconform.driver import BurstExecution, FencedExecution
+
     tid = f"{SUITE}/loop_timeout_1ms/{path}"
     model, prepared = _prepare_infinite_loop(nn_device, nn_session, nn_record, tid)
     inputs = [np.array([True])]
@@ -153,16 +168,16 @@ def test_loop_timeout_1ms(path, nn_device, nn_session, nn_record):
             except concurrent.futures.TimeoutError:
                 got = HangError("execute_async", HANG_BOUND_S)
         elif path == "fenced":
-            handle = call_with_timeout(lambda: prepared.execute_fenced(request, (), loop_timeout=0.001),
-                                       HANG_BOUND_S, "execute_fenced")
+            handle = call_with_timeout(
+                lambda: prepared.execute_fenced(request, (), loop_timeout=0.001), HANG_BOUND_S, "execute_fenced"
+            )
             try:
                 got = handle.wait(HANG_BOUND_S)
             except TimeoutError:
                 got = HangError("execute_fenced (waiting on its sync fence)", HANG_BOUND_S)
         else:
             burst = call_with_timeout(prepared.configure_burst, HANG_BOUND_S, "configure_burst")
-            got = call_with_timeout(lambda: burst.execute(request, loop_timeout=0.001), HANG_BOUND_S,
-                                    "burst execute")
+            got = call_with_timeout(lambda: burst.execute(request, loop_timeout=0.001), HANG_BOUND_S, "burst execute")
     except Exception as e:  # the driver's answer, judged below
         got = e
     elapsed = time.monotonic() - t0
@@ -175,10 +190,12 @@ def test_loop_timeout_1ms(path, nn_device, nn_session, nn_record):
     message = _judge(got, elapsed, HANG_BOUND_S, 0.001)
     honour_bound = 0.001 + LOOP_TIMEOUT_SLACK_S
     if message is None and elapsed > honour_bound:
-        message = (f"an infinite WHILE with loop timeout 1 ms on the {path} path ended with "
-                   f"{got.status.name} only after {elapsed:.2f} s, beyond the bound {honour_bound:.3f} s "
-                   f"(1 ms + {LOOP_TIMEOUT_SLACK_S:g} s slack): the requested timeout is not honoured "
-                   f"(the default is {DEFAULT_LOOP_TIMEOUT:g} s)")
+        message = (
+            f"an infinite WHILE with loop timeout 1 ms on the {path} path ended with "
+            f"{got.status.name} only after {elapsed:.2f} s, beyond the bound {honour_bound:.3f} s "
+            f"(1 ms + {LOOP_TIMEOUT_SLACK_S:g} s slack): the requested timeout is not honoured "
+            f"(the default is {DEFAULT_LOOP_TIMEOUT:g} s)"
+        )
     nn_record["extra"].update(elapsed_s=round(elapsed, 4), loop_timeout_bound_s=honour_bound)
     if isinstance(got, HangError):
         nn_record["extra"]["verdict"] = "HANG"
@@ -203,8 +220,10 @@ def test_loop_timeout_default(nn_device, nn_session, nn_record):
     message = _judge(got, elapsed, bound, None)
     # NNAPI aborts a loop only once it has run longer than the timeout.
     if message is None and elapsed < DEFAULT_LOOP_TIMEOUT * 0.95:
-        message = (f"an infinite WHILE without a loop timeout stopped after {elapsed:.2f} s with "
-                   f"{got.status.name}; the default loop timeout is {DEFAULT_LOOP_TIMEOUT:g} s")
+        message = (
+            f"an infinite WHILE without a loop timeout stopped after {elapsed:.2f} s with "
+            f"{got.status.name}; the default loop timeout is {DEFAULT_LOOP_TIMEOUT:g} s"
+        )
     nn_record["extra"]["elapsed_s"] = round(elapsed, 4)
     if isinstance(got, HangError):
         nn_record["extra"]["verdict"] = "HANG"
@@ -216,6 +235,7 @@ def test_loop_timeout_default(nn_device, nn_session, nn_record):
 # ---------------------------------------------------------------------------------------
 # Support rule: IF/WHILE supported only if everything they reference is
 # ---------------------------------------------------------------------------------------
+
 
 def _single_operation_model(sg: Subgraph, n: int) -> Model:
     """Operation ``n`` of ``sg`` alone in a main graph: constants stay, every other operand it
@@ -229,9 +249,16 @@ def _single_operation_model(sg: Subgraph, n: int) -> Model:
     def take(k: int, lifetime: Lifetime | None) -> int:
         if k not in remap:
             src = sg.operands[k]
-            new = Operand(src.type, src.dimensions, src.scale, src.zero_point,
-                          src.lifetime if lifetime is None else lifetime, src.value if lifetime is None else None,
-                          src.channel_quant, src.name)
+            new = Operand(
+                src.type,
+                src.dimensions,
+                src.scale,
+                src.zero_point,
+                src.lifetime if lifetime is None else lifetime,
+                src.value if lifetime is None else None,
+                src.channel_quant,
+                src.name,
+            )
             remap[k] = len(operands)
             operands.append(new)
             if lifetime == Lifetime.SUBGRAPH_INPUT:
@@ -241,11 +268,11 @@ def _single_operation_model(sg: Subgraph, n: int) -> Model:
         return remap[k]
 
     keep = (Lifetime.CONSTANT_COPY, Lifetime.CONSTANT_REFERENCE, Lifetime.NO_VALUE)
-    new_ins = tuple(take(k, None if sg.operands[k].lifetime in keep else Lifetime.SUBGRAPH_INPUT)
-                    for k in op.inputs)
+    new_ins = tuple(take(k, None if sg.operands[k].lifetime in keep else Lifetime.SUBGRAPH_INPUT) for k in op.inputs)
     new_outs = tuple(take(k, Lifetime.SUBGRAPH_OUTPUT) for k in op.outputs)
-    main = Subgraph(tuple(operands), (type(op)(op.type, new_ins, new_outs),), tuple(ins), tuple(outs),
-                    f"{sg.name}.operations[{n}]")
+    main = Subgraph(
+        tuple(operands), (type(op)(op.type, new_ins, new_outs),), tuple(ins), tuple(outs), f"{sg.name}.operations[{n}]"
+    )
     return Model(main)
 
 
@@ -290,8 +317,11 @@ def test_support_rule(name, make, nn_device, nn_session, nn_record):
         claimed = nn_device.supported_operations(model)
     except DriverError as e:
         _fail(nn_session, nn_record, tid, model, [], f"supported_operations failed on a valid model: {e}")
-    claimed_cf = [model.main.operations[i].name for i, s in enumerate(claimed)
-                  if s and model.main.operations[i].type in _CONTROL_FLOW]
+    claimed_cf = [
+        model.main.operations[i].name
+        for i, s in enumerate(claimed)
+        if s and model.main.operations[i].type in _CONTROL_FLOW
+    ]
     if not claimed_cf:
         nn_record["message"] = "driver does not claim IF/WHILE support for this model (nothing to check)"
         pytest.skip(nn_record["message"])
@@ -309,8 +339,14 @@ def test_support_rule(name, make, nn_device, nn_session, nn_record):
     if unclear:
         nn_record["extra"]["unchecked"] = unclear
     if lacking:
-        _fail(nn_session, nn_record, tid, model, [],
-              f"driver reports {'/'.join(sorted(set(claimed_cf)))} supported, but does not support "
-              f"{'; '.join(lacking)} on its own (IDevice 1.3: IF/WHILE may be supported only if every "
-              f"operation of the referenced subgraphs is)")
+        _fail(
+            nn_session,
+            nn_record,
+            tid,
+            model,
+            [],
+            f"driver reports {'/'.join(sorted(set(claimed_cf)))} supported, but does not support "
+            f"{'; '.join(lacking)} on its own (IDevice 1.3: IF/WHILE may be supported only if every "
+            f"operation of the referenced subgraphs is)",
+        )
     nn_record["message"] = f"{'/'.join(sorted(set(claimed_cf)))} claimed; every referenced operation supported"

@@ -59,6 +59,7 @@ suite does (the spec's ``meta.criteria_set`` is ``RealModel``; ``nnconform.model
 holds the set and the per-output scaling; ``meta.models_criteria`` records the set the
 failure was judged under).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -94,8 +95,7 @@ def _seed(nn_session, name: str) -> int:
 
 def _run_model(name: str, model, inputs, nn_session, nn_device, nn_record, kind: str) -> None:
     test_id = f"models/{name}"
-    nn_record.update(suite="models", test_id=test_id, operations=model.operation_names(),
-                     data_types=model.data_types())
+    nn_record.update(suite="models", test_id=test_id, operations=model.operation_names(), data_types=model.data_types())
     nn_record["extra"].update(model_kind=kind, criteria=REAL_MODEL.name, operation_count=len(model.main.operations))
     expected = Executor(model).run(inputs)
     outcome = run_case(nn_device, model, inputs, expected, criteria=REAL_MODEL)
@@ -108,7 +108,7 @@ def _run_model(name: str, model, inputs, nn_session, nn_device, nn_record, kind:
         second = reconsider(nn_device, model, inputs, expected, outcome)
     except Exception as e:  # the FAIL is the verdict; say why the step check gave nothing
         second, extra["step_check_error"] = Reconsidered(), f"{type(e).__name__}: {e}"
-    if second.accepted is not None:     # a PASS, and its row says why
+    if second.accepted is not None:  # a PASS, and its row says why
         note_partition(nn_record, outcome)
         if second.accepted == SCALED:
             nn_record["extra"]["judged_with_output_scale"] = True
@@ -116,45 +116,61 @@ def _run_model(name: str, model, inputs, nn_session, nn_device, nn_record, kind:
             nn_record["extra"]["accumulated_rounding"] = True
             nn_record["message"] = clean_text(second.message)[:MESSAGE_LIMIT]
         return
-    extra["models_criteria"] = (outcome.comparison.to_dict().get("criteria") if outcome.comparison is not None
-                                else REAL_MODEL.to_dict())
+    extra["models_criteria"] = (
+        outcome.comparison.to_dict().get("criteria") if outcome.comparison is not None else REAL_MODEL.to_dict()
+    )
     steps = second.steps
     if steps is not None:
         extra["steps"] = steps.describe()
         if steps.step is not None:
-            extra["first_step_out_of_criteria"] = {"index": steps.step[0], "name": steps.step[1],
-                                                   "message": steps.step[2].message}
+            extra["first_step_out_of_criteria"] = {
+                "index": steps.step[0],
+                "name": steps.step[1],
+                "message": steps.step[2].message,
+            }
     try:
         div = first_divergent_operation(nn_device, model, inputs, run=steps.run if steps is not None else None)
     except Exception as e:  # the failure is the verdict; say why the localisation gave nothing
         div, extra["divergence_error"] = None, f"{type(e).__name__}: {e}"
     if div is not None:
         n, op_name, cmp = div
-        extra["first_divergent_operation"] = {"index": n, "name": op_name, "message": cmp.message,
-                                              "comparison": cmp.to_dict()}
+        extra["first_divergent_operation"] = {
+            "index": n,
+            "name": op_name,
+            "message": cmp.message,
+            "comparison": cmp.to_dict(),
+        }
     try:
         alone = first_failing_operation_alone(nn_device, model, inputs)
     except Exception as e:
         alone, extra["alone_error"] = None, f"{type(e).__name__}: {e}"
-    extra["first_operation_failing_alone"] = None if alone is None else {
-        "index": alone[0], "name": alone[1], "message": alone[2].message, "comparison": alone[2].to_dict()}
+    extra["first_operation_failing_alone"] = (
+        None
+        if alone is None
+        else {"index": alone[0], "name": alone[1], "message": alone[2].message, "comparison": alone[2].to_dict()}
+    )
     nn_record["extra"]["first_divergent_operation"] = div[1] if div else None
     nn_record["extra"]["first_operation_failing_alone"] = alone[1] if alone else None
     try:
         nn_record["spec_path"], nn_record["replay"] = nn_session.dump_failure(
-            test_id, model, inputs, expected, outcome, extra_meta=extra)
+            test_id, model, inputs, expected, outcome, extra_meta=extra
+        )
     except Exception as e:  # the verdict matters more than the dump
         outcome.message += f" (spec dump failed: {type(e).__name__}: {e})"
     where = f"; first divergent operation: #{div[0]} {div[1]}" if div else ""
-    where += (f"; first operation failing on its own: #{alone[0]} {alone[1]}" if alone else
-              "; every operation passes its own criteria on the reference's inputs")
+    where += (
+        f"; first operation failing on its own: #{alone[0]} {alone[1]}"
+        if alone
+        else "; every operation passes its own criteria on the reference's inputs"
+    )
     if steps is not None and steps.step is not None:
         where += f"; first operation out of its criteria on the driver's own inputs: #{steps.step[0]} {steps.step[1]}"
     elif steps is not None and steps.error is None and not steps.reproduces:
         where += "; with its operation outputs exposed the driver gave other final outputs"
     nn_record["message"] = f"{outcome.message}{where}"
-    pytest.fail(nn_record["message"] + (f"\n  replay: {nn_record['replay']}" if nn_record.get("replay") else ""),
-                pytrace=False)
+    pytest.fail(
+        nn_record["message"] + (f"\n  replay: {nn_record['replay']}" if nn_record.get("replay") else ""), pytrace=False
+    )
 
 
 @pytest.mark.parametrize("name", list(BUILTINS))
@@ -168,16 +184,22 @@ def test_builtin_model(name, nn_session, nn_device, nn_record):
 def test_zoo_model(name, nn_session, nn_device, nn_record):
     nn_record.update(suite="models", test_id=f"models/{name}")
     if name == "not-fetched" and not ZOO:
-        pytest.skip(f"the mediapipe zoo is not in {zoo.zoo_dir()}: run `nnconform models fetch` (downloads the "
-                    "mediapipe==0.10.14 wheel from PyPI)")
+        pytest.skip(
+            f"the mediapipe zoo is not in {zoo.zoo_dir()}: run `nnconform models fetch` (downloads the "
+            "mediapipe==0.10.14 wheel from PyPI)"
+        )
     from nnconform.cases.tflite_import import TfliteImportError, UnmappedOperations, import_tflite, seeded_inputs
+
     try:
         res = import_tflite(zoo.cached_models()[name])
     except UnmappedOperations as e:
-        pytest.skip(f"{name}: TFLite operations without an NNAPI equivalent: "
-                    + ", ".join(f"{k} x{v}" for k, v in sorted(e.unmapped.items())))
+        pytest.skip(
+            f"{name}: TFLite operations without an NNAPI equivalent: "
+            + ", ".join(f"{k} x{v}" for k, v in sorted(e.unmapped.items()))
+        )
     except TfliteImportError as e:
         pytest.skip(str(e))
     nn_record["extra"]["sha256"] = res.meta["sha256"]
-    _run_model(name, res.model, seeded_inputs(res.model, _seed(nn_session, name)), nn_session, nn_device,
-               nn_record, "zoo")
+    _run_model(
+        name, res.model, seeded_inputs(res.model, _seed(nn_session, name)), nn_session, nn_device, nn_record, "zoo"
+    )

@@ -25,6 +25,7 @@ output diverges) and ``nnconform replay`` reruns it.  Options: ``--nn-hypothesis
 (ci / default / nightly) and ``--nn-max-examples``.  Draws follow the session seed
 (``--nn-seed``) except under the derandomised ci profile.
 """
+
 from __future__ import annotations
 
 import time
@@ -53,8 +54,14 @@ from nnconform.verdict.aliasing import check_aliasing
 from nnconform.verdict.criteria import LARGE_GRAPH, RELAXED, SMALL_GRAPH, STRICT, Criteria, criteria_for_operation
 from nnconform.verdict.runner import CRASH, ERROR, FAIL, HANG, SKIP, run_case
 
-GRAPH_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8,
-               T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+GRAPH_TYPES = (
+    T.TENSOR_FLOAT32,
+    T.TENSOR_FLOAT16,
+    T.TENSOR_INT32,
+    T.TENSOR_BOOL8,
+    T.TENSOR_QUANT8_ASYMM,
+    T.TENSOR_QUANT8_ASYMM_SIGNED,
+)
 GRAPH_SIZES = {"small": (5, 1000, SMALL_GRAPH), "large": (40, 10, LARGE_GRAPH)}
 # Operations newer than the CTS table (feature level 6/7): data movement is Strict, the
 # matrix product is judged like FULLY_CONNECTED.
@@ -62,8 +69,13 @@ _NEWER_OPS = {Op.MIRROR_PAD: STRICT, Op.REVERSE: STRICT, Op.PACK: STRICT, Op.BAT
 
 SINGLE = [(op, t) for op, s in sorted(SIGNATURES.items(), key=lambda kv: kv[0].name) for t in s.types]
 GRAPHS = [(size, t, r) for size in GRAPH_SIZES for t in GRAPH_TYPES for r in (1, 2, 3, 4)]
-CONTROL_FLOW_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-                      T.TENSOR_QUANT8_ASYMM_SIGNED)
+CONTROL_FLOW_TYPES = (
+    T.TENSOR_FLOAT32,
+    T.TENSOR_FLOAT16,
+    T.TENSOR_INT32,
+    T.TENSOR_QUANT8_ASYMM,
+    T.TENSOR_QUANT8_ASYMM_SIGNED,
+)
 
 
 def op_criteria(op: Op) -> Criteria:
@@ -79,6 +91,7 @@ SHRINK_BUDGET_S = 90.0
 def shrink_budget_s() -> float:
     """SHRINK_BUDGET_S, or ``NNCONFORM_SHRINK_BUDGET_S`` from the environment."""
     import os
+
     text = os.environ.get("NNCONFORM_SHRINK_BUDGET_S", "").strip()
     try:
         return float(text) if text else SHRINK_BUDGET_S
@@ -125,8 +138,18 @@ class _OpFailedAtPrepare:
             raise
 
 
-def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, criteria: Criteria,
-         graph: bool, redraw_refused: bool = False, top_up=None) -> None:
+def _run(
+    request,
+    nn_session,
+    nn_device,
+    nn_record,
+    test_id: str,
+    strategy,
+    criteria: Criteria,
+    graph: bool,
+    redraw_refused: bool = False,
+    top_up=None,
+) -> None:
     """``redraw_refused``: the draws are meant to lie inside what the driver claims (the probe
     is on), so an example it still refuses outright (a parameter value the probe's cell did
     not tell apart, e.g. one MIRROR_PAD mode) is discarded and another drawn instead of being
@@ -134,11 +157,18 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
     after the drawn examples, the extra cases (seeded) for the shape classes they missed."""
     cfg = request.config
     profile = cfg.getoption("nn_hypothesis_profile", "default") or "default"
-    st_settings = profiles.settings_for(profile, graph=graph, max_examples=cfg.getoption("nn_max_examples", None),
-                                        report_dir=nn_session.report_dir)
+    st_settings = profiles.settings_for(
+        profile, graph=graph, max_examples=cfg.getoption("nn_max_examples", None), report_dir=nn_session.report_dir
+    )
     device = _OpFailedAtPrepare(nn_device)
-    tally: dict[str, Any] = {"passed": 0, "skipped": 0, "partitioned": 0, "skip_reasons": set(), "refused": 0,
-             "refused_reasons": set()}
+    tally: dict[str, Any] = {
+        "passed": 0,
+        "skipped": 0,
+        "partitioned": 0,
+        "skip_reasons": set(),
+        "refused": 0,
+        "refused_reasons": set(),
+    }
     domain: dict[str, set[str]] = {}
     meaningful: dict[str, set[str]] = {}
 
@@ -146,8 +176,7 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
     budget = shrink_budget_s()
 
     def one_example(case):
-        if shrink["first_failure"] is not None and \
-                time.monotonic() - shrink["first_failure"] >= budget:
+        if shrink["first_failure"] is not None and time.monotonic() - shrink["first_failure"] >= budget:
             raise _ShrinkBudgetSpent(shrink["best"])
         for k, v in getattr(case, "domain", {}).items():
             domain.setdefault(k, set()).update(v)
@@ -187,8 +216,7 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
     if not st_settings.derandomize:
         test = hypothesis_seed(nn_session.seed ^ zlib.crc32(test_id.encode()))(test)
     test = st_settings(test)
-    nn_record["extra"].update(profile=profile, max_examples=st_settings.max_examples,
-                              criteria=criteria.name)
+    nn_record["extra"].update(profile=profile, max_examples=st_settings.max_examples, criteria=criteria.name)
     failure = None
     try:
         test()
@@ -198,7 +226,7 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
                 try:
                     one_example(case)
                 except UnsatisfiedAssumption:
-                    continue   # refused outright under the probe: counted in refused_redrawn
+                    continue  # refused outright under the probe: counted in refused_redrawn
             nn_record["extra"]["shape_top_up"] = len(extra_cases)
     except CaseFailed as f:
         failure = f
@@ -208,15 +236,23 @@ def _run(request, nn_session, nn_device, nn_record, test_id: str, strategy, crit
     except Unsatisfiable:
         # every draw was one the driver refuses: one skip that says so
         nn_record["extra"].update(refused_redrawn=tally["refused"])
-        pytest.skip(f"the driver refused all {tally['refused']} drawn examples: "
-                    + "; ".join(sorted(tally["refused_reasons"]))[:300])
+        pytest.skip(
+            f"the driver refused all {tally['refused']} drawn examples: "
+            + "; ".join(sorted(tally["refused_reasons"]))[:300]
+        )
     if shrink["first_failure"] is not None:
-        nn_record["extra"].update(shrink_s=round(time.monotonic() - shrink["first_failure"], 2),
-                                  failing_examples_seen=shrink["failures"])
-    nn_record["extra"].update(passed=tally["passed"], skipped=tally["skipped"], partitioned=tally["partitioned"],
-                              refused_redrawn=tally["refused"],
-                              domain=ledger.as_json(domain), domain_meaningful=ledger.as_json(meaningful))
-    if failure is not None:   # outside the except block: the report needs no exception chain
+        nn_record["extra"].update(
+            shrink_s=round(time.monotonic() - shrink["first_failure"], 2), failing_examples_seen=shrink["failures"]
+        )
+    nn_record["extra"].update(
+        passed=tally["passed"],
+        skipped=tally["skipped"],
+        partitioned=tally["partitioned"],
+        refused_redrawn=tally["refused"],
+        domain=ledger.as_json(domain),
+        domain_meaningful=ledger.as_json(meaningful),
+    )
+    if failure is not None:  # outside the except block: the report needs no exception chain
         _report_failure(nn_session, nn_device, nn_record, test_id, failure, criteria, profile)
     if tally["passed"] == 0 and tally["skipped"]:
         pytest.skip("every example skipped: " + "; ".join(sorted(tally["skip_reasons"]))[:300])
@@ -226,8 +262,13 @@ def _report_failure(nn_session, nn_device, nn_record, test_id, f: CaseFailed, cr
     case, outcome = f.case, f.outcome
     m = case.model.main
     ignored_operands = [i for i, ig in zip(m.output_indexes, case.ignored) if ig]
-    extra = {"suite": "random", "criteria_set": criteria.name, "hypothesis_profile": profile,
-             "operations": case.operations, "edge_values": case.edge_values}
+    extra = {
+        "suite": "random",
+        "criteria_set": criteria.name,
+        "hypothesis_profile": profile,
+        "operations": case.operations,
+        "edge_values": case.edge_values,
+    }
     incident = outcome.outcome in (CRASH, HANG)
     div = None
     if incident:
@@ -235,8 +276,11 @@ def _report_failure(nn_session, nn_device, nn_record, test_id, f: CaseFailed, cr
         # (shrunk) model is dumped so that `nnconform replay` reproduces it.  No divergence
         # hunt: it would run the model's prefixes on the driver and kill the host again.
         nn_record["verdict"] = outcome.outcome
-        nn_record["extra"]["incident"] = {k: v for k, v in (outcome.details or {}).items()
-                                          if k in ("stderr_tail", "host_pid", "signal", "exit_code", "protocol")}
+        nn_record["extra"]["incident"] = {
+            k: v
+            for k, v in (outcome.details or {}).items()
+            if k in ("stderr_tail", "host_pid", "signal", "exit_code", "protocol")
+        }
     else:
         try:
             div = first_divergent_operation(nn_device, case.model, case.inputs, criteria, ignored_operands)
@@ -244,28 +288,41 @@ def _report_failure(nn_session, nn_device, nn_record, test_id, f: CaseFailed, cr
             div, extra["divergence_error"] = None, f"{type(e).__name__}: {e}"
     if div is not None:
         n, name, cmp = div
-        extra["first_divergent_operation"] = {"index": n, "name": name, "message": cmp.message,
-                                              "comparison": cmp.to_dict()}
+        extra["first_divergent_operation"] = {
+            "index": n,
+            "name": name,
+            "message": cmp.message,
+            "comparison": cmp.to_dict(),
+        }
     inner = getattr(case, "inner", None)
     inside = None
-    if inner is not None and not incident:   # control flow: hunt inside G (the branch / body) on its own inputs
+    if inner is not None and not incident:  # control flow: hunt inside G (the branch / body) on its own inputs
         im = inner.model.main
         try:
-            inside = first_divergent_operation(nn_device, inner.model, inner.inputs, criteria,
-                                               [i for i, ig in zip(im.output_indexes, inner.ignored) if ig])
+            inside = first_divergent_operation(
+                nn_device,
+                inner.model,
+                inner.inputs,
+                criteria,
+                [i for i, ig in zip(im.output_indexes, inner.ignored) if ig],
+            )
         except Exception as e:
             extra["divergence_inside_error"] = f"{type(e).__name__}: {e}"
         if inside is not None:
             extra["first_divergent_operation_inside"] = {
-                "index": inside[0], "name": inside[1], "message": inside[2].message,
-                "where": "G (the IF's branches) alone on the case's inputs" if case.kind == "if" else
-                         "G (the WHILE body) alone on the first iteration's inputs"}
+                "index": inside[0],
+                "name": inside[1],
+                "message": inside[2].message,
+                "where": "G (the IF's branches) alone on the case's inputs"
+                if case.kind == "if"
+                else "G (the WHILE body) alone on the first iteration's inputs",
+            }
     nn_record["operations"] = sorted(set(case.operations))
-    nn_record["extra"].update(first_divergent_operation=div[1] if div else None,
-                              shrunk_operations=len(m.operations))
+    nn_record["extra"].update(first_divergent_operation=div[1] if div else None, shrunk_operations=len(m.operations))
     try:
         nn_record["spec_path"], nn_record["replay"] = nn_session.dump_failure(
-            test_id, case.model, case.inputs, f.expected, outcome, ignored=case.ignored, extra_meta=extra)
+            test_id, case.model, case.inputs, f.expected, outcome, ignored=case.ignored, extra_meta=extra
+        )
     except Exception as e:
         outcome.message += f" (spec dump failed: {type(e).__name__}: {e})"
     where = f"; first divergent operation: #{div[0]} {div[1]}" if div else ""
@@ -273,8 +330,10 @@ def _report_failure(nn_session, nn_device, nn_record, test_id, f: CaseFailed, cr
         where += f"; inside it: #{inside[0]} {inside[1]}"
     nn_record["message"] = f"{outcome.message}{where}"
     nn_record.setdefault("verdict", "FAIL")
-    raise Concluded(f"{nn_record['message']} (minimal model: {case.describe()}, seed {nn_session.seed})"
-                    + (f"\n  replay: {nn_record['replay']}" if nn_record.get("replay") else ""))
+    raise Concluded(
+        f"{nn_record['message']} (minimal model: {case.describe()}, seed {nn_session.seed})"
+        + (f"\n  replay: {nn_record['replay']}" if nn_record.get("replay") else "")
+    )
 
 
 def _supported_cells(nn_session, nn_record, dtype, ops=None, rank=None) -> frozenset | None:
@@ -287,8 +346,11 @@ def _supported_cells(nn_session, nn_record, dtype, ops=None, rank=None) -> froze
     nn_record["extra"]["claimed_cells"] = len(allowed)
     if not allowed:
         what = ", ".join(o.name for o in ops) if ops else "any covered operation"
-        pytest.skip(f"the driver claims {what} for {SHORT_TYPE_NAME[dtype]}"
-                    + (f" at rank {rank}" if rank else "") + " nowhere (capability probe)")
+        pytest.skip(
+            f"the driver claims {what} for {SHORT_TYPE_NAME[dtype]}"
+            + (f" at rank {rank}" if rank else "")
+            + " nowhere (capability probe)"
+        )
     return allowed
 
 
@@ -318,9 +380,19 @@ def test_single_operation(op, dtype, request, nn_session, nn_device, nn_record):
 
     def top_up(domain, meaningful):
         return _shape_top_up(op, dtype, allowed, nn_session.seed, test_id, domain, meaningful)
-    _run(request, nn_session, nn_device, nn_record, test_id,
-         single_operation(op, dtype, value_mode="mixed", allowed=allowed), op_criteria(op), graph=False,
-         redraw_refused=allowed is not None, top_up=top_up)
+
+    _run(
+        request,
+        nn_session,
+        nn_device,
+        nn_record,
+        test_id,
+        single_operation(op, dtype, value_mode="mixed", allowed=allowed),
+        op_criteria(op),
+        graph=False,
+        redraw_refused=allowed is not None,
+        top_up=top_up,
+    )
 
 
 def _shape_top_up(op, dtype, allowed, seed: int, test_id: str, domain, meaningful) -> list:
@@ -329,14 +401,16 @@ def _shape_top_up(op, dtype, allowed, seed: int, test_id: str, domain, meaningfu
     of every operation x type, and the ledger has no hole by chance.  A top-up case is not
     shrunk (it is one operation already)."""
     key = ledger.key(op, dtype)
-    missing = sorted(c.split(":", 1)[1] for c in meaningful.get(key, set()) - domain.get(key, set())
-                     if c.startswith("shape:"))
+    missing = sorted(
+        c.split(":", 1)[1] for c in meaningful.get(key, set()) - domain.get(key, set()) if c.startswith("shape:")
+    )
     out = []
     for c in missing:
         base = (seed ^ zlib.crc32(f"{test_id}/{c}".encode())) & 0x7FFFFFFF
         for k in range(12):
-            cfg = GraphConfig(dtype=dtype, n_ops=1, max_dim=1000, max_elems=10000, ops=(op,), allowed=allowed,
-                              force_shape_class=c)
+            cfg = GraphConfig(
+                dtype=dtype, n_ops=1, max_dim=1000, max_elems=10000, ops=(op,), allowed=allowed, force_shape_class=c
+            )
             try:
                 case = sample(cfg, base + k, edge=bool(k % 2))
             except Reject:
@@ -347,16 +421,23 @@ def _shape_top_up(op, dtype, allowed, seed: int, test_id: str, domain, meaningfu
     return out
 
 
-@pytest.mark.parametrize("size,dtype,rank", GRAPHS,
-                         ids=[f"{s}-{SHORT_TYPE_NAME[t]}-rank{r}" for s, t, r in GRAPHS])
+@pytest.mark.parametrize("size,dtype,rank", GRAPHS, ids=[f"{s}-{SHORT_TYPE_NAME[t]}-rank{r}" for s, t, r in GRAPHS])
 def test_graph(size, dtype, rank, request, nn_session, nn_device, nn_record):
     n_ops, max_dim, criteria = GRAPH_SIZES[size]
     test_id = f"random/{size}/{SHORT_TYPE_NAME[dtype]}/rank{rank}"
     nn_record.update(suite="random", test_id=test_id, operations=[], data_types=[SHORT_TYPE_NAME[dtype]])
     allowed = _supported_cells(nn_session, nn_record, dtype, rank=rank)
-    _run(request, nn_session, nn_device, nn_record, test_id,
-         random_graph(dtype, rank, n_ops, max_dim, value_mode="mixed", allowed=allowed), criteria, graph=True,
-         redraw_refused=allowed is not None)
+    _run(
+        request,
+        nn_session,
+        nn_device,
+        nn_record,
+        test_id,
+        random_graph(dtype, rank, n_ops, max_dim, value_mode="mixed", allowed=allowed),
+        criteria,
+        graph=True,
+        redraw_refused=allowed is not None,
+    )
 
 
 def _control_flow_claimed(nn_session, kind: str, dtype) -> None:
@@ -371,8 +452,16 @@ def test_control_flow_if(dtype, request, nn_session, nn_device, nn_record):
     test_id = f"random/control_flow/if/{SHORT_TYPE_NAME[dtype]}"
     nn_record.update(suite="random", test_id=test_id, operations=["IF"], data_types=[SHORT_TYPE_NAME[dtype]])
     _control_flow_claimed(nn_session, "if", dtype)
-    _run(request, nn_session, nn_device, nn_record, test_id,
-         control_flow_cases("if", dtype, value_mode="mixed"), SMALL_GRAPH, graph=True)
+    _run(
+        request,
+        nn_session,
+        nn_device,
+        nn_record,
+        test_id,
+        control_flow_cases("if", dtype, value_mode="mixed"),
+        SMALL_GRAPH,
+        graph=True,
+    )
 
 
 @pytest.mark.parametrize("dtype", CONTROL_FLOW_TYPES, ids=[SHORT_TYPE_NAME[t] for t in CONTROL_FLOW_TYPES])
@@ -380,13 +469,22 @@ def test_control_flow_while(dtype, request, nn_session, nn_device, nn_record):
     test_id = f"random/control_flow/while/{SHORT_TYPE_NAME[dtype]}"
     nn_record.update(suite="random", test_id=test_id, operations=["WHILE"], data_types=[SHORT_TYPE_NAME[dtype]])
     _control_flow_claimed(nn_session, "while", dtype)
-    _run(request, nn_session, nn_device, nn_record, test_id,
-         control_flow_cases("while", dtype, value_mode="mixed"), SMALL_GRAPH, graph=True)
+    _run(
+        request,
+        nn_session,
+        nn_device,
+        nn_record,
+        test_id,
+        control_flow_cases("while", dtype, value_mode="mixed"),
+        SMALL_GRAPH,
+        graph=True,
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Aliasing: the results of one execution must not change after the next
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", GRAPH_TYPES, ids=[SHORT_TYPE_NAME[t] for t in GRAPH_TYPES])
 def test_outputs_not_aliased(dtype, nn_session, nn_device, nn_record):

@@ -9,6 +9,7 @@ Vectors of operations the driver does not support are skipped with the reason; v
 vectors (expect_failure) must be rejected.  A file that cannot be read as a list of test
 cases gives one ERROR row, named after the file, and the other files still run; so does a
 case that cannot be turned into a model."""
+
 from __future__ import annotations
 
 import functools
@@ -75,7 +76,7 @@ def _derive_facts(path: Path) -> dict:
     it): {"problem": why the file cannot be used} or {"cases": [[name, operations, types,
     applicable variants, mutation facts], ...]}."""
     cases, problem = _file_problem(path)
-    _file_cases.cache_clear()      # collection reads each file once; keep no decoded copy
+    _file_cases.cache_clear()  # collection reads each file once; keep no decoded copy
     if cases is None:
         return {"problem": problem}
     out = []
@@ -91,6 +92,7 @@ def _index(root: Path) -> VectorIndex:
     """The collection facts of a vectors tree, shared by this process's two test functions."""
     import nnconform.cases.variants as variants_module
     import nnconform.vts.mutations as mutations_module  # mutation_eligible reads its rank rules
+
     return VectorIndex(root, code_key(variants_module.__file__, mutations_module.__file__, __file__), _derive_facts)
 
 
@@ -110,7 +112,7 @@ def _ops_and_types(d: dict) -> tuple[set[str], set[str]]:
             types.add("relaxed")
         return ops, types
     except (KeyError, TypeError, IndexError, AttributeError):
-        return set(), set()   # a malformed case: its own test says what is wrong
+        return set(), set()  # a malformed case: its own test says what is wrong
 
 
 def pytest_generate_tests(metafunc):
@@ -122,7 +124,7 @@ def pytest_generate_tests(metafunc):
     try:
         root = resolve_root(metafunc.config.getoption("nn_vectors"))
         files = vector_files(root)
-    except (OSError, RuntimeError) as e:   # a missing directory, or a damaged bundled copy
+    except (OSError, RuntimeError) as e:  # a missing directory, or a damaged bundled copy
         metafunc.parametrize("vector", [("no-vectors", "", str(e))], ids=["vectors-missing"], indirect=True)
         return
     index = _index(root)
@@ -131,7 +133,7 @@ def pytest_generate_tests(metafunc):
     for f in files:
         facts = index.facts(f)
         if wanted is not None and "problem" not in facts:
-            folder = f.parent.name      # once a file: Path.parent per case was most of a batch's collection
+            folder = f.parent.name  # once a file: Path.parent per case was most of a batch's collection
             for i, (name, ops, types, _, _) in enumerate(facts["cases"]):
                 if f"{folder}/{name}" in wanted:
                     params.append(pytest.param(("case", str(f), i), marks=case_marks(set(ops), set(types))))
@@ -164,8 +166,12 @@ def _select_mutations(eligible: list, mode, seed: int) -> dict:
     """select_mutations, kept per process for the same eligible set, mode and seed: a cluster
     worker collects once per batch and the draw (a hash per class and vector) is the same
     every time."""
-    key = (tuple(vid for vid, _ in eligible), json.dumps([m for _, m in eligible], sort_keys=True),
-           mode if isinstance(mode, str) else tuple(sorted(mode)), seed)
+    key = (
+        tuple(vid for vid, _ in eligible),
+        json.dumps([m for _, m in eligible], sort_keys=True),
+        mode if isinstance(mode, str) else tuple(sorted(mode)),
+        seed,
+    )
     if key not in _MUTATION_DRAWS:
         _MUTATION_DRAWS.clear()
         _MUTATION_DRAWS[key] = select_mutations(eligible, mode, seed)
@@ -210,9 +216,13 @@ def _generate_variants(metafunc):
         for v in chosen:
             params.append(pytest.param(("case", str(f), i), v, marks=marks))
             ids.append(f"{vid}[{v.id}]")
-    if not params:     # --nn-variants none (or kinds no vector has): no cells, not an empty-set SKIP
-        metafunc.parametrize("vector,variant", [pytest.param(None, None, marks=pytest.mark.skip(
-            reason="no vectors variant selected"))], ids=["no-variants"], indirect=["vector"])
+    if not params:  # --nn-variants none (or kinds no vector has): no cells, not an empty-set SKIP
+        metafunc.parametrize(
+            "vector,variant",
+            [pytest.param(None, None, marks=pytest.mark.skip(reason="no vectors variant selected"))],
+            ids=["no-variants"],
+            indirect=["vector"],
+        )
         return
     metafunc.parametrize("vector,variant", params, ids=ids, indirect=["vector"])
 
@@ -271,15 +281,25 @@ def test_vector(vector, nn_device, nn_session, nn_record):
     # RANDOM_MULTINOMIAL's samples are random: element-wise comparison is off and the class
     # frequencies are checked against softmax(logits) instead, as CTS does.
     ignored = [True] * len(case.outputs) if multinomial else case.ignored
-    outcome = run_case(nn_device, case.model, case.inputs, case.outputs, ignored=ignored,
-                       expect_failure=case.expect_failure)
+    outcome = run_case(
+        nn_device, case.model, case.inputs, case.outputs, ignored=ignored, expect_failure=case.expect_failure
+    )
     if multinomial and outcome.outcome == "PASS":
         from nnconform.reference.ops.random_multinomial import check_multinomial
+
         ok, msg = check_multinomial(case.inputs[0], outcome.actual[0], case.multinomial_tolerance)
         if not ok:
             outcome.outcome, outcome.message = "FAIL", f"[RANDOM_MULTINOMIAL] {msg}"
-    nn_session.conclude(nn_record, outcome, test_id=case.test_id, model=case.model, inputs=case.inputs,
-                        expected=case.outputs, ignored=case.ignored, expect_failure=case.expect_failure)
+    nn_session.conclude(
+        nn_record,
+        outcome,
+        test_id=case.test_id,
+        model=case.model,
+        inputs=case.inputs,
+        expected=case.outputs,
+        ignored=case.ignored,
+        expect_failure=case.expect_failure,
+    )
 
 
 def test_vector_variant(vector, variant, nn_device, nn_session, nn_record):
@@ -288,9 +308,19 @@ def test_vector_variant(vector, variant, nn_device, nn_session, nn_record):
     tid = f"{case.test_id}[{variant.id}]"
     nn_record.update(test_id=tid, operations=list(case.operations), data_types=case.model.data_types())
     # A failure's dumped spec replays the plain sync case; this reruns the cell itself.
-    nn_record["extra"]["rerun"] = (f"nnconform run --driver {nn_session.driver_spec} --suite vectors --variants "
-                                   f"{variant.kind} --seed {nn_session.seed} -- -k '{case.name}'")
+    nn_record["extra"]["rerun"] = (
+        f"nnconform run --driver {nn_session.driver_spec} --suite vectors --variants "
+        f"{variant.kind} --seed {nn_session.seed} -- -k '{case.name}'"
+    )
     cap = MUTATIONS_PER_CELL if nn_session.variants == "rotate" else None
     outcome = run_variant(nn_device, case, variant, seed=nn_session.seed, mutation_cap=cap)
-    nn_session.conclude(nn_record, outcome, test_id=tid, model=case.model, inputs=case.inputs,
-                        expected=case.outputs, ignored=case.ignored, expect_failure=case.expect_failure)
+    nn_session.conclude(
+        nn_record,
+        outcome,
+        test_id=tid,
+        model=case.model,
+        inputs=case.inputs,
+        expected=case.outputs,
+        ignored=case.ignored,
+        expect_failure=case.expect_failure,
+    )

@@ -50,6 +50,7 @@ whose message starts with HANG.
 The optional interfaces are the ABCs of ``nnconform.driver`` (AsyncExecution, FencedExecution,
 BurstExecution, CompilationCaching, MemoryDomains); a driver without one gets a SKIP naming it.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -98,9 +99,9 @@ from nnconform.vts.checks import verdict as _verdict
 from nnconform.vts.mutations import MODEL_MUTATIONS, REQUEST_CLASSES, request_mutation_class, request_mutations
 
 SUITE = "vts"
-BOUND_S = 20.0            # no single driver call of this suite should come near this
+BOUND_S = 20.0  # no single driver call of this suite should come near this
 _CONTROL_FLOW = (Op.IF, Op.WHILE)
-SHOWN = 4                 # how many failing cases a message names
+SHOWN = 4  # how many failing cases a message names
 
 
 # ---------------------------------------------------------------------------------------
@@ -136,8 +137,9 @@ def _shown(items: Sequence[str]) -> str:
     return "; ".join(items[:SHOWN]) + more
 
 
-def _fail(nn_session, nn_record, tid: str, message: str, *, model: Model | None = None,
-          inputs=None, expected=None, **extra) -> None:
+def _fail(
+    nn_session, nn_record, tid: str, message: str, *, model: Model | None = None, inputs=None, expected=None, **extra
+) -> None:
     """Record and raise a failure; with a (valid) model, dump a spec that shows it."""
     nn_record["message"] = message
     nn_record["extra"].update(extra)
@@ -145,7 +147,8 @@ def _fail(nn_session, nn_record, tid: str, message: str, *, model: Model | None 
         outcome = CaseOutcome(FAIL, message, "execute")
         try:
             nn_record["spec_path"], nn_record["replay"] = nn_session.dump_failure(
-                tid, model, inputs or [], expected or [np.zeros(1, np.float32)], outcome, extra_meta=extra)
+                tid, model, inputs or [], expected or [np.zeros(1, np.float32)], outcome, extra_meta=extra
+            )
         except Exception as e:  # the verdict matters more than the dump; say why it is missing
             nn_record["message"] += f" (spec dump failed: {type(e).__name__}: {e})"
     pytest.fail(nn_record["message"], pytrace=False)
@@ -159,8 +162,12 @@ def _skip(nn_record, message: str) -> None:
 def _begin(nn_record, tid: str, examples: Sequence[Example] = ()) -> None:
     ops = sorted({o for e in examples for o in e.operations})
     types = sorted({t for e in examples for t in e.data_types})
-    nn_record.update(suite=SUITE, test_id=tid, operations=ops if len(examples) == 1 else [],
-                     data_types=types if len(examples) == 1 else [])
+    nn_record.update(
+        suite=SUITE,
+        test_id=tid,
+        operations=ops if len(examples) == 1 else [],
+        data_types=types if len(examples) == 1 else [],
+    )
 
 
 class _Prepared:
@@ -207,12 +214,14 @@ def _paths(pm, model: Model | None = None) -> dict[str, Callable[..., ExecutionR
     if isinstance(pm, FencedExecution) and (model is None or _fully_specified(model)):
         paths["fenced"] = lambda r, **kw: pm.execute_fenced(r, (), **kw).wait(BOUND_S)
     if isinstance(pm, BurstExecution):
+
         def via_burst(r, **kw):
             burst = pm.configure_burst()
             try:
                 return burst.execute(r, **kw)
             finally:
                 burst.release()
+
         paths["burst"] = via_burst
     return paths
 
@@ -225,8 +234,9 @@ def _run(fn: Callable[[], ExecutionResult], what: str) -> ExecutionResult | Base
 
 
 def _same_bits(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> bool:
-    return len(a) == len(b) and all(x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
-                                    for x, y in zip(a, b))
+    return len(a) == len(b) and all(
+        x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes() for x, y in zip(a, b)
+    )
 
 
 def _request(e: Example) -> Request:
@@ -236,6 +246,7 @@ def _request(e: Example) -> Request:
 # ---------------------------------------------------------------------------------------
 # Model mutations
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("cls", list(MODEL_MUTATIONS))
 def test_model_mutation(cls, nn_device, nn_session, nn_record):
@@ -253,15 +264,20 @@ def test_model_mutation(cls, nn_device, nn_session, nn_record):
     if total == 0:
         _fail(nn_session, nn_record, tid, f"harness: no model of the generated suite yields a {cls} mutation")
     if accepted:
-        _fail(nn_session, nn_record, tid,
-              f"{len(accepted)} of {total} {cls} mutations were not rejected with INVALID_ARGUMENT: "
-              f"{_shown(accepted)}", not_rejected=accepted[:50])
+        _fail(
+            nn_session,
+            nn_record,
+            tid,
+            f"{len(accepted)} of {total} {cls} mutations were not rejected with INVALID_ARGUMENT: {_shown(accepted)}",
+            not_rejected=accepted[:50],
+        )
     nn_record["message"] = f"{total} mutations of {models} models rejected"
 
 
 # ---------------------------------------------------------------------------------------
 # Request mutations
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("cls", REQUEST_CLASSES)
 def test_request(cls, prepared, nn_session, nn_record):
@@ -286,14 +302,20 @@ def test_request(cls, prepared, nn_session, nn_record):
     if total == 0:
         _skip(nn_record, f"no prepared model yields a {cls} request")
     if bad:
-        _fail(nn_session, nn_record, tid, f"{len(bad)} of {total} {cls} requests not rejected as required: "
-                                          f"{_shown(bad)}", failures=bad[:50])
+        _fail(
+            nn_session,
+            nn_record,
+            tid,
+            f"{len(bad)} of {total} {cls} requests not rejected as required: {_shown(bad)}",
+            failures=bad[:50],
+        )
     nn_record["message"] = f"{total} requests rejected"
 
 
 # ---------------------------------------------------------------------------------------
 # API semantics
 # ---------------------------------------------------------------------------------------
+
 
 def test_capabilities(nn_device, nn_session, nn_record):
     tid = f"{SUITE}/api/capabilities"
@@ -306,9 +328,12 @@ def test_capabilities(nn_device, nn_session, nn_record):
     problems = []
     if first != second:
         problems.append("two calls gave different capabilities")
-    named = [("relaxed_float32_to_float16_scalar", first.relaxed_float32_to_float16_scalar),
-             ("relaxed_float32_to_float16_tensor", first.relaxed_float32_to_float16_tensor),
-             ("if_performance", first.if_performance), ("while_performance", first.while_performance)]
+    named = [
+        ("relaxed_float32_to_float16_scalar", first.relaxed_float32_to_float16_scalar),
+        ("relaxed_float32_to_float16_tensor", first.relaxed_float32_to_float16_tensor),
+        ("if_performance", first.if_performance),
+        ("while_performance", first.while_performance),
+    ]
     named += [(f"operand_performance[{T(t).name}]", p) for t, p in first.operand_performance]
     for name, p in named:
         if not isinstance(p, PerformanceInfo) or not (p.exec_time > 0 and p.power_usage > 0):
@@ -348,8 +373,12 @@ def test_prepare_when_supported(prepared, nn_session, nn_record):
     tid = f"{SUITE}/api/prepare_when_supported"
     _begin(nn_record, tid)
     if prepared.problems:
-        _fail(nn_session, nn_record, tid, f"prepare failed on {len(prepared.problems)} fully supported valid "
-                                          f"models: {_shown(prepared.problems)}")
+        _fail(
+            nn_session,
+            nn_record,
+            tid,
+            f"prepare failed on {len(prepared.problems)} fully supported valid models: {_shown(prepared.problems)}",
+        )
     if not prepared.ready:
         _skip(nn_record, "the driver fully supports none of the representative models")
     nn_record["message"] = f"{len(prepared.ready)} fully supported models prepared"
@@ -420,7 +449,7 @@ def test_dynamic_output_shape(nn_device, nn_session, nn_record):
         finally:
             _run(pm.release, "release")
         if isinstance(got, DriverError) and got.status == ErrorStatus.GENERAL_FAILURE:
-            skipped += 1          # VTS: GENERAL_FAILURE on unspecified outputs means skip
+            skipped += 1  # VTS: GENERAL_FAILURE on unspecified outputs means skip
             continue
         ran += 1
         why = _result_problem(dyn, got, e.outputs) or _shapes_problem(dyn, got, required=True)
@@ -428,8 +457,13 @@ def test_dynamic_output_shape(nn_device, nn_session, nn_record):
             bad.append(f"{e.name}: {why}")
     nn_record["extra"].update(ran=ran, skipped=skipped)
     if bad:
-        _fail(nn_session, nn_record, tid, f"{len(bad)} of {ran} models with unknown output dimensions: "
-                                          f"{_shown(bad)}", failures=bad[:50])
+        _fail(
+            nn_session,
+            nn_record,
+            tid,
+            f"{len(bad)} of {ran} models with unknown output dimensions: {_shown(bad)}",
+            failures=bad[:50],
+        )
     if not ran:
         _skip(nn_record, "the driver runs no model with unknown output dimensions")
     nn_record["message"] = f"{ran} models resolved their unknown output dimensions"
@@ -463,8 +497,10 @@ def test_output_insufficient_size(nn_device, nn_session, nn_record):
         elif got.output_shapes[0].is_sufficient:
             bad.append(f"{e.name}: output 0 reported sufficient")
         elif tuple(got.output_shapes[0].dimensions) != out0.shape:
-            bad.append(f"{e.name}: output 0 reported as {list(got.output_shapes[0].dimensions)}, "
-                       f"its real shape is {list(out0.shape)}")
+            bad.append(
+                f"{e.name}: output 0 reported as {list(got.output_shapes[0].dimensions)}, "
+                f"its real shape is {list(out0.shape)}"
+            )
     nn_record["extra"]["ran"] = ran
     if bad:
         _fail(nn_session, nn_record, tid, f"{len(bad)} of {ran} models: {_shown(bad)}", failures=bad[:50])
@@ -542,6 +578,7 @@ def test_prepare_arguments(what, nn_device, prepared, nn_session, nn_record):
 # Concurrency and lifetime
 # ---------------------------------------------------------------------------------------
 
+
 def test_interleave(nn_device, prepared, nn_session, nn_record):
     tid = f"{SUITE}/concurrency/interleave"
     _begin(nn_record, tid)
@@ -584,15 +621,14 @@ def test_threads(nn_device, nn_session, nn_record):
     model = _thread_model()
     nn_record.update(suite=SUITE, test_id=tid, operations=["ADD"], data_types=["fp32"])
     rng = np.random.default_rng(nn_session.seed)
-    inputs = [[rng.standard_normal(64).astype(np.float32), np.full(64, float(i), np.float32)]
-              for i in range(THREADS)]
+    inputs = [[rng.standard_normal(64).astype(np.float32), np.full(64, float(i), np.float32)] for i in range(THREADS)]
     try:
         if not all(_bounded(lambda: nn_device.supported_operations(model), "supported_operations")):
             _skip(nn_record, "the driver does not support fp32 ADD")
         pm = _bounded(lambda: nn_device.prepare(model), "prepare")
     except DriverError as e:
         _fail(nn_session, nn_record, tid, f"could not prepare fp32 ADD: {_describe(e)}", model=model)
-    expected = [x + y for x, y in inputs]   # exact in fp32: each sum is one rounding
+    expected = [x + y for x, y in inputs]  # exact in fp32: each sum is one rounding
     barrier = threading.Barrier(THREADS)
     results: list[list] = [[] for _ in range(THREADS)]
 
@@ -621,9 +657,15 @@ def test_threads(nn_device, nn_session, nn_record):
             if why:
                 bad.append(f"thread {i} round {r}: {why}")
     if bad:
-        _fail(nn_session, nn_record, tid, f"{len(bad)} of {THREADS * ROUNDS} concurrent executions of one "
-                                          f"prepared model went wrong: {_shown(bad)}",
-              model=model, inputs=inputs[0], expected=[expected[0]])
+        _fail(
+            nn_session,
+            nn_record,
+            tid,
+            f"{len(bad)} of {THREADS * ROUNDS} concurrent executions of one prepared model went wrong: {_shown(bad)}",
+            model=model,
+            inputs=inputs[0],
+            expected=[expected[0]],
+        )
     nn_record["message"] = f"{THREADS} threads x {ROUNDS} executions, each its own answer"
 
 
@@ -665,13 +707,19 @@ def test_release(nn_device, prepared, nn_session, nn_record):
 # Quantisation coupling
 # ---------------------------------------------------------------------------------------
 
+
 def _to_signed(e: Example) -> tuple[Model, list, list]:
     return to_signed(e.model, e.inputs, e.outputs)
 
 
-COUPLED = [e for e in VALID if len(e.model.main.operations) == 1 and not e.model.referenced
-           and e.operations[0] not in QUANT_COUPLING_EXEMPT
-           and any(o.type == T.TENSOR_QUANT8_ASYMM for o in e.model.main.operands)]
+COUPLED = [
+    e
+    for e in VALID
+    if len(e.model.main.operations) == 1
+    and not e.model.referenced
+    and e.operations[0] not in QUANT_COUPLING_EXEMPT
+    and any(o.type == T.TENSOR_QUANT8_ASYMM for o in e.model.main.operands)
+]
 
 
 @pytest.mark.parametrize("example", COUPLED, ids=[e.name for e in COUPLED])
@@ -692,6 +740,7 @@ def test_quant_coupling(example, nn_device, nn_session, nn_record):
 # ---------------------------------------------------------------------------------------
 # Self-consistency (beyond VTS)
 # ---------------------------------------------------------------------------------------
+
 
 def test_consistency_repeat(prepared, nn_session, nn_record):
     tid = f"{SUITE}/consistency/repeat"
@@ -720,8 +769,7 @@ def test_consistency_paths(prepared, nn_session, nn_record):
         _skip(nn_record, "the driver offers only synchronous execution")
     bad = []
     for e, pm in prepared.ready:
-        got = {path: _run(lambda: run(_request(e)), f"{path} execute")
-               for path, run in _paths(pm, e.model).items()}
+        got = {path: _run(lambda: run(_request(e)), f"{path} execute") for path, run in _paths(pm, e.model).items()}
         base = got["sync"]
         for path, r in got.items():
             why = _result_problem(e.model, r)
@@ -771,6 +819,7 @@ def test_consistency_threads(prepared, nn_session, nn_record):
 # ---------------------------------------------------------------------------------------
 # Optional interfaces
 # ---------------------------------------------------------------------------------------
+
 
 def test_optional_async(prepared, nn_session, nn_record):
     tid = f"{SUITE}/optional/async"
@@ -860,12 +909,14 @@ def test_optional_fenced(nn_device, prepared, nn_session, nn_record):
         if not isinstance(handle, FencedExecutionHandle):
             bad.append(f"{e.name}: execute_fenced returned {type(handle).__name__}, not a FencedExecutionHandle")
             continue
-        fences[0].set()           # one of two fences signalled: still gated
+        fences[0].set()  # one of two fences signalled: still gated
         early = _run(lambda: handle.wait(0.05), "wait before the fences")
         if not isinstance(early, TimeoutError):
-            bad.append(f"{e.name}: wait() before both wait fences were signalled gave "
-                       f"{'a result' if isinstance(early, ExecutionResult) else _describe(early)}, "
-                       f"expected TimeoutError")
+            bad.append(
+                f"{e.name}: wait() before both wait fences were signalled gave "
+                f"{'a result' if isinstance(early, ExecutionResult) else _describe(early)}, "
+                f"expected TimeoutError"
+            )
         fences[1].set()
         got = _run(lambda: handle.wait(BOUND_S), "wait")
         why = _result_problem(e.model, got, e.outputs)
@@ -889,42 +940,53 @@ def test_optional_fenced(nn_device, prepared, nn_session, nn_record):
         plain = _run(lambda: pm.execute_fenced(_request(e), ()), "execute_fenced")
         if isinstance(plain, FencedExecutionHandle):
             info = _run(plain.get_execution_info, "get_execution_info")
-            if isinstance(info, FencedExecutionInfo) and (info.timing_launched != Timing() or
-                                                          info.timing_fenced != Timing()):
+            if isinstance(info, FencedExecutionInfo) and (
+                info.timing_launched != Timing() or info.timing_fenced != Timing()
+            ):
                 bad.append(f"{e.name}: timing reported although measure_timing was False")
-        why = _verdict(_run(lambda: _fenced(pm, _request(e), (None,)), "execute_fenced"),
-                       ErrorStatus.INVALID_ARGUMENT, "a None wait fence")
+        why = _verdict(
+            _run(lambda: _fenced(pm, _request(e), (None,)), "execute_fenced"),
+            ErrorStatus.INVALID_ARGUMENT,
+            "a None wait fence",
+        )
         if why:
             bad.append(f"{e.name}: {why}")
         req = _request(e)
         if np.asarray(e.outputs[0]).size:
             small = dataclasses.replace(req, outputs=(RequestArgument(capacity=0), *req.outputs[1:]))
-            why = _verdict(_run(lambda: _fenced(pm, small), "execute_fenced"), ErrorStatus.INVALID_ARGUMENT,
-                           "an insufficient output")
+            why = _verdict(
+                _run(lambda: _fenced(pm, small), "execute_fenced"),
+                ErrorStatus.INVALID_ARGUMENT,
+                "an insufficient output",
+            )
             if why:
                 bad.append(f"{e.name}: {why}")
         past = _run(lambda: _fenced(pm, req, deadline=time.monotonic() - 1.0), "execute_fenced")
         if not (isinstance(past, DriverError) and past.status in MISSED_DEADLINE):
             why = _result_problem(e.model, past, e.outputs)
             if why:
-                bad.append(f"{e.name} with a deadline passed: {why} (expected a correct result or "
-                           f"MISSED_DEADLINE_*)")
+                bad.append(f"{e.name} with a deadline passed: {why} (expected a correct result or MISSED_DEADLINE_*)")
     unspecified = 0
     for e, dyn, pm in _dynamic_cases(nn_device):
         if unspecified >= len(cases):
             _run(pm.release, "release")
             break
         unspecified += 1
-        why = _verdict(_run(lambda: _fenced(pm, Request.from_arrays(dyn, list(e.inputs))), "execute_fenced"),
-                       ErrorStatus.INVALID_ARGUMENT, "unspecified output dimensions")
+        why = _verdict(
+            _run(lambda: _fenced(pm, Request.from_arrays(dyn, list(e.inputs))), "execute_fenced"),
+            ErrorStatus.INVALID_ARGUMENT,
+            "unspecified output dimensions",
+        )
         _run(pm.release, "release")
         if why:
             bad.append(f"{e.name}: {why}")
     nn_record["extra"].update(models=len(cases), unspecified_models=unspecified)
     if bad:
         _fail(nn_session, nn_record, tid, _shown(bad), failures=bad[:50])
-    nn_record["message"] = (f"{len(cases)} models: fences honoured, execution info and timing right, None fence, "
-                            f"insufficient and (on {unspecified} models) unspecified outputs rejected")
+    nn_record["message"] = (
+        f"{len(cases)} models: fences honoured, execution info and timing right, None fence, "
+        f"insufficient and (on {unspecified} models) unspecified outputs rejected"
+    )
 
 
 def test_optional_burst(prepared, nn_session, nn_record):
@@ -942,7 +1004,7 @@ def test_optional_burst(prepared, nn_session, nn_record):
         except Exception as exc:
             bad.append(f"{e.name}: configure_burst gave {_describe(exc)}")
             continue
-        for _ in range(3):   # (timing through a burst is judged by vts/api/timing)
+        for _ in range(3):  # (timing through a burst is judged by vts/api/timing)
             why = _result_problem(e.model, _run(lambda: burst.execute(_request(e)), "burst execute"), e.outputs)
             if why:
                 bad.append(f"{e.name}: {why}")
@@ -986,9 +1048,15 @@ def _with_arg(request: Request, side: str, pos: int, arg: RequestArgument) -> Re
 
 def _allocate(device, models, inputs=(), outputs=(), dims=()):
     """device.allocate with roles given as (model index, io index) pairs."""
-    return _bounded(lambda: device.allocate(BufferDesc(tuple(dims)), list(models),
-                                            [BufferRole(m, i) for m, i in inputs],
-                                            [BufferRole(m, i) for m, i in outputs]), "allocate")
+    return _bounded(
+        lambda: device.allocate(
+            BufferDesc(tuple(dims)),
+            list(models),
+            [BufferRole(m, i) for m, i in inputs],
+            [BufferRole(m, i) for m, i in outputs],
+        ),
+        "allocate",
+    )
 
 
 @pytest.mark.parametrize("case", MEMORY_CASES)
@@ -1009,14 +1077,21 @@ def test_optional_memory_domain(case, nn_device, nn_session, nn_record):
     request = Request.from_arrays(model, [x, y])
     bad: list[str] = []
     try:
-        ran = {"output_role": _memory_output_role, "input_role": _memory_input_role,
-               "bad_allocate": _memory_bad_allocate, "uninitialised": _memory_uninitialised,
-               "misuse": _memory_misuse}[case](nn_device, pm, model, request, x, y, bad)
+        ran = {
+            "output_role": _memory_output_role,
+            "input_role": _memory_input_role,
+            "bad_allocate": _memory_bad_allocate,
+            "uninitialised": _memory_uninitialised,
+            "misuse": _memory_misuse,
+        }[case](nn_device, pm, model, request, x, y, bad)
     finally:
         _run(pm.release, "release")
     if ran is None:
-        _skip(nn_record, "allocate gave GENERAL_FAILURE for a valid fp32 [1, 64] role (memory domains "
-                         "not offered for it; VTS skips)")
+        _skip(
+            nn_record,
+            "allocate gave GENERAL_FAILURE for a valid fp32 [1, 64] role (memory domains "
+            "not offered for it; VTS skips)",
+        )
     if bad:
         _fail(nn_session, nn_record, tid, _shown(bad), model=model, inputs=[x, y], expected=[x + y])
     nn_record["message"] = ran
@@ -1043,8 +1118,7 @@ def _memory_output_role(device, pm, model, request, x, y, bad):
         return got
     buf, token = got
     for path, run in _paths(pm).items():
-        res = _run(lambda: run(_with_arg(request, "outputs", 0, RequestArgument(memory=int(token)))),
-                   f"{path} execute")
+        res = _run(lambda: run(_with_arg(request, "outputs", 0, RequestArgument(memory=int(token)))), f"{path} execute")
         if isinstance(res, BaseException):
             bad.append(f"{path}: executing into device memory gave {_describe(res)}")
             continue
@@ -1055,7 +1129,7 @@ def _memory_output_role(device, pm, model, request, x, y, bad):
             bad.append(f"{path}: copy_to after the execution gave {_describe(data)}")
         elif not (isinstance(data, np.ndarray) and data.shape == (1, 64) and np.array_equal(data, x + y)):
             bad.append(f"{path}: copy_to gave {np.asarray(data).shape} values that are not x + y")
-        _run(lambda: buf.copy_from(np.zeros((1, 64), np.float32)), "copy_from")   # the next path rewrites it
+        _run(lambda: buf.copy_from(np.zeros((1, 64), np.float32)), "copy_from")  # the next path rewrites it
     return f"executions on {'/'.join(_paths(pm))} wrote x + y into device memory, copy_to read it"
 
 
@@ -1089,8 +1163,9 @@ def _memory_input_role(device, pm, model, request, x, y, bad):
     why = _verdict(dims, ErrorStatus.INVALID_ARGUMENT, "copy_from of a [2, 64] array into a [1, 64] buffer")
     if why:
         bad.append(why)
-    return ("input 0 read from device memory (filled by copy_from and by an earlier output); "
-            "wrong copy_from shape rejected")
+    return (
+        "input 0 read from device memory (filled by copy_from and by an earlier output); wrong copy_from shape rejected"
+    )
 
 
 def _memory_bad_allocate(device, pm, model, request, x, y, bad):
@@ -1101,14 +1176,16 @@ def _memory_bad_allocate(device, pm, model, request, x, y, bad):
                 others[name] = _bounded(lambda: device.prepare(m), "prepare")
         except Exception:  # the conflicting-role cases need these models; without them they are left out
             continue
-    cases = [("no roles", [pm], [], [], ()),
-             ("model index out of range", [pm], [(1, 0)], [], ()),
-             ("input index out of range", [pm], [(0, 2)], [], ()),
-             ("output index out of range", [pm], [], [(0, 1)], ()),
-             ("same role twice", [pm], [(0, 0), (0, 0)], [], ()),
-             ("same role through two model indexes", [pm, pm], [], [(0, 0), (1, 0)], ()),
-             ("description rank differs", [pm], [(0, 0)], [], (1, 64, 1)),
-             ("description dimension differs", [pm], [], [(0, 0)], (3, 64))]
+    cases = [
+        ("no roles", [pm], [], [], ()),
+        ("model index out of range", [pm], [(1, 0)], [], ()),
+        ("input index out of range", [pm], [(0, 2)], [], ()),
+        ("output index out of range", [pm], [], [(0, 1)], ()),
+        ("same role twice", [pm], [(0, 0), (0, 0)], [], ()),
+        ("same role through two model indexes", [pm, pm], [], [(0, 0), (1, 0)], ()),
+        ("description rank differs", [pm], [(0, 0)], [], (1, 64, 1)),
+        ("description dimension differs", [pm], [], [(0, 0)], (3, 64)),
+    ]
     for name, other in others.items():
         cases.append((f"roles on fp32 and {name} operands", [pm, other], [(0, 0), (1, 0)], [], ()))
     freq = [("frequency 0", 0.0), ("frequency 10", 10.0), ("frequency -0.5", -0.5)]
@@ -1116,16 +1193,20 @@ def _memory_bad_allocate(device, pm, model, request, x, y, bad):
     for what, models, ins, outs, dims in cases:
         tried += 1
         got = _run(lambda: _allocate(device, models, ins, outs, dims), "allocate")
-        if not (isinstance(got, DriverError) and got.status in (ErrorStatus.INVALID_ARGUMENT,
-                                                                ErrorStatus.GENERAL_FAILURE)):
+        if not (
+            isinstance(got, DriverError) and got.status in (ErrorStatus.INVALID_ARGUMENT, ErrorStatus.GENERAL_FAILURE)
+        ):
             did = _describe(got) if isinstance(got, BaseException) else "returned a buffer"
             bad.append(f"allocate with {what}: {did}, expected INVALID_ARGUMENT or GENERAL_FAILURE and no buffer")
     for what, f in freq:
         tried += 1
-        got = _run(lambda: _bounded(lambda: device.allocate(BufferDesc(), [pm], [BufferRole(0, 0, f)], []),
-                                    "allocate"), "allocate")
-        if not (isinstance(got, DriverError) and got.status in (ErrorStatus.INVALID_ARGUMENT,
-                                                                ErrorStatus.GENERAL_FAILURE)):
+        got = _run(
+            lambda: _bounded(lambda: device.allocate(BufferDesc(), [pm], [BufferRole(0, 0, f)], []), "allocate"),
+            "allocate",
+        )
+        if not (
+            isinstance(got, DriverError) and got.status in (ErrorStatus.INVALID_ARGUMENT, ErrorStatus.GENERAL_FAILURE)
+        ):
             did = _describe(got) if isinstance(got, BaseException) else "returned a buffer"
             bad.append(f"allocate with {what}: {did}, expected INVALID_ARGUMENT or GENERAL_FAILURE and no buffer")
     for other in others.values():
@@ -1143,16 +1224,26 @@ def _memory_uninitialised(device, pm, model, request, x, y, bad):
         bad.append(why)
     reading = _with_arg(request, "inputs", 0, RequestArgument(memory=int(token)))
     for path, run in _paths(pm).items():
-        why = _verdict(_run(lambda: run(reading), f"{path} execute"), ErrorStatus.GENERAL_FAILURE,
-                       f"{path}: an execution reading an uninitialised buffer")
+        why = _verdict(
+            _run(lambda: run(reading), f"{path} execute"),
+            ErrorStatus.GENERAL_FAILURE,
+            f"{path}: an execution reading an uninitialised buffer",
+        )
         if why:
             bad.append(why)
     # a failed execution must not initialise its output buffer
-    failing = _with_arg(_with_arg(request, "outputs", 0, RequestArgument(memory=int(token))), "inputs", 1,
-                        RequestArgument(value=y[:, :10], dimensions=(1, 10)))
+    failing = _with_arg(
+        _with_arg(request, "outputs", 0, RequestArgument(memory=int(token))),
+        "inputs",
+        1,
+        RequestArgument(value=y[:, :10], dimensions=(1, 10)),
+    )
     _run(lambda: pm.execute(failing), "execute")
-    why = _verdict(_run(buf.copy_to, "copy_to"), ErrorStatus.GENERAL_FAILURE,
-                   "copy_to after a rejected execution that named the buffer as its output")
+    why = _verdict(
+        _run(buf.copy_to, "copy_to"),
+        ErrorStatus.GENERAL_FAILURE,
+        "copy_to after a rejected execution that named the buffer as its output",
+    )
     if why:
         bad.append(why)
     return "copy_to and executions reading an uninitialised buffer gave GENERAL_FAILURE"
@@ -1166,24 +1257,29 @@ def _memory_misuse(device, pm, model, request, x, y, bad):
     _run(lambda: buf.copy_from(x), "copy_from")
     both = _try_allocate(device, pm, bad, inputs=[(0, 0)], outputs=[(0, 0)])
     other = _run(lambda: device.prepare(model), "prepare")
-    cases = [("an unknown token", _with_arg(request, "inputs", 0, RequestArgument(memory=int(token) + 1000))),
-             ("an input-role buffer as output 0", _with_arg(request, "outputs", 0, RequestArgument(memory=int(token)))),
-             ("an input-0 buffer as input 1", _with_arg(request, "inputs", 1, RequestArgument(memory=int(token))))]
+    cases = [
+        ("an unknown token", _with_arg(request, "inputs", 0, RequestArgument(memory=int(token) + 1000))),
+        ("an input-role buffer as output 0", _with_arg(request, "outputs", 0, RequestArgument(memory=int(token)))),
+        ("an input-0 buffer as input 1", _with_arg(request, "inputs", 1, RequestArgument(memory=int(token)))),
+    ]
     if both:
         _run(lambda: both[0].copy_from(x), "copy_from")
         arg = RequestArgument(memory=int(both[1]))
-        cases.append(("one buffer as input 0 and output 0",
-                      _with_arg(_with_arg(request, "inputs", 0, arg), "outputs", 0, arg)))
+        cases.append(
+            ("one buffer as input 0 and output 0", _with_arg(_with_arg(request, "inputs", 0, arg), "outputs", 0, arg))
+        )
     for path, run in _paths(pm).items():
         for what, req in cases:
-            why = _verdict(_run(lambda: run(req), f"{path} execute"), ErrorStatus.INVALID_ARGUMENT,
-                           f"{path}: {what}")
+            why = _verdict(_run(lambda: run(req), f"{path} execute"), ErrorStatus.INVALID_ARGUMENT, f"{path}: {what}")
             if why:
                 bad.append(why)
     if not isinstance(other, BaseException):
         req = _with_arg(request, "inputs", 0, RequestArgument(memory=int(token)))
-        why = _verdict(_run(lambda: other.execute(req), "execute"), ErrorStatus.INVALID_ARGUMENT,
-                       "a buffer allocated for another prepared model of the same model")
+        why = _verdict(
+            _run(lambda: other.execute(req), "execute"),
+            ErrorStatus.INVALID_ARGUMENT,
+            "a buffer allocated for another prepared model of the same model",
+        )
         if why:
             bad.append(why)
         _run(other.release, "release")

@@ -12,6 +12,7 @@ the vts suite (``suites/test_vts.py`` imports them), one result row each:
     vts/device/cycle       a model whose operations form a cycle: supported_operations and
                            prepare both give INVALID_ARGUMENT
 """
+
 from __future__ import annotations
 
 import os
@@ -63,6 +64,7 @@ def _describe(e: BaseException) -> str:
 
 # ---- compilation caching -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("check", list(cache_checks.CHECKS))
 def test_cache(check, nn_device, nn_session, nn_record):
     tid = f"{SUITE}/cache/{check}"
@@ -72,21 +74,31 @@ def test_cache(check, nn_device, nn_session, nn_record):
         pytest.skip(nn_record["message"])
     try:
         counts = call_with_timeout(nn_device.cache_file_counts, BOUND_S, "cache_file_counts")
-    except Exception as e:   # a crash or garbage here is the driver's: the case fails with it
+    except Exception as e:  # a crash or garbage here is the driver's: the case fails with it
         _finish(nn_record, [f"cache_file_counts gave {_describe(e)}"], "")
     if tuple(counts) == (0, 0):
-        nn_record["message"] = ("the driver declares no cache files (token-only caching; "
-                                "vts/optional/caching covers it)")
+        nn_record["message"] = "the driver declares no cache files (token-only caching; vts/optional/caching covers it)"
         pytest.skip(nn_record["message"])
     with tempfile.TemporaryDirectory(prefix="nnconform-cache-") as d:
-        ctx = cache_checks.CacheContext(nn_device, d, seed=nn_session.seed, toctou_iterations=_toctou_iterations(),
-                                        call=lambda fn, what: call_with_timeout(fn, BOUND_S, what))
+        ctx = cache_checks.CacheContext(
+            nn_device,
+            d,
+            seed=nn_session.seed,
+            toctou_iterations=_toctou_iterations(),
+            call=lambda fn, what: call_with_timeout(fn, BOUND_S, what),
+        )
         bad = cache_checks.check_counts(ctx) or cache_checks.CHECKS[check](ctx)
-    _finish(nn_record, bad, f"{check}: passed on fp32 and quant8 conv models (cache files {list(counts)})",
-            cache_files=list(counts), toctou_iterations=ctx.toctou_iterations)
+    _finish(
+        nn_record,
+        bad,
+        f"{check}: passed on fp32 and quant8 conv models (cache files {list(counts)})",
+        cache_files=list(counts),
+        toctou_iterations=ctx.toctou_iterations,
+    )
 
 
 # ---- device basics -------------------------------------------------------------------------
+
 
 def test_device_basics(nn_device, nn_session, nn_record):
     _begin(nn_record, f"{SUITE}/device/basics")
@@ -104,7 +116,7 @@ def test_device_basics(nn_device, nn_session, nn_record):
         bad.append(f"status {status!r}, expected AVAILABLE ({int(DeviceStatus.AVAILABLE)})")
     name = getattr(nn_device, "name", None)
     if not (isinstance(name, str) and NAME_FORMAT.match(name)):
-        bad.append(f"name {name!r:.60} is not \"<vendor>-<device>\"")
+        bad.append(f'name {name!r:.60} is not "<vendor>-<device>"')
     dtype = ask(nn_device.device_type, "device_type")
     if dtype is not None and (isinstance(dtype, bool) or dtype not in {int(t) for t in DeviceType}):
         bad.append(f"device type {dtype!r:.40} is not one of {', '.join(t.name for t in DeviceType)}")
@@ -127,8 +139,11 @@ def test_device_basics(nn_device, nn_session, nn_record):
             c = tuple(counts) if isinstance(counts, (list, tuple)) else counts
             if not (isinstance(c, tuple) and len(c) == 2 and all(type(n) is int and 0 <= n <= 32 for n in c)):
                 bad.append(f"cache file counts {counts!r:.60}: need two ints in 0..32")
-    _finish(nn_record, bad, f"{name}: status, name, type, version {version!r:.40}, extensions and cache-file "
-                            f"counts as NNAPI requires")
+    _finish(
+        nn_record,
+        bad,
+        f"{name}: status, name, type, version {version!r:.40}, extensions and cache-file counts as NNAPI requires",
+    )
 
 
 def cycle_model() -> Model:
@@ -151,8 +166,10 @@ def test_device_cycle(nn_device, nn_session, nn_record):
     _begin(nn_record, f"{SUITE}/device/cycle", ["ADD"], ["fp32"])
     model = cycle_model()
     bad = []
-    for what, fn in (("supported_operations", lambda: nn_device.supported_operations(model)),
-                     ("prepare", lambda: nn_device.prepare(model))):
+    for what, fn in (
+        ("supported_operations", lambda: nn_device.supported_operations(model)),
+        ("prepare", lambda: nn_device.prepare(model)),
+    ):
         try:
             got = call_with_timeout(fn, BOUND_S, what)
         except DriverError as e:
@@ -173,14 +190,20 @@ def test_device_cycle(nn_device, nn_session, nn_record):
 
 # ---- memory domains in depth ---------------------------------------------------------------
 
-DOMAIN_TYPES = {"fp32": (T.TENSOR_FLOAT32, 0.0, 0), "fp16": (T.TENSOR_FLOAT16, 0.0, 0),
-                "quant8": (T.TENSOR_QUANT8_ASYMM, 0.5, 128), "quant8_signed": (T.TENSOR_QUANT8_ASYMM_SIGNED, 0.5, 0)}
+DOMAIN_TYPES = {
+    "fp32": (T.TENSOR_FLOAT32, 0.0, 0),
+    "fp16": (T.TENSOR_FLOAT16, 0.0, 0),
+    "quant8": (T.TENSOR_QUANT8_ASYMM, 0.5, 128),
+    "quant8_signed": (T.TENSOR_QUANT8_ASYMM_SIGNED, 0.5, 0),
+}
 
 
-def domain_conv(t, scale: float, zp: int, out_scale: float | None = None, out_zp: int | None = None,
-                out_dims=(1, 3, 3, 2)) -> Model:
+def domain_conv(
+    t, scale: float, zp: int, out_scale: float | None = None, out_zp: int | None = None, out_dims=(1, 3, 3, 2)
+) -> Model:
     """A 1x1 CONV_2D [1, 3, 3, 2] -> out_dims in type ``t`` (identity-like weights)."""
     import numpy as np
+
     b = ModelBuilder()
     quant = scale > 0
     x = b.input(t, [1, 3, 3, 2], scale=scale, zero_point=zp)
@@ -189,14 +212,19 @@ def domain_conv(t, scale: float, zp: int, out_scale: float | None = None, out_zp
     w_vals = (np.array([[2, 0], [0, 2]]) + w_zp if quant else np.array([[1.0, 0.5], [0.25, 1.0]])).reshape(2, 1, 1, 2)
     w = b.const(wt, [2, 1, 1, 2], w_vals, scale=0.5 if quant else 0.0, zero_point=w_zp)
     bias = b.const(T.TENSOR_INT32 if quant else t, [2], [0, 0], scale=scale * 0.5 if quant else 0.0)
-    y = b.output(t, list(out_dims), scale=out_scale if out_scale is not None else scale,
-                 zero_point=out_zp if out_zp is not None else zp)
+    y = b.output(
+        t,
+        list(out_dims),
+        scale=out_scale if out_scale is not None else scale,
+        zero_point=out_zp if out_zp is not None else zp,
+    )
     b.operation(Op.CONV_2D, [x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)], [y])
     return b.build()
 
 
 def _domain_input(t, zp: int, seed: int):
     import numpy as np
+
     rng = np.random.default_rng(seed)
     if t in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16):
         return rng.standard_normal((1, 3, 3, 2)).astype(np.float32 if t == T.TENSOR_FLOAT32 else np.float16)
@@ -228,6 +256,7 @@ def test_memory_domain_conv(dtype, nn_device, nn_session, nn_record):
     from nnconform.driver import BufferDesc, BufferRole, MemoryDomains
     from nnconform.ir import Request, RequestArgument
     from nnconform.reference.executor import Executor
+
     _begin(nn_record, f"{SUITE}/memory_domain/conv_{dtype}", ["CONV_2D"], [dtype])
     if not isinstance(nn_device, MemoryDomains):
         nn_record["message"] = "the driver has no memory domains (MemoryDomains)"
@@ -248,9 +277,16 @@ def test_memory_domain_conv(dtype, nn_device, nn_session, nn_record):
     others = []
 
     def alloc(models, ins=(), outs=(), dims=()):
-        return call(lambda: nn_device.allocate(BufferDesc(tuple(dims)), list(models),
-                                               [BufferRole(m, i) for m, i in ins],
-                                               [BufferRole(m, i) for m, i in outs]), "allocate")
+        return call(
+            lambda: nn_device.allocate(
+                BufferDesc(tuple(dims)),
+                list(models),
+                [BufferRole(m, i) for m, i in ins],
+                [BufferRole(m, i) for m, i in outs],
+            ),
+            "allocate",
+        )
+
     try:
         try:
             buf, token = alloc([pm], outs=[(0, 0)])
@@ -271,28 +307,49 @@ def test_memory_domain_conv(dtype, nn_device, nn_session, nn_record):
         # conflicting roles: another model whose output differs in scale / zero point / rank
         variants = [("rank", domain_conv(t, scale, zp, out_dims=(1, 3, 3, 2, 1)))]
         if scale > 0:
-            variants += [("scale", domain_conv(t, scale, zp, out_scale=scale * 2)),
-                         ("zero point", domain_conv(t, scale, zp, out_zp=zp + 1))]
+            variants += [
+                ("scale", domain_conv(t, scale, zp, out_scale=scale * 2)),
+                ("zero point", domain_conv(t, scale, zp, out_zp=zp + 1)),
+            ]
         for what, m in variants:
             try:
                 others.append(call(lambda: nn_device.prepare(m), "prepare"))
             except Exception:  # a model the driver cannot take leaves that conflict untested
                 continue
-            _expect_error(bad, f"allocate with output roles that differ in {what}",
-                          lambda: alloc([pm, others[-1]], outs=[(0, 0), (1, 0)]))
+            _expect_error(
+                bad,
+                f"allocate with output roles that differ in {what}",
+                lambda: alloc([pm, others[-1]], outs=[(0, 0), (1, 0)]),
+            )
         _expect_error(bad, "allocate with a role on a missing prepared model", lambda: alloc([pm], outs=[(1, 0)]))
         _expect_error(bad, "allocate with a foreign prepared model", lambda: alloc([object()], outs=[(0, 0)]))
         wrong_size = x.reshape(-1)[:-1]
-        _expect_error(bad, "copy_from with one element too few",
-                      lambda: buf.copy_from(wrong_size), (ErrorStatus.INVALID_ARGUMENT,))
-        _expect_error(bad, "copy_from with the right size in other dims",
-                      lambda: buf.copy_from(expected.reshape(1, 9, 1, 2)), (ErrorStatus.INVALID_ARGUMENT,))
+        _expect_error(
+            bad,
+            "copy_from with one element too few",
+            lambda: buf.copy_from(wrong_size),
+            (ErrorStatus.INVALID_ARGUMENT,),
+        )
+        _expect_error(
+            bad,
+            "copy_from with the right size in other dims",
+            lambda: buf.copy_from(expected.reshape(1, 9, 1, 2)),
+            (ErrorStatus.INVALID_ARGUMENT,),
+        )
         as_input = dataclasses.replace(req, inputs=(RequestArgument(memory=int(token)),))
-        _expect_error(bad, "an output-role buffer read as the input",
-                      lambda: pm.execute(as_input), (ErrorStatus.INVALID_ARGUMENT,))
+        _expect_error(
+            bad,
+            "an output-role buffer read as the input",
+            lambda: pm.execute(as_input),
+            (ErrorStatus.INVALID_ARGUMENT,),
+        )
         conflict = dataclasses.replace(req, outputs=(RequestArgument(memory=int(token), dimensions=(1, 3, 3, 3)),))
-        _expect_error(bad, "request output dims [1, 3, 3, 3] against a [1, 3, 3, 2] buffer",
-                      lambda: pm.execute(conflict), (ErrorStatus.INVALID_ARGUMENT,))
+        _expect_error(
+            bad,
+            "request output dims [1, 3, 3, 3] against a [1, 3, 3, 2] buffer",
+            lambda: pm.execute(conflict),
+            (ErrorStatus.INVALID_ARGUMENT,),
+        )
         dyn = domain_conv(t, scale, zp, out_dims=(1, 0, 0, 2))
         try:
             dpm = call(lambda: nn_device.prepare(dyn), "prepare")
@@ -300,20 +357,24 @@ def test_memory_domain_conv(dtype, nn_device, nn_session, nn_record):
             try:
                 call(lambda: nn_device.allocate(BufferDesc(), [dpm], [], [BufferRole(0, 0)]), "allocate")
             except DriverError:
-                pass   # declining an unknown-size buffer (GENERAL_FAILURE) or any clean error is allowed
+                pass  # declining an unknown-size buffer (GENERAL_FAILURE) or any clean error is allowed
             except Exception as e:
                 bad.append(f"allocate for a dynamic-shape output: {_describe(e)}")
         except DriverError:
-            pass       # a driver that rejects dynamic output shapes leaves this case out
+            pass  # a driver that rejects dynamic output shapes leaves this case out
     finally:
         for p in [pm, *others]:
             try:
                 call(p.release, "release")
             except Exception:  # best effort: the verdict is about the misuses above
                 continue
-    _finish(nn_record, bad, f"{dtype} conv: device memory written and read back; conflicting roles, missing "
-                            f"and foreign models, wrong copies, output-only buffer as input and conflicting "
-                            f"request dims refused")
+    _finish(
+        nn_record,
+        bad,
+        f"{dtype} conv: device memory written and read back; conflicting roles, missing "
+        f"and foreign models, wrong copies, output-only buffer as input and conflicting "
+        f"request dims refused",
+    )
 
 
 def two_io_model() -> Model:
@@ -334,6 +395,7 @@ def test_memory_domain_shared(nn_device, nn_session, nn_record):
 
     from nnconform.driver import BufferDesc, BufferRole, MemoryDomains
     from nnconform.ir import Request, RequestArgument
+
     _begin(nn_record, f"{SUITE}/memory_domain/shared_buffer", ["ADD", "MUL"], ["fp32"])
     if not isinstance(nn_device, MemoryDomains):
         nn_record["message"] = "the driver has no memory domains (MemoryDomains)"
@@ -345,10 +407,12 @@ def test_memory_domain_shared(nn_device, nn_session, nn_record):
     pm = call(lambda: nn_device.prepare(model), "prepare")
     try:
         try:
-            outs, otok = call(lambda: nn_device.allocate(BufferDesc(), [pm], [], [BufferRole(0, 0), BufferRole(0, 1)]),
-                              "allocate")
-            ins, itok = call(lambda: nn_device.allocate(BufferDesc(), [pm], [BufferRole(0, 0), BufferRole(0, 1)], []),
-                             "allocate")
+            outs, otok = call(
+                lambda: nn_device.allocate(BufferDesc(), [pm], [], [BufferRole(0, 0), BufferRole(0, 1)]), "allocate"
+            )
+            ins, itok = call(
+                lambda: nn_device.allocate(BufferDesc(), [pm], [BufferRole(0, 0), BufferRole(0, 1)], []), "allocate"
+            )
         except DriverError as e:
             if e.status == ErrorStatus.GENERAL_FAILURE:
                 nn_record["message"] = "allocate declined fp32 [1, 8] roles (VTS skips)"
@@ -372,6 +436,7 @@ def test_memory_domain_shared(nn_device, nn_session, nn_record):
 
 # ---- burst memory slots --------------------------------------------------------------------
 
+
 def test_burst_memory_slots(nn_device, nn_session, nn_record):
     """Slots of a burst's memory cache: use, an invalid slot, a double free, use after release."""
     import dataclasses
@@ -380,6 +445,7 @@ def test_burst_memory_slots(nn_device, nn_session, nn_record):
 
     from nnconform.driver import BufferDesc, BufferRole, BurstExecution, BurstMemory, MemoryDomains
     from nnconform.ir import Request, RequestArgument
+
     _begin(nn_record, f"{SUITE}/burst/memory_slots", ["ADD", "MUL"], ["fp32"])
     if not isinstance(nn_device, MemoryDomains):
         nn_record["message"] = "the driver has no memory domains (MemoryDomains) to put in burst slots"
@@ -424,5 +490,8 @@ def test_burst_memory_slots(nn_device, nn_session, nn_record):
             call(pm.release, "release")
         except Exception:  # a crashed host: the CRASH is recorded by the plugin
             pass
-    _finish(nn_record, bad, "burst memory slots: use, invalid slot, double free and use after release all "
-                            "answered with errors, no crash")
+    _finish(
+        nn_record,
+        bad,
+        "burst memory slots: use, invalid slot, double free and use after release all answered with errors, no crash",
+    )

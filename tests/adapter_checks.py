@@ -7,6 +7,7 @@ held to the same NNAPI behaviour (this module is not a test file itself).  ``run
 model once; ``generated_suite`` runs the generated suite (or a slice of it) through a
 subprocess and returns its result rows after checking none failed.
 """
+
 from __future__ import annotations
 
 import csv
@@ -73,7 +74,7 @@ def test_conv_2d_nhwc_same_padding_matches_hand_computation(device):
     b.operation(Op.CONV_2D, [x, f, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(0)], [y])
     img = np.arange(9, dtype=np.float32).reshape(1, 3, 3, 1)
     padded = np.pad(img[0, :, :, 0], ((0, 1), (0, 1)))
-    want = np.array([[padded[i:i + 2, j:j + 2].sum() for j in range(3)] for i in range(3)]) + 0.5
+    want = np.array([[padded[i : i + 2, j : j + 2].sum() for j in range(3)] for i in range(3)]) + 0.5
     np.testing.assert_allclose(run(device, b.build(), img).outputs[0][0, :, :, 0], want)
 
 
@@ -100,8 +101,7 @@ def test_invalid_request_is_invalid_argument_and_small_buffers_insufficient(devi
     model = b.build()
     prepared = device.prepare(model)
     try:
-        wrong_shape = Request((RequestArgument(value=np.zeros(3, np.float32), dimensions=(3,)),),
-                              (RequestArgument(),))
+        wrong_shape = Request((RequestArgument(value=np.zeros(3, np.float32), dimensions=(3,)),), (RequestArgument(),))
         too_few = Request((), (RequestArgument(),))
         for bad in (wrong_shape, too_few):
             with pytest.raises(DriverError) as e:

@@ -1,4 +1,5 @@
 """Make tests/helpers.py importable (tests run with --import-mode=importlib)."""
+
 import sys
 from pathlib import Path
 
@@ -20,8 +21,10 @@ def pytest_configure(config):
     if getattr(config.option, "maxschedchunk", "absent") is None:
         config.option.maxschedchunk = 1
     config.addinivalue_line(
-        "markers", "long_run: a test that runs a whole suite in a subprocess (minutes); it is "
-        "collected first so pytest-xdist starts it at once instead of leaving it for the tail")
+        "markers",
+        "long_run: a test that runs a whole suite in a subprocess (minutes); it is "
+        "collected first so pytest-xdist starts it at once instead of leaving it for the tail",
+    )
 
 
 def pytest_collection_modifyitems(session, config, items):

@@ -25,6 +25,7 @@ def double_module(module: str):
     """tests/drivers/``module``.py as a module, the same object the loader gives a run in this
     process (so its classes are the ones an in-process driver is made of)."""
     from nnconform.driver.loader import import_driver_file
+
     return import_driver_file(DOUBLES_DIR / f"{module}.py")
 
 
@@ -69,12 +70,14 @@ def check_example(ex) -> None:
             np.testing.assert_array_equal(got, want, err_msg=ex.name)
         else:
             tol = 1e-3 if want.dtype == np.float16 else 1e-5
-            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol,
-                                       err_msg=ex.name)
+            np.testing.assert_allclose(
+                got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol, err_msg=ex.name
+            )
 
 
 def vectors_missing_reason() -> str:
     from nnconform.cases.vectors import default_root
+
     return f"AOSP vectors not found at {default_root()} (set NNCONFORM_VECTORS)"
 
 
@@ -82,6 +85,7 @@ def vector_cases(ops, also=()) -> list:
     """The AOSP vectors that use only ``ops`` (plus ``also``, e.g. the ADD of the lifetime
     variations); [] when the vectors directory is absent."""
     from nnconform.cases.vectors import default_root, load_cases
+
     if not default_root().is_dir():
         return []
     mine = {getattr(o, "name", o) for o in ops}
@@ -92,6 +96,7 @@ def vector_cases(ops, also=()) -> list:
 def vector_params(ops, also=()) -> list:
     """vector_cases as pytest params, or one skipped param that says why there are none."""
     import pytest
+
     cases = vector_cases(ops, also)
     if not cases:
         return [pytest.param(None, marks=pytest.mark.skip(reason=vectors_missing_reason()))]
@@ -100,6 +105,7 @@ def vector_params(ops, also=()) -> list:
 
 def assert_vector_passes(case) -> None:
     from nnconform.cases.vectors import check_case
+
     status, message = check_case(case)
     assert status == "pass", message
 
@@ -110,6 +116,7 @@ def assert_examples_cover(ops, examples) -> None:
     from nnconform.cases.coverage import primary_types
     from nnconform.ir import SHORT_TYPE_NAME, OperationType
     from nnconform.reference.ops.registry import get_op
+
     covered: dict[str, set[str]] = {}
     for ex in examples:
         if not ex.expect_failure:
@@ -128,6 +135,7 @@ def assert_rejected(model, *fragments) -> None:
 
     from nnconform.errors import ValidationError
     from nnconform.reference.ops.registry import OpView, get_op
+
     op = model.main.operations[0]
     with pytest.raises(ValidationError) as e:
         get_op(op.type).validate(OpView(model, model.main, 0))

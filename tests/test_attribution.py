@@ -1,5 +1,6 @@
 """Attribution: a failing case names the operation that diverged first, AOSP's helper ADDs are
 never blamed for being in a case, and the report counts and buckets failures by it."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -25,8 +26,12 @@ def conv_cases():
 
 def _case(cases, *, internal: bool, quant: bool):
     for c in cases:
-        if ("all_inputs_as_internal" in c.variations) == internal and ("quant8" in c.variations) == quant \
-                and not c.expect_failure and c.model.main.operations:
+        if (
+            ("all_inputs_as_internal" in c.variations) == internal
+            and ("quant8" in c.variations) == quant
+            and not c.expect_failure
+            and c.model.main.operations
+        ):
             return c
     pytest.fail("no such vectors case")
 
@@ -34,11 +39,18 @@ def _case(cases, *, internal: bool, quant: bool):
 def _row(device, case) -> ResultRecord:
     out = run_case(device, case.model, case.inputs, case.outputs, ignored=case.ignored)
     b = blame(device, case.model, case.inputs, out, ignored=case.ignored)
-    return ResultRecord(suite="vectors", test_id=case.test_id, driver=device.name, outcome=out.outcome,
-                        operations=list(case.operations), data_types=case.model.data_types(),
-                        message=out.message, blamed_operation=b.operation if b else "",
-                        blamed_data_type=b.data_type if b else "",
-                        extra=dict(b.to_extra(), criterion=b.criterion or "element") if b else {})
+    return ResultRecord(
+        suite="vectors",
+        test_id=case.test_id,
+        driver=device.name,
+        outcome=out.outcome,
+        operations=list(case.operations),
+        data_types=case.model.data_types(),
+        message=out.message,
+        blamed_operation=b.operation if b else "",
+        blamed_data_type=b.data_type if b else "",
+        extra=dict(b.to_extra(), criterion=b.criterion or "element") if b else {},
+    )
 
 
 def test_helper_adds_are_found_only_in_the_lifetime_variations(conv_cases):
@@ -50,8 +62,11 @@ def test_helper_adds_are_found_only_in_the_lifetime_variations(conv_cases):
 
 
 def test_a_conv_bug_blames_conv_not_the_helper_add(conv_cases):
-    case = next(c for c in conv_cases if "all_inputs_as_internal" in c.variations
-                and _row(ConvIgnoresBias(), c).outcome == "FAIL")
+    case = next(
+        c
+        for c in conv_cases
+        if "all_inputs_as_internal" in c.variations and _row(ConvIgnoresBias(), c).outcome == "FAIL"
+    )
     row = _row(ConvIgnoresBias(), case)
     assert row.blamed_operation == "CONV_2D"
 
@@ -89,6 +104,7 @@ def test_normalised_messages_drop_numbers_and_operation_lists():
 
 def test_a_failing_if_blames_the_operation_inside_the_branch_taken():
     from nnconform.suites.examples import all_examples
+
     ex = next(e for e in all_examples() if e.name == "if_then_taken_add_quant8")
     dev = QuantAddOffByTwo()
     out = run_case(dev, ex.model, ex.inputs, ex.outputs)

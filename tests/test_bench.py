@@ -1,5 +1,6 @@
 """nnconform bench: rows, accuracy numbers, CSV/HTML, a crashing driver isolated.  Speed is
 never asserted: only that numbers exist and are consistent."""
+
 from __future__ import annotations
 
 import csv
@@ -21,8 +22,14 @@ def _floor_entry() -> ModelEntry:
     x = b.input(T.TENSOR_FLOAT32, [1, 4])
     b.operation(Op.FLOOR, [x], [b.output(T.TENSOR_FLOAT32, [1, 4])])
     m = b.build()
-    return ModelEntry("floor", "builtin", False, "test", lambda: m,
-                      lambda model, seed: [np.random.default_rng(seed).normal(size=(1, 4)).astype(np.float32)])
+    return ModelEntry(
+        "floor",
+        "builtin",
+        False,
+        "test",
+        lambda: m,
+        lambda model, seed: [np.random.default_rng(seed).normal(size=(1, 4)).astype(np.float32)],
+    )
 
 
 def test_reference_bench_rows_csv_and_html(tmp_path):
@@ -40,14 +47,23 @@ def test_reference_bench_rows_csv_and_html(tmp_path):
         got = list(csv.DictReader(f))
     assert list(got[0]) == CSV_COLUMNS and got[0]["model"] == "mobilenet_v1_quant8"
     page = (tmp_path / "bench.html").read_text()
-    assert page.count("<svg") >= 5 and "<script" not in page and "http" not in page.replace(
-        'xmlns="http://www.w3.org/2000/svg"', "")
+    assert (
+        page.count("<svg") >= 5
+        and "<script" not in page
+        and "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    )
 
 
 def test_a_crashing_driver_is_a_row_and_the_bench_goes_on(tmp_path):
-    rows = run_bench([double("broken_isolation", "Segfault")],
-                     [_floor_entry(), builtin_entries()["mobilenet_v1_float"]],
-                     warmup=0, iterations=2, inputs_count=1, call_timeout=60, log=lambda *a: None)
+    rows = run_bench(
+        [double("broken_isolation", "Segfault")],
+        [_floor_entry(), builtin_entries()["mobilenet_v1_float"]],
+        warmup=0,
+        iterations=2,
+        inputs_count=1,
+        call_timeout=60,
+        log=lambda *a: None,
+    )
     assert [r.status for r in rows] == ["CRASH", "OK"]
     assert "execute" in rows[0].message and "liveness OK" in rows[0].message
 
@@ -55,12 +71,18 @@ def test_a_crashing_driver_is_a_row_and_the_bench_goes_on(tmp_path):
 def test_a_driver_that_leaves_processes_running_fails_its_row(tmp_path):
     """The children a driver leaves behind are killed after each model and fail that row (as in
     the suites); the bench goes on, and a model that spawned nothing is OK."""
-    rows = run_bench([double("broken_isolation", "SetsidChild")],
-                     [_floor_entry(), builtin_entries()["mobilenet_v1_float"]],
-                     warmup=0, iterations=2, inputs_count=1, call_timeout=60, log=lambda *a: None)
+    rows = run_bench(
+        [double("broken_isolation", "SetsidChild")],
+        [_floor_entry(), builtin_entries()["mobilenet_v1_float"]],
+        warmup=0,
+        iterations=2,
+        inputs_count=1,
+        call_timeout=60,
+        log=lambda *a: None,
+    )
     assert [r.status for r in rows] == ["FAIL", "OK"], [(r.status, r.message) for r in rows]
     assert "left" in rows[0].message and "sleep" in rows[0].message
-    assert rows[0].iterations == 2      # its numbers are kept; the status says what went wrong
+    assert rows[0].iterations == 2  # its numbers are kept; the status says what went wrong
 
 
 def test_accuracy_numbers():
@@ -71,11 +93,11 @@ def test_accuracy_numbers():
     exp = [[np.array([[10, 20, 30, 40, 50, 60]], np.uint8)]]
     same = accuracy(m, exp, exp, classifier=True)
     assert same == {"max_single_error": 0.0, "mse": 0.0, "top1_agreement": 1.0, "top5_agreement": 1.0}
-    act = [[np.array([[60, 20, 30, 40, 50, 59]], np.uint8)]]   # reference's best (index 5) is second here
+    act = [[np.array([[60, 20, 30, 40, 50, 59]], np.uint8)]]  # reference's best (index 5) is second here
     got = accuracy(m, exp, act, classifier=True)
     assert got["max_single_error"] == pytest.approx(25.0) and got["top1_agreement"] == 0.0
     assert got["top5_agreement"] == 1.0
-    assert got["mse"] == pytest.approx((25.0 ** 2 + 0.5 ** 2) / 6)
+    assert got["mse"] == pytest.approx((25.0**2 + 0.5**2) / 6)
     assert accuracy(m, exp, act, classifier=False)["top1_agreement"] is None
 
 
@@ -100,8 +122,12 @@ def test_cli_bench_usage_errors(tmp_path, capsys):
     capsys.readouterr()
     # a misspelt driver, even after a good one, is one line before anything runs or is written
     out = tmp_path / "typo"
-    assert main(["bench", "--driver", "reference", "--driver", "refrence", "--models", "builtin",
-                 "--report-dir", str(out)]) == 2
+    assert (
+        main(
+            ["bench", "--driver", "reference", "--driver", "refrence", "--models", "builtin", "--report-dir", str(out)]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown driver 'refrence'" in err and "installed:" in err
     assert not out.exists()
@@ -109,14 +135,31 @@ def test_cli_bench_usage_errors(tmp_path, capsys):
 
 def test_cli_bench_reference_writes_files(tmp_path, capsys):
     import os
+
     out = tmp_path / "b"
     env_before = os.environ.get("NNCONFORM_JIT")
-    code = main(["bench", "--driver", "reference", "--models", "mobilenet_v2_float", "--warmup", "0",
-                 "--iterations", "2", "--inputs", "1", "--report-dir", str(out)])
+    code = main(
+        [
+            "bench",
+            "--driver",
+            "reference",
+            "--models",
+            "mobilenet_v2_float",
+            "--warmup",
+            "0",
+            "--iterations",
+            "2",
+            "--inputs",
+            "1",
+            "--report-dir",
+            str(out),
+        ]
+    )
     assert code == 0
     assert (out / "bench.csv").exists() and (out / "bench.html").exists()
     assert "mobilenet_v2_float" in capsys.readouterr().out
     import importlib.util
+
     # the page says which kernels the reference (the accuracy baseline) ran: compiled ones
     # when numba is installed and NNCONFORM_JIT does not say otherwise
     compiled = importlib.util.find_spec("numba") is not None and env_before in (None, "1")

@@ -1,4 +1,5 @@
 """nnconform.reference.kernels.blas: one OpenBLAS thread for the reference, same results as BLAS's own threading."""
+
 from __future__ import annotations
 
 import subprocess
@@ -25,6 +26,7 @@ print(blas.limit_blas_threads()); print(models.hexdigest()); print(product.hexdi
 def _run(threads: str) -> list[str]:
     env_cmd = [sys.executable, "-c", _SCRIPT]
     import os
+
     env = dict(os.environ, NNCONFORM_BLAS_THREADS=threads)
     p = subprocess.run(env_cmd, capture_output=True, text=True, timeout=300, env=env)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -39,5 +41,5 @@ def test_one_thread_gives_the_same_bits_as_blas_threading():
     one, again, free = _run("1"), _run("1"), _run("0")
     assert "set to 1" in one[0] or "no OpenBLAS" in one[0]
     assert "left to the BLAS library" in free[0]
-    assert one[1] == free[1]                      # the reference on real model shapes
-    assert one[1:3] == again[1:3]                 # one thread: the same bits every time
+    assert one[1] == free[1]  # the reference on real model shapes
+    assert one[1:3] == again[1:3]  # one thread: the same bits every time

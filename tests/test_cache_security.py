@@ -1,6 +1,7 @@
 """Compilation caching with files (issue 12): the reference's cache passes every check of
 nnconform.vts.cache_checks, each deliberately broken cache driver fails exactly its checks, and the
 interface crosses the driver host (CacheFile paths and access, counts, file kwargs)."""
+
 import pytest
 from helpers import double, double_module
 
@@ -85,7 +86,7 @@ def test_cache_checks_through_the_driver_host(tmp_path):
         assert dev.cache_file_counts() == (1, 1)
         ctx = cache_checks.CacheContext(dev, tmp_path, **FAST)
         assert cache_checks.save_retrieve(ctx) == []
-        assert cache_checks.replaced(ctx)        # caught across the process boundary too
+        assert cache_checks.replaced(ctx)  # caught across the process boundary too
         assert cache_checks.wrong_token(ctx) == []
         assert not dev.incidents
     finally:

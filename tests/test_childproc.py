@@ -3,6 +3,7 @@
 Each test starts a small child program (written to tmp_path) through ``childproc.Child``, as
 the driver host and the stress sandbox start theirs, and checks what the layer says about it.
 Time bounds are generous: the CI machine has two busy cores."""
+
 import os
 import select
 import signal
@@ -13,9 +14,9 @@ import pytest
 
 from nnconform.isolation import childproc
 
-STARTUP_S = 120.0        # a busy machine may take long to start an interpreter
+STARTUP_S = 120.0  # a busy machine may take long to start an interpreter
 
-CHILD = textwrap.dedent('''
+CHILD = textwrap.dedent("""
     import argparse, os, resource, signal, subprocess, sys, time
     from nnconform.isolation import childproc
 
@@ -47,7 +48,7 @@ CHILD = textwrap.dedent('''
         sys.stderr.flush()
         say("done")
         time.sleep(600)
-''')
+""")
 
 WORDING = {"who": "child", "unfinished": "without an answer"}
 
@@ -59,14 +60,21 @@ def spawn(tmp_path):
     children = []
 
     def start(act: str, mem_limit: int = 0) -> childproc.Child:
-        c = childproc.Child("cp_child", ["--act", act], token_var="NNCONFORM_TEST_CHILD", mem_limit=mem_limit,
-                            env=env, stderr_dir=str(tmp_path), stderr_prefix="cp-")
+        c = childproc.Child(
+            "cp_child",
+            ["--act", act],
+            token_var="NNCONFORM_TEST_CHILD",
+            mem_limit=mem_limit,
+            env=env,
+            stderr_dir=str(tmp_path),
+            stderr_prefix="cp-",
+        )
         children.append(c)
         return c
 
     yield start
-    for c in children:            # a failed test must not leave its child running
-        if c.poll() is None:      # (a reaped child's pid may already belong to someone else)
+    for c in children:  # a failed test must not leave its child running
+        if c.poll() is None:  # (a reaped child's pid may already belong to someone else)
             c.kill()
         c.close_fds()
         c.stderr.remove()
@@ -102,7 +110,7 @@ def _ended(c: childproc.Child, buf: list) -> childproc.Ending:
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(") ", 1)[1][0] != "Z"     # a zombie is dead for our purposes
+            return f.read().rsplit(") ", 1)[1][0] != "Z"  # a zombie is dead for our purposes
     except (OSError, IndexError):
         return False
 
@@ -114,9 +122,9 @@ def test_a_segfault_is_a_crash_named_by_its_signal_with_the_stack_in_the_tail(sp
     assert end.verdict == childproc.CRASH and end.signal == signal.SIGSEGV and end.exit_code is None
     assert end.reason == "child killed by SIGSEGV" and end.details() == {"signal": signal.SIGSEGV}
     tail = c.stderr.tail()
-    assert "Segmentation fault" in tail and "cp_child.py" in tail     # faulthandler's dump
+    assert "Segmentation fault" in tail and "cp_child.py" in tail  # faulthandler's dump
     dump = c.stderr.fault_dump()
-    assert dump == c.stderr.tail(lines=4000, chars=64_000)     # a short dump is the plain tail
+    assert dump == c.stderr.tail(lines=4000, chars=64_000)  # a short dump is the plain tail
     assert childproc.fault_blocks(dump)[0][0][0].endswith("cp_child.py")
 
 
@@ -135,7 +143,7 @@ def test_a_hang_is_killed_with_its_whole_group_and_the_grandchildren_that_left_i
     kids = [int(p) for p in _line(c, STARTUP_S, buf).split()[1:]]
     assert len(kids) == 2 and all(_alive(p) for p in kids)
     with pytest.raises(TimeoutError):
-        _line(c, 1.0, buf)                    # the bound: no answer within it
+        _line(c, 1.0, buf)  # the bound: no answer within it
     c.dump_stacks()
     escaped = c.kill()
     end = childproc.classify(c.returncode, True, hang_reason="no answer within 1 s", **WORDING)
@@ -152,7 +160,7 @@ def test_the_memory_limit_holds_in_the_child(spawn):
     limit = 512 << 20
     c, buf = spawn("alloc", mem_limit=limit), []
     assert _line(c, STARTUP_S, buf) == f"ready {limit}"
-    end = _ended(c, buf)                      # the allocation failed: no "allocated" line
+    end = _ended(c, buf)  # the allocation failed: no "allocated" line
     assert end.verdict == childproc.CRASH and end.exit_code == 1
     assert "MemoryError" in c.stderr.tail()
 
@@ -170,13 +178,16 @@ def test_the_stderr_tail_is_bounded_and_keeps_the_last_lines(spawn):
 
 def test_a_long_fault_dump_keeps_the_crashing_thread_first(tmp_path):
     err = childproc.StderrFile(str(tmp_path))
-    threads = [f"Thread 0x{i:04x} (most recent call first):\n"
-               + "".join(f'  File "/x/pool{i}.py", line {j} in wait\n' for j in range(50)) for i in range(40)]
+    threads = [
+        f"Thread 0x{i:04x} (most recent call first):\n"
+        + "".join(f'  File "/x/pool{i}.py", line {j} in wait\n' for j in range(50))
+        for i in range(40)
+    ]
     crashing = 'Current thread 0x0abc (most recent call first):\n  File "/drv/kernel.py", line 7 in launch\n'
     dump = "Fatal Python error: Segmentation fault\n\n" + "\n".join(threads[:3] + [crashing] + threads[3:])
     with open(err.path, "w") as f:
         f.write(dump + "\nExtension modules: numpy (total: 1)\n")
-    assert "Current thread" not in err.tail(chars=8000)       # a plain tail of 8000 loses it
+    assert "Current thread" not in err.tail(chars=8000)  # a plain tail of 8000 loses it
     kept = err.fault_dump(chars=8000)
     assert len(kept) <= 8000 and kept.endswith("(total: 1)")
     blocks = childproc.fault_blocks(kept)
@@ -192,4 +203,7 @@ def test_signal_and_exit_names():
     assert childproc.exit_text(None) == "still running"
     assert childproc.exit_text(-signal.SIGKILL) == "killed by SIGKILL"
     assert childproc.exit_text(2) == "exit code 2"
-    assert childproc.classify(None, False, **WORDING).reason == "child closed its result pipe without an answer and did not exit"
+    assert (
+        childproc.classify(None, False, **WORDING).reason
+        == "child closed its result pipe without an answer and did not exit"
+    )

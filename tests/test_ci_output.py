@@ -1,6 +1,7 @@
 """What a CI job reads from `nnconform run`: summary.json, JUnit properties, the skip-ratio gate,
 GitHub annotations, expected failures (XFAIL / strict XPASS), --lf / --ff, --version, a quiet
 end on a closed pipe, and drivers in the current directory."""
+
 from __future__ import annotations
 
 import json
@@ -25,14 +26,30 @@ SLICE = "add_quant8 or add_fp32 or relu_fp32"
 
 
 def nnconform(*args, cwd=None, env=None, timeout=600):
-    return subprocess.run([sys.executable, "-m", "nnconform", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "nnconform", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout
+    )
 
 
 def _run(tmp_path, *extra, name="rep", pytest_args=(), env=None):
     rep = tmp_path / name
-    r = nnconform("run", "--driver", QADD, "--suite", "generated", "--report-dir", str(rep), "--seed", "5",
-                  *extra, "--", "-k", SLICE, *pytest_args, env=env)
+    r = nnconform(
+        "run",
+        "--driver",
+        QADD,
+        "--suite",
+        "generated",
+        "--report-dir",
+        str(rep),
+        "--seed",
+        "5",
+        *extra,
+        "--",
+        "-k",
+        SLICE,
+        *pytest_args,
+        env=env,
+    )
     return r, rep
 
 
@@ -68,11 +85,16 @@ def test_summary_junit_and_annotations(tmp_path):
     # GitHub Actions workflow commands, one per bucket
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("::error ")]
     assert len(lines) == len(s["buckets"])
-    assert re.match(r"::error title=nnconform%3A ADD quant8(_signed)? \(\d+ cases%2C element%3A atol 1%2C rtol 0\)::generated/",
-                    lines[0]), lines[0]
+    assert re.match(
+        r"::error title=nnconform%3A ADD quant8(_signed)? \(\d+ cases%2C element%3A atol 1%2C rtol 0\)::generated/",
+        lines[0],
+    ), lines[0]
     # the terminal: per-suite counts and the biggest buckets
-    assert re.search(r"^nnconform: suite generated: \d+ PASS, \d+ FAIL|^nnconform: suite generated: \d+ FAIL, \d+ PASS",
-                     r.stdout, re.M)
+    assert re.search(
+        r"^nnconform: suite generated: \d+ PASS, \d+ FAIL|^nnconform: suite generated: \d+ FAIL, \d+ PASS",
+        r.stdout,
+        re.M,
+    )
     assert re.search(r"^nnconform: \d+ failures in \d+ buckets, biggest:\n +\d+  ADD quant8", r.stdout, re.M)
     # and none without GITHUB_ACTIONS
     env.pop("GITHUB_ACTIONS")
@@ -81,8 +103,18 @@ def test_summary_junit_and_annotations(tmp_path):
 
 
 def test_annotations_escape_and_limit():
-    rows = [ResultRecord(suite="vectors", test_id=f"t{i}", driver="d", outcome="FAIL", operations=[f"OP{i}"],
-                         data_types=["fp32"], message="50% off,\nsecond line: x") for i in range(5)]
+    rows = [
+        ResultRecord(
+            suite="vectors",
+            test_id=f"t{i}",
+            driver="d",
+            outcome="FAIL",
+            operations=[f"OP{i}"],
+            data_types=["fp32"],
+            message="50% off,\nsecond line: x",
+        )
+        for i in range(5)
+    ]
     lines = github_annotations(rows, limit=3)
     assert len(lines) == 4 and lines[-1].startswith("::warning ") and "2 more" in lines[-1]
     assert "%25 off,%0Asecond line: x" in lines[0] and "\n" not in "".join(lines)
@@ -94,11 +126,16 @@ def test_max_skip_ratio_fails_a_run_that_tests_nothing(tmp_path):
     args = ("run", "--driver", "mydriver:MyDevice", "--suite", "generated", "--seed", "1", "--", "-k", SLICE)
     ok = nnconform(*args[:1], "--report-dir", str(tmp_path / "a"), *args[1:], cwd=tmp_path)
     assert ok.returncode == 0, ok.stdout[-2000:] + ok.stderr[-1000:]
-    gated = nnconform(*args[:1], "--report-dir", str(tmp_path / "b"), "--max-skip-ratio", "0.5", *args[1:],
-                      cwd=tmp_path)
+    gated = nnconform(
+        *args[:1], "--report-dir", str(tmp_path / "b"), "--max-skip-ratio", "0.5", *args[1:], cwd=tmp_path
+    )
     assert gated.returncode == 1
-    assert re.search(r"^nnconform: skip reasons \(\d+ skipped, \d+ reasons\), most common:\n +\d+  driver does not "
-                     r"support ADD", gated.stdout, re.M), gated.stdout[-3000:]
+    assert re.search(
+        r"^nnconform: skip reasons \(\d+ skipped, \d+ reasons\), most common:\n +\d+  driver does not "
+        r"support ADD",
+        gated.stdout,
+        re.M,
+    ), gated.stdout[-3000:]
     assert "--max-skip-ratio 0.5" in gated.stdout
     s = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert s["skip_ratio"] > 0.5
@@ -107,8 +144,10 @@ def test_max_skip_ratio_fails_a_run_that_tests_nothing(tmp_path):
 
 
 def test_expected_failures_xfail_and_strict_xpass(tmp_path):
-    xf = _write(tmp_path / "xf.json", [{"pattern": "generated/*add_quant8*", "reason": "ADD off by two",
-                                        "link": "https://example.invalid/1"}])
+    xf = _write(
+        tmp_path / "xf.json",
+        [{"pattern": "generated/*add_quant8*", "reason": "ADD off by two", "link": "https://example.invalid/1"}],
+    )
     r, rep = _run(tmp_path, "--expected-failures", str(xf))
     assert r.returncode == 0, r.stdout[-3000:]
     rows = read_results(rep / "results.jsonl")
@@ -116,15 +155,22 @@ def test_expected_failures_xfail_and_strict_xpass(tmp_path):
     assert all("ADD off by two" in x.message for x in rows if x.outcome == "XFAIL")
     assert "Expected failures (" in (rep / "report.html").read_text()
     # a listed case that passes is XPASS and fails the run ...
-    xf2 = _write(tmp_path / "xf2.json", [{"patterns": ["generated/*add_quant8*", "generated/relu_fp32*"],
-                                          "reason": "listed"}])
+    xf2 = _write(
+        tmp_path / "xf2.json", [{"patterns": ["generated/*add_quant8*", "generated/relu_fp32*"], "reason": "listed"}]
+    )
     r, rep = _run(tmp_path, "--expected-failures", str(xf2), name="rep2")
     assert r.returncode == 1
-    assert {x.outcome for x in read_results(rep / "results.jsonl") if x.test_id.startswith("generated/relu_fp32")} \
-        == {"XPASS"}
+    assert {x.outcome for x in read_results(rep / "results.jsonl") if x.test_id.startswith("generated/relu_fp32")} == {
+        "XPASS"
+    }
     # ... unless the entry is non-strict
-    xf3 = _write(tmp_path / "xf3.json", [{"pattern": "generated/*add_quant8*", "reason": "r"},
-                                         {"pattern": "generated/relu_fp32*", "reason": "r", "strict": False}])
+    xf3 = _write(
+        tmp_path / "xf3.json",
+        [
+            {"pattern": "generated/*add_quant8*", "reason": "r"},
+            {"pattern": "generated/relu_fp32*", "reason": "r", "strict": False},
+        ],
+    )
     r, rep = _run(tmp_path, "--expected-failures", str(xf3), name="rep3")
     assert r.returncode == 0
     relu = [x for x in read_results(rep / "results.jsonl") if x.test_id.startswith("generated/relu_fp32")]
@@ -134,12 +180,16 @@ def test_expected_failures_xfail_and_strict_xpass(tmp_path):
     assert r.returncode == 1
 
 
-@pytest.mark.parametrize("content,why", [
-    ("{", "not valid JSON"), ('{"expected_failures": [{"pattern": "x"}]}', "needs a \"reason\""),
-    ('{"expected_failures": [{"reason": "r"}]}', "needs \"pattern\""),
-    ('{"expected_failures": [{"pattern": "x", "reason": "r", "strict": "no"}]}', "\"strict\" true or false"),
-    ('[]', "needs an object"),
-])
+@pytest.mark.parametrize(
+    "content,why",
+    [
+        ("{", "not valid JSON"),
+        ('{"expected_failures": [{"pattern": "x"}]}', 'needs a "reason"'),
+        ('{"expected_failures": [{"reason": "r"}]}', 'needs "pattern"'),
+        ('{"expected_failures": [{"pattern": "x", "reason": "r", "strict": "no"}]}', '"strict" true or false'),
+        ("[]", "needs an object"),
+    ],
+)
 def test_bad_expected_failures_file_is_one_line(tmp_path, content, why):
     f = tmp_path / "xf.json"
     f.write_text(content)
@@ -153,15 +203,41 @@ def test_last_failed_and_failed_first(tmp_path):
     assert r.returncode == 1
     failed = {x.extra["nodeid"] for x in read_results(rep / "results.jsonl") if x.outcome == "FAIL"}
     total = len(read_results(rep / "results.jsonl"))
-    r = nnconform("run", "--driver", QADD, "--suite", "generated", "--report-dir", str(rep), "--seed", "5",
-                  "--lf", "--", "-k", SLICE)
+    r = nnconform(
+        "run",
+        "--driver",
+        QADD,
+        "--suite",
+        "generated",
+        "--report-dir",
+        str(rep),
+        "--seed",
+        "5",
+        "--lf",
+        "--",
+        "-k",
+        SLICE,
+    )
     assert r.returncode == 1, r.stdout[-2000:]
     again = read_results(rep / "results.jsonl")
     assert {x.extra["nodeid"] for x in again} == failed
-    r = nnconform("run", "--driver", QADD, "--suite", "generated", "--report-dir", str(rep), "--seed", "5",
-                  "--ff", "--", "-k", SLICE)
+    r = nnconform(
+        "run",
+        "--driver",
+        QADD,
+        "--suite",
+        "generated",
+        "--report-dir",
+        str(rep),
+        "--seed",
+        "5",
+        "--ff",
+        "--",
+        "-k",
+        SLICE,
+    )
     order = [x.extra["nodeid"] for x in read_results(rep / "results.jsonl")]
-    assert len(order) == total and set(order[:len(failed)]) == failed
+    assert len(order) == total and set(order[: len(failed)]) == failed
 
 
 def test_version_and_run_help():
@@ -173,9 +249,14 @@ def test_version_and_run_help():
 
 def test_closed_pipe_ends_quietly():
     read_end, write_end = os.pipe()
-    os.close(read_end)          # the reader is gone before the first byte: `nnconform coverage | head -0`
-    p = subprocess.run([sys.executable, "-m", "nnconform", "coverage"], stdout=write_end,
-                       stderr=subprocess.PIPE, text=True, timeout=300)
+    os.close(read_end)  # the reader is gone before the first byte: `nnconform coverage | head -0`
+    p = subprocess.run(
+        [sys.executable, "-m", "nnconform", "coverage"],
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=300,
+    )
     os.close(write_end)
     assert "Traceback" not in p.stderr and "BrokenPipeError" not in p.stderr
     assert p.returncode == 1
@@ -193,8 +274,20 @@ def test_driver_in_the_current_directory(tmp_path, isolation):
     """`--driver mydriver:MyDevice` from the driver's own folder: the driver host runs in the
     same directory, which is importable (as it is for `python -m`)."""
     (tmp_path / "mydriver.py").write_text(_readme_driver())
-    r = nnconform("run", "--driver", "mydriver:MyDevice", "--suite", "generated", "--report-dir",
-                  str(tmp_path / "rep"), *isolation, "--", "-k", "relu", cwd=tmp_path)
+    r = nnconform(
+        "run",
+        "--driver",
+        "mydriver:MyDevice",
+        "--suite",
+        "generated",
+        "--report-dir",
+        str(tmp_path / "rep"),
+        *isolation,
+        "--",
+        "-k",
+        "relu",
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     rows = read_results(tmp_path / "rep" / "results.jsonl")
     assert any(x.outcome == "PASS" and x.operations == ["RELU"] for x in rows)

@@ -1,4 +1,5 @@
 """The nnconform command end to end, as a user runs it (subprocesses, real report files)."""
+
 import csv
 import json
 import subprocess
@@ -12,8 +13,9 @@ from nnconform.cases.vectors import default_root, vector_files
 
 
 def nnconform(*args, cwd=None, timeout=900):
-    return subprocess.run([sys.executable, "-m", "nnconform", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "nnconform", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout
+    )
 
 
 def rows(report_dir: Path) -> list[dict]:
@@ -32,8 +34,9 @@ def test_generated_suite_passes_on_reference(tmp_path):
 
 
 def test_broken_quant_add_fails_with_replayable_spec(tmp_path):
-    r = nnconform("run", "--driver", double("broken", "QuantAddOffByTwo"), "--suite", "generated",
-                  "--report-dir", str(tmp_path))
+    r = nnconform(
+        "run", "--driver", double("broken", "QuantAddOffByTwo"), "--suite", "generated", "--report-dir", str(tmp_path)
+    )
     assert r.returncode == 1
     failed = [row for row in rows(tmp_path) if row["outcome"] == "FAIL"]
     assert failed and all("ADD" in row["operations"] for row in failed)
@@ -54,10 +57,13 @@ def test_unknown_driver_is_one_line(tmp_path):
     assert r.stderr.strip().count("\n") == 0 and "unknown driver 'nosuchdriver'" in r.stderr
 
 
-@pytest.mark.parametrize("content,fragment", [
-    ("{not json", "JSON"),
-    ('{"format": "nnconform-spec", "version": 99}', "version"),
-])
+@pytest.mark.parametrize(
+    "content,fragment",
+    [
+        ("{not json", "JSON"),
+        ('{"format": "nnconform-spec", "version": 99}', "version"),
+    ],
+)
 def test_validate_rejects_malformed_spec_in_one_line(tmp_path, content, fragment):
     p = tmp_path / "bad.spec.json"
     p.write_text(content)
@@ -78,9 +84,10 @@ def test_drivers_lists_reference():
 
 
 @pytest.mark.long_run
-@pytest.mark.skipif(not default_root().is_dir(), reason=f"AOSP vectors not found at {default_root()} "
-                    "(set NNCONFORM_VECTORS)")
-@pytest.mark.timeout(1800)   # every vector: minutes
+@pytest.mark.skipif(
+    not default_root().is_dir(), reason=f"AOSP vectors not found at {default_root()} (set NNCONFORM_VECTORS)"
+)
+@pytest.mark.timeout(1800)  # every vector: minutes
 def test_vectors_suite_on_reference(tmp_path):
     """Every vector whose operations the reference implements must pass; the rest skip with a
     reason.  The plain runs only: the execution matrix on the reference is tests/test_variants.py's
@@ -91,8 +98,19 @@ def test_vectors_suite_on_reference(tmp_path):
     CPU, and a second xdist worker another collection of the whole suite, on a CI machine whose
     two cores the outer pytest workers already fill.  Every vector's model still crosses a driver
     host in CI: tests/test_onnxruntime_driver.py sends the whole set to onnxruntime's."""
-    r = nnconform("run", "--driver", "reference", "--suite", "vectors", "--report-dir", str(tmp_path),
-                  "--variants", "none", "--in-process", timeout=1800)
+    r = nnconform(
+        "run",
+        "--driver",
+        "reference",
+        "--suite",
+        "vectors",
+        "--report-dir",
+        str(tmp_path),
+        "--variants",
+        "none",
+        "--in-process",
+        timeout=1800,
+    )
     got = rows(tmp_path)
     outcomes = {o: sum(1 for row in got if row["outcome"] == o) for o in ("PASS", "FAIL", "SKIP", "ERROR")}
     print("vectors:", outcomes)
@@ -101,7 +119,7 @@ def test_vectors_suite_on_reference(tmp_path):
     assert r.returncode == 0
     total = sum(len(json.loads(f.read_text())) for f in vector_files(default_root()))
     assert len(got) == total and total >= 9374 and outcomes["PASS"] > 0
-    assert not [row for row in got if "[" in row["test_id"]]      # --variants none: no matrix cells
+    assert not [row for row in got if "[" in row["test_id"]]  # --variants none: no matrix cells
     assert "in-process" in json.loads((tmp_path / "run.json").read_text())["isolation"]
     skips = [row["message"] for row in got if row["outcome"] == "SKIP"]
     assert all(m for m in skips), "every skip says why"
@@ -113,14 +131,31 @@ def test_resume_runs_the_rest_of_the_recorded_selection(tmp_path):
     files, the -k then picks some of them) keeps collection short: the bundled set with
     --variants general is 56,000 cells to collect, twice."""
     import shutil
+
     vectors = tmp_path / "vectors" / "V1_0"
     vectors.mkdir(parents=True)
     for f in vector_files(default_root()):
         if f.parent.name == "V1_0":
             shutil.copy(f, vectors / f.name)
     report = tmp_path / "report"
-    r = nnconform("run", "--driver", "reference", "--suite", "vectors", "--variants", "general", "--seed", "4",
-                  "--vectors", str(vectors.parent), "--report-dir", str(report), "--", "-k", "V1_0 and (relu or floor)")
+    r = nnconform(
+        "run",
+        "--driver",
+        "reference",
+        "--suite",
+        "vectors",
+        "--variants",
+        "general",
+        "--seed",
+        "4",
+        "--vectors",
+        str(vectors.parent),
+        "--report-dir",
+        str(report),
+        "--",
+        "-k",
+        "V1_0 and (relu or floor)",
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     status = json.loads((report / "run.json").read_text())
     assert status["suites"] == "vectors" and status["vectors variants"] == "general"
@@ -145,8 +180,10 @@ def test_resume_runs_the_rest_of_the_recorded_selection(tmp_path):
 
 def test_recorded_selection_says_when_the_arguments_cannot_be_read(tmp_path):
     from nnconform.cli import recorded_selection
-    (tmp_path / "run.json").write_text(json.dumps({"suites": "vectors, vts", "vectors variants": "all",
-                                                   "pytest arguments": "-k 'unclosed"}))
+
+    (tmp_path / "run.json").write_text(
+        json.dumps({"suites": "vectors, vts", "vectors variants": "all", "pytest arguments": "-k 'unclosed"})
+    )
     rec = recorded_selection(tmp_path)
     assert rec["suites"] == ["vectors", "vts"] and rec["variants"] == "all"
     assert "pytest_args" not in rec and "quotation" in rec["pytest_args_problem"]
@@ -159,6 +196,7 @@ def test_a_run_drops_the_plugins_it_has_no_use_for():
     hypothesis's plugin only where no suite uses hypothesis and no --hypothesis-* option asks
     for it (pytest would reject the option without the plugin)."""
     from nnconform.cli import quiet_plugins
+
     both = ["-p", "no:unraisableexception", "-p", "no:hypothesispytest"]
     assert quiet_plugins(["vectors", "vts"], []) == both
     assert quiet_plugins(["vectors", "random"], []) == both[:2]
@@ -166,7 +204,21 @@ def test_a_run_drops_the_plugins_it_has_no_use_for():
 
 
 def test_a_hypothesis_option_still_reaches_pytest(tmp_path):
-    r = nnconform("run", "--driver", "reference", "--suite", "generated", "--report-dir", str(tmp_path),
-                  "--seed", "7", "--", "-k", "relu1_fp32", "--hypothesis-seed", "3")
+    r = nnconform(
+        "run",
+        "--driver",
+        "reference",
+        "--suite",
+        "generated",
+        "--report-dir",
+        str(tmp_path),
+        "--seed",
+        "7",
+        "--",
+        "-k",
+        "relu1_fp32",
+        "--hypothesis-seed",
+        "3",
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert {row["outcome"] for row in rows(tmp_path)} == {"PASS"}

@@ -1,5 +1,6 @@
 """IF/WHILE: validation, the reference executor and driver, the loop timeout, the watchdog, and
 the control_flow suite against the deliberately broken control-flow drivers."""
+
 import concurrent.futures
 import csv
 import dataclasses
@@ -26,27 +27,33 @@ from nnconform.suites.examples import control_flow as cfx
 
 _broken_control_flow = double_module("broken_control_flow")
 ClaimsIfWithoutBranchOp, IgnoresLoopTimeout = (
-    _broken_control_flow.ClaimsIfWithoutBranchOp, _broken_control_flow.IgnoresLoopTimeout)
+    _broken_control_flow.ClaimsIfWithoutBranchOp,
+    _broken_control_flow.IgnoresLoopTimeout,
+)
 
 BY_NAME = {e.name: e for e in cfx.EXAMPLES}
 
 
 # ---- validation ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name,where,fragment", [
-    ("invalid_if_condition_int32", "operations[0] (IF) input 0", "must be TENSOR_BOOL8"),
-    ("invalid_if_condition_dims_2", "operations[0] (IF) input 0", "dimensions [1], got [2]"),
-    ("invalid_if_condition_omitted", "operations[0] (IF) input 0", "omitted"),
-    ("invalid_if_branch_input_type", "operations[0] (IF) input 3", "TENSOR_FLOAT16 differs from TENSOR_FLOAT32"),
-    ("invalid_if_branch_output_type", "operations[0] (IF) output 0", "TENSOR_INT32 differs"),
-    ("invalid_if_branch_dims", "operations[0] (IF) input 3", "dimension 0 is 4"),
-    ("invalid_if_branch_input_count", "operations[0] (IF) input 1", "takes 2 inputs, the IF passes 1"),
-    ("invalid_if_branch_output_scale", "operations[0] (IF) output 0", "scale 0.25 differs from 0.5"),
-    ("invalid_if_cyclic_subgraph_reference", "referenced[0].operands[2].value", "cyclic subgraph reference"),
-    ("invalid_while_two_inputs", "operations[0] (WHILE)", "at least 3 inputs"),
-    ("invalid_while_condition_not_bool8", "operations[0] (WHILE) input 0", "output must be TENSOR_BOOL8"),
-    ("invalid_while_body_changes_type", "operations[0] (WHILE) output 0", "TENSOR_INT32 differs"),
-])
+
+@pytest.mark.parametrize(
+    "name,where,fragment",
+    [
+        ("invalid_if_condition_int32", "operations[0] (IF) input 0", "must be TENSOR_BOOL8"),
+        ("invalid_if_condition_dims_2", "operations[0] (IF) input 0", "dimensions [1], got [2]"),
+        ("invalid_if_condition_omitted", "operations[0] (IF) input 0", "omitted"),
+        ("invalid_if_branch_input_type", "operations[0] (IF) input 3", "TENSOR_FLOAT16 differs from TENSOR_FLOAT32"),
+        ("invalid_if_branch_output_type", "operations[0] (IF) output 0", "TENSOR_INT32 differs"),
+        ("invalid_if_branch_dims", "operations[0] (IF) input 3", "dimension 0 is 4"),
+        ("invalid_if_branch_input_count", "operations[0] (IF) input 1", "takes 2 inputs, the IF passes 1"),
+        ("invalid_if_branch_output_scale", "operations[0] (IF) output 0", "scale 0.25 differs from 0.5"),
+        ("invalid_if_cyclic_subgraph_reference", "referenced[0].operands[2].value", "cyclic subgraph reference"),
+        ("invalid_while_two_inputs", "operations[0] (WHILE)", "at least 3 inputs"),
+        ("invalid_while_condition_not_bool8", "operations[0] (WHILE) input 0", "output must be TENSOR_BOOL8"),
+        ("invalid_while_body_changes_type", "operations[0] (WHILE) output 0", "TENSOR_INT32 differs"),
+    ],
+)
 def test_invalid_control_flow_is_rejected_with_a_path(name, where, fragment):
     with pytest.raises(ValidationError) as e:
         validate_model(BY_NAME[name].model)
@@ -61,8 +68,8 @@ def test_every_valid_example_validates():
 
 def test_compatibility_rules():
     a = Operand(T.TENSOR_QUANT8_ASYMM, (2, 0), 0.5, 3)
-    assert incompatibility(a, Operand(T.TENSOR_QUANT8_ASYMM, (2, 7), 0.5, 3)) is None   # 0 matches anything
-    assert incompatibility(a, Operand(T.TENSOR_QUANT8_ASYMM, (), 0.5, 3)) is None      # unknown rank
+    assert incompatibility(a, Operand(T.TENSOR_QUANT8_ASYMM, (2, 7), 0.5, 3)) is None  # 0 matches anything
+    assert incompatibility(a, Operand(T.TENSOR_QUANT8_ASYMM, (), 0.5, 3)) is None  # unknown rank
     assert "rank" in incompatibility(a, Operand(T.TENSOR_QUANT8_ASYMM, (2,), 0.5, 3))
     assert "zero point" in incompatibility(a, Operand(T.TENSOR_QUANT8_ASYMM, (2, 7), 0.5, 4))
     assert "type" in incompatibility(a, Operand(T.TENSOR_QUANT8_ASYMM_SIGNED, (2, 7), 0.5, 3))
@@ -95,12 +102,14 @@ def test_while_body_with_fewer_inputs_than_outputs_is_rejected():
 
 # ---- reference executor ------------------------------------------------------------------
 
+
 def test_if_runs_only_the_chosen_branch():
     model = cfx.if_add_sub()
     seen = []
 
     def spy(op):
         from nnconform.reference.ops.registry import get_op
+
         return lambda ctx: (seen.append(op.name), get_op(op).execute(ctx))[1]
 
     y = np.ones((2, 3), np.float32)
@@ -155,6 +164,7 @@ def test_runtime_shape_mismatch_in_a_branch_is_an_op_failure():
 
 # ---- reference driver ----------------------------------------------------------------------
 
+
 def test_reference_driver_maps_loop_timeout_to_missed_deadline_transient():
     pm = ReferenceDevice().prepare(cfx.while_flag_loop())
     req = Request.from_arrays(pm.model, [np.array([True])])
@@ -204,6 +214,7 @@ def test_broken_if_support_driver_claims_if_but_not_sub():
 
 # ---- watchdog ------------------------------------------------------------------------------
 
+
 def test_call_with_timeout_returns_raises_and_detects_hangs():
     assert call_with_timeout(lambda: 42, 1.0) == 42
     with pytest.raises(ZeroDivisionError):
@@ -230,9 +241,27 @@ def test_hanging_driver_stops_when_released():
 
 # ---- the suite against the broken drivers --------------------------------------------------
 
+
 def _run_suite(tmp_path, driver, *extra):
-    r = subprocess.run([sys.executable, "-m", "nnconform", "run", "--driver", driver, "--suite", "control_flow",
-                        "--report-dir", str(tmp_path), "--", *extra], capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nnconform",
+            "run",
+            "--driver",
+            driver,
+            "--suite",
+            "control_flow",
+            "--report-dir",
+            str(tmp_path),
+            "--",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     with open(tmp_path / "results.csv", newline="") as fh:
         return r, list(csv.DictReader(fh))
 
@@ -242,23 +271,26 @@ def test_suite_passes_on_reference(tmp_path):
     assert r.returncode == 0, r.stdout[-3000:]
     assert rows and {row["outcome"] for row in rows} == {"PASS"}
     ids = {row["test_id"] for row in rows}
-    assert {"control_flow/loop_timeout_1ms/sync", "control_flow/support_rule/nested_if_in_while",
-            "control_flow/nested_while_in_while_n4"} <= ids
+    assert {
+        "control_flow/loop_timeout_1ms/sync",
+        "control_flow/support_rule/nested_if_in_while",
+        "control_flow/nested_while_in_while_n4",
+    } <= ids
 
 
 def test_suite_reports_hang_for_a_driver_ignoring_the_loop_timeout(tmp_path):
     t0 = time.monotonic()
-    r, rows = _run_suite(tmp_path, double("broken_control_flow", "IgnoresLoopTimeout"),
-                         "-k", "loop_timeout_1ms and sync and not async")
-    assert time.monotonic() - t0 < 60   # the bound, not the driver's 60 s give-up, ends the case
+    r, rows = _run_suite(
+        tmp_path, double("broken_control_flow", "IgnoresLoopTimeout"), "-k", "loop_timeout_1ms and sync and not async"
+    )
+    assert time.monotonic() - t0 < 60  # the bound, not the driver's 60 s give-up, ends the case
     assert r.returncode == 1
     (row,) = rows
     assert row["outcome"] == "FAIL" and row["message"].startswith("HANG:") and "loop timeout" in row["message"]
 
 
 def test_suite_flags_if_support_claimed_without_branch_operation(tmp_path):
-    r, rows = _run_suite(tmp_path, double("broken_control_flow", "ClaimsIfWithoutBranchOp"),
-                         "-k", "support_rule")
+    r, rows = _run_suite(tmp_path, double("broken_control_flow", "ClaimsIfWithoutBranchOp"), "-k", "support_rule")
     assert r.returncode == 1
     failed = {row["test_id"]: row["message"] for row in rows if row["outcome"] == "FAIL"}
     assert set(failed) == {"control_flow/support_rule/if_add_sub_fp32", "control_flow/support_rule/nested_if_in_while"}

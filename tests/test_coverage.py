@@ -1,4 +1,5 @@
 """The coverage table is generated from the registry, and the copy in docs/coverage.md is current."""
+
 import json
 import subprocess
 import sys
@@ -31,7 +32,8 @@ def test_coverage_doc_table_matches_the_registry():
     for r in coverage():
         assert stated.get(r.operation) == (types_cell(r), levels_cell(r), str(sum(r.examples.values()))), (
             f"docs/coverage.md for {r.operation} is stale: run `nnconform coverage --write-readme docs/coverage.md "
-            f"--results <vectors run>/results.jsonl`")
+            f"--results <vectors run>/results.jsonl`"
+        )
 
 
 def test_feature_levels_cover_every_implemented_type_and_match_the_header():
@@ -43,16 +45,23 @@ def test_feature_levels_cover_every_implemented_type_and_match_the_header():
     assert rows["ADD"].feature_levels == {"fp32": 1, "fp16": 3, "quant8": 1, "quant8_signed": 4, "int32": 4}
     assert rows["RESHAPE"].feature_levels["int32"] == 6
     assert rows["RSQRT"].feature_levels == {"fp32": 3, "fp16": 3, "quant8": 7, "quant8_signed": 7}
-    assert rows["EMBEDDING_LOOKUP"].feature_levels == {"fp32": 1, "fp16": 4, "int32": 3, "quant8": 3,
-                                                       "quant8_signed": 4}
+    assert rows["EMBEDDING_LOOKUP"].feature_levels == {
+        "fp32": 1,
+        "fp16": 4,
+        "int32": 3,
+        "quant8": 3,
+        "quant8_signed": 4,
+    }
     assert set(rows["BATCH_MATMUL"].feature_levels.values()) == {6}
     assert set(rows["MIRROR_PAD"].feature_levels.values()) == {7}
     assert rows["CAST"].feature_levels["bool8"] == 4 and rows["CAST"].feature_levels["fp16"] == 3
 
 
 def test_folder_feature_levels():
-    assert [folder_level(f) for f in ("V1_0", "V1_1", "V1_2", "V1_3", "V1_3_cts_only", "AIDL_V2", "AIDL_V3",
-                                      "AIDL_V12", "mine")] == [1, 2, 3, 4, 4, 6, 7, 16, None]
+    assert [
+        folder_level(f)
+        for f in ("V1_0", "V1_1", "V1_2", "V1_3", "V1_3_cts_only", "AIDL_V2", "AIDL_V3", "AIDL_V12", "mine")
+    ] == [1, 2, 3, 4, 4, 6, 7, 16, None]
 
 
 def test_no_golden_vector_uses_a_type_before_its_feature_level():

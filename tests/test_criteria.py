@@ -1,4 +1,5 @@
 """Accuracy criteria (nnconform.verdict.criteria): each rule with a small table."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,13 @@ from nnconform.ir import OperationType as O
 from nnconform.verdict import criteria as C
 from nnconform.verdict.criteria import compare, default_criteria, ulp_distance
 
-QUANT = {T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
-         T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT16_SYMM}
+QUANT = {
+    T.TENSOR_QUANT8_ASYMM,
+    T.TENSOR_QUANT8_ASYMM_SIGNED,
+    T.TENSOR_QUANT8_SYMM,
+    T.TENSOR_QUANT16_ASYMM,
+    T.TENSOR_QUANT16_SYMM,
+}
 
 
 def model_of(*out_types, relaxed=False, extra_fp16=False, dims=(4,)):
@@ -34,39 +40,43 @@ def model_of(*out_types, relaxed=False, extra_fp16=False, dims=(4,)):
 
 def arr(values, t):
     from nnconform.ir import type_info
+
     return np.array(values, dtype=type_info(t).dtype)
 
 
 # ---------------------------------------------------------------------------------------
 # Default rows: boundaries exactly at atol (+ rtol*|e|).
 # ---------------------------------------------------------------------------------------
-F32_ATOL, F32_RTOL = 1e-5, 5 * 2.0 ** -23
-F16_TOL = 5 * 2.0 ** -10
+F32_ATOL, F32_RTOL = 1e-5, 5 * 2.0**-23
+F16_TOL = 5 * 2.0**-10
 
 
-@pytest.mark.parametrize("t, e, a, ok", [
-    (T.TENSOR_QUANT8_ASYMM, 130, 131, True),
-    (T.TENSOR_QUANT8_ASYMM, 130, 129, True),
-    (T.TENSOR_QUANT8_ASYMM, 130, 132, False),
-    (T.TENSOR_QUANT8_ASYMM, 0, 255, False),
-    (T.TENSOR_QUANT8_ASYMM_SIGNED, -128, -127, True),
-    (T.TENSOR_QUANT8_ASYMM_SIGNED, -128, 127, False),   # signed arithmetic, no wrap-around
-    (T.TENSOR_QUANT8_SYMM, 5, 3, False),
-    (T.TENSOR_QUANT16_ASYMM, 40000, 40001, True),
-    (T.TENSOR_QUANT16_SYMM, -3, -5, False),
-    (T.TENSOR_INT32, 7, 8, True),
-    (T.TENSOR_INT32, 7, 9, False),
-    (T.TENSOR_INT32, -2**31, 2**31 - 1, False),
-    # fp32: atol 1e-5 (+ 5 fp32 ULP relative); 0.0 vs 1e-5 sits on the boundary in float64.
-    (T.TENSOR_FLOAT32, 0.0, 9.5e-6, True),
-    (T.TENSOR_FLOAT32, 0.0, 1.1e-5, False),
-    (T.TENSOR_FLOAT32, 1000.0, 1000.0 + 1e-5 + 1000 * F32_RTOL * 0.9, True),
-    (T.TENSOR_FLOAT32, 1000.0, 1000.0 + 1e-5 + 1000 * F32_RTOL * 1.5, False),
-    (T.TENSOR_FLOAT16, 1.0, 1.0 + 2 * F16_TOL, True),      # atol + rtol*1 = 2*F16_TOL exactly
-    (T.TENSOR_FLOAT16, 1.0, 1.0 + 2 * F16_TOL + 2 ** -10, False),
-    (T.TENSOR_FLOAT16, 0.0, 0.0048828125, True),             # exactly atol
-    (T.TENSOR_FLOAT16, 0.0, 0.005859375, False),
-])
+@pytest.mark.parametrize(
+    "t, e, a, ok",
+    [
+        (T.TENSOR_QUANT8_ASYMM, 130, 131, True),
+        (T.TENSOR_QUANT8_ASYMM, 130, 129, True),
+        (T.TENSOR_QUANT8_ASYMM, 130, 132, False),
+        (T.TENSOR_QUANT8_ASYMM, 0, 255, False),
+        (T.TENSOR_QUANT8_ASYMM_SIGNED, -128, -127, True),
+        (T.TENSOR_QUANT8_ASYMM_SIGNED, -128, 127, False),  # signed arithmetic, no wrap-around
+        (T.TENSOR_QUANT8_SYMM, 5, 3, False),
+        (T.TENSOR_QUANT16_ASYMM, 40000, 40001, True),
+        (T.TENSOR_QUANT16_SYMM, -3, -5, False),
+        (T.TENSOR_INT32, 7, 8, True),
+        (T.TENSOR_INT32, 7, 9, False),
+        (T.TENSOR_INT32, -(2**31), 2**31 - 1, False),
+        # fp32: atol 1e-5 (+ 5 fp32 ULP relative); 0.0 vs 1e-5 sits on the boundary in float64.
+        (T.TENSOR_FLOAT32, 0.0, 9.5e-6, True),
+        (T.TENSOR_FLOAT32, 0.0, 1.1e-5, False),
+        (T.TENSOR_FLOAT32, 1000.0, 1000.0 + 1e-5 + 1000 * F32_RTOL * 0.9, True),
+        (T.TENSOR_FLOAT32, 1000.0, 1000.0 + 1e-5 + 1000 * F32_RTOL * 1.5, False),
+        (T.TENSOR_FLOAT16, 1.0, 1.0 + 2 * F16_TOL, True),  # atol + rtol*1 = 2*F16_TOL exactly
+        (T.TENSOR_FLOAT16, 1.0, 1.0 + 2 * F16_TOL + 2**-10, False),
+        (T.TENSOR_FLOAT16, 0.0, 0.0048828125, True),  # exactly atol
+        (T.TENSOR_FLOAT16, 0.0, 0.005859375, False),
+    ],
+)
 def test_default_rows(t, e, a, ok):
     m = model_of(t)
     ea = arr([e, e, e, e], t)
@@ -87,8 +97,12 @@ def test_boundary_exactly_at_atol_passes_for_every_integer_type():
 
 
 def test_quant8_atol_parameter_and_not_quant16():
-    for t, ok3 in ((T.TENSOR_QUANT8_ASYMM, True), (T.TENSOR_QUANT8_ASYMM_SIGNED, True),
-                   (T.TENSOR_QUANT8_SYMM, True), (T.TENSOR_QUANT16_ASYMM, False)):
+    for t, ok3 in (
+        (T.TENSOR_QUANT8_ASYMM, True),
+        (T.TENSOR_QUANT8_ASYMM_SIGNED, True),
+        (T.TENSOR_QUANT8_SYMM, True),
+        (T.TENSOR_QUANT16_ASYMM, False),
+    ):
         m = model_of(t)
         e, a = arr([10, 20, 30, 40], t), arr([13, 17, 30, 40], t)
         assert not compare(m, [e], [a]).passed
@@ -101,12 +115,13 @@ def test_message_format():
     e = arr([[1, 2, 3], [4, 5, 130]], T.TENSOR_QUANT8_ASYMM)
     a = arr([[1, 2, 3], [4, 5, 132]], T.TENSOR_QUANT8_ASYMM)
     c = compare(m, [e], [a])
-    assert c.message == ("output 0 (TENSOR_QUANT8_ASYMM [2, 3]) index [1, 2]: expected 130, "
-                         "actual 132, |diff| 2 > atol 1 + rtol 0*|e| (1 of 6 elements out of "
-                         "tolerance; max abs err 2, mean err 0.333333333)")
+    assert c.message == (
+        "output 0 (TENSOR_QUANT8_ASYMM [2, 3]) index [1, 2]: expected 130, "
+        "actual 132, |diff| 2 > atol 1 + rtol 0*|e| (1 of 6 elements out of "
+        "tolerance; max abs err 2, mean err 0.333333333)"
+    )
     mm = c.mismatches[0]
-    assert (mm.expected, mm.actual, mm.criterion, mm.atol, mm.rtol) == (
-        130, 132, "default.quant8_asymm", 1, 0.0)
+    assert (mm.expected, mm.actual, mm.criterion, mm.atol, mm.rtol) == (130, 132, "default.quant8_asymm", 1, 0.0)
     assert mm.max_abs_error == 2.0 and mm.max_ulp is None
 
 
@@ -129,6 +144,7 @@ def test_first_failing_element_and_stats():
 # ---------------------------------------------------------------------------------------
 # NaN, inf, skip_invalid_fp.
 # ---------------------------------------------------------------------------------------
+
 
 def test_expected_nan_fails_even_if_actual_nan():
     m = model_of(T.TENSOR_FLOAT32)
@@ -154,8 +170,7 @@ def test_actual_nan_fails_and_equal_infinities_pass():
 
 def test_skip_invalid_fp_option():
     base = C.DEFAULT
-    skipping = C.Criteria(name="skip", float32=base.float32, float16=base.float16,
-                          skip_invalid_fp=True)
+    skipping = C.Criteria(name="skip", float32=base.float32, float16=base.float16, skip_invalid_fp=True)
     m = model_of(T.TENSOR_FLOAT32)
     e = np.array([np.inf, 2000.0, 500.0, np.nan], np.float32)
     a = np.array([0.0, 0.0, 0.0, 0.0], np.float32)
@@ -167,7 +182,7 @@ def test_skip_invalid_fp_option():
     e2 = np.array([np.inf, 2000.0, 0.0, 1.0], np.float32)
     a2 = np.array([0.0, 0.0, 0.0, 1.0], np.float32)
     assert compare(m, [e2], [a2], criteria=skipping).passed
-    assert not compare(m, [e2], [a2]).passed        # off by default
+    assert not compare(m, [e2], [a2]).passed  # off by default
 
 
 def test_skip_invalid_fp_does_not_skip_all_fp16():
@@ -184,14 +199,16 @@ def test_skip_invalid_fp_does_not_skip_all_fp16():
 # Relaxed / fp16 switching.
 # ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("relaxed, fp16, switched", [
-    (False, False, False), (True, False, True), (False, True, True), (True, True, True)])
+
+@pytest.mark.parametrize(
+    "relaxed, fp16, switched", [(False, False, False), (True, False, True), (False, True, True), (True, True, True)]
+)
 def test_relaxed_switching(relaxed, fp16, switched):
     m = model_of(T.TENSOR_FLOAT32, relaxed=relaxed, extra_fp16=fp16)
     crit = default_criteria(m)
     assert (crit.float32 == crit.float16) is switched
     e = np.ones(4, np.float32)
-    a = e + np.float32(1e-3)            # outside fp32 tolerance, inside fp16 tolerance
+    a = e + np.float32(1e-3)  # outside fp32 tolerance, inside fp16 tolerance
     assert compare(m, [e], [a]).passed is switched
 
 
@@ -213,7 +230,7 @@ def test_explicit_criteria_used_as_given():
     m = model_of(T.TENSOR_FLOAT32, relaxed=True)
     e = np.zeros(4, np.float32)
     a = np.full(4, 1e-4, np.float32)
-    assert compare(m, [e], [a]).passed                     # relaxed default: fp16 row
+    assert compare(m, [e], [a]).passed  # relaxed default: fp16 row
     assert not compare(m, [e], [a], criteria=C.DEFAULT).passed
 
 
@@ -221,11 +238,12 @@ def test_explicit_criteria_used_as_given():
 # bias / mse.
 # ---------------------------------------------------------------------------------------
 
+
 def test_bias_and_mse_quant():
-    crit = C.STRICT          # quant: bias 0.1, mse 0.1, atol 1
+    crit = C.STRICT  # quant: bias 0.1, mse 0.1, atol 1
     m = model_of(T.TENSOR_QUANT8_ASYMM, dims=(10,))
     e = arr([100] * 10, T.TENSOR_QUANT8_ASYMM)
-    one_off = arr([101] + [100] * 9, T.TENSOR_QUANT8_ASYMM)      # bias 0.1, mse 0.1: on limit
+    one_off = arr([101] + [100] * 9, T.TENSOR_QUANT8_ASYMM)  # bias 0.1, mse 0.1: on limit
     assert compare(m, [e], [one_off], criteria=crit).passed
     two_off = arr([101, 101] + [100] * 8, T.TENSOR_QUANT8_ASYMM)  # bias 0.2, mse 0.2
     c = compare(m, [e], [two_off], criteria=crit)
@@ -233,7 +251,7 @@ def test_bias_and_mse_quant():
     bias = next(mm for mm in c.mismatches if mm.kind == "bias")
     assert bias.measured_bias == pytest.approx(0.2) and bias.bias == 0.1
     assert bias.flat_index is None
-    signed = arr([101, 99] * 5, T.TENSOR_QUANT8_ASYMM)           # bias 0, mse 1
+    signed = arr([101, 99] * 5, T.TENSOR_QUANT8_ASYMM)  # bias 0, mse 1
     c = compare(m, [e], [signed], criteria=crit)
     assert [mm.kind for mm in c.mismatches] == ["mse"]
 
@@ -244,8 +262,9 @@ def test_bias_mse_need_ten_elements():
     a = arr([101] * 9, T.TENSOR_QUANT8_ASYMM)
     assert compare(m, [e], [a], criteria=C.STRICT).passed
     m10 = model_of(T.TENSOR_QUANT8_ASYMM, dims=(10,))
-    assert not compare(m10, [arr([100] * 10, T.TENSOR_QUANT8_ASYMM)],
-                       [arr([101] * 10, T.TENSOR_QUANT8_ASYMM)], criteria=C.STRICT).passed
+    assert not compare(
+        m10, [arr([100] * 10, T.TENSOR_QUANT8_ASYMM)], [arr([101] * 10, T.TENSOR_QUANT8_ASYMM)], criteria=C.STRICT
+    ).passed
 
 
 def test_float_bias_is_relative():
@@ -254,9 +273,9 @@ def test_float_bias_is_relative():
     e = np.full(10, 100.0, np.float32)
     a = (e.astype(np.float64) + 1e-5).astype(np.float32)
     c = compare(m, [e], [a], criteria=C.STRICT)
-    assert c.passed, c.message                              # relative bias ~1e-7 * 0.76
+    assert c.passed, c.message  # relative bias ~1e-7 * 0.76
     e_small = np.full(10, 0.5, np.float32)
-    a_small = e_small + np.float32(5e-7)                    # atol ok (1e-6), bias 5e-7 > 1e-7
+    a_small = e_small + np.float32(5e-7)  # atol ok (1e-6), bias 5e-7 > 1e-7
     c = compare(m, [e_small], [a_small], criteria=C.STRICT)
     assert [mm.kind for mm in c.mismatches] == ["bias"]
 
@@ -271,6 +290,7 @@ def test_default_criteria_never_check_bias():
 # bool8.
 # ---------------------------------------------------------------------------------------
 
+
 def test_bool_default_is_exact():
     m = model_of(T.TENSOR_BOOL8)
     e = np.array([True, False, True, False])
@@ -282,19 +302,21 @@ def test_bool_default_is_exact():
     assert (mm.kind, mm.index, mm.expected, mm.actual) == ("bool_ratio", [3], False, True)
 
 
-@pytest.mark.parametrize("n, nbad, ok", [(4, 1, True), (10, 1, True), (10, 2, False),
-                                         (20, 2, True), (20, 3, False), (11, 2, True)])
+@pytest.mark.parametrize(
+    "n, nbad, ok", [(4, 1, True), (10, 1, True), (10, 2, False), (20, 2, True), (20, 3, False), (11, 2, True)]
+)
 def test_bool_ratio(n, nbad, ok):
     m = model_of(T.TENSOR_BOOL8, dims=(n,))
     e = np.zeros(n, bool)
     a = e.copy()
     a[:nbad] = True
-    assert compare(m, [e], [a], criteria=C.MEDIUM).passed is ok   # allowed ceil(0.1*n)
+    assert compare(m, [e], [a], criteria=C.MEDIUM).passed is ok  # allowed ceil(0.1*n)
 
 
 # ---------------------------------------------------------------------------------------
 # Ignored outputs, counts, shapes, dtypes, unsupported types.
 # ---------------------------------------------------------------------------------------
+
 
 def test_ignored_outputs():
     m = model_of(T.TENSOR_INT32, T.TENSOR_FLOAT32)
@@ -304,7 +326,7 @@ def test_ignored_outputs():
     c = compare(m, e, a, ignored=[True, False])
     assert c.passed and "1 ignored" in c.message
     a[1] = np.ones(4, np.float32)
-    c = compare(m, e, a, ignored=[True])             # a short list leaves the rest compared
+    c = compare(m, e, a, ignored=[True])  # a short list leaves the rest compared
     assert [mm.output for mm in c.mismatches] == [1]
 
 
@@ -377,6 +399,7 @@ def test_to_dict_is_json():
 # ULPs.
 # ---------------------------------------------------------------------------------------
 
+
 def test_ulp_distance():
     f = np.float32
     one = f(1.0)
@@ -385,11 +408,11 @@ def test_ulp_distance():
     a = np.array([1.0, nxt, -0.0, np.float32(1e-45), -1.0, 1.0, -1.0], f)
     d = ulp_distance(e, a)
     assert d[0] == 0 and d[1] == 1 and d[2] == 0 and d[3] == 1
-    assert d[4] == 2 * 0x3F800000                 # across zero
+    assert d[4] == 2 * 0x3F800000  # across zero
     assert d[5] == -1 and d[6] == 0
     h = np.float16
     eh = np.array([1.0, 0.0, 65504], h)
-    ah = np.array([1.0 + 2 ** -10 * 3, -0.0, np.inf], h)
+    ah = np.array([1.0 + 2**-10 * 3, -0.0, np.inf], h)
     assert ulp_distance(eh, ah).tolist() == [3, 0, 1]
     with pytest.raises(TypeError):
         ulp_distance(np.zeros(2), np.zeros(2))
@@ -400,12 +423,13 @@ def test_relaxed_fp32_output_reports_fp32_ulps():
     e = np.ones(4, np.float32)
     a = e.copy()
     a[0] = 1.5
-    assert compare(m, [e], [a]).mismatches[0].max_ulp == 2 ** 22
+    assert compare(m, [e], [a]).mismatches[0].max_ulp == 2**22
 
 
 # ---------------------------------------------------------------------------------------
 # Random-graph sets.
 # ---------------------------------------------------------------------------------------
+
 
 def test_named_sets_numbers():
     assert C.STRICT.float32 == C.Tolerance(atol=1e-6, rtol=1e-6, bias=1e-7, mse=1e-10)
@@ -417,19 +441,32 @@ def test_named_sets_numbers():
     for s in C.RANDOM_GRAPH_SETS.values():
         assert s.int32 == C.Tolerance(atol=1) and s.bool8_ratio == 0.1
         assert s.quant8_asymm == s.quant8_asymm_signed == s.quant8_symm == s.quant16_asymm
-    assert set(C.RANDOM_GRAPH_SETS) == {"Strict", "Medium", "Relaxed", "Conv", "SmallGraph",
-                                        "LargeGraph"}
+    assert set(C.RANDOM_GRAPH_SETS) == {"Strict", "Medium", "Relaxed", "Conv", "SmallGraph", "LargeGraph"}
 
 
-@pytest.mark.parametrize("op, ver, name", [
-    ("RESHAPE", "1.0", "Strict"), (O.ARGMAX, "1.2", "Strict"), ("TOPK_V2", "1.3", "Strict"),
-    ("FILL", "1.3", "Strict"), (O.RANK, "1.3", "Strict"), ("LOGICAL_NOT", "1.2", "Strict"),
-    ("ADD", "1.0", "Medium"), ("HARD_SWISH", "1.3", "Medium"), ("CAST", "1.2", "Medium"),
-    ("DIV", "1.1", "Relaxed"), ("DIV", "1.2", "Relaxed"), ("DIV", "1.3", "Medium"),
-    ("DIV", "V1_3", "Medium"), (int(O.SOFTMAX), "1.0", "Relaxed"),
-    ("REDUCE_ANY", "1.2", "Relaxed"), ("HEATMAP_MAX_KEYPOINT", "1.2", "Relaxed"),
-    ("CONV_2D", "1.0", "Conv"), ("TRANSPOSE_CONV_2D", "1.3", "Conv"),
-])
+@pytest.mark.parametrize(
+    "op, ver, name",
+    [
+        ("RESHAPE", "1.0", "Strict"),
+        (O.ARGMAX, "1.2", "Strict"),
+        ("TOPK_V2", "1.3", "Strict"),
+        ("FILL", "1.3", "Strict"),
+        (O.RANK, "1.3", "Strict"),
+        ("LOGICAL_NOT", "1.2", "Strict"),
+        ("ADD", "1.0", "Medium"),
+        ("HARD_SWISH", "1.3", "Medium"),
+        ("CAST", "1.2", "Medium"),
+        ("DIV", "1.1", "Relaxed"),
+        ("DIV", "1.2", "Relaxed"),
+        ("DIV", "1.3", "Medium"),
+        ("DIV", "V1_3", "Medium"),
+        (int(O.SOFTMAX), "1.0", "Relaxed"),
+        ("REDUCE_ANY", "1.2", "Relaxed"),
+        ("HEATMAP_MAX_KEYPOINT", "1.2", "Relaxed"),
+        ("CONV_2D", "1.0", "Conv"),
+        ("TRANSPOSE_CONV_2D", "1.3", "Conv"),
+    ],
+)
 def test_criteria_for_operation(op, ver, name):
     assert C.criteria_for_operation(op, ver).name == name
 

@@ -3,6 +3,7 @@ design card's top-level folders and only paths that exist, its links into docs/ 
 exit-status and option tables agree with the commands.  Everything is read from the README
 itself (the Layout section, the links, the tables), so moving a module means editing the
 README's section, never this file."""
+
 import re
 import subprocess
 from pathlib import Path
@@ -16,8 +17,18 @@ README = REPO / "README.md"
 DOCS = REPO / "docs"
 
 # The design card's top-level layout: what the README's Layout section must always name.
-DESIGN_TOP_LEVEL = ("pyproject.toml", "conftest.py", "harness/", "drivers/", "generators/", "suites/",
-                    "reports/", "tests/", "docs/", "benchmarks/")
+DESIGN_TOP_LEVEL = (
+    "pyproject.toml",
+    "conftest.py",
+    "harness/",
+    "drivers/",
+    "generators/",
+    "suites/",
+    "reports/",
+    "tests/",
+    "docs/",
+    "benchmarks/",
+)
 MAX_README_LINES = 300
 
 
@@ -44,8 +55,11 @@ def between(text: str, name: str) -> str:
 
 def table_rows(block: str) -> list[list[str]]:
     """The cells of a markdown table's body rows (header and rule skipped)."""
-    rows = [[c.strip() for c in line.strip().strip("|").split("|")]
-            for line in block.splitlines() if line.strip().startswith("|")]
+    rows = [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in block.splitlines()
+        if line.strip().startswith("|")
+    ]
     return rows[2:]
 
 
@@ -65,7 +79,7 @@ def test_every_path_the_layout_names_exists():
     assert len(paths) >= len(DESIGN_TOP_LEVEL)
     for p in paths:
         target = REPO / p
-        assert (target.is_dir() if p.endswith("/") else target.is_file()), f"README Layout names {p}, which is not there"
+        assert target.is_dir() if p.endswith("/") else target.is_file(), f"README Layout names {p}, which is not there"
 
 
 def test_layout_names_every_tracked_top_level_folder():
@@ -88,7 +102,7 @@ def _slug(heading: str) -> str:
 
 
 def _anchors(path: Path) -> set[str]:
-    text = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)   # a '#' in code is no heading
+    text = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)  # a '#' in code is no heading
     return {_slug(m.group(1)) for m in re.finditer(r"^#+ (.+)$", text, re.M)}
 
 
@@ -147,12 +161,13 @@ def test_shared_options_table_matches_the_commands_and_the_plugin(capsys, pytest
         for command in (c.strip() for c in commands.split(",")):
             if command not in helps:
                 helps[command] = _help(command, capsys)
-            assert re.search(re.escape(opt.group(1)) + r"(?![\w-])", helps[command]), \
+            assert re.search(re.escape(opt.group(1)) + r"(?![\w-])", helps[command]), (
                 f"README says `nnconform {command}` takes {opt.group(1)}; its --help does not list it"
+            )
         if plugin:
             name = re.fullmatch(r"`(--[\w-]+)`", plugin)
             assert name, f"options table: pytest spelling {plugin!r} is not one `--option`"
-            pytestconfig.getoption(name.group(1))   # pytest raises for an option it does not know
+            pytestconfig.getoption(name.group(1))  # pytest raises for an option it does not know
 
 
 def test_readme_options_table_is_the_option_table_of_the_code():
@@ -160,6 +175,7 @@ def test_readme_options_table_is_the_option_table_of_the_code():
     (``python -c 'from nnconform.cli.options import options_table_markdown as t; print(t())'``)
     when an option changes."""
     from nnconform.cli.options import options_table_markdown
+
     assert between(README.read_text(), "options").strip() == options_table_markdown().strip()
 
 
@@ -168,6 +184,7 @@ def test_layout_names_every_layer_of_the_package():
     named = set(layout_paths())
     layers = sorted(p.parent.name for p in (REPO / "harness").glob("*/__init__.py"))
     assert layers, "harness/ has no sub-packages"
-    missing = [f"harness/{name}/" for name in layers
-               if f"harness/{name}/" not in named and f"harness/{name}" not in named]
+    missing = [
+        f"harness/{name}/" for name in layers if f"harness/{name}/" not in named and f"harness/{name}" not in named
+    ]
     assert not missing, f"the README's Layout section does not name {missing}"

@@ -1,5 +1,6 @@
 """Issue 20: value classes drawn on purpose, operations' declared classes, the domain ledger,
 the exact verdicts, and the broken drivers of tests/drivers/broken_domains.py caught by the suites."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,11 @@ from nnconform.ir import OperationType as Op
 from nnconform.verdict import criteria as C
 from nnconform.verdict.criteria import compare, exact_outputs
 
-TYPES = {"float": (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16), "int32": (T.TENSOR_INT32,),
-         "quant": (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)}
+TYPES = {
+    "float": (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16),
+    "int32": (T.TENSOR_INT32,),
+    "quant": (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED),
+}
 
 
 @pytest.mark.parametrize("family", ["float", "int32", "quant"])
@@ -62,13 +66,20 @@ def test_operations_declare_only_defined_classes():
         assert cls == declared_classes(op)
         assert ("nan" in cls["float"]) == (op in NAN_DEFINED), op.name
         if op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.ABS, Op.NEG, Op.BATCH_MATMUL):
-            assert "limit" not in cls["int32"], op.name      # would overflow int32
+            assert "limit" not in cls["int32"], op.name  # would overflow int32
     assert "inf" in declared_classes(Op.RELU)["float"] and "inf" not in declared_classes(Op.EXP)["float"]
 
 
-@pytest.mark.parametrize("op,t", [(Op.DIV, T.TENSOR_INT32), (Op.EQUAL, T.TENSOR_FLOAT32),
-                                  (Op.MAXIMUM, T.TENSOR_INT32), (Op.ADD, T.TENSOR_QUANT8_ASYMM),
-                                  (Op.RESHAPE, T.TENSOR_FLOAT16)])
+@pytest.mark.parametrize(
+    "op,t",
+    [
+        (Op.DIV, T.TENSOR_INT32),
+        (Op.EQUAL, T.TENSOR_FLOAT32),
+        (Op.MAXIMUM, T.TENSOR_INT32),
+        (Op.ADD, T.TENSOR_QUANT8_ASYMM),
+        (Op.RESHAPE, T.TENSOR_FLOAT16),
+    ],
+)
 def test_edge_cases_draw_every_meaningful_class_and_no_nan_results(op, t):
     drawn, meaningful = {}, {}
     for seed in range(30):
@@ -89,6 +100,7 @@ def test_edge_cases_draw_every_meaningful_class_and_no_nan_results(op, t):
 # ---------------------------------------------------------------------------------------
 # Shape classes (signatures.SHAPE_CLASSES)
 # ---------------------------------------------------------------------------------------
+
 
 def _forced(op, t, cls, seeds=range(12)):
     for seed in seeds:
@@ -131,9 +143,13 @@ def test_broadcast_ranks_max_dim_and_unknown_dims_shapes():
 
 
 def test_shape_class_declarations():
-    assert SIGNATURES[Op.ADD].shapes_for(T.TENSOR_FLOAT32) == ("zero_sized", "broadcast_ranks", "max_dim",
-                                                               "unknown_dims")
-    assert "zero_sized" not in SIGNATURES[Op.ABS].shapes_for(T.TENSOR_FLOAT32)   # the reference rejects it
+    assert SIGNATURES[Op.ADD].shapes_for(T.TENSOR_FLOAT32) == (
+        "zero_sized",
+        "broadcast_ranks",
+        "max_dim",
+        "unknown_dims",
+    )
+    assert "zero_sized" not in SIGNATURES[Op.ABS].shapes_for(T.TENSOR_FLOAT32)  # the reference rejects it
     assert "max_dim" not in SIGNATURES[Op.FILL].shapes_for(T.TENSOR_FLOAT32)
     assert "unknown_dims" not in SIGNATURES[Op.RANK].shapes_for(T.TENSOR_FLOAT32)
     assert all(set(s.shapes_for(t)) <= set(SHAPE_CLASSES) for s in SIGNATURES.values() for t in s.types)
@@ -148,6 +164,7 @@ def test_declared_zero_sized_operations_take_an_empty_input(op):
 
 def test_top_up_fills_the_shape_classes_the_examples_missed():
     from nnconform.suites.test_random import _shape_top_up
+
     key = ledger.key(Op.ADD, T.TENSOR_FLOAT32)
     meaningful = {key: {"shape:" + c for c in SIGNATURES[Op.ADD].shapes_for(T.TENSOR_FLOAT32)}}
     drawn = {key: {"shape:max_dim"}}
@@ -156,16 +173,23 @@ def test_top_up_fills_the_shape_classes_the_examples_missed():
     assert {"shape:zero_sized", "shape:broadcast_ranks", "shape:unknown_dims"} <= got
     assert len(cases) == 3
     again = _shape_top_up(Op.ADD, T.TENSOR_FLOAT32, None, 7, "random/single/ADD/fp32", drawn, meaningful)
+
     def sig(cs):
-        return [([(o.type, o.dimensions) for o in c.model.main.operands], [v.tobytes() for v in c.inputs])
-                for c in cs]
-    assert sig(again) == sig(cases)    # seeded
+        return [([(o.type, o.dimensions) for o in c.model.main.operands], [v.tobytes() for v in c.inputs]) for c in cs]
+
+    assert sig(again) == sig(cases)  # seeded
 
 
 def test_ledger_aggregates_rows_and_shows_holes(tmp_path):
-    rows = [{"extra": {"domain": {"DIV/int32": ["value:negative"]},
-                       "domain_meaningful": {"DIV/int32": ["value:negative", "value:zero"]}}},
-            {"extra": {"domain": {"DIV/int32": ["quant:x", "shape:rank2"]}}}]
+    rows = [
+        {
+            "extra": {
+                "domain": {"DIV/int32": ["value:negative"]},
+                "domain_meaningful": {"DIV/int32": ["value:negative", "value:zero"]},
+            }
+        },
+        {"extra": {"domain": {"DIV/int32": ["quant:x", "shape:rank2"]}}},
+    ]
     drawn, meaningful = ledger.aggregate(rows)
     assert ledger.holes(drawn, meaningful) == {"DIV/int32": ["value:zero"]}
     md = ledger.render_markdown(drawn, meaningful)
@@ -179,23 +203,31 @@ def test_ledger_aggregates_rows_and_shows_holes(tmp_path):
 # Exact verdicts
 # ---------------------------------------------------------------------------------------
 
+
 def _single(op, in_t, out_t, params=(), dims=(4,), **q):
     b = ModelBuilder()
     x = b.input(in_t, dims, **q)
-    y = b.output(out_t, () if out_t == T.INT32 else dims[:-1] if op in (Op.ARGMAX, Op.ARGMIN) else dims,
-                 **({} if out_t in (T.TENSOR_INT32, T.TENSOR_BOOL8) else q))
+    y = b.output(
+        out_t,
+        () if out_t == T.INT32 else dims[:-1] if op in (Op.ARGMAX, Op.ARGMIN) else dims,
+        **({} if out_t in (T.TENSOR_INT32, T.TENSOR_BOOL8) else q),
+    )
     b.operation(op, [x, *[p(b) for p in params]], [y])
     return b.build()
 
 
 def test_exactly_defined_outputs():
     assert exact_outputs(_single(Op.ARGMAX, T.TENSOR_FLOAT32, T.TENSOR_INT32, [lambda b: b.i32(0)])) == [True]
-    assert exact_outputs(_single(Op.ARGMAX, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32, [lambda b: b.i32(0)],
-                                 scale=0.5, zero_point=3)) == [True]
+    assert exact_outputs(
+        _single(Op.ARGMAX, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32, [lambda b: b.i32(0)], scale=0.5, zero_point=3)
+    ) == [True]
     assert exact_outputs(_single(Op.RELU, T.TENSOR_FLOAT32, T.TENSOR_FLOAT32)) == [True]
     assert exact_outputs(_single(Op.LOGISTIC, T.TENSOR_FLOAT32, T.TENSOR_FLOAT32)) == [False]
-    assert exact_outputs(_single(Op.RELU, T.TENSOR_FLOAT32, T.TENSOR_FLOAT32).__class__(
-        _single(Op.RELU, T.TENSOR_FLOAT32, T.TENSOR_FLOAT32).main, (), True)) == [False]   # relaxed
+    assert exact_outputs(
+        _single(Op.RELU, T.TENSOR_FLOAT32, T.TENSOR_FLOAT32).__class__(
+            _single(Op.RELU, T.TENSOR_FLOAT32, T.TENSOR_FLOAT32).main, (), True
+        )
+    ) == [False]  # relaxed
 
 
 def test_an_index_off_by_one_fails_exactly_and_passes_in_cts_mode():
@@ -211,8 +243,7 @@ def test_exact_floats_see_flushed_subnormals_and_keep_nan():
     e = [np.array([1e-40, 1.0, 0.0, np.inf], np.float32)]
     assert not compare(m, e, [np.array([0.0, 1.0, 0.0, np.inf], np.float32)], criteria=C.MEDIUM).passed
     assert compare(m, e, [e[0].copy()], criteria=C.MEDIUM).passed
-    assert compare(m, e, [np.array([0.0, 1.0, 0.0, np.inf], np.float32)],
-                   criteria=C.MEDIUM.cts_compatible()).passed
+    assert compare(m, e, [np.array([0.0, 1.0, 0.0, np.inf], np.float32)], criteria=C.MEDIUM.cts_compatible()).passed
 
 
 def test_cts_tolerance_environment_switch(monkeypatch):
@@ -231,29 +262,53 @@ BROKEN = double("broken_domains")
 
 def _run(tmp_path: Path, driver: str, *args: str, in_process: bool = False, env: dict | None = None) -> list[dict]:
     import os
-    cmd = [sys.executable, "-m", "nnconform", "run", "--driver", driver, "--suite", "random",
-           "--report-dir", str(tmp_path / "report"), "--seed", "7",
-           *(["--in-process"] if in_process else []), "--", *args]
+
+    cmd = [
+        sys.executable,
+        "-m",
+        "nnconform",
+        "run",
+        "--driver",
+        driver,
+        "--suite",
+        "random",
+        "--report-dir",
+        str(tmp_path / "report"),
+        "--seed",
+        "7",
+        *(["--in-process"] if in_process else []),
+        "--",
+        *args,
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env={**os.environ, **(env or {})})
     assert r.returncode in (0, 1), r.stdout[-2000:] + r.stderr[-2000:]
     return [json.loads(x) for x in (tmp_path / "report" / "results.jsonl").read_text().splitlines()]
 
 
-@pytest.mark.parametrize("driver,selection,caught", [
-    ("IntDivTruncates", "single_operation and DIV-int32", {"random/single/DIV/int32"}),
-    ("FlushToZero", "single_operation and (RESHAPE-fp32 or LESS-fp16)",
-     {"random/single/RESHAPE/fp32", "random/single/LESS/fp16"}),
-    ("Int32ViaFloat32", "single_operation and (MAXIMUM-int32 or LESS-int32)",
-     {"random/single/MAXIMUM/int32", "random/single/LESS/int32"}),
-    ("BitwiseFloatEquality", "single_operation and EQUAL-fp32", {"random/single/EQUAL/fp32"}),
-    ("QuantRescaleWraps", "single_operation and ADD-quant8", {"random/single/ADD/quant8"}),
-    ("ArgmaxOffByOne", "single_operation and ARGMAX-fp32", {"random/single/ARGMAX/fp32"}),
-    # shape classes
-    ("EmptyBatchAsOne", "single_operation and RELU-fp32 and not PRELU", {"random/single/RELU/fp32"}),
-    ("Rank1AsScalar", "single_operation and MUL-fp32", {"random/single/MUL/fp32"}),
-    ("LongDimTiled", "single_operation and RELU-fp16 and not PRELU", {"random/single/RELU/fp16"}),
-    ("UnknownDimsUnresolved", "single_operation and ABS-fp32", {"random/single/ABS/fp32"}),
-])
+@pytest.mark.parametrize(
+    "driver,selection,caught",
+    [
+        ("IntDivTruncates", "single_operation and DIV-int32", {"random/single/DIV/int32"}),
+        (
+            "FlushToZero",
+            "single_operation and (RESHAPE-fp32 or LESS-fp16)",
+            {"random/single/RESHAPE/fp32", "random/single/LESS/fp16"},
+        ),
+        (
+            "Int32ViaFloat32",
+            "single_operation and (MAXIMUM-int32 or LESS-int32)",
+            {"random/single/MAXIMUM/int32", "random/single/LESS/int32"},
+        ),
+        ("BitwiseFloatEquality", "single_operation and EQUAL-fp32", {"random/single/EQUAL/fp32"}),
+        ("QuantRescaleWraps", "single_operation and ADD-quant8", {"random/single/ADD/quant8"}),
+        ("ArgmaxOffByOne", "single_operation and ARGMAX-fp32", {"random/single/ARGMAX/fp32"}),
+        # shape classes
+        ("EmptyBatchAsOne", "single_operation and RELU-fp32 and not PRELU", {"random/single/RELU/fp32"}),
+        ("Rank1AsScalar", "single_operation and MUL-fp32", {"random/single/MUL/fp32"}),
+        ("LongDimTiled", "single_operation and RELU-fp16 and not PRELU", {"random/single/RELU/fp16"}),
+        ("UnknownDimsUnresolved", "single_operation and ABS-fp32", {"random/single/ABS/fp32"}),
+    ],
+)
 def test_broken_domain_driver_is_caught(tmp_path, driver, selection, caught):
     rows = _run(tmp_path, BROKEN + driver, "-k", selection)
     failed = {r["test_id"] for r in rows if r["outcome"] == "FAIL"}
@@ -278,6 +333,7 @@ def test_while_that_cannot_shrink_is_caught(tmp_path):
 
 def test_random_if_branches_give_different_shapes():
     from nnconform.generators.control_flow import sample_wrapped
+
     seen = set()
     for seed in range(40):
         case = sample_wrapped("if", T.TENSOR_FLOAT32, seed)
@@ -291,8 +347,13 @@ def test_random_if_branches_give_different_shapes():
 def test_a_spent_shrink_budget_still_reports_and_dumps_the_best_example(tmp_path):
     """With no shrink budget at all the first failing example is the best one: it is reported,
     dumped and replayable, and the row says the budget ended the shrink."""
-    rows = _run(tmp_path, BROKEN + "IntDivTruncates", "-k", "single_operation and DIV-int32",
-                env={"NNCONFORM_SHRINK_BUDGET_S": "0"})
+    rows = _run(
+        tmp_path,
+        BROKEN + "IntDivTruncates",
+        "-k",
+        "single_operation and DIV-int32",
+        env={"NNCONFORM_SHRINK_BUDGET_S": "0"},
+    )
     (row,) = rows
     assert row["outcome"] == "FAIL" and row["extra"]["shrink_stopped_after_s"] == 0.0, row
     assert row["extra"]["failing_examples_seen"] >= 1 and row["spec_path"] and row["replay"]

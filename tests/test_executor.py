@@ -11,7 +11,7 @@ from nnconform.reference.executor import Executor, clamp_loop_timeout, execute
 
 def test_chain_with_temporaries_and_unknown_dims():
     b = ModelBuilder()
-    x = b.input(T.TENSOR_FLOAT32, [0])          # unknown dim: taken from the request
+    x = b.input(T.TENSOR_FLOAT32, [0])  # unknown dim: taken from the request
     t = b.temp(T.TENSOR_FLOAT32, [0])
     y = b.output(T.TENSOR_FLOAT32, [0])
     b.operation(Op.RELU, [x], [t])
@@ -47,7 +47,7 @@ def test_intermediate_values_are_kept_for_divergence_hunts():
     assert ex.main_values[1].tolist() == [0, 1, 0, 2]
     plain = Executor(relu_model())
     plain.run([np.array([-1, 1, -2, 2], np.float32)])
-    assert plain.main_values is None       # nothing is held past the run unless asked for
+    assert plain.main_values is None  # nothing is held past the run unless asked for
 
 
 def _chain_model():
@@ -65,6 +65,7 @@ def _chain_model():
 
 def test_release_plan_drops_only_temporaries_after_their_last_reader():
     from nnconform.reference.executor import plan_for
+
     model, (x, t1, t2, t3, y) = _chain_model()
     releases = plan_for(model.main).releases
     # t1 after RELU1 (its only reader), t3 right after LOGISTIC (nothing reads it), t2 after
@@ -77,6 +78,7 @@ def test_an_intermediate_is_freed_once_no_later_operation_reads_it(keep):
     import weakref
 
     from nnconform.reference.ops.registry import get_op
+
     model, _ = _chain_model()
     seen: dict[str, object] = {}
 
@@ -87,6 +89,7 @@ def test_an_intermediate_is_freed_once_no_later_operation_reads_it(keep):
             outs = real(ctx)
             seen[name] = weakref.ref(outs[0])
             return outs
+
         return fn
 
     def tanh_checks(ctx):
@@ -94,9 +97,15 @@ def test_an_intermediate_is_freed_once_no_later_operation_reads_it(keep):
         seen["alive at TANH"] = (seen["t1"]() is not None, seen["t3"]() is not None)
         return get_op(Op.TANH).execute(ctx)
 
-    ex = Executor(model, keep_values=keep, overrides={Op.RELU: remembering(Op.RELU, "t1"),
-                                                      Op.LOGISTIC: remembering(Op.LOGISTIC, "t3"),
-                                                      Op.TANH: tanh_checks})
+    ex = Executor(
+        model,
+        keep_values=keep,
+        overrides={
+            Op.RELU: remembering(Op.RELU, "t1"),
+            Op.LOGISTIC: remembering(Op.LOGISTIC, "t3"),
+            Op.TANH: tanh_checks,
+        },
+    )
     x = np.array([-1.0, 0.25, 3.0], np.float32)
     out = ex.run([x])
     np.testing.assert_allclose(out[0], np.tanh(np.clip(x, 0, 1)), rtol=1e-6)
@@ -110,12 +119,13 @@ def test_loop_timeout_default_and_clamp(requested, expected):
 
 # ---- the shared per-subgraph plan (model-only work done once per model) ------------------
 
+
 def test_plan_is_built_once_per_model_and_shared_between_executors():
     m = relu_model()
     first, second = Executor(m), Executor(m)
     assert first._plan(m.main)[0] is second._plan(m.main)[0]
     other = relu_model()
-    assert Executor(other)._plan(other.main)[0] is not first._plan(m.main)[0]   # another model: its own
+    assert Executor(other)._plan(other.main)[0] is not first._plan(m.main)[0]  # another model: its own
     x = np.array([-1, 2, -3, 4], np.float32)
     assert first.run([x])[0].tolist() == second.run([x])[0].tolist() == [0, 2, 0, 4]
 
@@ -125,13 +135,13 @@ def test_overrides_stay_with_their_executor():
     broken = Executor(m, overrides={Op.RELU: lambda ctx: [ctx.inputs[0] * 2]})
     x = np.array([-1, 2, -3, 4], np.float32)
     assert broken.run([x])[0].tolist() == [-2, 4, -6, 8]
-    assert Executor(m).run([x])[0].tolist() == [0, 2, 0, 4]     # the shared plan is untouched
+    assert Executor(m).run([x])[0].tolist() == [0, 2, 0, 4]  # the shared plan is untouched
 
 
 def test_request_inputs_are_still_checked_and_converted():
-    m = relu_model(dims=(0,))                                    # unknown dimension
-    assert execute(m, [np.array([-1.0, 3.0])])[0].dtype == np.float32          # float64 -> float32
-    assert execute(m, [[-1.0, 2.0, 5.0]])[0].tolist() == [0, 2, 5]             # a list
+    m = relu_model(dims=(0,))  # unknown dimension
+    assert execute(m, [np.array([-1.0, 3.0])])[0].dtype == np.float32  # float64 -> float32
+    assert execute(m, [[-1.0, 2.0, 5.0]])[0].tolist() == [0, 2, 5]  # a list
     with pytest.raises(ValidationError, match="cannot hold"):
         execute(m, [np.array(["a"])])
     with pytest.raises(ValidationError, match="does not match"):
@@ -145,6 +155,7 @@ def test_operation_context_sees_actual_dims_and_constant_scalars():
     scalar parameters from the plan; both agree with the values themselves."""
     from nnconform.reference.executor import plan_for
     from nnconform.reference.ops.registry import OpContext
+
     b = ModelBuilder()
     x = b.input(T.TENSOR_FLOAT32, [0, 3])
     z = b.input(T.TENSOR_FLOAT32, [0, 3])
@@ -164,6 +175,7 @@ def test_fused_requantizer_cache_follows_array_identity_and_content():
     place between calls is found by content, so it never gets a stale requantiser."""
     from nnconform.ir import Operand
     from nnconform.reference.ops import conv_common as cc
+
     out = Operand(T.TENSOR_QUANT8_ASYMM, (1, 4), scale=0.5, zero_point=128)
     mult = np.full(4, 1 << 30, np.int64)
     shift = np.full(4, -3, np.int64)
@@ -172,13 +184,13 @@ def test_fused_requantizer_cache_follows_array_identity_and_content():
     acc = np.array([[100.0, -200.0, 3000.0, -7.0]], np.float32)
     bias = np.array([10, 20, 30, 40], np.int32)
 
-    def expected(bias):   # the step-by-step formula, no cache involved
+    def expected(bias):  # the step-by-step formula, no cache involved
         scaled = cc.multiply_by_quantized_multiplier(acc.astype(np.int64) + bias, int(mult[0]), int(shift[0]))
         return np.clip(scaled + 128, 0, 255).astype(np.uint8)
 
     got = cc.requantize(acc, bias, mult, shift, out, 0, acc_bound=4000)
     assert np.array_equal(got, expected(bias))
-    bias[:] = [-500, 0, 500, 1000]                          # writable: content key, not identity
+    bias[:] = [-500, 0, 500, 1000]  # writable: content key, not identity
     assert np.array_equal(cc.requantize(acc, bias, mult, shift, out, 0, acc_bound=4000), expected(bias))
     frozen = bias.copy()
     frozen.setflags(write=False)
@@ -186,7 +198,7 @@ def test_fused_requantizer_cache_follows_array_identity_and_content():
     first = cc.requantize(acc, frozen, mult, shift, out, 0, acc_bound=4000)
     assert len(cc._FUSED_BY_ID) == min(before + 1, 256)
     assert np.array_equal(cc.requantize(acc, frozen, mult, shift, out, 0, acc_bound=4000), first)
-    assert len(cc._FUSED_BY_ID) == min(before + 1, 256)     # the second call was an identity hit
+    assert len(cc._FUSED_BY_ID) == min(before + 1, 256)  # the second call was an identity hit
     assert np.array_equal(first, expected(frozen))
 
 
@@ -205,6 +217,7 @@ def test_a_run_is_quiet_about_ieee_results_and_leaves_the_callers_error_state(re
     after a run that fails.  Both ways of setting it: numpy 2's prebuilt state and the
     np.errstate fallback (older numpy, or internals that changed)."""
     from nnconform.reference import executor
+
     if state == "np.errstate":
         monkeypatch.setattr(executor, "_ERR_STATE", None)
     elif executor._ERR_STATE is None:
@@ -226,12 +239,22 @@ def test_a_run_is_quiet_about_ieee_results_and_leaves_the_callers_error_state(re
 
 
 def _same_bits(a, b) -> bool:
-    return len(a) == len(b) and all(x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
-                                    for x, y in zip(a, b))
+    return len(a) == len(b) and all(
+        x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes() for x, y in zip(a, b)
+    )
 
 
-@pytest.mark.parametrize("t", [T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-                               T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_BOOL8])
+@pytest.mark.parametrize(
+    "t",
+    [
+        T.TENSOR_FLOAT32,
+        T.TENSOR_FLOAT16,
+        T.TENSOR_INT32,
+        T.TENSOR_QUANT8_ASYMM,
+        T.TENSOR_QUANT8_ASYMM_SIGNED,
+        T.TENSOR_BOOL8,
+    ],
+)
 def test_dropping_intermediates_changes_no_output_of_random_graphs_or_their_if_and_while(t):
     """Random 30-operation graphs (seeded), and the same wrapped in IF and in WHILE (whose
     body runs through run_subgraph with its own release plan): the outputs are the same bits
@@ -239,11 +262,15 @@ def test_dropping_intermediates_changes_no_output_of_random_graphs_or_their_if_a
     from nnconform.generators import control_flow as cf
     from nnconform.generators.graphs import GraphConfig
     from nnconform.generators.strategies import RandomDrawer, sample
+
     checked = 0
     for seed in range(4):
         case = sample(GraphConfig(dtype=t, n_ops=30, rank=2 + seed % 3, max_dim=6), seed)
-        cases = [case, cf.wrap_if(RandomDrawer(100 * seed), case, seed),
-                 cf.wrap_while(RandomDrawer(100 * seed + 1), case, seed)]
+        cases = [
+            case,
+            cf.wrap_if(RandomDrawer(100 * seed), case, seed),
+            cf.wrap_while(RandomDrawer(100 * seed + 1), case, seed),
+        ]
         for c in cases:
             kept = Executor(c.model, keep_values=True).run(list(c.inputs))
             dropped = Executor(c.model).run(list(c.inputs))

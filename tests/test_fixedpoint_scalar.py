@@ -1,4 +1,5 @@
 """The Python-int fixed-point path (one SOFTMAX row's reciprocal) gives the numpy path's bits."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,8 +15,9 @@ from nnconform.reference.ops import softmax
 
 def test_reciprocal_int_matches_numpy_on_its_domain():
     rng = np.random.default_rng(1)
-    xs = np.concatenate([rng.integers(0, 1 << 31, 200_000), np.arange(0, 300),
-                         (1 << 31) - 1 - np.arange(300), 1 << np.arange(31)]).astype(np.int64)
+    xs = np.concatenate(
+        [rng.integers(0, 1 << 31, 200_000), np.arange(0, 300), (1 << 31) - 1 - np.arange(300), 1 << np.arange(31)]
+    ).astype(np.int64)
     vec = fixedpoint.one_over_one_plus_x_for_x_in_0_1(xs)
     scal = np.array([fixedpoint.one_over_one_plus_x_for_x_in_0_1_int(int(v)) for v in xs], dtype=np.int64)
     np.testing.assert_array_equal(vec, scal)
@@ -28,6 +30,7 @@ def test_srdhm_and_rdbp_int_match_numpy():
         rounding_divide_by_pot,
         saturating_rounding_doubling_high_mul,
     )
+
     rng = np.random.default_rng(2)
     a = np.concatenate([rng.integers(INT32_MIN, INT32_MAX + 1, 20_000), [INT32_MIN, INT32_MAX, 0, -1, 1]])
     b = np.concatenate([rng.integers(INT32_MIN, INT32_MAX + 1, 20_000), [INT32_MIN, INT32_MIN, 5, -1, -1]])
@@ -35,8 +38,9 @@ def test_srdhm_and_rdbp_int_match_numpy():
     got = [fixedpoint._srdhm_int(int(x), int(y)) for x, y in zip(a, b)]
     np.testing.assert_array_equal(want, got)
     for e in (0, 1, 5, 23, 31):
-        np.testing.assert_array_equal(rounding_divide_by_pot(a.astype(np.int64), e),
-                                      [fixedpoint._rdbp_int(int(x), e) for x in a])
+        np.testing.assert_array_equal(
+            rounding_divide_by_pot(a.astype(np.int64), e), [fixedpoint._rdbp_int(int(x), e) for x in a]
+        )
 
 
 @pytest.mark.parametrize("dtype,zp", [(T.TENSOR_QUANT8_ASYMM, 0), (T.TENSOR_QUANT8_ASYMM_SIGNED, -128)])
@@ -49,7 +53,7 @@ def test_softmax_scalar_and_vector_paths_agree(monkeypatch, dtype, zp, beta, sca
     m = b.build()
     lo, hi = (0, 255) if dtype == T.TENSOR_QUANT8_ASYMM else (-128, 127)
     data = rng.integers(lo, hi + 1, (40, 50)).astype(np.uint8 if lo == 0 else np.int8)
-    vector = Executor(m).run([data])[0]                       # 40 rows: the numpy path
+    vector = Executor(m).run([data])[0]  # 40 rows: the numpy path
     monkeypatch.setattr(softmax, "SCALAR_RECIPROCAL_ROWS", 10_000)
     scalar = Executor(m).run([data])[0]
     np.testing.assert_array_equal(vector, scalar)

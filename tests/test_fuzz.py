@@ -2,6 +2,7 @@
 with replayable minimal specs, the reference gives nothing, the journal resumes, and the
 pieces (frame parsing, classification, generation) behave.  Cases are counted, not timed, so
 the verdicts do not depend on the machine's speed."""
+
 import json
 from pathlib import Path
 
@@ -22,8 +23,15 @@ FRAGILE_SEED, FRAGILE_CASES = 111, 90
 
 
 def _cfg(tmp_path, driver, **kw):
-    base = dict(driver=driver, report_dir=Path(tmp_path), seed=1, max_cases=60, call_timeout=2.0,
-                shrink_attempts=3, shrink_hang_timeout=1.0)
+    base = dict(
+        driver=driver,
+        report_dir=Path(tmp_path),
+        seed=1,
+        max_cases=60,
+        call_timeout=2.0,
+        shrink_attempts=3,
+        shrink_hang_timeout=1.0,
+    )
     base.update(kw)
     return fz.FuzzConfig(**base)
 
@@ -66,14 +74,14 @@ def test_resume_runs_only_what_is_left(tmp_path):
     lines = journal.read_text().splitlines()
     # cut the journal back to its first progress line: as if killed early
     first = next(i for i, line in enumerate(lines) if '"progress"' in line)
-    journal.write_text(lines[first] + "\n" + '{"kind": "progr')        # a torn last line too
+    journal.write_text(lines[first] + "\n" + '{"kind": "progr')  # a torn last line too
     before = json.loads(lines[first])["next_index"]
     assert before < 40
     with pytest.raises(fz.FuzzUsageError):
-        fz.run_fuzz(_cfg(tmp_path, "reference", max_cases=40, seed=9))   # not without --resume
+        fz.run_fuzz(_cfg(tmp_path, "reference", max_cases=40, seed=9))  # not without --resume
     assert fz.run_fuzz(_cfg(tmp_path, "reference", max_cases=999, seed=0), resume=True) == fz.EXIT_OK
     rep = json.loads((tmp_path / fz.REPORT_JSON).read_text())
-    assert rep["cases"] == 40 and rep["seed"] == 9          # the manifest's seed and count win
+    assert rep["cases"] == 40 and rep["seed"] == 9  # the manifest's seed and count win
 
 
 def test_cases_are_deterministic_and_cover_the_space():
@@ -93,11 +101,13 @@ def test_cases_are_deterministic_and_cover_the_space():
 
 
 def test_frames_and_classification():
-    tail = ("Fatal Python error: Aborted\n\nCurrent thread 0x1 (most recent call first):\n"
-            '  File "/x/tests/drivers/fragile.py", line 40 in _softmax_kernel\n'
-            '  File "/x/tests/drivers/fragile.py", line 70 in _inspect\n'
-            '  File "/x/nnconform/host.py", line 180 in op_supported\n'
-            '  File "/usr/lib/python3.12/threading.py", line 1 in run\n')
+    tail = (
+        "Fatal Python error: Aborted\n\nCurrent thread 0x1 (most recent call first):\n"
+        '  File "/x/tests/drivers/fragile.py", line 40 in _softmax_kernel\n'
+        '  File "/x/tests/drivers/fragile.py", line 70 in _inspect\n'
+        '  File "/x/nnconform/host.py", line 180 in op_supported\n'
+        '  File "/usr/lib/python3.12/threading.py", line 1 in run\n'
+    )
     assert fz.driver_frames(tail) == ["fragile.py:_softmax_kernel", "fragile.py:_inspect"]
     (m, _) = make_case(1)
     crash = CaseOutcome("CRASH", "killed", "prepare", details={"signal": 6, "stderr_tail": tail})

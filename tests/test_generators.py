@@ -1,5 +1,6 @@
 """The random-model generators: coverage of the registry, validity of thousands of draws,
 value rules, CTS flags (doNotConnect, ignored outputs), profiles and the divergence hunt."""
+
 import itertools
 
 import numpy as np
@@ -65,8 +66,9 @@ def test_thousands_of_single_operation_draws_are_valid():
     assert n >= 1500
 
 
-@pytest.mark.parametrize("op,t", [(Op.RESHAPE, T.TENSOR_INT32), (Op.RSQRT, T.TENSOR_QUANT8_ASYMM),
-                                  (Op.RSQRT, T.TENSOR_QUANT8_ASYMM_SIGNED)])
+@pytest.mark.parametrize(
+    "op,t", [(Op.RESHAPE, T.TENSOR_INT32), (Op.RSQRT, T.TENSOR_QUANT8_ASYMM), (Op.RSQRT, T.TENSOR_QUANT8_ASYMM_SIGNED)]
+)
 def test_signature_extensions_after_hal_1_3_are_drawn(op, t):
     """RESHAPE of TENSOR_INT32 (feature level 6) and quantised RSQRT (feature level 7) are
     random-graph signatures too; RSQRT's draws keep a positive input and an output range that
@@ -85,9 +87,18 @@ def test_signature_extensions_after_hal_1_3_are_drawn(op, t):
 @pytest.mark.parametrize("n_ops,max_dim", [(5, 1000), (40, 10)])
 def test_random_graph_draws_are_valid_and_connected(n_ops, max_dim):
     edges = 0
-    for t, r, seed in itertools.product((T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8,
-                                         T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED),
-                                        (1, 2, 3, 4), range(6 if n_ops == 5 else 2)):
+    for t, r, seed in itertools.product(
+        (
+            T.TENSOR_FLOAT32,
+            T.TENSOR_FLOAT16,
+            T.TENSOR_INT32,
+            T.TENSOR_BOOL8,
+            T.TENSOR_QUANT8_ASYMM,
+            T.TENSOR_QUANT8_ASYMM_SIGNED,
+        ),
+        (1, 2, 3, 4),
+        range(6 if n_ops == 5 else 2),
+    ):
         case = sample(GraphConfig(dtype=t, n_ops=n_ops, rank=r, max_dim=max_dim), seed, edge=seed == 1)
         _check_case(case)
         m = case.model.main
@@ -95,8 +106,11 @@ def test_random_graph_draws_are_valid_and_connected(n_ops, max_dim):
         # Fresh shapes respect max_dim; outputs of PAD/TILE/CONCATENATION... may grow past
         # it (and inputs shaped like them), but element counts stay bounded.
         assert all(int(np.prod(o.dimensions)) <= 40 * 10000 for o in m.operands)
-        edges += sum(m.operands[i].lifetime in (Lifetime.TEMPORARY_VARIABLE, Lifetime.SUBGRAPH_OUTPUT)
-                     for op in m.operations for i in op.inputs)
+        edges += sum(
+            m.operands[i].lifetime in (Lifetime.TEMPORARY_VARIABLE, Lifetime.SUBGRAPH_OUTPUT)
+            for op in m.operations
+            for i in op.inputs
+        )
     assert edges > 0, "no operation ever fed another"
 
 
@@ -123,21 +137,29 @@ def test_values_follow_the_cts_rules():
     b = values.fill(rng, T.TENSOR_BOOL8, (1000,))
     assert b.dtype == np.bool_ and 300 < b.sum() < 700
     e = values.fill(rng, T.TENSOR_FLOAT32, (3000,), edge=True)
-    assert (e == 0).any()                                       # exact zeros
+    assert (e == 0).any()  # exact zeros
     # beyond the fp16 range: in about half of the tensors, and never twice in one (two such
     # terms in a sum cancel catastrophically, which no tolerance can judge)
     huge = [int((np.abs(values.fill(rng, T.TENSOR_FLOAT32, (300,), edge=True)) > 6.6e4).sum()) for _ in range(40)]
     assert max(huge) == 1 and 10 <= sum(huge) <= 30
     pos = values.fill(rng, T.TENSOR_FLOAT32, (3000,), lo=0.1, hi=2.0, edge=True)
-    assert pos.min() >= 0.1 and pos.max() <= 2.0               # a signature's range holds
+    assert pos.min() >= 0.1 and pos.max() <= 2.0  # a signature's range holds
     nz = values.fill(rng, T.TENSOR_FLOAT16, (3000,), nonzero=True)
     assert np.abs(nz).min() >= 0.25
 
 
 def test_do_not_connect_and_ignored_outputs():
     for seed in range(40):
-        case = sample(GraphConfig(dtype=T.TENSOR_FLOAT32, n_ops=6, rank=2, max_dim=10,
-                                  ops=(Op.DIV, Op.POW, Op.REDUCE_PROD, Op.TOPK_V2, Op.ADD)), seed)
+        case = sample(
+            GraphConfig(
+                dtype=T.TENSOR_FLOAT32,
+                n_ops=6,
+                rank=2,
+                max_dim=10,
+                ops=(Op.DIV, Op.POW, Op.REDUCE_PROD, Op.TOPK_V2, Op.ADD),
+            ),
+            seed,
+        )
         m = case.model.main
         consumed = {i for op in m.operations for i in op.inputs}
         for op in m.operations:
@@ -197,7 +219,7 @@ def test_divergence_names_the_first_operation_that_goes_wrong():
     n, name, cmp = first_divergent_operation(QuantAddOffByTwo(), model, ins)
     assert (n, name) == (0, "ADD") and not cmp.passed
     model, ins = _two_op_model(Op.RELU6, quant=False)
-    ins = [i * 3 for i in ins]      # values above 6 and below 0, so RELU6 matters
+    ins = [i * 3 for i in ins]  # values above 6 and below 0, so RELU6 matters
     n, name, _ = first_divergent_operation(Relu6Ignored(), model, ins)
     assert (n, name) == (1, "RELU6")
     assert first_divergent_operation(ReferenceDevice(), model, ins) is None
@@ -224,7 +246,7 @@ def _fully_specified(model, detail: str = ""):
     dynamic = {id(model.main.operands[i]) for i in model.main.output_indexes} if "branch-dependent" in detail else set()
     for sg in model.subgraphs():
         for o in sg.operands:
-            if id(o) in dynamic or ("shrinking" in detail and o.name == "s"):   # the shrinking loop variable
+            if id(o) in dynamic or ("shrinking" in detail and o.name == "s"):  # the shrinking loop variable
                 continue
             if o.lifetime not in (Lifetime.NO_VALUE, Lifetime.SUBGRAPH):
                 assert o.fully_specified, f"{sg.name}: {o.describe()} is not fully specified"
@@ -251,9 +273,18 @@ def test_hundreds_of_wrapped_draws_are_valid_and_cover_the_variants():
             seen.add(("nested", any(op.type == Op.IF for op in body.operations)))
             seen.add(("fed back", " 0 fed-back" not in case.detail))
             seen.add(("N input", "model input" in case.detail))
-    assert seen >= {("cond", True), ("cond", False), ("else", True), ("else", False), ("nested", True),
-                    ("nested", False), ("fed back", True), ("fed back", False), ("N input", True),
-                    ("N input", False)}, seen
+    assert seen >= {
+        ("cond", True),
+        ("cond", False),
+        ("else", True),
+        ("else", False),
+        ("nested", True),
+        ("nested", False),
+        ("fed back", True),
+        ("fed back", False),
+        ("N input", True),
+        ("N input", False),
+    }, seen
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -326,7 +357,7 @@ def test_if_takes_the_drawn_branch_of_g_and_perturbed_g():
 
 
 def test_feedback_that_gives_nan_is_dropped_and_do_not_connect_outputs_are_never_fed_back():
-    g = _g(Op.LOG, [0.5, 1.5])          # log(log(0.5)) is NaN: the pair must go
+    g = _g(Op.LOG, [0.5, 1.5])  # log(log(0.5)) is NaN: the pair must go
     case = cf.wrap_while(_Scripted([3, False, 0, 3]), g, 0, shrink_p=0)
     assert "0 fed-back" in case.detail
     (out,) = Executor(case.model).run(case.inputs)
@@ -337,8 +368,10 @@ def test_feedback_that_gives_nan_is_dropped_and_do_not_connect_outputs_are_never
 
 class _NoControlFlow(ReferenceDevice):
     def supported_operations(self, model):
-        return [ok and op.type not in (Op.IF, Op.WHILE)
-                for ok, op in zip(super().supported_operations(model), model.main.operations)]
+        return [
+            ok and op.type not in (Op.IF, Op.WHILE)
+            for ok, op in zip(super().supported_operations(model), model.main.operations)
+        ]
 
 
 def test_reference_passes_and_a_driver_without_control_flow_skips_with_the_reason():
@@ -352,7 +385,7 @@ def test_reference_passes_and_a_driver_without_control_flow_skips_with_the_reaso
 
 def test_a_broken_operation_in_a_while_body_fails_the_case_and_the_inner_hunt_names_it():
     g = _g(Op.RELU6, [-1.0, 7.0])
-    case = cf.wrap_while(_Scripted([2, True, 0, 3]), g, 0, shrink_p=0)      # N a model input, RELU6 fed back
+    case = cf.wrap_while(_Scripted([2, True, 0, 3]), g, 0, shrink_p=0)  # N a model input, RELU6 fed back
     expected = Executor(case.model).run(case.inputs)
     np.testing.assert_array_equal(expected[0], [0.0, 6.0])
     out = run_case(Relu6Ignored(), case.model, case.inputs, expected, ignored=case.ignored)

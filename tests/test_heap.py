@@ -1,5 +1,6 @@
 """nnconform.reference.kernels.heap: the reference's freed tensors stay in the heap instead of being faulted in
 again on every inference, and the user's own glibc settings win."""
+
 from __future__ import annotations
 
 import json
@@ -35,15 +36,21 @@ print(json.dumps({"state": heap.retain_freed_memory(), "faults": (after - before
 
 
 def _run(**env: str) -> dict:
-    clean = {k: v for k, v in os.environ.items()
-             if k not in ("NNCONFORM_HEAP_RETAIN_MB", "GLIBC_TUNABLES") and not k.startswith("MALLOC_")}
-    p = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True, timeout=120,
-                       env={**clean, **env})
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("NNCONFORM_HEAP_RETAIN_MB", "GLIBC_TUNABLES") and not k.startswith("MALLOC_")
+    }
+    p = subprocess.run(
+        [sys.executable, "-c", _SCRIPT], capture_output=True, text=True, timeout=120, env={**clean, **env}
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-needs_glibc = pytest.mark.skipif(heap._glibc() is None, reason="mallopt's thresholds are glibc's; this C library has none")
+needs_glibc = pytest.mark.skipif(
+    heap._glibc() is None, reason="mallopt's thresholds are glibc's; this C library has none"
+)
 
 
 @needs_glibc
@@ -72,21 +79,30 @@ def test_the_users_own_glibc_settings_are_left_alone(variable):
     value = "glibc.malloc.trim_threshold=1048576" if variable == "GLIBC_TUNABLES" else "1048576"
     mine = _run(**{variable: value})
     assert mine["state"] == f"heap thresholds left as {variable} set them", mine
-    assert mine["faults"] > 1000, mine          # their 1 MiB trim threshold, not ours
+    assert mine["faults"] > 1000, mine  # their 1 MiB trim threshold, not ours
 
 
-@pytest.mark.parametrize("value, message", [
-    ("lots", "NNCONFORM_HEAP_RETAIN_MB must be a whole number of MiB, got 'lots'"),
-    ("-1", "NNCONFORM_HEAP_RETAIN_MB must be within 0..1024 MiB, got -1"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("lots", "NNCONFORM_HEAP_RETAIN_MB must be a whole number of MiB, got 'lots'"),
+        ("-1", "NNCONFORM_HEAP_RETAIN_MB must be within 0..1024 MiB, got -1"),
+    ],
+)
 def test_a_bad_setting_is_one_line_and_a_usage_exit(value, message):
     env = dict(os.environ, NNCONFORM_HEAP_RETAIN_MB=value)
-    p = subprocess.run([sys.executable, "-m", "nnconform", "drivers"], capture_output=True, text=True,
-                       timeout=120, env=env)
+    p = subprocess.run(
+        [sys.executable, "-m", "nnconform", "drivers"], capture_output=True, text=True, timeout=120, env=env
+    )
     assert p.returncode == 2
     assert p.stderr.strip() == f"nnconform: error: {message}"
     # a library caller (no CLI in front) keeps glibc's thresholds and says why
-    state = subprocess.run([sys.executable, "-c", "from nnconform.reference.kernels import heap; print(heap.retain_freed_memory())"],
-                           capture_output=True, text=True, timeout=120, env=env)
+    state = subprocess.run(
+        [sys.executable, "-c", "from nnconform.reference.kernels import heap; print(heap.retain_freed_memory())"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert state.returncode == 0, state.stderr[-2000:]
     assert state.stdout.strip() == f"{message}: heap thresholds unchanged"

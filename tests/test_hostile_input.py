@@ -5,6 +5,7 @@ Every malformed spec must end ``nnconform validate`` / ``nnconform replay`` with
 traceback, a memory blow-up or a megabyte of output; driver text must reach the console and
 the CSV report defused.
 """
+
 from __future__ import annotations
 
 import csv
@@ -58,7 +59,7 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def assert_one_line_error(rc: int, err: str, *fragments: str) -> None:
-    assert rc == 2, err     # bad input is a usage error (nnconform.verdict.outcome.ExitStatus)
+    assert rc == 2, err  # bad input is a usage error (nnconform.verdict.outcome.ExitStatus)
     assert err.startswith("nnconform: error: "), err[:500]
     assert err.endswith("\n") and err.count("\n") == 1, err[:500]
     assert len(err) < MAX_LINE, err[:500]
@@ -76,24 +77,34 @@ HUGE_DIM = "7" * 3000
 
 HOSTILE_TEXTS = {
     # meta.criteria_set must be a string (it is used as a dict key)
-    "criteria_set_list": (relu_text(**{'"driver": "reference"': '"driver": "reference", "criteria_set": [1, 2]'}),
-                          ("meta.criteria_set",)),
-    "criteria_set_dict": (relu_text(**{'"driver": "reference"': '"driver": "reference", "criteria_set": {"a": 1}'}),
-                          ("meta.criteria_set",)),
+    "criteria_set_list": (
+        relu_text(**{'"driver": "reference"': '"driver": "reference", "criteria_set": [1, 2]'}),
+        ("meta.criteria_set",),
+    ),
+    "criteria_set_dict": (
+        relu_text(**{'"driver": "reference"': '"driver": "reference", "criteria_set": {"a": 1}'}),
+        ("meta.criteria_set",),
+    ),
     # integers too long for int() (max-str-digits), wherever they are
-    "big_int_meta": (relu_text(**{'"driver": "reference"': f'"driver": "reference", "seed": {BIG}'}),
-                     ("meta.seed",)),
+    "big_int_meta": (relu_text(**{'"driver": "reference"': f'"driver": "reference", "seed": {BIG}'}), ("meta.seed",)),
     "big_int_value": (relu_text(**{"[-1.0, 2.0]": f"[-1.0, {BIG}]"}), ("examples[0].inputs[0][1]",)),
-    "big_negative_int": (relu_text(**{'"zero_point": 0': f'"zero_point": -{BIG}'}),
-                         ("model.main.operands[0].zero_point",)),
-    "huge_dims": (relu_text(**{'"dimensions": [2]': f'"dimensions": [{HUGE_DIM}, {HUGE_DIM}]'}),
-                  ("model.main.operands[0].dimensions",)),
-    "dim_2_31": (relu_text(**{'"dimensions": [2]': f'"dimensions": [{2**31}]'}),
-                 ("model.main.operands[0].dimensions[0]",)),
-    "negative_dims": (relu_text(**{'"dimensions": [2]': '"dimensions": [-2]'}),
-                      ("model.main.operands[0].dimensions[0]",)),
-    "huge_index": (relu_text(**{'"inputs": [0]': f'"inputs": [{2**64}]'}),
-                   ("model.main.operations[0].inputs[0]",)),
+    "big_negative_int": (
+        relu_text(**{'"zero_point": 0': f'"zero_point": -{BIG}'}),
+        ("model.main.operands[0].zero_point",),
+    ),
+    "huge_dims": (
+        relu_text(**{'"dimensions": [2]': f'"dimensions": [{HUGE_DIM}, {HUGE_DIM}]'}),
+        ("model.main.operands[0].dimensions",),
+    ),
+    "dim_2_31": (
+        relu_text(**{'"dimensions": [2]': f'"dimensions": [{2**31}]'}),
+        ("model.main.operands[0].dimensions[0]",),
+    ),
+    "negative_dims": (
+        relu_text(**{'"dimensions": [2]': '"dimensions": [-2]'}),
+        ("model.main.operands[0].dimensions[0]",),
+    ),
+    "huge_index": (relu_text(**{'"inputs": [0]': f'"inputs": [{2**64}]'}), ("model.main.operations[0].inputs[0]",)),
     # a scale that does not fit a double
     "scale_int_2_1024": (relu_text(**{'"scale": 0.0': f'"scale": {2**1024}'}), ("model.main.operands[0].scale",)),
     "scale_float_1e400": (relu_text(**{'"scale": 0.0': '"scale": 1e400'}), ("model.main.operands[0].scale",)),
@@ -103,21 +114,35 @@ HOSTILE_TEXTS = {
     "json_100000_deep": (relu_text(**{'"driver": "reference"': f'"driver": {nested(100000, "0")}'}), ("nest",)),
     # duplicate keys: named, with their path
     "duplicate_top_key": (relu_text(**{'"version": 1': '"version": 1, "version": 1'}), ("'version'",)),
-    "duplicate_operand_key": (relu_text(**{'"scale": 0.0': '"scale": 0.0, "scale": 1.0'}),
-                              ("model.main.operands[0]", "'scale'")),
-    "duplicate_meta_key": (relu_text(**{'"driver": "reference"': '"driver": "a", "driver": "b"'}),
-                           ("meta", "'driver'")),
+    "duplicate_operand_key": (
+        relu_text(**{'"scale": 0.0': '"scale": 0.0, "scale": 1.0'}),
+        ("model.main.operands[0]", "'scale'"),
+    ),
+    "duplicate_meta_key": (
+        relu_text(**{'"driver": "reference"': '"driver": "a", "driver": "b"'}),
+        ("meta", "'driver'"),
+    ),
     # values shown in a message are bounded, and so is the message
-    "megabyte_type_name": (relu_text(**{'"type": "TENSOR_FLOAT32"': '"type": "' + "A" * 1_000_000 + '"'}),
-                           ("model.main.operands[0].type",)),
-    "megabyte_field_name": (relu_text(**{'"scale": 0.0': '"' + "k" * 1_000_000 + '": 0.0'}),
-                            ("model.main.operands[0]",)),
-    "megabyte_lifetime_list": (relu_text(**{'"lifetime": "SUBGRAPH_INPUT"': '"lifetime": [' + "1," * 500_000 + "1]"}),
-                               ("model.main.operands[0].lifetime",)),
-    "escape_in_type_name": (relu_text(**{'"type": "TENSOR_FLOAT32"': '"type": "\\u001b[2J\\u001b]0;pwned\\u0007X"'}),
-                            ("model.main.operands[0].type",)),
-    "megabyte_meta_key": (relu_text(**{'"driver": "reference"': '"driver": "r", "' + "m" * 1_000_000 + '": ' + BIG}),
-                          ("meta.",)),
+    "megabyte_type_name": (
+        relu_text(**{'"type": "TENSOR_FLOAT32"': '"type": "' + "A" * 1_000_000 + '"'}),
+        ("model.main.operands[0].type",),
+    ),
+    "megabyte_field_name": (
+        relu_text(**{'"scale": 0.0': '"' + "k" * 1_000_000 + '": 0.0'}),
+        ("model.main.operands[0]",),
+    ),
+    "megabyte_lifetime_list": (
+        relu_text(**{'"lifetime": "SUBGRAPH_INPUT"': '"lifetime": [' + "1," * 500_000 + "1]"}),
+        ("model.main.operands[0].lifetime",),
+    ),
+    "escape_in_type_name": (
+        relu_text(**{'"type": "TENSOR_FLOAT32"': '"type": "\\u001b[2J\\u001b]0;pwned\\u0007X"'}),
+        ("model.main.operands[0].type",),
+    ),
+    "megabyte_meta_key": (
+        relu_text(**{'"driver": "reference"': '"driver": "r", "' + "m" * 1_000_000 + '": ' + BIG}),
+        ("meta.",),
+    ),
 }
 
 
@@ -161,14 +186,18 @@ def test_spec_from_dict_bounds_numbers_not_parsed_from_json():
 # Files that are not spec files: refused before reading
 # ---------------------------------------------------------------------------------------
 
+
 def _limited_cli(*args: str, cwd, timeout: float = 120) -> subprocess.CompletedProcess:
     """The CLI in a child limited to 1 GiB of address space: a reader that slurps /dev/zero
     fails fast there instead of eating the machine."""
+
     def limit():
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
     code = "import sys; from nnconform.cli import main; sys.exit(main(sys.argv[1:]))"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          timeout=timeout, preexec_fn=limit, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout, preexec_fn=limit, cwd=cwd
+    )
 
 
 @pytest.mark.parametrize("command", ["validate", "replay"])
@@ -179,7 +208,7 @@ def test_device_file_is_refused_before_reading(tmp_path, command):
 
 @pytest.mark.parametrize("command", ["validate", "replay"])
 def test_fifo_and_directory_are_refused(tmp_path, command):
-    os.mkfifo(tmp_path / "pipe")   # opening it for reading would block forever: run in a child
+    os.mkfifo(tmp_path / "pipe")  # opening it for reading would block forever: run in a child
     (tmp_path / "folder").mkdir()
     for name in ("pipe", "folder"):
         r = _limited_cli(command, name, cwd=tmp_path, timeout=60)
@@ -209,6 +238,7 @@ def test_at_most_cap_plus_one_bytes_are_read_whatever_stat_says(monkeypatch):
 # Replay of a spec with nothing to replay
 # ---------------------------------------------------------------------------------------
 
+
 def test_replay_of_spec_without_examples_fails(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     doc = relu_doc()
@@ -220,22 +250,23 @@ def test_replay_of_spec_without_examples_fails(tmp_path, monkeypatch, capsys):
     (tmp_path / "empty.json").write_text(json.dumps(doc))
     rc, _, err = run_cli(capsys, "replay", "empty.json")
     assert_one_line_error(rc, err, "no examples to replay")
-    assert run_cli(capsys, "validate", "empty.json")[0] == 0   # a model-only spec is valid
+    assert run_cli(capsys, "validate", "empty.json")[0] == 0  # a model-only spec is valid
 
 
 # ---------------------------------------------------------------------------------------
 # Driver text on the console
 # ---------------------------------------------------------------------------------------
 
+
 def test_clean_text_strips_escape_sequences_and_controls():
     from nnconform.textsafe import clean_text
-    s = ("a\x1b[31mred\x1b[0m b\x1b]0;title\x07c\x1b]8;;http://x\x1b\\d\x1bPq\x1b\\e"
-         "\x00\x08\r\x7f\x9b2Jf\tg\nh\x1b")
+
+    s = "a\x1b[31mred\x1b[0m b\x1b]0;title\x07c\x1b]8;;http://x\x1b\\d\x1bPq\x1b\\e\x00\x08\r\x7f\x9b2Jf\tg\nh\x1b"
     assert clean_text(s) == "ared bcde" + "f\tg\nh"
     assert clean_text("plain: ok, ünïcødé 1.5e-3") == "plain: ok, ünïcødé 1.5e-3"
 
 
-ANSI_DRIVER = '''
+ANSI_DRIVER = """
 from nnconform.drivers.reference import ReferenceDevice
 
 NASTY = "\\x1b[2J\\x1b]0;pwned\\x07\\x1b[31mboom\\x1b[0m\\rhidden\\x00" + "y" * 5000
@@ -246,7 +277,7 @@ class Dev(ReferenceDevice):
 
     def prepare(self, model, **kw):
         raise RuntimeError(NASTY)
-'''
+"""
 
 
 def test_replay_cleans_driver_messages(tmp_path, monkeypatch, capsys):
@@ -264,7 +295,8 @@ def test_replay_cleans_driver_messages(tmp_path, monkeypatch, capsys):
 
 
 def test_plugin_failure_message_is_cleaned_and_bounded(tmp_path):
-    (tmp_path / "test_nasty.py").write_text(textwrap.dedent('''
+    (tmp_path / "test_nasty.py").write_text(
+        textwrap.dedent("""
         import numpy as np
         from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
         from nnconform.verdict.runner import CaseOutcome
@@ -277,11 +309,28 @@ def test_plugin_failure_message_is_cleaned_and_bounded(tmp_path):
                                   "execute")
             nn_session.conclude(nn_record, outcome, test_id="nasty", model=b.build(),
                                 inputs=[np.ones(1, np.float32)], expected=[np.ones(1, np.float32)])
-    '''))
+    """)
+    )
     report = tmp_path / "report"
-    r = subprocess.run([sys.executable, "-m", "pytest", "test_nasty.py", "-q", "-p", "no:cacheprovider",
-                        "--nn-report-dir", str(report), "--nn-seed", "1"],
-                       capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "test_nasty.py",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--nn-report-dir",
+            str(report),
+            "--nn-seed",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
     assert "boom" in r.stdout
     assert not any(c in r.stdout for c in "\x1b\x07\x00"), repr(r.stdout[:500])
@@ -295,16 +344,27 @@ def test_plugin_failure_message_is_cleaned_and_bounded(tmp_path):
 # CSV formula injection
 # ---------------------------------------------------------------------------------------
 
-FORMULAS = ["=HYPERLINK(\"http://evil\",\"x\")", "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)",
-            "\t=1+1", "\r=1+1"]
+FORMULAS = ['=HYPERLINK("http://evil","x")', "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)", "\t=1+1", "\r=1+1"]
 
 
 def test_csv_neutralises_formulas_but_keeps_numbers(tmp_path):
-    recs = [ResultRecord(suite="s", test_id=f, driver=f, outcome="FAIL", operations=[f], message=f,
-                         replay=f, duration_s=-1.5, seed=-7)
-            for f in FORMULAS]
-    recs.append(ResultRecord(suite="s", test_id="plain", driver="ref", outcome="PASS", message="ok -1",
-                             duration_s=0.25, seed=3))
+    recs = [
+        ResultRecord(
+            suite="s",
+            test_id=f,
+            driver=f,
+            outcome="FAIL",
+            operations=[f],
+            message=f,
+            replay=f,
+            duration_s=-1.5,
+            seed=-7,
+        )
+        for f in FORMULAS
+    ]
+    recs.append(
+        ResultRecord(suite="s", test_id="plain", driver="ref", outcome="PASS", message="ok -1", duration_s=0.25, seed=3)
+    )
     with ResultsWriter(tmp_path / "results.jsonl") as w:
         w.write_all(recs)
     p = write_csv(recs, tmp_path / "results.csv")
@@ -318,5 +378,5 @@ def test_csv_neutralises_formulas_but_keeps_numbers(tmp_path):
     assert rows[-1]["duration_s"] == "0.25" and rows[-1]["seed"] == "3"
     # the journal keeps the true values
     back = read_results(tmp_path / "results.jsonl")
-    assert [r.test_id for r in back[:len(FORMULAS)]] == FORMULAS
-    assert [r.message for r in back[:len(FORMULAS)]] == FORMULAS
+    assert [r.test_id for r in back[: len(FORMULAS)]] == FORMULAS
+    assert [r.message for r in back[: len(FORMULAS)]] == FORMULAS

@@ -4,6 +4,7 @@ Each check runs in a fresh interpreter, whose main thread owns SIGINT's default 
 pytest-xdist worker's may not).  A signal is aimed at one thread with pthread_kill, as the
 kernel does when it picks a thread other than the main one for a process-wide Ctrl-C.
 """
+
 from __future__ import annotations
 
 import signal
@@ -37,8 +38,9 @@ def run_script(body: str) -> str:
                     then()
             threading.Thread(target=poke, daemon=True).start()
         """)
-    r = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(body)], capture_output=True,
-                       text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", prelude + textwrap.dedent(body)], capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     return r.stdout.strip()
 
@@ -136,10 +138,12 @@ def test_a_driver_call_and_the_processes_it_starts_keep_the_callers_signals():
     server process the driver starts could never be sent SIGTERM (a child inherits the mask
     of the thread that started it)."""
     from nnconform.isolation.watchdog import call_with_timeout
+
     with open("/proc/thread-self/status") as f:
         mine = _sigblk(f.read())
-    child = call_with_timeout(lambda: subprocess.run(["cat", "/proc/self/status"], capture_output=True,
-                                                     text=True, timeout=60).stdout, 60)
+    child = call_with_timeout(
+        lambda: subprocess.run(["cat", "/proc/self/status"], capture_output=True, text=True, timeout=60).stdout, 60
+    )
     assert _sigblk(child) == mine
 
 

@@ -5,6 +5,7 @@ runs it (``nnconform run --suite generated`` in a subprocess): the FLOOR cases g
 verdict, every other case the reference driver's outcome, report.html exists with the run's
 status, the exit code is non-zero, and no process of the run is left behind.
 """
+
 from __future__ import annotations
 
 import csv
@@ -30,12 +31,18 @@ FLOOR_CASES = {"generated/floor_fp32", "generated/floor_fp16"}
 # whole suite (636 cases) cost each of these runs ~5 s more and showed nothing the slice does
 # not; the scribbling driver, whose harm could land in any operation, still runs all of it.
 SLICE = "add_fp32 or relu6 or softmax_quant8 or floor or elu or hard_swish"
-CALL_TIMEOUT = "10"    # seconds: the HANG drivers are caught at this bound; generous, so a busy machine never turns a slow honest call into a HANG
+CALL_TIMEOUT = "10"  # seconds: the HANG drivers are caught at this bound; generous, so a busy machine never turns a slow honest call into a HANG
 
 
 def run_cli(*args, env=None, timeout=600, preexec_fn=None):
-    return subprocess.run([sys.executable, "-m", "nnconform", *args], capture_output=True, text=True,
-                          env=env, timeout=timeout, preexec_fn=preexec_fn)
+    return subprocess.run(
+        [sys.executable, "-m", "nnconform", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        preexec_fn=preexec_fn,
+    )
 
 
 def rows(report_dir: Path) -> list[dict]:
@@ -50,10 +57,12 @@ def with_default_signals(*args: str, ignored: tuple = ()) -> list[str]:
     and a Ctrl-C test run that way sent its SIGINT into nothing.  A small Python sets them and
     execs nnconform (dispositions set to default or ignore survive exec); a preexec_fn would
     force a plain fork, which JAX, imported by other tests in this worker, warns about."""
-    setup = ("import os, signal, sys\n"
-             "for s in ('SIGINT', 'SIGTERM', 'SIGHUP'):\n"
-             "    signal.signal(getattr(signal, s), signal.SIG_IGN if s in sys.argv[1].split(',') else signal.SIG_DFL)\n"
-             "os.execv(sys.executable, [sys.executable, '-m', 'nnconform', *sys.argv[2:]])\n")
+    setup = (
+        "import os, signal, sys\n"
+        "for s in ('SIGINT', 'SIGTERM', 'SIGHUP'):\n"
+        "    signal.signal(getattr(signal, s), signal.SIG_IGN if s in sys.argv[1].split(',') else signal.SIG_DFL)\n"
+        "os.execv(sys.executable, [sys.executable, '-m', 'nnconform', *sys.argv[2:]])\n"
+    )
     return [sys.executable, "-c", setup, ",".join(signal.Signals(s).name for s in ignored), *args]
 
 
@@ -77,7 +86,7 @@ def survivors(mark: str) -> list[str]:
                         cmd = c.read().replace(b"\0", b" ").decode(errors="replace")[:100]
                     found.append(f"{pid}: {cmd}")
         except OSError:
-            continue   # gone, or a zombie (no environ): not running
+            continue  # gone, or a zombie (no environ): not running
     return found
 
 
@@ -92,8 +101,9 @@ def no_survivors(mark: str) -> list[str]:
 
 
 def _reference_outcomes(d: Path, *pytest_args: str) -> dict[str, str]:
-    r = run_cli("run", "--driver", "reference", "--suite", "generated", "--report-dir", str(d), "--seed", "11",
-                *pytest_args)
+    r = run_cli(
+        "run", "--driver", "reference", "--suite", "generated", "--report-dir", str(d), "--seed", "11", *pytest_args
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     return {row["test_id"]: row["outcome"] for row in rows(d)}
 
@@ -133,11 +143,25 @@ CASES = [
 
 
 @pytest.mark.parametrize("driver,verdict,fragment", CASES, ids=[c[0] for c in CASES])
-def test_hostile_driver_gets_its_verdict_and_the_run_goes_on(driver, verdict, fragment, tmp_path,
-                                                             slice_outcomes):
+def test_hostile_driver_gets_its_verdict_and_the_run_goes_on(driver, verdict, fragment, tmp_path, slice_outcomes):
     env, mark = marked_env()
-    r = run_cli("run", "--driver", HOSTILE + driver, "--suite", "generated", "--report-dir", str(tmp_path),
-                "--seed", "11", "--call-timeout", CALL_TIMEOUT, "--", "-k", SLICE, env=env)
+    r = run_cli(
+        "run",
+        "--driver",
+        HOSTILE + driver,
+        "--suite",
+        "generated",
+        "--report-dir",
+        str(tmp_path),
+        "--seed",
+        "11",
+        "--call-timeout",
+        CALL_TIMEOUT,
+        "--",
+        "-k",
+        SLICE,
+        env=env,
+    )
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
     got = {row["test_id"]: row for row in rows(tmp_path)}
     assert set(got) == set(slice_outcomes), "every case has exactly one row"
@@ -159,16 +183,37 @@ def test_scribbling_on_inputs_harms_nobody(tmp_path, reference_outcomes):
     """The driver zeroes its input arrays after every execution; in its host it only zeroes
     its own copies, so every case has the reference outcome and the dumps are untouched."""
     env, mark = marked_env()
-    r = run_cli("run", "--driver", HOSTILE + "ScribblesInputs", "--suite", "generated", "--report-dir",
-                str(tmp_path), "--seed", "11", env=env)
+    r = run_cli(
+        "run",
+        "--driver",
+        HOSTILE + "ScribblesInputs",
+        "--suite",
+        "generated",
+        "--report-dir",
+        str(tmp_path),
+        "--seed",
+        "11",
+        env=env,
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     assert {row["test_id"]: row["outcome"] for row in rows(tmp_path)} == reference_outcomes
     assert no_survivors(mark) == []
 
 
 def test_in_process_mode_is_recorded(tmp_path):
-    r = run_cli("run", "--driver", "reference", "--suite", "generated", "--report-dir", str(tmp_path),
-                "--in-process", "--", "-k", "relu")
+    r = run_cli(
+        "run",
+        "--driver",
+        "reference",
+        "--suite",
+        "generated",
+        "--report-dir",
+        str(tmp_path),
+        "--in-process",
+        "--",
+        "-k",
+        "relu",
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     got = rows(tmp_path)
     assert got and all(json.loads(row["extra"])["isolation"] == "in-process" for row in got)
@@ -178,12 +223,23 @@ def test_in_process_mode_is_recorded(tmp_path):
 
 # ---- replay ------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def floor_spec(tmp_path_factory) -> Path:
     """A dumped failure of the FLOOR case, to replay against each hostile driver."""
     d = tmp_path_factory.mktemp("floor")
-    r = run_cli("run", "--driver", HOSTILE + "LyingArray", "--suite", "generated", "--report-dir", str(d),
-                "--", "-k", "floor_fp32")
+    r = run_cli(
+        "run",
+        "--driver",
+        HOSTILE + "LyingArray",
+        "--suite",
+        "generated",
+        "--report-dir",
+        str(d),
+        "--",
+        "-k",
+        "floor_fp32",
+    )
     assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
     (row,) = [row for row in rows(d) if row["test_id"] == "generated/floor_fp32"]
     return Path(row["spec_path"])
@@ -192,8 +248,9 @@ def floor_spec(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("driver,verdict,fragment", CASES, ids=[c[0] for c in CASES])
 def test_replay_of_a_hostile_driver(driver, verdict, fragment, floor_spec):
     env, mark = marked_env()
-    r = run_cli("replay", str(floor_spec), "--driver", HOSTILE + driver, "--call-timeout", CALL_TIMEOUT,
-                env=env, timeout=300)
+    r = run_cli(
+        "replay", str(floor_spec), "--driver", HOSTILE + driver, "--call-timeout", CALL_TIMEOUT, env=env, timeout=300
+    )
     assert r.returncode == 1, r.stdout + r.stderr
     if verdict in ("CRASH", "HANG"):
         assert f": {verdict}:" in r.stdout and "liveness OK" in r.stdout, r.stdout
@@ -212,30 +269,58 @@ def test_replay_on_reference_still_passes(floor_spec):
 
 # ---- pytest -n 2 -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("driver,verdict", [("Segfault", "CRASH"), ("SetsidChild", "FAIL"),
-                                            ("HangsInExecute", "HANG")])
+
+@pytest.mark.parametrize("driver,verdict", [("Segfault", "CRASH"), ("SetsidChild", "FAIL"), ("HangsInExecute", "HANG")])
 def test_pytest_xdist_with_a_hostile_driver(driver, verdict, tmp_path, slice_outcomes):
     """`pytest --driver X -n 2`: one host per worker, every row in one journal, one report."""
     env, mark = marked_env()
-    r = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "nnconform.suites.test_generated",
-                        "--driver", HOSTILE + driver, "--nn-report-dir", str(tmp_path), "--nn-seed", "11",
-                        "--nn-call-timeout", CALL_TIMEOUT, "-n", "2", "-q", "-p", "no:cacheprovider", "-k", SLICE],
-                       capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--pyargs",
+            "nnconform.suites.test_generated",
+            "--driver",
+            HOSTILE + driver,
+            "--nn-report-dir",
+            str(tmp_path),
+            "--nn-seed",
+            "11",
+            "--nn-call-timeout",
+            CALL_TIMEOUT,
+            "-n",
+            "2",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-k",
+            SLICE,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
     journal = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert len(journal) == len(slice_outcomes), "no row lost, none twice"
     got = {row["test_id"]: row["outcome"] for row in rows(tmp_path)}
     assert {tid: got[tid] for tid in FLOOR_CASES} == {tid: verdict for tid in FLOOR_CASES}
-    assert {t: o for t, o in got.items() if t not in FLOOR_CASES} == \
-        {t: o for t, o in slice_outcomes.items() if t not in FLOOR_CASES}
+    assert {t: o for t, o in got.items() if t not in FLOOR_CASES} == {
+        t: o for t, o in slice_outcomes.items() if t not in FLOOR_CASES
+    }
     assert "Run status: complete" in (tmp_path / "report.html").read_text()
     assert no_survivors(mark) == []
 
 
 # ---- the report directory ------------------------------------------------------------------
 
+
 def test_second_run_into_a_busy_report_dir_fails_in_one_line(tmp_path):
     from nnconform.artifacts.reportdir import ReportDir
+
     holder = ReportDir(tmp_path)
     holder.lock()
     try:
@@ -248,8 +333,20 @@ def test_second_run_into_a_busy_report_dir_fails_in_one_line(tmp_path):
 
 def test_a_new_run_rotates_the_previous_results(tmp_path):
     for seed in ("1", "2"):
-        r = run_cli("run", "--driver", HOSTILE + "LyingArray", "--suite", "generated", "--report-dir",
-                    str(tmp_path), "--seed", seed, "--", "-k", "floor or relu")
+        r = run_cli(
+            "run",
+            "--driver",
+            HOSTILE + "LyingArray",
+            "--suite",
+            "generated",
+            "--report-dir",
+            str(tmp_path),
+            "--seed",
+            seed,
+            "--",
+            "-k",
+            "floor or relu",
+        )
         assert r.returncode == 1, r.stderr
     (prev,) = list((tmp_path / "previous").iterdir())
     old = [json.loads(line) for line in (prev / "results.jsonl").read_text().splitlines()]
@@ -262,10 +359,25 @@ def test_a_new_run_rotates_the_previous_results(tmp_path):
 
 def test_ctrl_c_writes_an_interrupted_report_and_resume_finishes_the_run(tmp_path):
     env, mark = marked_env()
-    args = ["run", "--driver", HOSTILE + "HangsInExecute", "--suite", "generated", "--report-dir", str(tmp_path),
-            "--seed", "5", "--call-timeout", "120", "--", "-k", SLICE]
-    p = subprocess.Popen(with_default_signals(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=env)
+    args = [
+        "run",
+        "--driver",
+        HOSTILE + "HangsInExecute",
+        "--suite",
+        "generated",
+        "--report-dir",
+        str(tmp_path),
+        "--seed",
+        "5",
+        "--call-timeout",
+        "120",
+        "--",
+        "-k",
+        SLICE,
+    ]
+    p = subprocess.Popen(
+        with_default_signals(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     # Wait until the run is stuck in the hanging FLOOR case, then press Ctrl-C.
     journal = tmp_path / "results.jsonl"
     deadline = time.monotonic() + 300
@@ -284,8 +396,19 @@ def test_ctrl_c_writes_an_interrupted_report_and_resume_finishes_the_run(tmp_pat
     assert "Run status: interrupted" in (tmp_path / "report.html").read_text()
     assert no_survivors(mark) == []
 
-    r = run_cli("run", "--driver", HOSTILE + "HangsInExecute", "--suite", "generated", "--report-dir",
-                str(tmp_path), "--resume", "--call-timeout", CALL_TIMEOUT, env=env)
+    r = run_cli(
+        "run",
+        "--driver",
+        HOSTILE + "HangsInExecute",
+        "--suite",
+        "generated",
+        "--report-dir",
+        str(tmp_path),
+        "--resume",
+        "--call-timeout",
+        CALL_TIMEOUT,
+        env=env,
+    )
     assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
     final = json.loads((tmp_path / "run.json").read_text())
     assert final["status"].startswith("complete"), final
@@ -300,10 +423,29 @@ def _start_stuck_run(tmp_path, env, ignored: tuple = ()):
     """`nnconform run` of 14 passing cases, then FLOOR's execute hanging under a 600 s bound;
     returns once the 14 rows are recorded (the run is then in, or entering, the hanging call).
     The process is nnconform's own (the signal set-up execs it: same pid)."""
-    p = subprocess.Popen(with_default_signals("run", "--driver", HOSTILE + "HangsInExecute", "--suite", "generated",
-                                              "--report-dir", str(tmp_path), "--seed", "5", "--call-timeout", "600",
-                                              "--", "-k", "relu6 or floor", ignored=ignored),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    p = subprocess.Popen(
+        with_default_signals(
+            "run",
+            "--driver",
+            HOSTILE + "HangsInExecute",
+            "--suite",
+            "generated",
+            "--report-dir",
+            str(tmp_path),
+            "--seed",
+            "5",
+            "--call-timeout",
+            "600",
+            "--",
+            "-k",
+            "relu6 or floor",
+            ignored=ignored,
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     journal = tmp_path / "results.jsonl"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and p.poll() is None:
@@ -361,8 +503,10 @@ def test_ctrl_c_taken_by_a_helper_thread_still_stops_a_run_stuck_in_a_driver_cal
         assert len(blocked) >= 2, f"threads {others}: only {blocked} block SIGINT"
         open_ = [t for t in others if t not in blocked]
         if not open_:
-            pytest.skip("every thread of the run but the main one blocks SIGINT (no BLAS worker thread "
-                        "here), so the kernel can only give Ctrl-C to the main thread")
+            pytest.skip(
+                "every thread of the run but the main one blocks SIGINT (no BLAS worker thread "
+                "here), so the kernel can only give Ctrl-C to the main thread"
+            )
         assert libc.tgkill(p.pid, open_[0], signal.SIGINT) == 0, os.strerror(ctypes.get_errno())
     except BaseException:
         p.kill()
@@ -382,7 +526,7 @@ def test_sigterm_ends_a_run_as_interrupted_and_nohup_keeps_sighup_ignored(tmp_pa
     env["NNCONFORM_AUTO_PROBE"] = "0"
     p = _start_stuck_run(tmp_path, env, ignored=(signal.SIGHUP,))
     assert p.poll() is None, p.communicate()[1][-2000:]
-    p.send_signal(signal.SIGHUP)       # ignored, as nohup wants
+    p.send_signal(signal.SIGHUP)  # ignored, as nohup wants
     p.send_signal(signal.SIGTERM)
     out, err = _ended(p)
     assert p.returncode == 3, out[-2000:] + err[-2000:]
@@ -398,8 +542,18 @@ def test_symlinks_in_the_report_dir_are_replaced_not_followed(tmp_path):
     for name in ("report.html", "results.csv", "run.json"):
         (report / name).symlink_to(victim)
     (report / "failures").symlink_to(tmp_path)
-    r = run_cli("run", "--driver", HOSTILE + "LyingArray", "--suite", "generated", "--report-dir", str(report),
-                "--", "-k", "floor")
+    r = run_cli(
+        "run",
+        "--driver",
+        HOSTILE + "LyingArray",
+        "--suite",
+        "generated",
+        "--report-dir",
+        str(report),
+        "--",
+        "-k",
+        "floor",
+    )
     assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
     assert victim.read_text() == "precious"
     assert not (report / "report.html").is_symlink() and (report / "report.html").stat().st_size > 0
@@ -411,11 +565,30 @@ def test_resume_refuses_a_symlinked_journal_in_one_line(tmp_path):
     victim.write_text("precious")
     report = tmp_path / "report"
     report.mkdir()
-    (report / "run.json").write_text(json.dumps({"status": "interrupted after 1 of 9 cases", "driver": "reference",
-                                                 "seed": 3, "started": "2026-01-01T00:00:00+00:00"}))
+    (report / "run.json").write_text(
+        json.dumps(
+            {
+                "status": "interrupted after 1 of 9 cases",
+                "driver": "reference",
+                "seed": 3,
+                "started": "2026-01-01T00:00:00+00:00",
+            }
+        )
+    )
     (report / "results.jsonl").symlink_to(victim)
-    r = run_cli("run", "--driver", "reference", "--suite", "generated", "--report-dir", str(report),
-                "--resume", "--", "-k", "relu")
+    r = run_cli(
+        "run",
+        "--driver",
+        "reference",
+        "--suite",
+        "generated",
+        "--report-dir",
+        str(report),
+        "--resume",
+        "--",
+        "-k",
+        "relu",
+    )
     assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
     assert "symbolic link" in r.stdout + r.stderr and "Traceback" not in r.stderr
     assert victim.read_text() == "precious"
@@ -423,13 +596,22 @@ def test_resume_refuses_a_symlinked_journal_in_one_line(tmp_path):
 
 def _limit_file_size():
     import resource
+
     resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, 64 << 10))
 
 
 def test_full_disk_is_one_line_and_rows_stay_valid(tmp_path):
     """A file-size limit makes writes fail the way a full disk does (Python ignores SIGXFSZ)."""
-    r = run_cli("run", "--driver", "reference", "--suite", "generated", "--report-dir", str(tmp_path),
-                preexec_fn=_limit_file_size)
+    r = run_cli(
+        "run",
+        "--driver",
+        "reference",
+        "--suite",
+        "generated",
+        "--report-dir",
+        str(tmp_path),
+        preexec_fn=_limit_file_size,
+    )
     assert r.returncode == 3, r.stdout[-2000:] + r.stderr[-2000:]
     assert "cannot write to" in r.stdout + r.stderr and "Traceback" not in r.stderr
     lines = (tmp_path / "results.jsonl").read_text().splitlines()
@@ -440,8 +622,10 @@ def test_full_disk_is_one_line_and_rows_stay_valid(tmp_path):
 def test_read_only_report_dir_is_one_line(tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)],
-                      capture_output=True).returncode != 0:
+    if (
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], capture_output=True).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a read-only tmpfs here (needs root with CAP_SYS_ADMIN)")
     try:
         r = run_cli("run", "--driver", "reference", "--suite", "generated", "--report-dir", str(ro / "out"))
@@ -456,28 +640,42 @@ def test_unknown_driver_is_one_line_and_never_imported_into_the_harness(tmp_path
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "cannot import" in r.stderr, r.stderr
 
 
-@pytest.mark.parametrize("extra,hosts", [([], 1), (["--call-timeout", "30"], 1), (["-n", "2"], 3),
-                                         (["--", "-n", "2"], 3)],
-                         ids=["plain", "call-timeout", "workers", "xdist-after-dashes"])
+@pytest.mark.parametrize(
+    "extra,hosts",
+    [([], 1), (["--call-timeout", "30"], 1), (["-n", "2"], 3), (["--", "-n", "2"], 3)],
+    ids=["plain", "call-timeout", "workers", "xdist-after-dashes"],
+)
 def test_the_driver_loads_once_per_host_and_the_checking_host_is_the_run_s(tmp_path, extra, hosts):
     """``nnconform run`` loads the driver in a host before pytest starts (a one-line error
     before the report directory is touched); a run in that process keeps that host instead of
     starting a second.  With workers, each starts its own and the checking host is closed.
     Counted by the driver's own import-time code, and nothing of the run is left running."""
     log = tmp_path / "imports.txt"
-    (tmp_path / "counting_driver.py").write_text(textwrap.dedent(f"""
+    (tmp_path / "counting_driver.py").write_text(
+        textwrap.dedent(f"""
         import os
         from nnconform.drivers.reference import ReferenceDevice
         with open({str(log)!r}, "a") as f:
             f.write(f"{{os.getpid()}}\\n")
         class Counting(ReferenceDevice):
             pass
-    """))
+    """)
+    )
     env, mark = marked_env()
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tmp_path), env.get("PYTHONPATH")) if p)
     report = tmp_path / "report"
-    args = ["run", "--driver", "counting_driver:Counting", "--suite", "generated", "--report-dir", str(report),
-            "--seed", "3", *extra]
+    args = [
+        "run",
+        "--driver",
+        "counting_driver:Counting",
+        "--suite",
+        "generated",
+        "--report-dir",
+        str(report),
+        "--seed",
+        "3",
+        *extra,
+    ]
     if "--" not in extra:
         args += ["--"]
     r = run_cli(*args, "-k", "floor_fp32 or relu_fp32", env=env)
@@ -497,13 +695,18 @@ def test_replay_of_a_runaway_allocation_is_bounded(tmp_path):
     from nnconform.ir import OperandType as T
     from nnconform.ir import OperationType as Op
     from nnconform.ir.spec import SpecExample, SpecFile, dump_spec
+
     b = ModelBuilder()
     x = b.input(T.TENSOR_INT32, [2])
     y = b.output(T.TENSOR_FLOAT32, [0, 0])
     b.operation(Op.FILL, [x, b.f32(1.0)], [y])
     spec = tmp_path / "fill.spec.json"
-    dump_spec(SpecFile(b.build(), [SpecExample("huge", [np.array([50000, 50000], np.int32)],
-                                               [np.zeros((1, 1), np.float32)])], {}), spec)
+    dump_spec(
+        SpecFile(
+            b.build(), [SpecExample("huge", [np.array([50000, 50000], np.int32)], [np.zeros((1, 1), np.float32)])], {}
+        ),
+        spec,
+    )
     assert spec.stat().st_size < 2000
     env, mark = marked_env()
     r = run_cli("replay", str(spec), "--driver", "reference", "--mem-limit", "2G", env=env, timeout=300)
@@ -526,18 +729,36 @@ def test_failures_whose_names_clean_alike_get_separate_dumps(tmp_path):
         "    nn_record.update(suite='collide', test_id=tid)\n"
         "    model, x = relu()\n"
         "    nn_session.conclude(nn_record, CaseOutcome('FAIL', f'planted failure of {tid}', 'compare'),\n"
-        "                        test_id=tid, model=model, inputs=[x], expected=[x])\n")
+        "                        test_id=tid, model=model, inputs=[x], expected=[x])\n"
+    )
     (tmp_path / "helpers_collide.py").write_text(
         "import numpy as np\n"
         "from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op\n"
         "def relu():\n"
         "    b = ModelBuilder(); x = b.input(T.TENSOR_FLOAT32, [2]); y = b.output(T.TENSOR_FLOAT32, [2])\n"
         "    b.operation(Op.RELU, [x], [y])\n"
-        "    return b.build(), np.array([1, -1], np.float32)\n")
+        "    return b.build(), np.array([1, -1], np.float32)\n"
+    )
     report = tmp_path / "report"
-    r = subprocess.run([sys.executable, "-m", "pytest", str(suite), "--nn-report-dir", str(report), "-q",
-                        "-p", "no:cacheprovider", "--rootdir", str(tmp_path)],
-                       capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(suite),
+            "--nn-report-dir",
+            str(report),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
     specs = sorted((report / "failures").glob("*.spec.json"))
     assert len(specs) == 2, specs
@@ -549,6 +770,7 @@ def test_reply_headers_nested_too_deep_are_a_protocol_violation_however_they_are
     """A reply header's nesting is bounded (hostproto._MAX_DEPTH), whether the header has few
     brackets (counted, no walk) or many (walked byte by byte)."""
     from nnconform.isolation import hostproto as wire
+
     limit = wire._MAX_DEPTH
     ok = ("[" * limit + "1" + "]" * limit).encode()
     assert wire.parse_json(ok) == eval("[" * limit + "1" + "]" * limit)

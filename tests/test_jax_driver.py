@@ -1,5 +1,6 @@
 """The JAX adapter (drivers/jax): conversion, honesty about support, NNAPI error statuses and a
 slice of the generated suite end to end.  Skipped when the optional extra (jax) is missing."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,11 +22,13 @@ from nnconform.verdict.runner import PASS, SKIP, run_case
 
 # The checks every adapter shares, collected here and run with this file's device.
 test_add_with_fused_relu6_and_broadcast = adapter_checks.test_add_with_fused_relu6_and_broadcast
-test_conv_2d_nhwc_same_padding_matches_hand_computation = \
+test_conv_2d_nhwc_same_padding_matches_hand_computation = (
     adapter_checks.test_conv_2d_nhwc_same_padding_matches_hand_computation
+)
 test_invalid_model_is_invalid_argument = adapter_checks.test_invalid_model_is_invalid_argument
-test_invalid_request_is_invalid_argument_and_small_buffers_insufficient = \
+test_invalid_request_is_invalid_argument_and_small_buffers_insufficient = (
     adapter_checks.test_invalid_request_is_invalid_argument_and_small_buffers_insufficient
+)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +39,7 @@ def device() -> JaxDevice:
 def test_registered_entry_point_loads():
     dev = load_driver("jax")
     assert isinstance(dev, JaxDevice)
-    assert dev.name == "jax-xla_cpu"       # NNAPI's "<vendor>-<device>" (vts/device/basics)
+    assert dev.name == "jax-xla_cpu"  # NNAPI's "<vendor>-<device>" (vts/device/basics)
 
 
 def test_convolutions_and_pooling_match_the_reference_in_both_layouts(device):
@@ -45,36 +48,39 @@ def test_convolutions_and_pooling_match_the_reference_in_both_layouts(device):
     rng = np.random.default_rng(2718)
     print("seed", 2718)
     for nchw in (False, True):
+
         def img(shape):
             n, h, w, ch = shape
             return [n, ch, h, w] if nchw else [n, h, w, ch]
+
         cases = []
-        b = ModelBuilder()   # depthwise, explicit padding, stride 2, multiplier 2
+        b = ModelBuilder()  # depthwise, explicit padding, stride 2, multiplier 2
         x = b.input(T.TENSOR_FLOAT32, img([1, 5, 6, 3]))
         y = b.output(T.TENSOR_FLOAT32, img([1, 3, 3, 6]))
         f = b.const(T.TENSOR_FLOAT32, [1, 3, 3, 6], rng.normal(size=54))
         bias = b.const(T.TENSOR_FLOAT32, [6], rng.normal(size=6))
-        b.operation(Op.DEPTHWISE_CONV_2D, [x, f, bias, *[b.i32(v) for v in (1, 1, 1, 1, 2, 2, 2, 0)],
-                                           b.bool(nchw)], [y])
+        b.operation(
+            Op.DEPTHWISE_CONV_2D, [x, f, bias, *[b.i32(v) for v in (1, 1, 1, 1, 2, 2, 2, 0)], b.bool(nchw)], [y]
+        )
         cases.append((b.build(), img([1, 5, 6, 3])))
-        b = ModelBuilder()   # dilated CONV_2D, SAME
+        b = ModelBuilder()  # dilated CONV_2D, SAME
         x = b.input(T.TENSOR_FLOAT32, img([2, 7, 7, 2]))
         y = b.output(T.TENSOR_FLOAT32, img([2, 7, 7, 4]))
         f = b.const(T.TENSOR_FLOAT32, [4, 3, 3, 2], rng.normal(size=72))
         bias = b.const(T.TENSOR_FLOAT32, [4], rng.normal(size=4))
-        b.operation(Op.CONV_2D, [x, f, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.bool(nchw),
-                                 b.i32(2), b.i32(2)], [y])
+        b.operation(
+            Op.CONV_2D, [x, f, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1), b.bool(nchw), b.i32(2), b.i32(2)], [y]
+        )
         cases.append((b.build(), img([2, 7, 7, 2])))
-        b = ModelBuilder()   # TRANSPOSE_CONV_2D, explicit padding, stride 2
+        b = ModelBuilder()  # TRANSPOSE_CONV_2D, explicit padding, stride 2
         x = b.input(T.TENSOR_FLOAT32, img([1, 3, 3, 2]))
         y = b.output(T.TENSOR_FLOAT32, img([1, 6, 6, 3]))
         f = b.const(T.TENSOR_FLOAT32, [3, 3, 3, 2], rng.normal(size=54))
         bias = b.const(T.TENSOR_FLOAT32, [3], rng.normal(size=3))
-        b.operation(Op.TRANSPOSE_CONV_2D, [x, f, bias, *[b.i32(v) for v in (0, 1, 0, 1, 2, 2, 0)],
-                                           b.bool(nchw)], [y])
+        b.operation(Op.TRANSPOSE_CONV_2D, [x, f, bias, *[b.i32(v) for v in (0, 1, 0, 1, 2, 2, 0)], b.bool(nchw)], [y])
         cases.append((b.build(), img([1, 3, 3, 2])))
         for op in (Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D, Op.L2_POOL_2D):
-            b = ModelBuilder()   # SAME, stride 2, 3x3 window: edge windows are partly padding
+            b = ModelBuilder()  # SAME, stride 2, 3x3 window: edge windows are partly padding
             x = b.input(T.TENSOR_FLOAT32, img([1, 5, 4, 2]))
             y = b.output(T.TENSOR_FLOAT32, img([1, 3, 2, 2]))
             b.operation(op, [x, *[b.i32(v) for v in (1, 2, 2, 3, 3, 1)], b.bool(nchw)], [y])
@@ -96,8 +102,10 @@ def test_int32_div_floors_and_zero_divisor_gives_zero(device):
 
 def test_argmin_argmax_see_denormals_and_skip_nan_like_the_reference(device):
     # XLA CPU reads -1e-40 as -0 (a tie, index 0); NNAPI's strict scan finds it smaller.
-    for op, rows, want in ((Op.ARGMIN, [[-0.0, -1e-40], [np.nan, -5.0], [3.0, np.nan]], [1, 0, 0]),
-                           (Op.ARGMAX, [[1e-40, 0.0], [1.0, np.nan], [-np.inf, np.nan]], [0, 0, 0])):
+    for op, rows, want in (
+        (Op.ARGMIN, [[-0.0, -1e-40], [np.nan, -5.0], [3.0, np.nan]], [1, 0, 0]),
+        (Op.ARGMAX, [[1e-40, 0.0], [1.0, np.nan], [-np.inf, np.nan]], [0, 0, 0]),
+    ):
         b = ModelBuilder()
         x = b.input(T.TENSOR_FLOAT32, [3, 2])
         y = b.output(T.TENSOR_INT32, [3])
@@ -123,6 +131,7 @@ def test_quantised_kernels_match_the_reference_bit_for_bit(device):
     pooling and a requantising CONCATENATION, uint8 and int8: exact (atol 0) against the
     reference's gemmlowp arithmetic over every stored input value."""
     from nnconform.ir import ChannelQuant
+
     rng = np.random.default_rng(31337)
     print("seed", 31337)
     for t, dt in ((T.TENSOR_QUANT8_ASYMM, np.uint8), (T.TENSOR_QUANT8_ASYMM_SIGNED, np.int8)):
@@ -139,19 +148,26 @@ def test_quantised_kernels_match_the_reference_bit_for_bit(device):
         b = ModelBuilder()
         x = b.input(t, [1, 4, 5, 3], scale=0.05, zero_point=zp - 7)
         y = b.output(t, [1, 4, 5, 2], scale=0.2, zero_point=zp + 4)
-        f = b.const(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [2, 3, 3, 3], rng.integers(-127, 128, 54),
-                    channel_quant=ChannelQuant((0.02, 0.007), 0))
+        f = b.const(
+            T.TENSOR_QUANT8_SYMM_PER_CHANNEL,
+            [2, 3, 3, 3],
+            rng.integers(-127, 128, 54),
+            channel_quant=ChannelQuant((0.02, 0.007), 0),
+        )
         bias = b.const(T.TENSOR_INT32, [2], [300, -1200])
         b.operation(Op.CONV_2D, [x, f, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(3)], [y])
         models.append((b.build(), [[1, 4, 5, 3]]))
-        b = ModelBuilder()   # TRANSPOSE_CONV_2D, per-channel filter, stride 2, NCHW
+        b = ModelBuilder()  # TRANSPOSE_CONV_2D, per-channel filter, stride 2, NCHW
         x = b.input(t, [1, 3, 3, 3], scale=0.05, zero_point=zp + 1)
         y = b.output(t, [1, 2, 6, 6], scale=0.1, zero_point=zp - 3)
-        f = b.const(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [2, 3, 3, 3], rng.integers(-127, 128, 54),
-                    channel_quant=ChannelQuant((0.03, 0.011), 0))
+        f = b.const(
+            T.TENSOR_QUANT8_SYMM_PER_CHANNEL,
+            [2, 3, 3, 3],
+            rng.integers(-127, 128, 54),
+            channel_quant=ChannelQuant((0.03, 0.011), 0),
+        )
         bias = b.const(T.TENSOR_INT32, [2], [-50, 700])
-        b.operation(Op.TRANSPOSE_CONV_2D, [x, f, bias, *[b.i32(v) for v in (0, 1, 0, 1, 2, 2, 1)], b.bool(True)],
-                    [y])
+        b.operation(Op.TRANSPOSE_CONV_2D, [x, f, bias, *[b.i32(v) for v in (0, 1, 0, 1, 2, 2, 1)], b.bool(True)], [y])
         models.append((b.build(), [[1, 3, 3, 3]]))
         b = ModelBuilder()
         x = b.input(t, [3, 6], scale=0.1, zero_point=zp)
@@ -242,6 +258,19 @@ def test_run_case_skips_unsupported_and_passes_supported(device):
 def test_generated_suite_slice_passes_through_the_cli(tmp_path):
     """A slice of the generated suite (convolutions, pooling, arithmetic, data movement) through
     `nnconform run`; the whole suite is docs/findings_jax.md's run."""
-    generated_suite(["nnconform", "run", "--driver", "jax", "--suite", "generated",
-                     "--report-dir", str(tmp_path / "report"), "--",
-                     "-k", "conv_2d and fp32 or pool and fp32 or add_ or strided_slice"], min_pass=19)
+    generated_suite(
+        [
+            "nnconform",
+            "run",
+            "--driver",
+            "jax",
+            "--suite",
+            "generated",
+            "--report-dir",
+            str(tmp_path / "report"),
+            "--",
+            "-k",
+            "conv_2d and fp32 or pool and fp32 or add_ or strided_slice",
+        ],
+        min_pass=19,
+    )

@@ -25,12 +25,15 @@ def test_module_attribute():
     assert isinstance(load_driver("nnconform.drivers.reference:ReferenceDevice"), ReferenceDevice)
 
 
-@pytest.mark.parametrize("spec,fragment", [
-    ("nosuchdriver", "unknown driver 'nosuchdriver'"),
-    ("nosuchmodule_xyz:Dev", "cannot import module 'nosuchmodule_xyz'"),
-    ("nnconform.drivers.reference:Nope", "has no attribute 'Nope'"),
-    ("nnconform.drivers.reference:__doc__", "not a Device"),
-])
+@pytest.mark.parametrize(
+    "spec,fragment",
+    [
+        ("nosuchdriver", "unknown driver 'nosuchdriver'"),
+        ("nosuchmodule_xyz:Dev", "cannot import module 'nosuchmodule_xyz'"),
+        ("nnconform.drivers.reference:Nope", "has no attribute 'Nope'"),
+        ("nnconform.drivers.reference:__doc__", "not a Device"),
+    ],
+)
 def test_bad_driver_names_are_one_line_errors(spec, fragment):
     with pytest.raises(DriverLoadError) as e:
         load_driver(spec)
@@ -82,12 +85,15 @@ def test_check_accepts_an_existing_file_without_running_it(tmp_path):
     assert file_module_name(path) not in sys.modules
 
 
-@pytest.mark.parametrize("make_spec,fragment", [
-    (lambda d: f"{d}/missing.py:Dev", "no such file"),
-    (lambda d: "no/such/dir/driver.py:Dev", "no such file 'no/such/dir/driver.py'"),
-    (lambda d: f"{_driver_file(d)}:Nope", "has no attribute 'Nope'"),
-    (lambda d: f"{_driver_file(d, 'import nosuchmodule_xyz  # noqa: F401')}:Dev", "cannot import file"),
-])
+@pytest.mark.parametrize(
+    "make_spec,fragment",
+    [
+        (lambda d: f"{d}/missing.py:Dev", "no such file"),
+        (lambda d: "no/such/dir/driver.py:Dev", "no such file 'no/such/dir/driver.py'"),
+        (lambda d: f"{_driver_file(d)}:Nope", "has no attribute 'Nope'"),
+        (lambda d: f"{_driver_file(d, 'import nosuchmodule_xyz  # noqa: F401')}:Dev", "cannot import file"),
+    ],
+)
 def test_bad_driver_files_are_one_line_errors(tmp_path, make_spec, fragment):
     spec = make_spec(tmp_path)
     with pytest.raises(DriverLoadError) as e:
@@ -100,7 +106,7 @@ def test_a_file_that_fails_to_import_is_not_left_half_loaded(tmp_path):
     with pytest.raises(DriverLoadError):
         load_driver(f"{path}:Dev")
     assert file_module_name(path) not in sys.modules
-    path.write_text(DRIVER_FILE)      # fixed: the next load runs the file again
+    path.write_text(DRIVER_FILE)  # fixed: the next load runs the file again
     assert load_driver(f"{path}:FileDevice").name == "file-device"
 
 
@@ -114,10 +120,12 @@ def test_resolve_makes_only_file_paths_absolute(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert resolve_driver_spec("sub/d.py:Dev") == f"{tmp_path}/sub/d.py:Dev"
     assert resolve_driver_spec("d.py:Dev") == f"{tmp_path}/d.py:Dev"
-    assert resolve_driver_spec(f"{tmp_path}/d.py:Dev") == f"{tmp_path}/d.py:Dev"     # unchanged
+    assert resolve_driver_spec(f"{tmp_path}/d.py:Dev") == f"{tmp_path}/d.py:Dev"  # unchanged
     assert resolve_driver_spec("reference") == "reference"
-    assert resolve_driver_spec("nnconform.drivers.reference:ReferenceDevice") == \
-        "nnconform.drivers.reference:ReferenceDevice"
+    assert (
+        resolve_driver_spec("nnconform.drivers.reference:ReferenceDevice")
+        == "nnconform.drivers.reference:ReferenceDevice"
+    )
 
 
 def test_relative_file_through_nnconform_run_from_another_directory(tmp_path):
@@ -126,9 +134,29 @@ def test_relative_file_through_nnconform_run_from_another_directory(tmp_path):
     project = tmp_path / "project"
     _driver_file(project / "drivers")
     report = tmp_path / "report"
-    r = subprocess.run([sys.executable, "-m", "nnconform", "run", "--driver", "drivers/mydriver.py:FileDevice",
-                        "--suite", "generated", "--report-dir", str(report), "--seed", "3", "--", "-k", "floor"],
-                       capture_output=True, text=True, cwd=project, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nnconform",
+            "run",
+            "--driver",
+            "drivers/mydriver.py:FileDevice",
+            "--suite",
+            "generated",
+            "--report-dir",
+            str(report),
+            "--seed",
+            "3",
+            "--",
+            "-k",
+            "floor",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     status = json.loads((report / "run.json").read_text())
     assert status["driver"] == f"{project / 'drivers' / 'mydriver.py'}:FileDevice"
@@ -137,9 +165,24 @@ def test_relative_file_through_nnconform_run_from_another_directory(tmp_path):
 
 
 def test_nnconform_run_with_a_missing_file_is_a_usage_error(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "nnconform", "run", "--driver", "nope/driver.py:Dev",
-                        "--suite", "generated", "--report-dir", str(tmp_path / "report")],
-                       capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nnconform",
+            "run",
+            "--driver",
+            "nope/driver.py:Dev",
+            "--suite",
+            "generated",
+            "--report-dir",
+            str(tmp_path / "report"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
     assert "no such file" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
@@ -150,9 +193,10 @@ def test_the_package_ships_no_test_drivers():
     import pkgutil
 
     import nnconform.drivers
+
     shipped = {m.name for m in pkgutil.iter_modules(nnconform.drivers.__path__)}
     assert "reference" in shipped
     assert not {n for n in shipped if n.startswith(("broken", "fragile"))}, shipped
     doubles = Path(__file__).parent / "drivers"
-    for path in sorted(doubles.glob("*.py")):       # and each one loads as a file
+    for path in sorted(doubles.glob("*.py")):  # and each one loads as a file
         assert import_driver_file(path).__file__ == str(path.resolve())

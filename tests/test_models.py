@@ -1,6 +1,7 @@
 """Built-in models (MobileNet-v1/v2-like, float and quant8) and the zoo cache: valid,
 deterministic, quant8 close to float, and `nnconform models fetch --wheel` extracting only the
 .tflite files of a wheel.  No network: the zoo download itself is never needed here."""
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,7 @@ def test_builtin_models_are_valid_and_small(arch, dtype):
     ops = {o.type for o in m.main.operations}
     assert {Op.CONV_2D, Op.DEPTHWISE_CONV_2D, Op.FULLY_CONNECTED, Op.SOFTMAX} <= ops
     if arch == "mobilenet_v2":
-        assert Op.ADD in ops      # residual connections
+        assert Op.ADD in ops  # residual connections
     want = T.TENSOR_FLOAT32 if dtype == "float" else T.TENSOR_QUANT8_ASYMM
     assert all(m.main.operands[i].type == want for i in (*m.main.input_indexes, *m.main.output_indexes))
 

@@ -3,6 +3,7 @@
 that is wrong by itself, and dumps a spec that `nnconform replay` reproduces.  Zoo cases
 skip with a reason when the cache is empty (a private XDG_CACHE_HOME here: CI never
 downloads)."""
+
 from __future__ import annotations
 
 import json
@@ -23,10 +24,26 @@ from nnconform.reference.executor import Executor
 ConvIgnoresBias = double_module("broken").ConvIgnoresBias
 
 
-def _run(tmp_path: Path, driver: str, *pytest_args: str, seed: int = 11) -> tuple[subprocess.CompletedProcess, list[dict]]:
+def _run(
+    tmp_path: Path, driver: str, *pytest_args: str, seed: int = 11
+) -> tuple[subprocess.CompletedProcess, list[dict]]:
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
-    cmd = [sys.executable, "-m", "nnconform", "run", "--driver", driver, "--suite", "models",
-           "--report-dir", str(tmp_path / "report"), "--seed", str(seed), "--", *pytest_args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "nnconform",
+        "run",
+        "--driver",
+        driver,
+        "--suite",
+        "models",
+        "--report-dir",
+        str(tmp_path / "report"),
+        "--seed",
+        str(seed),
+        "--",
+        *pytest_args,
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
     journal = tmp_path / "report" / "results.jsonl"
     rows = [json.loads(x) for x in journal.read_text().splitlines()] if journal.exists() else []
@@ -56,8 +73,12 @@ def test_conv_ignoring_bias_is_caught_localised_and_replayable(tmp_path):
     assert spec.meta["first_operation_failing_alone"]["index"] == 0
     assert spec.meta["models_criteria"]["name"].startswith("RealModel")
     assert spec.meta["criteria_set"] == "RealModel"
-    rp = subprocess.run([sys.executable, "-m", "nnconform", "replay", row["spec_path"], "--driver", driver],
-                        capture_output=True, text=True, timeout=300)
+    rp = subprocess.run(
+        [sys.executable, "-m", "nnconform", "replay", row["spec_path"], "--driver", driver],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert rp.returncode == 1 and "FAIL" in rp.stdout
     assert "criteria: RealModel" in rp.stdout
 
@@ -72,6 +93,7 @@ def test_replay_judges_a_models_spec_as_the_suite_does(tmp_path):
     from nnconform.ir import OperandType as T
     from nnconform.ir import OperationType as Op
     from nnconform.ir.spec import SpecExample, SpecFile, dump_spec
+
     b = ModelBuilder()
     x = b.input(T.TENSOR_FLOAT32, [64])
     y = b.output(T.TENSOR_FLOAT32, [64])
@@ -80,13 +102,19 @@ def test_replay_judges_a_models_spec_as_the_suite_does(tmp_path):
     xv = np.linspace(-0.01, 0.01, 64).astype(np.float32)
     recorded = (Executor(model).run([xv])[0] + np.float32(0.05)).astype(np.float32)
     results = {}
-    for label, meta in (("models", {"suite": "models", "criteria_set": "RealModel"}),
-                        ("models-old-dump", {"suite": "models"}),
-                        ("plain", {})):
+    for label, meta in (
+        ("models", {"suite": "models", "criteria_set": "RealModel"}),
+        ("models-old-dump", {"suite": "models"}),
+        ("plain", {}),
+    ):
         path = tmp_path / f"{label}.spec.json"
         dump_spec(SpecFile(model, [SpecExample("e", [xv], [recorded])], meta), path)
-        rp = subprocess.run([sys.executable, "-m", "nnconform", "replay", str(path), "--driver", "reference",
-                             "--in-process"], capture_output=True, text=True, timeout=300)
+        rp = subprocess.run(
+            [sys.executable, "-m", "nnconform", "replay", str(path), "--driver", "reference", "--in-process"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         results[label] = (rp.returncode, rp.stdout)
     assert results["models"][0] == 0 and "scaled by each output's magnitude" in results["models"][1], results
     assert results["models-old-dump"][0] == 0, results
@@ -120,11 +148,13 @@ def test_deep_graph_criteria_scale_with_the_output():
 
 # ---- the verdict's second look: a chain of conformant steps is accumulated rounding ----------
 
+
 def _amplifier():
     """quant8 x -> ADD(x, 0) -> MUL(., 8) -> y: one LSB out of the ADD is eight at the output."""
     from nnconform.ir import ModelBuilder
     from nnconform.ir import OperandType as T
     from nnconform.ir import OperationType as Op
+
     q = dict(scale=1.0, zero_point=0)
     b = ModelBuilder()
     x = b.input(T.TENSOR_QUANT8_ASYMM, [1, 64], **q)
@@ -147,6 +177,7 @@ def _add_off_by(k: int, only_when_hidden: bool = False):
         return {1: broken.QuantAddOffByOne, 2: broken.QuantAddOffByTwo}[k]()
     from nnconform.ir import OperationType as Op
     from nnconform.reference.ops.registry import get_op
+
     plus = broken._add_off_by(k)
 
     def add(ctx):
@@ -157,12 +188,14 @@ def _add_off_by(k: int, only_when_hidden: bool = False):
     class FusionBug(broken._OverridingDevice):
         name = f"add-off-by-{k}-when-hidden"
         overrides = {Op.ADD: add}
+
     return FusionBug()
 
 
 def _reconsidered(device):
     from nnconform.models.verdict import reconsider
     from nnconform.verdict.runner import run_case
+
     model, inputs = _amplifier()
     expected = Executor(model).run(inputs)
     outcome = run_case(device, model, inputs, expected, criteria=REAL_MODEL)
@@ -172,6 +205,7 @@ def _reconsidered(device):
 
 def test_conformant_steps_that_compound_are_accumulated_rounding():
     from nnconform.models.verdict import ACCUMULATED
+
     second, _ = _reconsidered(_add_off_by(1))
     assert second.accepted == ACCUMULATED, second
     assert second.steps.reproduces and second.steps.step is None
@@ -197,6 +231,7 @@ def test_only_a_value_comparison_is_reconsidered():
     WrongOutputShapes = double_module("broken").WrongOutputShapes
     from nnconform.models.verdict import reconsider
     from nnconform.verdict.runner import run_case
+
     model, inputs = _amplifier()
     expected = Executor(model).run(inputs)
     outcome = run_case(WrongOutputShapes(), model, inputs, expected, criteria=REAL_MODEL)
@@ -216,21 +251,26 @@ def test_replay_accepts_accumulated_rounding_as_the_suite_does(tmp_path):
     off at the output, every step within its criteria) it passes and says why; on the
     off-by-two driver it still fails."""
     from nnconform.ir.spec import SpecExample, SpecFile, dump_spec
+
     model, inputs = _amplifier()
     expected = Executor(model).run(inputs)
     path = tmp_path / "m.spec.json"
-    dump_spec(SpecFile(model, [SpecExample("e", inputs, expected)], {"suite": "models", "criteria_set": "RealModel"}),
-              path)
+    dump_spec(
+        SpecFile(model, [SpecExample("e", inputs, expected)], {"suite": "models", "criteria_set": "RealModel"}), path
+    )
     import contextlib
     import io
 
     from nnconform.cli import main
+
     results = {}
     for k, driver in ((1, "QuantAddOffByOne"), (2, "QuantAddOffByTwo")):
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
-            results[k] = (main(["replay", str(path), "--driver", double("broken", driver), "--in-process"]),
-                          buf.getvalue())
+            results[k] = (
+                main(["replay", str(path), "--driver", double("broken", driver), "--in-process"]),
+                buf.getvalue(),
+            )
     assert results[1][0] == 0 and "accumulated rounding" in results[1][1], results
     assert results[2][0] == 1 and "FAIL" in results[2][1], results
 
@@ -254,8 +294,21 @@ def test_step_agreement_script_measures_each_operation():
     type is the only one with differences, and the reference against itself differs nowhere
     (each operation alone reproduces the whole run's values bit for bit)."""
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "step_agreement.py"
-    r = subprocess.run([sys.executable, str(script), "mobilenet_v1_quant8", "--seed", "3", "--drivers", "reference",
-                        double("broken", "ConvIgnoresBias")], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            "mobilenet_v1_quant8",
+            "--seed",
+            "3",
+            "--drivers",
+            "reference",
+            double("broken", "ConvIgnoresBias"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     rows = {}
     for line in r.stdout.splitlines():
@@ -279,21 +332,24 @@ def test_step_agreement_gives_hostile_drivers_a_reason_not_a_traceback(capsys):
     from nnconform.ir import OperandType as T
     from nnconform.ir import OperationType as Op
     from nnconform.isolation.proxy import open_isolated
+
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "step_agreement.py"
     spec = importlib.util.spec_from_file_location("step_agreement", script)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     b = ModelBuilder()
     x = b.input(T.TENSOR_FLOAT32, [2, 3])
-    b.operation(Op.FLOOR, [x], [b.output(T.TENSOR_FLOAT32, [2, 3])])   # FLOOR sets the hostile drivers off
+    b.operation(Op.FLOOR, [x], [b.output(T.TENSOR_FLOAT32, [2, 3])])  # FLOOR sets the hostile drivers off
     model = b.build()
     inputs = [np.array([[0.5, 1.5, -2.5], [3.25, -0.75, 7.0]], np.float32)]
     ex = Executor(model, keep_values=True)
     final = ex.run(inputs)
     names = ["Segfault", "SysExit", "HangsInExecute", "LyingArray"]
     # only the hanging driver gets a short bound: a slow machine must not turn the others' verdicts into HANG
-    devices = {n: open_isolated(double("broken_isolation", n), **({"call_timeout": 5} if n == "HangsInExecute" else {}))
-               for n in names}
+    devices = {
+        n: open_isolated(double("broken_isolation", n), **({"call_timeout": 5} if n == "HangsInExecute" else {}))
+        for n in names
+    }
     try:
         mod._compare(model, inputs, final, ex.main_values, devices)
     finally:
@@ -304,4 +360,4 @@ def test_step_agreement_gives_hostile_drivers_a_reason_not_a_traceback(capsys):
     assert "not compared: operation 0 FLOOR on SysExit: FAIL" in out, out
     assert "not compared: operation 0 FLOOR on HangsInExecute: HANG" in out, out
     lying = [line.split() for line in out.splitlines() if line.startswith("FLOOR") and "LyingArray" in line]
-    assert lying and int(lying[0][2]) > 0, out      # judged on its zeros, not on its "=="
+    assert lying and int(lying[0][2]) > 0, out  # judged on its zeros, not on its "=="

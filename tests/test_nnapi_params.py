@@ -6,6 +6,7 @@ padding that conv_params / pool_params / transpose_conv_params decoded; STRIDED_
 SLICE must keep exactly the elements the reference keeps.  Random data comes from a seed that
 Hypothesis draws (and prints with a failing example).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,6 +52,7 @@ def _dims(n, h, w, c, nchw):
 # Convolutions
 # ---------------------------------------------------------------------------------------
 
+
 def _conv_model(op, x_dims, filt, bias, pads, strides, extra, act, nchw, dilation):
     """``pads``: (scheme,) or (left, right, top, bottom); ``strides`` (w, h); ``dilation``
     (w, h) or None.  The output's size is left unknown (the reference computes it)."""
@@ -70,12 +72,23 @@ def _fits(size, stride, filt, dil, scheme):
 
 
 @SETTINGS
-@given(h=st.integers(1, 9), w=st.integers(1, 9), fh=st.integers(1, 4), fw=st.integers(1, 4),
-       sh=st.integers(1, 3), sw=st.integers(1, 3), dh=st.integers(1, 3), dw=st.integers(1, 3),
-       scheme=st.sampled_from([PADDING_SAME, PADDING_VALID]), nchw=st.booleans(),
-       depthwise=st.booleans(), seed=st.integers(0, 2**32 - 1))
-def test_conv_implicit_padding_computes_what_the_reference_computes(h, w, fh, fw, sh, sw, dh, dw, scheme,
-                                                                    nchw, depthwise, seed):
+@given(
+    h=st.integers(1, 9),
+    w=st.integers(1, 9),
+    fh=st.integers(1, 4),
+    fw=st.integers(1, 4),
+    sh=st.integers(1, 3),
+    sw=st.integers(1, 3),
+    dh=st.integers(1, 3),
+    dw=st.integers(1, 3),
+    scheme=st.sampled_from([PADDING_SAME, PADDING_VALID]),
+    nchw=st.booleans(),
+    depthwise=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_conv_implicit_padding_computes_what_the_reference_computes(
+    h, w, fh, fw, sh, sw, dh, dw, scheme, nchw, depthwise, seed
+):
     """SAME / VALID with odd totals, strides and dilation: the decoded explicit padding gives
     the reference's own result bit for bit, and decoding that explicit form returns it."""
     assume(_fits(h, sh, fh, dh, scheme) and _fits(w, sw, fw, dw, scheme))
@@ -91,14 +104,14 @@ def test_conv_implicit_padding_computes_what_the_reference_computes(h, w, fh, fw
     x_dims = _dims(1, h, w, c, nchw)
     implicit = _conv_model(op, x_dims, filt, bias, (scheme,), (sw, sh), extra, 1, nchw, (dw, dh))
     p = P.conv_params(Ctx(implicit), len(extra))
-    assert (p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.activation, p.nchw, p.extra) == \
-        (sh, sw, dh, dw, 1, nchw, extra)
+    assert (p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.activation, p.nchw, p.extra) == (sh, sw, dh, dw, 1, nchw, extra)
     if scheme == PADDING_VALID:
         assert (p.pad_top, p.pad_bottom, p.pad_left, p.pad_right) == (0, 0, 0, 0)
     else:  # the odd pixel goes to the tail
         assert 0 <= p.pad_bottom - p.pad_top <= 1 and 0 <= p.pad_right - p.pad_left <= 1
-    explicit = _conv_model(op, x_dims, filt, bias, (p.pad_left, p.pad_right, p.pad_top, p.pad_bottom),
-                           (sw, sh), extra, 1, nchw, (dw, dh))
+    explicit = _conv_model(
+        op, x_dims, filt, bias, (p.pad_left, p.pad_right, p.pad_top, p.pad_bottom), (sw, sh), extra, 1, nchw, (dw, dh)
+    )
     assert P.conv_params(Ctx(explicit), len(extra)) == p
     x = _image(rng, 1, h, w, c, nchw)
     np.testing.assert_array_equal(_run(implicit, x), _run(explicit, x))
@@ -108,8 +121,7 @@ def test_conv_implicit_padding_computes_what_the_reference_computes(h, w, fh, fw
 def test_conv_optional_tail_defaults(nchw):
     """No layout flag: NHWC; no dilation inputs: factors 1.  The NCHW flag picks H and W."""
     filt, bias = np.ones((1, 3, 2, 2), np.float32), np.zeros(1, np.float32)
-    m = _conv_model(Op.CONV_2D, _dims(1, 5, 8, 2, bool(nchw)), filt, bias, (PADDING_SAME,), (1, 1), (), 0,
-                    nchw, None)
+    m = _conv_model(Op.CONV_2D, _dims(1, 5, 8, 2, bool(nchw)), filt, bias, (PADDING_SAME,), (1, 1), (), 0, nchw, None)
     p = P.conv_params(Ctx(m))
     assert p.nchw is bool(nchw) and p.dilations == (1, 1)
     # SAME with a 3x2 filter: height pads 1 + 1, width 0 + 1 (odd pixel at the end).
@@ -126,13 +138,30 @@ def test_conv_explicit_padding_is_read_in_nnapi_order():
 
 def test_conv_non_constant_or_unknown_parameters_are_unsupported():
     b = ModelBuilder()
-    ins = [b.input(F32, [1, 0, 0, 1]), b.const(F32, [1, 1, 1, 1], np.ones((1, 1, 1, 1), np.float32)),
-           b.const(F32, [1], np.zeros(1, np.float32)), b.i32(PADDING_SAME), b.input(T.INT32), b.i32(1), b.i32(0)]
+    ins = [
+        b.input(F32, [1, 0, 0, 1]),
+        b.const(F32, [1, 1, 1, 1], np.ones((1, 1, 1, 1), np.float32)),
+        b.const(F32, [1], np.zeros(1, np.float32)),
+        b.i32(PADDING_SAME),
+        b.input(T.INT32),
+        b.i32(1),
+        b.i32(0),
+    ]
     b.operation(Op.CONV_2D, ins, [b.output(F32, [0, 0, 0, 0])])
     with pytest.raises(Unsupported, match="not a constant"):
         P.conv_params(Ctx(b.build()))
-    m = _conv_model(Op.CONV_2D, [1, 0, 0, 1], np.ones((1, 1, 1, 1), np.float32), np.zeros(1, np.float32),
-                    (PADDING_SAME,), (1, 1), (), 0, None, None)
+    m = _conv_model(
+        Op.CONV_2D,
+        [1, 0, 0, 1],
+        np.ones((1, 1, 1, 1), np.float32),
+        np.zeros(1, np.float32),
+        (PADDING_SAME,),
+        (1, 1),
+        (),
+        0,
+        None,
+        None,
+    )
     with pytest.raises(Unsupported, match="known dimensions"):
         P.conv_params(Ctx(m))
     # The traced shape (JAX) resolves what the model leaves unknown.
@@ -152,10 +181,11 @@ def test_grouped_conv_takes_no_dilation():
 # TRANSPOSE_CONV_2D
 # ---------------------------------------------------------------------------------------
 
+
 def _tconv_model(x_dims, filt, bias, pads_or_shape, strides, act, nchw):
     b = ModelBuilder()
     ins = [b.input(F32, x_dims), b.const(F32, list(filt.shape), filt), b.const(F32, list(bias.shape), bias)]
-    if len(pads_or_shape) == 2:   # (output shape, scheme)
+    if len(pads_or_shape) == 2:  # (output shape, scheme)
         shape, scheme = pads_or_shape
         ins += [b.const(I32, [4], np.asarray(shape, np.int32)), b.i32(scheme)]
     else:
@@ -166,15 +196,22 @@ def _tconv_model(x_dims, filt, bias, pads_or_shape, strides, act, nchw):
 
 
 @SETTINGS
-@given(h=st.integers(1, 5), w=st.integers(1, 5), fh=st.integers(1, 4), fw=st.integers(1, 4),
-       sh=st.integers(1, 4), sw=st.integers(1, 4), scheme=st.sampled_from([PADDING_SAME, PADDING_VALID]),
-       nchw=st.booleans(), seed=st.integers(0, 2**32 - 1))
-def test_transpose_conv_implicit_padding_computes_what_the_reference_computes(h, w, fh, fw, sh, sw, scheme,
-                                                                              nchw, seed):
+@given(
+    h=st.integers(1, 5),
+    w=st.integers(1, 5),
+    fh=st.integers(1, 4),
+    fw=st.integers(1, 4),
+    sh=st.integers(1, 4),
+    sw=st.integers(1, 4),
+    scheme=st.sampled_from([PADDING_SAME, PADDING_VALID]),
+    nchw=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_transpose_conv_implicit_padding_computes_what_the_reference_computes(h, w, fh, fw, sh, sw, scheme, nchw, seed):
     """The padding that the requested output size implies (a negative total all in the tail,
     which grows the output) gives the reference's own result."""
     rng = np.random.default_rng(seed)
-    out_h, out_w = h * sh, w * sw     # what SAME asks for in TFLite's and NNAPI's examples
+    out_h, out_w = h * sh, w * sw  # what SAME asks for in TFLite's and NNAPI's examples
     if scheme == PADDING_VALID:
         out_h, out_w = (h - 1) * sh + fh, (w - 1) * sw + fw
     filt = rng.standard_normal((3, fh, fw, 2)).astype(np.float32)
@@ -183,8 +220,7 @@ def test_transpose_conv_implicit_padding_computes_what_the_reference_computes(h,
     implicit = _tconv_model(x_dims, filt, bias, (_dims(1, out_h, out_w, 3, nchw), scheme), (sw, sh), 0, nchw)
     p = P.transpose_conv_params(Ctx(implicit))
     assert p.pad_top >= 0 and p.pad_left >= 0 and p.strides == (sh, sw) and p.nchw is nchw
-    explicit = _tconv_model(x_dims, filt, bias, (p.pad_left, p.pad_right, p.pad_top, p.pad_bottom), (sw, sh), 0,
-                            nchw)
+    explicit = _tconv_model(x_dims, filt, bias, (p.pad_left, p.pad_right, p.pad_top, p.pad_bottom), (sw, sh), 0, nchw)
     assert P.transpose_conv_params(Ctx(explicit)) == p
     x = _image(rng, 1, h, w, 2, nchw)
     y = _run(implicit, x)
@@ -204,6 +240,7 @@ def test_transpose_conv_negative_total_goes_to_the_tail():
 # Pooling
 # ---------------------------------------------------------------------------------------
 
+
 def _pool_model(op, x_dims, pads, strides, window, act, nchw):
     b = ModelBuilder()
     ins = [b.input(F32, x_dims)] + [b.i32(v) for v in (*pads, *strides, *window, act)]
@@ -214,10 +251,18 @@ def _pool_model(op, x_dims, pads, strides, window, act, nchw):
 
 
 @SETTINGS
-@given(h=st.integers(1, 9), w=st.integers(1, 9), fh=st.integers(1, 4), fw=st.integers(1, 4),
-       sh=st.integers(1, 3), sw=st.integers(1, 3), scheme=st.sampled_from([PADDING_SAME, PADDING_VALID]),
-       nchw=st.sampled_from([None, False, True]), op=st.sampled_from([Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D]),
-       seed=st.integers(0, 2**32 - 1))
+@given(
+    h=st.integers(1, 9),
+    w=st.integers(1, 9),
+    fh=st.integers(1, 4),
+    fw=st.integers(1, 4),
+    sh=st.integers(1, 3),
+    sw=st.integers(1, 3),
+    scheme=st.sampled_from([PADDING_SAME, PADDING_VALID]),
+    nchw=st.sampled_from([None, False, True]),
+    op=st.sampled_from([Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D]),
+    seed=st.integers(0, 2**32 - 1),
+)
 def test_pool_implicit_padding_computes_what_the_reference_computes(h, w, fh, fw, sh, sw, scheme, nchw, op, seed):
     assume(_fits(h, sh, fh, 1, scheme) and _fits(w, sw, fw, 1, scheme))
     rng = np.random.default_rng(seed)
@@ -225,8 +270,7 @@ def test_pool_implicit_padding_computes_what_the_reference_computes(h, w, fh, fw
     implicit = _pool_model(op, x_dims, (scheme,), (sw, sh), (fw, fh), 2, nchw)
     p = P.pool_params(Ctx(implicit))
     assert (p.strides, p.window, p.activation, p.nchw) == ((sh, sw), (fh, fw), 2, bool(nchw))
-    explicit = _pool_model(op, x_dims, (p.pad_left, p.pad_right, p.pad_top, p.pad_bottom), (sw, sh), (fw, fh), 2,
-                           nchw)
+    explicit = _pool_model(op, x_dims, (p.pad_left, p.pad_right, p.pad_top, p.pad_bottom), (sw, sh), (fw, fh), 2, nchw)
     assert P.pool_params(Ctx(explicit)) == p
     x = _image(rng, 2, h, w, 3, bool(nchw))
     np.testing.assert_array_equal(_run(implicit, x), _run(explicit, x))
@@ -235,6 +279,7 @@ def test_pool_implicit_padding_computes_what_the_reference_computes(h, w, fh, fw
 # ---------------------------------------------------------------------------------------
 # SLICE, STRIDED_SLICE
 # ---------------------------------------------------------------------------------------
+
 
 def _slice_model(op, x, *params):
     b = ModelBuilder()
@@ -281,7 +326,7 @@ def test_strided_slice_negative_stride_runs_to_the_front():
     x = np.arange(5, dtype=np.float32)
     s = P.strided_slice(Ctx(_slice_model(Op.STRIDED_SLICE, x, [3], [0], [-1], 0, 1, 0)), x.shape)
     assert (s.starts, s.stops, s.counts) == ((3,), (-6,), (4,))
-    np.testing.assert_array_equal(x[s.starts[0]:s.stops[0]:s.strides[0]], [3, 2, 1, 0])
+    np.testing.assert_array_equal(x[s.starts[0] : s.stops[0] : s.strides[0]], [3, 2, 1, 0])
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
@@ -305,6 +350,7 @@ def test_slice_size_minus_one_runs_to_the_end(shape, data):
 # ---------------------------------------------------------------------------------------
 # Axes, activation, quantisation parameters
 # ---------------------------------------------------------------------------------------
+
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(shape=shapes, data=st.data(), keep=st.booleans())

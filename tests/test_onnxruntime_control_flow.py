@@ -2,6 +2,7 @@
 against the reference, the support rule (an IF/WHILE is supported only with every operation
 of its subgraphs), the loop timeout, the deadline and release stopping a running Loop, and the
 NoopElimination work-around (drivers/onnxruntime/control_flow.py)."""
+
 from __future__ import annotations
 
 import threading
@@ -54,8 +55,9 @@ def _if_with_branch_op(op_in_then) -> "tuple":
     op_in_then(then, tx, then.output(T.TENSOR_FLOAT32, (2,)))
     other = b.subgraph("else")
     ex = other.input(T.TENSOR_FLOAT32, (2,))
-    other.operation(Op.ADD, [ex, other.const(T.TENSOR_FLOAT32, (1,), [1.0]), other.i32(0)],
-                    [other.output(T.TENSOR_FLOAT32, (2,))])
+    other.operation(
+        Op.ADD, [ex, other.const(T.TENSOR_FLOAT32, (1,), [1.0]), other.i32(0)], [other.output(T.TENSOR_FLOAT32, (2,))]
+    )
     c = b.input(T.TENSOR_BOOL8, (1,))
     x = b.input(T.TENSOR_FLOAT32, (2,))
     b.operation(Op.IF, [c, b.subgraph_ref(then), b.subgraph_ref(other), x], [b.output(T.TENSOR_FLOAT32, (2,))])
@@ -87,7 +89,9 @@ def _while_counting_to_3(body_op) -> "Model":
     cond.operation(Op.LESS, [ci, cond.const(T.TENSOR_INT32, (1,), [3])], [cond.output(T.TENSOR_BOOL8, (1,))])
     body = b.subgraph("body")
     bi, bx = body.input(T.TENSOR_INT32, (1,)), body.input(T.TENSOR_FLOAT32, (2,))
-    body.operation(Op.ADD, [bi, body.const(T.TENSOR_INT32, (1,), [1]), body.i32(0)], [body.output(T.TENSOR_INT32, (1,))])
+    body.operation(
+        Op.ADD, [bi, body.const(T.TENSOR_INT32, (1,), [1]), body.i32(0)], [body.output(T.TENSOR_INT32, (1,))]
+    )
     body_op(body, bx, body.output(T.TENSOR_FLOAT32, (2,)))
     x = b.input(T.TENSOR_FLOAT32, (2,))
     i0 = b.const(T.TENSOR_INT32, (1,), [0])
@@ -101,7 +105,7 @@ def test_while_is_unsupported_when_a_body_operation_is(device):
     assert device.supported_operations(doubling) == [True]
     inputs = [np.array([1.0, -2.5], np.float32)]
     expected = reference(doubling, inputs)
-    np.testing.assert_array_equal(expected[0], [8.0, -20.0])   # outputs in creation order: x, then i
+    np.testing.assert_array_equal(expected[0], [8.0, -20.0])  # outputs in creation order: x, then i
     assert run_case(device, doubling, inputs, expected, partition=False).outcome == PASS
     refused = _while_counting_to_3(_topk)
     assert device.supported_operations(refused) == [False]
@@ -148,6 +152,7 @@ def test_release_stops_a_running_loop(device):
             prepared.execute(request, loop_timeout=15.0)
         except DriverError as e:
             errors.append(e)
+
     t = threading.Thread(target=run)
     t.start()
     time.sleep(0.2)
@@ -172,8 +177,11 @@ def test_fp16_if_after_an_add_of_zero_runs(device):
     x = b.input(T.TENSOR_FLOAT16, (2,))
     internal = b.temp(T.TENSOR_FLOAT16, (2,))
     b.operation(Op.ADD, [x, b.const(T.TENSOR_FLOAT16, (1,), [0.0]), b.i32(0)], [internal])
-    b.operation(Op.IF, [c, b.subgraph_ref(branches[0]), b.subgraph_ref(branches[1]), internal],
-                [b.output(T.TENSOR_FLOAT16, (2,))])
+    b.operation(
+        Op.IF,
+        [c, b.subgraph_ref(branches[0]), b.subgraph_ref(branches[1]), internal],
+        [b.output(T.TENSOR_FLOAT16, (2,))],
+    )
     model = b.build()
     for flag in (True, False):
         inputs = [np.array([flag]), np.array([1.5, -2.0], np.float16)]
@@ -187,6 +195,8 @@ def test_while_with_a_growing_state_declares_unknown_dims(device):
     graph = prepared.onnx_model.graph
     (loop,) = [n for n in graph.node if n.op_type == "Loop"]
     body = loop.attribute[0].g
-    dims = [[d.dim_value if d.HasField("dim_value") else None for d in vi.type.tensor_type.shape.dim]
-            for vi in body.input[2:]]
+    dims = [
+        [d.dim_value if d.HasField("dim_value") else None for d in vi.type.tensor_type.shape.dim]
+        for vi in body.input[2:]
+    ]
     assert any(None in d for d in dims), dims

@@ -1,5 +1,6 @@
 """The onnxruntime adapter (drivers/onnxruntime): conversion, honesty about support, and the
 generated suite end to end.  Skipped when the optional extra (onnx, onnxruntime) is missing."""
+
 from __future__ import annotations
 
 import csv
@@ -26,11 +27,13 @@ from nnconform.verdict.runner import PASS, SKIP, run_case
 
 # The checks every adapter shares, collected here and run with this file's device.
 test_add_with_fused_relu6_and_broadcast = adapter_checks.test_add_with_fused_relu6_and_broadcast
-test_conv_2d_nhwc_same_padding_matches_hand_computation = \
+test_conv_2d_nhwc_same_padding_matches_hand_computation = (
     adapter_checks.test_conv_2d_nhwc_same_padding_matches_hand_computation
+)
 test_invalid_model_is_invalid_argument = adapter_checks.test_invalid_model_is_invalid_argument
-test_invalid_request_is_invalid_argument_and_small_buffers_insufficient = \
+test_invalid_request_is_invalid_argument_and_small_buffers_insufficient = (
     adapter_checks.test_invalid_request_is_invalid_argument_and_small_buffers_insufficient
+)
 
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,8 +54,7 @@ def test_quant8_per_channel_conv_runs_on_qlinearconv(device):
     b = ModelBuilder()
     x = b.input(T.TENSOR_QUANT8_ASYMM, [1, 1, 1, 2], scale=0.5, zero_point=128)
     y = b.output(T.TENSOR_QUANT8_ASYMM, [1, 1, 1, 2], scale=1.0, zero_point=100)
-    f = b.const(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [2, 1, 1, 2], [1, 2, 3, 4],
-                channel_quant=ChannelQuant((0.5, 1.0), 0))
+    f = b.const(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [2, 1, 1, 2], [1, 2, 3, 4], channel_quant=ChannelQuant((0.5, 1.0), 0))
     bias = b.const(T.TENSOR_INT32, [2], [4, 0])
     b.operation(Op.CONV_2D, [x, f, bias, b.i32(2), b.i32(1), b.i32(1), b.i32(0)], [y])
     # reals: x = (4, 8) * 0.5 = (2, 4); filter ch0 = (0.5, 1.0), ch1 = (3, 4); bias0 = 4 * 0.25 = 1
@@ -108,17 +110,30 @@ def test_run_case_skips_unsupported_and_passes_supported(device):
     xs = np.array([-1, 0, 2], np.float16)
     want = (1 / (1 + np.exp(-xs.astype(np.float64)))).astype(np.float16)
     assert run_case(device, b.build(), [xs], [want]).outcome == PASS
-    b = ModelBuilder()   # quantised RESIZE_BILINEAR is not converted (float is)
+    b = ModelBuilder()  # quantised RESIZE_BILINEAR is not converted (float is)
     x = b.input(T.TENSOR_QUANT8_ASYMM, [1, 2, 2, 1], scale=0.5, zero_point=0)
     y = b.output(T.TENSOR_QUANT8_ASYMM, [1, 4, 4, 1], scale=0.5, zero_point=0)
     b.operation(Op.RESIZE_BILINEAR, [x, b.i32(4), b.i32(4)], [y])
-    assert run_case(device, b.build(), [np.zeros((1, 2, 2, 1), np.uint8)],
-                    [np.zeros((1, 4, 4, 1), np.uint8)]).outcome == SKIP
+    assert (
+        run_case(device, b.build(), [np.zeros((1, 2, 2, 1), np.uint8)], [np.zeros((1, 4, 4, 1), np.uint8)]).outcome
+        == SKIP
+    )
 
 
 def test_generated_suite_passes_against_onnxruntime(tmp_path):
-    generated_suite(["nnconform", "run", "--driver", "onnxruntime", "--suite", "generated",
-                     "--report-dir", str(tmp_path / "report")], min_pass=300)
+    generated_suite(
+        [
+            "nnconform",
+            "run",
+            "--driver",
+            "onnxruntime",
+            "--suite",
+            "generated",
+            "--report-dir",
+            str(tmp_path / "report"),
+        ],
+        min_pass=300,
+    )
 
 
 EXPECTED_FAILURES = REPO / "drivers" / "onnxruntime" / "expected_failures.json"
@@ -137,13 +152,33 @@ def test_vectors_suite_fails_only_on_documented_runtime_differences(tmp_path):
     would be XPASS and fail the run)."""
     import fnmatch
     import json
+
     known = json.loads(EXPECTED_FAILURES.read_text())
     patterns = [p for d in known["expected_failures"] for p in d["patterns"]]
     report = tmp_path / "report"
-    proc = subprocess.run([sys.executable, "-m", "nnconform", "run", "--driver", "onnxruntime",
-                           "--suite", "vectors", "--variants", "none", "--report-dir", str(report),
-                           "--expected-failures", str(EXPECTED_FAILURES), "--no-partition"],
-                          cwd=REPO, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nnconform",
+            "run",
+            "--driver",
+            "onnxruntime",
+            "--suite",
+            "vectors",
+            "--variants",
+            "none",
+            "--report-dir",
+            str(report),
+            "--expected-failures",
+            str(EXPECTED_FAILURES),
+            "--no-partition",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     with open(report / "results.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) > 9000, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -162,23 +197,56 @@ def test_expected_failures_file_makes_the_run_green_and_each_entry_counts(tmp_pa
     """A slice of the vectors with documented differences: exit 0 with the file, exit 1 with
     one expectation taken out."""
     import json
+
     slice_k = "transpose_quant8_signed or transpose_v1_2_quant8"
     # (the plain runs: the file documents them; matrix-variant findings are in docs/findings.md)
-    base = [sys.executable, "-m", "nnconform", "run", "--driver", "onnxruntime", "--suite", "vectors",
-            "--seed", "1", "--variants", "none"]
-    green = subprocess.run([*base, "--report-dir", str(tmp_path / "a"), "--expected-failures",
-                            str(EXPECTED_FAILURES), "--", "-k", slice_k],
-                           cwd=REPO, capture_output=True, text=True, timeout=900)
+    base = [
+        sys.executable,
+        "-m",
+        "nnconform",
+        "run",
+        "--driver",
+        "onnxruntime",
+        "--suite",
+        "vectors",
+        "--seed",
+        "1",
+        "--variants",
+        "none",
+    ]
+    green = subprocess.run(
+        [
+            *base,
+            "--report-dir",
+            str(tmp_path / "a"),
+            "--expected-failures",
+            str(EXPECTED_FAILURES),
+            "--",
+            "-k",
+            slice_k,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert green.returncode == 0, green.stdout[-3000:] + green.stderr[-2000:]
     with open(tmp_path / "a" / "results.csv", newline="") as fh:
         outcomes = [r["outcome"] for r in csv.DictReader(fh)]
     assert "XFAIL" in outcomes and "PASS" in outcomes
     known = json.loads(EXPECTED_FAILURES.read_text())
-    known["expected_failures"][0]["patterns"].remove("V1_3/transpose_quant8_signed_*quant8_signed_all_tensors_as_input*")
+    known["expected_failures"][0]["patterns"].remove(
+        "V1_3/transpose_quant8_signed_*quant8_signed_all_tensors_as_input*"
+    )
     fewer = tmp_path / "fewer.json"
     fewer.write_text(json.dumps(known))
-    red = subprocess.run([*base, "--report-dir", str(tmp_path / "b"), "--expected-failures", str(fewer),
-                          "--", "-k", slice_k], cwd=REPO, capture_output=True, text=True, timeout=900)
+    red = subprocess.run(
+        [*base, "--report-dir", str(tmp_path / "b"), "--expected-failures", str(fewer), "--", "-k", slice_k],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert red.returncode == 1, red.stdout[-3000:]
 
 
@@ -187,6 +255,7 @@ def test_resize_bilinear_matches_the_reference_in_every_coordinate_mode(device):
     coordinate modes (asymmetric, align_corners, half_pixel_centers): onnxruntime's Resize
     passes the default criteria against the reference; quantised inputs are unsupported."""
     from nnconform.reference.executor import execute
+
     rng = np.random.default_rng(1616)
     print("seed", 1616)
     for case in range(16):
@@ -194,14 +263,17 @@ def test_resize_bilinear_matches_the_reference_in_every_coordinate_mode(device):
         dt = np.float16 if t == T.TENSOR_FLOAT16 else np.float32
         n, h, w, ch = 1 + case % 2, int(rng.integers(1, 7)), int(rng.integers(1, 7)), int(rng.integers(1, 4))
         oh, ow = int(rng.integers(2, 11)), int(rng.integers(2, 11))
-        nchw, mode = bool(case % 3 == 0), case % 3                  # 0 plain, 1 align_corners, 2 half pixel
+        nchw, mode = bool(case % 3 == 0), case % 3  # 0 plain, 1 align_corners, 2 half pixel
         b = ModelBuilder()
         x = b.input(t, [n, ch, h, w] if nchw else [n, h, w, ch])
         y = b.output(t, [n, ch, oh, ow] if nchw else [n, oh, ow, ch])
-        if case % 5 == 4 and mode != 1:      # scales giving the same sizes (floor(in * s))
+        if case % 5 == 4 and mode != 1:  # scales giving the same sizes (floor(in * s))
             sw, sh = (ow + 0.5) / w, (oh + 0.5) / h
             size = [b.f16(sw), b.f16(sh)] if t == T.TENSOR_FLOAT16 else [b.f32(sw), b.f32(sh)]
-            size_vals = (int(np.floor(np.float32(w) * np.float32(dt(sw)))), int(np.floor(np.float32(h) * np.float32(dt(sh)))))
+            size_vals = (
+                int(np.floor(np.float32(w) * np.float32(dt(sw)))),
+                int(np.floor(np.float32(h) * np.float32(dt(sh)))),
+            )
             if size_vals != (ow, oh):
                 size = [b.i32(ow), b.i32(oh)]
         else:

@@ -1,6 +1,7 @@
 """The onnxruntime adapter's RNN and LSTM families (drivers/onnxruntime/recurrent.py): every
 cell variant against the reference executor on small random models (seeded; the seed is in
 the test id), omitted optional model inputs, and honesty (what is refused, and why)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,8 +36,7 @@ class _Random:
 
 
 def _check(device, model, inputs) -> None:
-    assert device.supported_operations(model) == [True] * len(model.main.operations), \
-        device.unsupported_reasons(model)
+    assert device.supported_operations(model) == [True] * len(model.main.operations), device.unsupported_reasons(model)
     expected = reference(model, inputs)
     outcome = run_case(device, model, inputs, expected, partition=False)
     assert outcome.outcome == PASS, outcome.message
@@ -45,6 +45,7 @@ def _check(device, model, inputs) -> None:
 # ---------------------------------------------------------------------------------------
 # RNN family
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("t", [T.TENSOR_FLOAT32, T.TENSOR_FLOAT16], ids=["fp32", "fp16"])
 @pytest.mark.parametrize("act", [0, 1, 2, 3])
@@ -68,8 +69,11 @@ def test_unidirectional_sequence_rnn(device, time_major, state_output):
     x = b.input(t, seq)
     w, rw, bias = (b.const(t, s, r(*s)) for s in ((U, I), (U, U), (U,)))
     outs = [b.output(t, seq[:2] + (U,))] + ([b.output(t, (B, U))] if state_output else [])
-    b.operation(Op.UNIDIRECTIONAL_SEQUENCE_RNN, [x, w, rw, bias, b.const(t, (B, U), r(B, U)), b.i32(1),
-                                                 b.i32(int(time_major))], outs)
+    b.operation(
+        Op.UNIDIRECTIONAL_SEQUENCE_RNN,
+        [x, w, rw, bias, b.const(t, (B, U), r(B, U)), b.i32(1), b.i32(int(time_major))],
+        outs,
+    )
     _check(device, b.build(), [r(*seq)])
 
 
@@ -83,15 +87,22 @@ def test_bidirectional_sequence_rnn(device, linking, merge):
     aux_size = 2
     cells = []
     for n_in in (I, aux_size if linking == "parallel" else I):
-        cells += [b.const(t, (U, n_in), r(U, n_in)), b.const(t, (U, U), r(U, U)), b.const(t, (U,), r(U)),
-                  b.const(t, (B, U), r(B, U))]
+        cells += [
+            b.const(t, (U, n_in), r(U, n_in)),
+            b.const(t, (U, U), r(U, U)),
+            b.const(t, (U,), r(U)),
+            b.const(t, (B, U), r(B, U)),
+        ]
     aux = b.input(t, (STEPS, B, aux_size)) if linking != "none" else b.omitted(t, (STEPS, B, aux_size))
-    aux_w = [b.const(t, (U, aux_size), r(U, aux_size)) if linking == "cross" else b.omitted(t, (U, aux_size))
-             for _ in range(2)]
+    aux_w = [
+        b.const(t, (U, aux_size), r(U, aux_size)) if linking == "cross" else b.omitted(t, (U, aux_size))
+        for _ in range(2)
+    ]
     seq = [b.output(t, (STEPS, B, 2 * U))] if merge else [b.output(t, (STEPS, B, U)), b.output(t, (STEPS, B, U))]
     states = [b.output(t, (B, U)), b.output(t, (B, U))]
-    b.operation(Op.BIDIRECTIONAL_SEQUENCE_RNN, [x, *cells, aux, *aux_w, b.i32(3), b.bool(True), b.bool(merge)],
-                seq + states)
+    b.operation(
+        Op.BIDIRECTIONAL_SEQUENCE_RNN, [x, *cells, aux, *aux_w, b.i32(3), b.bool(True), b.bool(merge)], seq + states
+    )
     inputs = [r(STEPS, B, I)] + ([r(STEPS, B, aux_size)] if linking != "none" else [])
     _check(device, b.build(), inputs)
 
@@ -108,7 +119,7 @@ VARIANTS = {
     "projection_clips": dict(projection=True, proj_bias=True, cell_clip=0.3, proj_clip=0.2),
     "layer_norm_peephole_projection": dict(layer_norm=True, peephole=True, projection=True),
     "layer_norm_cifg": dict(layer_norm=True, cifg=True),
-    "activation_none": dict(act=0),        # the reference uses the cell gate for h (its quirk)
+    "activation_none": dict(act=0),  # the reference uses the cell gate for h (its quirk)
     "activation_relu6": dict(act=3),
     "activation_sigmoid": dict(act=6),
 }
@@ -127,13 +138,16 @@ def _cell(b, r, t, n_in, v, as_inputs=()) -> tuple[list[int], list[int], int]:
             feeds.append(r(*shape))
             return b.input(t, shape)
         return b.const(t, shape, r(*shape))
+
     cifg, peep = v.get("cifg", False), v.get("peephole", False)
     cell = [tensor(f"i2{g}", (U, n_in), not (g == "i" and cifg)) for g in "ifco"]
     cell += [tensor(f"r2{g}", (U, n_out), not (g == "i" and cifg)) for g in "ifco"]
     cell += [tensor(f"c2{g}", (U,), peep and not (g == "i" and cifg)) for g in "ifo"]
     cell += [tensor(f"b{g}", (U,), not (g == "i" and cifg)) for g in "ifco"]
-    cell += [tensor("proj", (n_out, U), v.get("projection", False)),
-             tensor("proj_bias", (n_out,), v.get("proj_bias", False))]
+    cell += [
+        tensor("proj", (n_out, U), v.get("projection", False)),
+        tensor("proj_bias", (n_out,), v.get("proj_bias", False)),
+    ]
     ln = [tensor(f"ln{g}", (U,), v.get("layer_norm", False) and not (g == "i" and cifg)) for g in "ifco"]
     return cell, ln, n_out, feeds
 
@@ -172,8 +186,9 @@ def test_unidirectional_sequence_lstm(device, variant, time_major):
     cell, ln, n_out, _ = _cell(b, r, t, I, v)
     h, c = b.const(t, (B, n_out), r(B, n_out)), b.const(t, (B, U), r(B, U))
     outs = [b.output(t, seq[:2] + (n_out,)), b.output(t, (B, n_out)), b.output(t, (B, U))]
-    b.operation(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, [x, *cell, h, c, *_lstm_scalars(b, v, t), b.bool(time_major), *ln],
-                outs)
+    b.operation(
+        Op.UNIDIRECTIONAL_SEQUENCE_LSTM, [x, *cell, h, c, *_lstm_scalars(b, v, t), b.bool(time_major), *ln], outs
+    )
     _check(device, b.build(), [r(*seq)])
 
 
@@ -189,13 +204,24 @@ def test_bidirectional_sequence_lstm(device, variant, linking, merge):
     fw, fw_ln, n_out, _ = _cell(b, r, t, I, v)
     aux_size = I if linking == "cross" else 2
     bw, bw_ln, _, _ = _cell(b, r, t, aux_size if linking == "parallel" else I, v)
-    states = [b.const(t, (B, n_out), r(B, n_out)), b.const(t, (B, U), r(B, U)),
-              b.const(t, (B, n_out), r(B, n_out)), b.const(t, (B, U), r(B, U))]
+    states = [
+        b.const(t, (B, n_out), r(B, n_out)),
+        b.const(t, (B, U), r(B, U)),
+        b.const(t, (B, n_out), r(B, n_out)),
+        b.const(t, (B, U), r(B, U)),
+    ]
     aux = b.input(t, (STEPS, B, aux_size)) if linking != "none" else b.omitted(t, (STEPS, B, aux_size))
-    aux_w = [b.const(t, (U, aux_size), r(U, aux_size)) if linking == "cross" and not (k % 4 == 0 and v.get("cifg"))
-             else b.omitted(t, (U, aux_size)) for k in range(8)]
-    seq = [b.output(t, (STEPS, B, 2 * n_out))] if merge else \
-        [b.output(t, (STEPS, B, n_out)), b.output(t, (STEPS, B, n_out))]
+    aux_w = [
+        b.const(t, (U, aux_size), r(U, aux_size))
+        if linking == "cross" and not (k % 4 == 0 and v.get("cifg"))
+        else b.omitted(t, (U, aux_size))
+        for k in range(8)
+    ]
+    seq = (
+        [b.output(t, (STEPS, B, 2 * n_out))]
+        if merge
+        else [b.output(t, (STEPS, B, n_out)), b.output(t, (STEPS, B, n_out))]
+    )
     st_out = [b.output(t, (B, n_out)), b.output(t, (B, U)), b.output(t, (B, n_out)), b.output(t, (B, U))]
     ins = [x, *fw, *bw, *states, aux, *aux_w, *_lstm_scalars(b, v, t), b.bool(merge), b.bool(True), *fw_ln, *bw_ln]
     b.operation(Op.BIDIRECTIONAL_SEQUENCE_LSTM, ins, seq + st_out)
@@ -221,26 +247,29 @@ def test_omitted_optional_model_inputs_select_the_variant_per_request(device):
     full = [r(B, I), *feeds, r(B, n_out), r(B, U)]
     _check(device, model, full)
     cifg = list(full)
-    for k in (1, 5, 9, 12):          # input-to-input, recurrent-to-input, cell-to-input, input bias
+    for k in (1, 5, 9, 12):  # input-to-input, recurrent-to-input, cell-to-input, input bias
         cifg[k] = None
     prepared = device.prepare(model)
     try:
         from nnconform.ir import Request
+
         got = prepared.execute(Request.from_arrays(model, cifg)).outputs
     finally:
         prepared.release()
     expected = reference(model, cifg)
     for k in (1, 2, 3):
         np.testing.assert_allclose(got[k], expected[k], rtol=1e-5, atol=1e-6)
-    assert expected[0].shape == (B, 3 * U)       # the CIFG scratch buffer really ran CIFG
+    assert expected[0].shape == (B, 3 * U)  # the CIFG scratch buffer really ran CIFG
 
 
 # ---------------------------------------------------------------------------------------
 # Honesty
 # ---------------------------------------------------------------------------------------
 
+
 def test_quantized_lstms_are_refused_with_the_reason(device):
     from helpers import vector_cases, vectors_missing_reason
+
     cases = vector_cases(["QUANTIZED_16BIT_LSTM", "QUANTIZED_LSTM"])
     if not cases:
         pytest.skip(vectors_missing_reason() or "no quantized LSTM vectors")
@@ -264,8 +293,12 @@ def test_bidirectional_lstm_with_cells_of_different_variants_is_refused(device):
     x = b.input(t, (STEPS, B, I))
     fw, _, n_out, _ = _cell(b, r, t, I, VARIANTS["full"])
     bw, _, _, _ = _cell(b, r, t, I, VARIANTS["cifg"])
-    states = [b.const(t, (B, n_out), r(B, n_out)), b.const(t, (B, U), r(B, U)),
-              b.const(t, (B, n_out), r(B, n_out)), b.const(t, (B, U), r(B, U))]
+    states = [
+        b.const(t, (B, n_out), r(B, n_out)),
+        b.const(t, (B, U), r(B, U)),
+        b.const(t, (B, n_out), r(B, n_out)),
+        b.const(t, (B, U), r(B, U)),
+    ]
     aux = [b.omitted(t, (STEPS, B, I))] + [b.omitted(t, (U, I)) for _ in range(8)]
     ln = [b.omitted(t, (U,)) for _ in range(8)]
     ins = [x, *fw, *bw, *states, *aux, *_lstm_scalars(b, {}, t), b.bool(False), b.bool(True), *ln]
@@ -281,8 +314,11 @@ def test_sequence_of_unknown_length_is_refused(device):
     b = ModelBuilder()
     x = b.input(t, (0, B, I))
     w, rw, bias = (b.const(t, s, r(*s)) for s in ((U, I), (U, U), (U,)))
-    b.operation(Op.UNIDIRECTIONAL_SEQUENCE_RNN, [x, w, rw, bias, b.const(t, (B, U), r(B, U)), b.i32(1), b.i32(1)],
-                [b.output(t, (0, B, U))])
+    b.operation(
+        Op.UNIDIRECTIONAL_SEQUENCE_RNN,
+        [x, w, rw, bias, b.const(t, (B, U), r(B, U)), b.i32(1), b.i32(1)],
+        [b.output(t, (0, B, U))],
+    )
     model = b.build()
     assert device.supported_operations(model) == [False]
     assert "unrolled" in device.unsupported_reasons(model)[0]

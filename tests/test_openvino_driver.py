@@ -1,13 +1,15 @@
 """The OpenVINO adapter (drivers/openvino): conversion, honesty about support, NNAPI error
 statuses, and the generated suite end to end.  Skipped when the optional extra is missing."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 # the adapter first: it keeps openvino's import-time telemetry from running in this process too
-pytest.importorskip("nnconform.drivers.openvino",
-                    reason="openvino driver needs the 'openvino' extra: pip install nnconform[openvino]")
+pytest.importorskip(
+    "nnconform.drivers.openvino", reason="openvino driver needs the 'openvino' extra: pip install nnconform[openvino]"
+)
 
 import adapter_checks
 from adapter_checks import generated_suite, run
@@ -23,11 +25,13 @@ from nnconform.verdict.runner import PASS, SKIP, run_case
 
 # The checks every adapter shares, collected here and run with this file's device.
 test_add_with_fused_relu6_and_broadcast = adapter_checks.test_add_with_fused_relu6_and_broadcast
-test_conv_2d_nhwc_same_padding_matches_hand_computation = \
+test_conv_2d_nhwc_same_padding_matches_hand_computation = (
     adapter_checks.test_conv_2d_nhwc_same_padding_matches_hand_computation
+)
 test_invalid_model_is_invalid_argument = adapter_checks.test_invalid_model_is_invalid_argument
-test_invalid_request_is_invalid_argument_and_small_buffers_insufficient = \
+test_invalid_request_is_invalid_argument_and_small_buffers_insufficient = (
     adapter_checks.test_invalid_request_is_invalid_argument_and_small_buffers_insufficient
+)
 
 
 @pytest.fixture(scope="module")
@@ -50,23 +54,52 @@ def test_convolutions_and_pools_match_the_reference(device):
     for nchw in (False, True):
         shape = [1, 3, 5, 6] if nchw else [1, 5, 6, 3]
         cases = []
-        b = ModelBuilder()   # CONV_2D explicit padding, stride 2x1, dilation 2
+        b = ModelBuilder()  # CONV_2D explicit padding, stride 2x1, dilation 2
         x = b.input(T.TENSOR_FLOAT32, shape)
         f = b.const(T.TENSOR_FLOAT32, [4, 2, 2, 3], rng.uniform(-1, 1, 48))
         out_hw = (5 + 1 + 0 - 3) // 1 + 1, (6 + 1 + 1 - 3) // 2 + 1
         y = b.output(T.TENSOR_FLOAT32, [1, 4, *out_hw] if nchw else [1, *out_hw, 4])
-        b.operation(Op.CONV_2D, [x, f, b.const(T.TENSOR_FLOAT32, [4], rng.uniform(-1, 1, 4)), b.i32(1), b.i32(1),
-                                 b.i32(1), b.i32(0), b.i32(2), b.i32(1), b.i32(1), b.bool(nchw), b.i32(2), b.i32(2)],
-                    [y])
+        b.operation(
+            Op.CONV_2D,
+            [
+                x,
+                f,
+                b.const(T.TENSOR_FLOAT32, [4], rng.uniform(-1, 1, 4)),
+                b.i32(1),
+                b.i32(1),
+                b.i32(1),
+                b.i32(0),
+                b.i32(2),
+                b.i32(1),
+                b.i32(1),
+                b.bool(nchw),
+                b.i32(2),
+                b.i32(2),
+            ],
+            [y],
+        )
         cases.append(b.build())
-        b = ModelBuilder()   # DEPTHWISE_CONV_2D SAME, multiplier 2, RELU6
+        b = ModelBuilder()  # DEPTHWISE_CONV_2D SAME, multiplier 2, RELU6
         x = b.input(T.TENSOR_FLOAT32, shape)
         f = b.const(T.TENSOR_FLOAT32, [1, 3, 3, 6], rng.uniform(-1, 1, 54))
         y = b.output(T.TENSOR_FLOAT32, [1, 6, 5, 6] if nchw else [1, 5, 6, 6])
-        b.operation(Op.DEPTHWISE_CONV_2D, [x, f, b.const(T.TENSOR_FLOAT32, [6], np.zeros(6)), b.i32(1), b.i32(1),
-                                           b.i32(1), b.i32(2), b.i32(3), b.bool(nchw)], [y])
+        b.operation(
+            Op.DEPTHWISE_CONV_2D,
+            [
+                x,
+                f,
+                b.const(T.TENSOR_FLOAT32, [6], np.zeros(6)),
+                b.i32(1),
+                b.i32(1),
+                b.i32(1),
+                b.i32(2),
+                b.i32(3),
+                b.bool(nchw),
+            ],
+            [y],
+        )
         cases.append(b.build())
-        for op in (Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D, Op.L2_POOL_2D):   # SAME 3x3, stride 2
+        for op in (Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D, Op.L2_POOL_2D):  # SAME 3x3, stride 2
             b = ModelBuilder()
             x = b.input(T.TENSOR_FLOAT32, shape)
             y = b.output(T.TENSOR_FLOAT32, [1, 3, 3, 3] if nchw else [1, 3, 3, 3])
@@ -80,8 +113,8 @@ def test_convolutions_and_pools_match_the_reference(device):
 
 def test_int32_comparisons_are_exact_beyond_float_precision(device):
     # The plugin's own int32 Less/Equal run in float32; the adapter's min/subtract forms do not.
-    a = np.array([16777217, 2 ** 31 - 1, -2 ** 31, 5], np.int32)
-    c = np.array([16777216, 2 ** 31 - 2, -2 ** 31 + 1, 5], np.int32)
+    a = np.array([16777217, 2**31 - 1, -(2**31), 5], np.int32)
+    c = np.array([16777216, 2**31 - 2, -(2**31) + 1, 5], np.int32)
     for op, want in ((Op.EQUAL, a == c), (Op.LESS, a < c), (Op.GREATER_EQUAL, a >= c), (Op.NOT_EQUAL, a != c)):
         b = ModelBuilder()
         x, z = b.input(T.TENSOR_INT32, [4]), b.input(T.TENSOR_INT32, [4])
@@ -109,8 +142,9 @@ def test_quant_relu_clamps_stored_values_and_quantize_is_unsupported(device):
     y = b.output(T.TENSOR_QUANT8_ASYMM, [4], scale=0.5, zero_point=10)
     b.operation(Op.RELU6, [x], [y])
     # real bounds 0 and 6 -> stored 10 and 22
-    np.testing.assert_array_equal(run(device, b.build(), np.array([0, 15, 30, 255], np.uint8)).outputs[0],
-                                  [10, 15, 22, 22])
+    np.testing.assert_array_equal(
+        run(device, b.build(), np.array([0, 15, 30, 255], np.uint8)).outputs[0], [10, 15, 22, 22]
+    )
     # QUANTIZE: x / scale becomes x * (1 / scale) in the plugin, off by one at .5 ties.
     b = ModelBuilder()
     x = b.input(T.TENSOR_FLOAT32, [6])
@@ -141,9 +175,11 @@ def test_unmappable_operations_are_reported_unsupported(device):
     y = b.output(T.TENSOR_INT32, [1, 4])
     b.operation(Op.ADD, [x, x, b.i32(0)], [h])
     b.operation(Op.DIV, [h, x, b.i32(0)], [y])
-    b.operation(Op.HASHTABLE_LOOKUP, [b.input(T.TENSOR_INT32, [2]), b.input(T.TENSOR_INT32, [3]),
-                                      b.input(T.TENSOR_FLOAT32, [3, 2])],
-                [b.output(T.TENSOR_FLOAT32, [2, 2]), b.output(T.TENSOR_QUANT8_ASYMM, [2], scale=1.0)])
+    b.operation(
+        Op.HASHTABLE_LOOKUP,
+        [b.input(T.TENSOR_INT32, [2]), b.input(T.TENSOR_INT32, [3]), b.input(T.TENSOR_FLOAT32, [3, 2])],
+        [b.output(T.TENSOR_FLOAT32, [2, 2]), b.output(T.TENSOR_QUANT8_ASYMM, [2], scale=1.0)],
+    )
     model = b.build()
     assert device.supported_operations(model) == [True, False, False]
     reasons = device.unsupported_reasons(model)
@@ -209,7 +245,7 @@ def test_run_case_skips_unsupported_and_passes_supported(device):
     xs = np.array([-1, 0, 2], np.float16)
     want = (1 / (1 + np.exp(-xs.astype(np.float64)))).astype(np.float16)
     assert run_case(device, b.build(), [xs], [want]).outcome == PASS
-    b = ModelBuilder()   # quantised MUL: NNAPI's fixed-point requantisation, not mapped
+    b = ModelBuilder()  # quantised MUL: NNAPI's fixed-point requantisation, not mapped
     x = b.input(T.TENSOR_QUANT8_ASYMM, [4], scale=0.5, zero_point=0)
     y = b.output(T.TENSOR_QUANT8_ASYMM, [4], scale=0.5, zero_point=0)
     b.operation(Op.MUL, [x, x, b.i32(0)], [y])
@@ -222,9 +258,25 @@ GENERATED_SLICE = "conv_2d or pool or gather or quantize or relu"
 
 
 def test_generated_suite_passes_against_openvino(tmp_path):
-    generated_suite(["nnconform", "run", "--driver", "openvino", "--suite", "generated", "--seed", "11",
-                     "--no-probe", "--report-dir", str(tmp_path / "report"), "--", "-k", GENERATED_SLICE],
-                    min_pass=30)
+    generated_suite(
+        [
+            "nnconform",
+            "run",
+            "--driver",
+            "openvino",
+            "--suite",
+            "generated",
+            "--seed",
+            "11",
+            "--no-probe",
+            "--report-dir",
+            str(tmp_path / "report"),
+            "--",
+            "-k",
+            GENERATED_SLICE,
+        ],
+        min_pass=30,
+    )
 
 
 def test_gather_index_out_of_range_fails_the_execution(device):
@@ -249,11 +301,12 @@ def test_resize_matches_the_reference_in_every_coordinate_mode(device):
     print("seed", 1616)
     for case in range(24):
         op = Op.RESIZE_NEAREST_NEIGHBOR if case % 2 else Op.RESIZE_BILINEAR
-        t = [T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM][case % 3 if op == Op.RESIZE_NEAREST_NEIGHBOR
-                                                                        else case % 2]
+        t = [T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM][
+            case % 3 if op == Op.RESIZE_NEAREST_NEIGHBOR else case % 2
+        ]
         n, h, w, ch = 1 + case % 2, int(rng.integers(1, 7)), int(rng.integers(1, 7)), int(rng.integers(1, 4))
         oh, ow = int(rng.integers(1, 11)), int(rng.integers(1, 11))
-        nchw, mode = bool(case % 4 == 0), (case // 2) % 3       # 0 plain, 1 align_corners, 2 half pixel
+        nchw, mode = bool(case % 4 == 0), (case // 2) % 3  # 0 plain, 1 align_corners, 2 half pixel
         q = dict(scale=0.5, zero_point=3) if t == T.TENSOR_QUANT8_ASYMM else {}
         b = ModelBuilder()
         x = b.input(t, [n, ch, h, w] if nchw else [n, h, w, ch], **q)
@@ -280,6 +333,7 @@ def test_argmin_first_of_ties_on_a_long_axis_and_concurrent_executions(device):
     """ARGMIN keeps the first of many ties on a long axis (the plugin's TopK is stable only
     when sorting by value), and one prepared model serves threads at once."""
     from concurrent.futures import ThreadPoolExecutor
+
     b = ModelBuilder()
     x = b.input(T.TENSOR_INT32, [200])
     y = b.output(T.TENSOR_INT32, [1])
@@ -363,7 +417,7 @@ def test_rnn_step_and_sequence_match_the_reference(device):
     xv, hv = rng.uniform(-2, 2, (2, 5)).astype(np.float32), rng.uniform(-2, 2, (2, 4)).astype(np.float32)
     out = run_case(device, model, [xv, hv], execute(model, [xv, hv]))
     assert out.outcome == PASS, out.message
-    for time_major in (False, True):      # the sequence form, unrolled over 3 steps
+    for time_major in (False, True):  # the sequence form, unrolled over 3 steps
         b = ModelBuilder()
         x = b.input(T.TENSOR_FLOAT32, [3, 2, 5] if time_major else [2, 3, 5])
         w = b.const(T.TENSOR_FLOAT32, [4, 5], rng.uniform(-1, 1, 20))
@@ -407,9 +461,12 @@ def test_the_adapter_keeps_openvino_from_phoning_home():
     leftover-process check to find).  A fresh interpreter: this one has imported it already."""
     import subprocess
     import sys
-    code = ("import sys, nnconform.drivers.openvino\n"
-            "from openvino.tools.ovc import telemetry_utils\n"
-            "print(sys.modules['openvino_telemetry'] is None, telemetry_utils.tm.__name__)")
+
+    code = (
+        "import sys, nnconform.drivers.openvino\n"
+        "from openvino.tools.ovc import telemetry_utils\n"
+        "print(sys.modules['openvino_telemetry'] is None, telemetry_utils.tm.__name__)"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["True", "openvino.tools.ovc.telemetry_stub"], r.stdout

@@ -1,5 +1,6 @@
 """The reference driver's optional interfaces (fenced execution, bursts, memory domains), the
 device-memory request argument, and the suite's SKIP for a driver that has none of them."""
+
 import csv
 import gc
 import subprocess
@@ -79,13 +80,14 @@ def test_reference_declares_every_optional_interface(dev, pm):
 
 # ---- fenced execution ------------------------------------------------------------------
 
+
 def test_fenced_waits_for_every_fence_and_reports_both_timings(pm):
     fences = (threading.Event(), threading.Event())
     handle = pm.execute_fenced(Request.from_arrays(pm.model, [X, Y]), fences, measure_timing=True)
     fences[0].set()
     with pytest.raises(TimeoutError):
         handle.wait(0.05)
-    time.sleep(0.02)          # the fenced timing must not count this
+    time.sleep(0.02)  # the fenced timing must not count this
     fences[1].set()
     got = handle.wait(5)
     np.testing.assert_array_equal(got.outputs[0], X + Y)
@@ -93,7 +95,7 @@ def test_fenced_waits_for_every_fence_and_reports_both_timings(pm):
     assert isinstance(info, FencedExecutionInfo) and info.status == ErrorStatus.NONE
     launched, fenced = info.timing_launched, info.timing_fenced
     assert launched.time_on_device == fenced.time_on_device <= fenced.time_in_driver
-    assert launched.time_in_driver >= fenced.time_in_driver + 50_000   # the launch came >= 70 ms earlier
+    assert launched.time_in_driver >= fenced.time_in_driver + 50_000  # the launch came >= 70 ms earlier
     assert got.timing == launched
 
 
@@ -108,8 +110,10 @@ def test_fenced_argument_errors_are_invalid_argument(dev, pm):
     assert _status(lambda: pm.execute_fenced(req, (threading.Event(), None))) == ErrorStatus.INVALID_ARGUMENT
     small = _with(req, "outputs", 0, RequestArgument(capacity=X.nbytes - 4))
     assert _status(lambda: pm.execute_fenced(small, ())) == ErrorStatus.INVALID_ARGUMENT
-    assert _status(lambda: pm.execute_fenced(_with(req, "inputs", 0, RequestArgument(X[:1], (1, 3))), ())) \
+    assert (
+        _status(lambda: pm.execute_fenced(_with(req, "inputs", 0, RequestArgument(X[:1], (1, 3))), ()))
         == ErrorStatus.INVALID_ARGUMENT
+    )
     dyn = dev.prepare(add_model(dims=(2, 0)))
     dreq = Request.from_arrays(dyn.model, [X, Y])
     assert _status(lambda: dyn.execute_fenced(dreq, ())) == ErrorStatus.INVALID_ARGUMENT
@@ -123,18 +127,20 @@ def test_fenced_argument_errors_are_invalid_argument(dev, pm):
 def test_fenced_deadline_loop_timeout_and_timeout_after_fence(dev):
     loop = dev.prepare(cfx.while_flag_loop())
     req = Request.from_arrays(loop.model, [np.array([True])])
-    assert _status(lambda: loop.execute_fenced(req, (), deadline=time.monotonic() - 1)) \
+    assert (
+        _status(lambda: loop.execute_fenced(req, (), deadline=time.monotonic() - 1))
         == ErrorStatus.MISSED_DEADLINE_PERSISTENT
+    )
     for kw in ({"loop_timeout": 0.001}, {"timeout_after_fence": 0.01}, {"deadline": 0.1}):
         if "deadline" in kw:
             kw = {"deadline": time.monotonic() + kw["deadline"]}
         fence = threading.Event()
         handle = loop.execute_fenced(req, (fence,), **kw)
-        time.sleep(0.05)      # the timeout after the fence starts only when it is signalled
+        time.sleep(0.05)  # the timeout after the fence starts only when it is signalled
         fence.set()
         t0 = time.monotonic()
         assert _status(lambda: handle.wait(5)) == ErrorStatus.MISSED_DEADLINE_TRANSIENT, kw
-        assert time.monotonic() - t0 < 2.0     # well before the 2 s default loop timeout
+        assert time.monotonic() - t0 < 2.0  # well before the 2 s default loop timeout
         info = handle.get_execution_info()
         assert info == FencedExecutionInfo(ErrorStatus.MISSED_DEADLINE_TRANSIENT)
     loop.release()
@@ -143,11 +149,11 @@ def test_fenced_deadline_loop_timeout_and_timeout_after_fence(dev):
 def test_fenced_after_release_fails(dev):
     p = dev.prepare(add_model())
     p.release()
-    assert _status(lambda: p.execute_fenced(Request.from_arrays(p.model, [X, Y]), ())) \
-        == ErrorStatus.GENERAL_FAILURE
+    assert _status(lambda: p.execute_fenced(Request.from_arrays(p.model, [X, Y]), ())) == ErrorStatus.GENERAL_FAILURE
 
 
 # ---- bursts --------------------------------------------------------------------------------
+
 
 def test_burst_executes_until_released(pm, dev):
     burst = pm.configure_burst()
@@ -160,8 +166,10 @@ def test_burst_executes_until_released(pm, dev):
     assert _status(lambda: burst.execute(req)) == ErrorStatus.GENERAL_FAILURE
     loop = dev.prepare(cfx.while_flag_loop())
     b2 = loop.configure_burst()
-    assert _status(lambda: b2.execute(Request.from_arrays(loop.model, [np.array([True])]), loop_timeout=0.001)) \
+    assert (
+        _status(lambda: b2.execute(Request.from_arrays(loop.model, [np.array([True])]), loop_timeout=0.001))
         == ErrorStatus.MISSED_DEADLINE_TRANSIENT
+    )
     b2.release()
     loop.release()
 
@@ -173,6 +181,7 @@ def test_use_after_release_reaches_the_driver_however_much_was_dropped_since():
     keep-list, so a collection between the release and the use pushed the burst out and the
     call failed in the host with LookupError: a flaky FAIL of vts/burst/memory_slots."""
     from nnconform.isolation.proxy import open_isolated
+
     dev = open_isolated("reference")
     try:
         model = add_model()
@@ -181,9 +190,9 @@ def test_use_after_release_reaches_the_driver_however_much_was_dropped_since():
         _, token = dev.allocate(BufferDesc(), [pm], [BufferRole(0, 0)], [])
         burst.release()
         for _ in range(40):
-            dev.prepare(add_model())        # each proxy dropped at once: its handle is sent along
+            dev.prepare(add_model())  # each proxy dropped at once: its handle is sent along
         gc.collect()
-        dev.capabilities()                  # ... with this call
+        dev.capabilities()  # ... with this call
         refused = (ErrorStatus.INVALID_ARGUMENT, ErrorStatus.GENERAL_FAILURE)
         assert _status(lambda: burst.cache_memory(token)) in refused
         assert _status(lambda: burst.free_memory(0)) in refused
@@ -195,10 +204,11 @@ def test_use_after_release_reaches_the_driver_however_much_was_dropped_since():
 
 # ---- memory domains ------------------------------------------------------------------------
 
+
 def test_output_buffer_written_by_an_execution_then_read_by_copy_to(dev, pm):
     buf, token = dev.allocate(BufferDesc(), [pm], [], [BufferRole(0, 0)])
     assert token > 0
-    assert _status(buf.copy_to) == ErrorStatus.GENERAL_FAILURE      # not initialised yet
+    assert _status(buf.copy_to) == ErrorStatus.GENERAL_FAILURE  # not initialised yet
     req = _with(Request.from_arrays(pm.model, [X, Y]), "outputs", 0, RequestArgument(memory=token))
     got = pm.execute(req)
     assert got.outputs[0].size == 0 and got.output_shapes[0].dimensions == (2, 3)
@@ -212,12 +222,12 @@ def test_input_buffer_from_copy_from_and_from_an_earlier_output(dev, pm):
     buf, token = dev.allocate(BufferDesc(), [pm], [BufferRole(0, 0), BufferRole(0, 1)], [BufferRole(0, 0)])
     req = Request.from_arrays(pm.model, [X, Y])
     reading = _with(req, "inputs", 0, RequestArgument(memory=token))
-    assert _status(lambda: pm.execute(reading)) == ErrorStatus.GENERAL_FAILURE   # uninitialised input
+    assert _status(lambda: pm.execute(reading)) == ErrorStatus.GENERAL_FAILURE  # uninitialised input
     buf.copy_from(X)
     np.testing.assert_array_equal(pm.execute(reading).outputs[0], X + Y)
-    both = _with(reading, "inputs", 1, RequestArgument(memory=token))             # one buffer, two inputs
+    both = _with(reading, "inputs", 1, RequestArgument(memory=token))  # one buffer, two inputs
     np.testing.assert_array_equal(pm.execute(both).outputs[0], X + X)
-    pm.execute(_with(req, "outputs", 0, RequestArgument(memory=token)))          # now holds X + Y
+    pm.execute(_with(req, "outputs", 0, RequestArgument(memory=token)))  # now holds X + Y
     np.testing.assert_array_equal(pm.configure_burst().execute(reading).outputs[0], X + Y + Y)
 
 
@@ -227,10 +237,12 @@ def test_misused_device_memory_is_invalid_argument(dev, pm):
     other = dev.prepare(add_model())
     req = Request.from_arrays(pm.model, [X, Y])
     arg = RequestArgument(memory=token)
-    for bad in (_with(req, "inputs", 1, arg),                              # not a role of the buffer
-                _with(_with(req, "inputs", 0, arg), "outputs", 0, arg),    # input and output at once
-                _with(req, "inputs", 0, RequestArgument(memory=token + 999)),
-                _with(req, "inputs", 0, RequestArgument(dimensions=(3, 2), memory=token))):
+    for bad in (
+        _with(req, "inputs", 1, arg),  # not a role of the buffer
+        _with(_with(req, "inputs", 0, arg), "outputs", 0, arg),  # input and output at once
+        _with(req, "inputs", 0, RequestArgument(memory=token + 999)),
+        _with(req, "inputs", 0, RequestArgument(dimensions=(3, 2), memory=token)),
+    ):
         assert _status(lambda: pm.execute(bad)) == ErrorStatus.INVALID_ARGUMENT
     assert _status(lambda: other.execute(_with(req, "inputs", 0, arg))) == ErrorStatus.INVALID_ARGUMENT
     assert _status(lambda: buf.copy_from(np.zeros((3, 2), np.float32))) == ErrorStatus.INVALID_ARGUMENT
@@ -250,13 +262,20 @@ def test_a_dropped_buffer_frees_its_token(dev, pm):
 def test_allocate_rejects_bad_roles_without_a_buffer(dev, pm):
     fp16 = dev.prepare(add_model(t=T.TENSOR_FLOAT16))
     wide = dev.prepare(add_model(dims=(3, 3)))
-    cases = [([pm], [], [], ()), ([pm], [BufferRole(1, 0)], [], ()), ([pm], [BufferRole(0, 2)], [], ()),
-             ([pm], [], [BufferRole(0, 1)], ()), ([pm], [BufferRole(0, 0, 0.0)], [], ()),
-             ([pm], [BufferRole(0, 0, 1.5)], [], ()), ([pm], [BufferRole(0, 0)] * 2, [], ()),
-             ([pm, fp16], [BufferRole(0, 0), BufferRole(1, 0)], [], ()),
-             ([pm, wide], [BufferRole(0, 0)], [BufferRole(1, 0)], ()),
-             ([pm], [BufferRole(0, 0)], [], (2, 3, 1)), ([pm], [BufferRole(0, 0)], [], (2, 4)),
-             (["not a prepared model"], [BufferRole(0, 0)], [], ())]
+    cases = [
+        ([pm], [], [], ()),
+        ([pm], [BufferRole(1, 0)], [], ()),
+        ([pm], [BufferRole(0, 2)], [], ()),
+        ([pm], [], [BufferRole(0, 1)], ()),
+        ([pm], [BufferRole(0, 0, 0.0)], [], ()),
+        ([pm], [BufferRole(0, 0, 1.5)], [], ()),
+        ([pm], [BufferRole(0, 0)] * 2, [], ()),
+        ([pm, fp16], [BufferRole(0, 0), BufferRole(1, 0)], [], ()),
+        ([pm, wide], [BufferRole(0, 0)], [BufferRole(1, 0)], ()),
+        ([pm], [BufferRole(0, 0)], [], (2, 3, 1)),
+        ([pm], [BufferRole(0, 0)], [], (2, 4)),
+        (["not a prepared model"], [BufferRole(0, 0)], [], ()),
+    ]
     for models, ins, outs, dims in cases:
         assert _status(lambda: dev.allocate(BufferDesc(dims), models, ins, outs)) == ErrorStatus.INVALID_ARGUMENT
     fp16.release()
@@ -266,14 +285,16 @@ def test_allocate_rejects_bad_roles_without_a_buffer(dev, pm):
 def test_allocate_needs_known_dimensions(dev):
     dyn = dev.prepare(add_model(dims=(0, 3)))
     assert _status(lambda: dev.allocate(BufferDesc(), [dyn], [], [BufferRole(0, 0)])) == ErrorStatus.GENERAL_FAILURE
-    buf, token = dev.allocate(BufferDesc((2, 3)), [dyn], [], [BufferRole(0, 0)])   # the description fills it in
+    buf, token = dev.allocate(BufferDesc((2, 3)), [dyn], [], [BufferRole(0, 0)])  # the description fills it in
     req = Request.from_arrays(dyn.model, [X, Y])
     dyn.execute(_with(req, "outputs", 0, RequestArgument(memory=token)))
     np.testing.assert_array_equal(buf.copy_to(), X + Y)
     # an output of another shape cannot land in it, and leaves it as it was
     small = Request.from_arrays(dyn.model, [X[:1], Y[:1]])
-    assert _status(lambda: dyn.execute(_with(small, "outputs", 0, RequestArgument(memory=token)))) \
+    assert (
+        _status(lambda: dyn.execute(_with(small, "outputs", 0, RequestArgument(memory=token))))
         == ErrorStatus.GENERAL_FAILURE
+    )
     np.testing.assert_array_equal(buf.copy_to(), X + Y)
     dyn.release()
 
@@ -283,15 +304,20 @@ def test_request_validation_of_device_memory_arguments():
     req = Request.from_arrays(model, [X, Y])
     validate_request(model, _with(req, "inputs", 0, RequestArgument(memory=7)))
     validate_request(model, _with(req, "outputs", 0, RequestArgument(memory=7)))
-    for arg in (RequestArgument(memory=0), RequestArgument(X, memory=7), RequestArgument(capacity=24, memory=7),
-                RequestArgument(has_no_value=True, memory=7), RequestArgument(dimensions=(2, 4), memory=7)):
+    for arg in (
+        RequestArgument(memory=0),
+        RequestArgument(X, memory=7),
+        RequestArgument(capacity=24, memory=7),
+        RequestArgument(has_no_value=True, memory=7),
+        RequestArgument(dimensions=(2, 4), memory=7),
+    ):
         with pytest.raises(ValidationError, match="memory|dimension"):
             validate_request(model, _with(req, "inputs", 0, arg))
 
 
 # ---- a driver without the optional interfaces: the suites skip and say why ---------------
 
-PLAIN = '''
+PLAIN = """
 from nnconform.driver import Device, DriverError, ErrorStatus, ExecutionResult, OutputShape, PreparedModel
 from nnconform.drivers.reference import operation_supported
 from nnconform.errors import DeadlineMissed, ValidationError
@@ -328,26 +354,53 @@ class Plain(Device):
     def prepare(self, model, **kw):
         self.supported_operations(model)
         return Prepared(model)
-'''
+"""
 
 
 def test_suites_skip_optional_interfaces_a_driver_lacks(tmp_path):
     (tmp_path / "plaindrv.py").write_text(textwrap.dedent(PLAIN))
     out = tmp_path / "out"
-    r = subprocess.run([sys.executable, "-m", "nnconform", "run", "--driver", "plaindrv:Plain", "--suite", "vts",
-                        "--suite", "control_flow", "--report-dir", str(out), "--",
-                        "-k", "optional or loop_timeout_1ms"],
-                       capture_output=True, text=True, timeout=600, cwd=tmp_path,
-                       env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)})
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nnconform",
+            "run",
+            "--driver",
+            "plaindrv:Plain",
+            "--suite",
+            "vts",
+            "--suite",
+            "control_flow",
+            "--report-dir",
+            str(out),
+            "--",
+            "-k",
+            "optional or loop_timeout_1ms",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)},
+    )
     with open(out / "results.csv", newline="") as fh:
         rows = {row["test_id"]: row for row in csv.DictReader(fh)}
     assert r.returncode == 0, r.stdout[-3000:]
-    expect = {"vts/optional/fenced": "FencedExecution", "vts/optional/burst": "BurstExecution",
-              "vts/optional/async": "AsyncExecution", "vts/optional/caching": "CompilationCaching",
-              "control_flow/loop_timeout_1ms/fenced": "FencedExecution",
-              "control_flow/loop_timeout_1ms/burst": "BurstExecution"}
-    expect.update({f"vts/optional/memory_domain/{c}": "MemoryDomains"
-                   for c in ("output_role", "input_role", "bad_allocate", "uninitialised", "misuse")})
+    expect = {
+        "vts/optional/fenced": "FencedExecution",
+        "vts/optional/burst": "BurstExecution",
+        "vts/optional/async": "AsyncExecution",
+        "vts/optional/caching": "CompilationCaching",
+        "control_flow/loop_timeout_1ms/fenced": "FencedExecution",
+        "control_flow/loop_timeout_1ms/burst": "BurstExecution",
+    }
+    expect.update(
+        {
+            f"vts/optional/memory_domain/{c}": "MemoryDomains"
+            for c in ("output_role", "input_role", "bad_allocate", "uninitialised", "misuse")
+        }
+    )
     for tid, iface in expect.items():
         assert rows[tid]["outcome"] == "SKIP" and iface in rows[tid]["message"], (tid, rows[tid])
     assert rows["control_flow/loop_timeout_1ms/sync"]["outcome"] == "PASS"

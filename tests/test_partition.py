@@ -1,5 +1,6 @@
 """Partitioned execution (nnconform.verdict.partition): a case the driver supports in part runs its
 supported operations on the driver and the rest on the reference, exactly."""
+
 import json
 
 import numpy as np
@@ -18,7 +19,10 @@ from nnconform.verdict.runner import run_case
 
 _broken_partial = double_module("broken_partial")
 HalfReferenceEven, HalfReferenceOdd, ReluIgnoresStrides = (
-    _broken_partial.HalfReferenceEven, _broken_partial.HalfReferenceOdd, _broken_partial.ReluIgnoresStrides)
+    _broken_partial.HalfReferenceEven,
+    _broken_partial.HalfReferenceOdd,
+    _broken_partial.ReluIgnoresStrides,
+)
 
 F32 = T.TENSOR_FLOAT32
 
@@ -30,11 +34,11 @@ def chain_model():
     c = b.const(F32, [2, 3], np.linspace(-2, 2, 6))
     t1, t2, t3 = b.temp(F32, [2, 3]), b.temp(F32, [2, 3]), b.temp(F32, [2, 3])
     y, z = b.output(F32, [2, 3]), b.output(F32, [2, 3])
-    b.operation(Op.ADD, [x, c, b.i32(0)], [t1])        # code 0: even
-    b.operation(Op.FLOOR, [t1], [t2])                   # 8: even
-    b.operation(Op.MUL, [t2, x, b.i32(0)], [t3])        # 18: even
-    b.operation(Op.RELU, [t3], [y])                     # 19: odd
-    b.operation(Op.ABS, [x], [z])                       # 38: even
+    b.operation(Op.ADD, [x, c, b.i32(0)], [t1])  # code 0: even
+    b.operation(Op.FLOOR, [t1], [t2])  # 8: even
+    b.operation(Op.MUL, [t2, x, b.i32(0)], [t3])  # 18: even
+    b.operation(Op.RELU, [t3], [y])  # 19: odd
+    b.operation(Op.ABS, [x], [z])  # 38: even
     return b.build()
 
 
@@ -48,7 +52,7 @@ def test_plan_groups_maximal_partitions_in_dependency_order():
     assert set(first.outputs) == {m.main.operations[0].outputs[0], m.main.output_indexes[1]}
     for p in parts:
         sub = submodel(m, p)
-        validate_model(sub)   # each partition is a valid model of its own
+        validate_model(sub)  # each partition is a valid model of its own
         assert len(sub.main.operations) == len(p.operations)
 
 
@@ -171,6 +175,7 @@ def test_relu_that_ignores_strides_is_caught_only_partitioned():
 
 def test_partitioned_failure_is_blamed_on_the_driver_operation():
     from nnconform.verdict.attribution import blame
+
     root = default_root()
     if not root.is_dir():
         pytest.skip(f"AOSP vectors not found at {root}")
@@ -186,10 +191,29 @@ def test_partitioned_failure_is_blamed_on_the_driver_operation():
 def test_rows_of_a_run_say_partitioned(tmp_path):
     import subprocess
     import sys
-    r = subprocess.run([sys.executable, "-m", "nnconform", "run", "--driver",
-                        double("broken_partial", "HalfReferenceOdd"), "--suite", "vectors",
-                        "--report-dir", str(tmp_path), "--seed", "1", "--", "-k", "relu_float_1"],
-                       capture_output=True, text=True, timeout=600)
+
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nnconform",
+            "run",
+            "--driver",
+            double("broken_partial", "HalfReferenceOdd"),
+            "--suite",
+            "vectors",
+            "--report-dir",
+            str(tmp_path),
+            "--seed",
+            "1",
+            "--",
+            "-k",
+            "relu_float_1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     rows = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
     inner = [x for x in rows if x["test_id"].endswith("relu_float_1_all_inputs_as_internal")]

@@ -1,6 +1,7 @@
 """Plan-time kernels (an operation's ``prepare`` in the registry) give the bits of the
 operation's ``execute``, cover only the steps they say they cover, and never stand in for an
 operation a broken driver replaced."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -81,12 +82,13 @@ def test_whole_models_give_the_same_bits_with_and_without_kernels(name, kernels)
     """The built-in MobileNets (and the zoo's models, when `nnconform models fetch` has
     run): every operation of a real network, its convolutions through their kernels."""
     from nnconform.cases.tflite_import import TfliteImportError, UnmappedOperations
+
     entry = {**builtin_entries(), **zoo_entries()}[name]
     try:
         model = entry.load()
     except UnmappedOperations as e:
         pytest.skip(f"{name} does not import (TFLite operations without an NNAPI equivalent): {e}")
-    except TfliteImportError as e:      # fetched models, but no [tflite] extra to read them
+    except TfliteImportError as e:  # fetched models, but no [tflite] extra to read them
         pytest.skip(f"{name}: {e}")
     inputs = entry.inputs(0)
     without, _ = _outcome(model, inputs, prepared=False)
@@ -94,9 +96,12 @@ def test_whole_models_give_the_same_bits_with_and_without_kernels(name, kernels)
     assert without[0] == "ran", without
     assert with_ == without
     main = model.main
-    convs = sum(o.type in (Op.CONV_2D, Op.DEPTHWISE_CONV_2D) and main.operands[o.inputs[0]].type in
-                (T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED) for o in main.operations)
-    assert _kernels_in(ex, model) >= convs      # every float32 and 8-bit convolution of these models
+    convs = sum(
+        o.type in (Op.CONV_2D, Op.DEPTHWISE_CONV_2D)
+        and main.operands[o.inputs[0]].type in (T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+        for o in main.operations
+    )
+    assert _kernels_in(ex, model) >= convs  # every float32 and 8-bit convolution of these models
 
 
 DTYPE = {T.TENSOR_FLOAT32: np.float32, T.TENSOR_FLOAT16: np.float16}
@@ -138,17 +143,20 @@ def test_a_one_row_float_softmax_gives_executes_bits(kernels, s):
     assert _kernels_in(ex, model) == 1
 
 
-@pytest.mark.parametrize("what, dims, beta, axis, beta_input", [
-    ("two rows", [2, 10], 1.0, None, False),
-    ("the axis not the last", [1, 10], 1.0, 0, False),
-    ("unknown dimensions", [1, 0], 1.0, None, False),
-    ("beta from the request", [1, 10], 1.0, None, True),
-    ("beta not above 0 (execute fails the run)", [1, 10], 0.0, None, False),
-    ("the axis out of range (execute fails the run)", [1, 10], 1.0, 2, False),
-])
+@pytest.mark.parametrize(
+    "what, dims, beta, axis, beta_input",
+    [
+        ("two rows", [2, 10], 1.0, None, False),
+        ("the axis not the last", [1, 10], 1.0, 0, False),
+        ("unknown dimensions", [1, 0], 1.0, None, False),
+        ("beta from the request", [1, 10], 1.0, None, True),
+        ("beta not above 0 (execute fails the run)", [1, 10], 0.0, None, False),
+        ("the axis out of range (execute fails the run)", [1, 10], 1.0, 2, False),
+    ],
+)
 def test_a_kernel_is_planned_only_for_what_it_covers(what, dims, beta, axis, beta_input):
     model = _softmax_model(dims, T.TENSOR_FLOAT32, beta, axis, beta_input)
-    x = np.linspace(-3, 3, 20, dtype=np.float32)[:max(1, int(np.prod([d or 10 for d in dims])))]
+    x = np.linspace(-3, 3, 20, dtype=np.float32)[: max(1, int(np.prod([d or 10 for d in dims])))]
     x = x.reshape([d or 10 for d in dims])
     inputs = [x, np.float32(beta)] if beta_input else [x]
     without, _ = _outcome(model, inputs, prepared=False)
@@ -194,7 +202,7 @@ def test_a_prepare_that_cannot_settle_a_step_leaves_it_to_execute_and_a_bug_surf
     expected = Executor(_softmax_model([1, 10], T.TENSOR_FLOAT32, 1.0, None), prepared_kernels=False).run([x])[0]
     opdef = registry.REGISTRY[Op.SOFTMAX]
     monkeypatch.setitem(registry.REGISTRY, Op.SOFTMAX, dataclasses.replace(opdef, prepare=refusing))
-    model = _softmax_model([1, 10], T.TENSOR_FLOAT32, 1.0, None)   # a new subgraph: planned anew
+    model = _softmax_model([1, 10], T.TENSOR_FLOAT32, 1.0, None)  # a new subgraph: planned anew
     ex = Executor(model)
     assert _kernels_in(ex, model) == 0
     assert ex.run([x])[0].tobytes() == expected.tobytes()
@@ -215,10 +223,12 @@ def test_a_plan_with_kernels_goes_with_its_model(quant):
     if quant:
         q = dict(scale=0.1, zero_point=128)
         x = b.input(T.TENSOR_QUANT8_ASYMM, [1, 8, 8, 4], **q)
-        w = b.const(T.TENSOR_QUANT8_ASYMM, [4, 3, 3, 4], np.full((4, 3, 3, 4), 130, np.uint8), scale=0.05,
-                    zero_point=128)
-        dw = b.const(T.TENSOR_QUANT8_ASYMM, [1, 3, 3, 4], np.full((1, 3, 3, 4), 131, np.uint8), scale=0.05,
-                     zero_point=128)
+        w = b.const(
+            T.TENSOR_QUANT8_ASYMM, [4, 3, 3, 4], np.full((4, 3, 3, 4), 130, np.uint8), scale=0.05, zero_point=128
+        )
+        dw = b.const(
+            T.TENSOR_QUANT8_ASYMM, [1, 3, 3, 4], np.full((1, 3, 3, 4), 131, np.uint8), scale=0.05, zero_point=128
+        )
         bias = b.const(T.TENSOR_INT32, [4], np.zeros(4, np.int32), scale=0.005)
         t1, t2, t3 = (b.temp(T.TENSOR_QUANT8_ASYMM, [1, 8, 8, 4], **q) for _ in range(3))
         y = b.output(T.TENSOR_QUANT8_ASYMM, [1, 256], **q)
@@ -280,12 +290,15 @@ def test_a_quantised_softmax_gives_executes_bytes(kernels, s):
     assert _kernels_in(ex, model) == 1
 
 
-@pytest.mark.parametrize("what, kw", [
-    ("an output scale other than 1/256 (execute fails the run)", dict(out_scale=1 / 128)),
-    ("an output zero point other than 0 (execute fails the run)", dict(out_zp=3)),
-    ("beta * scale too small for the kernel (execute fails the run)", dict(in_scale=1e-30)),
-    ("the axis not the last", dict(axis=0)),
-])
+@pytest.mark.parametrize(
+    "what, kw",
+    [
+        ("an output scale other than 1/256 (execute fails the run)", dict(out_scale=1 / 128)),
+        ("an output zero point other than 0 (execute fails the run)", dict(out_zp=3)),
+        ("beta * scale too small for the kernel (execute fails the run)", dict(in_scale=1e-30)),
+        ("the axis not the last", dict(axis=0)),
+    ],
+)
 def test_a_quantised_softmax_kernel_is_planned_only_for_what_it_covers(what, kw, kernels):
     args = dict(dims=[3, 40], t=T.TENSOR_QUANT8_ASYMM, in_scale=0.1, beta=1.0)
     args.update(kw)

@@ -1,4 +1,5 @@
 """Capability probe (nnconform.cases.probe) and generators kept inside a driver's claimed set."""
+
 import json
 import subprocess
 import sys
@@ -14,7 +15,10 @@ from nnconform.ir import OperationType as Op
 
 _broken_partial = double_module("broken_partial")
 FloorUnderClaim, HalfReferenceEven, QuantConvOverClaim = (
-    _broken_partial.FloorUnderClaim, _broken_partial.HalfReferenceEven, _broken_partial.QuantConvOverClaim)
+    _broken_partial.FloorUnderClaim,
+    _broken_partial.HalfReferenceEven,
+    _broken_partial.QuantConvOverClaim,
+)
 
 
 def _by_cell(cells):
@@ -61,20 +65,51 @@ def test_claims_restrict_the_generators():
 
 
 def test_probe_command_writes_the_matrix_and_fails_on_an_over_claim(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "nnconform", "probe", "--driver",
-                        double("broken_partial", "QuantConvOverClaim"), "--ops", "CONV_2D,FLOOR",
-                        "--report-dir", str(tmp_path), "--samples", "1"], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nnconform",
+            "probe",
+            "--driver",
+            double("broken_partial", "QuantConvOverClaim"),
+            "--ops",
+            "CONV_2D,FLOOR",
+            "--report-dir",
+            str(tmp_path),
+            "--samples",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 1, r.stdout + r.stderr
     assert "over-claim: CONV_2D quant8 rank 4" in r.stdout
     (path,) = tmp_path.glob("capabilities-*.json")
     data = json.loads(path.read_text())
     assert data["driver"] == "broken-quant-conv-overclaim" and data["summary"][OVER] == 1
     assert "over-claims (1)" in (tmp_path / "capabilities.md").read_text()
-    again = subprocess.run([sys.executable, "-m", "nnconform", "probe", "--driver",
-                            double("broken_partial", "QuantConvOverClaim"), "--ops", "CONV_2D",
-                            "--report-dir", str(tmp_path), "--samples", "1"], capture_output=True, text=True,
-                           timeout=300)
-    assert again.returncode == 1 and "(0 probed now" in again.stdout   # reused from the cache
+    again = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nnconform",
+            "probe",
+            "--driver",
+            double("broken_partial", "QuantConvOverClaim"),
+            "--ops",
+            "CONV_2D",
+            "--report-dir",
+            str(tmp_path),
+            "--samples",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert again.returncode == 1 and "(0 probed now" in again.stdout  # reused from the cache
 
 
 def test_control_flow_claims():

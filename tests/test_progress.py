@@ -1,5 +1,6 @@
 """The progress line of a conformance run: cases done of planned, and an estimate of the time
 left that weighs each suite by its own case cost."""
+
 import re
 import subprocess
 import sys
@@ -11,11 +12,11 @@ from nnconform.plugin.progress import Estimate, format_duration, suite_of
 def test_estimate_weighs_suites_by_their_own_case_time():
     est = Estimate(Counter(vectors=100, models=2))
     for _ in range(50):
-        est.finish("vectors", 0.01)       # 50 cheap cases done, 0.5 s of case time
+        est.finish("vectors", 0.01)  # 50 cheap cases done, 0.5 s of case time
     # 50 vectors left at 0.01 s, 2 models at the overall mean (0.01 s): 0.52 s of work; wall
     # time ran at 2x the summed case time, so about 1.04 s are left.
     assert abs(est.eta(elapsed=1.0) - 1.04) < 1e-9
-    est.finish("models", 5.0)             # now a model is known to cost 5 s
+    est.finish("models", 5.0)  # now a model is known to cost 5 s
     assert abs(est.eta(elapsed=6.0) - (50 * 0.01 + 5.0) * (6.0 / 5.5)) < 1e-9
     assert est.total_done == 51 and est.total_planned == 102
 
@@ -25,7 +26,7 @@ def test_estimate_before_any_case_and_with_instant_cases():
     assert est.eta(elapsed=3.0) is None
     for _ in range(5):
         est.finish("generated", 0.0)
-    assert est.eta(elapsed=2.0) == 2.0     # the case rate: 5 cases in 2 s, 5 left
+    assert est.eta(elapsed=2.0) == 2.0  # the case rate: 5 cases in 2 s, 5 left
 
 
 def test_helpers():
@@ -34,9 +35,25 @@ def test_helpers():
 
 
 def _run(tmp_path, *extra):
-    return subprocess.run([sys.executable, "-m", "nnconform", "run", "--suite", "generated",
-                           "--report-dir", str(tmp_path / "r"), *extra, "--", "-k", "RELU or ADD"],
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nnconform",
+            "run",
+            "--suite",
+            "generated",
+            "--report-dir",
+            str(tmp_path / "r"),
+            *extra,
+            "--",
+            "-k",
+            "RELU or ADD",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_run_prints_progress_lines_with_planned_count(tmp_path):
@@ -47,7 +64,7 @@ def test_run_prints_progress_lines_with_planned_count(tmp_path):
     planned = {int(p.replace(",", "")) for _, p, _ in lines}
     done = [int(d.replace(",", "")) for d, _, _ in lines]
     m = re.search(r"run complete: (\d+) of (\d+) cases", proc.stdout)
-    assert m and planned == {int(m.group(2))}            # one plan, the run's own case count
+    assert m and planned == {int(m.group(2))}  # one plan, the run's own case count
     assert done == sorted(done) and done[-1] <= int(m.group(2))
     assert any("left; now in generated" in line for line in proc.stdout.splitlines())
 

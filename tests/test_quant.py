@@ -1,16 +1,20 @@
 """The fixed-point helpers against hand-worked values."""
+
 import numpy as np
 import pytest
 
 from nnconform.reference.arith import quant
 
 
-@pytest.mark.parametrize("real,expected", [
-    (0.5, (1 << 30, 0)),          # 0.5 = 2**30 * 2**(0-31)
-    (0.25, (1 << 30, -1)),
-    (1.0, (1 << 30, 1)),
-    (0.0, (0, 0)),
-])
+@pytest.mark.parametrize(
+    "real,expected",
+    [
+        (0.5, (1 << 30, 0)),  # 0.5 = 2**30 * 2**(0-31)
+        (0.25, (1 << 30, -1)),
+        (1.0, (1 << 30, 1)),
+        (0.0, (0, 0)),
+    ],
+)
 def test_quantize_multiplier(real, expected):
     assert quant.quantize_multiplier(real) == expected
 

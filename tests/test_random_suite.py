@@ -1,5 +1,6 @@
 """End to end: `nnconform run --suite random` passes on the reference driver and catches the
 deliberately broken drivers with a minimal dumped spec that `nnconform replay` reproduces."""
+
 import json
 import os
 import signal
@@ -20,8 +21,22 @@ BROKEN = double("broken")
 
 
 def _run(tmp_path: Path, driver: str, *pytest_args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "nnconform", "run", "--driver", driver, "--suite", "random",
-           "--report-dir", str(tmp_path / "report"), "--seed", "7", "--", *pytest_args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "nnconform",
+        "run",
+        "--driver",
+        driver,
+        "--suite",
+        "random",
+        "--report-dir",
+        str(tmp_path / "report"),
+        "--seed",
+        "7",
+        "--",
+        *pytest_args,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=900)
 
 
@@ -34,11 +49,14 @@ def test_reference_passes_the_whole_random_suite_ci_profile(tmp_path):
     assert {row["seed"] for row in rows} == {7}
 
 
-@pytest.mark.parametrize("driver_cls,selection", [
-    (broken.QuantAddOffByTwo, "single_operation and ADD and quant8"),
-    (broken.ConvFp32InFp16, "single_operation and CONV_2D-fp32"),
-    (broken.Relu6Ignored, "RELU6 or small-fp32-rank2"),
-])
+@pytest.mark.parametrize(
+    "driver_cls,selection",
+    [
+        (broken.QuantAddOffByTwo, "single_operation and ADD and quant8"),
+        (broken.ConvFp32InFp16, "single_operation and CONV_2D-fp32"),
+        (broken.Relu6Ignored, "RELU6 or small-fp32-rank2"),
+    ],
+)
 def test_broken_driver_fails_with_a_minimal_replayable_spec(tmp_path, driver_cls, selection):
     driver = BROKEN + driver_cls.__name__
     r = _run(tmp_path, driver, "-k", selection, "--nn-max-examples", "40")
@@ -55,15 +73,25 @@ def test_broken_driver_fails_with_a_minimal_replayable_spec(tmp_path, driver_cls
         assert meta["first_divergent_operation"]["name"] in {o.name for o in ops}
         # Re-running the spec under its recorded criteria gives the recorded mismatch ...
         ex = spec.examples[0]
-        out = run_case(driver_cls(), spec.model, ex.inputs, ex.outputs, ignored=ex.ignored or None,
-                       criteria=RANDOM_GRAPH_SETS[meta["criteria_set"]])
+        out = run_case(
+            driver_cls(),
+            spec.model,
+            ex.inputs,
+            ex.outputs,
+            ignored=ex.ignored or None,
+            criteria=RANDOM_GRAPH_SETS[meta["criteria_set"]],
+        )
         recorded = meta["criterion"]["mismatches"][0]
         got = out.comparison.mismatches[0]
         assert (got.kind, got.index, got.output) == (recorded["kind"], recorded["index"], recorded["output"])
         assert out.message.split("(")[0] == meta["message"].split("(")[0]
         # ... and the replay command fails the same case on the broken driver.
-        rp = subprocess.run([sys.executable, "-m", "nnconform", "replay", str(path), "--driver", driver],
-                            capture_output=True, text=True, timeout=120)
+        rp = subprocess.run(
+            [sys.executable, "-m", "nnconform", "replay", str(path), "--driver", driver],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert rp.returncode == 1 and ": FAIL:" in rp.stdout, rp.stdout + rp.stderr
         assert f"output {recorded['output']} " in rp.stdout
 
@@ -73,8 +101,10 @@ def test_control_flow_random_tests_pass_on_the_reference(tmp_path):
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     rows = [json.loads(x) for x in (tmp_path / "report" / "results.jsonl").read_text().splitlines()]
     assert sorted(row["test_id"] for row in rows) == sorted(
-        f"random/control_flow/{k}/{t}" for k in ("if", "while")
-        for t in ("fp32", "fp16", "int32", "quant8", "quant8_signed"))
+        f"random/control_flow/{k}/{t}"
+        for k in ("if", "while")
+        for t in ("fp32", "fp16", "int32", "quant8", "quant8_signed")
+    )
     assert all(row["outcome"] == "PASS" for row in rows)
 
 
@@ -90,18 +120,28 @@ def test_a_broken_operation_inside_an_if_branch_is_caught_and_dumped(tmp_path):
     # The hunt goes on inside the branch and names the broken operation.
     assert meta["first_divergent_operation_inside"]["name"] == "RELU6"
     assert "RELU6" in {op.name for sg in model.referenced for op in sg.operations}
-    assert len(model.referenced[0].operations) <= 2       # shrunk
+    assert len(model.referenced[0].operations) <= 2  # shrunk
     assert "inside it: #" in r.stdout and "RELU6" in r.stdout
-    rp = subprocess.run([sys.executable, "-m", "nnconform", "replay", str(path), "--driver", driver],
-                        capture_output=True, text=True, timeout=120)
+    rp = subprocess.run(
+        [sys.executable, "-m", "nnconform", "replay", str(path), "--driver", driver],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert rp.returncode == 1 and ": FAIL:" in rp.stdout, rp.stdout + rp.stderr
 
 
 def test_parameter_dependent_refusals_are_redrawn_not_skipped(tmp_path):
     """Issue 13: a driver that refuses one parameter value of a cell it claims (MIRROR_PAD in
     SYMMETRIC mode) gets no skipped example: the refused draws are replaced."""
-    r = _run(tmp_path, double("broken_partial", "MirrorPadReflectOnly"), "-k",
-             "single_operation and MIRROR_PAD and (fp32 or int32)", "--nn-max-examples", "12")
+    r = _run(
+        tmp_path,
+        double("broken_partial", "MirrorPadReflectOnly"),
+        "-k",
+        "single_operation and MIRROR_PAD and (fp32 or int32)",
+        "--nn-max-examples",
+        "12",
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     rows = [json.loads(x) for x in (tmp_path / "report" / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and all(row["outcome"] == "PASS" for row in rows), rows
@@ -112,7 +152,7 @@ def test_parameter_dependent_refusals_are_redrawn_not_skipped(tmp_path):
 def test_only_supported_drops_tests_whose_cell_is_claimed_nowhere(tmp_path):
     """Issue 13: by default a test whose (operation, type) the driver claims nowhere is one SKIP
     that says so; with --only-supported it is not run at all, and the run says how many."""
-    driver = double("broken_partial", "HalfReferenceEven")   # FLOOR (8) yes, RELU (19), PRELU (71) no
+    driver = double("broken_partial", "HalfReferenceEven")  # FLOOR (8) yes, RELU (19), PRELU (71) no
     sel = ("-k", "single_operation and (FLOOR- or RELU-)", "--nn-max-examples", "5")
     r = _run(tmp_path, driver, *sel)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
@@ -135,9 +175,25 @@ def test_a_driver_crash_is_shrunk_and_dumped_for_replay(tmp_path):
     """A value-dependent native crash (SIGABRT inside SUB) is a CRASH row with a minimal dumped
     spec, and `nnconform replay` reproduces the crash; it used to be a CRASH with no spec."""
     driver = BROKEN + "AbortsOnLargeSub"
-    cmd = [sys.executable, "-m", "nnconform", "run", "--driver", driver, "--suite", "random",
-           "--report-dir", str(tmp_path / "report"), "--seed", "7", "--",
-           "-k", "single_operation and SUB-fp32", "--nn-max-examples", "40"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "nnconform",
+        "run",
+        "--driver",
+        driver,
+        "--suite",
+        "random",
+        "--report-dir",
+        str(tmp_path / "report"),
+        "--seed",
+        "7",
+        "--",
+        "-k",
+        "single_operation and SUB-fp32",
+        "--nn-max-examples",
+        "40",
+    ]
     env = dict(os.environ, NNCONFORM_SHRINK_BUDGET_S="20")
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
@@ -147,10 +203,18 @@ def test_a_driver_crash_is_shrunk_and_dumped_for_replay(tmp_path):
     spec = load_spec(row["spec_path"])
     assert [o.type.name for o in spec.model.main.operations] == ["SUB"]
     assert spec.meta["seed"] == 7 and spec.meta["driver"] == driver
-    rp = subprocess.run([sys.executable, "-m", "nnconform", "replay", row["spec_path"], "--driver", driver],
-                        capture_output=True, text=True, timeout=120)
+    rp = subprocess.run(
+        [sys.executable, "-m", "nnconform", "replay", row["spec_path"], "--driver", driver],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert rp.returncode == 1 and ": CRASH: driver host killed by SIGABRT" in rp.stdout, rp.stdout + rp.stderr
     # the reference runs the same spec cleanly: the crash is the driver's
-    ok = subprocess.run([sys.executable, "-m", "nnconform", "replay", row["spec_path"], "--driver", "reference"],
-                        capture_output=True, text=True, timeout=120)
+    ok = subprocess.run(
+        [sys.executable, "-m", "nnconform", "replay", row["spec_path"], "--driver", "reference"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert ok.returncode == 0 and ": PASS" in ok.stdout, ok.stdout + ok.stderr

@@ -1,5 +1,6 @@
 """The README is what a new user follows: its example driver must work as written, and it
 must give exactly two set-up commands."""
+
 import csv
 import os
 import re
@@ -20,10 +21,30 @@ def test_readme_example_driver_runs_the_generated_and_vts_suites(tmp_path):
     (tmp_path / "mydriver.py").write_text(code)
     report = tmp_path / "report"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, "-m", "nnconform", "run", "--driver", "mydriver:MyDevice",
-                           "--suite", "generated", "--suite", "vts", "--report-dir", str(report),
-                           "--", "-k", "not model_mutation"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nnconform",
+            "run",
+            "--driver",
+            "mydriver:MyDevice",
+            "--suite",
+            "generated",
+            "--suite",
+            "vts",
+            "--report-dir",
+            str(report),
+            "--",
+            "-k",
+            "not model_mutation",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     with open(report / "results.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -34,8 +55,12 @@ def test_readme_example_driver_runs_the_generated_and_vts_suites(tmp_path):
     other = [r for r in rows if r["operations"] == "RELU" and "fp32" not in r["data_types"]]
     assert other and all(r["outcome"] == "SKIP" and "RELU" in r["message"] for r in other)
     passed = {r["test_id"] for r in rows if r["outcome"] == "PASS"}
-    for check in ("vts/api/deadline_passed/prepare", "vts/api/deadline_passed/execute", "vts/api/timing",
-                  "vts/request/output_buffer_too_small"):
+    for check in (
+        "vts/api/deadline_passed/prepare",
+        "vts/api/deadline_passed/execute",
+        "vts/api/timing",
+        "vts/request/output_buffer_too_small",
+    ):
         assert check in passed, (check, sorted(passed))
     # everything skipped says why
     assert all(r["message"] for r in rows if r["outcome"] == "SKIP")

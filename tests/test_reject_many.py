@@ -3,6 +3,7 @@
 mutation, from an honest driver and from one that answers invalid models in every wrong way,
 whether the host answers them all in one reply or one per reply; and a driver that dies in the
 middle of a batch is a host incident, not a lost or wrong verdict."""
+
 from __future__ import annotations
 
 import pytest

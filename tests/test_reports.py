@@ -1,4 +1,5 @@
 """CSV and HTML reports built from a results file (nnconform.reports)."""
+
 from __future__ import annotations
 
 import json
@@ -10,24 +11,33 @@ import pytest
 from nnconform.reports import build_reports, write_csv, write_html
 from nnconform.verdict.results import ResultRecord, ResultsWriter
 
-NASTY = 'expected 1 <b>&</b> "got" 2 \'x\' <script>alert(1)</script>'
+NASTY = "expected 1 <b>&</b> \"got\" 2 'x' <script>alert(1)</script>"
 
 
 def records():
     def r(suite, tid, outcome, ops, types, **kw):
-        return ResultRecord(suite=suite, test_id=tid, driver="ref", outcome=outcome,
-                            operations=ops, data_types=types, **kw)
+        return ResultRecord(
+            suite=suite, test_id=tid, driver="ref", outcome=outcome, operations=ops, data_types=types, **kw
+        )
+
     return [
         r("generated", "add_fp32_1", "PASS", ["ADD"], ["fp32"], duration_s=0.1, seed=1),
         r("generated", "add_fp32_2", "PASS", ["ADD"], ["fp32"], seed=2),
-        r("generated", "add_fp32_3", "FAIL", ["ADD"], ["fp32"], seed=3, message=NASTY,
-          replay="nnconform replay 'dump dir/add <3>.json' --driver a&b",
-          spec_path="/tmp/dumps/add_3.json"),
+        r(
+            "generated",
+            "add_fp32_3",
+            "FAIL",
+            ["ADD"],
+            ["fp32"],
+            seed=3,
+            message=NASTY,
+            replay="nnconform replay 'dump dir/add <3>.json' --driver a&b",
+            spec_path="/tmp/dumps/add_3.json",
+        ),
         r("generated", "add_q8", "SKIP", ["ADD"], ["quant8"], message="unsupported"),
         r("generated", "conv_q8", "PASS", ["CONV_2D"], ["quant8"], extra={"k": [1, 2]}),
         r("validation", "conv_bad", "ERROR", ["CONV_2D"], ["fp32"], message="boom"),
-        r("stress", "graph_7", "CRASH", ["ADD", "CONV_2D"], ["fp32"], seed=7,
-          message="signal 11"),
+        r("stress", "graph_7", "CRASH", ["ADD", "CONV_2D"], ["fp32"], seed=7, message="signal 11"),
         r("stress", "graph_8", "SUCCESS", [], [], seed=8),
     ]
 
@@ -37,7 +47,7 @@ def report_dir(tmp_path):
     with ResultsWriter(tmp_path / "results.jsonl") as w:
         w.write_all(records())
     with open(tmp_path / "results.jsonl", "a") as f:
-        f.write('{"suite": "generated", "test_id": "killed')   # a killed run's last row
+        f.write('{"suite": "generated", "test_id": "killed')  # a killed run's last row
     return tmp_path
 
 
@@ -52,15 +62,14 @@ def test_csv_rows(report_dir):
     df = pd.read_csv(csv_path, keep_default_na=False)
     assert len(df) == 8
     assert list(df.columns[:4]) == ["suite", "test_id", "driver", "outcome"]
-    assert df["outcome"].tolist() == ["PASS", "PASS", "FAIL", "SKIP", "PASS", "ERROR",
-                                      "CRASH", "SUCCESS"]
+    assert df["outcome"].tolist() == ["PASS", "PASS", "FAIL", "SKIP", "PASS", "ERROR", "CRASH", "SUCCESS"]
     fail = df[df.test_id == "add_fp32_3"].iloc[0]
-    assert fail["message"] == NASTY                      # CSV keeps the raw text
+    assert fail["message"] == NASTY  # CSV keeps the raw text
     assert fail["spec_path"] == "/tmp/dumps/add_3.json"
     assert df[df.test_id == "graph_7"].iloc[0]["operations"] == "ADD;CONV_2D"
     assert json.loads(df[df.test_id == "conv_q8"].iloc[0]["extra"]) == {"k": [1, 2]}
-    assert df[df.test_id == "add_q8"].iloc[0]["seed"] == ""      # None stays empty
-    assert df[df.test_id == "graph_8"].iloc[0]["seed"] == "8"    # not "8.0"
+    assert df[df.test_id == "add_q8"].iloc[0]["seed"] == ""  # None stays empty
+    assert df[df.test_id == "graph_8"].iloc[0]["seed"] == "8"  # not "8.0"
 
 
 def test_write_csv_of_no_records(tmp_path):
@@ -77,13 +86,43 @@ def test_csv_rows_with_numpy_values_read_as_the_journal_has_them(tmp_path):
     import numpy as np
 
     from nnconform.verdict.results import record_to_json
-    rows = [ResultRecord("vectors", "plain", "ref", "PASS", ["ADD"], ["fp32"], duration_s=0.25, seed=3,
-                         extra={"b": 1, "a": "x\u00e9"}),
-            ResultRecord("vectors", "=numpy", "ref", "FAIL", ["ADD"], ["fp32"], duration_s=np.float32(0.5),
-                         seed=np.int64(4), message="-1 off", extra={"max": np.float64(2.5), "ids": np.arange(2)}),
-            ResultRecord("vectors", "nan", "ref", "FAIL", ["ADD"], ["fp32"], duration_s=float("nan"),
-                         extra={"err": float("inf"), "where": Path("/tmp/x")}),
-            ResultRecord("vectors", "+plain", "ref", "PASS", [], [], duration_s=-1.0, message="@sum")]
+
+    rows = [
+        ResultRecord(
+            "vectors",
+            "plain",
+            "ref",
+            "PASS",
+            ["ADD"],
+            ["fp32"],
+            duration_s=0.25,
+            seed=3,
+            extra={"b": 1, "a": "x\u00e9"},
+        ),
+        ResultRecord(
+            "vectors",
+            "=numpy",
+            "ref",
+            "FAIL",
+            ["ADD"],
+            ["fp32"],
+            duration_s=np.float32(0.5),
+            seed=np.int64(4),
+            message="-1 off",
+            extra={"max": np.float64(2.5), "ids": np.arange(2)},
+        ),
+        ResultRecord(
+            "vectors",
+            "nan",
+            "ref",
+            "FAIL",
+            ["ADD"],
+            ["fp32"],
+            duration_s=float("nan"),
+            extra={"err": float("inf"), "where": Path("/tmp/x")},
+        ),
+        ResultRecord("vectors", "+plain", "ref", "PASS", [], [], duration_s=-1.0, message="@sum"),
+    ]
     path = write_csv(rows, tmp_path / "r.csv")
     with open(path, newline="") as fh:
         got = list(csv.DictReader(fh))
@@ -94,12 +133,15 @@ def test_csv_rows_with_numpy_values_read_as_the_journal_has_them(tmp_path):
         assert row["seed"] == ("" if want["seed"] is None else str(want["seed"]))
     assert [row["test_id"] for row in got] == ["plain", "'=numpy", "nan", "'+plain"]
     assert got[1]["message"] == "'-1 off" and got[3]["message"] == "'@sum"
-    assert got[3]["duration_s"] == "-1.0"                     # a number keeps its sign
+    assert got[3]["duration_s"] == "-1.0"  # a number keeps its sign
 
 
 def cell(html_text, op, dtype):
-    m = re.search(rf'<td class="([^"]*)" data-op="{re.escape(op)}" data-type="{re.escape(dtype)}"'
-                  rf'(?: title="([^"]*)")?(?: style="[^"]*")?>([^<]*)</td>', html_text)
+    m = re.search(
+        rf'<td class="([^"]*)" data-op="{re.escape(op)}" data-type="{re.escape(dtype)}"'
+        rf'(?: title="([^"]*)")?(?: style="[^"]*")?>([^<]*)</td>',
+        html_text,
+    )
     assert m, (op, dtype)
     return m.group(1), m.group(2), m.group(3)
 
@@ -110,10 +152,14 @@ def test_html_content(report_dir):
     assert h.startswith("<!DOCTYPE html>") and "<style>" in h
     # self-contained: one inline script, no external resources or links
     assert h.count("<script") == 1 and "<script>" in h
-    assert not re.search(r'<link|src=|href=|https?://(?!www\.w3\.org/2000/svg)', h)
+    assert not re.search(r"<link|src=|href=|https?://(?!www\.w3\.org/2000/svg)", h)
     # metadata
-    for text in ("<td>seed</td><td>42</td>", "<td>date</td><td>2024-05-01</td>",
-                 "<td>harness version</td>", "<td>driver</td><td>ref</td>"):
+    for text in (
+        "<td>seed</td><td>42</td>",
+        "<td>date</td><td>2024-05-01</td>",
+        "<td>harness version</td>",
+        "<td>driver</td><td>ref</td>",
+    ):
         assert text in h
     # counts per outcome and per suite
     assert "8 cases:" in h
@@ -136,14 +182,14 @@ def test_html_content(report_dir):
     assert h.index("<th>fp32</th>") < h.index("<th>quant8</th>")
     # failures table: escaped message and replay command
     assert "Failures (3 in 3 buckets)" in h
-    assert h.index('id="failures"') < h.index('id="matrix"')      # failures first
+    assert h.index('id="failures"') < h.index('id="matrix"')  # failures first
     assert NASTY not in h
-    assert ("expected 1 &lt;b&gt;&amp;&lt;/b&gt; &#34;got&#34; 2 &#39;x&#39; "
-            "&lt;script&gt;alert(1)&lt;/script&gt;") in h
-    assert ("<code>nnconform replay &#39;dump dir/add &lt;3&gt;.json&#39; --driver "
-            "a&amp;b</code>") in h
+    assert (
+        "expected 1 &lt;b&gt;&amp;&lt;/b&gt; &#34;got&#34; 2 &#39;x&#39; &lt;script&gt;alert(1)&lt;/script&gt;"
+    ) in h
+    assert ("<code>nnconform replay &#39;dump dir/add &lt;3&gt;.json&#39; --driver a&amp;b</code>") in h
     assert "signal 11" in h and "boom" in h
-    assert "unsupported" not in h                       # skips are not failures
+    assert "unsupported" not in h  # skips are not failures
 
 
 def test_html_no_failures_and_title_escaped(tmp_path):
@@ -160,33 +206,54 @@ def test_build_reports_missing_results(tmp_path):
 
 
 def test_stress_verdicts_per_test(tmp_path):
-    recs = [ResultRecord(suite="stress", test_id=f"{t}#{i}", driver="d", outcome=o,
-                         extra={"case_s": 1.0 + i, "rss_mb": 100.0 + 10 * i})
-            for i, (t, o) in enumerate([("parallel-inference", "SUCCESS"), ("parallel-inference", "CRASH"),
-                                        ("leak", "SUCCESS"), ("leak", "HANG")])]
+    recs = [
+        ResultRecord(
+            suite="stress",
+            test_id=f"{t}#{i}",
+            driver="d",
+            outcome=o,
+            extra={"case_s": 1.0 + i, "rss_mb": 100.0 + 10 * i},
+        )
+        for i, (t, o) in enumerate(
+            [("parallel-inference", "SUCCESS"), ("parallel-inference", "CRASH"), ("leak", "SUCCESS"), ("leak", "HANG")]
+        )
+    ]
     h = write_html(recs, tmp_path / "r.html").read_text()
     assert "Stress verdicts per test" in h
     assert re.search(r'data-test="parallel-inference" data-outcome="CRASH">1<', h)
     assert re.search(r'data-test="leak" data-outcome="HANG">1<', h)
     assert re.search(r'data-test="leak" data-outcome="SUCCESS">1<', h)
-    assert re.search(r'data-test="leak" data-times="1">3.50 / 3.90 / 4.00<', h)     # case seconds 3 and 4
+    assert re.search(r'data-test="leak" data-times="1">3.50 / 3.90 / 4.00<', h)  # case seconds 3 and 4
     assert 'aria-label="stress worker RSS after each case"' in h and "130 MB" in h
     assert "Stress verdicts" not in write_html(records()[:6], tmp_path / "c.html").read_text()
-
 
 
 def test_models_passed_as_accumulated_rounding_are_listed():
     """A models-suite PASS on the second look (every step within its own criteria) is named in
     the page with how far its output is, so a lenient verdict is never silent; none: no list."""
     from nnconform.reports.html_report import render_html
-    acc = ResultRecord(suite="models", test_id="models/mobilenet_v2_quant8", driver="d", outcome="PASS",
-                       operations=["ADD"], data_types=["quant8"], extra={"accumulated_rounding": True},
-                       message="output 0 ... |diff| 10 > atol 3 <b>; but every operation ...: accumulated rounding")
-    plain = ResultRecord(suite="models", test_id="models/mobilenet_v1_float", driver="d", outcome="PASS",
-                         operations=["CONV_2D"], data_types=["fp32"])
+
+    acc = ResultRecord(
+        suite="models",
+        test_id="models/mobilenet_v2_quant8",
+        driver="d",
+        outcome="PASS",
+        operations=["ADD"],
+        data_types=["quant8"],
+        extra={"accumulated_rounding": True},
+        message="output 0 ... |diff| 10 > atol 3 <b>; but every operation ...: accumulated rounding",
+    )
+    plain = ResultRecord(
+        suite="models",
+        test_id="models/mobilenet_v1_float",
+        driver="d",
+        outcome="PASS",
+        operations=["CONV_2D"],
+        data_types=["fp32"],
+    )
     page = render_html([acc, plain])
-    section = page[page.index('id="accumulated-rounding"'):]
-    section = section[:section.index("</details>")]
+    section = page[page.index('id="accumulated-rounding"') :]
+    section = section[: section.index("</details>")]
     assert "Passed as accumulated rounding (1)" in section and "models/mobilenet_v2_quant8" in section
     assert "|diff| 10 &gt; atol 3 &lt;b&gt;" in section and "mobilenet_v1_float" not in section
     assert 'id="accumulated-rounding"' not in render_html([plain])

@@ -1,4 +1,5 @@
 """The runner turns every driver behaviour into an outcome with a readable message."""
+
 import numpy as np
 import pytest
 from helpers import add_model, double_module, relu_model
@@ -26,12 +27,15 @@ def test_quant_add_off_by_two_names_op_index_expected_actual_criterion():
         assert fragment in out.message, (fragment, out.message)
 
 
-@pytest.mark.parametrize("driver,fragment", [
-    (broken.RaisesPlainError(), "driver raised in execute on [RELU]: ValueError: simulated driver bug"),
-    (broken.WrongShape(), "shape"),
-    (broken.WrongDtype(), "dtype"),
-    (broken.GarbageResult(), "execute returned str, not an ExecutionResult"),
-])
+@pytest.mark.parametrize(
+    "driver,fragment",
+    [
+        (broken.RaisesPlainError(), "driver raised in execute on [RELU]: ValueError: simulated driver bug"),
+        (broken.WrongShape(), "shape"),
+        (broken.WrongDtype(), "dtype"),
+        (broken.GarbageResult(), "execute returned str, not an ExecutionResult"),
+    ],
+)
 def test_misbehaving_drivers_become_fail_rows(driver, fragment):
     x = np.array([-1, 2, -3, 4], np.float32).reshape(2, 2)
     out = run_case(driver, relu_model(dims=(2, 2)), [x], [np.maximum(x, 0)])
@@ -42,6 +46,7 @@ def test_misbehaving_drivers_become_fail_rows(driver, fragment):
 def test_unsupported_is_skip():
     from nnconform.ir import ModelBuilder
     from nnconform.ir import OperationType as Op
+
     b = ModelBuilder()
     x = b.input(T.TENSOR_FLOAT32, [1])
     b.operation(Op.OEM_OPERATION, [x], [b.output(T.TENSOR_FLOAT32, [1])])
@@ -52,6 +57,7 @@ def test_unsupported_is_skip():
 def test_expect_failure_must_be_rejected():
     from nnconform.ir import ModelBuilder
     from nnconform.ir import OperationType as Op
+
     b = ModelBuilder()
     x = b.input(T.TENSOR_FLOAT32, [2])
     y = b.input(T.TENSOR_FLOAT32, [2])
@@ -68,9 +74,10 @@ def test_an_in_process_array_that_says_it_equals_anything_is_judged_by_its_data(
     from nnconform.ir import ModelBuilder
     from nnconform.ir import OperationType as Op
     from nnconform.reference.executor import Executor
+
     b = ModelBuilder()
     x = b.input(T.TENSOR_FLOAT32, [1, 8])
-    b.operation(Op.FLOOR, [x], [b.output(T.TENSOR_FLOAT32, [1, 8])])   # FLOOR is its trigger
+    b.operation(Op.FLOOR, [x], [b.output(T.TENSOR_FLOAT32, [1, 8])])  # FLOOR is its trigger
     m = b.build()
     xv = np.arange(8, dtype=np.float32).reshape(1, 8) + np.float32(0.5)
     out = run_case(LyingArray(), m, [xv], Executor(m).run([xv]))

@@ -1,4 +1,5 @@
 """The subprocess sandbox: each deliberately broken driver gets the right verdict."""
+
 import os
 import signal
 import subprocess
@@ -72,17 +73,21 @@ def test_segfault_is_crash_with_signal_stack_and_breadcrumb():
     r = _run(BROKEN + "SegfaultOnNegative")
     assert r.verdict == "CRASH"
     assert r.signal == signal.SIGSEGV and "SIGSEGV" in r.reason
-    assert "Segmentation fault" in r.stderr_tail          # faulthandler's header
-    assert "broken_stress.py" in r.stderr_tail            # ... and the Python stack
+    assert "Segmentation fault" in r.stderr_tail  # faulthandler's header
+    assert "broken_stress.py" in r.stderr_tail  # ... and the Python stack
     assert r.breadcrumb == "example relu_fp32"
 
 
 def test_segfault_driver_only_crashes_on_negative_input():
     # The random 10-op graph of this seed has a non-negative first input element.
     from nnconform.stress.random_models import random_model
+
     seed = next(s for s in range(100) if random_model(s, 10, 1000).inputs[0].reshape(-1)[0] >= 0)
-    r = _run(BROKEN + "SegfaultOnNegative", CASE,
-             {"test": "random-inference", "params": {"seed": seed, "graph": "10ops-dims1000"}})
+    r = _run(
+        BROKEN + "SegfaultOnNegative",
+        CASE,
+        {"test": "random-inference", "params": {"seed": seed, "graph": "10ops-dims1000"}},
+    )
     assert r.verdict == "SUCCESS", r.reason
 
 
@@ -98,7 +103,7 @@ def test_hang_is_hang_with_stack_dump_and_the_group_is_killed():
         pid = box.worker_pid
         r = box.run(PROBE, {}, timeout=2.0)
         assert r.verdict == "HANG" and "no verdict within 2 s" in r.reason
-        assert "Thread" in r.stderr_tail and "broken_stress.py" in r.stderr_tail   # SIGUSR1 dump
+        assert "Thread" in r.stderr_tail and "broken_stress.py" in r.stderr_tail  # SIGUSR1 dump
         assert not _alive(pid)
         # The slot recovers: the next case gets a new worker.
         assert box.run("nnconform.isolation.sandbox:noop_case", {}, timeout=LIMIT).verdict == "SUCCESS"
@@ -106,8 +111,12 @@ def test_hang_is_hang_with_stack_dump_and_the_group_is_killed():
 
 
 def test_leaking_driver_fails_the_leak_test():
-    r = _run(BROKEN + "LeaksMemory", CASE, {"test": "leak", "params": {"duration": 2.0, "threshold_mb": 32.0}},
-             mem_limit=2 << 30)
+    r = _run(
+        BROKEN + "LeaksMemory",
+        CASE,
+        {"test": "leak", "params": {"duration": 2.0, "threshold_mb": 32.0}},
+        mem_limit=2 << 30,
+    )
     assert r.verdict == "FAILURE"
     assert "leak" in r.reason
 

@@ -1,4 +1,5 @@
 """The stress runner: plans, random graphs, verdicts against ground truth, kill -9 and resume."""
+
 import json
 import os
 import signal
@@ -32,9 +33,19 @@ from nnconform.verdict.results import read_results
 _broken_stress = double_module("broken_stress")
 check_against_log, parse_rates = _broken_stress.check_against_log, _broken_stress.parse_rates
 
-SHORT = {name: 1.0 for name in ("parallel-inference", "multi-process-inference", "multi-process-model-load",
-                                "client-early-termination", "performance-degradation", "leak", "compile-leak",
-                                "execution-soak")}
+SHORT = {
+    name: 1.0
+    for name in (
+        "parallel-inference",
+        "multi-process-inference",
+        "multi-process-model-load",
+        "client-early-termination",
+        "performance-degradation",
+        "leak",
+        "compile-leak",
+        "execution-soak",
+    )
+}
 # No verdict of these tests may depend on how busy the machine is (CI: 2 shared cores):
 # - a generous hang grace: it only bounds a case's wall clock (a correct driver never waits
 #   for it), so a slow machine is not a HANG;
@@ -45,6 +56,7 @@ NO_PERF_LIMIT = 1e9
 
 
 # ---- random graphs ------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("num_ops,max_dim", [(10, 1000), (600, 10)])
 def test_random_models_are_valid_sized_and_finite(num_ops, max_dim):
@@ -68,6 +80,7 @@ def test_random_models_repeat_from_the_seed():
 
 # ---- planning -------------------------------------------------------------------------------
 
+
 def test_parse_budget():
     assert parse_budget("30m") == 1800 and parse_budget("2h") == 7200 and parse_budget("1h30m") == 5400
     assert parse_budget("90s") == 90 and parse_budget("45") == 45
@@ -80,24 +93,40 @@ def test_plan_is_deterministic_interleaved_and_case_params_ignore_the_budget():
     small = build_plan(plan_counts(list(TESTS), 120, 2, o), 5, o)
     big = build_plan(plan_counts(list(TESTS), 3600, 2, o), 5, o)
     assert [c.key for c in small] == [c.key for c in build_plan(plan_counts(list(TESTS), 120, 2, o), 5, o)]
-    assert {c.test for c in small} == set(TESTS)                      # every test gets a case
+    assert {c.test for c in small} == set(TESTS)  # every test gets a case
     assert len({c.key for c in small}) == len(small)
     by_key = {c.key: c for c in big}
-    for c in small:                                                   # same case, same seed and params
+    for c in small:  # same case, same seed and params
         assert by_key[c.key].seed == c.seed == case_seed(5, c.test, c.index)
         assert by_key[c.key].params == c.params
-    assert small[0].test != small[1].test                             # interleaved, not grouped
+    assert small[0].test != small[1].test  # interleaved, not grouped
     assert case_seed(5, "leak", 0) != case_seed(6, "leak", 0)
 
 
 # ---- runs ----------------------------------------------------------------------------------
 
+
 def _cfg(tmp_path, driver="reference", **kw):
-    kw.setdefault("options", StressOptions(durations=dict(SHORT), threads=2, processes=1, client_threads=1,
-                                           hang_grace=GRACE, perf_threshold=NO_PERF_LIMIT))
-    return StressConfig(driver=driver, budget_s=kw.pop("budget_s", 60), tests=kw.pop("tests", list(TESTS)),
-                        workers=kw.pop("workers", 2), seed=kw.pop("seed", 11), report_dir=str(tmp_path / "run"),
-                        **kw)
+    kw.setdefault(
+        "options",
+        StressOptions(
+            durations=dict(SHORT),
+            threads=2,
+            processes=1,
+            client_threads=1,
+            hang_grace=GRACE,
+            perf_threshold=NO_PERF_LIMIT,
+        ),
+    )
+    return StressConfig(
+        driver=driver,
+        budget_s=kw.pop("budget_s", 60),
+        tests=kw.pop("tests", list(TESTS)),
+        workers=kw.pop("workers", 2),
+        seed=kw.pop("seed", 11),
+        report_dir=str(tmp_path / "run"),
+        **kw,
+    )
 
 
 def test_reference_driver_passes_every_stress_test(tmp_path, capsys):
@@ -119,16 +148,19 @@ def test_reference_driver_passes_every_stress_test(tmp_path, capsys):
 def test_randomly_broken_driver_every_verdict_right_and_nothing_lost(tmp_path, monkeypatch):
     log = tmp_path / "truth.log"
     monkeypatch.setenv("NNCONFORM_BROKEN_LOG", str(log))
-    monkeypatch.setenv("NNCONFORM_BROKEN_RATES", "seed=8,crash=0.12,exit=0.08,hang=0.08,leak=0.1,raise=0.12,garbage=0.12")
+    monkeypatch.setenv(
+        "NNCONFORM_BROKEN_RATES", "seed=8,crash=0.12,exit=0.08,hang=0.08,leak=0.1,raise=0.12,garbage=0.12"
+    )
     cases = [f"random-inference#{i}" for i in range(24)]
     # Hangs wait out the whole limit (2 s + grace), so the grace is a compromise: long enough
     # that a slow, busy machine does not turn a working case into a HANG (a cold 600-op case
     # takes ~1 s on 2 loaded cores), short enough for the two hangs this seed draws.
     opts = StressOptions(hang_grace=8.0)
-    code = run_stress(_cfg(tmp_path, double("broken_stress", "RandomlyBroken"), cases=cases, options=opts,
-                           probe_timeout=10))
+    code = run_stress(
+        _cfg(tmp_path, double("broken_stress", "RandomlyBroken"), cases=cases, options=opts, probe_timeout=10)
+    )
     rows = read_results(tmp_path / "run" / "results.jsonl")
-    assert sorted(r.test_id for r in rows) == sorted(cases)           # none lost, none twice
+    assert sorted(r.test_id for r in rows) == sorted(cases)  # none lost, none twice
     assert check_against_log(rows, log) == []
     seen = Counter(r.outcome for r in rows)
     assert set(seen) == {"SUCCESS", "FAILURE", "HANG", "CRASH"}, seen  # the seed exercises all four
@@ -139,7 +171,7 @@ def test_randomly_broken_driver_every_verdict_right_and_nothing_lost(tmp_path, m
             assert "liveness" in r.message.lower()
         if r.outcome == "CRASH" and r.extra.get("signal") == signal.SIGSEGV:
             assert "Segmentation fault" in r.extra["stderr_tail"]
-        if not r.good:                                                # every bad case can be replayed
+        if not r.good:  # every bad case can be replayed
             assert f"--case '{r.test_id}'" in r.replay and "--seed 11" in r.replay
             spec = load_spec(r.spec_path)
             assert spec.meta["test_id"] == r.test_id and spec.examples
@@ -154,8 +186,23 @@ def test_rates_parser_rejects_unknown_keys():
 def _stress_with_rows(rdir, cases: list[str], rows: int, extra=(), **popen) -> subprocess.Popen:
     """`nnconform stress` of exactly ``cases`` (so the plan does not depend on how fast this
     machine is today), returned once ``rows`` of them are recorded (or it has ended)."""
-    args = [sys.executable, "-m", "nnconform", "stress", "--driver", "reference", "--budget", "10m", "--workers", "2",
-            "--seed", "3", "--report-dir", str(rdir), *extra]
+    args = [
+        sys.executable,
+        "-m",
+        "nnconform",
+        "stress",
+        "--driver",
+        "reference",
+        "--budget",
+        "10m",
+        "--workers",
+        "2",
+        "--seed",
+        "3",
+        "--report-dir",
+        str(rdir),
+        *extra,
+    ]
     for c in cases:
         args += ["--case", c]
     runner = subprocess.Popen(args, **popen)
@@ -174,6 +221,7 @@ def test_sigterm_ends_a_stress_run_as_interrupted_and_resume_finishes_it(tmp_pat
     workers killed, the reports rebuilt, "interrupted" and the resume hint printed), instead of
     dying with its reports stale."""
     from nnconform.stress.runner import EXIT_INTERRUPTED
+
     rdir = tmp_path / "run"
     cases = [f"{t}#{i}" for i in range(8) for t in ("random-model-load", "random-inference")]
     runner = _stress_with_rows(rdir, cases, 4, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -195,13 +243,14 @@ def test_sigterm_ends_a_stress_run_as_interrupted_and_resume_finishes_it(tmp_pat
 
 def test_kill_9_then_resume_loses_and_repeats_nothing(tmp_path):
     rdir = tmp_path / "run"
-    marker = f"killtest{os.getpid()}"     # in the worker env, so we can find our workers
+    marker = f"killtest{os.getpid()}"  # in the worker env, so we can find our workers
     # An explicit case list, so the plan does not depend on how fast this machine is today;
     # the kill comes at 20 rows, so 22 or so are left for --resume.
     cases = [f"{t}#{i}" for i in range(20) for t in ("random-model-load", "random-inference")] + ["leak#0", "leak#1"]
     env = dict(os.environ, NNCONFORM_TEST_MARK=marker)
-    runner = _stress_with_rows(rdir, cases, 20, ["--duration", "leak=1"], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, env=env)
+    runner = _stress_with_rows(
+        rdir, cases, 20, ["--duration", "leak=1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
     journal = rdir / "results.jsonl"
     runner.send_signal(signal.SIGKILL)
     runner.wait()
@@ -220,8 +269,8 @@ def test_kill_9_then_resume_loses_and_repeats_nothing(tmp_path):
     code = main(["stress", "--resume", "--report-dir", str(rdir)])
     after = read_results(journal)
     keys = [r.test_id for r in after]
-    assert len(keys) == len(set(keys)) == planned                   # every planned case once
-    for r in after:                                                   # rows written before the kill untouched
+    assert len(keys) == len(set(keys)) == planned  # every planned case once
+    for r in after:  # rows written before the kill untouched
         if r.test_id in before:
             assert r.timestamp == before[r.test_id].timestamp
     assert code == 0
@@ -272,6 +321,7 @@ def test_random_graphs_draw_only_claimed_cells_of_every_claimed_type(tmp_path, c
     """Issue 13: stress random graphs rotate over the data types the driver claims and draw only
     the (operation, rank) cells it claims; the claims are asked once and kept in the manifest."""
     from nnconform.stress.tests import graph_of
+
     driver = double("broken_partial", "HalfReferenceEven")
     cases = [f"random-model-load#{i}" for i in range(12)]
     code = run_stress(_cfg(tmp_path, driver=driver, cases=cases, tests=["random-model-load"]))
@@ -286,7 +336,7 @@ def test_random_graphs_draw_only_claimed_cells_of_every_claimed_type(tmp_path, c
     types = {r.extra["params"]["dtype"] for r in rows}
     assert len(types) >= 4 and types <= set(claims), types
     assert {r.extra["params"]["value_classes"] for r in rows} == {False, True}
-    for r in rows:   # the journal keeps the count of cells, the graph is rebuilt from the claims
+    for r in rows:  # the journal keeps the count of cells, the graph is rebuilt from the claims
         p = dict(r.extra["params"], cells=claims[r.extra["params"]["dtype"]])
         assert r.extra["params"]["cells"] == len(p["cells"])
         ops = graph_of(p).model.main.operations
@@ -296,10 +346,18 @@ def test_random_graphs_draw_only_claimed_cells_of_every_claimed_type(tmp_path, c
 
 def test_random_model_load_prepares_the_claimed_partitions(tmp_path):
     """A graph the driver supports in part is loaded as Android would: its partitions."""
-    cases = ["random-model-load#1"]    # the 600-operation graph: both sides certainly appear
+    cases = ["random-model-load#1"]  # the 600-operation graph: both sides certainly appear
     opts = StressOptions(durations=dict(SHORT), hang_grace=GRACE)
-    run_stress(_cfg(tmp_path, driver=double("broken_partial", "HalfReferenceOdd"), cases=cases,
-                    tests=["random-model-load"], options=opts, claims=False))
+    run_stress(
+        _cfg(
+            tmp_path,
+            driver=double("broken_partial", "HalfReferenceOdd"),
+            cases=cases,
+            tests=["random-model-load"],
+            options=opts,
+            claims=False,
+        )
+    )
     [row] = read_results(tmp_path / "run" / "results.jsonl")
     assert row.outcome == "SUCCESS" and row.message.startswith("partitioned: "), row.message
     assert row.extra["partitioned"] is True

@@ -1,6 +1,7 @@
 """Regression tests for defects of ``nnconform stress``: threads dying of BaseException,
 empty runs accepted, tests silently left out by a short budget, and processes or /dev/shm
 files a driver leaves behind.  No verdict here depends on how fast the machine is."""
+
 import json
 import os
 import signal
@@ -72,6 +73,7 @@ def _log(path) -> list[dict]:
 
 # ---- 1. threads that die of BaseException ---------------------------------------------------
 
+
 @pytest.mark.parametrize("exc", BASE_EXCS)
 def test_parallel_inference_thread_dying_of_base_exception_is_failure(exc):
     ctx = CaseContext(_device(f"{exc}InThreads"), "x", "parallel-inference#0", 1, 30.0)
@@ -94,8 +96,12 @@ def test_client_thread_dying_of_base_exception_fails_the_client(capsys, mode, ex
 
 def test_keyboard_interrupt_in_parallel_inference_threads_through_the_sandbox():
     with Sandbox(BROKEN + "KeyboardInterruptInThreads") as box:
-        r = box.run(CASE, {"test": "parallel-inference", "params": {"duration": 1.0, "threads": 2}},
-                    timeout=120, case_key="parallel-inference#0")
+        r = box.run(
+            CASE,
+            {"test": "parallel-inference", "params": {"duration": 1.0, "threads": 2}},
+            timeout=120,
+            case_key="parallel-inference#0",
+        )
     assert r.verdict == "FAILURE" and "KeyboardInterrupt" in r.reason, r.reason
 
 
@@ -108,18 +114,34 @@ def test_a_driver_thread_dying_of_system_exit_fails_the_case():
 
 # ---- 2. runs that would run nothing are usage errors ----------------------------------------
 
-@pytest.mark.parametrize("args", [["--budget", "0"], ["--budget", "0s"], ["--budget", "-5"], ["--budget=-1m"],
-                                  ["--budget", "nan"], ["--budget", "inf"], ["--budget="], ["--budget", "5x"],
-                                  ["--workers", "0"], ["--workers", "-2"], ["--threads", "0"],
-                                  ["--processes", "0"], ["--client-threads", "-1"]])
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--budget", "0"],
+        ["--budget", "0s"],
+        ["--budget", "-5"],
+        ["--budget=-1m"],
+        ["--budget", "nan"],
+        ["--budget", "inf"],
+        ["--budget="],
+        ["--budget", "5x"],
+        ["--workers", "0"],
+        ["--workers", "-2"],
+        ["--threads", "0"],
+        ["--processes", "0"],
+        ["--client-threads", "-1"],
+    ],
+)
 def test_empty_or_unparsable_runs_are_usage_errors(tmp_path, capsys, args):
     # (a short budget and one quick test first, so a run the harness wrongly starts is short)
-    code = main(["stress", "--report-dir", str(tmp_path / "r"), "--budget", "2s", "--tests", "random-model-load",
-                 *args])
+    code = main(
+        ["stress", "--report-dir", str(tmp_path / "r"), "--budget", "2s", "--tests", "random-model-load", *args]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
     assert len(err) == 1 and err[0].startswith("nnconform: error:"), err
-    assert not (tmp_path / "r").exists()            # nothing was started
+    assert not (tmp_path / "r").exists()  # nothing was started
 
 
 def test_parse_budget_rejects_non_positive_and_non_finite():
@@ -132,13 +154,36 @@ def test_parse_budget_rejects_non_positive_and_non_finite():
 
 # ---- 3. a budget too short for a selected test ----------------------------------------------
 
+
 def test_tests_the_budget_left_out_are_named_and_the_exit_status_is_3(tmp_path, capsys):
     # One worker; the first case lasts at least its 2 s duration, the budget is 1 s, so the
     # leak case can never start, however fast or slow the machine is.
     rdir = tmp_path / "run"
-    code = main(["stress", "--driver", "reference", "--budget", "1s", "--workers", "1", "--seed", "1",
-                 "--case", "parallel-inference#0", "--case", "leak#0", "--duration", "parallel-inference=2",
-                 "--hang-grace", "120", "--threads", "1", "--report-dir", str(rdir)])
+    code = main(
+        [
+            "stress",
+            "--driver",
+            "reference",
+            "--budget",
+            "1s",
+            "--workers",
+            "1",
+            "--seed",
+            "1",
+            "--case",
+            "parallel-inference#0",
+            "--case",
+            "leak#0",
+            "--duration",
+            "parallel-inference=2",
+            "--hang-grace",
+            "120",
+            "--threads",
+            "1",
+            "--report-dir",
+            str(rdir),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 3
     [line] = [ln for ln in out.splitlines() if ln.startswith("not run:")]
@@ -161,6 +206,7 @@ def test_the_first_case_of_every_test_is_planned_before_any_second_case():
 
 # ---- 4. processes and /dev/shm entries left behind ------------------------------------------
 
+
 @pytest.mark.parametrize("driver,action", [("SpawnsSetsidChild", "spawn-setsid"), ("DoubleForks", "double-fork")])
 def test_processes_a_case_leaves_are_killed_and_named(truth_log, driver, action):
     with Sandbox(BROKEN + driver) as box:
@@ -179,9 +225,16 @@ def test_processes_a_case_leaves_are_killed_and_named(truth_log, driver, action)
 
 
 def test_processes_left_behind_are_named_in_the_stress_row(truth_log, tmp_path):
-    cfg = StressConfig(driver=BROKEN + "SpawnsSetsidChild", budget_s=600, tests=["random-inference"], workers=1,
-                       seed=2, report_dir=str(tmp_path / "run"), cases=["random-inference#0"],
-                       options=StressOptions(hang_grace=120))
+    cfg = StressConfig(
+        driver=BROKEN + "SpawnsSetsidChild",
+        budget_s=600,
+        tests=["random-inference"],
+        workers=1,
+        seed=2,
+        report_dir=str(tmp_path / "run"),
+        cases=["random-inference#0"],
+        options=StressOptions(hang_grace=120),
+    )
     assert run_stress(cfg) == 1
     [row] = read_results(tmp_path / "run" / "results.jsonl")
     [child] = [d["child"] for d in _log(truth_log) if d["action"] == "spawn-setsid"]
@@ -190,8 +243,9 @@ def test_processes_left_behind_are_named_in_the_stress_row(truth_log, tmp_path):
     assert not _alive(child)
 
 
-@pytest.mark.parametrize("driver,verdict,timeout", [("SetsidChildThenCrash", "CRASH", 120),
-                                                     ("SetsidChildThenHang", "HANG", 2.0)])
+@pytest.mark.parametrize(
+    "driver,verdict,timeout", [("SetsidChildThenCrash", "CRASH", 120), ("SetsidChildThenHang", "HANG", 2.0)]
+)
 def test_a_dead_workers_escaped_children_are_killed_by_the_parent(truth_log, driver, verdict, timeout):
     with Sandbox(BROKEN + driver, hang_dump_s=0.2) as box:
         r = box.run(PROBE, {}, timeout=timeout, case_key="probe#0")
@@ -220,16 +274,26 @@ def test_a_named_semaphore_another_process_holds_is_neither_blamed_nor_removed(m
     worker's semaphore for a leftover of its case and removed it ("Nanny failed to start")."""
     import subprocess
     import sys
+
     monkeypatch.setattr(reaper, "SHM_DIR", "/dev/shm")
     before = reaper.shm_snapshot()
-    holder = subprocess.Popen([sys.executable, "-c", "import multiprocessing as mp, sys; "
-                               "lock = mp.get_context('spawn').Lock(); print(lock._semlock.name, flush=True); "
-                               "sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import multiprocessing as mp, sys; "
+            "lock = mp.get_context('spawn').Lock(); print(lock._semlock.name, flush=True); "
+            "sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         entry = "sem." + holder.stdout.readline().strip().lstrip("/")
         assert entry in reaper.shm_snapshot() - before, entry
         assert entry not in reaper.shm_leftovers(before, ours={os.getpid()})
-        assert entry in reaper.shm_leftovers(before, ours={os.getpid(), holder.pid})   # held by one of ours
+        assert entry in reaper.shm_leftovers(before, ours={os.getpid(), holder.pid})  # held by one of ours
         assert os.path.exists(os.path.join("/dev/shm", entry))
     finally:
         holder.stdin.close()
@@ -241,15 +305,19 @@ def test_shm_entries_held_open_by_another_process_are_not_blamed_on_the_case(shm
     # elsewhere, is neither named nor removed.
     import subprocess
     import sys
+
     name = f"nnconform-test-foreign-{os.getpid()}"
     path = str(shm_dir / name)
     before = reaper.shm_snapshot()
-    holder = subprocess.Popen([sys.executable, "-c", f"f = open({path!r}, 'wb'); print('ok', flush=True); "
-                               "import sys; sys.stdin.read()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"f = open({path!r}, 'wb'); print('ok', flush=True); import sys; sys.stdin.read()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
     try:
         assert holder.stdout.readline().strip() == b"ok"
         assert reaper.shm_leftovers(before, ours={os.getpid()}) == []
-        assert reaper.shm_leftovers(before, ours={os.getpid(), holder.pid}) == [name]   # held by one of ours
+        assert reaper.shm_leftovers(before, ours={os.getpid(), holder.pid}) == [name]  # held by one of ours
         assert os.path.exists(path)
     finally:
         holder.stdin.close()

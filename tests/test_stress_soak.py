@@ -1,6 +1,7 @@
 """Issue 20 soak tests in `nnconform stress`: the compile-loop leak watch, the execution-count
 soak (past 2^16 executions of one prepared model) and the whole-life leak verdict, each
 catching its broken driver of tests/drivers/broken_domains.py while the reference passes."""
+
 from __future__ import annotations
 
 from helpers import double
@@ -15,15 +16,25 @@ GRACE = 120.0
 
 def _run(tmp_path, driver, cases, durations, **opts):
     options = StressOptions(durations=durations, hang_grace=GRACE, **opts)
-    code = run_stress(StressConfig(driver=driver, budget_s=600, tests=sorted({c.split("#")[0] for c in cases}),
-                                   workers=1, seed=5, report_dir=str(tmp_path / "run"), cases=cases,
-                                   options=options))
+    code = run_stress(
+        StressConfig(
+            driver=driver,
+            budget_s=600,
+            tests=sorted({c.split("#")[0] for c in cases}),
+            workers=1,
+            seed=5,
+            report_dir=str(tmp_path / "run"),
+            cases=cases,
+            options=options,
+        )
+    )
     return code, read_results(tmp_path / "run" / "results.jsonl")
 
 
 def test_reference_passes_the_soaks_and_reports_rates(tmp_path):
-    code, rows = _run(tmp_path, "reference", ["compile-leak#0", "execution-soak#0"],
-                      {"compile-leak": 3.0, "execution-soak": 600.0})
+    code, rows = _run(
+        tmp_path, "reference", ["compile-leak#0", "execution-soak#0"], {"compile-leak": 3.0, "execution-soak": 600.0}
+    )
     assert code == 0, [(r.test_id, r.message) for r in rows]
     by = {r.test_id: r for r in rows}
     soak = by["execution-soak#0"].extra
@@ -46,8 +57,12 @@ def test_a_crash_after_65536_executions_is_caught(tmp_path):
 
 
 def test_whole_life_leak_verdict(tmp_path):
-    rows = [{"extra": {"worker_pid": 1, "rss_mb": 100.0}}, {"extra": {"worker_pid": 2, "rss_mb": 90.0}},
-            {"extra": {"worker_pid": 1, "rss_mb": 700.0}}, {"extra": {"worker_pid": 2, "rss_mb": 95.0}}]
+    rows = [
+        {"extra": {"worker_pid": 1, "rss_mb": 100.0}},
+        {"extra": {"worker_pid": 2, "rss_mb": 90.0}},
+        {"extra": {"worker_pid": 1, "rss_mb": 700.0}},
+        {"extra": {"worker_pid": 2, "rss_mb": 95.0}},
+    ]
     (leak,) = worker_life_leaks(rows, 512)
     assert leak["worker_pid"] == 1 and leak["growth_mb"] == 600.0 and leak["cases"] == 2
     # end to end: a cache that never forgets grows the worker over many distinct random models

@@ -2,6 +2,7 @@
 builtin IF/WHILE with the referenced models as extra subgraphs, the support rule, and the loop
 timeout (models with a WHILE are invoked in a child that the timeout kills).  Skipped without
 the 'tflite' extra."""
+
 from __future__ import annotations
 
 import re
@@ -35,6 +36,7 @@ def device():
     the threads of whatever test ran there before (JAX starts a thread pool, and a fork of a
     multithreaded process can deadlock).  The host is a fresh interpreter with only the adapter."""
     from nnconform.isolation.proxy import IsolatedDevice
+
     host = IsolatedDevice("tflite")
     try:
         yield host
@@ -60,7 +62,7 @@ def _subgraphs(model):
 
 def test_if_branches_become_subgraphs_named_by_if_options():
     sgs = _subgraphs(cfx.if_add_sub())
-    assert len(sgs) == 3                       # main, then, else
+    assert len(sgs) == 3  # main, then, else
     (op,) = sgs[0].operators
     assert op.builtinOptionsType == S.BuiltinOptions.IfOptions
     assert {op.builtinOptions.thenSubgraphIndex, op.builtinOptions.elseSubgraphIndex} == {1, 2}
@@ -96,8 +98,10 @@ def _if_with_branch_op(op: Op, extra) -> object:
 
 
 def test_if_is_unsupported_when_a_branch_operation_is():
-    model = _if_with_branch_op(Op.INSTANCE_NORMALIZATION, [lambda s: s.f32(1.0), lambda s: s.f32(0.0),
-                                                          lambda s: s.f32(1e-5), lambda s: s.bool(False)])
+    model = _if_with_branch_op(
+        Op.INSTANCE_NORMALIZATION,
+        [lambda s: s.f32(1.0), lambda s: s.f32(0.0), lambda s: s.f32(1e-5), lambda s: s.bool(False)],
+    )
     dev = TfliteDevice()
     assert dev.supported_operations(model) == [False]
     assert "no TFLite mapping for INSTANCE_NORMALIZATION" in dev.unsupported_reasons(model)[0]
@@ -159,8 +163,11 @@ def test_if_branch_output_litert_keeps_persistent_is_copied(device, kind):
         if kind == "rank":
             sb.operation(Op.RANK, [x], [sb.output(*out)])
         else:
-            sb.operation(Op.TILE, [sb.const(T.TENSOR_FLOAT32, (1, 2), [-0.0, 1e-40]),
-                                   sb.const(T.TENSOR_INT32, (2,), [2, 2])], [sb.output(*out)])
+            sb.operation(
+                Op.TILE,
+                [sb.const(T.TENSOR_FLOAT32, (1, 2), [-0.0, 1e-40]), sb.const(T.TENSOR_INT32, (2,), [2, 2])],
+                [sb.output(*out)],
+            )
         branches.append(sb)
     c, x = b.input(T.TENSOR_BOOL8, (1,)), b.input(T.TENSOR_INT32, (3, 4))
     b.operation(Op.IF, [c, b.subgraph_ref(branches[0]), b.subgraph_ref(branches[1]), x], [b.output(*out)])

@@ -1,6 +1,7 @@
 """The TFLite (LiteRT) adapter (drivers/tflite): flatbuffer writing, honesty about support,
 and the generated suite end to end.  Skipped when the optional extra (ai-edge-litert,
 flatbuffers) is missing."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,11 +27,13 @@ from nnconform.verdict.runner import PASS, SKIP, run_case
 
 # The checks every adapter shares, collected here and run with this file's device.
 test_add_with_fused_relu6_and_broadcast = adapter_checks.test_add_with_fused_relu6_and_broadcast
-test_conv_2d_nhwc_same_padding_matches_hand_computation = \
+test_conv_2d_nhwc_same_padding_matches_hand_computation = (
     adapter_checks.test_conv_2d_nhwc_same_padding_matches_hand_computation
+)
 test_invalid_model_is_invalid_argument = adapter_checks.test_invalid_model_is_invalid_argument
-test_invalid_request_is_invalid_argument_and_small_buffers_insufficient = \
+test_invalid_request_is_invalid_argument_and_small_buffers_insufficient = (
     adapter_checks.test_invalid_request_is_invalid_argument_and_small_buffers_insufficient
+)
 
 
 REPO = Path(__file__).resolve().parents[1]
@@ -85,13 +88,13 @@ def test_conv_2d_explicit_padding_becomes_pad_then_valid(device):
     img = np.arange(1, 10, dtype=np.float32).reshape(3, 3)
     res = run(device, b.build(), img.reshape(1, 3, 3, 1))
     padded = np.pad(img, 1)
-    expected = np.array([[padded[i:i + 2, j:j + 2].sum() for j in range(4)] for i in range(4)], np.float32)
+    expected = np.array([[padded[i : i + 2, j : j + 2].sum() for j in range(4)] for i in range(4)], np.float32)
     np.testing.assert_array_equal(res.outputs[0].reshape(4, 4), expected)
 
 
 def test_conv_2d_nchw_is_transposed_around_the_kernel(device):
     b = ModelBuilder()
-    x = b.input(T.TENSOR_FLOAT32, [1, 2, 2, 2])          # NCHW: 2 channels of 2x2
+    x = b.input(T.TENSOR_FLOAT32, [1, 2, 2, 2])  # NCHW: 2 channels of 2x2
     y = b.output(T.TENSOR_FLOAT32, [1, 1, 2, 2])
     f = b.const(T.TENSOR_FLOAT32, [1, 1, 1, 2], [1.0, 10.0])
     bias = b.const(T.TENSOR_FLOAT32, [1], [0.5])
@@ -105,8 +108,7 @@ def test_quant8_signed_per_channel_conv(device):
     b = ModelBuilder()
     x = b.input(T.TENSOR_QUANT8_ASYMM_SIGNED, [1, 1, 1, 2], scale=0.5, zero_point=-1)
     y = b.output(T.TENSOR_QUANT8_ASYMM_SIGNED, [1, 1, 1, 2], scale=1.0, zero_point=0)
-    f = b.const(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [2, 1, 1, 2], [1, 2, 3, 4],
-                channel_quant=ChannelQuant((1.0, 0.5), 0))
+    f = b.const(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [2, 1, 1, 2], [1, 2, 3, 4], channel_quant=ChannelQuant((1.0, 0.5), 0))
     bias = b.const(T.TENSOR_INT32, [2], [4, 0])
     b.operation(Op.CONV_2D, [x, f, bias, b.i32(2), b.i32(1), b.i32(1), b.i32(0)], [y])
     # real x = (3+1)*0.5 = 2, (5+1)*0.5 = 3; channel 0: 2*1 + 3*2 + 4*0.5 = 10,
@@ -145,8 +147,11 @@ def test_rank0_results_become_shape_1(device):
 def test_unmappable_operations_are_reported_unsupported(device):
     b = ModelBuilder()
     x = b.input(T.TENSOR_FLOAT32, [1, 2, 2, 1])
-    b.operation(Op.INSTANCE_NORMALIZATION, [x, b.f32(1.0), b.f32(0.0), b.f32(1e-5), b.bool(False)],
-                [b.output(T.TENSOR_FLOAT32, [1, 2, 2, 1])])
+    b.operation(
+        Op.INSTANCE_NORMALIZATION,
+        [x, b.f32(1.0), b.f32(0.0), b.f32(1e-5), b.bool(False)],
+        [b.output(T.TENSOR_FLOAT32, [1, 2, 2, 1])],
+    )
     model = b.build()
     assert device.supported_operations(model) == [False]
     assert "no TFLite mapping" in device.unsupported_reasons(model)[0]
@@ -170,16 +175,22 @@ def test_run_case_skips_unsupported_and_passes_supported(device):
     b = ModelBuilder()
     x = b.input(T.TENSOR_QUANT8_ASYMM, [1, 4], scale=0.5, zero_point=128)
     b.operation(Op.LOGISTIC, [x], [b.output(T.TENSOR_QUANT8_ASYMM, [1, 4], scale=1 / 256, zero_point=0)])
-    out = run_case(device, b.build(), [np.array([[128, 128, 255, 0]], np.uint8)],
-                   [np.array([[128, 128, 255, 0]], np.uint8)])
+    out = run_case(
+        device, b.build(), [np.array([[128, 128, 255, 0]], np.uint8)], [np.array([[128, 128, 255, 0]], np.uint8)]
+    )
     assert out.outcome == PASS, out.message
     # An explicit pooling padding that is neither SAME nor VALID has no faithful TFLite form.
     b = ModelBuilder()
     x = b.input(T.TENSOR_FLOAT32, [1, 2, 2, 1])
-    b.operation(Op.AVERAGE_POOL_2D, [x] + [b.i32(v) for v in (1, 0, 0, 0, 1, 1, 2, 2, 0)],
-                [b.output(T.TENSOR_FLOAT32, [1, 1, 2, 1])])
-    assert run_case(device, b.build(), [np.zeros((1, 2, 2, 1), np.float32)],
-                    [np.zeros((1, 1, 2, 1), np.float32)]).outcome == SKIP
+    b.operation(
+        Op.AVERAGE_POOL_2D,
+        [x] + [b.i32(v) for v in (1, 0, 0, 0, 1, 1, 2, 2, 0)],
+        [b.output(T.TENSOR_FLOAT32, [1, 1, 2, 1])],
+    )
+    assert (
+        run_case(device, b.build(), [np.zeros((1, 2, 2, 1), np.float32)], [np.zeros((1, 1, 2, 1), np.float32)]).outcome
+        == SKIP
+    )
 
 
 def test_channel_shuffle_and_softmax_along_axis_0(device):
@@ -196,9 +207,23 @@ def test_channel_shuffle_and_softmax_along_axis_0(device):
 
 def test_generated_suite_passes_against_tflite(tmp_path):
     deselect = " and ".join(f"not {name}" for name in KNOWN_DISCREPANCIES)
-    generated_suite(["pytest", "suites/test_generated.py", "--driver", "tflite", "--nn-report-dir",
-                     str(tmp_path / "report"), "-p", "no:cacheprovider", "--import-mode=importlib", "-q",
-                     "-k", deselect], min_pass=350)
+    generated_suite(
+        [
+            "pytest",
+            "suites/test_generated.py",
+            "--driver",
+            "tflite",
+            "--nn-report-dir",
+            str(tmp_path / "report"),
+            "-p",
+            "no:cacheprovider",
+            "--import-mode=importlib",
+            "-q",
+            "-k",
+            deselect,
+        ],
+        min_pass=350,
+    )
 
 
 def test_known_discrepancies_are_documented():

@@ -1,6 +1,7 @@
 """nnconform import: .tflite -> NNAPI IR.  Round trips through the TFLite adapter's own writer
 (built-in MobileNets, float and quant8, per-channel convolutions), unmapped operations named,
 the missing-extra message, and the mediapipe zoo when it has been fetched."""
+
 from __future__ import annotations
 
 import subprocess
@@ -43,6 +44,7 @@ def test_builtin_round_trip_is_bit_identical(arch, dtype):
     for a, b in zip(Executor(model).run(x), Executor(res.model).run(x)):
         assert a.dtype == b.dtype and np.array_equal(a, b)
     import hashlib
+
     assert res.meta["sha256"] == hashlib.sha256(raw).hexdigest()
     assert res.meta["source"] == "rt.tflite"
 
@@ -50,8 +52,9 @@ def test_builtin_round_trip_is_bit_identical(arch, dtype):
 def test_per_channel_conv_and_bias_scale():
     b = ModelBuilder()
     x = b.input(T.TENSOR_QUANT8_ASYMM_SIGNED, [1, 4, 4, 2], scale=0.5, zero_point=-3)
-    w = b.const(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [3, 1, 1, 2], np.arange(6) - 3,
-                channel_quant=ChannelQuant((0.1, 0.2, 0.3), 0))
+    w = b.const(
+        T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [3, 1, 1, 2], np.arange(6) - 3, channel_quant=ChannelQuant((0.1, 0.2, 0.3), 0)
+    )
     bias = b.const(T.TENSOR_INT32, [3], [1, -2, 3])
     y = b.output(T.TENSOR_QUANT8_ASYMM_SIGNED, [1, 4, 4, 3], scale=0.25, zero_point=1)
     b.operation(Op.CONV_2D, [x, w, bias, b.i32(1), b.i32(1), b.i32(1), b.i32(1)], [y])
@@ -118,9 +121,11 @@ def test_cli_import_unmapped_and_bad_file(tmp_path, capsys):
 def test_without_the_tflite_extra_the_error_names_it(tmp_path):
     src = tmp_path / "m.tflite"
     src.write_bytes(b"\x00" * 16)
-    code = ("import sys; sys.modules['ai_edge_litert'] = None\n"
-            "from nnconform.cli import main\n"
-            f"sys.exit(main(['import', {str(src)!r}]))")
+    code = (
+        "import sys; sys.modules['ai_edge_litert'] = None\n"
+        "from nnconform.cli import main\n"
+        f"sys.exit(main(['import', {str(src)!r}]))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     assert proc.stderr.strip().count("\n") == 0
@@ -133,14 +138,17 @@ def _zoo_or_skip() -> dict[str, Path]:
     except zoo.ZooError as e:
         pytest.skip(str(e))
     if not models:
-        pytest.skip(f"the mediapipe zoo is not in {zoo.zoo_dir()} (needs `nnconform models fetch`, i.e. network "
-                    "access to PyPI); CI does not download it")
+        pytest.skip(
+            f"the mediapipe zoo is not in {zoo.zoo_dir()} (needs `nnconform models fetch`, i.e. network "
+            "access to PyPI); CI does not download it"
+        )
     return models
 
 
 def test_zoo_models_import_or_name_their_unmapped_operations():
     models = _zoo_or_skip()
     from nnconform.cases.tflite_import import import_tflite
+
     imported, unmapped = [], {}
     for name, path in sorted(models.items()):
         try:
@@ -160,6 +168,7 @@ def test_zoo_model_matches_litert():
     from ai_edge_litert.interpreter import Interpreter
 
     from nnconform.cases.tflite_import import import_tflite
+
     path = models.get("hand_recrop")
     if path is None:
         pytest.skip("hand_recrop.tflite is not in the fetched zoo")
@@ -177,6 +186,7 @@ def test_zoo_model_matches_litert():
 
 def _dim(fmt, dense=0, segments=None, indices=None):
     from ai_edge_litert import schema_py_generated as S
+
     d = S.DimensionMetadataT()
     d.format, d.denseSize = fmt, dense
     if segments is not None:
@@ -191,6 +201,7 @@ def test_densify_csr_and_block_sparse():
     from ai_edge_litert import schema_py_generated as S
 
     from nnconform.cases.tflite_import import densify
+
     sp = S.SparsityParametersT()
     sp.traversalOrder, sp.blockMap = [0, 1], None
     sp.dimMetadata = [_dim(0, 2), _dim(1, segments=[0, 2, 3], indices=[1, 3, 0])]

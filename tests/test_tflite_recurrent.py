@@ -2,6 +2,7 @@
 sequence forms on LiteRT's builtin kernels, checked against the reference executor on small
 random models (seeded; the seed is printed), and the honesty of what stays unsupported.
 Skipped without the 'tflite' extra."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -72,6 +73,7 @@ def check(device, model, values) -> None:
 # RNN family
 # ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("act", [0, 1, 2, 3])
 @pytest.mark.parametrize("zero_state", [False, True])
 def test_rnn(device, act, zero_state):
@@ -79,8 +81,11 @@ def test_rnn(device, act, zero_state):
     batch, n_in, units = 2, 3, 4
     x = m.input(batch, n_in)
     h = m.zeros(batch, units) if zero_state else m.input(batch, units)
-    model = m.build(Op.RNN, [x, m.const(units, n_in), m.const(units, units), m.const(units), h, m.b.i32(act)],
-                    [(batch, units), (batch, units)])
+    model = m.build(
+        Op.RNN,
+        [x, m.const(units, n_in), m.const(units, units), m.const(units), h, m.b.i32(act)],
+        [(batch, units), (batch, units)],
+    )
     check(device, model, m.values)
 
 
@@ -89,10 +94,19 @@ def test_unidirectional_sequence_rnn_with_state_output(device, time_major):
     m = Build(f"usrnn_{time_major}")
     batch, steps, n_in, units = 2, 3, 3, 4
     x = m.input(*((steps, batch, n_in) if time_major else (batch, steps, n_in)))
-    model = m.build(Op.UNIDIRECTIONAL_SEQUENCE_RNN,
-                    [x, m.const(units, n_in), m.const(units, units), m.const(units), m.input(batch, units),
-                     m.b.i32(1), m.b.i32(time_major)],
-                    [(steps, batch, units) if time_major else (batch, steps, units), (batch, units)])
+    model = m.build(
+        Op.UNIDIRECTIONAL_SEQUENCE_RNN,
+        [
+            x,
+            m.const(units, n_in),
+            m.const(units, units),
+            m.const(units),
+            m.input(batch, units),
+            m.b.i32(1),
+            m.b.i32(time_major),
+        ],
+        [(steps, batch, units) if time_major else (batch, steps, units), (batch, units)],
+    )
     check(device, model, m.values)
 
 
@@ -106,9 +120,22 @@ def test_bidirectional_sequence_rnn(device, linking, time_major, merge):
     x = m.input(*seq, n_in)
     aux = m.input(*seq, n_in) if linking != "none" else m.omitted()
     aux_w = [m.const(fw, n_in), m.const(bw, n_in)] if linking == "cross" else [m.omitted(), m.omitted()]
-    ins = [x, m.const(fw, n_in), m.const(fw, fw), m.const(fw), m.input(batch, fw),
-           m.const(bw, n_in), m.const(bw, bw), m.const(bw), m.input(batch, bw),
-           aux, *aux_w, m.b.i32(0), m.b.bool(time_major), m.b.bool(merge)]
+    ins = [
+        x,
+        m.const(fw, n_in),
+        m.const(fw, fw),
+        m.const(fw),
+        m.input(batch, fw),
+        m.const(bw, n_in),
+        m.const(bw, bw),
+        m.const(bw),
+        m.input(batch, bw),
+        aux,
+        *aux_w,
+        m.b.i32(0),
+        m.b.bool(time_major),
+        m.b.bool(merge),
+    ]
     outs = [(*seq, fw + bw)] if merge else [(*seq, fw), (*seq, bw)]
     model = m.build(Op.BIDIRECTIONAL_SEQUENCE_RNN, ins, outs + [(batch, fw), (batch, bw)])
     check(device, model, m.values)
@@ -117,6 +144,7 @@ def test_bidirectional_sequence_rnn(device, linking, time_major, merge):
 # ---------------------------------------------------------------------------------------
 # LSTM family
 # ---------------------------------------------------------------------------------------
+
 
 def lstm_cell(m: Build, n_in: int, n_cell: int, n_out: int, *, cifg=False, peephole=False, projection=False):
     """The 17 cell inputs (LSTM inputs 1-17)."""
@@ -149,8 +177,15 @@ def test_lstm(device, variant, act, clips, ln):
     m = Build(f"lstm_{variant}_{act}_{ln}")
     batch, n_in, n_cell = 2, 3, 4
     n_out = 2 if flags.get("projection") else n_cell
-    ins = [m.input(batch, n_in), *lstm_cell(m, n_in, n_cell, n_out, **flags), m.input(batch, n_out),
-           m.input(batch, n_cell), m.b.i32(act), m.b.f32(clips[0]), m.b.f32(clips[1])]
+    ins = [
+        m.input(batch, n_in),
+        *lstm_cell(m, n_in, n_cell, n_out, **flags),
+        m.input(batch, n_out),
+        m.input(batch, n_cell),
+        m.b.i32(act),
+        m.b.f32(clips[0]),
+        m.b.f32(clips[1]),
+    ]
     if ln:
         ins += layer_norm(m, n_cell, flags.get("cifg", False))
     scratch = n_cell * (3 if flags.get("cifg") else 4)
@@ -162,7 +197,7 @@ def test_lstm(device, variant, act, clips, ln):
     got = device.prepare(model).execute(Request.from_arrays(model, m.values)).outputs
     np.testing.assert_array_equal(got[0], np.zeros_like(expected[0]))
     for e, a in zip(expected[1:], got[1:]):
-        np.testing.assert_allclose(a, e, rtol=5 * 2.0 ** -23, atol=1e-5)
+        np.testing.assert_allclose(a, e, rtol=5 * 2.0**-23, atol=1e-5)
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
@@ -174,8 +209,16 @@ def test_unidirectional_sequence_lstm(device, variant, time_major, ln):
     batch, steps, n_in, n_cell = 2, 3, 3, 4
     n_out = 2 if flags.get("projection") else n_cell
     seq = (steps, batch) if time_major else (batch, steps)
-    ins = [m.input(*seq, n_in), *lstm_cell(m, n_in, n_cell, n_out, **flags), m.input(batch, n_out),
-           m.zeros(batch, n_cell), m.b.i32(4), m.b.f32(0.0), m.b.f32(0.0), m.b.bool(time_major)]
+    ins = [
+        m.input(*seq, n_in),
+        *lstm_cell(m, n_in, n_cell, n_out, **flags),
+        m.input(batch, n_out),
+        m.zeros(batch, n_cell),
+        m.b.i32(4),
+        m.b.f32(0.0),
+        m.b.f32(0.0),
+        m.b.bool(time_major),
+    ]
     ins += layer_norm(m, n_cell, flags.get("cifg", False)) if ln else [m.omitted() for _ in range(4)]
     model = m.build(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, ins, [(*seq, n_out), (batch, n_out), (batch, n_cell)])
     check(device, model, m.values)
@@ -189,8 +232,11 @@ def test_bidirectional_sequence_lstm(device, linking, time_major, merge, ln):
     m = Build(f"bslstm_{linking}_{time_major}_{merge}_{ln}")
     batch, steps, n_in, n_cell = 2, 3, 3, 4
     seq = (steps, batch) if time_major else (batch, steps)
-    ins = [m.input(*seq, n_in), *lstm_cell(m, n_in, n_cell, n_cell, peephole=True),
-           *lstm_cell(m, n_in, n_cell, n_cell, peephole=True)]
+    ins = [
+        m.input(*seq, n_in),
+        *lstm_cell(m, n_in, n_cell, n_cell, peephole=True),
+        *lstm_cell(m, n_in, n_cell, n_cell, peephole=True),
+    ]
     ins += [m.input(batch, n_cell), m.input(batch, n_cell), m.zeros(batch, n_cell), m.input(batch, n_cell)]
     ins += [m.input(*seq, n_in) if linking != "none" else m.omitted()]
     ins += [m.const(n_cell, n_in) if linking == "cross" else m.omitted() for _ in range(8)]
@@ -207,11 +253,18 @@ def test_optional_weights_omitted_by_the_request_select_the_cifg_kernel(device):
     m = Build("lstm_runtime_cifg")
     batch, n_in, n_cell = 1, 2, 3
     cell = lstm_cell(m, n_in, n_cell, n_cell, cifg=True)
-    for k in (0, 4, 11):                     # input-to-input, recurrent-to-input, input gate bias
+    for k in (0, 4, 11):  # input-to-input, recurrent-to-input, input gate bias
         dims = (n_cell, n_in) if k == 0 else (n_cell, n_cell) if k == 4 else (n_cell,)
         cell[k] = m.b.input(F32, dims)
-    ins = [m.input(batch, n_in), *cell, m.input(batch, n_cell), m.input(batch, n_cell),
-           m.b.i32(4), m.b.f32(0.0), m.b.f32(0.0)]
+    ins = [
+        m.input(batch, n_in),
+        *cell,
+        m.input(batch, n_cell),
+        m.input(batch, n_cell),
+        m.b.i32(4),
+        m.b.f32(0.0),
+        m.b.f32(0.0),
+    ]
     model = m.build(Op.LSTM, ins, [(batch, 3 * n_cell), (batch, n_cell), (batch, n_cell), (batch, n_cell)])
     x, h, c = m.values
     # model inputs: the three CIFG tensors (made first), then x, h, c
@@ -219,10 +272,10 @@ def test_optional_weights_omitted_by_the_request_select_the_cifg_kernel(device):
     expected = Executor(with_omitted_inputs(model, (0, 1, 2))).run([x, h, c])
     prepared = device.prepare(model)
     try:
-        for _ in range(2):                   # the second run reuses the variant interpreter
+        for _ in range(2):  # the second run reuses the variant interpreter
             got = prepared.execute(request).outputs
             for e, a in zip(expected[1:], got[1:]):
-                np.testing.assert_allclose(a, e, rtol=5 * 2.0 ** -23, atol=1e-5)
+                np.testing.assert_allclose(a, e, rtol=5 * 2.0**-23, atol=1e-5)
     finally:
         prepared.release()
 
@@ -247,6 +300,7 @@ def test_state_is_fed_fresh_on_every_execution(device):
 # What stays unsupported, and why
 # ---------------------------------------------------------------------------------------
 
+
 def _rnn_model(*, t=F32, state_from_op=False, state_read_twice=False):
     m = Build("rnn_unsupported", t)
     x = m.input(1, 2)
@@ -261,11 +315,14 @@ def _rnn_model(*, t=F32, state_from_op=False, state_read_twice=False):
     return m.build(Op.RNN, ins, [(1, 3), (1, 3)])
 
 
-@pytest.mark.parametrize("case,reason", [
-    (dict(t=T.TENSOR_FLOAT16), "TENSOR_FLOAT16"),
-    (dict(state_from_op=True), "computed by another operation"),
-    (dict(state_read_twice=True), "read elsewhere"),
-])
+@pytest.mark.parametrize(
+    "case,reason",
+    [
+        (dict(t=T.TENSOR_FLOAT16), "TENSOR_FLOAT16"),
+        (dict(state_from_op=True), "computed by another operation"),
+        (dict(state_read_twice=True), "read elsewhere"),
+    ],
+)
 def test_unfaithful_rnn_states_are_unsupported(device, case, reason):
     model = _rnn_model(**case)
     k = [op.type for op in model.main.operations].index(Op.RNN)
@@ -275,12 +332,14 @@ def test_unfaithful_rnn_states_are_unsupported(device, case, reason):
 
 def test_svdf_and_lstm_sigmoid_are_unsupported(device):
     m = Build("svdf")
-    svdf = m.build(Op.SVDF, [m.input(1, 2), m.const(2, 2), m.const(2, 3), m.const(2), m.input(1, 6),
-                             m.b.i32(1), m.b.i32(0)], [(1, 6), (1, 2)])
+    svdf = m.build(
+        Op.SVDF,
+        [m.input(1, 2), m.const(2, 2), m.const(2, 3), m.const(2), m.input(1, 6), m.b.i32(1), m.b.i32(0)],
+        [(1, 6), (1, 2)],
+    )
     assert device.supported_operations(svdf) == [False]
     m = Build("lstm_sigmoid")
-    ins = [m.input(1, 2), *lstm_cell(m, 2, 3, 3), m.input(1, 3), m.input(1, 3), m.b.i32(6), m.b.f32(0.0),
-           m.b.f32(0.0)]
+    ins = [m.input(1, 2), *lstm_cell(m, 2, 3, 3), m.input(1, 3), m.input(1, 3), m.b.i32(6), m.b.f32(0.0), m.b.f32(0.0)]
     lstm = m.build(Op.LSTM, ins, [(1, 12), (1, 3), (1, 3), (1, 3)])
     assert device.supported_operations(lstm) == [False]
     assert "activation 6" in device.unsupported_reasons(lstm)[0]
@@ -289,12 +348,19 @@ def test_svdf_and_lstm_sigmoid_are_unsupported(device):
 def test_lstm_with_unknown_output_dims_gets_its_scratch_shape_from_the_inputs(device):
     m = Build("lstm_dynamic_outputs")
     batch, n_in, n_cell = 2, 3, 4
-    ins = [m.input(batch, n_in), *lstm_cell(m, n_in, n_cell, n_cell, cifg=True), m.input(batch, n_cell),
-           m.input(batch, n_cell), m.b.i32(4), m.b.f32(0.0), m.b.f32(0.0)]
+    ins = [
+        m.input(batch, n_in),
+        *lstm_cell(m, n_in, n_cell, n_cell, cifg=True),
+        m.input(batch, n_cell),
+        m.input(batch, n_cell),
+        m.b.i32(4),
+        m.b.f32(0.0),
+        m.b.f32(0.0),
+    ]
     model = m.build(Op.LSTM, ins, [(0, 0)] * 4)
     assert device.supported_operations(model) == [True]
     expected = Executor(model).run(m.values)
     got = device.prepare(model).execute(Request.from_arrays(model, m.values)).outputs
     np.testing.assert_array_equal(got[0], np.zeros((batch, 3 * n_cell), np.float32))
     for e, a in zip(expected[1:], got[1:]):
-        np.testing.assert_allclose(a, e, rtol=5 * 2.0 ** -23, atol=1e-5)
+        np.testing.assert_allclose(a, e, rtol=5 * 2.0**-23, atol=1e-5)

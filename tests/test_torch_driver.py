@@ -1,6 +1,7 @@
 """The torch adapter (drivers/torch): conversions computing right eagerly and through
 torch.compile, honesty about support, NNAPI statuses for invalid input, and the generated
 suite end to end.  Skipped when the optional extra (torch) is missing."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,11 +23,13 @@ from nnconform.verdict.runner import PASS, SKIP, run_case
 
 # The checks every adapter shares, collected here and run with this file's device.
 test_add_with_fused_relu6_and_broadcast = adapter_checks.test_add_with_fused_relu6_and_broadcast
-test_conv_2d_nhwc_same_padding_matches_hand_computation = \
+test_conv_2d_nhwc_same_padding_matches_hand_computation = (
     adapter_checks.test_conv_2d_nhwc_same_padding_matches_hand_computation
+)
 test_invalid_model_is_invalid_argument = adapter_checks.test_invalid_model_is_invalid_argument
-test_invalid_request_is_invalid_argument_and_small_buffers_insufficient = \
+test_invalid_request_is_invalid_argument_and_small_buffers_insufficient = (
     adapter_checks.test_invalid_request_is_invalid_argument_and_small_buffers_insufficient
+)
 
 
 @pytest.fixture(scope="module", params=["eager", "compiled"])
@@ -44,8 +47,7 @@ def test_quant8_per_channel_conv_is_exact_integer_arithmetic(device):
     b = ModelBuilder()
     x = b.input(T.TENSOR_QUANT8_ASYMM, [1, 1, 1, 2], scale=0.5, zero_point=128)
     y = b.output(T.TENSOR_QUANT8_ASYMM, [1, 1, 1, 2], scale=1.0, zero_point=100)
-    f = b.const(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [2, 1, 1, 2], [1, 2, 3, 4],
-                channel_quant=ChannelQuant((0.5, 1.0), 0))
+    f = b.const(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [2, 1, 1, 2], [1, 2, 3, 4], channel_quant=ChannelQuant((0.5, 1.0), 0))
     bias = b.const(T.TENSOR_INT32, [2], [4, 0])
     b.operation(Op.CONV_2D, [x, f, bias, b.i32(2), b.i32(1), b.i32(1), b.i32(0)], [y])
     # reals: x = (4, 8) * 0.5 = (2, 4); filter ch0 = (0.5, 1.0), ch1 = (3, 4); bias0 = 4 * 0.25 = 1
@@ -85,6 +87,7 @@ def test_quant8_average_pool_rounds_half_away_like_the_reference(device):
 
 def test_while_runs_its_body_and_stops_at_the_loop_timeout(device):
     from nnconform.suites.examples import control_flow as cfx
+
     model = cfx.while_rnn_accumulate()
     inputs = [np.array([[1, 3]], np.float32), np.array([3], np.int32)]
     want = execute(model, inputs)
@@ -103,8 +106,12 @@ def test_quant8_transpose_conv_matches_the_reference_bit_for_bit(device):
     b = ModelBuilder()
     x = b.input(T.TENSOR_QUANT8_ASYMM_SIGNED, [1, 3, 3, 2], scale=0.5, zero_point=-4)
     y = b.output(T.TENSOR_QUANT8_ASYMM_SIGNED, [1, 5, 8, 3], scale=0.7, zero_point=5)
-    f = b.const(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [3, 2, 3, 2], rng.integers(-128, 128, 36),
-                channel_quant=ChannelQuant((0.25, 0.5, 0.125), 0))
+    f = b.const(
+        T.TENSOR_QUANT8_SYMM_PER_CHANNEL,
+        [3, 2, 3, 2],
+        rng.integers(-128, 128, 36),
+        channel_quant=ChannelQuant((0.25, 0.5, 0.125), 0),
+    )
     bias = b.const(T.TENSOR_INT32, [3], rng.integers(-300, 300, 3))
     # explicit paddings left 0, right -1 (the output grows), top 1, bottom 0; strides 2, 2
     b.operation(Op.TRANSPOSE_CONV_2D, [x, f, bias, *(b.i32(v) for v in (0, -1, 1, 0, 2, 2, 1)), b.bool(False)], [y])
@@ -116,8 +123,11 @@ def test_quant8_transpose_conv_matches_the_reference_bit_for_bit(device):
 def test_quant8_l2_normalization_matches_the_reference_bit_for_bit(device):
     rng = np.random.default_rng(5)
     print("seed", 5)
-    for t, dt, zp, axis in ((T.TENSOR_QUANT8_ASYMM, np.uint8, 128, 0), (T.TENSOR_QUANT8_ASYMM_SIGNED, np.int8, 0, -1),
-                            (T.TENSOR_QUANT8_ASYMM_SIGNED, np.int8, 0, 1)):
+    for t, dt, zp, axis in (
+        (T.TENSOR_QUANT8_ASYMM, np.uint8, 128, 0),
+        (T.TENSOR_QUANT8_ASYMM_SIGNED, np.int8, 0, -1),
+        (T.TENSOR_QUANT8_ASYMM_SIGNED, np.int8, 0, 1),
+    ):
         b = ModelBuilder()
         x = b.input(t, [3, 40], scale=0.1, zero_point=zp - 3)
         y = b.output(t, [3, 40], scale=1 / 128, zero_point=zp)
@@ -125,9 +135,10 @@ def test_quant8_l2_normalization_matches_the_reference_bit_for_bit(device):
         model = b.build()
         info = np.iinfo(dt)
         xv = rng.integers(info.min, info.max + 1, (3, 40)).astype(dt)
-        xv[1] = zp - 3     # an all-zero slice: logical zero out
-        np.testing.assert_array_equal(run(device, model, xv).outputs[0], execute(model, [xv])[0],
-                                      err_msg=f"{t.name} axis {axis}")
+        xv[1] = zp - 3  # an all-zero slice: logical zero out
+        np.testing.assert_array_equal(
+            run(device, model, xv).outputs[0], execute(model, [xv])[0], err_msg=f"{t.name} axis {axis}"
+        )
 
 
 def test_int32_div_floors_and_zero_divisor_gives_zero(device):
@@ -193,7 +204,7 @@ def test_run_case_skips_unsupported_and_passes_supported(device):
     xs = np.array([-1, 0, 2], np.float16)
     want = (1 / (1 + np.exp(-xs.astype(np.float64)))).astype(np.float16)
     assert run_case(device, b.build(), [xs], [want]).outcome == PASS
-    b = ModelBuilder()   # quantised LOGISTIC (a fixed-point kernel) is not converted (float is)
+    b = ModelBuilder()  # quantised LOGISTIC (a fixed-point kernel) is not converted (float is)
     x = b.input(T.TENSOR_QUANT8_ASYMM, [4], scale=0.5, zero_point=0)
     y = b.output(T.TENSOR_QUANT8_ASYMM, [4], scale=1 / 256, zero_point=0)
     b.operation(Op.LOGISTIC, [x], [y])
@@ -204,23 +215,26 @@ def test_quant8_resize_bilinear_matches_the_reference_bit_for_bit(device):
     rng = np.random.default_rng(23)
     print("seed", 23)
     for t, dt in ((T.TENSOR_QUANT8_ASYMM, np.uint8), (T.TENSOR_QUANT8_ASYMM_SIGNED, np.int8)):
-        for mode in range(3):   # plain, align_corners, half_pixel_centers
+        for mode in range(3):  # plain, align_corners, half_pixel_centers
             b = ModelBuilder()
             x = b.input(t, [1, 3, 4, 2], scale=0.5, zero_point=1)
             y = b.output(t, [1, 7, 5, 2], scale=0.5, zero_point=1)
-            b.operation(Op.RESIZE_BILINEAR, [x, b.i32(5), b.i32(7), b.bool(False), b.bool(mode == 1),
-                                             b.bool(mode == 2)], [y])
+            b.operation(
+                Op.RESIZE_BILINEAR, [x, b.i32(5), b.i32(7), b.bool(False), b.bool(mode == 1), b.bool(mode == 2)], [y]
+            )
             model = b.build()
             info = np.iinfo(dt)
             xv = rng.integers(info.min, info.max + 1, (1, 3, 4, 2)).astype(dt)
-            np.testing.assert_array_equal(run(device, model, xv).outputs[0], execute(model, [xv])[0],
-                                          err_msg=f"{t.name} mode {mode}")
+            np.testing.assert_array_equal(
+                run(device, model, xv).outputs[0], execute(model, [xv])[0], err_msg=f"{t.name} mode {mode}"
+            )
 
 
 def test_compiled_device_compiles_in_prepare_and_execute_only_runs():
     """The compiled plan is warmed in prepare: executing the same shapes again adds no frame
     compilation (dynamo's counter of compiled frames stays put)."""
     from torch._dynamo.utils import counters
+
     b = ModelBuilder()
     x = b.input(T.TENSOR_FLOAT32, [2, 2])
     y = b.output(T.TENSOR_FLOAT32, [2, 2])
@@ -236,5 +250,18 @@ def test_compiled_device_compiles_in_prepare_and_execute_only_runs():
 
 
 def test_generated_suite_passes_against_torch_eager(tmp_path):
-    generated_suite(["nnconform", "run", "--driver", "torch", "--suite", "generated", "--seed", "11",
-                     "--report-dir", str(tmp_path / "report")], min_pass=400)
+    generated_suite(
+        [
+            "nnconform",
+            "run",
+            "--driver",
+            "torch",
+            "--suite",
+            "generated",
+            "--seed",
+            "11",
+            "--report-dir",
+            str(tmp_path / "report"),
+        ],
+        min_pass=400,
+    )

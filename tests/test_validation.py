@@ -10,6 +10,7 @@ The base model (main subgraph):
 ``carrier(operand)`` is a RELU model with one extra, unused operand at index 2, for the
 per-operand rules.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -101,13 +102,17 @@ def control_flow_model() -> Model:
 # Valid models
 # ---------------------------------------------------------------------------------------
 
+
 def test_valid_models_pass():
     validate_model(base_model())
-    validate_model(base_model(dims=(1, 0, 2, 1)))   # unknown dims on non-constants
-    validate_model(base_model(dims=()))             # unknown rank on non-constants (HAL 1.2+)
+    validate_model(base_model(dims=(1, 0, 2, 1)))  # unknown dims on non-constants
+    validate_model(base_model(dims=()))  # unknown rank on non-constants (HAL 1.2+)
     validate_model(control_flow_model())
-    validate_model(carrier(const(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [2, 3], np.arange(6),
-                                 channel_quant=ChannelQuant((0.5, 0.25), 0))))
+    validate_model(
+        carrier(
+            const(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [2, 3], np.arange(6), channel_quant=ChannelQuant((0.5, 0.25), 0))
+        )
+    )
 
 
 def test_unused_model_input_is_fine():
@@ -121,18 +126,23 @@ def test_unused_model_input_is_fine():
 # Empty model
 # ---------------------------------------------------------------------------------------
 
+
 def test_no_operations():
     rejects(replace_sg(base_model(), operations=()), "operations", "no operations")
 
 
 def test_no_operands():
-    rejects(replace_sg(base_model(), operands=(), operations=(), input_indexes=(), output_indexes=()),
-            "operands", "no operands")
+    rejects(
+        replace_sg(base_model(), operands=(), operations=(), input_indexes=(), output_indexes=()),
+        "operands",
+        "no operands",
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Operands
 # ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("code", [-1, 16, 9999, 10002])
 def test_operand_type_out_of_range(code):
@@ -140,8 +150,9 @@ def test_operand_type_out_of_range(code):
 
 
 def test_oem_operand_types_are_valid():
-    validate_model(carrier(Operand(T.TENSOR_OEM_BYTE, (3,), lifetime=Lifetime.CONSTANT_COPY,
-                                   value=np.zeros(5, np.uint8))))   # OEM sizes are not checked
+    validate_model(
+        carrier(Operand(T.TENSOR_OEM_BYTE, (3,), lifetime=Lifetime.CONSTANT_COPY, value=np.zeros(5, np.uint8)))
+    )  # OEM sizes are not checked
 
 
 def test_unknown_lifetime():
@@ -160,16 +171,19 @@ def test_negative_dimension():
     rejects(replace_operand(base_model(), 3, dimensions=(1, -2, 2, 1)), "operands[3].dimensions", "negative")
 
 
-@pytest.mark.parametrize("type,scale,msg", [
-    (F32, 1.0, "must be 0 for TENSOR_FLOAT32"),
-    (T.TENSOR_BOOL8, 0.5, "must be 0 for TENSOR_BOOL8"),
-    (T.TENSOR_INT32, -1.0, "must be >= 0 for TENSOR_INT32"),
-    (T.TENSOR_QUANT8_ASYMM, 0.0, "must be > 0 for TENSOR_QUANT8_ASYMM"),
-    (T.TENSOR_QUANT8_ASYMM_SIGNED, -0.5, "must be > 0 for TENSOR_QUANT8_ASYMM_SIGNED"),
-    (T.TENSOR_QUANT8_SYMM, 0.0, "must be > 0 for TENSOR_QUANT8_SYMM"),
-    (T.TENSOR_QUANT16_ASYMM, 0.0, "must be > 0 for TENSOR_QUANT16_ASYMM"),
-    (T.TENSOR_QUANT16_SYMM, float("nan"), "must be > 0 for TENSOR_QUANT16_SYMM"),
-])
+@pytest.mark.parametrize(
+    "type,scale,msg",
+    [
+        (F32, 1.0, "must be 0 for TENSOR_FLOAT32"),
+        (T.TENSOR_BOOL8, 0.5, "must be 0 for TENSOR_BOOL8"),
+        (T.TENSOR_INT32, -1.0, "must be >= 0 for TENSOR_INT32"),
+        (T.TENSOR_QUANT8_ASYMM, 0.0, "must be > 0 for TENSOR_QUANT8_ASYMM"),
+        (T.TENSOR_QUANT8_ASYMM_SIGNED, -0.5, "must be > 0 for TENSOR_QUANT8_ASYMM_SIGNED"),
+        (T.TENSOR_QUANT8_SYMM, 0.0, "must be > 0 for TENSOR_QUANT8_SYMM"),
+        (T.TENSOR_QUANT16_ASYMM, 0.0, "must be > 0 for TENSOR_QUANT16_ASYMM"),
+        (T.TENSOR_QUANT16_SYMM, float("nan"), "must be > 0 for TENSOR_QUANT16_SYMM"),
+    ],
+)
 def test_scale_rules(type, scale, msg):
     rejects(carrier(const(type, [2], [1, 1], scale=scale)), "operands[2].scale", msg)
 
@@ -184,25 +198,43 @@ def test_per_channel_scale_must_be_zero():
 
 
 # VTS mutateOperandZeroPointTest values, plus the signed 8-bit range.
-@pytest.mark.parametrize("type,zp", [
-    (F32, 1), (T.TENSOR_INT32, 1), (T.TENSOR_BOOL8, 1),
-    (T.TENSOR_QUANT8_ASYMM, -1), (T.TENSOR_QUANT8_ASYMM, 256),
-    (T.TENSOR_QUANT8_SYMM, -129), (T.TENSOR_QUANT8_SYMM, -1), (T.TENSOR_QUANT8_SYMM, 1), (T.TENSOR_QUANT8_SYMM, 128),
-    (T.TENSOR_QUANT16_ASYMM, -1), (T.TENSOR_QUANT16_ASYMM, 65536),
-    (T.TENSOR_QUANT16_SYMM, 1), (T.TENSOR_QUANT16_SYMM, -1), (T.TENSOR_QUANT16_SYMM, -32769),
-    (T.TENSOR_QUANT16_SYMM, 32768),
-    (T.TENSOR_QUANT8_ASYMM_SIGNED, -129), (T.TENSOR_QUANT8_ASYMM_SIGNED, 128),
-])
+@pytest.mark.parametrize(
+    "type,zp",
+    [
+        (F32, 1),
+        (T.TENSOR_INT32, 1),
+        (T.TENSOR_BOOL8, 1),
+        (T.TENSOR_QUANT8_ASYMM, -1),
+        (T.TENSOR_QUANT8_ASYMM, 256),
+        (T.TENSOR_QUANT8_SYMM, -129),
+        (T.TENSOR_QUANT8_SYMM, -1),
+        (T.TENSOR_QUANT8_SYMM, 1),
+        (T.TENSOR_QUANT8_SYMM, 128),
+        (T.TENSOR_QUANT16_ASYMM, -1),
+        (T.TENSOR_QUANT16_ASYMM, 65536),
+        (T.TENSOR_QUANT16_SYMM, 1),
+        (T.TENSOR_QUANT16_SYMM, -1),
+        (T.TENSOR_QUANT16_SYMM, -32769),
+        (T.TENSOR_QUANT16_SYMM, 32768),
+        (T.TENSOR_QUANT8_ASYMM_SIGNED, -129),
+        (T.TENSOR_QUANT8_ASYMM_SIGNED, 128),
+    ],
+)
 def test_zero_point_out_of_range(type, zp):
     scale = 0.5 if type not in (F32, T.TENSOR_INT32, T.TENSOR_BOOL8) else 0.0
-    rejects(carrier(const(type, [2], [0, 0], scale=scale, zero_point=zp)), "operands[2].zero_point",
-            type.name, str(zp))
+    rejects(carrier(const(type, [2], [0, 0], scale=scale, zero_point=zp)), "operands[2].zero_point", type.name, str(zp))
 
 
-@pytest.mark.parametrize("type,zp", [
-    (T.TENSOR_QUANT8_ASYMM, 0), (T.TENSOR_QUANT8_ASYMM, 255), (T.TENSOR_QUANT8_ASYMM_SIGNED, -128),
-    (T.TENSOR_QUANT8_ASYMM_SIGNED, 127), (T.TENSOR_QUANT16_ASYMM, 65535),
-])
+@pytest.mark.parametrize(
+    "type,zp",
+    [
+        (T.TENSOR_QUANT8_ASYMM, 0),
+        (T.TENSOR_QUANT8_ASYMM, 255),
+        (T.TENSOR_QUANT8_ASYMM_SIGNED, -128),
+        (T.TENSOR_QUANT8_ASYMM_SIGNED, 127),
+        (T.TENSOR_QUANT16_ASYMM, 65535),
+    ],
+)
 def test_zero_point_range_edges_pass(type, zp):
     validate_model(carrier(const(type, [2], [0, 0], scale=0.5, zero_point=zp)))
 
@@ -210,18 +242,20 @@ def test_zero_point_range_edges_pass(type, zp):
 PC = T.TENSOR_QUANT8_SYMM_PER_CHANNEL
 
 
-@pytest.mark.parametrize("dims,cq,where,msg", [
-    ([2, 3], None, "operands[2].channel_quant", "needs channel_quant"),
-    ([2, 3], ChannelQuant((1.0, 1.0), 2), "operands[2].channel_quant.channel_dim", "rank 2"),
-    ([2, 3], ChannelQuant((1.0, 1.0), -1), "operands[2].channel_quant.channel_dim", "not a dimension index"),
-    ([2, 3], ChannelQuant((1.0, 1.0), 1), "operands[2].channel_quant.scales", "has 2 scales, dimension 1 has 3"),
-    ([2, 3], ChannelQuant((1.0, 0.0), 0), "operands[2].channel_quant.scales[1]", "must be > 0"),
-    ([2, 3], ChannelQuant((-1.0, 1.0), 0), "operands[2].channel_quant.scales[0]", "must be > 0"),
-    ([0, 3], ChannelQuant((), 0), "operands[2].dimensions", "channel dimension 0 is unknown"),
-])
+@pytest.mark.parametrize(
+    "dims,cq,where,msg",
+    [
+        ([2, 3], None, "operands[2].channel_quant", "needs channel_quant"),
+        ([2, 3], ChannelQuant((1.0, 1.0), 2), "operands[2].channel_quant.channel_dim", "rank 2"),
+        ([2, 3], ChannelQuant((1.0, 1.0), -1), "operands[2].channel_quant.channel_dim", "not a dimension index"),
+        ([2, 3], ChannelQuant((1.0, 1.0), 1), "operands[2].channel_quant.scales", "has 2 scales, dimension 1 has 3"),
+        ([2, 3], ChannelQuant((1.0, 0.0), 0), "operands[2].channel_quant.scales[1]", "must be > 0"),
+        ([2, 3], ChannelQuant((-1.0, 1.0), 0), "operands[2].channel_quant.scales[0]", "must be > 0"),
+        ([0, 3], ChannelQuant((), 0), "operands[2].dimensions", "channel dimension 0 is unknown"),
+    ],
+)
 def test_per_channel_rules(dims, cq, where, msg):
-    op = Operand(PC, tuple(dims), lifetime=Lifetime.CONSTANT_COPY,
-                 value=np.zeros(dims, np.int8), channel_quant=cq)
+    op = Operand(PC, tuple(dims), lifetime=Lifetime.CONSTANT_COPY, value=np.zeros(dims, np.int8), channel_quant=cq)
     rejects(carrier(op), where, msg)
 
 
@@ -255,58 +289,81 @@ def test_constant_value_not_an_array():
 
 
 def test_constant_value_wrong_size():
-    rejects(replace_operand(base_model(), 1, value=np.zeros(3, np.float32)), "operands[1].value",
-            "has 3 values, dimensions [1, 2, 2, 1] need 4")
+    rejects(
+        replace_operand(base_model(), 1, value=np.zeros(3, np.float32)),
+        "operands[1].value",
+        "has 3 values, dimensions [1, 2, 2, 1] need 4",
+    )
 
 
 def test_constant_value_wrong_shape():
-    rejects(replace_operand(base_model(), 1, value=np.zeros((2, 2), np.float32)), "operands[1].value",
-            "shape [2, 2] differs")
+    rejects(
+        replace_operand(base_model(), 1, value=np.zeros((2, 2), np.float32)),
+        "operands[1].value",
+        "shape [2, 2] differs",
+    )
 
 
 def test_constant_value_wrong_dtype():
-    rejects(replace_operand(base_model(), 1, value=np.zeros(DIMS, np.float64)), "operands[1].value",
-            "dtype float64", "float32")
+    rejects(
+        replace_operand(base_model(), 1, value=np.zeros(DIMS, np.float64)),
+        "operands[1].value",
+        "dtype float64",
+        "float32",
+    )
 
 
 @pytest.mark.parametrize("lifetime", [Lifetime.TEMPORARY_VARIABLE, Lifetime.SUBGRAPH_OUTPUT])
 def test_non_constant_with_value(lifetime):
     i = 3 if lifetime == Lifetime.TEMPORARY_VARIABLE else 4
-    rejects(replace_operand(base_model(), i, value=np.zeros(DIMS, np.float32)), f"operands[{i}].value",
-            f"{lifetime.name} operand must not carry a value")
+    rejects(
+        replace_operand(base_model(), i, value=np.zeros(DIMS, np.float32)),
+        f"operands[{i}].value",
+        f"{lifetime.name} operand must not carry a value",
+    )
 
 
 def test_num_consumers_must_match():
     m = base_model()
     validate_model(replace_operand(m, 3, num_consumers=1))
-    for wrong in (0, 2):     # VTS mutateOperandNumberOfConsumers: +-1
-        rejects(replace_operand(m, 3, num_consumers=wrong), "operands[3].num_consumers",
-                f"is {wrong}, but 1 operation inputs read operand 3")
+    for wrong in (0, 2):  # VTS mutateOperandNumberOfConsumers: +-1
+        rejects(
+            replace_operand(m, 3, num_consumers=wrong),
+            "operands[3].num_consumers",
+            f"is {wrong}, but 1 operation inputs read operand 3",
+        )
 
 
 # ---------------------------------------------------------------------------------------
 # Operations
 # ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("code", [-1, 106, 9999, 10001])
 def test_operation_type_out_of_range(code):
-    rejects(replace_operation(base_model(), 1, type=code), "operations[1].type",
-            f"unknown operation type code {code}")
+    rejects(replace_operation(base_model(), 1, type=code), "operations[1].type", f"unknown operation type code {code}")
 
 
 def test_operation_input_index_out_of_range():
-    rejects(replace_operation(base_model(), 1, inputs=(5,)), "operations[1] (RELU) input 0",
-            "operand index 5 is out of range", "5 operands")
+    rejects(
+        replace_operation(base_model(), 1, inputs=(5,)),
+        "operations[1] (RELU) input 0",
+        "operand index 5 is out of range",
+        "5 operands",
+    )
 
 
 def test_operation_output_index_out_of_range():
     rejects(replace_operation(base_model(), 0, outputs=(5,)), "operations[0] (ADD) output 0", "out of range")
 
 
-@pytest.mark.parametrize("target", [0, 1])   # a subgraph input, a constant
+@pytest.mark.parametrize("target", [0, 1])  # a subgraph input, a constant
 def test_operation_output_must_be_temp_or_output(target):
-    rejects(replace_operation(base_model(), 1, outputs=(target,)), "operations[1] (RELU) output 0",
-            "must be TEMPORARY_VARIABLE or SUBGRAPH_OUTPUT")
+    rejects(
+        replace_operation(base_model(), 1, outputs=(target,)),
+        "operations[1] (RELU) output 0",
+        "must be TEMPORARY_VARIABLE or SUBGRAPH_OUTPUT",
+    )
 
 
 def test_execution_order():
@@ -343,8 +400,7 @@ def test_operand_written_twice_by_one_operation():
 
 def test_output_never_written():
     m = base_model()
-    rejects(replace_sg(m, operations=m.main.operations[:1]), "operands[4]",
-            "SUBGRAPH_OUTPUT operand is never written")
+    rejects(replace_sg(m, operations=m.main.operations[:1]), "operands[4]", "SUBGRAPH_OUTPUT operand is never written")
 
 
 def test_temporary_never_written():
@@ -364,14 +420,18 @@ def test_lifetime_flip_writer_to_no_writer():
 # Input/output lists
 # ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("field", ["input_indexes", "output_indexes"])
 def test_io_index_out_of_range(field):
     rejects(replace_sg(base_model(), **{field: (9,)}), f"{field}[0]", "operand index 9 is out of range")
 
 
 def test_input_index_wrong_lifetime():
-    rejects(replace_sg(base_model(), input_indexes=(0, 3)), "input_indexes[1]",
-            "operand 3 has lifetime TEMPORARY_VARIABLE, expected SUBGRAPH_INPUT")
+    rejects(
+        replace_sg(base_model(), input_indexes=(0, 3)),
+        "input_indexes[1]",
+        "operand 3 has lifetime TEMPORARY_VARIABLE, expected SUBGRAPH_INPUT",
+    )
 
 
 def test_output_index_wrong_lifetime():
@@ -379,26 +439,37 @@ def test_output_index_wrong_lifetime():
 
 
 def test_io_index_duplicated():
-    rejects(replace_sg(base_model(), input_indexes=(0, 0)), "input_indexes[1]",
-            "operand 0 is listed twice (also input_indexes[0])")
+    rejects(
+        replace_sg(base_model(), input_indexes=(0, 0)),
+        "input_indexes[1]",
+        "operand 0 is listed twice (also input_indexes[0])",
+    )
 
 
-@pytest.mark.parametrize("field,i,lifetime", [("input_indexes", 0, "SUBGRAPH_INPUT"),
-                                              ("output_indexes", 4, "SUBGRAPH_OUTPUT")])
+@pytest.mark.parametrize(
+    "field,i,lifetime", [("input_indexes", 0, "SUBGRAPH_INPUT"), ("output_indexes", 4, "SUBGRAPH_OUTPUT")]
+)
 def test_io_operand_missing_from_list(field, i, lifetime):
-    rejects(replace_sg(base_model(), **{field: ()}), f"operands[{i}].lifetime",
-            f"is {lifetime}, but operand {i} is not in {field}")
+    rejects(
+        replace_sg(base_model(), **{field: ()}),
+        f"operands[{i}].lifetime",
+        f"is {lifetime}, but operand {i} is not in {field}",
+    )
 
 
 def test_lifetime_swap_without_list_update():
     # VTS mutateOperandInputOutputTest: the input becomes a temporary, the list still names it
-    rejects(replace_operand(base_model(), 0, lifetime=Lifetime.TEMPORARY_VARIABLE), "input_indexes[0]",
-            "has lifetime TEMPORARY_VARIABLE")
+    rejects(
+        replace_operand(base_model(), 0, lifetime=Lifetime.TEMPORARY_VARIABLE),
+        "input_indexes[0]",
+        "has lifetime TEMPORARY_VARIABLE",
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Referenced subgraphs
 # ---------------------------------------------------------------------------------------
+
 
 def replace_referenced(model: Model, r: int, **kw) -> Model:
     refs = list(model.referenced)
@@ -409,8 +480,7 @@ def replace_referenced(model: Model, r: int, **kw) -> Model:
 def test_referenced_subgraph_paths():
     m = control_flow_model()
     sg = m.referenced[1]
-    bad = replace_referenced(m, 1, operands=(dataclasses.replace(sg.operands[0], dimensions=(-1,)),
-                                             *sg.operands[1:]))
+    bad = replace_referenced(m, 1, operands=(dataclasses.replace(sg.operands[0], dimensions=(-1,)), *sg.operands[1:]))
     rejects(bad, "referenced[1].operands[0].dimensions", "negative")
     rejects(replace_referenced(m, 0, operations=()), "referenced[0].operands[1]", "never written")
     rejects(replace_referenced(m, 0, input_indexes=(1,)), "referenced[0].input_indexes[0]", "SUBGRAPH_INPUT")
@@ -420,8 +490,11 @@ def test_cyclic_subgraph_reference():
     m = control_flow_model()
     sg = m.referenced[0]
     self_ref = Operand(T.SUBGRAPH, (), lifetime=Lifetime.SUBGRAPH, value=0)
-    rejects(replace_referenced(m, 0, operands=sg.operands + (self_ref,)), "referenced[0].operands[2].value",
-            "cyclic subgraph reference: referenced[0] -> referenced[0]")
+    rejects(
+        replace_referenced(m, 0, operands=sg.operands + (self_ref,)),
+        "referenced[0].operands[2].value",
+        "cyclic subgraph reference: referenced[0] -> referenced[0]",
+    )
     # referenced[0] -> referenced[1] -> referenced[0]
     to1 = Operand(T.SUBGRAPH, (), lifetime=Lifetime.SUBGRAPH, value=1)
     to0 = Operand(T.SUBGRAPH, (), lifetime=Lifetime.SUBGRAPH, value=0)
@@ -433,6 +506,7 @@ def test_cyclic_subgraph_reference():
 # ---------------------------------------------------------------------------------------
 # Per-operation signatures (through the registry)
 # ---------------------------------------------------------------------------------------
+
 
 def test_signature_check_runs_through_registry():
     m = replace_operand(base_model(), 4, type=T.TENSOR_INT32)
@@ -447,8 +521,9 @@ def test_signature_check_in_referenced_subgraph():
         validate_model(bad)
     # IF, when registered, may see the branch mismatch first; either way the path names the spot.
     where = info.value.where
-    assert where == "referenced[0].operations[0] (RELU) output 0" or where.startswith("operations[0] (IF)"), \
-        str(info.value)
+    assert where == "referenced[0].operations[0] (RELU) output 0" or where.startswith("operations[0] (IF)"), str(
+        info.value
+    )
 
 
 def test_signature_check_missing_input():
@@ -459,7 +534,7 @@ def test_signature_check_missing_input():
 def test_valid_but_unregistered_operation_is_not_an_error(monkeypatch):
     registry.load_all()
     monkeypatch.delitem(registry.REGISTRY, Op.RELU)
-    validate_model(replace_operand(base_model(), 4, type=T.TENSOR_INT32))   # RELU's check is skipped
+    validate_model(replace_operand(base_model(), 4, type=T.TENSOR_INT32))  # RELU's check is skipped
     # OEM_OPERATION is a valid code nobody implements
     m = replace_operation(base_model(), 1, type=Op.OEM_OPERATION)
     validate_model(m)
@@ -474,6 +549,7 @@ def test_control_flow_without_registered_if(monkeypatch):
 def test_crash_in_a_signature_check_is_not_a_verdict(monkeypatch):
     def broken(v):
         raise KeyError("bug")
+
     registry.load_all()
     monkeypatch.setitem(registry.REGISTRY, Op.RELU, dataclasses.replace(registry.REGISTRY[Op.RELU], validate=broken))
     with pytest.raises(KeyError) as info:
@@ -509,8 +585,10 @@ def test_valid_request():
     validate_request(m, Request((RequestArgument(value=X.astype(np.float16)),), (out(capacity=0),)))
 
 
-@pytest.mark.parametrize("n_in,n_out,where", [(0, 1, "request.inputs"), (2, 1, "request.inputs"),
-                                              (1, 0, "request.outputs"), (1, 2, "request.outputs")])
+@pytest.mark.parametrize(
+    "n_in,n_out,where",
+    [(0, 1, "request.inputs"), (2, 1, "request.inputs"), (1, 0, "request.outputs"), (1, 2, "request.outputs")],
+)
 def test_request_argument_count(n_in, n_out, where):
     req = Request(tuple(RequestArgument(value=X) for _ in range(n_in)), tuple(out() for _ in range(n_out)))
     rejects_request(base_model(), req, where, "the model has 1")
@@ -592,7 +670,7 @@ def test_request_negative_capacity():
 def test_request_scalar_input():
     b = ModelBuilder()
     x = b.input(F32, [2])
-    b.input(T.INT32)           # unused scalar input
+    b.input(T.INT32)  # unused scalar input
     y = b.output(F32, [2])
     b.operation(Op.RELU, [x], [y])
     m = b.build()

@@ -2,6 +2,7 @@
 run_case, feature-level scope, the reference passing every cell on a small fixed set of golden
 vectors, and each deliberately broken driver of tests/drivers/broken_matrix.py failing only
 the cells of its own defect."""
+
 import collections
 import csv
 import json
@@ -39,8 +40,13 @@ broken_matrix = double_module("broken_matrix")
 
 # A small fixed set: a float and a quant8 single-operation vector, a CONV_2D, a six-operation
 # graph with five outputs (some zero-sized), and the never-ending WHILE loop.
-SUBSET = [("V1_0", "add.json", 0), ("V1_0", "add_quant8.json", 0), ("V1_0", "conv_float.json", 0),
-          ("V1_2", "bbox_graph.json", "bbox_graph_zero_sized"), ("V1_3", "while_infinite_loop.json", 0)]
+SUBSET = [
+    ("V1_0", "add.json", 0),
+    ("V1_0", "add_quant8.json", 0),
+    ("V1_0", "conv_float.json", 0),
+    ("V1_2", "bbox_graph.json", "bbox_graph_zero_sized"),
+    ("V1_3", "while_infinite_loop.json", 0),
+]
 
 
 def _raw(folder, file, which) -> dict:
@@ -55,15 +61,24 @@ def subset():
 
 # Model-mutation classes run here (each class is the same code path; operation_operand_type
 # alone makes hundreds of models of the six-operation graph, too slow for a unit test).
-CHEAP_MUTATIONS = ("execution_order", "operand_type", "remove_operation", "add_writer", "priority",
-                   "operation_input_rank")
+CHEAP_MUTATIONS = (
+    "execution_order",
+    "operand_type",
+    "remove_operation",
+    "add_writer",
+    "priority",
+    "operation_input_rank",
+)
 
 
 def _cells(d: dict) -> list[Variant]:
     """Every applicable cell, the cheap model-mutation classes, and every request-mutation
     class on every path."""
-    return applicable(d) + ([v for v in mutation_variants() if v.arg in CHEAP_MUTATIONS] + request_mutation_variants()
-                            if mutation_eligible(d) else [])
+    return applicable(d) + (
+        [v for v in mutation_variants() if v.arg in CHEAP_MUTATIONS] + request_mutation_variants()
+        if mutation_eligible(d)
+        else []
+    )
 
 
 def _matrix(device, subset) -> dict[str, tuple[str, str]]:
@@ -71,8 +86,9 @@ def _matrix(device, subset) -> dict[str, tuple[str, str]]:
     out = {}
     for folder, d, path in subset:
         case = case_from_dict(d, path)
-        plain = run_case(device, case.model, case.inputs, case.outputs, ignored=case.ignored,
-                         expect_failure=case.expect_failure)
+        plain = run_case(
+            device, case.model, case.inputs, case.outputs, ignored=case.ignored, expect_failure=case.expect_failure
+        )
         out[case.test_id] = (plain.outcome, plain.message)
         for v in _cells(d):
             o = run_variant(device, case, v, seed=1)
@@ -81,6 +97,7 @@ def _matrix(device, subset) -> dict[str, tuple[str, str]]:
 
 
 # ---- selection --------------------------------------------------------------------------
+
 
 def test_parse_mode():
     assert parse_mode(None) == "rotate" and parse_mode("all") == "all" and parse_mode("none") == "none"
@@ -95,14 +112,28 @@ def test_applicable_follows_the_vts_rules(subset):
     add, quant, bbox, loop = (by[n] for n in ("add", "add_quant8", "bbox_graph_zero_sized", "while_infinite_loop"))
     assert {v.kind for v in loop} == {"infinite_loop"} and len(loop) == 8
     assert any(v.kind == "quant_coupling" for v in quant) and not any(v.kind == "quant_coupling" for v in add)
-    assert not any(v.kind == "quant_coupling" for v in bbox)          # six operations: not single-op
-    assert {"dynamic_shape-async-timing", "fenced-fenced-timing", "memory_domain-fenced", "deadline-async-now",
-            "priority-low", "caching", "general-burst"} <= {v.id for v in add}
-    assert PLAIN not in add                                           # that one is test_vector
-    rank_like = {"name": "r", "model": {"main": {"operands": [{"type": "TENSOR_FLOAT32", "dimensions": [2]},
-                                                              {"type": "INT32", "dimensions": []}],
-                                                 "operations": [{"type": "RANK", "inputs": [0], "outputs": [1]}],
-                                                 "input_indexes": [0], "output_indexes": [1]}}}
+    assert not any(v.kind == "quant_coupling" for v in bbox)  # six operations: not single-op
+    assert {
+        "dynamic_shape-async-timing",
+        "fenced-fenced-timing",
+        "memory_domain-fenced",
+        "deadline-async-now",
+        "priority-low",
+        "caching",
+        "general-burst",
+    } <= {v.id for v in add}
+    assert PLAIN not in add  # that one is test_vector
+    rank_like = {
+        "name": "r",
+        "model": {
+            "main": {
+                "operands": [{"type": "TENSOR_FLOAT32", "dimensions": [2]}, {"type": "INT32", "dimensions": []}],
+                "operations": [{"type": "RANK", "inputs": [0], "outputs": [1]}],
+                "input_indexes": [0],
+                "output_indexes": [1],
+            }
+        },
+    }
     assert applicable(rank_like) and not any(v.kind == "dynamic_shape" for v in applicable(rank_like))
 
 
@@ -111,15 +142,27 @@ def test_rotate_is_deterministic_and_covers_the_matrix(subset):
     cells = applicable(d)
     picks = {select(cells, "rotate", seed, "V1_0/add")[0] for seed in range(300)}
     assert select(cells, "rotate", 7, "V1_0/add") == select(cells, "rotate", 7, "V1_0/add")
-    assert len(picks) == len(cells)            # successive seeds reach every cell
+    assert len(picks) == len(cells)  # successive seeds reach every cell
     assert select(cells, "all", 7, "x") == cells
     assert {v.kind for v in select(cells, frozenset({"fenced"}), 7, "x")} == {"fenced"}
 
 
 def test_mutations_are_sampled_per_class():
-    eligible = [(f"V/{i}", {"n_ops": 1 + i % 3, "scalar": i % 2 == 0, "per_channel": i % 5 == 0,
-                            "rank_ops": i % 7 == 0, "inputs": i % 4, "tensor_inputs": i % 3 > 0,
-                            "tensor_outputs": i % 6 > 0}) for i in range(50)]
+    eligible = [
+        (
+            f"V/{i}",
+            {
+                "n_ops": 1 + i % 3,
+                "scalar": i % 2 == 0,
+                "per_channel": i % 5 == 0,
+                "rank_ops": i % 7 == 0,
+                "inputs": i % 4,
+                "tensor_inputs": i % 3 > 0,
+                "tensor_outputs": i % 6 > 0,
+            },
+        )
+        for i in range(50)
+    ]
     rot = select_mutations(eligible, "rotate", 3, per_class=4)
     per_class: dict[str, int] = {}
     for cells in rot.values():
@@ -133,11 +176,15 @@ def test_mutations_are_sampled_per_class():
     requests_only = select_mutations(eligible, frozenset({"request_mutation"}), 3)
     assert {v.kind for cells in requests_only.values() for v in cells} == {"request_mutation"}
     no_input = [vid for vid, f in eligible if f["inputs"] == 0]
-    assert all(Variant("request_mutation", "burst", "remove_input") not in requests_only.get(vid, [])
-               for vid in no_input)
+    assert all(
+        Variant("request_mutation", "burst", "remove_input") not in requests_only.get(vid, []) for vid in no_input
+    )
     no_tensor_out = [vid for vid, f in eligible if not f["tensor_outputs"]]
-    assert all(v.arg not in ("output_wrong_rank", "output_buffer_too_small") for vid in no_tensor_out
-               for v in requests_only.get(vid, []))
+    assert all(
+        v.arg not in ("output_wrong_rank", "output_buffer_too_small")
+        for vid in no_tensor_out
+        for v in requests_only.get(vid, [])
+    )
     everything = select_mutations(eligible, "all", 3)
     single = [vid for vid, f in eligible if f["n_ops"] == 1]
     assert all(Variant("mutation", arg="execution_order") not in everything[vid] for vid in single)
@@ -149,9 +196,10 @@ def test_mutations_are_sampled_per_class():
 
 # ---- CTS per-operation rank rules -------------------------------------------------------
 
+
 def test_invalid_ranks_are_the_neighbours_of_the_valid_range():
-    assert invalid_ranks(4, 4) == (5, 3)            # CONV_2D: rank 3 and rank 5
-    assert invalid_ranks(None, 4) == (5,)           # up to 4
+    assert invalid_ranks(4, 4) == (5, 3)  # CONV_2D: rank 3 and rank 5
+    assert invalid_ranks(None, 4) == (5,)  # up to 4
     assert invalid_ranks(2, 4) == (5, 1) and invalid_ranks(1, 1) == (2,)
     assert set(RANK_CONSTRAINTS[next(o for o in RANK_CONSTRAINTS if o.name == "CONV_2D")][0][0]) == {0, 1}
 
@@ -163,12 +211,14 @@ def test_operation_input_rank_mutations_are_rejected_by_the_validator(subset):
     assert {m.name.rsplit("_", 1)[1] for m in made} == {"rank3", "rank5"}
     for m in made:
         ranks = {len(m.model.main.operands[k].dimensions) for k in m.model.main.operations[0].inputs[:2]}
-        assert len(ranks) == 1 and ranks < {3, 5}     # input and filter moved together
+        assert len(ranks) == 1 and ranks < {3, 5}  # input and filter moved together
         with pytest.raises(ValidationError, match="rank"):
             validate_model(m.model)
     add = case_from_dict(subset[0][1], subset[0][2])
     assert {m.name.split("/")[1] for m in operation_input_rank(add.model)} == {
-        "operations[0](ADD)_input0_rank5", "operations[0](ADD)_input1_rank5"}
+        "operations[0](ADD)_input0_rank5",
+        "operations[0](ADD)_input1_rank5",
+    }
 
 
 def test_driver_level_accepts_both_encodings():
@@ -182,11 +232,13 @@ def test_driver_level_accepts_both_encodings():
 
 # ---- run_case checks the reported output shapes -----------------------------------------
 
+
 class _ShapeLiar(ReferencePreparedModel):
     def execute(self, request, **kw):
         r = super().execute(request, **kw)
-        return ExecutionResult(r.outputs, tuple(OutputShape((*s.dimensions, 1), True) for s in r.output_shapes),
-                               r.timing)
+        return ExecutionResult(
+            r.outputs, tuple(OutputShape((*s.dimensions, 1), True) for s in r.output_shapes), r.timing
+        )
 
 
 class _ShapeLiarDevice(ReferenceDevice):
@@ -204,11 +256,12 @@ def test_run_case_fails_a_wrong_reported_shape():
 
 # ---- a rejected execution reports no output shapes ----------------------------------------
 
+
 class _ShapesOnRejection(ReferencePreparedModel):
     def execute(self, request, **kw):
         try:
             return super().execute(request, **kw)
-        except DriverError as e:       # the defect: a refusal still describes the outputs
+        except DriverError as e:  # the defect: a refusal still describes the outputs
             raise DriverError(e.status, str(e), (OutputShape((1,), True),)) from None
 
 
@@ -219,11 +272,16 @@ class _ShapesOnRejectionDevice(ReferenceDevice):
 
 def test_a_rejection_must_not_report_output_shapes(subset):
     shapes = (OutputShape((2, 2), True),)
-    assert "must be empty" in verdict(DriverError(ErrorStatus.INVALID_ARGUMENT, "", shapes),
-                                      ErrorStatus.INVALID_ARGUMENT, "x")
+    assert "must be empty" in verdict(
+        DriverError(ErrorStatus.INVALID_ARGUMENT, "", shapes), ErrorStatus.INVALID_ARGUMENT, "x"
+    )
     assert verdict(DriverError(ErrorStatus.INVALID_ARGUMENT), ErrorStatus.INVALID_ARGUMENT, "x") is None
-    assert verdict(DriverError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "", shapes),
-                   ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "x") is None
+    assert (
+        verdict(
+            DriverError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "", shapes), ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, "x"
+        )
+        is None
+    )
     add = case_from_dict(subset[0][1], subset[0][2])
     cell = Variant("request_mutation", "sync", "remove_input")
     assert run_variant(ReferenceDevice(), add, cell).outcome == "PASS"
@@ -232,6 +290,7 @@ def test_a_rejection_must_not_report_output_shapes(subset):
 
 
 # ---- the reference passes, each broken driver fails only its own cells -------------------
+
 
 def test_reference_passes_every_cell(subset):
     got = _matrix(ReferenceDevice(), subset)
@@ -250,20 +309,24 @@ OWN = {
     # bbox_graph_zero_sized's model itself leaves output 0's dimension unknown (it is empty)
     "WrongDynamicShapes": lambda v, vid: v.kind == "dynamic_shape" or vid == "V1_2/bbox_graph_zero_sized",
     # a short output buffer on the async path: the dynamic-shape cell and the request mutation
-    "AsyncAcceptsInsufficient": lambda v, vid: v.path == "async" and (
-        v.kind == "dynamic_shape" or v == Variant("request_mutation", "async", "output_buffer_too_small")),
+    "AsyncAcceptsInsufficient": lambda v, vid: (
+        v.path == "async"
+        and (v.kind == "dynamic_shape" or v == Variant("request_mutation", "async", "output_buffer_too_small"))
+    ),
     "AsyncIgnoresDeadline": lambda v, vid: v.kind == "deadline" and v.path == "async",
     "RefusesSignedTwin": lambda v, vid: v.kind == "quant_coupling",
     "AcceptsUnorderedBigModels": lambda v, vid: v == Variant("mutation", arg="execution_order"),
     "BurstAcceptsMissingInput": lambda v, vid: v == Variant("request_mutation", "burst", "remove_input"),
-    "AcceptsRank5Conv": lambda v, vid: v == Variant("mutation", arg="operation_input_rank") and vid == "V1_0/conv_float",
+    "AcceptsRank5Conv": lambda v, vid: (
+        v == Variant("mutation", arg="operation_input_rank") and vid == "V1_0/conv_float"
+    ),
 }
 
 
 def _variant_of(test_id: str, subset) -> Variant:
     if "[" not in test_id:
         return PLAIN
-    cell = test_id[test_id.index("[") + 1:-1]
+    cell = test_id[test_id.index("[") + 1 : -1]
     every = {v.id: v for _, d, _ in subset for v in applicable(d) + mutation_variants() + request_mutation_variants()}
     return every[cell]
 
@@ -280,6 +343,7 @@ def test_broken_driver_fails_only_its_own_cells(name, subset):
 
 # ---- one preparation per vector for the cells that test execution ------------------------
 
+
 class _CountingPrepared(ReferencePreparedModel):
     def release(self):
         self.calls["release"] += 1
@@ -288,6 +352,7 @@ class _CountingPrepared(ReferencePreparedModel):
 
 class _Counting(broken_matrix._Device):
     """The reference, counting the calls a shared preparation saves."""
+
     PREPARED = _CountingPrepared
 
     def __init__(self):
@@ -306,8 +371,11 @@ class _Counting(broken_matrix._Device):
 
 
 EXECUTION_CELLS = [Variant("general", p, timing=t) for p in ("sync", "async", "burst") for t in (False, True)] + [
-    Variant("fenced", "fenced"), Variant("memory_domain", "async"), Variant("deadline", "sync", "unlimited"),
-    Variant("request_mutation", "fenced", "input_wrong_rank")]
+    Variant("fenced", "fenced"),
+    Variant("memory_domain", "async"),
+    Variant("deadline", "sync", "unlimited"),
+    Variant("request_mutation", "fenced", "input_wrong_rank"),
+]
 
 
 def test_the_execution_cells_of_a_vector_share_one_preparation(subset):
@@ -319,8 +387,11 @@ def test_the_execution_cells_of_a_vector_share_one_preparation(subset):
         assert run_variant(dev, case, v, seed=1).outcome == "PASS", v
     assert dev.calls == {"supported_operations": 1, "prepare": 1}, dev.calls
     # dynamic shape prepares its own model once; a cell testing preparation prepares for itself
-    for v in (Variant("dynamic_shape", "sync"), Variant("dynamic_shape", "burst", timing=True),
-              Variant("priority", arg="high")):
+    for v in (
+        Variant("dynamic_shape", "sync"),
+        Variant("dynamic_shape", "burst", timing=True),
+        Variant("priority", arg="high"),
+    ):
         assert run_variant(dev, case, v, seed=1).outcome == "PASS", v
     assert dev.calls == {"supported_operations": 3, "prepare": 3, "release": 1}, dev.calls
     # the next vector releases the previous one's two shared preparations
@@ -342,6 +413,7 @@ def test_a_crash_on_one_path_gives_the_next_cells_a_new_host_and_preparation(sub
     """Through a driver host: the async cell's abort is its CRASH; the shared preparation died
     with that host, and the burst cell after it prepares on the new host and passes."""
     from nnconform.isolation.proxy import open_isolated
+
     _, add, add_path = subset[0]
     case = case_from_dict(add, add_path)
     dev = open_isolated(double("broken_matrix", "AsyncAborts"))
@@ -355,30 +427,46 @@ def test_a_crash_on_one_path_gives_the_next_cells_a_new_host_and_preparation(sub
 
 # ---- end to end: ids, rows, the report table, out-of-scope vectors ------------------------
 
-OLD_DRIVER = '''
+OLD_DRIVER = """
 from nnconform.drivers.reference import ReferenceDevice
 
 class Level1(ReferenceDevice):
     name = "reference-level-1"
     feature_level = 27          # Android 8.1: NNAPI feature level 1
-'''
+"""
 
 
 def test_cli_runs_the_matrix_and_reports_it(tmp_path, subset):
     vec = tmp_path / "vectors"
-    for folder, d, _ in subset[:2] + subset[4:]:          # add, add_quant8 (V1_0), the loop (V1_3)
+    for folder, d, _ in subset[:2] + subset[4:]:  # add, add_quant8 (V1_0), the loop (V1_3)
         (vec / folder).mkdir(parents=True, exist_ok=True)
         (vec / folder / f"{d['name']}.json").write_text(json.dumps([d]))
     (tmp_path / "old_driver.py").write_text(OLD_DRIVER)
     env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     out = tmp_path / "report"
-    cmd = [sys.executable, "-m", "nnconform", "run", "--driver", "old_driver:Level1", "--suite", "vectors",
-           "--vectors", str(vec), "--variants", "general,infinite_loop,quant_coupling", "--seed", "3",
-           "--report-dir", str(out), "--in-process"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "nnconform",
+        "run",
+        "--driver",
+        "old_driver:Level1",
+        "--suite",
+        "vectors",
+        "--vectors",
+        str(vec),
+        "--variants",
+        "general,infinite_loop,quant_coupling",
+        "--seed",
+        "3",
+        "--report-dir",
+        str(out),
+        "--in-process",
+    ]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     rows = {r["test_id"]: r for r in csv.DictReader(open(out / "results.csv"))}
-    assert rows["V1_0/add"]["outcome"] == "PASS"                       # the plain id is unchanged
+    assert rows["V1_0/add"]["outcome"] == "PASS"  # the plain id is unchanged
     assert rows["V1_0/add[general-async-timing]"]["outcome"] == "PASS"
     assert rows["V1_0/add_quant8[quant_coupling]"]["outcome"] == "PASS"
     loop = rows["V1_3/while_infinite_loop[infinite_loop-fenced-timing]"]
@@ -391,6 +479,21 @@ def test_cli_runs_the_matrix_and_reports_it(tmp_path, subset):
     html = (out / "report.html").read_text()
     assert "Vectors execution matrix" in html and "quant_coupling" in html
 
-    bad = subprocess.run([sys.executable, "-m", "nnconform", "run", "--suite", "vectors", "--variants", "nope",
-                          "--report-dir", str(tmp_path / "r2")], capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nnconform",
+            "run",
+            "--suite",
+            "vectors",
+            "--variants",
+            "nope",
+            "--report-dir",
+            str(tmp_path / "r2"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode != 0 and "unknown variant kind(s) nope" in bad.stderr

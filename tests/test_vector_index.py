@@ -1,5 +1,6 @@
 """The vectors suite's collection index (nnconform.cases.vector_index): facts are derived once per
 file and reused while the file and the deriving code are unchanged."""
+
 import json
 import os
 
@@ -26,6 +27,7 @@ def _derive(calls):
     def derive(path):
         calls.append(path.name)
         return {"cases": [d["name"] for d in json.loads(path.read_text())]}
+
     return derive
 
 
@@ -48,10 +50,13 @@ def test_a_changed_file_or_changed_code_is_derived_again(tree):
     b = tree / "V1_0" / "b.json"
     b.write_text(json.dumps([{"name": "new"}]))
     idx = VectorIndex(tree, "k1", _derive(calls))
-    assert idx.facts(b) == {"cases": ["new"]} and idx.facts(tree / "V1_0" / "a.json")["cases"] == ["a.json-0", "a.json-1"]
+    assert idx.facts(b) == {"cases": ["new"]} and idx.facts(tree / "V1_0" / "a.json")["cases"] == [
+        "a.json-0",
+        "a.json-1",
+    ]
     assert calls == ["a.json", "b.json", "b.json"]
     idx.save(_files(tree))
-    VectorIndex(tree, "k2", _derive(calls)).facts(tree / "V1_0" / "a.json")   # other code: not reused
+    VectorIndex(tree, "k2", _derive(calls)).facts(tree / "V1_0" / "a.json")  # other code: not reused
     assert calls[-1] == "a.json" and len(calls) == 4
 
 
@@ -82,6 +87,7 @@ def test_save_failure_leaves_no_temp_file(tree, monkeypatch):
 
     def broken_replace(src, dst):
         raise OSError("disk full")
+
     monkeypatch.setattr(os, "replace", broken_replace)
     idx.save(_files(tree))
     assert not index_path(tree).exists()
@@ -104,7 +110,7 @@ def test_a_saved_index_is_not_written_again_by_the_same_process(tree):
     idx.save(_files(tree))
     p = index_path(tree)
     before = p.stat().st_mtime_ns
-    os.utime(p, ns=(before - 10**9, before - 10**9))       # so a rewrite would show
+    os.utime(p, ns=(before - 10**9, before - 10**9))  # so a rewrite would show
     [idx.facts(f) for f in _files(tree)]
     idx.save(_files(tree))
     assert p.stat().st_mtime_ns == before - 10**9 and idx.derived == 0

@@ -2,6 +2,7 @@
 checkout's own test generator.  The checkout here is a fake one: our stand-in generator
 (tests/aosp_standin/standin_generator.py, the DSL subset and the interface the importer
 uses) and two small spec files of our own (tests/aosp_standin/specs)."""
+
 import csv
 import json
 import shutil
@@ -46,7 +47,10 @@ def imported(tmp_path, capsys):
 
 def test_import_writes_one_file_per_spec_in_its_folder(imported):
     assert sorted(str(p.relative_to(imported)) for p in imported.rglob("*.json")) == [
-        "AIDL_V9/tiny_more.json", "V1_0/tiny_add.json", "index.json"]
+        "AIDL_V9/tiny_more.json",
+        "V1_0/tiny_add.json",
+        "index.json",
+    ]
     index = read(imported / "index.json")
     assert index["files"] == {"V1_0/tiny_add": 3, "AIDL_V9/tiny_more": 4}
     assert index["summary"]["total_test_cases"] == 7 and index["failures"] == {}
@@ -59,19 +63,24 @@ def test_the_fields_follow_the_spec(imported):
     add = {c["name"]: c for c in read(imported / "V1_0" / "tiny_add.json")}
     assert list(add) == ["tiny_add", "tiny_add_relaxed", "tiny_add_float16"]
     assert [c["variations"] for c in add.values()] == [[], ["relaxed"], ["float16"]]
-    assert add["tiny_add"]["min_supported_version"] == "V1_0" and add["tiny_add_relaxed"]["min_supported_version"] is None
+    assert (
+        add["tiny_add"]["min_supported_version"] == "V1_0" and add["tiny_add_relaxed"]["min_supported_version"] is None
+    )
     assert add["tiny_add_relaxed"]["model"]["relax_float32_to_float16"] is True
     fp16 = add["tiny_add_float16"]
     assert {o["type"] for o in fp16["model"]["main"]["operands"]} == {"TENSOR_FLOAT16", "INT32"}
-    assert add["tiny_add"]["inputs"][0]["values"] == [1.0, 2.5, -3.0, 0.1]   # shortest round-trip text
+    assert add["tiny_add"]["inputs"][0]["values"] == [1.0, 2.5, -3.0, 0.1]  # shortest round-trip text
     assert fp16["inputs"][0]["values"][3] == float(np.float32(np.float16(0.1)))
     act = add["tiny_add"]["model"]["main"]["operands"][2]
     assert act["lifetime"] == "CONSTANT_COPY" and act["value"] == [0] and act["dimensions"] == []
 
     more = read(imported / "AIDL_V9" / "tiny_more.json")
     assert [(c["name"], c["example_index"], c["model_name"], c["example_name"]) for c in more] == [
-        ("tiny_more_reshape_flat", 0, "reshape", "flat"), ("tiny_more_reshape_flat_2", 1, "reshape", "flat"),
-        ("tiny_more_rsqrt", 0, "rsqrt", None), ("tiny_more_bad_reshape", 0, "bad_reshape", None)]
+        ("tiny_more_reshape_flat", 0, "reshape", "flat"),
+        ("tiny_more_reshape_flat_2", 1, "reshape", "flat"),
+        ("tiny_more_rsqrt", 0, "rsqrt", None),
+        ("tiny_more_bad_reshape", 0, "bad_reshape", None),
+    ]
     assert {c["spec_dir"] for c in more} == {"AIDL_V9"} and {c["spec"] for c in more} == {"tiny_more"}
     rsqrt = more[2]
     q = rsqrt["model"]["main"]["operands"][0]
@@ -94,13 +103,29 @@ def test_the_imported_vectors_load_and_pass_on_the_reference(imported):
 
 
 def test_the_imported_vectors_run_as_a_suite(imported, tmp_path):
-    r = subprocess.run([sys.executable, "-m", "nnconform", "run", "--driver", "reference", "--suite", "vectors",
-                        "--vectors", str(imported), "--report-dir", str(tmp_path / "report")],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nnconform",
+            "run",
+            "--driver",
+            "reference",
+            "--suite",
+            "vectors",
+            "--vectors",
+            str(imported),
+            "--report-dir",
+            str(tmp_path / "report"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     with open(tmp_path / "report" / "results.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert all(row["outcome"] in ("PASS", "SKIP") for row in rows if "[" in row["test_id"])   # matrix variants
+    assert all(row["outcome"] in ("PASS", "SKIP") for row in rows if "[" in row["test_id"])  # matrix variants
     rows = [row for row in rows if "[" not in row["test_id"]]
     assert len(rows) == 7 and {row["outcome"] for row in rows} == {"PASS"}
     assert {json.loads(row["extra"])["feature_level"] for row in rows} == {"V1_0", "AIDL_V9"}
@@ -121,7 +146,8 @@ def test_a_frameworks_ml_layout_and_one_folder(tmp_path):
 def test_a_broken_spec_is_reported_and_the_others_are_written(tmp_path, capsys):
     aosp = fake_checkout(tmp_path / "aosp")
     (aosp / "runtime" / "test" / "specs" / "V1_0" / "a_broken.mod.py").write_text(
-        'x = Input("x", ("TENSOR_FLOAT32", [1]))\nModel().Operation("RELU", x).To(undefined_name)\n')
+        'x = Input("x", ("TENSOR_FLOAT32", [1]))\nModel().Operation("RELU", x).To(undefined_name)\n'
+    )
     code = main(["vectors", "import", str(aosp), str(tmp_path / "out"), "--folder", "V1_0"])
     captured = capsys.readouterr()
     assert code == 1 and "V1_0/a_broken" in captured.err
@@ -130,10 +156,13 @@ def test_a_broken_spec_is_reported_and_the_others_are_written(tmp_path, capsys):
     assert index["files"] == {"V1_0/tiny_add": 3}
 
 
-@pytest.mark.parametrize("make,args,message", [
-    (lambda p: p, [], "no test_generator.py"),
-    (lambda p: fake_checkout(p), ["--folder", "AIDL_V4"], "no spec folder AIDL_V4"),
-])
+@pytest.mark.parametrize(
+    "make,args,message",
+    [
+        (lambda p: p, [], "no test_generator.py"),
+        (lambda p: fake_checkout(p), ["--folder", "AIDL_V4"], "no spec folder AIDL_V4"),
+    ],
+)
 def test_unusable_checkouts_are_one_line_errors(tmp_path, capsys, make, args, message):
     aosp = make(tmp_path / "aosp")
     aosp.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,7 @@
 """The golden vectors: the bundled copy (packing, unpacking, the cache), discovery of every
 feature-level folder, loading into valid models, a spec-file round trip (that is how a
 failing vector is dumped and replayed), and the suite's handling of a malformed file."""
+
 import csv
 import json
 import lzma
@@ -24,6 +25,7 @@ FOLDERS = ["V1_0", "V1_1", "V1_2", "V1_3", "V1_3_cts_only", "AIDL_V2", "AIDL_V3"
 
 # ---- the bundled copy --------------------------------------------------------------------------
 
+
 def test_the_bundle_holds_every_case_of_every_feature_level():
     man = vectors_data.manifest()
     assert list(sorted(man["folders"], key=vectors_data.folder_order)) == FOLDERS
@@ -45,7 +47,7 @@ def test_default_root_is_the_unpacked_bundle_unless_the_environment_says_otherwi
     assert (root / "SCHEMA.md").is_file()
     monkeypatch.setenv("NNCONFORM_VECTORS", str(tmp_path))
     assert default_root() == tmp_path
-    assert resolve_root(str(root)) == root   # an explicit option wins over the environment
+    assert resolve_root(str(root)) == root  # an explicit option wins over the environment
 
 
 def test_unpacking_goes_to_the_cache_once_and_repairs_a_damaged_copy(monkeypatch, tmp_path):
@@ -55,16 +57,18 @@ def test_unpacking_goes_to_the_cache_once_and_repairs_a_damaged_copy(monkeypatch
     assert root.parent == tmp_path / "nnconform"
     stamp = (root / "AIDL_V2" / "pack.json").stat().st_mtime_ns
     assert vectors_data.bundled_root() == root
-    assert (root / "AIDL_V2" / "pack.json").stat().st_mtime_ns == stamp   # not unpacked again
+    assert (root / "AIDL_V2" / "pack.json").stat().st_mtime_ns == stamp  # not unpacked again
     (root / "AIDL_V3" / "reverse.json").unlink()
     assert vectors_data.bundled_root() == root and (root / "AIDL_V3" / "reverse.json").is_file()
     assert not [p for p in root.parent.iterdir() if p.name.endswith(".partial")]
 
 
 def _small_tree(root: Path) -> Path:
-    for folder, name, cases in [("V1_0", "a.json", [{"name": "a", "x": 1.5}]),
-                                ("V1_0", "b.json", [{"name": "b"}, {"name": "b_2"}]),
-                                ("AIDL_V9", "c.json", [{"name": "c"}])]:
+    for folder, name, cases in [
+        ("V1_0", "a.json", [{"name": "a", "x": 1.5}]),
+        ("V1_0", "b.json", [{"name": "b"}, {"name": "b_2"}]),
+        ("AIDL_V9", "c.json", [{"name": "c"}]),
+    ]:
         (root / folder).mkdir(parents=True, exist_ok=True)
         (root / folder / name).write_text(json.dumps(cases))
     (root / "SCHEMA.md").write_text("schema\n")
@@ -102,13 +106,18 @@ def test_a_damaged_archive_is_refused(tmp_path, monkeypatch):
 
 def test_the_pack_command(tmp_path):
     src = _small_tree(tmp_path / "src")
-    r = subprocess.run([sys.executable, "-m", "nnconform.cases.vectors", "pack", str(src), "--out", str(tmp_path / "o")],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "nnconform.cases.vectors", "pack", str(src), "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert "4 cases in 3 files" in r.stdout and (tmp_path / "o" / "MANIFEST.json").is_file()
 
 
 # ---- discovery and loading -------------------------------------------------------------------------
+
 
 def test_every_folder_is_discovered_in_feature_level_order(tmp_path):
     tree = _small_tree(tmp_path)
@@ -120,9 +129,17 @@ def test_every_folder_is_discovered_in_feature_level_order(tmp_path):
     assert [f.name for f in vector_files(tree / "V1_0")] == ["a.json", "b.json"]
 
 
-@pytest.mark.parametrize("op,folder", [("CONV_2D", "V1_0"), ("WHILE", "V1_3"), ("LSTM", "V1_0"),
-                                       ("BOX_WITH_NMS_LIMIT", "V1_2"), ("BATCH_MATMUL", "AIDL_V2"),
-                                       ("RSQRT", "AIDL_V3")])
+@pytest.mark.parametrize(
+    "op,folder",
+    [
+        ("CONV_2D", "V1_0"),
+        ("WHILE", "V1_3"),
+        ("LSTM", "V1_0"),
+        ("BOX_WITH_NMS_LIMIT", "V1_2"),
+        ("BATCH_MATMUL", "AIDL_V2"),
+        ("RSQRT", "AIDL_V3"),
+    ],
+)
 def test_vector_case_round_trips_through_a_spec_file(tmp_path, op, folder):
     cases = [c for c in load_cases(ops=[op], dirs=[folder]) if not c.expect_failure][:3]
     assert cases, f"no {op} vectors"
@@ -146,8 +163,7 @@ def test_the_folder_is_the_feature_level():
 def test_empty_input_is_omitted_and_empty_output_is_zero_sized():
     lstm = next(c for c in load_cases(ops=["LSTM"], dirs=["V1_0"]) if any(v is None for v in c.inputs))
     assert any(v is None for v in lstm.inputs)
-    zero = next(c for c in load_cases(name_contains="zero_sized", dirs=["V1_2"])
-                if any(o.size == 0 for o in c.outputs))
+    zero = next(c for c in load_cases(name_contains="zero_sized", dirs=["V1_2"]) if any(o.size == 0 for o in c.outputs))
     assert all(o is not None for o in zero.outputs)
 
 
@@ -156,15 +172,16 @@ def test_an_operation_filtered_load_opens_only_files_with_a_wanted_case(tmp_path
     cache between processes) and then skips the files with no wanted case unread; ``within``
     drops cases that also use other operations."""
     import nnconform.cases.vectors as vectors_module
+
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     tree = tmp_path / "vectors" / "V1_0"
     tree.mkdir(parents=True)
     (tree / "floor.json").write_text(json.dumps(_raw("V1_0", "floor.json")[:1]))
-    relu, mixed = _raw("V1_0", "relu_float_1.json")[:2]       # RELU alone; ADD and RELU
+    relu, mixed = _raw("V1_0", "relu_float_1.json")[:2]  # RELU alone; ADD and RELU
     assert len({o["type"] for o in mixed["model"]["main"]["operations"]}) == 2
     (tree / "relu.json").write_text(json.dumps([relu, mixed]))
     root = tree.parent
-    vectors_module._ops_index.cache_clear()       # as a new process would start
+    vectors_module._ops_index.cache_clear()  # as a new process would start
     assert [c.name for c in load_cases(root, ops=["RELU"])] == [relu["name"], mixed["name"]]
     assert [c.name for c in load_cases(root, ops=["RELU"], within=["RELU"])] == [relu["name"]]
     # floor.json, made unreadable without changing its size or time, is not opened again
@@ -173,7 +190,7 @@ def test_an_operation_filtered_load_opens_only_files_with_a_wanted_case(tmp_path
     (tree / "floor.json").write_text("x" * st.st_size)
     os.utime(tree / "floor.json", ns=(st.st_atime_ns, st.st_mtime_ns))
     assert [c.name for c in load_cases(root, ops=["RELU"], within=["RELU"])] == [relu["name"]]
-    with pytest.raises(ValueError):                # ... but a load that wants it does read it
+    with pytest.raises(ValueError):  # ... but a load that wants it does read it
         load_cases(root, ops=["FLOOR"])
 
 
@@ -183,10 +200,27 @@ def _raw(folder: str, name: str) -> list:
 
 # ---- the suite on a vectors directory with broken files ------------------------------------------------
 
+
 def _run_suite(vectors: Path, report: Path):
-    r = subprocess.run([sys.executable, "-m", "nnconform", "run", "--driver", "reference", "--suite", "vectors",
-                        "--vectors", str(vectors), "--report-dir", str(report)],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nnconform",
+            "run",
+            "--driver",
+            "reference",
+            "--suite",
+            "vectors",
+            "--vectors",
+            str(vectors),
+            "--report-dir",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     with open(report / "results.csv", newline="") as fh:
         return r, {row["test_id"]: row for row in csv.DictReader(fh)}
 
@@ -232,12 +266,30 @@ def test_a_missing_vectors_directory_is_an_error_row(tmp_path):
 
 def test_the_suite_reads_the_bundled_copy_by_default(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "NNCONFORM_VECTORS"}
-    r = subprocess.run([sys.executable, "-m", "nnconform", "run", "--driver", "reference", "--suite", "vectors",
-                        "--report-dir", str(tmp_path), "--", "-k", "AIDL_V2 and reshape"],
-                       capture_output=True, text=True, timeout=600, env=env)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nnconform",
+            "run",
+            "--driver",
+            "reference",
+            "--suite",
+            "vectors",
+            "--report-dir",
+            str(tmp_path),
+            "--",
+            "-k",
+            "AIDL_V2 and reshape",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     with open(tmp_path / "results.csv", newline="") as fh:
         got = list(csv.DictReader(fh))
-    plain = [row["test_id"] for row in got if "[" not in row["test_id"]]   # the rest: rotate's matrix cells
+    plain = [row["test_id"] for row in got if "[" not in row["test_id"]]  # the rest: rotate's matrix cells
     assert plain == ["AIDL_V2/reshape_int32", "AIDL_V2/reshape_int32_all_tensors_as_inputs"]
     assert {row["outcome"] for row in got} == {"PASS"}

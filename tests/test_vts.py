@@ -1,5 +1,6 @@
 """The VTS mutations and suite: every mutation is really invalid, and the suite catches the
 deliberately broken drivers of tests/drivers/broken_vts.py (and only with the expected ids)."""
+
 import csv
 import os
 import subprocess
@@ -93,9 +94,19 @@ def test_every_request_mutation_is_invalid():
                 continue
             accepted.append(f"{e.name}: {rm.name}")
     assert not accepted, f"{len(accepted)} request mutations pass validation: {accepted[:5]}"
-    assert classes == {"remove_input", "add_input", "remove_output", "add_output", "input_wrong_rank",
-                       "input_wrong_dimension", "input_zero_dimension", "input_buffer_too_small",
-                       "output_wrong_rank", "output_wrong_dimension", "output_buffer_too_small"}
+    assert classes == {
+        "remove_input",
+        "add_input",
+        "remove_output",
+        "add_output",
+        "input_wrong_rank",
+        "input_wrong_dimension",
+        "input_zero_dimension",
+        "input_buffer_too_small",
+        "output_wrong_rank",
+        "output_wrong_dimension",
+        "output_buffer_too_small",
+    }
 
 
 # ---- the suite end to end, against the reference and the broken drivers ---------------------
@@ -122,8 +133,21 @@ pytestmark = pytest.mark.timeout(900)
 
 def _run(key, tmp_path):
     """Run the vts suite against DRIVERS[key]: (exit code, rows of results.csv, output)."""
-    cmd = [sys.executable, "-m", "nnconform", "run", "--driver", DRIVERS[key], "--suite", "vts",
-           "--report-dir", str(tmp_path), "--seed", "11", *SELECT.get(key, [])]
+    cmd = [
+        sys.executable,
+        "-m",
+        "nnconform",
+        "run",
+        "--driver",
+        DRIVERS[key],
+        "--suite",
+        "vts",
+        "--report-dir",
+        str(tmp_path),
+        "--seed",
+        "11",
+        *SELECT.get(key, []),
+    ]
     # the cache TOCTOU cases run 100 iterations by default; 10 keep CI quick
     env = dict(os.environ, NNCONFORM_CACHE_TOCTOU_ITERATIONS="10")
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, timeout=840)
@@ -142,14 +166,22 @@ def test_reference_passes_vts(tmp_path):
     assert code == 0, text[-3000:]
     ids = {r["test_id"] for r in rows}
     assert {f"vts/model_mutation/{c}" for c in MODEL_MUTATIONS} <= ids
-    assert {"vts/api/timing", "vts/concurrency/threads", "vts/optional/async", "vts/optional/caching",
-            "vts/consistency/paths", "vts/api/dynamic_output_shape"} <= ids
+    assert {
+        "vts/api/timing",
+        "vts/concurrency/threads",
+        "vts/optional/async",
+        "vts/optional/caching",
+        "vts/consistency/paths",
+        "vts/api/dynamic_output_shape",
+    } <= ids
     assert any(i.startswith("vts/quant_coupling/") for i in ids)
     outcome = {r["test_id"]: r["outcome"] for r in rows}
     # the reference implements every optional interface, so those tests really run
     optional = ["vts/optional/async", "vts/optional/caching", "vts/optional/fenced", "vts/optional/burst"]
-    optional += [f"vts/optional/memory_domain/{c}"
-                 for c in ("output_role", "input_role", "bad_allocate", "uninitialised", "misuse")]
+    optional += [
+        f"vts/optional/memory_domain/{c}"
+        for c in ("output_role", "input_role", "bad_allocate", "uninitialised", "misuse")
+    ]
     optional += [f"vts/cache/{c}" for c in CACHE_CHECKS] + ["vts/device/basics", "vts/device/cycle"]
     optional += [f"vts/memory_domain/conv_{t}" for t in ("fp32", "fp16", "quant8", "quant8_signed")]
     optional += ["vts/memory_domain/shared_buffer", "vts/burst/memory_slots"]

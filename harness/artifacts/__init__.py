@@ -10,6 +10,7 @@
 ``run``, ``stress`` and ``fuzz`` write all five; a command may add its own files beside them
 (the fuzzer's journal and bucket report, the probe's capability matrix), never instead of them.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,6 +46,7 @@ def read_run(report_dir: os.PathLike[str] | str) -> dict[str, Any]:
 def write_run(report_dir: os.PathLike[str] | str, run: dict[str, Any]) -> Path:
     """Replace ``run.json`` atomically (a reader never sees half of it)."""
     from nnconform.artifacts.reportdir import atomic_write
+
     return atomic_write(Path(report_dir) / RUN_FILE, json.dumps(run, indent=1, default=str))
 
 
@@ -57,12 +59,14 @@ def record_exit(report_dir: os.PathLike[str] | str, exit_status: ExitStatus | in
     write_run(report_dir, run)
 
 
-def write_common(report_dir: os.PathLike[str] | str, records: Iterable[Any], meta: dict[str, Any],
-                 title: str, html: bool = True) -> None:
+def write_common(
+    report_dir: os.PathLike[str] | str, records: Iterable[Any], meta: dict[str, Any], title: str, html: bool = True
+) -> None:
     """results.csv, summary.json and (unless the command writes its own page) report.html
     from the rows of ``results.jsonl``."""
     from nnconform.reports import build_reports, write_csv
     from nnconform.reports.summary import write_summary
+
     rows = list(records)
     d = Path(report_dir)
     write_summary(d, rows, meta)
@@ -70,11 +74,23 @@ def write_common(report_dir: os.PathLike[str] | str, records: Iterable[Any], met
         build_reports(d, meta=meta, title=title, records=rows)
     else:
         from nnconform.artifacts.reportdir import atomic_write
+
         tmp = d / f".{RESULTS_CSV}.tmp"
         write_csv(rows, tmp)
         atomic_write(d / RESULTS_CSV, tmp.read_bytes())
         tmp.unlink()
 
 
-__all__ = ["ARTIFACTS", "RUN_FILE", "RESULTS_JSONL", "RESULTS_CSV", "SUMMARY_JSON", "REPORT_HTML", "missing",
-           "read_run", "write_run", "record_exit", "write_common"]
+__all__ = [
+    "ARTIFACTS",
+    "RUN_FILE",
+    "RESULTS_JSONL",
+    "RESULTS_CSV",
+    "SUMMARY_JSON",
+    "REPORT_HTML",
+    "missing",
+    "read_run",
+    "write_run",
+    "record_exit",
+    "write_common",
+]

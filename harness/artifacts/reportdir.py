@@ -10,6 +10,7 @@ Files are replaced with rename(2), which swaps the directory entry: a symlink pl
 ``report.html`` (by a driver, which runs as the same user) is replaced, never followed.  The
 journal is opened with O_NOFOLLOW for the same reason.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -27,8 +28,7 @@ LOCK_FILE = ".nnconform.lock"
 STATUS_FILE = "run.json"
 PREVIOUS_DIR = "previous"
 # What one run writes; rotated together so a report never mixes two runs.
-RUN_FILES = ("results.jsonl", "results.csv", "report.html", STATUS_FILE, "failures", "summary.json",
-             "junit.xml")
+RUN_FILES = ("results.jsonl", "results.csv", "report.html", STATUS_FILE, "failures", "summary.json", "junit.xml")
 
 
 class ReportDirError(NnError):
@@ -72,9 +72,11 @@ class ReportDir:
             except OSError:
                 holder = ""
             os.close(fd)
-            raise ReportDirError(f"{self.path} is in use by another nnconform run"
-                                 + (f" ({holder})" if holder else "")
-                                 + "; wait for it or choose another --report-dir") from None
+            raise ReportDirError(
+                f"{self.path} is in use by another nnconform run"
+                + (f" ({holder})" if holder else "")
+                + "; wait for it or choose another --report-dir"
+            ) from None
         try:
             os.ftruncate(fd, 0)
             os.write(fd, f"pid {os.getpid()}".encode())
@@ -84,7 +86,7 @@ class ReportDir:
 
     def unlock(self) -> None:
         if self._lock_fd is not None:
-            os.close(self._lock_fd)   # closing releases the flock
+            os.close(self._lock_fd)  # closing releases the flock
             self._lock_fd = None
 
     # -- earlier results ---------------------------------------------------------------------
@@ -101,8 +103,9 @@ class ReportDir:
             stamp = str(st.get("started", ""))
         except (OSError, ValueError):
             stamp = ""
-        stamp = "".join(c if c.isalnum() or c in "-_" else "-" for c in stamp)[:40] or \
-            _dt.datetime.now().strftime("%Y%m%dT%H%M%S")
+        stamp = "".join(c if c.isalnum() or c in "-_" else "-" for c in stamp)[:40] or _dt.datetime.now().strftime(
+            "%Y%m%dT%H%M%S"
+        )
         dest = self.path / PREVIOUS_DIR / stamp
         n = 1
         while os.path.lexists(dest):
@@ -113,7 +116,7 @@ class ReportDir:
             for name in RUN_FILES:
                 src = self.path / name
                 if os.path.lexists(src):
-                    os.rename(src, dest / name)   # rename moves links as links
+                    os.rename(src, dest / name)  # rename moves links as links
         except OSError as e:
             raise ReportDirError(describe_os_error(e, dest)) from None
         return dest

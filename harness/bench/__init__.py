@@ -22,6 +22,7 @@ host.  Results: ``bench.csv`` (one row per driver x model) and ``bench.html`` (a
 self-contained page comparing the drivers side by side, inline SVG charts, no scripts).
 Numbers are printed and written, never judged: speed is not a test verdict.
 """
+
 from __future__ import annotations
 
 import csv
@@ -41,10 +42,30 @@ from nnconform.ir import Model, Request
 if TYPE_CHECKING:
     from nnconform.driver import Device
 
-CSV_COLUMNS = ["model", "driver", "status", "message", "operations", "testset_size", "iterations",
-               "total_time_sec", "mean_ms", "std_ms", "p50_ms", "p90_ms", "p99_ms", "min_ms", "max_ms",
-               "compile_without_cache_ms", "save_to_cache_ms", "prepare_from_cache_ms",
-               "max_single_error", "mse", "top1_agreement", "top5_agreement"]
+CSV_COLUMNS = [
+    "model",
+    "driver",
+    "status",
+    "message",
+    "operations",
+    "testset_size",
+    "iterations",
+    "total_time_sec",
+    "mean_ms",
+    "std_ms",
+    "p50_ms",
+    "p90_ms",
+    "p99_ms",
+    "min_ms",
+    "max_ms",
+    "compile_without_cache_ms",
+    "save_to_cache_ms",
+    "prepare_from_cache_ms",
+    "max_single_error",
+    "mse",
+    "top1_agreement",
+    "top5_agreement",
+]
 HISTOGRAM_BINS = 20
 
 
@@ -52,7 +73,7 @@ HISTOGRAM_BINS = 20
 class BenchRow:
     model: str
     driver: str
-    status: str = "OK"              # OK, UNSUPPORTED, UNMAPPED (no NNAPI import), FAIL, CRASH, HANG
+    status: str = "OK"  # OK, UNSUPPORTED, UNMAPPED (no NNAPI import), FAIL, CRASH, HANG
     message: str = ""
     operations: int = 0
     testset_size: int = 0
@@ -87,8 +108,9 @@ def _as_float(model: Model, k: int, arr: np.ndarray) -> np.ndarray:
     return a.astype(np.float64)
 
 
-def accuracy(model: Model, expected: Sequence[Sequence[np.ndarray]], actual: Sequence[Sequence[np.ndarray]],
-             classifier: bool) -> dict:
+def accuracy(
+    model: Model, expected: Sequence[Sequence[np.ndarray]], actual: Sequence[Sequence[np.ndarray]], classifier: bool
+) -> dict:
     """max abs error, MSE over every output element, and top-1/top-5 agreement of output 0."""
     max_err, sq, n = 0.0, 0.0, 0
     top1 = top5 = 0
@@ -96,8 +118,12 @@ def accuracy(model: Model, expected: Sequence[Sequence[np.ndarray]], actual: Seq
         for k, (e, a) in enumerate(zip(exp, act)):
             ef, af = _as_float(model, k, e), _as_float(model, k, a)
             if ef.shape != af.shape:
-                return {"max_single_error": math.inf, "mse": math.inf, "top1_agreement": 0.0 if classifier else None,
-                        "top5_agreement": 0.0 if classifier else None}
+                return {
+                    "max_single_error": math.inf,
+                    "mse": math.inf,
+                    "top1_agreement": 0.0 if classifier else None,
+                    "top5_agreement": 0.0 if classifier else None,
+                }
             d = np.abs(ef - af)
             bad = ~np.isfinite(d)
             max_err = max(max_err, math.inf if bad.any() else float(d.max(initial=0.0)))
@@ -110,18 +136,28 @@ def accuracy(model: Model, expected: Sequence[Sequence[np.ndarray]], actual: Seq
             top1 += int(int(np.argmax(a0)) == ref_top)
             top5 += int(ref_top in np.argsort(-a0, kind="stable")[:5])
     count = max(len(expected), 1)
-    return {"max_single_error": max_err, "mse": sq / n if n else 0.0,
-            "top1_agreement": top1 / count if classifier else None,
-            "top5_agreement": top5 / count if classifier else None}
+    return {
+        "max_single_error": max_err,
+        "mse": sq / n if n else 0.0,
+        "top1_agreement": top1 / count if classifier else None,
+        "top5_agreement": top5 / count if classifier else None,
+    }
 
 
 def latency_stats(lat_ms: Sequence[float]) -> dict:
     a = np.asarray(lat_ms, dtype=np.float64)
     if a.size == 0:
         return {}
-    return {"mean_ms": float(a.mean()), "std_ms": float(a.std()), "p50_ms": float(np.percentile(a, 50)),
-            "p90_ms": float(np.percentile(a, 90)), "p99_ms": float(np.percentile(a, 99)),
-            "min_ms": float(a.min()), "max_ms": float(a.max()), "total_time_sec": float(a.sum() / 1000.0)}
+    return {
+        "mean_ms": float(a.mean()),
+        "std_ms": float(a.std()),
+        "p50_ms": float(np.percentile(a, 50)),
+        "p90_ms": float(np.percentile(a, 90)),
+        "p99_ms": float(np.percentile(a, 99)),
+        "min_ms": float(a.min()),
+        "max_ms": float(a.max()),
+        "total_time_sec": float(a.sum() / 1000.0),
+    }
 
 
 class Progress:
@@ -148,22 +184,37 @@ class Progress:
 
 def _incident_status(e: BaseException) -> str | None:
     from nnconform.isolation.proxy import HostIncident
+
     return e.verdict if isinstance(e, HostIncident) else None
 
 
-def bench_model(device: Device, driver_name: str, entry, *, warmup: int, iterations: int, inputs_count: int,
-                seed: int, progress: Callable[[str], None] | None = None) -> BenchRow:
+def bench_model(
+    device: Device,
+    driver_name: str,
+    entry,
+    *,
+    warmup: int,
+    iterations: int,
+    inputs_count: int,
+    seed: int,
+    progress: Callable[[str], None] | None = None,
+) -> BenchRow:
     """Benchmark one model on one (isolated) device."""
     from nnconform.driver import CompilationCaching
     from nnconform.reference.executor import Executor
+
     row = BenchRow(entry.name, driver_name)
     try:
         model = entry.load()
-    except Exception as e:   # an import problem of a zoo model is that model's row
+    except Exception as e:  # an import problem of a zoo model is that model's row
         from nnconform.cases.tflite_import import UnmappedOperations
+
         row.status = "UNMAPPED" if isinstance(e, UnmappedOperations) else "FAIL"
-        row.message = ("no NNAPI equivalent: " + ", ".join(f"{k} x{v}" for k, v in sorted(e.unmapped.items()))
-                       if isinstance(e, UnmappedOperations) else f"load: {type(e).__name__}: {e}")
+        row.message = (
+            "no NNAPI equivalent: " + ", ".join(f"{k} x{v}" for k, v in sorted(e.unmapped.items()))
+            if isinstance(e, UnmappedOperations)
+            else f"load: {type(e).__name__}: {e}"
+        )
         return row
     row.operations = len(model.main.operations)
     inputs = [entry.inputs(seed + k) for k in range(inputs_count)]
@@ -205,7 +256,7 @@ def bench_model(device: Device, driver_name: str, entry, *, warmup: int, iterati
             pm.execute(r)
             lat.append((time.perf_counter() - t0) * 1e3)
         pm.release()
-    except Exception as e:   # the driver's failure (or crash/hang, through the host) is this row
+    except Exception as e:  # the driver's failure (or crash/hang, through the host) is this row
         row.status = _incident_status(e) or "FAIL"
         row.message = f"{stage}: {type(e).__name__}: {str(e)[:300]}"
         return row
@@ -220,17 +271,28 @@ def bench_model(device: Device, driver_name: str, entry, *, warmup: int, iterati
     return row
 
 
-def run_bench(drivers: Sequence[str], entries: Sequence, *, warmup: int = 5, iterations: int = 50,
-              inputs_count: int = 4, seed: int = 0, call_timeout: float = 120.0,
-              mem_limit: int | None = None, log=print) -> list[BenchRow]:
+def run_bench(
+    drivers: Sequence[str],
+    entries: Sequence,
+    *,
+    warmup: int = 5,
+    iterations: int = 50,
+    inputs_count: int = 4,
+    seed: int = 0,
+    call_timeout: float = 120.0,
+    mem_limit: int | None = None,
+    log=print,
+) -> list[BenchRow]:
     from nnconform.errors import DriverLoadError
     from nnconform.isolation.proxy import DEFAULT_MEM_LIMIT, open_isolated
+
     rows: list[BenchRow] = []
     bar = Progress(len(drivers) * len(entries))
     for spec in drivers:
         try:
-            device = open_isolated(spec, call_timeout=call_timeout,
-                                   mem_limit=DEFAULT_MEM_LIMIT if mem_limit is None else mem_limit)
+            device = open_isolated(
+                spec, call_timeout=call_timeout, mem_limit=DEFAULT_MEM_LIMIT if mem_limit is None else mem_limit
+            )
         except DriverLoadError as e:
             for entry in entries:
                 rows.append(BenchRow(entry.name, spec, "FAIL", f"driver: {e}"))
@@ -238,8 +300,9 @@ def run_bench(drivers: Sequence[str], entries: Sequence, *, warmup: int = 5, ite
             continue
         try:
             for entry in entries:
-                row = bench_model(device, spec, entry, warmup=warmup, iterations=iterations,
-                                  inputs_count=inputs_count, seed=seed)
+                row = bench_model(
+                    device, spec, entry, warmup=warmup, iterations=iterations, inputs_count=inputs_count, seed=seed
+                )
                 if row.status in ("CRASH", "HANG"):
                     row.message += f" ({device.liveness()})"
                 else:
@@ -248,9 +311,18 @@ def run_bench(drivers: Sequence[str], entries: Sequence, *, warmup: int = 5, ite
                     left = device.end_case()["processes"]
                     if left:
                         row.status = "FAIL"
-                        row.message = "; ".join(filter(None, [row.message, (
-                            f"driver left {len(left)} process(es) running after the model (killed): "
-                            + "; ".join(left[:3]))]))
+                        row.message = "; ".join(
+                            filter(
+                                None,
+                                [
+                                    row.message,
+                                    (
+                                        f"driver left {len(left)} process(es) running after the model (killed): "
+                                        + "; ".join(left[:3])
+                                    ),
+                                ],
+                            )
+                        )
                 rows.append(row)
                 bar.step(f"{spec} {entry.name}: " + (f"{row.mean_ms:.2f} ms" if row.status == "OK" else row.status))
         finally:
@@ -268,17 +340,22 @@ def write_csv(rows: Sequence[BenchRow], path: Path) -> None:
 
 def table(rows: Sequence[BenchRow]) -> str:
     """A plain-text table of the main numbers (what the CLI prints)."""
-    head = f"{'model':32s} {'driver':12s} {'status':8s} {'compile':>9s} {'mean':>8s} {'std':>7s} {'p50':>8s} " \
-           f"{'p90':>8s} {'p99':>8s} {'max err':>9s} {'top1':>5s} {'top5':>5s}"
+    head = (
+        f"{'model':32s} {'driver':12s} {'status':8s} {'compile':>9s} {'mean':>8s} {'std':>7s} {'p50':>8s} "
+        f"{'p90':>8s} {'p99':>8s} {'max err':>9s} {'top1':>5s} {'top5':>5s}"
+    )
     lines = [head, "-" * len(head)]
 
     def f(v, fmt):
         return "-" if v is None else format(v, fmt)
+
     for r in rows:
-        lines.append(f"{r.model[:32]:32s} {r.driver[:12]:12s} {r.status:8s} {f(r.compile_without_cache_ms, '9.1f')} "
-                     f"{f(r.mean_ms, '8.3f')} {f(r.std_ms, '7.3f')} {f(r.p50_ms, '8.3f')} {f(r.p90_ms, '8.3f')} "
-                     f"{f(r.p99_ms, '8.3f')} {f(r.max_single_error, '9.2e')} {f(r.top1_agreement, '5.2f')} "
-                     f"{f(r.top5_agreement, '5.2f')}")
+        lines.append(
+            f"{r.model[:32]:32s} {r.driver[:12]:12s} {r.status:8s} {f(r.compile_without_cache_ms, '9.1f')} "
+            f"{f(r.mean_ms, '8.3f')} {f(r.std_ms, '7.3f')} {f(r.p50_ms, '8.3f')} {f(r.p90_ms, '8.3f')} "
+            f"{f(r.p99_ms, '8.3f')} {f(r.max_single_error, '9.2e')} {f(r.top1_agreement, '5.2f')} "
+            f"{f(r.top5_agreement, '5.2f')}"
+        )
     lines.append("(times in ms; latency is the wall clock around execute through the driver host)")
     return "\n".join(lines)
 
@@ -292,8 +369,15 @@ def _e(x) -> str:
     return html.escape(str(x), quote=True)
 
 
-def _bar_chart(title: str, models: list[str], drivers: list[str], value: Callable[[str, str], float | None],
-               unit: str, log_scale: bool = False, status: Callable[[str, str], str] | None = None) -> str:
+def _bar_chart(
+    title: str,
+    models: list[str],
+    drivers: list[str],
+    value: Callable[[str, str], float | None],
+    unit: str,
+    log_scale: bool = False,
+    status: Callable[[str, str], str] | None = None,
+) -> str:
     """Grouped horizontal bars: one group per model, one bar per driver."""
     bar_h, gap, left, width = 12, 8, 210, 330
     vals = [value(m, d) for m in models for d in drivers]
@@ -306,12 +390,15 @@ def _bar_chart(title: str, models: list[str], drivers: list[str], value: Callabl
             lo = math.log10(vmin) - 0.3
             return width * (math.log10(v) - lo) / (math.log10(vmax) - lo)
         return width * v / vmax
+
     group = bar_h * len(drivers) + gap
     height = 40 + group * len(models) + 20
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 110}" height="{height}" '
-             f'role="img" aria-label="{_e(title)}">',
-             f'<text x="4" y="18" font-size="14" font-weight="bold">{_e(title)}'
-             f'{" (log scale)" if log_scale and vmax > vmin else ""}</text>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 110}" height="{height}" '
+        f'role="img" aria-label="{_e(title)}">',
+        f'<text x="4" y="18" font-size="14" font-weight="bold">{_e(title)}'
+        f"{' (log scale)' if log_scale and vmax > vmin else ''}</text>",
+    ]
     y = 34
     for m in models:
         parts.append(f'<text x="{left - 6}" y="{y + group / 2}" font-size="11" text-anchor="end">{_e(m)}</text>')
@@ -320,12 +407,15 @@ def _bar_chart(title: str, models: list[str], drivers: list[str], value: Callabl
             color = _PALETTE[j % len(_PALETTE)]
             if v is None or not math.isfinite(v):
                 why = status(m, d) if status is not None else "n/a"
-                parts.append(f'<text x="{left + 4}" y="{y + bar_h - 3}" font-size="10" fill="#999">'
-                             f'{_e(d)}: {_e(why)}</text>')
+                parts.append(
+                    f'<text x="{left + 4}" y="{y + bar_h - 3}" font-size="10" fill="#999">{_e(d)}: {_e(why)}</text>'
+                )
             else:
                 w = max(scale(v) if v > 0 else 0.0, 1.0)
-                parts.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" fill="{color}">'
-                             f'<title>{_e(d)} {_e(m)}: {v:.4g} {unit}</title></rect>')
+                parts.append(
+                    f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" fill="{color}">'
+                    f"<title>{_e(d)} {_e(m)}: {v:.4g} {unit}</title></rect>"
+                )
                 parts.append(f'<text x="{left + w + 4:.1f}" y="{y + bar_h - 3}" font-size="10">{v:.3g}</text>')
             y += bar_h
         y += gap
@@ -348,8 +438,10 @@ def _histogram(row: BenchRow, color: str) -> str:
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h + pad}">']
     for k, c in enumerate(counts):
         bh = (h - 14) * c / cmax
-        parts.append(f'<rect x="{k * bw:.1f}" y="{h - bh:.1f}" width="{bw - 1:.1f}" height="{bh:.1f}" fill="{color}">'
-                     f'<title>{edges[k]:.3f}-{edges[k + 1]:.3f} ms: {int(c)}</title></rect>')
+        parts.append(
+            f'<rect x="{k * bw:.1f}" y="{h - bh:.1f}" width="{bw - 1:.1f}" height="{bh:.1f}" fill="{color}">'
+            f"<title>{edges[k]:.3f}-{edges[k + 1]:.3f} ms: {int(c)}</title></rect>"
+        )
     parts.append(f'<text x="0" y="{h + 13}" font-size="10">{lo:.3g} ms</text>')
     parts.append(f'<text x="{w}" y="{h + 13}" font-size="10" text-anchor="end">{hi:.3g} ms</text>')
     parts.append(f'<text x="{w / 2}" y="10" font-size="10" text-anchor="middle">{_e(row.driver)}</text>')
@@ -375,6 +467,7 @@ def write_html(rows: Sequence[BenchRow], path: Path, meta: dict) -> None:
         def get(m, d):
             r = by.get((m, d))
             return getattr(r, name) if r is not None and r.status == "OK" else None
+
         return get
 
     def status(m, d):
@@ -382,25 +475,34 @@ def write_html(rows: Sequence[BenchRow], path: Path, meta: dict) -> None:
         return "not run" if r is None else (r.status if r.status != "OK" else "n/a")
 
     def chart(title, name, unit):
-        return "<div class='chart'>" + _bar_chart(title, models, drivers, metric(name), unit, log_scale=True,
-                                                  status=status) + "</div>"
+        return (
+            "<div class='chart'>"
+            + _bar_chart(title, models, drivers, metric(name), unit, log_scale=True, status=status)
+            + "</div>"
+        )
 
-    legend = "".join(f'<span><i style="background:{_PALETTE[j % len(_PALETTE)]}"></i>{_e(d)}</span>'
-                     for j, d in enumerate(drivers))
-    out = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>nnconform bench</title>",
-           f"<style>{_CSS}</style></head><body>",
-           "<h1>nnconform bench: drivers side by side</h1>",
-           "<p class='note'>" + " &middot; ".join(f"{_e(k)}: {_e(v)}" for k, v in meta.items()) + "</p>",
-           f"<div class='legend'>{legend}</div>",
-           "<div class='charts'>",
-           chart("Mean latency per inference (ms)", "mean_ms", "ms"),
-           chart("p99 latency (ms)", "p99_ms", "ms"),
-           chart("Compilation without cache (ms)", "compile_without_cache_ms", "ms"),
-           chart("Max absolute error against the reference", "max_single_error", ""),
-           "</div>",
-           "<h2>All numbers</h2><div style='overflow-x:auto'><table><tr>" + "".join(
-               f"<th class='l'>{_e(c)}</th>" if c in ("model", "driver", "status", "message") else f"<th>{_e(c)}</th>"
-               for c in CSV_COLUMNS) + "</tr>"]
+    legend = "".join(
+        f'<span><i style="background:{_PALETTE[j % len(_PALETTE)]}"></i>{_e(d)}</span>' for j, d in enumerate(drivers)
+    )
+    out = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>nnconform bench</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>nnconform bench: drivers side by side</h1>",
+        "<p class='note'>" + " &middot; ".join(f"{_e(k)}: {_e(v)}" for k, v in meta.items()) + "</p>",
+        f"<div class='legend'>{legend}</div>",
+        "<div class='charts'>",
+        chart("Mean latency per inference (ms)", "mean_ms", "ms"),
+        chart("p99 latency (ms)", "p99_ms", "ms"),
+        chart("Compilation without cache (ms)", "compile_without_cache_ms", "ms"),
+        chart("Max absolute error against the reference", "max_single_error", ""),
+        "</div>",
+        "<h2>All numbers</h2><div style='overflow-x:auto'><table><tr>"
+        + "".join(
+            f"<th class='l'>{_e(c)}</th>" if c in ("model", "driver", "status", "message") else f"<th>{_e(c)}</th>"
+            for c in CSV_COLUMNS
+        )
+        + "</tr>",
+    ]
     for r in rows:
         cells = r.csv_row()
         tds = []
@@ -412,15 +514,21 @@ def write_html(rows: Sequence[BenchRow], path: Path, meta: dict) -> None:
         out.append("<tr>" + "".join(tds) + "</tr>")
     out.append("</table></div><h2>Latency histograms</h2>")
     for m in models:
-        hists = [_histogram(by[(m, d)], _PALETTE[j % len(_PALETTE)]) for j, d in enumerate(drivers)
-                 if (m, d) in by and by[(m, d)].status == "OK"]
+        hists = [
+            _histogram(by[(m, d)], _PALETTE[j % len(_PALETTE)])
+            for j, d in enumerate(drivers)
+            if (m, d) in by and by[(m, d)].status == "OK"
+        ]
         if hists:
-            out.append(f"<h3 style='font-size:13px'>{_e(m)}</h3>" + "".join(f"<div class='hist'>{h}</div>"
-                                                                             for h in hists))
-    out.append("<p class='note'>Latency: wall clock around execute, after warm-up, through each driver's host "
-               "process. Accuracy: against nnconform's reference executor on the same seeded inputs "
-               "(quantised outputs dequantised); top-1: the driver's best class is the reference's; top-5: "
-               "the reference's best class is among the driver's five best.</p></body></html>")
+            out.append(
+                f"<h3 style='font-size:13px'>{_e(m)}</h3>" + "".join(f"<div class='hist'>{h}</div>" for h in hists)
+            )
+    out.append(
+        "<p class='note'>Latency: wall clock around execute, after warm-up, through each driver's host "
+        "process. Accuracy: against nnconform's reference executor on the same seeded inputs "
+        "(quantised outputs dequantised); top-1: the driver's best class is the reference's; top-5: "
+        "the reference's best class is among the driver's five best.</p></body></html>"
+    )
     tmp = path.with_name(path.name + ".part")
     tmp.write_text("".join(out), encoding="utf-8")
     os.replace(tmp, path)
@@ -428,8 +536,14 @@ def write_html(rows: Sequence[BenchRow], path: Path, meta: dict) -> None:
 
 # A benchmark row's status as an outcome of the artifact contract: a model the driver cannot
 # take (or nnconform cannot import) is skipped, not failed.
-STATUS_OUTCOME = {"OK": "PASS", "UNSUPPORTED": "SKIP", "UNMAPPED": "SKIP", "FAIL": "FAIL", "CRASH": "CRASH",
-                  "HANG": "HANG"}
+STATUS_OUTCOME = {
+    "OK": "PASS",
+    "UNSUPPORTED": "SKIP",
+    "UNMAPPED": "SKIP",
+    "FAIL": "FAIL",
+    "CRASH": "CRASH",
+    "HANG": "HANG",
+}
 
 
 def write_artifacts(rows: Sequence[BenchRow], out: Path, meta: dict) -> int:
@@ -440,18 +554,34 @@ def write_artifacts(rows: Sequence[BenchRow], out: Path, meta: dict) -> int:
     from nnconform.artifacts.reportdir import atomic_write
     from nnconform.verdict.outcome import ExitStatus, Outcome
     from nnconform.verdict.results import ResultRecord, record_to_json
-    records = [ResultRecord(suite="bench", test_id=f"bench/{r.model}", driver=r.driver,
-                            outcome=Outcome(STATUS_OUTCOME.get(r.status, "ERROR")), message=r.message,
-                            duration_s=float(r.total_time_sec or 0.0), seed=meta.get("seed"),
-                            extra={k: v for k, v in r.csv_row().items() if k not in ("model", "driver", "message")})
-               for r in rows]
+
+    records = [
+        ResultRecord(
+            suite="bench",
+            test_id=f"bench/{r.model}",
+            driver=r.driver,
+            outcome=Outcome(STATUS_OUTCOME.get(r.status, "ERROR")),
+            message=r.message,
+            duration_s=float(r.total_time_sec or 0.0),
+            seed=meta.get("seed"),
+            extra={k: v for k, v in r.csv_row().items() if k not in ("model", "driver", "message")},
+        )
+        for r in rows
+    ]
     atomic_write(out / RESULTS_JSONL, "".join(record_to_json(r) + "\n" for r in records))
     code = ExitStatus.of([r.outcome for r in records])
     status = f"complete: {len(records)} model x driver rows"
     write_common(out, records, {**meta, "status": status}, title="nnconform bench", html=False)
     write_html(rows, out / "report.html", meta)
-    write_run(out, {"command": "bench", "driver": meta.get("drivers"), "seed": meta.get("seed"),
-                    "options": {k: v for k, v in meta.items() if k not in ("drivers", "seed")},
-                    "status": status, "exit_status": int(code)})
+    write_run(
+        out,
+        {
+            "command": "bench",
+            "driver": meta.get("drivers"),
+            "seed": meta.get("seed"),
+            "options": {k: v for k, v in meta.items() if k not in ("drivers", "seed")},
+            "status": status,
+            "exit_status": int(code),
+        },
+    )
     return int(code)
-

@@ -5,6 +5,7 @@ vectors passed (from a vectors-suite results file, when given).
 
     nnconform coverage [--results nnconform-report/results.jsonl] [--format md|csv]
 """
+
 from __future__ import annotations
 
 import os
@@ -16,7 +17,7 @@ from nnconform.ir import SHORT_TYPE_NAME, Model, OperationType
 from nnconform.reference.ops.feature_levels import feature_level
 from nnconform.reference.ops.registry import REGISTRY, load_all
 
-TOTAL = "*"   # key of the per-operation vector totals
+TOTAL = "*"  # key of the per-operation vector totals
 
 # Operations outside the executor's scope by design.
 _EXCLUDED = {OperationType.OEM_OPERATION}
@@ -26,9 +27,9 @@ _EXCLUDED = {OperationType.OEM_OPERATION}
 class CoverageRow:
     operation: str
     code: int
-    implemented: list[str]                                   # data types
-    examples: dict[str, int] = field(default_factory=dict)   # data type -> count
-    feature_levels: dict[str, int] = field(default_factory=dict)   # data type -> NNAPI feature level
+    implemented: list[str]  # data types
+    examples: dict[str, int] = field(default_factory=dict)  # data type -> count
+    feature_levels: dict[str, int] = field(default_factory=dict)  # data type -> NNAPI feature level
     vectors_passed: dict[str, int] = field(default_factory=dict)
     vectors_run: dict[str, int] = field(default_factory=dict)
 
@@ -48,6 +49,7 @@ def primary_types(model: Model) -> dict[str, set[str]]:
 
 def example_counts() -> dict[str, Counter]:
     from nnconform.suites.examples import all_examples
+
     counts: dict[str, Counter] = defaultdict(Counter)
     for ex in all_examples():
         for name, types in primary_types(ex.model).items():
@@ -61,6 +63,7 @@ def vector_counts(results) -> tuple[dict[str, Counter], dict[str, Counter]]:
     operation and data type.  The data type of a row is that of its main-graph inputs and
     outputs."""
     from nnconform.verdict.results import read_results
+
     passed: dict[str, Counter] = defaultdict(Counter)
     run: dict[str, Counter] = defaultdict(Counter)
     records = read_results(results) if isinstance(results, (str, os.PathLike)) else results
@@ -89,9 +92,17 @@ def coverage(results=None) -> list[CoverageRow]:
             continue
         opdef = REGISTRY.get(t)
         impl = [SHORT_TYPE_NAME.get(d, d.name) for d in opdef.data_types] if opdef else []
-        rows.append(CoverageRow(t.name, int(t), impl, dict(ex.get(t.name, {})),
-                                {d: feature_level(t, d) for d in impl},
-                                dict(passed.get(t.name, {})), dict(run.get(t.name, {}))))
+        rows.append(
+            CoverageRow(
+                t.name,
+                int(t),
+                impl,
+                dict(ex.get(t.name, {})),
+                {d: feature_level(t, d) for d in impl},
+                dict(passed.get(t.name, {})),
+                dict(run.get(t.name, {})),
+            )
+        )
     return rows
 
 
@@ -100,14 +111,18 @@ def summary(rows: list[CoverageRow]) -> str:
     pairs = sum(len(r.implemented) for r in rows)
     with_ex = sum(1 for r in rows for t in r.implemented if r.examples.get(t))
     late = sum(1 for r in rows for t in r.implemented if r.feature_levels.get(t, 0) >= 5)
-    return (f"{impl} of {len(rows)} operations implemented; {pairs} operation x data type pairs, "
-            f"{with_ex} of them with hand-checked examples, {late} of them from NNAPI feature level 5 "
-            f"or later")
+    return (
+        f"{impl} of {len(rows)} operations implemented; {pairs} operation x data type pairs, "
+        f"{with_ex} of them with hand-checked examples, {late} of them from NNAPI feature level 5 "
+        f"or later"
+    )
 
 
-LEGEND = ("The feature level column gives, for each data type in the order of the types column, the "
-          "NNAPI feature level from which NNAPI accepts the operation on it: 1 to 4 are HAL 1.0 to 1.3 "
-          "(Android 8.1 to 11), 5 is Android 12, and 6 and 7 are the later NNAPI module releases.")
+LEGEND = (
+    "The feature level column gives, for each data type in the order of the types column, the "
+    "NNAPI feature level from which NNAPI accepts the operation on it: 1 to 4 are HAL 1.0 to 1.3 "
+    "(Android 8.1 to 11), 5 is Android 12, and 6 and 7 are the later NNAPI module releases."
+)
 
 
 def types_cell(r: CoverageRow) -> str:
@@ -120,14 +135,17 @@ def levels_cell(r: CoverageRow) -> str:
 
 
 def to_markdown(rows: list[CoverageRow]) -> str:
-    lines = ["| code | operation | data types implemented | feature level | examples | vectors passed |",
-             "|---:|---|---|---|---:|---:|"]
+    lines = [
+        "| code | operation | data types implemented | feature level | examples | vectors passed |",
+        "|---:|---|---|---|---:|---:|",
+    ]
     for r in rows:
         exs = sum(r.examples.values())
         vp = r.vectors_passed.get(TOTAL, 0)
         vr = r.vectors_run.get(TOTAL, 0)
-        lines.append(f"| {r.code} | {r.operation} | {types_cell(r)} | {levels_cell(r)} | {exs} | "
-                     f"{f'{vp}/{vr}' if vr else '-'} |")
+        lines.append(
+            f"| {r.code} | {r.operation} | {types_cell(r)} | {levels_cell(r)} | {exs} | {f'{vp}/{vr}' if vr else '-'} |"
+        )
     return "\n".join(lines)
 
 
@@ -136,10 +154,18 @@ def to_csv_rows(rows: list[CoverageRow]) -> list[dict]:
     for r in rows:
         types = sorted((set(r.implemented) | set(r.examples) | set(r.vectors_run)) - {TOTAL}) or [""]
         for t in types:
-            out.append({"operation": r.operation, "code": r.code, "data_type": t,
-                        "implemented": t in r.implemented, "feature_level": r.feature_levels.get(t, ""),
-                        "examples": r.examples.get(t, 0),
-                        "vectors_passed": r.vectors_passed.get(t, 0), "vectors_run": r.vectors_run.get(t, 0)})
+            out.append(
+                {
+                    "operation": r.operation,
+                    "code": r.code,
+                    "data_type": t,
+                    "implemented": t in r.implemented,
+                    "feature_level": r.feature_levels.get(t, ""),
+                    "examples": r.examples.get(t, 0),
+                    "vectors_passed": r.vectors_passed.get(t, 0),
+                    "vectors_run": r.vectors_run.get(t, 0),
+                }
+            )
     return out
 
 

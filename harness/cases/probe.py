@@ -15,6 +15,7 @@ sample works.  The matrix is JSON (``capabilities-<driver>-<version>.json``
 in the report directory, reused by later runs of the same driver version) and Markdown
 (``capabilities.md``); a run's report shows the summary line among its run facts.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,12 +39,12 @@ class Cell:
     data_type: str
     rank: int
     samples: int = 0
-    claimed: int = 0          # samples claimed
-    worked: int = 0           # samples that ran and matched the reference
-    over: int = 0             # samples claimed that failed
-    under: int = 0            # samples refused that worked
+    claimed: int = 0  # samples claimed
+    worked: int = 0  # samples that ran and matched the reference
+    over: int = 0  # samples claimed that failed
+    under: int = 0  # samples refused that worked
     status: str = NOT_BUILT
-    message: str = ""         # the first failure of a claimed sample, or why nothing was built
+    message: str = ""  # the first failure of a claimed sample, or why nothing was built
 
 
 def _describe(e: BaseException) -> str:
@@ -53,6 +54,7 @@ def _describe(e: BaseException) -> str:
 
 def op_criteria(op: Op):
     from nnconform.verdict.criteria import RELAXED, STRICT, criteria_for_operation
+
     newer = {Op.MIRROR_PAD: STRICT, Op.REVERSE: STRICT, Op.PACK: STRICT, Op.BATCH_MATMUL: RELAXED}
     return newer.get(op) or criteria_for_operation(op, "1.3")
 
@@ -62,11 +64,15 @@ def _try_sample(device, case, criteria) -> tuple[bool, bool, str]:
     from nnconform.driver import ExecutionResult
     from nnconform.reference.executor import Executor
     from nnconform.verdict.criteria import compare
+
     model = case.model
     try:
         claims = device.supported_operations(model)
-        claimed = isinstance(claims, (list, tuple)) and len(claims) == len(model.main.operations) \
+        claimed = (
+            isinstance(claims, (list, tuple))
+            and len(claims) == len(model.main.operations)
             and all(bool(c) for c in claims)
+        )
     except Exception as e:
         return False, False, f"supported_operations: {_describe(e)}"
     expected = Executor(model).run(case.inputs)
@@ -91,12 +97,21 @@ def _try_sample(device, case, criteria) -> tuple[bool, bool, str]:
     return claimed, cmp.passed, "" if cmp.passed else f"compare: {cmp.message[:200]}"
 
 
-def probe_cells(device, *, samples: int = 2, seed: int = 0, max_dim: int = 6, max_elems: int = 64,
-                operations: Iterable[Op] | None = None, types: Iterable[T] | None = None,
-                progress: Callable[[Cell], None] | None = None) -> list[Cell]:
+def probe_cells(
+    device,
+    *,
+    samples: int = 2,
+    seed: int = 0,
+    max_dim: int = 6,
+    max_elems: int = 64,
+    operations: Iterable[Op] | None = None,
+    types: Iterable[T] | None = None,
+    progress: Callable[[Cell], None] | None = None,
+) -> list[Cell]:
     from nnconform.generators.graphs import GraphConfig
     from nnconform.generators.signatures import SIGNATURES, Reject
     from nnconform.generators.strategies import sample
+
     wanted_ops = set(operations) if operations is not None else None
     wanted_types = set(types) if types is not None else None
     cells = []
@@ -110,8 +125,9 @@ def probe_cells(device, *, samples: int = 2, seed: int = 0, max_dim: int = 6, ma
             for rank in sig.ranks:
                 cell = Cell(op.name, SHORT_TYPE_NAME[t], rank)
                 for k in range(samples):
-                    cfg = GraphConfig(dtype=t, n_ops=1, rank=rank, max_dim=max_dim, max_elems=max_elems,
-                                      ops=(op,), shrinkable=False)
+                    cfg = GraphConfig(
+                        dtype=t, n_ops=1, rank=rank, max_dim=max_dim, max_elems=max_elems, ops=(op,), shrinkable=False
+                    )
                     try:
                         case = sample(cfg, seed * 1000 + k)
                     except (Reject, ValueError) as e:
@@ -157,6 +173,7 @@ class CapabilityCache:
 
     def __init__(self, device, report_dir: Path | str, *, samples: int = 2, seed: int = 0):
         from nnconform import __version__
+
         self.device, self.samples, self.seed = device, samples, seed
         self.name = str(getattr(device, "name", "driver"))
         self.version = str(getattr(device, "version", "0"))
@@ -172,9 +189,13 @@ class CapabilityCache:
         try:
             data = json.loads(self.path.read_text())
         except (OSError, ValueError):
-            return   # unreadable: probe again and replace it
-        if data.get("format") == PROBE_FORMAT and data.get("harness_version") == self.harness_version \
-                and data.get("samples") == self.samples and data.get("seed") == self.seed:
+            return  # unreadable: probe again and replace it
+        if (
+            data.get("format") == PROBE_FORMAT
+            and data.get("harness_version") == self.harness_version
+            and data.get("samples") == self.samples
+            and data.get("seed") == self.seed
+        ):
             for c in data.get("cells", ()):
                 self.cells[(c["operation"], c["data_type"], int(c["rank"]))] = c
             self.probed_s = float(data.get("seconds", 0.0))
@@ -183,6 +204,7 @@ class CapabilityCache:
         """Probe the cells of ``operations`` x ``types`` (None: all) not yet known; returns
         how many were probed.  Writes the file when anything was."""
         from nnconform.generators.signatures import SIGNATURES
+
         ops = list(operations) if operations is not None else list(SIGNATURES)
         tys = set(types) if types is not None else None
         missing_ops = []
@@ -190,15 +212,21 @@ class CapabilityCache:
             sig = SIGNATURES.get(op)
             if sig is None:
                 continue
-            if any((op.name, SHORT_TYPE_NAME[t], r) not in self.cells
-                   for t in sig.types if tys is None or t in tys for r in sig.ranks):
+            if any(
+                (op.name, SHORT_TYPE_NAME[t], r) not in self.cells
+                for t in sig.types
+                if tys is None or t in tys
+                for r in sig.ranks
+            ):
                 missing_ops.append(op)
         if not missing_ops:
             return 0
         t0 = time.perf_counter()
-        new = [c for c in probe_cells(self.device, samples=self.samples, seed=self.seed,
-                                      operations=missing_ops, types=tys)
-               if (c.operation, c.data_type, c.rank) not in self.cells]
+        new = [
+            c
+            for c in probe_cells(self.device, samples=self.samples, seed=self.seed, operations=missing_ops, types=tys)
+            if (c.operation, c.data_type, c.rank) not in self.cells
+        ]
         for c in new:
             self.cells[(c.operation, c.data_type, c.rank)] = asdict(c)
         self.probed_s += time.perf_counter() - t0
@@ -208,14 +236,24 @@ class CapabilityCache:
     def data(self) -> dict:
         cells = sorted(self.cells.values(), key=lambda c: (c["operation"], c["data_type"], c["rank"]))
         from nnconform.generators.signatures import SIGNATURES
+
         total = sum(len(s.types) * len(s.ranks) for s in SIGNATURES.values())
-        return {"format": PROBE_FORMAT, "driver": self.name, "driver_version": self.version,
-                "harness_version": self.harness_version, "samples": self.samples, "seed": self.seed,
-                "seconds": round(self.probed_s, 1), "complete": len(cells) >= total,
-                "summary": summarise_dicts(cells), "cells": cells}
+        return {
+            "format": PROBE_FORMAT,
+            "driver": self.name,
+            "driver_version": self.version,
+            "harness_version": self.harness_version,
+            "samples": self.samples,
+            "seed": self.seed,
+            "seconds": round(self.probed_s, 1),
+            "complete": len(cells) >= total,
+            "summary": summarise_dicts(cells),
+            "cells": cells,
+        }
 
     def write(self) -> None:
         from nnconform.artifacts.reportdir import atomic_write
+
         self.path.parent.mkdir(parents=True, exist_ok=True)
         data = self.data()
         atomic_write(self.path, json.dumps(data, indent=1))
@@ -231,10 +269,15 @@ def summarise_dicts(cells: list[dict]) -> dict:
 
 def markdown(data: dict) -> str:
     s = data["summary"]
-    lines = [f"## Capability matrix: {data['driver']} {data['driver_version']}", "",
-             f"{len(data['cells'])} cells (operation x data type x rank), {data['samples']} one-operation "
-             f"model(s) each (seed {data['seed']}), probed in {data['seconds']} s.", "",
-             "| status | cells |", "|---|---|"]
+    lines = [
+        f"## Capability matrix: {data['driver']} {data['driver_version']}",
+        "",
+        f"{len(data['cells'])} cells (operation x data type x rank), {data['samples']} one-operation "
+        f"model(s) each (seed {data['seed']}), probed in {data['seconds']} s.",
+        "",
+        "| status | cells |",
+        "|---|---|",
+    ]
     lines += [f"| {k} | {v} |" for k, v in s.items()]
     by_type: dict[str, dict[str, int]] = {}
     for c in data["cells"]:
@@ -247,11 +290,12 @@ def markdown(data: dict) -> str:
         bad = [c for c in data["cells"] if c["status"] == status]
         if bad:
             lines += ["", f"### {status}s ({len(bad)})", ""]
-            lines += [f"- {c['operation']} {c['data_type']} rank {c['rank']}: {c['claimed']}/{c['samples']} "
-                      f"claimed, {c['worked']}/{c['samples']} worked" + (f"; {c['message']}" if c["message"] else "")
-                      for c in bad]
+            lines += [
+                f"- {c['operation']} {c['data_type']} rank {c['rank']}: {c['claimed']}/{c['samples']} "
+                f"claimed, {c['worked']}/{c['samples']} worked" + (f"; {c['message']}" if c["message"] else "")
+                for c in bad
+            ]
     return "\n".join(lines) + "\n"
-
 
 
 class ClaimCache:
@@ -277,10 +321,12 @@ class ClaimCache:
         from nnconform.generators.graphs import GraphConfig
         from nnconform.generators.signatures import Reject
         from nnconform.generators.strategies import sample
+
         built = 0
         for k in range(self.samples):
-            cfg = GraphConfig(dtype=t, n_ops=1, rank=rank, max_dim=self.max_dim, max_elems=self.max_elems,
-                              ops=(op,), shrinkable=False)
+            cfg = GraphConfig(
+                dtype=t, n_ops=1, rank=rank, max_dim=self.max_dim, max_elems=self.max_elems, ops=(op,), shrinkable=False
+            )
             try:
                 case = sample(cfg, self.seed * 1000 + k)
             except (Reject, ValueError):
@@ -297,6 +343,7 @@ class ClaimCache:
     def allowed(self, t: T, operations: Iterable[Op] | None = None, ranks: Iterable[int] | None = None) -> frozenset:
         """(operation, rank) pairs of type ``t`` the driver claims, for GraphConfig.allowed."""
         from nnconform.generators.signatures import SIGNATURES
+
         ops = list(operations) if operations is not None else [o for o, s in SIGNATURES.items() if T(t) in s.types]
         wanted = set(ranks) if ranks is not None else None
         out = set()
@@ -317,6 +364,7 @@ class ClaimCache:
         if key not in self.flow:
             from nnconform.generators.control_flow import sample_wrapped
             from nnconform.generators.signatures import Reject
+
             flow_op = Op.IF if kind == "if" else Op.WHILE
             claimed = False
             for k in range(2):
@@ -328,8 +376,11 @@ class ClaimCache:
                 except Exception:
                     break
                 ops = case.model.main.operations
-                if isinstance(claims, (list, tuple)) and len(claims) == len(ops) and \
-                        any(bool(c) for c, op in zip(claims, ops) if op.type == flow_op):
+                if (
+                    isinstance(claims, (list, tuple))
+                    and len(claims) == len(ops)
+                    and any(bool(c) for c, op in zip(claims, ops) if op.type == flow_op)
+                ):
                     claimed = True
                     break
             self.flow[key] = claimed

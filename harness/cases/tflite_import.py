@@ -26,6 +26,7 @@ Mapping (``tensorflow/lite/delegates/nnapi/nnapi_delegate.cc``):
   ``Convolution2DTransposeBias``, or options NNAPI cannot express) is never approximated: the
   import fails with :class:`UnmappedOperations`, naming every such operation and its count.
 """
+
 from __future__ import annotations
 
 import collections
@@ -46,7 +47,7 @@ MAX_TFLITE_BYTES = 512 << 20
 
 try:
     from ai_edge_litert import schema_py_generated as S
-except ImportError:   # the extra is not installed: every entry point says so in one line
+except ImportError:  # the extra is not installed: every entry point says so in one line
     S = None
 
 
@@ -58,8 +59,10 @@ class UnmappedOperations(TfliteImportError):
     def __init__(self, unmapped: dict[str, int], path: str = ""):
         self.unmapped = dict(unmapped)
         names = ", ".join(f"{n} x{c}" if c > 1 else n for n, c in sorted(unmapped.items()))
-        super().__init__(f"{path + ': ' if path else ''}{sum(unmapped.values())} TFLite operation(s) have no NNAPI "
-                         f"equivalent: {names}")
+        super().__init__(
+            f"{path + ': ' if path else ''}{sum(unmapped.values())} TFLite operation(s) have no NNAPI "
+            f"equivalent: {names}"
+        )
 
 
 def require_schema() -> None:
@@ -78,7 +81,7 @@ def _code_names() -> dict[int, str]:
     return {v: k for k, v in vars(S.BuiltinOperator).items() if not k.startswith("_") and isinstance(v, int)}
 
 
-_ACT = {0: 0, 1: 1, 2: 2, 3: 3}          # NONE, RELU, RELU_N1_TO_1, RELU6 (same codes in NNAPI)
+_ACT = {0: 0, 1: 1, 2: 2, 3: 3}  # NONE, RELU, RELU_N1_TO_1, RELU6 (same codes in NNAPI)
 _ACT_NAMES = {4: "TANH", 5: "SIGN_BIT", 6: "SIGMOID"}
 
 
@@ -88,15 +91,15 @@ class _Unmapped(Exception):
 
 class _Graph:
     # set by import_tflite_bytes right after construction
-    raw_file: bytes                 # the whole file (buffers stored past the flatbuffer: offset/size)
-    graph_inputs: set[int]          # tflite tensors that are the graph's inputs
+    raw_file: bytes  # the whole file (buffers stored past the flatbuffer: offset/size)
+    graph_inputs: set[int]  # tflite tensors that are the graph's inputs
 
     def __init__(self, model_t, path: str):
         self.m = model_t
         self.sg = model_t.subgraphs[0]
         self.path = path
         self.b = ModelBuilder("main")
-        self.idx: dict[int | tuple[int, str], int] = {}   # tflite tensor (, role) -> operand index
+        self.idx: dict[int | tuple[int, str], int] = {}  # tflite tensor (, role) -> operand index
         self.folded: dict[int, np.ndarray] = {}  # tflite tensor -> constant value (fp16 weights folded)
         self.names = _code_names()
 
@@ -121,7 +124,7 @@ class _Graph:
         if buf.data is not None and len(buf.data):
             raw = np.asarray(buf.data, dtype=np.uint8).tobytes()
         elif getattr(buf, "offset", 0) and buf.offset > 1:
-            raw = self.raw_file[buf.offset:buf.offset + buf.size]
+            raw = self.raw_file[buf.offset : buf.offset + buf.size]
         if raw is None:
             return None
         dt = _NP_TYPE.get(ten.type)
@@ -149,7 +152,7 @@ class _Graph:
             return T.TENSOR_BOOL8, {}
         if ty == tt.INT32:
             if q is not None and role == "bias":
-                return T.TENSOR_INT32, {}     # scale filled by the operation (input x filter)
+                return T.TENSOR_INT32, {}  # scale filled by the operation (input x filter)
             return T.TENSOR_INT32, {}
         if ty in (tt.UINT8, tt.INT8):
             if q is None:
@@ -157,11 +160,14 @@ class _Graph:
             if len(q.scale) > 1:
                 if ty != tt.INT8 or any(int(z) != 0 for z in q.zeroPoint):
                     raise _Unmapped(f"per-channel tensor {_text(ten.name)!r} that is not symmetric int8")
-                return T.TENSOR_QUANT8_SYMM_PER_CHANNEL, {"channel_quant": ChannelQuant(
-                    tuple(float(s) for s in q.scale), int(q.quantizedDimension))}
+                return T.TENSOR_QUANT8_SYMM_PER_CHANNEL, {
+                    "channel_quant": ChannelQuant(tuple(float(s) for s in q.scale), int(q.quantizedDimension))
+                }
             kind = T.TENSOR_QUANT8_ASYMM if ty == tt.UINT8 else T.TENSOR_QUANT8_ASYMM_SIGNED
-            return kind, {"scale": float(q.scale[0]), "zero_point": int(q.zeroPoint[0]) if q.zeroPoint is not None
-                          and len(q.zeroPoint) else 0}
+            return kind, {
+                "scale": float(q.scale[0]),
+                "zero_point": int(q.zeroPoint[0]) if q.zeroPoint is not None and len(q.zeroPoint) else 0,
+            }
         raise _Unmapped(f"tensor {_text(ten.name)!r} of TFLite type {_type_name(ty)}")
 
     def operand(self, t: int, role: str = "", bias_scale: float | None = None, per_channel_bias: bool = False) -> int:
@@ -220,8 +226,18 @@ def _np_types() -> None:
     if _NP_TYPE or S is None:
         return
     tt = S.TensorType
-    _NP_TYPE.update({tt.FLOAT32: np.float32, tt.FLOAT16: np.float16, tt.INT32: np.int32, tt.UINT8: np.uint8,
-                     tt.INT8: np.int8, tt.BOOL: np.bool_, tt.INT64: np.int64, tt.INT16: np.int16})
+    _NP_TYPE.update(
+        {
+            tt.FLOAT32: np.float32,
+            tt.FLOAT16: np.float16,
+            tt.INT32: np.int32,
+            tt.UINT8: np.uint8,
+            tt.INT8: np.int8,
+            tt.BOOL: np.bool_,
+            tt.INT64: np.int64,
+            tt.INT16: np.int16,
+        }
+    )
 
 
 # ---- operations ----------------------------------------------------------------------------
@@ -234,6 +250,7 @@ def _conv(name: str):
     def deco(fn):
         CONVERTERS[name] = fn
         return fn
+
     return deco
 
 
@@ -245,7 +262,7 @@ def _act(opts) -> int:
 
 
 def _padding(opts) -> int:
-    return 1 if int(opts.padding) == S.Padding.SAME else 2    # NNAPI: 1 SAME, 2 VALID
+    return 1 if int(opts.padding) == S.Padding.SAME else 2  # NNAPI: 1 SAME, 2 VALID
 
 
 def _out(g: _Graph, outs: list, k: int = 0) -> int:
@@ -255,20 +272,47 @@ def _out(g: _Graph, outs: list, k: int = 0) -> int:
 def _simple(op: Op, n_in: int = 1):
     def fn(g: _Graph, o, ins: list, outs: list) -> None:
         g.b.operation(op, [g.operand(t) for t in ins[:n_in]], [_out(g, outs)])
+
     return fn
 
 
-for _name, _op in {"LOGISTIC": Op.LOGISTIC, "TANH": Op.TANH, "RELU": Op.RELU, "RELU6": Op.RELU6,
-                   "RELU_N1_TO_1": Op.RELU1, "HARD_SWISH": Op.HARD_SWISH, "ABS": Op.ABS, "EXP": Op.EXP,
-                   "LOG": Op.LOG, "SQRT": Op.SQRT, "RSQRT": Op.RSQRT, "NEG": Op.NEG, "FLOOR": Op.FLOOR,
-                   "SIN": Op.SIN, "DEQUANTIZE": Op.DEQUANTIZE, "QUANTIZE": Op.QUANTIZE,
-                   "L2_NORMALIZATION": Op.L2_NORMALIZATION, "LOGICAL_NOT": Op.LOGICAL_NOT,
-                   "ELU": Op.ELU, "CAST": Op.CAST}.items():
+for _name, _op in {
+    "LOGISTIC": Op.LOGISTIC,
+    "TANH": Op.TANH,
+    "RELU": Op.RELU,
+    "RELU6": Op.RELU6,
+    "RELU_N1_TO_1": Op.RELU1,
+    "HARD_SWISH": Op.HARD_SWISH,
+    "ABS": Op.ABS,
+    "EXP": Op.EXP,
+    "LOG": Op.LOG,
+    "SQRT": Op.SQRT,
+    "RSQRT": Op.RSQRT,
+    "NEG": Op.NEG,
+    "FLOOR": Op.FLOOR,
+    "SIN": Op.SIN,
+    "DEQUANTIZE": Op.DEQUANTIZE,
+    "QUANTIZE": Op.QUANTIZE,
+    "L2_NORMALIZATION": Op.L2_NORMALIZATION,
+    "LOGICAL_NOT": Op.LOGICAL_NOT,
+    "ELU": Op.ELU,
+    "CAST": Op.CAST,
+}.items():
     CONVERTERS[_name] = _simple(_op)
-for _name, _op in {"MAXIMUM": Op.MAXIMUM, "MINIMUM": Op.MINIMUM, "PRELU": Op.PRELU, "EQUAL": Op.EQUAL,
-                   "NOT_EQUAL": Op.NOT_EQUAL, "GREATER": Op.GREATER, "GREATER_EQUAL": Op.GREATER_EQUAL,
-                   "LESS": Op.LESS, "LESS_EQUAL": Op.LESS_EQUAL, "LOGICAL_AND": Op.LOGICAL_AND,
-                   "LOGICAL_OR": Op.LOGICAL_OR, "POW": Op.POW}.items():
+for _name, _op in {
+    "MAXIMUM": Op.MAXIMUM,
+    "MINIMUM": Op.MINIMUM,
+    "PRELU": Op.PRELU,
+    "EQUAL": Op.EQUAL,
+    "NOT_EQUAL": Op.NOT_EQUAL,
+    "GREATER": Op.GREATER,
+    "GREATER_EQUAL": Op.GREATER_EQUAL,
+    "LESS": Op.LESS,
+    "LESS_EQUAL": Op.LESS_EQUAL,
+    "LOGICAL_AND": Op.LOGICAL_AND,
+    "LOGICAL_OR": Op.LOGICAL_OR,
+    "POW": Op.POW,
+}.items():
     CONVERTERS[_name] = _simple(_op, 2)
 
 
@@ -276,6 +320,7 @@ def _arith(op: Op):
     def fn(g: _Graph, o, ins, outs) -> None:
         act = _act(o.builtinOptions) if o.builtinOptions is not None else 0
         g.b.operation(op, [g.operand(ins[0]), g.operand(ins[1]), g.i32(act)], [_out(g, outs)])
+
     return fn
 
 
@@ -302,8 +347,15 @@ def _bias(g: _Graph, ins: list, k: int, x: int, w: int, n_out: int) -> int:
 def _conv2d(g: _Graph, o, ins, outs) -> None:
     opt = o.builtinOptions
     n_out = g.shape(ins[1])[0]
-    args = [g.operand(ins[0]), g.operand(ins[1]), _bias(g, ins, 2, ins[0], ins[1], n_out), g.i32(_padding(opt)),
-            g.i32(opt.strideW), g.i32(opt.strideH), g.i32(_act(opt))]
+    args = [
+        g.operand(ins[0]),
+        g.operand(ins[1]),
+        _bias(g, ins, 2, ins[0], ins[1], n_out),
+        g.i32(_padding(opt)),
+        g.i32(opt.strideW),
+        g.i32(opt.strideH),
+        g.i32(_act(opt)),
+    ]
     if (opt.dilationWFactor or 1) != 1 or (opt.dilationHFactor or 1) != 1:
         args += [g.boolean(False), g.i32(opt.dilationWFactor), g.i32(opt.dilationHFactor)]
     g.b.operation(Op.CONV_2D, args, [_out(g, outs)])
@@ -315,8 +367,16 @@ def _depthwise(g: _Graph, o, ins, outs) -> None:
     n_out = g.shape(ins[1])[3]
     c_in = g.shape(ins[0])[3]
     multiplier = n_out // c_in if c_in else int(opt.depthMultiplier or 1)
-    args = [g.operand(ins[0]), g.operand(ins[1]), _bias(g, ins, 2, ins[0], ins[1], n_out), g.i32(_padding(opt)),
-            g.i32(opt.strideW), g.i32(opt.strideH), g.i32(multiplier), g.i32(_act(opt))]
+    args = [
+        g.operand(ins[0]),
+        g.operand(ins[1]),
+        _bias(g, ins, 2, ins[0], ins[1], n_out),
+        g.i32(_padding(opt)),
+        g.i32(opt.strideW),
+        g.i32(opt.strideH),
+        g.i32(multiplier),
+        g.i32(_act(opt)),
+    ]
     if (opt.dilationWFactor or 1) != 1 or (opt.dilationHFactor or 1) != 1:
         args += [g.boolean(False), g.i32(opt.dilationWFactor), g.i32(opt.dilationHFactor)]
     g.b.operation(Op.DEPTHWISE_CONV_2D, args, [_out(g, outs)])
@@ -327,8 +387,17 @@ def _transpose_conv(g: _Graph, o, ins, outs) -> None:
     opt = o.builtinOptions
     shape_t, w, x = ins[0], ins[1], ins[2]
     n_out = g.shape(w)[0]
-    args = [g.operand(x), g.operand(w), _bias(g, ins, 3, x, w, n_out), g.ivec(g.const_input(shape_t, "output shape")),
-            g.i32(_padding(opt)), g.i32(opt.strideW), g.i32(opt.strideH), g.i32(_act(opt)), g.boolean(False)]
+    args = [
+        g.operand(x),
+        g.operand(w),
+        _bias(g, ins, 3, x, w, n_out),
+        g.ivec(g.const_input(shape_t, "output shape")),
+        g.i32(_padding(opt)),
+        g.i32(opt.strideW),
+        g.i32(opt.strideH),
+        g.i32(_act(opt)),
+        g.boolean(False),
+    ]
     g.b.operation(Op.TRANSPOSE_CONV_2D, args, [_out(g, outs)])
 
 
@@ -341,12 +410,16 @@ def _fully_connected(g: _Graph, o, ins, outs) -> None:
         raise _Unmapped("hybrid (quantised weights, float input) fully connected")
     n_out = g.shape(ins[1])[0]
     out_shape = g.shape(outs[0])
-    args = [g.operand(ins[0]), g.operand(ins[1]), _bias(g, ins, 2, ins[0], ins[1], n_out),
-            g.i32(_act(opt) if opt is not None else 0)]
+    args = [
+        g.operand(ins[0]),
+        g.operand(ins[1]),
+        _bias(g, ins, 2, ins[0], ins[1], n_out),
+        g.i32(_act(opt) if opt is not None else 0),
+    ]
     if len(out_shape) == 2:
         g.b.operation(Op.FULLY_CONNECTED, args, [_out(g, outs)])
         return
-    kind, kw = g.operand_type(outs[0])   # keepNumDims: NNAPI's output is 2-D, reshape it back
+    kind, kw = g.operand_type(outs[0])  # keepNumDims: NNAPI's output is 2-D, reshape it back
     flat = g.b.temp(kind, [int(np.prod(out_shape[:-1])), out_shape[-1]], **kw)
     g.b.operation(Op.FULLY_CONNECTED, args, [flat])
     g.b.operation(Op.RESHAPE, [flat, g.ivec(out_shape)], [_out(g, outs)])
@@ -355,13 +428,26 @@ def _fully_connected(g: _Graph, o, ins, outs) -> None:
 def _pool(op: Op):
     def fn(g: _Graph, o, ins, outs) -> None:
         opt = o.builtinOptions
-        g.b.operation(op, [g.operand(ins[0]), g.i32(_padding(opt)), g.i32(opt.strideW), g.i32(opt.strideH),
-                           g.i32(opt.filterWidth), g.i32(opt.filterHeight), g.i32(_act(opt))], [_out(g, outs)])
+        g.b.operation(
+            op,
+            [
+                g.operand(ins[0]),
+                g.i32(_padding(opt)),
+                g.i32(opt.strideW),
+                g.i32(opt.strideH),
+                g.i32(opt.filterWidth),
+                g.i32(opt.filterHeight),
+                g.i32(_act(opt)),
+            ],
+            [_out(g, outs)],
+        )
+
     return fn
 
 
-CONVERTERS.update(AVERAGE_POOL_2D=_pool(Op.AVERAGE_POOL_2D), MAX_POOL_2D=_pool(Op.MAX_POOL_2D),
-                  L2_POOL_2D=_pool(Op.L2_POOL_2D))
+CONVERTERS.update(
+    AVERAGE_POOL_2D=_pool(Op.AVERAGE_POOL_2D), MAX_POOL_2D=_pool(Op.MAX_POOL_2D), L2_POOL_2D=_pool(Op.L2_POOL_2D)
+)
 
 
 @_conv("RESHAPE")
@@ -409,22 +495,30 @@ def _padv2(g: _Graph, o, ins, outs) -> None:
     value = np.asarray(g.const_input(ins[2], "pad value")).reshape(-1)[0]
     kind, _ = g.operand_type(ins[0])
     pv = g.f32(value) if kind == T.TENSOR_FLOAT32 else (g.b.f16(value) if kind == T.TENSOR_FLOAT16 else g.i32(value))
-    g.b.operation(Op.PAD_V2, [g.operand(ins[0]), g.b.const(T.TENSOR_INT32, list(pads.shape), pads), pv],
-                  [_out(g, outs)])
+    g.b.operation(
+        Op.PAD_V2, [g.operand(ins[0]), g.b.const(T.TENSOR_INT32, list(pads.shape), pads), pv], [_out(g, outs)]
+    )
 
 
 def _reduce(op: Op, keep_as_int: bool = False):
     def fn(g: _Graph, o, ins, outs) -> None:
         axes = np.asarray(g.const_input(ins[1], "axes")).reshape(-1)
         keep = bool(o.builtinOptions.keepDims) if o.builtinOptions is not None else False
-        g.b.operation(op, [g.operand(ins[0]), g.ivec(axes), g.i32(int(keep)) if keep_as_int else g.boolean(keep)],
-                      [_out(g, outs)])
+        g.b.operation(
+            op, [g.operand(ins[0]), g.ivec(axes), g.i32(int(keep)) if keep_as_int else g.boolean(keep)], [_out(g, outs)]
+        )
+
     return fn
 
 
-CONVERTERS.update(MEAN=_reduce(Op.MEAN, keep_as_int=True), SUM=_reduce(Op.REDUCE_SUM),
-                  REDUCE_MAX=_reduce(Op.REDUCE_MAX), REDUCE_MIN=_reduce(Op.REDUCE_MIN),
-                  REDUCE_PROD=_reduce(Op.REDUCE_PROD), REDUCE_ANY=_reduce(Op.REDUCE_ANY))
+CONVERTERS.update(
+    MEAN=_reduce(Op.MEAN, keep_as_int=True),
+    SUM=_reduce(Op.REDUCE_SUM),
+    REDUCE_MAX=_reduce(Op.REDUCE_MAX),
+    REDUCE_MIN=_reduce(Op.REDUCE_MIN),
+    REDUCE_PROD=_reduce(Op.REDUCE_PROD),
+    REDUCE_ANY=_reduce(Op.REDUCE_ANY),
+)
 
 
 def _resize(op: Op):
@@ -435,11 +529,13 @@ def _resize(op: Op):
         if opt is not None and (opt.alignCorners or opt.halfPixelCenters):
             args += [g.boolean(opt.alignCorners), g.boolean(opt.halfPixelCenters)]
         g.b.operation(op, args, [_out(g, outs)])
+
     return fn
 
 
-CONVERTERS.update(RESIZE_BILINEAR=_resize(Op.RESIZE_BILINEAR),
-                  RESIZE_NEAREST_NEIGHBOR=_resize(Op.RESIZE_NEAREST_NEIGHBOR))
+CONVERTERS.update(
+    RESIZE_BILINEAR=_resize(Op.RESIZE_BILINEAR), RESIZE_NEAREST_NEIGHBOR=_resize(Op.RESIZE_NEAREST_NEIGHBOR)
+)
 
 
 @_conv("LEAKY_RELU")
@@ -456,14 +552,22 @@ def _leaky_relu(g: _Graph, o, ins, outs) -> None:
 
 @_conv("TRANSPOSE")
 def _transpose(g: _Graph, o, ins, outs) -> None:
-    g.b.operation(Op.TRANSPOSE, [g.operand(ins[0]), g.ivec(g.const_input(ins[1], "permutation").reshape(-1))],
-                  [_out(g, outs)])
+    g.b.operation(
+        Op.TRANSPOSE, [g.operand(ins[0]), g.ivec(g.const_input(ins[1], "permutation").reshape(-1))], [_out(g, outs)]
+    )
 
 
 @_conv("SLICE")
 def _slice(g: _Graph, o, ins, outs) -> None:
-    g.b.operation(Op.SLICE, [g.operand(ins[0]), g.ivec(g.const_input(ins[1], "begin").reshape(-1)),
-                             g.ivec(g.const_input(ins[2], "size").reshape(-1))], [_out(g, outs)])
+    g.b.operation(
+        Op.SLICE,
+        [
+            g.operand(ins[0]),
+            g.ivec(g.const_input(ins[1], "begin").reshape(-1)),
+            g.ivec(g.const_input(ins[2], "size").reshape(-1)),
+        ],
+        [_out(g, outs)],
+    )
 
 
 @_conv("STRIDED_SLICE")
@@ -472,8 +576,11 @@ def _strided_slice(g: _Graph, o, ins, outs) -> None:
     if opt.ellipsisMask or opt.newAxisMask or getattr(opt, "offset", False):
         raise _Unmapped("STRIDED_SLICE with ellipsis/new-axis/offset")
     vecs = [g.ivec(g.const_input(t, n).reshape(-1)) for t, n in zip(ins[1:4], ("begin", "end", "strides"))]
-    g.b.operation(Op.STRIDED_SLICE, [g.operand(ins[0]), *vecs, g.i32(opt.beginMask), g.i32(opt.endMask),
-                                     g.i32(opt.shrinkAxisMask)], [_out(g, outs)])
+    g.b.operation(
+        Op.STRIDED_SLICE,
+        [g.operand(ins[0]), *vecs, g.i32(opt.beginMask), g.i32(opt.endMask), g.i32(opt.shrinkAxisMask)],
+        [_out(g, outs)],
+    )
 
 
 @_conv("SPLIT")
@@ -493,6 +600,7 @@ def _gather(g: _Graph, o, ins, outs) -> None:
 def _block(op: Op):
     def fn(g: _Graph, o, ins, outs) -> None:
         g.b.operation(op, [g.operand(ins[0]), g.i32(o.builtinOptions.blockSize)], [_out(g, outs)])
+
     return fn
 
 
@@ -502,8 +610,11 @@ CONVERTERS.update(SPACE_TO_DEPTH=_block(Op.SPACE_TO_DEPTH), DEPTH_TO_SPACE=_bloc
 @_conv("LOCAL_RESPONSE_NORMALIZATION")
 def _lrn(g: _Graph, o, ins, outs) -> None:
     opt = o.builtinOptions
-    g.b.operation(Op.LOCAL_RESPONSE_NORMALIZATION, [g.operand(ins[0]), g.i32(opt.radius), g.f32(opt.bias),
-                                                    g.f32(opt.alpha), g.f32(opt.beta)], [_out(g, outs)])
+    g.b.operation(
+        Op.LOCAL_RESPONSE_NORMALIZATION,
+        [g.operand(ins[0]), g.i32(opt.radius), g.f32(opt.bias), g.f32(opt.alpha), g.f32(opt.beta)],
+        [_out(g, outs)],
+    )
 
 
 def _argminmax(op: Op):
@@ -512,6 +623,7 @@ def _argminmax(op: Op):
             raise _Unmapped("INT64 output")
         axis = int(np.asarray(g.const_input(ins[1], "axis")).reshape(-1)[0])
         g.b.operation(op, [g.operand(ins[0]), g.i32(axis)], [_out(g, outs)])
+
     return fn
 
 
@@ -519,6 +631,7 @@ CONVERTERS.update(ARG_MAX=_argminmax(Op.ARGMAX), ARG_MIN=_argminmax(Op.ARGMIN))
 
 
 # ---- the whole model ---------------------------------------------------------------------------
+
 
 def _index_vector(union_type: int, vec) -> np.ndarray:
     if vec is None or union_type == 0:
@@ -535,7 +648,7 @@ def densify(values: np.ndarray, shape: list[int], sparsity) -> np.ndarray:
     meta = list(sparsity.dimMetadata)
     if len(order) != rank + len(block_map) or len(meta) != len(order):
         raise _Unmapped("sparsity parameters that do not match the tensor's rank")
-    pos = np.zeros(1, dtype=np.int64)                   # index into the stored values
+    pos = np.zeros(1, dtype=np.int64)  # index into the stored values
     coords = np.zeros((len(order), 1), dtype=np.int64)  # expanded coordinates, traversal order
     for level, dm in enumerate(meta):
         if int(dm.format) == S.DimensionType.DENSE:
@@ -583,7 +696,7 @@ def read_flatbuffer(raw: bytes, path: str = "model.tflite"):
         raise TfliteImportError(f"{path}: not a TFLite flatbuffer (no TFL3 identifier)")
     try:
         m = S.ModelT.InitFromPackedBuf(raw, 0)
-    except Exception as e:   # a damaged flatbuffer fails anywhere inside the generated reader
+    except Exception as e:  # a damaged flatbuffer fails anywhere inside the generated reader
         raise TfliteImportError(f"{path}: damaged TFLite flatbuffer ({type(e).__name__}: {e})") from None
     if not m.subgraphs:
         raise TfliteImportError(f"{path}: the model has no subgraph")
@@ -617,12 +730,13 @@ def import_tflite_bytes(raw: bytes, path: str = "model.tflite") -> ImportResult:
                 continue
             try:
                 raw_vals = g.m.buffers[src.buffer].data
-                vals = np.frombuffer(np.asarray(raw_vals, dtype=np.uint8).tobytes(),
-                                     dtype=np.dtype(_NP_TYPE[src.type]).newbyteorder("<")).astype(_NP_TYPE[src.type])
+                vals = np.frombuffer(
+                    np.asarray(raw_vals, dtype=np.uint8).tobytes(), dtype=np.dtype(_NP_TYPE[src.type]).newbyteorder("<")
+                ).astype(_NP_TYPE[src.type])
                 g.folded[int(o.outputs[0])] = densify(vals, g.shape(int(o.outputs[0])), src.sparsity)
                 folded_ops.add(n)
             except (_Unmapped, KeyError, IndexError, ValueError):
-                continue   # left to the converter loop, which reports DENSIFY as unmapped
+                continue  # left to the converter loop, which reports DENSIFY as unmapped
         if _op_name(g, o) == "DEQUANTIZE" and g.tensor(o.inputs[0]).type == S.TensorType.FLOAT16:
             v = g.data(o.inputs[0])
             if v is not None:
@@ -658,10 +772,14 @@ def import_tflite_bytes(raw: bytes, path: str = "model.tflite") -> ImportResult:
         raise UnmappedOperations(dict(unmapped), path)
     g.b.identify([g.idx[t] for t in inputs], [g.idx[t] for t in outputs])
     model = g.b.build()
-    meta = {"source": os.path.basename(path), "sha256": hashlib.sha256(raw).hexdigest(), "bytes": len(raw),
-            "importer": "nnconform.cases.tflite_import (TFLite NNAPI delegate mapping)",
-            "tflite_operations": dict(sorted(counts.items())),
-            "description": _text(m.description)}
+    meta = {
+        "source": os.path.basename(path),
+        "sha256": hashlib.sha256(raw).hexdigest(),
+        "bytes": len(raw),
+        "importer": "nnconform.cases.tflite_import (TFLite NNAPI delegate mapping)",
+        "tflite_operations": dict(sorted(counts.items())),
+        "description": _text(m.description),
+    }
     return ImportResult(model, meta, dict(counts))
 
 
@@ -713,6 +831,7 @@ def write_spec(result: ImportResult, out: str | os.PathLike, *, examples: int = 
     input and the reference executor's outputs.  Returns the number of examples written."""
     from nnconform.ir.spec import SpecExample, SpecFile, dump_spec
     from nnconform.reference.executor import Executor
+
     exs = []
     for k in range(examples):
         inputs = seeded_inputs(result.model, seed + k)

@@ -35,6 +35,7 @@ run seed and the vector id, so successive seeds cover the matrix; ``none``: the 
 whatever the driver does becomes a verdict.  A path the driver does not declare is a SKIP
 naming the interface.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -78,14 +79,25 @@ from nnconform.vts.checks import (
     verdict,
 )
 
-KINDS = ("general", "dynamic_shape", "fenced", "memory_domain", "quant_coupling", "deadline", "priority",
-         "caching", "infinite_loop", "mutation", "request_mutation")
-MUTATIONS_PER_CLASS = 4   # rotate: vectors per model-mutation class per run
-MUTATIONS_PER_CELL = 64   # rotate: mutated models per (vector, class) cell at most (a seeded sample;
-                          # a big graph gives thousands for some classes, each sent to the driver)
+KINDS = (
+    "general",
+    "dynamic_shape",
+    "fenced",
+    "memory_domain",
+    "quant_coupling",
+    "deadline",
+    "priority",
+    "caching",
+    "infinite_loop",
+    "mutation",
+    "request_mutation",
+)
+MUTATIONS_PER_CLASS = 4  # rotate: vectors per model-mutation class per run
+MUTATIONS_PER_CELL = 64  # rotate: mutated models per (vector, class) cell at most (a seeded sample;
+# a big graph gives thousands for some classes, each sent to the driver)
 MODES = ("rotate", "all", "none")
-BOUND_S = 60.0            # in-process waits on futures and fences; the driver host bounds the rest
-LOOP_TIMEOUT_S = 0.001    # INFINITE_LOOP: VTS's 1 ms loop timeout
+BOUND_S = 60.0  # in-process waits on futures and fences; the driver host bounds the rest
+LOOP_TIMEOUT_S = 0.001  # INFINITE_LOOP: VTS's 1 ms loop timeout
 SHORT_DEADLINE_S = 0.005
 QUANT_COUPLING_EXEMPT = {"HASHTABLE_LOOKUP", "LSH_PROJECTION", "PAD_V2", "CAST", "QUANTIZED_16BIT_LSTM"}
 INTERFACE = {"async": "AsyncExecution", "burst": "BurstExecution", "fenced": "FencedExecution"}
@@ -95,15 +107,17 @@ INTERFACE_TEXT = {"async": "asynchronous execution", "burst": "burst execution",
 @dataclass(frozen=True)
 class Variant:
     kind: str
-    path: str = "sync"        # sync / async / burst / fenced, or "prepare" for a deadline on prepare
-    arg: str = ""             # deadline bound (now / 5ms / unlimited) or priority (low / high)
+    path: str = "sync"  # sync / async / burst / fenced, or "prepare" for a deadline on prepare
+    arg: str = ""  # deadline bound (now / 5ms / unlimited) or priority (low / high)
     timing: bool = False
 
     @property
     def id(self) -> str:
         parts = [self.kind]
-        if self.kind not in ("quant_coupling", "caching", "priority", "mutation", "request_mutation") \
-                or self.path != "sync":
+        if (
+            self.kind not in ("quant_coupling", "caching", "priority", "mutation", "request_mutation")
+            or self.path != "sync"
+        ):
             parts.append(self.path)
         if self.arg:
             parts.append(self.arg)
@@ -112,7 +126,7 @@ class Variant:
         return "-".join(parts)
 
 
-PLAIN = Variant("general")    # the existing test_vector: GENERAL, sync, no timing
+PLAIN = Variant("general")  # the existing test_vector: GENERAL, sync, no timing
 
 
 def _timed(kind: str, paths: Sequence[str]) -> list[Variant]:
@@ -123,16 +137,20 @@ def _timed(kind: str, paths: Sequence[str]) -> list[Variant]:
 # Which variants a vector gets (from its raw JSON)
 # ---------------------------------------------------------------------------------------
 
+
 def _raw_facts(d: dict) -> dict:
     model = d["model"]
     subgraphs = (model["main"], *model.get("referenced", []))
     ops = {o["type"] for sg in subgraphs for o in sg["operations"]}
     main = model["main"]
     outputs = [main["operands"][i] for i in main["output_indexes"]]
-    return {"ops": ops, "n_ops": len(main["operations"]), "referenced": bool(model.get("referenced")),
-            "quant8": any(o["type"] == "TENSOR_QUANT8_ASYMM" for o in main["operands"]),
-            "tensor_output": any(o["type"].startswith("TENSOR") and any(o.get("dimensions") or ())
-                                 for o in outputs)}
+    return {
+        "ops": ops,
+        "n_ops": len(main["operations"]),
+        "referenced": bool(model.get("referenced")),
+        "quant8": any(o["type"] == "TENSOR_QUANT8_ASYMM" for o in main["operands"]),
+        "tensor_output": any(o["type"].startswith("TENSOR") and any(o.get("dimensions") or ()) for o in outputs),
+    }
 
 
 def applicable(d: dict) -> list[Variant]:
@@ -141,7 +159,7 @@ def applicable(d: dict) -> list[Variant]:
     try:
         f = _raw_facts(d)
     except (KeyError, TypeError, IndexError, AttributeError):
-        return []          # a malformed case: the plain test says what is wrong
+        return []  # a malformed case: the plain test says what is wrong
     name = str(d.get("spec") or d.get("name") or "")
     if d.get("expect_failure"):
         if name.startswith("while_infinite_loop"):
@@ -168,20 +186,25 @@ def mutation_eligible(d: dict) -> dict | None:
     if d.get("expect_failure") or "inputs_as_internal" in name or "all_tensors_as_inputs" in name:
         return None
     from nnconform.vts.mutations import RANK_CONSTRAINTS
+
     try:
         main = d["model"]["main"]
         operands = main["operands"]
 
         def tensor(k: int) -> bool:
             return str(operands[k]["type"]).startswith("TENSOR")
-        return {"n_ops": len(main["operations"]),
-                "scalar": any(not str(o["type"]).startswith("TENSOR") and o["type"] not in ("SUBGRAPH", "OEM")
-                              for o in operands),
-                "per_channel": any(o["type"] == "TENSOR_QUANT8_SYMM_PER_CHANNEL" for o in operands),
-                "rank_ops": any(o["type"] in {op.name for op in RANK_CONSTRAINTS} for o in main["operations"]),
-                "inputs": len(main["input_indexes"]),
-                "tensor_inputs": any(tensor(k) for k in main["input_indexes"]),
-                "tensor_outputs": any(tensor(k) and operands[k].get("dimensions") for k in main["output_indexes"])}
+
+        return {
+            "n_ops": len(main["operations"]),
+            "scalar": any(
+                not str(o["type"]).startswith("TENSOR") and o["type"] not in ("SUBGRAPH", "OEM") for o in operands
+            ),
+            "per_channel": any(o["type"] == "TENSOR_QUANT8_SYMM_PER_CHANNEL" for o in operands),
+            "rank_ops": any(o["type"] in {op.name for op in RANK_CONSTRAINTS} for o in main["operations"]),
+            "inputs": len(main["input_indexes"]),
+            "tensor_inputs": any(tensor(k) for k in main["input_indexes"]),
+            "tensor_outputs": any(tensor(k) and operands[k].get("dimensions") for k in main["output_indexes"]),
+        }
     except (KeyError, TypeError, IndexError, AttributeError):
         return None
 
@@ -191,19 +214,29 @@ def mutation_eligible(d: dict) -> dict | None:
 # operation_input_rank an operation with a rank rule; the request classes an input to remove,
 # a tensor input, or a tensor output of known rank.  (A cell whose class still finds nothing
 # to mutate in the model is a SKIP saying so.)
-_MUTATION_NEEDS = {"execution_order": lambda f: f["n_ops"] >= 2, "operand_rank": lambda f: f["scalar"],
-                   "operand_extra_params": lambda f: f["per_channel"],
-                   "operation_input_rank": lambda f: f.get("rank_ops", False)}
-_REQUEST_NEEDS = {"remove_input": lambda f: f.get("inputs", 0) > 0,
-                  **{c: (lambda f: f.get("tensor_inputs", False)) for c in (
-                      "input_wrong_rank", "input_wrong_dimension", "input_zero_dimension", "input_buffer_too_small")},
-                  **{c: (lambda f: f.get("tensor_outputs", False)) for c in (
-                      "output_wrong_rank", "output_wrong_dimension", "output_buffer_too_small")}}
+_MUTATION_NEEDS = {
+    "execution_order": lambda f: f["n_ops"] >= 2,
+    "operand_rank": lambda f: f["scalar"],
+    "operand_extra_params": lambda f: f["per_channel"],
+    "operation_input_rank": lambda f: f.get("rank_ops", False),
+}
+_REQUEST_NEEDS = {
+    "remove_input": lambda f: f.get("inputs", 0) > 0,
+    **{
+        c: (lambda f: f.get("tensor_inputs", False))
+        for c in ("input_wrong_rank", "input_wrong_dimension", "input_zero_dimension", "input_buffer_too_small")
+    },
+    **{
+        c: (lambda f: f.get("tensor_outputs", False))
+        for c in ("output_wrong_rank", "output_wrong_dimension", "output_buffer_too_small")
+    },
+}
 REQUEST_PATHS = ("sync", "async", "burst", "fenced")
 
 
 def _mutation_classes() -> dict:
     from nnconform.vts.mutations import CTS_MUTATIONS, MODEL_MUTATIONS
+
     return {**MODEL_MUTATIONS, **CTS_MUTATIONS}
 
 
@@ -215,11 +248,13 @@ def mutation_variants() -> list[Variant]:
 def request_mutation_variants() -> list[Variant]:
     """Each request-mutation class (nnconform.vts.mutations.REQUEST_CLASSES) on each path."""
     from nnconform.vts.mutations import REQUEST_CLASSES
+
     return [Variant("request_mutation", p, cls) for cls in REQUEST_CLASSES for p in REQUEST_PATHS]
 
 
-def select_mutations(eligible: Sequence[tuple[str, dict]], mode: str | frozenset[str], seed: int,
-                     per_class: int = MUTATIONS_PER_CLASS) -> dict[str, list[Variant]]:
+def select_mutations(
+    eligible: Sequence[tuple[str, dict]], mode: str | frozenset[str], seed: int, per_class: int = MUTATIONS_PER_CLASS
+) -> dict[str, list[Variant]]:
     """Model- and request-mutation cells per vector id, from the eligible (vector id,
     mutation_eligible facts) pairs: every class on every vector it can mutate for ``all`` (or
     when the kind list names ``mutation`` / ``request_mutation``); for ``rotate`` the
@@ -253,8 +288,10 @@ def parse_mode(text: str | None) -> str | frozenset[str]:
     kinds = frozenset(k.strip() for k in text.split(",") if k.strip())
     unknown = sorted(kinds - set(KINDS))
     if not kinds or unknown:
-        raise ValueError(f"unknown variant kind(s) {', '.join(unknown) or repr(text)}; use rotate, all, none, or a "
-                         f"comma list of: {', '.join(KINDS)}")
+        raise ValueError(
+            f"unknown variant kind(s) {', '.join(unknown) or repr(text)}; use rotate, all, none, or a "
+            f"comma list of: {', '.join(KINDS)}"
+        )
     return kinds
 
 
@@ -276,6 +313,7 @@ def select(variants: Sequence[Variant], mode: str | frozenset[str], seed: int, v
 # ---------------------------------------------------------------------------------------
 # Running one variant
 # ---------------------------------------------------------------------------------------
+
 
 class _Stop(BaseException):
     """Ends a variant early with its verdict (a BaseException, so that no ``except Exception``
@@ -368,7 +406,7 @@ def forget_shared() -> None:
 @dataclass
 class _Ctx:
     device: Any
-    case: Any                 # VectorCase
+    case: Any  # VectorCase
     variant: Variant
     seed: int
     mutation_cap: int | None = None
@@ -388,14 +426,17 @@ class _Ctx:
         got = _call("supported_operations", lambda: self.device.supported_operations(model))
         if isinstance(got, DriverError):
             self.fail(f"supported_operations failed on a valid model: {got}", "supported")
-        if not isinstance(got, (list, tuple)) or len(got) != len(model.main.operations) \
-                or not all(isinstance(s, (bool, np.bool_)) for s in got):
-            self.fail(f"supported_operations returned {got!r:.80}; expected {len(model.main.operations)} bools",
-                      "supported")
+        if (
+            not isinstance(got, (list, tuple))
+            or len(got) != len(model.main.operations)
+            or not all(isinstance(s, (bool, np.bool_)) for s in got)
+        ):
+            self.fail(
+                f"supported_operations returned {got!r:.80}; expected {len(model.main.operations)} bools", "supported"
+            )
         if not all(got):
             missing = sorted({model.main.operations[i].name for i, s in enumerate(got) if not s})
-            self.skip(f"driver does not support {', '.join(missing)} for {'/'.join(model.data_types())}",
-                      "supported")
+            self.skip(f"driver does not support {', '.join(missing)} for {'/'.join(model.data_types())}", "supported")
 
     def prepare(self, model: Model, **kw):
         pm = _call("prepare", lambda: self.device.prepare(model, **kw))
@@ -458,8 +499,9 @@ class _Ctx:
             return _call("execute_fenced", lambda: pm.execute_fenced(request, (), **kw).wait(BOUND_S))
         raise ValueError(f"unknown execution path {path!r}")
 
-    def check(self, model: Model, got, *, expected=None, asked: bool = False, dims=None, required=False,
-              what: str = "") -> None:
+    def check(
+        self, model: Model, got, *, expected=None, asked: bool = False, dims=None, required=False, what: str = ""
+    ) -> None:
         """A successful execution with the right results, timing and output shapes."""
         case = self.case
         expected = case.outputs if expected is None else expected
@@ -468,12 +510,16 @@ class _Ctx:
         prefix = f"{what}: " if what else ""
         if isinstance(got, DriverError):
             self.fail(f"{prefix}execution failed: {got}")
-        why = (result_problem(model, got, expected, ignored=ignored) or timing_problem(got.timing, asked)
-               or shapes_problem(model, got, required=required, dims=dims))
+        why = (
+            result_problem(model, got, expected, ignored=ignored)
+            or timing_problem(got.timing, asked)
+            or shapes_problem(model, got, required=required, dims=dims)
+        )
         if why:
             self.fail(prefix + why, "compare")
         if multinomial:
             from nnconform.reference.ops.random_multinomial import check_multinomial
+
             ok, msg = check_multinomial(case.inputs[0], got.outputs[0], case.multinomial_tolerance)
             if not ok:
                 self.fail(f"{prefix}[RANDOM_MULTINOMIAL] {msg}", "compare")
@@ -502,6 +548,7 @@ def run_variant(device, case, variant: Variant, *, seed: int = 0, mutation_cap: 
 
 
 # ---- the kinds ---------------------------------------------------------------------------
+
 
 def _general(ctx: _Ctx) -> str:
     v, case = ctx.variant, ctx.case
@@ -546,11 +593,17 @@ def _dynamic_shape(ctx: _Ctx) -> str:
         short = dataclasses.replace(req, outputs=(RequestArgument(capacity=out0.nbytes - 1), *req.outputs[1:]))
     if v.path == "fenced":
         # fenced execution has no OUTPUT_INSUFFICIENT_SIZE and needs fully specified outputs
-        why = verdict(ctx.execute(pm, "fenced", ctx.request(dyn), measure_timing=v.timing),
-                      ErrorStatus.INVALID_ARGUMENT, "fenced execution with unknown output dimensions")
+        why = verdict(
+            ctx.execute(pm, "fenced", ctx.request(dyn), measure_timing=v.timing),
+            ErrorStatus.INVALID_ARGUMENT,
+            "fenced execution with unknown output dimensions",
+        )
         if why is None and short is not None:
-            why = verdict(ctx.execute(pm, "fenced", short, measure_timing=v.timing), ErrorStatus.INVALID_ARGUMENT,
-                          "fenced execution with output 0 one byte short")
+            why = verdict(
+                ctx.execute(pm, "fenced", short, measure_timing=v.timing),
+                ErrorStatus.INVALID_ARGUMENT,
+                "fenced execution with output 0 one byte short",
+            )
         if why:
             ctx.fail(why)
         return "unknown output dimensions and a short output rejected with INVALID_ARGUMENT"
@@ -574,8 +627,11 @@ def _fenced(ctx: _Ctx) -> str:
     _, pm = ctx.shared()
     ctx.need_path(pm, "fenced")
     if not fully_specified(case.model):
-        why = verdict(ctx.execute(pm, "fenced", ctx.request(), measure_timing=v.timing),
-                      ErrorStatus.INVALID_ARGUMENT, "fenced execution of a model with unspecified outputs")
+        why = verdict(
+            ctx.execute(pm, "fenced", ctx.request(), measure_timing=v.timing),
+            ErrorStatus.INVALID_ARGUMENT,
+            "fenced execution of a model with unspecified outputs",
+        )
         if why:
             ctx.fail(why)
         return "unspecified outputs rejected with INVALID_ARGUMENT"
@@ -590,7 +646,7 @@ def _fenced(ctx: _Ctx) -> str:
     try:
         r1 = _call("fenced wait", lambda: first.wait(BOUND_S))
     finally:
-        gate.set()            # the first one's completion is the second one's sync fence
+        gate.set()  # the first one's completion is the second one's sync fence
     r2 = _call("fenced wait", lambda: second.wait(BOUND_S))
     ctx.check(case.model, r1, asked=v.timing, what="first fenced execution")
     ctx.check(case.model, r2, asked=v.timing, what="second fenced execution, chained on the first")
@@ -622,13 +678,18 @@ def _memory_domain(ctx: _Ctx) -> str:
     ctx.need_path(pm, v.path)
 
     def allocate(dims, role_in=(), role_out=()):
-        got = _call("allocate", lambda: device.allocate(BufferDesc(tuple(dims)), [pm],
-                                                         [BufferRole(0, i) for i in role_in],
-                                                         [BufferRole(0, i) for i in role_out]))
+        got = _call(
+            "allocate",
+            lambda: device.allocate(
+                BufferDesc(tuple(dims)), [pm], [BufferRole(0, i) for i in role_in], [BufferRole(0, i) for i in role_out]
+            ),
+        )
         if isinstance(got, DriverError):
             if got.status == ErrorStatus.GENERAL_FAILURE:
-                ctx.skip(f"allocate gave GENERAL_FAILURE for a valid role (memory domains not offered for it; "
-                         f"VTS skips): {got}")
+                ctx.skip(
+                    f"allocate gave GENERAL_FAILURE for a valid role (memory domains not offered for it; "
+                    f"VTS skips): {got}"
+                )
             ctx.fail(f"allocate for a valid role gave {got} (a refusal must be GENERAL_FAILURE)")
         if not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], (int, np.integer)) and got[1] > 0):
             ctx.fail(f"allocate returned {got!r:.80}, expected (buffer, token > 0)")
@@ -636,10 +697,10 @@ def _memory_domain(ctx: _Ctx) -> str:
 
     request = ctx.request()
     ins = list(request.inputs)
-    held = []     # a buffer lives as long as its handle: keep every one until the execution is over
+    held = []  # a buffer lives as long as its handle: keep every one until the execution is over
     for i, arg in enumerate(ins):
         if arg.has_no_value or arg.value is None or arg.value.size == 0:
-            continue      # omitted, or zero-sized (a 0 in a buffer's dimensions means "unknown")
+            continue  # omitted, or zero-sized (a 0 in a buffer's dimensions means "unknown")
         buf, token = allocate(arg.value.shape, role_in=[i])
         held.append(buf)
         why = _call("copy_from", lambda: buf.copy_from(arg.value))
@@ -655,8 +716,11 @@ def _memory_domain(ctx: _Ctx) -> str:
         ctx.skip("every input and output is zero-sized or omitted: nothing to put in device memory")
     request = Request(tuple(ins), tuple(outs))
     if v.path == "fenced" and not fully_specified(case.model):
-        why = verdict(ctx.execute(pm, "fenced", request), ErrorStatus.INVALID_ARGUMENT,
-                      "fenced execution of a model with unspecified outputs")
+        why = verdict(
+            ctx.execute(pm, "fenced", request),
+            ErrorStatus.INVALID_ARGUMENT,
+            "fenced execution of a model with unspecified outputs",
+        )
         if why:
             ctx.fail(why)
         return "unspecified outputs rejected with INVALID_ARGUMENT (device memory and fenced execution)"
@@ -727,8 +791,11 @@ def _deadline(ctx: _Ctx) -> str:
         if isinstance(pm, DriverError):
             if pm.status in MISSED_DEADLINE and v.arg != "unlimited":
                 return f"prepare missed the deadline: {pm.status.name}"
-            ctx.fail(f"prepare with deadline {v.arg} gave {pm}, expected NONE"
-                     + (" or MISSED_DEADLINE_*" if v.arg != "unlimited" else " (no deadline)"), "prepare")
+            ctx.fail(
+                f"prepare with deadline {v.arg} gave {pm}, expected NONE"
+                + (" or MISSED_DEADLINE_*" if v.arg != "unlimited" else " (no deadline)"),
+                "prepare",
+            )
         ctx.prepared.append(pm)
         ctx.check(case.model, ctx.execute(pm, "sync", ctx.request()))
         return f"prepared within deadline {v.arg}; results right"
@@ -739,15 +806,19 @@ def _deadline(ctx: _Ctx) -> str:
         # path, so a driver whose sync path refuses it must not run it on this one.
         base = ctx.execute(pm, "sync", ctx.request(), deadline=_deadline_at("now"))
         if isinstance(base, DriverError) and base.status in MISSED_DEADLINE:
-            ctx.fail(f"the {v.path} path ran an execution whose deadline had passed, which the sync path "
-                     f"refuses with {base.status.name}: the {v.path} path ignores deadlines")
+            ctx.fail(
+                f"the {v.path} path ran an execution whose deadline had passed, which the sync path "
+                f"refuses with {base.status.name}: the {v.path} path ignores deadlines"
+            )
     if isinstance(got, DriverError) and got.status in MISSED_DEADLINE and v.arg != "unlimited":
         if got.output_shapes:
             ctx.fail(f"{got.status.name} came with output shapes {list(got.output_shapes)} (must be empty)")
         return f"execution missed the deadline: {got.status.name}"
     if isinstance(got, DriverError):
-        ctx.fail(f"execution with deadline {v.arg} gave {got}, expected NONE"
-                 + (" or MISSED_DEADLINE_*" if v.arg != "unlimited" else " (no deadline)"))
+        ctx.fail(
+            f"execution with deadline {v.arg} gave {got}, expected NONE"
+            + (" or MISSED_DEADLINE_*" if v.arg != "unlimited" else " (no deadline)")
+        )
     ctx.check(case.model, got)
     return f"executed within deadline {v.arg}; results right"
 
@@ -784,8 +855,10 @@ def _infinite_loop(ctx: _Ctx) -> str:
     if isinstance(got, ExecutionResult):
         ctx.fail(f"a loop that never ends returned outputs with a {LOOP_TIMEOUT_S * 1e3:g} ms loop timeout")
     if got.status not in MISSED_DEADLINE:
-        ctx.fail(f"a loop past its {LOOP_TIMEOUT_S * 1e3:g} ms timeout gave {got.status.name}, "
-                 f"expected MISSED_DEADLINE_TRANSIENT or MISSED_DEADLINE_PERSISTENT")
+        ctx.fail(
+            f"a loop past its {LOOP_TIMEOUT_S * 1e3:g} ms timeout gave {got.status.name}, "
+            f"expected MISSED_DEADLINE_TRANSIENT or MISSED_DEADLINE_PERSISTENT"
+        )
     if got.output_shapes:
         ctx.fail(f"{got.status.name} came with output shapes {list(got.output_shapes)} (must be empty)")
     return f"loop timeout reported as {got.status.name}"
@@ -807,14 +880,19 @@ def _mutation(ctx: _Ctx) -> str:
         ctx.skip(f"no {cls} mutation applies to this model", "supported")
     made = len(mutations)
     if ctx.mutation_cap is not None and made > ctx.mutation_cap:
-        rng = np.random.default_rng(int.from_bytes(
-            hashlib.sha256(f"{ctx.seed}:{cls}:{ctx.case.test_id}".encode()).digest()[:8], "big"))
+        rng = np.random.default_rng(
+            int.from_bytes(hashlib.sha256(f"{ctx.seed}:{cls}:{ctx.case.test_id}".encode()).digest()[:8], "big")
+        )
         mutations = [mutations[i] for i in sorted(rng.choice(made, ctx.mutation_cap, replace=False))]
     accepted = [f"{m.name}: {why}" for m, why in zip(mutations, rejections(ctx.device, mutations, _raising)) if why]
     if accepted:
         more = f"; ... {len(accepted) - 3} more" if len(accepted) > 3 else ""
-        ctx.fail(f"{len(accepted)} of {len(mutations)} {cls} mutations not rejected with INVALID_ARGUMENT: "
-                 + "; ".join(accepted[:3]) + more, "supported")
+        ctx.fail(
+            f"{len(accepted)} of {len(mutations)} {cls} mutations not rejected with INVALID_ARGUMENT: "
+            + "; ".join(accepted[:3])
+            + more,
+            "supported",
+        )
     sampled = f" (a seeded sample of the {made} this model gives)" if len(mutations) < made else ""
     return f"{len(mutations)} {cls} mutations rejected{sampled}"
 
@@ -822,6 +900,7 @@ def _mutation(ctx: _Ctx) -> str:
 def _request_mutation(ctx: _Ctx) -> str:
     v, case = ctx.variant, ctx.case
     from nnconform.vts.mutations import request_mutation_class, request_mutations
+
     _, pm = ctx.shared()
     ctx.need_path(pm, v.path)
     mutations = [m for m in request_mutations(case.model, ctx.request()) if request_mutation_class(m.name) == v.arg]
@@ -838,12 +917,24 @@ def _request_mutation(ctx: _Ctx) -> str:
             bad.append(f"{m.name}: {why} [{m.rule}]")
     if bad:
         more = f"; ... {len(bad) - 3} more" if len(bad) > 3 else ""
-        ctx.fail(f"{len(bad)} of {len(mutations)} {v.arg} requests not rejected as required on the {v.path} path: "
-                 + "; ".join(bad[:3]) + more)
+        ctx.fail(
+            f"{len(bad)} of {len(mutations)} {v.arg} requests not rejected as required on the {v.path} path: "
+            + "; ".join(bad[:3])
+            + more
+        )
     return f"{len(mutations)} {v.arg} requests rejected on the {v.path} path"
 
 
 _RUNNERS: dict[str, Callable[[_Ctx], str]] = {
-    "general": _general, "dynamic_shape": _dynamic_shape, "fenced": _fenced, "memory_domain": _memory_domain,
-    "quant_coupling": _quant_coupling, "deadline": _deadline, "priority": _priority, "caching": _caching,
-    "infinite_loop": _infinite_loop, "mutation": _mutation, "request_mutation": _request_mutation}
+    "general": _general,
+    "dynamic_shape": _dynamic_shape,
+    "fenced": _fenced,
+    "memory_domain": _memory_domain,
+    "quant_coupling": _quant_coupling,
+    "deadline": _deadline,
+    "priority": _priority,
+    "caching": _caching,
+    "infinite_loop": _infinite_loop,
+    "mutation": _mutation,
+    "request_mutation": _request_mutation,
+}

@@ -13,6 +13,7 @@ other file is read again.  The cache is an optimisation only: when it cannot be 
 written (a read-only home, a damaged file), collection derives everything from the JSON as
 before, and says nothing.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -39,6 +40,7 @@ def index_path(root: Path, kind: str = "") -> Path:
     loader's per-case operations): each user has its own file, so two deriving codes never
     overwrite each other's entries."""
     from nnconform.vectors_data import cache_base
+
     name = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:16]
     return cache_base() / "vector-index" / (f"{name}-{kind}.json" if kind else f"{name}.json")
 
@@ -62,8 +64,12 @@ class VectorIndex:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             data = None
-        if isinstance(data, dict) and data.get("format") == INDEX_FORMAT and data.get("code") == key \
-                and isinstance(data.get("files"), dict):
+        if (
+            isinstance(data, dict)
+            and data.get("format") == INDEX_FORMAT
+            and data.get("code") == key
+            and isinstance(data.get("files"), dict)
+        ):
             self.entries = data["files"]
 
     def known(self, path: Path):
@@ -82,7 +88,7 @@ class VectorIndex:
         try:
             stamp = _stamp(path)
         except OSError:
-            return      # the file went away: its facts are not worth keeping
+            return  # the file went away: its facts are not worth keeping
         self.entries[os.path.relpath(path, self.root)] = {"stamp": stamp, "facts": facts}
         self.derived += 1
 
@@ -98,15 +104,19 @@ class VectorIndex:
         if not self.derived:
             return
         keep = {os.path.relpath(f, self.root) for f in files}
-        data = {"format": INDEX_FORMAT, "code": self.key, "root": str(self.root),
-                "files": {k: v for k, v in self.entries.items() if k in keep}}
+        data = {
+            "format": INDEX_FORMAT,
+            "code": self.key,
+            "root": str(self.root),
+            "files": {k: v for k, v in self.entries.items() if k in keep},
+        }
         tmp = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=self.path.name, suffix=".tmp", dir=self.path.parent)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(data, fh, separators=(",", ":"))
-            os.replace(tmp, self.path)   # atomic: concurrent xdist workers each write a whole file
+            os.replace(tmp, self.path)  # atomic: concurrent xdist workers each write a whole file
             # Written: a later collection in this process (a cluster worker collects once a
             # batch) has nothing new to save, and rewriting the whole index cost seconds a batch.
             self.derived = 0

@@ -12,6 +12,7 @@ Developer tools:
     python -m nnconform.cases.vectors [DIR] --op CONV_2D -v   run the reference over matching vectors
     python -m nnconform.cases.vectors pack SRC_DIR [--out D]   regenerate the bundled, compressed copy
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,6 +53,7 @@ def default_root() -> Path:
     if env:
         return Path(env)
     from nnconform.vectors_data import bundled_root
+
     return bundled_root()
 
 
@@ -89,8 +91,9 @@ def _decode_values(values: Sequence, t: OperandType, dims: Sequence[int]) -> np.
     info = type_info(t)
     if info.is_float:
         # Parse as float32 first, then narrow: AOSP builds fp16 buffers that way.
-        arr = np.array([float(v) for v in values] if any(isinstance(v, str) for v in values) else values,
-                       dtype=np.float32)
+        arr = np.array(
+            [float(v) for v in values] if any(isinstance(v, str) for v in values) else values, dtype=np.float32
+        )
         arr = arr.astype(info.dtype)
     elif info.dtype == np.bool_:
         arr = np.array(values, dtype=np.bool_)
@@ -119,18 +122,34 @@ def _subgraph(d: dict) -> Subgraph:
         elif od.get("value") is not None and lifetime in (Lifetime.CONSTANT_COPY, Lifetime.CONSTANT_REFERENCE):
             value = _decode_values(od["value"], t, dims)
             value.setflags(write=False)
-        operands.append(Operand(t, dims, float(od.get("scale", 0.0)), int(od.get("zero_point", 0)), lifetime,
-                                value, channel_quant, od.get("name") or "", od.get("num_consumers")))
-    operations = tuple(Operation(OperationType[o["type"]], tuple(o["inputs"]), tuple(o["outputs"]))
-                       for o in d["operations"])
-    return Subgraph(tuple(operands), operations, tuple(d["input_indexes"]), tuple(d["output_indexes"]),
-                    d.get("name") or "")
+        operands.append(
+            Operand(
+                t,
+                dims,
+                float(od.get("scale", 0.0)),
+                int(od.get("zero_point", 0)),
+                lifetime,
+                value,
+                channel_quant,
+                od.get("name") or "",
+                od.get("num_consumers"),
+            )
+        )
+    operations = tuple(
+        Operation(OperationType[o["type"]], tuple(o["inputs"]), tuple(o["outputs"])) for o in d["operations"]
+    )
+    return Subgraph(
+        tuple(operands), operations, tuple(d["input_indexes"]), tuple(d["output_indexes"]), d.get("name") or ""
+    )
 
 
 def case_from_dict(d: dict, path: str = "") -> VectorCase:
     m = d["model"]
-    model = Model(_subgraph(m["main"]), tuple(_subgraph(s) for s in m.get("referenced", [])),
-                  bool(m.get("relax_float32_to_float16", False)))
+    model = Model(
+        _subgraph(m["main"]),
+        tuple(_subgraph(s) for s in m.get("referenced", [])),
+        bool(m.get("relax_float32_to_float16", False)),
+    )
 
     def arrays(entries, are_inputs: bool) -> tuple[np.ndarray | None, ...]:
         out: list[np.ndarray | None] = []
@@ -151,11 +170,21 @@ def case_from_dict(d: dict, path: str = "") -> VectorCase:
     ops = sorted({op.name for op in model.all_operations()})
     # The folder a case lives in is its feature level, whatever the file says.
     spec_dir = Path(path).parent.name if path else d.get("spec_dir", "")
-    return VectorCase(d["name"], spec_dir, d.get("spec", ""), model, arrays(d["inputs"], True),
-                      # cast: only inputs can be None (an omitted optional input)
-                      cast("tuple[np.ndarray, ...]", arrays(d["outputs"], False)), tuple(bool(e.get("ignored", False)) for e in d["outputs"]),
-                      bool(d.get("expect_failure", False)), float(d.get("multinomial_tolerance", 0) or 0),
-                      tuple(ops), path, tuple(d.get("variations") or ()))
+    return VectorCase(
+        d["name"],
+        spec_dir,
+        d.get("spec", ""),
+        model,
+        arrays(d["inputs"], True),
+        # cast: only inputs can be None (an omitted optional input)
+        cast("tuple[np.ndarray, ...]", arrays(d["outputs"], False)),
+        tuple(bool(e.get("ignored", False)) for e in d["outputs"]),
+        bool(d.get("expect_failure", False)),
+        float(d.get("multinomial_tolerance", 0) or 0),
+        tuple(ops),
+        path,
+        tuple(d.get("variations") or ()),
+    )
 
 
 def folder_key(name: str) -> tuple:
@@ -170,8 +199,7 @@ def vector_folders(root: Path) -> list[Path]:
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"vectors directory {root} does not exist")
-    subs = [d for d in root.iterdir() if d.is_dir() and not d.name.startswith((".", "_"))
-            and any(d.glob("*.json"))]
+    subs = [d for d in root.iterdir() if d.is_dir() and not d.name.startswith((".", "_")) and any(d.glob("*.json"))]
     if not subs and any(f.name not in NOT_CASES for f in root.glob("*.json")):
         return [root]
     return sorted(subs, key=lambda d: folder_key(d.name))
@@ -211,12 +239,17 @@ def _ops_index(root: Path):
     def derive(path: Path):
         with open(path) as fh:
             return _ops_facts(json.load(fh))
+
     return VectorIndex(root, code_key(__file__), derive, kind="ops")
 
 
-def load_cases(root: Path | str | None = None, ops: Iterable[str] | None = None,
-               dirs: Iterable[str] | None = None, name_contains: str | None = None,
-               within: Iterable[str] | None = None) -> list[VectorCase]:
+def load_cases(
+    root: Path | str | None = None,
+    ops: Iterable[str] | None = None,
+    dirs: Iterable[str] | None = None,
+    name_contains: str | None = None,
+    within: Iterable[str] | None = None,
+) -> list[VectorCase]:
     """All cases under ``root`` (optionally only those using any of ``ops``, and only those
     whose every operation is one of ``within``)."""
     root = Path(root) if root is not None else default_root()
@@ -233,7 +266,7 @@ def load_cases(root: Path | str | None = None, ops: Iterable[str] | None = None,
         if index is not None:
             known = index.known(f)
             if known is not None and not any(takes(k) for k in known):
-                continue   # no case here is wanted: skip parsing the file (the MobileNets are 40 MB)
+                continue  # no case here is wanted: skip parsing the file (the MobileNets are 40 MB)
         with open(f) as fh:
             raw = json.load(fh)
         if index is not None and known is None:
@@ -247,7 +280,7 @@ def load_cases(root: Path | str | None = None, ops: Iterable[str] | None = None,
                 continue
             cases.append(case_from_dict(d, str(f)))
     if index is not None and index.derived:
-        index.save(vector_files(root))     # every file's entry, not only those of ``dirs``
+        index.save(vector_files(root))  # every file's entry, not only those of ``dirs``
     return cases
 
 
@@ -272,8 +305,9 @@ def check_case(case: VectorCase) -> tuple[str, str]:
         return "fail", "expected the model or its execution to fail, but it ran"
     if case.multinomial_tolerance > 0:
         from nnconform.reference.ops.random_multinomial import check_multinomial
+
         probabilities = case.inputs[0]
-        assert probabilities is not None     # RANDOM_MULTINOMIAL's input 0 is never omitted
+        assert probabilities is not None  # RANDOM_MULTINOMIAL's input 0 is never omitted
         ok, msg = check_multinomial(probabilities, actual[0], case.multinomial_tolerance)
         return ("pass", "") if ok else ("fail", msg)
     cmp = compare(case.model, list(case.outputs), actual, ignored=list(case.ignored))
@@ -281,13 +315,15 @@ def check_case(case: VectorCase) -> tuple[str, str]:
 
 
 def pack_main(argv: Sequence[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m nnconform.cases.vectors pack",
-                                description="Regenerate the bundled, compressed vectors (nnconform.vectors_data) "
-                                            "from a vectors tree.")
+    p = argparse.ArgumentParser(
+        prog="python -m nnconform.cases.vectors pack",
+        description="Regenerate the bundled, compressed vectors (nnconform.vectors_data) from a vectors tree.",
+    )
     p.add_argument("src", help="vectors tree, e.g. ../shared/aosp_vectors")
     p.add_argument("--out", default=None, help="output directory (default: the vectors_data package)")
     a = p.parse_args(argv)
     from nnconform.vectors_data import pack
+
     t0 = time.perf_counter()
     try:
         man = pack(Path(a.src), Path(a.out) if a.out else None)
@@ -304,11 +340,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["pack"]:
         return pack_main(argv[1:])
-    p = argparse.ArgumentParser(prog="python -m nnconform.cases.vectors",
-                                description="Run AOSP golden vectors on the reference executor "
-                                            "(`pack SRC` regenerates the bundled copy instead).")
-    p.add_argument("root", nargs="?", default=None, help="vectors directory (default: $NNCONFORM_VECTORS "
-                   "or the bundled copy)")
+    p = argparse.ArgumentParser(
+        prog="python -m nnconform.cases.vectors",
+        description="Run AOSP golden vectors on the reference executor "
+        "(`pack SRC` regenerates the bundled copy instead).",
+    )
+    p.add_argument(
+        "root", nargs="?", default=None, help="vectors directory (default: $NNCONFORM_VECTORS or the bundled copy)"
+    )
     p.add_argument("--op", action="append", help="only vectors using this operation (repeatable)")
     p.add_argument("--dir", action="append", help="only this feature-level folder (V1_0 ... AIDL_V3; repeatable)")
     p.add_argument("--name", help="only vectors whose name contains this")
@@ -316,6 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = p.parse_args(argv)
     t0 = time.perf_counter()
     from nnconform.vectors_data import BundleError
+
     try:
         cases = load_cases(a.root, a.op, a.dir, a.name)
     except (FileNotFoundError, KeyError, json.JSONDecodeError, BundleError) as e:
@@ -333,8 +373,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             failures.append((c.test_id, msg))
         elif status == "not_implemented":
             missing[msg] += 1
-    print(f"{len(cases)} vectors in {time.perf_counter() - t0:.1f}s: " +
-          ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    print(
+        f"{len(cases)} vectors in {time.perf_counter() - t0:.1f}s: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+    )
     for d in sorted(per_dir, key=folder_key):
         print(f"  {d:14s} " + ", ".join(f"{k} {v}" for k, v in sorted(per_dir[d].items())))
     if missing and a.verbose:

@@ -34,6 +34,7 @@ Android 10 to 13):
   ``scales``, ``hide``), ``lifetime``, ``value``, ``outs`` and ``model_index``; operations
   ``optype``, ``ins``, ``outs``; ``IgnoredOutput`` marks outputs not compared.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -46,12 +47,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-GENERATOR_PLACES = ("tools/test_generator/test_generator.py",          # packages/modules/NeuralNetworks
-                    "nn/tools/test_generator/test_generator.py",       # frameworks/ml
-                    "packages/modules/NeuralNetworks/tools/test_generator/test_generator.py",   # AOSP root
-                    "frameworks/ml/nn/tools/test_generator/test_generator.py")
-SPEC_PLACES = ("runtime/test/specs", "nn/runtime/test/specs", "packages/modules/NeuralNetworks/runtime/test/specs",
-               "frameworks/ml/nn/runtime/test/specs")
+GENERATOR_PLACES = (
+    "tools/test_generator/test_generator.py",  # packages/modules/NeuralNetworks
+    "nn/tools/test_generator/test_generator.py",  # frameworks/ml
+    "packages/modules/NeuralNetworks/tools/test_generator/test_generator.py",  # AOSP root
+    "frameworks/ml/nn/tools/test_generator/test_generator.py",
+)
+SPEC_PLACES = (
+    "runtime/test/specs",
+    "nn/runtime/test/specs",
+    "packages/modules/NeuralNetworks/runtime/test/specs",
+    "frameworks/ml/nn/runtime/test/specs",
+)
 
 FLOAT_TYPES = {"FLOAT32", "FLOAT16", "TENSOR_FLOAT32", "TENSOR_FLOAT16"}
 BOOL_TYPES = {"BOOL", "TENSOR_BOOL8"}
@@ -66,8 +73,8 @@ class ImportProblem(Exception):
 class ImportResult:
     out_dir: Path
     source: str
-    files: dict[str, int] = field(default_factory=dict)          # "FOLDER/spec" -> cases
-    failures: dict[str, str] = field(default_factory=dict)       # "FOLDER/spec" -> error
+    files: dict[str, int] = field(default_factory=dict)  # "FOLDER/spec" -> cases
+    failures: dict[str, str] = field(default_factory=dict)  # "FOLDER/spec" -> error
     int_truncations: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -79,13 +86,16 @@ class ImportResult:
 # Finding the checkout's pieces
 # ---------------------------------------------------------------------------------------
 
+
 def find_generator(aosp_dir: Path) -> Path:
     for rel in GENERATOR_PLACES:
         p = aosp_dir / rel
         if p.is_file():
             return p
-    raise ImportProblem(f"{aosp_dir}: no test_generator.py under it (looked in "
-                        f"{', '.join(GENERATOR_PLACES[:2])}); give --generator PATH")
+    raise ImportProblem(
+        f"{aosp_dir}: no test_generator.py under it (looked in "
+        f"{', '.join(GENERATOR_PLACES[:2])}); give --generator PATH"
+    )
 
 
 def find_specs(aosp_dir: Path) -> Path:
@@ -95,20 +105,20 @@ def find_specs(aosp_dir: Path) -> Path:
             return p
     if spec_folders(aosp_dir):
         return aosp_dir
-    raise ImportProblem(f"{aosp_dir}: no spec folders (looked in {', '.join(SPEC_PLACES[:2])}); "
-                        f"give --specs DIR")
+    raise ImportProblem(f"{aosp_dir}: no spec folders (looked in {', '.join(SPEC_PLACES[:2])}); give --specs DIR")
 
 
 def spec_folders(specs: Path) -> list[Path]:
     from nnconform.cases.vectors import folder_key
-    return sorted((d for d in specs.iterdir() if d.is_dir() and any(d.glob("*.mod.py"))),
-                  key=lambda d: folder_key(d.name))
+
+    return sorted(
+        (d for d in specs.iterdir() if d.is_dir() and any(d.glob("*.mod.py"))), key=lambda d: folder_key(d.name)
+    )
 
 
 def _git_commit(path: Path) -> str | None:
     try:
-        r = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True,
-                           timeout=30)
+        r = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None
     return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else None
@@ -126,7 +136,7 @@ def load_generator(path: Path):
     tg: Any = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(tg)
-    except Exception as e:   # the user's file: report whatever it raises, in one line
+    except Exception as e:  # the user's file: report whatever it raises, in one line
         raise ImportProblem(f"{path}: loading the test generator failed: {type(e).__name__}: {e}") from e
     for name in ("FileNames", "GetExecScope", "Example", "NamedTest", "Model", "IgnoredOutput"):
         if not hasattr(tg, name):
@@ -156,6 +166,7 @@ def load_generator(path: Path):
 # ---------------------------------------------------------------------------------------
 # Serialising one expanded example
 # ---------------------------------------------------------------------------------------
+
 
 class _Truncations:
     def __init__(self):
@@ -190,26 +201,41 @@ def _operand(op, trunc: _Truncations) -> dict:
     extra = t.extraParams
     cq = None
     if extra is not None and hasattr(extra, "scales"):
-        cq = {"scales": [float(s) for s in extra.scales], "channel_dim": int(extra.channelDim),
-              "hidden": bool(getattr(extra, "hide", False))}
+        cq = {
+            "scales": [float(s) for s in extra.scales],
+            "channel_dim": int(extra.channelDim),
+            "hidden": bool(getattr(extra, "hide", False)),
+        }
     if op.lifetime == "SUBGRAPH":
         value = [int(op.value[0])]
     elif op.lifetime in CONSTANT_LIFETIMES:
         value = _values(op.value, t.type, trunc)
     else:
         value = None
-    return {"name": op.name, "type": t.type, "dimensions": [int(d) for d in t.dimensions],
-            "scale": float(t.scale), "zero_point": int(t.zeroPoint), "channel_quant": cq,
-            "lifetime": op.lifetime, "num_consumers": len(op.outs), "value": value}
+    return {
+        "name": op.name,
+        "type": t.type,
+        "dimensions": [int(d) for d in t.dimensions],
+        "scale": float(t.scale),
+        "zero_point": int(t.zeroPoint),
+        "channel_quant": cq,
+        "lifetime": op.lifetime,
+        "num_consumers": len(op.outs),
+        "value": value,
+    }
 
 
 def _subgraph(model, trunc: _Truncations) -> dict:
-    return {"name": model.name,
-            "operands": [_operand(op, trunc) for op in model.operands],
-            "operations": [{"type": o.optype, "inputs": [i.model_index for i in o.ins],
-                            "outputs": [i.model_index for i in o.outs]} for o in model.operations],
-            "input_indexes": [i.model_index for i in model.GetInputs()],
-            "output_indexes": [o.model_index for o in model.GetOutputs()]}
+    return {
+        "name": model.name,
+        "operands": [_operand(op, trunc) for op in model.operands],
+        "operations": [
+            {"type": o.optype, "inputs": [i.model_index for i in o.ins], "outputs": [i.model_index for i in o.outs]}
+            for o in model.operations
+        ],
+        "input_indexes": [i.model_index for i in model.GetInputs()],
+        "output_indexes": [o.model_index for o in model.GetOutputs()],
+    }
 
 
 def serialise_example(tg, example, spec_name: str, folder: str, trunc: _Truncations) -> dict:
@@ -219,10 +245,19 @@ def serialise_example(tg, example, spec_name: str, folder: str, trunc: _Truncati
     index = next((i for i, f in enumerate(example.feedDicts) if f is feed), 0)
     model = example.model
     main = _subgraph(model, trunc)
-    inputs = [{"operand": i.model_index, "name": i.name, "values": _values(i.value, i.type.type, trunc)}
-              for i in model.GetInputs()]
-    outputs = [{"operand": o.model_index, "name": o.name, "values": _values(o.value, o.type.type, trunc),
-                "ignored": isinstance(o, tg.IgnoredOutput)} for o in model.GetOutputs()]
+    inputs = [
+        {"operand": i.model_index, "name": i.name, "values": _values(i.value, i.type.type, trunc)}
+        for i in model.GetInputs()
+    ]
+    outputs = [
+        {
+            "operand": o.model_index,
+            "name": o.name,
+            "values": _values(o.value, o.type.type, trunc),
+            "ignored": isinstance(o, tg.IgnoredOutput),
+        }
+        for o in model.GetOutputs()
+    ]
     return {
         "name": str(example.testName),
         "spec": spec_name,
@@ -235,8 +270,11 @@ def serialise_example(tg, example, spec_name: str, folder: str, trunc: _Truncati
         "expect_failure": bool(example.expectFailure),
         "multinomial_tolerance": float(example.expectedMultinomialDistributionTolerance),
         "test_dynamic_output_shape": bool(getattr(example, "testDynamicOutputShape", True)),
-        "model": {"main": main, "referenced": [_subgraph(m, trunc) for m in model.GetReferencedModels()],
-                  "relax_float32_to_float16": bool(model.isRelaxed)},
+        "model": {
+            "main": main,
+            "referenced": [_subgraph(m, trunc) for m in model.GetReferencedModels()],
+            "relax_float32_to_float16": bool(model.isRelaxed),
+        },
         "inputs": inputs,
         "outputs": outputs,
     }
@@ -251,6 +289,7 @@ def dumps_cases(cases: list[dict]) -> str:
 # The import
 # ---------------------------------------------------------------------------------------
 
+
 class _Sink:
     """The generator only checks that an example file object is given; nothing is written."""
 
@@ -262,7 +301,7 @@ def convert_folder(tg, folder: Path, out: Path, result: ImportResult, log=None) 
     """Expand every spec file of one spec folder and write ``out/<folder>/<spec>.json``
     (``tg``: a generator module fresh from :func:`load_generator`)."""
     tg.FileNames.InitializeFileLists(str(folder), None)
-    scope = tg.GetExecScope()      # one scope per folder, as AOSP's generator run has
+    scope = tg.GetExecScope()  # one scope per folder, as AOSP's generator run has
     dest = out / folder.name
     dest.mkdir(parents=True, exist_ok=True)
     while tg.FileNames.NextFile():
@@ -277,7 +316,7 @@ def convert_folder(tg, folder: Path, out: Path, result: ImportResult, log=None) 
         try:
             exec(compile(spec_file.read_text(), str(spec_file), "exec"), scope)
             tg.Example.DumpAllExamples(DumpExample=dump, example_fd=_Sink())
-        except Exception as e:   # a spec file is the user's code: record the failure, go on
+        except Exception as e:  # a spec file is the user's code: record the failure, go on
             tb = traceback.extract_tb(e.__traceback__)
             where = next((f"line {f.lineno}" for f in reversed(tb) if f.filename == str(spec_file)), "")
             result.failures[key] = f"{type(e).__name__}: {e}" + (f" ({where})" if where else "")
@@ -292,9 +331,14 @@ def convert_folder(tg, folder: Path, out: Path, result: ImportResult, log=None) 
             log(f"  {key}: {len(cases)} cases")
 
 
-def import_vectors(aosp_dir: Path | str, out_dir: Path | str, folders: Iterable[str] | None = None,
-                   generator: Path | str | None = None, specs: Path | str | None = None,
-                   log=None) -> ImportResult:
+def import_vectors(
+    aosp_dir: Path | str,
+    out_dir: Path | str,
+    folders: Iterable[str] | None = None,
+    generator: Path | str | None = None,
+    specs: Path | str | None = None,
+    log=None,
+) -> ImportResult:
     """Convert the spec folders of an AOSP checkout into ``out_dir`` (merging ``index.json``)."""
     aosp_dir = Path(aosp_dir)
     if not aosp_dir.is_dir():
@@ -306,8 +350,10 @@ def import_vectors(aosp_dir: Path | str, out_dir: Path | str, folders: Iterable[
     chosen = [d for d in available if not wanted or d.name in wanted]
     missing = sorted(set(wanted) - {d.name for d in available})
     if missing:
-        raise ImportProblem(f"{spec_root}: no spec folder {', '.join(missing)} "
-                            f"(there are: {', '.join(d.name for d in available) or 'none'})")
+        raise ImportProblem(
+            f"{spec_root}: no spec folder {', '.join(missing)} "
+            f"(there are: {', '.join(d.name for d in available) or 'none'})"
+        )
     if not chosen:
         raise ImportProblem(f"{spec_root}: no spec folders with *.mod.py files")
     out = Path(out_dir)
@@ -346,8 +392,9 @@ def _write_index(out: Path, result: ImportResult, folders: list[str], generator:
     for key in [k for k in truncs if k.split("/", 1)[0] in folders]:
         del truncs[key]
     truncs.update(result.int_truncations)
-    index.setdefault("imports", []).append({"folders": folders, "source": result.source,
-                                            "generator": str(generator.resolve())})
+    index.setdefault("imports", []).append(
+        {"folders": folders, "source": result.source, "generator": str(generator.resolve())}
+    )
     counts: dict[str, int] = {}
     specs: dict[str, int] = {}
     for key, n in files.items():

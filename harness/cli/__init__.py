@@ -11,6 +11,7 @@
 Bad input (unknown driver, malformed spec, invalid model) is one line on stderr and a
 non-zero exit status, never a traceback.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,12 @@ from typing import NoReturn, Sequence, cast
 
 from nnconform.verdict.outcome import ExitStatus
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INCOMPLETE = (int(ExitStatus.CLEAN), int(ExitStatus.FAILURES),
-                                                   int(ExitStatus.USAGE), int(ExitStatus.INCOMPLETE))
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INCOMPLETE = (
+    int(ExitStatus.CLEAN),
+    int(ExitStatus.FAILURES),
+    int(ExitStatus.USAGE),
+    int(ExitStatus.INCOMPLETE),
+)
 
 
 def _err(msg: str, code: int = EXIT_USAGE) -> int:
@@ -34,6 +39,7 @@ def _err(msg: str, code: int = EXIT_USAGE) -> int:
 
 def suites_dir() -> Path:
     from nnconform import suites
+
     return Path(suites.__file__).parent
 
 
@@ -42,6 +48,7 @@ def available_suites() -> dict[str, Path]:
 
 
 # ---- run ---------------------------------------------------------------------------------
+
 
 def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     import pytest
@@ -60,6 +67,7 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
         return _err(f"unknown suite(s) {', '.join(unknown)} (available: {', '.join(suites)})")
     if a.variants is not None:
         from nnconform.cases.variants import parse_mode
+
         try:
             parse_mode(a.variants)
         except ValueError as e:
@@ -86,15 +94,24 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
         return _err(f"--max-skip-ratio must be between 0 and 1, not {a.max_skip_ratio:g}")
     if a.expected_failures:
         from nnconform.verdict.expectations import ExpectationsError, load_expectations
+
         try:
             load_expectations(a.expected_failures)
         except ExpectationsError as e:
             return _err(f"--expected-failures: {e}")
     from nnconform.cli.options import format_size, pytest_args
-    args += pytest_args({"--driver": a.driver, "--report-dir": a.report_dir, "--call-timeout": a.call_timeout,
-                         "--mem-limit": a.mem_limit, "--in-process": a.in_process, "--resume": a.resume})
-    args += ["-p", "no:cacheprovider",
-             "--import-mode=importlib", "-q", "-rfE", "--timeout", "0"]
+
+    args += pytest_args(
+        {
+            "--driver": a.driver,
+            "--report-dir": a.report_dir,
+            "--call-timeout": a.call_timeout,
+            "--mem-limit": a.mem_limit,
+            "--in-process": a.in_process,
+            "--resume": a.resume,
+        }
+    )
+    args += ["-p", "no:cacheprovider", "--import-mode=importlib", "-q", "-rfE", "--timeout", "0"]
     args += quiet_plugins(chosen, extra)
     # --lf / --ff: "last run" is the one recorded in --report-dir (nnconform's own journal, not
     # pytest's cache, which depends on where pytest finds its rootdir).
@@ -139,18 +156,24 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     if a.in_process:
         isolation = "in-process (no driver host: a crash or hang of the driver ends or stalls the run)"
     else:
-        isolation = (f"driver host, call bound {a.call_timeout:g} s, memory limit "
-                     f"{format_size(a.mem_limit) if a.mem_limit else 'none'}")
-    print(f"nnconform: running suites {', '.join(chosen)} against driver '{a.driver}'; "
-          + (f"seed {seed}; " if seed is not None else "seed from the run being resumed; ") + isolation,
-          flush=True)
+        isolation = (
+            f"driver host, call bound {a.call_timeout:g} s, memory limit "
+            f"{format_size(a.mem_limit) if a.mem_limit else 'none'}"
+        )
+    print(
+        f"nnconform: running suites {', '.join(chosen)} against driver '{a.driver}'; "
+        + (f"seed {seed}; " if seed is not None else "seed from the run being resumed; ")
+        + isolation,
+        flush=True,
+    )
     try:
         with _interrupt_on_termination():
             code = int(pytest.main(args))
     finally:
         release(rd)
         from nnconform.isolation.proxy import close_unclaimed
-        close_unclaimed()     # e.g. "-- -n 2" or a session that stopped before it needed a driver
+
+        close_unclaimed()  # e.g. "-- -n 2" or a session that stopped before it needed a driver
     report = Path(a.report_dir) / "report.html"
     if report.exists():
         print(f"nnconform: report written to {report}")
@@ -171,6 +194,7 @@ def _interrupt_on_termination():
     still saying "running".  A signal already ignored (SIGHUP under nohup) stays ignored, and
     a second one of the same kind ends the process at once."""
     import signal
+
     previous = {}
     # pytest captures file descriptor 2 while a case runs: the notice goes to the real stderr
     stderr = os.dup(2)
@@ -178,9 +202,12 @@ def _interrupt_on_termination():
     def interrupt(signum, frame):
         signal.signal(signum, signal.SIG_DFL)
         name = signal.Signals(signum).name
-        with contextlib.suppress(OSError):     # (stderr closed: the interruption is what matters)
-            os.write(stderr, f"nnconform: {name}: stopping the run as Ctrl-C would (send it again to end "
-                             f"the process at once)\n".encode())
+        with contextlib.suppress(OSError):  # (stderr closed: the interruption is what matters)
+            os.write(
+                stderr,
+                f"nnconform: {name}: stopping the run as Ctrl-C would (send it again to end "
+                f"the process at once)\n".encode(),
+            )
         raise KeyboardInterrupt(name)
 
     for name in ("SIGTERM", "SIGHUP"):
@@ -233,6 +260,7 @@ def recorded_selection(report_dir: Path) -> dict:
     import shlex
 
     from nnconform.artifacts.reportdir import STATUS_FILE
+
     try:
         status = json.loads((report_dir / STATUS_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -249,7 +277,7 @@ def recorded_selection(report_dir: Path) -> dict:
     if isinstance(status.get("pytest arguments"), str) and status["pytest arguments"].strip():
         try:
             out["pytest_args"] = shlex.split(status["pytest arguments"])
-        except ValueError as e:     # edited by hand: said, and the user gives them again after --
+        except ValueError as e:  # edited by hand: said, and the user gives them again after --
             out["pytest_args_problem"] = f"{e}"
     return out
 
@@ -270,8 +298,11 @@ def _with_recorded_selection(a: argparse.Namespace, extra: list[str]) -> tuple[a
         extra = list(rec["pytest_args"])
         used.append("pytest arguments " + " ".join(extra))
     if not extra and rec.get("pytest_args_problem"):
-        print(f"nnconform: the run's recorded pytest arguments cannot be read ({rec['pytest_args_problem']}); "
-              f"resuming without them (give them again after --)", flush=True)
+        print(
+            f"nnconform: the run's recorded pytest arguments cannot be read ({rec['pytest_args_problem']}); "
+            f"resuming without them (give them again after --)",
+            flush=True,
+        )
     if used:
         print(f"nnconform: resuming with the run's recorded {'; '.join(used)}", flush=True)
     return a, extra
@@ -286,12 +317,13 @@ def _check_cluster(a: argparse.Namespace) -> str | None:
     if grace is not None:
         if not getattr(a, "cluster", None):
             return "--cluster-grace needs --cluster"
-        if not grace > 0:      # (NaN too)
+        if not grace > 0:  # (NaN too)
             return f"--cluster-grace must be a positive number of seconds, got {grace}"
     if not getattr(a, "cluster", None):
         return None
     from nnconform.cluster import ClusterError, require_dask
     from nnconform.cluster.connect import check_address, parse_resources
+
     try:
         require_dask()
         check_address(a.cluster)
@@ -304,6 +336,7 @@ def _check_cluster(a: argparse.Namespace) -> str | None:
 def _duration(text: str) -> float:
     """argparse type of a command's own durations: the shared option table's syntax (90s, 2m)."""
     from nnconform.cli.options import parse_duration
+
     try:
         return parse_duration(text)
     except ValueError as e:
@@ -317,9 +350,11 @@ def _check_driver(spec: str, in_process: bool, keep: tuple[float, int] | None = 
     run's session (nnconform.isolation.proxy.claim); otherwise it is closed."""
     if in_process:
         from nnconform.driver.loader import load_driver
+
         load_driver(spec)
         return
     from nnconform.isolation.proxy import hand_over, open_isolated
+
     if keep is None:
         open_isolated(spec, startup_timeout=120.0).close()
         return
@@ -354,14 +389,17 @@ def _run_exit_code(report_dir: Path, pytest_code: int) -> int:
 
 def pytest_codes():
     import pytest
+
     return pytest.ExitCode
 
 
 # ---- drivers -----------------------------------------------------------------------------
 
+
 def cmd_drivers(a: argparse.Namespace) -> int:
     from nnconform.driver.loader import installed_drivers, load_driver
     from nnconform.errors import NnError
+
     eps = installed_drivers()
     if not eps:
         print("no drivers installed")
@@ -374,13 +412,16 @@ def cmd_drivers(a: argparse.Namespace) -> int:
             continue
         extras = [i.__name__ for i in _optional_interfaces(dev)]
         caps = dev.capabilities()
-        print(f"{name:14s} {ep.value}  version {dev.version}, feature level {dev.feature_level}, "
-              f"{len(caps.operand_performance)} operand types, optional: {', '.join(extras) or 'none'}")
+        print(
+            f"{name:14s} {ep.value}  version {dev.version}, feature level {dev.feature_level}, "
+            f"{len(caps.operand_performance)} operand types, optional: {', '.join(extras) or 'none'}"
+        )
     return EXIT_OK
 
 
 def _optional_interfaces(dev) -> list[type]:
     from nnconform.driver import AsyncExecution, BurstExecution, CompilationCaching, FencedExecution, MemoryDomains
+
     found = [c for c in (CompilationCaching, MemoryDomains) if isinstance(dev, c)]
     return found + [c for c in (AsyncExecution, FencedExecution, BurstExecution) if _prepared_class_is(dev, c)]
 
@@ -391,6 +432,7 @@ def _prepared_class_is(dev, iface) -> bool:
     from nnconform.ir import ModelBuilder
     from nnconform.ir import OperandType as T
     from nnconform.ir import OperationType as Op
+
     b = ModelBuilder()
     x = b.input(T.TENSOR_FLOAT32, [1])
     b.operation(Op.RELU, [x], [b.output(T.TENSOR_FLOAT32, [1])])
@@ -406,15 +448,18 @@ def _prepared_class_is(dev, iface) -> bool:
 
 # ---- validate ----------------------------------------------------------------------------
 
+
 def _shown(text, limit: int = 100) -> str:
     """Text from a spec file or a driver, fit for the console: no escapes or controls, bounded."""
     from nnconform.textsafe import clean_text, shorten
+
     return shorten(clean_text(str(text)), limit)
 
 
 def cmd_validate(a: argparse.Namespace) -> int:
     from nnconform.errors import SpecError
     from nnconform.ir.spec import load_spec
+
     try:
         spec = load_spec(a.file, validate=True)
     except SpecError as e:
@@ -422,16 +467,20 @@ def cmd_validate(a: argparse.Namespace) -> int:
     except OSError as e:
         return _err(f"{_shown(a.file)}: {e.strerror}", EXIT_USAGE)
     m = spec.model
-    print(f"{_shown(a.file)}: valid: {len(m.main.operations)} operation(s) [{', '.join(m.operation_names())}], "
-          f"{len(m.referenced)} referenced subgraph(s), {len(spec.examples)} example(s)")
+    print(
+        f"{_shown(a.file)}: valid: {len(m.main.operations)} operation(s) [{', '.join(m.operation_names())}], "
+        f"{len(m.referenced)} referenced subgraph(s), {len(spec.examples)} example(s)"
+    )
     return EXIT_OK
 
 
 # ---- replay ------------------------------------------------------------------------------
 
+
 def cmd_replay(a: argparse.Namespace) -> int:
     from nnconform.errors import DriverLoadError, SpecError
     from nnconform.ir.spec import load_spec
+
     try:
         spec = load_spec(a.spec, validate=False)
     except SpecError as e:
@@ -456,50 +505,68 @@ def _replay_device(a: argparse.Namespace):
     replayed case is a verdict, not the end of nnconform), or in-process with --in-process."""
     if a.in_process:
         from nnconform.driver.loader import load_driver
+
         return load_driver(a.driver)
     from nnconform.isolation.proxy import open_isolated
+
     return open_isolated(a.driver, call_timeout=float(a.call_timeout), mem_limit=int(a.mem_limit))
 
 
 def _replay_examples(a: argparse.Namespace, spec, device) -> int:
     from nnconform.verdict.runner import run_case
+
     meta = spec.meta or {}
     if meta:
-        print(f"spec: {_shown(a.spec)} (recorded: driver {_shown(meta.get('driver', '?'), 80)}, "
-              f"seed {_shown(meta.get('seed', '?'), 40)}, harness {_shown(meta.get('harness_version', '?'), 40)})")
+        print(
+            f"spec: {_shown(a.spec)} (recorded: driver {_shown(meta.get('driver', '?'), 80)}, "
+            f"seed {_shown(meta.get('seed', '?'), 40)}, harness {_shown(meta.get('harness_version', '?'), 40)})"
+        )
         if meta.get("message"):
             print(f"recorded failure: {_shown(meta['message'], 2000)}")
     criteria = None
     from nnconform.models.criteria import REAL_MODEL
     from nnconform.models.verdict import reconsider
+
     if meta.get("suite") == "models" and not meta.get("criteria_set"):
-        meta = {**meta, "criteria_set": REAL_MODEL.name}   # dumped before models specs named it
+        meta = {**meta, "criteria_set": REAL_MODEL.name}  # dumped before models specs named it
     if meta.get("criteria_set"):
         # A random-graph or models-suite failure is judged by the criteria set it failed
         # under (the spec loader has checked it is a string).
         from nnconform.verdict.criteria import RANDOM_GRAPH_SETS
+
         criteria = {**RANDOM_GRAPH_SETS, REAL_MODEL.name: REAL_MODEL}.get(meta["criteria_set"])
         if criteria is None:
-            return _err(f"{_shown(a.spec)}: meta.criteria_set: unknown criteria set "
-                        f"{_shown(repr(meta['criteria_set']), 60)}", EXIT_FAIL)
+            return _err(
+                f"{_shown(a.spec)}: meta.criteria_set: unknown criteria set {_shown(repr(meta['criteria_set']), 60)}",
+                EXIT_FAIL,
+            )
         print(f"criteria: {criteria.name} (recorded with the failure)")
     worst = EXIT_OK
     for i, ex in enumerate(spec.examples):
-        out = run_case(device, spec.model, ex.inputs, ex.outputs, ignored=ex.ignored or None,
-                       expect_failure=ex.expect_failure, criteria=criteria)
+        out = run_case(
+            device,
+            spec.model,
+            ex.inputs,
+            ex.outputs,
+            ignored=ex.ignored or None,
+            expect_failure=ex.expect_failure,
+            criteria=criteria,
+        )
         if criteria is REAL_MODEL and out.outcome == "FAIL":
             # the models suite's second chances (models.verdict): each float output's rows
             # scaled by its magnitude, then every operation of the driver's run within its
             # own criteria on the inputs the driver fed it
             try:
                 second = reconsider(device, spec.model, ex.inputs, ex.outputs, out)
-            except Exception as e:      # the FAIL stands; say why the step check gave nothing
+            except Exception as e:  # the FAIL stands; say why the step check gave nothing
                 second = None
                 out.message += f" (step check failed: {type(e).__name__}: {e})"
             if second is not None and second.accepted is not None:
                 out.outcome, out.message = "PASS", f"{second.message} (as the models suite judges)"
-        print(f"example {i} ({_shown(ex.name, 80)}) on {a.driver}: {out.outcome}"
-              + (f": {_shown(out.message, 2000)}" if out.message else ""))
+        print(
+            f"example {i} ({_shown(ex.name, 80)}) on {a.driver}: {out.outcome}"
+            + (f": {_shown(out.message, 2000)}" if out.message else "")
+        )
         if out.comparison is not None and a.verbose:
             for m in out.comparison.mismatches:
                 print(f"  {m}")
@@ -514,24 +581,29 @@ def _replay_examples(a: argparse.Namespace, spec, device) -> int:
         if getattr(device, "isolated", False):
             left = device.end_case()["processes"]
             if left:
-                print(f"example {i}: the driver left {len(left)} process(es) running (killed): "
-                      + "; ".join(_shown(p, 200) for p in left[:3]))
+                print(
+                    f"example {i}: the driver left {len(left)} process(es) running (killed): "
+                    + "; ".join(_shown(p, 200) for p in left[:3])
+                )
                 worst = EXIT_FAIL
     return worst
 
 
 # ---- coverage ----------------------------------------------------------------------------
 
+
 def cmd_coverage(a: argparse.Namespace) -> int:
     import csv
 
     from nnconform.cases.coverage import coverage, summary, to_csv_rows, to_markdown
+
     results = Path(a.results) if a.results else None
     if results is not None and not results.exists():
         return _err(f"{results}: no such results file (run the vectors suite first)", EXIT_FAIL)
     rows = coverage(results)
     if a.write_readme:
         from nnconform.cases.coverage import update_readme
+
         try:
             update_readme(Path(a.write_readme), rows)
         except (OSError, ValueError) as e:
@@ -551,8 +623,10 @@ def cmd_coverage(a: argparse.Namespace) -> int:
 
 # ---- diff --------------------------------------------------------------------------------
 
+
 def cmd_diff(a: argparse.Namespace) -> int:
     from nnconform.reports.diff import diff_runs, load_run, render_html, render_text
+
     try:
         rows_a, rows_b = load_run(a.run_a), load_run(a.run_b)
     except (OSError, ValueError) as e:
@@ -561,6 +635,7 @@ def cmd_diff(a: argparse.Namespace) -> int:
     print(render_text(d, limit=a.limit))
     if a.html:
         from nnconform.artifacts.reportdir import atomic_write
+
         try:
             atomic_write(Path(a.html), render_html(d))
         except OSError as e:
@@ -571,25 +646,30 @@ def cmd_diff(a: argparse.Namespace) -> int:
 
 # ---- vectors -----------------------------------------------------------------------------
 
+
 def cmd_vectors(a: argparse.Namespace) -> int:
     if a.vectors_command == "import":
         from nnconform.cases.vectors_import import ImportProblem, import_vectors
+
         try:
-            res = import_vectors(a.aosp_dir, a.out_dir, folders=a.folder, generator=a.generator, specs=a.specs,
-                                 log=print)
+            res = import_vectors(
+                a.aosp_dir, a.out_dir, folders=a.folder, generator=a.generator, specs=a.specs, log=print
+            )
         except ImportProblem as e:
             return _err(str(e))
         except OSError as e:
             return _err(f"vectors import: {e}", EXIT_FAIL)
         print(f"nnconform: {res.cases} cases in {len(res.files)} files written to {res.out_dir}")
         if res.failures:
-            print(f"nnconform: {len(res.failures)} spec files failed: {', '.join(sorted(res.failures))}",
-                  file=sys.stderr)
+            print(
+                f"nnconform: {len(res.failures)} spec files failed: {', '.join(sorted(res.failures))}", file=sys.stderr
+            )
         if res.files:
             print(f"nnconform: run them with `nnconform run --suite vectors --vectors {res.out_dir}`")
         return EXIT_FAIL if res.failures else EXIT_OK
     if a.vectors_command == "unpack":
         from nnconform.vectors_data import BundleError, extract, manifest
+
         try:
             dest = extract(Path(a.dir))
             total = manifest()["total_cases"]
@@ -599,6 +679,7 @@ def cmd_vectors(a: argparse.Namespace) -> int:
         return EXIT_OK
     from nnconform.cases.vectors import resolve_root, vector_folders
     from nnconform.reference.ops.feature_levels import folder_level
+
     try:
         root = resolve_root(a.vectors)
         folders = vector_folders(root)
@@ -614,16 +695,19 @@ def cmd_vectors(a: argparse.Namespace) -> int:
             return _err(f"{d}: {e}", EXIT_FAIL)
         total += n
         level = folder_level(d.name)
-        print(f"  {d.name:16s} feature level {level if level is not None else '?':>2}  "
-              f"{len(files):4d} files {n:6d} cases")
+        print(
+            f"  {d.name:16s} feature level {level if level is not None else '?':>2}  {len(files):4d} files {n:6d} cases"
+        )
     print(f"  {total} cases")
     return EXIT_OK
 
 
 # ---- import (TFLite -> spec) ---------------------------------------------------------------
 
+
 def cmd_import(a: argparse.Namespace) -> int:
     from nnconform.cases.tflite_import import TfliteImportError, UnmappedOperations, import_tflite, write_spec
+
     try:
         res = import_tflite(a.model)
     except UnmappedOperations as e:
@@ -636,16 +720,20 @@ def cmd_import(a: argparse.Namespace) -> int:
     except OSError as e:
         return _err(f"{_shown(out)}: {e.strerror or e}", EXIT_FAIL)
     m = res.model
-    print(f"{_shown(a.model)}: {len(m.main.operations)} NNAPI operation(s) [{', '.join(m.operation_names())}] "
-          f"from {sum(res.op_counts.values())} TFLite operation(s); sha256 {res.meta['sha256'][:16]}...; "
-          f"{n} example(s) -> {_shown(out)}")
+    print(
+        f"{_shown(a.model)}: {len(m.main.operations)} NNAPI operation(s) [{', '.join(m.operation_names())}] "
+        f"from {sum(res.op_counts.values())} TFLite operation(s); sha256 {res.meta['sha256'][:16]}...; "
+        f"{n} example(s) -> {_shown(out)}"
+    )
     return EXIT_OK
 
 
 # ---- models (built-in and the mediapipe zoo) -------------------------------------------------
 
+
 def cmd_models(a: argparse.Namespace) -> int:
     from nnconform.models import builtin_entries, zoo
+
     if a.models_command == "fetch":
         try:
             entries = zoo.fetch(wheel=Path(a.wheel) if a.wheel else None)
@@ -664,6 +752,7 @@ def cmd_models(a: argparse.Namespace) -> int:
         print(f"(zoo {zoo.ZOO_NAME} not fetched: `nnconform models fetch` puts it in {zoo.zoo_dir()})")
         return EXIT_OK
     from nnconform.cases.tflite_import import TfliteImportError, UnmappedOperations, import_tflite
+
     for name, path in sorted(fetched.items()):
         try:
             res = import_tflite(path)
@@ -678,9 +767,11 @@ def cmd_models(a: argparse.Namespace) -> int:
 
 # ---- bench (MLTS benchmark on real models) ---------------------------------------------------
 
+
 def select_models(names: Sequence[str] | None):
     """Model entries by name; ``builtin`` and ``zoo`` name groups; none given: all of them."""
     from nnconform.models import available_models
+
     entries = available_models()
     if not names:
         return list(entries.values())
@@ -705,6 +796,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
     from nnconform import __version__
     from nnconform.bench import run_bench, table, write_artifacts, write_csv, write_html
     from nnconform.models.zoo import ZooError
+
     try:
         entries = select_models(a.models)
     except (ValueError, ZooError) as e:
@@ -716,8 +808,9 @@ def cmd_bench(a: argparse.Namespace) -> int:
         print("nnconform bench: no --driver given: benchmarking the bundled reference driver", flush=True)
     from nnconform.driver.loader import check_driver_name
     from nnconform.errors import DriverLoadError
+
     try:
-        for d in drivers:       # a misspelt name: one line now, not a FAIL row after the others ran
+        for d in drivers:  # a misspelt name: one line now, not a FAIL row after the others ran
             check_driver_name(d)
     except DriverLoadError as e:
         return _err(str(e))
@@ -727,24 +820,44 @@ def cmd_bench(a: argparse.Namespace) -> int:
     except OSError as e:
         return _err(f"{_shown(out)}: {e.strerror or e}")
     from nnconform.reference.kernels import jit
+
     # A benchmark warms up before it times: the reference's compiled kernels ([fast] extra)
     # are on for it unless NNCONFORM_JIT says otherwise (driver hosts inherit the variable).
     with jit.on_if_installed():
-        print(f"nnconform bench: {len(entries)} model(s) x {len(drivers)} driver(s); warm-up {a.warmup}, "
-              f"{a.iterations} timed executions, {a.inputs} seeded inputs (seed {a.seed}); every driver in a "
-              f"driver host; reference: {jit.describe()}", flush=True)
-        rows = run_bench(drivers, entries, warmup=a.warmup, iterations=a.iterations, inputs_count=a.inputs,
-                         seed=a.seed, call_timeout=a.call_timeout, mem_limit=a.mem_limit)
+        print(
+            f"nnconform bench: {len(entries)} model(s) x {len(drivers)} driver(s); warm-up {a.warmup}, "
+            f"{a.iterations} timed executions, {a.inputs} seeded inputs (seed {a.seed}); every driver in a "
+            f"driver host; reference: {jit.describe()}",
+            flush=True,
+        )
+        rows = run_bench(
+            drivers,
+            entries,
+            warmup=a.warmup,
+            iterations=a.iterations,
+            inputs_count=a.inputs,
+            seed=a.seed,
+            call_timeout=a.call_timeout,
+            mem_limit=a.mem_limit,
+        )
         kernels = jit.describe()
-    meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "harness": __version__, "drivers": ", ".join(drivers), "warm-up": a.warmup,
-            "iterations": a.iterations, "inputs": a.inputs, "seed": a.seed, "cpus": os.cpu_count()}
+    meta = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "harness": __version__,
+        "drivers": ", ".join(drivers),
+        "warm-up": a.warmup,
+        "iterations": a.iterations,
+        "inputs": a.inputs,
+        "seed": a.seed,
+        "cpus": os.cpu_count(),
+    }
     # The reference is the accuracy baseline (and maybe a benchmarked driver): whether it ran
     # its compiled kernels ([fast] extra) or numpy only explains its latency column.
     meta["reference kernels"] = kernels
     from nnconform.reference.kernels.heap import (
         retain_freed_memory,  # (the driver hosts decide the same from the same environment)
     )
+
     meta["reference heap"] = retain_freed_memory()
     try:
         write_csv(rows, out / "bench.csv")
@@ -753,21 +866,26 @@ def cmd_bench(a: argparse.Namespace) -> int:
     except OSError as e:
         return _err(f"{_shown(out)}: {e.strerror or e}", EXIT_FAIL)
     print(table(rows))
-    print(f"nnconform: {out / 'bench.csv'}  {out / 'bench.html'}  (and the report directory's "
-          f"report.html, summary.json, results.csv, results.jsonl, run.json)")
+    print(
+        f"nnconform: {out / 'bench.csv'}  {out / 'bench.html'}  (and the report directory's "
+        f"report.html, summary.json, results.csv, results.jsonl, run.json)"
+    )
     return code
 
 
 # ---- probe -------------------------------------------------------------------------------
 
+
 def cmd_probe(a: argparse.Namespace) -> int:
     """Capability probe (nnconform.cases.probe): claimed vs working per operation x type x rank."""
     from nnconform.cases.probe import OVER, UNDER, CapabilityCache
     from nnconform.errors import DriverLoadError
+
     if a.samples < 1:
         return _err(f"--samples must be at least 1, not {a.samples}")
     from nnconform.generators.signatures import SIGNATURES
     from nnconform.ir import OperationType
+
     ops = None
     if a.ops:
         names = [n.strip().upper() for n in a.ops.split(",") if n.strip()]
@@ -784,30 +902,39 @@ def cmd_probe(a: argparse.Namespace) -> int:
         if a.force:
             cache.cells.clear()
             cache.probed_s = 0.0
-        print(f"nnconform: probing {cache.name} {cache.version} ({a.samples} model(s) per cell, seed {a.seed}); "
-              f"matrix: {cache.path}", flush=True)
+        print(
+            f"nnconform: probing {cache.name} {cache.version} ({a.samples} model(s) per cell, seed {a.seed}); "
+            f"matrix: {cache.path}",
+            flush=True,
+        )
         probed = cache.ensure(ops)
         if not probed:
-            cache.write()   # rewrite the Markdown from the cached cells
+            cache.write()  # rewrite the Markdown from the cached cells
         data = cache.data()
     except OSError as e:
         from nnconform.artifacts.reportdir import describe_os_error
+
         return _err(describe_os_error(e, Path(a.report_dir)))
     finally:
         if getattr(device, "isolated", False):
             device.close()
     s = data["summary"]
-    print(f"{len(data['cells'])} cells ({probed} probed now, {data['seconds']} s of probing): "
-          + ", ".join(f"{v} {k}" for k, v in s.items()))
+    print(
+        f"{len(data['cells'])} cells ({probed} probed now, {data['seconds']} s of probing): "
+        + ", ".join(f"{v} {k}" for k, v in s.items())
+    )
     for c in data["cells"]:
         if c["status"] in (OVER, UNDER):
-            print(f"  {c['status']}: {c['operation']} {c['data_type']} rank {c['rank']}"
-                  + (f" ({c['message'][:120]})" if c["message"] else ""))
+            print(
+                f"  {c['status']}: {c['operation']} {c['data_type']} rank {c['rank']}"
+                + (f" ({c['message'][:120]})" if c["message"] else "")
+            )
     print(f"nnconform: capability matrix written to {cache.path} and {cache.path.parent / 'capabilities.md'}")
     return EXIT_FAIL if s[OVER] else 0
 
 
 # ---- stress ------------------------------------------------------------------------------
+
 
 def cmd_stress(a: argparse.Namespace) -> int:
     from nnconform.stress.runner import (
@@ -820,6 +947,7 @@ def cmd_stress(a: argparse.Namespace) -> int:
         run_stress,
     )
     from nnconform.stress.tests import StressOptions
+
     try:
         if a.list:
             for name in TESTS:
@@ -844,24 +972,40 @@ def cmd_stress(a: argparse.Namespace) -> int:
                 durations[name] = float(sec)
             except ValueError:
                 return _err(f"bad --duration {item!r}: {sec!r} is not a number of seconds")
-        opts = StressOptions(durations=durations, threads=a.threads, processes=a.processes,
-                             client_threads=a.client_threads, hang_grace=a.hang_grace,
-                             perf_threshold=a.perf_threshold, leak_threshold_mb=a.leak_threshold_mb,
-                             random_pause=a.random_pause, soak_executions=a.soak_executions,
-                             worker_leak_mb=a.worker_leak_mb)
+        opts = StressOptions(
+            durations=durations,
+            threads=a.threads,
+            processes=a.processes,
+            client_threads=a.client_threads,
+            hang_grace=a.hang_grace,
+            perf_threshold=a.perf_threshold,
+            leak_threshold_mb=a.leak_threshold_mb,
+            random_pause=a.random_pause,
+            soak_executions=a.soak_executions,
+            worker_leak_mb=a.worker_leak_mb,
+        )
         if a.soak_executions < 1 or a.worker_leak_mb <= 0:
             return _err("--soak-executions must be >= 1 and --worker-leak-mb > 0")
         seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "little")
-        cfg = StressConfig(driver=a.driver, budget_s=a.budget, tests=tests,
-                           workers=a.workers if (a.workers is not None or a.resume) else 1, seed=seed,
-                           report_dir=a.report_dir, options=opts, mem_limit=a.mem_limit, cases=a.case,
-                           claims=not a.no_probe)
+        cfg = StressConfig(
+            driver=a.driver,
+            budget_s=a.budget,
+            tests=tests,
+            workers=a.workers if (a.workers is not None or a.resume) else 1,
+            seed=seed,
+            report_dir=a.report_dir,
+            options=opts,
+            mem_limit=a.mem_limit,
+            cases=a.case,
+            claims=not a.no_probe,
+        )
         check_config(cfg)  # --budget 0, --workers 0 ... would run nothing and exit 0: usage errors
         problem = _check_cluster(a)
         if problem:
             return _err(problem)
         if not a.resume:
             from nnconform.errors import DriverLoadError
+
             try:
                 _check_driver(a.driver, in_process=False)  # one line now rather than a dead worker later
             except DriverLoadError as e:
@@ -882,6 +1026,7 @@ def _stress_on_cluster(a: argparse.Namespace, cfg) -> int:
     from nnconform.cluster.connect import open_cluster, parse_resources
     from nnconform.cluster.stress import ClusterBox
     from nnconform.stress.runner import run_stress
+
     try:
         handle = open_cluster(a.cluster, parse_resources(a.worker_resources))
     except ClusterError as e:
@@ -897,9 +1042,11 @@ def _stress_on_cluster(a: argparse.Namespace, cfg) -> int:
 
 # ---- fuzz --------------------------------------------------------------------------------
 
+
 def cmd_fuzz(a: argparse.Namespace) -> int:
     from nnconform.fuzz.runner import FuzzConfig, FuzzUsageError, run_fuzz
     from nnconform.stress.runner import StressUsageError
+
     try:
         if a.budget is not None and a.cases is not None:
             return _err("give --budget or --cases, not both")
@@ -907,22 +1054,31 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
             return _err(f"--cases must be at least 1, not {a.cases}")
         budget = a.budget if a.budget is not None else (None if a.cases else 600.0)
         seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "little") >> 1
-        cfg = FuzzConfig(driver=a.driver, report_dir=Path(a.report_dir), seed=seed, budget_s=budget,
-                         max_cases=a.cases, call_timeout=a.call_timeout, mem_limit=a.mem_limit,
-                         slow_s=a.slow)
+        cfg = FuzzConfig(
+            driver=a.driver,
+            report_dir=Path(a.report_dir),
+            seed=seed,
+            budget_s=budget,
+            max_cases=a.cases,
+            call_timeout=a.call_timeout,
+            mem_limit=a.mem_limit,
+            slow_s=a.slow,
+        )
         problem = _check_cluster(a)
         if problem:
             return _err(problem)
         if not a.resume:
             from nnconform.errors import DriverLoadError
+
             try:
-                _check_driver(a.driver, in_process=False)   # one line now rather than a dead host later
+                _check_driver(a.driver, in_process=False)  # one line now rather than a dead host later
             except DriverLoadError as e:
                 return _err(str(e))
         if a.cluster:
             from nnconform.cluster import ClusterError
             from nnconform.cluster.connect import open_cluster, parse_resources
             from nnconform.cluster.fuzz import cluster_cases
+
             try:
                 handle = open_cluster(a.cluster, parse_resources(a.worker_resources))
             except ClusterError as e:
@@ -968,48 +1124,107 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from nnconform.cli.options import add_options
     from nnconform.verdict.outcome import exit_status_help
-    p = _Parser(prog="nnconform", description="Conformance and stress tests for NN drivers.",
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=exit_status_help())
+
+    p = _Parser(
+        prog="nnconform",
+        description="Conformance and stress tests for NN drivers.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=exit_status_help(),
+    )
     from nnconform import __version__
+
     p.add_argument("--version", action="version", version=f"nnconform {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="run conformance suites against a driver and write a report",
-                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=RUN_EPILOG)
+    r = sub.add_parser(
+        "run",
+        help="run conformance suites against a driver and write a report",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=RUN_EPILOG,
+    )
     add_options(r, "run")
-    r.add_argument("--suite", action="append", help="suite to run (repeatable; default: all). "
-                   "Available: " + ", ".join(available_suites()))
+    r.add_argument(
+        "--suite",
+        action="append",
+        help="suite to run (repeatable; default: all). Available: " + ", ".join(available_suites()),
+    )
     r.add_argument("--vectors", default=None, help="AOSP vectors directory for the vectors suite")
-    r.add_argument("--variants", default=None, metavar="MODE",
-                   help="vectors suite execution matrix: rotate (default: plain sync plus one variant per "
-                        "vector, chosen from the seed), all (the full VTS matrix), none (plain sync only), "
-                        "or a comma list of kinds: "
-                        "general, dynamic_shape, fenced, memory_domain, quant_coupling, deadline, priority, "
-                        "caching, infinite_loop, mutation, request_mutation")
-    r.add_argument("--cluster-grace", type=_duration, default=None, metavar="DURATION",
-                   help="with --cluster: how long the run waits for a lost scheduler to come back "
-                        "before it ends as interrupted, for --resume to finish (default 60)")
-    r.add_argument("--no-partition", action="store_true",
-                   help="skip every case the driver supports only in part (default: run it partitioned, "
-                        "the driver's operations on the driver and the rest on the reference)")
-    r.add_argument("--no-probe", action="store_true",
-                   help="no capability probe at the start of the run, and the random suite draws from "
-                        "every operation, not only those the driver claims")
-    r.add_argument("--expected-failures", metavar="FILE", default=None,
-                   help="JSON list of test-id patterns expected to fail, with reasons: they are XFAIL; "
-                        "one that passes is XPASS and fails the run unless marked \"strict\": false")
-    r.add_argument("--max-skip-ratio", type=float, default=None, metavar="R",
-                   help="exit 1 when more than this share (0..1) of the cases SKIP (a run that tests nothing)")
-    r.add_argument("--only-supported", action="store_true",
-                   help="run only the cases whose every operation the driver claims (and the invalid "
-                        "models it must reject); the rest are not run instead of SKIP rows")
-    r.add_argument("--progress", type=float, default=None, metavar="SECONDS",
-                   help="print cases done and an estimate of the time left every SECONDS (default 30; 0: never)")
-    r.add_argument("--history", metavar="DIR", default=None,
-                   help="append this run's summary to DIR/history.jsonl; report.html shows the trend across runs")
-    r.add_argument("--lf", "--last-failed", dest="last_failed", action="store_true",
-                   help="rerun only the cases that failed in the last run into --report-dir")
-    r.add_argument("--ff", "--failed-first", dest="failed_first", action="store_true",
-                   help="run the cases that failed in the last run into --report-dir first")
+    r.add_argument(
+        "--variants",
+        default=None,
+        metavar="MODE",
+        help="vectors suite execution matrix: rotate (default: plain sync plus one variant per "
+        "vector, chosen from the seed), all (the full VTS matrix), none (plain sync only), "
+        "or a comma list of kinds: "
+        "general, dynamic_shape, fenced, memory_domain, quant_coupling, deadline, priority, "
+        "caching, infinite_loop, mutation, request_mutation",
+    )
+    r.add_argument(
+        "--cluster-grace",
+        type=_duration,
+        default=None,
+        metavar="DURATION",
+        help="with --cluster: how long the run waits for a lost scheduler to come back "
+        "before it ends as interrupted, for --resume to finish (default 60)",
+    )
+    r.add_argument(
+        "--no-partition",
+        action="store_true",
+        help="skip every case the driver supports only in part (default: run it partitioned, "
+        "the driver's operations on the driver and the rest on the reference)",
+    )
+    r.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="no capability probe at the start of the run, and the random suite draws from "
+        "every operation, not only those the driver claims",
+    )
+    r.add_argument(
+        "--expected-failures",
+        metavar="FILE",
+        default=None,
+        help="JSON list of test-id patterns expected to fail, with reasons: they are XFAIL; "
+        'one that passes is XPASS and fails the run unless marked "strict": false',
+    )
+    r.add_argument(
+        "--max-skip-ratio",
+        type=float,
+        default=None,
+        metavar="R",
+        help="exit 1 when more than this share (0..1) of the cases SKIP (a run that tests nothing)",
+    )
+    r.add_argument(
+        "--only-supported",
+        action="store_true",
+        help="run only the cases whose every operation the driver claims (and the invalid "
+        "models it must reject); the rest are not run instead of SKIP rows",
+    )
+    r.add_argument(
+        "--progress",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="print cases done and an estimate of the time left every SECONDS (default 30; 0: never)",
+    )
+    r.add_argument(
+        "--history",
+        metavar="DIR",
+        default=None,
+        help="append this run's summary to DIR/history.jsonl; report.html shows the trend across runs",
+    )
+    r.add_argument(
+        "--lf",
+        "--last-failed",
+        dest="last_failed",
+        action="store_true",
+        help="rerun only the cases that failed in the last run into --report-dir",
+    )
+    r.add_argument(
+        "--ff",
+        "--failed-first",
+        dest="failed_first",
+        action="store_true",
+        help="run the cases that failed in the last run into --report-dir first",
+    )
     sub.add_parser("drivers", help="list installed drivers and their capabilities")
     v = sub.add_parser("validate", help="check a spec file (format and model validity)")
     v.add_argument("file")
@@ -1017,17 +1232,23 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--results", help="a results.jsonl of a vectors run, to count vectors passed")
     c.add_argument("--format", choices=("md", "csv"), default="md")
     c.add_argument("--write-readme", metavar="README", help="replace the table between the coverage markers")
-    df = sub.add_parser("diff", help="compare two runs: new failures, fixed, flaky, still failing",
-                        description="Compare run B with the earlier run A (report directories or results.jsonl "
-                                    "files). Exit status 1 when B has new failures, else 0.")
+    df = sub.add_parser(
+        "diff",
+        help="compare two runs: new failures, fixed, flaky, still failing",
+        description="Compare run B with the earlier run A (report directories or results.jsonl "
+        "files). Exit status 1 when B has new failures, else 0.",
+    )
     df.add_argument("run_a")
     df.add_argument("run_b")
     df.add_argument("--html", metavar="FILE", help="also write the comparison as a self-contained HTML page")
     df.add_argument("--limit", type=int, default=50, help="cases listed per class in the text (default 50)")
     vs = sub.add_parser("vectors", help="the golden vectors: import AOSP specs, unpack or list the bundled copy")
     vsub = vs.add_subparsers(dest="vectors_command", required=True)
-    vi = vsub.add_parser("import", help="convert the *.mod.py test specs of an AOSP checkout into vectors JSON, "
-                         "with that checkout's own test generator")
+    vi = vsub.add_parser(
+        "import",
+        help="convert the *.mod.py test specs of an AOSP checkout into vectors JSON, "
+        "with that checkout's own test generator",
+    )
     vi.add_argument("aosp_dir", help="packages/modules/NeuralNetworks, frameworks/ml, or an AOSP tree root")
     vi.add_argument("out_dir", help="vectors directory to write (one folder per spec folder)")
     vi.add_argument("--folder", action="append", help="only this spec folder, e.g. AIDL_V3 (repeatable)")
@@ -1036,7 +1257,9 @@ def build_parser() -> argparse.ArgumentParser:
     vu = vsub.add_parser("unpack", help="write the bundled vectors into a directory (e.g. to add imported folders)")
     vu.add_argument("dir")
     vl = vsub.add_parser("list", help="folders, feature levels and case counts of a vectors tree")
-    vl.add_argument("--vectors", default=None, help="vectors directory (default: $NNCONFORM_VECTORS or the bundled copy)")
+    vl.add_argument(
+        "--vectors", default=None, help="vectors directory (default: $NNCONFORM_VECTORS or the bundled copy)"
+    )
     rp = sub.add_parser("replay", help="re-run a spec file (e.g. a dumped failure) on a driver")
     rp.add_argument("spec")
     add_options(rp, "replay")
@@ -1044,24 +1267,36 @@ def build_parser() -> argparse.ArgumentParser:
     im = sub.add_parser("import", help="convert a .tflite model into a spec file (needs the [tflite] extra)")
     im.add_argument("model", help="a .tflite flatbuffer")
     im.add_argument("-o", "--output", help="spec file to write (default: MODEL.spec.json)")
-    im.add_argument("--examples", type=int, default=1,
-                    help="seeded examples with the reference's outputs to include (default 1; 0 for none)")
+    im.add_argument(
+        "--examples",
+        type=int,
+        default=1,
+        help="seeded examples with the reference's outputs to include (default 1; 0 for none)",
+    )
     add_options(im, "import")
     md = sub.add_parser("models", help="real models: the built-in MobileNets and the mediapipe zoo")
     msub = md.add_subparsers(dest="models_command", required=True)
-    mf = msub.add_parser("fetch", help="pip download mediapipe==0.10.14 --no-deps and extract its .tflite models "
-                         "into the cache")
+    mf = msub.add_parser(
+        "fetch", help="pip download mediapipe==0.10.14 --no-deps and extract its .tflite models into the cache"
+    )
     mf.add_argument("--wheel", help="extract from this mediapipe wheel instead of downloading it")
     msub.add_parser("list", help="built-in models and fetched zoo models (with what imports)")
     bn = sub.add_parser("bench", help="MLTS benchmark: compile time, latency and accuracy of real models per driver")
     add_options(bn, "bench")
-    bn.add_argument("--models", action="append", help="model names, or the groups builtin / zoo (comma-separated, "
-                    "repeatable; default: all, see `nnconform models list`)")
+    bn.add_argument(
+        "--models",
+        action="append",
+        help="model names, or the groups builtin / zoo (comma-separated, "
+        "repeatable; default: all, see `nnconform models list`)",
+    )
     bn.add_argument("--warmup", type=int, default=5, help="untimed executions first (default 5)")
     bn.add_argument("--iterations", type=int, default=50, help="timed executions per model (default 50)")
     bn.add_argument("--inputs", type=int, default=4, help="seeded inputs per model for accuracy (default 4)")
-    pb = sub.add_parser("probe", help="capability probe: what the driver claims vs what works, per operation "
-                                      "x data type x rank (exit 1 on an over-claim)")
+    pb = sub.add_parser(
+        "probe",
+        help="capability probe: what the driver claims vs what works, per operation "
+        "x data type x rank (exit 1 on an over-claim)",
+    )
     add_options(pb, "probe")
     pb.add_argument("--samples", type=int, default=2, help="one-operation models per cell (default 2)")
     pb.add_argument("--ops", help="only these operations, comma-separated (default: every covered one)")
@@ -1074,27 +1309,53 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--threads", type=int, default=4, help="parallel-inference threads")
     st.add_argument("--processes", type=int, default=3, help="multi-process clients")
     st.add_argument("--client-threads", type=int, default=2, help="threads per multi-process client")
-    st.add_argument("--hang-grace", type=_duration, metavar="DURATION", default=10.0, help="seconds past a case's duration before HANG")
+    st.add_argument(
+        "--hang-grace",
+        type=_duration,
+        metavar="DURATION",
+        default=10.0,
+        help="seconds past a case's duration before HANG",
+    )
     st.add_argument("--perf-threshold", type=float, default=0.5, help="performance degradation limit (0.5 = +50%%)")
     st.add_argument("--leak-threshold-mb", type=float, default=32.0, help="RSS growth that counts as a leak")
     st.add_argument("--random-pause", type=float, default=0.0, help="pause after each random-graph case (s)")
     from nnconform.stress import SOAK_EXECUTIONS
-    st.add_argument("--soak-executions", type=int, default=SOAK_EXECUTIONS,
-                    help=f"execution-soak: executions of one prepared model (default {SOAK_EXECUTIONS:,}, past "
-                         "counters that wrap at 2^16); the case also ends at its --duration")
-    st.add_argument("--worker-leak-mb", type=float, default=512.0,
-                    help="a worker's RSS growth over its whole life that fails the run (MiB, default 512)")
-    st.add_argument("--no-probe", action="store_true",
-                    help="random graphs draw fp32 over every operation instead of the cells the driver claims "
-                         "(asked once per run, for every data type)")
+
+    st.add_argument(
+        "--soak-executions",
+        type=int,
+        default=SOAK_EXECUTIONS,
+        help=f"execution-soak: executions of one prepared model (default {SOAK_EXECUTIONS:,}, past "
+        "counters that wrap at 2^16); the case also ends at its --duration",
+    )
+    st.add_argument(
+        "--worker-leak-mb",
+        type=float,
+        default=512.0,
+        help="a worker's RSS growth over its whole life that fails the run (MiB, default 512)",
+    )
+    st.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="random graphs draw fp32 over every operation instead of the cells the driver claims "
+        "(asked once per run, for every data type)",
+    )
     st.add_argument("--report-only", action="store_true", help="rebuild CSV/HTML from the journal and exit")
     st.add_argument("--list", action="store_true", help="list the stress tests and exit")
-    fz = sub.add_parser("fuzz", help="feed a driver arbitrary, mostly invalid models; bucket crashes, hangs, "
-                                     "out-of-memory and slow cases with a minimal replayable spec each")
+    fz = sub.add_parser(
+        "fuzz",
+        help="feed a driver arbitrary, mostly invalid models; bucket crashes, hangs, "
+        "out-of-memory and slow cases with a minimal replayable spec each",
+    )
     add_options(fz, "fuzz")
     fz.add_argument("--cases", type=int, default=None, help="run exactly this many cases instead of a budget")
-    fz.add_argument("--slow", type=_duration, default=3.0, metavar="DURATION",
-                    help="a case slower than this is a SLOW finding (default 3s)")
+    fz.add_argument(
+        "--slow",
+        type=_duration,
+        default=3.0,
+        metavar="DURATION",
+        help="a case slower than this is a SLOW finding (default 3s)",
+    )
     # Every command exits by the one table; each command's --help prints it.
     for parser in _subparsers(p):
         parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -1127,21 +1388,23 @@ def _main(argv: Sequence[str] | None = None) -> int:
     extra: list[str] = []
     if "--" in argv:
         k = argv.index("--")
-        argv, extra = argv[:k], argv[k + 1:]
+        argv, extra = argv[:k], argv[k + 1 :]
     try:
         a = build_parser().parse_args(argv)
     except UsageError as e:
         return _err(str(e))
     from nnconform.driver.loader import resolve_driver_spec
+
     # A driver file given by a relative path is made absolute here, once: driver hosts, sandbox
     # workers and cluster workers may run in another directory, and reports name it so too.
     if isinstance(getattr(a, "driver", None), str):
         a.driver = resolve_driver_spec(a.driver)
-    elif isinstance(getattr(a, "driver", None), list):         # bench: --driver is repeatable
+    elif isinstance(getattr(a, "driver", None), list):  # bench: --driver is repeatable
         a.driver = [resolve_driver_spec(d) for d in a.driver]
     from nnconform.reference.kernels.heap import check_environment
+
     try:
-        check_environment()    # before any command builds an executor that would apply it
+        check_environment()  # before any command builds an executor that would apply it
     except ValueError as e:
         return _err(str(e))
     if a.command == "run":
@@ -1155,7 +1418,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if a.command == "coverage":
         return cmd_coverage(a)
     if a.command == "stress":
-        with _interrupt_on_termination():     # (ends as interrupted, like run's)
+        with _interrupt_on_termination():  # (ends as interrupted, like run's)
             return cmd_stress(a)
     if a.command == "probe":
         return cmd_probe(a)

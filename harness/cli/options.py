@@ -12,6 +12,7 @@ Old spellings stay for one release as aliases that still work and print a warnin
 Per-command differences are in the table too (``defaults``), each with its reason in the help:
 the fuzzer's short call bound, and the report directory each command writes by default.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -97,6 +98,7 @@ def _text(text: object) -> str:
 @dataclass(frozen=True)
 class Kind:
     """A value syntax: how text becomes a value and back."""
+
     name: str
     parse: Callable[[object], Any]
     format: Callable[[Any], str] = str
@@ -112,16 +114,16 @@ FLAG = Kind("flag", bool)
 
 @dataclass(frozen=True)
 class SharedOption:
-    name: str                           # the spelling, e.g. "--report-dir"
+    name: str  # the spelling, e.g. "--report-dir"
     kind: Kind
     help: str
-    default: Any = None                 # parsed value; None: the command decides (said in help)
-    defaults: dict[str, Any] = field(default_factory=dict)   # per command, with the reason in help
+    default: Any = None  # parsed value; None: the command decides (said in help)
+    defaults: dict[str, Any] = field(default_factory=dict)  # per command, with the reason in help
     metavar: str | None = None
-    short: str | None = None            # e.g. "-n"
-    aliases: tuple[str, ...] = ()       # old spellings: accepted for one release, with a warning
-    pytest_name: str | None = None      # the pytest plugin's spelling, if the plugin takes it
-    repeat: bool = False                # may be given more than once (a list)
+    short: str | None = None  # e.g. "-n"
+    aliases: tuple[str, ...] = ()  # old spellings: accepted for one release, with a warning
+    pytest_name: str | None = None  # the pytest plugin's spelling, if the plugin takes it
+    repeat: bool = False  # may be given more than once (a list)
 
     @property
     def dest(self) -> str:
@@ -131,50 +133,137 @@ class SharedOption:
         return self.defaults.get(command, self.default)
 
 
-OPTIONS: dict[str, SharedOption] = {o.name: o for o in [
-    SharedOption("--driver", TEXT, "driver under test: an installed name (`nnconform drivers`), "
-                 "module:attribute, or path/to/file.py:attribute", default="reference",
-                 metavar="DRIVER", pytest_name="--driver"),
-    SharedOption("--report-dir", TEXT, "directory the run's artifacts go to (run.json, results.jsonl, "
-                 "results.csv, summary.json, report.html)", default="nnconform-report",
-                 defaults={"stress": "nnconform-stress", "fuzz": "nnconform-fuzz", "bench": "nnconform-bench"},
-                 metavar="DIR", aliases=("--out-dir",), pytest_name="--nn-report-dir"),
-    SharedOption("--seed", SEED, "seed of everything random (default: a new one, printed and recorded; "
-                 "bench, probe and import default to 0 so that their inputs repeat)",
-                 defaults={"bench": 0, "probe": 0, "import": 0}, metavar="N", pytest_name="--nn-seed"),
-    SharedOption("--call-timeout", DURATION, "how long one driver call may take before the case is a HANG "
-                 "(default 60s; fuzz 5s: its models are tiny, and a hang found costs the budget it waits)",
-                 default=60.0, defaults={"fuzz": 5.0}, metavar="DURATION", pytest_name="--nn-call-timeout"),
-    SharedOption("--mem-limit", SIZE, "memory limit (RLIMIT_AS) of each driver host or stress worker: "
-                 "4G, 512M, 0 for none (default 4G)", default=4 << 30, metavar="SIZE",
-                 pytest_name="--nn-mem-limit"),
-    SharedOption("--budget", DURATION, "wall-clock budget of the run: 90s, 30m, 2h (default: stress 30m, "
-                 "fuzz 10m unless --cases)", defaults={"stress": 1800.0}, metavar="DURATION"),
-    SharedOption("--workers", COUNT, "cases run in parallel (processes for run, sandboxes for stress; "
-                 "default 1)", short="-n", metavar="N"),
-    SharedOption("--resume", FLAG, "continue the interrupted run recorded in --report-dir, with its "
-                 "recorded driver, seed and selection", pytest_name="--nn-resume"),
-    SharedOption("--in-process", FLAG, "load the driver into this process instead of a driver host "
-                 "(debugging under pdb; a crash or hang of the driver then ends or stalls the command)",
-                 pytest_name="--nn-in-process"),
-    SharedOption("--cluster", TEXT, "run the cases on a Dask cluster: a scheduler address "
-                 "(tcp://host:8786) or local:N (N worker processes here); needs the [cluster] extra",
-                 metavar="ADDRESS"),
-    SharedOption("--worker-resources", TEXT, "with --cluster: run cases only on workers started with "
-                 "these resources, e.g. device=1", metavar="NAME=N[,...]"),
-]}
+OPTIONS: dict[str, SharedOption] = {
+    o.name: o
+    for o in [
+        SharedOption(
+            "--driver",
+            TEXT,
+            "driver under test: an installed name (`nnconform drivers`), "
+            "module:attribute, or path/to/file.py:attribute",
+            default="reference",
+            metavar="DRIVER",
+            pytest_name="--driver",
+        ),
+        SharedOption(
+            "--report-dir",
+            TEXT,
+            "directory the run's artifacts go to (run.json, results.jsonl, results.csv, summary.json, report.html)",
+            default="nnconform-report",
+            defaults={"stress": "nnconform-stress", "fuzz": "nnconform-fuzz", "bench": "nnconform-bench"},
+            metavar="DIR",
+            aliases=("--out-dir",),
+            pytest_name="--nn-report-dir",
+        ),
+        SharedOption(
+            "--seed",
+            SEED,
+            "seed of everything random (default: a new one, printed and recorded; "
+            "bench, probe and import default to 0 so that their inputs repeat)",
+            defaults={"bench": 0, "probe": 0, "import": 0},
+            metavar="N",
+            pytest_name="--nn-seed",
+        ),
+        SharedOption(
+            "--call-timeout",
+            DURATION,
+            "how long one driver call may take before the case is a HANG "
+            "(default 60s; fuzz 5s: its models are tiny, and a hang found costs the budget it waits)",
+            default=60.0,
+            defaults={"fuzz": 5.0},
+            metavar="DURATION",
+            pytest_name="--nn-call-timeout",
+        ),
+        SharedOption(
+            "--mem-limit",
+            SIZE,
+            "memory limit (RLIMIT_AS) of each driver host or stress worker: 4G, 512M, 0 for none (default 4G)",
+            default=4 << 30,
+            metavar="SIZE",
+            pytest_name="--nn-mem-limit",
+        ),
+        SharedOption(
+            "--budget",
+            DURATION,
+            "wall-clock budget of the run: 90s, 30m, 2h (default: stress 30m, fuzz 10m unless --cases)",
+            defaults={"stress": 1800.0},
+            metavar="DURATION",
+        ),
+        SharedOption(
+            "--workers",
+            COUNT,
+            "cases run in parallel (processes for run, sandboxes for stress; default 1)",
+            short="-n",
+            metavar="N",
+        ),
+        SharedOption(
+            "--resume",
+            FLAG,
+            "continue the interrupted run recorded in --report-dir, with its recorded driver, seed and selection",
+            pytest_name="--nn-resume",
+        ),
+        SharedOption(
+            "--in-process",
+            FLAG,
+            "load the driver into this process instead of a driver host "
+            "(debugging under pdb; a crash or hang of the driver then ends or stalls the command)",
+            pytest_name="--nn-in-process",
+        ),
+        SharedOption(
+            "--cluster",
+            TEXT,
+            "run the cases on a Dask cluster: a scheduler address "
+            "(tcp://host:8786) or local:N (N worker processes here); needs the [cluster] extra",
+            metavar="ADDRESS",
+        ),
+        SharedOption(
+            "--worker-resources",
+            TEXT,
+            "with --cluster: run cases only on workers started with these resources, e.g. device=1",
+            metavar="NAME=N[,...]",
+        ),
+    ]
+}
 
 # Which shared options each command takes.  A new shared option goes into OPTIONS and here,
 # never into one command's parser alone.
 COMMAND_OPTIONS: dict[str, tuple[str, ...]] = {
-    "run": ("--driver", "--report-dir", "--seed", "--call-timeout", "--mem-limit", "--workers", "--resume",
-            "--in-process", "--cluster", "--worker-resources"),
+    "run": (
+        "--driver",
+        "--report-dir",
+        "--seed",
+        "--call-timeout",
+        "--mem-limit",
+        "--workers",
+        "--resume",
+        "--in-process",
+        "--cluster",
+        "--worker-resources",
+    ),
     "replay": ("--driver", "--call-timeout", "--mem-limit", "--in-process"),
     "probe": ("--driver", "--report-dir", "--seed", "--call-timeout", "--mem-limit", "--in-process"),
-    "stress": ("--driver", "--report-dir", "--seed", "--mem-limit", "--budget", "--workers", "--resume",
-               "--cluster", "--worker-resources"),
-    "fuzz": ("--driver", "--report-dir", "--seed", "--call-timeout", "--mem-limit", "--budget", "--resume",
-             "--cluster", "--worker-resources"),
+    "stress": (
+        "--driver",
+        "--report-dir",
+        "--seed",
+        "--mem-limit",
+        "--budget",
+        "--workers",
+        "--resume",
+        "--cluster",
+        "--worker-resources",
+    ),
+    "fuzz": (
+        "--driver",
+        "--report-dir",
+        "--seed",
+        "--call-timeout",
+        "--mem-limit",
+        "--budget",
+        "--resume",
+        "--cluster",
+        "--worker-resources",
+    ),
     "bench": ("--driver", "--report-dir", "--seed", "--call-timeout", "--mem-limit"),
     "import": ("--seed",),
 }
@@ -187,7 +276,7 @@ class _Typed:
 
     def __init__(self, opt: SharedOption):
         self.opt = opt
-        self.__name__ = opt.kind.name    # argparse names the type in some messages
+        self.__name__ = opt.kind.name  # argparse names the type in some messages
 
     def __call__(self, text: str) -> Any:
         try:
@@ -203,10 +292,18 @@ class _WarnAlias(argparse.Action):
         self.new = new
         super().__init__(*args, **kwargs)
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
-        print(f"nnconform: warning: {option_string} is deprecated; use {self.new} (the old spelling "
-              f"goes in the next release)", file=sys.stderr)
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        print(
+            f"nnconform: warning: {option_string} is deprecated; use {self.new} (the old spelling "
+            f"goes in the next release)",
+            file=sys.stderr,
+        )
         setattr(namespace, self.dest, values)
 
 
@@ -221,12 +318,25 @@ def add_options(parser: argparse.ArgumentParser, command: str) -> None:
             continue
         default = opt.default_for(command)
         help_text = opt.help + (" (repeatable)" if repeat else "")
-        parser.add_argument(*flags, dest=opt.dest, type=_Typed(opt), metavar=opt.metavar,
-                            action="append" if repeat else "store",
-                            default=None if repeat else default, help=help_text)
+        parser.add_argument(
+            *flags,
+            dest=opt.dest,
+            type=_Typed(opt),
+            metavar=opt.metavar,
+            action="append" if repeat else "store",
+            default=None if repeat else default,
+            help=help_text,
+        )
         for alias in opt.aliases:
-            parser.add_argument(alias, dest=opt.dest, type=_Typed(opt), metavar=opt.metavar,
-                                action=_WarnAlias, new=opt.name, help=argparse.SUPPRESS)
+            parser.add_argument(
+                alias,
+                dest=opt.dest,
+                type=_Typed(opt),
+                metavar=opt.metavar,
+                action=_WarnAlias,
+                new=opt.name,
+                help=argparse.SUPPRESS,
+            )
 
 
 def add_pytest_options(group: Any) -> None:
@@ -239,8 +349,14 @@ def add_pytest_options(group: Any) -> None:
         if opt.kind is FLAG:
             group.addoption(opt.pytest_name, action="store_true", dest=dest, help=opt.help)
         else:
-            group.addoption(opt.pytest_name, dest=dest, type=_Typed(opt), default=opt.default_for("run"),
-                            metavar=opt.metavar, help=opt.help)
+            group.addoption(
+                opt.pytest_name,
+                dest=dest,
+                type=_Typed(opt),
+                default=opt.default_for("run"),
+                metavar=opt.metavar,
+                help=opt.help,
+            )
 
 
 def pytest_args(values: dict[str, Any]) -> list[str]:
@@ -272,5 +388,17 @@ def options_table_markdown() -> str:
     return "\n".join(rows)
 
 
-__all__ = ["OPTIONS", "COMMAND_OPTIONS", "SharedOption", "add_options", "add_pytest_options", "pytest_args",
-           "parse_size", "format_size", "parse_duration", "format_duration", "parse_seed", "options_table_markdown"]
+__all__ = [
+    "OPTIONS",
+    "COMMAND_OPTIONS",
+    "SharedOption",
+    "add_options",
+    "add_pytest_options",
+    "pytest_args",
+    "parse_size",
+    "format_size",
+    "parse_duration",
+    "format_duration",
+    "parse_seed",
+    "options_table_markdown",
+]

@@ -14,6 +14,7 @@ Modules: :mod:`.connect` (addresses, resources, the client), :mod:`.dispatch` (t
 dispatcher every command shares), :mod:`.conformance` (``run``: a pytest plugin that sends
 the collected items to the cluster), :mod:`.stress` and :mod:`.fuzz`.
 """
+
 from __future__ import annotations
 
 EXTRA_HINT = 'pip install "nnconform[cluster]"'
@@ -26,6 +27,7 @@ class ClusterError(Exception):
 def require_dask() -> None:
     """ClusterError naming the extra when dask.distributed is not installed."""
     import importlib.util
+
     try:
         found = importlib.util.find_spec("distributed") is not None
     except (ImportError, ValueError):

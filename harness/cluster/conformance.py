@@ -13,6 +13,7 @@ node ids, with the run's driver, seed and options and a driver host of its own, 
 scratch report directory whose rows (and dumped failure specs) it sends back.  A row's
 ``extra.nodeid`` is the coordinator's node id; ``extra.cluster_worker`` names the worker.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -47,14 +48,32 @@ STREAM_EVERY_S = 0.2
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("nnconform")
-    g.addoption("--nn-cluster", default=None, metavar="ADDRESS",
-                help="run the cases on a Dask cluster: a scheduler address (tcp://host:8786) or local:N")
-    g.addoption("--nn-worker-resources", default=None, metavar="NAME=N[,...]",
-                help="run each batch only on workers that have these Dask resources, e.g. device=1")
-    g.addoption("--nn-cluster-batch", type=int, default=None, metavar="N",
-                help="cases per batch (default: about four batches per worker thread, at most 1000)")
-    g.addoption("--nn-cluster-grace", type=float, default=DISCONNECT_GRACE_S, metavar="SECONDS",
-                help="seconds to wait for a lost scheduler to come back before the run ends as interrupted")
+    g.addoption(
+        "--nn-cluster",
+        default=None,
+        metavar="ADDRESS",
+        help="run the cases on a Dask cluster: a scheduler address (tcp://host:8786) or local:N",
+    )
+    g.addoption(
+        "--nn-worker-resources",
+        default=None,
+        metavar="NAME=N[,...]",
+        help="run each batch only on workers that have these Dask resources, e.g. device=1",
+    )
+    g.addoption(
+        "--nn-cluster-batch",
+        type=int,
+        default=None,
+        metavar="N",
+        help="cases per batch (default: about four batches per worker thread, at most 1000)",
+    )
+    g.addoption(
+        "--nn-cluster-grace",
+        type=float,
+        default=DISCONNECT_GRACE_S,
+        metavar="SECONDS",
+        help="seconds to wait for a lost scheduler to come back before the run ends as interrupted",
+    )
 
 
 def case_key(nodeid: str) -> str:
@@ -66,23 +85,30 @@ def case_key(nodeid: str) -> str:
 
 # ---- coordinator ------------------------------------------------------------------------------
 
+
 def _payload(config: pytest.Config, s) -> dict:
     vectors = config.getoption("nn_vectors")
     xf = config.getoption("nn_expected_failures")
-    return {"driver": s.driver_spec, "seed": s.seed,
-            "vectors": str(Path(vectors).resolve()) if vectors and Path(vectors).exists() else vectors,
-            "variants": config.getoption("nn_variants"), "in_process": bool(config.getoption("nn_in_process")),
-            "call_timeout": config.getoption("nn_call_timeout"), "mem_limit": config.getoption("nn_mem_limit"),
-            "no_partition": bool(config.getoption("nn_no_partition")),
-            "no_probe": bool(config.getoption("nn_no_probe")),
-            "expected_failures": Path(xf).read_text(encoding="utf-8") if xf else None,
-            "hypothesis_profile": config.getoption("nn_hypothesis_profile"),
-            "max_examples": config.getoption("nn_max_examples")}
+    return {
+        "driver": s.driver_spec,
+        "seed": s.seed,
+        "vectors": str(Path(vectors).resolve()) if vectors and Path(vectors).exists() else vectors,
+        "variants": config.getoption("nn_variants"),
+        "in_process": bool(config.getoption("nn_in_process")),
+        "call_timeout": config.getoption("nn_call_timeout"),
+        "mem_limit": config.getoption("nn_mem_limit"),
+        "no_partition": bool(config.getoption("nn_no_partition")),
+        "no_probe": bool(config.getoption("nn_no_probe")),
+        "expected_failures": Path(xf).read_text(encoding="utf-8") if xf else None,
+        "hypothesis_profile": config.getoption("nn_hypothesis_profile"),
+        "max_examples": config.getoption("nn_max_examples"),
+    }
 
 
 class _Coordinator:
     def __init__(self, session: pytest.Session, items: list):
         from nnconform.plugin import session_of
+
         self.session, self.s = session, session_of(session.config)
         self.items = {case_key(it.nodeid): it for it in items}
         self.tr = session.config.pluginmanager.get_plugin("terminalreporter")
@@ -95,12 +121,14 @@ class _Coordinator:
 
     def _count(self, outcome: str) -> None:
         from nnconform.verdict.results import BAD_OUTCOMES
+
         if outcome in BAD_OUTCOMES:
             self.session.testsfailed += 1
 
     def accept(self, rows: list[dict], worker: str) -> list[str]:
         """Write the rows not written yet (the first copy of each case) and fsync them."""
         from nnconform.verdict.results import ResultRecord
+
         written, records, seen = [], [], set()
         for row in rows:
             row = dict(row)
@@ -131,6 +159,7 @@ class _Coordinator:
         """A failure's spec, dumped on the worker, written into this run's failures/ folder;
         the row's paths and replay commands name the copy."""
         from nnconform.artifacts.reportdir import atomic_write
+
         path = self.s._unique_failure_path(str(row.get("test_id") or "case"))
         text = str(spec.get("text", ""))
         old = str(row["spec_path"])
@@ -144,26 +173,40 @@ class _Coordinator:
     def lost_case(self, key: str, worker: str, why: str) -> None:
         from nnconform.verdict.outcome import Outcome
         from nnconform.verdict.results import ResultRecord
+
         item = self.items[key]
         s = self.s
         suite = Path(str(item.path)).stem.removeprefix("test_")
-        replay = (f"nnconform run --driver {shlex.quote(s.driver_spec)} --suite {suite} --seed {s.seed} "
-                  f"-- {shlex.quote(item.nodeid)}")
+        replay = (
+            f"nnconform run --driver {shlex.quote(s.driver_spec)} --suite {suite} --seed {s.seed} "
+            f"-- {shlex.quote(item.nodeid)}"
+        )
         callspec = getattr(item, "callspec", None)
         # the suites name a case <suite>/<parameter id>; the test itself never ran to say so
         test_id = f"{suite}/{callspec.id}" if callspec is not None else item.name
-        row = ResultRecord(suite=suite, test_id=test_id, driver=s.driver_spec, outcome=Outcome.CRASH, seed=s.seed,
-                           message=f"cluster worker {worker} was lost while running this case, after the case had "
-                                   f"been queued again once ({why})",
-                           replay=replay, extra={"nodeid": item.nodeid, "cluster_worker": worker,
-                                                 "criterion": "crash", "incident": {"cluster_worker": worker,
-                                                                                   "why": why}})
+        row = ResultRecord(
+            suite=suite,
+            test_id=test_id,
+            driver=s.driver_spec,
+            outcome=Outcome.CRASH,
+            seed=s.seed,
+            message=f"cluster worker {worker} was lost while running this case, after the case had "
+            f"been queued again once ({why})",
+            replay=replay,
+            extra={
+                "nodeid": item.nodeid,
+                "cluster_worker": worker,
+                "criterion": "crash",
+                "incident": {"cluster_worker": worker, "why": why},
+            },
+        )
         s.write_row(row)
         self._count("CRASH")
         self.log(f"nnconform cluster: CRASH {item.nodeid}: lost with worker {worker}")
 
     def run(self) -> None:
         from nnconform.cluster import ClusterError
+
         config = self.session.config
         address = config.getoption("nn_cluster")
         try:
@@ -177,19 +220,30 @@ class _Coordinator:
             batches = []
             for _, group in _by_file(keys):
                 batches += split(group, size)
-            self.log(f"nnconform cluster: {len(keys)} case(s) in {len(batches)} batch(es) on {address} "
-                     f"({len(handle.workers())} worker(s), {slots} thread(s)), seed {self.s.seed}")
-            d = Dispatcher(handle, run_batch, _payload(config, self.s), accept=self.accept,
-                           lost_case=self.lost_case, sync=self.sync, log=self.log,
-                           disconnect_grace_s=config.getoption("nn_cluster_grace"))
+            self.log(
+                f"nnconform cluster: {len(keys)} case(s) in {len(batches)} batch(es) on {address} "
+                f"({len(handle.workers())} worker(s), {slots} thread(s)), seed {self.s.seed}"
+            )
+            d = Dispatcher(
+                handle,
+                run_batch,
+                _payload(config, self.s),
+                accept=self.accept,
+                lost_case=self.lost_case,
+                sync=self.sync,
+                log=self.log,
+                disconnect_grace_s=config.getoption("nn_cluster_grace"),
+            )
             try:
                 stats = d.run(batches)
             except ClusterError as e:
                 # rows so far are in the journal: an interrupted run that --resume finishes
                 raise self.session.Interrupted(f"nnconform cluster: {e}; --resume runs the rest") from None
-            self.log(f"nnconform cluster: {stats.rows} row(s) from {stats.batches} batch(es) in {stats.seconds:.1f} s"
-                     + (f"; {stats.lost_batches} batch(es) lost with a worker" if stats.lost_batches else "")
-                     + (f"; {len(stats.crashed)} case(s) CRASH with their worker" if stats.crashed else ""))
+            self.log(
+                f"nnconform cluster: {stats.rows} row(s) from {stats.batches} batch(es) in {stats.seconds:.1f} s"
+                + (f"; {stats.lost_batches} batch(es) lost with a worker" if stats.lost_batches else "")
+                + (f"; {len(stats.crashed)} case(s) CRASH with their worker" if stats.crashed else "")
+            )
         finally:
             handle.close()
 
@@ -211,6 +265,7 @@ class _EarlyCluster:
 
     def _open(self) -> None:
         from nnconform.cluster.connect import open_cluster, parse_resources
+
         try:
             self._handle = open_cluster(self.address, parse_resources(self.resources))
             # Each worker imports what its first batch needs (pytest, the plugin, the suites'
@@ -234,11 +289,12 @@ class _EarlyCluster:
             self._handle.close()
 
 
-_EARLY: dict = {}        # config -> _EarlyCluster
+_EARLY: dict = {}  # config -> _EarlyCluster
 
 
 def _warm_worker() -> bool:
     import importlib
+
     for name in ("pytest", "nnconform.plugin", "nnconform.verdict.runner", "nnconform.isolation.proxy"):
         importlib.import_module(name)
     return True
@@ -277,14 +333,15 @@ def pytest_runtestloop(session: pytest.Session):
     if session.testsfailed and not config.option.continue_on_collection_errors:
         raise session.Interrupted(f"{session.testsfailed} error(s) during collection")
     from nnconform.plugin import _is_case
+
     _Coordinator(session, [it for it in session.items if _is_case(it)]).run()
     return True
 
 
 # ---- worker -----------------------------------------------------------------------------------
 
-_ONE_SESSION = threading.Lock()      # pytest's state is per process: one session at a time
-_HOSTS: dict[tuple[Any, ...], Any] = {}     # (IsolatedDevice) the driver host kept between this worker's batches
+_ONE_SESSION = threading.Lock()  # pytest's state is per process: one session at a time
+_HOSTS: dict[tuple[Any, ...], Any] = {}  # (IsolatedDevice) the driver host kept between this worker's batches
 
 
 def _host_key(s) -> tuple:
@@ -306,7 +363,6 @@ class _Rows:
             if param:
                 self.wanted.setdefault(name, set()).add(param[:-1])
 
-
     def read_new(self) -> list[dict]:
         try:
             with open(self.journal, "rb") as f:
@@ -325,6 +381,7 @@ class _Rows:
 
     def pytest_runtest_logreport(self, report) -> None:
         import time
+
         if report.when != "teardown" or not self.topic:
             return
         if time.monotonic() - self.sent_at >= STREAM_EVERY_S:
@@ -337,6 +394,7 @@ class _Rows:
     @pytest.hookimpl(trylast=True)
     def pytest_configure(self, config) -> None:
         from nnconform.plugin import session_of
+
         s = session_of(config)
         s.only_ids = self.wanted or None
         dev = _HOSTS.pop(_host_key(s), None)
@@ -348,6 +406,7 @@ class _Rows:
     @pytest.hookimpl(tryfirst=True)
     def pytest_unconfigure(self, config) -> None:
         from nnconform.plugin import session_of
+
         s = session_of(config)
         dev = s._device
         if dev is not None and getattr(dev, "isolated", False) and not dev.incidents and not dev.busy_calls():
@@ -363,6 +422,7 @@ class _Rows:
         # writes those for the run.
         from nnconform.artifacts.reportdir import release
         from nnconform.plugin import session_of
+
         s = session_of(session.config)
         if s._reportdir is not None:
             release(s._reportdir)
@@ -381,6 +441,7 @@ def _wire_row(row: dict) -> dict:
 
 def worker_args(keys: list[str], payload: dict, report_dir: Path) -> list[str]:
     from nnconform.cli import quiet_plugins, suites_dir
+
     sd = suites_dir()
     args = []
     suites = set()
@@ -388,16 +449,41 @@ def worker_args(keys: list[str], payload: dict, report_dir: Path) -> list[str]:
         f, _, rest = k.partition("::")
         args.append(f"{sd / f}::{rest}")
         suites.add(Path(f).stem.removeprefix("test_"))
-    args += ["--driver", payload["driver"], "--nn-seed", str(payload["seed"]), "--nn-report-dir", str(report_dir),
-             "-p", "no:cacheprovider", "--import-mode=importlib", "-q", "--timeout", "0", "--capture=sys",
-             "--nn-progress", "0", "-p", "no:randomly", *quiet_plugins(sorted(suites), [])]
-    for opt, key in (("--nn-vectors", "vectors"), ("--nn-variants", "variants"),
-                     ("--nn-call-timeout", "call_timeout"), ("--nn-mem-limit", "mem_limit"),
-                     ("--nn-hypothesis-profile", "hypothesis_profile"), ("--nn-max-examples", "max_examples")):
+    args += [
+        "--driver",
+        payload["driver"],
+        "--nn-seed",
+        str(payload["seed"]),
+        "--nn-report-dir",
+        str(report_dir),
+        "-p",
+        "no:cacheprovider",
+        "--import-mode=importlib",
+        "-q",
+        "--timeout",
+        "0",
+        "--capture=sys",
+        "--nn-progress",
+        "0",
+        "-p",
+        "no:randomly",
+        *quiet_plugins(sorted(suites), []),
+    ]
+    for opt, key in (
+        ("--nn-vectors", "vectors"),
+        ("--nn-variants", "variants"),
+        ("--nn-call-timeout", "call_timeout"),
+        ("--nn-mem-limit", "mem_limit"),
+        ("--nn-hypothesis-profile", "hypothesis_profile"),
+        ("--nn-max-examples", "max_examples"),
+    ):
         if payload.get(key) is not None:
             args += [opt, str(payload[key])]
-    for opt, key in (("--nn-in-process", "in_process"), ("--nn-no-partition", "no_partition"),
-                     ("--nn-no-probe", "no_probe")):
+    for opt, key in (
+        ("--nn-in-process", "in_process"),
+        ("--nn-no-partition", "no_partition"),
+        ("--nn-no-probe", "no_probe"),
+    ):
         if payload.get(key):
             args.append(opt)
     if payload.get("expected_failures") is not None:

@@ -11,6 +11,7 @@ are queued again once as a batch; lost again, they are split into single cases (
 kills its worker is then alone), and a single case lost at that point is given to
 ``lost_case`` (a CRASH row naming the worker).  Every planned case ends with exactly one row.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -36,7 +37,7 @@ class Batch:
     keys: list[str]
     attempt: int = FIRST
     id: int = 0
-    bounced: int = 0      # times lost before it started (another batch killed its worker)
+    bounced: int = 0  # times lost before it started (another batch killed its worker)
 
 
 @dataclass
@@ -47,13 +48,14 @@ class DispatchStats:
     lost_batches: int = 0
     crashed: list[str] = field(default_factory=list)
     seconds: float = 0.0
-    first_row_s: float = 0.0     # first submit -> first row on disk (the workers' start-up)
+    first_row_s: float = 0.0  # first submit -> first row on disk (the workers' start-up)
 
 
 def worker_address() -> str:
     """This task's worker address ('' outside a Dask worker)."""
     try:
         from distributed import get_worker
+
         return str(get_worker().address)
     except (ImportError, ValueError):
         return ""
@@ -65,6 +67,7 @@ def send_started(topic: str | None, batch: int) -> None:
     if not topic:
         return
     from distributed import get_worker
+
     w = get_worker()
     w.log_event(topic, {"batch": batch, "started": True, "worker": str(w.address)})
 
@@ -74,13 +77,14 @@ def send_rows(topic: str | None, rows: list[dict], batch: int) -> None:
     if not topic or not rows:
         return
     from distributed import get_worker
+
     w = get_worker()
     w.log_event(topic, {"batch": batch, "rows": rows, "worker": str(w.address)})
 
 
 def split(keys: list[str], size: int) -> list[list[str]]:
     size = max(1, int(size))
-    return [keys[i:i + size] for i in range(0, len(keys), size)]
+    return [keys[i : i + size] for i in range(0, len(keys), size)]
 
 
 def batch_size(n: int, slots: int, per_slot: int = 4, largest: int = 1000) -> int:
@@ -96,25 +100,35 @@ class Dispatcher:
     workers (each row a dict with its case key in ``_key``); ``accept(rows, worker) -> keys written`` and ``lost_case(key, worker, why)`` run
     here (serialised by one lock, from this thread and the client's event thread)."""
 
-    def __init__(self, handle, fn: Callable, payload: dict, *, accept: Callable, lost_case: Callable,
-                 sync: Callable[[], None] = lambda: None, log: Callable[[str], None] = print,
-                 progress_s: float = 10.0, disconnect_grace_s: float = DISCONNECT_GRACE_S):
+    def __init__(
+        self,
+        handle,
+        fn: Callable,
+        payload: dict,
+        *,
+        accept: Callable,
+        lost_case: Callable,
+        sync: Callable[[], None] = lambda: None,
+        log: Callable[[str], None] = print,
+        progress_s: float = 10.0,
+        disconnect_grace_s: float = DISCONNECT_GRACE_S,
+    ):
         self.handle, self.fn, self.payload = handle, fn, payload
         self.accept_rows, self.lost_case, self.sync, self.log = accept, lost_case, sync, log
         # Rows arrive on the client's event thread; they are written (and fsynced, one fsync
         # for all that arrived together) on a writer thread, never blocking that loop.
         self._inbox: queue.Queue = queue.Queue()
-        self._writer: threading.Thread | None = None    # start_writer()
+        self._writer: threading.Thread | None = None  # start_writer()
         self._writer_error: BaseException | None = None
         self.progress_s = progress_s
-        self.disconnect_grace_s = disconnect_grace_s   # a client reconnecting this long: the run ends
+        self.disconnect_grace_s = disconnect_grace_s  # a client reconnecting this long: the run ends
         self.done: set[str] = set()
         self.lock = threading.Lock()
         self.stats = DispatchStats()
         self.topic = f"nnconform-rows-{uuid.uuid4().hex}"
         self._ids = itertools.count(1)
-        self._where: dict[int, str] = {}       # batch id -> the worker that runs it
-        self._started: set[int] = set()        # batches whose task began on a worker
+        self._where: dict[int, str] = {}  # batch id -> the worker that runs it
+        self._started: set[int] = set()  # batches whose task began on a worker
         self._t0 = time.monotonic()
 
     # rows ----------------------------------------------------------------------------------
@@ -150,7 +164,7 @@ class Dispatcher:
                         self.done.update(written)
                         self.stats.rows += len(written)
                     if got:
-                        self.sync()      # one fsync for every chunk that arrived together
+                        self.sync()  # one fsync for every chunk that arrived together
                         if self.stats.rows and not self.stats.first_row_s:
                             self.stats.first_row_s = time.monotonic() - self._t0
             except BaseException as e:
@@ -169,7 +183,7 @@ class Dispatcher:
     def _settle(self) -> None:
         """Wait until every row received so far is written (before judging a batch)."""
         writer = self._writer
-        assert writer is not None      # run() starts the writer before any batch is judged
+        assert writer is not None  # run() starts the writer before any batch is judged
         while self._inbox.unfinished_tasks and writer.is_alive():
             time.sleep(0.005)
         if self._writer_error is not None:
@@ -178,7 +192,7 @@ class Dispatcher:
     def _on_event(self, event) -> None:
         msg = event[1] if isinstance(event, tuple) and len(event) == 2 else event
         if isinstance(msg, dict) and msg.get("started"):
-            batch = cast(int, msg.get("batch"))     # a started event names its batch id
+            batch = cast(int, msg.get("batch"))  # a started event names its batch id
             with self.lock:
                 self._started.add(batch)
                 self._where[batch] = str(msg.get("worker", ""))
@@ -189,8 +203,16 @@ class Dispatcher:
     def _submit(self, ac, b: Batch, futures: dict) -> None:
         b.id = next(self._ids)
         kw = {"resources": dict(self.handle.resources)} if self.handle.resources else {}
-        fut = self.handle.client.submit(self.fn, b.keys, self.payload, self.topic, b.id, pure=False,
-                                        key=f"nnconform-batch-{b.id}-{uuid.uuid4().hex[:8]}", **kw)
+        fut = self.handle.client.submit(
+            self.fn,
+            b.keys,
+            self.payload,
+            self.topic,
+            b.id,
+            pure=False,
+            key=f"nnconform-batch-{b.id}-{uuid.uuid4().hex[:8]}",
+            **kw,
+        )
         futures[fut.key] = (fut, b)
         ac.add(fut)
         self.stats.batches += 1
@@ -209,12 +231,15 @@ class Dispatcher:
             # It never ran: the worker died with another batch.  Not this batch's doing.
             self._submit(ac, Batch(left, b.attempt, bounced=b.bounced + 1), futures)
             return
-        action = ("queued again" if b.attempt == FIRST else
-                  "split into single cases" if len(left) > 1 else "recorded CRASH")
-        self.log(f"nnconform cluster: batch of {len(b.keys)} case(s) lost on {where} ({why}); "
-                 f"{len(left)} without a row: {action}")
+        action = (
+            "queued again" if b.attempt == FIRST else "split into single cases" if len(left) > 1 else "recorded CRASH"
+        )
+        self.log(
+            f"nnconform cluster: batch of {len(b.keys)} case(s) lost on {where} ({why}); "
+            f"{len(left)} without a row: {action}"
+        )
         if b.attempt == FIRST and len(left) == len(b.keys) == 1:
-            self._submit(ac, Batch(left, SPLIT), futures)      # alone already: its one more run
+            self._submit(ac, Batch(left, SPLIT), futures)  # alone already: its one more run
         elif b.attempt == FIRST:
             self._submit(ac, Batch(left, REQUEUED), futures)
         elif len(left) > 1:
@@ -231,6 +256,7 @@ class Dispatcher:
 
     def run(self, batches: list[list[str]]) -> DispatchStats:
         from distributed import as_completed
+
         t0 = self._t0 = time.monotonic()
         self.stats.planned = sum(len(b) for b in batches)
         client = self.handle.client
@@ -249,7 +275,7 @@ class Dispatcher:
             for fut, res in _completed(ac, client, self.disconnect_grace_s):
                 _, b = futures.pop(fut.key)
                 e = _failure(res)
-                if e is not None:        # a lost task is a verdict, not a crash of the run
+                if e is not None:  # a lost task is a verdict, not a crash of the run
                     self._lost(ac, b, _killed_worker(e), _why(e), futures)
                 else:
                     rows = list(res.get("rows", ()))
@@ -266,13 +292,20 @@ class Dispatcher:
                     elif self._writer_error is not None:
                         raise self._writer_error
                     if missing:
-                        self._lost(ac, b, str(res.get("worker", "")),
-                                   str(res.get("error") or "the batch ended without a row for every case"), futures)
+                        self._lost(
+                            ac,
+                            b,
+                            str(res.get("worker", "")),
+                            str(res.get("error") or "the batch ended without a row for every case"),
+                            futures,
+                        )
                 fut.release()
                 if self.progress_s and time.monotonic() - last >= self.progress_s:
                     last = time.monotonic()
-                    self.log(f"nnconform cluster: {len(self.done)}/{self.stats.planned} cases done, "
-                             f"{len(self.handle.workers())} worker(s), {time.monotonic() - t0:.0f} s")
+                    self.log(
+                        f"nnconform cluster: {len(self.done)}/{self.stats.planned} cases done, "
+                        f"{len(self.handle.workers())} worker(s), {time.monotonic() - t0:.0f} s"
+                    )
         except BaseException:
             try:
                 for fut, _ in futures.values():
@@ -287,7 +320,7 @@ class Dispatcher:
                 client.unsubscribe_topic(self.topic)
             except Exception as e:
                 self.log(f"nnconform cluster: could not unsubscribe from the row stream ({type(e).__name__})")
-        if self._writer_error is not None:      # a row that could not be written fails the run
+        if self._writer_error is not None:  # a row that could not be written fails the run
             raise self._writer_error
         self.stats.seconds = time.monotonic() - t0
         return self.stats
@@ -299,6 +332,7 @@ def _completed(ac, client, grace_s: float):
     ends the run with a ClusterError instead of waiting forever on futures nobody will
     finish (a 16-worker run at load 36 once hung that way)."""
     from nnconform.cluster import ClusterError
+
     lost_since = None
     while not ac.is_empty():
         got = ac.next_batch(block=False)
@@ -313,9 +347,11 @@ def _completed(ac, client, grace_s: float):
             now = time.monotonic()
             lost_since = lost_since or now
             if status == "closed" or now - lost_since >= grace_s:
-                raise ClusterError(f"lost the connection to the scheduler (client {status} for "
-                                   f"{now - lost_since:.0f} s) with {ac.count()} batch(es) unfinished")
-        with ac.thread_condition:      # woken as soon as a batch finishes
+                raise ClusterError(
+                    f"lost the connection to the scheduler (client {status} for "
+                    f"{now - lost_since:.0f} s) with {ac.count()} batch(es) unfinished"
+                )
+        with ac.thread_condition:  # woken as soon as a batch finishes
             ac.thread_condition.wait(timeout=0.1)
 
 
@@ -338,6 +374,7 @@ def _killed_worker(e: BaseException) -> str:
 
 def _why(e: BaseException) -> str:
     from distributed import KilledWorker
+
     if isinstance(e, KilledWorker):
         return "the worker died or disconnected while running it"
     text = str(e).splitlines()[0] if str(e) else ""

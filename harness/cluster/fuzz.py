@@ -10,6 +10,7 @@ here from its seed and shrunk on a local driver host.
 A chunk lost with its worker is sent again once; lost again, it is split into single
 cases, and a single case lost at that point is a CRASH finding naming the worker.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,14 +22,16 @@ _DEVICES: dict[tuple, object] = {}
 _LOCK = threading.Lock()
 
 
-def fuzz_chunk(driver: str, call_timeout: float, mem_limit: int, slow_s: float, run_seed: int,
-               start: int, count: int) -> dict:
+def fuzz_chunk(
+    driver: str, call_timeout: float, mem_limit: int, slow_s: float, run_seed: int, start: int, count: int
+) -> dict:
     """On a worker: cases start..start+count-1 on this worker thread's driver host."""
     import os
 
     from nnconform.fuzz.generate import make_case
     from nnconform.fuzz.runner import case_seed, run_one
     from nnconform.isolation.proxy import open_isolated
+
     key = (driver, call_timeout, mem_limit, threading.get_ident())
     with _LOCK:
         dev = _DEVICES.get(key)
@@ -46,27 +49,39 @@ def fuzz_chunk(driver: str, call_timeout: float, mem_limit: int, slow_s: float, 
 
 def lost_finding(worker: str, why: str):
     from nnconform.fuzz.runner import Finding
-    return Finding(verdict="CRASH", key=f"CRASH cluster worker lost ({why})"[:200], stage="cluster",
-                   message=f"cluster worker {worker} was lost while running this case, after the case had been "
-                           f"queued again once ({why})", signal="", frames=[], operations=[], duration_s=0.0)
+
+    return Finding(
+        verdict="CRASH",
+        key=f"CRASH cluster worker lost ({why})"[:200],
+        stage="cluster",
+        message=f"cluster worker {worker} was lost while running this case, after the case had been "
+        f"queued again once ({why})",
+        signal="",
+        frames=[],
+        operations=[],
+        duration_s=0.0,
+    )
 
 
 def cluster_cases(handle, chunk: int = 16, log=print):
     """A ``cases`` source for :func:`nnconform.fuzz.runner.run_fuzz` running on ``handle``."""
+
     def source(cfg, start: int, should_stop):
         from distributed import as_completed
 
         from nnconform.fuzz.runner import Finding, case_seed
+
         kw = {"resources": dict(handle.resources)} if handle.resources else {}
         limit = max(2, 2 * handle.slots())
         ac = as_completed()
-        flight: dict = {}                 # future key -> (future, start, count, attempt)
-        ready: dict[int, tuple] = {}      # index -> (seed, Finding | None)
+        flight: dict = {}  # future key -> (future, start, count, attempt)
+        ready: dict[int, tuple] = {}  # index -> (seed, Finding | None)
         nxt, want = start, start
 
         def submit(s: int, n: int, attempt: int) -> None:
-            fut = handle.client.submit(fuzz_chunk, cfg.driver, cfg.call_timeout, cfg.mem_limit, cfg.slow_s,
-                                       cfg.seed, s, n, pure=False, **kw)
+            fut = handle.client.submit(
+                fuzz_chunk, cfg.driver, cfg.call_timeout, cfg.mem_limit, cfg.slow_s, cfg.seed, s, n, pure=False, **kw
+            )
             flight[fut.key] = (fut, s, n, attempt)
             ac.add(fut)
 
@@ -104,4 +119,5 @@ def cluster_cases(handle, chunk: int = 16, log=print):
         finally:
             for fut, *_ in flight.values():
                 fut.cancel()
+
     return source

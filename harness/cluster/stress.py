@@ -9,6 +9,7 @@ sandbox's verdict.  The runner writes the row (fsynced) as soon as the case retu
 A case whose cluster worker dies or disconnects is sent again once; lost again, it is a
 CRASH naming the worker.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,10 +26,12 @@ _BOXES: dict[tuple[str, int | None, int], Sandbox] = {}
 _BOXES_LOCK = threading.Lock()
 
 
-def run_in_sandbox(driver: str, mem_limit: int, target: str, kwargs: dict, timeout: float, case_key: str,
-                   seed: int | None) -> dict:
+def run_in_sandbox(
+    driver: str, mem_limit: int, target: str, kwargs: dict, timeout: float, case_key: str, seed: int | None
+) -> dict:
     """On a worker: run one stress case in this worker thread's sandbox."""
     from nnconform.isolation.sandbox import Sandbox
+
     key = (driver, mem_limit, threading.get_ident())
     with _BOXES_LOCK:
         box = _BOXES.get(key)
@@ -42,37 +45,54 @@ def run_in_sandbox(driver: str, mem_limit: int, target: str, kwargs: dict, timeo
 class ClusterBox:
     """A stress slot whose cases run on the cluster (the Sandbox interface the runner uses)."""
 
-    _worker = None        # no local sandbox worker to kill on Ctrl-C
+    _worker = None  # no local sandbox worker to kill on Ctrl-C
 
     def __init__(self, handle, driver: str, mem_limit: int, log=print):
         self.handle, self.driver, self.mem_limit, self.log = handle, driver, mem_limit, log
 
-    def run(self, target: str, kwargs: dict | None = None, *, timeout: float, case_key: str = "",
-            seed: int | None = None):
+    def run(
+        self, target: str, kwargs: dict | None = None, *, timeout: float, case_key: str = "", seed: int | None = None
+    ):
         from nnconform.cluster.dispatch import _killed_worker, _why
         from nnconform.isolation.sandbox import SandboxResult
         from nnconform.verdict.results import CRASH
+
         kw = {"resources": dict(self.handle.resources)} if self.handle.resources else {}
         lost = ""
         for attempt in (0, 1):
-            fut = self.handle.client.submit(run_in_sandbox, self.driver, self.mem_limit, target, kwargs or {},
-                                            timeout, case_key, seed, pure=False, **kw)
+            fut = self.handle.client.submit(
+                run_in_sandbox,
+                self.driver,
+                self.mem_limit,
+                target,
+                kwargs or {},
+                timeout,
+                case_key,
+                seed,
+                pure=False,
+                **kw,
+            )
             try:
                 d = fut.result()
             except Exception as e:
                 lost = _killed_worker(e) or "an unknown worker"
                 why = _why(e)
-                self.log(f"nnconform cluster: stress case {case_key} lost with worker {lost} ({why})"
-                         + ("; queued again" if attempt == 0 else "; recorded CRASH"))
+                self.log(
+                    f"nnconform cluster: stress case {case_key} lost with worker {lost} ({why})"
+                    + ("; queued again" if attempt == 0 else "; recorded CRASH")
+                )
                 continue
             finally:
                 fut.release()
             res = SandboxResult(**d["result"])
             res.extra["cluster_worker"] = d["worker"]
             return res
-        return SandboxResult(verdict=CRASH, reason=f"cluster worker {lost} was lost while running this case, "
-                                                   f"after the case had been queued again once ({why})",
-                             extra={"cluster_worker": lost})
+        return SandboxResult(
+            verdict=CRASH,
+            reason=f"cluster worker {lost} was lost while running this case, "
+            f"after the case had been queued again once ({why})",
+            extra={"cluster_worker": lost},
+        )
 
     def close(self) -> None:
         pass

@@ -14,6 +14,7 @@ of this file, discovered with ``isinstance``:
                                                request names a buffer by its token with
                                                ``RequestArgument(memory=token)``
 """
+
 from __future__ import annotations
 
 import abc
@@ -63,6 +64,7 @@ class OutputShape:
 @dataclass(frozen=True)
 class Timing:
     """Durations in microseconds; None stands for HAL's UINT64_MAX ("not measured")."""
+
     time_on_device: int | None = None
     time_in_driver: int | None = None
 
@@ -73,8 +75,7 @@ NO_TIMING = Timing()
 class DriverError(NnError):
     """A driver call failed with an ErrorStatus (never NONE)."""
 
-    def __init__(self, status: ErrorStatus, message: str = "",
-                 output_shapes: Sequence[OutputShape] = ()):
+    def __init__(self, status: ErrorStatus, message: str = "", output_shapes: Sequence[OutputShape] = ()):
         self.status = ErrorStatus(status)
         self.output_shapes = tuple(output_shapes)
         super().__init__(f"{self.status.name}: {message}" if message else self.status.name)
@@ -104,8 +105,14 @@ class Capabilities:
 
 class PreparedModel(abc.ABC):
     @abc.abstractmethod
-    def execute(self, request: Request, *, measure_timing: bool = False,
-                deadline: float | None = None, loop_timeout: float | None = None) -> ExecutionResult:
+    def execute(
+        self,
+        request: Request,
+        *,
+        measure_timing: bool = False,
+        deadline: float | None = None,
+        loop_timeout: float | None = None,
+    ) -> ExecutionResult:
         """Run synchronously.  ``deadline`` is an absolute ``time.monotonic()`` value;
         ``loop_timeout`` is seconds for WHILE loops (None: the 2 s default)."""
 
@@ -128,8 +135,8 @@ class DeviceType(enum.IntEnum):
 
 
 class Device(abc.ABC):
-    name: str = "unnamed"    # NNAPI getName: "<vendor>-<device>", e.g. "acme-npu2"
-    version: str = "0"       # getVersionString: non-empty, the driver build
+    name: str = "unnamed"  # NNAPI getName: "<vendor>-<device>", e.g. "acme-npu2"
+    version: str = "0"  # getVersionString: non-empty, the driver build
     # The newest NNAPI feature level the driver implements: the golden vectors of later levels
     # are out of scope for it (SKIP, counted apart from unsupported).  An NNAPI level (1 .. 8) or
     # the NDK's encoding (Android 11 = API level 30 = level 4); default: the newest.
@@ -156,9 +163,15 @@ class Device(abc.ABC):
         """One bool per operation of ``model.main``; raise INVALID_ARGUMENT for an invalid model."""
 
     @abc.abstractmethod
-    def prepare(self, model: Model, *, preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
-                priority: Priority = Priority.MEDIUM, deadline: float | None = None,
-                cache_token: bytes | None = None) -> PreparedModel:
+    def prepare(
+        self,
+        model: Model,
+        *,
+        preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
+        priority: Priority = Priority.MEDIUM,
+        deadline: float | None = None,
+        cache_token: bytes | None = None,
+    ) -> PreparedModel:
         """Compile ``model``; raise DriverError(INVALID_ARGUMENT) for an invalid one.
 
         A driver with file-based compilation caching (``CompilationCaching.cache_file_counts``
@@ -169,17 +182,23 @@ class Device(abc.ABC):
 
 # ---- optional interfaces: a driver declares them by inheriting ---------------------------
 
+
 class AsyncExecution(abc.ABC):
     """The prepared model can start an execution and hand back a future."""
 
     @abc.abstractmethod
-    def execute_async(self, request: Request, *, measure_timing: bool = False,
-                      deadline: float | None = None, loop_timeout: float | None = None,
-                      ) -> concurrent.futures.Future[ExecutionResult]:
+    def execute_async(
+        self,
+        request: Request,
+        *,
+        measure_timing: bool = False,
+        deadline: float | None = None,
+        loop_timeout: float | None = None,
+    ) -> concurrent.futures.Future[ExecutionResult]:
         """Return a ``concurrent.futures.Future`` resolving to an ExecutionResult."""
 
 
-MAX_CACHE_FILES = 32          # NNAPI's bound on each of the two cache-file counts
+MAX_CACHE_FILES = 32  # NNAPI's bound on each of the two cache-file counts
 CACHE_TOKEN_BYTES = 32
 
 
@@ -190,6 +209,7 @@ class CacheFile:
     A path rather than an open descriptor, so it crosses the driver-host boundary; a driver
     opens it only through :meth:`open`, which refuses what the access does not grant (as a
     read-only descriptor refuses writes), with PermissionError."""
+
     path: str
     access: str = "rw"
 
@@ -201,8 +221,7 @@ class CacheFile:
         if "b" not in mode:
             raise ValueError("cache files are opened in binary mode")
         if (reads and "r" not in self.access) or (writes and "w" not in self.access):
-            raise PermissionError(f"cache file {self.path} was handed over {self.access!r}; "
-                                  f"mode {mode!r} needs more")
+            raise PermissionError(f"cache file {self.path} was handed over {self.access!r}; mode {mode!r} needs more")
         if "w" in mode and not os.path.isfile(self.path):
             raise FileNotFoundError(f"cache file {self.path} does not exist")
         return open(self.path, mode)
@@ -256,6 +275,7 @@ class FencedExecutionInfo:
     """IFencedExecutionCallback::getExecutionInfo.  ``timing_launched`` counts from the call to
     ``execute_fenced``; ``timing_fenced`` from the moment every wait fence was signalled.  Both
     are NO_TIMING unless timing was asked for and ``status`` is NONE."""
+
     status: ErrorStatus
     timing_launched: Timing = NO_TIMING
     timing_fenced: Timing = NO_TIMING
@@ -273,10 +293,16 @@ class FencedExecution(abc.ABC):
     """
 
     @abc.abstractmethod
-    def execute_fenced(self, request: Request, wait_for: Sequence[threading.Event], *,
-                       measure_timing: bool = False, deadline: float | None = None,
-                       loop_timeout: float | None = None,
-                       timeout_after_fence: float | None = None) -> FencedExecutionHandle:
+    def execute_fenced(
+        self,
+        request: Request,
+        wait_for: Sequence[threading.Event],
+        *,
+        measure_timing: bool = False,
+        deadline: float | None = None,
+        loop_timeout: float | None = None,
+        timeout_after_fence: float | None = None,
+    ) -> FencedExecutionHandle:
         """Return at once; the execution starts once every event in ``wait_for`` is set."""
 
 
@@ -286,8 +312,14 @@ class Burst(abc.ABC):
     GENERAL_FAILURE."""
 
     @abc.abstractmethod
-    def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
-                loop_timeout: float | None = None) -> ExecutionResult:
+    def execute(
+        self,
+        request: Request,
+        *,
+        measure_timing: bool = False,
+        deadline: float | None = None,
+        loop_timeout: float | None = None,
+    ) -> ExecutionResult:
         """One execution through the burst; same contract as ``PreparedModel.execute``."""
 
     @abc.abstractmethod
@@ -324,6 +356,7 @@ class BurstExecution(abc.ABC):
 class BufferRole:
     """How a device buffer will be used: input or output ``io_index`` of
     ``prepared_models[model_index]``; ``frequency`` in (0, 1] is a hint."""
+
     model_index: int
     io_index: int
     frequency: float = 1.0
@@ -333,6 +366,7 @@ class BufferRole:
 class BufferDesc:
     """IDevice::allocate's BufferDesc: dimensions that refine the roles' (empty: take them from
     the roles; 0 entries: unknown)."""
+
     dimensions: tuple[int, ...] = ()
 
 
@@ -364,9 +398,13 @@ class MemoryDomains(abc.ABC):
     """
 
     @abc.abstractmethod
-    def allocate(self, desc: BufferDesc, prepared_models: Sequence[PreparedModel],
-                 input_roles: Sequence[BufferRole], output_roles: Sequence[BufferRole]
-                 ) -> tuple[DeviceBuffer, int]:
+    def allocate(
+        self,
+        desc: BufferDesc,
+        prepared_models: Sequence[PreparedModel],
+        input_roles: Sequence[BufferRole],
+        output_roles: Sequence[BufferRole],
+    ) -> tuple[DeviceBuffer, int]:
         """Return the buffer and its token (> 0).  Invalid roles or description:
         DriverError(INVALID_ARGUMENT); a valid request the driver cannot serve (e.g. unknown
         dimensions): DriverError(GENERAL_FAILURE).  A failure hands back no buffer."""

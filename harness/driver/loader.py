@@ -7,6 +7,7 @@ the harness's own test drivers, which live under tests/ and are not part of the 
 relative path is made absolute once, where the name enters the harness (resolve_driver_spec, at
 the CLI and the pytest plugin), so that the driver host, the stress sandbox, fuzz workers and
 cluster workers, which may run elsewhere, all load the same file."""
+
 from __future__ import annotations
 
 import hashlib
@@ -124,8 +125,9 @@ def check_driver_name(spec: str) -> None:
         return
     if ":" not in spec:
         known = ", ".join(sorted(eps)) or "none"
-        raise DriverLoadError(f"unknown driver '{spec}' (installed: {known}; or give module:attribute "
-                              f"or path/to/file.py:attribute)")
+        raise DriverLoadError(
+            f"unknown driver '{spec}' (installed: {known}; or give module:attribute or path/to/file.py:attribute)"
+        )
 
 
 def _attribute(module: ModuleType, attr: str, spec: str, where: str) -> Any:
@@ -144,8 +146,9 @@ def load_driver(spec: str) -> Device:
         try:
             obj = eps[spec].load()
         except ImportError as e:
-            raise DriverLoadError(f"driver '{spec}' is registered but cannot be imported ({e}); "
-                                  f"is its optional extra installed?") from e
+            raise DriverLoadError(
+                f"driver '{spec}' is registered but cannot be imported ({e}); is its optional extra installed?"
+            ) from e
         return _instantiate(obj, spec)
     form = _file_form(spec)
     if form is not None:

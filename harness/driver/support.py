@@ -16,6 +16,7 @@ begin_execution / request_values (the start of execute()), converting (conversio
 GENERAL_FAILURE), uniform_capabilities, first_line, and the ConverterDevice mixin
 (supported_operations / unsupported_reasons from the converter's operation_supported).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -54,9 +55,13 @@ def check_model(model: Model) -> None:
         raise DriverError(ErrorStatus.INVALID_ARGUMENT, str(e)) from None
 
 
-def check_prepare_args(model: Model, preference: ExecutionPreference | int, priority: Priority | int,
-                       deadline: float | None,
-                       cache_token: bytes | None) -> None:
+def check_prepare_args(
+    model: Model,
+    preference: ExecutionPreference | int,
+    priority: Priority | int,
+    deadline: float | None,
+    cache_token: bytes | None,
+) -> None:
     """prepareModel's argument rules: a valid preference and priority, a 32-byte cache token,
     a valid model, and a deadline not already passed."""
     if int(preference) not in _PREFERENCES:
@@ -111,12 +116,21 @@ def timing(measure: bool, device_us: int, t_driver_ns: int) -> Timing:
     return Timing(device_us, max(device_us, us_since(t_driver_ns)))
 
 
-def finish_execution(model: Model, request: Request, outputs: Sequence[Any], *, deadline: float | None,
-                     measure_timing: bool, device_us: int, t_driver_ns: int) -> ExecutionResult:
+def finish_execution(
+    model: Model,
+    request: Request,
+    outputs: Sequence[Any],
+    *,
+    deadline: float | None,
+    measure_timing: bool,
+    device_us: int,
+    t_driver_ns: int,
+) -> ExecutionResult:
     """What an adapter does after its runtime returned: a result that arrived after the
     deadline is MISSED_DEADLINE_TRANSIENT; otherwise outputs in storage dtypes, their shapes
     (OUTPUT_INSUFFICIENT_SIZE for small buffers) and timing."""
     from nnconform.driver import ExecutionResult
+
     if deadline is not None and time.monotonic() > deadline:
         raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "execution finished after the deadline")
     results = as_output_dtypes(model, outputs)
@@ -127,6 +141,7 @@ def finish_execution(model: Model, request: Request, outputs: Sequence[Any], *, 
 # ---------------------------------------------------------------------------------------
 # Runtime adapters' device boilerplate
 # ---------------------------------------------------------------------------------------
+
 
 def first_line(e: BaseException, limit: int | None = None) -> str:
     """A runtime exception's first non-blank message line (C++ runtimes append pages of
@@ -146,8 +161,9 @@ def begin_execution(model: Model, request: Request, deadline: float | None, rele
         raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, "deadline passed before execution")
 
 
-def request_values(model: Model, request: Request, runtime: str, *, copy: bool = False,
-                   omitted: bool = False) -> list[np.ndarray | None]:
+def request_values(
+    model: Model, request: Request, runtime: str, *, copy: bool = False, omitted: bool = False
+) -> list[np.ndarray | None]:
     """The request's input values in each input operand's storage dtype and in the request's
     dimensions (which may specify what the model leaves unknown).  An input the request leaves
     without a value is None when the adapter handles ``omitted`` inputs (by converting the
@@ -176,8 +192,9 @@ def with_omitted_inputs(model: Model, positions: tuple[int, ...]) -> Model:
     which optional inputs are present."""
     main = model.main
     gone = {main.input_indexes[k] for k in positions}
-    operands = tuple(dataclasses.replace(o, lifetime=Lifetime.NO_VALUE) if i in gone else o
-                     for i, o in enumerate(main.operands))
+    operands = tuple(
+        dataclasses.replace(o, lifetime=Lifetime.NO_VALUE) if i in gone else o for i, o in enumerate(main.operands)
+    )
     inputs = tuple(i for i in main.input_indexes if i not in gone)
     return dataclasses.replace(model, main=dataclasses.replace(main, operands=operands, input_indexes=inputs))
 
@@ -273,7 +290,7 @@ class ParameterAccess:
         o = self.ins[k]
         if not o.is_constant:
             raise Unsupported(f"input {k} (a parameter) is not a constant")
-        return cast(np.ndarray, o.value).reshape(-1)[0].item()   # a constant's value is an array
+        return cast(np.ndarray, o.value).reshape(-1)[0].item()  # a constant's value is an array
 
     def const(self, k: int) -> np.ndarray:
         o = self.ins[k]

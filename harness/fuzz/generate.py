@@ -14,6 +14,7 @@ checks.  What is drawn, on purpose:
 - operation codes 0..105 (and beyond), wired to random operand indexes, some out of range;
 - requests with inputs of the wrong size, rank or dtype, and omitted inputs.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -38,6 +39,7 @@ MAX_INPUT_ELEMENTS = 4096
 def golden() -> tuple:
     """The valid examples the mutator starts from (the suites' examples)."""
     from nnconform.suites.examples import all_examples
+
     return tuple(e for e in all_examples() if not e.expect_failure)
 
 
@@ -92,15 +94,21 @@ def _operand(rng, lifetime: int | None = None) -> Operand:
         value = _const_value(rng, code)
     elif lifetime == Lifetime.SUBGRAPH:
         value = int(rng.integers(-1, 3))
-    return Operand(_enum(OperandType, code), _dims(rng), float(rng.choice(SCALES)), int(rng.choice(ZERO_POINTS)),
-                   _enum(Lifetime, lifetime), value)
+    return Operand(
+        _enum(OperandType, code),
+        _dims(rng),
+        float(rng.choice(SCALES)),
+        int(rng.choice(ZERO_POINTS)),
+        _enum(Lifetime, lifetime),
+        value,
+    )
 
 
 def _enum(cls, code: int):
     try:
         return cls(code)
     except ValueError:
-        return code          # a raw code no member has: the IR carries it as an int
+        return code  # a raw code no member has: the IR carries it as an int
 
 
 def _index(rng, n: int) -> int:
@@ -127,6 +135,7 @@ def random_model(rng) -> Model:
 
 # ---- mutations of a valid model ----------------------------------------------------------
 
+
 def _replace_operand(sg: Subgraph, k: int, op: Operand) -> Subgraph:
     ops = list(sg.operands)
     ops[k] = op
@@ -142,9 +151,11 @@ def _mutate_once(rng, sg: Subgraph) -> Subgraph:
         if kind == 0:
             dims = list(o.dimensions)
             if dims and rng.random() < 0.7:
-                dims[int(rng.integers(0, len(dims)))] = _dim(rng) if rng.random() < 0.5 else int(rng.choice([0, *BIG_DIMS, -1]))
+                dims[int(rng.integers(0, len(dims)))] = (
+                    _dim(rng) if rng.random() < 0.5 else int(rng.choice([0, *BIG_DIMS, -1]))
+                )
             elif rng.random() < 0.5:
-                dims = []                      # rank 0
+                dims = []  # rank 0
             else:
                 dims.append(_dim(rng))
             return _replace_operand(sg, k, dataclasses.replace(o, dimensions=tuple(dims)))
@@ -157,15 +168,17 @@ def _mutate_once(rng, sg: Subgraph) -> Subgraph:
                 value = _const_value(rng, int(o.type))
             return _replace_operand(sg, k, dataclasses.replace(o, lifetime=_enum(Lifetime, life), value=value))
         if kind == 3:
-            return _replace_operand(sg, k, dataclasses.replace(o, scale=float(rng.choice(SCALES)),
-                                                              zero_point=int(rng.choice(ZERO_POINTS))))
+            return _replace_operand(
+                sg, k, dataclasses.replace(o, scale=float(rng.choice(SCALES)), zero_point=int(rng.choice(ZERO_POINTS)))
+            )
         if o.value is not None and not isinstance(o.value, int):
             v = np.asarray(o.value).reshape(-1)
             cut = int(rng.integers(0, v.size + 1)) if rng.random() < 0.5 else v.size + int(rng.integers(1, 64))
             v = np.resize(v, cut) if v.size else np.zeros(cut, v.dtype)
             return _replace_operand(sg, k, dataclasses.replace(o, value=v))
-        return _replace_operand(sg, k, dataclasses.replace(o, value=_const_value(rng, int(o.type)),
-                                                          lifetime=Lifetime.CONSTANT_COPY))
+        return _replace_operand(
+            sg, k, dataclasses.replace(o, value=_const_value(rng, int(o.type)), lifetime=Lifetime.CONSTANT_COPY)
+        )
     ops = list(sg.operations)
     if kind == 5 and ops:
         j = int(rng.integers(0, len(ops)))
@@ -192,7 +205,7 @@ def _mutate_once(rng, sg: Subgraph) -> Subgraph:
             idx.pop(int(rng.integers(0, len(idx))))
         else:
             idx.append(_index(rng, n))
-        changed: dict[str, Any] = {which: tuple(idx)}     # input_indexes or output_indexes
+        changed: dict[str, Any] = {which: tuple(idx)}  # input_indexes or output_indexes
         return dataclasses.replace(sg, **changed)
     return dataclasses.replace(sg, operations=tuple(ops))
 
@@ -208,6 +221,7 @@ def mutate_example(rng) -> tuple[Model, list]:
 
 # ---- requests ----------------------------------------------------------------------------
 
+
 def _input_for(rng, sg: Subgraph, k: int):
     """A value for main input ``k``: usually right-sized, sometimes wrong or omitted."""
     if not 0 <= k < len(sg.operands):
@@ -217,7 +231,7 @@ def _input_for(rng, sg: Subgraph, k: int):
     if dt is None:
         return np.zeros(1, np.float32)
     if rng.random() < 0.05:
-        return None                                    # omitted
+        return None  # omitted
     dims = o.dimensions
     if rng.random() < 0.85 and all(0 < d <= 64 for d in dims) and int(np.prod(dims or (1,))) <= MAX_INPUT_ELEMENTS:
         shape = tuple(dims)

@@ -33,6 +33,7 @@ the artifact contract's files are written from the journal (nnconform.artifacts)
 results row per bucket, ``summary.json``, ``report.html`` (the bucket table) and, beside them,
 ``fuzz-report.json`` with every bucket's details.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -60,21 +61,29 @@ if TYPE_CHECKING:
     from nnconform.driver import Device
 
 MANIFEST, JOURNAL = "run.json", "fuzz-journal.jsonl"
-LEGACY_MANIFEST = "fuzz-run.json"      # the run record's name before the artifact contract
+LEGACY_MANIFEST = "fuzz-run.json"  # the run record's name before the artifact contract
 REPORT_JSON, REPORT_HTML, SPEC_DIR = "fuzz-report.json", "report.html", "specs"
 MANIFEST_FORMAT = "nnconform-fuzz-run"
 VERDICTS = ("CRASH", "HANG", "OOM", "SLOW")
-EXIT_OK, EXIT_FOUND, EXIT_INTERRUPTED = (int(ExitStatus.CLEAN), int(ExitStatus.FAILURES),
-                                        int(ExitStatus.INCOMPLETE))
+EXIT_OK, EXIT_FOUND, EXIT_INTERRUPTED = (int(ExitStatus.CLEAN), int(ExitStatus.FAILURES), int(ExitStatus.INCOMPLETE))
 # A bucket's row in results.jsonl: a memory-limit kill is a crash of the driver host; a case
 # slower than --slow computed, but not as a driver may (a failure, not a crash).
 ROW_OUTCOME = {"CRASH": Outcome.CRASH, "HANG": Outcome.HANG, "OOM": Outcome.CRASH, "SLOW": Outcome.FAIL}
 PROGRESS_EVERY_S = 2.0
 # The driver host's own frames: nnconform.isolation.host / hostproto since the layer packages
 # (a checkout or an install), and the flat modules' paths from before them
-_NOT_DRIVER = ("/isolation/host.py", "/isolation/hostproto.py",
-               "/nnconform/host.py", "/nnconform/hostproto.py", "/harness/host.py", "/harness/hostproto.py",
-               "/concurrent/futures/", "/threading.py", "/selectors.py", "/queue.py")
+_NOT_DRIVER = (
+    "/isolation/host.py",
+    "/isolation/hostproto.py",
+    "/nnconform/host.py",
+    "/nnconform/hostproto.py",
+    "/harness/host.py",
+    "/harness/hostproto.py",
+    "/concurrent/futures/",
+    "/threading.py",
+    "/selectors.py",
+    "/queue.py",
+)
 
 
 class FuzzUsageError(Exception):
@@ -86,13 +95,13 @@ class FuzzConfig:
     driver: str
     report_dir: Path
     seed: int
-    budget_s: float | None = None        # wall-clock budget (the CLI's --budget)
-    max_cases: int | None = None         # or a number of cases (CI: independent of speed)
+    budget_s: float | None = None  # wall-clock budget (the CLI's --budget)
+    max_cases: int | None = None  # or a number of cases (CI: independent of speed)
     call_timeout: float = 5.0
     mem_limit: int = 1 << 30
     slow_s: float = 3.0
     shrink_attempts: int = 80
-    shrink_hang_timeout: float = 2.0     # a hang is endless: shrink candidates need not wait long
+    shrink_hang_timeout: float = 2.0  # a hang is endless: shrink candidates need not wait long
 
     def options(self) -> dict:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in dataclasses.asdict(self).items()}
@@ -104,6 +113,7 @@ def case_seed(run_seed: int, index: int) -> int:
 
 
 # ---- one case ----------------------------------------------------------------------------
+
 
 @dataclass
 class Finding:
@@ -124,8 +134,11 @@ def driver_frames(stderr_tail: str, limit: int = 3) -> list[str]:
     # the host's stderr holds this incident's dump (a crashed or hung host is replaced by a
     # fresh one with a fresh stderr file); the innermost driver frames come first in a block
     for block in fault_blocks(stderr_tail):
-        frames = [f"{os.path.basename(f)}:{fn}" for f, fn in block
-                  if not any(s in f for s in _NOT_DRIVER) and "/lib/python3" not in f and not f.startswith("<")]
+        frames = [
+            f"{os.path.basename(f)}:{fn}"
+            for f, fn in block
+            if not any(s in f for s in _NOT_DRIVER) and "/lib/python3" not in f and not f.startswith("<")
+        ]
         if frames:
             return frames[:limit]
     return []
@@ -167,6 +180,7 @@ def _where(e) -> list[str]:
     where = getattr(e, "remote_where", "") or ""
     if not where and isinstance(e, BaseException) and e.__traceback__ is not None:
         import traceback
+
         tb = traceback.extract_tb(e.__traceback__)
         where = f"{tb[-1].filename}:{tb[-1].lineno}" if tb else ""
     return [os.path.basename(where)] if where else []
@@ -182,7 +196,7 @@ def classify(outcome, slow_s: float, model: Model, last_error=None) -> Finding |
         signame = signal_name(sig) if sig else (f"exit {details['exit_code']}" if "exit_code" in details else "")
         verdict = outcome.outcome
         if verdict == "CRASH" and signame == "SIGKILL":
-            verdict = "OOM"                      # the kernel's OOM killer (nobody else kills the host)
+            verdict = "OOM"  # the kernel's OOM killer (nobody else kills the host)
         frames = driver_frames(str(details.get("fault_dump") or details.get("stderr_tail", "")))
     elif outcome.outcome == "FAIL" and re.search(r"driver raised in \w+: MemoryError", msg):
         verdict, signame, frames = "OOM", "MemoryError", _where(last_error)
@@ -199,6 +213,7 @@ def classify(outcome, slow_s: float, model: Model, last_error=None) -> Finding |
 
 def run_one(device, model: Model, inputs: list, slow_s: float) -> Finding | None:
     from nnconform.verdict.runner import run_case
+
     watch = _Watch(device)
     isolated = getattr(device, "isolated", False)
     before = len(device.incidents) if isolated else 0
@@ -215,6 +230,7 @@ def run_one(device, model: Model, inputs: list, slow_s: float) -> Finding | None
 
 # ---- shrinking ---------------------------------------------------------------------------
 
+
 def _with_main(model: Model, **kw) -> Model:
     return dataclasses.replace(model, main=dataclasses.replace(model.main, **kw))
 
@@ -224,8 +240,10 @@ def _compact(model: Model, inputs: list) -> tuple[Model, list] | None:
     they are, shifted past the end so they stay out of range)."""
     sg = model.main
     n = len(sg.operands)
-    used = sorted({i for op in sg.operations for i in (*op.inputs, *op.outputs) if 0 <= i < n}
-                  | {i for i in (*sg.input_indexes, *sg.output_indexes) if 0 <= i < n})
+    used = sorted(
+        {i for op in sg.operations for i in (*op.inputs, *op.outputs) if 0 <= i < n}
+        | {i for i in (*sg.input_indexes, *sg.output_indexes) if 0 <= i < n}
+    )
     if len(used) == n:
         return None
     new = {old: k for k, old in enumerate(used)}
@@ -234,10 +252,17 @@ def _compact(model: Model, inputs: list) -> tuple[Model, list] | None:
     def remap(i: int) -> int:
         return new[i] if i in new else (i if i < 0 else m + (i - n) if i >= n else m)
 
-    ops = tuple(dataclasses.replace(op, inputs=tuple(map(remap, op.inputs)), outputs=tuple(map(remap, op.outputs)))
-                for op in sg.operations)
-    main = Subgraph(tuple(sg.operands[i] for i in used), ops, tuple(map(remap, sg.input_indexes)),
-                    tuple(map(remap, sg.output_indexes)), sg.name)
+    ops = tuple(
+        dataclasses.replace(op, inputs=tuple(map(remap, op.inputs)), outputs=tuple(map(remap, op.outputs)))
+        for op in sg.operations
+    )
+    main = Subgraph(
+        tuple(sg.operands[i] for i in used),
+        ops,
+        tuple(map(remap, sg.input_indexes)),
+        tuple(map(remap, sg.output_indexes)),
+        sg.name,
+    )
     return dataclasses.replace(model, main=main), inputs
 
 
@@ -248,12 +273,14 @@ def _candidates(model: Model, inputs: list):
         for j in range(len(ops)):
             yield _with_main(model, operations=(ops[j],)), inputs
         for j in range(len(ops)):
-            yield _with_main(model, operations=ops[:j] + ops[j + 1:]), inputs
+            yield _with_main(model, operations=ops[:j] + ops[j + 1 :]), inputs
     for k in range(len(sg.input_indexes)):
-        yield (_with_main(model, input_indexes=sg.input_indexes[:k] + sg.input_indexes[k + 1:]),
-               inputs[:k] + inputs[k + 1:])
+        yield (
+            _with_main(model, input_indexes=sg.input_indexes[:k] + sg.input_indexes[k + 1 :]),
+            inputs[:k] + inputs[k + 1 :],
+        )
     for k in range(len(sg.output_indexes)):
-        yield _with_main(model, output_indexes=sg.output_indexes[:k] + sg.output_indexes[k + 1:]), inputs
+        yield _with_main(model, output_indexes=sg.output_indexes[:k] + sg.output_indexes[k + 1 :]), inputs
     c = _compact(model, inputs)
     if c is not None:
         yield c
@@ -269,22 +296,29 @@ def _candidates(model: Model, inputs: list):
             yield _with_main(model, operands=tuple(operands)), inputs
     for k, x in enumerate(inputs):
         if isinstance(x, np.ndarray) and x.size > 1 and x.ndim >= 1:
-            yield model, inputs[:k] + [np.ascontiguousarray(x.reshape(-1)[:1])] + inputs[k + 1:]
+            yield model, inputs[:k] + [np.ascontiguousarray(x.reshape(-1)[:1])] + inputs[k + 1 :]
 
 
 def _size(model: Model, inputs: list) -> tuple:
     sg = model.main
-    consts = sum(int(np.asarray(o.value).size) for o in sg.operands
-                 if o.value is not None and not isinstance(o.value, int))
+    consts = sum(
+        int(np.asarray(o.value).size) for o in sg.operands if o.value is not None and not isinstance(o.value, int)
+    )
     ins = sum(int(np.asarray(x).size) for x in inputs if x is not None)
-    return (len(sg.operations), len(sg.operands), len(sg.input_indexes) + len(sg.output_indexes),
-            consts + ins, sum(bool(o.name) for o in sg.operands))
+    return (
+        len(sg.operations),
+        len(sg.operands),
+        len(sg.input_indexes) + len(sg.output_indexes),
+        consts + ins,
+        sum(bool(o.name) for o in sg.operands),
+    )
 
 
 def spec_problem(model: Model, inputs: list) -> str | None:
     """Why this case cannot be written as a spec file that loads back (None: it can)."""
     from nnconform.errors import SpecError
     from nnconform.ir.spec import SpecExample, SpecFile, dumps_spec, loads_spec
+
     try:
         loads_spec(dumps_spec(SpecFile(model, [SpecExample("fuzz", list(inputs), [], (), True)], {})), validate=False)
     except (SpecError, ValueError, TypeError, OverflowError, KeyError) as e:
@@ -298,6 +332,7 @@ def _fit_value(o):
     import dataclasses as dc
 
     from nnconform.ir import Lifetime
+
     if isinstance(o.value, int) or o.value is None:
         if o.lifetime == Lifetime.SUBGRAPH and not isinstance(o.value, int):
             return dc.replace(o, value=0)
@@ -313,7 +348,7 @@ def _fit_value(o):
         return dc.replace(o, value=None, lifetime=Lifetime.TEMPORARY_VARIABLE)
     v = np.resize(v, n) if v.size else np.zeros(n, v.dtype)
     if v.dtype == np.bool_ or o.info.dtype == np.bool_:
-        v = v.astype(np.uint8).view(np.uint8) != 0     # random bytes are not all 0/1
+        v = v.astype(np.uint8).view(np.uint8) != 0  # random bytes are not all 0/1
     return dc.replace(o, value=v.reshape(dims) if dims else v.reshape(()) if v.size == 1 else v)
 
 
@@ -323,6 +358,7 @@ def _no_negative_dims(o):
 
 def _no_constant(o):
     from nnconform.ir import Lifetime
+
     return dataclasses.replace(o, value=None, lifetime=Lifetime.TEMPORARY_VARIABLE) if o.value is not None else o
 
 
@@ -335,6 +371,7 @@ def _fit_value_safe(o):
         return _fit_value(o)
     except (KeyError, ValueError, TypeError):
         from nnconform.ir import Lifetime
+
         return dataclasses.replace(o, value=None, lifetime=Lifetime.TEMPORARY_VARIABLE)
 
 
@@ -378,7 +415,7 @@ def shrink(device, model: Model, inputs: list, finding: Finding, cfg: FuzzConfig
                 if _size(cand, cand_inputs) >= _size(model, inputs):
                     continue
                 if replayable and spec_problem(cand, cand_inputs) is not None:
-                    continue          # never trade a replayable case for a smaller one that is not
+                    continue  # never trade a replayable case for a smaller one that is not
                 tried += 1
                 got = run_one(device, cand, cand_inputs, cfg.slow_s)
                 if got is not None and got.key == finding.key:
@@ -390,18 +427,29 @@ def shrink(device, model: Model, inputs: list, finding: Finding, cfg: FuzzConfig
     return model, inputs, tried
 
 
-def dump_bucket_spec(cfg: FuzzConfig, bucket_id: str, model: Model, inputs: list, finding: Finding,
-                     index: int, seed: int) -> tuple[str, str]:
+def dump_bucket_spec(
+    cfg: FuzzConfig, bucket_id: str, model: Model, inputs: list, finding: Finding, index: int, seed: int
+) -> tuple[str, str]:
     """Write the bucket's minimal spec; (path, replay command).  A spec the loader would refuse
     (e.g. a negative dimension, which the spec format cannot hold) is not written: ("", why)."""
     from nnconform.errors import SpecError
     from nnconform.ir.spec import SpecExample, SpecFile, dump_spec, load_spec, replay_command
+
     d = Path(cfg.report_dir) / SPEC_DIR
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"fuzz-{bucket_id}.json"
     from nnconform import __version__
-    meta = {"driver": cfg.driver, "harness_version": __version__, "seed": int(seed), "fuzz_run_seed": int(cfg.seed), "fuzz_case": int(index),
-            "verdict": finding.verdict, "bucket": finding.key, "message": finding.message}
+
+    meta = {
+        "driver": cfg.driver,
+        "harness_version": __version__,
+        "seed": int(seed),
+        "fuzz_run_seed": int(cfg.seed),
+        "fuzz_case": int(index),
+        "verdict": finding.verdict,
+        "bucket": finding.key,
+        "message": finding.message,
+    }
     try:
         dump_spec(SpecFile(model, [SpecExample("fuzz", list(inputs), [], (), True)], meta), path)
         load_spec(path, validate=False)
@@ -415,6 +463,7 @@ def dump_bucket_spec(cfg: FuzzConfig, bucket_id: str, model: Model, inputs: list
 
 
 # ---- journal -----------------------------------------------------------------------------
+
 
 class Journal:
     def __init__(self, path: Path):
@@ -440,7 +489,7 @@ def read_journal(path: Path) -> list[dict]:
         try:
             rec = json.loads(line)
         except json.JSONDecodeError:
-            continue   # a line cut by a kill: everything before it stands
+            continue  # a line cut by a kill: everything before it stands
         if isinstance(rec, dict):
             out.append(rec)
     return out
@@ -455,7 +504,7 @@ class State:
     next_index: int = 0
     elapsed_s: float = 0.0
     counts: dict = field(default_factory=lambda: {"cases": 0, **{v: 0 for v in VERDICTS}})
-    buckets: dict = field(default_factory=dict)       # key -> bucket record
+    buckets: dict = field(default_factory=dict)  # key -> bucket record
     finding_indexes: set = field(default_factory=set)
 
     @classmethod
@@ -474,6 +523,7 @@ class State:
 
 
 # ---- the run -----------------------------------------------------------------------------
+
 
 def _clock(s: float) -> str:
     s = max(0, int(s))
@@ -496,6 +546,7 @@ def run_fuzz(cfg: FuzzConfig, resume: bool = False, out=None, err=None, cases=No
     order as :func:`local_cases` does (``--cluster``: run on the cluster's workers, where the
     model and inputs may be None: they are drawn again here from the seed for a finding)."""
     from nnconform.isolation.proxy import open_isolated
+
     out = out or sys.stdout
     err = err or sys.stderr
     rd = Path(cfg.report_dir)
@@ -510,31 +561,50 @@ def run_fuzz(cfg: FuzzConfig, resume: bool = False, out=None, err=None, cases=No
         if manifest.get("format") != MANIFEST_FORMAT:
             raise FuzzUsageError(f"--resume: {manifest_path} is not a fuzz run manifest")
         if manifest["options"]["driver"] != cfg.driver:
-            raise FuzzUsageError(f"--resume: {rd} holds a run of driver {manifest['options']['driver']!r}, "
-                                 f"not {cfg.driver!r}")
+            raise FuzzUsageError(
+                f"--resume: {rd} holds a run of driver {manifest['options']['driver']!r}, not {cfg.driver!r}"
+            )
         o = manifest["options"]
-        cfg = dataclasses.replace(cfg, seed=int(o["seed"]), budget_s=o["budget_s"], max_cases=o["max_cases"],
-                                  call_timeout=o["call_timeout"], mem_limit=o["mem_limit"], slow_s=o["slow_s"])
+        cfg = dataclasses.replace(
+            cfg,
+            seed=int(o["seed"]),
+            budget_s=o["budget_s"],
+            max_cases=o["max_cases"],
+            call_timeout=o["call_timeout"],
+            mem_limit=o["mem_limit"],
+            slow_s=o["slow_s"],
+        )
         state = State.from_journal(read_journal(rd / JOURNAL))
     else:
         if manifest_path.exists() or (rd / JOURNAL).exists():
             raise FuzzUsageError(f"{rd} already holds a fuzz run (use --resume, or another --report-dir)")
         rd.mkdir(parents=True, exist_ok=True)
-        manifest = {"format": MANIFEST_FORMAT, "version": 1, "command": "fuzz", "driver": cfg.driver,
-                    "seed": cfg.seed, "started": _now(), "options": cfg.options(),
-                    "python": sys.version.split()[0]}
+        manifest = {
+            "format": MANIFEST_FORMAT,
+            "version": 1,
+            "command": "fuzz",
+            "driver": cfg.driver,
+            "seed": cfg.seed,
+            "started": _now(),
+            "options": cfg.options(),
+            "python": sys.version.split()[0],
+        }
         tmp = manifest_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(manifest, indent=1))
         os.replace(tmp, manifest_path)
         state = State()
-    print(f"nnconform fuzz: driver {cfg.driver}; seed {cfg.seed}; "
-          + (f"budget {cfg.budget_s:g} s" if cfg.budget_s else f"{cfg.max_cases} cases")
-          + (f"; resuming at case {state.next_index} ({state.elapsed_s:.0f} s used)" if resume else "")
-          + f"; call timeout {cfg.call_timeout:g} s; memory limit {cfg.mem_limit / 2**30:g} GiB; report {rd}",
-          file=out, flush=True)
+    print(
+        f"nnconform fuzz: driver {cfg.driver}; seed {cfg.seed}; "
+        + (f"budget {cfg.budget_s:g} s" if cfg.budget_s else f"{cfg.max_cases} cases")
+        + (f"; resuming at case {state.next_index} ({state.elapsed_s:.0f} s used)" if resume else "")
+        + f"; call timeout {cfg.call_timeout:g} s; memory limit {cfg.mem_limit / 2**30:g} GiB; report {rd}",
+        file=out,
+        flush=True,
+    )
     # Local cases need the driver host now; cluster cases only when a new bucket is shrunk.
-    device = open_isolated(cfg.driver, call_timeout=cfg.call_timeout, mem_limit=cfg.mem_limit) \
-        if cases is None else None
+    device = (
+        open_isolated(cfg.driver, call_timeout=cfg.call_timeout, mem_limit=cfg.mem_limit) if cases is None else None
+    )
     journal = Journal(rd / JOURNAL)
     t_start = time.monotonic() - state.elapsed_s
     last_progress = 0.0
@@ -544,18 +614,28 @@ def run_fuzz(cfg: FuzzConfig, resume: bool = False, out=None, err=None, cases=No
 
     def progress(final: bool = False) -> None:
         elapsed = time.monotonic() - t_start
-        journal.write({"kind": "progress", "next_index": index, "elapsed_s": round(elapsed, 3),
-                       "counts": state.counts, "time": _now()})
+        journal.write(
+            {
+                "kind": "progress",
+                "next_index": index,
+                "elapsed_s": round(elapsed, 3),
+                "counts": state.counts,
+                "time": _now(),
+            }
+        )
         rate = state.counts["cases"] / elapsed if elapsed > 0 else 0.0
-        line = (f"[fuzz] {state.counts['cases']} cases  {rate:.1f}/s  buckets {len(state.buckets)}  "
-                + "  ".join(f"{v} {state.counts[v]}" for v in VERDICTS)
-                + f"  elapsed {_clock(elapsed)}"
-                + (f"  left {_clock(cfg.budget_s - elapsed)}" if cfg.budget_s else ""))
+        line = (
+            f"[fuzz] {state.counts['cases']} cases  {rate:.1f}/s  buckets {len(state.buckets)}  "
+            + "  ".join(f"{v} {state.counts[v]}" for v in VERDICTS)
+            + f"  elapsed {_clock(elapsed)}"
+            + (f"  left {_clock(cfg.budget_s - elapsed)}" if cfg.budget_s else "")
+        )
         print(("\r" + line) if tty and not final else line, end="" if tty and not final else "\n", file=err, flush=True)
 
     def should_stop(i: int) -> bool:
-        return (cfg.budget_s is not None and time.monotonic() - t_start >= cfg.budget_s) or \
-            (cfg.max_cases is not None and i >= cfg.max_cases)
+        return (cfg.budget_s is not None and time.monotonic() - t_start >= cfg.budget_s) or (
+            cfg.max_cases is not None and i >= cfg.max_cases
+        )
 
     try:
         source = local_cases(device, cfg, index, should_stop) if cases is None else cases(cfg, index, should_stop)
@@ -568,11 +648,30 @@ def run_fuzz(cfg: FuzzConfig, resume: bool = False, out=None, err=None, cases=No
             if finding is not None and index not in state.finding_indexes:
                 state.finding_indexes.add(index)
                 state.counts[finding.verdict] += 1
-                journal.write({"kind": "finding", "index": index, "seed": seed,
-                               "elapsed_s": round(time.monotonic() - t_start, 3), **dataclasses.asdict(finding)})
+                journal.write(
+                    {
+                        "kind": "finding",
+                        "index": index,
+                        "seed": seed,
+                        "elapsed_s": round(time.monotonic() - t_start, 3),
+                        **dataclasses.asdict(finding),
+                    }
+                )
                 if finding.key not in state.buckets:
-                    _new_bucket(cfg, device, state, journal, finding, model, inputs, index, seed,
-                                time.monotonic() - t_start, out, tty)
+                    _new_bucket(
+                        cfg,
+                        device,
+                        state,
+                        journal,
+                        finding,
+                        model,
+                        inputs,
+                        index,
+                        seed,
+                        time.monotonic() - t_start,
+                        out,
+                        tty,
+                    )
                 else:
                     state.buckets[finding.key]["count"] = state.buckets[finding.key].get("count", 1) + 1
             index += 1
@@ -591,13 +690,19 @@ def run_fuzz(cfg: FuzzConfig, resume: bool = False, out=None, err=None, cases=No
     if not interrupted and report["buckets"]:
         code = ExitStatus.FAILURES
         _record_exit(rd, code, report)
-    print(f"nnconform fuzz: {report['cases']} cases in {report['elapsed_s']:.0f} s "
-          f"({report['cases_per_s']:.1f}/s), {len(report['buckets'])} bucket(s); seed {cfg.seed}; "
-          f"reports -> {rd / REPORT_HTML}, {rd / REPORT_JSON}", file=out, flush=True)
+    print(
+        f"nnconform fuzz: {report['cases']} cases in {report['elapsed_s']:.0f} s "
+        f"({report['cases_per_s']:.1f}/s), {len(report['buckets'])} bucket(s); seed {cfg.seed}; "
+        f"reports -> {rd / REPORT_HTML}, {rd / REPORT_JSON}",
+        file=out,
+        flush=True,
+    )
     for b in report["buckets"]:
-        print(f"  {b['verdict']:5s} {b['key'][:110]}  first at {b['first_elapsed_s']:.1f} s (case {b['first_index']}), "
-              f"{b['count']} case(s); " + (f"replay: {b['replay']}" if b.get("spec") else b.get("replay", "")),
-              file=out)
+        print(
+            f"  {b['verdict']:5s} {b['key'][:110]}  first at {b['first_elapsed_s']:.1f} s (case {b['first_index']}), "
+            f"{b['count']} case(s); " + (f"replay: {b['replay']}" if b.get("spec") else b.get("replay", "")),
+            file=out,
+        )
     return int(code)
 
 
@@ -605,8 +710,11 @@ def _new_bucket(cfg, device, state, journal, finding, model, inputs, index, seed
     bid = f"{len(state.buckets) + 1:03d}-{finding.verdict.lower()}"
     if tty:
         print(file=sys.stderr)
-    print(f"nnconform fuzz: new bucket {bid} at {found_at:.1f} s (case {index}, seed {seed}): {finding.key[:160]}",
-          file=out, flush=True)
+    print(
+        f"nnconform fuzz: new bucket {bid} at {found_at:.1f} s (case {index}, seed {seed}): {finding.key[:160]}",
+        file=out,
+        flush=True,
+    )
     t0 = time.monotonic()
     saved = getattr(device, "call_timeout", None)
     if finding.verdict == "HANG" and saved is not None:
@@ -619,17 +727,32 @@ def _new_bucket(cfg, device, state, journal, finding, model, inputs, index, seed
     small, small_inputs, more = shrink(device, small, small_inputs, finding, cfg)
     tried += more
     spec, replay = dump_bucket_spec(cfg, bid, small, small_inputs, finding, index, seed)
-    rec = {"kind": "bucket", "id": bid, "key": finding.key, "verdict": finding.verdict, "signal": finding.signal,
-           "frames": finding.frames, "operations": operation_names(small), "first_index": index,
-           "first_seed": seed, "first_elapsed_s": round(found_at, 3), "message": finding.message,
-           "stage": finding.stage, "shrink_tried": tried, "shrink_s": round(time.monotonic() - t0, 2),
-           "minimal_size": {"operations": len(small.main.operations), "operands": len(small.main.operands)},
-           "spec": spec, "replay": replay, "count": 1}
+    rec = {
+        "kind": "bucket",
+        "id": bid,
+        "key": finding.key,
+        "verdict": finding.verdict,
+        "signal": finding.signal,
+        "frames": finding.frames,
+        "operations": operation_names(small),
+        "first_index": index,
+        "first_seed": seed,
+        "first_elapsed_s": round(found_at, 3),
+        "message": finding.message,
+        "stage": finding.stage,
+        "shrink_tried": tried,
+        "shrink_s": round(time.monotonic() - t0, 2),
+        "minimal_size": {"operations": len(small.main.operations), "operands": len(small.main.operands)},
+        "spec": spec,
+        "replay": replay,
+        "count": 1,
+    }
     state.buckets[finding.key] = rec
     journal.write(rec)
 
 
 # ---- reports -----------------------------------------------------------------------------
+
 
 def _manifest(rd: Path) -> dict:
     path = rd / MANIFEST if (rd / MANIFEST).exists() or not (rd / LEGACY_MANIFEST).exists() else rd / LEGACY_MANIFEST
@@ -638,6 +761,7 @@ def _manifest(rd: Path) -> dict:
 
 def _record_exit(rd: Path, code: ExitStatus, rep: dict) -> None:
     from nnconform.artifacts import record_exit
+
     if (rd / MANIFEST).exists():
         record_exit(rd, code, status=_status_text(rep, code))
 
@@ -650,14 +774,29 @@ def _status_text(rep: dict, code: ExitStatus) -> str:
 def bucket_rows(rep: dict) -> list:
     """One results row per bucket: its verdict, key, minimal spec and replay command."""
     from nnconform.verdict.results import ResultRecord
-    return [ResultRecord(suite="fuzz", test_id=f"fuzz/{b['id']}", driver=rep["driver"],
-                         outcome=ROW_OUTCOME.get(b["verdict"], Outcome.CRASH), operations=b.get("operations") or [],
-                         blamed_operation=(b.get("operations") or [""])[0] if len(b.get("operations") or []) == 1
-                         else "", seed=b.get("first_seed"), spec_path=b.get("spec"), message=b["key"],
-                         replay=b.get("replay") or "",
-                         extra={"verdict": b["verdict"], "cases": b["count"], "signal": b.get("signal"),
-                                "frames": b.get("frames") or [], "first_index": b["first_index"]})
-            for b in rep["buckets"]]
+
+    return [
+        ResultRecord(
+            suite="fuzz",
+            test_id=f"fuzz/{b['id']}",
+            driver=rep["driver"],
+            outcome=ROW_OUTCOME.get(b["verdict"], Outcome.CRASH),
+            operations=b.get("operations") or [],
+            blamed_operation=(b.get("operations") or [""])[0] if len(b.get("operations") or []) == 1 else "",
+            seed=b.get("first_seed"),
+            spec_path=b.get("spec"),
+            message=b["key"],
+            replay=b.get("replay") or "",
+            extra={
+                "verdict": b["verdict"],
+                "cases": b["count"],
+                "signal": b.get("signal"),
+                "frames": b.get("frames") or [],
+                "first_index": b["first_index"],
+            },
+        )
+        for b in rep["buckets"]
+    ]
 
 
 def build_report(rd: Path) -> dict:
@@ -675,10 +814,18 @@ def build_report(rd: Path) -> dict:
         buckets.append(dict(b, count=counts_by_key.get(b["key"], 1)))
     elapsed = state.elapsed_s
     cases = int(state.counts.get("cases", 0))
-    return {"format": "nnconform-fuzz-report", "driver": manifest["options"]["driver"],
-            "seed": manifest["options"]["seed"], "options": manifest["options"], "started": manifest["started"],
-            "cases": cases, "elapsed_s": round(elapsed, 2), "cases_per_s": round(cases / elapsed, 2) if elapsed else 0.0,
-            "counts": state.counts, "buckets": buckets}
+    return {
+        "format": "nnconform-fuzz-report",
+        "driver": manifest["options"]["driver"],
+        "seed": manifest["options"]["seed"],
+        "options": manifest["options"],
+        "started": manifest["started"],
+        "cases": cases,
+        "elapsed_s": round(elapsed, 2),
+        "cases_per_s": round(cases / elapsed, 2) if elapsed else 0.0,
+        "counts": state.counts,
+        "buckets": buckets,
+    }
 
 
 def write_reports(rd: Path, exit_status: ExitStatus | None = None) -> dict:
@@ -687,13 +834,19 @@ def write_reports(rd: Path, exit_status: ExitStatus | None = None) -> dict:
     from nnconform.artifacts import RESULTS_JSONL, write_common
     from nnconform.artifacts.reportdir import atomic_write
     from nnconform.verdict.results import record_to_json
+
     rep = build_report(rd)
     atomic_write(rd / REPORT_JSON, json.dumps(rep, indent=1, allow_nan=False, default=str))
     rows = bucket_rows(rep)
     atomic_write(rd / RESULTS_JSONL, "".join(record_to_json(r) + "\n" for r in rows))
     code = exit_status if exit_status is not None else (ExitStatus.FAILURES if rows else ExitStatus.CLEAN)
-    write_common(rd, rows, {"driver": rep["driver"], "seed": rep["seed"], "status": _status_text(rep, code)},
-                 title="nnconform fuzz report", html=False)
+    write_common(
+        rd,
+        rows,
+        {"driver": rep["driver"], "seed": rep["seed"], "status": _status_text(rep, code)},
+        title="nnconform fuzz report",
+        html=False,
+    )
     _record_exit(rd, code, rep)
     e = html.escape
     table_rows = "".join(
@@ -701,20 +854,26 @@ def write_reports(rd: Path, exit_status: ExitStatus | None = None) -> dict:
         f"<td>{e(' / '.join(b.get('frames') or []))}</td><td>{e(', '.join(b.get('operations') or []))}</td>"
         f"<td>{b['first_elapsed_s']:.1f} s (case {b['first_index']})</td><td>{b['count']}</td>"
         f"<td>{e(os.path.basename(b['spec'])) if b.get('spec') else ''}</td><td><code>{e(b.get('replay') or '')}</code></td></tr>"
-        for b in rep["buckets"])
+        for b in rep["buckets"]
+    )
     counts = ", ".join(f"{k} {v}" for k, v in rep["counts"].items())
-    page = (f"<!doctype html><meta charset=utf-8><title>nnconform fuzz: {e(rep['driver'])}</title>"
-            "<style>body{font:14px sans-serif;margin:2em}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}</style>"
-            f"<h1>nnconform fuzz: {e(rep['driver'])}</h1>"
-            f"<p>seed {rep['seed']} &middot; started {e(rep['started'])} &middot; {rep['cases']} cases in "
-            f"{rep['elapsed_s']:.0f} s ({rep['cases_per_s']:.1f} cases/s) &middot; {e(counts)}</p>"
-            f"<p>Replay a bucket's minimal spec with the command shown; resume with "
-            f"<code>nnconform fuzz --driver {e(shlex.quote(rep['driver']))} --report-dir "
-            f"{e(shlex.quote(str(rd)))} --resume</code>.</p>"
-            + (f"<table><tr><th>bucket</th><th>verdict</th><th>signal</th><th>top frames</th><th>operations "
-               f"(minimal spec)</th><th>first found</th><th>cases</th><th>spec</th><th>replay</th></tr>{table_rows}</table>"
-               if rep["buckets"] else "<p><b>No crash, hang, out-of-memory or slow case.</b></p>"))
+    page = (
+        f"<!doctype html><meta charset=utf-8><title>nnconform fuzz: {e(rep['driver'])}</title>"
+        "<style>body{font:14px sans-serif;margin:2em}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}</style>"
+        f"<h1>nnconform fuzz: {e(rep['driver'])}</h1>"
+        f"<p>seed {rep['seed']} &middot; started {e(rep['started'])} &middot; {rep['cases']} cases in "
+        f"{rep['elapsed_s']:.0f} s ({rep['cases_per_s']:.1f} cases/s) &middot; {e(counts)}</p>"
+        f"<p>Replay a bucket's minimal spec with the command shown; resume with "
+        f"<code>nnconform fuzz --driver {e(shlex.quote(rep['driver']))} --report-dir "
+        f"{e(shlex.quote(str(rd)))} --resume</code>.</p>"
+        + (
+            f"<table><tr><th>bucket</th><th>verdict</th><th>signal</th><th>top frames</th><th>operations "
+            f"(minimal spec)</th><th>first found</th><th>cases</th><th>spec</th><th>replay</th></tr>{table_rows}</table>"
+            if rep["buckets"]
+            else "<p><b>No crash, hang, out-of-memory or slow case.</b></p>"
+        )
+    )
     (rd / REPORT_HTML).write_text(page, encoding="utf-8")
     return rep
 
@@ -722,11 +881,21 @@ def write_reports(rd: Path, exit_status: ExitStatus | None = None) -> dict:
 def parse_size(text: str) -> int:
     """A size by the shared option table's syntax (512M, 1G), as a FuzzUsageError when bad."""
     from nnconform.cli.options import parse_size as parse
+
     try:
         return parse(text)
     except ValueError as e:
         raise FuzzUsageError(str(e)) from None
 
 
-__all__ = ["FuzzConfig", "FuzzUsageError", "run_fuzz", "write_reports", "build_report", "case_seed",
-           "driver_frames", "classify", "shrink"]
+__all__ = [
+    "FuzzConfig",
+    "FuzzUsageError",
+    "run_fuzz",
+    "write_reports",
+    "build_report",
+    "case_seed",
+    "driver_frames",
+    "classify",
+    "shrink",
+]

@@ -4,6 +4,7 @@ Everything here is immutable: a mutation (VTS-style) makes a new object with
 ``dataclasses.replace``.  Constant values are read-only numpy arrays holding the *stored*
 representation (raw integers for quantised types), never dequantised floats.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -166,11 +167,11 @@ OPERATION_TYPE_OEM_MIN = OPERATION_TYPE_OEM_MAX = 10000
 
 @dataclass(frozen=True)
 class TypeInfo:
-    dtype: np.dtype | None       # storage dtype of the values; None for SUBGRAPH
+    dtype: np.dtype | None  # storage dtype of the values; None for SUBGRAPH
     is_scalar: bool
-    is_quant: bool               # carries scale (and maybe zero point)
+    is_quant: bool  # carries scale (and maybe zero point)
     is_float: bool
-    hal_version: str             # first HAL that has it
+    hal_version: str  # first HAL that has it
 
 
 _T = OperandType
@@ -246,6 +247,7 @@ def element_count(dims: Sequence[int]) -> int:
 @dataclass(frozen=True)
 class ChannelQuant:
     """Per-channel symmetric quantisation (TENSOR_QUANT8_SYMM_PER_CHANNEL)."""
+
     scales: tuple[float, ...]
     channel_dim: int
 
@@ -267,6 +269,7 @@ class Operand:
     array in the type's storage dtype, shaped like the operand) and, for SUBGRAPH operands,
     holds the index of the referenced subgraph.
     """
+
     type: OperandType
     dimensions: tuple[int, ...] = ()
     scale: float = 0.0
@@ -353,8 +356,9 @@ class Model:
         return sorted({op.name for op in self.all_operations()})
 
     def uses_fp16(self) -> bool:
-        return any(o.type in (OperandType.TENSOR_FLOAT16, OperandType.FLOAT16)
-                   for sg in self.subgraphs() for o in sg.operands)
+        return any(
+            o.type in (OperandType.TENSOR_FLOAT16, OperandType.FLOAT16) for sg in self.subgraphs() for o in sg.operands
+        )
 
     def data_types(self) -> list[str]:
         """Short names of the tensor types of the main graph's inputs and outputs."""
@@ -372,6 +376,7 @@ class Model:
 # Requests (what an execution is asked to do).
 # ---------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, eq=False)
 class RequestArgument:
     """One input or output of an execution.
@@ -383,6 +388,7 @@ class RequestArgument:
     (``nnconform.driver.MemoryDomains.allocate``) that holds the input or receives the output,
     HAL's Request.MemoryPool token; ``value`` and ``capacity`` are then unset.
     """
+
     value: np.ndarray | None = None
     dimensions: tuple[int, ...] | None = None
     capacity: int | None = None
@@ -416,14 +422,15 @@ class Request:
 # Builder: a model in a few readable lines.
 # ---------------------------------------------------------------------------------------
 
+
 class ModelBuilder:
     """Builds one subgraph (and, through ``subgraph()``, referenced ones).
 
-        b = ModelBuilder()
-        x = b.input(T.TENSOR_FLOAT32, [1, 2])
-        y = b.output(T.TENSOR_FLOAT32, [1, 2])
-        b.operation(Op.ADD, [x, b.const(T.TENSOR_FLOAT32, [1, 2], [1, 2]), b.i32(0)], [y])
-        model = b.build()
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [1, 2])
+    y = b.output(T.TENSOR_FLOAT32, [1, 2])
+    b.operation(Op.ADD, [x, b.const(T.TENSOR_FLOAT32, [1, 2], [1, 2]), b.i32(0)], [y])
+    model = b.build()
     """
 
     def __init__(self, name: str = "main", _root: "ModelBuilder | None" = None):
@@ -436,9 +443,18 @@ class ModelBuilder:
         self._referenced: list[ModelBuilder] = [] if _root is None else _root._referenced
 
     # operands --------------------------------------------------------------------
-    def operand(self, type: OperandType, dims: Sequence[int] = (), *, scale: float = 0.0,
-                zero_point: int = 0, lifetime: Lifetime = Lifetime.TEMPORARY_VARIABLE,
-                value: Any = None, channel_quant: ChannelQuant | None = None, name: str = "") -> int:
+    def operand(
+        self,
+        type: OperandType,
+        dims: Sequence[int] = (),
+        *,
+        scale: float = 0.0,
+        zero_point: int = 0,
+        lifetime: Lifetime = Lifetime.TEMPORARY_VARIABLE,
+        value: Any = None,
+        channel_quant: ChannelQuant | None = None,
+        name: str = "",
+    ) -> int:
         type = OperandType(type)
         dims = tuple(int(d) for d in dims)
         if value is not None and type != OperandType.SUBGRAPH:
@@ -450,8 +466,11 @@ class ModelBuilder:
                 arr = arr.reshape(dims)
             value = _frozen_array(arr, info.dtype)
         idx = len(self._operands)
-        self._operands.append(Operand(type, dims, float(scale), int(zero_point), Lifetime(lifetime),
-                                      value, channel_quant, name or f"op{idx}"))
+        self._operands.append(
+            Operand(
+                type, dims, float(scale), int(zero_point), Lifetime(lifetime), value, channel_quant, name or f"op{idx}"
+            )
+        )
         return idx
 
     def input(self, type: OperandType, dims: Sequence[int] = (), **kw: Any) -> int:
@@ -503,8 +522,9 @@ class ModelBuilder:
         self._inputs, self._outputs = list(inputs), list(outputs)
 
     def build_subgraph(self) -> Subgraph:
-        return Subgraph(tuple(self._operands), tuple(self._operations), tuple(self._inputs),
-                        tuple(self._outputs), self.name)
+        return Subgraph(
+            tuple(self._operands), tuple(self._operations), tuple(self._inputs), tuple(self._outputs), self.name
+        )
 
     # builtins.bool: the method bool() above shadows the name in this class's scope
     def build(self, relaxed: builtins.bool = False) -> Model:

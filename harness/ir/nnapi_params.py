@@ -22,6 +22,7 @@ unsupported, never approximated).  Where NNAPI says the execution must fail for 
 parameters, :class:`Rejected` is raised.  Adapters that trace with concrete shapes (JAX) pass
 ``shape=`` to read the traced shapes instead of the model's dimensions.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,9 +41,23 @@ from nnconform.reference.ops.pooling import resolve_params as _resolve_pool_para
 from nnconform.reference.ops.strided_slice import slice_plan
 from nnconform.reference.ops.transpose_conv_2d import transpose_padding as _transpose_padding
 
-__all__ = ["ConvParams", "PoolParams", "StridedSlice", "conv_params", "transpose_conv_params",
-           "pool_params", "implicit_padding", "fused_activation", "known_dims", "known_rank",
-           "same_quant", "slice_bounds", "strided_slice", "axes", "reduce_axes"]
+__all__ = [
+    "ConvParams",
+    "PoolParams",
+    "StridedSlice",
+    "conv_params",
+    "transpose_conv_params",
+    "pool_params",
+    "implicit_padding",
+    "fused_activation",
+    "known_dims",
+    "known_rank",
+    "same_quant",
+    "slice_bounds",
+    "strided_slice",
+    "axes",
+    "reduce_axes",
+]
 
 QUANT8 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 
@@ -57,11 +72,13 @@ _slice_plan = cast("Callable[..., list[tuple[int, int, int, bool]]]", slice_plan
 # Operands
 # ---------------------------------------------------------------------------------------
 
+
 def same_quant(a: Operand, b: Operand) -> bool:
     """Same type and, for 8-bit quantised tensors, the same scale (as float32, the precision
     NNAPI stores) and zero point: data can move between them without requantisation."""
-    return a.type == b.type and (a.type not in QUANT8 or (np.float32(a.scale) == np.float32(b.scale)
-                                                         and a.zero_point == b.zero_point))
+    return a.type == b.type and (
+        a.type not in QUANT8 or (np.float32(a.scale) == np.float32(b.scale) and a.zero_point == b.zero_point)
+    )
 
 
 def fused_activation(c: ParameterAccess, k: int) -> int:
@@ -81,8 +98,8 @@ def _input_shape(c: ParameterAccess, shape: Shape | None) -> Shape:
 # Padding
 # ---------------------------------------------------------------------------------------
 
-def implicit_padding(in_size: int, stride: int, filter_size: int, scheme: int,
-                     dilation: int = 1) -> tuple[int, int]:
+
+def implicit_padding(in_size: int, stride: int, filter_size: int, scheme: int, dilation: int = 1) -> tuple[int, int]:
     """(head, tail) padding of NNAPI's implicit padding scheme on one axis: SAME keeps
     ceil(in / stride) outputs and puts the odd pixel at the tail, VALID pads nothing.  The
     reference's rule; a scheme other than 1 (SAME) or 2 (VALID) is unsupported here."""
@@ -99,8 +116,10 @@ def _spatial(dims: Sequence[int], nchw: bool) -> tuple[int, int]:
 # CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D
 # ---------------------------------------------------------------------------------------
 
-def conv_params(c: ParameterAccess, n_extra: int = 0, *, dilation: bool = True,
-                shape: Shape | None = None) -> ConvParams:
+
+def conv_params(
+    c: ParameterAccess, n_extra: int = 0, *, dilation: bool = True, shape: Shape | None = None
+) -> ConvParams:
     """Parameters of CONV_2D (``n_extra`` 0), DEPTHWISE_CONV_2D (1: the depth multiplier) and
     GROUPED_CONV_2D (1: the number of groups; ``dilation=False``, it has no dilation inputs).
 
@@ -171,6 +190,7 @@ def transpose_conv_params(c: ParameterAccess, *, shape: Shape | None = None) -> 
 # AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D
 # ---------------------------------------------------------------------------------------
 
+
 def pool_params(c: ParameterAccess, *, shape: Shape | None = None) -> PoolParams:
     """Parameters of the 2-D pooling operations: explicit padding with 10 (11: + NCHW flag)
     inputs, the implicit scheme with 7 (8) inputs; then strides, filter size, activation.
@@ -193,6 +213,7 @@ def pool_params(c: ParameterAccess, *, shape: Shape | None = None) -> PoolParams
 # SLICE, STRIDED_SLICE
 # ---------------------------------------------------------------------------------------
 
+
 def slice_bounds(c: ParameterAccess, dims: Sequence[int]) -> tuple[list[int], list[int]]:
     """SLICE's (begin, end) per dimension of an input of shape ``dims``: input 1 is begin,
     input 2 the size with -1 meaning "to the end".  NNAPI fails the execution when a block
@@ -211,6 +232,7 @@ class StridedSlice:
     ...; ``stops`` are exclusive ends usable by slice APIs that clamp (Python, ONNX Slice,
     OpenVINO Slice), with "before index 0" of a negative stride written -dim - 1 because a
     plain negative stop would count from the back."""
+
     starts: tuple[int, ...]
     stops: tuple[int, ...]
     strides: tuple[int, ...]
@@ -253,13 +275,15 @@ def strided_slice(c: ParameterAccess, dims: Sequence[int]) -> StridedSlice:
             e = min(e, d) if s > 0 else (e if e >= 0 else -d - 1)
         starts.append(b)
         stops.append(e)
-    return StridedSlice(tuple(starts), tuple(stops), tuple(p[1] for p in plan),
-                        tuple(p[2] for p in plan), tuple(p[3] for p in plan))
+    return StridedSlice(
+        tuple(starts), tuple(stops), tuple(p[1] for p in plan), tuple(p[2] for p in plan), tuple(p[3] for p in plan)
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Axes
 # ---------------------------------------------------------------------------------------
+
 
 def axes(c: ParameterAccess, k: int, rank: int) -> list[int]:
     """Input ``k``, a TENSOR_INT32 of axes in [-rank, rank), as sorted non-negative axes

@@ -50,6 +50,7 @@ outside ``[-2**31, 2**32)``, whether or not the model is validated.  Values quot
 message are cut to 60 characters and the message to :data:`MAX_ERROR_CHARS`, with control
 characters removed.
 """
+
 from __future__ import annotations
 
 import base64
@@ -85,29 +86,30 @@ from nnconform.textsafe import clean_text, shorten, show
 
 FORMAT = "nnconform-spec"
 VERSION = 1
-INLINE_MAX = 64          # tensors with more elements are written as base64
+INLINE_MAX = 64  # tensors with more elements are written as base64
 
-MAX_SPEC_BYTES = 256 << 20   # a larger spec file is refused before it is read
-MAX_NESTING = 100            # JSON arrays/objects nested deeper than this are refused
-MAX_NUMBER_CHARS = 100       # a longer JSON number literal is refused (no 5,000-digit ints)
-MAX_ERROR_CHARS = 200        # a SpecError message is cut to this length
-DIM_LIMIT = 2 ** 31          # every dimension and shape entry is in [0, DIM_LIMIT)
-INT_FIELD_RANGE = (-2 ** 31, 2 ** 32)   # int32 or uint32: indexes, codes, zero points...
+MAX_SPEC_BYTES = 256 << 20  # a larger spec file is refused before it is read
+MAX_NESTING = 100  # JSON arrays/objects nested deeper than this are refused
+MAX_NUMBER_CHARS = 100  # a longer JSON number literal is refused (no 5,000-digit ints)
+MAX_ERROR_CHARS = 200  # a SpecError message is cut to this length
+DIM_LIMIT = 2**31  # every dimension and shape entry is in [0, DIM_LIMIT)
+INT_FIELD_RANGE = (-(2**31), 2**32)  # int32 or uint32: indexes, codes, zero points...
 
 _FLOAT_WORDS = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf}
 # Storage dtypes a base64 tensor may declare (little-endian spelling).
-_BASE64_DTYPES = {np.dtype(t).newbyteorder("<").str: np.dtype(t) for t in
-                  (np.float16, np.float32, np.int32, np.uint32, np.uint8, np.int8, np.int16,
-                   np.uint16, np.bool_)}
+_BASE64_DTYPES = {
+    np.dtype(t).newbyteorder("<").str: np.dtype(t)
+    for t in (np.float16, np.float32, np.int32, np.uint32, np.uint8, np.int8, np.int16, np.uint16, np.bool_)
+}
 
 
 @dataclass
 class SpecExample:
     name: str
-    inputs: list[Any]                 # one array (or None: omitted optional input) per main input
-    outputs: list[Any]                # expected, one array per main output ([] if expect_failure)
-    ignored: tuple[bool, ...] = ()    # per output: don't compare it (empty: compare all)
-    expect_failure: bool = False      # the model is invalid or execution must fail
+    inputs: list[Any]  # one array (or None: omitted optional input) per main input
+    outputs: list[Any]  # expected, one array per main output ([] if expect_failure)
+    ignored: tuple[bool, ...] = ()  # per output: don't compare it (empty: compare all)
+    expect_failure: bool = False  # the model is invalid or execution must fail
 
 
 @dataclass
@@ -142,6 +144,7 @@ def _show(x: Any) -> str:
 # Tensors
 # ---------------------------------------------------------------------------------------
 
+
 def _float_json(x: float) -> float | str:
     if math.isnan(x):
         return "nan"
@@ -152,7 +155,7 @@ def _float_json(x: float) -> float | str:
 
 def _inline(arr: np.ndarray) -> Any:
     if arr.dtype.kind == "f":
-        obj = arr.astype(object)          # Python floats: exact decimal of the stored value
+        obj = arr.astype(object)  # Python floats: exact decimal of the stored value
         obj[np.isnan(arr)] = "nan"
         obj[np.isposinf(arr)] = "inf"
         obj[np.isneginf(arr)] = "-inf"
@@ -209,7 +212,7 @@ def _shape_field(obj: Any, path: str) -> tuple[int, ...]:
 
 def _convert(flat: list[Any], dtype: np.dtype | None, path: str) -> np.ndarray:
     """JSON scalars to an array of ``dtype`` (range-checked, never silently wrapped)."""
-    if dtype is None:           # unknown operand type code: keep what JSON says
+    if dtype is None:  # unknown operand type code: keep what JSON says
         bad = [x for x in flat if not isinstance(x, (bool, int, float))]
         if bad:
             _fail(path, f"expected numbers, got {_show(bad[0])}")
@@ -255,8 +258,9 @@ def _convert(flat: list[Any], dtype: np.dtype | None, path: str) -> np.ndarray:
     return np.array(flat, dtype=dtype).reshape(len(flat))
 
 
-def decode_tensor(obj: Any, dtype: np.dtype | None, dims: Sequence[int] | None, path: str,
-                  scalar: bool = False) -> np.ndarray:
+def decode_tensor(
+    obj: Any, dtype: np.dtype | None, dims: Sequence[int] | None, path: str, scalar: bool = False
+) -> np.ndarray:
     """Read one TENSOR.  ``dtype``: the operand's storage dtype (None if unknown); ``dims``:
     the operand's dimensions (0 = unknown, () = unknown rank; None: don't check); ``scalar``:
     the operand is a scalar type (the result has shape ())."""
@@ -302,8 +306,9 @@ def decode_tensor(obj: Any, dtype: np.dtype | None, dims: Sequence[int] | None, 
             if not isinstance(flat, list) or any(isinstance(x, (list, dict)) for x in flat):
                 _fail(f"{path}.values", "must be a flat list of values")
             if len(flat) != element_count(shape):
-                _fail(f"{path}.values", f"expected {element_count(shape)} values for shape {list(shape)}, "
-                                        f"got {len(flat)}")
+                _fail(
+                    f"{path}.values", f"expected {element_count(shape)} values for shape {list(shape)}, got {len(flat)}"
+                )
             arr = _convert(flat, dtype, f"{path}.values").reshape(shape)
         elif isinstance(obj, list):
             shape, flat = _nested(obj, path)
@@ -312,8 +317,7 @@ def decode_tensor(obj: Any, dtype: np.dtype | None, dims: Sequence[int] | None, 
         elif isinstance(obj, (bool, int, float, str)):
             arr = _convert([obj], dtype, path).reshape(())
         else:
-            _fail(path, f"expected a tensor (a list, {{shape, values}} or {{dtype, shape, base64}}), "
-                        f"got {_show(obj)}")
+            _fail(path, f"expected a tensor (a list, {{shape, values}} or {{dtype, shape, base64}}), got {_show(obj)}")
 
     if scalar:
         if arr.size != 1:
@@ -338,6 +342,7 @@ def decode_tensor(obj: Any, dtype: np.dtype | None, dims: Sequence[int] | None, 
 # Model <-> dict
 # ---------------------------------------------------------------------------------------
 
+
 def _enum_out(code: Any, enum_cls: type[Enum]) -> str | int:
     try:
         return enum_cls(code).name
@@ -356,7 +361,7 @@ def _enum_in(obj: Any, enum_cls: type[Enum], what: str, path: str) -> Any:
         try:
             return enum_cls(obj)
         except ValueError:
-            return obj      # a raw (invalid) code, kept for validation to report
+            return obj  # a raw (invalid) code, kept for validation to report
     article = "an" if what[0] in "aeiou" else "a"
     _fail(path, f"must be {article} {what} name, got {_show(obj)}")
 
@@ -368,9 +373,12 @@ def _operand_to_dict(op: Operand, p: str) -> dict[str, Any]:
         "lifetime": _enum_out(op.lifetime, Lifetime),
         "scale": _float_json(float(op.scale)),
         "zero_point": int(op.zero_point),
-        "channel_quant": None if op.channel_quant is None else {
+        "channel_quant": None
+        if op.channel_quant is None
+        else {
             "scales": [_float_json(float(s)) for s in op.channel_quant.scales],
-            "channel_dim": int(op.channel_quant.channel_dim)},
+            "channel_dim": int(op.channel_quant.channel_dim),
+        },
         "num_consumers": None if op.num_consumers is None else int(op.num_consumers),
         "name": op.name,
     }
@@ -379,7 +387,7 @@ def _operand_to_dict(op: Operand, p: str) -> dict[str, Any]:
     elif op.lifetime == Lifetime.SUBGRAPH:
         d["value"] = int(op.value)
     elif isinstance(d["type"], int):
-        d["value"] = _base64(np.asarray(op.value))   # no type to take the dtype from: carry it
+        d["value"] = _base64(np.asarray(op.value))  # no type to take the dtype from: carry it
     else:
         d["value"] = encode_tensor(op.value, f"{p}.value")
     return d
@@ -389,17 +397,25 @@ def _subgraph_to_dict(sg: Subgraph, p: str) -> dict[str, Any]:
     return {
         "name": sg.name,
         "operands": [_operand_to_dict(o, f"{p}.operands[{i}]") for i, o in enumerate(sg.operands)],
-        "operations": [{"type": _enum_out(o.type, OperationType), "inputs": [int(i) for i in o.inputs],
-                        "outputs": [int(i) for i in o.outputs]} for o in sg.operations],
+        "operations": [
+            {
+                "type": _enum_out(o.type, OperationType),
+                "inputs": [int(i) for i in o.inputs],
+                "outputs": [int(i) for i in o.outputs],
+            }
+            for o in sg.operations
+        ],
         "input_indexes": [int(i) for i in sg.input_indexes],
         "output_indexes": [int(i) for i in sg.output_indexes],
     }
 
 
 def model_to_dict(model: Model) -> dict[str, Any]:
-    return {"main": _subgraph_to_dict(model.main, "model.main"),
-            "referenced": [_subgraph_to_dict(s, f"model.referenced[{i}]") for i, s in enumerate(model.referenced)],
-            "relax_fp32_to_fp16": bool(model.relax_fp32_to_fp16)}
+    return {
+        "main": _subgraph_to_dict(model.main, "model.main"),
+        "referenced": [_subgraph_to_dict(s, f"model.referenced[{i}]") for i, s in enumerate(model.referenced)],
+        "relax_fp32_to_fp16": bool(model.relax_fp32_to_fp16),
+    }
 
 
 def _fields(d: Any, path: str, required: Sequence[str], optional: dict[str, Any]) -> dict[str, Any]:
@@ -475,9 +491,20 @@ def _bool(x: Any, path: str) -> bool:
 
 
 def _operand_from_dict(d: Any, p: str) -> Operand:
-    f = _fields(d, p, ("type", "lifetime"),
-                {"dimensions": [], "scale": 0.0, "zero_point": 0, "channel_quant": None,
-                 "num_consumers": None, "name": "", "value": None})
+    f = _fields(
+        d,
+        p,
+        ("type", "lifetime"),
+        {
+            "dimensions": [],
+            "scale": 0.0,
+            "zero_point": 0,
+            "channel_quant": None,
+            "num_consumers": None,
+            "name": "",
+            "value": None,
+        },
+    )
     t = _enum_in(f["type"], OperandType, "operand type", f"{p}.type")
     lifetime = _enum_in(f["lifetime"], Lifetime, "lifetime", f"{p}.lifetime")
     dims = _dims(f["dimensions"], f"{p}.dimensions")
@@ -486,8 +513,10 @@ def _operand_from_dict(d: Any, p: str) -> Operand:
         c = _fields(cq, f"{p}.channel_quant", ("scales", "channel_dim"), {})
         if not isinstance(c["scales"], list):
             _fail(f"{p}.channel_quant.scales", f"must be a list of numbers, got {_show(c['scales'])}")
-        cq = ChannelQuant(tuple(_float(s, f"{p}.channel_quant.scales[{i}]") for i, s in enumerate(c["scales"])),
-                          _int(c["channel_dim"], f"{p}.channel_quant.channel_dim"))
+        cq = ChannelQuant(
+            tuple(_float(s, f"{p}.channel_quant.scales[{i}]") for i, s in enumerate(c["scales"])),
+            _int(c["channel_dim"], f"{p}.channel_quant.channel_dim"),
+        )
     nc = f["num_consumers"]
     if nc is not None:
         nc = _int(nc, f"{p}.num_consumers")
@@ -503,14 +532,26 @@ def _operand_from_dict(d: Any, p: str) -> Operand:
                 dtype, scalar = None, False
             value = decode_tensor(value, dtype, dims, f"{p}.value", scalar=scalar)
             value.setflags(write=False)
-    return Operand(t, dims, _float(f["scale"], f"{p}.scale"), _int(f["zero_point"], f"{p}.zero_point"),
-                   lifetime, value, cq, _str(f["name"], f"{p}.name"), nc)
+    return Operand(
+        t,
+        dims,
+        _float(f["scale"], f"{p}.scale"),
+        _int(f["zero_point"], f"{p}.zero_point"),
+        lifetime,
+        value,
+        cq,
+        _str(f["name"], f"{p}.name"),
+        nc,
+    )
 
 
 def _operation_from_dict(d: Any, p: str) -> Operation:
     f = _fields(d, p, ("type", "inputs", "outputs"), {})
-    return Operation(_enum_in(f["type"], OperationType, "operation type", f"{p}.type"),
-                     _int_list(f["inputs"], f"{p}.inputs"), _int_list(f["outputs"], f"{p}.outputs"))
+    return Operation(
+        _enum_in(f["type"], OperationType, "operation type", f"{p}.type"),
+        _int_list(f["inputs"], f"{p}.inputs"),
+        _int_list(f["outputs"], f"{p}.outputs"),
+    )
 
 
 def _list(x: Any, path: str) -> list[Any]:
@@ -521,20 +562,29 @@ def _list(x: Any, path: str) -> list[Any]:
 
 def _subgraph_from_dict(d: Any, p: str) -> Subgraph:
     f = _fields(d, p, ("operands", "operations", "input_indexes", "output_indexes"), {"name": ""})
-    operands = tuple(_operand_from_dict(o, f"{p}.operands[{i}]")
-                     for i, o in enumerate(_list(f["operands"], f"{p}.operands")))
-    operations = tuple(_operation_from_dict(o, f"{p}.operations[{i}]")
-                       for i, o in enumerate(_list(f["operations"], f"{p}.operations")))
-    return Subgraph(operands, operations, _int_list(f["input_indexes"], f"{p}.input_indexes"),
-                    _int_list(f["output_indexes"], f"{p}.output_indexes"), _str(f["name"], f"{p}.name"))
+    operands = tuple(
+        _operand_from_dict(o, f"{p}.operands[{i}]") for i, o in enumerate(_list(f["operands"], f"{p}.operands"))
+    )
+    operations = tuple(
+        _operation_from_dict(o, f"{p}.operations[{i}]") for i, o in enumerate(_list(f["operations"], f"{p}.operations"))
+    )
+    return Subgraph(
+        operands,
+        operations,
+        _int_list(f["input_indexes"], f"{p}.input_indexes"),
+        _int_list(f["output_indexes"], f"{p}.output_indexes"),
+        _str(f["name"], f"{p}.name"),
+    )
 
 
 def model_from_dict(d: Any, path: str = "model") -> Model:
     """Build a Model from its JSON form (no validation; see :func:`spec_path`)."""
     f = _fields(d, path, ("main",), {"referenced": [], "relax_fp32_to_fp16": False})
     main = _subgraph_from_dict(f["main"], f"{path}.main")
-    referenced = tuple(_subgraph_from_dict(s, f"{path}.referenced[{i}]")
-                       for i, s in enumerate(_list(f["referenced"], f"{path}.referenced")))
+    referenced = tuple(
+        _subgraph_from_dict(s, f"{path}.referenced[{i}]")
+        for i, s in enumerate(_list(f["referenced"], f"{path}.referenced"))
+    )
     return Model(main, referenced, _bool(f["relax_fp32_to_fp16"], f"{path}.relax_fp32_to_fp16"))
 
 
@@ -551,6 +601,7 @@ def spec_path(where: str, model_path: str = "model") -> str:
 # Examples and the whole file
 # ---------------------------------------------------------------------------------------
 
+
 def _io_operand(model: Model, index: int) -> tuple[np.dtype | None, tuple[int, ...] | None, bool]:
     ops = model.main.operands
     if not 0 <= index < len(ops):
@@ -562,8 +613,9 @@ def _io_operand(model: Model, index: int) -> tuple[np.dtype | None, tuple[int, .
     return info.dtype, ops[index].dimensions, info.is_scalar
 
 
-def _decode_io(values: Sequence[Any], model: Model, indexes: Sequence[int], path: str,
-               allow_null: bool) -> list[np.ndarray | None]:
+def _decode_io(
+    values: Sequence[Any], model: Model, indexes: Sequence[int], path: str, allow_null: bool
+) -> list[np.ndarray | None]:
     out: list[np.ndarray | None] = []
     for k, (v, idx) in enumerate(zip(values, indexes)):
         if v is None and allow_null:
@@ -588,9 +640,13 @@ def _example_from_dict(d: Any, model: Model, p: str) -> SpecExample:
     if flags and len(flags) != n_out:
         _fail(f"{p}.ignored", f"needs one flag per output ({n_out}), got {len(flags)}")
     ignored = tuple(_bool(x, f"{p}.ignored[{i}]") for i, x in enumerate(flags))
-    return SpecExample(name, _decode_io(ins, model, model.main.input_indexes, f"{p}.inputs", True),
-                       _decode_io(outs, model, model.main.output_indexes, f"{p}.outputs", False),
-                       ignored, expect_failure)
+    return SpecExample(
+        name,
+        _decode_io(ins, model, model.main.input_indexes, f"{p}.inputs", True),
+        _decode_io(outs, model, model.main.output_indexes, f"{p}.outputs", False),
+        ignored,
+        expect_failure,
+    )
 
 
 def _stored(value: Any, model: Model, index: int, path: str) -> Any:
@@ -601,13 +657,18 @@ def _stored(value: Any, model: Model, index: int, path: str) -> Any:
     arr = np.asarray(value)
     dtype, _, _ = _io_operand(model, index)
     if arr.dtype.kind not in "fiub":
-        _fail(path, f"a {arr.dtype} value cannot be stored; expected numbers"
-                    + (f" of {dtype}" if dtype is not None else ""))
+        _fail(
+            path,
+            f"a {arr.dtype} value cannot be stored; expected numbers" + (f" of {dtype}" if dtype is not None else ""),
+        )
     if dtype is not None and arr.dtype != dtype:
         with np.errstate(over="ignore", invalid="ignore"):
             cast = arr.astype(dtype)
-        lossless = dtype.kind == "f" and arr.dtype.kind in "fiub" or \
-            (arr.dtype.kind in "iub" and np.array_equal(cast.astype(arr.dtype), arr))
+        lossless = (
+            dtype.kind == "f"
+            and arr.dtype.kind in "fiub"
+            or (arr.dtype.kind in "iub" and np.array_equal(cast.astype(arr.dtype), arr))
+        )
         if not lossless:
             _fail(path, f"a {arr.dtype} value does not fit the operand's {dtype} storage")
         arr = cast
@@ -616,13 +677,15 @@ def _stored(value: Any, model: Model, index: int, path: str) -> Any:
 
 def _example_to_dict(ex: SpecExample, model: Model, p: str) -> dict[str, Any]:
     ins, outs = model.main.input_indexes, model.main.output_indexes
-    return {"name": ex.name,
-            "inputs": [_stored(v, model, i, f"{p}.inputs[{k}]") for k, (v, i) in enumerate(zip(ex.inputs, ins))]
-            + [encode_tensor(v) for v in ex.inputs[len(ins):]],
-            "outputs": [_stored(v, model, i, f"{p}.outputs[{k}]") for k, (v, i) in enumerate(zip(ex.outputs, outs))]
-            + [encode_tensor(v) for v in ex.outputs[len(outs):]],
-            "ignored": [bool(x) for x in ex.ignored],
-            "expect_failure": bool(ex.expect_failure)}
+    return {
+        "name": ex.name,
+        "inputs": [_stored(v, model, i, f"{p}.inputs[{k}]") for k, (v, i) in enumerate(zip(ex.inputs, ins))]
+        + [encode_tensor(v) for v in ex.inputs[len(ins) :]],
+        "outputs": [_stored(v, model, i, f"{p}.outputs[{k}]") for k, (v, i) in enumerate(zip(ex.outputs, outs))]
+        + [encode_tensor(v) for v in ex.outputs[len(outs) :]],
+        "ignored": [bool(x) for x in ex.ignored],
+        "expect_failure": bool(ex.expect_failure),
+    }
 
 
 def _jsonable(x: Any, path: str = "meta") -> Any:
@@ -648,9 +711,14 @@ def _meta_to_dict(meta: dict[str, Any], model: Model) -> dict[str, Any]:
         if k == "actual_outputs" and isinstance(v, (list, tuple)):
             idx = model.main.output_indexes
             # arrays are encoded here; an entry already in JSON tensor form ({...}) passes through
-            out[k] = [_jsonable(a, f"meta.actual_outputs[{j}]") if isinstance(a, dict)
-                      else _stored(a, model, idx[j], f"meta.actual_outputs[{j}]") if j < len(idx)
-                      else encode_tensor(a, f"meta.actual_outputs[{j}]") for j, a in enumerate(v)]
+            out[k] = [
+                _jsonable(a, f"meta.actual_outputs[{j}]")
+                if isinstance(a, dict)
+                else _stored(a, model, idx[j], f"meta.actual_outputs[{j}]")
+                if j < len(idx)
+                else encode_tensor(a, f"meta.actual_outputs[{j}]")
+                for j, a in enumerate(v)
+            ]
         else:
             out[k] = _jsonable(v, f"meta.{k}")
     return out
@@ -666,16 +734,21 @@ def _meta_from_dict(doc: Any, model: Model) -> dict[str, Any]:
     if "actual_outputs" in meta:
         acts = _list(meta["actual_outputs"], "meta.actual_outputs")
         if len(acts) > len(model.main.output_indexes):
-            _fail("meta.actual_outputs", f"the model has {len(model.main.output_indexes)} outputs, "
-                                         f"got {len(acts)} values")
+            _fail(
+                "meta.actual_outputs", f"the model has {len(model.main.output_indexes)} outputs, got {len(acts)} values"
+            )
         meta["actual_outputs"] = _decode_io(acts, model, model.main.output_indexes, "meta.actual_outputs", True)
     return meta
 
 
 def spec_to_dict(spec: SpecFile) -> dict[str, Any]:
-    return {"format": FORMAT, "version": VERSION, "model": model_to_dict(spec.model),
-            "examples": [_example_to_dict(e, spec.model, f"examples[{i}]") for i, e in enumerate(spec.examples)],
-            "meta": _meta_to_dict(spec.meta, spec.model)}
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "model": model_to_dict(spec.model),
+        "examples": [_example_to_dict(e, spec.model, f"examples[{i}]") for i, e in enumerate(spec.examples)],
+        "meta": _meta_to_dict(spec.meta, spec.model),
+    }
 
 
 def spec_from_dict(doc: Any, validate: bool = True) -> SpecFile:
@@ -688,18 +761,19 @@ def spec_from_dict(doc: Any, validate: bool = True) -> SpecFile:
         if type(version) is not int:
             _fail("version", f"must be an integer, got {_show(version)}")
         if version != VERSION:
-            _fail("version", f"unsupported spec version {version} (this nnconform {__version__} "
-                             f"reads version {VERSION})")
+            _fail(
+                "version", f"unsupported spec version {version} (this nnconform {__version__} reads version {VERSION})"
+            )
     f = _fields(doc, "", ("format", "version", "model"), {"examples": [], "meta": {}})
     model = model_from_dict(f["model"], "model")
     if validate:
         from nnconform.ir.validation import validate_model
+
         try:
             validate_model(model)
         except ValidationError as e:
             raise _error(f"{_short_path(spec_path(e.where))}: {e.message}") from None
-    examples = [_example_from_dict(e, model, f"examples[{i}]")
-                for i, e in enumerate(_list(f["examples"], "examples"))]
+    examples = [_example_from_dict(e, model, f"examples[{i}]") for i, e in enumerate(_list(f["examples"], "examples"))]
     return SpecFile(model, examples, _meta_from_dict(f["meta"], model))
 
 
@@ -731,6 +805,7 @@ def dumps_spec(spec: SpecFile) -> str:
 class _BadNumber:
     """A JSON number literal refused by the parser hooks; reported with its path by
     :func:`_check_tree` (the hooks do not know where they are)."""
+
     __slots__ = ("text", "reason")
 
     def __init__(self, text: str, reason: str):
@@ -739,25 +814,28 @@ class _BadNumber:
 
 class _DuplicateKeys(dict[str, Any]):
     """A JSON object that repeated a key (last value kept); reported by :func:`_check_tree`."""
+
     __slots__ = ("duplicate",)
     duplicate: str
 
 
 def _parse_int(text: str) -> int | _BadNumber:
     if len(text) > MAX_NUMBER_CHARS:
-        return _BadNumber(text, f"integer literal of {len(text.lstrip('-'))} digits is too long "
-                                f"(at most {MAX_NUMBER_CHARS} characters)")
+        return _BadNumber(
+            text,
+            f"integer literal of {len(text.lstrip('-'))} digits is too long (at most {MAX_NUMBER_CHARS} characters)",
+        )
     return int(text)
 
 
 def _parse_float(text: str) -> float | _BadNumber:
     if len(text) > MAX_NUMBER_CHARS:
-        return _BadNumber(text, f"number literal of {len(text)} characters is too long "
-                                f"(at most {MAX_NUMBER_CHARS})")
+        return _BadNumber(text, f"number literal of {len(text)} characters is too long (at most {MAX_NUMBER_CHARS})")
     x = float(text)
     if math.isinf(x):
-        return _BadNumber(text, f"number {shorten(text, 40)} is out of range for a double "
-                                f"(infinity is written \"inf\" or \"-inf\")")
+        return _BadNumber(
+            text, f'number {shorten(text, 40)} is out of range for a double (infinity is written "inf" or "-inf")'
+        )
     return x
 
 
@@ -767,7 +845,7 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         return d
     seen: set[str] = set()
     dup = ""
-    for k, _ in pairs:          # the first key seen twice (dict() kept its last value)
+    for k, _ in pairs:  # the first key seen twice (dict() kept its last value)
         if k in seen:
             dup = k
             break
@@ -786,7 +864,7 @@ def _check_tree(doc: Any) -> None:
     """Refuse what the per-field checks cannot see or would choke on: nesting deeper than
     MAX_NESTING (no RecursionError later), refused number literals, integers of more than
     MAX_NUMBER_CHARS digits, duplicate keys.  Iterative; reports the first culprit's path."""
-    max_bits = int(MAX_NUMBER_CHARS * 3.33)    # ~ MAX_NUMBER_CHARS decimal digits
+    max_bits = int(MAX_NUMBER_CHARS * 3.33)  # ~ MAX_NUMBER_CHARS decimal digits
     stack: list[tuple[Any, str, int]] = [(doc, "", 1)]
     while stack:
         node, path, depth = stack.pop()
@@ -803,8 +881,11 @@ def _check_tree(doc: Any) -> None:
         elif isinstance(node, _BadNumber):
             _fail(path or "spec", node.reason)
         elif type(node) is int and node.bit_length() > max_bits:
-            _fail(path or "spec", f"integer of about {int(node.bit_length() * 0.30103) + 1} digits "
-                                  f"is too long (at most {MAX_NUMBER_CHARS})")
+            _fail(
+                path or "spec",
+                f"integer of about {int(node.bit_length() * 0.30103) + 1} digits "
+                f"is too long (at most {MAX_NUMBER_CHARS})",
+            )
 
 
 def loads_spec(text: str, validate: bool = True) -> SpecFile:
@@ -835,8 +916,13 @@ def dump_spec(spec: SpecFile, path: str | os.PathLike[str]) -> None:
         raise
 
 
-_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-               (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 def _check_regular(st: os.stat_result) -> None:
@@ -856,13 +942,13 @@ def _read_capped(path: str | os.PathLike[str]) -> bytes:
     most MAX_SPEC_BYTES (checked on the path, then on the opened file; at most cap + 1
     bytes are read, whatever stat said)."""
     try:
-        _check_regular(os.stat(path))   # a device or FIFO is never even opened
+        _check_regular(os.stat(path))  # a device or FIFO is never even opened
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
         raise _error(f"file: cannot read ({e.strerror or e})") from None
     try:
         with os.fdopen(fd, "rb") as fh:
-            _check_regular(os.fstat(fh.fileno()))   # replaced between stat and open
+            _check_regular(os.fstat(fh.fileno()))  # replaced between stat and open
             data = fh.read(MAX_SPEC_BYTES + 1)
     except OSError as e:
         raise _error(f"file: cannot read ({e.strerror or e})") from None
@@ -889,19 +975,55 @@ def load_spec(path: str | os.PathLike[str], validate: bool = True) -> SpecFile:
 # Provenance of a dumped failure
 # ---------------------------------------------------------------------------------------
 
+
 def replay_command(spec_file: str | os.PathLike[str], driver: str) -> str:
     """The one command that replays a dumped spec against a driver."""
     return f"nnconform replay {shlex.quote(os.fspath(spec_file))} --driver {shlex.quote(driver)}"
 
 
-def failure_meta(*, seed: int | None, driver: str, actual_outputs: Sequence[np.ndarray | None],
-                 criterion: dict[str, Any], replay: str, example: str | None = None,
-                 **extra: Any) -> dict[str, Any]:
+def failure_meta(
+    *,
+    seed: int | None,
+    driver: str,
+    actual_outputs: Sequence[np.ndarray | None],
+    criterion: dict[str, Any],
+    replay: str,
+    example: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
     """``meta`` for a dumped failure; ``extra`` adds free-form JSON entries (suite, test id...)."""
-    return {"seed": seed, "driver": driver, "example": example, "actual_outputs": list(actual_outputs),
-            "criterion": dict(criterion), "harness_version": __version__, "replay": replay, **extra}
+    return {
+        "seed": seed,
+        "driver": driver,
+        "example": example,
+        "actual_outputs": list(actual_outputs),
+        "criterion": dict(criterion),
+        "harness_version": __version__,
+        "replay": replay,
+        **extra,
+    }
 
 
-__all__ = ["FORMAT", "VERSION", "INLINE_MAX", "MAX_SPEC_BYTES", "MAX_NESTING", "MAX_NUMBER_CHARS", "SpecExample", "SpecFile", "encode_tensor", "decode_tensor",
-           "model_to_dict", "model_from_dict", "spec_to_dict", "spec_from_dict", "spec_path", "dumps_spec",
-           "loads_spec", "dump_spec", "load_spec", "replay_command", "failure_meta"]
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "INLINE_MAX",
+    "MAX_SPEC_BYTES",
+    "MAX_NESTING",
+    "MAX_NUMBER_CHARS",
+    "SpecExample",
+    "SpecFile",
+    "encode_tensor",
+    "decode_tensor",
+    "model_to_dict",
+    "model_from_dict",
+    "spec_to_dict",
+    "spec_from_dict",
+    "spec_path",
+    "dumps_spec",
+    "loads_spec",
+    "dump_spec",
+    "load_spec",
+    "replay_command",
+    "failure_meta",
+]

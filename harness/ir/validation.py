@@ -51,6 +51,7 @@ an output may leave dimensions unknown (HAL 1.2+); an output capacity is >= 0.  
 device-memory argument (``memory`` token) has a token > 0, no value and no capacity, and may
 leave an input's dimensions to its buffer; the driver owning the token checks the rest.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterator, NoReturn, cast
@@ -81,13 +82,33 @@ from nnconform.ir import (
 T = OperandType
 
 # Types whose scale must be exactly 0 (TENSOR_INT32 may carry a bias scale; OEM is unchecked).
-_ZERO_SCALE = {T.FLOAT16, T.FLOAT32, T.INT32, T.UINT32, T.BOOL, T.SUBGRAPH, T.TENSOR_FLOAT16,
-               T.TENSOR_FLOAT32, T.TENSOR_BOOL8, T.TENSOR_QUANT8_SYMM_PER_CHANNEL}
-_POSITIVE_SCALE = {T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
-                   T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT16_SYMM}
+_ZERO_SCALE = {
+    T.FLOAT16,
+    T.FLOAT32,
+    T.INT32,
+    T.UINT32,
+    T.BOOL,
+    T.SUBGRAPH,
+    T.TENSOR_FLOAT16,
+    T.TENSOR_FLOAT32,
+    T.TENSOR_BOOL8,
+    T.TENSOR_QUANT8_SYMM_PER_CHANNEL,
+}
+_POSITIVE_SCALE = {
+    T.TENSOR_QUANT8_ASYMM,
+    T.TENSOR_QUANT8_ASYMM_SIGNED,
+    T.TENSOR_QUANT8_SYMM,
+    T.TENSOR_QUANT16_ASYMM,
+    T.TENSOR_QUANT16_SYMM,
+}
 _OEM = {T.OEM, T.TENSOR_OEM_BYTE}
-_KNOWN_BEFORE_RUN = {Lifetime.SUBGRAPH_INPUT, Lifetime.CONSTANT_COPY, Lifetime.CONSTANT_REFERENCE,
-                     Lifetime.NO_VALUE, Lifetime.SUBGRAPH}
+_KNOWN_BEFORE_RUN = {
+    Lifetime.SUBGRAPH_INPUT,
+    Lifetime.CONSTANT_COPY,
+    Lifetime.CONSTANT_REFERENCE,
+    Lifetime.NO_VALUE,
+    Lifetime.SUBGRAPH,
+}
 _WRITABLE = {Lifetime.TEMPORARY_VARIABLE, Lifetime.SUBGRAPH_OUTPUT}
 
 
@@ -104,12 +125,14 @@ def _subgraphs(model: Model) -> Iterator[tuple[str, Subgraph]]:
 
 def operand_type_valid(code: Any) -> bool:
     return isinstance(code, (int, np.integer)) and bool(
-        0 <= code <= OPERAND_TYPE_FUNDAMENTAL_MAX or OPERAND_TYPE_OEM_MIN <= code <= OPERAND_TYPE_OEM_MAX)
+        0 <= code <= OPERAND_TYPE_FUNDAMENTAL_MAX or OPERAND_TYPE_OEM_MIN <= code <= OPERAND_TYPE_OEM_MAX
+    )
 
 
 def operation_type_valid(code: Any) -> bool:
     return isinstance(code, (int, np.integer)) and bool(
-        0 <= code <= OPERATION_TYPE_FUNDAMENTAL_MAX or OPERATION_TYPE_OEM_MIN <= code <= OPERATION_TYPE_OEM_MAX)
+        0 <= code <= OPERATION_TYPE_FUNDAMENTAL_MAX or OPERATION_TYPE_OEM_MIN <= code <= OPERATION_TYPE_OEM_MAX
+    )
 
 
 def _operation_label(code: Any) -> str:
@@ -127,10 +150,14 @@ def _is_index(x: Any) -> bool:
 # Operands
 # ---------------------------------------------------------------------------------------
 
+
 def _check_operand(model: Model, op: Operand, p: str) -> None:
     if not operand_type_valid(op.type):
-        _fail(f"{p}.type", f"unknown operand type code {op.type!r} (valid: 0..{OPERAND_TYPE_FUNDAMENTAL_MAX}, "
-                           f"{OPERAND_TYPE_OEM_MIN}..{OPERAND_TYPE_OEM_MAX})")
+        _fail(
+            f"{p}.type",
+            f"unknown operand type code {op.type!r} (valid: 0..{OPERAND_TYPE_FUNDAMENTAL_MAX}, "
+            f"{OPERAND_TYPE_OEM_MIN}..{OPERAND_TYPE_OEM_MAX})",
+        )
     t = OperandType(int(op.type))
     info = TYPE_INFO[t]
     try:
@@ -179,8 +206,7 @@ def _check_operand(model: Model, op: Operand, p: str) -> None:
         if dims[cd] == 0:
             _fail(f"{p}.dimensions", f"channel dimension {cd} is unknown (0); per-channel quantisation needs it")
         if len(cq.scales) != dims[cd]:
-            _fail(f"{p}.channel_quant.scales", f"has {len(cq.scales)} scales, dimension {cd} has "
-                                               f"{dims[cd]} channels")
+            _fail(f"{p}.channel_quant.scales", f"has {len(cq.scales)} scales, dimension {cd} has {dims[cd]} channels")
         for k, s in enumerate(cq.scales):
             if not s > 0:
                 _fail(f"{p}.channel_quant.scales[{k}]", f"must be > 0, got {s:g}")
@@ -195,10 +221,11 @@ def _check_operand(model: Model, op: Operand, p: str) -> None:
     value = op.value
     if lifetime == Lifetime.SUBGRAPH:
         n = len(model.referenced)
-        if not _is_index(value) and not (isinstance(value, np.ndarray) and value.shape == ()
-                                         and value.dtype.kind in "iu"):
+        if not _is_index(value) and not (
+            isinstance(value, np.ndarray) and value.shape == () and value.dtype.kind in "iu"
+        ):
             _fail(f"{p}.value", f"a SUBGRAPH operand's value must be an index into referenced, got {value!r}")
-        assert value is not None    # the check above refused None (not an index)
+        assert value is not None  # the check above refused None (not an index)
         if not 0 <= int(value) < n:
             _fail(f"{p}.value", f"refers to referenced[{int(value)}], but the model has {n} referenced subgraphs")
     elif is_const:
@@ -226,30 +253,37 @@ def _check_operand(model: Model, op: Operand, p: str) -> None:
 # Operations, I/O lists and the graph
 # ---------------------------------------------------------------------------------------
 
+
 def _check_operations(sg: Subgraph, prefix: str) -> None:
     n_operands = len(sg.operands)
     for n, operation in enumerate(sg.operations):
         if not operation_type_valid(operation.type):
-            _fail(f"{prefix}operations[{n}].type",
-                  f"unknown operation type code {operation.type!r} (valid: 0..{OPERATION_TYPE_FUNDAMENTAL_MAX}, "
-                  f"{OPERATION_TYPE_OEM_MIN})")
+            _fail(
+                f"{prefix}operations[{n}].type",
+                f"unknown operation type code {operation.type!r} (valid: 0..{OPERATION_TYPE_FUNDAMENTAL_MAX}, "
+                f"{OPERATION_TYPE_OEM_MIN})",
+            )
         w = f"{prefix}operations[{n}] ({_operation_label(operation.type)})"
         for kind, indexes in (("input", operation.inputs), ("output", operation.outputs)):
             for j, k in enumerate(indexes):
                 if not _is_index(k) or not 0 <= k < n_operands:
-                    _fail(f"{w} {kind} {j}", f"operand index {k!r} is out of range (the subgraph has "
-                                             f"{n_operands} operands)")
+                    _fail(
+                        f"{w} {kind} {j}",
+                        f"operand index {k!r} is out of range (the subgraph has {n_operands} operands)",
+                    )
         for j, k in enumerate(operation.outputs):
             lt = sg.operands[k].lifetime
             if lt not in _WRITABLE:
-                _fail(f"{w} output {j}", f"writes operand {k}, whose lifetime is {Lifetime(lt).name} "
-                                         f"(must be TEMPORARY_VARIABLE or SUBGRAPH_OUTPUT)")
+                _fail(
+                    f"{w} output {j}",
+                    f"writes operand {k}, whose lifetime is {Lifetime(lt).name} "
+                    f"(must be TEMPORARY_VARIABLE or SUBGRAPH_OUTPUT)",
+                )
 
 
 def _check_io_lists(sg: Subgraph, prefix: str) -> None:
     n_operands = len(sg.operands)
-    for field, lifetime in (("input_indexes", Lifetime.SUBGRAPH_INPUT),
-                            ("output_indexes", Lifetime.SUBGRAPH_OUTPUT)):
+    for field, lifetime in (("input_indexes", Lifetime.SUBGRAPH_INPUT), ("output_indexes", Lifetime.SUBGRAPH_OUTPUT)):
         seen: dict[int, int] = {}
         for pos, k in enumerate(getattr(sg, field)):
             w = f"{prefix}{field}[{pos}]"
@@ -274,21 +308,29 @@ def _check_graph(sg: Subgraph, prefix: str) -> None:
         w = f"{prefix}operations[{n}] ({_operation_label(operation.type)})"
         for j, k in enumerate(operation.inputs):
             if not known[k]:
-                _fail(f"{w} input {j}", f"reads operand {k} before any operation writes it (operations must "
-                                        f"be in execution order; a cycle also ends here)")
+                _fail(
+                    f"{w} input {j}",
+                    f"reads operand {k} before any operation writes it (operations must "
+                    f"be in execution order; a cycle also ends here)",
+                )
             consumers[k] += 1
         for j, k in enumerate(operation.outputs):
             if known[k]:
-                first = writer[k]    # outputs are TEMP/OUTPUT (checked), so known means written
-                by = f"operations[{first}] ({_operation_label(sg.operations[first].type)})" \
-                    if first != n else "an earlier output of this operation"
+                first = writer[k]  # outputs are TEMP/OUTPUT (checked), so known means written
+                by = (
+                    f"operations[{first}] ({_operation_label(sg.operations[first].type)})"
+                    if first != n
+                    else "an earlier output of this operation"
+                )
                 _fail(f"{w} output {j}", f"operand {k} is already written by {by}")
             known[k] = True
             writer[k] = n
     for i, op in enumerate(sg.operands):
         if op.num_consumers is not None and op.num_consumers != consumers[i]:
-            _fail(f"{prefix}operands[{i}].num_consumers",
-                  f"is {op.num_consumers}, but {consumers[i]} operation inputs read operand {i}")
+            _fail(
+                f"{prefix}operands[{i}].num_consumers",
+                f"is {op.num_consumers}, but {consumers[i]} operation inputs read operand {i}",
+            )
     for i, op in enumerate(sg.operands):
         if not known[i]:
             _fail(f"{prefix}operands[{i}]", f"{Lifetime(op.lifetime).name} operand is never written by any operation")
@@ -305,9 +347,9 @@ def _check_reference_cycles(model: Model) -> None:
         for i, op in enumerate(graphs[g].operands):
             if op.lifetime != Lifetime.SUBGRAPH:
                 continue
-            r = 1 + int(cast(int, op.value))   # _check_operand made a SUBGRAPH value an index
+            r = 1 + int(cast(int, op.value))  # _check_operand made a SUBGRAPH value an index
             if r in path:
-                loop = " -> ".join(names[x] for x in path[path.index(r):] + [r])
+                loop = " -> ".join(names[x] for x in path[path.index(r) :] + [r])
                 prefix = "" if g == 0 else f"{names[g]}."
                 _fail(f"{prefix}operands[{i}].value", f"cyclic subgraph reference: {loop}")
             if r not in done:
@@ -322,6 +364,7 @@ def _check_reference_cycles(model: Model) -> None:
 
 def _check_signatures(model: Model, sg: Subgraph, prefix: str) -> None:
     from nnconform.reference.ops.registry import OpView, load_all
+
     registry = load_all()
     for n, operation in enumerate(sg.operations):
         opdef = registry.get(OperationType(int(operation.type)))
@@ -358,6 +401,7 @@ def validate_model(model: Model) -> None:
 # Requests
 # ---------------------------------------------------------------------------------------
 
+
 def _check_argument(op: Operand, arg: RequestArgument, p: str, is_input: bool) -> None:
     if not isinstance(arg, RequestArgument):
         _fail(p, f"must be a RequestArgument, got {type(arg).__name__}")
@@ -381,8 +425,11 @@ def _check_argument(op: Operand, arg: RequestArgument, p: str, is_input: bool) -
     value = None
     if arg.value is not None:
         value = np.asarray(arg.value)
-        if info.dtype is not None and value.dtype != info.dtype and \
-                not np.can_cast(value.dtype, info.dtype, casting="same_kind"):
+        if (
+            info.dtype is not None
+            and value.dtype != info.dtype
+            and not np.can_cast(value.dtype, info.dtype, casting="same_kind")
+        ):
             _fail(f"{p}.value", f"dtype {value.dtype} cannot hold {op.type.name} (stored as {info.dtype})")
     elif is_input and arg.memory is None:
         _fail(f"{p}.value", "is missing (set has_no_value to omit an optional input)")
@@ -405,27 +452,36 @@ def _check_argument(op: Operand, arg: RequestArgument, p: str, is_input: bool) -
     model_dims = op.dimensions
     if dims and model_dims:
         if len(dims) != len(model_dims):
-            _fail(f"{p}.dimensions", f"rank {len(dims)} ({list(dims)}) differs from the model's rank "
-                                     f"{len(model_dims)} ({list(model_dims)})")
+            _fail(
+                f"{p}.dimensions",
+                f"rank {len(dims)} ({list(dims)}) differs from the model's rank {len(model_dims)} ({list(model_dims)})",
+            )
         for i, (r, m) in enumerate(zip(dims, model_dims)):
             if m != 0 and r != m:
                 _fail(f"{p}.dimensions", f"dimension {i} is {r}, the model says {m} ({list(model_dims)})")
     if is_input:
         if not dims and arg.memory is not None:
-            return   # the buffer knows its dimensions
+            return  # the buffer knows its dimensions
         if 0 in dims:
-            _fail(f"{p}.dimensions", f"dimension {dims.index(0)} is 0 in {list(dims)}; input dimensions "
-                                     f"must be fully specified")
+            _fail(
+                f"{p}.dimensions",
+                f"dimension {dims.index(0)} is 0 in {list(dims)}; input dimensions must be fully specified",
+            )
         if not dims and 0 in model_dims:
-            _fail(f"{p}.dimensions", f"the model leaves dimension {model_dims.index(0)} of "
-                                     f"{list(model_dims)} unknown, so the request must give it")
+            _fail(
+                f"{p}.dimensions",
+                f"the model leaves dimension {model_dims.index(0)} of "
+                f"{list(model_dims)} unknown, so the request must give it",
+            )
 
 
 def validate_request(model: Model, request: Request) -> None:
     """Raise ValidationError if ``request`` does not fit the main subgraph of ``model``."""
     sg = model.main
-    for kind, args, indexes in (("inputs", request.inputs, sg.input_indexes),
-                                ("outputs", request.outputs, sg.output_indexes)):
+    for kind, args, indexes in (
+        ("inputs", request.inputs, sg.input_indexes),
+        ("outputs", request.outputs, sg.output_indexes),
+    ):
         if len(args) != len(indexes):
             _fail(f"request.{kind}", f"the model has {len(indexes)} {kind}, the request gives {len(args)}")
         for pos, (arg, k) in enumerate(zip(args, indexes)):

@@ -27,6 +27,7 @@ provided here once:
 The wire formats stay with their users: the driver host speaks nnconform.isolation.hostproto frames,
 the sandbox JSON lines.  This module only hands them the two pipe ends.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,15 +45,16 @@ from nnconform.isolation import reaper
 from nnconform.verdict.outcome import Outcome
 
 CRASH, HANG = Outcome.CRASH, Outcome.HANG
-HANG_DUMP_S = 0.5            # time given to faulthandler to write every thread's stack
-TAIL_WINDOW = 64_000         # bytes at the end of a stderr file that a tail reads at most
-FAULT_SCAN = 1 << 20         # bytes searched for the crashing thread when a dump outgrows the tail
+HANG_DUMP_S = 0.5  # time given to faulthandler to write every thread's stack
+TAIL_WINDOW = 64_000  # bytes at the end of a stderr file that a tail reads at most
+FAULT_SCAN = 1 << 20  # bytes searched for the crashing thread when a dump outgrows the tail
 FAULT_DUMP_LINES, FAULT_DUMP_CHARS = 4000, 64_000
 
 
 # ---------------------------------------------------------------------------------------------
 # Names and classification
 # ---------------------------------------------------------------------------------------------
+
 
 def signal_name(sig: object) -> str:
     """``SIGSEGV`` for 11; ``signal 99`` for a number no signal has (or anything that is not one)."""
@@ -73,6 +75,7 @@ def exit_text(returncode: int | None) -> str:
 class Ending:
     """A child that did not answer: CRASH (by ``signal``, by ``exit_code``, or neither when it
     closed its pipe and did not exit) or HANG, with the one-line reason for the row."""
+
     verdict: str
     reason: str
     signal: int | None = None
@@ -83,8 +86,7 @@ class Ending:
         return {k: v for k, v in (("signal", self.signal), ("exit_code", self.exit_code)) if v is not None}
 
 
-def classify(returncode: int | None, timed_out: bool, *, who: str, unfinished: str,
-             hang_reason: str = "") -> Ending:
+def classify(returncode: int | None, timed_out: bool, *, who: str, unfinished: str, hang_reason: str = "") -> Ending:
     """The verdict on a child that gave no answer.
 
     ``timed_out``: no answer within its bound, a HANG whatever the child did afterwards
@@ -104,6 +106,7 @@ def classify(returncode: int | None, timed_out: bool, *, who: str, unfinished: s
 # ---------------------------------------------------------------------------------------------
 # stderr
 # ---------------------------------------------------------------------------------------------
+
 
 class StderrFile:
     """The file a child's stdout and stderr go to.  Reads are bounded: a child that writes
@@ -137,17 +140,17 @@ class StderrFile:
         headers = list(_CURRENT_HEADER.finditer(text))
         if not headers:
             return tail
-        start = headers[-1].start()         # the last dump's crashing thread
+        start = headers[-1].start()  # the last dump's crashing thread
         end = text.find("\n\n", start)
-        block = text[start:end if end >= 0 else len(text)][:chars // 4]
+        block = text[start : end if end >= 0 else len(text)][: chars // 4]
         keep = chars - len(block) - 2
-        return block + "\n\n" + (tail[len(tail) - keep:] if keep > 0 else "")
+        return block + "\n\n" + (tail[len(tail) - keep :] if keep > 0 else "")
 
     def remove(self) -> None:
         try:
             os.unlink(self.path)
         except OSError:
-            return   # already gone: nothing to clean
+            return  # already gone: nothing to clean
 
 
 def _read_end(path: str, offset: int, window: int) -> str:
@@ -190,7 +193,7 @@ def fault_blocks(text: str) -> list[list[tuple[str, str]]]:
             cur = []
             blocks.append(cur)
             if line.startswith(_CURRENT):
-                current = cur        # the thread that received the fatal signal
+                current = cur  # the thread that received the fatal signal
             continue
         m = _FRAME.match(line)
         if m and cur is not None:
@@ -202,6 +205,7 @@ def fault_blocks(text: str) -> list[list[tuple[str, str]]]:
 # The parent side
 # ---------------------------------------------------------------------------------------------
 
+
 class Child:
     """One child interpreter running ``python -m module``, with its two pipes.
 
@@ -211,9 +215,17 @@ class Child:
     environment; ``token_var`` names the variable that carries this child's token to every
     process it starts.  Raises OSError when the interpreter cannot be started."""
 
-    def __init__(self, module: str, args: Sequence[str] = (), *, token_var: str, mem_limit: int | None = None,
-                 env: Mapping[str, str] | None = None, stderr_dir: str | None = None,
-                 stderr_prefix: str = "nnconform-child-"):
+    def __init__(
+        self,
+        module: str,
+        args: Sequence[str] = (),
+        *,
+        token_var: str,
+        mem_limit: int | None = None,
+        env: Mapping[str, str] | None = None,
+        stderr_dir: str | None = None,
+        stderr_prefix: str = "nnconform-child-",
+    ):
         self.stderr = StderrFile(stderr_dir, stderr_prefix)
         self.token_var = token_var
         self.token = f"{os.getpid()}-{os.urandom(8).hex()}"
@@ -224,12 +236,31 @@ class Child:
         reaper.set_subreaper()
         req_r, req_w = os.pipe()
         res_r, res_w = os.pipe()
-        cmd = [sys.executable, "-X", "faulthandler", "-m", module, *args, "--req-fd", str(req_r),
-               "--res-fd", str(res_w), "--mem-limit", str(int(mem_limit or 0))]
+        cmd = [
+            sys.executable,
+            "-X",
+            "faulthandler",
+            "-m",
+            module,
+            *args,
+            "--req-fd",
+            str(req_r),
+            "--res-fd",
+            str(res_w),
+            "--mem-limit",
+            str(int(mem_limit or 0)),
+        ]
         try:
             with open(self.stderr.path, "ab") as err:
-                self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
-                                             pass_fds=(req_r, res_w), start_new_session=True, env=child_env)
+                self.proc = subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=err,
+                    stderr=err,
+                    pass_fds=(req_r, res_w),
+                    start_new_session=True,
+                    env=child_env,
+                )
         except BaseException:
             for fd in (req_w, res_r):
                 os.close(fd)
@@ -265,7 +296,7 @@ class Child:
         """All of ``data`` to the request pipe; OSError (BrokenPipeError) once the child is gone."""
         view = memoryview(data)
         while view:
-            view = view[os.write(self.req_fd, view):]
+            view = view[os.write(self.req_fd, view) :]
 
     # -- ending ---------------------------------------------------------------------------
     def dump_stacks(self, wait_s: float = HANG_DUMP_S) -> None:
@@ -284,15 +315,15 @@ class Child:
         (setsid, double forks), and reap them.  Returns the processes killed outside the
         child's process group, described for a result row."""
         try:
-            os.killpg(self.pid, signal.SIGKILL)   # the child leads its own session and group
+            os.killpg(self.pid, signal.SIGKILL)  # the child leads its own session and group
         except (ProcessLookupError, PermissionError):
-            pass                                  # already gone; its descendants are looked for below
+            pass  # already gone; its descendants are looked for below
         # Descendants that left the group but are still below the child (setsid).
         killed = reaper.kill_descendant_procs(self.pid)
         try:
             self.proc.kill()
         except ProcessLookupError:
-            pass                                  # the group kill got it first
+            pass  # the group kill got it first
         self.wait_exit(10)
         killed += self._kill_orphans()
         return [desc for p, desc in killed if p.pgrp != self.pid]
@@ -320,12 +351,13 @@ class Child:
             try:
                 os.close(fd)
             except OSError:
-                continue   # closed by the OS already (the peer's end does not matter here)
+                continue  # closed by the OS already (the peer's end does not matter here)
 
 
 # ---------------------------------------------------------------------------------------------
 # The child side
 # ---------------------------------------------------------------------------------------------
+
 
 def child_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options :class:`Child` passes: the two pipe descriptors and the memory limit."""
@@ -353,10 +385,12 @@ def child_setup(mem_limit: int) -> None:
     code starts stays its descendant (child subreaper); and once the parent is gone (a
     SIGKILLed harness cannot clean up) the child kills its descendants and its group."""
     import faulthandler
+
     faulthandler.enable(file=sys.stderr, all_threads=True)
     faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     if mem_limit > 0:
         import resource
+
         resource.setrlimit(resource.RLIMIT_AS, (mem_limit, mem_limit))
     reaper.set_subreaper()
     reaper.die_with_parent(os.getppid())

@@ -13,6 +13,7 @@ What the driver does to this process (crash, exit, patch nnconform, scribble on 
 the inputs) cannot reach the harness: the harness sees only what comes back through the pipe,
 checks it, and treats a dead or silent host as a CRASH or HANG verdict.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -44,12 +45,16 @@ _RELEASED_KEEP = 16
 
 def _exc_reply(e: BaseException) -> dict[str, Any]:
     from nnconform.driver import DriverError
+
     if isinstance(e, DriverError):
         text = str(e)
         prefix = f"{e.status.name}: "
-        return {"kind": "driver_error", "status": int(e.status),
-                "message": text[len(prefix):] if text.startswith(prefix) else ("" if text == e.status.name else text),
-                "output_shapes": [_shape(s) for s in getattr(e, "output_shapes", ())]}
+        return {
+            "kind": "driver_error",
+            "status": int(e.status),
+            "message": text[len(prefix) :] if text.startswith(prefix) else ("" if text == e.status.name else text),
+            "output_shapes": [_shape(s) for s in getattr(e, "output_shapes", ())],
+        }
     try:
         text = str(e)
     except BaseException as inner:  # a driver's exception whose __str__ itself raises
@@ -62,8 +67,13 @@ def _exc_reply(e: BaseException) -> dict[str, Any]:
     if isinstance(e, MemoryError):
         limit = os.environ.get("NNCONFORM_HOST_MEM_LIMIT", "")
         text += f" (the driver host's memory limit is {limit})" if limit else ""
-    return {"kind": "exception", "type": type(e).__name__[:80], "message": text[:2000], "where": where[:300],
-            "base": not isinstance(e, Exception)}
+    return {
+        "kind": "exception",
+        "type": type(e).__name__[:80],
+        "message": text[:2000],
+        "where": where[:300],
+        "base": not isinstance(e, Exception),
+    }
 
 
 def _shape(s: Any) -> dict[str, Any]:
@@ -71,8 +81,10 @@ def _shape(s: Any) -> dict[str, Any]:
 
 
 def _timing(t: Any) -> list[int | None]:
-    return [None if t.time_on_device is None else int(t.time_on_device),
-            None if t.time_in_driver is None else int(t.time_in_driver)]
+    return [
+        None if t.time_on_device is None else int(t.time_on_device),
+        None if t.time_in_driver is None else int(t.time_in_driver),
+    ]
 
 
 class _Garbage(Exception):
@@ -81,6 +93,7 @@ class _Garbage(Exception):
 
 def _result(result: object, bufs: list[bytes]) -> dict[str, Any]:
     from nnconform.driver import ExecutionResult
+
     if not isinstance(result, ExecutionResult):
         raise _Garbage(f"execute returned {type(result).__name__}, not an ExecutionResult")
     outs = result.outputs
@@ -153,7 +166,7 @@ class Host:
     # -- calls --------------------------------------------------------------------------
     def serve(self, call_id: int, op: str, args: dict[str, Any]) -> None:
         bufs: list[bytes] = []
-        for k in args.pop("_drop", ()):    # objects the harness no longer references
+        for k in args.pop("_drop", ()):  # objects the harness no longer references
             self.forget(k)
         try:
             value = getattr(self, "op_" + op)(bufs=bufs, **args)
@@ -168,9 +181,13 @@ class Host:
             header["dirty"] = True
         try:
             self.send(header, bufs)
-        except (TypeError, ValueError) as e:   # a value that JSON cannot carry: the driver's garbage
-            self.send({"id": call_id, "err": {"kind": "garbage",
-                                              "message": f"{op} returned an unencodable value ({e})"[:300]}})
+        except (TypeError, ValueError) as e:  # a value that JSON cannot carry: the driver's garbage
+            self.send(
+                {
+                    "id": call_id,
+                    "err": {"kind": "garbage", "message": f"{op} returned an unencodable value ({e})"[:300]},
+                }
+            )
 
     def dirty(self) -> bool:
         """Has the driver left a child process behind (alive or not yet reaped; as a
@@ -186,12 +203,17 @@ class Host:
 
     def op_capabilities(self, bufs: list[bytes]) -> dict[str, Any]:
         c = self.device.capabilities()
+
         def perf(p: Any) -> list[float]:
             return [float(p.exec_time), float(p.power_usage)]
-        return {"relaxed_scalar": perf(c.relaxed_float32_to_float16_scalar),
-                "relaxed_tensor": perf(c.relaxed_float32_to_float16_tensor),
-                "operand_performance": [[int(t), perf(p)] for t, p in c.operand_performance],
-                "if": perf(c.if_performance), "while": perf(c.while_performance)}
+
+        return {
+            "relaxed_scalar": perf(c.relaxed_float32_to_float16_scalar),
+            "relaxed_tensor": perf(c.relaxed_float32_to_float16_tensor),
+            "operand_performance": [[int(t), perf(p)] for t, p in c.operand_performance],
+            "if": perf(c.if_performance),
+            "while": perf(c.while_performance),
+        }
 
     def op_supported(self, bufs: list[bytes], model: Model) -> Any:
         got = self.device.supported_operations(model)
@@ -201,9 +223,13 @@ class Host:
 
     def _prepared(self, pm: Any) -> dict[str, Any]:
         from nnconform import driver as d
-        return {"handle": self.keep(pm), "type": type(pm).__name__[:80],
-                "ifaces": [n for n in _PM_INTERFACES if isinstance(pm, getattr(d, n))],
-                "is_prepared_model": isinstance(pm, d.PreparedModel)}
+
+        return {
+            "handle": self.keep(pm),
+            "type": type(pm).__name__[:80],
+            "ifaces": [n for n in _PM_INTERFACES if isinstance(pm, getattr(d, n))],
+            "is_prepared_model": isinstance(pm, d.PreparedModel),
+        }
 
     def op_prepare(self, bufs: list[bytes], model: Model, kwargs: dict[str, Any]) -> dict[str, Any]:
         return self._prepared(self.device.prepare(model, **kwargs))
@@ -218,11 +244,14 @@ class Host:
         models; the harness sends the rest again.  Per model: a list of step answers, each
         ``[what, {"accepted": true}]`` or ``[what, {"err": ...}]``."""
         from nnconform import driver as d
+
         out: list[list[list[Any]]] = []
         t0 = time.monotonic()
         for model, query_support, preference, priority in checks:
             steps: list[list[Any]] = []
-            calls: list[tuple[str, Callable[[], Any]]] = [("supported_operations", lambda: self.device.supported_operations(model))] if query_support else []
+            calls: list[tuple[str, Callable[[], Any]]] = (
+                [("supported_operations", lambda: self.device.supported_operations(model))] if query_support else []
+            )
             calls.append(("prepare", lambda: self.device.prepare(model, preference=preference, priority=priority)))
             for what, fn in calls:
                 try:
@@ -235,8 +264,17 @@ class Host:
                     break
                 if what == "prepare":
                     if not isinstance(got, d.PreparedModel):
-                        steps.append([what, {"err": {"kind": "garbage", "message":
-                                                     f"prepare returned {type(got).__name__[:80]}, not a PreparedModel"}}])
+                        steps.append(
+                            [
+                                what,
+                                {
+                                    "err": {
+                                        "kind": "garbage",
+                                        "message": f"prepare returned {type(got).__name__[:80]}, not a PreparedModel",
+                                    }
+                                },
+                            ]
+                        )
                         break
                     release_failed = False
                     try:
@@ -252,19 +290,25 @@ class Host:
                 break
         return out
 
-    def op_prepare_from_cache(self, bufs: list[bytes], token: Any, kwargs: dict[str, Any] | None = None) -> dict[str,
-                              Any]:
+    def op_prepare_from_cache(
+        self, bufs: list[bytes], token: Any, kwargs: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         return self._prepared(self.device.prepare_from_cache(token, **(kwargs or {})))
 
     def op_device_info(self, bufs: list[bytes]) -> dict[str, Any]:
         """getStatus, getType, getSupportedExtensions in one call; values checked harness-side."""
+
         def plain(v: Any, limit: int = 64) -> str | int:
             if isinstance(v, bool) or not isinstance(v, (int, str)):
                 return repr(v)[:limit]
             return int(v) if isinstance(v, int) else v[:limit]
+
         ext = self.device.supported_extensions()
-        return {"status": plain(self.device.status()), "type": plain(self.device.device_type()),
-                "extensions": [plain(x, 200) for x in ext] if isinstance(ext, (list, tuple)) else repr(ext)[:200]}
+        return {
+            "status": plain(self.device.status()),
+            "type": plain(self.device.device_type()),
+            "extensions": [plain(x, 200) for x in ext] if isinstance(ext, (list, tuple)) else repr(ext)[:200],
+        }
 
     def op_cache_file_counts(self, bufs: list[bytes]) -> Any:
         got = self.device.cache_file_counts()
@@ -292,8 +336,9 @@ class Host:
         result = self.get(handle).execute(request, **kwargs)
         return self._watch(handle, result, _result(result, bufs))
 
-    def op_execute_async(self, bufs: list[bytes], handle: int, request: Request, kwargs: dict[str, Any]) -> dict[str,
-                         Any]:
+    def op_execute_async(
+        self, bufs: list[bytes], handle: int, request: Request, kwargs: dict[str, Any]
+    ) -> dict[str, Any]:
         fut = self.get(handle).execute_async(request, **kwargs)
         if not isinstance(fut, concurrent.futures.Future):
             raise _Garbage(f"execute_async returned {type(fut).__name__}, not a concurrent.futures.Future")
@@ -310,8 +355,9 @@ class Host:
         with self.lock:
             return self.fences.setdefault(fence, threading.Event())
 
-    def op_execute_fenced(self, bufs: list[bytes], handle: int, request: Request, fences: list[int | None],
-                          kwargs: dict[str, Any]) -> dict[str, Any]:
+    def op_execute_fenced(
+        self, bufs: list[bytes], handle: int, request: Request, fences: list[int | None], kwargs: dict[str, Any]
+    ) -> dict[str, Any]:
         events = [None if f is None else self._fence(f) for f in fences]
         h = self.get(handle).execute_fenced(request, events, **kwargs)
         return {"handle": self.keep(h)}
@@ -324,11 +370,15 @@ class Host:
 
     def op_fenced_info(self, bufs: list[bytes], handle: int) -> dict[str, Any]:
         info = self.get(handle).get_execution_info()
-        return {"status": int(info.status), "launched": _timing(info.timing_launched),
-                "fenced": _timing(info.timing_fenced)}
+        return {
+            "status": int(info.status),
+            "launched": _timing(info.timing_launched),
+            "fenced": _timing(info.timing_fenced),
+        }
 
     def op_configure_burst(self, bufs: list[bytes], handle: int) -> dict[str, Any]:
         from nnconform.driver import BurstMemory
+
         burst = self.get(handle).configure_burst()
         return {"handle": self.keep(burst), "ifaces": ["BurstMemory"] if isinstance(burst, BurstMemory) else []}
 
@@ -339,13 +389,15 @@ class Host:
     def op_burst_free_memory(self, bufs: list[bytes], handle: int, slot: Any) -> None:
         self.get(handle).free_memory(slot)
 
-    def op_burst_execute(self, bufs: list[bytes], handle: int, request: Request, kwargs: dict[str, Any]) -> dict[str,
-                         Any]:
+    def op_burst_execute(
+        self, bufs: list[bytes], handle: int, request: Request, kwargs: dict[str, Any]
+    ) -> dict[str, Any]:
         result = self.get(handle).execute(request, **kwargs)
         return self._watch(handle, result, _result(result, bufs))
 
-    def op_allocate(self, bufs: list[bytes], desc: Any, models: list[int], input_roles: Any,
-                    output_roles: Any) -> dict[str, Any]:
+    def op_allocate(
+        self, bufs: list[bytes], desc: Any, models: list[int], input_roles: Any, output_roles: Any
+    ) -> dict[str, Any]:
         buf, token = self.device.allocate(desc, [self.get(m) for m in models], input_roles, output_roles)
         return {"handle": self.keep(buf), "token": int(token)}
 
@@ -379,30 +431,38 @@ def main(argv: list[str]) -> int:
     from nnconform import driver as d
     from nnconform.driver.loader import load_driver
     from nnconform.errors import NnError
+
     try:
         device = load_driver(a.driver)
     except NnError as e:
         wire.write_frame(a.res_fd, {"error": str(e)[:2000]})
         return 3
     except BaseException as e:  # a driver whose import itself blows up (SystemExit included)
-        wire.write_frame(a.res_fd, {"error": f"driver '{a.driver}' failed to load: "
-                                             f"{type(e).__name__}: {str(e)[:500]}"})
+        wire.write_frame(a.res_fd, {"error": f"driver '{a.driver}' failed to load: {type(e).__name__}: {str(e)[:500]}"})
         return 3
     host = Host(device, a.res_fd)
 
     def info(name: str, default: Any, kind: type) -> Any:
         v = getattr(device, name, default)
         return v if isinstance(v, kind) else default
-    host.send({"ready": True, "pid": os.getpid(), "startup_s": time.perf_counter() - t0,
-               "name": str(info("name", "unnamed", str))[:100], "version": str(info("version", "0", str))[:100],
-               "feature_level": int(info("feature_level", NEWEST_FEATURE_LEVEL, int)),
-               "ifaces": [n for n in _DEVICE_INTERFACES if isinstance(device, getattr(d, n))]})
+
+    host.send(
+        {
+            "ready": True,
+            "pid": os.getpid(),
+            "startup_s": time.perf_counter() - t0,
+            "name": str(info("name", "unnamed", str))[:100],
+            "version": str(info("version", "0", str))[:100],
+            "feature_level": int(info("feature_level", NEWEST_FEATURE_LEVEL, int)),
+            "ifaces": [n for n in _DEVICE_INTERFACES if isinstance(device, getattr(d, n))],
+        }
+    )
     for header, bufs in reader.frames():
         op = header.get("op")
         if op == "quit":
             break
         args = pickle.loads(bufs[0]) if bufs else {}
-        if op == "signal_fence":      # fire and forget: must not wait behind a busy pool
+        if op == "signal_fence":  # fire and forget: must not wait behind a busy pool
             host.signal_fence(args["fence"])
             continue
         # every call frame of the harness (a trusted pipe) names its op
@@ -414,4 +474,5 @@ def main(argv: list[str]) -> int:
 if __name__ == "__main__":
     # Run the importable module's copy, so the driver and this loop share one nnconform.
     from nnconform.isolation.host import main as _main
+
     sys.exit(_main(sys.argv[1:]))

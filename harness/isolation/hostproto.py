@@ -15,6 +15,7 @@ Everything read from a host is bounded (header size, payload size, JSON nesting,
 length) and any violation raises ProtocolViolation, which the harness treats like a crash of
 the host.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,11 +29,11 @@ import numpy as np
 
 from nnconform.errors import NnError
 
-MAX_HEADER = 16 << 20            # a reply's JSON: shapes, messages, lists of bools
-DEFAULT_MAX_PAYLOAD = 4 << 30    # all raw buffers of one reply (outputs of one execution)
+MAX_HEADER = 16 << 20  # a reply's JSON: shapes, messages, lists of bools
+DEFAULT_MAX_PAYLOAD = 4 << 30  # all raw buffers of one reply (outputs of one execution)
 _LEN = struct.Struct("<I")
-_BIG = 1 << 20                   # buffers from this size on are read in place
-PIPE_SIZE = 1 << 20              # F_SETPIPE_SZ: fewer context switches for big tensors
+_BIG = 1 << 20  # buffers from this size on are read in place
+PIPE_SIZE = 1 << 20  # F_SETPIPE_SZ: fewer context switches for big tensors
 _F_SETPIPE_SZ = 1031
 
 
@@ -41,14 +42,29 @@ def widen_pipe(fd: int) -> None:
     thousand context switches).  Where that is refused, the pipe keeps its size."""
     try:
         import fcntl
+
         fcntl.fcntl(fd, _F_SETPIPE_SZ, PIPE_SIZE)
     except (OSError, ImportError):
         return
 
+
 # dtypes an output may have: the storage types of every NNAPI operand type.
-ALLOWED_DTYPES = frozenset(np.dtype(t).str for t in (
-    np.float32, np.float16, np.float64, np.int32, np.uint32, np.int16, np.uint16, np.int8, np.uint8,
-    np.bool_, np.int64))
+ALLOWED_DTYPES = frozenset(
+    np.dtype(t).str
+    for t in (
+        np.float32,
+        np.float16,
+        np.float64,
+        np.int32,
+        np.uint32,
+        np.int16,
+        np.uint16,
+        np.int8,
+        np.uint8,
+        np.bool_,
+        np.int64,
+    )
+)
 
 
 class ProtocolViolation(NnError):
@@ -178,7 +194,7 @@ def parse_json(data: bytes) -> Any:
     # execute reply, on every call).  Brackets inside strings only make the count larger.
     if data.count(b"[") + data.count(b"{") > _MAX_DEPTH:
         depth = cur = 0
-        for ch in data:                   # bytes iterate as ints; '[' = 91, '{' = 123
+        for ch in data:  # bytes iterate as ints; '[' = 91, '{' = 123
             if ch in (91, 123):
                 cur += 1
                 depth = max(depth, cur)
@@ -194,9 +210,10 @@ def parse_json(data: bytes) -> Any:
 
 # ---- arrays --------------------------------------------------------------------------------
 
+
 def encode_array(arr: np.ndarray, bufs: list[bytes]) -> dict[str, Any]:
     """Host side: an array becomes a reference to a raw buffer (base class, C order)."""
-    base = np.asarray(arr)            # base class; keeps 0-d scalars 0-d (ascontiguousarray would not)
+    base = np.asarray(arr)  # base class; keeps 0-d scalars 0-d (ascontiguousarray would not)
     bufs.append(base.tobytes(order="C"))
     return {"nd": len(bufs) - 1, "dtype": base.dtype.str, "shape": [int(d) for d in base.shape]}
 
@@ -217,8 +234,9 @@ def decode_array(ref: Any, bufs: Sequence[bytes | bytearray]) -> np.ndarray:
     for d in shape:
         count *= d
     if count * dt.itemsize != len(bufs[k]):
-        raise ProtocolViolation(f"array of shape {shape} {dtype} needs {count * dt.itemsize} bytes, "
-                                f"the reply has {len(bufs[k])}")
+        raise ProtocolViolation(
+            f"array of shape {shape} {dtype} needs {count * dt.itemsize} bytes, the reply has {len(bufs[k])}"
+        )
     if isinstance(bufs[k], bytearray):
         # Read in place by this harness into memory nobody else holds: adopt it, no copy.
         return np.frombuffer(bufs[k], dtype=dt).reshape(shape)

@@ -23,6 +23,7 @@ Two measures make the interrupt prompt:
   Between slices Python runs the handlers of signals that any thread received, including
   threads we do not start (a driver's, a library's), so an interrupt lands within one slice.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -37,9 +38,11 @@ SLICE_S = 0.1
 
 #: Asynchronous signals a person, a shell or a timer sends to stop or poke the run.  Faults
 #: (SIGSEGV, SIGBUS...) belong to the thread that caused them and are never blocked.
-STOP_SIGNALS = frozenset(getattr(signal, name) for name in
-                         ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGALRM", "SIGUSR1", "SIGUSR2")
-                         if hasattr(signal, name))
+STOP_SIGNALS = frozenset(
+    getattr(signal, name)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGALRM", "SIGUSR1", "SIGUSR2")
+    if hasattr(signal, name)
+)
 
 
 def thread(target: Callable[..., Any], *, name: str, args: tuple[Any, ...] = ()) -> threading.Thread:
@@ -51,7 +54,7 @@ def thread(target: Callable[..., Any], *, name: str, args: tuple[Any, ...] = ())
     signal arriving during those microseconds stays pending for the process and goes to the
     creating thread as soon as the mask is restored."""
     t = threading.Thread(target=target, args=args, name=name, daemon=True)
-    if not hasattr(signal, "pthread_sigmask"):     # (not POSIX: signals go to the main thread anyway)
+    if not hasattr(signal, "pthread_sigmask"):  # (not POSIX: signals go to the main thread anyway)
         t.start()
         return t
     old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
@@ -97,9 +100,9 @@ class Future(concurrent.futures.Future[Any]):
             try:
                 return get(s)
             except concurrent.futures.TimeoutError:
-                if self.done():     # the TimeoutError is the call's own outcome (a driver's)
+                if self.done():  # the TimeoutError is the call's own outcome (a driver's)
                     raise
-        return get(0)               # the bound is spent: the outcome, or TimeoutError
+        return get(0)  # the bound is spent: the outcome, or TimeoutError
 
     def result(self, timeout: float | None = None) -> Any:
         return self._sliced(super().result, timeout)

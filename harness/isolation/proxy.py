@@ -23,6 +23,7 @@ What can go wrong across the boundary becomes one of these exceptions:
 After a CRASH or HANG the next call starts a fresh host; ``incidents`` lists what happened, for
 the result rows.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -71,10 +72,10 @@ from nnconform.isolation import hostproto as wire
 from nnconform.isolation.childproc import CRASH, HANG
 from nnconform.reference.ops.feature_levels import NEWEST_FEATURE_LEVEL
 
-DEFAULT_CALL_TIMEOUT = 60.0          # seconds one driver call may take before it is a HANG
-DEFAULT_MEM_LIMIT = 4 << 30          # RLIMIT_AS of a driver host (bytes)
-STARTUP_TIMEOUT = 120.0              # seconds for a host to load the driver and say "ready"
-REJECT_BUDGET_S = 0.5                # a reject_many reply after this long (one round trip per many models)
+DEFAULT_CALL_TIMEOUT = 60.0  # seconds one driver call may take before it is a HANG
+DEFAULT_MEM_LIMIT = 4 << 30  # RLIMIT_AS of a driver host (bytes)
+STARTUP_TIMEOUT = 120.0  # seconds for a host to load the driver and say "ready"
+REJECT_BUDGET_S = 0.5  # a reject_many reply after this long (one round trip per many models)
 HANG_DUMP_S = childproc.HANG_DUMP_S  # time given to faulthandler to write the stacks
 STDERR_TAIL_LINES = 30
 _TOKEN_VAR = "NNCONFORM_HOST_TOKEN"
@@ -84,6 +85,7 @@ _WORDING = {"who": "driver host", "unfinished": "in the middle of a call"}
 
 class HostIncident(NnError):
     """The driver host died (CRASH) or stopped answering (HANG) during a call."""
+
     verdict = CRASH
 
     def __init__(self, message: str, **details: Any):
@@ -109,6 +111,7 @@ class StaleHandle(NnError):
 
 class RemoteException(Exception):
     """An exception the driver raised in its host; its class name is the driver's."""
+
     remote_type = "Exception"
     remote_where = ""
 
@@ -128,8 +131,12 @@ def _remote_class(name: Any) -> type:
     if cls is None:
         builtin = getattr(builtins, name, None)
         bases: tuple[type, ...] = (RemoteException,)
-        if isinstance(builtin, type) and issubclass(builtin, Exception) and name not in _BASE_ONLY \
-                and builtin not in (Exception,):
+        if (
+            isinstance(builtin, type)
+            and issubclass(builtin, Exception)
+            and name not in _BASE_ONLY
+            and builtin not in (Exception,)
+        ):
             bases = (RemoteException, builtin)
         if len(_remote_classes) < 512:
             cls = _remote_classes[name] = type(name, bases, {"remote_type": name})
@@ -150,8 +157,11 @@ def _decode_error(err: Any) -> BaseException:
         status = err.get("status")
         if type(status) is not int or status not in ErrorStatus._value2member_map_ or status == 0:
             return DriverProtocolError(f"driver failed with an invalid ErrorStatus {str(status)[:20]}")
-        return DriverError(ErrorStatus(status), _text(err.get("message")),
-                           [_decode_shape(s) for s in _list(err.get("output_shapes", []))])
+        return DriverError(
+            ErrorStatus(status),
+            _text(err.get("message")),
+            [_decode_shape(s) for s in _list(err.get("output_shapes", []))],
+        )
     if kind == "garbage":
         return DriverProtocolError(_text(err.get("message")) or "malformed driver result")
     if kind == "exception":
@@ -210,6 +220,7 @@ def _handle(v: Any) -> int:
 # One host process
 # ---------------------------------------------------------------------------------------------
 
+
 class _Slot:
     __slots__ = ("event", "header", "bufs", "error", "deadline", "bound", "what", "future", "decode")
     event: threading.Event
@@ -243,8 +254,13 @@ class _Host:
         self.killing = False
         # Every process of this host inherits its token (_TOKEN_VAR), so that its orphans can be
         # told from the harness's other children once they re-parent here.
-        self.child = childproc.Child("nnconform.isolation.host", ["--driver", owner.driver_spec], token_var=_TOKEN_VAR,
-                                     mem_limit=owner.mem_limit, stderr_prefix="nnconform-host-")
+        self.child = childproc.Child(
+            "nnconform.isolation.host",
+            ["--driver", owner.driver_spec],
+            token_var=_TOKEN_VAR,
+            mem_limit=owner.mem_limit,
+            stderr_prefix="nnconform-host-",
+        )
         self.pid = self.child.pid
         self.req_fd, self.res_fd = self.child.req_fd, self.child.res_fd
         wire.widen_pipe(self.req_fd)
@@ -264,11 +280,14 @@ class _Host:
             self.cleanup()
             raise DriverLoadError(why)
         ready = first[0]
-        self.info: dict[str, Any] = {"name": _text(ready.get("name"), 100) or owner.driver_spec,
-                     "version": _text(ready.get("version"), 100) or "0",
-                     "feature_level": ready.get("feature_level") if type(ready.get("feature_level")) is int
-                     else NEWEST_FEATURE_LEVEL,
-                     "ifaces": [i for i in _list(ready.get("ifaces", []), 8) if isinstance(i, str)]}
+        self.info: dict[str, Any] = {
+            "name": _text(ready.get("name"), 100) or owner.driver_spec,
+            "version": _text(ready.get("version"), 100) or "0",
+            "feature_level": ready.get("feature_level")
+            if type(ready.get("feature_level")) is int
+            else NEWEST_FEATURE_LEVEL,
+            "ifaces": [i for i in _list(ready.get("ifaces", []), 8) if isinstance(i, str)],
+        }
         # (helper threads block Ctrl-C, so that the kernel hands it to the waiting main thread)
         self.thread = interrupts.thread(self._read_loop, name=f"nnconform-host-reader-{self.pid}")
         self.monitor = interrupts.thread(self._watch_deadlines, name=f"nnconform-host-monitor-{self.pid}")
@@ -281,13 +300,20 @@ class _Host:
             return f"driver '{self.owner.driver_spec}': the driver host did not start within {self.owner.startup_timeout:g} s"
         self.child.wait_exit(5)
         tail = self.stderr_tail().strip().splitlines()
-        return (f"driver '{self.owner.driver_spec}': the driver host died while loading the driver "
-                f"({self.child.exit_text()})" + (f": {tail[-1][:300]}" if tail else ""))
+        return (
+            f"driver '{self.owner.driver_spec}': the driver host died while loading the driver "
+            f"({self.child.exit_text()})" + (f": {tail[-1][:300]}" if tail else "")
+        )
 
     # -- calls ------------------------------------------------------------------------------
-    def start_call(self, op: str, args: dict[str, Any], bound: float,
-                   future: concurrent.futures.Future[Any] | None = None,
-                   decode: Callable[[Any, list[bytes | bytearray]], Any] | None = None) -> _Slot:
+    def start_call(
+        self,
+        op: str,
+        args: dict[str, Any],
+        bound: float,
+        future: concurrent.futures.Future[Any] | None = None,
+        decode: Callable[[Any, list[bytes | bytearray]], Any] | None = None,
+    ) -> _Slot:
         slot = _Slot(bound, op)
         slot.future, slot.decode = future, decode
         call_id = next(self.ids)
@@ -404,8 +430,8 @@ class _Host:
                 if self.death is None:
                     self.death = cause
         else:
-            return   # hang() or close() killed the host: they record and fail the pending calls
-        self.owner._incident(self, self.death)   # recorded before any waiting call wakes up
+            return  # hang() or close() killed the host: they record and fail the pending calls
+        self.owner._incident(self, self.death)  # recorded before any waiting call wakes up
         self._fail_pending()
 
     def _fail_pending(self) -> None:
@@ -423,15 +449,16 @@ class _Host:
             if self.death is not None or self.killing:
                 return
             self.killing = True
-        self.child.dump_stacks(HANG_DUMP_S)   # faulthandler: every thread's stack to stderr
+        self.child.dump_stacks(HANG_DUMP_S)  # faulthandler: every thread's stack to stderr
         incident = HostHang(childproc.classify(None, True, hang_reason=f"HANG: {reason}", **_WORDING).reason)
         with self.lock:
             if self.death is None:
                 self.death = incident
         self.kill_everything()
-        incident.details.update(stderr_tail=self.stderr_tail(), host_pid=self.pid,
-                                fault_dump=self.child.stderr.fault_dump())
-        self.owner._incident(self, incident)   # recorded before any waiting call wakes up
+        incident.details.update(
+            stderr_tail=self.stderr_tail(), host_pid=self.pid, fault_dump=self.child.stderr.fault_dump()
+        )
+        self.owner._incident(self, incident)  # recorded before any waiting call wakes up
         self._fail_pending()
 
     # -- ending -----------------------------------------------------------------------------
@@ -451,7 +478,7 @@ class _Host:
                     wire.write_frame(self.req_fd, {"id": 0, "op": "quit"}, [])
                 self.child.wait_exit(5)
             except OSError:
-                pass   # the host is gone already: killed below all the same
+                pass  # the host is gone already: killed below all the same
         self.kill_everything()
         self._fail_pending()
         self.child.close_fds()
@@ -468,6 +495,7 @@ class _Host:
 # The proxies
 # ---------------------------------------------------------------------------------------------
 
+
 class _Remote:
     """An object living in a host: the host generation it belongs to and its handle."""
 
@@ -478,8 +506,10 @@ class _Remote:
 
     def _live(self) -> _Host:
         if self._host.death is not None or self._host is not self._device._current:
-            raise StaleHandle(f"{type(self).__name__.removeprefix('Remote')} belongs to a driver host that "
-                              f"has been replaced after a CRASH or HANG; prepare again")
+            raise StaleHandle(
+                f"{type(self).__name__.removeprefix('Remote')} belongs to a driver host that "
+                f"has been replaced after a CRASH or HANG; prepare again"
+            )
         return self._host
 
     def _call(self, op: str, args: dict[str, Any], bound: float | None = None) -> tuple[Any, list[bytes | bytearray]]:
@@ -510,10 +540,21 @@ class RemotePreparedModel(_Remote, PreparedModel):
     #: overwrote since it returned them (found in the driver host; nnconform.verdict.aliasing reads it).
     aliased_outputs: list[int] = []
 
-    def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
-                loop_timeout: float | None = None) -> ExecutionResult:
-        v, bufs = self._call("execute", {"request": request, "kwargs": dict(
-            measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout)})
+    def execute(
+        self,
+        request: Request,
+        *,
+        measure_timing: bool = False,
+        deadline: float | None = None,
+        loop_timeout: float | None = None,
+    ) -> ExecutionResult:
+        v, bufs = self._call(
+            "execute",
+            {
+                "request": request,
+                "kwargs": dict(measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout),
+            },
+        )
         result = _decode_result(v, bufs)
         self.aliased_outputs = _aliased(v)
         return result
@@ -522,19 +563,39 @@ class RemotePreparedModel(_Remote, PreparedModel):
         self._call("release", {})
 
     # optional interfaces: reachable only through the subclasses that declare them
-    def execute_async(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
-                      loop_timeout: float | None = None) -> concurrent.futures.Future[ExecutionResult]:
-        fut: concurrent.futures.Future[ExecutionResult] = interrupts.Future()   # its result() wait is sliced too
+    def execute_async(
+        self,
+        request: Request,
+        *,
+        measure_timing: bool = False,
+        deadline: float | None = None,
+        loop_timeout: float | None = None,
+    ) -> concurrent.futures.Future[ExecutionResult]:
+        fut: concurrent.futures.Future[ExecutionResult] = interrupts.Future()  # its result() wait is sliced too
         host = self._live()
-        host.start_call("execute_async", {"handle": self._handle, "request": request, "kwargs": dict(
-            measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout)},
-            self._device.call_timeout, future=fut, decode=_decode_result)
+        host.start_call(
+            "execute_async",
+            {
+                "handle": self._handle,
+                "request": request,
+                "kwargs": dict(measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout),
+            },
+            self._device.call_timeout,
+            future=fut,
+            decode=_decode_result,
+        )
         return fut
 
-    def execute_fenced(self, request: Request, wait_for: Sequence[threading.Event | None], *,
-                       measure_timing: bool = False, deadline: float | None = None,
-                       loop_timeout: float | None = None,
-                       timeout_after_fence: float | None = None) -> FencedExecutionHandle:
+    def execute_fenced(
+        self,
+        request: Request,
+        wait_for: Sequence[threading.Event | None],
+        *,
+        measure_timing: bool = False,
+        deadline: float | None = None,
+        loop_timeout: float | None = None,
+        timeout_after_fence: float | None = None,
+    ) -> FencedExecutionHandle:
         host = self._live()
         fences: list[int | None] = []
         for ev in wait_for:
@@ -544,9 +605,19 @@ class RemotePreparedModel(_Remote, PreparedModel):
             fid = next(self._device._fence_ids)
             fences.append(fid)
             interrupts.thread(_forward_fence, args=(ev, weakref.ref(host), fid), name=f"nnconform-fence-{fid}")
-        v, _ = self._call("execute_fenced", {"request": request, "fences": fences, "kwargs": dict(
-            measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout,
-            timeout_after_fence=timeout_after_fence)})
+        v, _ = self._call(
+            "execute_fenced",
+            {
+                "request": request,
+                "fences": fences,
+                "kwargs": dict(
+                    measure_timing=measure_timing,
+                    deadline=deadline,
+                    loop_timeout=loop_timeout,
+                    timeout_after_fence=timeout_after_fence,
+                ),
+            },
+        )
         return RemoteFencedHandle(self._device, host, _handle(v))
 
     def configure_burst(self) -> Burst:
@@ -571,19 +642,35 @@ class RemoteFencedHandle(_Remote, FencedExecutionHandle):
 
     def get_execution_info(self) -> FencedExecutionInfo:
         v, _ = self._call("fenced_info", {})
-        if not isinstance(v, dict) or type(v.get("status")) is not int or v["status"] not in ErrorStatus._value2member_map_:
+        if (
+            not isinstance(v, dict)
+            or type(v.get("status")) is not int
+            or v["status"] not in ErrorStatus._value2member_map_
+        ):
             raise DriverProtocolError("get_execution_info returned a malformed FencedExecutionInfo")
-        return FencedExecutionInfo(ErrorStatus(v["status"]), _decode_timing(v.get("launched")),
-                                   _decode_timing(v.get("fenced")))
+        return FencedExecutionInfo(
+            ErrorStatus(v["status"]), _decode_timing(v.get("launched")), _decode_timing(v.get("fenced"))
+        )
 
 
 class RemoteBurst(_Remote, Burst):
     aliased_outputs: list[int] = []
 
-    def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
-                loop_timeout: float | None = None) -> ExecutionResult:
-        v, bufs = self._call("burst_execute", {"request": request, "kwargs": dict(
-            measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout)})
+    def execute(
+        self,
+        request: Request,
+        *,
+        measure_timing: bool = False,
+        deadline: float | None = None,
+        loop_timeout: float | None = None,
+    ) -> ExecutionResult:
+        v, bufs = self._call(
+            "burst_execute",
+            {
+                "request": request,
+                "kwargs": dict(measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout),
+            },
+        )
         result = _decode_result(v, bufs)
         self.aliased_outputs = _aliased(v)
         return result
@@ -632,19 +719,25 @@ class IsolatedDevice(Device):
 
     isolated = True
 
-    def __init__(self, driver_spec: str, *, call_timeout: float = DEFAULT_CALL_TIMEOUT,
-                 mem_limit: int | None = DEFAULT_MEM_LIMIT, startup_timeout: float = STARTUP_TIMEOUT,
-                 max_payload: int = wire.DEFAULT_MAX_PAYLOAD) -> None:
+    def __init__(
+        self,
+        driver_spec: str,
+        *,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        mem_limit: int | None = DEFAULT_MEM_LIMIT,
+        startup_timeout: float = STARTUP_TIMEOUT,
+        max_payload: int = wire.DEFAULT_MAX_PAYLOAD,
+    ) -> None:
         self.driver_spec = driver_spec
         self.call_timeout, self.mem_limit = float(call_timeout), mem_limit
         self.startup_timeout, self.max_payload = startup_timeout, max_payload
         self.incidents: list[dict[str, Any]] = []
-        self.dirty = False      # a reply said the driver host has child processes
+        self.dirty = False  # a reply said the driver host has child processes
         self.hosts_started = 0
         self._fence_ids = itertools.count(1)
         self._start_lock = threading.Lock()
         self._current: _Host | None = None
-        info = self._host().info   # fail now, with the loader's one-line error, if the driver cannot load
+        info = self._host().info  # fail now, with the loader's one-line error, if the driver cannot load
         self.name, self.version, self.feature_level = info["name"], info["version"], info["feature_level"]
         self.interfaces = list(info["ifaces"])
 
@@ -661,8 +754,15 @@ class IsolatedDevice(Device):
         return h
 
     def _incident(self, host: _Host, incident: HostIncident) -> None:
-        self.incidents.append({"verdict": incident.verdict, "message": str(incident),
-                               "host_pid": host.pid, "generation": host.generation, **incident.details})
+        self.incidents.append(
+            {
+                "verdict": incident.verdict,
+                "message": str(incident),
+                "host_pid": host.pid,
+                "generation": host.generation,
+                **incident.details,
+            }
+        )
 
     def liveness(self) -> str:
         """After a CRASH or HANG: does a fresh host load the driver and answer?"""
@@ -683,7 +783,7 @@ class IsolatedDevice(Device):
         try:
             v, _ = h.call("end_case", {}, 30.0)
         except NnError:
-            return {"processes": []}   # the host died meanwhile: recorded as an incident
+            return {"processes": []}  # the host died meanwhile: recorded as an incident
         if not isinstance(v, dict):
             return {"processes": []}
         return {"processes": [_text(x, 200) for x in _list(v.get("processes", []), 100) if isinstance(x, str)]}
@@ -713,12 +813,21 @@ class IsolatedDevice(Device):
             raise DriverProtocolError("capabilities returned a malformed Capabilities")
         perf: list[tuple[OperandType, PerformanceInfo]] = []
         for entry in _list(v.get("operand_performance", []), 256):
-            if not (isinstance(entry, list) and len(entry) == 2 and type(entry[0]) is int
-                    and entry[0] in OperandType._value2member_map_):
+            if not (
+                isinstance(entry, list)
+                and len(entry) == 2
+                and type(entry[0]) is int
+                and entry[0] in OperandType._value2member_map_
+            ):
                 raise DriverProtocolError("capabilities listed an unknown operand type")
             perf.append((OperandType(entry[0]), _decode_perf(entry[1])))
-        return Capabilities(_decode_perf(v.get("relaxed_scalar")), _decode_perf(v.get("relaxed_tensor")),
-                            tuple(perf), _decode_perf(v.get("if")), _decode_perf(v.get("while")))
+        return Capabilities(
+            _decode_perf(v.get("relaxed_scalar")),
+            _decode_perf(v.get("relaxed_tensor")),
+            tuple(perf),
+            _decode_perf(v.get("if")),
+            _decode_perf(v.get("while")),
+        )
 
     def _device_info(self) -> dict[str, Any]:
         v, _ = self._host().call("device_info", {})
@@ -756,14 +865,19 @@ class IsolatedDevice(Device):
         first models (the host's time budget): the caller sends the rest again."""
         host = self._host()
         checks = [(m.model, bool(m.query_support), m.preference, m.priority) for m in mutations]
-        v, _ = host.call("reject_many", {"checks": checks, "budget": REJECT_BUDGET_S},
-                         self.call_timeout + REJECT_BUDGET_S)
+        v, _ = host.call(
+            "reject_many", {"checks": checks, "budget": REJECT_BUDGET_S}, self.call_timeout + REJECT_BUDGET_S
+        )
         out: list[list[tuple[str, Any]]] = []
         for steps in _list(v, len(checks)):
             decoded: list[tuple[str, Any]] = []
             for step in _list(steps, 2):
-                if not (isinstance(step, list) and len(step) == 2 and step[0] in ("supported_operations", "prepare")
-                        and isinstance(step[1], dict)):
+                if not (
+                    isinstance(step, list)
+                    and len(step) == 2
+                    and step[0] in ("supported_operations", "prepare")
+                    and isinstance(step[1], dict)
+                ):
                     raise wire.ProtocolViolation("malformed reject_many reply")
                 what, answer = step
                 decoded.append((what, _decode_error(answer["err"]) if "err" in answer else True))
@@ -783,47 +897,71 @@ class IsolatedDevice(Device):
         pm: PreparedModel = _pm_class(ifaces)(self, host, v["handle"])
         return pm
 
-    def prepare(self, model: Model, *, preference: ExecutionPreference | int = 1, priority: Priority | int = 1,
-                deadline: float | None = None, cache_token: bytes | None = None,
-                model_cache: Sequence[CacheFile] | None = None,
-                data_cache: Sequence[CacheFile] | None = None) -> PreparedModel:
+    def prepare(
+        self,
+        model: Model,
+        *,
+        preference: ExecutionPreference | int = 1,
+        priority: Priority | int = 1,
+        deadline: float | None = None,
+        cache_token: bytes | None = None,
+        model_cache: Sequence[CacheFile] | None = None,
+        data_cache: Sequence[CacheFile] | None = None,
+    ) -> PreparedModel:
         host = self._host()
-        kwargs: dict[str, Any] = dict(preference=preference, priority=priority, deadline=deadline,
-                                      cache_token=cache_token)
+        kwargs: dict[str, Any] = dict(
+            preference=preference, priority=priority, deadline=deadline, cache_token=cache_token
+        )
         kwargs.update(_cache_files(model_cache, data_cache))
         v, _ = host.call("prepare", {"model": model, "kwargs": kwargs})
         return self._prepared(host, v)
 
-    def prepare_from_cache(self, cache_token: bytes, *, model_cache: Sequence[CacheFile] | None = None,
-                           data_cache: Sequence[CacheFile] | None = None) -> PreparedModel:
+    def prepare_from_cache(
+        self,
+        cache_token: bytes,
+        *,
+        model_cache: Sequence[CacheFile] | None = None,
+        data_cache: Sequence[CacheFile] | None = None,
+    ) -> PreparedModel:
         host = self._host()
-        v, _ = host.call("prepare_from_cache", {"token": cache_token,
-                                                "kwargs": _cache_files(model_cache, data_cache)})
+        v, _ = host.call("prepare_from_cache", {"token": cache_token, "kwargs": _cache_files(model_cache, data_cache)})
         return self._prepared(host, v)
 
     def cache_file_counts(self) -> tuple[int, int]:
         v, _ = self._host().call("cache_file_counts", {})
         if isinstance(v, list) and len(v) == 2 and all(type(n) is int for n in v):
             return (v[0], v[1])
-        raise DriverProtocolError(f"cache_file_counts returned {_text((v or {}).get('malformed') if isinstance(v, dict) else None, 120) or 'a malformed reply'}, not two ints")
+        raise DriverProtocolError(
+            f"cache_file_counts returned {_text((v or {}).get('malformed') if isinstance(v, dict) else None, 120) or 'a malformed reply'}, not two ints"
+        )
 
-    def allocate(self, desc: BufferDesc, prepared_models: Sequence[PreparedModel], input_roles: Sequence[BufferRole],
-                 output_roles: Sequence[BufferRole]) -> tuple[DeviceBuffer, int]:
+    def allocate(
+        self,
+        desc: BufferDesc,
+        prepared_models: Sequence[PreparedModel],
+        input_roles: Sequence[BufferRole],
+        output_roles: Sequence[BufferRole],
+    ) -> tuple[DeviceBuffer, int]:
         host = self._host()
         handles = []
         for pm in prepared_models:
             if not isinstance(pm, _Remote):
-                raise DriverError(ErrorStatus.INVALID_ARGUMENT, f"{type(pm).__name__} is not a prepared model of this driver")
+                raise DriverError(
+                    ErrorStatus.INVALID_ARGUMENT, f"{type(pm).__name__} is not a prepared model of this driver"
+                )
             handles.append(pm._handle)
-        v, _ = host.call("allocate", {"desc": desc, "models": handles, "input_roles": list(input_roles),
-                                      "output_roles": list(output_roles)})
+        v, _ = host.call(
+            "allocate",
+            {"desc": desc, "models": handles, "input_roles": list(input_roles), "output_roles": list(output_roles)},
+        )
         if not isinstance(v, dict) or type(v.get("token")) is not int:
             raise DriverProtocolError("allocate returned a malformed reply")
         return RemoteBuffer(self, host, _handle(v)), v["token"]
 
 
-def _cache_files(model_cache: Sequence[CacheFile] | None,
-                 data_cache: Sequence[CacheFile] | None) -> dict[str, list[CacheFile]]:
+def _cache_files(
+    model_cache: Sequence[CacheFile] | None, data_cache: Sequence[CacheFile] | None
+) -> dict[str, list[CacheFile]]:
     """The cache-file keyword arguments, only those given (an adapter without file caching
     does not take them).  Files cross as CacheFile (a path and an access): open descriptors
     cannot be pickled, and a path is what the host process can open itself."""
@@ -854,8 +992,11 @@ def claim(driver_spec: str, call_timeout: float, mem_limit: int | None) -> Isola
     while _handed:
         d = _handed.pop()
         h = d._current
-        if (d.driver_spec, d.call_timeout, d.mem_limit) == (driver_spec, float(call_timeout), mem_limit) \
-                and h is not None and h.death is None:
+        if (
+            (d.driver_spec, d.call_timeout, d.mem_limit) == (driver_spec, float(call_timeout), mem_limit)
+            and h is not None
+            and h.death is None
+        ):
             close_unclaimed()
             return d
         d.close()
@@ -877,6 +1018,18 @@ def open_isolated(driver_spec: str, **options: Any) -> IsolatedDevice:
     return probe
 
 
-__all__ = ["IsolatedDevice", "open_isolated", "hand_over", "claim", "close_unclaimed", "HostIncident", "HostCrash",
-           "HostHang", "DriverProtocolError", "StaleHandle", "RemoteException", "DEFAULT_CALL_TIMEOUT",
-           "DEFAULT_MEM_LIMIT"]
+__all__ = [
+    "IsolatedDevice",
+    "open_isolated",
+    "hand_over",
+    "claim",
+    "close_unclaimed",
+    "HostIncident",
+    "HostCrash",
+    "HostHang",
+    "DriverProtocolError",
+    "StaleHandle",
+    "RemoteException",
+    "DEFAULT_CALL_TIMEOUT",
+    "DEFAULT_MEM_LIMIT",
+]

@@ -12,6 +12,7 @@ session they moved to.
 ``/dev/shm`` entries a driver leaves are noticed by comparing two snapshots
 (:func:`shm_leftovers` leaves out entries another process still holds open or mapped).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -25,7 +26,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 # Tests point this at a private directory (other programs on a shared machine create and
 # remove /dev/shm entries at any time); the harness itself always watches /dev/shm.
 SHM_DIR = os.environ.get("NNCONFORM_SHM_DIR") or "/dev/shm"
-KILL_WAIT_S = 5.0          # how long kill_descendants waits for SIGKILLed processes to die
+KILL_WAIT_S = 5.0  # how long kill_descendants waits for SIGKILLed processes to die
 
 
 def set_subreaper() -> bool:
@@ -41,9 +42,10 @@ def set_subreaper() -> bool:
 @dataclass(frozen=True)
 class Proc:
     """One line of /proc/<pid>/stat, the fields the reaper uses."""
+
     pid: int
     ppid: int
-    state: str             # "Z": a zombie (dead, not yet reaped by its parent)
+    state: str  # "Z": a zombie (dead, not yet reaped by its parent)
     pgrp: int
     session: int
 
@@ -53,9 +55,9 @@ def _stat(pid: int) -> Proc | None:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
     except OSError:
-        return None        # it exited (and was reaped) while we looked
+        return None  # it exited (and was reaped) while we looked
     # The command name (field 2) is in parentheses and may hold spaces or ')'.
-    rest = data[data.rfind(b")") + 2:].split()
+    rest = data[data.rfind(b")") + 2 :].split()
     if len(rest) < 4:
         return None
     return Proc(pid, int(rest[1]), rest[0].decode("ascii", "replace"), int(rest[2]), int(rest[3]))
@@ -81,8 +83,9 @@ def _parents() -> dict[int, int]:
     return {pid: p.ppid for pid, p in _table().items()}
 
 
-def _walk(table: dict[int, Proc], root: int, skip: AbstractSet[int] = frozenset(),
-          only: Callable[[Proc], bool] | None = None) -> list[int]:
+def _walk(
+    table: dict[int, Proc], root: int, skip: AbstractSet[int] = frozenset(), only: Callable[[Proc], bool] | None = None
+) -> list[int]:
     """Descendants of ``root`` in one /proc snapshot, parents before their children, leaving
     out the processes in ``skip`` and everything below them.  With ``only``, just the
     processes for which it holds and everything below those."""
@@ -93,7 +96,7 @@ def _walk(table: dict[int, Proc], root: int, skip: AbstractSet[int] = frozenset(
     todo = [(c, only is None) for c in children.get(root, ()) if c not in skip]
     while todo:
         pid, chosen = todo.pop(0)
-        chosen = chosen or (only is not None and only(table[pid]))   # only None: all chosen already
+        chosen = chosen or (only is not None and only(table[pid]))  # only None: all chosen already
         if chosen:
             found.append(pid)
         todo.extend((c, chosen) for c in children.get(pid, ()) if c not in skip)
@@ -137,8 +140,13 @@ def _dead(pid: int) -> bool:
     return p is None or p.state == "Z"
 
 
-def kill_descendant_procs(root: int, keep: Iterable[int] = (), rounds: int = 5, wait_s: float = KILL_WAIT_S,
-                          only: Callable[[Proc], bool] | None = None) -> list[tuple[Proc, str]]:
+def kill_descendant_procs(
+    root: int,
+    keep: Iterable[int] = (),
+    rounds: int = 5,
+    wait_s: float = KILL_WAIT_S,
+    only: Callable[[Proc], bool] | None = None,
+) -> list[tuple[Proc, str]]:
     """SIGKILL every live descendant of ``root`` except ``keep`` and their own descendants
     (recomputed from each /proc snapshot, so a child a kept process starts meanwhile is kept
     too); with ``only``, just the descendants it selects and their own descendants.
@@ -146,7 +154,7 @@ def kill_descendant_procs(root: int, keep: Iterable[int] = (), rounds: int = 5, 
     ``wait_s`` for the killed to die and reaps those that are this process's children.
     Returns (Proc as it was before the kill, description) for each process killed."""
     if root == os.getpid() and not has_children():
-        return []          # the common case, without scanning /proc
+        return []  # the common case, without scanning /proc
     keep = set(keep)
     killed: dict[int, tuple[Proc, str]] = {}
     deadline = time.monotonic() + wait_s
@@ -229,14 +237,14 @@ def _held(paths: set[str]) -> dict[int, set[str]]:
         try:
             st = os.lstat(path)
         except OSError:
-            continue       # gone meanwhile
+            continue  # gone meanwhile
         want[(st.st_dev, st.st_ino)] = path
     # /proc/PID/maps gives a mapping's device as major:minor in hex, then its inode
     maps_key = {(f"{os.major(dev):02x}:{os.minor(dev):02x}", str(ino)): path for (dev, ino), path in want.items()}
     found: dict[int, set[str]] = {}
     if not want:
         return found
-    prefix = os.path.realpath(SHM_DIR).rstrip("/") + "/"      # how /proc names files there
+    prefix = os.path.realpath(SHM_DIR).rstrip("/") + "/"  # how /proc names files there
     prefix_b = prefix.encode()
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -257,11 +265,11 @@ def _held(paths: set[str]) -> dict[int, set[str]]:
                 if held_path is not None:
                     held.add(held_path)
         except OSError:
-            pass           # gone, or another user's process
+            pass  # gone, or another user's process
         try:
             with open(f"/proc/{pid}/maps", "rb") as f:
                 maps = f.read()
-            if prefix_b in maps:     # most processes map nothing there: one substring search
+            if prefix_b in maps:  # most processes map nothing there: one substring search
                 for line in maps.splitlines():
                     if prefix_b not in line:
                         continue
@@ -288,7 +296,7 @@ def shm_leftovers(before: set[str], ours: Iterable[int] = ()) -> list[str]:
         try:
             st = os.lstat(os.path.join(SHM_DIR, name))
         except OSError:
-            continue       # already gone
+            continue  # already gone
         if st.st_uid == os.getuid():
             mine.append(name)
     if not mine:
@@ -299,8 +307,7 @@ def shm_leftovers(before: set[str], ours: Iterable[int] = ()) -> list[str]:
         if pid not in ours:
             foreign |= held
     # (an entry removed meanwhile shows in /proc as "... (deleted)": gone, so not ours to name)
-    return [n for n in mine if os.path.join(SHM_DIR, n) not in foreign
-            and os.path.lexists(os.path.join(SHM_DIR, n))]
+    return [n for n in mine if os.path.join(SHM_DIR, n) not in foreign and os.path.lexists(os.path.join(SHM_DIR, n))]
 
 
 def remove_shm(names: Iterable[str]) -> list[str]:
@@ -315,12 +322,25 @@ def remove_shm(names: Iterable[str]) -> list[str]:
                 os.unlink(path)
             removed.append(name)
         except OSError:
-            continue       # gone meanwhile, or not ours to remove: it stays named in the row
+            continue  # gone meanwhile, or not ours to remove: it stays named in the row
     return removed
 
 
-__all__ = ["set_subreaper", "descendants", "kill_descendants", "kill_descendant_procs", "reap", "describe",
-           "has_children", "environ_has", "zombie_children", "shm_snapshot", "shm_leftovers", "remove_shm", "Proc"]
+__all__ = [
+    "set_subreaper",
+    "descendants",
+    "kill_descendants",
+    "kill_descendant_procs",
+    "reap",
+    "describe",
+    "has_children",
+    "environ_has",
+    "zombie_children",
+    "shm_snapshot",
+    "shm_leftovers",
+    "remove_shm",
+    "Proc",
+]
 
 
 def die_with_parent(parent: int) -> None:
@@ -335,5 +355,5 @@ def die_with_parent(parent: int) -> None:
             if os.getppid() != parent:
                 kill_descendants(os.getpid())
                 os.killpg(0, signal.SIGKILL)
-    threading.Thread(target=watch, daemon=True, name="nnconform-orphan-watchdog").start()
 
+    threading.Thread(target=watch, daemon=True, name="nnconform-orphan-watchdog").start()

@@ -45,6 +45,7 @@ A case function runs in the worker as ``fn(ctx: CaseContext, **kwargs) -> Verdic
 carries the loaded device, the case key and seed, a breadcrumb slot (what the case was doing
 when it died, read back by the harness after a crash or hang) and the worker's RSS.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -62,11 +63,11 @@ from typing import Any
 from nnconform.isolation import childproc, reaper
 from nnconform.verdict.results import FAILURE, SUCCESS
 
-DEFAULT_MEM_LIMIT = 4 << 30          # RLIMIT_AS of a worker (bytes): generous, catches runaway leaks
-STARTUP_TIMEOUT = 120.0              # seconds for a worker to import the driver and say "ready"
+DEFAULT_MEM_LIMIT = 4 << 30  # RLIMIT_AS of a worker (bytes): generous, catches runaway leaks
+STARTUP_TIMEOUT = 120.0  # seconds for a worker to import the driver and say "ready"
 STDERR_TAIL_LINES = 40
 BREADCRUMB_SIZE = 512
-CASE_ENV = "NNCONFORM_CASE"          # the running case's key, visible to the driver and its children
+CASE_ENV = "NNCONFORM_CASE"  # the running case's key, visible to the driver and its children
 WORKER_ENV = "NNCONFORM_SANDBOX_WORKER"  # a token per worker, inherited by what it starts
 
 
@@ -79,6 +80,7 @@ class SandboxError(Exception):
 class Verdict:
     """What a case function returns.  ``verdict`` is SUCCESS or FAILURE; ``recycle`` asks for
     a new worker afterwards (the case left threads or memory behind)."""
+
     verdict: str
     reason: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -97,15 +99,15 @@ class Verdict:
 class SandboxResult:
     verdict: str
     reason: str = ""
-    duration_s: float = 0.0           # parent's wall clock, request sent -> verdict known
-    case_s: float | None = None       # time the case function took inside the worker
+    duration_s: float = 0.0  # parent's wall clock, request sent -> verdict known
+    case_s: float | None = None  # time the case function took inside the worker
     extra: dict[str, Any] = field(default_factory=dict)
-    signal: int | None = None         # CRASH by signal
-    exit_code: int | None = None      # CRASH by exit
+    signal: int | None = None  # CRASH by signal
+    exit_code: int | None = None  # CRASH by exit
     stderr_tail: str = ""
     breadcrumb: str = ""
     worker_pid: int | None = None
-    rss_bytes: int | None = None      # worker RSS after the case (SUCCESS/FAILURE)
+    rss_bytes: int | None = None  # worker RSS after the case (SUCCESS/FAILURE)
 
 
 def rss_bytes() -> int:
@@ -129,22 +131,30 @@ def _json_default(v: Any) -> Any:
 # The parent side
 # ---------------------------------------------------------------------------------------
 
+
 class _Worker:
     """One child interpreter with the driver loaded (a nnconform.isolation.childproc.Child speaking JSON
     lines: one request per line on its request pipe, one answer per line on its result pipe)."""
 
-    def __init__(self, driver: str, mem_limit: int | None, env: dict[str, str] | None, workdir: str,
-                 startup_timeout: float):
+    def __init__(
+        self, driver: str, mem_limit: int | None, env: dict[str, str] | None, workdir: str, startup_timeout: float
+    ):
         self.driver = driver
         fd, self.crumb_path = tempfile.mkstemp(prefix="worker-", suffix=".crumb", dir=workdir)
         os.close(fd)
         # WORKER_ENV marks every process the worker (and its driver) starts, so the parent can
         # tell them from the host process's other children once they re-parent to it.
-        self.child = childproc.Child("nnconform.isolation.sandbox", ["--driver", driver, "--crumb", self.crumb_path],
-                                     token_var=WORKER_ENV, mem_limit=mem_limit, env=env, stderr_dir=workdir,
-                                     stderr_prefix="worker-")
+        self.child = childproc.Child(
+            "nnconform.isolation.sandbox",
+            ["--driver", driver, "--crumb", self.crumb_path],
+            token_var=WORKER_ENV,
+            mem_limit=mem_limit,
+            env=env,
+            stderr_dir=workdir,
+            stderr_prefix="worker-",
+        )
         self.pid = self.child.pid
-        self.escaped: list[str] = []   # processes outside its group killed after it died
+        self.escaped: list[str] = []  # processes outside its group killed after it died
         self._buf = b""
         self.cases_run = 0
         msg = self._read(time.monotonic() + startup_timeout)
@@ -208,7 +218,7 @@ class _Worker:
         try:
             os.unlink(self.crumb_path)
         except OSError:
-            return   # already gone
+            return  # already gone
 
     # -- diagnostics --------------------------------------------------------------------
     def stderr_size(self) -> int:
@@ -233,9 +243,17 @@ class Sandbox:
     environment (default: inherit).  Worker start-up failures raise SandboxError.
     """
 
-    def __init__(self, driver: str, *, mem_limit: int | None = DEFAULT_MEM_LIMIT, mode: str = "warm",
-                 env: dict[str, str] | None = None, workdir: str | None = None,
-                 startup_timeout: float = STARTUP_TIMEOUT, hang_dump_s: float = 0.5):
+    def __init__(
+        self,
+        driver: str,
+        *,
+        mem_limit: int | None = DEFAULT_MEM_LIMIT,
+        mode: str = "warm",
+        env: dict[str, str] | None = None,
+        workdir: str | None = None,
+        startup_timeout: float = STARTUP_TIMEOUT,
+        hang_dump_s: float = 0.5,
+    ):
         if mode not in ("warm", "fresh"):
             raise ValueError(f"mode must be 'warm' or 'fresh', not {mode!r}")
         self.driver, self.mem_limit, self.mode, self.env = driver, mem_limit, mode, env
@@ -267,16 +285,31 @@ class Sandbox:
         else:
             w.quit()
 
-    def run(self, target: str, kwargs: dict[str, Any] | None = None, *, timeout: float, case_key: str = "",
-            seed: int | None = None) -> SandboxResult:
+    def run(
+        self,
+        target: str,
+        kwargs: dict[str, Any] | None = None,
+        *,
+        timeout: float,
+        case_key: str = "",
+        seed: int | None = None,
+    ) -> SandboxResult:
         """Run ``target`` ("module:function") in the worker; never raises for anything the
         case or the driver does (only SandboxError when no worker can be started)."""
         w = self.start()
         offset = w.stderr_size()
-        shm_before = reaper.shm_snapshot()   # for a case that dies before its own check
+        shm_before = reaper.shm_snapshot()  # for a case that dies before its own check
         t0 = time.monotonic()
-        sent = w.send({"op": "run", "target": target, "kwargs": kwargs or {}, "case_key": case_key,
-                       "seed": seed, "timeout": timeout})
+        sent = w.send(
+            {
+                "op": "run",
+                "target": target,
+                "kwargs": kwargs or {},
+                "case_key": case_key,
+                "seed": seed,
+                "timeout": timeout,
+            }
+        )
         msg: dict[str, Any] | None = None
         timed_out = False
         if sent:
@@ -289,8 +322,15 @@ class Sandbox:
         if msg is not None:
             w.cases_run += 1
             verdict = msg.get("verdict", FAILURE)
-            res = SandboxResult(verdict, msg.get("reason", ""), dt, msg.get("case_s"), msg.get("extra") or {},
-                                worker_pid=w.pid, rss_bytes=msg.get("rss"))
+            res = SandboxResult(
+                verdict,
+                msg.get("reason", ""),
+                dt,
+                msg.get("case_s"),
+                msg.get("extra") or {},
+                worker_pid=w.pid,
+                rss_bytes=msg.get("rss"),
+            )
             if verdict != SUCCESS:
                 res.stderr_tail = w.stderr_tail(offset)
                 res.breadcrumb = w.breadcrumb()
@@ -305,12 +345,21 @@ class Sandbox:
             w.child.dump_stacks(self.hang_dump_s)
             rc = None
         else:
-            rc = w.child.wait_exit(5)   # EOF (or a broken request pipe): reap it
+            rc = w.child.wait_exit(5)  # EOF (or a broken request pipe): reap it
         w.kill()
-        end = childproc.classify(rc, timed_out, who="worker", unfinished="without a verdict",
-                                 hang_reason=f"no verdict within {timeout:g} s")
-        res = SandboxResult(end.verdict, end.reason, dt, signal=end.signal, exit_code=end.exit_code,
-                            worker_pid=w.pid, stderr_tail=w.stderr_tail(offset), breadcrumb=w.breadcrumb())
+        end = childproc.classify(
+            rc, timed_out, who="worker", unfinished="without a verdict", hang_reason=f"no verdict within {timeout:g} s"
+        )
+        res = SandboxResult(
+            end.verdict,
+            end.reason,
+            dt,
+            signal=end.signal,
+            exit_code=end.exit_code,
+            worker_pid=w.pid,
+            stderr_tail=w.stderr_tail(offset),
+            breadcrumb=w.breadcrumb(),
+        )
         _leftovers(res, w, shm_before)
         w.cleanup()
         self._worker = None
@@ -339,8 +388,7 @@ def _leftovers(res: SandboxResult, w: _Worker, shm_before: set[str]) -> None:
     not fill /dev/shm; entries another live process holds are not counted)."""
     if w.escaped:
         res.extra["leftover_processes"] = w.escaped[:20]
-        res.reason += f"; killed {_n(len(w.escaped), 'process')} it left outside its group: " \
-                      + ", ".join(w.escaped[:5])
+        res.reason += f"; killed {_n(len(w.escaped), 'process')} it left outside its group: " + ", ".join(w.escaped[:5])
     shm = reaper.shm_leftovers(shm_before)
     if shm:
         reaper.remove_shm(shm)
@@ -356,9 +404,11 @@ def _n(k: int, one: str, many: str | None = None) -> str:
 # The worker side
 # ---------------------------------------------------------------------------------------
 
+
 @dataclass
 class CaseContext:
     """What a case function sees in the worker."""
+
     device: Any
     driver: str
     case_key: str
@@ -401,7 +451,7 @@ class _ThreadDeaths:
         name = args.thread.name if args.thread is not None else "?"
         with self.lock:
             self.deaths.append(f"thread {name!r} died of {args.exc_type.__name__}" + (f": {text}" if text else ""))
-        self.default(args)        # still print the traceback to stderr (the row's stderr tail)
+        self.default(args)  # still print the traceback to stderr (the row's stderr tail)
 
     def since(self, mark: int) -> list[str]:
         with self.lock:
@@ -451,6 +501,7 @@ def _worker_main(argv: list[str]) -> int:
 
     from nnconform.driver.loader import load_driver
     from nnconform.errors import NnError
+
     try:
         device = load_driver(a.driver)
     except NnError as e:
@@ -479,15 +530,19 @@ def _worker_main(argv: list[str]) -> int:
                 out = Verdict.failure(f"case function returned {type(out).__name__}, not a Verdict")
             recycle = out.recycle
         except MemoryError:
-            out = Verdict.failure(f"MemoryError: the worker hit its memory limit "
-                                  f"({a.mem_limit / 2**30:.1f} GiB RLIMIT_AS) or ran out of memory")
+            out = Verdict.failure(
+                f"MemoryError: the worker hit its memory limit "
+                f"({a.mem_limit / 2**30:.1f} GiB RLIMIT_AS) or ran out of memory"
+            )
             recycle = True
         except BaseException as e:  # a driver's exception is the case's FAILURE reason
             tb = traceback.extract_tb(e.__traceback__)
             where = f" at {tb[-1].filename}:{tb[-1].lineno}" if tb else ""
             text = str(e).splitlines()[0] if str(e) else ""
-            out = Verdict.failure(f"{type(e).__name__}: {text}{where}" if text else f"{type(e).__name__}{where}",
-                                  traceback="".join(traceback.format_exception(e))[-4000:])
+            out = Verdict.failure(
+                f"{type(e).__name__}: {text}{where}" if text else f"{type(e).__name__}{where}",
+                traceback="".join(traceback.format_exception(e))[-4000:],
+            )
             recycle = isinstance(e, (SystemExit, KeyboardInterrupt))
         case_s = time.perf_counter() - t1
         procs = reaper.kill_descendants(os.getpid(), keep=driver_procs)
@@ -501,8 +556,16 @@ def _worker_main(argv: list[str]) -> int:
             shm = reaper.shm_leftovers(shm_before, ours={os.getpid(), *reaper.descendants(os.getpid())})
             reaper.remove_shm(shm)
         out = _after_case(out, thread_deaths.since(deaths_mark), procs, shm)
-        send({"verdict": out.verdict, "reason": out.reason, "extra": out.extra, "recycle": recycle,
-              "case_s": case_s, "rss": rss_bytes()})
+        send(
+            {
+                "verdict": out.verdict,
+                "reason": out.reason,
+                "extra": out.extra,
+                "recycle": recycle,
+                "case_s": case_s,
+                "rss": rss_bytes(),
+            }
+        )
         os.environ.pop(CASE_ENV, None)
     return 0
 
@@ -515,4 +578,5 @@ def noop_case(ctx: CaseContext, **kwargs: Any) -> Verdict:
 if __name__ == "__main__":
     # Run the importable module's copy, so case functions and this loop share one Verdict class.
     from nnconform.isolation.sandbox import _worker_main as _main
+
     sys.exit(_main(sys.argv[1:]))

@@ -13,6 +13,7 @@ corrupts shared state is beyond this module; the subprocess sandbox of the stres
 (a later issue) isolates each case in its own process and can kill it.  Callers that can, also
 tell the driver to stop (e.g. ``PreparedModel.release()``) after a HangError.
 """
+
 from __future__ import annotations
 
 import threading

@@ -5,6 +5,7 @@
     e = entries["mobilenet_v2_quant8"]
     model = e.load(); inputs = e.inputs(seed)
 """
+
 from __future__ import annotations
 
 import functools
@@ -22,8 +23,8 @@ from nnconform.models import builtin, zoo
 @dataclass
 class ModelEntry:
     name: str
-    kind: str                      # "builtin" or "zoo"
-    classifier: bool               # output 0 is a class-probability vector (top-k agreement)
+    kind: str  # "builtin" or "zoo"
+    classifier: bool  # output 0 is a class-probability vector (top-k agreement)
     source: str
     _load: Callable[[], Model]
     _inputs: Callable[[Model, int], list[np.ndarray]]
@@ -48,27 +49,37 @@ def builtin_entries() -> dict[str, ModelEntry]:
     out = {}
     for arch in builtin.ARCHITECTURES:
         for dt in builtin.DATA_TYPES:
-            out[f"{arch}_{dt}"] = ModelEntry(f"{arch}_{dt}", "builtin", True, f"built-in ({arch}, {dt}, seed "
-                                             f"{builtin.SEED})", functools.partial(builtin.build, arch, dt),
-                                             builtin.example_inputs)
+            out[f"{arch}_{dt}"] = ModelEntry(
+                f"{arch}_{dt}",
+                "builtin",
+                True,
+                f"built-in ({arch}, {dt}, seed {builtin.SEED})",
+                functools.partial(builtin.build, arch, dt),
+                builtin.example_inputs,
+            )
     return out
 
 
 def _zoo_loader(path: Path) -> Callable[[], Model]:
     def load() -> Model:
         from nnconform.cases.tflite_import import import_tflite
+
         return import_tflite(path).model
+
     return load
 
 
 def _zoo_inputs(model: Model, seed: int) -> list[np.ndarray]:
     from nnconform.cases.tflite_import import seeded_inputs
+
     return seeded_inputs(model, seed)
 
 
 def zoo_entries(root: Path | None = None) -> dict[str, ModelEntry]:
-    return {name: ModelEntry(name, "zoo", False, f"{zoo.ZOO_NAME}/{path.name}", _zoo_loader(path), _zoo_inputs)
-            for name, path in sorted(zoo.cached_models(root).items())}
+    return {
+        name: ModelEntry(name, "zoo", False, f"{zoo.ZOO_NAME}/{path.name}", _zoo_loader(path), _zoo_inputs)
+        for name, path in sorted(zoo.cached_models(root).items())
+    }
 
 
 def available_models(root: Path | None = None) -> dict[str, ModelEntry]:

@@ -17,6 +17,7 @@ every tensor's observed range (widened to contain 0) gives its scale and zero po
 softmax output uses NNAPI's fixed 1/256, 0.  The two builds create operands in the same
 order, so operand ``k`` of the quant8 model is operand ``k`` of the float one.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -123,12 +124,15 @@ class _Net:
 
     def head(self, x: int) -> int:
         n, h, w, c = self.shape(x)
-        pooled = self.tensor([n, 1, 1, c], fixed=self.scale.get(x))   # pooling keeps the input's scale
-        self.b.operation(Op.AVERAGE_POOL_2D, [x, self.b.i32(VALID), self.b.i32(1), self.b.i32(1), self.b.i32(w),
-                                              self.b.i32(h), self.b.i32(NONE)], [pooled])
+        pooled = self.tensor([n, 1, 1, c], fixed=self.scale.get(x))  # pooling keeps the input's scale
+        self.b.operation(
+            Op.AVERAGE_POOL_2D,
+            [x, self.b.i32(VALID), self.b.i32(1), self.b.i32(1), self.b.i32(w), self.b.i32(h), self.b.i32(NONE)],
+            [pooled],
+        )
         flat = self.tensor([n, c], fixed=self.scale.get(pooled))
         self.b.operation(Op.RESHAPE, [pooled, self.b.const(T.TENSOR_INT32, [2], [n, c])], [flat])
-        wt, ws = self.weights([CLASSES, c], c, gain=4.0)   # spread the logits: distinct top-k
+        wt, ws = self.weights([CLASSES, c], c, gain=4.0)  # spread the logits: distinct top-k
         b = self.bias(CLASSES, flat, ws)
         logits = self.tensor([n, CLASSES])
         self.b.operation(Op.FULLY_CONNECTED, [flat, wt, b, self.b.i32(NONE)], [logits])
@@ -148,8 +152,7 @@ def _v1(net: _Net) -> None:
 def _v2(net: _Net) -> None:
     x = net.conv(net.input(), 8, 3, 2, RELU6)
     c_in = 8
-    for expand, c_out, stride in ((1, 8, 1), (4, 12, 2), (4, 12, 1), (4, 16, 2), (4, 16, 1), (4, 24, 2),
-                                  (4, 24, 1)):
+    for expand, c_out, stride in ((1, 8, 1), (4, 12, 2), (4, 12, 1), (4, 16, 2), (4, 16, 1), (4, 24, 2), (4, 24, 1)):
         y = net.conv(x, c_in * expand, 1, 1, RELU6) if expand != 1 else x
         y = net.depthwise(y, stride, RELU6)
         y = net.conv(y, c_out, 1, 1, NONE)
@@ -207,13 +210,14 @@ def build(arch: str, dtype: str = "float") -> Model:
 
 def _quantized(arch: str, float_model: Model) -> Model:
     from nnconform.reference.executor import Executor
+
     ex = Executor(float_model, keep_values=True)
     lo: dict[int, float] = {}
     hi: dict[int, float] = {}
     for img in calibration_images():
         ex.run([img])
         values = ex.main_values
-        assert values is not None     # keep_values=True keeps them
+        assert values is not None  # keep_values=True keeps them
         for k, v in enumerate(values):
             if v is None or float_model.main.operands[k].is_constant:
                 continue

@@ -16,6 +16,7 @@ operation's output within that operation's CTS criteria?  When it is, for every 
 and the exposed run gave the same final outputs as the normal run, the driver's result is a
 chain of conformant steps, and a difference at the model output is accumulated rounding.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -47,8 +48,9 @@ def single_operation_model(model: Model, n: int, values: Sequence) -> tuple[Mode
         else:
             v = np.asarray(values[i])
             dims = tuple(v.shape) if not o.info.is_scalar else ()
-            operands.append(replace(o, lifetime=Lifetime.SUBGRAPH_INPUT, dimensions=dims, value=None,
-                                    num_consumers=None))
+            operands.append(
+                replace(o, lifetime=Lifetime.SUBGRAPH_INPUT, dimensions=dims, value=None, num_consumers=None)
+            )
             inputs.append(remap[i])
             feeds.append(v)
     outs = []
@@ -56,8 +58,7 @@ def single_operation_model(model: Model, n: int, values: Sequence) -> tuple[Mode
         o = sg.operands[i]
         remap[i] = len(operands)
         v = np.asarray(values[i])
-        operands.append(replace(o, lifetime=Lifetime.SUBGRAPH_OUTPUT, dimensions=tuple(v.shape),
-                                num_consumers=None))
+        operands.append(replace(o, lifetime=Lifetime.SUBGRAPH_OUTPUT, dimensions=tuple(v.shape), num_consumers=None))
         outs.append(remap[i])
     new_op = replace(op, inputs=tuple(remap[i] for i in op.inputs), outputs=tuple(remap[i] for i in op.outputs))
     sub = Subgraph(tuple(operands), (new_op,), tuple(inputs), tuple(outs), f"{sg.name or 'main'}#{n}")
@@ -69,10 +70,11 @@ def first_failing_operation_alone(device, model: Model, inputs: Sequence[np.ndar
     operation that fails its own criteria on the reference's inputs, or None."""
     from nnconform.verdict.criteria import MEDIUM, criteria_for_operation
     from nnconform.verdict.runner import FAIL, run_case
+
     ex = Executor(model, keep_values=True)
     ex.run(list(inputs))
     values = ex.main_values
-    assert values is not None     # keep_values=True keeps them
+    assert values is not None  # keep_values=True keeps them
     skipped = 0
     ops = model.main.operations
     for n in range(len(ops) if limit is None else min(limit, len(ops))):
@@ -89,10 +91,11 @@ def first_failing_operation_alone(device, model: Model, inputs: Sequence[np.ndar
 @dataclass
 class StepCheck:
     """The driver's run, checked operation by operation (see :func:`check_steps`)."""
+
     run: ExposedRun
-    step: tuple | None = None     # (index, name, Comparison) of the first operation out of its criteria
-    reproduces: bool = False      # the exposed run's final outputs equal the normal run's
-    error: str | None = None      # why the check could not be made
+    step: tuple | None = None  # (index, name, Comparison) of the first operation out of its criteria
+    reproduces: bool = False  # the exposed run's final outputs equal the normal run's
+    error: str | None = None  # why the check could not be made
 
     @property
     def accumulated_rounding(self) -> bool:
@@ -106,11 +109,15 @@ class StepCheck:
             n, name, cmp = self.step
             return f"operation #{n} {name} is out of its own criteria on the inputs the driver gave it: {cmp.message}"
         if not self.reproduces:
-            return ("every operation is within its own criteria on the inputs the driver gave it, but with every "
-                    "operation output exposed the driver's final outputs changed, so that run does not explain "
-                    "the normal one")
-        return ("every operation of the driver's run is within its own CTS criteria on the inputs the driver gave "
-                "it: accumulated rounding")
+            return (
+                "every operation is within its own criteria on the inputs the driver gave it, but with every "
+                "operation output exposed the driver's final outputs changed, so that run does not explain "
+                "the normal one"
+            )
+        return (
+            "every operation of the driver's run is within its own CTS criteria on the inputs the driver gave "
+            "it: accumulated rounding"
+        )
 
 
 def check_steps(device, model: Model, inputs: Sequence[np.ndarray], actual: Sequence[np.ndarray]) -> StepCheck:
@@ -121,6 +128,7 @@ def check_steps(device, model: Model, inputs: Sequence[np.ndarray], actual: Sequ
     fuses or reorders differently once intermediates are visible does not get the benefit)."""
     from nnconform.errors import NnError
     from nnconform.verdict.criteria import MEDIUM, Comparison, compare, criteria_for_operation
+
     run = run_exposed(device, model, inputs)
     check = StepCheck(run)
     if run.actual is None:
@@ -129,18 +137,22 @@ def check_steps(device, model: Model, inputs: Sequence[np.ndarray], actual: Sequ
     position = run.position()
     finals = [np.asarray(run.actual[position[i]]) for i in model.main.output_indexes]
     check.reproduces = len(finals) == len(actual) and all(
-        f.dtype == np.asarray(a).dtype and f.shape == np.shape(a) and np.array_equal(f, a, equal_nan=f.dtype.kind in "fc")
-        for f, a in zip(finals, actual))
+        f.dtype == np.asarray(a).dtype
+        and f.shape == np.shape(a)
+        and np.array_equal(f, a, equal_nan=f.dtype.kind in "fc")
+        for f, a in zip(finals, actual)
+    )
     values = run.driver_values(inputs)
     for n, op in enumerate(model.main.operations):
         one, feeds = single_operation_model(model, n, values)
         try:
             expected = Executor(one).run(feeds)
-        except NnError as e:     # the driver's values are not a valid input of this operation
+        except NnError as e:  # the driver's values are not a valid input of this operation
             check.step = n, op.name, Comparison(passed=False, message=f"the reference rejects the driver's inputs: {e}")
             return check
-        cmp = compare(one, expected, [values[i] for i in op.outputs],
-                      criteria=criteria_for_operation(op.type, default=MEDIUM))
+        cmp = compare(
+            one, expected, [values[i] for i in op.outputs], criteria=criteria_for_operation(op.type, default=MEDIUM)
+        )
         if not cmp.passed:
             check.step = n, op.name, cmp
             return check

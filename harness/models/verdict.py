@@ -15,6 +15,7 @@ A driver's outputs that fail ``REAL_MODEL`` as it is get two more chances, in th
 Only a value comparison is reconsidered: a FAIL for anything else (wrong output shapes, an
 exception, a wrong output count) stands.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,19 +34,19 @@ ACCUMULATED = "accumulated rounding"
 
 @dataclass
 class Reconsidered:
-    accepted: str | None = None        # SCALED, ACCUMULATED or None (the FAIL stands)
-    message: str = ""                  # why it was accepted
-    steps: StepCheck | None = None     # the step check, when it was made (its exposed run is reusable)
+    accepted: str | None = None  # SCALED, ACCUMULATED or None (the FAIL stands)
+    message: str = ""  # why it was accepted
+    steps: StepCheck | None = None  # the step check, when it was made (its exposed run is reusable)
 
 
-def reconsider(device, model: Model, inputs: Sequence[np.ndarray], expected: Sequence[np.ndarray],
-               outcome: CaseOutcome) -> Reconsidered:
+def reconsider(
+    device, model: Model, inputs: Sequence[np.ndarray], expected: Sequence[np.ndarray], outcome: CaseOutcome
+) -> Reconsidered:
     """See the module docstring.  When the FAIL stands, ``outcome`` carries the scaled
     comparison (the one the suite reports).  The step check runs the model once more on the
     driver; its errors propagate (the caller records them next to the FAIL)."""
     cmp = outcome.comparison
-    if outcome.outcome != FAIL or outcome.stage != "compare" or outcome.actual is None or cmp is None \
-            or cmp.passed:
+    if outcome.outcome != FAIL or outcome.stage != "compare" or outcome.actual is None or cmp is None or cmp.passed:
         return Reconsidered()
     scaled = judge(model, expected, outcome.actual)
     if scaled is None:

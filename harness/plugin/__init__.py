@@ -16,6 +16,7 @@ The controlling process owns the report directory: it locks it, moves an earlier
 results to ``previous/``, keeps ``run.json``'s status (running / complete / interrupted) and
 writes ``results.csv`` and ``report.html`` at the end, also after Ctrl-C.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -53,8 +54,11 @@ def host_options(call_timeout: float | None, mem_limit: int | None) -> tuple[flo
     hands the session the host it checked the driver in only when both give the same
     (nnconform.isolation.proxy.claim)."""
     from nnconform.cli.options import OPTIONS
-    return (float(call_timeout if call_timeout is not None else OPTIONS["--call-timeout"].default),
-            int(mem_limit if mem_limit is not None else OPTIONS["--mem-limit"].default))
+
+    return (
+        float(call_timeout if call_timeout is not None else OPTIONS["--call-timeout"].default),
+        int(mem_limit if mem_limit is not None else OPTIONS["--mem-limit"].default),
+    )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -62,48 +66,101 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     # --driver, --nn-report-dir, --nn-seed, --nn-call-timeout, --nn-mem-limit, --nn-resume and
     # --nn-in-process: the shared option table's entries, parsed by the same functions as the CLI's.
     add_pytest_options(g)
-    g.addoption("--nn-vectors", default=None,
-                help="directory of AOSP golden vectors (default: $NNCONFORM_VECTORS or the bundled copy)")
-    g.addoption("--nn-hypothesis-profile", default="default", choices=("ci", "default", "nightly"),
-                help="Hypothesis profile of the random suite: ci (small, derandomised), default, "
-                     "nightly (many examples, no deadline)")
-    g.addoption("--nn-max-examples", type=int, default=None,
-                help="random suite: examples per test (overrides the profile's count)")
-    g.addoption("--nn-expected-failures", default=None, metavar="FILE",
-                help="JSON file of test-id patterns the driver is expected to fail, with reasons "
-                     "(nnconform.verdict.expectations): those cases are XFAIL; one that passes is XPASS and "
-                     "fails the run unless marked non-strict")
-    g.addoption("--nn-last-failed", action="store_true",
-                help="run only the cases that failed (FAIL, ERROR, CRASH, HANG, XPASS) in the last run "
-                     "recorded in the report directory (all of them if none failed)")
-    g.addoption("--nn-failed-first", action="store_true",
-                help="run the cases that failed in the last run recorded in the report directory first")
-    g.addoption("--nn-history", default=None, metavar="DIR",
-                help="append this run's summary to DIR/history.jsonl; the report shows the trend")
-    g.addoption("--nn-only-supported", action="store_true",
-                help="run only the cases whose every operation the driver claims in "
-                     "supported_operations (and the invalid-model cases it must reject); the rest are "
-                     "deselected, not recorded as SKIP rows")
-    g.addoption("--nn-progress", type=float, default=30.0, metavar="SECONDS",
-                help="print cases done, elapsed time and an estimate of the time left every SECONDS "
-                     "(default 30; 0: never)")
-    g.addoption("--nn-no-partition", "--no-partition", action="store_true", dest="nn_no_partition",
-                help="skip a case unless the driver supports every operation of it (default: run "
-                     "the supported operations on the driver, the rest on the reference, partitioned)")
-    g.addoption("--nn-no-probe", "--no-probe", action="store_true", dest="nn_no_probe",
-                help="no capability probe at the start of the run (nnconform.cases.probe), and the random "
-                     "suite draws from every operation, not only those the driver claims")
-    g.addoption("--nn-variants", default="rotate", metavar="MODE",
-                help="the vectors suite's execution matrix (nnconform.cases.variants): rotate (default: each "
-                     "vector runs plain sync plus one variant chosen from the seed and the vector), all "
-                     "(the full matrix), none (plain sync only), or a comma list of kinds, e.g. "
-                     "general,dynamic_shape")
-    g.addoption("--nn-selection", default=None, metavar="JSON",
-                help="(set by `nnconform run`) the suites and pytest arguments the run was started "
-                     "with, recorded in run.json so that --resume runs the same cases")
-    g.addoption("--nn-max-skip-ratio", type=float, default=None,
-                help="fail the run when more than this share (0..1) of its cases SKIP: a run that "
-                     "tests nothing is not a pass")
+    g.addoption(
+        "--nn-vectors",
+        default=None,
+        help="directory of AOSP golden vectors (default: $NNCONFORM_VECTORS or the bundled copy)",
+    )
+    g.addoption(
+        "--nn-hypothesis-profile",
+        default="default",
+        choices=("ci", "default", "nightly"),
+        help="Hypothesis profile of the random suite: ci (small, derandomised), default, "
+        "nightly (many examples, no deadline)",
+    )
+    g.addoption(
+        "--nn-max-examples",
+        type=int,
+        default=None,
+        help="random suite: examples per test (overrides the profile's count)",
+    )
+    g.addoption(
+        "--nn-expected-failures",
+        default=None,
+        metavar="FILE",
+        help="JSON file of test-id patterns the driver is expected to fail, with reasons "
+        "(nnconform.verdict.expectations): those cases are XFAIL; one that passes is XPASS and "
+        "fails the run unless marked non-strict",
+    )
+    g.addoption(
+        "--nn-last-failed",
+        action="store_true",
+        help="run only the cases that failed (FAIL, ERROR, CRASH, HANG, XPASS) in the last run "
+        "recorded in the report directory (all of them if none failed)",
+    )
+    g.addoption(
+        "--nn-failed-first",
+        action="store_true",
+        help="run the cases that failed in the last run recorded in the report directory first",
+    )
+    g.addoption(
+        "--nn-history",
+        default=None,
+        metavar="DIR",
+        help="append this run's summary to DIR/history.jsonl; the report shows the trend",
+    )
+    g.addoption(
+        "--nn-only-supported",
+        action="store_true",
+        help="run only the cases whose every operation the driver claims in "
+        "supported_operations (and the invalid-model cases it must reject); the rest are "
+        "deselected, not recorded as SKIP rows",
+    )
+    g.addoption(
+        "--nn-progress",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="print cases done, elapsed time and an estimate of the time left every SECONDS (default 30; 0: never)",
+    )
+    g.addoption(
+        "--nn-no-partition",
+        "--no-partition",
+        action="store_true",
+        dest="nn_no_partition",
+        help="skip a case unless the driver supports every operation of it (default: run "
+        "the supported operations on the driver, the rest on the reference, partitioned)",
+    )
+    g.addoption(
+        "--nn-no-probe",
+        "--no-probe",
+        action="store_true",
+        dest="nn_no_probe",
+        help="no capability probe at the start of the run (nnconform.cases.probe), and the random "
+        "suite draws from every operation, not only those the driver claims",
+    )
+    g.addoption(
+        "--nn-variants",
+        default="rotate",
+        metavar="MODE",
+        help="the vectors suite's execution matrix (nnconform.cases.variants): rotate (default: each "
+        "vector runs plain sync plus one variant chosen from the seed and the vector), all "
+        "(the full matrix), none (plain sync only), or a comma list of kinds, e.g. "
+        "general,dynamic_shape",
+    )
+    g.addoption(
+        "--nn-selection",
+        default=None,
+        metavar="JSON",
+        help="(set by `nnconform run`) the suites and pytest arguments the run was started "
+        "with, recorded in run.json so that --resume runs the same cases",
+    )
+    g.addoption(
+        "--nn-max-skip-ratio",
+        type=float,
+        default=None,
+        help="fail the run when more than this share (0..1) of its cases SKIP: a run that tests nothing is not a pass",
+    )
 
 
 def _resumed_seed(report_dir: Path) -> int | None:
@@ -113,6 +170,7 @@ def _resumed_seed(report_dir: Path) -> int | None:
     import json
 
     from nnconform.artifacts.reportdir import STATUS_FILE
+
     try:
         seed = json.loads((report_dir / STATUS_FILE).read_text(encoding="utf-8")).get("seed")
     except (OSError, ValueError, AttributeError):
@@ -140,6 +198,7 @@ class NnSession:
         # written back, so xdist workers (sent the controller's options) and cluster workers
         # load the same file.
         from nnconform.driver.loader import resolve_driver_spec
+
         self.driver_spec: str = resolve_driver_spec(config.getoption("driver"))
         config.option.driver = self.driver_spec
         self.workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
@@ -148,13 +207,15 @@ class NnSession:
         self.vectors_option = config.getoption("nn_vectors")
         self.in_process: bool = bool(config.getoption("nn_in_process"))
         try:
-            self.call_timeout, self.mem_limit = host_options(config.getoption("nn_call_timeout"),
-                                                             config.getoption("nn_mem_limit"))
+            self.call_timeout, self.mem_limit = host_options(
+                config.getoption("nn_call_timeout"), config.getoption("nn_mem_limit")
+            )
         except ValueError as e:
             raise pytest.UsageError(f"--nn-mem-limit: {e}") from None
         if self.call_timeout <= 0:
             raise pytest.UsageError("--nn-call-timeout must be > 0 seconds")
         from nnconform.cases.variants import parse_mode
+
         try:
             self.variants = parse_mode(config.getoption("nn_variants"))
         except ValueError as e:
@@ -164,20 +225,21 @@ class NnSession:
         xf = config.getoption("nn_expected_failures")
         if xf:
             from nnconform.verdict.expectations import ExpectationsError, load_expectations
+
             try:
                 self.expectations = load_expectations(xf)
             except ExpectationsError as e:
                 raise pytest.UsageError(f"--expected-failures: {e}") from None
         self.done_nodeids: set[str] = set()
-        self.last_failed: list[str] | None = None     # node ids that failed in the last run
+        self.last_failed: list[str] | None = None  # node ids that failed in the last run
         self.previous: Path | None = None
         self.planned: int | None = None
-        self.not_claimed = 0       # cases --nn-only-supported deselected (this process)
+        self.not_claimed = 0  # cases --nn-only-supported deselected (this process)
         # A cluster worker's batch (nnconform.cluster): test function -> the parameter ids it
         # runs, so a suite with thousands of cases builds only those; None: all.
         self.only_ids: dict[str, set[str]] | None = None
         seed = config.getoption("nn_seed")
-        if self.workerinput is not None:     # the same test as self.is_worker
+        if self.workerinput is not None:  # the same test as self.is_worker
             seed = self.workerinput.get("nn_seed", seed)
             self.done_nodeids = set(self.workerinput.get("nn_done", ()))
             lf = self.workerinput.get("nn_last_failed")
@@ -201,6 +263,7 @@ class NnSession:
         which cases are done) and mark the run as running.  Idempotent."""
         from nnconform.artifacts.reportdir import ReportDirError, acquire
         from nnconform.verdict.results import read_results
+
         if self._reportdir is not None:
             return
         try:
@@ -211,8 +274,10 @@ class NnSession:
                 except (OSError, ValueError) as e:
                     raise ReportDirError(f"--resume: no run to resume in {self.report_dir} ({e})") from None
                 if status.get("driver") and status["driver"] != self.driver_spec:
-                    raise ReportDirError(f"--resume: {self.report_dir} holds a run of driver "
-                                         f"{status['driver']!r}, not {self.driver_spec!r}")
+                    raise ReportDirError(
+                        f"--resume: {self.report_dir} holds a run of driver "
+                        f"{status['driver']!r}, not {self.driver_spec!r}"
+                    )
                 if self.config.getoption("nn_seed") is None and isinstance(status.get("seed"), int):
                     self.seed = status["seed"]
                 self.started = str(status.get("started", self.started))
@@ -220,8 +285,9 @@ class NnSession:
                 if journal.is_symlink():
                     raise ReportDirError(f"--resume: {journal} is a symbolic link (not followed)")
                 if journal.exists():
-                    self.done_nodeids = {str(r.extra.get("nodeid")) for r in read_results(journal)
-                                         if r.extra.get("nodeid")}
+                    self.done_nodeids = {
+                        str(r.extra.get("nodeid")) for r in read_results(journal) if r.extra.get("nodeid")
+                    }
             else:
                 self.previous = self._reportdir.rotate()
                 if self.config.getoption("nn_last_failed") or self.config.getoption("nn_failed_first"):
@@ -230,16 +296,18 @@ class NnSession:
             self.auto_probe()
         except ReportDirError as e:
             raise pytest.UsageError(str(e)) from None
-        except ValueError as e:   # a damaged journal or run.json
+        except ValueError as e:  # a damaged journal or run.json
             raise pytest.UsageError(f"--resume: {e}") from None
         except OSError as e:
             from nnconform.artifacts.reportdir import describe_os_error
+
             raise pytest.UsageError(describe_os_error(e, self.report_dir)) from None
 
     @staticmethod
     def _failed_in(run_dir: Path | None) -> list[str]:
         """Node ids whose last row in ``run_dir``'s journal is a failure."""
         from nnconform.verdict.results import BAD_OUTCOMES, read_results
+
         journal = None if run_dir is None else run_dir / "results.jsonl"
         if journal is None or not journal.is_file() or journal.is_symlink():
             return []
@@ -252,8 +320,17 @@ class NnSession:
     def write_status(self, status: str, done: int | None = None, exit_status: int | None = None) -> None:
         if self._reportdir is None:
             return
-        meta = dict(self.meta(), command="run", status=status, planned=self.planned, done=done,
-                    driver=self.driver_spec, seed=self.seed, started=self.started, exit_status=exit_status)
+        meta = dict(
+            self.meta(),
+            command="run",
+            status=status,
+            planned=self.planned,
+            done=done,
+            driver=self.driver_spec,
+            seed=self.seed,
+            started=self.started,
+            exit_status=exit_status,
+        )
         self._reportdir.write_status(meta)
 
     def close_writer(self) -> None:
@@ -265,10 +342,12 @@ class NnSession:
                 writer.close()
             except OSError as e:
                 from nnconform.artifacts.reportdir import describe_os_error
+
                 self.status_line = f"nnconform: {describe_os_error(e, self.report_dir / 'results.jsonl')}"
 
     def close_report_dir(self) -> None:
         from nnconform.artifacts.reportdir import release
+
         if self._reportdir is not None:
             release(self._reportdir)
             self._reportdir = None
@@ -278,14 +357,18 @@ class NnSession:
     def device(self):
         if self._device is None:
             from nnconform.errors import DriverLoadError
+
             try:
                 if self.in_process:
                     from nnconform.driver.loader import load_driver
+
                     self._device = load_driver(self.driver_spec)
                 else:
                     from nnconform.isolation.proxy import claim, open_isolated
-                    self._device = claim(self.driver_spec, self.call_timeout, self.mem_limit) \
-                        or open_isolated(self.driver_spec, call_timeout=self.call_timeout, mem_limit=self.mem_limit)
+
+                    self._device = claim(self.driver_spec, self.call_timeout, self.mem_limit) or open_isolated(
+                        self.driver_spec, call_timeout=self.call_timeout, mem_limit=self.mem_limit
+                    )
             except DriverLoadError as e:
                 pytest.exit(f"nnconform: {e}", returncode=2)
         return self._device
@@ -297,21 +380,30 @@ class NnSession:
         if self.config.getoption("nn_no_probe", False) or os.environ.get("NNCONFORM_AUTO_PROBE", "1") == "0":
             return
         from nnconform.cases.probe import OVER, UNDER, CapabilityCache
+
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
         cache = CapabilityCache(self.device, self.report_dir)
         if tr is not None:
-            tr.write_line(f"nnconform: capability matrix of {cache.name} {cache.version}: {cache.path}"
-                          + ("" if cache.data()["complete"] else " (probing now)"))
+            tr.write_line(
+                f"nnconform: capability matrix of {cache.name} {cache.version}: {cache.path}"
+                + ("" if cache.data()["complete"] else " (probing now)")
+            )
         cache.ensure()
         data = cache.data()
         s = data["summary"]
         bad = [f"{c['operation']} {c['data_type']} rank {c['rank']}" for c in data["cells"] if c["status"] == OVER]
-        self.capability_text = (", ".join(f"{v} {k}" for k, v in s.items()) + f" ({cache.path.name}"
-                                + (f"; over-claims: {', '.join(bad[:8])}" if bad else "") + ")")
+        self.capability_text = (
+            ", ".join(f"{v} {k}" for k, v in s.items())
+            + f" ({cache.path.name}"
+            + (f"; over-claims: {', '.join(bad[:8])}" if bad else "")
+            + ")"
+        )
         if tr is not None:
             tr.write_line(f"nnconform: capabilities: {self.capability_text}")
             if s[UNDER]:
-                tr.write_line(f"nnconform: {s[UNDER]} under-claimed cell(s): see {cache.path.parent / 'capabilities.md'}")
+                tr.write_line(
+                    f"nnconform: {s[UNDER]} under-claimed cell(s): see {cache.path.parent / 'capabilities.md'}"
+                )
 
     def claims(self):
         """What the driver claims per operation x type x rank (nnconform.cases.probe.ClaimCache),
@@ -320,6 +412,7 @@ class NnSession:
             return None
         if self._claims is None:
             from nnconform.cases.probe import ClaimCache
+
             self._claims = ClaimCache(self.device)
         return self._claims
 
@@ -340,20 +433,27 @@ class NnSession:
     def close_device(self) -> None:
         dev, self._device = self._device, None
         from nnconform.cases.variants import forget_shared
-        forget_shared()      # nothing may hold this device's prepared models past its close
+
+        forget_shared()  # nothing may hold this device's prepared models past its close
         if dev is not None and hasattr(dev, "close") and getattr(dev, "isolated", False):
             dev.close()
 
     # results --------------------------------------------------------------------------
     def meta(self) -> dict:
         # human-readable keys: the HTML report shows them as they are
-        meta = {"driver": self.driver_spec, "seed": self.seed, "harness version": __version__,
-                "started": self.started, "python": sys.version.split()[0],
-                "isolation": self.isolation_text(),
-                **({"capabilities": self.capability_text} if self.capability_text else {}),
-                "partitioning": "off (--no-partition)" if self.config.getoption("nn_no_partition", False)
-                else "on (partly supported cases run partitioned)",
-                "vectors variants": self.variants if isinstance(self.variants, str) else ",".join(sorted(self.variants))}
+        meta = {
+            "driver": self.driver_spec,
+            "seed": self.seed,
+            "harness version": __version__,
+            "started": self.started,
+            "python": sys.version.split()[0],
+            "isolation": self.isolation_text(),
+            **({"capabilities": self.capability_text} if self.capability_text else {}),
+            "partitioning": "off (--no-partition)"
+            if self.config.getoption("nn_no_partition", False)
+            else "on (partly supported cases run partitioned)",
+            "vectors variants": self.variants if isinstance(self.variants, str) else ",".join(sorted(self.variants)),
+        }
         meta.update(self.selection_meta())
         if self.config.getoption("nn_only_supported"):
             meta["selection"] = "only the cases the driver claims (--only-supported); the rest were not run"
@@ -364,6 +464,7 @@ class NnSession:
         the run.json keys --resume reads back (nnconform.cli.recorded_selection)."""
         import json
         import shlex
+
         text = self.config.getoption("nn_selection", None)
         if not text:
             return {}
@@ -388,6 +489,7 @@ class NnSession:
         worker's chunk of rows at once)."""
         from nnconform.artifacts.reportdir import describe_os_error
         from nnconform.verdict.results import ResultsWriter
+
         if not records:
             return
         try:
@@ -406,7 +508,7 @@ class NnSession:
     def failure_dir(self) -> Path:
         d = self.report_dir / "failures"
         if os.path.islink(d):
-            os.unlink(d)    # a planted link is replaced, never written through
+            os.unlink(d)  # a planted link is replaced, never written through
         d.mkdir(parents=True, exist_ok=True)
         return d
 
@@ -424,18 +526,35 @@ class NnSession:
                 continue
         raise FileExistsError(f"{d}: too many failures named {safe}")
 
-    def dump_failure(self, test_id: str, model, inputs, expected, outcome, *, ignored=None,
-                     expect_failure: bool = False, extra_meta: dict | None = None) -> tuple[str, str]:
+    def dump_failure(
+        self,
+        test_id: str,
+        model,
+        inputs,
+        expected,
+        outcome,
+        *,
+        ignored=None,
+        expect_failure: bool = False,
+        extra_meta: dict | None = None,
+    ) -> tuple[str, str]:
         """Write a replayable spec for a failed case; returns (path, replay command)."""
         from nnconform.artifacts.reportdir import atomic_write
         from nnconform.ir.spec import SpecExample, SpecFile, dumps_spec
+
         path = self._unique_failure_path(test_id)
-        meta = {"seed": self.seed, "driver": self.driver_spec, "harness_version": __version__,
-                "test_id": test_id, "message": outcome.message, "stage": outcome.stage}
+        meta = {
+            "seed": self.seed,
+            "driver": self.driver_spec,
+            "harness_version": __version__,
+            "test_id": test_id,
+            "message": outcome.message,
+            "stage": outcome.stage,
+        }
         if outcome.comparison is not None:
             meta["criterion"] = outcome.comparison.to_dict()
         if outcome.actual is not None:
-            meta["actual_outputs"] = list(outcome.actual)   # spec.dump_spec encodes arrays
+            meta["actual_outputs"] = list(outcome.actual)  # spec.dump_spec encodes arrays
         meta.update(extra_meta or {})
         replay = f"nnconform replay {shlex.quote(str(path))} --driver {shlex.quote(self.driver_spec)}"
         meta["replay"] = replay
@@ -446,20 +565,32 @@ class NnSession:
     def attribute(self, record: dict, model, inputs, outcome, *, ignored=None, criteria=None) -> None:
         """Name the operation a failure is blamed on (nnconform.verdict.attribution) in the record."""
         from nnconform.verdict.attribution import blame
+
         # Only a comparison failure re-runs the model (the divergence hunt) on the driver.
         device = self.device if outcome.outcome == "FAIL" and outcome.stage == "compare" else None
         b = blame(device, model, inputs, outcome, ignored=ignored, criteria=criteria)
         if b is not None:
             record["blamed_operation"], record["blamed_data_type"] = b.operation, b.data_type
             record["extra"].update(b.to_extra())
-        record["extra"]["criterion"] = (b.criterion if b is not None and b.criterion else criterion_of(outcome))
+        record["extra"]["criterion"] = b.criterion if b is not None and b.criterion else criterion_of(outcome)
 
-    def conclude(self, record: dict, outcome, *, test_id: str, model, inputs, expected, ignored=None,
-                 expect_failure: bool = False) -> None:
+    def conclude(
+        self,
+        record: dict,
+        outcome,
+        *,
+        test_id: str,
+        model,
+        inputs,
+        expected,
+        ignored=None,
+        expect_failure: bool = False,
+    ) -> None:
         """Record a runner outcome as the case's verdict (with a dumped spec on failure).  A
         verdict other than PASS ends the test (:class:`Concluded`); pytest's report of it is
         made from the verdict (pytest_runtest_makereport), never the other way round."""
         from nnconform.textsafe import clean_text
+
         record["message"] = clean_text(outcome.message)[:MESSAGE_LIMIT]
         note_partition(record, outcome)
         record["verdict"] = Outcome.parse(outcome.outcome)
@@ -471,7 +602,8 @@ class NnSession:
             self.attribute(record, model, inputs, outcome, ignored=ignored)
             try:
                 record["spec_path"], record["replay"] = self.dump_failure(
-                    test_id, model, inputs, expected, outcome, ignored=ignored, expect_failure=expect_failure)
+                    test_id, model, inputs, expected, outcome, ignored=ignored, expect_failure=expect_failure
+                )
             except Exception as e:  # the verdict matters more than the dump; say why it is missing
                 record["message"] += f" (spec dump failed: {type(e).__name__}: {e})"
             raise Concluded(record["message"] + (f"\n  replay: {record['replay']}" if record.get("replay") else ""))
@@ -501,7 +633,7 @@ def _report_from_verdict(item: pytest.Item, report, verdict: Outcome, call) -> N
     """pytest's report of the call phase, made from the case's verdict."""
     report.outcome = verdict.pytest_outcome()
     if call.excinfo is None or not call.excinfo.errisinstance(Concluded):
-        return      # pytest's own report already says what ended the test
+        return  # pytest's own report already says what ended the test
     text = str(call.excinfo.value)
     if report.outcome == "skipped":
         report.longrepr = (str(item.path), (item.location[1] or 0) + 1, f"Skipped: {text}")
@@ -523,6 +655,7 @@ def criterion_of(outcome) -> str:
     ("element: atol 1, rtol 0"), else the stage the case ended in ("supported", "prepare",
     "execute") or the host incident (crash, hang)."""
     from nnconform.verdict.attribution import criterion_label
+
     if outcome.outcome in ("CRASH", "HANG"):
         return outcome.outcome.lower()
     return criterion_label(outcome.comparison) or outcome.stage or "unknown"
@@ -537,6 +670,7 @@ def pytest_configure(config: pytest.Config) -> None:
     s = NnSession(config)
     config.stash[_SESSION_KEY] = s
     from nnconform.verdict.runner import set_partitioning
+
     set_partitioning(not config.getoption("nn_no_partition", False))
     config.addinivalue_line("markers", "nnconform: a conformance case recorded as a result row")
     for name, what in _case_markers().items():
@@ -552,6 +686,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("--nn-progress must be >= 0 seconds")
     if not s.is_worker and interval:
         from nnconform.plugin.progress import ProgressReporter
+
         config.pluginmanager.register(ProgressReporter(config, interval), "nnconform-progress")
 
 
@@ -570,10 +705,12 @@ def _case_markers() -> dict[str, str]:
     """Every marker a conformance case can carry: its suite, the NNAPI operations of its model
     and its data types (``-m "conv_2d and quant8"``)."""
     from nnconform.ir import SHORT_TYPE_NAME, OperationType
+
     out = {marker_name(op.name): f"cases with an NNAPI {op.name} operation" for op in OperationType}
     for t in (*SHORT_TYPE_NAME.values(), "relaxed"):
         out.setdefault(marker_name(t), f"cases on data type {t}")
     from nnconform import suites
+
     for f in sorted(Path(suites.__file__).parent.glob("test_*.py")):
         out.setdefault(marker_name(f.stem.removeprefix("test_")), f"cases of the {f.stem.removeprefix('test_')} suite")
     return out
@@ -593,10 +730,11 @@ def pytest_itemcollected(item) -> None:
     if not _is_case(item):
         return
     from nnconform.ir import SHORT_TYPE_NAME, OperandType, OperationType
+
     item.add_marker(marker_name(item.path.stem.removeprefix("test_")))
     names: set[str] = set()
     for v in getattr(getattr(item, "callspec", None), "params", {}).values():
-        if type(v) in _PLAIN_PARAMS:   # a vectors cell's (kind, file, index) and Variant: nothing to mark
+        if type(v) in _PLAIN_PARAMS:  # a vectors cell's (kind, file, index) and Variant: nothing to mark
             continue
         if isinstance(v, OperationType):
             names.add(v.name)
@@ -615,8 +753,9 @@ def _xdist_active(config: pytest.Config) -> bool:
 
 def _names_nnconform_options(config: pytest.Config) -> bool:
     args = [str(a) for a in config.invocation_params.args]
-    return any(a == opt or a.startswith(opt + "=") for a in args
-               for opt in ("--driver", "--nn-report-dir", "--nn-resume"))
+    return any(
+        a == opt or a.startswith(opt + "=") for a in args for opt in ("--driver", "--nn-report-dir", "--nn-resume")
+    )
 
 
 _FROZE_KEY = pytest.StashKey[bool]()
@@ -694,7 +833,7 @@ def pytest_collection_modifyitems(session, config: pytest.Config, items: list) -
             if rest and len(rest) < len(items):
                 config.hook.pytest_deselected(items=rest)
                 items[:] = [it for it in items if it.nodeid in failed]
-        else:   # --nn-failed-first: a stable reorder
+        else:  # --nn-failed-first: a stable reorder
             items[:] = sorted(items, key=lambda it: it.nodeid not in failed)
         if not s.is_worker:
             s.planned = sum(1 for it in items if _is_case(it))
@@ -716,6 +855,7 @@ def case_model(item):
     suite module may say with ``nn_case_model(item)``; otherwise a parameter with a ``model``
     (an Example).  None when the model is only drawn in the test (the random suite)."""
     from nnconform.ir import Model
+
     hook = getattr(getattr(item, "module", None), "nn_case_model", None)
     if hook is not None:
         return hook(item)
@@ -747,11 +887,14 @@ def _keep_only_supported(s: NnSession, config: pytest.Config, items: list) -> No
             continue
         try:
             claims = s.device.supported_operations(found[0])
-        except Exception:        # an invalid model it rejects (the case checks that), or a driver
-            keep.append(it)      # bug the case itself will record
+        except Exception:  # an invalid model it rejects (the case checks that), or a driver
+            keep.append(it)  # bug the case itself will record
             continue
-        ok = isinstance(claims, (list, tuple)) and len(claims) > 0 and \
-            all(isinstance(c, (bool, np.bool_)) for c in claims)
+        ok = (
+            isinstance(claims, (list, tuple))
+            and len(claims) > 0
+            and all(isinstance(c, (bool, np.bool_)) for c in claims)
+        )
         (keep if not ok or all(claims) else drop).append(it)
     if drop:
         config.hook.pytest_deselected(items=drop)
@@ -761,9 +904,11 @@ def _keep_only_supported(s: NnSession, config: pytest.Config, items: list) -> No
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     s = config.stash[_SESSION_KEY]
-    lines = [f"nnconform {__version__}: driver {s.driver_spec}, seed {s.seed} "
-             f"(replay with --nn-seed {s.seed}), report dir {s.report_dir}",
-             f"nnconform isolation: {s.isolation_text()}"]
+    lines = [
+        f"nnconform {__version__}: driver {s.driver_spec}, seed {s.seed} "
+        f"(replay with --nn-seed {s.seed}), report dir {s.report_dir}",
+        f"nnconform isolation: {s.isolation_text()}",
+    ]
     if s.previous is not None:
         lines.append(f"nnconform: the earlier run's results were moved to {s.previous}")
     if s.resume:
@@ -787,8 +932,7 @@ def nn_device(nn_session: NnSession):
 
 
 def _new_record() -> dict:
-    return {"suite": "", "operations": [], "data_types": [], "spec_path": "", "message": "", "replay": "",
-            "extra": {}}
+    return {"suite": "", "operations": [], "data_types": [], "spec_path": "", "message": "", "replay": "", "extra": {}}
 
 
 @pytest.fixture
@@ -827,11 +971,17 @@ def pytest_runtest_makereport(item: pytest.Item, call):
         # JUnit XML: every case's nnconform verdict as <property> elements of its testcase
         # (plain strings: xdist's wire format carries no enum)
         report.user_properties.extend(
-            (f"nnconform.{k}", str(v)) for k, v in (("outcome", row.outcome), ("suite", row.suite),
-                                                ("test_id", row.test_id),
-                                                ("blamed_operation", row.blamed_operation),
-                                                ("blamed_data_type", row.blamed_data_type),
-                                                ("replay", row.replay)) if v)
+            (f"nnconform.{k}", str(v))
+            for k, v in (
+                ("outcome", row.outcome),
+                ("suite", row.suite),
+                ("test_id", row.test_id),
+                ("blamed_operation", row.blamed_operation),
+                ("blamed_data_type", row.blamed_data_type),
+                ("replay", row.replay),
+            )
+            if v
+        )
 
 
 @pytest.hookimpl(trylast=True)
@@ -854,6 +1004,7 @@ def _apply_expectation(item: pytest.Item, rec: dict, report) -> None:
     if not s.expectations:
         return
     from nnconform.verdict.expectations import match
+
     test_id = str(rec.get("test_id") or item.name)
     exp = match(s.expectations, test_id)
     inherited = False
@@ -895,12 +1046,12 @@ def _host_verdict(session: NnSession, item: pytest.Item, rec: dict) -> tuple[str
     processes running.  None when the host behaved."""
     if not session.isolated:
         return None
-    dev = cast("IsolatedDevice", session._device)    # session.isolated: the proxy
+    dev = cast("IsolatedDevice", session._device)  # session.isolated: the proxy
     busy = dev.busy_calls()
     if busy:
         # The test stopped waiting (its own watchdog fired) but the call never answered.
         dev.declare_hang(f"the test ended with driver call(s) still unanswered: {', '.join(sorted(set(busy)))}")
-    new = dev.incidents[item.stash.get(_MARK_KEY, 0):]
+    new = dev.incidents[item.stash.get(_MARK_KEY, 0) :]
     if new:
         first = new[0]
         first["liveness"] = dev.liveness()
@@ -911,8 +1062,7 @@ def _host_verdict(session: NnSession, item: pytest.Item, rec: dict) -> tuple[str
     left = dev.end_case()["processes"]
     if left:
         rec["extra"]["leftover_processes"] = left
-        return "FAIL", (f"driver left {len(left)} process(es) running after the case (killed): "
-                        + "; ".join(left[:3]))
+        return "FAIL", (f"driver left {len(left)} process(es) running after the case (killed): " + "; ".join(left[:3]))
     return None
 
 
@@ -962,6 +1112,7 @@ def _row_outcome(rec: dict, reports: list) -> tuple[Outcome, str]:
 def _write_item_row(item: pytest.Item, phases: dict):
     from nnconform.textsafe import clean_text
     from nnconform.verdict.results import ResultRecord
+
     session: NnSession = item.config.stash[_SESSION_KEY]
     rec = phases["record"]
     outcome, message = _row_outcome(rec, phases["reports"])
@@ -985,19 +1136,28 @@ def _write_item_row(item: pytest.Item, phases: dict):
     rec["extra"]["nodeid"] = item.nodeid
     version = getattr(session._device, "version", None) if session._device is not None else None
     if isinstance(version, str) and version:
-        rec["extra"].setdefault("driver_version", version[:200])   # nnconform diff: same driver?
+        rec["extra"].setdefault("driver_version", version[:200])  # nnconform diff: same driver?
     if session.in_process:
         rec["extra"]["isolation"] = "in-process"
     suite = rec.get("suite") or Path(str(item.fspath)).stem.removeprefix("test_")
     blamed, blamed_type = _blamed(rec, outcome)
     duration = sum(r.duration for r in phases["reports"])
     row = ResultRecord(
-        suite=suite, test_id=rec.get("test_id") or item.name, driver=session.driver_name,
-        operations=list(rec.get("operations", [])), data_types=list(rec.get("data_types", [])),
-        outcome=Outcome.parse(outcome), duration_s=round(duration, 6), seed=session.seed,
-        blamed_operation=blamed, blamed_data_type=blamed_type,
-        spec_path=rec.get("spec_path", ""), message=clean_text(message)[:MESSAGE_LIMIT], replay=rec.get("replay", ""),
-        extra=rec.get("extra", {}))
+        suite=suite,
+        test_id=rec.get("test_id") or item.name,
+        driver=session.driver_name,
+        operations=list(rec.get("operations", [])),
+        data_types=list(rec.get("data_types", [])),
+        outcome=Outcome.parse(outcome),
+        duration_s=round(duration, 6),
+        seed=session.seed,
+        blamed_operation=blamed,
+        blamed_data_type=blamed_type,
+        spec_path=rec.get("spec_path", ""),
+        message=clean_text(message)[:MESSAGE_LIMIT],
+        replay=rec.get("replay", ""),
+        extra=rec.get("extra", {}),
+    )
     session.write_row(row)
     return row
 
@@ -1015,6 +1175,7 @@ def _case_counts(rows: list) -> tuple[int, dict]:
 
 def _junit_xml(config: pytest.Config):
     from _pytest.junitxml import xml_key
+
     return config.stash.get(xml_key, None)
 
 
@@ -1022,12 +1183,17 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     s: NnSession = session.config.stash[_SESSION_KEY]
     xml = _junit_xml(session.config)
     if xml is not None and not s.is_worker:
-        for k, v in (("driver", s.driver_spec), ("seed", s.seed), ("harness_version", __version__),
-                     ("isolation", s.isolation_text()), ("report_dir", str(s.report_dir))):
+        for k, v in (
+            ("driver", s.driver_spec),
+            ("seed", s.seed),
+            ("harness_version", __version__),
+            ("isolation", s.isolation_text()),
+            ("report_dir", str(s.report_dir)),
+        ):
             xml.add_global_property(f"nnconform.{k}", v)
 
 
-@pytest.hookimpl(tryfirst=True)   # before junitxml writes its file, so the properties are in it
+@pytest.hookimpl(tryfirst=True)  # before junitxml writes its file, so the properties are in it
 def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     s: NnSession = session.config.stash[_SESSION_KEY]
     s.close_writer()
@@ -1039,9 +1205,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
             out["nn_not_claimed"] = s.not_claimed
         return
     if s._reportdir is None:
-        return    # no conformance case in this pytest run
+        return  # no conformance case in this pytest run
     from nnconform.artifacts.reportdir import describe_os_error
     from nnconform.verdict.results import read_results
+
     # The journal is read once here, for the status, the summary and the reports (a
     # --variants all run has 538,000 rows: each read took 20 s).
     journal = s.report_dir / "results.jsonl"
@@ -1065,6 +1232,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
         if done:
             from nnconform.reports import build_reports
             from nnconform.reports.summary import build_summary, write_summary
+
             meta = dict(s.meta(), status=status)
             s.rows_read = rows
             summary = build_summary(rows, meta)
@@ -1072,11 +1240,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
             history = None
             if session.config.getoption("nn_history"):
                 from nnconform.reports.history import append_history, read_history
+
                 append_history(session.config.getoption("nn_history"), summary)
                 history = read_history(session.config.getoption("nn_history"))
             # The coverage table describes the reference executor; show it on reference runs.
-            s.reports = build_reports(s.report_dir, meta=meta, with_coverage=s.driver_spec == "reference",
-                                      history=history, records=rows)
+            s.reports = build_reports(
+                s.report_dir, meta=meta, with_coverage=s.driver_spec == "reference", history=history, records=rows
+            )
             _finish_ci(session, s, summary)
         # The exit status is decided here, from the outcomes, and recorded: `nnconform run`
         # reads it from run.json rather than working it out again.
@@ -1089,9 +1259,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
 def _exit_status(session: pytest.Session, s: NnSession, status: str, counts: dict) -> ExitStatus:
     """The run's exit status by the one table (nnconform.verdict.outcome.ExitStatus)."""
     code = ExitStatus.of(counts, complete=status.startswith("complete"))
-    if code is ExitStatus.CLEAN and (getattr(s, "skip_gate", None) or session.exitstatus not in (pytest.ExitCode.OK,
-                                                                               pytest.ExitCode.NO_TESTS_COLLECTED)):
-        code = ExitStatus.FAILURES   # the skip gate, or pytest failed for a reason no row shows
+    if code is ExitStatus.CLEAN and (
+        getattr(s, "skip_gate", None)
+        or session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
+    ):
+        code = ExitStatus.FAILURES  # the skip gate, or pytest failed for a reason no row shows
     return code
 
 
@@ -1105,15 +1277,17 @@ def _finish_ci(session: pytest.Session, s: NnSession, summary: dict) -> None:
         xml.add_global_property("nnconform.skip_ratio", summary["skip_ratio"])
     limit = session.config.getoption("nn_max_skip_ratio")
     if limit is not None and summary["cases"] and summary["skip_ratio"] > limit:
-        s.skip_gate = (f"nnconform: {summary['skip_ratio']:.0%} of the {summary['cases']} cases skipped, more "
-                       f"than --max-skip-ratio {limit:g}: the run fails")
+        s.skip_gate = (
+            f"nnconform: {summary['skip_ratio']:.0%} of the {summary['cases']} cases skipped, more "
+            f"than --max-skip-ratio {limit:g}: the run fails"
+        )
         if session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     if config.stash.get(_FROZE_KEY, False):
-        gc.unfreeze()       # the session's objects become collectable again (see pytest_collection)
+        gc.unfreeze()  # the session's objects become collectable again (see pytest_collection)
     s: NnSession | None = config.stash.get(_SESSION_KEY, None)
     if s is None:
         return
@@ -1128,6 +1302,7 @@ def _terminal_digest(tr, rows) -> None:
 
     from nnconform.reports import triage
     from nnconform.reports.summary import latest_rows
+
     rows = latest_rows(rows)
     lenient = Counter(r.suite for r in rows if r.outcome == "PASS" and (r.extra or {}).get("accumulated_rounding"))
     for suite, c in triage.per_suite(rows).items():
@@ -1142,7 +1317,9 @@ def _terminal_digest(tr, rows) -> None:
     if buckets:
         tr.write_line(f"nnconform: {sum(b.count for b in buckets)} failures in {len(buckets)} buckets, biggest:")
         for b in buckets[:5]:
-            tr.write_line(f"  {b.count:6d}  {b.operation} {b.data_type}  {b.criterion}  e.g. {b.representative.test_id}")
+            tr.write_line(
+                f"  {b.count:6d}  {b.operation} {b.data_type}  {b.criterion}  e.g. {b.representative.test_id}"
+            )
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
@@ -1154,8 +1331,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     if s.previous is not None:
         terminalreporter.write_line(f"nnconform: the earlier run's results were moved to {s.previous}")
     if s.not_claimed:
-        terminalreporter.write_line(f"nnconform: --only-supported: {s.not_claimed} cases the driver does not "
-                                    f"claim entirely were not run")
+        terminalreporter.write_line(
+            f"nnconform: --only-supported: {s.not_claimed} cases the driver does not claim entirely were not run"
+        )
     status = getattr(s, "final_status", None)
     if status is not None:
         counts = ", ".join(f"{n} {o}" for o, n in sorted(s.final_counts.items()))
@@ -1171,5 +1349,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
     if os.environ.get("GITHUB_ACTIONS") == "true" and getattr(s, "rows_read", None):
         # GitHub Actions reads these workflow commands from the log as annotations.
         from nnconform.reports.summary import github_annotations
+
         for line in github_annotations(s.rows_read):
             terminalreporter.write_line(line)

@@ -10,6 +10,7 @@ mean for a suite not yet started) times its remaining cases, scaled by how wall 
 related to summed case time so far (which accounts for ``-n`` workers and for the harness's
 overhead between cases).
 """
+
 from __future__ import annotations
 
 import time
@@ -69,7 +70,7 @@ class Estimate:
             if left:
                 mean = self.case_time[suite] / self.done[suite] if self.done[suite] else overall
                 work_left += left * mean
-        if work_done <= 0:   # only instant cases so far: fall back on the case rate
+        if work_done <= 0:  # only instant cases so far: fall back on the case rate
             return elapsed / done * max(0, self.total_planned - done)
         return work_left * (elapsed / work_done)
 
@@ -106,7 +107,7 @@ class ProgressReporter:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids) -> None:
-        if self.estimate is None:   # every worker collects the same cases: plan from the first
+        if self.estimate is None:  # every worker collects the same cases: plan from the first
             self._plan(n for n in ids if _is_suite_nodeid(n))
 
     def pytest_runtest_logreport(self, report) -> None:

@@ -5,6 +5,7 @@ the model, inputs from the caller, omitted optional inputs as None), and resolve
 output dimensions from what each operation actually computes.  Operations themselves live in
 ``nnconform.reference.ops``; control-flow operations call back into :meth:`Executor.run_subgraph`.
 """
+
 from __future__ import annotations
 
 import threading
@@ -18,8 +19,8 @@ from nnconform.errors import DeadlineMissed, NotImplementedOperation, OpFailure,
 from nnconform.ir import Lifetime, Model, Subgraph
 from nnconform.reference.ops.registry import OpContext, OpView, get_op, load_all
 
-DEFAULT_LOOP_TIMEOUT = 2.0   # seconds (NNAPI LoopTimeoutDurationNs default)
-MAX_LOOP_TIMEOUT = 15.0      # larger requests are clamped
+DEFAULT_LOOP_TIMEOUT = 2.0  # seconds (NNAPI LoopTimeoutDurationNs default)
+MAX_LOOP_TIMEOUT = 15.0  # larger requests are clamped
 
 
 # numpy's floating-point error state.  From numpy 2 it lives in a context variable, and
@@ -30,6 +31,7 @@ MAX_LOOP_TIMEOUT = 15.0      # larger requests are clamped
 try:
     from numpy._core._ufunc_config import _extobj_contextvar as _ERR_STATE
     from numpy._core._ufunc_config import _make_extobj
+
     _QUIET_FLOATS = _make_extobj(all="ignore")
     _token = _ERR_STATE.set(_QUIET_FLOATS)
     try:
@@ -49,8 +51,22 @@ def clamp_loop_timeout(loop_timeout: float | None) -> float:
 
 class _Step:
     """One operation of a plan: everything about it that depends only on the model."""
-    __slots__ = ("index", "operation", "name", "fn", "kernel", "inputs", "outputs", "in_operands",
-                 "tensor_dims", "out_operands", "out_checks", "constant_scalars", "memo")
+
+    __slots__ = (
+        "index",
+        "operation",
+        "name",
+        "fn",
+        "kernel",
+        "inputs",
+        "outputs",
+        "in_operands",
+        "tensor_dims",
+        "out_operands",
+        "out_checks",
+        "constant_scalars",
+        "memo",
+    )
 
     def __init__(self, sg: Subgraph, index: int, fn, prepare=None):
         op = sg.operations[index]
@@ -60,20 +76,24 @@ class _Step:
         # per tensor input, (input position, the model's dimensions) to compare actual shapes
         # with: OpContext.planned substitutes an operand with the actual dims.  Scalars, whose
         # operand never changes, are left out (a convolution's ten inputs are seven scalars).
-        self.tensor_dims = tuple((k, o.dimensions) for k, o in enumerate(self.in_operands)
-                                 if not o.info.is_scalar)
+        self.tensor_dims = tuple((k, o.dimensions) for k, o in enumerate(self.in_operands) if not o.info.is_scalar)
         self.out_operands = [sg.operands[i] for i in op.outputs]
         # constant scalar parameters (activation, beta, axis, ...) as Python values, for
         # OpContext.scalar: reading one from its array costs more than many small kernels
-        self.constant_scalars = tuple(o.value.reshape(-1)[0].item()
-                                      if o.is_constant and o.info.is_scalar and o.value is not None
-                                      and o.value.size == 1 else None for o in self.in_operands)
+        self.constant_scalars = tuple(
+            o.value.reshape(-1)[0].item()
+            if o.is_constant and o.info.is_scalar and o.value is not None and o.value.size == 1
+            else None
+            for o in self.in_operands
+        )
         # an operation's own facts derived from the model alone (OpContext.memo), kept
         # across runs: keys name everything a value depends on beyond the model
         self.memo = {}
         # per output: (operand index, storage dtype, model dims to enforce or None)
-        self.out_checks = tuple((i, o.info.dtype, o.dimensions if o.dimensions and not o.info.is_scalar else None)
-                                for i, o in zip(op.outputs, self.out_operands))
+        self.out_checks = tuple(
+            (i, o.info.dtype, o.dimensions if o.dimensions and not o.info.is_scalar else None)
+            for i, o in zip(op.outputs, self.out_operands)
+        )
         # the operation's plan-time kernel, if it has one for this step (registry: prepare).
         # The view has no model: a kernel may depend only on the subgraph's own operands.
         self.kernel = _prepared(prepare, sg, index) if prepare is not None else None
@@ -94,6 +114,7 @@ class _Plan:
     operation's step.  Subgraphs are immutable, so one plan serves every Executor of the model
     (the reference driver makes one Executor per request), every run and every WHILE
     iteration: the per-run cost of a small model is then only what depends on the request."""
+
     __slots__ = ("template", "input_checks", "steps", "releases", "__weakref__")
 
     def __init__(self, sg: Subgraph):
@@ -105,8 +126,10 @@ class _Plan:
                 template[i] = np.asarray(op.value, dtype=np.int64)
         self.template = template
         # per subgraph input: (operand index, storage dtype, is scalar, model dims)
-        self.input_checks = tuple((i, sg.operands[i].info.dtype, sg.operands[i].info.is_scalar,
-                                   sg.operands[i].dimensions) for i in sg.input_indexes)
+        self.input_checks = tuple(
+            (i, sg.operands[i].info.dtype, sg.operands[i].info.is_scalar, sg.operands[i].dimensions)
+            for i in sg.input_indexes
+        )
         # an operation the reference lacks fails at run time (NotImplementedOperation), as before
         self.steps = tuple(_Step(sg, n, *_registered(o.type)) for n, o in enumerate(sg.operations))
         self.releases = _releases(sg)
@@ -135,8 +158,10 @@ def _releases(sg: Subgraph) -> tuple[tuple[int, ...], ...]:
 
 def _registered(op_type) -> tuple:
     """(execute, prepare) of an operation type."""
+
     def missing(ctx):
-        return get_op(op_type).execute(ctx)   # raises NotImplementedOperation
+        return get_op(op_type).execute(ctx)  # raises NotImplementedOperation
+
     try:
         opdef = get_op(op_type)
     except NotImplementedOperation:
@@ -163,8 +188,9 @@ class Executor:
     :func:`execute`; a prepared model in the reference driver creates one per request.  The
     model-only work (the plan) is shared between executors of the same model."""
 
-    def __init__(self, model: Model, overrides: dict | None = None, keep_values: bool = False,
-                 prepared_kernels: bool = True):
+    def __init__(
+        self, model: Model, overrides: dict | None = None, keep_values: bool = False, prepared_kernels: bool = True
+    ):
         load_all()
         self.model = model
         # operation type -> replacement execute function (used by the deliberately broken
@@ -185,10 +211,11 @@ class Executor:
         self.main_values: list | None = None
         # True while run() holds numpy's float warnings off (entering np.errstate costs ~1-3 us)
         self.floats_quiet = False
-        self._plan(model.main)   # build (or find) the main graph's plan now, not in run()
+        self._plan(model.main)  # build (or find) the main graph's plan now, not in run()
 
-    def run(self, inputs: Sequence[np.ndarray | None], *, deadline: float | None = None,
-            loop_timeout: float | None = None) -> list[np.ndarray]:
+    def run(
+        self, inputs: Sequence[np.ndarray | None], *, deadline: float | None = None, loop_timeout: float | None = None
+    ) -> list[np.ndarray]:
         self.deadline = deadline
         self.loop_timeout = DEFAULT_LOOP_TIMEOUT if loop_timeout is None else clamp_loop_timeout(loop_timeout)
         # The reference computes in IEEE floats: overflow to inf (common in fp16), inf - inf
@@ -199,7 +226,7 @@ class Executor:
             with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
                 return self._run_quiet(inputs)
         token = _ERR_STATE.set(_QUIET_FLOATS)
-        self.floats_quiet = True     # hot kernels may skip their own errstate (see OpContext)
+        self.floats_quiet = True  # hot kernels may skip their own errstate (see OpContext)
         try:
             return self.run_subgraph(self.model.main, inputs, keep=self.keep_values)
         finally:
@@ -223,8 +250,9 @@ class Executor:
             plan = plan_for(sg)
             overrides = self.overrides
             fns = tuple(overrides.get(s.operation.type) or s.fn for s in plan.steps)
-            kernels = tuple(s.kernel if self.prepared_kernels and s.operation.type not in overrides else None
-                            for s in plan.steps)
+            kernels = tuple(
+                s.kernel if self.prepared_kernels and s.operation.type not in overrides else None for s in plan.steps
+            )
             # the subgraph is kept alive by self.model, so its id stays its own
             entry = self._plans[id(sg)] = (plan, fns, kernels)
         return entry
@@ -234,35 +262,37 @@ class Executor:
         values = list(plan.template)
         checks = plan.input_checks
         if len(inputs) != len(checks):
-            raise ValidationError("request.inputs", f"{sg.name or 'subgraph'} takes {len(checks)} "
-                                  f"inputs, got {len(inputs)}")
+            raise ValidationError(
+                "request.inputs", f"{sg.name or 'subgraph'} takes {len(checks)} inputs, got {len(inputs)}"
+            )
         for (idx, dtype, is_scalar, dims), v in zip(checks, inputs):
             if v is None:
                 continue
             if type(v) is np.ndarray and v.dtype == dtype and not is_scalar and v.shape == dims:
-                values[idx] = v                       # the common case: nothing to convert
+                values[idx] = v  # the common case: nothing to convert
             else:
                 values[idx] = self._check_input(sg, idx, v)
         deadline = self.deadline
         releases = (None,) * len(fns) if keep else plan.releases
-        planned, ndarray = OpContext.planned, np.ndarray     # (locals: looked up per step)
+        planned, ndarray = OpContext.planned, np.ndarray  # (locals: looked up per step)
         for step, fn, kernel, release in zip(plan.steps, fns, kernels, releases):
             if deadline is not None:
                 self.check_deadline()
-            outs = kernel(values) if kernel is not None else None    # None: not this run's case
+            outs = kernel(values) if kernel is not None else None  # None: not this run's case
             if outs is None:
                 outs = fn(planned(self, sg, step, values))
             out_checks = step.out_checks
             if len(outs) != len(out_checks):
-                raise RuntimeError(f"reference bug: {step.name} returned {len(outs)} outputs, "
-                                   f"model has {len(step.outputs)}")
+                raise RuntimeError(
+                    f"reference bug: {step.name} returned {len(outs)} outputs, model has {len(step.outputs)}"
+                )
             for j, arr in enumerate(outs):
                 idx, dtype, dims = out_checks[j]
                 if type(arr) is not ndarray or arr.dtype != dtype or (dims is not None and arr.shape != dims):
                     arr = self._check_output(sg, step.index, j, idx, arr)
                 values[idx] = arr
             if release:
-                outs = arr = None       # the loop's own references would keep them until the next step
+                outs = arr = None  # the loop's own references would keep them until the next step
                 for idx in release:
                     values[idx] = None
         if keep:
@@ -277,20 +307,22 @@ class Executor:
     @staticmethod
     def _check_input(sg: Subgraph, idx: int, v) -> np.ndarray:
         op = sg.operands[idx]
-        k = sg.input_indexes.index(idx)     # the request's position, for the message
+        k = sg.input_indexes.index(idx)  # the request's position, for the message
         dtype = op.info.dtype
         arr = np.asarray(v)
         if arr.dtype != dtype:
             if not np.can_cast(arr.dtype, dtype, casting="same_kind"):
-                raise ValidationError(f"request.inputs[{k}]", f"dtype {arr.dtype} cannot hold {op.type.name} "
-                                      f"(expected {dtype})")
+                raise ValidationError(
+                    f"request.inputs[{k}]", f"dtype {arr.dtype} cannot hold {op.type.name} (expected {dtype})"
+                )
             arr = arr.astype(dtype)
         if op.info.is_scalar:
             return arr.reshape(())
         if op.dimensions:
             if arr.ndim != len(op.dimensions) or any(d and d != a for d, a in zip(op.dimensions, arr.shape)):
-                raise ValidationError(f"request.inputs[{k}]", f"shape {list(arr.shape)} does not match the "
-                                      f"model's {list(op.dimensions)}")
+                raise ValidationError(
+                    f"request.inputs[{k}]", f"shape {list(arr.shape)} does not match the model's {list(op.dimensions)}"
+                )
         return arr
 
     @staticmethod
@@ -299,12 +331,16 @@ class Executor:
         arr = np.asarray(arr)
         dtype = op.info.dtype
         if dtype is not None and arr.dtype != dtype:
-            raise RuntimeError(f"reference bug: operations[{n}] ({sg.operations[n].name}) output {j} is "
-                               f"{arr.dtype}, {op.type.name} is stored as {dtype}")
+            raise RuntimeError(
+                f"reference bug: operations[{n}] ({sg.operations[n].name}) output {j} is "
+                f"{arr.dtype}, {op.type.name} is stored as {dtype}"
+            )
         if op.dimensions and not op.info.is_scalar:
             if arr.ndim != len(op.dimensions) or any(d and d != a for d, a in zip(op.dimensions, arr.shape)):
-                raise OpFailure(f"operations[{n}] ({sg.operations[n].name}) output {j} has shape "
-                                f"{list(arr.shape)}, the model says {list(op.dimensions)}")
+                raise OpFailure(
+                    f"operations[{n}] ({sg.operations[n].name}) output {j} has shape "
+                    f"{list(arr.shape)}, the model says {list(op.dimensions)}"
+                )
         return arr
 
 

@@ -8,4 +8,4 @@ models and the liveness probe, ``client`` is the multi-process tests' client pro
 
 # Here rather than in ``tests`` so that building the command line (``nnconform --help``, and
 # every ``nnconform run``) can show the default without importing the stress tests (0.2-0.4 s).
-SOAK_EXECUTIONS = 70_000   # execution-soak: past request counters that wrap at 2^16
+SOAK_EXECUTIONS = 70_000  # execution-soak: past request counters that wrap at 2^16

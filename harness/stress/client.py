@@ -7,6 +7,7 @@ workload models and checks the results, ``compile`` prepares and releases them. 
 ``DONE <count>`` and exit status 0, or ``FAIL <reason>`` and exit status 1.  Anything else
 (a signal, exit 0 without DONE, no end at all) is judged by the test that started it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,6 +25,7 @@ def main(argv=None) -> int:
 
     from nnconform.driver.loader import load_driver
     from nnconform.stress.workload import check, workload
+
     device = load_driver(a.driver)
     models = workload(device)
     print("READY", flush=True)
@@ -57,7 +59,7 @@ def main(argv=None) -> int:
     stop.wait(a.duration)
     stop.set()
     for t in threads:
-        t.join()          # a thread stuck in the driver keeps us here: the test sees a hang
+        t.join()  # a thread stuck in the driver keeps us here: the test sees a hang
     if errors:
         print(f"FAIL {errors[0]}", flush=True)
         return 1
@@ -67,4 +69,5 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     from nnconform.stress.client import main as _main
+
     sys.exit(_main())

@@ -3,6 +3,7 @@
 On a terminal the line is redrawn in place; otherwise (a CI log) a full line is printed at most
 every ``log_every`` seconds.  Notes (a case that went wrong) are printed above the bar.
 """
+
 from __future__ import annotations
 
 import sys
@@ -19,8 +20,9 @@ def _clock(s: float) -> str:
 
 
 class Progress:
-    def __init__(self, total: int, budget_s: float, done: int = 0, stream=None, log_every: float = 10.0,
-                 width: int = 24):
+    def __init__(
+        self, total: int, budget_s: float, done: int = 0, stream=None, log_every: float = 10.0, width: int = 24
+    ):
         self.total, self.budget_s, self.done = total, budget_s, done
         self.stream = stream or sys.stderr
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
@@ -35,8 +37,10 @@ class Progress:
         fill = int(round(frac * self.width))
         elapsed = time.monotonic() - self.start
         counts = " ".join(f"{o} {self.counts[o]}" for o in STRESS_OUTCOMES)
-        return (f"[{'#' * fill}{'.' * (self.width - fill)}] {self.done}/{self.total} cases  {counts}  "
-                f"elapsed {_clock(elapsed)}  left {_clock(self.budget_s - elapsed)}")
+        return (
+            f"[{'#' * fill}{'.' * (self.width - fill)}] {self.done}/{self.total} cases  {counts}  "
+            f"elapsed {_clock(elapsed)}  left {_clock(self.budget_s - elapsed)}"
+        )
 
     def _draw(self, force: bool = False) -> None:
         now = time.monotonic()

@@ -16,6 +16,7 @@ plain uniform values, as the random suite's edge-value examples do.  A candidate
 rejects is dropped, so a graph may hold somewhat fewer operations than asked.  Same seed,
 same arguments -> the same model and inputs, on every machine.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,9 +47,11 @@ class RandomModel:
 
     def describe(self) -> str:
         ops = self.model.operation_names()
-        return (f"{self.dtype}{' value-class' if self.value_classes else ''} graph: "
-                f"{len(self.model.main.operations)} ops (dims <= {self.max_dim}), "
-                f"{len(self.inputs)} inputs, {len(self.model.main.output_indexes)} outputs: {', '.join(ops)}")
+        return (
+            f"{self.dtype}{' value-class' if self.value_classes else ''} graph: "
+            f"{len(self.model.main.operations)} ops (dims <= {self.max_dim}), "
+            f"{len(self.inputs)} inputs, {len(self.model.main.output_indexes)} outputs: {', '.join(ops)}"
+        )
 
 
 def parse_cells(cells) -> frozenset | None:
@@ -62,16 +65,29 @@ def parse_cells(cells) -> frozenset | None:
     return frozenset(out)
 
 
-def random_model(seed: int, num_ops: int = 10, max_dim: int = 1000, max_elements: int = 10000,
-                 dtype: str = "fp32", cells=None, value_classes: bool = False) -> RandomModel:
+def random_model(
+    seed: int,
+    num_ops: int = 10,
+    max_dim: int = 1000,
+    max_elements: int = 10000,
+    dtype: str = "fp32",
+    cells=None,
+    value_classes: bool = False,
+) -> RandomModel:
     if num_ops < 1:
         raise ValueError("num_ops must be >= 1")
     from nnconform.generators.graphs import GraphConfig
     from nnconform.generators.strategies import sample
+
     if dtype not in TYPE_BY_SHORT_NAME:
         raise ValueError(f"unknown data type {dtype!r} (one of {', '.join(sorted(TYPE_BY_SHORT_NAME))})")
-    cfg = GraphConfig(dtype=TYPE_BY_SHORT_NAME[dtype], n_ops=num_ops, rank=None, max_dim=max_dim,
-                      max_elems=max_elements, allowed=parse_cells(cells))
+    cfg = GraphConfig(
+        dtype=TYPE_BY_SHORT_NAME[dtype],
+        n_ops=num_ops,
+        rank=None,
+        max_dim=max_dim,
+        max_elems=max_elements,
+        allowed=parse_cells(cells),
+    )
     case = sample(cfg, seed, edge=value_classes)
-    return RandomModel(case.model, list(case.inputs), seed, num_ops, max_dim, tuple(case.ignored),
-                       dtype, value_classes)
+    return RandomModel(case.model, list(case.inputs), seed, num_ops, max_dim, tuple(case.ignored), dtype, value_classes)

@@ -39,6 +39,7 @@ which draws them from ``nnconform.generators`` (the random suite's builder) with
 seed; the runner, the case functions and spec dumps only use its ``model``, ``inputs`` and
 ``describe()``.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -70,14 +71,14 @@ from nnconform.verdict.results import (
 )
 
 SUITE = "stress"
-MANIFEST = "run.json"          # the artifact contract's run record (nnconform.artifacts)
-LEGACY_MANIFEST = "stress-run.json"   # its name before; a run recorded under it can still resume
+MANIFEST = "run.json"  # the artifact contract's run record (nnconform.artifacts)
+LEGACY_MANIFEST = "stress-run.json"  # its name before; a run recorded under it can still resume
 MANIFEST_FORMAT = "nnconform-stress-run"
 CASE_TARGET = "nnconform.stress.tests:run_case"
 PROBE_TARGET = "nnconform.stress.tests:liveness_probe"
 SPEC_DIR = "specs"
 EXIT_OK, EXIT_FAILED, EXIT_INCOMPLETE = int(ExitStatus.CLEAN), int(ExitStatus.FAILURES), int(ExitStatus.INCOMPLETE)
-EXIT_INTERRUPTED = int(ExitStatus.INCOMPLETE)     # one table: an interrupted run is incomplete
+EXIT_INTERRUPTED = int(ExitStatus.INCOMPLETE)  # one table: an interrupted run is incomplete
 
 
 class StressUsageError(Exception):
@@ -89,6 +90,7 @@ def parse_budget(text: str) -> float:
     table's duration syntax (positive and finite: a budget of 0 would run nothing and report
     success)."""
     from nnconform.cli.options import parse_duration
+
     try:
         return parse_duration(text)
     except ValueError as e:
@@ -145,8 +147,11 @@ def build_plan(counts: dict[str, int], run_seed: int, options: StressOptions) ->
     order), then the others interleaved evenly (case k of a test with n cases sits at
     (k+.5)/n), so a budget that runs out early has still run as many tests as it could."""
     order = {name: i for i, name in enumerate(counts)}
-    slots = sorted(((-1.0, TESTS[name].nominal_s(options)) if k == 0 else ((k + 0.5) / n, 0.0), order[name], name, k)
-                   for name, n in counts.items() for k in range(n))
+    slots = sorted(
+        ((-1.0, TESTS[name].nominal_s(options)) if k == 0 else ((k + 0.5) / n, 0.0), order[name], name, k)
+        for name, n in counts.items()
+        for k in range(n)
+    )
     cases = []
     for _, _, name, k in slots:
         s = case_seed(run_seed, name, k)
@@ -164,6 +169,7 @@ def parse_case_key(key: str) -> tuple[str, int]:
 # ---------------------------------------------------------------------------------------
 # Manifest
 # ---------------------------------------------------------------------------------------
+
 
 def _now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
@@ -195,6 +201,7 @@ def _time_used(manifest: dict, records: list[ResultRecord]) -> float:
 # The run
 # ---------------------------------------------------------------------------------------
 
+
 @dataclass
 class StressConfig:
     driver: str
@@ -205,9 +212,9 @@ class StressConfig:
     report_dir: str = "nnconform-stress"
     options: StressOptions = field(default_factory=StressOptions)
     mem_limit: int = DEFAULT_MEM_LIMIT
-    cases: list[str] | None = None     # run only these case keys (replay)
+    cases: list[str] | None = None  # run only these case keys (replay)
     probe_timeout: float = 30.0
-    claims: bool = True                # ask the driver's claims before random-graph cases
+    claims: bool = True  # ask the driver's claims before random-graph cases
 
 
 class _Scheduler:
@@ -250,14 +257,31 @@ class _Scheduler:
 
 def replay_command(cfg: StressConfig, key: str) -> str:
     o, d = cfg.options, StressOptions()
-    parts = ["nnconform", "stress", "--driver", cfg.driver, "--seed", str(cfg.seed), "--case", key,
-             "--report-dir", f"{cfg.report_dir}-replay"]
+    parts = [
+        "nnconform",
+        "stress",
+        "--driver",
+        cfg.driver,
+        "--seed",
+        str(cfg.seed),
+        "--case",
+        key,
+        "--report-dir",
+        f"{cfg.report_dir}-replay",
+    ]
     for name, sec in sorted(o.durations.items()):
         parts += ["--duration", f"{name}={sec:g}"]
-    for flag, attr in (("--threads", "threads"), ("--processes", "processes"), ("--client-threads", "client_threads"),
-                       ("--hang-grace", "hang_grace"), ("--perf-threshold", "perf_threshold"),
-                       ("--leak-threshold-mb", "leak_threshold_mb"), ("--random-pause", "random_pause"),
-                       ("--soak-executions", "soak_executions"), ("--worker-leak-mb", "worker_leak_mb")):
+    for flag, attr in (
+        ("--threads", "threads"),
+        ("--processes", "processes"),
+        ("--client-threads", "client_threads"),
+        ("--hang-grace", "hang_grace"),
+        ("--perf-threshold", "perf_threshold"),
+        ("--leak-threshold-mb", "leak_threshold_mb"),
+        ("--random-pause", "random_pause"),
+        ("--soak-executions", "soak_executions"),
+        ("--worker-leak-mb", "worker_leak_mb"),
+    ):
         if getattr(o, attr) != getattr(d, attr):
             parts += [flag, f"{getattr(o, attr):g}"]
     if not cfg.claims:
@@ -273,6 +297,7 @@ def _dump_spec(cfg: StressConfig, case: Case, res: SandboxResult, replay: str):
     from nnconform.ir.spec import SpecExample, SpecFile, dump_spec, failure_meta
     from nnconform.ir.spec import replay_command as spec_replay
     from nnconform.stress import workload as wl
+
     t = TESTS[case.test]
     model = inputs = expected = None
     ignored: tuple[bool, ...] = ()
@@ -280,6 +305,7 @@ def _dump_spec(cfg: StressConfig, case: Case, res: SandboxResult, replay: str):
     if t.random_graph:
         from nnconform.reference.executor import Executor
         from nnconform.stress.tests import graph_of
+
         rm = graph_of(case.params)
         model, inputs = rm.model, rm.inputs
         name = f"random_{case.params['graph']}_{rm.dtype}_seed{case.params['seed']}"
@@ -290,6 +316,7 @@ def _dump_spec(cfg: StressConfig, case: Case, res: SandboxResult, replay: str):
             expected = None
     else:
         import re
+
         m = re.search(r"example (\w+)", res.breadcrumb) or re.match(r"(?:thread \d+: )?(\w+): ", res.reason)
         if m and m.group(1) in wl._examples_by_name():
             ex = wl.example(m.group(1))
@@ -297,11 +324,19 @@ def _dump_spec(cfg: StressConfig, case: Case, res: SandboxResult, replay: str):
     if model is None:
         return None, [], []
     path = Path(cfg.report_dir) / SPEC_DIR / f"{case.test}-{case.index}.json"
-    meta = failure_meta(seed=case.seed, driver=cfg.driver, actual_outputs=[],
-                        criterion={"verdict": res.verdict, "reason": res.reason[:500]},
-                        replay=spec_replay(path, cfg.driver), example=name, suite=SUITE, test_id=case.key,
-                        run_seed=cfg.seed, stress_replay=replay)
-    assert inputs is not None      # set together with model
+    meta = failure_meta(
+        seed=case.seed,
+        driver=cfg.driver,
+        actual_outputs=[],
+        criterion={"verdict": res.verdict, "reason": res.reason[:500]},
+        replay=spec_replay(path, cfg.driver),
+        example=name,
+        suite=SUITE,
+        test_id=case.key,
+        run_seed=cfg.seed,
+        stress_replay=replay,
+    )
+    assert inputs is not None  # set together with model
     examples = [SpecExample(name, list(inputs), list(expected), ignored)] if expected is not None else []
     try:
         dump_spec(SpecFile(model, examples, meta), path)
@@ -322,11 +357,19 @@ def ask_claims(cfg: StressConfig, out) -> dict:
         res = box.run(CLAIMS_TARGET, {}, timeout=CLAIMS_TIMEOUT_S, case_key="claims")
     claims = res.extra.get("claims") if res.verdict == SUCCESS else None
     if not isinstance(claims, dict) or not claims:
-        print(f"nnconform stress: the driver's claims could not be asked ({res.verdict}: {res.reason[:200]}); "
-              f"random graphs draw fp32 over every operation", file=out, flush=True)
+        print(
+            f"nnconform stress: the driver's claims could not be asked ({res.verdict}: {res.reason[:200]}); "
+            f"random graphs draw fp32 over every operation",
+            file=out,
+            flush=True,
+        )
         return {}
-    print("nnconform stress: random graphs draw the driver's claimed cells: "
-          + ", ".join(f"{t} {len(c)}" for t, c in claims.items()), file=out, flush=True)
+    print(
+        "nnconform stress: random graphs draw the driver's claimed cells: "
+        + ", ".join(f"{t} {len(c)}" for t, c in claims.items()),
+        file=out,
+        flush=True,
+    )
     return claims
 
 
@@ -337,11 +380,18 @@ def _record(cfg: StressConfig, case: Case, res: SandboxResult, liveness: Sandbox
         spec_path, ops, types = _dump_spec(cfg, case, res, replay)
     message = res.reason
     params = dict(case.params)
-    if params.get("cells") is not None:   # the claimed cells are the run's (manifest); count them here
+    if params.get("cells") is not None:  # the claimed cells are the run's (manifest); count them here
         params["cells"] = len(params["cells"])
-    extra = {"test": case.test, "index": case.index, "run_seed": cfg.seed, "params": params,
-             "case_s": res.case_s, "worker_pid": res.worker_pid,
-             "rss_mb": None if res.rss_bytes is None else round(res.rss_bytes / 2**20, 1), **res.extra}
+    extra = {
+        "test": case.test,
+        "index": case.index,
+        "run_seed": cfg.seed,
+        "params": params,
+        "case_s": res.case_s,
+        "worker_pid": res.worker_pid,
+        "rss_mb": None if res.rss_bytes is None else round(res.rss_bytes / 2**20, 1),
+        **res.extra,
+    }
     if res.signal is not None:
         extra["signal"] = res.signal
     if res.exit_code is not None:
@@ -351,24 +401,50 @@ def _record(cfg: StressConfig, case: Case, res: SandboxResult, liveness: Sandbox
         extra["breadcrumb"] = res.breadcrumb
     if spec_path:
         from nnconform.ir.spec import replay_command as spec_replay
+
         extra["spec_replay"] = spec_replay(spec_path, cfg.driver)
     if liveness is not None:
         extra["liveness"] = {"verdict": liveness.verdict, "reason": liveness.reason}
-        message += "; liveness OK" if liveness.verdict == SUCCESS else \
-            f"; LIVENESS {liveness.verdict}: {liveness.reason}"
-    return ResultRecord(suite=SUITE, test_id=case.key, driver=cfg.driver, outcome=Outcome.parse(res.verdict),
-                        operations=ops, data_types=types, duration_s=res.duration_s, seed=case.seed,
-                        spec_path=spec_path, message=message, replay=replay, extra=extra)
+        message += (
+            "; liveness OK" if liveness.verdict == SUCCESS else f"; LIVENESS {liveness.verdict}: {liveness.reason}"
+        )
+    return ResultRecord(
+        suite=SUITE,
+        test_id=case.key,
+        driver=cfg.driver,
+        outcome=Outcome.parse(res.verdict),
+        operations=ops,
+        data_types=types,
+        duration_s=res.duration_s,
+        seed=case.seed,
+        spec_path=spec_path,
+        message=message,
+        replay=replay,
+        extra=extra,
+    )
 
 
 def _worker_life_record(cfg: StressConfig, leak: dict) -> ResultRecord:
     """The whole-life leak verdict of one worker as a FAILURE row (test ``worker-life``)."""
-    msg = (f"worker {leak['worker_pid']} grew from {leak['rss_first_mb']:.0f} MiB to {leak['rss_last_mb']:.0f} MiB "
-           f"RSS over its {leak['cases']} case(s) (+{leak['growth_mb']:.0f} MiB, limit "
-           f"{cfg.options.worker_leak_mb:g} MiB): memory the driver keeps across cases")
-    return ResultRecord(suite=SUITE, test_id=f"worker-life#{leak['worker_pid']}", driver=cfg.driver,
-                        outcome=FAILURE, operations=[], data_types=[], duration_s=0.0, seed=cfg.seed,
-                        spec_path=None, message=msg, replay="", extra={"test": "worker-life", **leak})
+    msg = (
+        f"worker {leak['worker_pid']} grew from {leak['rss_first_mb']:.0f} MiB to {leak['rss_last_mb']:.0f} MiB "
+        f"RSS over its {leak['cases']} case(s) (+{leak['growth_mb']:.0f} MiB, limit "
+        f"{cfg.options.worker_leak_mb:g} MiB): memory the driver keeps across cases"
+    )
+    return ResultRecord(
+        suite=SUITE,
+        test_id=f"worker-life#{leak['worker_pid']}",
+        driver=cfg.driver,
+        outcome=FAILURE,
+        operations=[],
+        data_types=[],
+        duration_s=0.0,
+        seed=cfg.seed,
+        spec_path=None,
+        message=msg,
+        replay="",
+        extra={"test": "worker-life", **leak},
+    )
 
 
 def verdict_table(records: list[ResultRecord], tests: list[str] | None = None) -> str:
@@ -384,8 +460,12 @@ def verdict_table(records: list[ResultRecord], tests: list[str] | None = None) -
     for n in names:
         c = by.get(n, Counter())
         total.update(c)
-        lines.append(f"{n:{w}s} " + " ".join(f"{c[o]:7d}" for o in STRESS_OUTCOMES) + f" {sum(c.values()):7d}"
-                     + ("   not run" if not c else ""))
+        lines.append(
+            f"{n:{w}s} "
+            + " ".join(f"{c[o]:7d}" for o in STRESS_OUTCOMES)
+            + f" {sum(c.values()):7d}"
+            + ("   not run" if not c else "")
+        )
     lines.append(f"{'all':{w}s} " + " ".join(f"{total[o]:7d}" for o in STRESS_OUTCOMES) + f" {sum(total.values()):7d}")
     return "\n".join(lines)
 
@@ -404,18 +484,26 @@ def tests_not_run(manifest: dict, records: list[ResultRecord]) -> list[str]:
 
 
 def not_run_line(missing: list[str]) -> str:
-    return (f"not run: {', '.join(missing)} (the budget ran out before their first case; "
-            f"--resume or a larger --budget runs them)")
+    return (
+        f"not run: {', '.join(missing)} (the budget ran out before their first case; "
+        f"--resume or a larger --budget runs them)"
+    )
 
 
 def rebuild_reports(report_dir: str | os.PathLike, meta: dict | None = None):
     from nnconform.reports import RESULTS_FILE, build_reports
+
     manifest = {}
     mpath = Path(report_dir) / MANIFEST
     if mpath.exists():
         manifest = json.loads(mpath.read_text())
-    m = {"driver": manifest.get("driver"), "seed": manifest.get("seed"), "budget_s": manifest.get("budget_s"),
-         "workers": manifest.get("workers"), "tests": ", ".join(manifest.get("tests", []))}
+    m = {
+        "driver": manifest.get("driver"),
+        "seed": manifest.get("seed"),
+        "budget_s": manifest.get("budget_s"),
+        "workers": manifest.get("workers"),
+        "tests": ", ".join(manifest.get("tests", [])),
+    }
     journal = Path(report_dir) / RESULTS_FILE
     if manifest and journal.exists():
         missing = tests_not_run(manifest, read_results(journal))
@@ -424,6 +512,7 @@ def rebuild_reports(report_dir: str | os.PathLike, meta: dict | None = None):
     m["status"] = m.get("status") or manifest.get("status") or "complete"
     csv_path, html_path = build_reports(report_dir, meta=m, title="nnconform stress report")
     from nnconform.reports.summary import write_summary
+
     write_summary(report_dir, read_results(journal) if journal.exists() else [], m)
     return csv_path, html_path
 
@@ -435,6 +524,7 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
     nothing.  ``box_factory`` makes a slot's sandbox (``--cluster``: one that runs the cases
     on the cluster's workers; its rows are fsynced one by one)."""
     from nnconform.reports import RESULTS_FILE
+
     out = out or sys.stdout
     err = err or sys.stderr
     rdir = Path(cfg.report_dir)
@@ -457,8 +547,9 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
     else:
         check_config(cfg)
         if journal.exists() and journal.stat().st_size and not cfg.cases:
-            raise StressUsageError(f"{journal} already holds results: use --resume to continue that run, "
-                                   f"or another --report-dir")
+            raise StressUsageError(
+                f"{journal} already holds results: use --resume to continue that run, or another --report-dir"
+            )
         if cfg.cases:
             counts = {}
             for key in cfg.cases:
@@ -469,10 +560,21 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
             counts = plan_counts(cfg.tests, cfg.budget_s, cfg.workers, cfg.options)
         if cfg.claims and not cfg.options.claims and any(TESTS[t].random_graph for t in cfg.tests):
             cfg.options.claims = ask_claims(cfg, out)
-        manifest = {"format": MANIFEST_FORMAT, "version": 1, "command": "stress", "driver": cfg.driver, "seed": cfg.seed,
-                    "budget_s": cfg.budget_s, "tests": cfg.tests, "workers": cfg.workers,
-                    "options": cfg.options.to_dict(), "mem_limit": cfg.mem_limit, "plan": counts,
-                    "cases": cfg.cases, "sessions": []}
+        manifest = {
+            "format": MANIFEST_FORMAT,
+            "version": 1,
+            "command": "stress",
+            "driver": cfg.driver,
+            "seed": cfg.seed,
+            "budget_s": cfg.budget_s,
+            "tests": cfg.tests,
+            "workers": cfg.workers,
+            "options": cfg.options.to_dict(),
+            "mem_limit": cfg.mem_limit,
+            "plan": counts,
+            "cases": cfg.cases,
+            "sessions": [],
+        }
     plan = build_plan(counts, cfg.seed, cfg.options)
     if cfg.cases:
         wanted = set(cfg.cases)
@@ -488,10 +590,14 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
     manifest["sessions"] = manifest.get("sessions", []) + [_now_iso()]
     _write_json_atomic(mpath, manifest)
 
-    print(f"nnconform stress: driver {cfg.driver}, seed {cfg.seed}, {len(plan)} planned cases "
-          f"({', '.join(f'{k} {v}' for k, v in counts.items())}), {cfg.workers} worker(s), "
-          f"budget {budget:.0f} s" + (f"; resuming: {len(plan) - len(todo)} done, {len(todo)} to run, "
-                                       f"{used:.0f} s used before" if resume else ""), file=out, flush=True)
+    print(
+        f"nnconform stress: driver {cfg.driver}, seed {cfg.seed}, {len(plan)} planned cases "
+        f"({', '.join(f'{k} {v}' for k, v in counts.items())}), {cfg.workers} worker(s), "
+        f"budget {budget:.0f} s"
+        + (f"; resuming: {len(plan) - len(todo)} done, {len(todo)} to run, {used:.0f} s used before" if resume else ""),
+        file=out,
+        flush=True,
+    )
     print(f"nnconform stress: journal {journal}", file=out, flush=True)
 
     sched = _Scheduler(todo, time.monotonic() + budget)
@@ -510,8 +616,13 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
         try:
             while (case := sched.next()) is not None:
                 try:
-                    res = box.run(CASE_TARGET, {"test": case.test, "params": case.params},
-                                  timeout=TESTS[case.test].timeout_s(cfg.options), case_key=case.key, seed=case.seed)
+                    res = box.run(
+                        CASE_TARGET,
+                        {"test": case.test, "params": case.params},
+                        timeout=TESTS[case.test].timeout_s(cfg.options),
+                        case_key=case.key,
+                        seed=case.seed,
+                    )
                     live = None
                     if res.verdict in (CRASH, HANG) and not aborting.is_set():
                         live = box.run(PROBE_TARGET, {}, timeout=probe_timeout, case_key=f"{case.key}/liveness")
@@ -520,7 +631,7 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
                     sched.stop()
                     sched.finished(case)
                     return
-                if aborting.is_set():       # interrupted: this case is not done, --resume reruns it
+                if aborting.is_set():  # interrupted: this case is not done, --resume reruns it
                     sched.finished(case)
                     return
                 rec = _record(cfg, case, res, live)
@@ -531,13 +642,16 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
                 sched.finished(case)
                 progress.case_done(res.verdict)
                 if res.verdict != SUCCESS:
-                    progress.note(f"{res.verdict} {case.key}: {rec.message[:300]}\n"
-                                  f"    replay: {rec.replay}" + (f"\n    spec: {rec.spec_path}" if rec.spec_path else ""))
+                    progress.note(
+                        f"{res.verdict} {case.key}: {rec.message[:300]}\n"
+                        f"    replay: {rec.replay}" + (f"\n    spec: {rec.spec_path}" if rec.spec_path else "")
+                    )
         finally:
             box.close()
 
-    threads = [threading.Thread(target=slot, args=(n,), name=f"stress-slot-{n}", daemon=True)
-               for n in range(cfg.workers)]
+    threads = [
+        threading.Thread(target=slot, args=(n,), name=f"stress-slot-{n}", daemon=True) for n in range(cfg.workers)
+    ]
     for t in threads:
         t.start()
     interrupted = False
@@ -574,8 +688,10 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
     print("\n" + verdict_table(stress_rows, cfg.tests), file=out)
     missing = tests_not_run(manifest, stress_rows)
     if interrupted:
-        print(f"\ninterrupted: {len(left)} planned case(s) not done; rerun with --resume --report-dir {cfg.report_dir}",
-              file=out)
+        print(
+            f"\ninterrupted: {len(left)} planned case(s) not done; rerun with --resume --report-dir {cfg.report_dir}",
+            file=out,
+        )
     elif left:
         print(f"\nbudget exhausted: {len(left)} planned case(s) not started; --resume runs them", file=out)
     else:
@@ -583,9 +699,13 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
     if missing:
         print(not_run_line(missing), file=out)
     code = ExitStatus.of([r.outcome for r in stress_rows], complete=not (interrupted or missing))
-    status = (f"interrupted after {len(keys)} of {len(plan)} cases" if interrupted
-              else f"incomplete: not run: {', '.join(missing)}" if missing
-              else f"complete: {len(keys)} of {len(plan)} cases" + ("" if not left else f" ({len(left)} not started)"))
+    status = (
+        f"interrupted after {len(keys)} of {len(plan)} cases"
+        if interrupted
+        else f"incomplete: not run: {', '.join(missing)}"
+        if missing
+        else f"complete: {len(keys)} of {len(plan)} cases" + ("" if not left else f" ({len(left)} not started)")
+    )
     manifest.update(status=status, exit_status=int(code))
     _write_json_atomic(rdir / MANIFEST, manifest)
     csv_path, html_path = rebuild_reports(rdir)
@@ -593,6 +713,21 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
     return int(code)
 
 
-__all__ = ["StressConfig", "StressUsageError", "run_stress", "rebuild_reports", "parse_budget", "case_seed",
-           "build_plan", "plan_counts", "verdict_table", "replay_command", "Case", "TESTS", "MANIFEST",
-           "check_config", "tests_not_run", "EXIT_INCOMPLETE"]
+__all__ = [
+    "StressConfig",
+    "StressUsageError",
+    "run_stress",
+    "rebuild_reports",
+    "parse_budget",
+    "case_seed",
+    "build_plan",
+    "plan_counts",
+    "verdict_table",
+    "replay_command",
+    "Case",
+    "TESTS",
+    "MANIFEST",
+    "check_config",
+    "tests_not_run",
+    "EXIT_INCOMPLETE",
+]

@@ -36,6 +36,7 @@ model-load compiles the driver's partitions, inference runs them with the rest o
 reference (nnconform.verdict.partition).  Only a graph the driver refuses entirely is a SUCCESS with
 a note, as in MLTS.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -64,16 +65,17 @@ CLIENT_STARTUP_S = 15.0
 @dataclass
 class StressOptions:
     """Knobs of a run; every field is a command-line option of ``nnconform stress``."""
-    durations: dict = field(default_factory=dict)   # test name -> seconds per case
-    threads: int = 4                 # parallel-inference threads
-    processes: int = 3               # multi-process clients
-    client_threads: int = 2          # threads per client
-    hang_grace: float = 10.0         # seconds past a case's duration before it is a HANG
-    perf_threshold: float = 0.5      # performance-degradation limit (0.5 = +50 %)
+
+    durations: dict = field(default_factory=dict)  # test name -> seconds per case
+    threads: int = 4  # parallel-inference threads
+    processes: int = 3  # multi-process clients
+    client_threads: int = 2  # threads per client
+    hang_grace: float = 10.0  # seconds past a case's duration before it is a HANG
+    perf_threshold: float = 0.5  # performance-degradation limit (0.5 = +50 %)
     leak_threshold_mb: float = 32.0  # RSS growth that counts as a leak
-    soak_executions: int = SOAK_EXECUTIONS   # execution-soak: executions of one prepared model
-    worker_leak_mb: float = 512.0    # a worker's RSS growth over its whole life that fails the run
-    random_pause: float = 0.0        # pause after each random-graph case (MLTS: 0.3 s)
+    soak_executions: int = SOAK_EXECUTIONS  # execution-soak: executions of one prepared model
+    worker_leak_mb: float = 512.0  # a worker's RSS growth over its whole life that fails the run
+    random_pause: float = 0.0  # pause after each random-graph case (MLTS: 0.3 s)
     # What the driver claims, per short type name: sorted "OPERATION:rank" cells (nnconform.cases.probe
     # ClaimCache, asked once at the start of a run by the claimed_cells target and kept in the
     # manifest, so --resume and replays rebuild the same graphs).  Empty: fp32 over every
@@ -94,27 +96,35 @@ class StressOptions:
 
 # Seconds per case (random-graph tests: no duration, one graph per case).
 DEFAULT_DURATIONS = {
-    "parallel-inference": 8.0, "multi-process-inference": 8.0, "multi-process-model-load": 8.0,
-    "client-early-termination": 8.0, "random-model-load": 0.0, "random-inference": 0.0,
-    "performance-degradation": 4.0, "leak": 10.0, "compile-leak": 10.0, "execution-soak": 120.0,
+    "parallel-inference": 8.0,
+    "multi-process-inference": 8.0,
+    "multi-process-model-load": 8.0,
+    "client-early-termination": 8.0,
+    "random-model-load": 0.0,
+    "random-inference": 0.0,
+    "performance-degradation": 4.0,
+    "leak": 10.0,
+    "compile-leak": 10.0,
+    "execution-soak": 120.0,
 }
 
 
 @dataclass(frozen=True)
 class StressTest:
     name: str
-    run: Callable[..., Verdict]                              # in the worker: run(ctx, **params)
-    params: Callable[[int, int, StressOptions], dict]        # (index, case seed, options)
-    nominal_s: Callable[[StressOptions], float]              # planning estimate per case
-    timeout_s: Callable[[StressOptions], float]              # the sandbox's wall-clock limit
-    weight: float = 1.0                                      # share of the budget
-    exclusive: bool = False                                  # run with no other case beside it
+    run: Callable[..., Verdict]  # in the worker: run(ctx, **params)
+    params: Callable[[int, int, StressOptions], dict]  # (index, case seed, options)
+    nominal_s: Callable[[StressOptions], float]  # planning estimate per case
+    timeout_s: Callable[[StressOptions], float]  # the sandbox's wall-clock limit
+    weight: float = 1.0  # share of the budget
+    exclusive: bool = False  # run with no other case beside it
     random_graph: bool = False
 
 
 # ---------------------------------------------------------------------------------------
 # Worker-side case functions
 # ---------------------------------------------------------------------------------------
+
 
 def exc_text(e: BaseException) -> str:
     """``Type: first line of the message`` (the type alone when there is no message)."""
@@ -150,7 +160,7 @@ def parallel_inference(ctx: CaseContext, duration: float, threads: int) -> Verdi
     stop.wait(duration)
     stop.set()
     for t in ts:
-        t.join()          # a thread stuck in the driver: no verdict, the sandbox calls HANG
+        t.join()  # a thread stuck in the driver: no verdict, the sandbox calls HANG
     if errors:
         return Verdict.failure(errors[0], executions=sum(counts))
     return Verdict.success(f"{sum(counts)} executions on {threads} threads", executions=sum(counts))
@@ -162,7 +172,7 @@ class _Client:
     proc: subprocess.Popen
     err_path: str
     started: float
-    kill_at: float | None            # seconds after start, None: never killed on purpose
+    kill_at: float | None  # seconds after start, None: never killed on purpose
     out: bytes = b""
     killed: bool = False
     hung: bool = False
@@ -190,21 +200,38 @@ class _Client:
         return file_tail(self.err_path, lines=n)
 
 
-def _start_client(ctx: CaseContext, cid: int, mode: str, duration: float, threads: int,
-                  kill_at: float | None, tmp: str) -> _Client:
+def _start_client(
+    ctx: CaseContext, cid: int, mode: str, duration: float, threads: int, kill_at: float | None, tmp: str
+) -> _Client:
     err_path = os.path.join(tmp, f"client{cid}.stderr")
     env = dict(os.environ)
     env["NNCONFORM_CLIENT"] = f"c{cid}"
     with open(err_path, "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-X", "faulthandler", "-m", "nnconform.stress.client",
-                                 "--driver", ctx.driver, "--mode", mode, "--duration", str(duration),
-                                 "--threads", str(threads)],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err, env=env)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-X",
+                "faulthandler",
+                "-m",
+                "nnconform.stress.client",
+                "--driver",
+                ctx.driver,
+                "--mode",
+                mode,
+                "--duration",
+                str(duration),
+                "--threads",
+                str(threads),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            env=env,
+        )
     return _Client(cid, proc, err_path, time.monotonic(), kill_at)
 
 
-def _supervise(clients: list[_Client], deadline_of: Callable[[_Client], float],
-               kill_from_ready: bool = False) -> None:
+def _supervise(clients: list[_Client], deadline_of: Callable[[_Client], float], kill_from_ready: bool = False) -> None:
     """Read client output, carry out the planned kills, and kill clients that overrun."""
     live = list(clients)
     while live:
@@ -222,7 +249,7 @@ def _supervise(clients: list[_Client], deadline_of: Callable[[_Client], float],
                 if c.ready_at is None and b"READY" in c.out:
                     c.ready_at = time.monotonic()
             else:
-                assert c.proc.stdout is not None     # fds holds only open pipes
+                assert c.proc.stdout is not None  # fds holds only open pipes
                 c.proc.stdout.close()
         now = time.monotonic()
         for c in list(live):
@@ -230,8 +257,13 @@ def _supervise(clients: list[_Client], deadline_of: Callable[[_Client], float],
                 live.remove(c)
                 continue
             base = c.ready_at if kill_from_ready else c.started
-            if c.kill_at is not None and not c.killed and base is not None and now - base >= c.kill_at \
-                    and c.proc.poll() is None:
+            if (
+                c.kill_at is not None
+                and not c.killed
+                and base is not None
+                and now - base >= c.kill_at
+                and c.proc.poll() is None
+            ):
                 c.proc.send_signal(signal.SIGKILL)
                 c.killed = True
             elif now > deadline_of(c) and c.proc.poll() is None:
@@ -243,8 +275,16 @@ def _supervise(clients: list[_Client], deadline_of: Callable[[_Client], float],
         c.proc.wait()
 
 
-def multi_process(ctx: CaseContext, mode: str, duration: float, processes: int, threads: int,
-                  kill_rate: float, seed: int, grace: float) -> Verdict:
+def multi_process(
+    ctx: CaseContext,
+    mode: str,
+    duration: float,
+    processes: int,
+    threads: int,
+    kill_rate: float,
+    seed: int,
+    grace: float,
+) -> Verdict:
     rng = np.random.default_rng(seed)
     plan = [float(rng.uniform(0, duration)) if rng.random() < kill_rate else None for _ in range(processes)]
     with tempfile.TemporaryDirectory(prefix="nnconform-clients-") as tmp:
@@ -257,8 +297,9 @@ def multi_process(ctx: CaseContext, mode: str, duration: float, processes: int, 
         if bad:
             c = bad[0]
             tail = c.stderr_tail()
-            return Verdict.failure(f"client c{c.cid} (pid {c.proc.pid}): {statuses[f'c{c.cid}']}", **info,
-                                   client_stderr=tail)
+            return Verdict.failure(
+                f"client c{c.cid} (pid {c.proc.pid}): {statuses[f'c{c.cid}']}", **info, client_stderr=tail
+            )
     why = wl.probe(ctx.device, ctx)
     if why:
         return Verdict.failure(f"liveness after clients: {why}", **info)
@@ -275,8 +316,9 @@ def client_early_termination(ctx: CaseContext, duration: float, seed: int, grace
         _supervise([c], lambda c: c.started + CLIENT_STARTUP_S + duration + grace, kill_from_ready=True)
         status = c.status()
         if not c.killed:
-            return Verdict.failure(f"compiling client ended before it was killed: {status}",
-                                   client_stderr=c.stderr_tail(), kill_at=kill_at)
+            return Verdict.failure(
+                f"compiling client ended before it was killed: {status}", client_stderr=c.stderr_tail(), kill_at=kill_at
+            )
     why = wl.probe(ctx.device, ctx)
     if why:
         return Verdict.failure(f"liveness after killing a compiling client: {why}", kill_at=kill_at)
@@ -297,15 +339,27 @@ def random_graph_params(index: int, seed: int, o: StressOptions) -> dict:
     types = [t for t in RANDOM_TYPES if o.claims.get(t)] or ["fp32"]
     step = index // len(graphs)
     dtype = types[step % len(types)]
-    return dict(seed=seed, graph=graphs[index % len(graphs)], pause=o.random_pause, dtype=dtype,
-                value_classes=index % 4 in (1, 2), cells=o.claims.get(dtype) or None)
+    return dict(
+        seed=seed,
+        graph=graphs[index % len(graphs)],
+        pause=o.random_pause,
+        dtype=dtype,
+        value_classes=index % 4 in (1, 2),
+        cells=o.claims.get(dtype) or None,
+    )
 
 
 def graph_of(params: dict):
     """The RandomModel of a random-graph case (worker, spec dump and replay alike)."""
     n, d = GRAPH_SIZES[params["graph"]]
-    return random_model(params["seed"], n, d, dtype=params.get("dtype", "fp32"), cells=params.get("cells"),
-                        value_classes=bool(params.get("value_classes", False)))
+    return random_model(
+        params["seed"],
+        n,
+        d,
+        dtype=params.get("dtype", "fp32"),
+        cells=params.get("cells"),
+        value_classes=bool(params.get("value_classes", False)),
+    )
 
 
 def claimed_cells(ctx: CaseContext) -> Verdict:
@@ -314,6 +368,7 @@ def claimed_cells(ctx: CaseContext) -> Verdict:
     models; no execution), for StressOptions.claims."""
     from nnconform.cases.probe import ClaimCache
     from nnconform.stress.random_models import TYPE_BY_SHORT_NAME
+
     cc = ClaimCache(ctx.device)
     out = {}
     for short in RANDOM_TYPES:
@@ -325,9 +380,17 @@ def claimed_cells(ctx: CaseContext) -> Verdict:
     return Verdict.success(f"{n} claimed cells over {len(out)} data type(s)", claims=out)
 
 
-def random_model_load(ctx: CaseContext, seed: int, graph: str, pause: float = 0.0, dtype: str = "fp32",
-                      value_classes: bool = False, cells=None) -> Verdict:
+def random_model_load(
+    ctx: CaseContext,
+    seed: int,
+    graph: str,
+    pause: float = 0.0,
+    dtype: str = "fp32",
+    value_classes: bool = False,
+    cells=None,
+) -> Verdict:
     from nnconform.driver import DriverError
+
     rm = graph_of(dict(seed=seed, graph=graph, dtype=dtype, value_classes=value_classes, cells=cells))
     ctx.breadcrumb(f"random graph seed {seed} {graph}: supported_operations")
     supported = ctx.device.supported_operations(rm.model)
@@ -337,18 +400,24 @@ def random_model_load(ctx: CaseContext, seed: int, graph: str, pause: float = 0.
         # As Android loads a model a driver supports in part: the driver compiles the
         # partitions it claims (the rest would run on the CPU), each as a model of its own.
         from nnconform.verdict.partition import assign, plan, submodel
+
         parts = [p for p in plan(rm.model, assign(ctx.device, rm.model, supported)) if p.on_driver]
         for k, part in enumerate(parts):
             ctx.breadcrumb(f"random graph seed {seed} {graph}: prepare driver partition {k} of {len(parts)}")
             try:
                 ctx.device.prepare(submodel(rm.model, part)).release()
             except DriverError as e:
-                return Verdict.failure(f"prepare failed on driver partition {k} ({len(part.operations)} claimed "
-                                       f"ops: {part.names(rm.model)[:200]}): {e}")
+                return Verdict.failure(
+                    f"prepare failed on driver partition {k} ({len(part.operations)} claimed "
+                    f"ops: {part.names(rm.model)[:200]}): {e}"
+                )
         time.sleep(pause)
         n_on = sum(len(p.operations) for p in parts)
-        return Verdict.success(f"partitioned: {n_on} of {len(supported)} ops in {len(parts)} driver "
-                               f"partition(s) prepared; " + rm.describe()[:160], partitioned=True)
+        return Verdict.success(
+            f"partitioned: {n_on} of {len(supported)} ops in {len(parts)} driver "
+            f"partition(s) prepared; " + rm.describe()[:160],
+            partitioned=True,
+        )
     ctx.breadcrumb(f"random graph seed {seed} {graph}: prepare")
     try:
         ctx.device.prepare(rm.model).release()
@@ -358,11 +427,19 @@ def random_model_load(ctx: CaseContext, seed: int, graph: str, pause: float = 0.
     return Verdict.success(rm.describe()[:200])
 
 
-def random_inference(ctx: CaseContext, seed: int, graph: str, pause: float = 0.0, dtype: str = "fp32",
-                     value_classes: bool = False, cells=None) -> Verdict:
+def random_inference(
+    ctx: CaseContext,
+    seed: int,
+    graph: str,
+    pause: float = 0.0,
+    dtype: str = "fp32",
+    value_classes: bool = False,
+    cells=None,
+) -> Verdict:
     from nnconform.reference.executor import Executor
     from nnconform.verdict.criteria import LARGE_GRAPH, SMALL_GRAPH
     from nnconform.verdict.runner import FAIL, SKIP, run_case
+
     rm = graph_of(dict(seed=seed, graph=graph, dtype=dtype, value_classes=value_classes, cells=cells))
     expected = Executor(rm.model).run(rm.inputs)
     crit = LARGE_GRAPH if GRAPH_SIZES[graph][0] > 10 else SMALL_GRAPH
@@ -387,6 +464,7 @@ class WrongResult(Exception):
 def _checked(ex, result) -> None:
     # The loops time and watch executions; they still reject garbage, outside the timed part.
     from nnconform.verdict.criteria import compare
+
     cmp = compare(ex.model, list(ex.outputs), list(getattr(result, "outputs", None) or []))
     if not cmp.passed:
         raise WrongResult(f"{ex.name}: {cmp.message}")
@@ -405,6 +483,7 @@ def _latency(prepared, request, seconds: float, ex) -> tuple[float, float, int]:
 
 def performance_degradation(ctx: CaseContext, warmup: float, duration: float, threshold: float) -> Verdict:
     from nnconform.ir import Request
+
     ex = wl.example(PERF_MODEL) if PERF_MODEL in wl._examples_by_name() else wl.workload(ctx.device)[0]
     ctx.breadcrumb(f"example {ex.name}: latency")
     why = wl.check(ctx.device, ex, ctx)
@@ -444,11 +523,20 @@ def performance_degradation(ctx: CaseContext, warmup: float, duration: float, th
     if died:
         return Verdict.failure(died[0], compiles=compiles[0], model=ex.name)
     degradation = loaded / alone - 1.0
-    info = dict(latency_alone_ms=alone * 1e3, latency_loaded_ms=loaded * 1e3, degradation=degradation,
-                mean_alone_ms=mean_alone * 1e3, mean_loaded_ms=mean_loaded * 1e3,
-                executions=n_alone + n_loaded, compiles=compiles[0], model=ex.name)
-    text = (f"median latency {alone * 1e3:.3f} ms alone, {loaded * 1e3:.3f} ms with a compile every "
-            f"{COMPILE_GAP_S * 1e3:.0f} ms ({degradation:+.0%}, limit +{threshold:.0%})")
+    info = dict(
+        latency_alone_ms=alone * 1e3,
+        latency_loaded_ms=loaded * 1e3,
+        degradation=degradation,
+        mean_alone_ms=mean_alone * 1e3,
+        mean_loaded_ms=mean_loaded * 1e3,
+        executions=n_alone + n_loaded,
+        compiles=compiles[0],
+        model=ex.name,
+    )
+    text = (
+        f"median latency {alone * 1e3:.3f} ms alone, {loaded * 1e3:.3f} ms with a compile every "
+        f"{COMPILE_GAP_S * 1e3:.0f} ms ({degradation:+.0%}, limit +{threshold:.0%})"
+    )
     if degradation > threshold:
         return Verdict.failure(text, **info)
     return Verdict.success(text, **info)
@@ -459,6 +547,7 @@ LEAK_MODEL = "relu_fp32"
 
 def leak_check(ctx: CaseContext, duration: float, threshold_mb: float, warmup_fraction: float = 0.2) -> Verdict:
     from nnconform.ir import Request
+
     ex = wl.example(LEAK_MODEL)
     ctx.breadcrumb(f"example {ex.name}: inference loop, watching RSS")
     prepared = ctx.device.prepare(ex.model)
@@ -477,9 +566,12 @@ def leak_check(ctx: CaseContext, duration: float, threshold_mb: float, warmup_fr
     except MemoryError:
         # Growth fast enough to reach the worker's RLIMIT_AS before the window closed.
         first = samples[0][1] if samples else 0
-        return Verdict.failure(f"leak: out of memory after {n} executions in {time.perf_counter() - t0:.1f} s "
-                               f"(RSS {first / 2**20:.1f} MiB at start, {ctx.rss_bytes() / 2**20:.1f} MiB now)",
-                               recycle=True, executions=n)
+        return Verdict.failure(
+            f"leak: out of memory after {n} executions in {time.perf_counter() - t0:.1f} s "
+            f"(RSS {first / 2**20:.1f} MiB at start, {ctx.rss_bytes() / 2**20:.1f} MiB now)",
+            recycle=True,
+            executions=n,
+        )
     except WrongResult as e:
         return Verdict.failure(str(e), executions=n)
     finally:
@@ -494,10 +586,19 @@ def leak_check(ctx: CaseContext, duration: float, threshold_mb: float, warmup_fr
     ss_tot = float(((rs - rs.mean()) ** 2).sum())
     r2 = 1.0 - float(((rs - fit) ** 2).sum()) / ss_tot if ss_tot > 0 else 0.0
     growth = float(fit[-1] - fit[0])
-    info = dict(rss_start_mb=rs[0] / 2**20, rss_end_mb=rs[-1] / 2**20, growth_mb=growth / 2**20,
-                slope_mb_per_s=slope / 2**20, r2=r2, executions=n, samples=len(window))
-    text = (f"RSS {rs[0] / 2**20:.1f} -> {rs[-1] / 2**20:.1f} MiB over {ts[-1] - ts[0]:.1f} s "
-            f"({n} executions; fitted growth {growth / 2**20:+.1f} MiB, R^2 {r2:.2f})")
+    info = dict(
+        rss_start_mb=rs[0] / 2**20,
+        rss_end_mb=rs[-1] / 2**20,
+        growth_mb=growth / 2**20,
+        slope_mb_per_s=slope / 2**20,
+        r2=r2,
+        executions=n,
+        samples=len(window),
+    )
+    text = (
+        f"RSS {rs[0] / 2**20:.1f} -> {rs[-1] / 2**20:.1f} MiB over {ts[-1] - ts[0]:.1f} s "
+        f"({n} executions; fitted growth {growth / 2**20:+.1f} MiB, R^2 {r2:.2f})"
+    )
     if growth > threshold_mb * 2**20 and r2 > 0.5:
         return Verdict.failure(f"steady memory growth (leak?): {text}", recycle=True, **info)
     return Verdict.success(text, **info)
@@ -532,8 +633,11 @@ def compile_leak(ctx: CaseContext, duration: float, threshold_mb: float, warmup_
                 counts.append(n)
                 rss.append(ctx.rss_bytes())
     except MemoryError:
-        return Verdict.failure(f"compile leak: out of memory after {n} compilations "
-                               f"(RSS {rss[0] / 2**20 if rss else 0:.1f} MiB at start)", recycle=True, compilations=n)
+        return Verdict.failure(
+            f"compile leak: out of memory after {n} compilations (RSS {rss[0] / 2**20 if rss else 0:.1f} MiB at start)",
+            recycle=True,
+            compilations=n,
+        )
     elapsed = time.perf_counter() - t0
     skip = int(len(counts) * warmup_fraction)
     xs = np.array(counts[skip:], dtype=np.float64)
@@ -541,10 +645,19 @@ def compile_leak(ctx: CaseContext, duration: float, threshold_mb: float, warmup_
     if xs.size < 5:
         return Verdict.failure(f"only {xs.size} compilations sampled in {duration:g} s ({n} compilations)")
     slope, growth, r2 = _fit_growth(xs, rs)
-    info = dict(compilations=n, compilations_per_s=round(n / elapsed, 1), kib_per_compilation=slope / 1024,
-                growth_mb=growth / 2**20, r2=r2, rss_start_mb=rs[0] / 2**20, rss_end_mb=rs[-1] / 2**20)
-    text = (f"{n} compilations in {elapsed:.1f} s ({n / elapsed:.0f}/s); RSS {rs[0] / 2**20:.1f} -> "
-            f"{rs[-1] / 2**20:.1f} MiB, {slope / 1024:+.2f} KiB per compilation (R^2 {r2:.2f})")
+    info = dict(
+        compilations=n,
+        compilations_per_s=round(n / elapsed, 1),
+        kib_per_compilation=slope / 1024,
+        growth_mb=growth / 2**20,
+        r2=r2,
+        rss_start_mb=rs[0] / 2**20,
+        rss_end_mb=rs[-1] / 2**20,
+    )
+    text = (
+        f"{n} compilations in {elapsed:.1f} s ({n / elapsed:.0f}/s); RSS {rs[0] / 2**20:.1f} -> "
+        f"{rs[-1] / 2**20:.1f} MiB, {slope / 1024:+.2f} KiB per compilation (R^2 {r2:.2f})"
+    )
     if growth > threshold_mb * 2**20 and r2 > 0.5:
         return Verdict.failure(f"memory grows with every compilation (leak?): {text}", recycle=True, **info)
     return Verdict.success(text, **info)
@@ -555,6 +668,7 @@ def execution_soak(ctx: CaseContext, duration: float, executions: int) -> Verdic
     and counters that wrap at 2^16 or 2^31 inside a driver are passed.  The first result is
     checked against the example; every later one must equal it byte for byte."""
     from nnconform.ir import Request
+
     ex = wl.example(wl.PROBE_NAME)
     ctx.breadcrumb(f"example {ex.name}: execution soak")
     prepared = ctx.device.prepare(ex.model)
@@ -592,55 +706,94 @@ def execution_soak(ctx: CaseContext, duration: float, executions: int) -> Verdic
 # The table
 # ---------------------------------------------------------------------------------------
 
-def _timed(name: str, extra: float = 0.0) -> tuple[Callable[[StressOptions], float],
-                                                    Callable[[StressOptions], float]]:
+
+def _timed(name: str, extra: float = 0.0) -> tuple[Callable[[StressOptions], float], Callable[[StressOptions], float]]:
     return (lambda o: o.duration(name) + extra), (lambda o: o.duration(name) + extra + o.hang_grace)
 
 
 def _mp(name: str, mode: str, rates: tuple[float, ...]):
     nominal, _ = _timed(name, 2.0)
     return StressTest(
-        name, lambda ctx, **p: multi_process(ctx, **p),
-        lambda i, s, o: dict(mode=mode, duration=o.duration(name), processes=o.processes,
-                             threads=o.client_threads, kill_rate=rates[i % len(rates)], seed=s,
-                             grace=o.hang_grace),
-        nominal, lambda o: CLIENT_STARTUP_S + o.duration(name) + 2 * o.hang_grace + 5)
+        name,
+        lambda ctx, **p: multi_process(ctx, **p),
+        lambda i, s, o: dict(
+            mode=mode,
+            duration=o.duration(name),
+            processes=o.processes,
+            threads=o.client_threads,
+            kill_rate=rates[i % len(rates)],
+            seed=s,
+            grace=o.hang_grace,
+        ),
+        nominal,
+        lambda o: CLIENT_STARTUP_S + o.duration(name) + 2 * o.hang_grace + 5,
+    )
 
 
 def _random(name: str, fn) -> StressTest:
-    return StressTest(name, fn, random_graph_params,
-                      lambda o: 0.3 + o.random_pause, lambda o: 2.0 + o.random_pause + o.hang_grace,
-                      weight=2.0, random_graph=True)
+    return StressTest(
+        name,
+        fn,
+        random_graph_params,
+        lambda o: 0.3 + o.random_pause,
+        lambda o: 2.0 + o.random_pause + o.hang_grace,
+        weight=2.0,
+        random_graph=True,
+    )
 
 
-TESTS: dict[str, StressTest] = {t.name: t for t in (
-    StressTest("parallel-inference", lambda ctx, **p: parallel_inference(ctx, **p),
-               lambda i, s, o: dict(duration=o.duration("parallel-inference"), threads=o.threads),
-               *_timed("parallel-inference")),
-    _mp("multi-process-inference", "infer", (0.0, 0.8)),
-    _mp("multi-process-model-load", "compile", (0.0, 0.5, 1.0)),
-    StressTest("client-early-termination", lambda ctx, **p: client_early_termination(ctx, **p),
-               lambda i, s, o: dict(duration=o.duration("client-early-termination"), seed=s, grace=o.hang_grace),
-               lambda o: o.duration("client-early-termination") / 2 + 2.0,
-               lambda o: CLIENT_STARTUP_S + o.duration("client-early-termination") + 2 * o.hang_grace + 5),
-    _random("random-model-load", random_model_load),
-    _random("random-inference", random_inference),
-    StressTest("performance-degradation", lambda ctx, **p: performance_degradation(ctx, **p),
-               lambda i, s, o: dict(warmup=1.0, duration=o.duration("performance-degradation"),
-                                    threshold=o.perf_threshold),
-               lambda o: 1.0 + 2 * o.duration("performance-degradation"),
-               lambda o: 1.0 + 2 * o.duration("performance-degradation") + o.hang_grace, exclusive=True),
-    StressTest("leak", lambda ctx, **p: leak_check(ctx, **p),
-               lambda i, s, o: dict(duration=o.duration("leak"), threshold_mb=o.leak_threshold_mb),
-               *_timed("leak")),
-    StressTest("compile-leak", lambda ctx, **p: compile_leak(ctx, **p),
-               lambda i, s, o: dict(duration=o.duration("compile-leak"), threshold_mb=o.leak_threshold_mb / 4),
-               *_timed("compile-leak")),
-    # the soak's case limit is its duration: it ends at the target count or the duration
-    StressTest("execution-soak", lambda ctx, **p: execution_soak(ctx, **p),
-               lambda i, s, o: dict(duration=o.duration("execution-soak"), executions=o.soak_executions),
-               *_timed("execution-soak", 1.0), weight=0.5),
-)}
+TESTS: dict[str, StressTest] = {
+    t.name: t
+    for t in (
+        StressTest(
+            "parallel-inference",
+            lambda ctx, **p: parallel_inference(ctx, **p),
+            lambda i, s, o: dict(duration=o.duration("parallel-inference"), threads=o.threads),
+            *_timed("parallel-inference"),
+        ),
+        _mp("multi-process-inference", "infer", (0.0, 0.8)),
+        _mp("multi-process-model-load", "compile", (0.0, 0.5, 1.0)),
+        StressTest(
+            "client-early-termination",
+            lambda ctx, **p: client_early_termination(ctx, **p),
+            lambda i, s, o: dict(duration=o.duration("client-early-termination"), seed=s, grace=o.hang_grace),
+            lambda o: o.duration("client-early-termination") / 2 + 2.0,
+            lambda o: CLIENT_STARTUP_S + o.duration("client-early-termination") + 2 * o.hang_grace + 5,
+        ),
+        _random("random-model-load", random_model_load),
+        _random("random-inference", random_inference),
+        StressTest(
+            "performance-degradation",
+            lambda ctx, **p: performance_degradation(ctx, **p),
+            lambda i, s, o: dict(
+                warmup=1.0, duration=o.duration("performance-degradation"), threshold=o.perf_threshold
+            ),
+            lambda o: 1.0 + 2 * o.duration("performance-degradation"),
+            lambda o: 1.0 + 2 * o.duration("performance-degradation") + o.hang_grace,
+            exclusive=True,
+        ),
+        StressTest(
+            "leak",
+            lambda ctx, **p: leak_check(ctx, **p),
+            lambda i, s, o: dict(duration=o.duration("leak"), threshold_mb=o.leak_threshold_mb),
+            *_timed("leak"),
+        ),
+        StressTest(
+            "compile-leak",
+            lambda ctx, **p: compile_leak(ctx, **p),
+            lambda i, s, o: dict(duration=o.duration("compile-leak"), threshold_mb=o.leak_threshold_mb / 4),
+            *_timed("compile-leak"),
+        ),
+        # the soak's case limit is its duration: it ends at the target count or the duration
+        StressTest(
+            "execution-soak",
+            lambda ctx, **p: execution_soak(ctx, **p),
+            lambda i, s, o: dict(duration=o.duration("execution-soak"), executions=o.soak_executions),
+            *_timed("execution-soak", 1.0),
+            weight=0.5,
+        ),
+    )
+}
 
 
 def worker_life_leaks(rows, threshold_mb: float) -> list[dict]:
@@ -658,8 +811,11 @@ def worker_life_leaks(rows, threshold_mb: float) -> list[dict]:
     for pid, mbs in sorted(life.items()):
         growth = mbs[-1] - mbs[0]
         if growth > threshold_mb:
-            out.append(dict(worker_pid=pid, rss_first_mb=mbs[0], rss_last_mb=mbs[-1],
-                            growth_mb=round(growth, 1), cases=len(mbs)))
+            out.append(
+                dict(
+                    worker_pid=pid, rss_first_mb=mbs[0], rss_last_mb=mbs[-1], growth_mb=round(growth, 1), cases=len(mbs)
+                )
+            )
     return out
 
 

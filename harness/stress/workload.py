@@ -6,6 +6,7 @@ pooling, data movement, reduction, softmax, LSTM, control flow), fp32 and quanti
 that no longer exist are skipped; examples the driver does not fully support are left out, so
 a driver is stressed on what it claims to run.  The liveness probe is ``relu_fp32``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -14,11 +15,26 @@ from nnconform.driver import Device, DriverError
 from nnconform.verdict.runner import FAIL, run_case
 
 WORKLOAD_NAMES = (
-    "add_fp32_relu1", "add_quant8_same_scale_relu", "sub_fp16", "mul_fp16_relu6",
-    "conv_2d_valid_2x2_fp32", "conv_2d_quant8_per_channel", "depthwise_conv_2d_same_3x3_fp32",
-    "concat_fp32_axis0", "reshape_quant8", "pad_fp32_2d", "average_pool_2d_fp32_valid_stride2",
-    "max_pool_2d_quant8_relu6", "mean_fp32_axis1", "relu_fp32", "relu6_quant8", "logistic_fp32",
-    "tanh_quant8", "softmax_fp32", "lstm_plain_fp32", "if_then_taken_add_fp32",
+    "add_fp32_relu1",
+    "add_quant8_same_scale_relu",
+    "sub_fp16",
+    "mul_fp16_relu6",
+    "conv_2d_valid_2x2_fp32",
+    "conv_2d_quant8_per_channel",
+    "depthwise_conv_2d_same_3x3_fp32",
+    "concat_fp32_axis0",
+    "reshape_quant8",
+    "pad_fp32_2d",
+    "average_pool_2d_fp32_valid_stride2",
+    "max_pool_2d_quant8_relu6",
+    "mean_fp32_axis1",
+    "relu_fp32",
+    "relu6_quant8",
+    "logistic_fp32",
+    "tanh_quant8",
+    "softmax_fp32",
+    "lstm_plain_fp32",
+    "if_then_taken_add_fp32",
 )
 PROBE_NAME = "relu_fp32"
 
@@ -26,6 +42,7 @@ PROBE_NAME = "relu_fp32"
 @functools.lru_cache(maxsize=1)
 def _examples_by_name() -> dict:
     from nnconform.suites.examples import all_examples
+
     return {e.name: e for e in all_examples()}
 
 
@@ -51,8 +68,9 @@ def workload(device: Device) -> list:
         chosen = [by_name[n] for n in WORKLOAD_NAMES if n in by_name]
         _workloads[key] = [e for e in chosen if _supported(device, e)]
         if not _workloads[key]:
-            raise RuntimeError("the driver supports none of the stress workload models "
-                               f"({', '.join(WORKLOAD_NAMES[:4])}, ...)")
+            raise RuntimeError(
+                f"the driver supports none of the stress workload models ({', '.join(WORKLOAD_NAMES[:4])}, ...)"
+            )
     return _workloads[key]
 
 

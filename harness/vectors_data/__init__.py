@@ -16,6 +16,7 @@ directory that is renamed into place, so concurrent processes never see half a t
 (``python -m nnconform.cases.vectors pack ../shared/aosp_vectors``).  The output depends only on
 the input files (sorted members, fixed times and owners, fixed xz settings).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -46,12 +47,15 @@ class BundleError(RuntimeError):
 # Reading
 # ---------------------------------------------------------------------------------------
 
+
 def _data(name: str) -> bytes:
     try:
         return resources.files(__name__).joinpath(name).read_bytes()
     except (FileNotFoundError, OSError) as e:
-        raise BundleError(f"bundled vectors: cannot read {name} from the nnconform package ({e}); "
-                          f"reinstall nnconform or give a vectors directory") from e
+        raise BundleError(
+            f"bundled vectors: cannot read {name} from the nnconform package ({e}); "
+            f"reinstall nnconform or give a vectors directory"
+        ) from e
 
 
 def manifest() -> dict:
@@ -99,8 +103,11 @@ def bundled_root() -> Path:
             return _unpack_into_place(final, man)
         except OSError as e:
             errors.append(f"{base}: {e}")
-    raise BundleError("bundled vectors: no writable cache directory (" + "; ".join(errors) +
-                      "); set XDG_CACHE_HOME or give a vectors directory")
+    raise BundleError(
+        "bundled vectors: no writable cache directory ("
+        + "; ".join(errors)
+        + "); set XDG_CACHE_HOME or give a vectors directory"
+    )
 
 
 def _unpack_into_place(final: Path, man: dict) -> Path:
@@ -108,7 +115,7 @@ def _unpack_into_place(final: Path, man: dict) -> Path:
     try:
         extract(tmp, man)
         if final.exists() and not _complete(final, man):
-            shutil.rmtree(final)        # a damaged copy (e.g. files deleted by hand)
+            shutil.rmtree(final)  # a damaged copy (e.g. files deleted by hand)
         try:
             os.rename(tmp, final)
         except OSError:
@@ -132,8 +139,7 @@ def extract(dest: Path, man: dict | None = None) -> Path:
             raise BundleError(f"bundled vectors: bad folder name {folder!r} in the manifest")
         blob = _data(info["archive"])
         if hashlib.sha256(blob).hexdigest() != info["sha256"]:
-            raise BundleError(f"bundled vectors: {info['archive']} does not match its checksum; "
-                              f"reinstall nnconform")
+            raise BundleError(f"bundled vectors: {info['archive']} does not match its checksum; reinstall nnconform")
         _untar(lzma.decompress(blob), dest / folder)
     for name in man.get("top_files", []):
         (dest / name).write_bytes(_data(name))
@@ -148,7 +154,7 @@ def _untar(raw: bytes, dest: Path) -> None:
             if not m.isfile() or "/" in m.name or "\\" in m.name or m.name.startswith("."):
                 raise BundleError(f"bundled vectors: unexpected archive member {m.name!r}")
             member = tf.extractfile(m)
-            assert member is not None     # a regular file (checked above) has contents
+            assert member is not None  # a regular file (checked above) has contents
             (dest / m.name).write_bytes(member.read())
 
 
@@ -156,18 +162,21 @@ def _untar(raw: bytes, dest: Path) -> None:
 # Writing (developers: regenerate the bundle from a vectors tree)
 # ---------------------------------------------------------------------------------------
 
+
 def folder_order(name: str) -> tuple:
     """Folders in feature-level order (V1_0 .. V1_3_cts_only, AIDL_V2, AIDL_V3, ...), unknown
     names last."""
     from nnconform.reference.ops.feature_levels import folder_level
+
     level = folder_level(name)
     return (level if level is not None else 1 << 30, name)
 
 
 def source_folders(src: Path) -> list[Path]:
-    return sorted((d for d in Path(src).iterdir()
-                   if d.is_dir() and _FOLDER_NAME.fullmatch(d.name) and any(d.glob("*.json"))),
-                  key=lambda d: folder_order(d.name))
+    return sorted(
+        (d for d in Path(src).iterdir() if d.is_dir() and _FOLDER_NAME.fullmatch(d.name) and any(d.glob("*.json"))),
+        key=lambda d: folder_order(d.name),
+    )
 
 
 def _tar(files: list[Path]) -> bytes:
@@ -205,9 +214,13 @@ def pack(src: Path, out: Path | None = None, source: dict | None = None) -> dict
         blob = lzma.compress(_tar(files), format=lzma.FORMAT_XZ, preset=_XZ_PRESET)
         archive = f"{d.name}.tar.xz"
         (out / archive).write_bytes(blob)
-        man["folders"][d.name] = {"archive": archive, "sha256": hashlib.sha256(blob).hexdigest(),
-                                  "files": len(files), "cases": cases,
-                                  "bytes": sum(f.stat().st_size for f in files)}
+        man["folders"][d.name] = {
+            "archive": archive,
+            "sha256": hashlib.sha256(blob).hexdigest(),
+            "files": len(files),
+            "cases": cases,
+            "bytes": sum(f.stat().st_size for f in files),
+        }
         man["total_files"] += len(files)
         man["total_cases"] += cases
     for name in TOP_FILES:

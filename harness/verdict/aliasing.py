@@ -13,6 +13,7 @@ driver's own process: it keeps the arrays of each prepared model's last result w
 their bytes, and after the next execution reports the outputs whose arrays changed
 (``RemotePreparedModel.aliased_outputs``).  In-process, the held arrays show it directly.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -27,8 +28,9 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
-def check_aliasing(device: Device, model: Model, inputs_a: Sequence[np.ndarray],
-                   inputs_b: Sequence[np.ndarray]) -> str | None:
+def check_aliasing(
+    device: Device, model: Model, inputs_a: Sequence[np.ndarray], inputs_b: Sequence[np.ndarray]
+) -> str | None:
     """None when the first execution's outputs survive the second; else why not.  Driver
     errors propagate (the caller's verdict)."""
     prepared = device.prepare(model)
@@ -44,13 +46,20 @@ def check_aliasing(device: Device, model: Model, inputs_a: Sequence[np.ndarray],
             release()
     changed = [i for i, (h, s) in enumerate(zip(held, snapshot)) if not _same(np.asarray(h), s)]
     if in_host and not changed:
-        return (f"aliasing: output(s) {in_host} of execution 1 were overwritten by execution 2 on other "
-                f"inputs, inside the driver host (the driver reuses its output arrays; results must stay "
-                f"valid after the next execution)")
+        return (
+            f"aliasing: output(s) {in_host} of execution 1 were overwritten by execution 2 on other "
+            f"inputs, inside the driver host (the driver reuses its output arrays; results must stay "
+            f"valid after the next execution)"
+        )
     if not changed:
         return None
-    shared = [i for i in changed if i < len(second.outputs)
-              and np.shares_memory(np.asarray(held[i]), np.asarray(second.outputs[i]))]
-    return (f"aliasing: output(s) {changed} of execution 1 changed after execution 2 on other inputs"
-            + (f"; output(s) {shared} of both executions share one buffer" if shared else "")
-            + " (the driver reuses its output arrays; results must stay valid after the next execution)")
+    shared = [
+        i
+        for i in changed
+        if i < len(second.outputs) and np.shares_memory(np.asarray(held[i]), np.asarray(second.outputs[i]))
+    ]
+    return (
+        f"aliasing: output(s) {changed} of execution 1 changed after execution 2 on other inputs"
+        + (f"; output(s) {shared} of both executions share one buffer" if shared else "")
+        + " (the driver reuses its output arrays; results must stay valid after the next execution)"
+    )

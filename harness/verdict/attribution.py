@@ -21,6 +21,7 @@ a failure of a CONV_2D vector is CONV_2D's.  Only when the helper itself is the 
 outputs diverge (the driver's ADD is wrong: an ADD of zeros is exact) is the failure ADD's, and
 the row says so (``how == "helper ADD diverged"``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -42,13 +43,13 @@ HELPER_OPERAND_NAMES = ("dummy", "placeholder")
 
 @dataclass(frozen=True)
 class Blame:
-    operation: str           # NNAPI operation name, e.g. "CONV_2D"
-    data_type: str           # short type name of the operation's primary input, e.g. "quant8"
-    index: int | None        # position in the main graph's operations, None when unknown
-    how: str                 # "only operation", "first divergent operation", "helper ADD diverged",
-                             # "first operation of the case"
-    message: str = ""        # the divergence hunt's mismatch on the blamed operation's own outputs
-    criterion: str = ""      # and the criterion it broke ("element: atol 1, rtol 0")
+    operation: str  # NNAPI operation name, e.g. "CONV_2D"
+    data_type: str  # short type name of the operation's primary input, e.g. "quant8"
+    index: int | None  # position in the main graph's operations, None when unknown
+    how: str  # "only operation", "first divergent operation", "helper ADD diverged",
+    # "first operation of the case"
+    message: str = ""  # the divergence hunt's mismatch on the blamed operation's own outputs
+    criterion: str = ""  # and the criterion it broke ("element: atol 1, rtol 0")
 
     def to_extra(self) -> dict[str, Any]:
         extra: dict[str, Any] = {"blamed_index": self.index, "blamed_how": self.how}
@@ -61,9 +62,11 @@ def _is_zero_constant(operand: Operand) -> bool:
     if operand.lifetime not in (Lifetime.CONSTANT_COPY, Lifetime.CONSTANT_REFERENCE) or operand.value is None:
         return False
     value = np.asarray(operand.value)
-    if value.dtype.kind in "ui" and operand.type in (OperandType.TENSOR_QUANT8_ASYMM,
-                                                     OperandType.TENSOR_QUANT8_ASYMM_SIGNED,
-                                                     OperandType.TENSOR_QUANT16_ASYMM):
+    if value.dtype.kind in "ui" and operand.type in (
+        OperandType.TENSOR_QUANT8_ASYMM,
+        OperandType.TENSOR_QUANT8_ASYMM_SIGNED,
+        OperandType.TENSOR_QUANT16_ASYMM,
+    ):
         return bool(np.all(value.astype(np.int64) == operand.zero_point))
     return bool(np.all(value == 0))
 
@@ -91,10 +94,11 @@ def operation_data_type(model: Model, index: int) -> str:
     """Short name of the type an operation of the main graph runs on (its primary input; fp32
     in a relaxed model is "relaxed")."""
     from nnconform.reference.ops import REGISTRY
+
     sg = model.main
     op = sg.operations[index]
     if op.type in (OperationType.IF, OperationType.WHILE) and op.outputs:
-        t = sg.operands[op.outputs[0]].type      # the condition is bool8 whatever the IF carries
+        t = sg.operands[op.outputs[0]].type  # the condition is bool8 whatever the IF carries
     else:
         opdef = REGISTRY.get(op.type) if isinstance(op.type, OperationType) else None
         k = opdef.primary_input if opdef else 0
@@ -125,8 +129,9 @@ def _first_subject(model: Model, helpers: set[int]) -> int | None:
     return 0 if ops else None
 
 
-def _inside_control_flow(device: Device | None, model: Model, inputs: Sequence[np.ndarray | None], n: int,
-                        criteria: Criteria | None) -> Blame | None:
+def _inside_control_flow(
+    device: Device | None, model: Model, inputs: Sequence[np.ndarray | None], n: int, criteria: Criteria | None
+) -> Blame | None:
     """An IF or WHILE diverged: hunt inside the subgraph it ran (the branch taken; the WHILE
     body on its first iteration), on the reference's values of its inputs.  The blame names the
     inner operation ("inside IF")."""
@@ -135,6 +140,7 @@ def _inside_control_flow(device: Device | None, model: Model, inputs: Sequence[n
     from nnconform.generators.diverge import first_divergent_operation
     from nnconform.reference.executor import Executor
     from nnconform.verdict.criteria import default_criteria
+
     sg = model.main
     op = sg.operations[n]
     ex = Executor(model, keep_values=True)
@@ -161,12 +167,25 @@ def _inside_control_flow(device: Device | None, model: Model, inputs: Sequence[n
     inner_op = inner.main.operations[k]
     if inner_op.type in (OperationType.IF, OperationType.WHILE):
         return None
-    return Blame(inner_op.name, operation_data_type(inner, k), n, f"first divergent operation inside {op.name}",
-                 cmp.message, criterion_label(cmp))
+    return Blame(
+        inner_op.name,
+        operation_data_type(inner, k),
+        n,
+        f"first divergent operation inside {op.name}",
+        cmp.message,
+        criterion_label(cmp),
+    )
 
 
-def blame(device: Device | None, model: Model, inputs: Sequence[np.ndarray | None], outcome: CaseOutcome, *,
-          ignored: Sequence[bool] | None = None, criteria: Criteria | None = None) -> Blame | None:
+def blame(
+    device: Device | None,
+    model: Model,
+    inputs: Sequence[np.ndarray | None],
+    outcome: CaseOutcome,
+    *,
+    ignored: Sequence[bool] | None = None,
+    criteria: Criteria | None = None,
+) -> Blame | None:
     """The operation to blame for ``outcome`` (a runner CaseOutcome); None for a case that did
     not fail or a model without operations.  ``criteria`` are the case's own (None: the
     defaults the runner used)."""
@@ -192,14 +211,19 @@ def blame(device: Device | None, model: Model, inputs: Sequence[np.ndarray | Non
     if outcome.outcome == "FAIL" and outcome.stage == "compare":
         from nnconform.generators.diverge import first_divergent_operation
         from nnconform.verdict.criteria import default_criteria
+
         sg = model.main
         ignored_operands = [i for i, ig in zip(sg.output_indexes, ignored or ()) if ig]
         try:
             # diverge's annotation says arrays; it hands the inputs to run_case, which takes an
             # omitted input (None) as well
-            div = first_divergent_operation(device, model, cast("Sequence[np.ndarray]", inputs),
-                                            criteria or default_criteria(model),
-                                            ignored_operands)
+            div = first_divergent_operation(
+                device,
+                model,
+                cast("Sequence[np.ndarray]", inputs),
+                criteria or default_criteria(model),
+                ignored_operands,
+            )
         except (NnError, ValueError, KeyError, IndexError, TypeError, ArithmeticError) as e:
             # The exposed model could not be built or compared: fall back to the case's operation.
             div, why = None, f"{type(e).__name__}"
@@ -209,7 +233,7 @@ def blame(device: Device | None, model: Model, inputs: Sequence[np.ndarray | Non
             try:
                 inside = _inside_control_flow(device, model, inputs, div[0], criteria)
             except (NnError, ValueError, KeyError, IndexError, TypeError, ArithmeticError):
-                inside = None   # the branch could not be run alone: blame the IF / WHILE itself
+                inside = None  # the branch could not be run alone: blame the IF / WHILE itself
             if inside is not None:
                 return inside
         if div is not None:
@@ -224,11 +248,15 @@ def blame(device: Device | None, model: Model, inputs: Sequence[np.ndarray | Non
                 how = f"driver partition feeding the divergent {feeding}"
             return Blame(ops[n].name, operation_data_type(model, n), n, how, cmp.message, criterion_label(cmp))
         if len(subjects) == 1:
-            return Blame(ops[subjects[0]].name, operation_data_type(model, subjects[0]), subjects[0],
-                         "only operation" + (f" (divergence hunt: {why})" if why else ""))
+            return Blame(
+                ops[subjects[0]].name,
+                operation_data_type(model, subjects[0]),
+                subjects[0],
+                "only operation" + (f" (divergence hunt: {why})" if why else ""),
+            )
     if driver:
         n = subjects[0]
         return Blame(ops[n].name, operation_data_type(model, n), n, "first operation on the driver")
     first = _first_subject(model, helpers)
-    assert first is not None    # the model has operations (checked at the top)
+    assert first is not None  # the model has operations (checked at the top)
     return Blame(ops[first].name, operation_data_type(model, first), first, "first operation of the case")

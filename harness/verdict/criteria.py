@@ -67,6 +67,7 @@ Extensions beyond AOSP, which fails them as "data type not supported": scalar FL
 FLOAT16, INT32 and BOOL outputs use the row of their tensor type.  UINT32, OEM and per-channel
 outputs cannot be compared and give a Mismatch.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -81,14 +82,15 @@ from nnconform.ir import Model, OperandType, Operation, OperationType, Subgraph,
 INF = math.inf
 _T = OperandType
 
-FP32_ULP = 2.0 ** -23
-FP16_ULP = 2.0 ** -10
+FP32_ULP = 2.0**-23
+FP16_ULP = 2.0**-10
 MIN_ELEMENTS_FOR_BIAS_MSE = 10
 
 
 @dataclass(frozen=True)
 class Tolerance:
     """One row of a criteria set. bias / mse of +inf mean "not checked"."""
+
     atol: float
     rtol: float = 0.0
     bias: float = INF
@@ -101,6 +103,7 @@ class Tolerance:
 @dataclass(frozen=True)
 class Criteria:
     """A full criteria set: one Tolerance row per type family, plus the bool8 mismatch ratio."""
+
     name: str
     float32: Tolerance
     float16: Tolerance
@@ -134,7 +137,8 @@ class Criteria:
             self,
             quant8_asymm=dataclasses.replace(self.quant8_asymm, atol=atol),
             quant8_asymm_signed=dataclasses.replace(self.quant8_asymm_signed, atol=atol),
-            quant8_symm=dataclasses.replace(self.quant8_symm, atol=atol))
+            quant8_symm=dataclasses.replace(self.quant8_symm, atol=atol),
+        )
 
     def relaxed(self) -> "Criteria":
         """fp32 outputs judged by the fp16 row (a relaxed or fp16-carrying model)."""
@@ -153,15 +157,19 @@ class Criteria:
 
 
 _ROW_OF_TYPE: dict[OperandType, str] = {
-    _T.TENSOR_FLOAT32: "float32", _T.FLOAT32: "float32",
-    _T.TENSOR_FLOAT16: "float16", _T.FLOAT16: "float16",
-    _T.TENSOR_INT32: "int32", _T.INT32: "int32",
+    _T.TENSOR_FLOAT32: "float32",
+    _T.FLOAT32: "float32",
+    _T.TENSOR_FLOAT16: "float16",
+    _T.FLOAT16: "float16",
+    _T.TENSOR_INT32: "int32",
+    _T.INT32: "int32",
     _T.TENSOR_QUANT8_ASYMM: "quant8_asymm",
     _T.TENSOR_QUANT8_ASYMM_SIGNED: "quant8_asymm_signed",
     _T.TENSOR_QUANT8_SYMM: "quant8_symm",
     _T.TENSOR_QUANT16_ASYMM: "quant16_asymm",
     _T.TENSOR_QUANT16_SYMM: "quant16_symm",
-    _T.TENSOR_BOOL8: "bool8", _T.BOOL: "bool8",
+    _T.TENSOR_BOOL8: "bool8",
+    _T.BOOL: "bool8",
 }
 _FLOAT_TYPES = {_T.TENSOR_FLOAT32, _T.FLOAT32, _T.TENSOR_FLOAT16, _T.FLOAT16}
 
@@ -176,20 +184,27 @@ _FP16_DEFAULT = Tolerance(atol=5 * FP16_ULP, rtol=5 * FP16_ULP)
 DEFAULT = Criteria(name="default", float32=_FP32_DEFAULT, float16=_FP16_DEFAULT)
 
 
-def _random_set(name: str, f32: tuple[float, float, float], f16: tuple[float, float, float],
-                quant: tuple[float, float, float]) -> Criteria:
+def _random_set(
+    name: str, f32: tuple[float, float, float], f16: tuple[float, float, float], quant: tuple[float, float, float]
+) -> Criteria:
     """Rows given as (bias, mse, atol); float rows use rtol = atol, quant rows rtol = 0."""
     fb, fm, fa = f32
     hb, hm, ha = f16
     qb, qm, qa = quant
     q = Tolerance(atol=qa, rtol=0.0, bias=qb, mse=qm)
-    return Criteria(name=name,
-                    float32=Tolerance(atol=fa, rtol=fa, bias=fb, mse=fm),
-                    float16=Tolerance(atol=ha, rtol=ha, bias=hb, mse=hm),
-                    int32=Tolerance(atol=1),
-                    quant8_asymm=q, quant8_asymm_signed=q, quant8_symm=q,
-                    quant16_asymm=q, quant16_symm=q,
-                    bool8_ratio=0.1, skip_invalid_fp=True)
+    return Criteria(
+        name=name,
+        float32=Tolerance(atol=fa, rtol=fa, bias=fb, mse=fm),
+        float16=Tolerance(atol=ha, rtol=ha, bias=hb, mse=hm),
+        int32=Tolerance(atol=1),
+        quant8_asymm=q,
+        quant8_asymm_signed=q,
+        quant8_symm=q,
+        quant16_asymm=q,
+        quant16_symm=q,
+        bool8_ratio=0.1,
+        skip_invalid_fp=True,
+    )
 
 
 STRICT = _random_set("Strict", (1e-7, 1e-10, 1e-6), (1e-4, 1e-8, 1e-3), (0.1, 0.1, 1))
@@ -199,38 +214,109 @@ CONV = _random_set("Conv", (4e-4, 1e-5, 2e-2), (5e-2, 1e-2, 1.0), (1.5, 1.5, 10)
 SMALL_GRAPH = _random_set("SmallGraph", (4e-4, 1e-5, 1e-2), (5e-2, 1e-2, 1.0), (2, 2, 12))
 LARGE_GRAPH = _random_set("LargeGraph", (1e-2, 1e-4, 1e-1), (1e-1, 5e-2, 1.0), (2, 2, 12))
 
-RANDOM_GRAPH_SETS: dict[str, Criteria] = {
-    c.name: c for c in (STRICT, MEDIUM, RELAXED, CONV, SMALL_GRAPH, LARGE_GRAPH)}
+RANDOM_GRAPH_SETS: dict[str, Criteria] = {c.name: c for c in (STRICT, MEDIUM, RELAXED, CONV, SMALL_GRAPH, LARGE_GRAPH)}
 
 _O = OperationType
 # The single-operation random tests' set per operation (TestRandomGraph.cpp).
 _OP_SET: dict[OperationType, Criteria] = {}
-for _op in (_O.DEPTH_TO_SPACE, _O.SPACE_TO_DEPTH, _O.EMBEDDING_LOOKUP, _O.HASHTABLE_LOOKUP,
-            _O.RESHAPE, _O.BATCH_TO_SPACE_ND, _O.SPACE_TO_BATCH_ND, _O.PAD, _O.PAD_V2,
-            _O.TRANSPOSE, _O.SQUEEZE, _O.STRIDED_SLICE, _O.ARGMAX, _O.ARGMIN, _O.EQUAL,
-            _O.GREATER, _O.GREATER_EQUAL, _O.LESS, _O.LESS_EQUAL, _O.NOT_EQUAL,
-            _O.LOGICAL_AND, _O.LOGICAL_NOT, _O.LOGICAL_OR, _O.CHANNEL_SHUFFLE, _O.EXPAND_DIMS,
-            _O.TILE, _O.GATHER, _O.SELECT, _O.TOPK_V2, _O.SLICE, _O.FILL, _O.RANK):
+for _op in (
+    _O.DEPTH_TO_SPACE,
+    _O.SPACE_TO_DEPTH,
+    _O.EMBEDDING_LOOKUP,
+    _O.HASHTABLE_LOOKUP,
+    _O.RESHAPE,
+    _O.BATCH_TO_SPACE_ND,
+    _O.SPACE_TO_BATCH_ND,
+    _O.PAD,
+    _O.PAD_V2,
+    _O.TRANSPOSE,
+    _O.SQUEEZE,
+    _O.STRIDED_SLICE,
+    _O.ARGMAX,
+    _O.ARGMIN,
+    _O.EQUAL,
+    _O.GREATER,
+    _O.GREATER_EQUAL,
+    _O.LESS,
+    _O.LESS_EQUAL,
+    _O.NOT_EQUAL,
+    _O.LOGICAL_AND,
+    _O.LOGICAL_NOT,
+    _O.LOGICAL_OR,
+    _O.CHANNEL_SHUFFLE,
+    _O.EXPAND_DIMS,
+    _O.TILE,
+    _O.GATHER,
+    _O.SELECT,
+    _O.TOPK_V2,
+    _O.SLICE,
+    _O.FILL,
+    _O.RANK,
+):
     _OP_SET[_op] = STRICT
-for _op in (_O.ADD, _O.MUL, _O.SUB, _O.FLOOR, _O.RELU, _O.RELU1, _O.RELU6, _O.CONCATENATION,
-            _O.DEQUANTIZE, _O.QUANTIZE, _O.CAST, _O.ABS, _O.NEG, _O.MAXIMUM, _O.MINIMUM,
-            _O.PRELU, _O.SPLIT, _O.ELU, _O.HARD_SWISH):
+for _op in (
+    _O.ADD,
+    _O.MUL,
+    _O.SUB,
+    _O.FLOOR,
+    _O.RELU,
+    _O.RELU1,
+    _O.RELU6,
+    _O.CONCATENATION,
+    _O.DEQUANTIZE,
+    _O.QUANTIZE,
+    _O.CAST,
+    _O.ABS,
+    _O.NEG,
+    _O.MAXIMUM,
+    _O.MINIMUM,
+    _O.PRELU,
+    _O.SPLIT,
+    _O.ELU,
+    _O.HARD_SWISH,
+):
     _OP_SET[_op] = MEDIUM
-for _op in (_O.LOGISTIC, _O.TANH, _O.SOFTMAX, _O.LOG_SOFTMAX, _O.L2_NORMALIZATION,
-            _O.LOCAL_RESPONSE_NORMALIZATION, _O.INSTANCE_NORMALIZATION, _O.AVERAGE_POOL_2D,
-            _O.L2_POOL_2D, _O.MAX_POOL_2D, _O.RESIZE_BILINEAR, _O.RESIZE_NEAREST_NEIGHBOR,
-            _O.FULLY_CONNECTED, _O.DIV, _O.MEAN, _O.EXP, _O.LOG, _O.RSQRT, _O.SQRT, _O.SIN,
-            _O.POW, _O.REDUCE_ALL, _O.REDUCE_ANY, _O.REDUCE_MAX, _O.REDUCE_MIN,
-            _O.REDUCE_PROD, _O.REDUCE_SUM, _O.ROI_ALIGN, _O.ROI_POOLING,
-            _O.HEATMAP_MAX_KEYPOINT):
+for _op in (
+    _O.LOGISTIC,
+    _O.TANH,
+    _O.SOFTMAX,
+    _O.LOG_SOFTMAX,
+    _O.L2_NORMALIZATION,
+    _O.LOCAL_RESPONSE_NORMALIZATION,
+    _O.INSTANCE_NORMALIZATION,
+    _O.AVERAGE_POOL_2D,
+    _O.L2_POOL_2D,
+    _O.MAX_POOL_2D,
+    _O.RESIZE_BILINEAR,
+    _O.RESIZE_NEAREST_NEIGHBOR,
+    _O.FULLY_CONNECTED,
+    _O.DIV,
+    _O.MEAN,
+    _O.EXP,
+    _O.LOG,
+    _O.RSQRT,
+    _O.SQRT,
+    _O.SIN,
+    _O.POW,
+    _O.REDUCE_ALL,
+    _O.REDUCE_ANY,
+    _O.REDUCE_MAX,
+    _O.REDUCE_MIN,
+    _O.REDUCE_PROD,
+    _O.REDUCE_SUM,
+    _O.ROI_ALIGN,
+    _O.ROI_POOLING,
+    _O.HEATMAP_MAX_KEYPOINT,
+):
     _OP_SET[_op] = RELAXED
 for _op in (_O.CONV_2D, _O.DEPTHWISE_CONV_2D, _O.GROUPED_CONV_2D, _O.TRANSPOSE_CONV_2D):
     _OP_SET[_op] = CONV
 del _op
 
 
-def criteria_for_operation(op: OperationType | int | str, hal_version: str = "1.3",
-                           default: Criteria | None = None) -> Criteria:
+def criteria_for_operation(
+    op: OperationType | int | str, hal_version: str = "1.3", default: Criteria | None = None
+) -> Criteria:
     """The random-graph criteria set of a single-operation test of ``op``.
 
     DIV is the one operation whose set depends on the HAL version of the signature: Relaxed
@@ -254,8 +340,7 @@ def criteria_for_operation(op: OperationType | int | str, hal_version: str = "1.
         return found
     if default is not None:
         return default
-    raise KeyError(f"no random-graph criteria set for {op.name} (the random graph generator "
-                   "does not cover it)")
+    raise KeyError(f"no random-graph criteria set for {op.name} (the random graph generator does not cover it)")
 
 
 def default_criteria(model: Model, quant8_atol: float = 1) -> Criteria:
@@ -272,35 +357,99 @@ def default_criteria(model: Model, quant8_atol: float = 1) -> Criteria:
 # Outputs NNAPI defines exactly.
 # ---------------------------------------------------------------------------------------
 
-EXACT_ANY = frozenset((
-    _O.RESHAPE, _O.SQUEEZE, _O.EXPAND_DIMS, _O.TRANSPOSE, _O.CONCATENATION, _O.GATHER, _O.SLICE,
-    _O.STRIDED_SLICE, _O.TILE, _O.REVERSE, _O.PACK, _O.SPLIT, _O.PAD, _O.PAD_V2, _O.MIRROR_PAD,
-    _O.DEPTH_TO_SPACE, _O.SPACE_TO_DEPTH, _O.BATCH_TO_SPACE_ND, _O.SPACE_TO_BATCH_ND,
-    _O.CHANNEL_SHUFFLE, _O.SELECT, _O.EMBEDDING_LOOKUP, _O.EQUAL, _O.NOT_EQUAL, _O.GREATER,
-    _O.GREATER_EQUAL, _O.LESS, _O.LESS_EQUAL, _O.LOGICAL_AND, _O.LOGICAL_OR, _O.LOGICAL_NOT,
-    _O.ARGMAX, _O.ARGMIN, _O.TOPK_V2, _O.REDUCE_MAX, _O.REDUCE_MIN, _O.REDUCE_ALL, _O.REDUCE_ANY,
-    _O.MAXIMUM, _O.MINIMUM, _O.RELU, _O.RELU1, _O.RELU6, _O.ABS, _O.NEG, _O.FLOOR, _O.CAST,
-    _O.FILL, _O.RANK))
+EXACT_ANY = frozenset(
+    (
+        _O.RESHAPE,
+        _O.SQUEEZE,
+        _O.EXPAND_DIMS,
+        _O.TRANSPOSE,
+        _O.CONCATENATION,
+        _O.GATHER,
+        _O.SLICE,
+        _O.STRIDED_SLICE,
+        _O.TILE,
+        _O.REVERSE,
+        _O.PACK,
+        _O.SPLIT,
+        _O.PAD,
+        _O.PAD_V2,
+        _O.MIRROR_PAD,
+        _O.DEPTH_TO_SPACE,
+        _O.SPACE_TO_DEPTH,
+        _O.BATCH_TO_SPACE_ND,
+        _O.SPACE_TO_BATCH_ND,
+        _O.CHANNEL_SHUFFLE,
+        _O.SELECT,
+        _O.EMBEDDING_LOOKUP,
+        _O.EQUAL,
+        _O.NOT_EQUAL,
+        _O.GREATER,
+        _O.GREATER_EQUAL,
+        _O.LESS,
+        _O.LESS_EQUAL,
+        _O.LOGICAL_AND,
+        _O.LOGICAL_OR,
+        _O.LOGICAL_NOT,
+        _O.ARGMAX,
+        _O.ARGMIN,
+        _O.TOPK_V2,
+        _O.REDUCE_MAX,
+        _O.REDUCE_MIN,
+        _O.REDUCE_ALL,
+        _O.REDUCE_ANY,
+        _O.MAXIMUM,
+        _O.MINIMUM,
+        _O.RELU,
+        _O.RELU1,
+        _O.RELU6,
+        _O.ABS,
+        _O.NEG,
+        _O.FLOOR,
+        _O.CAST,
+        _O.FILL,
+        _O.RANK,
+    )
+)
 EXACT_INT32 = frozenset((_O.ADD, _O.SUB, _O.MUL, _O.DIV, _O.BATCH_MATMUL))
-_QUANT_KINDS = frozenset((_T.TENSOR_QUANT8_ASYMM, _T.TENSOR_QUANT8_ASYMM_SIGNED, _T.TENSOR_QUANT8_SYMM,
-                          _T.TENSOR_QUANT16_ASYMM, _T.TENSOR_QUANT16_SYMM))
-_EXACT_KINDS = frozenset((_T.TENSOR_FLOAT32, _T.FLOAT32, _T.TENSOR_FLOAT16, _T.FLOAT16, _T.TENSOR_INT32,
-                          _T.INT32, _T.TENSOR_BOOL8, _T.BOOL, _T.SUBGRAPH))
+_QUANT_KINDS = frozenset(
+    (
+        _T.TENSOR_QUANT8_ASYMM,
+        _T.TENSOR_QUANT8_ASYMM_SIGNED,
+        _T.TENSOR_QUANT8_SYMM,
+        _T.TENSOR_QUANT16_ASYMM,
+        _T.TENSOR_QUANT16_SYMM,
+    )
+)
+_EXACT_KINDS = frozenset(
+    (
+        _T.TENSOR_FLOAT32,
+        _T.FLOAT32,
+        _T.TENSOR_FLOAT16,
+        _T.FLOAT16,
+        _T.TENSOR_INT32,
+        _T.INT32,
+        _T.TENSOR_BOOL8,
+        _T.BOOL,
+        _T.SUBGRAPH,
+    )
+)
 
 
 def _subgraph_exact(model: Model, sg: Subgraph, inputs_exact: list[bool], depth: int = 0) -> list[bool]:
     """Which outputs of ``sg`` are exact, given which of its inputs are."""
-    exact = [o.lifetime in (3, 4, 5, 6) for o in sg.operands]   # constants, omitted, subgraphs
+    exact = [o.lifetime in (3, 4, 5, 6) for o in sg.operands]  # constants, omitted, subgraphs
     for i, e in zip(sg.input_indexes, inputs_exact):
         exact[i] = e
     for op in sg.operations:
         outs = [sg.operands[o] for o in op.outputs]
-        quant = {(sg.operands[i].scale, sg.operands[i].zero_point) for i in (*op.inputs, *op.outputs)
-                 if sg.operands[i].type in _QUANT_KINDS}
+        quant = {
+            (sg.operands[i].scale, sg.operands[i].zero_point)
+            for i in (*op.inputs, *op.outputs)
+            if sg.operands[i].type in _QUANT_KINDS
+        }
         # quantised operands count when nothing is rescaled (one scale and zero point
         # throughout), and for ARGMAX/ARGMIN (dequantising is monotonic)
-        kinds = _EXACT_KINDS | (_QUANT_KINDS if len(quant) <= 1 or op.type in (_O.ARGMAX, _O.ARGMIN)
-                                else frozenset())
+        kinds = _EXACT_KINDS | (_QUANT_KINDS if len(quant) <= 1 or op.type in (_O.ARGMAX, _O.ARGMIN) else frozenset())
         ins_ok = all(exact[i] and sg.operands[i].type in kinds for i in op.inputs)
         if op.type in (_O.IF, _O.WHILE) and depth < 8:
             res = _control_flow_exact(model, sg, op, exact, depth)
@@ -319,11 +468,14 @@ def _subgraph_exact(model: Model, sg: Subgraph, inputs_exact: list[bool], depth:
 
 def _control_flow_exact(model: Model, sg: Subgraph, op: Operation, exact: list[bool], depth: int) -> list[bool]:
     # a SUBGRAPH operand's value (not None: filtered) is its index into referenced
-    refs = [model.referenced[int(cast("np.ndarray | int", sg.operands[i].value))] for i in op.inputs
-            if sg.operands[i].type == _T.SUBGRAPH and sg.operands[i].value is not None
-            and 0 <= int(cast("np.ndarray | int", sg.operands[i].value)) < len(model.referenced)]
-    data = [exact[i] and sg.operands[i].type in _EXACT_KINDS for i in op.inputs
-            if sg.operands[i].type != _T.SUBGRAPH]
+    refs = [
+        model.referenced[int(cast("np.ndarray | int", sg.operands[i].value))]
+        for i in op.inputs
+        if sg.operands[i].type == _T.SUBGRAPH
+        and sg.operands[i].value is not None
+        and 0 <= int(cast("np.ndarray | int", sg.operands[i].value)) < len(model.referenced)
+    ]
+    data = [exact[i] and sg.operands[i].type in _EXACT_KINDS for i in op.inputs if sg.operands[i].type != _T.SUBGRAPH]
     n_out = len(op.outputs)
     if op.type == _O.IF:
         if len(refs) != 2 or not data:
@@ -336,11 +488,13 @@ def _control_flow_exact(model: Model, sg: Subgraph, op: Operation, exact: list[b
         return [False] * n_out
     cond_sg, body = refs
     state = list(data)
-    for _ in range(len(state) + 1):   # fixed point: a variable stays exact only if the body keeps it so
+    for _ in range(len(state) + 1):  # fixed point: a variable stays exact only if the body keeps it so
         outs = _subgraph_exact(model, body, state, depth + 1)
         cond_ok = all(_subgraph_exact(model, cond_sg, state, depth + 1))
-        new = [s and (o if j < len(outs) else True) and cond_ok for j, (s, o) in
-               enumerate(zip(state, outs + [True] * (len(state) - len(outs))))]
+        new = [
+            s and (o if j < len(outs) else True) and cond_ok
+            for j, (s, o) in enumerate(zip(state, outs + [True] * (len(state) - len(outs))))
+        ]
         if new == state:
             break
         state = new
@@ -352,19 +506,20 @@ def exact_outputs(model: Model) -> list[bool]:
     m = model.main
     if model.relax_fp32_to_fp16:
         res = _subgraph_exact(model, m, [True] * len(m.input_indexes))
-        return [r and m.operands[i].type not in (_T.TENSOR_FLOAT32, _T.FLOAT32)
-                for r, i in zip(res, m.output_indexes)]
+        return [r and m.operands[i].type not in (_T.TENSOR_FLOAT32, _T.FLOAT32) for r, i in zip(res, m.output_indexes)]
     return _subgraph_exact(model, m, [True] * len(m.input_indexes))
 
 
 def _cts_tolerance_env() -> bool:
     import os
+
     return os.environ.get("NNCONFORM_CTS_TOLERANCE", "").strip() not in ("", "0")
 
 
 # ---------------------------------------------------------------------------------------
 # Results.
 # ---------------------------------------------------------------------------------------
+
 
 @dataclass
 class Mismatch:
@@ -375,6 +530,7 @@ class Mismatch:
     Element fields are None for the whole-output kinds.  The statistics (max_abs_error,
     max_ulp, mean_error, num_bad, num_compared) cover the whole output.
     """
+
     output: int | None
     kind: str
     message: str
@@ -411,9 +567,12 @@ class Comparison:
         return self.passed
 
     def to_dict(self) -> dict[str, Any]:
-        return {"passed": self.passed, "message": self.message,
-                "criteria": self.criteria.to_dict() if self.criteria is not None else None,
-                "mismatches": [m.to_dict() for m in self.mismatches]}
+        return {
+            "passed": self.passed,
+            "message": self.message,
+            "criteria": self.criteria.to_dict() if self.criteria is not None else None,
+            "mismatches": [m.to_dict() for m in self.mismatches],
+        }
 
 
 def _json_number(v: Any) -> Any:
@@ -436,6 +595,7 @@ def _jsonable(v: Any) -> Any:
 # ---------------------------------------------------------------------------------------
 # Comparison.
 # ---------------------------------------------------------------------------------------
+
 
 def ulp_distance(expected: np.ndarray, actual: np.ndarray) -> np.ndarray:
     """Elementwise distance in units in the last place of the arrays' float type (float32 or
@@ -479,9 +639,14 @@ def _py(v: np.generic, is_float: bool) -> Any:
     return int(v)
 
 
-def compare(model: Model, expected: Sequence[Any], actual: Sequence[Any],
-            criteria: Criteria | None = None, ignored: Sequence[bool] | None = None,
-            quant8_atol: float = 1) -> Comparison:
+def compare(
+    model: Model,
+    expected: Sequence[Any],
+    actual: Sequence[Any],
+    criteria: Criteria | None = None,
+    ignored: Sequence[bool] | None = None,
+    quant8_atol: float = 1,
+) -> Comparison:
     """Compare a driver's outputs with the expected ones; see the module docstring.
 
     ``criteria`` None means ``default_criteria(model, quant8_atol)``; an explicit set is used
@@ -494,10 +659,14 @@ def compare(model: Model, expected: Sequence[Any], actual: Sequence[Any],
     for what, arrays in (("expected", expected), ("actual", actual)):
         if arrays is None or len(arrays) != n:
             got = "none" if arrays is None else len(arrays)
-            mismatches.append(Mismatch(
-                output=None, kind="count",
-                message=f"{what} outputs: got {got} arrays, the model has {n} outputs",
-                criterion=crit.name))
+            mismatches.append(
+                Mismatch(
+                    output=None,
+                    kind="count",
+                    message=f"{what} outputs: got {got} arrays, the model has {n} outputs",
+                    criterion=crit.name,
+                )
+            )
     if mismatches:
         return _finish(mismatches, crit, 0, 0)
 
@@ -507,7 +676,7 @@ def compare(model: Model, expected: Sequence[Any], actual: Sequence[Any],
         try:
             exact = exact_outputs(model)
         except (IndexError, TypeError, ValueError, AttributeError):
-            exact = [False] * n   # a malformed model: the tolerances, not a crash
+            exact = [False] * n  # a malformed model: the tolerances, not a crash
     else:
         exact = [False] * n
     for i, oi in enumerate(outs):
@@ -515,13 +684,11 @@ def compare(model: Model, expected: Sequence[Any], actual: Sequence[Any],
             skipped += 1
             continue
         compared += 1
-        mismatches.extend(_compare_output(i, model.main.operands[oi].type, expected[i],
-                                          actual[i], crit, exact[i]))
+        mismatches.extend(_compare_output(i, model.main.operands[oi].type, expected[i], actual[i], crit, exact[i]))
     return _finish(mismatches, crit, compared, skipped)
 
 
-def _finish(mismatches: list[Mismatch], crit: Criteria, compared: int,
-            skipped: int) -> Comparison:
+def _finish(mismatches: list[Mismatch], crit: Criteria, compared: int, skipped: int) -> Comparison:
     if not mismatches:
         msg = f"passed: {compared} output(s) within {crit.name} criteria"
         if skipped:
@@ -541,40 +708,76 @@ def _exact_version(crit: Criteria, row: str) -> Criteria:
     return dataclasses.replace(crit, name=f"{crit.name}.exact", skip_invalid_fp=False, **exact_row)
 
 
-def _compare_output(i: int, otype: OperandType, exp_in: Any, act_in: Any,
-                    crit: Criteria, exact: bool = False) -> list[Mismatch]:
+def _compare_output(
+    i: int, otype: OperandType, exp_in: Any, act_in: Any, crit: Criteria, exact: bool = False
+) -> list[Mismatch]:
     tname = OperandType(otype).name
     row = crit.row_name(otype)
     head = f"output {i} ({tname}"
     if row is None:
-        return [Mismatch(i, "unsupported_type", f"{head}): data type not supported for comparison",
-                         type_name=tname, criterion=crit.name)]
+        return [
+            Mismatch(
+                i,
+                "unsupported_type",
+                f"{head}): data type not supported for comparison",
+                type_name=tname,
+                criterion=crit.name,
+            )
+        ]
     dtype = type_info(otype).dtype
-    assert dtype is not None    # every type with a comparison row is stored as an array
+    assert dtype is not None  # every type with a comparison row is stored as an array
     try:
         exp = np.asarray(exp_in)
         if exp.dtype != dtype:
             # Expected values may come from a spec file as plain numbers; they must convert
             # to the storage type without change.
             conv = exp.astype(dtype)
-            if dtype.kind != "f" and not np.array_equal(conv.astype(np.float64), exp.astype(np.float64),
-                                  equal_nan=True):
+            if dtype.kind != "f" and not np.array_equal(
+                conv.astype(np.float64), exp.astype(np.float64), equal_nan=True
+            ):
                 raise ValueError(f"values do not fit {dtype}")
             exp = conv
     except (ValueError, TypeError) as e:
-        return [Mismatch(i, "dtype", f"{head}): expected values of dtype "
-                         f"{np.asarray(exp_in).dtype} cannot be stored as {dtype}: {e}",
-                         type_name=tname, criterion=crit.name)]
+        return [
+            Mismatch(
+                i,
+                "dtype",
+                f"{head}): expected values of dtype {np.asarray(exp_in).dtype} cannot be stored as {dtype}: {e}",
+                type_name=tname,
+                criterion=crit.name,
+            )
+        ]
     if not isinstance(act_in, np.ndarray):
-        return [Mismatch(i, "dtype", f"{head}): actual output is a {type(act_in).__name__}, "
-                         f"not a numpy array of {dtype}", type_name=tname, criterion=crit.name)]
+        return [
+            Mismatch(
+                i,
+                "dtype",
+                f"{head}): actual output is a {type(act_in).__name__}, not a numpy array of {dtype}",
+                type_name=tname,
+                criterion=crit.name,
+            )
+        ]
     act = act_in
     if act.dtype != dtype:
-        return [Mismatch(i, "dtype", f"{head}): actual dtype {act.dtype}, the operand type "
-                         f"stores {dtype}", type_name=tname, criterion=crit.name)]
+        return [
+            Mismatch(
+                i,
+                "dtype",
+                f"{head}): actual dtype {act.dtype}, the operand type stores {dtype}",
+                type_name=tname,
+                criterion=crit.name,
+            )
+        ]
     if act.shape != exp.shape:
-        return [Mismatch(i, "shape", f"{head}): actual shape {list(act.shape)}, expected "
-                         f"{list(exp.shape)}", type_name=tname, criterion=crit.name)]
+        return [
+            Mismatch(
+                i,
+                "shape",
+                f"{head}): actual shape {list(act.shape)}, expected {list(exp.shape)}",
+                type_name=tname,
+                criterion=crit.name,
+            )
+        ]
     head = f"{head} {list(exp.shape)})"
     if exact:
         crit = _exact_version(crit, row)
@@ -587,8 +790,7 @@ def _index(flat: int, shape: tuple[int, ...]) -> list[int]:
     return [int(x) for x in np.unravel_index(flat, shape)] if shape else []
 
 
-def _compare_bool(i: int, tname: str, head: str, exp: np.ndarray, act: np.ndarray,
-                  crit: Criteria) -> list[Mismatch]:
+def _compare_bool(i: int, tname: str, head: str, exp: np.ndarray, act: np.ndarray, crit: Criteria) -> list[Mismatch]:
     bad = exp.ravel() != act.ravel()
     nbad = int(bad.sum())
     n = exp.size
@@ -597,16 +799,32 @@ def _compare_bool(i: int, tname: str, head: str, exp: np.ndarray, act: np.ndarra
         return []
     first = int(np.argmax(bad))
     e, a = bool(exp.ravel()[first]), bool(act.ravel()[first])
-    msg = (f"{head} index {_index(first, exp.shape)}: expected {e}, actual {a} "
-           f"({nbad} of {n} elements differ; allowed {allowed} = ceil({crit.bool8_ratio:g}*{n}))")
-    return [Mismatch(i, "bool_ratio", msg, type_name=tname, flat_index=first,
-                     index=_index(first, exp.shape), expected=e, actual=a,
-                     criterion=f"{crit.name}.bool8", max_abs_error=1.0, mean_error=nbad / n,
-                     num_bad=nbad, num_compared=n)]
+    msg = (
+        f"{head} index {_index(first, exp.shape)}: expected {e}, actual {a} "
+        f"({nbad} of {n} elements differ; allowed {allowed} = ceil({crit.bool8_ratio:g}*{n}))"
+    )
+    return [
+        Mismatch(
+            i,
+            "bool_ratio",
+            msg,
+            type_name=tname,
+            flat_index=first,
+            index=_index(first, exp.shape),
+            expected=e,
+            actual=a,
+            criterion=f"{crit.name}.bool8",
+            max_abs_error=1.0,
+            mean_error=nbad / n,
+            num_bad=nbad,
+            num_compared=n,
+        )
+    ]
 
 
-def _compare_numeric(i: int, otype: OperandType, tname: str, head: str, exp: np.ndarray,
-                     act: np.ndarray, crit: Criteria, row: str) -> list[Mismatch]:
+def _compare_numeric(
+    i: int, otype: OperandType, tname: str, head: str, exp: np.ndarray, act: np.ndarray, crit: Criteria, row: str
+) -> list[Mismatch]:
     tol: Tolerance = getattr(crit, row)
     is_float = otype in _FLOAT_TYPES
     e = exp.astype(np.float64).ravel()
@@ -623,7 +841,7 @@ def _compare_numeric(i: int, otype: OperandType, tname: str, head: str, exp: np.
         # With e = inf the allowed range (rtol*|e|) is inf too, so AOSP passes any finite
         # value there; an infinite expected value must be matched exactly instead.
         ok = (a == e) | ((absdiff <= allowed) & np.isfinite(e))
-        if crit.name.endswith(".exact"):   # exactly defined: NaN must come back as NaN
+        if crit.name.endswith(".exact"):  # exactly defined: NaN must come back as NaN
             ok |= np.isnan(a) & np.isnan(e)
         bad = ~ok & (~skip | np.isnan(e))
         used = ~skip
@@ -650,10 +868,8 @@ def _compare_numeric(i: int, otype: OperandType, tname: str, head: str, exp: np.
     stats["measured_mse"] = measured_mse
 
     cname = f"{crit.name}.{row}"
-    common = dict(type_name=tname, criterion=cname, atol=tol.atol, rtol=tol.rtol,
-                  bias=tol.bias, mse=tol.mse, **stats)
-    summary = (f"{nbad} of {e.size} elements out of tolerance; max abs err "
-               f"{_fmt(stats['max_abs_error'])}")
+    common = dict(type_name=tname, criterion=cname, atol=tol.atol, rtol=tol.rtol, bias=tol.bias, mse=tol.mse, **stats)
+    summary = f"{nbad} of {e.size} elements out of tolerance; max abs err {_fmt(stats['max_abs_error'])}"
     if is_float:
         summary += f", max ULP {stats['max_ulp']}"
     summary += f", mean err {_fmt(stats['mean_error'])}"
@@ -670,19 +886,27 @@ def _compare_numeric(i: int, otype: OperandType, tname: str, head: str, exp: np.
         else:
             kind = "element"
             d = abs(a[first] - e[first])
-            what = (f"|diff| {_fmt(float(d))} > atol {_fmt(tol.atol)} + "
-                    f"rtol {_fmt(tol.rtol)}*|e|")
+            what = f"|diff| {_fmt(float(d))} > atol {_fmt(tol.atol)} + rtol {_fmt(tol.rtol)}*|e|"
         msg = f"{head} index {idx}: expected {_fmt(ev)}, actual {_fmt(av)}, {what} ({summary})"
-        out.append(Mismatch(i, kind, msg, flat_index=first, index=idx, expected=ev, actual=av,
-                            **common))
+        out.append(Mismatch(i, kind, msg, flat_index=first, index=idx, expected=ev, actual=av, **common))
     if nused >= MIN_ELEMENTS_FOR_BIAS_MSE:
         rel_word = "relative " if is_float else ""
         if math.isfinite(tol.bias) and not abs(measured_bias) <= tol.bias:
-            out.append(Mismatch(i, "bias", f"{head}: {rel_word}bias |mean(diff)| "
-                                f"{_fmt(abs(measured_bias))} > {_fmt(tol.bias)} ({summary})",
-                                **common))
+            out.append(
+                Mismatch(
+                    i,
+                    "bias",
+                    f"{head}: {rel_word}bias |mean(diff)| {_fmt(abs(measured_bias))} > {_fmt(tol.bias)} ({summary})",
+                    **common,
+                )
+            )
         if math.isfinite(tol.mse) and not measured_mse <= tol.mse:
-            out.append(Mismatch(i, "mse", f"{head}: {rel_word}mse mean(diff**2) "
-                                f"{_fmt(measured_mse)} > {_fmt(tol.mse)} ({summary})",
-                                **common))
+            out.append(
+                Mismatch(
+                    i,
+                    "mse",
+                    f"{head}: {rel_word}mse mean(diff**2) {_fmt(measured_mse)} > {_fmt(tol.mse)} ({summary})",
+                    **common,
+                )
+            )
     return out

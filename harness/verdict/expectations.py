@@ -17,6 +17,7 @@ fails the run unless its entry says ``"strict": false`` (then it is a PASS with 
 expectation is stale).  CRASH, HANG and SKIP are never changed: a driver crash is not an
 accepted difference.  The first matching entry wins.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -65,7 +66,7 @@ def load_expectations(path: str | os.PathLike[str]) -> list[Expectation]:
         raise ExpectationsError(f"{path}: not valid JSON ({str(err).splitlines()[0]})") from None
     entries = data.get("expected_failures") if isinstance(data, dict) else None
     if not isinstance(entries, list):
-        raise ExpectationsError(f"{path}: needs an object with a list \"expected_failures\"")
+        raise ExpectationsError(f'{path}: needs an object with a list "expected_failures"')
     out: list[Expectation] = []
     for i, e in enumerate(entries):
         where = f"{path}: expected_failures[{i}]"
@@ -73,14 +74,14 @@ def load_expectations(path: str | os.PathLike[str]) -> list[Expectation]:
             raise ExpectationsError(f"{where} is not an object")
         patterns = e.get("patterns", [e.get("pattern")] if "pattern" in e else None)
         if not isinstance(patterns, list) or not patterns or not all(isinstance(p, str) and p for p in patterns):
-            raise ExpectationsError(f"{where} needs \"pattern\" (a test-id pattern) or a non-empty \"patterns\" list")
+            raise ExpectationsError(f'{where} needs "pattern" (a test-id pattern) or a non-empty "patterns" list')
         reason = e.get("reason")
         if not isinstance(reason, str) or not reason.strip():
-            raise ExpectationsError(f"{where} needs a \"reason\"")
+            raise ExpectationsError(f'{where} needs a "reason"')
         link = e.get("link", "")
         strict = e.get("strict", True)
         if not isinstance(link, str) or not isinstance(strict, bool):
-            raise ExpectationsError(f"{where}: \"link\" must be a string and \"strict\" true or false")
+            raise ExpectationsError(f'{where}: "link" must be a string and "strict" true or false')
         unknown = set(e) - {"pattern", "patterns", "reason", "link", "strict"}
         if unknown:
             raise ExpectationsError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")

@@ -11,6 +11,7 @@ Everything else derives from the outcome and is never worked out backwards: pyte
 outcome of a test (:meth:`Outcome.pytest_outcome`), whether a run found failures
 (:attr:`Outcome.bad`), and the process's exit status (:class:`ExitStatus`).
 """
+
 from __future__ import annotations
 
 import enum
@@ -27,8 +28,8 @@ class Outcome(enum.StrEnum):
     ERROR = "ERROR"
     CRASH = "CRASH"
     HANG = "HANG"
-    XFAIL = "XFAIL"     # listed in --expected-failures and failed: not a failure of the run
-    XPASS = "XPASS"     # listed and passed: a failure of the run unless the entry is non-strict
+    XFAIL = "XFAIL"  # listed in --expected-failures and failed: not a failure of the run
+    XPASS = "XPASS"  # listed and passed: a failure of the run unless the entry is non-strict
     SUCCESS = "SUCCESS"  # stress (MLTS) words for PASS and FAIL
     FAILURE = "FAILURE"
 
@@ -82,10 +83,10 @@ OUTCOMES = CONFORMANCE_OUTCOMES + STRESS_OUTCOMES
 class ExitStatus(enum.IntEnum):
     """The exit status of every nnconform command."""
 
-    CLEAN = 0        # everything ran; no case failed
-    FAILURES = 1     # everything ran; some case failed (or a gate such as --max-skip-ratio)
-    USAGE = 2        # bad option, unknown driver, malformed input file, busy report directory
-    INCOMPLETE = 3   # interrupted (Ctrl-C, SIGTERM, SIGHUP), budget too short, a lost worker
+    CLEAN = 0  # everything ran; no case failed
+    FAILURES = 1  # everything ran; some case failed (or a gate such as --max-skip-ratio)
+    USAGE = 2  # bad option, unknown driver, malformed input file, busy report directory
+    INCOMPLETE = 3  # interrupted (Ctrl-C, SIGTERM, SIGHUP), budget too short, a lost worker
 
     @classmethod
     def of(cls, outcomes: Iterable[Outcome | str], complete: bool = True) -> "ExitStatus":
@@ -99,18 +100,26 @@ class ExitStatus(enum.IntEnum):
 EXIT_STATUS_MEANING = {
     ExitStatus.CLEAN: "complete, no case failed",
     ExitStatus.FAILURES: "complete, some case failed (FAIL, ERROR, CRASH, HANG, XPASS, FAILURE) "
-                         "or a gate such as --max-skip-ratio did",
+    "or a gate such as --max-skip-ratio did",
     ExitStatus.USAGE: "usage error: bad option, unknown driver, malformed input file, busy report directory",
     ExitStatus.INCOMPLETE: "interrupted or incomplete: Ctrl-C, SIGTERM or SIGHUP, a budget too short "
-                           "for every test, a lost worker, a full disk; --resume continues",
+    "for every test, a lost worker, a full disk; --resume continues",
 }
 
 
 def exit_status_help() -> str:
     """The exit-status table as ``--help`` prints it."""
     return "Exit status (every command):\n" + "\n".join(
-        f"  {int(code)}  {text}" for code, text in EXIT_STATUS_MEANING.items())
+        f"  {int(code)}  {text}" for code, text in EXIT_STATUS_MEANING.items()
+    )
 
 
-__all__ = ["Outcome", "ExitStatus", "EXIT_STATUS_MEANING", "exit_status_help", "OUTCOMES",
-           "CONFORMANCE_OUTCOMES", "STRESS_OUTCOMES"]
+__all__ = [
+    "Outcome",
+    "ExitStatus",
+    "EXIT_STATUS_MEANING",
+    "exit_status_help",
+    "OUTCOMES",
+    "CONFORMANCE_OUTCOMES",
+    "STRESS_OUTCOMES",
+]

@@ -25,6 +25,7 @@ pool, not as the caller's own buffers.  A driver that reads such an array as raw
 memory computes garbage and the partitioned case fails.  (Behind a driver host the arrays
 cross a process boundary and arrive contiguous, so only in-process runs see the layout.)
 """
+
 from __future__ import annotations
 
 import heapq
@@ -44,9 +45,9 @@ _PASSIVE = (Lifetime.CONSTANT_COPY, Lifetime.CONSTANT_REFERENCE, Lifetime.NO_VAL
 @dataclass(frozen=True)
 class Partition:
     on_driver: bool
-    operations: tuple[int, ...]   # indexes into model.main.operations, in execution order
-    inputs: tuple[int, ...]       # main-graph operands it reads from outside (not constants)
-    outputs: tuple[int, ...]      # main-graph operands it writes that are read later or are case outputs
+    operations: tuple[int, ...]  # indexes into model.main.operations, in execution order
+    inputs: tuple[int, ...]  # main-graph operands it reads from outside (not constants)
+    outputs: tuple[int, ...]  # main-graph operands it writes that are read later or are case outputs
 
     def names(self, model: Model) -> str:
         ops = model.main.operations
@@ -82,24 +83,29 @@ def assign(device: Device, model: Model, supported: Sequence[bool]) -> list[bool
 
     def subgraph_ok(k: int) -> bool:
         if k not in verdicts:
-            verdicts[k] = False       # a cycle (invalid anyway) must not recurse forever
+            verdicts[k] = False  # a cycle (invalid anyway) must not recurse forever
             sub = replace(model, main=model.referenced[k])
             try:
                 claims = device.supported_operations(sub)
-                ok = isinstance(claims, (list, tuple)) and len(claims) == len(sub.main.operations) \
+                ok = (
+                    isinstance(claims, (list, tuple))
+                    and len(claims) == len(sub.main.operations)
                     and all(c is True or isinstance(c, np.bool_) and bool(c) for c in claims)
+                )
             except Exception:
                 ok = False
-            verdicts[k] = ok and all(subgraph_ok(j) for j in _referenced_indexes(model, model.referenced[k])
-                                     if j != k)
+            verdicts[k] = ok and all(subgraph_ok(j) for j in _referenced_indexes(model, model.referenced[k]) if j != k)
         return verdicts[k]
 
     sg = model.main
     for n, op in enumerate(sg.operations):
         if on_driver[n] and op.type in CONTROL_FLOW:
             # the filter below leaves only operands with a value (an index into referenced)
-            refs = [int(cast("np.ndarray | int", sg.operands[i].value)) for i in op.inputs
-                    if sg.operands[i].lifetime == Lifetime.SUBGRAPH and sg.operands[i].value is not None]
+            refs = [
+                int(cast("np.ndarray | int", sg.operands[i].value))
+                for i in op.inputs
+                if sg.operands[i].lifetime == Lifetime.SUBGRAPH and sg.operands[i].value is not None
+            ]
             on_driver[n] = all(0 <= k < len(model.referenced) and subgraph_ok(k) for k in refs)
     return on_driver
 
@@ -154,8 +160,7 @@ def plan(model: Model, on_driver: Sequence[bool]) -> list[Partition]:
                 if sg.operands[i].lifetime in _PASSIVE or i in written_set or i in inputs:
                     continue
                 inputs.append(i)
-        outputs = [i for i in dict.fromkeys(written)
-                   if i in model_outputs or readers.get(i, set()) - members]
+        outputs = [i for i in dict.fromkeys(written) if i in model_outputs or readers.get(i, set()) - members]
         parts.append(Partition(side, tuple(group), tuple(inputs), tuple(outputs)))
     return parts
 
@@ -189,11 +194,21 @@ def submodel(model: Model, part: Partition, shapes: dict[int, tuple[int, ...]] |
         elif o.lifetime in (Lifetime.SUBGRAPH_INPUT, Lifetime.SUBGRAPH_OUTPUT):
             o = replace(o, lifetime=Lifetime.TEMPORARY_VARIABLE)
         operands.append(replace(o, num_consumers=None))
-    operations = tuple(replace(sg.operations[n], inputs=tuple(new_index[i] for i in sg.operations[n].inputs),
-                               outputs=tuple(new_index[i] for i in sg.operations[n].outputs))
-                       for n in part.operations)
-    main = Subgraph(tuple(operands), operations, tuple(new_index[i] for i in part.inputs),
-                    tuple(new_index[i] for i in part.outputs), sg.name)
+    operations = tuple(
+        replace(
+            sg.operations[n],
+            inputs=tuple(new_index[i] for i in sg.operations[n].inputs),
+            outputs=tuple(new_index[i] for i in sg.operations[n].outputs),
+        )
+        for n in part.operations
+    )
+    main = Subgraph(
+        tuple(operands),
+        operations,
+        tuple(new_index[i] for i in part.inputs),
+        tuple(new_index[i] for i in part.outputs),
+        sg.name,
+    )
     uses_subgraphs = any(o.lifetime == Lifetime.SUBGRAPH for o in operands)
     return Model(main, model.referenced if uses_subgraphs else (), model.relax_fp32_to_fp16)
 
@@ -214,6 +229,7 @@ def pooled(arr: np.ndarray) -> np.ndarray:
 
 # ---- running a partitioned case --------------------------------------------------------
 
+
 class PartitionFailed(Exception):
     """One partition could not be run; carries the case's verdict."""
 
@@ -227,11 +243,18 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
-def _on_driver(device: Device, sub: Model, inputs: list[np.ndarray | None], where: str, measure_timing: bool,
-               loop_timeout: float | None) -> list[np.ndarray] | None:
+def _on_driver(
+    device: Device,
+    sub: Model,
+    inputs: list[np.ndarray | None],
+    where: str,
+    measure_timing: bool,
+    loop_timeout: float | None,
+) -> list[np.ndarray] | None:
     """One driver partition through the ordinary driver interface.  None: the driver refuses
     part of it in this context (it then runs on the reference)."""
     from nnconform.isolation.proxy import DriverProtocolError, HostIncident
+
     try:
         claims = device.supported_operations(sub)
     except HostIncident as e:
@@ -239,8 +262,11 @@ def _on_driver(device: Device, sub: Model, inputs: list[np.ndarray | None], wher
     except (Exception, SystemExit, GeneratorExit) as e:
         raise PartitionFailed("FAIL", f"supported_operations failed on {where}: {_describe(e)}", "supported")
     if not isinstance(claims, (list, tuple)) or len(claims) != len(sub.main.operations):
-        raise PartitionFailed("FAIL", f"supported_operations returned {claims!r:.80} for {where}; expected "
-                                      f"{len(sub.main.operations)} bools", "supported")
+        raise PartitionFailed(
+            "FAIL",
+            f"supported_operations returned {claims!r:.80} for {where}; expected {len(sub.main.operations)} bools",
+            "supported",
+        )
     if not all(bool(c) for c in claims):
         return None
     try:
@@ -250,14 +276,16 @@ def _on_driver(device: Device, sub: Model, inputs: list[np.ndarray | None], wher
     except DriverProtocolError as e:
         raise PartitionFailed("FAIL", f"{e} (prepare of {where})", "prepare")
     except (Exception, SystemExit, GeneratorExit) as e:
-        raise PartitionFailed("FAIL", f"prepare failed on {where} although every operation is supported: "
-                                      f"{_describe(e)}", "prepare")
+        raise PartitionFailed(
+            "FAIL", f"prepare failed on {where} although every operation is supported: {_describe(e)}", "prepare"
+        )
     try:
         try:
             request = Request.from_arrays(sub, inputs)
             result = prepared.execute(request, measure_timing=measure_timing, loop_timeout=loop_timeout)
         finally:
             from nnconform.verdict.runner import _release  # StaleHandle (host died in execute): the verdict is below
+
             _release(prepared)
     except HostIncident as e:
         raise PartitionFailed(e.verdict, f"{e} (in execute of {where})", "execute", e.details)
@@ -268,13 +296,21 @@ def _on_driver(device: Device, sub: Model, inputs: list[np.ndarray | None], wher
     except (Exception, SystemExit, GeneratorExit) as e:
         raise PartitionFailed("FAIL", f"driver raised in execute on {where}: {_describe(e)}", "execute")
     if not isinstance(result, ExecutionResult):
-        raise PartitionFailed("FAIL", f"execute of {where} returned {type(result).__name__}, "
-                                      f"not an ExecutionResult", "execute")
+        raise PartitionFailed(
+            "FAIL", f"execute of {where} returned {type(result).__name__}, not an ExecutionResult", "execute"
+        )
     outs = result.outputs
-    if not isinstance(outs, (list, tuple)) or len(outs) != len(sub.main.output_indexes) \
-            or not all(isinstance(a, np.ndarray) for a in outs):
-        raise PartitionFailed("FAIL", f"execute of {where} returned {len(outs) if isinstance(outs, (list, tuple)) else outs!r:.40} "
-                                      f"outputs; need {len(sub.main.output_indexes)} numpy arrays", "execute")
+    if (
+        not isinstance(outs, (list, tuple))
+        or len(outs) != len(sub.main.output_indexes)
+        or not all(isinstance(a, np.ndarray) for a in outs)
+    ):
+        raise PartitionFailed(
+            "FAIL",
+            f"execute of {where} returned {len(outs) if isinstance(outs, (list, tuple)) else outs!r:.40} "
+            f"outputs; need {len(sub.main.output_indexes)} numpy arrays",
+            "execute",
+        )
     return list(outs)
 
 
@@ -286,25 +322,35 @@ def _check_boundary(model: Model, idx: int, arr: np.ndarray, where: str) -> None
     if not bad and o.dimensions and not o.info.is_scalar:
         bad = arr.ndim != len(o.dimensions) or any(d and d != a for d, a in zip(o.dimensions, arr.shape))
     if bad:
-        raise PartitionFailed("FAIL", f"{where} returned operand {idx} as {arr.dtype}{list(arr.shape)}; the "
-                                      f"model has {o.describe()}", "execute")
+        raise PartitionFailed(
+            "FAIL",
+            f"{where} returned operand {idx} as {arr.dtype}{list(arr.shape)}; the model has {o.describe()}",
+            "execute",
+        )
 
 
-def run_partitioned(device: Device, model: Model, inputs: Sequence[np.ndarray | None], on_driver: Sequence[bool], *,
-                    measure_timing: bool = False, loop_timeout: float | None = None,
-                    ) -> tuple[list[np.ndarray | None], dict[str, Any]]:
+def run_partitioned(
+    device: Device,
+    model: Model,
+    inputs: Sequence[np.ndarray | None],
+    on_driver: Sequence[bool],
+    *,
+    measure_timing: bool = False,
+    loop_timeout: float | None = None,
+) -> tuple[list[np.ndarray | None], dict[str, Any]]:
     """Run every partition; returns (the case's outputs, info) or raises PartitionFailed.
     ``info``: operations (n), on_driver (k: operations the driver actually ran), partitions,
     driver_operations (their indexes), refused_in_context (partitions the driver refused
     when shown alone; they ran on the reference), zero_sized (driver partitions that got a
     zero-sized tensor, which no request can carry; they ran on the reference too)."""
     from nnconform.reference.executor import Executor
+
     sg = model.main
     parts = plan(model, on_driver)
     values: dict[int, np.ndarray | None] = {}
     for idx, v in zip(sg.input_indexes, inputs):
         values[idx] = None if v is None else np.asarray(v)
-    produced = {i for op in sg.operations for i in op.outputs}   # boundary tensors, not case inputs
+    produced = {i for op in sg.operations for i in op.outputs}  # boundary tensors, not case inputs
     from_driver: set[int] = set()
     driver_ops: list[int] = []
     refused = zero_sized = 0
@@ -347,7 +393,12 @@ def run_partitioned(device: Device, model: Model, inputs: Sequence[np.ndarray | 
         if i not in values:
             raise PartitionFailed("ERROR", f"model output operand {i} was never written", "execute")
         actual.append(values[i])
-    info: dict[str, Any] = {"operations": len(sg.operations), "on_driver": len(driver_ops), "partitions": len(parts),
-            "driver_operations": sorted(driver_ops), "refused_in_context": refused, "zero_sized": zero_sized}
+    info: dict[str, Any] = {
+        "operations": len(sg.operations),
+        "on_driver": len(driver_ops),
+        "partitions": len(parts),
+        "driver_operations": sorted(driver_ops),
+        "refused_in_context": refused,
+        "zero_sized": zero_sized,
+    }
     return actual, info
-

@@ -13,6 +13,7 @@ broke before a verdict, e.g. an exception the test did not expect), and XFAIL / 
 cases listed in an expected-failures file; stress cases are
 SUCCESS / FAILURE / HANG / CRASH (MLTS crash-test classification).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -53,6 +54,7 @@ class ResultRecord:
     ``spec_path`` the dumped spec file (failures); ``blamed_operation`` / ``blamed_data_type``
     the operation and type a failure is counted against (see nnconform.verdict.attribution); ``extra`` anything else a suite wants to
     keep (comparison details, timings, the device's version string...)."""
+
     suite: str
     test_id: str
     driver: str
@@ -107,7 +109,6 @@ class ResultRecord:
 
 def _known_fields(cls: type) -> frozenset[str]:
     return _FIELD_NAMES
-
 
 
 def _json_default(v: Any) -> Any:
@@ -230,7 +231,7 @@ class ResultsWriter:
                 try:
                     view = memoryview(data)
                     while view:
-                        view = view[os.write(fd, view):]
+                        view = view[os.write(fd, view) :]
                     if sync or time.monotonic() - self._last_fsync >= self.FSYNC_INTERVAL_S:
                         os.fsync(fd)
                         self._last_fsync = time.monotonic()

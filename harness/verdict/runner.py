@@ -7,6 +7,7 @@ becomes an outcome with a one-line message, never an exception escaping the harn
 a driver host (nnconform.isolation.proxy) two more outcomes exist: CRASH (the host died during a
 call) and HANG (a call did not answer within its bound).
 """
+
 from __future__ import annotations
 
 import time
@@ -30,11 +31,11 @@ CRASH, HANG = Outcome.CRASH, Outcome.HANG
 class CaseOutcome:
     outcome: str
     message: str = ""
-    stage: str = ""                       # where it ended: supported/prepare/execute/compare
+    stage: str = ""  # where it ended: supported/prepare/execute/compare
     actual: list[np.ndarray] | None = None
     comparison: Comparison | None = None
     duration_s: float = 0.0
-    details: dict[str, Any] | None = None           # CRASH/HANG: stderr tail, host pid, exit code or signal
+    details: dict[str, Any] | None = None  # CRASH/HANG: stderr tail, host pid, exit code or signal
     # a partitioned case (nnconform.verdict.partition): operations (n), on_driver (k), partitions,
     # driver_operations (indexes of the operations the driver ran); None: whole model or nothing
     partition: dict[str, Any] | None = None
@@ -67,10 +68,19 @@ def _release(prepared: PreparedModel) -> None:
         return  # its host died during execute: nothing left to release, and the CRASH/HANG is the verdict
 
 
-def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
-             expected: Sequence[np.ndarray], *, ignored: Sequence[bool] | None = None,
-             expect_failure: bool = False, criteria: Criteria | None = None, measure_timing: bool = False,
-             loop_timeout: float | None = None, partition: bool | None = None) -> CaseOutcome:
+def run_case(
+    device: Device,
+    model: Model,
+    inputs: Sequence[np.ndarray | None],
+    expected: Sequence[np.ndarray],
+    *,
+    ignored: Sequence[bool] | None = None,
+    expect_failure: bool = False,
+    criteria: Criteria | None = None,
+    measure_timing: bool = False,
+    loop_timeout: float | None = None,
+    partition: bool | None = None,
+) -> CaseOutcome:
     """``partition`` None follows PARTITIONING: a case whose operations the driver supports
     only in part runs partitioned (its operations on the driver, the rest on the reference);
     False keeps whole-model-or-skip."""
@@ -95,10 +105,16 @@ def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
         return done(FAIL, f"driver raised in supported_operations: {_describe_exc(e)}", "supported")
     except (SystemExit, GeneratorExit) as e:  # in-process only; behind a host these are plain FAILs
         return done(FAIL, f"driver raised in supported_operations: {_describe_exc(e)}", "supported")
-    if not isinstance(supported, (list, tuple)) or len(supported) != len(model.main.operations) \
-            or not all(isinstance(s, (bool, np.bool_)) for s in supported):
-        return done(FAIL, f"supported_operations returned {supported!r:.80}; expected "
-                          f"{len(model.main.operations)} bools", "supported")
+    if (
+        not isinstance(supported, (list, tuple))
+        or len(supported) != len(model.main.operations)
+        or not all(isinstance(s, (bool, np.bool_)) for s in supported)
+    ):
+        return done(
+            FAIL,
+            f"supported_operations returned {supported!r:.80}; expected {len(model.main.operations)} bools",
+            "supported",
+        )
     if not all(supported):
         missing = sorted({model.main.operations[i].name for i, s in enumerate(supported) if not s})
         why = f"driver does not support {', '.join(missing)} for {'/'.join(model.data_types())}"
@@ -109,16 +125,39 @@ def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
             return done(SKIP, f"{why} (a model that must be rejected is not partitioned)", "supported")
         if not (PARTITIONING if partition is None else partition):
             return done(SKIP, why, "supported")
-        return _partitioned(device, model, inputs, expected, supported, ignored=ignored, criteria=criteria,
-                            measure_timing=measure_timing, loop_timeout=loop_timeout, done=done, why=why)
+        return _partitioned(
+            device,
+            model,
+            inputs,
+            expected,
+            supported,
+            ignored=ignored,
+            criteria=criteria,
+            measure_timing=measure_timing,
+            loop_timeout=loop_timeout,
+            done=done,
+            why=why,
+        )
     if model.referenced and not expect_failure and (PARTITIONING if partition is None else partition):
         # NNAPI gives an IF/WHILE to a driver only with every operation of its subgraphs
         from nnconform.verdict.partition import assign
+
         on_driver = assign(device, model, supported)
         if not all(on_driver):
             why = "the driver refuses operations inside the subgraphs of its IF/WHILE"
-            return _partitioned(device, model, inputs, expected, on_driver, ignored=ignored, criteria=criteria,
-                                measure_timing=measure_timing, loop_timeout=loop_timeout, done=done, why=why)
+            return _partitioned(
+                device,
+                model,
+                inputs,
+                expected,
+                on_driver,
+                ignored=ignored,
+                criteria=criteria,
+                measure_timing=measure_timing,
+                loop_timeout=loop_timeout,
+                done=done,
+                why=why,
+            )
 
     # 2. prepare
     try:
@@ -143,8 +182,12 @@ def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
             _release(prepared)
     except DriverError as e:
         if expect_failure and e.output_shapes and e.status != ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
-            return done(FAIL, f"execution failed as expected ({e.status.name}) but came with output shapes "
-                              f"{list(e.output_shapes)} (must be empty)", "execute")
+            return done(
+                FAIL,
+                f"execution failed as expected ({e.status.name}) but came with output shapes "
+                f"{list(e.output_shapes)} (must be empty)",
+                "execute",
+            )
         if expect_failure:
             return done(PASS, f"execution failed as expected: {e}", "execute")
         return done(FAIL, f"execution failed on [{ops}]: {e}", "execute")
@@ -160,8 +203,11 @@ def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
         return done(FAIL, f"execute returned {type(result).__name__}, not an ExecutionResult", "execute")
     actual = list(result.outputs) if isinstance(result.outputs, (list, tuple)) else []
     if not isinstance(result.outputs, (list, tuple)) or not all(isinstance(a, np.ndarray) for a in actual):
-        return done(FAIL, f"execute returned outputs of type {type(result.outputs).__name__} "
-                          f"(need a sequence of numpy arrays)", "execute")
+        return done(
+            FAIL,
+            f"execute returned outputs of type {type(result.outputs).__name__} (need a sequence of numpy arrays)",
+            "execute",
+        )
     # Plain arrays from here on: an in-process driver's ndarray subclass could override
     # comparisons (say it equals anything); its data is what is judged.
     actual = [a if type(a) is np.ndarray else np.asarray(a) for a in actual]
@@ -180,20 +226,36 @@ def run_case(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
     return done(FAIL, f"[{ops}] {cmp.message}", "compare", actual=actual, comparison=cmp)
 
 
-def _partitioned(device: Device, model: Model, inputs: Sequence[np.ndarray | None],
-                 expected: Sequence[np.ndarray], supported: Sequence[bool], *,
-                 ignored: Sequence[bool] | None, criteria: Criteria | None, measure_timing: bool,
-                 loop_timeout: float | None, done: Callable[..., CaseOutcome], why: str) -> CaseOutcome:
+def _partitioned(
+    device: Device,
+    model: Model,
+    inputs: Sequence[np.ndarray | None],
+    expected: Sequence[np.ndarray],
+    supported: Sequence[bool],
+    *,
+    ignored: Sequence[bool] | None,
+    criteria: Criteria | None,
+    measure_timing: bool,
+    loop_timeout: float | None,
+    done: Callable[..., CaseOutcome],
+    why: str,
+) -> CaseOutcome:
     from nnconform.verdict.partition import PartitionFailed, assign, run_partitioned
+
     on_driver = assign(device, model, supported)
     if not any(on_driver):
         return done(SKIP, f"{why}; its control flow reaches operations the driver refuses", "supported")
     n = len(model.main.operations)
-    planned = {"operations": n, "on_driver": sum(on_driver), "partitions": None,
-               "driver_operations": [k for k, s in enumerate(on_driver) if s]}
+    planned = {
+        "operations": n,
+        "on_driver": sum(on_driver),
+        "partitions": None,
+        "driver_operations": [k for k, s in enumerate(on_driver) if s],
+    }
     try:
-        actual, info = run_partitioned(device, model, list(inputs), on_driver,
-                                       measure_timing=measure_timing, loop_timeout=loop_timeout)
+        actual, info = run_partitioned(
+            device, model, list(inputs), on_driver, measure_timing=measure_timing, loop_timeout=loop_timeout
+        )
     except PartitionFailed as e:
         text = f"partitioned: {planned['on_driver']} of {n} operations on the driver"
         return done(e.outcome, f"{text}; {e.message}", e.stage, details=e.details, partition=planned)
@@ -203,8 +265,11 @@ def _partitioned(device: Device, model: Model, inputs: Sequence[np.ndarray | Non
     if info["zero_sized"]:
         text += f" ({info['zero_sized']} partition(s) fed a zero-sized tensor ran on the reference)"
     if info["on_driver"] == 0:
-        reason = "the driver refused every partition shown alone" if info["refused_in_context"] else \
-            "every driver partition is fed a zero-sized tensor (a request cannot carry one)"
+        reason = (
+            "the driver refused every partition shown alone"
+            if info["refused_in_context"]
+            else "every driver partition is fed a zero-sized tensor (a request cannot carry one)"
+        )
         return done(SKIP, f"{why}; {reason}", "supported")
     cmp = compare(model, list(expected), actual, criteria=criteria, ignored=ignored)
     if cmp.passed:

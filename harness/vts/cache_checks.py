@@ -25,6 +25,7 @@ by every step.
     corrupt_data_cache   the same in a data-cache file: no crash; a prepared model computes right
     wrong_token          one flipped bit in the token: GENERAL_FAILURE
 """
+
 from __future__ import annotations
 
 import itertools
@@ -62,8 +63,9 @@ def _conv(quant: bool, weights_seed: int) -> Model:
     b = ModelBuilder()
     if quant:
         x = b.input(T.TENSOR_QUANT8_ASYMM, [1, 5, 5, 2], scale=0.5, zero_point=128)
-        w = b.const(T.TENSOR_QUANT8_ASYMM, [3, 3, 3, 2], rng.integers(100, 156, 54).astype(np.uint8),
-                    scale=0.25, zero_point=128)
+        w = b.const(
+            T.TENSOR_QUANT8_ASYMM, [3, 3, 3, 2], rng.integers(100, 156, 54).astype(np.uint8), scale=0.25, zero_point=128
+        )
         bias = b.const(T.TENSOR_INT32, [3], rng.integers(-50, 50, 3).astype(np.int32), scale=0.125)
         y = b.output(T.TENSOR_QUANT8_ASYMM, [1, 5, 5, 3], scale=2.0, zero_point=128)
     else:
@@ -78,16 +80,23 @@ def _conv(quant: bool, weights_seed: int) -> Model:
 def cache_models(seed: int) -> list[tuple[CacheModel, CacheModel]]:
     """(model, its twin with other weights) for fp32 and quant8, with reference outputs."""
     from nnconform.reference.executor import Executor
+
     rng = np.random.default_rng(seed)
     out = []
     for quant in (False, True):
-        x = (rng.integers(0, 256, (1, 5, 5, 2)).astype(np.uint8) if quant
-             else rng.standard_normal((1, 5, 5, 2)).astype(np.float32))
+        x = (
+            rng.integers(0, 256, (1, 5, 5, 2)).astype(np.uint8)
+            if quant
+            else rng.standard_normal((1, 5, 5, 2)).astype(np.float32)
+        )
         pair = []
         for k in range(2):
             m = _conv(quant, seed * 2 + k + 1)
-            pair.append(CacheModel(f"{'quant8' if quant else 'fp32'} conv{' (twin)' if k else ''}", m, [x],
-                                   Executor(m).run([x])))
+            pair.append(
+                CacheModel(
+                    f"{'quant8' if quant else 'fp32'} conv{' (twin)' if k else ''}", m, [x], Executor(m).run([x])
+                )
+            )
         out.append((pair[0], pair[1]))
     return out
 
@@ -107,8 +116,9 @@ class CacheContext:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.counts = tuple(self.device.cache_file_counts())
 
-    def files(self, n_model: int | None = None, n_data: int | None = None,
-              access: dict[tuple[str, int], str] | None = None) -> tuple[list[CacheFile], list[CacheFile]]:
+    def files(
+        self, n_model: int | None = None, n_data: int | None = None, access: dict[tuple[str, int], str] | None = None
+    ) -> tuple[list[CacheFile], list[CacheFile]]:
         """Fresh empty cache files (the driver's counts unless told otherwise)."""
         k = next(self._n)
         nm = self.counts[0] if n_model is None else n_model
@@ -143,13 +153,15 @@ def _try(ctx: CacheContext, fn, what: str):
 
 
 def _save(ctx, cm: CacheModel, token: bytes, mc, dc):
-    return _try(ctx, lambda: ctx.device.prepare(cm.model, cache_token=token, model_cache=mc, data_cache=dc),
-                "prepare with cache files")
+    return _try(
+        ctx,
+        lambda: ctx.device.prepare(cm.model, cache_token=token, model_cache=mc, data_cache=dc),
+        "prepare with cache files",
+    )
 
 
 def _load(ctx, token: bytes, mc, dc):
-    return _try(ctx, lambda: ctx.device.prepare_from_cache(token, model_cache=mc, data_cache=dc),
-                "prepare_from_cache")
+    return _try(ctx, lambda: ctx.device.prepare_from_cache(token, model_cache=mc, data_cache=dc), "prepare_from_cache")
 
 
 def _release(ctx, pm) -> None:
@@ -191,12 +203,16 @@ def _copy_over(src: list[CacheFile], dst: list[CacheFile]) -> None:
 
 # ---- the checks --------------------------------------------------------------------------
 
+
 def check_counts(ctx: CacheContext) -> list[str]:
     c = ctx.counts
     if not (isinstance(c, tuple) and len(c) == 2 and all(isinstance(n, int) for n in c)):
         return [f"cache_file_counts returned {c!r:.80}, expected two ints"]
-    bad = [f"{name} cache files: {n}, must be 0..{MAX_CACHE_FILES}"
-           for name, n in zip(("model", "data"), c) if not 0 <= n <= MAX_CACHE_FILES]
+    bad = [
+        f"{name} cache files: {n}, must be 0..{MAX_CACHE_FILES}"
+        for name, n in zip(("model", "data"), c)
+        if not 0 <= n <= MAX_CACHE_FILES
+    ]
     return bad
 
 
@@ -223,8 +239,11 @@ def save_retrieve(ctx: CacheContext) -> list[str]:
                 req = Request.from_arrays(cm.model, cm.inputs)
                 a = _try(ctx, lambda: first.execute(req), "execute")
                 b = _try(ctx, lambda: again.execute(req), "execute")
-                if not isinstance(a, BaseException) and not isinstance(b, BaseException) and not all(
-                        x.tobytes() == y.tobytes() for x, y in zip(a.outputs, b.outputs)):
+                if (
+                    not isinstance(a, BaseException)
+                    and not isinstance(b, BaseException)
+                    and not all(x.tobytes() == y.tobytes() for x, y in zip(a.outputs, b.outputs))
+                ):
                     bad.append(f"{cm.name}: outputs from cache differ bitwise from the original compilation")
             _release(ctx, again)
         _release(ctx, first)
@@ -257,8 +276,7 @@ def file_count_save(ctx: CacheContext) -> list[str]:
                 for group, fresh in zip(wrong, right):
                     for f, g in zip(group, fresh):
                         shutil.copyfile(f.path, g.path)
-                why = _expect_status(_load(ctx, token, *right), (ErrorStatus.GENERAL_FAILURE,),
-                                     f"{what}, then loading")
+                why = _expect_status(_load(ctx, token, *right), (ErrorStatus.GENERAL_FAILURE,), f"{what}, then loading")
                 if why:
                     bad.append(why)
     return bad
@@ -280,8 +298,11 @@ def file_count_load(ctx: CacheContext) -> list[str]:
                 extra_m, extra_d = ctx.files(1, 1)
                 m2 = mc + extra_m if kind == "model" and d > 0 else mc[:-1] if kind == "model" else mc
                 d2 = dc + extra_d if kind == "data" and d > 0 else dc[:-1] if kind == "data" else dc
-                why = _expect_status(_load(ctx, token, m2, d2), (ErrorStatus.INVALID_ARGUMENT,),
-                                     f"{cm.name}: loading with {n + d} {kind}-cache files (needs {n})")
+                why = _expect_status(
+                    _load(ctx, token, m2, d2),
+                    (ErrorStatus.INVALID_ARGUMENT,),
+                    f"{cm.name}: loading with {n + d} {kind}-cache files (needs {n})",
+                )
                 if why:
                     bad.append(why)
     return bad
@@ -314,8 +335,11 @@ def access_mode(ctx: CacheContext) -> list[str]:
         for kind, i in slots:
             m2 = [CacheFile(f.path, "w" if (kind, j) == ("model", i) else "rw") for j, f in enumerate(mc)]
             d2 = [CacheFile(f.path, "w" if (kind, j) == ("data", i) else "rw") for j, f in enumerate(dc)]
-            why = _expect_status(_load(ctx, token, m2, d2), (ErrorStatus.GENERAL_FAILURE,),
-                                 f"{cm.name}: loading with {kind}-cache file {i} write-only")
+            why = _expect_status(
+                _load(ctx, token, m2, d2),
+                (ErrorStatus.GENERAL_FAILURE,),
+                f"{cm.name}: loading with {kind}-cache file {i} write-only",
+            )
             if why:
                 bad.append(why)
     return bad
@@ -333,7 +357,7 @@ class _Copier:
         while not self.stop.is_set():
             try:
                 _copy_over(self.src, self.dst)
-            except OSError:   # the driver may hold the file; the next round tries again
+            except OSError:  # the driver may hold the file; the next round tries again
                 continue
 
     def __enter__(self):
@@ -401,8 +425,9 @@ def replaced(ctx: CacheContext) -> list[str]:
             _release(ctx, pm)
         _copy_over(omc, mc)
         got = _load(ctx, token, mc, dc)
-        why = _expect_status(got, (ErrorStatus.GENERAL_FAILURE,),
-                             f"{cm.name}: the model cache replaced by that of {twin.name}")
+        why = _expect_status(
+            got, (ErrorStatus.GENERAL_FAILURE,), f"{cm.name}: the model cache replaced by that of {twin.name}"
+        )
         if why:
             bad.append(why)
         _release(ctx, got)
@@ -480,8 +505,14 @@ def wrong_token(ctx: CacheContext) -> list[str]:
 
 
 CHECKS: dict[str, Callable[[CacheContext], list[str]]] = {
-    "save_retrieve": save_retrieve, "file_count_save": file_count_save, "file_count_load": file_count_load,
-    "access_mode": access_mode, "toctou_save": toctou_save, "toctou_load": toctou_load, "replaced": replaced,
-    "corrupt_model_cache": corrupt_model_cache, "corrupt_data_cache": corrupt_data_cache,
+    "save_retrieve": save_retrieve,
+    "file_count_save": file_count_save,
+    "file_count_load": file_count_load,
+    "access_mode": access_mode,
+    "toctou_save": toctou_save,
+    "toctou_load": toctou_load,
+    "replaced": replaced,
+    "corrupt_model_cache": corrupt_model_cache,
+    "corrupt_data_cache": corrupt_data_cache,
     "wrong_token": wrong_token,
 }

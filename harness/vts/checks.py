@@ -4,6 +4,7 @@
 Each ``*_problem`` / ``*_verdict`` function returns None when the answer is right, else one
 line saying what is wrong; the callers decide how to record it.  Nothing here calls a driver.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,8 +38,10 @@ def describe(e: BaseException) -> str:
 def fully_specified(model: Model) -> bool:
     """Every main output has known rank and dimensions (what fenced execution requires)."""
     sg = model.main
-    return all(sg.operands[k].info.is_scalar or (sg.operands[k].dimensions and 0 not in sg.operands[k].dimensions)
-               for k in sg.output_indexes)
+    return all(
+        sg.operands[k].info.is_scalar or (sg.operands[k].dimensions and 0 not in sg.operands[k].dimensions)
+        for k in sg.output_indexes
+    )
 
 
 def result_problem(model: Model, got, expected=None, *, ignored=None) -> str | None:
@@ -73,8 +76,9 @@ def timing_problem(timing, asked: bool) -> str | None:
     return None
 
 
-def shapes_problem(model: Model, got: ExecutionResult, *, required: bool = False,
-                   dims: Sequence[Sequence[int]] | None = None) -> str | None:
+def shapes_problem(
+    model: Model, got: ExecutionResult, *, required: bool = False, dims: Sequence[Sequence[int]] | None = None
+) -> str | None:
     """output_shapes of a successful execution: empty, or one sufficient entry per output
     giving that output's real dimensions, which must agree with the model's known ones.
     ``required``: the model has unspecified outputs, so the entries must be there.  ``dims``:
@@ -186,25 +190,35 @@ def to_signed(model: Model, inputs: Sequence, outputs: Sequence) -> tuple[Model,
     ops = []
     for o in sg.operands:
         if o.type == T.TENSOR_QUANT8_ASYMM:
-            o = dataclasses.replace(o, type=T.TENSOR_QUANT8_ASYMM_SIGNED, zero_point=o.zero_point - 128,
-                                    value=None if o.value is None else _shift(o.value))
+            o = dataclasses.replace(
+                o,
+                type=T.TENSOR_QUANT8_ASYMM_SIGNED,
+                zero_point=o.zero_point - 128,
+                value=None if o.value is None else _shift(o.value),
+            )
         ops.append(o)
     signed = dataclasses.replace(model, main=dataclasses.replace(sg, operands=tuple(ops)))
-    ins = [_shift(v) if v is not None and sg.operands[k].type == T.TENSOR_QUANT8_ASYMM else v
-           for k, v in zip(sg.input_indexes, inputs)]
-    outs = [_shift(v) if sg.operands[k].type == T.TENSOR_QUANT8_ASYMM else v
-            for k, v in zip(sg.output_indexes, outputs)]
+    ins = [
+        _shift(v) if v is not None and sg.operands[k].type == T.TENSOR_QUANT8_ASYMM else v
+        for k, v in zip(sg.input_indexes, inputs)
+    ]
+    outs = [
+        _shift(v) if sg.operands[k].type == T.TENSOR_QUANT8_ASYMM else v for k, v in zip(sg.output_indexes, outputs)
+    ]
     return signed, ins, outs
 
 
-_REJECTED = object()   # a step answered INVALID_ARGUMENT: the check goes on to the next call
+_REJECTED = object()  # a step answered INVALID_ARGUMENT: the check goes on to the next call
 
 
 def _step_verdict(what: str, got) -> object:
     """One call of a mutation check: _REJECTED, or what the driver did instead (a line)."""
     if isinstance(got, DriverError):
-        return _REJECTED if got.status == ErrorStatus.INVALID_ARGUMENT else \
-            f"{what} gave {got.status.name}, expected INVALID_ARGUMENT"
+        return (
+            _REJECTED
+            if got.status == ErrorStatus.INVALID_ARGUMENT
+            else f"{what} gave {got.status.name}, expected INVALID_ARGUMENT"
+        )
     if isinstance(got, HangError):
         return str(got)
     if isinstance(got, BaseException):  # a crash is not a rejection
@@ -236,7 +250,7 @@ def not_rejected(device, m, call) -> str | None:
                 call("release", got.release)
             except Exception:  # the verdict is already made: the invalid model was accepted
                 pass
-        return cast(str, verdict)     # not _REJECTED: a line saying what the driver did
+        return cast(str, verdict)  # not _REJECTED: a line saying what the driver did
     return None
 
 
@@ -252,7 +266,7 @@ def rejections(device, mutations: Sequence, call) -> list[str | None]:
         return [not_rejected(device, m, call) for m in mutations]
     out: list[str | None] = []
     while len(out) < len(mutations):
-        rest = list(mutations[len(out):])
+        rest = list(mutations[len(out) :])
         try:
             answers = call("supported_operations/prepare", lambda: batch(rest))
         except HangError:
@@ -263,7 +277,7 @@ def rejections(device, mutations: Sequence, call) -> list[str | None]:
             for what, got in steps:
                 v = _step_verdict(what, got)
                 if v is not _REJECTED:
-                    verdict = cast(str, v)     # not _REJECTED: a line
+                    verdict = cast(str, v)  # not _REJECTED: a line
                     break
             out.append(verdict)
     return out

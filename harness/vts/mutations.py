@@ -40,6 +40,7 @@ Request mutations (``request_mutations``) re-create ``ValidateRequest.cpp`` and 
 request rules: wrong argument counts, wrong rank, a known dimension changed, a zero input
 dimension, and buffers too small.  Each comes with the statuses a driver may answer with.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -76,16 +77,18 @@ Op = OperationType
 
 class ModelMutation(NamedTuple):
     """One mutated model.  ``name, model = mutation`` works (the other fields have defaults)."""
+
     name: str
     model: Model
     preference: int = int(ExecutionPreference.FAST_SINGLE_ANSWER)
     priority: int = int(Priority.MEDIUM)
-    query_support: bool = True   # VTS does not call getSupportedOperations for 21/22
+    query_support: bool = True  # VTS does not call getSupportedOperations for 21/22
 
 
 # ---------------------------------------------------------------------------------------
 # Small helpers (all return new objects)
 # ---------------------------------------------------------------------------------------
+
 
 def _main(model: Model, **changes) -> Model:
     return dataclasses.replace(model, main=dataclasses.replace(model.main, **changes))
@@ -135,6 +138,7 @@ def _label(sg: Subgraph, n: int) -> str:
 # 1. execution order
 # ---------------------------------------------------------------------------------------
 
+
 def execution_order(model: Model) -> Iterator[ModelMutation]:
     """Move a reader before its writer, or a writer after its last reader."""
     sg = model.main
@@ -146,45 +150,55 @@ def execution_order(model: Model) -> Iterator[ModelMutation]:
         if deps:
             first = min(deps)
             order = ops[:first] + [operation] + [o for o in ops[first:] if o is not operation]
-            yield ModelMutation(f"execution_order/{_label(sg, n)}_before_its_writer",
-                                _main(model, operations=tuple(order)))
+            yield ModelMutation(
+                f"execution_order/{_label(sg, n)}_before_its_writer", _main(model, operations=tuple(order))
+            )
         # writer last: put operation n just after the last operation reading its outputs
         readers = [m for m, o in enumerate(ops) if m > n and set(o.inputs) & set(operation.outputs)]
         if readers:
             last = max(readers)
             rest = [o for o in ops if o is not operation]
             order = rest[:last] + [operation] + rest[last:]
-            yield ModelMutation(f"execution_order/{_label(sg, n)}_after_its_readers",
-                                _main(model, operations=tuple(order)))
+            yield ModelMutation(
+                f"execution_order/{_label(sg, n)}_after_its_readers", _main(model, operations=tuple(order))
+            )
 
 
 # ---------------------------------------------------------------------------------------
 # 2-5. operand fields
 # ---------------------------------------------------------------------------------------
 
-INVALID_OPERAND_TYPE_CODES = (-1, OPERAND_TYPE_FUNDAMENTAL_MAX + 1, OPERAND_TYPE_OEM_MIN - 1,
-                              OPERAND_TYPE_OEM_MAX + 1)
+INVALID_OPERAND_TYPE_CODES = (-1, OPERAND_TYPE_FUNDAMENTAL_MAX + 1, OPERAND_TYPE_OEM_MIN - 1, OPERAND_TYPE_OEM_MAX + 1)
 
 
 def operand_type(model: Model) -> Iterator[ModelMutation]:
     """Type code outside {0..FUNDAMENTAL_MAX, OEM_MIN..OEM_MAX}."""
     for k, operand in enumerate(model.main.operands):
         for code in INVALID_OPERAND_TYPE_CODES:
-            yield ModelMutation(f"operand_type/operands[{k}]={code}",
-                                # a code no OperandType has, on purpose: drivers must reject it
-                                _set_operand(model, k, dataclasses.replace(operand, type=code)))  # type: ignore[arg-type]
+            yield ModelMutation(
+                f"operand_type/operands[{k}]={code}",
+                # a code no OperandType has, on purpose: drivers must reject it
+                _set_operand(model, k, dataclasses.replace(operand, type=code)),
+            )  # type: ignore[arg-type]
 
 
 def operand_rank(model: Model) -> Iterator[ModelMutation]:
     """A scalar given rank 1 (tensors have no invalid rank, as in VTS)."""
     for k, operand in enumerate(model.main.operands):
         if operand.info.is_scalar and operand.type not in (T.SUBGRAPH, T.OEM):
-            yield ModelMutation(f"operand_rank/operands[{k}]({operand.type.name})=1",
-                                _set_operand(model, k, dataclasses.replace(operand, dimensions=(1,))))
+            yield ModelMutation(
+                f"operand_rank/operands[{k}]({operand.type.name})=1",
+                _set_operand(model, k, dataclasses.replace(operand, dimensions=(1,))),
+            )
 
 
-_QUANT_SCALE_TYPES = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
-                      T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT16_SYMM)
+_QUANT_SCALE_TYPES = (
+    T.TENSOR_QUANT8_ASYMM,
+    T.TENSOR_QUANT8_ASYMM_SIGNED,
+    T.TENSOR_QUANT8_SYMM,
+    T.TENSOR_QUANT16_ASYMM,
+    T.TENSOR_QUANT16_SYMM,
+)
 
 
 def invalid_scale(t: OperandType) -> float | None:
@@ -202,8 +216,10 @@ def operand_scale(model: Model) -> Iterator[ModelMutation]:
     for k, operand in enumerate(model.main.operands):
         s = invalid_scale(operand.type)
         if s is not None:
-            yield ModelMutation(f"operand_scale/operands[{k}]({operand.type.name})={s:g}",
-                                _set_operand(model, k, dataclasses.replace(operand, scale=s)))
+            yield ModelMutation(
+                f"operand_scale/operands[{k}]({operand.type.name})={s:g}",
+                _set_operand(model, k, dataclasses.replace(operand, scale=s)),
+            )
 
 
 _INVALID_ZERO_POINTS = {
@@ -225,13 +241,16 @@ def operand_zero_point(model: Model) -> Iterator[ModelMutation]:
     """Zero point outside the type's range (any non-zero value for non-quantised types)."""
     for k, operand in enumerate(model.main.operands):
         for zp in invalid_zero_points(operand.type):
-            yield ModelMutation(f"operand_zero_point/operands[{k}]({operand.type.name})={zp}",
-                                _set_operand(model, k, dataclasses.replace(operand, zero_point=zp)))
+            yield ModelMutation(
+                f"operand_zero_point/operands[{k}]({operand.type.name})={zp}",
+                _set_operand(model, k, dataclasses.replace(operand, zero_point=zp)),
+            )
 
 
 # ---------------------------------------------------------------------------------------
 # 6-8. lifetimes and consumers
 # ---------------------------------------------------------------------------------------
+
 
 def _relifetime(model: Model, k: int, lifetime: Lifetime, *, update_io: bool) -> Model | None:
     """Operand k with a new lifetime (value set or dropped to fit it).  ``update_io``: also
@@ -300,14 +319,17 @@ def operand_number_of_consumers(model: Model) -> Iterator[ModelMutation]:
     counts = consumer_counts(model.main)
     for k, operand in enumerate(model.main.operands):
         real = counts[k]
-        for bad in ((real - 1, real + 1) if real else (1,)):
-            yield ModelMutation(f"operand_number_of_consumers/operands[{k}]={bad}(real {real})",
-                                _set_operand(model, k, dataclasses.replace(operand, num_consumers=bad)))
+        for bad in (real - 1, real + 1) if real else (1,):
+            yield ModelMutation(
+                f"operand_number_of_consumers/operands[{k}]={bad}(real {real})",
+                _set_operand(model, k, dataclasses.replace(operand, num_consumers=bad)),
+            )
 
 
 # ---------------------------------------------------------------------------------------
 # 9. add writer
 # ---------------------------------------------------------------------------------------
+
 
 def add_writer(model: Model) -> Iterator[ModelMutation]:
     """A copy of operation n appended at the end that writes output j again (its other
@@ -320,18 +342,26 @@ def add_writer(model: Model) -> Iterator[ModelMutation]:
             for jj, k in enumerate(operation.outputs):
                 if jj == j:
                     continue
-                fresh = dataclasses.replace(sg.operands[k], lifetime=Lifetime.TEMPORARY_VARIABLE, value=None,
-                                            num_consumers=None, name=f"{sg.operands[k].name}_copy")
+                fresh = dataclasses.replace(
+                    sg.operands[k],
+                    lifetime=Lifetime.TEMPORARY_VARIABLE,
+                    value=None,
+                    num_consumers=None,
+                    name=f"{sg.operands[k].name}_copy",
+                )
                 operands.append(fresh)
                 outs[jj] = len(operands) - 1
             copy = dataclasses.replace(operation, outputs=tuple(outs))
-            yield ModelMutation(f"add_writer/{_label(sg, n)}_output{j}",
-                                _main(model, operands=tuple(operands), operations=(*sg.operations, copy)))
+            yield ModelMutation(
+                f"add_writer/{_label(sg, n)}_output{j}",
+                _main(model, operands=tuple(operands), operations=(*sg.operations, copy)),
+            )
 
 
 # ---------------------------------------------------------------------------------------
 # 10. operation operand type
 # ---------------------------------------------------------------------------------------
+
 
 def retyped_operand(operand: Operand, t: OperandType) -> Operand:
     """``operand`` changed to type ``t`` with fields that are valid for ``t`` on their own
@@ -343,32 +373,55 @@ def retyped_operand(operand: Operand, t: OperandType) -> Operand:
     scale, zp, cq = 0.0, 0, None
     if t in _QUANT_SCALE_TYPES:
         scale = operand.scale if operand.scale > 0 else 1.0
-        lo_hi = {T.TENSOR_QUANT8_ASYMM: (0, 255), T.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),
-                 T.TENSOR_QUANT16_ASYMM: (0, 65535)}.get(t, (0, 0))
+        lo_hi = {
+            T.TENSOR_QUANT8_ASYMM: (0, 255),
+            T.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),
+            T.TENSOR_QUANT16_ASYMM: (0, 65535),
+        }.get(t, (0, 0))
         zp = min(max(operand.zero_point, lo_hi[0]), lo_hi[1])
     elif t == T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
         n = dims[0] if dims else 0
         cq = ChannelQuant(tuple(1.0 for _ in range(n)), 0)
     elif t == T.TENSOR_INT32:
         scale = operand.scale if operand.scale > 0 else 0.0
-    return dataclasses.replace(operand, type=t, dimensions=tuple(dims), scale=scale, zero_point=zp,
-                               channel_quant=cq)
+    return dataclasses.replace(operand, type=t, dimensions=tuple(dims), scale=scale, zero_point=zp, channel_quant=cq)
 
 
 # Slots whose type is legitimately free (the operation accepts several unrelated types there):
 # (operation, "input"/"output", slot) -> the types it accepts.  Changing such a slot to one of
 # those types may keep the model valid, so that change is skipped.  VTS keeps the same kind of
 # list (mutateOperationOperandTypeSkip).
-_TENSORS_ANY = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-                T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT16_ASYMM,
-                T.TENSOR_QUANT16_SYMM, T.TENSOR_BOOL8, T.TENSOR_QUANT8_SYMM_PER_CHANNEL)
+_TENSORS_ANY = (
+    T.TENSOR_FLOAT32,
+    T.TENSOR_FLOAT16,
+    T.TENSOR_INT32,
+    T.TENSOR_QUANT8_ASYMM,
+    T.TENSOR_QUANT8_ASYMM_SIGNED,
+    T.TENSOR_QUANT8_SYMM,
+    T.TENSOR_QUANT16_ASYMM,
+    T.TENSOR_QUANT16_SYMM,
+    T.TENSOR_BOOL8,
+    T.TENSOR_QUANT8_SYMM_PER_CHANNEL,
+)
 _FILTERS = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM_PER_CHANNEL)
 _FLOATS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
-_QUANT8_IN = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
-              T.TENSOR_QUANT8_SYMM_PER_CHANNEL)
-_CAST_TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-               T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT16_ASYMM,
-               T.TENSOR_QUANT16_SYMM, T.TENSOR_BOOL8)
+_QUANT8_IN = (
+    T.TENSOR_QUANT8_ASYMM,
+    T.TENSOR_QUANT8_ASYMM_SIGNED,
+    T.TENSOR_QUANT8_SYMM,
+    T.TENSOR_QUANT8_SYMM_PER_CHANNEL,
+)
+_CAST_TYPES = (
+    T.TENSOR_FLOAT16,
+    T.TENSOR_FLOAT32,
+    T.TENSOR_INT32,
+    T.TENSOR_QUANT8_ASYMM,
+    T.TENSOR_QUANT8_ASYMM_SIGNED,
+    T.TENSOR_QUANT8_SYMM,
+    T.TENSOR_QUANT16_ASYMM,
+    T.TENSOR_QUANT16_SYMM,
+    T.TENSOR_BOOL8,
+)
 POLYMORPHIC_SLOTS: dict[tuple[OperationType, str, int], tuple[OperandType, ...]] = {
     (Op.LSH_PROJECTION, "input", 1): _TENSORS_ANY,
     (Op.ARGMAX, "input", 0): _TENSORS_ANY,
@@ -426,23 +479,30 @@ def operation_operand_type(model: Model) -> Iterator[ModelMutation]:
         for t in MUTATION_TARGET_TYPES:
             if t == operand.type or _slot_is_free(sg, k, t):
                 continue
-            yield ModelMutation(f"operation_operand_type/operands[{k}]({operand.type.name}->{t.name})",
-                                _set_operand(model, k, retyped_operand(operand, t)))
+            yield ModelMutation(
+                f"operation_operand_type/operands[{k}]({operand.type.name}->{t.name})",
+                _set_operand(model, k, retyped_operand(operand, t)),
+            )
 
 
 # ---------------------------------------------------------------------------------------
 # 11-13. operation type and indexes
 # ---------------------------------------------------------------------------------------
 
-INVALID_OPERATION_TYPE_CODES = (OPERATION_TYPE_FUNDAMENTAL_MAX + 1, OPERATION_TYPE_OEM_MIN - 1,
-                                OPERATION_TYPE_OEM_MAX + 1)
+INVALID_OPERATION_TYPE_CODES = (
+    OPERATION_TYPE_FUNDAMENTAL_MAX + 1,
+    OPERATION_TYPE_OEM_MIN - 1,
+    OPERATION_TYPE_OEM_MAX + 1,
+)
 
 
 def operation_type(model: Model) -> Iterator[ModelMutation]:
     for n, operation in enumerate(model.main.operations):
         for code in INVALID_OPERATION_TYPE_CODES:
-            yield ModelMutation(f"operation_type/{_label(model.main, n)}={code}",
-                                _set_operation(model, n, dataclasses.replace(operation, type=code)))
+            yield ModelMutation(
+                f"operation_type/{_label(model.main, n)}={code}",
+                _set_operation(model, n, dataclasses.replace(operation, type=code)),
+            )
 
 
 def _index_out_of_range(model: Model, field: str) -> Iterator[ModelMutation]:
@@ -452,9 +512,11 @@ def _index_out_of_range(model: Model, field: str) -> Iterator[ModelMutation]:
         slots = getattr(operation, field)
         for j in range(len(slots)):
             new = tuple(bad if jj == j else k for jj, k in enumerate(slots))
-            changed: dict[str, Any] = {field: new}     # inputs or outputs
-            yield ModelMutation(f"operation_{field[:-1]}_index/{_label(sg, n)}_{field[:-1]}{j}={bad}",
-                                _set_operation(model, n, dataclasses.replace(operation, **changed)))
+            changed: dict[str, Any] = {field: new}  # inputs or outputs
+            yield ModelMutation(
+                f"operation_{field[:-1]}_index/{_label(sg, n)}_{field[:-1]}{j}={bad}",
+                _set_operation(model, n, dataclasses.replace(operation, **changed)),
+            )
 
 
 def operation_input_index(model: Model) -> Iterator[ModelMutation]:
@@ -471,18 +533,26 @@ def operation_output_index(model: Model) -> Iterator[ModelMutation]:
 # 14-20. removals and additions
 # ---------------------------------------------------------------------------------------
 
+
 def remove_write(model: Model) -> Iterator[ModelMutation]:
     """Operation n writes a fresh temporary instead of output j, so output j is never written."""
     sg = model.main
     for n, operation in enumerate(sg.operations):
         for j, k in enumerate(operation.outputs):
-            fresh = dataclasses.replace(sg.operands[k], lifetime=Lifetime.TEMPORARY_VARIABLE, value=None,
-                                        num_consumers=None, name=f"{sg.operands[k].name}_unread")
+            fresh = dataclasses.replace(
+                sg.operands[k],
+                lifetime=Lifetime.TEMPORARY_VARIABLE,
+                value=None,
+                num_consumers=None,
+                name=f"{sg.operands[k].name}_unread",
+            )
             operands = (*sg.operands, fresh)
             outs = tuple(len(sg.operands) if jj == j else x for jj, x in enumerate(operation.outputs))
             m = _main(model, operands=operands)
-            yield ModelMutation(f"remove_write/{_label(sg, n)}_output{j}",
-                                _set_operation(m, n, dataclasses.replace(operation, outputs=outs)))
+            yield ModelMutation(
+                f"remove_write/{_label(sg, n)}_output{j}",
+                _set_operation(m, n, dataclasses.replace(operation, outputs=outs)),
+            )
 
 
 def _drop_index(indexes: Sequence[int], k: int) -> tuple[int, ...]:
@@ -495,7 +565,7 @@ def _optional_input(operation: Operation, slot: int) -> bool:
     n = len(operation.inputs)
     t = operation.type
     if t == Op.CONCATENATION:
-        return n > 2 and slot != n - 1          # one tensor fewer is still a concatenation
+        return n > 2 and slot != n - 1  # one tensor fewer is still a concatenation
     if t == Op.PACK:
         return n > 2 and slot != 0
     if t in (Op.CONV_2D, Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D, Op.L2_POOL_2D):
@@ -503,7 +573,7 @@ def _optional_input(operation: Operation, slot: int) -> bool:
     if t == Op.DEPTHWISE_CONV_2D:
         return (n in (9, 12) and slot == n - 1) or (n in (11, 14) and slot >= n - 2)
     if t in (Op.RESIZE_BILINEAR, Op.RESIZE_NEAREST_NEIGHBOR):
-        return n >= 4 and slot >= 3            # layout, align_corners, half_pixel_centers (all BOOL)
+        return n >= 4 and slot >= 3  # layout, align_corners, half_pixel_centers (all BOOL)
     if t in (Op.SPACE_TO_DEPTH, Op.DEPTH_TO_SPACE, Op.BATCH_TO_SPACE_ND):
         return n == 3 and slot == 2
     if t == Op.SPACE_TO_BATCH_ND:
@@ -527,13 +597,21 @@ def remove_operand(model: Model) -> Iterator[ModelMutation]:
             continue
         if any(k in o.inputs and _optional_input(o, o.inputs.index(k)) for o in sg.operations):
             continue
-        operands = sg.operands[:k] + sg.operands[k + 1:]
-        operations = tuple(dataclasses.replace(o, inputs=_drop_index(o.inputs, k),
-                                               outputs=_drop_index(o.outputs, k)) for o in sg.operations)
-        yield ModelMutation(f"remove_operand/operands[{k}]({operand.type.name})",
-                            _main(model, operands=operands, operations=operations,
-                                  input_indexes=_drop_index(sg.input_indexes, k),
-                                  output_indexes=_drop_index(sg.output_indexes, k)))
+        operands = sg.operands[:k] + sg.operands[k + 1 :]
+        operations = tuple(
+            dataclasses.replace(o, inputs=_drop_index(o.inputs, k), outputs=_drop_index(o.outputs, k))
+            for o in sg.operations
+        )
+        yield ModelMutation(
+            f"remove_operand/operands[{k}]({operand.type.name})",
+            _main(
+                model,
+                operands=operands,
+                operations=operations,
+                input_indexes=_drop_index(sg.input_indexes, k),
+                output_indexes=_drop_index(sg.output_indexes, k),
+            ),
+        )
 
 
 def _with_consumers_adjusted(model: Model, k: int, delta: int) -> Model:
@@ -547,7 +625,7 @@ def remove_operation(model: Model) -> Iterator[ModelMutation]:
     """Operation n deleted, so what it wrote is never written."""
     sg = model.main
     for n, operation in enumerate(sg.operations):
-        m = _main(model, operations=sg.operations[:n] + sg.operations[n + 1:])
+        m = _main(model, operations=sg.operations[:n] + sg.operations[n + 1 :])
         for k in operation.inputs:
             m = _with_consumers_adjusted(m, k, -1)
         yield ModelMutation(f"remove_operation/{_label(sg, n)}", m)
@@ -560,7 +638,7 @@ def remove_operation_input(model: Model) -> Iterator[ModelMutation]:
         for j, k in enumerate(operation.inputs):
             if _optional_input(operation, j):
                 continue
-            new = dataclasses.replace(operation, inputs=operation.inputs[:j] + operation.inputs[j + 1:])
+            new = dataclasses.replace(operation, inputs=operation.inputs[:j] + operation.inputs[j + 1 :])
             m = _with_consumers_adjusted(_set_operation(model, n, new), k, -1)
             yield ModelMutation(f"remove_operation_input/{_label(sg, n)}_input{j}", m)
 
@@ -570,7 +648,7 @@ def remove_operation_output(model: Model) -> Iterator[ModelMutation]:
     sg = model.main
     for n, operation in enumerate(sg.operations):
         for j in range(len(operation.outputs)):
-            new = dataclasses.replace(operation, outputs=operation.outputs[:j] + operation.outputs[j + 1:])
+            new = dataclasses.replace(operation, outputs=operation.outputs[:j] + operation.outputs[j + 1 :])
             yield ModelMutation(f"remove_operation_output/{_label(sg, n)}_output{j}", _set_operation(model, n, new))
 
 
@@ -581,10 +659,12 @@ def _extra_int32(lifetime: Lifetime) -> Operand:
 # (operation, input count) where one more INT32 scalar input is another valid signature.
 def _takes_extra_int32(operation: Operation) -> bool:
     n = len(operation.inputs)
-    return ((operation.type == Op.L2_NORMALIZATION and n == 1)
-            or (operation.type == Op.LOCAL_RESPONSE_NORMALIZATION and n == 5)
-            or (operation.type == Op.SOFTMAX and n == 2)
-            or (operation.type in (Op.RESIZE_BILINEAR, Op.RESIZE_NEAREST_NEIGHBOR) and n < 6))
+    return (
+        (operation.type == Op.L2_NORMALIZATION and n == 1)
+        or (operation.type == Op.LOCAL_RESPONSE_NORMALIZATION and n == 5)
+        or (operation.type == Op.SOFTMAX and n == 2)
+        or (operation.type in (Op.RESIZE_BILINEAR, Op.RESIZE_NEAREST_NEIGHBOR) and n < 6)
+    )
 
 
 def add_operation_input(model: Model) -> Iterator[ModelMutation]:
@@ -594,10 +674,13 @@ def add_operation_input(model: Model) -> Iterator[ModelMutation]:
     for n, operation in enumerate(sg.operations):
         if _takes_extra_int32(operation):
             continue
-        m = _main(model, operands=(*sg.operands, _extra_int32(Lifetime.SUBGRAPH_INPUT)),
-                  input_indexes=(*sg.input_indexes, k))
-        yield ModelMutation(f"add_operation_input/{_label(sg, n)}",
-                            _set_operation(m, n, dataclasses.replace(operation, inputs=(*operation.inputs, k))))
+        m = _main(
+            model, operands=(*sg.operands, _extra_int32(Lifetime.SUBGRAPH_INPUT)), input_indexes=(*sg.input_indexes, k)
+        )
+        yield ModelMutation(
+            f"add_operation_input/{_label(sg, n)}",
+            _set_operation(m, n, dataclasses.replace(operation, inputs=(*operation.inputs, k))),
+        )
 
 
 def add_operation_output(model: Model) -> Iterator[ModelMutation]:
@@ -605,10 +688,15 @@ def add_operation_output(model: Model) -> Iterator[ModelMutation]:
     sg = model.main
     k = len(sg.operands)
     for n, operation in enumerate(sg.operations):
-        m = _main(model, operands=(*sg.operands, _extra_int32(Lifetime.SUBGRAPH_OUTPUT)),
-                  output_indexes=(*sg.output_indexes, k))
-        yield ModelMutation(f"add_operation_output/{_label(sg, n)}",
-                            _set_operation(m, n, dataclasses.replace(operation, outputs=(*operation.outputs, k))))
+        m = _main(
+            model,
+            operands=(*sg.operands, _extra_int32(Lifetime.SUBGRAPH_OUTPUT)),
+            output_indexes=(*sg.output_indexes, k),
+        )
+        yield ModelMutation(
+            f"add_operation_output/{_label(sg, n)}",
+            _set_operation(m, n, dataclasses.replace(operation, outputs=(*operation.outputs, k))),
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -667,17 +755,23 @@ def operand_extra_params(model: Model) -> Iterator[ModelMutation]:
             continue
         rank = len(operand.dimensions or ())
         scales = tuple(cq.scales)
-        bad = [("channel_dim_out_of_range", dataclasses.replace(cq, channel_dim=rank)),
-               ("one_scale_too_many", dataclasses.replace(cq, scales=scales + (scales[-1] if scales else 1.0,))),
-               ("zero_scale", dataclasses.replace(cq, scales=(0.0,) + scales[1:])),
-               ("negative_scale", dataclasses.replace(cq, scales=(-abs(scales[0]) or -1.0,) + scales[1:]))]
+        bad = [
+            ("channel_dim_out_of_range", dataclasses.replace(cq, channel_dim=rank)),
+            ("one_scale_too_many", dataclasses.replace(cq, scales=scales + (scales[-1] if scales else 1.0,))),
+            ("zero_scale", dataclasses.replace(cq, scales=(0.0,) + scales[1:])),
+            ("negative_scale", dataclasses.replace(cq, scales=(-abs(scales[0]) or -1.0,) + scales[1:])),
+        ]
         if len(scales) > 1:
             bad.append(("one_scale_too_few", dataclasses.replace(cq, scales=scales[:-1])))
         for what, changed in bad:
-            yield ModelMutation(f"operand_extra_params/operands[{k}]/{what}",
-                                _set_operand(model, k, dataclasses.replace(operand, channel_quant=changed)))
-        yield ModelMutation(f"operand_extra_params/operands[{k}]/zero_point_1",
-                            _set_operand(model, k, dataclasses.replace(operand, zero_point=1)))
+            yield ModelMutation(
+                f"operand_extra_params/operands[{k}]/{what}",
+                _set_operand(model, k, dataclasses.replace(operand, channel_quant=changed)),
+            )
+        yield ModelMutation(
+            f"operand_extra_params/operands[{k}]/zero_point_1",
+            _set_operand(model, k, dataclasses.replace(operand, zero_point=1)),
+        )
 
 
 # CTS's per-operation rank rules (TestValidateOperations' rank mutators; the rules were read
@@ -687,11 +781,35 @@ def operand_extra_params(model: Model) -> Iterator[ModelMutation]:
 _UP_TO_4 = (((0,), None, 4),)
 RANK_CONSTRAINTS: dict[OperationType, tuple[tuple[tuple[int, ...] | None, int | None, int | None], ...]] = {
     **{op: (((0,), None, 4), ((1,), None, 4)) for op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV)},
-    **{op: _UP_TO_4 for op in (
-        Op.DEQUANTIZE, Op.FLOOR, Op.LOGISTIC, Op.RELU, Op.RELU1, Op.RELU6, Op.TANH, Op.RESHAPE, Op.MEAN, Op.PAD,
-        Op.PAD_V2, Op.SOFTMAX, Op.TRANSPOSE, Op.SQUEEZE, Op.STRIDED_SLICE, Op.CHANNEL_SHUFFLE,
-        Op.L2_NORMALIZATION, Op.LOCAL_RESPONSE_NORMALIZATION, Op.REDUCE_ALL, Op.REDUCE_ANY, Op.REDUCE_MAX,
-        Op.REDUCE_MIN, Op.REDUCE_PROD, Op.REDUCE_SUM)},
+    **{
+        op: _UP_TO_4
+        for op in (
+            Op.DEQUANTIZE,
+            Op.FLOOR,
+            Op.LOGISTIC,
+            Op.RELU,
+            Op.RELU1,
+            Op.RELU6,
+            Op.TANH,
+            Op.RESHAPE,
+            Op.MEAN,
+            Op.PAD,
+            Op.PAD_V2,
+            Op.SOFTMAX,
+            Op.TRANSPOSE,
+            Op.SQUEEZE,
+            Op.STRIDED_SLICE,
+            Op.CHANNEL_SHUFFLE,
+            Op.L2_NORMALIZATION,
+            Op.LOCAL_RESPONSE_NORMALIZATION,
+            Op.REDUCE_ALL,
+            Op.REDUCE_ANY,
+            Op.REDUCE_MAX,
+            Op.REDUCE_MIN,
+            Op.REDUCE_PROD,
+            Op.REDUCE_SUM,
+        )
+    },
     Op.CONV_2D: (((0, 1), 4, 4),),
     Op.FULLY_CONNECTED: (((0,), 2, 4), ((1,), 2, 2), ((2,), 1, 1)),
     Op.CONCATENATION: ((None, None, 4),),
@@ -736,8 +854,9 @@ def operation_input_rank(model: Model) -> Iterator[ModelMutation]:
                 m = model
                 for k in ks:
                     m = _set_operand(m, k, _with_rank(m.main.operands[k], rank))
-                yield ModelMutation(f"operation_input_rank/{_label(sg, n)}_input{','.join(map(str, slots))}"
-                                    f"_rank{rank}", m)
+                yield ModelMutation(
+                    f"operation_input_rank/{_label(sg, n)}_input{','.join(map(str, slots))}_rank{rank}", m
+                )
 
 
 # Mutation classes CTS has beyond VTS's 22 (the matrix runs them too; the vts suite keeps VTS's).
@@ -760,6 +879,7 @@ def mutate_model(model: Model, classes: Sequence[str] | None = None) -> Iterator
 # ---------------------------------------------------------------------------------------
 # Request mutations
 # ---------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, eq=False)
 class RequestMutation:
@@ -792,63 +912,91 @@ def request_mutations(model: Model, request: Request) -> Iterator[RequestMutatio
         args = getattr(request, kind)
         one = kind[:-1]
         for i in range(len(args)):
-            yield RequestMutation(f"remove_{one}/{i}", _with(request, kind, i, None),
-                                  rule="the argument count must equal the model's")
+            yield RequestMutation(
+                f"remove_{one}/{i}", _with(request, kind, i, None), rule="the argument count must equal the model's"
+            )
         extra = args[-1] if args else RequestArgument()
-        yield RequestMutation(f"add_{one}", dataclasses.replace(request, **{kind: (*args, extra)}),
-                              rule="the argument count must equal the model's")
+        yield RequestMutation(
+            f"add_{one}",
+            dataclasses.replace(request, **{kind: (*args, extra)}),
+            rule="the argument count must equal the model's",
+        )
     for i, (k, arg) in enumerate(zip(sg.input_indexes, request.inputs)):
         operand = sg.operands[k]
         if operand.info.is_scalar or arg.has_no_value or arg.value is None:
             continue
         value = np.asarray(arg.value)
         shape = tuple(arg.dimensions or value.shape)
-        yield RequestMutation(f"input_wrong_rank/{i}",
-                              _with(request, "inputs", i, RequestArgument(value.reshape(shape + (1,)), shape + (1,))),
-                              rule="the rank must equal the model's")
+        yield RequestMutation(
+            f"input_wrong_rank/{i}",
+            _with(request, "inputs", i, RequestArgument(value.reshape(shape + (1,)), shape + (1,))),
+            rule="the rank must equal the model's",
+        )
         d = _known_dim(operand.dimensions)
         if d is not None:
             bigger = tuple(x + (j == d) for j, x in enumerate(shape))
-            yield RequestMutation(f"input_wrong_dimension/{i}",
-                                  _with(request, "inputs", i,
-                                        RequestArgument(np.resize(value, bigger).astype(value.dtype), bigger)),
-                                  rule="a dimension must equal the model's known dimension")
+            yield RequestMutation(
+                f"input_wrong_dimension/{i}",
+                _with(request, "inputs", i, RequestArgument(np.resize(value, bigger).astype(value.dtype), bigger)),
+                rule="a dimension must equal the model's known dimension",
+            )
         zero = (0,) + shape[1:]
-        yield RequestMutation(f"input_zero_dimension/{i}",
-                              _with(request, "inputs", i, RequestArgument(np.zeros(zero, value.dtype), zero)),
-                              rule="an input dimension must not be 0")
+        yield RequestMutation(
+            f"input_zero_dimension/{i}",
+            _with(request, "inputs", i, RequestArgument(np.zeros(zero, value.dtype), zero)),
+            rule="an input dimension must not be 0",
+        )
         if value.size > 0:
-            yield RequestMutation(f"input_buffer_too_small/{i}",
-                                  _with(request, "inputs", i, RequestArgument(value.reshape(-1)[:-1], shape)),
-                                  rule="an input buffer must hold its dimensions' elements")
+            yield RequestMutation(
+                f"input_buffer_too_small/{i}",
+                _with(request, "inputs", i, RequestArgument(value.reshape(-1)[:-1], shape)),
+                rule="an input buffer must hold its dimensions' elements",
+            )
     for i, (k, arg) in enumerate(zip(sg.output_indexes, request.outputs)):
         operand = sg.operands[k]
         if operand.info.is_scalar or not operand.dimensions:
             continue
         dims = operand.dimensions
-        yield RequestMutation(f"output_wrong_rank/{i}",
-                              _with(request, "outputs", i, RequestArgument(dimensions=dims + (1,))),
-                              rule="the rank must equal the model's")
+        yield RequestMutation(
+            f"output_wrong_rank/{i}",
+            _with(request, "outputs", i, RequestArgument(dimensions=dims + (1,))),
+            rule="the rank must equal the model's",
+        )
         d = _known_dim(dims)
         if d is not None:
-            yield RequestMutation(f"output_wrong_dimension/{i}",
-                                  _with(request, "outputs", i, RequestArgument(
-                                      dimensions=tuple(x + (j == d) for j, x in enumerate(dims)))),
-                                  rule="a dimension must equal the model's known dimension")
+            yield RequestMutation(
+                f"output_wrong_dimension/{i}",
+                _with(
+                    request, "outputs", i, RequestArgument(dimensions=tuple(x + (j == d) for j, x in enumerate(dims)))
+                ),
+                rule="a dimension must equal the model's known dimension",
+            )
         if operand.fully_specified and element_count(dims) > 0:
             dtype = operand.info.dtype
-            assert dtype is not None     # a model output is a tensor, never a subgraph reference
+            assert dtype is not None  # a model output is a tensor, never a subgraph reference
             size = element_count(dims) * dtype.itemsize
-            yield RequestMutation(f"output_buffer_too_small/{i}",
-                                  _with(request, "outputs", i, RequestArgument(capacity=size - dtype.itemsize)),
-                                  allowed=(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, ErrorStatus.INVALID_ARGUMENT),
-                                  rule="an output buffer must hold the output (OUTPUT_INSUFFICIENT_SIZE)")
+            yield RequestMutation(
+                f"output_buffer_too_small/{i}",
+                _with(request, "outputs", i, RequestArgument(capacity=size - dtype.itemsize)),
+                allowed=(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE, ErrorStatus.INVALID_ARGUMENT),
+                rule="an output buffer must hold the output (OUTPUT_INSUFFICIENT_SIZE)",
+            )
 
 
 # The request-mutation classes, in the order request_mutations makes them.
-REQUEST_CLASSES = ("remove_input", "add_input", "remove_output", "add_output", "input_wrong_rank",
-                   "input_wrong_dimension", "input_zero_dimension", "input_buffer_too_small",
-                   "output_wrong_rank", "output_wrong_dimension", "output_buffer_too_small")
+REQUEST_CLASSES = (
+    "remove_input",
+    "add_input",
+    "remove_output",
+    "add_output",
+    "input_wrong_rank",
+    "input_wrong_dimension",
+    "input_zero_dimension",
+    "input_buffer_too_small",
+    "output_wrong_rank",
+    "output_wrong_dimension",
+    "output_buffer_too_small",
+)
 
 
 def request_mutation_class(name: str) -> str:
@@ -856,6 +1004,18 @@ def request_mutation_class(name: str) -> str:
     return name.split("/", 1)[0]
 
 
-__all__ = ["ModelMutation", "MODEL_MUTATIONS", "MODEL_CHANGING", "CTS_MUTATIONS", "RANK_CONSTRAINTS", "mutate_model",
-           "RequestMutation", "REQUEST_CLASSES", "request_mutations", "request_mutation_class", "consumer_counts",
-           "retyped_operand", "POLYMORPHIC_SLOTS"]
+__all__ = [
+    "ModelMutation",
+    "MODEL_MUTATIONS",
+    "MODEL_CHANGING",
+    "CTS_MUTATIONS",
+    "RANK_CONSTRAINTS",
+    "mutate_model",
+    "RequestMutation",
+    "REQUEST_CLASSES",
+    "request_mutations",
+    "request_mutation_class",
+    "consumer_counts",
+    "retyped_operand",
+    "POLYMORPHIC_SLOTS",
+]

@@ -4,6 +4,7 @@ One module per operation family defines ``EXAMPLES: list[Example]``.  Expected o
 worked out by hand (or by an independent one-line numpy formula written in the example), never
 by running the reference executor: these examples are what keeps the executor honest.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -18,13 +19,13 @@ from nnconform.ir import Model
 
 @dataclass(frozen=True, eq=False)
 class Example:
-    name: str                                # unique, used in the test id: "add_broadcast_quant8"
+    name: str  # unique, used in the test id: "add_broadcast_quant8"
     model: Model
     # one per main-graph input, stored representation (a scalar operand's may be a numpy scalar)
     inputs: Sequence[np.ndarray | np.generic]
-    outputs: Sequence[np.ndarray]            # expected, one per main-graph output
-    expect_failure: bool = False             # the model is invalid or execution must fail
-    note: str = ""                           # how the expected values were derived
+    outputs: Sequence[np.ndarray]  # expected, one per main-graph output
+    expect_failure: bool = False  # the model is invalid or execution must fail
+    note: str = ""  # how the expected values were derived
     # outputs whose values NNAPI leaves undefined (LSTM's scratch buffer: CTS ignores it too);
     # the expected values stay, for the reference's own tests, but a driver is not held to them
     ignored: Sequence[bool] | None = None

@@ -6,6 +6,7 @@ Branch/body operations used: ADD, SUB, MUL, CAST, FILL, FULLY_CONNECTED, CONCATE
 comparison LESS.  The infinite loop's condition is a CAST of a BOOL8 input, so a driver without
 comparison operations can still be checked for the loop timeout.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,6 +31,7 @@ def _i(*v) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 # IF
 # ---------------------------------------------------------------------------------------
+
 
 def if_add_sub(t: T = T.TENSOR_FLOAT32, scale: float = 0.0, zp: int = 0) -> Model:
     """z = IF(c) then y + 10 else y - 10, y and z of type ``t`` and shape [2, 3]."""
@@ -65,8 +67,7 @@ def if_select_input(t: T, dims=(4,), scale: float = 0.0, zp: int = 0) -> Model:
         branches.append(sb)
     c = b.input(T.TENSOR_BOOL8, BOOL1)
     x, y = b.input(t, dims, **q), b.input(t, dims, **q)
-    b.operation(Op.IF, [c, b.subgraph_ref(branches[0]), b.subgraph_ref(branches[1]), x, y],
-                [b.output(t, dims, **q)])
+    b.operation(Op.IF, [c, b.subgraph_ref(branches[0]), b.subgraph_ref(branches[1]), x, y], [b.output(t, dims, **q)])
     return b.build()
 
 
@@ -84,8 +85,9 @@ def if_fill_scalar(t: T) -> Model:
     c = b.input(T.TENSOR_BOOL8, BOOL1)
     a, v = b.input(t), b.input(t)
     shape = b.const(T.TENSOR_INT32, (2,), [2, 2])
-    b.operation(Op.IF, [c, b.subgraph_ref(branches[0]), b.subgraph_ref(branches[1]), shape, a, v],
-                [b.output(tensor, (2, 2))])
+    b.operation(
+        Op.IF, [c, b.subgraph_ref(branches[0]), b.subgraph_ref(branches[1]), shape, a, v], [b.output(tensor, (2, 2))]
+    )
     return b.build()
 
 
@@ -112,6 +114,7 @@ def if_two_outputs_unknown_shape() -> Model:
 # ---------------------------------------------------------------------------------------
 # WHILE
 # ---------------------------------------------------------------------------------------
+
 
 def _less_cond(b: ModelBuilder, name: str, types: list, lhs: int, rhs: int) -> ModelBuilder:
     """A condition subgraph with inputs ``types`` whose output is LESS(input lhs, input rhs)."""
@@ -148,7 +151,7 @@ def while_rnn_accumulate() -> Model:
     W = [[1, 1], [0, 1]], bias = [0, -1]: h = [a, b] becomes [relu(a + b), relu(b - 1)]."""
     b = ModelBuilder("while_rnn_accumulate")
     t = T.TENSOR_FLOAT32
-    vars_ = [(t, (1, 2)), (t, (0, 2)), I32_1, I32_1]      # h, seq, step, n
+    vars_ = [(t, (1, 2)), (t, (0, 2)), I32_1, I32_1]  # h, seq, step, n
     cond = _less_cond(b, "cond_step_lt_n", vars_, 2, 3)
     body = b.subgraph("body_rnn_step")
     h, seq, step, _n = (body.input(tt, d) for tt, d in vars_)
@@ -161,8 +164,9 @@ def while_rnn_accumulate() -> Model:
     h0 = b.input(t, (1, 2))
     n = b.input(T.TENSOR_INT32, (1,))
     outs = [b.output(t, (1, 2)), b.output(t, (0, 2))]
-    b.operation(Op.WHILE, [b.subgraph_ref(cond), b.subgraph_ref(body), h0, h0,
-                           b.const(T.TENSOR_INT32, (1,), [0]), n], outs)
+    b.operation(
+        Op.WHILE, [b.subgraph_ref(cond), b.subgraph_ref(body), h0, h0, b.const(T.TENSOR_INT32, (1,), [0]), n], outs
+    )
     return b.build()
 
 
@@ -170,7 +174,7 @@ def while_with_if() -> Model:
     """Nested IF in WHILE: acc = 0; for i in range(n): acc = acc + x if i < 2 else acc - x."""
     b = ModelBuilder("while_with_if")
     t, d = T.TENSOR_FLOAT32, (2,)
-    vars_ = [(t, d), I32_1, I32_1, (t, d)]                  # acc, i, n, x
+    vars_ = [(t, d), I32_1, I32_1, (t, d)]  # acc, i, n, x
     cond = _less_cond(b, "cond_i_lt_n", vars_, 1, 2)
     branches = []
     for name, op in (("then_add_x", Op.ADD), ("else_sub_x", Op.SUB)):
@@ -183,19 +187,21 @@ def while_with_if() -> Model:
     small = body.temp(T.TENSOR_BOOL8, BOOL1)
     acc_out, i_out = body.output(t, d), body.output(T.TENSOR_INT32, (1,))
     body.operation(Op.LESS, [i, body.const(T.TENSOR_INT32, (1,), [2])], [small])
-    body.operation(Op.IF, [small, body.subgraph_ref(branches[0]), body.subgraph_ref(branches[1]), acc, x],
-                   [acc_out])
+    body.operation(Op.IF, [small, body.subgraph_ref(branches[0]), body.subgraph_ref(branches[1]), acc, x], [acc_out])
     body.operation(Op.ADD, [i, body.const(T.TENSOR_INT32, (1,), [1]), body.i32(0)], [i_out])
     n, x = b.input(T.TENSOR_INT32, (1,)), b.input(t, d)
-    b.operation(Op.WHILE, [b.subgraph_ref(cond), b.subgraph_ref(body), b.const(t, d, [0, 0]),
-                           b.const(T.TENSOR_INT32, (1,), [0]), n, x], [b.output(t, d)])
+    b.operation(
+        Op.WHILE,
+        [b.subgraph_ref(cond), b.subgraph_ref(body), b.const(t, d, [0, 0]), b.const(T.TENSOR_INT32, (1,), [0]), n, x],
+        [b.output(t, d)],
+    )
     return b.build()
 
 
 def while_in_while() -> Model:
     """Nested WHILE: acc = 0; for i in range(n): (for j in range(i): acc += 1).  acc = n(n-1)/2."""
     b = ModelBuilder("while_in_while")
-    one_vars = [I32_1, I32_1, I32_1]                        # inner: acc, j, i   outer: acc, i, n
+    one_vars = [I32_1, I32_1, I32_1]  # inner: acc, j, i   outer: acc, i, n
     inner_cond = _less_cond(b, "inner_cond_j_lt_i", one_vars, 1, 2)
     inner = b.subgraph("inner_body_acc_plus_1")
     acc, j, _i = (inner.input(tt, dd) for tt, dd in one_vars)
@@ -207,12 +213,24 @@ def while_in_while() -> Model:
     outer = b.subgraph("outer_body_inner_loop")
     acc, i, _n = (outer.input(tt, dd) for tt, dd in one_vars)
     acc_out, i_out = outer.output(T.TENSOR_INT32, (1,)), outer.output(T.TENSOR_INT32, (1,))
-    outer.operation(Op.WHILE, [outer.subgraph_ref(inner_cond), outer.subgraph_ref(inner), acc,
-                               outer.const(T.TENSOR_INT32, (1,), [0]), i], [acc_out])
+    outer.operation(
+        Op.WHILE,
+        [outer.subgraph_ref(inner_cond), outer.subgraph_ref(inner), acc, outer.const(T.TENSOR_INT32, (1,), [0]), i],
+        [acc_out],
+    )
     outer.operation(Op.ADD, [i, outer.const(T.TENSOR_INT32, (1,), [1]), outer.i32(0)], [i_out])
     n = b.input(T.TENSOR_INT32, (1,))
-    b.operation(Op.WHILE, [b.subgraph_ref(outer_cond), b.subgraph_ref(outer), b.const(T.TENSOR_INT32, (1,), [0]),
-                           b.const(T.TENSOR_INT32, (1,), [0]), n], [b.output(T.TENSOR_INT32, (1,))])
+    b.operation(
+        Op.WHILE,
+        [
+            b.subgraph_ref(outer_cond),
+            b.subgraph_ref(outer),
+            b.const(T.TENSOR_INT32, (1,), [0]),
+            b.const(T.TENSOR_INT32, (1,), [0]),
+            n,
+        ],
+        [b.output(T.TENSOR_INT32, (1,))],
+    )
     return b.build()
 
 
@@ -230,8 +248,9 @@ def while_flag_loop() -> Model:
     i, _go = (body.input(tt, d) for tt, d in vars_)
     body.operation(Op.ADD, [i, body.const(t, (1,), [1.0]), body.i32(0)], [body.output(t, (1,))])
     go = b.input(T.TENSOR_BOOL8, BOOL1)
-    b.operation(Op.WHILE, [b.subgraph_ref(cond), b.subgraph_ref(body), b.const(t, (1,), [0.0]), go],
-                [b.output(t, (1,))])
+    b.operation(
+        Op.WHILE, [b.subgraph_ref(cond), b.subgraph_ref(body), b.const(t, (1,), [0.0]), go], [b.output(t, (1,))]
+    )
     return b.build()
 
 
@@ -239,8 +258,16 @@ def while_flag_loop() -> Model:
 # Models every driver must reject
 # ---------------------------------------------------------------------------------------
 
-def _if_with(cond_type=T.TENSOR_BOOL8, cond_dims=BOOL1, branch_in=None, branch_out=None,
-             branch_dims=(3,), omit_cond=False, extra_branch_input=False) -> Model:
+
+def _if_with(
+    cond_type=T.TENSOR_BOOL8,
+    cond_dims=BOOL1,
+    branch_in=None,
+    branch_out=None,
+    branch_dims=(3,),
+    omit_cond=False,
+    extra_branch_input=False,
+) -> Model:
     """z = IF(c) then CAST(x) else CAST(x), with one thing broken (all fp32 [3] otherwise)."""
     t, d = T.TENSOR_FLOAT32, (3,)
     b = ModelBuilder("if_broken")
@@ -270,11 +297,14 @@ def if_branch_scale_mismatch() -> Model:
     for name in ("then", "else"):
         sb = b.subgraph(name)
         x = sb.input(t, d, scale=0.5, zero_point=0)
-        sb.operation(Op.CAST, [x], [sb.output(t, d, scale=0.25, zero_point=0)])   # outer says 0.5
+        sb.operation(Op.CAST, [x], [sb.output(t, d, scale=0.25, zero_point=0)])  # outer says 0.5
         branches.append(sb)
     c, x = b.input(T.TENSOR_BOOL8, BOOL1), b.input(t, d, scale=0.5, zero_point=0)
-    b.operation(Op.IF, [c, b.subgraph_ref(branches[0]), b.subgraph_ref(branches[1]), x],
-                [b.output(t, d, scale=0.5, zero_point=0)])
+    b.operation(
+        Op.IF,
+        [c, b.subgraph_ref(branches[0]), b.subgraph_ref(branches[1]), x],
+        [b.output(t, d, scale=0.5, zero_point=0)],
+    )
     return b.build()
 
 
@@ -305,8 +335,9 @@ def while_bad(cond_out=T.TENSOR_BOOL8, body_out=T.TENSOR_FLOAT32) -> Model:
     i, _go = (body.input(tt, d) for tt, d in vars_)
     body.operation(Op.CAST, [i], [body.output(body_out, (1,))])
     go = b.input(T.TENSOR_BOOL8, BOOL1)
-    b.operation(Op.WHILE, [b.subgraph_ref(cond), b.subgraph_ref(body), b.const(t, (1,), [0.0]), go],
-                [b.output(t, (1,))])
+    b.operation(
+        Op.WHILE, [b.subgraph_ref(cond), b.subgraph_ref(body), b.const(t, (1,), [0.0]), go], [b.output(t, (1,))]
+    )
     return b.build()
 
 
@@ -315,7 +346,7 @@ def if_cyclic_reference() -> Model:
     b = ModelBuilder("if_cyclic")
     t, d = T.TENSOR_FLOAT32, (3,)
     loop, plain = b.subgraph("then_refers_to_itself"), b.subgraph("else")
-    plain.input(T.TENSOR_BOOL8, BOOL1)   # the condition, passed along but unused here
+    plain.input(T.TENSOR_BOOL8, BOOL1)  # the condition, passed along but unused here
     x = plain.input(t, d)
     plain.operation(Op.CAST, [x], [plain.output(t, d)])
     c, x = loop.input(T.TENSOR_BOOL8, BOOL1), loop.input(t, d)
@@ -336,17 +367,40 @@ CARRY_CASES: list[tuple[str, T, float, int, np.ndarray, np.ndarray]] = [
     # (short name, type, scale, zero point, x, y)
     ("fp32", T.TENSOR_FLOAT32, 0.0, 0, np.array([1.5, -2, 0, 3e38], np.float32), np.array([-1, 7, 8, 9], np.float32)),
     ("fp16", T.TENSOR_FLOAT16, 0.0, 0, np.array([1.5, -2, 0, 65504], np.float16), np.array([-1, 7, 8, 9], np.float16)),
-    ("int32", T.TENSOR_INT32, 0.0, 0, _i(2**31 - 1, -2**31, 0, 5), _i(-1, 7, 8, 9)),
-    ("quant8", T.TENSOR_QUANT8_ASYMM, 0.5, 128, np.array([0, 128, 255, 3], np.uint8),
-     np.array([1, 2, 3, 4], np.uint8)),
-    ("quant8_signed", T.TENSOR_QUANT8_ASYMM_SIGNED, 0.25, -3, np.array([-128, 0, 127, 3], np.int8),
-     np.array([1, 2, 3, 4], np.int8)),
-    ("quant8_symm", T.TENSOR_QUANT8_SYMM, 0.5, 0, np.array([-127, 0, 127, 3], np.int8),
-     np.array([1, 2, 3, 4], np.int8)),
-    ("quant16_asymm", T.TENSOR_QUANT16_ASYMM, 0.125, 1000, np.array([0, 1000, 65535, 7], np.uint16),
-     np.array([1, 2, 3, 4], np.uint16)),
-    ("quant16_symm", T.TENSOR_QUANT16_SYMM, 0.125, 0, np.array([-32768, 0, 32767, 7], np.int16),
-     np.array([1, 2, 3, 4], np.int16)),
+    ("int32", T.TENSOR_INT32, 0.0, 0, _i(2**31 - 1, -(2**31), 0, 5), _i(-1, 7, 8, 9)),
+    ("quant8", T.TENSOR_QUANT8_ASYMM, 0.5, 128, np.array([0, 128, 255, 3], np.uint8), np.array([1, 2, 3, 4], np.uint8)),
+    (
+        "quant8_signed",
+        T.TENSOR_QUANT8_ASYMM_SIGNED,
+        0.25,
+        -3,
+        np.array([-128, 0, 127, 3], np.int8),
+        np.array([1, 2, 3, 4], np.int8),
+    ),
+    (
+        "quant8_symm",
+        T.TENSOR_QUANT8_SYMM,
+        0.5,
+        0,
+        np.array([-127, 0, 127, 3], np.int8),
+        np.array([1, 2, 3, 4], np.int8),
+    ),
+    (
+        "quant16_asymm",
+        T.TENSOR_QUANT16_ASYMM,
+        0.125,
+        1000,
+        np.array([0, 1000, 65535, 7], np.uint16),
+        np.array([1, 2, 3, 4], np.uint16),
+    ),
+    (
+        "quant16_symm",
+        T.TENSOR_QUANT16_SYMM,
+        0.125,
+        0,
+        np.array([-32768, 0, 32767, 7], np.int16),
+        np.array([1, 2, 3, 4], np.int16),
+    ),
     ("bool8", T.TENSOR_BOOL8, 0.0, 0, np.array([True, False, True, True]), np.array([False, True, False, False])),
 ]
 
@@ -354,12 +408,16 @@ CARRY_CASES: list[tuple[str, T, float, int, np.ndarray, np.ndarray]] = [
 def _examples() -> list[Example]:
     ex: list[Example] = []
     # IF with arithmetic branches: y + 10 / y - 10.
-    for name, t, scale, zp in (("fp32", T.TENSOR_FLOAT32, 0.0, 0), ("fp16", T.TENSOR_FLOAT16, 0.0, 0),
-                               ("int32", T.TENSOR_INT32, 0.0, 0), ("quant8", T.TENSOR_QUANT8_ASYMM, 0.5, 100),
-                               ("quant8_signed", T.TENSOR_QUANT8_ASYMM_SIGNED, 0.5, -20)):
+    for name, t, scale, zp in (
+        ("fp32", T.TENSOR_FLOAT32, 0.0, 0),
+        ("fp16", T.TENSOR_FLOAT16, 0.0, 0),
+        ("int32", T.TENSOR_INT32, 0.0, 0),
+        ("quant8", T.TENSOR_QUANT8_ASYMM, 0.5, 100),
+        ("quant8_signed", T.TENSOR_QUANT8_ASYMM_SIGNED, 0.5, -20),
+    ):
         model = if_add_sub(t, scale, zp)
         dtype = model.main.operands[model.main.input_indexes[1]].info.dtype
-        if scale:   # stored q holds real (q - zp) * scale; +-10 real is +-20 stored
+        if scale:  # stored q holds real (q - zp) * scale; +-10 real is +-20 stored
             y = (np.arange(6).reshape(2, 3) * 3 + zp + 30).astype(dtype)
             add, sub = (y.astype(np.int64) + 20).astype(dtype), (y.astype(np.int64) - 20).astype(dtype)
         else:
@@ -373,8 +431,11 @@ def _examples() -> list[Example]:
         ex.append(Example(f"if_carries_{name}_then", model, [_b(True), x, y], [x.copy()], note="then: x"))
         ex.append(Example(f"if_carries_{name}_else", model, [_b(False), x, y], [y.copy()], note="else: y"))
     # IF with scalar branch inputs.
-    for t, a, v, dt in ((T.FLOAT32, 2.5, -1.0, np.float32), (T.FLOAT16, 0.5, 3.0, np.float16),
-                        (T.INT32, 7, -9, np.int32)):
+    for t, a, v, dt in (
+        (T.FLOAT32, 2.5, -1.0, np.float32),
+        (T.FLOAT16, 0.5, 3.0, np.float16),
+        (T.INT32, 7, -9, np.int32),
+    ):
         model = if_fill_scalar(t)
         short = t.name.lower()
         ex.append(Example(f"if_scalar_{short}_then", model, [_b(True), dt(a), dt(v)], [np.full((2, 2), a, dt)]))
@@ -382,14 +443,26 @@ def _examples() -> list[Example]:
     # Two outputs, outer dims unknown.
     x, y = np.array([1, 2, 3], np.float32), np.array([0.5, 0.25, -1], np.float32)
     m = if_two_outputs_unknown_shape()
-    ex.append(Example("if_two_outputs_unknown_shape_then", m, [_b(True), x, y],
-                      [np.array([1.5, 2.25, 2], np.float32), np.array([0.5, 1.75, 4], np.float32)]))
-    ex.append(Example("if_two_outputs_unknown_shape_else", m, [_b(False), x, y],
-                      [np.array([0.5, 1.75, 4], np.float32), np.array([1.5, 2.25, 2], np.float32)]))
+    ex.append(
+        Example(
+            "if_two_outputs_unknown_shape_then",
+            m,
+            [_b(True), x, y],
+            [np.array([1.5, 2.25, 2], np.float32), np.array([0.5, 1.75, 4], np.float32)],
+        )
+    )
+    ex.append(
+        Example(
+            "if_two_outputs_unknown_shape_else",
+            m,
+            [_b(False), x, y],
+            [np.array([0.5, 1.75, 4], np.float32), np.array([1.5, 2.25, 2], np.float32)],
+        )
+    )
 
     # WHILE counter loops: sum of i*i for i < n.
     m1, m2 = while_sum_of_squares(), while_sum_of_squares(both_outputs=True)
-    for n, acc in ((0, 0), (1, 0), (3, 5), (5, 30)):        # 0; 0; 0+1+4; 0+1+4+9+16
+    for n, acc in ((0, 0), (1, 0), (3, 5), (5, 30)):  # 0; 0; 0+1+4; 0+1+4+9+16
         ex.append(Example(f"while_counter_int32_sum_of_squares_n{n}", m1, [_i(n)], [_i(acc)]))
     ex.append(Example("while_counter_int32_two_outputs_n4", m2, [_i(4)], [_i(14), _i(4)], note="0+1+4+9, i=4"))
     # Dynamic RNN-like loop: [1, 3] -> [4, 2] -> [6, 1] -> [7, 0] -> [7, 0].
@@ -397,12 +470,19 @@ def _examples() -> list[Example]:
     h0 = np.array([[1, 3]], np.float32)
     states = np.array([[1, 3], [4, 2], [6, 1], [7, 0], [7, 0]], np.float32)
     for n in (0, 1, 4):
-        ex.append(Example(f"while_dynamic_rnn_accumulate_n{n}", rnn, [h0, _i(n)],
-                          [states[n:n + 1].copy(), states[:n + 1].copy()], note="seq grows to [n + 1, 2]"))
+        ex.append(
+            Example(
+                f"while_dynamic_rnn_accumulate_n{n}",
+                rnn,
+                [h0, _i(n)],
+                [states[n : n + 1].copy(), states[: n + 1].copy()],
+                note="seq grows to [n + 1, 2]",
+            )
+        )
     # Nested control flow.
     wif = while_with_if()
     x = np.array([1, 0.5], np.float32)
-    for n, k in ((0, 0), (2, 2), (3, 1), (5, -1)):          # two additions, then subtractions
+    for n, k in ((0, 0), (2, 2), (3, 1), (5, -1)):  # two additions, then subtractions
         ex.append(Example(f"nested_if_in_while_n{n}", wif, [_i(n), x], [x * k]))
     ww = while_in_while()
     for n in (0, 1, 4, 6):
@@ -446,14 +526,17 @@ def while_carry(t: T, dims=(2,), scale: float = 0.0, zp: int = 0) -> Model:
     cond.operation(Op.LESS, [ci, cn], [cond.output(T.TENSOR_BOOL8, BOOL1)])
     body = b.subgraph("body_carry_x_count_i")
     x, i = body.input(t, dims, **q), body.input(*I32_1)
-    body.input(*I32_1)   # n: input-only loop variable, read by the condition
+    body.input(*I32_1)  # n: input-only loop variable, read by the condition
     x_out, i_out = body.output(t, dims, **q), body.output(T.TENSOR_INT32, (1,))
     body.operation(Op.CAST, [x], [x_out])
     body.operation(Op.ADD, [i, body.const(T.TENSOR_INT32, (1,), [1]), body.i32(0)], [i_out])
     x0 = b.input(t, dims, **q)
     n = b.input(T.TENSOR_INT32, (1,))
-    b.operation(Op.WHILE, [b.subgraph_ref(cond), b.subgraph_ref(body), x0,
-                           b.const(T.TENSOR_INT32, (1,), [0]), n], [b.output(t, dims, **q)])
+    b.operation(
+        Op.WHILE,
+        [b.subgraph_ref(cond), b.subgraph_ref(body), x0, b.const(T.TENSOR_INT32, (1,), [0]), n],
+        [b.output(t, dims, **q)],
+    )
     return b.build()
 
 
@@ -468,6 +551,13 @@ _CARRY: list[tuple[str, T, float, int, np.ndarray]] = [
     ("quant16_symm", T.TENSOR_QUANT16_SYMM, 0.125, 0, np.array([-32768, 1234], np.int16)),
     ("bool8", T.TENSOR_BOOL8, 0.0, 0, np.array([True, False])),
 ]
-EXAMPLES += [Example(f"while_carry_{name}", while_carry(t, (2,), scale, zp), [x, _i(3)], [x],
-                     note="identity CAST in the body: the output equals the input")
-             for name, t, scale, zp, x in _CARRY]
+EXAMPLES += [
+    Example(
+        f"while_carry_{name}",
+        while_carry(t, (2,), scale, zp),
+        [x, _i(3)],
+        [x],
+        note="identity CAST in the body: the output equals the input",
+    )
+    for name, t, scale, zp, x in _CARRY
+]

@@ -5,6 +5,7 @@ Every example has one batch and one or two units, and its weights are chosen so 
 pre-activations are round numbers.  The arithmetic is written out beside each example and the
 expected outputs are one-line numpy formulas of it (``sig`` is 1 / (1 + exp(-x))).
 """
+
 import numpy as np
 
 from nnconform.ir import Lifetime, ModelBuilder
@@ -27,11 +28,14 @@ def _arr(t, values):
 def _cell(b, t, p, n_cell, n_input, n_output):
     """The 17 per-cell operands (LSTM inputs 1-17) from a dict of plain lists; a missing
     entry is an omitted optional input."""
-    dims = {**{f"input_to_{g}_weights": (n_cell, n_input) for g in GATES},
-            **{f"recurrent_to_{g}_weights": (n_cell, n_output) for g in GATES},
-            **{f"cell_to_{g}_weights": (n_cell,) for g in ("input", "forget", "output")},
-            **{f"{g}_gate_bias": (n_cell,) for g in GATES},
-            "projection_weights": (n_output, n_cell), "projection_bias": (n_output,)}
+    dims = {
+        **{f"input_to_{g}_weights": (n_cell, n_input) for g in GATES},
+        **{f"recurrent_to_{g}_weights": (n_cell, n_output) for g in GATES},
+        **{f"cell_to_{g}_weights": (n_cell,) for g in ("input", "forget", "output")},
+        **{f"{g}_gate_bias": (n_cell,) for g in GATES},
+        "projection_weights": (n_output, n_cell),
+        "projection_bias": (n_output,),
+    }
     return [b.const(t, d, p[name]) if name in p else b.omitted(t, d) for name, d in dims.items()]
 
 
@@ -54,8 +58,12 @@ def _lstm(t, p, n_cell=1, n_input=1, n_output=1, clips=(0.0, 0.0), layer_norm=Fa
     if layer_norm:
         ins += _layer_norm(b, t, p, n_cell)
     scratch_units = 3 if "input_to_input_weights" not in p else 4
-    outs = [b.output(t, (1, scratch_units * n_cell)), b.output(t, (1, n_output)), b.output(t, (1, n_cell)),
-            b.output(t, (1, n_output))]
+    outs = [
+        b.output(t, (1, scratch_units * n_cell)),
+        b.output(t, (1, n_output)),
+        b.output(t, (1, n_cell)),
+        b.output(t, (1, n_output)),
+    ]
     b.operation(Op.LSTM, ins, outs)
     return b.build()
 
@@ -68,11 +76,20 @@ def _lstm(t, p, n_cell=1, n_input=1, n_output=1, clips=(0.0, 0.0), layer_norm=Fa
 #   output: 2.0 * 1 + 0.0 * 0.5 - 2.0 = 0     -> o = 0.5
 #   c = f * c_prev + i * g = 0.5 + 0.5 * tanh(0.5);  h = o * tanh(c)
 #   scratch = [i, tanh(c), f, h]
-_PLAIN = {"input_to_input_weights": [0.5], "input_to_forget_weights": [1.0], "input_to_cell_weights": [1.0],
-          "input_to_output_weights": [2.0], "recurrent_to_input_weights": [1.0],
-          "recurrent_to_forget_weights": [2.0], "recurrent_to_cell_weights": [-2.0],
-          "recurrent_to_output_weights": [0.0], "input_gate_bias": [-1.0], "forget_gate_bias": [-2.0],
-          "cell_gate_bias": [0.5], "output_gate_bias": [-2.0]}
+_PLAIN = {
+    "input_to_input_weights": [0.5],
+    "input_to_forget_weights": [1.0],
+    "input_to_cell_weights": [1.0],
+    "input_to_output_weights": [2.0],
+    "recurrent_to_input_weights": [1.0],
+    "recurrent_to_forget_weights": [2.0],
+    "recurrent_to_cell_weights": [-2.0],
+    "recurrent_to_output_weights": [0.0],
+    "input_gate_bias": [-1.0],
+    "forget_gate_bias": [-2.0],
+    "cell_gate_bias": [0.5],
+    "output_gate_bias": [-2.0],
+}
 _c = 0.5 + 0.5 * np.tanh(0.5)
 _h = 0.5 * np.tanh(_c)
 
@@ -84,9 +101,14 @@ SCRATCH_IGNORED = (True, False, False, False)
 
 
 def _plain_example(name, t):
-    return Example(name, _lstm(t, _PLAIN), [_arr(t, [[1.0]]), _arr(t, [[0.5]]), _arr(t, [[1.0]])],
-                   [_arr(t, [[0.5, np.tanh(_c), 0.5, _h]]), _arr(t, [[_h]]), _arr(t, [[_c]]), _arr(t, [[_h]])],
-                   note="gate pre-activations 0, 0, 0.5, 0 worked out in the comment", ignored=SCRATCH_IGNORED)
+    return Example(
+        name,
+        _lstm(t, _PLAIN),
+        [_arr(t, [[1.0]]), _arr(t, [[0.5]]), _arr(t, [[1.0]])],
+        [_arr(t, [[0.5, np.tanh(_c), 0.5, _h]]), _arr(t, [[_h]]), _arr(t, [[_c]]), _arr(t, [[_h]])],
+        note="gate pre-activations 0, 0, 0.5, 0 worked out in the comment",
+        ignored=SCRATCH_IGNORED,
+    )
 
 
 # --- LSTM, CIFG + peephole + cell clip + projection with clip, 1 unit ------------------------
@@ -97,11 +119,21 @@ def _plain_example(name, t):
 #   output: W 0.4 * 1 + peephole 0.5 * c (1.2) + bias -1 = 0 -> o = 0.5
 #   h_cell = 0.5 * tanh(1.2); projection 2.0 * h_cell + 0.1 = 0.934 -> clipped to 0.9
 #   scratch (CIFG) = [tanh(c), 1 - f, h_cell]
-_CIFG = {"input_to_forget_weights": [0.0], "input_to_cell_weights": [1.0], "input_to_output_weights": [0.4],
-         "recurrent_to_forget_weights": [0.0], "recurrent_to_cell_weights": [0.0],
-         "recurrent_to_output_weights": [0.0], "cell_to_forget_weights": [1.0], "cell_to_output_weights": [0.5],
-         "forget_gate_bias": [-2.0], "cell_gate_bias": [0.0], "output_gate_bias": [-1.0],
-         "projection_weights": [2.0], "projection_bias": [0.1]}
+_CIFG = {
+    "input_to_forget_weights": [0.0],
+    "input_to_cell_weights": [1.0],
+    "input_to_output_weights": [0.4],
+    "recurrent_to_forget_weights": [0.0],
+    "recurrent_to_cell_weights": [0.0],
+    "recurrent_to_output_weights": [0.0],
+    "cell_to_forget_weights": [1.0],
+    "cell_to_output_weights": [0.5],
+    "forget_gate_bias": [-2.0],
+    "cell_gate_bias": [0.0],
+    "output_gate_bias": [-1.0],
+    "projection_weights": [2.0],
+    "projection_bias": [0.1],
+}
 
 
 # --- LSTM with layer normalisation (27 inputs), 2 units, no projection -----------------------
@@ -113,12 +145,21 @@ _CIFG = {"input_to_forget_weights": [0.0], "input_to_cell_weights": [1.0], "inpu
 #   cell:   W [2, 0] -> [1, -1] * [1, 2] + [0, 0.5]      -> g = tanh([1, -1.5])
 #   output: W [1, 1] -> [0, 0] * [1, 1] + [0, 1]         -> o = sig([0, 1])
 #   c = i * g (c_prev = 0);  h = o * tanh(c)
-_LN = {"input_to_input_weights": [[1.0], [3.0]], "input_to_forget_weights": [[0.0], [2.0]],
-       "input_to_cell_weights": [[2.0], [0.0]], "input_to_output_weights": [[1.0], [1.0]],
-       **{f"recurrent_to_{g}_weights": [[0.0, 0.0], [0.0, 0.0]] for g in GATES},
-       "input_gate_bias": [0.0, 0.0], "forget_gate_bias": [0.0, 0.0], "cell_gate_bias": [0.0, 0.5],
-       "output_gate_bias": [0.0, 1.0], "input_ln": [1.0, 1.0], "forget_ln": [0.5, 0.5], "cell_ln": [1.0, 2.0],
-       "output_ln": [1.0, 1.0]}
+_LN = {
+    "input_to_input_weights": [[1.0], [3.0]],
+    "input_to_forget_weights": [[0.0], [2.0]],
+    "input_to_cell_weights": [[2.0], [0.0]],
+    "input_to_output_weights": [[1.0], [1.0]],
+    **{f"recurrent_to_{g}_weights": [[0.0, 0.0], [0.0, 0.0]] for g in GATES},
+    "input_gate_bias": [0.0, 0.0],
+    "forget_gate_bias": [0.0, 0.0],
+    "cell_gate_bias": [0.0, 0.5],
+    "output_gate_bias": [0.0, 1.0],
+    "input_ln": [1.0, 1.0],
+    "forget_ln": [0.5, 0.5],
+    "cell_ln": [1.0, 2.0],
+    "output_ln": [1.0, 1.0],
+}
 _ln_i, _ln_f, _ln_g, _ln_o = sig([-1, 1]), sig([-0.5, 0.5]), np.tanh([1.0, -1.5]), sig([0, 1])
 _ln_c = _ln_i * _ln_g
 _ln_h = _ln_o * np.tanh(_ln_c)
@@ -133,8 +174,11 @@ def _seq_cell(t, b, p):
 # i = f = o = sig(0) = 0.5 at every step.  x = [1, -1], h0 = c0 = 0.
 #   t0: g = tanh(1);          c1 = 0.5 * 0 + 0.5 * g = 0.5 tanh(1);  h1 = 0.5 tanh(c1)
 #   t1: g = tanh(-1 + h1);    c2 = 0.5 c1 + 0.5 g;                   h2 = 0.5 tanh(c2)
-_SEQ = {**{f"input_to_{g}_weights": [0.0] for g in GATES}, **{f"recurrent_to_{g}_weights": [0.0] for g in GATES},
-        **{f"{g}_gate_bias": [0.0] for g in GATES}}
+_SEQ = {
+    **{f"input_to_{g}_weights": [0.0] for g in GATES},
+    **{f"recurrent_to_{g}_weights": [0.0] for g in GATES},
+    **{f"{g}_gate_bias": [0.0] for g in GATES},
+}
 _SEQ["input_to_cell_weights"] = [1.0]
 _SEQ["recurrent_to_cell_weights"] = [1.0]
 _u_c1 = 0.5 * np.tanh(1.0)
@@ -149,8 +193,17 @@ def _unidirectional(t, time_major, with_state):
     x = b.input(t, shape)
     cell = _seq_cell(t, b, _SEQ)
     h, c = b.input(t, (1, 1)), b.input(t, (1, 1))
-    ins = [x, *cell, h, c, b.i32(4), _scalar(b, t, 0.0), _scalar(b, t, 0.0), b.bool(time_major),
-           *_layer_norm(b, t, {}, 1)]
+    ins = [
+        x,
+        *cell,
+        h,
+        c,
+        b.i32(4),
+        _scalar(b, t, 0.0),
+        _scalar(b, t, 0.0),
+        b.bool(time_major),
+        *_layer_norm(b, t, {}, 1),
+    ]
     outs = [b.output(t, shape)]
     if with_state:
         outs += [b.output(t, (1, 1)), b.output(t, (1, 1))]
@@ -192,8 +245,21 @@ def _bidirectional(t, merge, linking="none"):
                 aux_w.append(b.const(t, (1, 1), [1.0 if g == "cell" else 0.0]))
             else:
                 aux_w.append(b.omitted(t, (1, 1)))
-    ins = [x, *fw, *bw, *states, aux, *aux_w, b.i32(4), _scalar(b, t, 0.0), _scalar(b, t, 0.0), b.bool(merge),
-           b.bool(True), *_layer_norm(b, t, {}, 1), *_layer_norm(b, t, {}, 1)]
+    ins = [
+        x,
+        *fw,
+        *bw,
+        *states,
+        aux,
+        *aux_w,
+        b.i32(4),
+        _scalar(b, t, 0.0),
+        _scalar(b, t, 0.0),
+        b.bool(merge),
+        b.bool(True),
+        *_layer_norm(b, t, {}, 1),
+        *_layer_norm(b, t, {}, 1),
+    ]
     outs = [b.output(t, (2, 1, 2))] if merge else [b.output(t, (2, 1, 1)), b.output(t, (2, 1, 1))]
     b.operation(Op.BIDIRECTIONAL_SEQUENCE_LSTM, ins, outs)
     return b.build()
@@ -232,9 +298,9 @@ def _q16_model():
     x = b.input(T.TENSOR_QUANT8_ASYMM, (1, 1), **q8)
     w = [b.input(T.TENSOR_QUANT8_ASYMM, (1, 1), **q8) for _ in range(8)]
     bias = [b.input(T.TENSOR_INT32, (1,), scale=1 / 16384) for _ in range(4)]
-    c = b.input(T.TENSOR_QUANT16_SYMM, (1, 1), scale=2 ** -11)
+    c = b.input(T.TENSOR_QUANT16_SYMM, (1, 1), scale=2**-11)
     h = b.input(T.TENSOR_QUANT8_ASYMM, (1, 1), **q8)
-    outs = [b.output(T.TENSOR_QUANT16_SYMM, (1, 1), scale=2 ** -11), b.output(T.TENSOR_QUANT8_ASYMM, (1, 1), **q8)]
+    outs = [b.output(T.TENSOR_QUANT16_SYMM, (1, 1), scale=2**-11), b.output(T.TENSOR_QUANT8_ASYMM, (1, 1), **q8)]
     b.operation(Op.QUANTIZED_16BIT_LSTM, [x, *w, *bias, c, h], outs)
     return b.build()
 
@@ -275,16 +341,27 @@ def _qlstm_model():
     om = lambda t, dims, scale=0.0: b.operand(t, dims, scale=scale, lifetime=Lifetime.NO_VALUE)
     weights = [om(Q8S, (1, 1), 0.01), q8w(100), q8w(0), q8w(0), om(Q8S, (1, 1), 0.01), q8w(0), q8w(0), q8w(0)]
     peep = [om(Q16, (1,), 1.0) for _ in range(3)]
-    bias = [b.omitted(T.TENSOR_INT32, (1,)), b.const(T.TENSOR_INT32, (1,), [1000]),
-            b.const(T.TENSOR_INT32, (1,), [0]), b.const(T.TENSOR_INT32, (1,), [0])]
+    bias = [
+        b.omitted(T.TENSOR_INT32, (1,)),
+        b.const(T.TENSOR_INT32, (1,), [1000]),
+        b.const(T.TENSOR_INT32, (1,), [0]),
+        b.const(T.TENSOR_INT32, (1,), [0]),
+    ]
     proj = [om(Q8S, (1, 1), 0.01), b.omitted(T.TENSOR_INT32, (1,))]
-    h = b.input(S8, (1, 1), scale=2 ** -7)
-    c = b.input(Q16, (1, 1), scale=2 ** -11)
+    h = b.input(S8, (1, 1), scale=2**-7)
+    c = b.input(Q16, (1, 1), scale=2**-11)
     ln = [om(Q16, (1,), 1.0) for _ in range(4)]
-    scalars = [b.f32(0.0), b.f32(0.0), b.f32(2 ** -12), b.f32(2 ** -12), b.f32(2 ** -12), b.f32(2 ** -12),
-               b.i32(0), b.f32(2 ** -7)]
-    outs = [b.output(S8, (1, 1), scale=2 ** -7), b.output(Q16, (1, 1), scale=2 ** -11),
-            b.output(S8, (1, 1), scale=2 ** -7)]
+    scalars = [
+        b.f32(0.0),
+        b.f32(0.0),
+        b.f32(2**-12),
+        b.f32(2**-12),
+        b.f32(2**-12),
+        b.f32(2**-12),
+        b.i32(0),
+        b.f32(2**-7),
+    ]
+    outs = [b.output(S8, (1, 1), scale=2**-7), b.output(Q16, (1, 1), scale=2**-11), b.output(S8, (1, 1), scale=2**-7)]
     b.operation(Op.QUANTIZED_LSTM, [x, *weights, *peep, *bias, *proj, h, c, *ln, *scalars], outs)
     return b.build()
 
@@ -292,35 +369,82 @@ def _qlstm_model():
 EXAMPLES = [
     _plain_example("lstm_plain_fp32", F32),
     _plain_example("lstm_plain_fp16", F16),
-    Example("lstm_cifg_peephole_projection_clip_fp32", _lstm(F32, _CIFG, clips=(1.2, 0.9)),
-            [_arr(F32, [[1.0]]), _arr(F32, [[0.0]]), _arr(F32, [[2.0]])],
-            [_arr(F32, [[np.tanh(1.2), 0.5, 0.5 * np.tanh(1.2)]]), _arr(F32, [[0.9]]), _arr(F32, [[1.2]]),
-             _arr(F32, [[0.9]])], ignored=SCRATCH_IGNORED),
-    Example("lstm_layer_norm_fp32", _lstm(F32, _LN, n_cell=2, n_output=2, layer_norm=True),
-            [_arr(F32, [[1.0]]), _arr(F32, [[0.0, 0.0]]), _arr(F32, [[0.0, 0.0]])],
-            [_arr(F32, [np.concatenate([_ln_i, np.tanh(_ln_c), _ln_f, _ln_h])]), _arr(F32, [_ln_h]),
-             _arr(F32, [_ln_c]), _arr(F32, [_ln_h])], ignored=SCRATCH_IGNORED),
-    Example("unidirectional_sequence_lstm_time_major_fp32", _unidirectional(F32, True, False),
-            [_arr(F32, [[[1.0]], [[-1.0]]]), _arr(F32, [[0.0]]), _arr(F32, [[0.0]])],
-            [_arr(F32, [[[_u_h1]], [[_u_h2]]])]),
-    Example("unidirectional_sequence_lstm_batch_major_state_fp16", _unidirectional(F16, False, True),
-            [_arr(F16, [[[1.0], [-1.0]]]), _arr(F16, [[0.0]]), _arr(F16, [[0.0]])],
-            [_arr(F16, [[[_u_h1], [_u_h2]]]), _arr(F16, [[_u_h2]]), _arr(F16, [[_u_c2]])]),
-    Example("bidirectional_sequence_lstm_fp32", _bidirectional(F32, merge=False), _bi_inputs(F32),
-            [_col(F32, _fw_h), _col(F32, _bw_h)]),
-    Example("bidirectional_sequence_lstm_merge_outputs_fp16", _bidirectional(F16, merge=True), _bi_inputs(F16),
-            [_arr(F16, np.stack([_fw_h, _bw_h], axis=-1).reshape(2, 1, 2))]),
-    Example("bidirectional_sequence_lstm_parallel_linking_fp32", _bidirectional(F32, False, "parallel"),
-            _bi_inputs(F32, [0.5, 2.0]), [_col(F32, _fw_h), _col(F32, _par_bw)]),
-    Example("bidirectional_sequence_lstm_cross_linking_fp32", _bidirectional(F32, False, "cross"),
-            _bi_inputs(F32, [0.5, 2.0]), [_col(F32, _cross_fw), _col(F32, _cross_bw)]),
-    Example("quantized_16bit_lstm_bias_only", _q16_model(),
-            _q16_inputs(128, 128, 128, [0, 16384, -8192, 0], 2048, 128),
-            [np.array([[1024]], np.int16), np.array([[158]], np.uint8)]),
-    Example("quantized_16bit_lstm_column_pairing", _q16_model(),
-            _q16_inputs(192, 64, 192, [0, 0, -8192, 0], 2048, 128),
-            [np.array([[678]], np.int16), np.array([[148]], np.uint8)]),
-    Example("quantized_lstm_cifg_no_layer_norm", _qlstm_model(),
-            [np.array([[64]], np.int8), np.array([[0]], np.int8), np.array([[2048]], np.int16)],
-            [np.array([[35]], np.int8), np.array([[1275]], np.int16), np.array([[35]], np.int8)]),
+    Example(
+        "lstm_cifg_peephole_projection_clip_fp32",
+        _lstm(F32, _CIFG, clips=(1.2, 0.9)),
+        [_arr(F32, [[1.0]]), _arr(F32, [[0.0]]), _arr(F32, [[2.0]])],
+        [
+            _arr(F32, [[np.tanh(1.2), 0.5, 0.5 * np.tanh(1.2)]]),
+            _arr(F32, [[0.9]]),
+            _arr(F32, [[1.2]]),
+            _arr(F32, [[0.9]]),
+        ],
+        ignored=SCRATCH_IGNORED,
+    ),
+    Example(
+        "lstm_layer_norm_fp32",
+        _lstm(F32, _LN, n_cell=2, n_output=2, layer_norm=True),
+        [_arr(F32, [[1.0]]), _arr(F32, [[0.0, 0.0]]), _arr(F32, [[0.0, 0.0]])],
+        [
+            _arr(F32, [np.concatenate([_ln_i, np.tanh(_ln_c), _ln_f, _ln_h])]),
+            _arr(F32, [_ln_h]),
+            _arr(F32, [_ln_c]),
+            _arr(F32, [_ln_h]),
+        ],
+        ignored=SCRATCH_IGNORED,
+    ),
+    Example(
+        "unidirectional_sequence_lstm_time_major_fp32",
+        _unidirectional(F32, True, False),
+        [_arr(F32, [[[1.0]], [[-1.0]]]), _arr(F32, [[0.0]]), _arr(F32, [[0.0]])],
+        [_arr(F32, [[[_u_h1]], [[_u_h2]]])],
+    ),
+    Example(
+        "unidirectional_sequence_lstm_batch_major_state_fp16",
+        _unidirectional(F16, False, True),
+        [_arr(F16, [[[1.0], [-1.0]]]), _arr(F16, [[0.0]]), _arr(F16, [[0.0]])],
+        [_arr(F16, [[[_u_h1], [_u_h2]]]), _arr(F16, [[_u_h2]]), _arr(F16, [[_u_c2]])],
+    ),
+    Example(
+        "bidirectional_sequence_lstm_fp32",
+        _bidirectional(F32, merge=False),
+        _bi_inputs(F32),
+        [_col(F32, _fw_h), _col(F32, _bw_h)],
+    ),
+    Example(
+        "bidirectional_sequence_lstm_merge_outputs_fp16",
+        _bidirectional(F16, merge=True),
+        _bi_inputs(F16),
+        [_arr(F16, np.stack([_fw_h, _bw_h], axis=-1).reshape(2, 1, 2))],
+    ),
+    Example(
+        "bidirectional_sequence_lstm_parallel_linking_fp32",
+        _bidirectional(F32, False, "parallel"),
+        _bi_inputs(F32, [0.5, 2.0]),
+        [_col(F32, _fw_h), _col(F32, _par_bw)],
+    ),
+    Example(
+        "bidirectional_sequence_lstm_cross_linking_fp32",
+        _bidirectional(F32, False, "cross"),
+        _bi_inputs(F32, [0.5, 2.0]),
+        [_col(F32, _cross_fw), _col(F32, _cross_bw)],
+    ),
+    Example(
+        "quantized_16bit_lstm_bias_only",
+        _q16_model(),
+        _q16_inputs(128, 128, 128, [0, 16384, -8192, 0], 2048, 128),
+        [np.array([[1024]], np.int16), np.array([[158]], np.uint8)],
+    ),
+    Example(
+        "quantized_16bit_lstm_column_pairing",
+        _q16_model(),
+        _q16_inputs(192, 64, 192, [0, 0, -8192, 0], 2048, 128),
+        [np.array([[678]], np.int16), np.array([[148]], np.uint8)],
+    ),
+    Example(
+        "quantized_lstm_cifg_no_layer_norm",
+        _qlstm_model(),
+        [np.array([[64]], np.int8), np.array([[0]], np.int8), np.array([[2048]], np.int16)],
+        [np.array([[35]], np.int8), np.array([[1275]], np.int16), np.array([[35]], np.int8)],
+    ),
 ]

@@ -1,6 +1,7 @@
 """RNN, UNIDIRECTIONAL_SEQUENCE_RNN, BIDIRECTIONAL_SEQUENCE_RNN, SVDF, LSH_PROJECTION and
 RANDOM_MULTINOMIAL examples.  Expected values worked out by hand (the arithmetic is in the
 comments); every value is exact in fp16, so the fp16 variants expect the same numbers."""
+
 import numpy as np
 
 from nnconform.ir import ModelBuilder
@@ -13,8 +14,7 @@ NONE, RELU, RELU1, RELU6 = 0, 1, 2, 3
 
 
 def _arr(values, t):
-    return np.array(values, {F32: np.float32, F16: np.float16, I32: np.int32,
-                             T.TENSOR_QUANT8_ASYMM: np.uint8}[t])
+    return np.array(values, {F32: np.float32, F16: np.float16, I32: np.int32, T.TENSOR_QUANT8_ASYMM: np.uint8}[t])
 
 
 # ---------------------------------------------------------------------------------------
@@ -58,6 +58,7 @@ RNN_EXAMPLES = [
 #     b0: 3, then -2 + 1.5 + 1 = 0.5;  b1: 0 + 2 + 1 = 3, then 4 + 1.5 + 1 = 6.5 -> 6
 # ---------------------------------------------------------------------------------------
 
+
 def _uni(t, x_dims, batch, act, time_major, with_state):
     b = ModelBuilder()
     x = b.input(t, x_dims)
@@ -74,15 +75,24 @@ def _uni_inputs(t, x, h0):
 
 
 UNI_EXAMPLES = [
-    Example("unidirectional_sequence_rnn_fp32_batch_major", _uni(F32, (1, 3, 1), 1, NONE, False, True),
-            _uni_inputs(F32, [[[1], [-1], [2]]], [[0]]),
-            [_arr([[[3], [0.5], [5.25]]], F32), _arr([[5.25]], F32)]),
-    Example("unidirectional_sequence_rnn_fp32_time_major_relu6", _uni(F32, (2, 2, 1), 2, RELU6, True, False),
-            _uni_inputs(F32, [[[1], [0]], [[-1], [2]]], [[0], [4]]),
-            [_arr([[[3], [3]], [[0.5], [6]]], F32)]),
-    Example("unidirectional_sequence_rnn_fp16_time_major_state", _uni(F16, (2, 2, 1), 2, RELU6, True, True),
-            _uni_inputs(F16, [[[1], [0]], [[-1], [2]]], [[0], [4]]),
-            [_arr([[[3], [3]], [[0.5], [6]]], F16), _arr([[0.5], [6]], F16)]),
+    Example(
+        "unidirectional_sequence_rnn_fp32_batch_major",
+        _uni(F32, (1, 3, 1), 1, NONE, False, True),
+        _uni_inputs(F32, [[[1], [-1], [2]]], [[0]]),
+        [_arr([[[3], [0.5], [5.25]]], F32), _arr([[5.25]], F32)],
+    ),
+    Example(
+        "unidirectional_sequence_rnn_fp32_time_major_relu6",
+        _uni(F32, (2, 2, 1), 2, RELU6, True, False),
+        _uni_inputs(F32, [[[1], [0]], [[-1], [2]]], [[0], [4]]),
+        [_arr([[[3], [3]], [[0.5], [6]]], F32)],
+    ),
+    Example(
+        "unidirectional_sequence_rnn_fp16_time_major_state",
+        _uni(F16, (2, 2, 1), 2, RELU6, True, True),
+        _uni_inputs(F16, [[[1], [0]], [[-1], [2]]], [[0], [4]]),
+        [_arr([[[3], [3]], [[0.5], [6]]], F16), _arr([[0.5], [6]], F16)],
+    ),
 ]
 
 
@@ -96,6 +106,7 @@ UNI_EXAMPLES = [
 #     fw: 1 + 2*0.5 = 2;  3 + 2*-1 + 2 = 3
 #     bw: t = 1: 6 + 1 + 0 + 1 = 8;  t = 0: 2 - 0.5 + 0.5*8 + 1 = 6.5
 # ---------------------------------------------------------------------------------------
+
 
 def _bidi(t, mode, time_major, merge, with_state):
     b = ModelBuilder()
@@ -130,22 +141,42 @@ def _seq(values, t, time_major, units=1):
 
 
 BIDI_EXAMPLES = [
-    Example("bidirectional_sequence_rnn_fp32_separate", _bidi(F32, "none", False, False, False),
-            _bidi_inputs(F32, False), [_seq([1, 4], F32, False), _seq([6.5, 7], F32, False)]),
-    Example("bidirectional_sequence_rnn_fp32_merged_time_major_state", _bidi(F32, "none", True, True, True),
-            _bidi_inputs(F32, True),
-            [_seq([[1, 6.5], [4, 7]], F32, True, 2), _arr([[4]], F32), _arr([[6.5]], F32)]),
-    Example("bidirectional_sequence_rnn_fp32_parallel_linking", _bidi(F32, "parallel", False, False, True),
-            _bidi_inputs(F32, False, aux=[0, 1]),
-            [_seq([1, 4], F32, False), _seq([2.5, 3], F32, False), _arr([[4]], F32), _arr([[2.5]], F32)]),
-    Example("bidirectional_sequence_rnn_fp32_cross_linking", _bidi(F32, "cross", False, False, False),
-            _bidi_inputs(F32, False, aux=[0.5, -1], aux_w=(2, -1)),
-            [_seq([2, 3], F32, False), _seq([6.5, 8], F32, False)]),
-    Example("bidirectional_sequence_rnn_fp16_merged", _bidi(F16, "none", False, True, False),
-            _bidi_inputs(F16, False), [_seq([[1, 6.5], [4, 7]], F16, False, 2)]),
-    Example("bidirectional_sequence_rnn_fp16_cross_linking_state", _bidi(F16, "cross", True, False, True),
-            _bidi_inputs(F16, True, aux=[0.5, -1], aux_w=(2, -1)),
-            [_seq([2, 3], F16, True), _seq([6.5, 8], F16, True), _arr([[3]], F16), _arr([[6.5]], F16)]),
+    Example(
+        "bidirectional_sequence_rnn_fp32_separate",
+        _bidi(F32, "none", False, False, False),
+        _bidi_inputs(F32, False),
+        [_seq([1, 4], F32, False), _seq([6.5, 7], F32, False)],
+    ),
+    Example(
+        "bidirectional_sequence_rnn_fp32_merged_time_major_state",
+        _bidi(F32, "none", True, True, True),
+        _bidi_inputs(F32, True),
+        [_seq([[1, 6.5], [4, 7]], F32, True, 2), _arr([[4]], F32), _arr([[6.5]], F32)],
+    ),
+    Example(
+        "bidirectional_sequence_rnn_fp32_parallel_linking",
+        _bidi(F32, "parallel", False, False, True),
+        _bidi_inputs(F32, False, aux=[0, 1]),
+        [_seq([1, 4], F32, False), _seq([2.5, 3], F32, False), _arr([[4]], F32), _arr([[2.5]], F32)],
+    ),
+    Example(
+        "bidirectional_sequence_rnn_fp32_cross_linking",
+        _bidi(F32, "cross", False, False, False),
+        _bidi_inputs(F32, False, aux=[0.5, -1], aux_w=(2, -1)),
+        [_seq([2, 3], F32, False), _seq([6.5, 8], F32, False)],
+    ),
+    Example(
+        "bidirectional_sequence_rnn_fp16_merged",
+        _bidi(F16, "none", False, True, False),
+        _bidi_inputs(F16, False),
+        [_seq([[1, 6.5], [4, 7]], F16, False, 2)],
+    ),
+    Example(
+        "bidirectional_sequence_rnn_fp16_cross_linking_state",
+        _bidi(F16, "cross", True, False, True),
+        _bidi_inputs(F16, True, aux=[0.5, -1], aux_w=(2, -1)),
+        [_seq([2, 3], F16, True), _seq([6.5, 8], F16, True), _arr([[3]], F16), _arr([[6.5]], F16)],
+    ),
 ]
 
 
@@ -160,11 +191,17 @@ BIDI_EXAMPLES = [
 #   a second batch row with x = 0 and state 0 gives the bias and a zero state.
 # ---------------------------------------------------------------------------------------
 
+
 def _svdf(t, batch, rank, act, with_bias):
     b = ModelBuilder()
     units = 2 // rank
-    ins = [b.input(t, (batch, 2)), b.input(t, (2, 2)), b.input(t, (2, 3)),
-           b.input(t, (units,)) if with_bias else b.omitted(t), b.input(t, (batch, 6))]
+    ins = [
+        b.input(t, (batch, 2)),
+        b.input(t, (2, 2)),
+        b.input(t, (2, 3)),
+        b.input(t, (units,)) if with_bias else b.omitted(t),
+        b.input(t, (batch, 6)),
+    ]
     b.operation(Op.SVDF, ins + [b.i32(rank), b.i32(act)], [b.output(t, (batch, 6)), b.output(t, (batch, units))])
     return b.build()
 
@@ -179,16 +216,36 @@ def _svdf_inputs(t, batch, bias=None):
 _SVDF_STATE = [[2, 2, 0, 4, -1, 0], [0] * 6]
 
 SVDF_EXAMPLES = [
-    Example("svdf_fp32_rank1_bias", _svdf(F32, 1, 1, NONE, True), _svdf_inputs(F32, 1, [0.5, -2]),
-            [_arr(_SVDF_STATE[:1], F32), _arr([[3.5, -0.5]], F32)]),
-    Example("svdf_fp32_rank1_relu_batch2", _svdf(F32, 2, 1, RELU, True), _svdf_inputs(F32, 2, [0.5, -2]),
-            [_arr(_SVDF_STATE, F32), _arr([[3.5, 0], [0.5, 0]], F32)]),
-    Example("svdf_fp32_rank2_no_bias", _svdf(F32, 1, 2, NONE, False), _svdf_inputs(F32, 1),
-            [_arr(_SVDF_STATE[:1], F32), _arr([[4.5]], F32)]),
-    Example("svdf_fp32_rank2_relu1", _svdf(F32, 1, 2, RELU1, False), _svdf_inputs(F32, 1),
-            [_arr(_SVDF_STATE[:1], F32), _arr([[1]], F32)]),
-    Example("svdf_fp16_rank1_batch2", _svdf(F16, 2, 1, NONE, True), _svdf_inputs(F16, 2, [0.5, -2]),
-            [_arr(_SVDF_STATE, F16), _arr([[3.5, -0.5], [0.5, -2]], F16)]),
+    Example(
+        "svdf_fp32_rank1_bias",
+        _svdf(F32, 1, 1, NONE, True),
+        _svdf_inputs(F32, 1, [0.5, -2]),
+        [_arr(_SVDF_STATE[:1], F32), _arr([[3.5, -0.5]], F32)],
+    ),
+    Example(
+        "svdf_fp32_rank1_relu_batch2",
+        _svdf(F32, 2, 1, RELU, True),
+        _svdf_inputs(F32, 2, [0.5, -2]),
+        [_arr(_SVDF_STATE, F32), _arr([[3.5, 0], [0.5, 0]], F32)],
+    ),
+    Example(
+        "svdf_fp32_rank2_no_bias",
+        _svdf(F32, 1, 2, NONE, False),
+        _svdf_inputs(F32, 1),
+        [_arr(_SVDF_STATE[:1], F32), _arr([[4.5]], F32)],
+    ),
+    Example(
+        "svdf_fp32_rank2_relu1",
+        _svdf(F32, 1, 2, RELU1, False),
+        _svdf_inputs(F32, 1),
+        [_arr(_SVDF_STATE[:1], F32), _arr([[1]], F32)],
+    ),
+    Example(
+        "svdf_fp16_rank1_batch2",
+        _svdf(F16, 2, 1, NONE, True),
+        _svdf_inputs(F16, 2, [0.5, -2]),
+        [_arr(_SVDF_STATE, F16), _arr([[3.5, -0.5], [0.5, -2]], F16)],
+    ),
 ]
 
 
@@ -213,6 +270,7 @@ SVDF_EXAMPLES = [
 #   0.25: 1.14e18 - 3.66e18 < 0 -> 0;  -0.75: -6.00e18 + 3.72e18 < 0 -> 0;  1.5: -0.15e18 + 3.48e18 > 0 -> 1
 # ---------------------------------------------------------------------------------------
 
+
 def _lsh(hash_t, seeds, in_t, in_dims, kind, weight):
     b = ModelBuilder()
     h = b.const(hash_t, np.shape(seeds), seeds)
@@ -226,17 +284,30 @@ def _lsh(hash_t, seeds, in_t, in_dims, kind, weight):
 _SEEDS = [[0.5, -1.0], [2.0, 3.0]]
 
 LSH_EXAMPLES = [
-    Example("lsh_projection_fp32_sparse", _lsh(F32, _SEEDS, I32, (1,), 3, False), [_arr([7], I32)],
-            [_arr([2, 5], I32)]),
-    Example("lsh_projection_fp32_sparse_deprecated", _lsh(F32, _SEEDS, I32, (1,), 1, False), [_arr([7], I32)],
-            [_arr([2, 1], I32)]),
-    Example("lsh_projection_fp32_dense", _lsh(F32, _SEEDS, I32, (2,), 2, True),
-            [_arr([7, -3], I32), _arr([1, -0.5], F32)], [_arr([0, 0, 0, 1], I32)]),
-    Example("lsh_projection_fp16_sparse", _lsh(F16, _SEEDS, I32, (1,), 3, False), [_arr([7], I32)],
-            [_arr([2, 5], I32)]),
-    Example("lsh_projection_fp16_dense_quant8_input",
-            _lsh(F16, [[0.25, -0.75, 1.5]], T.TENSOR_QUANT8_ASYMM, (2, 2), 2, True),
-            [_arr([[1, 2], [3, 4]], T.TENSOR_QUANT8_ASYMM), _arr([1, 1], F16)], [_arr([0, 0, 1], I32)]),
+    Example(
+        "lsh_projection_fp32_sparse", _lsh(F32, _SEEDS, I32, (1,), 3, False), [_arr([7], I32)], [_arr([2, 5], I32)]
+    ),
+    Example(
+        "lsh_projection_fp32_sparse_deprecated",
+        _lsh(F32, _SEEDS, I32, (1,), 1, False),
+        [_arr([7], I32)],
+        [_arr([2, 1], I32)],
+    ),
+    Example(
+        "lsh_projection_fp32_dense",
+        _lsh(F32, _SEEDS, I32, (2,), 2, True),
+        [_arr([7, -3], I32), _arr([1, -0.5], F32)],
+        [_arr([0, 0, 0, 1], I32)],
+    ),
+    Example(
+        "lsh_projection_fp16_sparse", _lsh(F16, _SEEDS, I32, (1,), 3, False), [_arr([7], I32)], [_arr([2, 5], I32)]
+    ),
+    Example(
+        "lsh_projection_fp16_dense_quant8_input",
+        _lsh(F16, [[0.25, -0.75, 1.5]], T.TENSOR_QUANT8_ASYMM, (2, 2), 2, True),
+        [_arr([[1, 2], [3, 4]], T.TENSOR_QUANT8_ASYMM), _arr([1, 1], F16)],
+        [_arr([0, 0, 1], I32)],
+    ),
 ]
 
 
@@ -245,21 +316,29 @@ LSH_EXAMPLES = [
 # (-inf logits have probability 0), so the output is known whatever the random stream.
 # ---------------------------------------------------------------------------------------
 
+
 def _multinomial(t, samples, seeds):
     b = ModelBuilder()
     x = b.input(t, (2, 3))
-    b.operation(Op.RANDOM_MULTINOMIAL, [x, b.i32(samples), b.const(I32, (2,), seeds)],
-                [b.output(I32, (2, samples))])
+    b.operation(Op.RANDOM_MULTINOMIAL, [x, b.i32(samples), b.const(I32, (2,), seeds)], [b.output(I32, (2, samples))])
     return b.build()
 
 
 _ONE_HOT_LOGITS = [[0.0, -np.inf, -np.inf], [-np.inf, -np.inf, 5.0]]
 
 MULTINOMIAL_EXAMPLES = [
-    Example("random_multinomial_fp32_single_class", _multinomial(F32, 5, [37, 42]),
-            [_arr(_ONE_HOT_LOGITS, F32)], [_arr([[0] * 5, [2] * 5], I32)]),
-    Example("random_multinomial_fp16_single_class", _multinomial(F16, 4, [0, 0]),
-            [_arr(_ONE_HOT_LOGITS, F16)], [_arr([[0] * 4, [2] * 4], I32)]),
+    Example(
+        "random_multinomial_fp32_single_class",
+        _multinomial(F32, 5, [37, 42]),
+        [_arr(_ONE_HOT_LOGITS, F32)],
+        [_arr([[0] * 5, [2] * 5], I32)],
+    ),
+    Example(
+        "random_multinomial_fp16_single_class",
+        _multinomial(F16, 4, [0, 0]),
+        [_arr(_ONE_HOT_LOGITS, F16)],
+        [_arr([[0] * 4, [2] * 4], I32)],
+    ),
 ]
 
 EXAMPLES = RNN_EXAMPLES + UNI_EXAMPLES + BIDI_EXAMPLES + SVDF_EXAMPLES + LSH_EXAMPLES + MULTINOMIAL_EXAMPLES

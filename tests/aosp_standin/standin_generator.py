@@ -8,6 +8,7 @@ variations) behind the interface ``nnconform.cases.vectors_import`` documents: `
 variations, no control flow.  It is test data: the test copies it into a fake checkout as
 ``tools/test_generator/test_generator.py``.
 """
+
 import copy
 import itertools
 import os
@@ -18,6 +19,7 @@ import numpy as np
 
 class NamedTest:
     """A test name: the non-empty parts joined by '_', made unique with _2, _3, ..."""
+
     existingNames = set()
 
     def __init__(self, *parts):
@@ -204,8 +206,10 @@ class Example:
     def __init__(self, *feeds, model=None, name=None):
         self.model = model or Model.models[-1]
         self.name = name
-        self.feedDicts = [({o: f[o] for o in self.model.GetInputs()},
-                           {o: f[o] for o in self.model.GetOutputs() if o in f}) for f in feeds]
+        self.feedDicts = [
+            ({o: f[o] for o in self.model.GetInputs()}, {o: f[o] for o in self.model.GetOutputs() if o in f})
+            for f in feeds
+        ]
         self.expectFailure = False
         self.expectedMultinomialDistributionTolerance = 0
         self.variations = []
@@ -220,10 +224,9 @@ class Example:
         return self
 
     @staticmethod
-    def DumpAllExamples(DumpModel=None, model_fd=None, DumpExample=None, example_fd=None,
-                        DumpTest=None, test_fd=None):
+    def DumpAllExamples(DumpModel=None, model_fd=None, DumpExample=None, example_fd=None, DumpTest=None, test_fd=None):
         combined = {}
-        for ex in Example.examples:            # same model and name: one example, more feeds
+        for ex in Example.examples:  # same model and name: one example, more feeds
             key = (id(ex.model), ex.name)
             if key in combined:
                 combined[key].feedDicts.extend(ex.feedDicts)
@@ -256,8 +259,9 @@ class FileNames:
     @staticmethod
     def InitializeFileLists(spec, example):
         if os.path.isdir(spec):
-            FileNames.specFiles = sorted(os.path.join(os.path.abspath(spec), f)
-                                         for f in os.listdir(spec) if f.endswith(".mod.py"))
+            FileNames.specFiles = sorted(
+                os.path.join(os.path.abspath(spec), f) for f in os.listdir(spec) if f.endswith(".mod.py")
+            )
         else:
             FileNames.specFiles = [os.path.abspath(spec)]
         FileNames.specNames = [os.path.basename(f).split(".")[0] for f in FileNames.specFiles]
@@ -277,6 +281,15 @@ class FileNames:
 
 
 def GetExecScope():
-    return dict(Model=Model, Input=Input, Output=Output, IgnoredOutput=IgnoredOutput, Parameter=Parameter,
-                Internal=Internal, Int32Scalar=Int32Scalar, Float32Scalar=Float32Scalar, BoolScalar=BoolScalar,
-                Example=Example)
+    return dict(
+        Model=Model,
+        Input=Input,
+        Output=Output,
+        IgnoredOutput=IgnoredOutput,
+        Parameter=Parameter,
+        Internal=Internal,
+        Int32Scalar=Int32Scalar,
+        Float32Scalar=Float32Scalar,
+        BoolScalar=BoolScalar,
+        Example=Example,
+    )

@@ -19,6 +19,7 @@ that defect and report it readably:
 
 Name them on the command line as ``tests/drivers/broken.py:QuantAddOffByTwo``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -54,6 +55,7 @@ def _add_off_by(k: int):
             info = np.iinfo(out.dtype)
             out = np.clip(out.astype(np.int64) + k, info.min, info.max).astype(out.dtype)
         return [out]
+
     return add
 
 
@@ -66,8 +68,12 @@ def _conv_without_bias(ctx):
 def _conv_in_fp16(ctx):
     if ctx.inputs[0].dtype != np.float32:
         return get_op(Op.CONV_2D).execute(ctx)
-    ctx.inputs = [x.astype(np.float16).astype(np.float32) if isinstance(x, np.ndarray) and x.dtype == np.float32
-                  and x.ndim > 0 else x for x in ctx.inputs]
+    ctx.inputs = [
+        x.astype(np.float16).astype(np.float32)
+        if isinstance(x, np.ndarray) and x.dtype == np.float32 and x.ndim > 0
+        else x
+        for x in ctx.inputs
+    ]
     return [o.astype(np.float16).astype(np.float32) for o in get_op(Op.CONV_2D).execute(ctx)]
 
 
@@ -75,6 +81,7 @@ def _sub_aborts_on_large(ctx):
     out = get_op(Op.SUB).execute(ctx)
     if out[0].dtype == np.float32 and out[0].size and np.nanmax(out[0]) > 100:
         import os
+
         os.abort()
     return out
 
@@ -115,6 +122,7 @@ class _ResultTampering(ReferenceDevice):
         class Tampered(ReferencePreparedModel):
             def execute(self, request, **kw2):
                 return device.tamper(super().execute(request, **kw2))
+
         return Tampered(pm.model)
 
 
@@ -136,8 +144,7 @@ class WrongDtype(_ResultTampering):
     name = "broken-dtype"
 
     def tamper(self, result):
-        return ExecutionResult(tuple(o.astype(np.float64) for o in result.outputs), result.output_shapes,
-                               result.timing)
+        return ExecutionResult(tuple(o.astype(np.float64) for o in result.outputs), result.output_shapes, result.timing)
 
 
 class WrongOutputShapes(_ResultTampering):

@@ -13,6 +13,7 @@ Each is the reference driver with a compilation cache that has one defect the ca
 
 Name them on the command line as ``tests/drivers/broken_cache.py:NoIntegrityCache``.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,7 +39,7 @@ class NoIntegrityCache(ReferenceDevice):
             try:
                 with data_cache[0].open("wb") as f:
                     f.write(b"unused")
-                with model_cache[0].open("wb") as f:   # the defect: no tag over the contents
+                with model_cache[0].open("wb") as f:  # the defect: no tag over the contents
                     f.write(_HEADER + bytes(cache_token) + json.dumps(model_to_dict(model)).encode())
             except OSError:
                 pass  # best effort, like the reference
@@ -49,11 +50,11 @@ class NoIntegrityCache(ReferenceDevice):
             raise DriverError(ErrorStatus.INVALID_ARGUMENT, "wrong number of cache files")
         try:
             head = rc._read(model_cache[0])
-            rc._read(data_cache[0])        # read (and ignored): the handle must be readable
+            rc._read(data_cache[0])  # read (and ignored): the handle must be readable
             n = len(_HEADER)
-            if head[:n] != _HEADER or head[n:n + 32] != bytes(cache_token):
+            if head[:n] != _HEADER or head[n : n + 32] != bytes(cache_token):
                 raise ValueError("not saved under this token")
-            model = model_from_dict(json.loads(head[n + 32:]))
+            model = model_from_dict(json.loads(head[n + 32 :]))
         except Exception as e:
             raise DriverError(ErrorStatus.GENERAL_FAILURE, f"cache unreadable: {type(e).__name__}") from None
         return ReferencePreparedModel(model)
@@ -65,7 +66,7 @@ class TokenKeyedCache(ReferenceDevice):
     def prepare(self, model, *, cache_token=None, model_cache=None, data_cache=None, **kw):
         pm = super().prepare(model, cache_token=None, **kw)
         if cache_token is not None:
-            self._cache[bytes(cache_token)] = model      # the defect: the files play no part
+            self._cache[bytes(cache_token)] = model  # the defect: the files play no part
             for f in list(model_cache or ()) + list(data_cache or ()):
                 try:
                     with f.open("wb") as fh:

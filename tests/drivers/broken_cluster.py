@@ -9,6 +9,7 @@ it is the reference driver, so a local run gives the rows a cluster run must mat
 later ones find it and compute normally), so the re-queued case passes on another worker.
 Unset: every such execution kills, so the case ends as a CRASH naming the worker.
 """
+
 from __future__ import annotations
 
 import os

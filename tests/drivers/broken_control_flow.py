@@ -15,6 +15,7 @@ The hanging loop is kept stoppable so tests do not leak busy threads: it ends wh
 model is released (``release()`` sets an Event) or after ``HANG_LIMIT_S`` seconds, and then
 fails with GENERAL_FAILURE, never with a MISSED_DEADLINE status.
 """
+
 from __future__ import annotations
 
 import functools
@@ -42,10 +43,12 @@ def _while_ignoring_timeout(stop: threading.Event, ctx):
         if not cf.condition_value(ctx, flag, "the WHILE condition output"):
             break
         if stop.is_set() or time.monotonic() > give_up:
-            raise OpFailure("broken driver: WHILE loop abandoned (released or ran for "
-                            f"{HANG_LIMIT_S:g} s); it never applies the loop timeout")
+            raise OpFailure(
+                "broken driver: WHILE loop abandoned (released or ran for "
+                f"{HANG_LIMIT_S:g} s); it never applies the loop timeout"
+            )
         outs = cf.run_referenced(ctx, body, variables, "body")
-        variables[:len(outs)] = outs
+        variables[: len(outs)] = outs
     return [variables[j].copy() for j in range(len(ctx.out_operands))]
 
 
@@ -58,7 +61,7 @@ class _HangingPrepared(ReferencePreparedModel):
         return Executor(self.model, overrides={Op.WHILE: functools.partial(_while_ignoring_timeout, self.stop)})
 
     def release(self) -> None:
-        self.stop.set()   # first, so a pending async execution ends and the pool can shut down
+        self.stop.set()  # first, so a pending async execution ends and the pool can shut down
         super().release()
 
 
@@ -77,7 +80,7 @@ class ClaimsIfWithoutBranchOp(ReferenceDevice):
         return any(op.type == self.missing for op in model.all_operations())
 
     def supported_operations(self, model: Model) -> list[bool]:
-        honest = super().supported_operations(model)   # validates the model too
+        honest = super().supported_operations(model)  # validates the model too
         out = []
         for i, op in enumerate(model.main.operations):
             if op.type in (Op.IF, Op.WHILE):

@@ -52,6 +52,7 @@ Stress (``nnconform stress``, tests/test_stress_soak.py):
 
 Name them on the command line as ``tests/drivers/broken_domains.py:IntDivTruncates``.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -72,6 +73,7 @@ _OverridingDevice = import_driver_file(Path(__file__).with_name("broken.py"))._O
 
 # -- integer division that truncates ------------------------------------------------------
 
+
 def _div_truncating(ctx):
     if ctx.in_operands[0].type != T.TENSOR_INT32:
         return get_op(Op.DIV).execute(ctx)
@@ -88,6 +90,7 @@ class IntDivTruncates(_OverridingDevice):
 
 # -- flush to zero ----------------------------------------------------------------------------
 
+
 def _ftz(a):
     if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.size:
         tiny = np.finfo(a.dtype).tiny
@@ -101,6 +104,7 @@ def _flushing(op: Op):
     def run(ctx):
         ctx.inputs = [_ftz(x) for x in ctx.inputs]
         return [_ftz(np.asarray(o)) if isinstance(o, np.ndarray) else o for o in fn(ctx)]
+
     return run
 
 
@@ -111,9 +115,16 @@ class FlushToZero(_OverridingDevice):
 
 # -- int32 computed through float32 -------------------------------------------------------------
 
-_VIA_F32 = {Op.MAXIMUM: np.maximum, Op.MINIMUM: np.minimum, Op.EQUAL: np.equal, Op.NOT_EQUAL: np.not_equal,
-            Op.GREATER: np.greater, Op.GREATER_EQUAL: np.greater_equal, Op.LESS: np.less,
-            Op.LESS_EQUAL: np.less_equal}
+_VIA_F32 = {
+    Op.MAXIMUM: np.maximum,
+    Op.MINIMUM: np.minimum,
+    Op.EQUAL: np.equal,
+    Op.NOT_EQUAL: np.not_equal,
+    Op.GREATER: np.greater,
+    Op.GREATER_EQUAL: np.greater_equal,
+    Op.LESS: np.less,
+    Op.LESS_EQUAL: np.less_equal,
+}
 
 
 def _via_float32(op: Op):
@@ -124,7 +135,8 @@ def _via_float32(op: Op):
         r = _VIA_F32[op](a, b)
         if r.dtype == np.bool_:
             return [r]
-        return [np.clip(r.astype(np.float64), -2**31, 2**31 - 1).astype(np.int32)]
+        return [np.clip(r.astype(np.float64), -(2**31), 2**31 - 1).astype(np.int32)]
+
     return run
 
 
@@ -135,6 +147,7 @@ class Int32ViaFloat32(_OverridingDevice):
 
 # -- float equality on bit patterns --------------------------------------------------------------
 
+
 def _bitwise_equal(op: Op):
     def run(ctx):
         a, b = ctx.inputs[:2]
@@ -144,6 +157,7 @@ def _bitwise_equal(op: Op):
         a2, b2 = np.broadcast_arrays(np.ascontiguousarray(a).view(view), np.ascontiguousarray(b).view(view))
         eq = a2 == b2
         return [eq if op == Op.EQUAL else ~eq]
+
     return run
 
 
@@ -153,6 +167,7 @@ class BitwiseFloatEquality(_OverridingDevice):
 
 
 # -- quantised rescaling that wraps at extreme ratios -------------------------------------------
+
 
 def _quant_add_wrapping(ctx):
     (out,) = get_op(Op.ADD).execute(ctx)
@@ -166,7 +181,7 @@ def _quant_add_wrapping(ctx):
     x0 = (ctx.inputs[0].astype(np.float64) - ctx.in_operands[0].zero_point) * ctx.in_operands[0].scale
     x1 = (ctx.inputs[1].astype(np.float64) - ctx.in_operands[1].zero_point) * ctx.in_operands[1].scale
     q = np.round((x0 + x1) / o.scale) + o.zero_point
-    q = np.clip(q, -2.0**62, 2.0**62).astype(np.int64)
+    q = np.clip(q, -(2.0**62), 2.0**62).astype(np.int64)
     info = np.iinfo(out.dtype)
     span = int(info.max) - int(info.min) + 1
     wrapped = (q - int(info.min)) % span + int(info.min)
@@ -180,12 +195,14 @@ class QuantRescaleWraps(_OverridingDevice):
 
 # -- indices off by one ---------------------------------------------------------------------------
 
+
 def _arg_off_by_one(op: Op):
     def run(ctx):
         (idx,) = get_op(op).execute(ctx)
         axis = int(ctx.scalar(1))
         n = ctx.inputs[0].shape[axis]
         return [np.minimum(idx + 1, n - 1).astype(np.int32)]
+
     return run
 
 
@@ -195,6 +212,7 @@ class ArgmaxOffByOne(_OverridingDevice):
 
 
 # -- outputs aliased across executions ---------------------------------------------------------------
+
 
 class _AliasingPrepared(ReferencePreparedModel):
     def __init__(self, model):
@@ -207,7 +225,7 @@ class _AliasingPrepared(ReferencePreparedModel):
             self._buffers = [np.array(o, copy=True) for o in result.outputs]
         else:
             for b, o in zip(self._buffers, result.outputs):
-                b[...] = o   # the previous execution's result changes under the client
+                b[...] = o  # the previous execution's result changes under the client
         return type(result)(tuple(self._buffers), result.output_shapes, result.timing)
 
 
@@ -221,10 +239,12 @@ class AliasedOutputs(ReferenceDevice):
 
 # -- loop timeout ignored on one path -----------------------------------------------------------------
 
+
 class _SyncOnlyTimeout(ReferencePreparedModel):
     def execute_async(self, request, *, measure_timing=False, deadline=None, loop_timeout=None):
-        return super().execute_async(request, measure_timing=measure_timing, deadline=deadline,
-                                     loop_timeout=None)   # the async path forgets it: 2 s default
+        return super().execute_async(
+            request, measure_timing=measure_timing, deadline=deadline, loop_timeout=None
+        )  # the async path forgets it: 2 s default
 
 
 class LoopTimeoutOnlySync(ReferenceDevice):
@@ -244,12 +264,12 @@ class LeaksPerCompilation(ReferenceDevice):
     name = "broken-leaks-per-compilation"
 
     def prepare(self, model, **kw):
-        _KEPT.append(np.ones(256 * 1024, np.uint8))   # touched, so it counts in RSS
+        _KEPT.append(np.ones(256 * 1024, np.uint8))  # touched, so it counts in RSS
         return super().prepare(model, **kw)
 
 
 class _CountingPrepared(ReferencePreparedModel):
-    LIMIT = 2 ** 16
+    LIMIT = 2**16
 
     def __init__(self, model):
         super().__init__(model)
@@ -257,8 +277,9 @@ class _CountingPrepared(ReferencePreparedModel):
 
     def execute(self, request, **kw):
         self._request_id += 1
-        if self._request_id > self.LIMIT:   # a 16-bit request id wrapped onto a freed slot
+        if self._request_id > self.LIMIT:  # a 16-bit request id wrapped onto a freed slot
             import os
+
             os.abort()
         return super().execute(request, **kw)
 
@@ -282,6 +303,7 @@ class CachesEveryModel(ReferenceDevice):
         import json
 
         from nnconform.ir.spec import model_to_dict
+
         key = hash(json.dumps(model_to_dict(model), sort_keys=True, default=str))
         if key not in self._seen:
             self._seen[key] = np.ones(4 * 2**20, np.uint8)
@@ -290,8 +312,10 @@ class CachesEveryModel(ReferenceDevice):
 
 # -- IF outputs sized from the then branch ---------------------------------------------------------
 
+
 def _if_then_sized(ctx):
     from nnconform.reference.ops import control_flow as cf
+
     outs = get_op(Op.IF).execute(ctx)
     then = cf.subgraph_at(ctx, 1)
     fixed = []
@@ -300,7 +324,7 @@ def _if_then_sized(ctx):
         if len(dims) != o.ndim or 0 in dims or tuple(dims) == o.shape:
             fixed.append(o)
             continue
-        buf = np.zeros(dims, o.dtype)   # the buffer allocated for the then branch's shape
+        buf = np.zeros(dims, o.dtype)  # the buffer allocated for the then branch's shape
         region = tuple(slice(0, min(a, b)) for a, b in zip(dims, o.shape))
         buf[region] = o[region]
         fixed.append(buf)
@@ -314,14 +338,20 @@ class IfSizesFromThenBranch(_OverridingDevice):
 
 # -- WHILE loop variables that cannot shrink -------------------------------------------------------
 
+
 def _while_no_shrink(ctx):
     outs = get_op(Op.WHILE).execute(ctx)
     fixed = []
     for j, o in enumerate(outs):
         start = ctx.inputs[2 + j] if 2 + j < len(ctx.inputs) else None
-        if isinstance(start, np.ndarray) and start.ndim == o.ndim and o.ndim and \
-                all(a <= b for a, b in zip(o.shape, start.shape)) and o.shape != start.shape:
-            buf = np.zeros(start.shape, o.dtype)   # the buffer sized once from the initial value
+        if (
+            isinstance(start, np.ndarray)
+            and start.ndim == o.ndim
+            and o.ndim
+            and all(a <= b for a, b in zip(o.shape, start.shape))
+            and o.shape != start.shape
+        ):
+            buf = np.zeros(start.shape, o.dtype)  # the buffer sized once from the initial value
             buf[tuple(slice(0, d) for d in o.shape)] = o
             fixed.append(buf)
         else:
@@ -336,6 +366,7 @@ class WhileCannotShrink(_OverridingDevice):
 
 # -- shape classes ---------------------------------------------------------------------------
 
+
 def _empty_as_one(op: Op):
     def run(ctx):
         outs = get_op(op).execute(ctx)
@@ -343,6 +374,7 @@ def _empty_as_one(op: Op):
             return outs
         # the buffer allocated with every dimension at least 1
         return [np.zeros(tuple(max(1, d) for d in o.shape), o.dtype) for o in outs]
+
     return run
 
 
@@ -360,6 +392,7 @@ def _rank1_as_scalar(op: Op):
         elif b.ndim - a.ndim >= 3 and a.ndim == 1 and a.size:
             ctx.inputs = [np.full_like(a, a[0]), b] + list(ctx.inputs[2:])
         return get_op(op).execute(ctx)
+
     return run
 
 
@@ -382,8 +415,9 @@ def _long_dim_tiled(op: Op):
         tail = [slice(None)] * out.ndim
         tail[axis] = slice(n - n % _TILE if n % _TILE else n, n)
         out = np.array(out, copy=True)
-        out[tuple(tail)] = x[tuple(tail)].astype(out.dtype)   # the partial tile is never computed
+        out[tuple(tail)] = x[tuple(tail)].astype(out.dtype)  # the partial tile is never computed
         return [out]
+
     return run
 
 
@@ -399,7 +433,7 @@ class _UnresolvedPrepared(ReferencePreparedModel):
         declared = [sg.operands[k].dimensions for k in sg.output_indexes]
         if not any(0 in d for d in declared):
             return result
-        shapes = tuple(OutputShape(tuple(d), True) for d in declared)   # never worked out
+        shapes = tuple(OutputShape(tuple(d), True) for d in declared)  # never worked out
         return type(result)(result.outputs, shapes, result.timing)
 
 

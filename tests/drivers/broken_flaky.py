@@ -1,6 +1,7 @@
 """A flaky driver, for ``nnconform diff``'s tests: its quantised ADD is off by two on about
 half of its executions.  Which ones is drawn from ``NNCONFORM_FLAKY_SEED`` (default 0), so a
 run is reproducible and two runs with different values disagree on some cases."""
+
 from __future__ import annotations
 
 import os

@@ -23,6 +23,7 @@ get the verdict and every other case the reference driver's outcome:
 
 Name them as ``tests/drivers/broken_isolation.py:Segfault``.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -70,7 +71,7 @@ def _correct(pm, request, kw) -> ExecutionResult:
 
 
 def _segfault(pm, request, kw):
-    ctypes.string_at(0)      # reads address 0: SIGSEGV
+    ctypes.string_at(0)  # reads address 0: SIGSEGV
 
 
 def _exit_zero(pm, request, kw):
@@ -91,7 +92,7 @@ def _hang(pm, request, kw):
 
 
 def _allocate_30gb(pm, request, kw):
-    big = np.ones((30 << 30) // 4, np.float32)   # far beyond the driver host's memory limit
+    big = np.ones((30 << 30) // 4, np.float32)  # far beyond the driver host's memory limit
     return ExecutionResult((big[:1],), ())
 
 
@@ -123,8 +124,13 @@ def _zeros(pm, request, kw):
 
 
 def _spawn(pm, request, kw, **popen):
-    subprocess.Popen(["sleep", CHILD_SECONDS], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, **popen)
+    subprocess.Popen(
+        ["sleep", CHILD_SECONDS],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        **popen,
+    )
     return _correct(pm, request, kw)
 
 
@@ -165,6 +171,7 @@ class HangsInExecute(_Hostile):
 class HangsInPrepare(ReferenceDevice):
     """prepare of a FLOOR model never returns; SIGALRM (what a timeout based on alarm() would
     use) is ignored by the whole process."""
+
     name = "hostile"
 
     def __init__(self):
@@ -187,6 +194,7 @@ class LyingArray(_Hostile):
 
 class PatchesNnconform(_Hostile):
     """Rewrites the harness's judges, in whatever process imported the driver."""
+
     hook = _zeros
 
     def __init__(self):
@@ -196,6 +204,7 @@ class PatchesNnconform(_Hostile):
 
         def always_pass(model, expected, actual, **kw):
             return Comparison(passed=True)
+
         runner.compare = always_pass
         criteria.compare = always_pass
         for name, mod in list(sys.modules.items()):
@@ -231,9 +240,10 @@ class _ScribblingPrepared(ReferencePreparedModel):
     def execute(self, request, **kw) -> ExecutionResult:
         result = super().execute(request, **kw)
         # Its own copies of the outputs first (the reference may return views of its inputs).
-        result = ExecutionResult(tuple(np.array(o, copy=True) for o in result.outputs), result.output_shapes,
-                                 result.timing)
-        for arg in request.inputs:           # after the right answer: zero what the caller gave us
+        result = ExecutionResult(
+            tuple(np.array(o, copy=True) for o in result.outputs), result.output_shapes, result.timing
+        )
+        for arg in request.inputs:  # after the right answer: zero what the caller gave us
             arr = arg.value
             if arr is None or not arr.size:
                 continue
@@ -241,7 +251,7 @@ class _ScribblingPrepared(ReferencePreparedModel):
                 try:
                     arr.setflags(write=True)
                 except ValueError:
-                    continue                  # memory it cannot make writable is safe from it
+                    continue  # memory it cannot make writable is safe from it
             arr[...] = 0
         return result
 

@@ -32,6 +32,7 @@ vector still passes:
 
 Name them on the command line as ``tests/drivers/broken_matrix.py:AsyncWrongResults``.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -53,6 +54,7 @@ def _async(pm: ReferencePreparedModel, fn):
 
 class _Device(ReferenceDevice):
     """The reference with its prepared models made of ``PREPARED``."""
+
     PREPARED = ReferencePreparedModel
 
     def prepare(self, model: Model, **kw):
@@ -63,6 +65,7 @@ class _Device(ReferenceDevice):
 
 
 # ---- wrong results on the async path --------------------------------------------------
+
 
 def _perturbed(a: np.ndarray) -> np.ndarray:
     if a.dtype == np.bool_:
@@ -77,6 +80,7 @@ class _AsyncWrongPrepared(ReferencePreparedModel):
         def run():
             r = self.execute(request, **kw)
             return ExecutionResult(tuple(_perturbed(o) for o in r.outputs), r.output_shapes, r.timing)
+
         return _async(self, run)
 
 
@@ -87,9 +91,11 @@ class AsyncWrongResults(_Device):
 
 # ---- a crash on the async path -----------------------------------------------------------
 
+
 class _AsyncAbortPrepared(ReferencePreparedModel):
     def execute_async(self, request, **kw):
         import os
+
         os.abort()
 
 
@@ -100,14 +106,15 @@ class AsyncAborts(_Device):
 
 # ---- a burst that ignores measure_timing -----------------------------------------------
 
+
 class _TimingBurst(ReferenceBurst):
     def execute(self, request, *, measure_timing: bool = False, **kw):
-        return super().execute(request, measure_timing=True, **kw)     # the defect
+        return super().execute(request, measure_timing=True, **kw)  # the defect
 
 
 class _BurstTimingPrepared(ReferencePreparedModel):
     def configure_burst(self):
-        super().configure_burst()       # the reference's checks (released model)
+        super().configure_burst()  # the reference's checks (released model)
         return _TimingBurst(self)
 
 
@@ -118,16 +125,21 @@ class BurstIgnoresTiming(_Device):
 
 # ---- wrong output shapes for unknown dimensions -----------------------------------------
 
+
 class _WrongDynamicPrepared(ReferencePreparedModel):
     def execute(self, request, **kw):
         r = super().execute(request, **kw)
         sg = self.model.main
-        unknown = [not sg.operands[k].info.is_scalar and (not sg.operands[k].dimensions or 0 in sg.operands[k].dimensions)
-                   for k in sg.output_indexes]
+        unknown = [
+            not sg.operands[k].info.is_scalar and (not sg.operands[k].dimensions or 0 in sg.operands[k].dimensions)
+            for k in sg.output_indexes
+        ]
         if not any(unknown) or not r.output_shapes:
             return r
-        shapes = tuple(OutputShape((s.dimensions[0] + 1, *s.dimensions[1:]), s.is_sufficient)
-                       if u and s.dimensions else s for s, u in zip(r.output_shapes, unknown))
+        shapes = tuple(
+            OutputShape((s.dimensions[0] + 1, *s.dimensions[1:]), s.is_sufficient) if u and s.dimensions else s
+            for s, u in zip(r.output_shapes, unknown)
+        )
         return ExecutionResult(r.outputs, shapes, r.timing)
 
 
@@ -138,11 +150,14 @@ class WrongDynamicShapes(_Device):
 
 # ---- an insufficient buffer accepted on the async path ----------------------------------
 
+
 class _AsyncSizePrepared(ReferencePreparedModel):
     def execute_async(self, request: Request, **kw):
         # the defect: the caller's buffer sizes are dropped, so the outputs always "fit"
-        roomy = dataclasses.replace(request, outputs=tuple(
-            dataclasses.replace(a, capacity=None) if a.memory is None else a for a in request.outputs))
+        roomy = dataclasses.replace(
+            request,
+            outputs=tuple(dataclasses.replace(a, capacity=None) if a.memory is None else a for a in request.outputs),
+        )
         return super().execute_async(roomy, **kw)
 
 
@@ -153,9 +168,10 @@ class AsyncAcceptsInsufficient(_Device):
 
 # ---- deadlines ignored on the async path ------------------------------------------------
 
+
 class _AsyncDeadlinePrepared(ReferencePreparedModel):
     def execute_async(self, request, *, deadline=None, **kw):
-        return super().execute_async(request, **kw)         # the defect: the deadline is dropped
+        return super().execute_async(request, **kw)  # the defect: the deadline is dropped
 
 
 class AsyncIgnoresDeadline(_Device):
@@ -165,18 +181,24 @@ class AsyncIgnoresDeadline(_Device):
 
 # ---- the quant8-signed twin refused -----------------------------------------------------
 
+
 class RefusesSignedTwin(ReferenceDevice):
     name = "broken-refuses-signed-twin"
 
     def supported_operations(self, model: Model) -> list[bool]:
         out = super().supported_operations(model)
         sg = model.main
-        return [ok and not any(sg.operands[k].type == OperandType.TENSOR_QUANT8_ASYMM_SIGNED
-                               for k in (*op.inputs, *op.outputs))
-                for ok, op in zip(out, sg.operations)]
+        return [
+            ok
+            and not any(
+                sg.operands[k].type == OperandType.TENSOR_QUANT8_ASYMM_SIGNED for k in (*op.inputs, *op.outputs)
+            )
+            for ok, op in zip(out, sg.operations)
+        ]
 
 
 # ---- execution order not checked on big models ------------------------------------------
+
 
 def _sorted_operations(model: Model) -> Model:
     """The model with its operations in an order where every operand is written before it is
@@ -207,7 +229,7 @@ class AcceptsUnorderedBigModels(ReferenceDevice):
     def _fixed(model: Model) -> Model:
         try:
             return _sorted_operations(model) if len(model.main.operations) > 3 else model
-        except (IndexError, TypeError, AttributeError):   # a malformed model: let validation say so
+        except (IndexError, TypeError, AttributeError):  # a malformed model: let validation say so
             return model
 
     def supported_operations(self, model: Model) -> list[bool]:
@@ -219,13 +241,20 @@ class AcceptsUnorderedBigModels(ReferenceDevice):
 
 # ---- a burst that fills missing inputs ----------------------------------------------------
 
+
 class _MissingInputBurst(ReferenceBurst):
     def execute(self, request: Request, **kw):
         sg = self._prepared.model.main
-        missing = sg.input_indexes[len(request.inputs):]
-        if missing:         # the defect: a request one input short runs with zeros for it
-            zeros = tuple(RequestArgument(np.zeros(() if sg.operands[k].info.is_scalar else sg.operands[k].dimensions,
-                                                   sg.operands[k].info.dtype)) for k in missing)
+        missing = sg.input_indexes[len(request.inputs) :]
+        if missing:  # the defect: a request one input short runs with zeros for it
+            zeros = tuple(
+                RequestArgument(
+                    np.zeros(
+                        () if sg.operands[k].info.is_scalar else sg.operands[k].dimensions, sg.operands[k].info.dtype
+                    )
+                )
+                for k in missing
+            )
             request = dataclasses.replace(request, inputs=(*request.inputs, *zeros))
         return super().execute(request, **kw)
 
@@ -242,6 +271,7 @@ class BurstAcceptsMissingInput(_Device):
 
 
 # ---- CONV_2D of rank 5 accepted --------------------------------------------------------------
+
 
 def _conv_rank4(model: Model) -> Model:
     """The model with each rank-5 CONV_2D input and filter whose last dimension is 1 reshaped
@@ -268,7 +298,7 @@ class AcceptsRank5Conv(ReferenceDevice):
     def _fixed(model: Model) -> Model:
         try:
             return _conv_rank4(model)
-        except (IndexError, TypeError, AttributeError, ValueError):   # a malformed model: validation says so
+        except (IndexError, TypeError, AttributeError, ValueError):  # a malformed model: validation says so
             return model
 
     def supported_operations(self, model: Model) -> list[bool]:
@@ -286,12 +316,13 @@ class MixedRejections(ReferenceDevice):
         if n == 1:
             raise ValueError("supported_operations blew up")
         if n == 2:
-            return [True] * len(model.main.operations)   # claims whatever it is given
+            return [True] * len(model.main.operations)  # claims whatever it is given
         return super().supported_operations(model)
 
     def prepare(self, model: Model, **kw):
         if kw.get("preference") not in (0, 1, 2):
             import os
+
             os.abort()
         k = len(model.main.operations) % 3
         if k == 1:
@@ -301,6 +332,15 @@ class MixedRejections(ReferenceDevice):
         return super().prepare(model, **kw)
 
 
-__all__ = ["AsyncWrongResults", "BurstIgnoresTiming", "WrongDynamicShapes", "AsyncAcceptsInsufficient",
-           "AsyncIgnoresDeadline", "RefusesSignedTwin", "AcceptsUnorderedBigModels", "BurstAcceptsMissingInput",
-           "AcceptsRank5Conv", "MixedRejections"]
+__all__ = [
+    "AsyncWrongResults",
+    "BurstIgnoresTiming",
+    "WrongDynamicShapes",
+    "AsyncAcceptsInsufficient",
+    "AsyncIgnoresDeadline",
+    "RefusesSignedTwin",
+    "AcceptsUnorderedBigModels",
+    "BurstAcceptsMissingInput",
+    "AcceptsRank5Conv",
+    "MixedRejections",
+]

@@ -23,6 +23,7 @@ Each is the reference driver with a restricted or dishonest claim:
 
 Name them on the command line as ``tests/drivers/broken_partial.py:FloorUnderClaim``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -59,8 +60,11 @@ class HalfReferenceOdd(HalfReferenceEven):
 
 
 def _has_quant8_conv(model) -> bool:
-    return any(op.type == Op.CONV_2D and sg.operands[op.inputs[0]].type == T.TENSOR_QUANT8_ASYMM
-               for sg in model.subgraphs() for op in sg.operations)
+    return any(
+        op.type == Op.CONV_2D and sg.operands[op.inputs[0]].type == T.TENSOR_QUANT8_ASYMM
+        for sg in model.subgraphs()
+        for op in sg.operations
+    )
 
 
 class QuantConvOverClaim(ReferenceDevice):
@@ -91,7 +95,7 @@ def _as_if_contiguous(arr: np.ndarray) -> np.ndarray:
     flat = base.reshape(-1)
     if start < 0 or start + arr.size > flat.size:
         return arr
-    return flat[start:start + arr.size].reshape(arr.shape).copy()
+    return flat[start : start + arr.size].reshape(arr.shape).copy()
 
 
 class _StrideBlindPrepared(ReferencePreparedModel):
@@ -101,8 +105,13 @@ class _StrideBlindPrepared(ReferencePreparedModel):
         args = []
         for arg, idx in zip(request.inputs, sg.input_indexes):
             if idx in relu_inputs and isinstance(arg.value, np.ndarray):
-                arg = RequestArgument(value=_as_if_contiguous(arg.value), dimensions=arg.dimensions,
-                                      capacity=arg.capacity, has_no_value=arg.has_no_value, memory=arg.memory)
+                arg = RequestArgument(
+                    value=_as_if_contiguous(arg.value),
+                    dimensions=arg.dimensions,
+                    capacity=arg.capacity,
+                    has_no_value=arg.has_no_value,
+                    memory=arg.memory,
+                )
             args.append(arg)
         return super().execute(Request(tuple(args), request.outputs), **kw)
 
@@ -114,12 +123,13 @@ class ReluIgnoresStrides(_Claiming):
         return model.main.operations[index].type != Op.ADD
 
     def prepare(self, model, **kw):
-        super().prepare(model, **kw)          # the reference's checks
+        super().prepare(model, **kw)  # the reference's checks
         return _StrideBlindPrepared(model)
 
 
 class MirrorPadReflectOnly(_Claiming):
     """Refuses MIRROR_PAD in SYMMETRIC mode (input 2 == 1), honestly: it never claims it."""
+
     name = "reference-mirror-pad-reflect-only"
 
     def claims(self, model, index):

@@ -13,6 +13,7 @@ Each is the reference driver with one defect that a vts security/robustness case
 
 Name them on the command line as ``tests/drivers/broken_security.py:AcceptsCycle``.
 """
+
 from __future__ import annotations
 
 import os
@@ -46,12 +47,12 @@ class AcceptsCycle(ReferenceDevice):
 
     def supported_operations(self, model: Model) -> list[bool]:
         if has_cycle(model):
-            return [True] * len(model.main.operations)   # the defect
+            return [True] * len(model.main.operations)  # the defect
         return super().supported_operations(model)
 
     def prepare(self, model: Model, **kw):
         if has_cycle(model):
-            return ReferencePreparedModel(model)          # the defect: execution would fail later
+            return ReferencePreparedModel(model)  # the defect: execution would fail later
         return super().prepare(model, **kw)
 
 
@@ -59,12 +60,13 @@ class _SharedOutputPrepared(ReferencePreparedModel):
     def _device_memory(self, request):
         # the defect: the duplicate-output check is skipped (inputs and outputs stay checked)
         import dataclasses
+
         outs = list(request.outputs)
         seen: dict[int, int] = {}
         for pos, arg in enumerate(outs):
             if arg.memory is not None:
                 if int(arg.memory) in seen:
-                    outs[pos] = dataclasses.replace(arg, memory=None)   # written twice, kept once
+                    outs[pos] = dataclasses.replace(arg, memory=None)  # written twice, kept once
                 seen.setdefault(int(arg.memory), pos)
         ins, found = super()._device_memory(dataclasses.replace(request, outputs=tuple(outs)))
         return ins, found
@@ -89,7 +91,7 @@ class _DoubleFreeBurst(ReferenceBurst):
 
     def free_memory(self, slot: int) -> None:
         if slot in self._ever and slot not in self._slots:
-            os.abort()        # the defect: the slot's memory is freed a second time
+            os.abort()  # the defect: the slot's memory is freed a second time
         super().free_memory(slot)
 
 

@@ -39,6 +39,7 @@ truth the harness's own tests compare the stress verdicts with.
 
 Name them on the command line as ``tests/drivers/broken_stress.py:RandomlyBroken``.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -55,13 +56,13 @@ from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
 LEAK_BYTES = 8 << 20
 LOG_ENV = "NNCONFORM_BROKEN_LOG"
 RATES_ENV = "NNCONFORM_BROKEN_RATES"
-CLIENT_ENV = "NNCONFORM_CLIENT"      # set by the stress harness in multi-process clients
-CASE_ENV = "NNCONFORM_CASE"          # set by the sandbox for the running case
+CLIENT_ENV = "NNCONFORM_CLIENT"  # set by the stress harness in multi-process clients
+CASE_ENV = "NNCONFORM_CASE"  # set by the sandbox for the running case
 
-_leaked: list[np.ndarray] = []       # what the leaking drivers never give back
+_leaked: list[np.ndarray] = []  # what the leaking drivers never give back
 _leak_lock = threading.Lock()
-_hang_forever = threading.Event()    # never set
-_forgotten: list = []                # Popen objects of children left running on purpose
+_hang_forever = threading.Event()  # never set
+_forgotten: list = []  # Popen objects of children left running on purpose
 
 
 def log_action(action: str, **fields) -> None:
@@ -70,11 +71,21 @@ def log_action(action: str, **fields) -> None:
     path = os.environ.get(LOG_ENV)
     if not path:
         return
-    line = json.dumps({"case": os.environ.get(CASE_ENV, ""), "client": os.environ.get(CLIENT_ENV, ""),
-                       "action": action, "pid": os.getpid(), **fields}) + "\n"
+    line = (
+        json.dumps(
+            {
+                "case": os.environ.get(CASE_ENV, ""),
+                "client": os.environ.get(CLIENT_ENV, ""),
+                "action": action,
+                "pid": os.getpid(),
+                **fields,
+            }
+        )
+        + "\n"
+    )
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, line.encode())   # one write of an O_APPEND file: lines never interleave
+        os.write(fd, line.encode())  # one write of an O_APPEND file: lines never interleave
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -82,7 +93,7 @@ def log_action(action: str, **fields) -> None:
 
 def segfault() -> None:
     log_action("crash")
-    ctypes.string_at(0)               # reads address 0: SIGSEGV
+    ctypes.string_at(0)  # reads address 0: SIGSEGV
 
 
 def exit_now() -> None:
@@ -97,7 +108,7 @@ def hang() -> None:
 
 def leak(nbytes: int = LEAK_BYTES) -> None:
     log_action("leak")
-    block = np.ones(nbytes // 8, dtype=np.float64)   # ones, not empty: the pages are touched
+    block = np.ones(nbytes // 8, dtype=np.float64)  # ones, not empty: the pages are touched
     with _leak_lock:
         _leaked.append(block)
 
@@ -118,6 +129,7 @@ class _Misbehaving(ReferenceDevice):
                 tamper = device.misbehave(request)
                 result = super().execute(request, **kw2)
                 return tamper(result) if tamper else result
+
         return Prepared(pm.model)
 
 
@@ -179,6 +191,7 @@ class GarbageOutputs(_Misbehaving):
 
 class _BaseExceptionInThreads(ReferenceDevice):
     """prepare and execute raise ``exc`` when called from any thread but the main one."""
+
     exc: type = KeyboardInterrupt
 
     def _maybe_raise(self, what: str) -> None:
@@ -195,6 +208,7 @@ class _BaseExceptionInThreads(ReferenceDevice):
             def execute(self, request, **kw2):
                 device._maybe_raise("execute")
                 return super().execute(request, **kw2)
+
         return Prepared(pm.model)
 
 
@@ -219,6 +233,7 @@ class ThreadDiesInExecute(_Misbehaving):
     def misbehave(self, request):
         def internal() -> None:
             raise SystemExit("simulated driver-internal thread exit")
+
         log_action("thread-dies")
         t = threading.Thread(target=internal, name="driver-internal")
         t.start()
@@ -251,14 +266,21 @@ def spawn_setsid_sleep() -> int:
     """Start ``setsid sleep 600`` (its own session and process group) and forget it."""
     import shutil
     import subprocess
+
     if shutil.which("setsid"):
-        proc = subprocess.Popen(["setsid", "sleep", "600"], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            ["setsid", "sleep", "600"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
     else:
-        proc = subprocess.Popen(["sleep", "600"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            ["sleep", "600"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     log_action("spawn-setsid", child=proc.pid)
-    _forgotten.append(proc)      # never waited: the harness must find and kill it
+    _forgotten.append(proc)  # never waited: the harness must find and kill it
     return proc.pid
 
 
@@ -267,7 +289,7 @@ def double_fork_sleep() -> int:
     sleeper is re-parented away from us."""
     r, w = os.pipe()
     pid = os.fork()
-    if pid == 0:                 # intermediate
+    if pid == 0:  # intermediate
         try:
             os.close(r)
             os.setsid()
@@ -309,6 +331,7 @@ class LeavesShm(_OncePerCase):
         import uuid
 
         from nnconform.isolation.reaper import SHM_DIR
+
         path = os.path.join(SHM_DIR, f"{SHM_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}")
         log_action("shm", path=path)
         with open(path, "wb") as f:
@@ -363,12 +386,12 @@ class RandomlyBroken(_Misbehaving):
     def action(self) -> str | None:
         case = os.environ.get(CASE_ENV, "")
         with self._lock:
-            if case != self._case:          # count executions per case, so a case replays alike
+            if case != self._case:  # count executions per case, so a case replays alike
                 self._case, self._counter = case, 0
             n = self._counter
             self._counter += 1
         key = f"{self.seed}/{case}/{os.environ.get(CLIENT_ENV, '')}/{n}".encode()
-        u = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little") / 2.0 ** 64
+        u = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little") / 2.0**64
         for name in ACTIONS:
             u -= self.rates[name]
             if u < 0:
@@ -462,6 +485,7 @@ def check_against_log(records, log_path, leak_threshold_mb: float = 32.0) -> lis
             continue
         ok, why = expected_verdicts(r, log.get(r.test_id, {}), leak_threshold_mb)
         if r.outcome not in ok:
-            problems.append(f"{r.test_id}: got {r.outcome}, expected {'/'.join(sorted(ok)) or '-'} ({why}); "
-                            f"{r.message[:160]}")
+            problems.append(
+                f"{r.test_id}: got {r.outcome}, expected {'/'.join(sorted(ok)) or '-'} ({why}); {r.message[:160]}"
+            )
     return problems

@@ -12,6 +12,7 @@ Each is the reference driver with one defect the VTS suite (suites/test_vts.py) 
 
 Name them on the command line as ``tests/drivers/broken_vts.py:AcceptsEverything``.
 """
+
 from __future__ import annotations
 
 import time
@@ -36,12 +37,21 @@ class AcceptsEverything(ReferenceDevice):
                 out.append(True)
         return out
 
-    def prepare(self, model: Model, *, preference=ExecutionPreference.FAST_SINGLE_ANSWER,
-                priority=Priority.MEDIUM, deadline=None, cache_token=None, model_cache=None, data_cache=None):
+    def prepare(
+        self,
+        model: Model,
+        *,
+        preference=ExecutionPreference.FAST_SINGLE_ANSWER,
+        priority=Priority.MEDIUM,
+        deadline=None,
+        cache_token=None,
+        model_cache=None,
+        data_cache=None,
+    ):
         if cache_token is not None:
             if model_cache is None and data_cache is None:
                 self._cache[bytes(cache_token)] = model
-            else:   # the reference's file cache: this driver's defect is validation only
+            else:  # the reference's file cache: this driver's defect is validation only
                 cache_files.save(model, bytes(cache_token), list(model_cache or ()), list(data_cache or ()))
         return ReferencePreparedModel(model)
 
@@ -64,7 +74,7 @@ class _SharedScratchPrepared(ReferencePreparedModel):
         scratch = self._scratch
         for buf, out in zip(scratch, result.outputs):
             np.copyto(buf, out)
-        time.sleep(self.SETTLE_S)   # the race window: another execution may write meanwhile
+        time.sleep(self.SETTLE_S)  # the race window: another execution may write meanwhile
         return ExecutionResult(tuple(buf.copy() for buf in scratch), result.output_shapes, result.timing)
 
 

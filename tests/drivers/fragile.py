@@ -13,6 +13,7 @@ validated (as a driver's graph import often does), so only invalid or odd models
 
 Name it on the command line as ``tests/drivers/fragile.py:FragileDevice``.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,7 +33,7 @@ def _operand(sg, k):
 
 def _softmax_kernel(o) -> None:
     if int(o.type) in _TENSOR_CODES and len(o.dimensions) == 0:
-        os.abort()            # the planted crash: dimensions[-1] of an empty shape, in C
+        os.abort()  # the planted crash: dimensions[-1] of an empty shape, in C
 
 
 def _concat_tiles(o) -> int:
@@ -40,7 +41,7 @@ def _concat_tiles(o) -> int:
     if not dims or int(o.type) not in _TENSOR_CODES:
         return 0
     step, done, tiles = dims[-1], 0, 0
-    while done < 4096:        # the planted hang: a zero step never reaches the end
+    while done < 4096:  # the planted hang: a zero step never reaches the end
         done += step
         tiles += 1
     return tiles
@@ -54,7 +55,7 @@ def _arena(sg) -> None:
             n *= max(int(d), 1)
         largest = max(largest, n)
     if largest > _ARENA_ELEMENTS:
-        np.ones(largest * 4, np.uint8)   # the planted memory bug: sized by the model, unchecked
+        np.ones(largest * 4, np.uint8)  # the planted memory bug: sized by the model, unchecked
 
 
 def _inspect(model: Model) -> None:

@@ -2,6 +2,7 @@
 the compiled permute kernel that reads them (jit.split_add): every one of the 65,536 input
 pairs gives the fixed-point kernel's output, for seeded quantisations, both 8-bit types,
 ADD and SUB and every fused activation; a kernel whose tables are wrong is refused."""
+
 from __future__ import annotations
 
 import logging
@@ -20,12 +21,13 @@ from nnconform.reference.ops import add_sub
 from nnconform.reference.ops.registry import OpView
 
 SETTINGS = settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-ROWS = np.repeat(np.arange(256, dtype=np.uint8), 256)       # every (a, b) byte pair
+ROWS = np.repeat(np.arange(256, dtype=np.uint8), 256)  # every (a, b) byte pair
 COLS = np.tile(np.arange(256, dtype=np.uint8), 256)
 
 
-def _model(signed: bool, subtract: bool, act: int, s1: float, s2: float, so: float, z1: int, z2: int, zo: int,
-           shape=(1, 4)):
+def _model(
+    signed: bool, subtract: bool, act: int, s1: float, s2: float, so: float, z1: int, z2: int, zo: int, shape=(1, 4)
+):
     t = T.TENSOR_QUANT8_ASYMM_SIGNED if signed else T.TENSOR_QUANT8_ASYMM
     b = ModelBuilder()
     x = b.input(t, list(shape), scale=s1, zero_point=z1)
@@ -46,9 +48,17 @@ def _parts(model, signed: bool):
     return kernel(domain[:, None], domain[None, :]), split(dt, dt)
 
 
-quantisations = st.fixed_dictionaries({
-    "signed": st.booleans(), "subtract": st.booleans(), "act": st.sampled_from([0, 1, 2, 3]),
-    "s1": st.floats(-9, 3), "s2": st.floats(-9, 3), "ratio": st.floats(-3.4, 4), "zeros": st.integers(0, 2**24 - 1)})
+quantisations = st.fixed_dictionaries(
+    {
+        "signed": st.booleans(),
+        "subtract": st.booleans(),
+        "act": st.sampled_from([0, 1, 2, 3]),
+        "s1": st.floats(-9, 3),
+        "s2": st.floats(-9, 3),
+        "ratio": st.floats(-3.4, 4),
+        "zeros": st.integers(0, 2**24 - 1),
+    }
+)
 
 
 def _draw(q):
@@ -102,6 +112,7 @@ def test_no_tables_where_a_part_leaves_int16():
 
 # --- the compiled kernel ---------------------------------------------------------------
 
+
 @pytest.fixture
 def kernels_on(monkeypatch):
     pytest.importorskip("numba", reason="the compiled split kernel needs the [fast] extra (numba)")
@@ -149,7 +160,7 @@ def test_add_and_sub_models_take_the_split_kernel_with_the_numpy_paths_bytes(ker
             mp.setattr(jit, "_state", {})
             want = Executor(model).run(feeds)[0]
         assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
-    assert 65536 in calls and calls.count(int(np.prod(shape))) == 2      # checked once, then run
+    assert 65536 in calls and calls.count(int(np.prod(shape))) == 2  # checked once, then run
 
 
 def test_wrong_tables_are_refused_and_the_table_is_used(kernels_on, caplog):
@@ -183,10 +194,12 @@ def test_the_kernel_passes_its_trial_on_this_cpu(kernels_on):
 def test_a_kernel_that_fails_its_trial_leaves_the_gather(kernels_on, monkeypatch, caplog, failure):
     """Another numba or LLVM may reject the hand-written IR, or miscompile it: the trial
     fails, a warning says so, and ADD runs through the exact table as before."""
+
     def trial():
         if failure == "raises":
             raise RuntimeError("LLVM ERROR: Cannot select: intrinsic %llvm.x86.avx512.vpermi2var.qi.512")
         return False
+
     monkeypatch.setattr(jit, "_split_add_trial", trial)
     monkeypatch.setattr(jit, "split_add", lambda *a: pytest.fail("the split kernel ran"))
     with caplog.at_level(logging.WARNING, logger="nnconform.reference.kernels.jit"):
@@ -197,6 +210,6 @@ def test_a_kernel_that_fails_its_trial_leaves_the_gather(kernels_on, monkeypatch
     rng = np.random.default_rng(8)
     feeds = [rng.integers(0, 256, (1, 300), dtype=np.uint8) for _ in range(2)]
     ex = Executor(model)
-    for _ in range(2):                                   # asked twice: the table path
+    for _ in range(2):  # asked twice: the table path
         got = ex.run(feeds)[0]
     assert got.tobytes() == table.reshape(-1)[(feeds[0].astype(np.intp) << 8) | feeds[1]].tobytes()

@@ -1,5 +1,6 @@
 """ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, POW, PRELU: hand-checked examples, signature
 validation, and the AOSP golden vectors that use only these operations."""
+
 import numpy as np
 import pytest
 from helpers import assert_vector_passes, check_example, vector_params
@@ -18,9 +19,10 @@ OPS = {"ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "POW", "PRELU"}
 
 # --- (a) hand-checked examples ---------------------------------------------------------
 
+
 @pytest.mark.parametrize("ex", EXAMPLES, ids=lambda e: e.name)
 def test_example(ex):
-    check_example(ex)     # an expect-failure example must be rejected
+    check_example(ex)  # an expect-failure example must be rejected
 
 
 def test_examples_cover_every_op():
@@ -29,14 +31,18 @@ def test_examples_cover_every_op():
 
 # --- broadcasting helper -----------------------------------------------------------------
 
-@pytest.mark.parametrize("a, b, out", [
-    ((4, 1, 2), (5, 4, 3, 1), (5, 4, 3, 2)),   # NeuralNetworks.h's example
-    ((2, 3), (3,), (2, 3)),
-    ((0, 2), (1, 2), (0, 2)),                  # zero-sized is compatible with 1 ...
-    ((0, 2), (0, 1), (0, 2)),                  # ... and with 0
-    ((2, 3), (2,), None),
-    ((0, 2), (3, 2), None),
-])
+
+@pytest.mark.parametrize(
+    "a, b, out",
+    [
+        ((4, 1, 2), (5, 4, 3, 1), (5, 4, 3, 2)),  # NeuralNetworks.h's example
+        ((2, 3), (3,), (2, 3)),
+        ((0, 2), (1, 2), (0, 2)),  # zero-sized is compatible with 1 ...
+        ((0, 2), (0, 1), (0, 2)),  # ... and with 0
+        ((2, 3), (2,), None),
+        ((0, 2), (3, 2), None),
+    ],
+)
 def test_broadcast_shape(a, b, out):
     assert broadcast_shape(a, b) == out
 
@@ -71,6 +77,7 @@ def test_int32_activation_fails_at_run_time():
 
 
 # --- (b) validation rejects bad uses --------------------------------------------------------
+
 
 def _model(op, types, dims, out_type=None, out_dims=None, act=0, scales=None, extra=0):
     b = ModelBuilder()
@@ -131,8 +138,7 @@ def test_reject_mul_quant8_output_scale():
 
 def test_accept_mul_quant8_signed_any_scale():
     # HAL 1.3's validation has no scale rule for the signed type (execution enforces < 1).
-    m = _model(Op.MUL, [T.TENSOR_QUANT8_ASYMM_SIGNED] * 2, [[2], [2]],
-               scales=[(0.5, 0), (0.5, 0), (0.25, 0)])
+    m = _model(Op.MUL, [T.TENSOR_QUANT8_ASYMM_SIGNED] * 2, [[2], [2]], scales=[(0.5, 0), (0.5, 0), (0.25, 0)])
     get_op(Op.MUL).validate(OpView(m, m.main, 0))
     with pytest.raises(OpFailure, match="MUL"):
         execute(m, [np.ones(2, np.int8), np.ones(2, np.int8)])
@@ -158,6 +164,7 @@ def test_reject_maximum_mixed_types():
 
 # --- (c) AOSP golden vectors -----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("case", vector_params(OPS))
 def test_aosp_vector(case):
     assert_vector_passes(case)
@@ -171,6 +178,7 @@ def test_quant_add_whose_rescale_fails_fails_every_run_of_one_executor():
     from nnconform.ir import OperandType as T
     from nnconform.ir import OperationType as Op
     from nnconform.reference.executor import Executor
+
     b = ModelBuilder()
     x = b.input(T.TENSOR_QUANT8_ASYMM, [2, 2], scale=1.0, zero_point=0)
     y = b.input(T.TENSOR_QUANT8_ASYMM, [2, 2], scale=1.0, zero_point=0)

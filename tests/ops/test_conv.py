@@ -1,6 +1,7 @@
 """CONV_2D, DEPTHWISE_CONV_2D, GROUPED_CONV_2D, TRANSPOSE_CONV_2D, FULLY_CONNECTED:
 hand-checked examples, signature validation, bit-exact agreement of the vectorised quantised
 paths with direct loops over every output element, and the AOSP golden vectors."""
+
 from __future__ import annotations
 
 import itertools
@@ -30,6 +31,7 @@ Q8, Q8S, QPC = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUA
 # (a) hand-checked examples
 # ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("ex", EXAMPLES, ids=lambda e: e.name)
 def test_example(ex):
     check_example(ex)
@@ -56,8 +58,11 @@ def test_zero_batch(op):
     }
     x_dims, f, n_out, args, out_dims = specs[op]
     for t, dtype in ((F32, np.float32), (F16, np.float16), (Q8, np.uint8), (Q8S, np.int8)):
-        q = {} if t in (F32, F16) else dict(qx=dict(scale=0.5), qf=dict(scale=0.5), qb=dict(scale=0.25),
-                                           qo=dict(scale=1.0))
+        q = (
+            {}
+            if t in (F32, F16)
+            else dict(qx=dict(scale=0.5), qf=dict(scale=0.5), qb=dict(scale=0.25), qo=dict(scale=1.0))
+        )
         model = _model(Op[op], t, x_dims, f, ([n_out], [0] * n_out), args, out_dims, **q)
         (y,) = execute(model, [np.zeros(x_dims, dtype)])
         assert y.shape == tuple(out_dims) and y.dtype == dtype
@@ -67,8 +72,23 @@ def test_zero_batch(op):
 # (b) validation
 # ---------------------------------------------------------------------------------------
 
-def _conv(op=Op.CONV_2D, t=F32, x_dims=(1, 3, 3, 2), f_dims=(2, 2, 2, 2), b_dims=(2,), args=(2, 1, 1, 0),
-          out_dims=(1, 2, 2, 2), f_type=None, b_type=None, qx=None, qf=None, qb=None, qo=None, arg_types=None):
+
+def _conv(
+    op=Op.CONV_2D,
+    t=F32,
+    x_dims=(1, 3, 3, 2),
+    f_dims=(2, 2, 2, 2),
+    b_dims=(2,),
+    args=(2, 1, 1, 0),
+    out_dims=(1, 2, 2, 2),
+    f_type=None,
+    b_type=None,
+    qx=None,
+    qf=None,
+    qb=None,
+    qo=None,
+    arg_types=None,
+):
     b = ModelBuilder()
     x = b.input(t, x_dims, **(qx or {}))
     f = b.const(f_type or t, f_dims, np.zeros(f_dims), **(qf or {}))
@@ -87,8 +107,12 @@ def _conv(op=Op.CONV_2D, t=F32, x_dims=(1, 3, 3, 2), f_dims=(2, 2, 2, 2), b_dims
     return b.build()
 
 
-Q = dict(qx=dict(scale=0.5, zero_point=128), qf=dict(scale=0.5, zero_point=128), qb=dict(scale=0.25),
-         qo=dict(scale=1.0, zero_point=128))
+Q = dict(
+    qx=dict(scale=0.5, zero_point=128),
+    qf=dict(scale=0.5, zero_point=128),
+    qb=dict(scale=0.25),
+    qo=dict(scale=1.0, zero_point=128),
+)
 
 BAD = [
     # (id, model, expected input index or None)
@@ -104,43 +128,95 @@ BAD = [
     ("conv_explicit_negative_padding", _conv(args=(-1, 0, 0, 0, 1, 1, 0)), 3),
     ("conv_dilation", _conv(args=(2, 1, 1, 0, False, 0, 1)), 8),
     ("conv_depth_mismatch", _conv(f_dims=(2, 2, 2, 3)), 1),
-    ("conv_per_channel_dim", _conv(t=Q8, f_type=QPC, qx=Q["qx"], qo=Q["qo"],
-                                   qf=dict(channel_quant=ChannelQuant((0.5, 0.5), 3))), 1),
+    (
+        "conv_per_channel_dim",
+        _conv(t=Q8, f_type=QPC, qx=Q["qx"], qo=Q["qo"], qf=dict(channel_quant=ChannelQuant((0.5, 0.5), 3))),
+        1,
+    ),
     ("conv_output_type", None, None),
     ("depthwise_filter_dim0", _conv(Op.DEPTHWISE_CONV_2D, f_dims=(2, 2, 2, 2), args=(2, 1, 1, 1, 0)), 1),
     ("depthwise_multiplier_mismatch", _conv(Op.DEPTHWISE_CONV_2D, f_dims=(1, 2, 2, 2), args=(2, 1, 1, 2, 0)), 1),
     ("depthwise_multiplier_zero", _conv(Op.DEPTHWISE_CONV_2D, f_dims=(1, 2, 2, 2), args=(2, 1, 1, 0, 0)), 6),
-    ("depthwise_per_channel_dim", _conv(Op.DEPTHWISE_CONV_2D, t=Q8S, f_dims=(1, 2, 2, 2), f_type=QPC,
-                                        args=(2, 1, 1, 1, 0), qx=dict(scale=0.5), qo=dict(scale=1.0),
-                                        qf=dict(channel_quant=ChannelQuant((0.5,), 0))), 1),
+    (
+        "depthwise_per_channel_dim",
+        _conv(
+            Op.DEPTHWISE_CONV_2D,
+            t=Q8S,
+            f_dims=(1, 2, 2, 2),
+            f_type=QPC,
+            args=(2, 1, 1, 1, 0),
+            qx=dict(scale=0.5),
+            qo=dict(scale=1.0),
+            qf=dict(channel_quant=ChannelQuant((0.5,), 0)),
+        ),
+        1,
+    ),
     ("grouped_no_layout", _conv(Op.GROUPED_CONV_2D, f_dims=(2, 2, 2, 1), args=(2, 1, 1, 2, 0)), None),
-    ("grouped_groups_divide", _conv(Op.GROUPED_CONV_2D, f_dims=(3, 2, 2, 1), b_dims=(3,),
-                                    args=(2, 1, 1, 2, 0, False)), 1),
+    (
+        "grouped_groups_divide",
+        _conv(Op.GROUPED_CONV_2D, f_dims=(3, 2, 2, 1), b_dims=(3,), args=(2, 1, 1, 2, 0, False)),
+        1,
+    ),
     ("grouped_groups_zero", _conv(Op.GROUPED_CONV_2D, f_dims=(2, 2, 2, 1), args=(2, 1, 1, 0, 0, False)), 6),
     ("transpose_output_shape_type", _conv(Op.TRANSPOSE_CONV_2D, args=(4, 2, 1, 1, 0, False)), 3),
-    ("transpose_layout_type", _conv(Op.TRANSPOSE_CONV_2D, args=((1, 4, 4, 2), 2, 1, 1, 0, 1),
-                                    arg_types={0: I32}), 8),
-    ("transpose_bias_length", _conv(Op.TRANSPOSE_CONV_2D, b_dims=(3,), args=((1, 4, 4, 2), 2, 1, 1, 0, False),
-                                    arg_types={0: I32}), 2),
-    ("fc_weights_rank", _conv(Op.FULLY_CONNECTED, x_dims=(2, 4), f_dims=(2, 2, 2), b_dims=(2,), args=(0,),
-                              out_dims=(2, 2)), 1),
-    ("fc_bias_length", _conv(Op.FULLY_CONNECTED, x_dims=(2, 4), f_dims=(3, 4), b_dims=(2,), args=(0,),
-                             out_dims=(2, 3)), 2),
-    ("fc_input_split", _conv(Op.FULLY_CONNECTED, x_dims=(1, 5), f_dims=(3, 2), b_dims=(3,), args=(0,),
-                             out_dims=(2, 3)), 0),
-    ("fc_activation", _conv(Op.FULLY_CONNECTED, x_dims=(2, 4), f_dims=(3, 4), b_dims=(3,), args=(7,),
-                            out_dims=(2, 3)), 3),
-    ("fc_bias_scale", _conv(Op.FULLY_CONNECTED, t=Q8S, x_dims=(2, 4), f_dims=(3, 4), b_dims=(3,), args=(0,),
-                            out_dims=(2, 3), qx=dict(scale=0.5), qf=dict(scale=0.5), qb=dict(scale=0.5),
-                            qo=dict(scale=1.0)), 2),
+    ("transpose_layout_type", _conv(Op.TRANSPOSE_CONV_2D, args=((1, 4, 4, 2), 2, 1, 1, 0, 1), arg_types={0: I32}), 8),
+    (
+        "transpose_bias_length",
+        _conv(Op.TRANSPOSE_CONV_2D, b_dims=(3,), args=((1, 4, 4, 2), 2, 1, 1, 0, False), arg_types={0: I32}),
+        2,
+    ),
+    (
+        "fc_weights_rank",
+        _conv(Op.FULLY_CONNECTED, x_dims=(2, 4), f_dims=(2, 2, 2), b_dims=(2,), args=(0,), out_dims=(2, 2)),
+        1,
+    ),
+    (
+        "fc_bias_length",
+        _conv(Op.FULLY_CONNECTED, x_dims=(2, 4), f_dims=(3, 4), b_dims=(2,), args=(0,), out_dims=(2, 3)),
+        2,
+    ),
+    (
+        "fc_input_split",
+        _conv(Op.FULLY_CONNECTED, x_dims=(1, 5), f_dims=(3, 2), b_dims=(3,), args=(0,), out_dims=(2, 3)),
+        0,
+    ),
+    (
+        "fc_activation",
+        _conv(Op.FULLY_CONNECTED, x_dims=(2, 4), f_dims=(3, 4), b_dims=(3,), args=(7,), out_dims=(2, 3)),
+        3,
+    ),
+    (
+        "fc_bias_scale",
+        _conv(
+            Op.FULLY_CONNECTED,
+            t=Q8S,
+            x_dims=(2, 4),
+            f_dims=(3, 4),
+            b_dims=(3,),
+            args=(0,),
+            out_dims=(2, 3),
+            qx=dict(scale=0.5),
+            qf=dict(scale=0.5),
+            qb=dict(scale=0.5),
+            qo=dict(scale=1.0),
+        ),
+        2,
+    ),
 ]
 
 
 def _output_type_mismatch():
     b = ModelBuilder()
     x = b.input(F32, (1, 3, 3, 2))
-    ins = [x, b.const(F32, (2, 2, 2, 2), np.zeros(16)), b.const(F32, (2,), np.zeros(2)),
-           b.i32(2), b.i32(1), b.i32(1), b.i32(0)]
+    ins = [
+        x,
+        b.const(F32, (2, 2, 2, 2), np.zeros(16)),
+        b.const(F32, (2,), np.zeros(2)),
+        b.i32(2),
+        b.i32(1),
+        b.i32(1),
+        b.i32(0),
+    ]
     y = b.output(F16, (1, 2, 2, 2))
     b.operation(Op.CONV_2D, ins, [y])
     return b.build()
@@ -162,11 +238,11 @@ def test_validate_rejects(name, model, bad_input):
 
 def test_validate_accepts_every_signature():
     good = [
-        _conv(),                                                     # implicit, 7 inputs
-        _conv(args=(2, 1, 1, 0, False)),                             # + layout
-        _conv(args=(2, 1, 1, 0, False, 1, 1)),                       # + dilation
-        _conv(args=(0, 0, 0, 0, 1, 1, 0)),                           # explicit, 10 inputs
-        _conv(args=(0, 0, 0, 0, 1, 1, 0, False, 1, 1)),              # explicit + layout + dilation
+        _conv(),  # implicit, 7 inputs
+        _conv(args=(2, 1, 1, 0, False)),  # + layout
+        _conv(args=(2, 1, 1, 0, False, 1, 1)),  # + dilation
+        _conv(args=(0, 0, 0, 0, 1, 1, 0)),  # explicit, 10 inputs
+        _conv(args=(0, 0, 0, 0, 1, 1, 0, False, 1, 1)),  # explicit + layout + dilation
         _conv(t=Q8, **Q),
         _conv(t=Q8, f_type=QPC, qx=Q["qx"], qo=Q["qo"], qf=dict(channel_quant=ChannelQuant((0.5, 0.25), 0))),
         _conv(Op.DEPTHWISE_CONV_2D, f_dims=(1, 2, 2, 2), args=(2, 1, 1, 1, 0, False, 1, 1)),
@@ -181,6 +257,7 @@ def test_validate_accepts_every_signature():
 # ---------------------------------------------------------------------------------------
 # (c) bit-exact agreement with direct loops (the reference's own loop structure)
 # ---------------------------------------------------------------------------------------
+
 
 def _multiplier(sx, sf, so):
     # The reference's real multiplier: float32 product of the scales, divided in double.
@@ -234,8 +311,9 @@ def _loop_transpose(x, f, b, pads, strides, oh, ow):
     o_, fh, fw, _ = f.shape
     pl, pr, pt, pb = pads
     acc = np.zeros((n_, oh, ow, o_), np.int64)
-    for n, y, xx, d, i, j, o in itertools.product(range(n_), range(h), range(w), range(c), range(fh), range(fw),
-                                                   range(o_)):
+    for n, y, xx, d, i, j, o in itertools.product(
+        range(n_), range(h), range(w), range(c), range(fh), range(fw), range(o_)
+    ):
         oy, ox = y * strides[1] - pt + i, xx * strides[0] - pl + j
         if 0 <= oy < oh and 0 <= ox < ow:
             acc[n, oy, ox, o] += int(x[n, y, xx, d]) * int(f[o, i, j, d])
@@ -247,15 +325,33 @@ def _random_case(rng, t, per_channel, f_shape, n_out, f_channel_dim):
     zx, zo = int(rng.integers(lo, hi)), int(rng.integers(lo, hi))
     zf = 0 if per_channel else int(rng.integers(lo, hi))
     sx, so = 0.5 + rng.random(), 20.0 + 40 * rng.random()
-    f_scales = tuple(float(np.float32(0.01 + rng.random())) for _ in range(n_out)) if per_channel \
+    f_scales = (
+        tuple(float(np.float32(0.01 + rng.random())) for _ in range(n_out))
+        if per_channel
         else (float(np.float32(0.01 + rng.random())),)
+    )
     f_vals = rng.integers(-127 if per_channel else lo, 128 if per_channel else hi, size=f_shape)
-    qf = dict(channel_quant=ChannelQuant(f_scales, f_channel_dim)) if per_channel else dict(scale=f_scales[0],
-                                                                                             zero_point=zf)
+    qf = (
+        dict(channel_quant=ChannelQuant(f_scales, f_channel_dim))
+        if per_channel
+        else dict(scale=f_scales[0], zero_point=zf)
+    )
     b_scale = 0.0 if per_channel else float(np.float32(sx) * np.float32(f_scales[0]))
     bias = rng.integers(-3000, 3000, size=n_out)
-    return dict(zx=zx, zo=zo, zf=zf, sx=sx, so=so, f_scales=f_scales * (n_out if not per_channel else 1),
-                f_vals=f_vals, qf=qf, b_scale=b_scale, bias=bias, lo=lo, hi=hi)
+    return dict(
+        zx=zx,
+        zo=zo,
+        zf=zf,
+        sx=sx,
+        so=so,
+        f_scales=f_scales * (n_out if not per_channel else 1),
+        f_vals=f_vals,
+        qf=qf,
+        b_scale=b_scale,
+        bias=bias,
+        lo=lo,
+        hi=hi,
+    )
 
 
 def _run(op, t, per_channel, c, x_vals, x_shape, args, out_shape):
@@ -269,15 +365,18 @@ def _run(op, t, per_channel, c, x_vals, x_shape, args, out_shape):
     return execute(b.build(), [np.asarray(x_vals).astype(np.uint8 if t == Q8 else np.int8)])[0]
 
 
-@pytest.mark.parametrize("t,per_channel", [(Q8, False), (Q8S, False), (Q8, True), (Q8S, True)],
-                         ids=["quant8", "quant8_signed", "quant8_per_channel", "quant8_signed_per_channel"])
+@pytest.mark.parametrize(
+    "t,per_channel",
+    [(Q8, False), (Q8S, False), (Q8, True), (Q8S, True)],
+    ids=["quant8", "quant8_signed", "quant8_per_channel", "quant8_signed_per_channel"],
+)
 @pytest.mark.parametrize("groups", [1, 2], ids=["conv_2d", "grouped_2"])
 def test_conv_matches_direct_loops(t, per_channel, groups):
     rng = np.random.default_rng(7 + groups + 10 * per_channel + (t == Q8S))
     o_, fh, fw, cin = 4, 3, 2, 4
     c = _random_case(rng, t, per_channel, (o_, fh, fw, cin // groups), o_, 0)
     x_vals = rng.integers(c["lo"], c["hi"], size=(2, 5, 6, cin))
-    pads, strides, dil = (1, 2, 2, 0), (1, 2), (2, 1)   # (l, r, t, b), (w, h), (w, h)
+    pads, strides, dil = (1, 2, 2, 0), (1, 2), (2, 1)  # (l, r, t, b), (w, h), (w, h)
     oh = (5 - ((fh - 1) * dil[1] + 1) + strides[1] + pads[2] + pads[3]) // strides[1]
     ow = (6 - ((fw - 1) * dil[0] + 1) + strides[0] + pads[0] + pads[1]) // strides[0]
     if groups == 1:
@@ -301,8 +400,16 @@ def test_depthwise_matches_direct_loops(t, per_channel):
     pads, strides, dil = (2, 1, 0, 1), (2, 1), (1, 2)
     oh = (5 - ((fh - 1) * dil[1] + 1) + strides[1] + pads[2] + pads[3]) // strides[1]
     ow = (6 - ((fw - 1) * dil[0] + 1) + strides[0] + pads[0] + pads[1]) // strides[0]
-    actual = _run(Op.DEPTHWISE_CONV_2D, t, per_channel, c, x_vals, x_vals.shape,
-                  [*pads, *strides, m, 0, False, *dil], (2, oh, ow, cin * m))
+    actual = _run(
+        Op.DEPTHWISE_CONV_2D,
+        t,
+        per_channel,
+        c,
+        x_vals,
+        x_vals.shape,
+        [*pads, *strides, m, 0, False, *dil],
+        (2, oh, ow, cin * m),
+    )
     acc = _loop_depthwise(x_vals - c["zx"], c["f_vals"] - c["zf"], c["bias"], m, pads, strides, dil, oh, ow)
     np.testing.assert_array_equal(actual, _requant(acc, c["f_scales"], c["sx"], c["so"], c["zo"], t))
 
@@ -316,8 +423,9 @@ def test_transpose_matches_direct_loops(t, per_channel):
     pads, strides = (1, -1, 2, 0), (2, 3)  # a negative right padding widens the output
     oh = 3 * strides[1] + fh - strides[1] - pads[2] - pads[3]
     ow = 4 * strides[0] + fw - strides[0] - pads[0] - pads[1]
-    actual = _run(Op.TRANSPOSE_CONV_2D, t, per_channel, c, x_vals, x_vals.shape,
-                  [*pads, *strides, 0, False], (2, oh, ow, o_))
+    actual = _run(
+        Op.TRANSPOSE_CONV_2D, t, per_channel, c, x_vals, x_vals.shape, [*pads, *strides, 0, False], (2, oh, ow, o_)
+    )
     acc = _loop_transpose(x_vals - c["zx"], c["f_vals"] - c["zf"], c["bias"], pads, strides, oh, ow)
     np.testing.assert_array_equal(actual, _requant(acc, c["f_scales"], c["sx"], c["so"], c["zo"], t))
 
@@ -329,8 +437,12 @@ def test_fully_connected_matches_direct_loops(t):
     x_vals = rng.integers(c["lo"], c["hi"], size=(3, 2, 6))
     actual = _run(Op.FULLY_CONNECTED, t, False, c, x_vals, x_vals.shape, [0], (3, 5))
     xo, wo = x_vals.reshape(3, 12) - c["zx"], c["f_vals"] - c["zf"]
-    acc = np.array([[sum(int(xo[r, k]) * int(wo[u, k]) for k in range(12)) + int(c["bias"][u]) for u in range(5)]
-                    for r in range(3)])
+    acc = np.array(
+        [
+            [sum(int(xo[r, k]) * int(wo[u, k]) for k in range(12)) + int(c["bias"][u]) for u in range(5)]
+            for r in range(3)
+        ]
+    )
     np.testing.assert_array_equal(actual, _requant(acc, c["f_scales"], c["sx"], c["so"], c["zo"], t))
 
 
@@ -339,16 +451,16 @@ def test_large_accumulators_stay_exact():
     rng = np.random.default_rng(1)
     k = 2000
     c = _random_case(rng, Q8, False, (2, k), 2, 0)
-    c["f_vals"] = rng.integers(254, 256, size=(2, k))          # offsets 126 or 127
+    c["f_vals"] = rng.integers(254, 256, size=(2, k))  # offsets 126 or 127
     c["zf"] = 128
     c["qf"] = dict(scale=c["f_scales"][0], zero_point=128)
     c["zx"], c["so"] = 128, 2.0e5
-    x_vals = np.full((1, k), 255)                               # offsets 127
+    x_vals = np.full((1, k), 255)  # offsets 127
     actual = _run(Op.FULLY_CONNECTED, Q8, False, c, x_vals, x_vals.shape, [0], (1, 2))
     acc = (x_vals - 128).astype(np.int64) @ (c["f_vals"] - 128).astype(np.int64).T + c["bias"]
-    assert acc.max() > 1 << 24 and (acc % 2).any()             # float32 could not hold these
+    assert acc.max() > 1 << 24 and (acc % 2).any()  # float32 could not hold these
     expected = _requant(acc, c["f_scales"], c["sx"], c["so"], c["zo"], Q8)
-    assert 0 < expected.min() and expected.max() < 255          # not saturated: the test bites
+    assert 0 < expected.min() and expected.max() < 255  # not saturated: the test bites
     np.testing.assert_array_equal(actual, expected)
 
 
@@ -364,9 +476,19 @@ def test_quantised_conv_rounds_twice_as_nnapi_does():
     real = float(np.float32(sx) * np.float32(sw)) / float(np.float32(so))
     x = np.arange(256).reshape(1, 1, 256, 1)
     w = 43
-    model = _model(Op.CONV_2D, Q8, [1, 1, 256, 1], ([1, 1, 1, 1], [w]), ([1], [0]), [0, 0, 0, 0, 1, 1, 0],
-                   [1, 1, 256, 1], qx=dict(scale=sx), qf=dict(scale=sw), qb=dict(scale=sx * sw),
-                   qo=dict(scale=so))
+    model = _model(
+        Op.CONV_2D,
+        Q8,
+        [1, 1, 256, 1],
+        ([1, 1, 1, 1], [w]),
+        ([1], [0]),
+        [0, 0, 0, 0, 1, 1, 0],
+        [1, 1, 256, 1],
+        qx=dict(scale=sx),
+        qf=dict(scale=sw),
+        qb=dict(scale=sx * sw),
+        qo=dict(scale=so),
+    )
     (y,) = execute(model, [x.astype(np.uint8)])
     acc = [int(v) * w for v in range(256)]
     m, shift = quantize_multiplier(real)
@@ -374,7 +496,7 @@ def test_quantised_conv_rounds_twice_as_nnapi_does():
     np.testing.assert_array_equal(y.reshape(-1), nnapi)
     once = np.array([min(255, math.floor(Fraction(a) * Fraction(real) + Fraction(1, 2))) for a in acc])
     rounded_up = np.flatnonzero(nnapi != once)
-    assert y.reshape(-1)[1] == 2 and once[1] == 1                 # 43 * 0.034246... = 1.4726
+    assert y.reshape(-1)[1] == 2 and once[1] == 1  # 43 * 0.034246... = 1.4726
     assert len(rounded_up) > 5 and (nnapi[rounded_up] == once[rounded_up] + 1).all()
 
 
@@ -383,11 +505,15 @@ def test_quantised_conv_rounds_twice_as_nnapi_does():
 #      constants, softmax tables) against straightforward slow formulations, random shapes
 # ---------------------------------------------------------------------------------------
 
+
 def _stepwise_requant(acc, bias, mult, shift, out, act):
     from nnconform.reference.arith.activation import quant_bounds
+
     x = acc.astype(np.int64) + bias.astype(np.int64)
-    y = np.stack([multiply_by_quantized_multiplier(x[..., ch], int(mult[ch]), int(shift[ch]))
-                  for ch in range(x.shape[-1])], axis=-1)
+    y = np.stack(
+        [multiply_by_quantized_multiplier(x[..., ch], int(mult[ch]), int(shift[ch])) for ch in range(x.shape[-1])],
+        axis=-1,
+    )
     lo, hi = quant_bounds(act, out)
     return np.clip(y + out.zero_point, lo, hi).astype(out.info.dtype)
 
@@ -396,23 +522,27 @@ def _stepwise_requant(acc, bias, mult, shift, out, act):
 def test_fused_requantize_matches_stepwise(seed):
     from nnconform.ir import Operand
     from nnconform.reference.ops.conv_common import requantize
+
     rng = np.random.default_rng(100 + seed)
     for _ in range(60):
         ch = int(rng.integers(1, 6))
         big = int(rng.choice([1 << 8, 1 << 16, 1 << 24, 1 << 30]))
         acc = rng.integers(-big, big, size=(int(rng.integers(1, 40)), ch))
         if rng.random() < 0.4:
-            acc = (acc >> 6) << 6                          # many exact rounding ties
+            acc = (acc >> 6) << 6  # many exact rounding ties
         if rng.random() < 0.4:
             acc = acc.astype(np.float64 if big > 1 << 24 else np.float32)
         bias = rng.integers(-1 << 20, 1 << 20, size=ch).astype(np.int32)
         per_channel = rng.random() < 0.5
         k = ch if per_channel else 1
-        reals = rng.uniform(0.5, 1.0, k) * 300 / big if rng.random() < 0.7 \
+        reals = (
+            rng.uniform(0.5, 1.0, k) * 300 / big
+            if rng.random() < 0.7
             else rng.uniform(1e-6, 4, k) * 2.0 ** rng.integers(-20, 3, k)
+        )
         pairs = [quantize_multiplier(float(r)) for r in reals]
         if rng.random() < 0.1:
-            pairs[0] = (0, 0)                              # a multiplier flushed to zero
+            pairs[0] = (0, 0)  # a multiplier flushed to zero
         pairs = pairs if per_channel else pairs * ch
         mult, shift = np.array([m for m, _ in pairs]), np.array([s for _, s in pairs])
         t = Q8 if rng.random() < 0.5 else Q8S
@@ -433,6 +563,7 @@ def test_flat_requantize_float_accumulators(seed, monkeypatch):
     per-channel multipliers with left and right shifts, rounding ties, both 8-bit types."""
     import nnconform.reference.ops.conv_common as cc
     from nnconform.ir import Operand
+
     monkeypatch.setattr(cc, "_REQUANT_BLOCK", 64)
     rng = np.random.default_rng(300 + seed)
     print("seed", 300 + seed)
@@ -442,10 +573,10 @@ def test_flat_requantize_float_accumulators(seed, monkeypatch):
         big = 1 << int(rng.choice([6, 12, 22, 24] if dt == np.float32 else [6, 20, 30, 40]))
         acc = rng.integers(-big, big, size=(int(rng.integers(1, 60)), ch))
         if rng.random() < 0.5:
-            acc = (acc >> 5) << 5                          # many exact rounding ties
+            acc = (acc >> 5) << 5  # many exact rounding ties
         bias = rng.integers(-min(big, 1 << 20), min(big, 1 << 20), size=ch).astype(np.int32)
         k = ch if rng.random() < 0.5 else 1
-        reals = rng.uniform(0.5, 1.0, k) * 300 / big * 2.0 ** rng.integers(-3, 8, k)   # > 1: left shifts
+        reals = rng.uniform(0.5, 1.0, k) * 300 / big * 2.0 ** rng.integers(-3, 8, k)  # > 1: left shifts
         pairs = [quantize_multiplier(float(r)) for r in reals]
         pairs = pairs if k == ch else pairs * ch
         mult, shift = np.array([m for m, _ in pairs]), np.array([s for _, s in pairs])
@@ -454,7 +585,7 @@ def test_flat_requantize_float_accumulators(seed, monkeypatch):
         out = Operand(t, (), scale=0.5, zero_point=zp)
         act = int(rng.integers(0, 4))
         bound = int(np.abs(acc).max())
-        assert bound + (1 << 20) <= 1 << 53        # the flat path runs (float32 + bias in float64 too)
+        assert bound + (1 << 20) <= 1 << 53  # the flat path runs (float32 + bias in float64 too)
         actual = cc.requantize(acc.astype(dt), bias, mult, shift, out, act, acc_bound=bound)
         expected = _stepwise_requant(acc, bias, mult, shift, out, act)
         np.testing.assert_array_equal(actual, expected)
@@ -466,12 +597,15 @@ def _float_depthwise(x, f, b, m, pads, strides, dil, oh, ow):
     _, fh, fw, o_ = f.shape
     pl, pr, pt, pb = pads
     xp = np.zeros((n_, h + pt + pb, w + pl + pr, c))
-    xp[:, pt:pt + h, pl:pl + w] = x
+    xp[:, pt : pt + h, pl : pl + w] = x
     xp = np.repeat(xp, m, axis=3)
     acc, mag = np.zeros((n_, oh, ow, o_)) + b, np.zeros((n_, oh, ow, o_)) + np.abs(b)
     for i, j in itertools.product(range(fh), range(fw)):
-        v = xp[:, i * dil[1]:i * dil[1] + (oh - 1) * strides[1] + 1:strides[1],
-               j * dil[0]:j * dil[0] + (ow - 1) * strides[0] + 1:strides[0]] * f[0, i, j].astype(np.float64)
+        v = xp[
+            :,
+            i * dil[1] : i * dil[1] + (oh - 1) * strides[1] + 1 : strides[1],
+            j * dil[0] : j * dil[0] + (ow - 1) * strides[0] + 1 : strides[0],
+        ] * f[0, i, j].astype(np.float64)
         acc, mag = acc + v, mag + np.abs(v)
     return acc, mag
 
@@ -482,13 +616,22 @@ def test_depthwise_fast_path_random_shapes(seed):
     enough images that the blocked tap loop takes several row blocks (and whole-image
     blocks for the small ones)."""
     import nnconform.reference.ops.depthwise_conv_2d as dw
+
     rng = np.random.default_rng(200 + seed)
     old_block = dw._BLOCK
-    dw._BLOCK = int(rng.choice([64, 256, 1 << 16]))       # exercise both blocking schemes
+    dw._BLOCK = int(rng.choice([64, 256, 1 << 16]))  # exercise both blocking schemes
     try:
         for t in (F32, Q8, Q8S):
-            n_, h, w, cin, m = (int(v) for v in (rng.integers(1, 4), rng.integers(3, 12), rng.integers(3, 12),
-                                                 rng.integers(1, 5), rng.integers(1, 4)))
+            n_, h, w, cin, m = (
+                int(v)
+                for v in (
+                    rng.integers(1, 4),
+                    rng.integers(3, 12),
+                    rng.integers(3, 12),
+                    rng.integers(1, 5),
+                    rng.integers(1, 4),
+                )
+            )
             fh, fw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
             dil = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
             strides = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
@@ -523,8 +666,16 @@ def test_depthwise_fast_path_random_shapes(seed):
             c = _random_case(rng, t, per_channel, (1, fh, fw, o_), o_, 3)
             x_vals = rng.integers(c["lo"], c["hi"], size=(n_, h, w, cin))
             feed = x_vals.transpose(0, 3, 1, 2) if nchw else x_vals
-            actual = _run(Op.DEPTHWISE_CONV_2D, t, per_channel, c, feed, feed.shape, args,
-                          (n_, o_, oh, ow) if nchw else (n_, oh, ow, o_))
+            actual = _run(
+                Op.DEPTHWISE_CONV_2D,
+                t,
+                per_channel,
+                c,
+                feed,
+                feed.shape,
+                args,
+                (n_, o_, oh, ow) if nchw else (n_, oh, ow, o_),
+            )
             if nchw:
                 actual = actual.transpose(0, 2, 3, 1)
             acc = _loop_depthwise(x_vals - c["zx"], c["f_vals"] - c["zf"], c["bias"], m, pads, strides, dil, oh, ow)
@@ -552,10 +703,9 @@ def test_conv_fast_path_random_shapes(seed):
             op, args = Op.CONV_2D, [*pads, *strides, 0]
         else:
             op, args = Op.GROUPED_CONV_2D, [*pads, *strides, groups, 0, False]
-        for _ in range(2):   # the second run reads the cached filter offsets
+        for _ in range(2):  # the second run reads the cached filter offsets
             actual = _run(op, t, per_channel, c, x_vals, x_vals.shape, args, (n_, oh, ow, o_))
-            acc = _loop_conv(x_vals - c["zx"], c["f_vals"] - c["zf"], c["bias"], pads, strides, (1, 1), groups,
-                             oh, ow)
+            acc = _loop_conv(x_vals - c["zx"], c["f_vals"] - c["zf"], c["bias"], pads, strides, (1, 1), groups, oh, ow)
             np.testing.assert_array_equal(actual, _requant(acc, c["f_scales"], c["sx"], c["so"], c["zo"], t))
 
 
@@ -565,6 +715,7 @@ def test_fully_connected_chunked_exact_matmul(k):
     K.  Runs twice on one model (cached weights) and once with the weights as a runtime
     input whose values then change (never cached)."""
     from nnconform.reference.executor import Executor
+
     rng = np.random.default_rng(k)
     units, batch = 5, 3
     w_vals = rng.choice(np.array([0, 1, 254, 255], np.uint8), size=(units, k))
@@ -574,8 +725,11 @@ def test_fully_connected_chunked_exact_matmul(k):
     for const_weights in (True, False):
         b = ModelBuilder()
         x = b.input(Q8, (batch, k), scale=sx, zero_point=0)
-        wt = b.const(Q8, (units, k), w_vals, scale=sw, zero_point=0) if const_weights \
+        wt = (
+            b.const(Q8, (units, k), w_vals, scale=sw, zero_point=0)
+            if const_weights
             else b.input(Q8, (units, k), scale=sw, zero_point=0)
+        )
         bs = b.const(I32, (units,), bias, scale=float(np.float32(sx) * np.float32(sw)))
         y = b.output(Q8, (batch, units), scale=so, zero_point=100)
         b.operation(Op.FULLY_CONNECTED, [x, wt, bs, b.i32(0)], [y])
@@ -593,13 +747,14 @@ def test_exact_matmul_is_exact(k):
     """Offsets near +-255 with odd products: any float32 partial sum beyond 2**24 would lose
     low bits, so the result must equal the int64 matmul exactly."""
     from nnconform.reference.ops.conv_common import exact_matmul
+
     rng = np.random.default_rng(k)
     a = rng.choice(np.array([-255, -253, 253, 255]), size=(4, k))
     b = rng.choice(np.array([-255, 255, 251]), size=(6, k))
-    a[0], b[0] = 255, 255                                      # one row of maximal sums
+    a[0], b[0] = 255, 255  # one row of maximal sums
     actual = exact_matmul(a.astype(np.float32), b.astype(np.float32), 255, 255)
     np.testing.assert_array_equal(actual.astype(np.int64), a @ b.T)
-    one = exact_matmul(a[1:2].astype(np.float32), b.astype(np.float32), 255, 255)   # the gemv path
+    one = exact_matmul(a[1:2].astype(np.float32), b.astype(np.float32), 255, 255)  # the gemv path
     np.testing.assert_array_equal(one.astype(np.int64), a[1:2] @ b.T)
 
 
@@ -608,11 +763,12 @@ def test_exact_matmul_at_the_float32_limit(rows):
     """K * max|a| * max|b| == 2**24 exactly stays one float32 product: every sum is at most
     2**24 in magnitude, which float32 holds; one more term and it is split."""
     from nnconform.reference.ops.conv_common import exact_matmul
+
     rng = np.random.default_rng(rows)
     for k in (1024, 1025):
         a = rng.choice(np.array([-128, 127, -127, 128]), size=(rows, k))
         b = rng.choice(np.array([-128, 128, 127]), size=(5, k))
-        a[0], b[0] = 128, 128                                  # a sum of exactly k * 2**14
+        a[0], b[0] = 128, 128  # a sum of exactly k * 2**14
         b[1] = -128
         actual = exact_matmul(a.astype(np.float32), b.astype(np.float32), 128, 128)
         np.testing.assert_array_equal(actual.astype(np.int64), a @ b.T)
@@ -628,6 +784,7 @@ def test_softmax_table_matches_direct_fixed_point(t, shape, axis):
     from nnconform.reference.arith import fixedpoint as fx
     from nnconform.reference.arith.quant import rounding_divide_by_pot
     from nnconform.reference.arith.quant import saturating_rounding_doubling_high_mul as srdhm
+
     rng = np.random.default_rng(17)
     lo, hi = (0, 255) if t == Q8 else (-128, 127)
     for beta, scale in ((1.0, 0.1), (0.5, 1 / 256), (2.0, 0.5), (1e-3, 0.02), (1.0, 5.0)):
@@ -656,10 +813,12 @@ def test_softmax_table_matches_direct_fixed_point(t, shape, axis):
 # (d) AOSP golden vectors
 # ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("op", MY_OPS)
 def test_aosp_vectors(op):
     from nnconform.cases.vectors import check_case, default_root, load_cases
-    root = default_root()   # $NNCONFORM_VECTORS, else the bundled copy
+
+    root = default_root()  # $NNCONFORM_VECTORS, else the bundled copy
     registered = {t.name for t in load_all()}
     cases = load_cases(root, ops=[op], within=registered)
     assert cases, f"no runnable vectors use {op}"
@@ -675,6 +834,7 @@ def test_aosp_vectors(op):
 # parameters parsed once per model (conv_common.planned_params)
 # ---------------------------------------------------------------------------------------
 
+
 def _direct_conv_same(x: np.ndarray, w: np.ndarray, stride: int) -> np.ndarray:
     """SAME-padded NHWC float convolution, one output pixel at a time (the odd padding pixel
     at the end, as NNAPI puts it)."""
@@ -684,11 +844,11 @@ def _direct_conv_same(x: np.ndarray, w: np.ndarray, stride: int) -> np.ndarray:
     ph = max(0, (oh - 1) * stride + fh - h) // 2
     pw = max(0, (ow - 1) * stride + fw - wd) // 2
     xp = np.zeros((n, h + fh + stride, wd + fw + stride, c), np.float64)
-    xp[:, ph:ph + h, pw:pw + wd] = x
+    xp[:, ph : ph + h, pw : pw + wd] = x
     out = np.zeros((n, oh, ow, o))
     for yy in range(oh):
         for xx in range(ow):
-            patch = xp[:, yy * stride:yy * stride + fh, xx * stride:xx * stride + fw]
+            patch = xp[:, yy * stride : yy * stride + fh, xx * stride : xx * stride + fw]
             out[:, yy, xx] = np.einsum("nijc,oijc->no", patch, w)
     return out
 
@@ -705,6 +865,7 @@ def test_conv_parameters_follow_the_actual_input_size_run_after_run():
     y = b.output(F32, [1, 0, 0, 3])
     b.operation(Op.CONV_2D, [x, f, bias, b.i32(1), b.i32(2), b.i32(2), b.i32(0)], [y])
     from nnconform.reference.executor import Executor
+
     ex = Executor(b.build())
     for h, wd in [(5, 7), (8, 3), (5, 7), (1, 1)]:
         xv = rng.standard_normal((1, h, wd, 2)).astype(np.float32)
@@ -726,6 +887,7 @@ def test_conv_parameters_given_at_run_time_are_read_each_run():
     y = b.output(F32, [1, 0, 0, 2])
     b.operation(Op.CONV_2D, [x, f, bias, b.i32(1), stride, stride, b.i32(0)], [y])
     from nnconform.reference.executor import Executor
+
     ex = Executor(b.build())
     xv = rng.standard_normal((1, 6, 6, 1)).astype(np.float32)
     for s in (1, 2, 3, 1):
@@ -737,6 +899,7 @@ def test_conv_parameters_given_at_run_time_are_read_each_run():
 
 def test_bound_and_dtype_scans_the_data_only_when_the_type_bound_needs_float64():
     from nnconform.reference.ops import conv_common as cc
+
     x = np.full((1, 4, 4, 8), 130, np.uint8)
     # 9 taps x 128 x 127 < 2**24: the type's bound, no scan
     assert cc.bound_and_dtype(x, 128, 9, 127) == (128, np.float32)

@@ -2,6 +2,7 @@
 ROI_ALIGN, ROI_POOLING, HEATMAP_MAX_KEYPOINT: hand-checked examples, signature validation, the
 NMS bookkeeping against a literal transcription of the reference loop, and the AOSP golden
 vectors that use only these operations."""
+
 import numpy as np
 import pytest
 from helpers import assert_examples_cover, assert_vector_passes, check_example, vector_params
@@ -15,13 +16,21 @@ from nnconform.reference.ops import bbox_common as bb
 from nnconform.reference.ops.registry import OpView, get_op
 from nnconform.suites.examples.detection import EXAMPLES
 
-OPS = {"AXIS_ALIGNED_BBOX_TRANSFORM", "BOX_WITH_NMS_LIMIT", "GENERATE_PROPOSALS", "DETECTION_POSTPROCESSING",
-       "ROI_ALIGN", "ROI_POOLING", "HEATMAP_MAX_KEYPOINT"}
+OPS = {
+    "AXIS_ALIGNED_BBOX_TRANSFORM",
+    "BOX_WITH_NMS_LIMIT",
+    "GENERATE_PROPOSALS",
+    "DETECTION_POSTPROCESSING",
+    "ROI_ALIGN",
+    "ROI_POOLING",
+    "HEATMAP_MAX_KEYPOINT",
+}
 F32, F16, U8, I8 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 I32, Q16A = T.TENSOR_INT32, T.TENSOR_QUANT16_ASYMM
 
 
 # --- (a) hand-checked examples ---------------------------------------------------------
+
 
 @pytest.mark.parametrize("ex", [e for e in EXAMPLES if not e.expect_failure], ids=lambda e: e.name)
 def test_example(ex):
@@ -34,6 +43,7 @@ def test_every_op_and_type_has_an_example():
 
 
 # --- NMS bookkeeping ------------------------------------------------------------------------
+
 
 def _reference_nms(scores, boxes, select, max_det, discard_one):
     """Literal transcription of the reference's in-place loop (swap the best to the front, swap
@@ -68,8 +78,7 @@ def test_nms_matches_reference_loop(seed):
     max_det = int(rng.integers(-1, n + 1))
     thr = np.float32(0.3)
     got = bb.nms_single_class(scores, boxes, select, max_det, bb.hard_discard(thr))
-    want = _reference_nms(scores, boxes, select, max_det,
-                          lambda i, k: bb.iou(boxes[i][None], boxes[k])[0] >= thr)
+    want = _reference_nms(scores, boxes, select, max_det, lambda i, k: bb.iou(boxes[i][None], boxes[k])[0] >= thr)
     assert got.tolist() == want
 
     soft = scores.copy()
@@ -80,12 +89,14 @@ def test_nms_matches_reference_loop(seed):
         v = bb.iou(boxes[i][None], boxes[k])[0]
         soft_ref[i] = soft_ref[i] * (np.float32(1) if v < thr else np.float32(1) - v)
         return soft_ref[i] < np.float32(0.1)
+
     want = _reference_nms(soft_ref, boxes, select, max_det, linear)
     assert got.tolist() == want
     np.testing.assert_array_equal(soft, soft_ref)
 
 
 # --- layout and zero-size behaviour -----------------------------------------------------------
+
 
 def _roi_model(op, nchw, dims, n_rois, extra):
     b = ModelBuilder()
@@ -116,8 +127,7 @@ def test_roi_align_matches_brute_force_float32():
     x = rng.standard_normal((1, 6, 7, 2)).astype(np.float32)
     rois = np.array([[0.5, 1, 6, 9], [3, 0, 4, 12], [0, 0, 6.5, 11.5]], np.float32)
     batch = np.zeros(3, np.int32)
-    got = execute(_roi_model(Op.ROI_ALIGN, False, [1, 6, 7, 2], 3, lambda b: [b.i32(0), b.i32(0)]),
-                  [x, rois, batch])[0]
+    got = execute(_roi_model(Op.ROI_ALIGN, False, [1, 6, 7, 2], 3, lambda b: [b.i32(0), b.i32(0)]), [x, rois, batch])[0]
     f = np.float32
     for r, roi in enumerate(rois):
         ws, hs, we, he = roi[0] * f(1), roi[1] * f(0.5), roi[2] * f(1), roi[3] * f(0.5)
@@ -140,17 +150,19 @@ def test_roi_align_matches_brute_force_float32():
                         if x0 >= 6:
                             x0 = x1 = 6
                             dx = f(0)
-                        acc += ((f(1) - dx) * (f(1) - dy) * x[0, y0, x0] + dx * (f(1) - dy) * x[0, y0, x1]
-                                + (f(1) - dx) * dy * x[0, y1, x0] + dx * dy * x[0, y1, x1])
+                        acc += (
+                            (f(1) - dx) * (f(1) - dy) * x[0, y0, x0]
+                            + dx * (f(1) - dy) * x[0, y0, x1]
+                            + (f(1) - dx) * dy * x[0, y1, x0]
+                            + dx * dy * x[0, y1, x1]
+                        )
                 np.testing.assert_allclose(got[r, i, j], acc / f(nh * nw), rtol=1e-5, atol=1e-6)
 
 
 def _run_single(op, tensors, scalars, outputs, values):
     b = ModelBuilder()
-    ins = [b.input(*t[:2], scale=t[2] if len(t) > 2 else 0.0, zero_point=t[3] if len(t) > 3 else 0)
-           for t in tensors]
-    outs = [b.output(*t[:2], scale=t[2] if len(t) > 2 else 0.0, zero_point=t[3] if len(t) > 3 else 0)
-            for t in outputs]
+    ins = [b.input(*t[:2], scale=t[2] if len(t) > 2 else 0.0, zero_point=t[3] if len(t) > 3 else 0) for t in tensors]
+    outs = [b.output(*t[:2], scale=t[2] if len(t) > 2 else 0.0, zero_point=t[3] if len(t) > 3 else 0) for t in outputs]
     b.operation(op, ins + [getattr(b, k)(v) for k, v in scalars], outs)
     return execute(b.build(), values)
 
@@ -158,56 +170,81 @@ def _run_single(op, tensors, scalars, outputs, values):
 def test_bbox_transform_rejects_bad_roi_and_batch():
     for rois, batch in (([[5, 0, 1, 1]], [0]), ([[0, 0, 1, 1]], [2])):
         with pytest.raises(OpFailure, match="AXIS_ALIGNED_BBOX_TRANSFORM"):
-            _run_single(Op.AXIS_ALIGNED_BBOX_TRANSFORM, [(F32, [1, 4]), (F32, [1, 4]), (I32, [1]), (F32, [1, 2])],
-                        [], [(F32, [1, 4])],
-                        [np.array(rois, np.float32), np.zeros((1, 4), np.float32), np.array(batch, np.int32),
-                         np.array([[5, 5]], np.float32)])
+            _run_single(
+                Op.AXIS_ALIGNED_BBOX_TRANSFORM,
+                [(F32, [1, 4]), (F32, [1, 4]), (I32, [1]), (F32, [1, 2])],
+                [],
+                [(F32, [1, 4])],
+                [
+                    np.array(rois, np.float32),
+                    np.zeros((1, 4), np.float32),
+                    np.array(batch, np.int32),
+                    np.array([[5, 5]], np.float32),
+                ],
+            )
 
 
 def test_roi_align_rejects_roi_outside_feature_map():
     with pytest.raises(OpFailure, match="ROI_ALIGN.*roi 0"):
-        execute(_roi_model(Op.ROI_ALIGN, False, [1, 4, 4, 1], 1, lambda b: [b.i32(0), b.i32(0)]),
-                [np.zeros((1, 4, 4, 1), np.float32), np.array([[0, 0, 20, 2]], np.float32), np.zeros(1, np.int32)])
+        execute(
+            _roi_model(Op.ROI_ALIGN, False, [1, 4, 4, 1], 1, lambda b: [b.i32(0), b.i32(0)]),
+            [np.zeros((1, 4, 4, 1), np.float32), np.array([[0, 0, 20, 2]], np.float32), np.zeros(1, np.int32)],
+        )
 
 
 def test_roi_pooling_rejects_zero_sized_input():
     with pytest.raises(OpFailure, match="ROI_POOLING.*zero-sized"):
-        execute(_roi_model(Op.ROI_POOLING, False, [1, 4, 4, 1], 0, lambda b: []),
-                [np.zeros((1, 4, 4, 1), np.float32), np.zeros((0, 4), np.float32), np.zeros(0, np.int32)])
+        execute(
+            _roi_model(Op.ROI_POOLING, False, [1, 4, 4, 1], 0, lambda b: []),
+            [np.zeros((1, 4, 4, 1), np.float32), np.zeros((0, 4), np.float32), np.zeros(0, np.int32)],
+        )
 
 
 # Zero-row inputs cannot come from a request (NNAPI wants fully specified input dimensions), so
 # these run on the executor directly; the examples reach zero rows through BOX_WITH_NMS_LIMIT.
 def test_bbox_transform_zero_rois():
-    got = _run_single(Op.AXIS_ALIGNED_BBOX_TRANSFORM, [(F32, [0, 4]), (F32, [0, 8]), (I32, [0]), (F32, [1, 2])],
-                      [], [(F32, [0, 8])],
-                      [np.zeros((0, 4), np.float32), np.zeros((0, 8), np.float32), np.zeros(0, np.int32),
-                       np.array([[9, 9]], np.float32)])
+    got = _run_single(
+        Op.AXIS_ALIGNED_BBOX_TRANSFORM,
+        [(F32, [0, 4]), (F32, [0, 8]), (I32, [0]), (F32, [1, 2])],
+        [],
+        [(F32, [0, 8])],
+        [
+            np.zeros((0, 4), np.float32),
+            np.zeros((0, 8), np.float32),
+            np.zeros(0, np.int32),
+            np.array([[9, 9]], np.float32),
+        ],
+    )
     assert got[0].shape == (0, 8) and got[0].dtype == np.float32
 
 
 def test_roi_align_zero_rois_nchw():
-    got = execute(_roi_model(Op.ROI_ALIGN, True, [1, 3, 4, 4], 0, lambda b: [b.i32(0), b.i32(0)]),
-                  [np.zeros((1, 3, 4, 4), np.float32), np.zeros((0, 4), np.float32), np.zeros(0, np.int32)])
+    got = execute(
+        _roi_model(Op.ROI_ALIGN, True, [1, 3, 4, 4], 0, lambda b: [b.i32(0), b.i32(0)]),
+        [np.zeros((1, 3, 4, 4), np.float32), np.zeros((0, 4), np.float32), np.zeros(0, np.int32)],
+    )
     assert got[0].shape == (0, 3, 3, 2)
 
 
 def test_box_with_nms_limit_zero_rois():
     scalars = [("f32", 0.1), ("i32", -1), ("i32", 0), ("f32", 0.5), ("f32", 1.0), ("f32", 0.1)]
-    got = _run_single(Op.BOX_WITH_NMS_LIMIT, [(F32, [0, 2]), (F32, [0, 8]), (I32, [0])], scalars,
-                      [(F32, [0]), (F32, [0, 4]), (I32, [0]), (I32, [0])],
-                      [np.zeros((0, 2), np.float32), np.zeros((0, 8), np.float32), np.zeros(0, np.int32)])
+    got = _run_single(
+        Op.BOX_WITH_NMS_LIMIT,
+        [(F32, [0, 2]), (F32, [0, 8]), (I32, [0])],
+        scalars,
+        [(F32, [0]), (F32, [0, 4]), (I32, [0]), (I32, [0])],
+        [np.zeros((0, 2), np.float32), np.zeros((0, 8), np.float32), np.zeros(0, np.int32)],
+    )
     assert [g.shape for g in got] == [(0,), (0, 4), (0,), (0,)]
 
 
 # --- (b) validation ---------------------------------------------------------------------
 
+
 def _view(op, tensors, scalars, outputs):
     b = ModelBuilder()
-    ins = [b.input(*t[:2], scale=t[2] if len(t) > 2 else 0.0, zero_point=t[3] if len(t) > 3 else 0)
-           for t in tensors]
-    outs = [b.output(*t[:2], scale=t[2] if len(t) > 2 else 0.0, zero_point=t[3] if len(t) > 3 else 0)
-            for t in outputs]
+    ins = [b.input(*t[:2], scale=t[2] if len(t) > 2 else 0.0, zero_point=t[3] if len(t) > 3 else 0) for t in tensors]
+    outs = [b.output(*t[:2], scale=t[2] if len(t) > 2 else 0.0, zero_point=t[3] if len(t) > 3 else 0) for t in outputs]
     b.operation(op, ins + [getattr(b, k)(v) for k, v in scalars], outs)
     m = b.build()
     return OpView(m, m.main, 0)
@@ -219,61 +256,183 @@ _RA_SCALARS = [("i32", 2), ("i32", 2), ("f32", 1.0), ("f32", 1.0), ("i32", 0), (
 
 BAD = [
     # (operation, tensors, scalars, outputs, expected message pattern)
-    (Op.BOX_WITH_NMS_LIMIT, [(F32, [2, 2]), (F32, [2, 8]), (I32, [2])], _NMS_SCALARS[:-1],
-     [(F32, [0]), (F32, [0, 4]), (I32, [0]), (I32, [0])], r"BOX_WITH_NMS_LIMIT.*takes 9 inputs"),
-    (Op.BOX_WITH_NMS_LIMIT, [(F32, [2, 2]), (F16, [2, 8]), (I32, [2])], _NMS_SCALARS,
-     [(F32, [0]), (F32, [0, 4]), (I32, [0]), (I32, [0])], r"BOX_WITH_NMS_LIMIT\) input 1: must be TENSOR_FLOAT32"),
-    (Op.BOX_WITH_NMS_LIMIT, [(F32, [2, 2]), (F32, [2, 8]), (I32, [2])],
-     _NMS_SCALARS[:2] + [("i32", 3)] + _NMS_SCALARS[3:],
-     [(F32, [0]), (F32, [0, 4]), (I32, [0]), (I32, [0])], r"BOX_WITH_NMS_LIMIT\) input 5: NMS kernel"),
-    (Op.BOX_WITH_NMS_LIMIT, [(U8, [2, 2], 0.01, 0), (Q16A, [2, 8], 0.25, 0), (I32, [2])], _NMS_SCALARS,
-     _NMS_OUT_Q, r"BOX_WITH_NMS_LIMIT\) input 1: quantised boxes need scale 0.125"),
-    (Op.BOX_WITH_NMS_LIMIT, [(U8, [2, 2], 0.01, 0), (Q16A, [2, 8], 0.125, 0), (I32, [2])], _NMS_SCALARS,
-     [(U8, [0], 0.02, 0)] + _NMS_OUT_Q[1:], r"BOX_WITH_NMS_LIMIT\) output 0: scale/zero point"),
-    (Op.BOX_WITH_NMS_LIMIT, [(F16, [2, 2]), (F16, [2, 8]), (I32, [2])], _NMS_SCALARS,
-     [(F16, [0]), (F16, [0, 4]), (I32, [0]), (I32, [0])], r"BOX_WITH_NMS_LIMIT\) input 3: must be FLOAT16"),
-    (Op.AXIS_ALIGNED_BBOX_TRANSFORM, [(Q16A, [1, 4], 0.125, 0), (F32, [1, 4]), (I32, [1]), (Q16A, [1, 2], 0.125, 0)],
-     [], [(Q16A, [1, 4], 0.125, 0)], r"AXIS_ALIGNED_BBOX_TRANSFORM\) input 1: must be TENSOR_QUANT8_ASYMM"),
-    (Op.AXIS_ALIGNED_BBOX_TRANSFORM, [(F32, [1, 4]), (F32, [1, 4]), (I32, [1]), (F32, [1, 2])],
-     [], [(F16, [1, 4])], r"AXIS_ALIGNED_BBOX_TRANSFORM\) output 0"),
-    (Op.AXIS_ALIGNED_BBOX_TRANSFORM, [(F32, [1, 4, 1]), (F32, [1, 4]), (I32, [1]), (F32, [1, 2])],
-     [], [(F32, [1, 4])], r"AXIS_ALIGNED_BBOX_TRANSFORM\) input 0: rank"),
-    (Op.ROI_ALIGN, [(U8, [1, 4, 4, 1], 0.1, 0), (F32, [1, 4]), (I32, [1])], _RA_SCALARS,
-     [(U8, [1, 2, 2, 1], 0.1, 0)], r"ROI_ALIGN\) input 1: must be TENSOR_QUANT16_ASYMM"),
-    (Op.ROI_ALIGN, [(F32, [1, 4, 4, 1]), (F32, [1, 4]), (I32, [1])],
-     [("i32", 0)] + _RA_SCALARS[1:], [(F32, [1, 2, 2, 1])], r"ROI_ALIGN\) input 3: output height must be > 0"),
-    (Op.ROI_ALIGN, [(F32, [1, 4, 4, 1]), (F32, [1, 4]), (I32, [1])],
-     _RA_SCALARS[:4] + [("i32", -1)] + _RA_SCALARS[5:], [(F32, [1, 2, 2, 1])],
-     r"ROI_ALIGN\) input 7: height sampling ratio must be >= 0"),
-    (Op.ROI_POOLING, [(F32, [1, 4, 4, 1]), (F32, [1, 4]), (I32, [1])], _RA_SCALARS[:4],
-     [(F32, [1, 2, 2, 1])], r"ROI_POOLING.*takes 8 inputs"),
-    (Op.ROI_POOLING, [(U8, [1, 4, 4, 1], 0.1, 0), (Q16A, [1, 4], 0.125, 0), (I32, [1])],
-     _RA_SCALARS[:4] + [("bool", False)], [(U8, [1, 2, 2, 1], 0.2, 0)], r"ROI_POOLING\) output 0: scale/zero point"),
-    (Op.HEATMAP_MAX_KEYPOINT, [(U8, [1, 3, 3, 1], 0.1, 0), (Q16A, [1, 4], 0.5, 0)], [("bool", False)],
-     [(U8, [1, 1], 0.1, 0), (Q16A, [1, 1, 2], 0.125, 0)], r"HEATMAP_MAX_KEYPOINT\) input 1: quantised boxes"),
-    (Op.HEATMAP_MAX_KEYPOINT, [(F32, [1, 3, 3, 1]), (F32, [1, 4])], [("i32", 0)],
-     [(F32, [1, 1]), (F32, [1, 1, 2])], r"HEATMAP_MAX_KEYPOINT\) input 2: must be BOOL"),
-    (Op.GENERATE_PROPOSALS, [(U8, [1, 1, 1, 1], 0.1, 0), (U8, [1, 1, 1, 4], 0.1, 0),
-                             (T.TENSOR_QUANT16_SYMM, [1, 4], 0.5), (Q16A, [1, 2], 0.125, 0)],
-     [("f32", 1.0), ("f32", 1.0), ("i32", -1), ("i32", -1), ("f32", 0.5), ("f32", 1.0), ("bool", False)],
-     [(U8, [0], 0.1, 0), (Q16A, [0, 4], 0.125, 0), (I32, [0])], r"GENERATE_PROPOSALS\) input 2: .*scale 0.125"),
-    (Op.GENERATE_PROPOSALS, [(F32, [1, 1, 1, 1]), (F32, [1, 1, 1, 4]), (F32, [1, 4]), (F32, [1, 2])],
-     [("f32", 1.0), ("f32", 1.0), ("i32", -1), ("i32", -1), ("f32", 0.5), ("f32", 1.0), ("bool", False)],
-     [(F32, [0]), (F32, [0, 4]), (F32, [0])], r"GENERATE_PROPOSALS\) output 2: must be TENSOR_INT32"),
-    (Op.DETECTION_POSTPROCESSING, [(F32, [1, 2, 3]), (F32, [1, 2, 4]), (F32, [2, 4])],
-     [("f32", 0.0), ("f32", 1.0), ("f32", 1.0), ("f32", 1.0), ("bool", True), ("i32", 3), ("i32", 1),
-      ("i32", 1), ("f32", 0.5), ("f32", 0.5), ("bool", False)],
-     [(F32, [1, 3]), (F32, [1, 3, 4]), (I32, [1, 3]), (I32, [1])], r"DETECTION_POSTPROCESSING\) input 3: scale y"),
-    (Op.DETECTION_POSTPROCESSING, [(F32, [1, 2, 3]), (F32, [1, 2, 4]), (F32, [2, 4])],
-     [("f32", 1.0), ("f32", 1.0), ("f32", 1.0), ("f32", 1.0), ("bool", True), ("i32", 3), ("i32", 1),
-      ("i32", 0), ("f32", 0.5), ("f32", 0.5), ("bool", False)],
-     [(F32, [1, 3]), (F32, [1, 3, 4]), (I32, [1, 3]), (I32, [1])],
-     r"DETECTION_POSTPROCESSING\) input 10: max detections per class"),
-    (Op.DETECTION_POSTPROCESSING, [(U8, [1, 2, 3], 0.1, 0), (U8, [1, 2, 4], 0.1, 0), (U8, [2, 4], 0.1, 0)],
-     [("f32", 1.0)] * 4 + [("bool", True), ("i32", 3), ("i32", 1), ("i32", 1), ("f32", 0.5), ("f32", 0.5),
-                            ("bool", False)],
-     [(U8, [1, 3], 0.1, 0), (U8, [1, 3, 4], 0.1, 0), (I32, [1, 3]), (I32, [1])],
-     r"DETECTION_POSTPROCESSING\) input 0: must be TENSOR_FLOAT32"),
+    (
+        Op.BOX_WITH_NMS_LIMIT,
+        [(F32, [2, 2]), (F32, [2, 8]), (I32, [2])],
+        _NMS_SCALARS[:-1],
+        [(F32, [0]), (F32, [0, 4]), (I32, [0]), (I32, [0])],
+        r"BOX_WITH_NMS_LIMIT.*takes 9 inputs",
+    ),
+    (
+        Op.BOX_WITH_NMS_LIMIT,
+        [(F32, [2, 2]), (F16, [2, 8]), (I32, [2])],
+        _NMS_SCALARS,
+        [(F32, [0]), (F32, [0, 4]), (I32, [0]), (I32, [0])],
+        r"BOX_WITH_NMS_LIMIT\) input 1: must be TENSOR_FLOAT32",
+    ),
+    (
+        Op.BOX_WITH_NMS_LIMIT,
+        [(F32, [2, 2]), (F32, [2, 8]), (I32, [2])],
+        _NMS_SCALARS[:2] + [("i32", 3)] + _NMS_SCALARS[3:],
+        [(F32, [0]), (F32, [0, 4]), (I32, [0]), (I32, [0])],
+        r"BOX_WITH_NMS_LIMIT\) input 5: NMS kernel",
+    ),
+    (
+        Op.BOX_WITH_NMS_LIMIT,
+        [(U8, [2, 2], 0.01, 0), (Q16A, [2, 8], 0.25, 0), (I32, [2])],
+        _NMS_SCALARS,
+        _NMS_OUT_Q,
+        r"BOX_WITH_NMS_LIMIT\) input 1: quantised boxes need scale 0.125",
+    ),
+    (
+        Op.BOX_WITH_NMS_LIMIT,
+        [(U8, [2, 2], 0.01, 0), (Q16A, [2, 8], 0.125, 0), (I32, [2])],
+        _NMS_SCALARS,
+        [(U8, [0], 0.02, 0)] + _NMS_OUT_Q[1:],
+        r"BOX_WITH_NMS_LIMIT\) output 0: scale/zero point",
+    ),
+    (
+        Op.BOX_WITH_NMS_LIMIT,
+        [(F16, [2, 2]), (F16, [2, 8]), (I32, [2])],
+        _NMS_SCALARS,
+        [(F16, [0]), (F16, [0, 4]), (I32, [0]), (I32, [0])],
+        r"BOX_WITH_NMS_LIMIT\) input 3: must be FLOAT16",
+    ),
+    (
+        Op.AXIS_ALIGNED_BBOX_TRANSFORM,
+        [(Q16A, [1, 4], 0.125, 0), (F32, [1, 4]), (I32, [1]), (Q16A, [1, 2], 0.125, 0)],
+        [],
+        [(Q16A, [1, 4], 0.125, 0)],
+        r"AXIS_ALIGNED_BBOX_TRANSFORM\) input 1: must be TENSOR_QUANT8_ASYMM",
+    ),
+    (
+        Op.AXIS_ALIGNED_BBOX_TRANSFORM,
+        [(F32, [1, 4]), (F32, [1, 4]), (I32, [1]), (F32, [1, 2])],
+        [],
+        [(F16, [1, 4])],
+        r"AXIS_ALIGNED_BBOX_TRANSFORM\) output 0",
+    ),
+    (
+        Op.AXIS_ALIGNED_BBOX_TRANSFORM,
+        [(F32, [1, 4, 1]), (F32, [1, 4]), (I32, [1]), (F32, [1, 2])],
+        [],
+        [(F32, [1, 4])],
+        r"AXIS_ALIGNED_BBOX_TRANSFORM\) input 0: rank",
+    ),
+    (
+        Op.ROI_ALIGN,
+        [(U8, [1, 4, 4, 1], 0.1, 0), (F32, [1, 4]), (I32, [1])],
+        _RA_SCALARS,
+        [(U8, [1, 2, 2, 1], 0.1, 0)],
+        r"ROI_ALIGN\) input 1: must be TENSOR_QUANT16_ASYMM",
+    ),
+    (
+        Op.ROI_ALIGN,
+        [(F32, [1, 4, 4, 1]), (F32, [1, 4]), (I32, [1])],
+        [("i32", 0)] + _RA_SCALARS[1:],
+        [(F32, [1, 2, 2, 1])],
+        r"ROI_ALIGN\) input 3: output height must be > 0",
+    ),
+    (
+        Op.ROI_ALIGN,
+        [(F32, [1, 4, 4, 1]), (F32, [1, 4]), (I32, [1])],
+        _RA_SCALARS[:4] + [("i32", -1)] + _RA_SCALARS[5:],
+        [(F32, [1, 2, 2, 1])],
+        r"ROI_ALIGN\) input 7: height sampling ratio must be >= 0",
+    ),
+    (
+        Op.ROI_POOLING,
+        [(F32, [1, 4, 4, 1]), (F32, [1, 4]), (I32, [1])],
+        _RA_SCALARS[:4],
+        [(F32, [1, 2, 2, 1])],
+        r"ROI_POOLING.*takes 8 inputs",
+    ),
+    (
+        Op.ROI_POOLING,
+        [(U8, [1, 4, 4, 1], 0.1, 0), (Q16A, [1, 4], 0.125, 0), (I32, [1])],
+        _RA_SCALARS[:4] + [("bool", False)],
+        [(U8, [1, 2, 2, 1], 0.2, 0)],
+        r"ROI_POOLING\) output 0: scale/zero point",
+    ),
+    (
+        Op.HEATMAP_MAX_KEYPOINT,
+        [(U8, [1, 3, 3, 1], 0.1, 0), (Q16A, [1, 4], 0.5, 0)],
+        [("bool", False)],
+        [(U8, [1, 1], 0.1, 0), (Q16A, [1, 1, 2], 0.125, 0)],
+        r"HEATMAP_MAX_KEYPOINT\) input 1: quantised boxes",
+    ),
+    (
+        Op.HEATMAP_MAX_KEYPOINT,
+        [(F32, [1, 3, 3, 1]), (F32, [1, 4])],
+        [("i32", 0)],
+        [(F32, [1, 1]), (F32, [1, 1, 2])],
+        r"HEATMAP_MAX_KEYPOINT\) input 2: must be BOOL",
+    ),
+    (
+        Op.GENERATE_PROPOSALS,
+        [
+            (U8, [1, 1, 1, 1], 0.1, 0),
+            (U8, [1, 1, 1, 4], 0.1, 0),
+            (T.TENSOR_QUANT16_SYMM, [1, 4], 0.5),
+            (Q16A, [1, 2], 0.125, 0),
+        ],
+        [("f32", 1.0), ("f32", 1.0), ("i32", -1), ("i32", -1), ("f32", 0.5), ("f32", 1.0), ("bool", False)],
+        [(U8, [0], 0.1, 0), (Q16A, [0, 4], 0.125, 0), (I32, [0])],
+        r"GENERATE_PROPOSALS\) input 2: .*scale 0.125",
+    ),
+    (
+        Op.GENERATE_PROPOSALS,
+        [(F32, [1, 1, 1, 1]), (F32, [1, 1, 1, 4]), (F32, [1, 4]), (F32, [1, 2])],
+        [("f32", 1.0), ("f32", 1.0), ("i32", -1), ("i32", -1), ("f32", 0.5), ("f32", 1.0), ("bool", False)],
+        [(F32, [0]), (F32, [0, 4]), (F32, [0])],
+        r"GENERATE_PROPOSALS\) output 2: must be TENSOR_INT32",
+    ),
+    (
+        Op.DETECTION_POSTPROCESSING,
+        [(F32, [1, 2, 3]), (F32, [1, 2, 4]), (F32, [2, 4])],
+        [
+            ("f32", 0.0),
+            ("f32", 1.0),
+            ("f32", 1.0),
+            ("f32", 1.0),
+            ("bool", True),
+            ("i32", 3),
+            ("i32", 1),
+            ("i32", 1),
+            ("f32", 0.5),
+            ("f32", 0.5),
+            ("bool", False),
+        ],
+        [(F32, [1, 3]), (F32, [1, 3, 4]), (I32, [1, 3]), (I32, [1])],
+        r"DETECTION_POSTPROCESSING\) input 3: scale y",
+    ),
+    (
+        Op.DETECTION_POSTPROCESSING,
+        [(F32, [1, 2, 3]), (F32, [1, 2, 4]), (F32, [2, 4])],
+        [
+            ("f32", 1.0),
+            ("f32", 1.0),
+            ("f32", 1.0),
+            ("f32", 1.0),
+            ("bool", True),
+            ("i32", 3),
+            ("i32", 1),
+            ("i32", 0),
+            ("f32", 0.5),
+            ("f32", 0.5),
+            ("bool", False),
+        ],
+        [(F32, [1, 3]), (F32, [1, 3, 4]), (I32, [1, 3]), (I32, [1])],
+        r"DETECTION_POSTPROCESSING\) input 10: max detections per class",
+    ),
+    (
+        Op.DETECTION_POSTPROCESSING,
+        [(U8, [1, 2, 3], 0.1, 0), (U8, [1, 2, 4], 0.1, 0), (U8, [2, 4], 0.1, 0)],
+        [("f32", 1.0)] * 4
+        + [("bool", True), ("i32", 3), ("i32", 1), ("i32", 1), ("f32", 0.5), ("f32", 0.5), ("bool", False)],
+        [(U8, [1, 3], 0.1, 0), (U8, [1, 3, 4], 0.1, 0), (I32, [1, 3]), (I32, [1])],
+        r"DETECTION_POSTPROCESSING\) input 0: must be TENSOR_FLOAT32",
+    ),
 ]
 
 
@@ -285,6 +444,7 @@ def test_validate_rejects(op, tensors, scalars, outputs, pattern):
 
 
 # --- (c) AOSP golden vectors ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("case", vector_params(OPS, also={"ADD"}))
 def test_aosp_vector(case):

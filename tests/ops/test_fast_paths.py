@@ -3,6 +3,7 @@ inputs: every fast path must give the same bits (the rule of the reference execu
 
 Each test prints its seed; the slow formulation is written out here as it was in the op
 before the change."""
+
 import numpy as np
 import pytest
 
@@ -40,7 +41,9 @@ def test_widen_inner_broadcasts_to_the_same_values(seed):
     rng = _rng(1600 + seed)
     for _ in range(30):
         shape = tuple(int(d) for d in rng.integers(1, 40, int(rng.integers(1, 5))))
-        small_shape = tuple(d if rng.random() < 0.5 else 1 for d in shape[len(shape) - int(rng.integers(0, len(shape) + 1)):])
+        small_shape = tuple(
+            d if rng.random() < 0.5 else 1 for d in shape[len(shape) - int(rng.integers(0, len(shape) + 1)) :]
+        )
         small = rng.standard_normal(small_shape).astype(np.float32)
         wide = broadcast.widen_inner(small, shape, min_inner=int(rng.choice([1, 16, 64, 1024])))
         np.testing.assert_array_equal(np.broadcast_to(wide, shape), np.broadcast_to(small, shape))
@@ -84,13 +87,14 @@ def test_constant_pad_matches_np_pad(seed):
         x = (rng.standard_normal(shape) * 50).astype(dtype)
         value = dtype(rng.integers(-5, 5)) if np.dtype(dtype).kind != "u" else dtype(rng.integers(0, 9))
         if np.dtype(dtype).kind == "f" and rng.random() < 0.3:
-            value = dtype(-0.0)          # a -0.0 border keeps its sign (not the zeroed-memory path)
+            value = dtype(-0.0)  # a -0.0 border keeps its sign (not the zeroed-memory path)
         _same_bits(constant_pad(x, pads, value), np.pad(x, [tuple(p) for p in pads], constant_values=value))
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_select_bits_where_matches_np_where(seed):
     from nnconform.reference.arith import select_bits
+
     rng = _rng(1900 + seed)
     for _ in range(20):
         dtype = [np.float32, np.float16, np.float64, np.int8, np.uint8, np.int32][int(rng.integers(0, 6))]
@@ -99,9 +103,9 @@ def test_select_bits_where_matches_np_where(seed):
             a, b = _special_floats(rng, shape, dtype), _special_floats(rng, shape, dtype)
         else:
             a, b = (rng.integers(-100, 100, shape) % 128).astype(dtype), rng.integers(0, 100, shape).astype(dtype)
-        if rng.random() < 0.3:                                   # strided views
-            a, b = a[:, :, ::2], b[:, :, 1::2][:, :, :a.shape[2]]
-            a = a[:, :, :b.shape[2]]
+        if rng.random() < 0.3:  # strided views
+            a, b = a[:, :, ::2], b[:, :, 1::2][:, :, : a.shape[2]]
+            a = a[:, :, : b.shape[2]]
         mask = rng.random(a.shape) < rng.random()
         expected = np.where(mask, a, b)
         _same_bits(select_bits.where(mask, a, b), expected)
@@ -119,15 +123,33 @@ def test_pointwise_conv_float_uses_input_as_patches(seed):
         n, h, w, c, o = (int(v) for v in rng.integers(1, 24, 5))
         act = int(rng.integers(0, 4))
         nchw = bool(rng.random() < 0.3)
-        x = _special_floats(rng, (n, h, w, c), dtype) if rng.random() < 0.2 else rng.standard_normal((n, h, w, c)).astype(dtype)
+        x = (
+            _special_floats(rng, (n, h, w, c), dtype)
+            if rng.random() < 0.2
+            else rng.standard_normal((n, h, w, c)).astype(dtype)
+        )
         f = rng.standard_normal((o, 1, 1, c)).astype(dtype)
         bias = rng.standard_normal(o).astype(dtype)
         b = ModelBuilder()
         xin = b.input(t, [n, c, h, w] if nchw else [n, h, w, c])
         y = b.output(t, [n, o, h, w] if nchw else [n, h, w, o])
-        b.operation(Op.CONV_2D, [xin, b.const(t, f.shape, f), b.const(t, bias.shape, bias),
-                                 b.i32(0), b.i32(0), b.i32(0), b.i32(0), b.i32(1), b.i32(1), b.i32(act),
-                                 b.bool(nchw)], [y])
+        b.operation(
+            Op.CONV_2D,
+            [
+                xin,
+                b.const(t, f.shape, f),
+                b.const(t, bias.shape, bias),
+                b.i32(0),
+                b.i32(0),
+                b.i32(0),
+                b.i32(0),
+                b.i32(1),
+                b.i32(1),
+                b.i32(act),
+                b.bool(nchw),
+            ],
+            [y],
+        )
         actual = execute(b.build(), [x.transpose(0, 3, 1, 2) if nchw else x])[0]
         cols = np.array(x.astype(np.float32).reshape(-1, c), copy=True)
         with np.errstate(all="ignore"):

@@ -1,6 +1,7 @@
 """TENSOR_FLOAT16 conversions (nnconform.reference.arith.half): the compiled hardware conversions give
 numpy's bits on every half, on every float32 rounding boundary and NaN class, and the fp16
 operations that use them give the same outputs with and without the compiled kernels."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,7 +30,7 @@ def _bits(a: np.ndarray) -> np.ndarray:
 
 
 def test_widening_every_half_gives_numpys_bits():
-    h = np.arange(1 << 16, dtype=np.uint16).view(np.float16)     # NaN payloads, subnormals, -0
+    h = np.arange(1 << 16, dtype=np.uint16).view(np.float16)  # NaN payloads, subnormals, -0
     got = jit.widen_half(h)
     assert got.dtype == np.float32
     np.testing.assert_array_equal(_bits(got), _bits(h.astype(np.float32)))
@@ -40,9 +41,35 @@ def _float32_boundaries() -> np.ndarray:
     with low 16 bits at the places where rounding to half changes: the round bit 0x1000 of a
     normal half and the bits below it, the guard bits of every subnormal shift (up to bit
     23, covered by the high half), all ones and zeros.  Every NaN and infinity class too."""
-    low = np.array([0x0000, 0x0001, 0x07FF, 0x0800, 0x0FFF, 0x1000, 0x1001, 0x17FF, 0x1FFF, 0x2000,
-                    0x2FFF, 0x3000, 0x3001, 0x3FFF, 0x4000, 0x7FFF, 0x8000, 0x8001, 0xBFFF, 0xC000,
-                    0xEFFF, 0xF000, 0xF001, 0xFFFF], dtype=np.uint32)
+    low = np.array(
+        [
+            0x0000,
+            0x0001,
+            0x07FF,
+            0x0800,
+            0x0FFF,
+            0x1000,
+            0x1001,
+            0x17FF,
+            0x1FFF,
+            0x2000,
+            0x2FFF,
+            0x3000,
+            0x3001,
+            0x3FFF,
+            0x4000,
+            0x7FFF,
+            0x8000,
+            0x8001,
+            0xBFFF,
+            0xC000,
+            0xEFFF,
+            0xF000,
+            0xF001,
+            0xFFFF,
+        ],
+        dtype=np.uint32,
+    )
     high = np.arange(1 << 16, dtype=np.uint32) << 16
     return (high[:, None] | low[None, :]).reshape(-1).view(np.float32)
 
@@ -66,8 +93,11 @@ def test_narrowing_gives_numpys_bits_on_random_floats():
 def test_a_signalling_nan_keeps_numpys_payload_where_the_instruction_would_quiet_it():
     # the instruction sets the quiet bit (0x7e00 / 0x7fc00000); numpy keeps the payload as is
     snan16 = np.array([0x7C01, 0xFC55, 0x7D00], np.uint16).view(np.float16)
-    assert _bits(jit.widen_half(snan16)).tolist() == _bits(snan16.astype(np.float32)).tolist() \
+    assert (
+        _bits(jit.widen_half(snan16)).tolist()
+        == _bits(snan16.astype(np.float32)).tolist()
         == [0x7F802000, 0xFF8AA000, 0x7FA00000]
+    )
     snan32 = np.array([0x7F800001, 0x7F802000, 0xFFA00000], np.uint32).view(np.float32)
     assert _bits(jit.narrow_half(snan32)).tolist() == [0x7C01, 0x7C01, 0xFD00]
 
@@ -88,12 +118,13 @@ def test_the_helpers_pick_the_compiled_path_only_where_it_is_worth_it(monkeypatc
     assert half.widen(big).dtype == np.float32 and calls == ["widen"]
     assert half.narrow(big.astype(np.float32), np.float16).dtype == np.float16 and calls == ["widen", "narrow"]
     f32 = np.ones(1 << 12, np.float32)
-    assert half.widen(f32) is f32 and half.narrow(f32, np.float32) is f32     # no copies
-    half.widen(np.ones(8, np.float16))                                         # numpy: a few values
+    assert half.widen(f32) is f32 and half.narrow(f32, np.float32) is f32  # no copies
+    half.widen(np.ones(8, np.float16))  # numpy: a few values
     assert calls == ["widen", "narrow"]
 
 
 # ---- fp16 operations, compiled conversions against numpy's ---------------------------------
+
 
 def _values(rng: np.random.Generator, shape, special: bool = True) -> np.ndarray:
     """Normal and subnormal halves, and a few special ones (not in weights: a NaN weight
@@ -111,14 +142,14 @@ def _fp16_model(kind: str, rng: np.random.Generator):
     if kind in ("ADD", "SUB"):
         dims = [1, 24, 24, 16]
         x, y = b.input(h, dims), b.input(h, dims)
-        b.operation(getattr(Op, kind), [x, y, b.i32(1)], [b.output(h, dims)])    # with RELU
+        b.operation(getattr(Op, kind), [x, y, b.i32(1)], [b.output(h, dims)])  # with RELU
         return b.build(), [_values(rng, dims), _values(rng, dims)]
     if kind == "FULLY_CONNECTED":
         w = b.const(h, [300, 512], _values(rng, (300, 512), special=False))
         bias = b.const(h, [300], _values(rng, (300,), special=False))
         x = b.input(h, [2, 512])
         b.operation(Op.FULLY_CONNECTED, [x, w, bias, b.i32(3)], [b.output(h, [2, 300])])
-        return b.build(), [_values(rng, (2, 512), special=False)]     # (one NaN makes a row NaN)
+        return b.build(), [_values(rng, (2, 512), special=False)]  # (one NaN makes a row NaN)
     if kind == "SOFTMAX":
         x = b.input(h, [3, 700])
         b.operation(Op.SOFTMAX, [x, b.f16(0.5)], [b.output(h, [3, 700])])
@@ -132,8 +163,11 @@ def _fp16_model(kind: str, rng: np.random.Generator):
     else:
         w = b.const(h, [1, 3, 3, 12], _values(rng, (1, 3, 3, 12), special=False))
         bias = b.const(h, [12], _values(rng, (12,), special=False))
-        b.operation(Op.DEPTHWISE_CONV_2D, [x, w, bias, b.i32(1), b.i32(2), b.i32(2), b.i32(1), b.i32(0)],
-                    [b.output(h, [1, 10, 10, 12])])
+        b.operation(
+            Op.DEPTHWISE_CONV_2D,
+            [x, w, bias, b.i32(1), b.i32(2), b.i32(2), b.i32(1), b.i32(0)],
+            [b.output(h, [1, 10, 10, 12])],
+        )
     return b.build(), [_values(rng, dims)]
 
 
@@ -146,7 +180,7 @@ def test_fp16_operations_give_the_same_bits_with_the_compiled_conversions(kind, 
     monkeypatch.setattr(jit, "widen_half", lambda x: used.append(x.size) or real_widen(x))
     compiled = Executor(model).run(inputs)
     assert used, "the compiled conversion was not used"
-    model, inputs = _fp16_model(kind, np.random.default_rng(7))    # nothing remembered from above
+    model, inputs = _fp16_model(kind, np.random.default_rng(7))  # nothing remembered from above
     with monkeypatch.context() as m:
         m.setattr(jit, "worth", lambda *a, **k: False)
         numpy_only = Executor(model).run(inputs)
@@ -156,4 +190,4 @@ def test_fp16_operations_give_the_same_bits_with_the_compiled_conversions(kind, 
         # its operands' order, which the compiled convolutions need not keep)
         differ = (_bits(got) != _bits(want)) & ~(np.isnan(got) & np.isnan(want))
         assert not differ.any(), f"{int(differ.sum())} of {got.size} differ"
-        assert np.isfinite(want).sum() > want.size // 4       # the comparison saw real values
+        assert np.isfinite(want).sum() > want.size // 4  # the comparison saw real values

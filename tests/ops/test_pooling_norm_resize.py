@@ -1,6 +1,7 @@
 """AVERAGE/MAX/L2_POOL_2D, L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION, INSTANCE_NORMALIZATION,
 RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR: hand-checked examples, signature validation, and the
 AOSP golden vectors that use only these operations."""
+
 import numpy as np
 import pytest
 from helpers import assert_examples_cover, assert_vector_passes, check_example, vector_params
@@ -14,16 +15,25 @@ from nnconform.reference.ops.l2_normalization import inv_sqrt_multiplier
 from nnconform.reference.ops.registry import OpView, get_op
 from nnconform.suites.examples.pooling_norm_resize import EXAMPLES
 
-OPS = {"AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D", "L2_NORMALIZATION", "LOCAL_RESPONSE_NORMALIZATION",
-       "INSTANCE_NORMALIZATION", "RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR"}
+OPS = {
+    "AVERAGE_POOL_2D",
+    "MAX_POOL_2D",
+    "L2_POOL_2D",
+    "L2_NORMALIZATION",
+    "LOCAL_RESPONSE_NORMALIZATION",
+    "INSTANCE_NORMALIZATION",
+    "RESIZE_BILINEAR",
+    "RESIZE_NEAREST_NEIGHBOR",
+}
 F32, F16, U8, I8 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 
 
 # --- (a) hand-checked examples ---------------------------------------------------------
 
+
 @pytest.mark.parametrize("ex", EXAMPLES, ids=lambda e: e.name)
 def test_example(ex):
-    check_example(ex)     # an expect-failure example must be rejected
+    check_example(ex)  # an expect-failure example must be rejected
 
 
 def test_every_op_and_type_has_an_example():
@@ -65,15 +75,18 @@ def test_average_pool_matches_brute_force_with_explicit_padding():
     pl, pr, pt, pb, sw, sh, fw, fh = 1, 2, 2, 1, 2, 1, 3, 3
     b = ModelBuilder()
     xi = b.input(F32, x.shape)
-    b.operation(Op.AVERAGE_POOL_2D, [xi] + [b.i32(v) for v in (pl, pr, pt, pb, sw, sh, fw, fh, 0)],
-                [b.output(F32, [0, 0, 0, 0])])
+    b.operation(
+        Op.AVERAGE_POOL_2D,
+        [xi] + [b.i32(v) for v in (pl, pr, pt, pb, sw, sh, fw, fh, 0)],
+        [b.output(F32, [0, 0, 0, 0])],
+    )
     got = execute(b.build(), [x])[0]
     out_h, out_w = (5 - fh + sh + pt + pb) // sh, (4 - fw + sw + pl + pr) // sw
     assert got.shape == (1, out_h, out_w, 2)
     for oy in range(out_h):
         for ox in range(out_w):
             y0, x0 = oy * sh - pt, ox * sw - pl
-            win = x[0, max(y0, 0):max(y0 + fh, 0), max(x0, 0):max(x0 + fw, 0)]
+            win = x[0, max(y0, 0) : max(y0 + fh, 0), max(x0, 0) : max(x0 + fw, 0)]
             np.testing.assert_allclose(got[0, oy, ox], win.mean(axis=(0, 1)), rtol=1e-5)
 
 
@@ -83,16 +96,19 @@ def test_resize_output_shape_from_scale_and_unknown_dims():
     y = b.output(F32, [0, 0, 0, 0])
     b.operation(Op.RESIZE_BILINEAR, [x, b.f32(0.5), b.f32(1.4)], [y])
     got = execute(b.build(), [np.zeros((1, 3, 5, 1), np.float32)])[0]
-    assert got.shape == (1, 4, 2, 1)   # floor(3 * 1.4) = 4, floor(5 * 0.5) = 2
+    assert got.shape == (1, 4, 2, 1)  # floor(3 * 1.4) = 4, floor(5 * 0.5) = 2
 
 
-@pytest.mark.parametrize("op, params, out_dims", [
-    (Op.AVERAGE_POOL_2D, [2, 1, 1, 2, 2, 0, True], (0, 1, 1, 1)),
-    (Op.MAX_POOL_2D, [1, 1, 1, 2, 2, 0, True], (0, 1, 2, 2)),
-    (Op.L2_POOL_2D, [2, 1, 1, 1, 1, 0, True], (0, 1, 2, 2)),
-    (Op.RESIZE_BILINEAR, [3, 3, True], (0, 1, 3, 3)),
-    (Op.RESIZE_NEAREST_NEIGHBOR, [1, 1, True], (0, 1, 1, 1)),
-])
+@pytest.mark.parametrize(
+    "op, params, out_dims",
+    [
+        (Op.AVERAGE_POOL_2D, [2, 1, 1, 2, 2, 0, True], (0, 1, 1, 1)),
+        (Op.MAX_POOL_2D, [1, 1, 1, 2, 2, 0, True], (0, 1, 2, 2)),
+        (Op.L2_POOL_2D, [2, 1, 1, 1, 1, 0, True], (0, 1, 2, 2)),
+        (Op.RESIZE_BILINEAR, [3, 3, True], (0, 1, 3, 3)),
+        (Op.RESIZE_NEAREST_NEIGHBOR, [1, 1, True], (0, 1, 1, 1)),
+    ],
+)
 def test_zero_batch(op, params, out_dims):
     # NNAPI allows a zero batch when an earlier operation produces it (request inputs must be
     # fully specified), so this runs on the executor without request validation.
@@ -113,6 +129,7 @@ def test_pool_filter_larger_than_padded_input_fails():
 
 
 # --- (b) validation rejects bad uses --------------------------------------------------------
+
 
 def _reject(model, match, where):
     op = model.main.operations[0]
@@ -221,8 +238,9 @@ def test_instance_normalization_rejects_missing_layout_and_rank():
     _reject(b.build(), "takes 5 inputs", "")
     b = ModelBuilder()
     x = b.input(F32, [2, 2, 1])
-    b.operation(Op.INSTANCE_NORMALIZATION, [x, b.f32(1), b.f32(0), b.f32(1e-5), b.bool(False)],
-                [b.output(F32, [2, 2, 1])])
+    b.operation(
+        Op.INSTANCE_NORMALIZATION, [x, b.f32(1), b.f32(0), b.f32(1e-5), b.bool(False)], [b.output(F32, [2, 2, 1])]
+    )
     _reject(b.build(), "rank", "input 0")
 
 
@@ -258,6 +276,7 @@ def test_resize_rejects_requantising_output():
 
 
 # --- (c) AOSP golden vectors ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("case", vector_params(OPS, also={"ADD"}))
 def test_aosp_vector(case):

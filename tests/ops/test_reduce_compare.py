@@ -13,15 +13,35 @@ from nnconform.reference.executor import execute
 from nnconform.reference.ops.registry import OpView, get_op
 from nnconform.suites.examples.reduce_compare import EXAMPLES
 
-MY_OPS = {"MEAN", "REDUCE_ALL", "REDUCE_ANY", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_SUM",
-          "ARGMAX", "ARGMIN", "EQUAL", "NOT_EQUAL", "GREATER", "GREATER_EQUAL", "LESS", "LESS_EQUAL",
-          "LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT", "TOPK_V2", "BATCH_MATMUL"}
+MY_OPS = {
+    "MEAN",
+    "REDUCE_ALL",
+    "REDUCE_ANY",
+    "REDUCE_MAX",
+    "REDUCE_MIN",
+    "REDUCE_PROD",
+    "REDUCE_SUM",
+    "ARGMAX",
+    "ARGMIN",
+    "EQUAL",
+    "NOT_EQUAL",
+    "GREATER",
+    "GREATER_EQUAL",
+    "LESS",
+    "LESS_EQUAL",
+    "LOGICAL_AND",
+    "LOGICAL_OR",
+    "LOGICAL_NOT",
+    "TOPK_V2",
+    "BATCH_MATMUL",
+}
 
 F32, F16, I32, B8 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8
 Q8, Q8S = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 
 
 # (a) hand-checked examples -------------------------------------------------------------
+
 
 def test_examples_cover_every_op():
     covered = {name for ex in EXAMPLES if not ex.expect_failure for name in ex.operations}
@@ -35,8 +55,20 @@ def test_example(ex):
 
 # (b) validation --------------------------------------------------------------------------
 
-def _reduce(op, t=F32, dims=(2, 3), axes=(1,), keep=None, out_t=None, out_dims=(2,), q=(0.5, 1), out_q=None,
-            axes_t=I32, n_inputs=3):
+
+def _reduce(
+    op,
+    t=F32,
+    dims=(2, 3),
+    axes=(1,),
+    keep=None,
+    out_t=None,
+    out_dims=(2,),
+    q=(0.5, 1),
+    out_q=None,
+    axes_t=I32,
+    n_inputs=3,
+):
     b = ModelBuilder()
     qi = q if t in (Q8, Q8S) else (0.0, 0)
     qo = (out_q or qi) if (out_t or t) in (Q8, Q8S) else (0.0, 0)
@@ -75,20 +107,31 @@ def _topk(t=F32, dims=(2, 4), k=2, out_q=None, idx_t=I32):
     oq = out_q or q
     x = b.input(t, dims, scale=q[0], zero_point=q[1])
     out_dims = tuple(dims[:-1]) + (k if k > 0 else 1,)
-    b.operation(Op.TOPK_V2, [x, b.i32(k)], [b.output(t, out_dims, scale=oq[0], zero_point=oq[1]),
-                                            b.output(idx_t, out_dims)])
+    b.operation(
+        Op.TOPK_V2, [x, b.i32(k)], [b.output(t, out_dims, scale=oq[0], zero_point=oq[1]), b.output(idx_t, out_dims)]
+    )
     return b.build()
 
 
-def _bmm(t=F32, x_dims=(2, 3), y_dims=(3, 2), adj=(False, False), y_t=None, out_t=None, out_dims=(2, 2),
-         adj_t=T.BOOL, n_inputs=4):
+def _bmm(
+    t=F32,
+    x_dims=(2, 3),
+    y_dims=(3, 2),
+    adj=(False, False),
+    y_t=None,
+    out_t=None,
+    out_dims=(2, 2),
+    adj_t=T.BOOL,
+    n_inputs=4,
+):
     b = ModelBuilder()
     q = (0.5, 0) if t in (Q8, Q8S) else (0.0, 0)
     x = b.input(t, x_dims, scale=q[0], zero_point=q[1])
     y = b.input(y_t or t, y_dims, scale=q[0], zero_point=q[1])
     adjs = [b.const(adj_t, (), a) for a in adj]
-    b.operation(Op.BATCH_MATMUL, [x, y, *adjs][:n_inputs], [b.output(out_t or t, out_dims, scale=q[0],
-                                                                      zero_point=q[1])])
+    b.operation(
+        Op.BATCH_MATMUL, [x, y, *adjs][:n_inputs], [b.output(out_t or t, out_dims, scale=q[0], zero_point=q[1])]
+    )
     return b.build()
 
 
@@ -116,8 +159,11 @@ BAD = [
     ("equal_type_mismatch", _binary(Op.EQUAL, F32, b_t=F16), ["input 1"]),
     ("less_out_not_bool", _binary(Op.LESS, F32, out_t=F32), ["output 0"]),
     ("greater_quant16", _binary(Op.GREATER, T.TENSOR_QUANT16_SYMM), ["input 0"]),
-    ("not_equal_no_broadcast", _binary(Op.NOT_EQUAL, I32, a_dims=(2, 3), b_dims=(2,), out_dims=(2, 3)),
-     ["input 1", "broadcast"]),
+    (
+        "not_equal_no_broadcast",
+        _binary(Op.NOT_EQUAL, I32, a_dims=(2, 3), b_dims=(2,), out_dims=(2, 3)),
+        ["input 1", "broadcast"],
+    ),
     ("logical_and_fp32", _binary(Op.LOGICAL_AND, F32, out_t=B8), ["input 0"]),
     ("logical_or_out_int", _binary(Op.LOGICAL_OR, B8, out_t=I32), ["output 0"]),
     ("logical_and_no_broadcast", _binary(Op.LOGICAL_AND, B8, a_dims=(3,), b_dims=(2,)), ["input 1", "broadcast"]),
@@ -133,8 +179,7 @@ BAD = [
     ("bmm_type_mismatch", _bmm(y_t=F16), ["input 1"]),
     ("bmm_out_type", _bmm(out_t=F16), ["output 0"]),
     ("bmm_rank1", _bmm(x_dims=(3,), out_dims=(2,)), ["input 0", "rank"]),
-    ("bmm_rank5", _bmm(x_dims=(1, 1, 1, 2, 3), y_dims=(1, 1, 1, 3, 2), out_dims=(1, 1, 1, 2, 2)),
-     ["input 0", "rank"]),
+    ("bmm_rank5", _bmm(x_dims=(1, 1, 1, 2, 3), y_dims=(1, 1, 1, 3, 2), out_dims=(1, 1, 1, 2, 2)), ["input 0", "rank"]),
     ("bmm_rank_mismatch", _bmm(x_dims=(1, 2, 3), out_dims=(1, 2, 2)), ["input 1", "rank"]),
     ("bmm_batch_mismatch", _bmm(x_dims=(2, 2, 3), y_dims=(3, 3, 2), out_dims=(2, 2, 2)), ["input 1", "batch"]),
     ("bmm_inner_mismatch", _bmm(x_dims=(2, 3), y_dims=(2, 2)), ["input 1", "inner"]),
@@ -168,6 +213,7 @@ def test_validate_accepts_valid_signatures():
 # the same operation code.  None of these operations accepts them in the reference, and that
 # includes an empty axes tensor: "reduce nothing" is a failure, whatever keep_dims says.
 
+
 def _reduce_dynamic_axes(op, t, dims, keep):
     b = ModelBuilder()
     x = b.input(t, dims)
@@ -185,14 +231,20 @@ def test_empty_axes_fail(op, keep):
         execute(m, [np.ones((2, 3), np.float32), np.zeros((0,), np.int32)])
 
 
-@pytest.mark.parametrize("model,inputs", [
-    (_reduce(Op.REDUCE_SUM, dims=(0, 3), out_dims=(0,)), [np.zeros((0, 3), np.float32)]),
-    (_reduce(Op.MEAN, dims=(2, 0), out_dims=(2,)), [np.zeros((2, 0), np.float32)]),
-    (_argmax(dims=(2, 0), axis=0, out_dims=(0,)), [np.zeros((2, 0), np.float32)]),
-    (_binary(Op.EQUAL, I32, a_dims=(0,), b_dims=(1,), out_dims=(0,)),
-     [np.zeros((0,), np.int32), np.zeros((1,), np.int32)]),
-    (_topk(dims=(0, 4), k=1), [np.zeros((0, 4), np.float32)]),
-], ids=["reduce_sum", "mean", "argmax", "equal", "topk"])
+@pytest.mark.parametrize(
+    "model,inputs",
+    [
+        (_reduce(Op.REDUCE_SUM, dims=(0, 3), out_dims=(0,)), [np.zeros((0, 3), np.float32)]),
+        (_reduce(Op.MEAN, dims=(2, 0), out_dims=(2,)), [np.zeros((2, 0), np.float32)]),
+        (_argmax(dims=(2, 0), axis=0, out_dims=(0,)), [np.zeros((2, 0), np.float32)]),
+        (
+            _binary(Op.EQUAL, I32, a_dims=(0,), b_dims=(1,), out_dims=(0,)),
+            [np.zeros((0,), np.int32), np.zeros((1,), np.int32)],
+        ),
+        (_topk(dims=(0, 4), k=1), [np.zeros((0, 4), np.float32)]),
+    ],
+    ids=["reduce_sum", "mean", "argmax", "equal", "topk"],
+)
 def test_zero_sized_refused(model, inputs):
     with pytest.raises(OpFailure, match="zero-sized"):
         execute(model, inputs)
@@ -254,6 +306,7 @@ def test_bmm_int32_wraps():
 
 # Larger sanity checks against plain numpy formulas (independent of the reference's code paths).
 
+
 def test_reduce_sum_matches_numpy_on_random_data():
     rng = np.random.default_rng(1)
     x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
@@ -279,8 +332,9 @@ def test_bmm_quant_matches_float_within_one_step():
     b = ModelBuilder()
     xi = b.input(Q8S, x.shape, scale=0.02, zero_point=-3)
     yi = b.input(Q8S, y.shape, scale=0.03, zero_point=5)
-    b.operation(Op.BATCH_MATMUL, [xi, yi, b.bool(False), b.bool(False)],
-                [b.output(Q8S, (2, 3, 4), scale=0.5, zero_point=2)])
+    b.operation(
+        Op.BATCH_MATMUL, [xi, yi, b.bool(False), b.bool(False)], [b.output(Q8S, (2, 3, 4), scale=0.5, zero_point=2)]
+    )
     (out,) = execute(b.build(), [x, y])
     real = ((x.astype(np.float64) + 3) * 0.02) @ ((y.astype(np.float64) - 5) * 0.03)
     ideal = np.clip(np.round(real / 0.5) + 2, -128, 127)
@@ -296,5 +350,6 @@ _CASES = vector_cases(MY_OPS)
 @pytest.mark.parametrize("case", _CASES, ids=lambda c: c.test_id)
 def test_aosp_vector(case):
     from nnconform.cases.vectors import check_case
+
     status, message = check_case(case)
     assert status == "pass", message

@@ -17,12 +17,19 @@ from nnconform.reference.ops.random_multinomial import check_multinomial
 from nnconform.reference.ops.registry import OpView, get_op
 from nnconform.suites.examples.rnn import EXAMPLES
 
-MY_OPS = {"RNN", "UNIDIRECTIONAL_SEQUENCE_RNN", "BIDIRECTIONAL_SEQUENCE_RNN", "SVDF", "LSH_PROJECTION",
-          "RANDOM_MULTINOMIAL"}
+MY_OPS = {
+    "RNN",
+    "UNIDIRECTIONAL_SEQUENCE_RNN",
+    "BIDIRECTIONAL_SEQUENCE_RNN",
+    "SVDF",
+    "LSH_PROJECTION",
+    "RANDOM_MULTINOMIAL",
+}
 F32, F16, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32
 
 
 # (a) hand-checked examples -------------------------------------------------------------
+
 
 @pytest.mark.parametrize("ex", EXAMPLES, ids=lambda e: e.name)
 def test_example(ex):
@@ -31,18 +38,32 @@ def test_example(ex):
 
 # (b) validation --------------------------------------------------------------------------
 
+
 def _rnn(t=F32, x_dims=(2, 3), w_dims=(4, 3), act=1, w_t=None, n_in=6):
     b = ModelBuilder()
-    ins = [b.input(t, x_dims), b.input(w_t or t, w_dims), b.input(t, (4, 4)), b.input(t, (4,)),
-           b.input(t, (2, 4)), b.i32(act)][:n_in]
+    ins = [
+        b.input(t, x_dims),
+        b.input(w_t or t, w_dims),
+        b.input(t, (4, 4)),
+        b.input(t, (4,)),
+        b.input(t, (2, 4)),
+        b.i32(act),
+    ][:n_in]
     b.operation(Op.RNN, ins, [b.output(t, (2, 4)), b.output(t, (2, 4))])
     return b.build()
 
 
 def _uni(t=F32, x_dims=(2, 5, 3), time_major=0, n_out=1):
     b = ModelBuilder()
-    ins = [b.input(t, x_dims), b.input(t, (4, 3)), b.input(t, (4, 4)), b.input(t, (4,)), b.input(t, (2, 4)),
-           b.i32(1), b.i32(time_major)]
+    ins = [
+        b.input(t, x_dims),
+        b.input(t, (4, 3)),
+        b.input(t, (4, 4)),
+        b.input(t, (4,)),
+        b.input(t, (2, 4)),
+        b.i32(1),
+        b.i32(time_major),
+    ]
     b.operation(Op.UNIDIRECTIONAL_SEQUENCE_RNN, ins, [b.output(t, (2, 5, 4)), b.output(t, (2, 4))][:n_out])
     return b.build()
 
@@ -61,9 +82,15 @@ def _bidi(t=F32, merge=False, n_out=2, aux="none", time_major_t=T.BOOL):
 
 def _svdf(t=F32, rank=1, act=0, wf_dims=(4, 3), bias=True, state=True):
     b = ModelBuilder()
-    ins = [b.input(t, (2, 3)), b.input(t, wf_dims), b.input(t, (4, 10)),
-           b.input(t, (4 // max(rank, 1),)) if bias else b.omitted(t),
-           b.input(t, (2, 40)) if state else b.omitted(t), b.i32(rank), b.i32(act)]
+    ins = [
+        b.input(t, (2, 3)),
+        b.input(t, wf_dims),
+        b.input(t, (4, 10)),
+        b.input(t, (4 // max(rank, 1),)) if bias else b.omitted(t),
+        b.input(t, (2, 40)) if state else b.omitted(t),
+        b.i32(rank),
+        b.i32(act),
+    ]
     b.operation(Op.SVDF, ins, [b.output(t, (2, 40)), b.output(t, (2, 4))])
     return b.build()
 
@@ -72,8 +99,11 @@ def _lsh(hash_t=F32, hash_dims=(4, 2), in_t=I32, kind=2, weight="input", out_t=I
     b = ModelBuilder()
     h = b.const(hash_t, hash_dims, np.ones(hash_dims))
     x = b.input(in_t, (3, 2))
-    w = {"input": lambda: b.input(hash_t, (3,)), "omitted": lambda: b.omitted(hash_t),
-         "const": lambda: b.const(hash_t, (3,), [1, 1, 1])}[weight]()
+    w = {
+        "input": lambda: b.input(hash_t, (3,)),
+        "omitted": lambda: b.omitted(hash_t),
+        "const": lambda: b.const(hash_t, (3,), [1, 1, 1]),
+    }[weight]()
     b.operation(Op.LSH_PROJECTION, [h, x, w, b.i32(kind)], [b.output(out_t, (8,))])
     return b.build()
 
@@ -125,17 +155,33 @@ def test_validateassert_rejected(model, fragments):
 
 
 def test_validate_accepts_valid_signatures():
-    good = [_rnn(), _rnn(t=F16, act=3), _uni(time_major=1, n_out=2), _uni(t=F16),
-            _bidi(), _bidi(merge=True, n_out=1), _bidi(merge=True, n_out=3), _bidi(n_out=4),
-            _bidi(aux="parallel"), _bidi(aux="cross", t=F32),
-            _svdf(), _svdf(bias=False, rank=2, act=2, wf_dims=(4, 3)), _svdf(t=F16),
-            _lsh(), _lsh(kind=3, weight="omitted"), _lsh(kind=1, weight="omitted"),
-            _lsh(hash_t=F16, in_t=T.TENSOR_QUANT8_ASYMM), _multinomial(), _multinomial(t=F16)]
+    good = [
+        _rnn(),
+        _rnn(t=F16, act=3),
+        _uni(time_major=1, n_out=2),
+        _uni(t=F16),
+        _bidi(),
+        _bidi(merge=True, n_out=1),
+        _bidi(merge=True, n_out=3),
+        _bidi(n_out=4),
+        _bidi(aux="parallel"),
+        _bidi(aux="cross", t=F32),
+        _svdf(),
+        _svdf(bias=False, rank=2, act=2, wf_dims=(4, 3)),
+        _svdf(t=F16),
+        _lsh(),
+        _lsh(kind=3, weight="omitted"),
+        _lsh(kind=1, weight="omitted"),
+        _lsh(hash_t=F16, in_t=T.TENSOR_QUANT8_ASYMM),
+        _multinomial(),
+        _multinomial(t=F16),
+    ]
     for m in good:
         get_op(m.main.operations[0].type).validate(OpView(m, m.main, 0))
 
 
 # run-time failures the reference reports as OP_FAILED --------------------------------------
+
 
 def test_bidi_runtime_aux_combination_refused():
     b = ModelBuilder()
@@ -147,17 +193,28 @@ def test_bidi_runtime_aux_combination_refused():
     one = np.ones((1, 1), np.float32)
     vals = [np.ones((1, 2, 1), np.float32)] + [one, one, np.ones(1, np.float32), one] * 2
     with pytest.raises(OpFailure, match="aux"):
-        execute(b.build(), vals + [None, one, one])      # aux weights without the aux input
+        execute(b.build(), vals + [None, one, one])  # aux weights without the aux input
 
 
 def test_svdf_refuses_documented_state_size():
     # NeuralNetworks.h's (memory_size - 1) * num_filters; the reference needs memory_size * num_filters
     b = ModelBuilder()
-    ins = [b.input(F32, (1, 2)), b.input(F32, (2, 2)), b.input(F32, (2, 3)), b.omitted(F32),
-           b.input(F32, (1, 4)), b.i32(1), b.i32(0)]
+    ins = [
+        b.input(F32, (1, 2)),
+        b.input(F32, (2, 2)),
+        b.input(F32, (2, 3)),
+        b.omitted(F32),
+        b.input(F32, (1, 4)),
+        b.i32(1),
+        b.i32(0),
+    ]
     b.operation(Op.SVDF, ins, [b.output(F32, (1, 6)), b.output(F32, (1, 2))])
-    vals = [np.ones((1, 2), np.float32), np.eye(2, dtype=np.float32), np.ones((2, 3), np.float32),
-            np.zeros((1, 4), np.float32)]
+    vals = [
+        np.ones((1, 2), np.float32),
+        np.eye(2, dtype=np.float32),
+        np.ones((2, 3), np.float32),
+        np.zeros((1, 4), np.float32),
+    ]
     with pytest.raises(OpFailure, match="memory_size"):
         execute(b.build(), vals)
 
@@ -165,7 +222,7 @@ def test_svdf_refuses_documented_state_size():
 def test_lsh_dense_weight_length_checked():
     b = ModelBuilder()
     h = b.const(F32, (4, 2), np.ones((4, 2)))
-    x, w = b.input(I32, (3, 2)), b.input(F32, (0,))           # weight length left unknown
+    x, w = b.input(I32, (3, 2)), b.input(F32, (0,))  # weight length left unknown
     b.operation(Op.LSH_PROJECTION, [h, x, w, b.i32(2)], [b.output(I32, (8,))])
     m = b.build()
     with pytest.raises(OpFailure, match="weight"):
@@ -174,11 +231,16 @@ def test_lsh_dense_weight_length_checked():
 
 def test_rnn_hidden_state_shape_checked():
     b = ModelBuilder()
-    ins = [b.input(F32, d) for d in ((2, 3), (4, 3), (4, 4), (4,), (0, 4))]   # state batch unknown
+    ins = [b.input(F32, d) for d in ((2, 3), (4, 3), (4, 4), (4,), (0, 4))]  # state batch unknown
     b.operation(Op.RNN, ins + [b.i32(0)], [b.output(F32, (2, 4)), b.output(F32, (2, 4))])
     m = b.build()
-    vals = [np.ones((2, 3), np.float32), np.ones((4, 3), np.float32), np.ones((4, 4), np.float32),
-            np.ones(4, np.float32), np.ones((1, 4), np.float32)]
+    vals = [
+        np.ones((2, 3), np.float32),
+        np.ones((4, 3), np.float32),
+        np.ones((4, 4), np.float32),
+        np.ones(4, np.float32),
+        np.ones((1, 4), np.float32),
+    ]
     with pytest.raises(OpFailure, match="hidden state"):
         execute(m, vals)
 
@@ -186,7 +248,7 @@ def test_rnn_hidden_state_shape_checked():
 def test_sequence_rnn_matches_stepwise_rnn_fp32():
     # UNIDIRECTIONAL_SEQUENCE_RNN == RNN applied step by step; BIDIRECTIONAL's forward output too
     rng = np.random.default_rng(3)
-    x = rng.standard_normal((2, 4, 3)).astype(np.float32)           # batch major
+    x = rng.standard_normal((2, 4, 3)).astype(np.float32)  # batch major
     w, r = rng.standard_normal((5, 3)).astype(np.float32), (0.3 * rng.standard_normal((5, 5))).astype(np.float32)
     bias, h0 = rng.standard_normal(5).astype(np.float32), rng.standard_normal((2, 5)).astype(np.float32)
     b = ModelBuilder()
@@ -195,7 +257,7 @@ def test_sequence_rnn_matches_stepwise_rnn_fp32():
     (seq,) = execute(b.build(), [x, w, r, bias, h0])
     h = h0
     for t in range(4):
-        h = x[:, t] @ w.T + h @ r.T + bias                            # activation NONE
+        h = x[:, t] @ w.T + h @ r.T + bias  # activation NONE
         np.testing.assert_allclose(seq[:, t], h, rtol=1e-5, atol=1e-5)
 
 
@@ -231,11 +293,13 @@ def test_fingerprint64_vectorised_rows_match_single():
 
 # (e) RANDOM_MULTINOMIAL ------------------------------------------------------------------
 
+
 def _sampler(t=F32, batches=1, classes=4, samples=2000, seeds=(37, 42)):
     b = ModelBuilder()
     x = b.input(t, (batches, classes))
-    b.operation(Op.RANDOM_MULTINOMIAL, [x, b.i32(samples), b.const(I32, (2,), list(seeds))],
-                [b.output(I32, (batches, samples))])
+    b.operation(
+        Op.RANDOM_MULTINOMIAL, [x, b.i32(samples), b.const(I32, (2,), list(seeds))], [b.output(I32, (batches, samples))]
+    )
     return b.build()
 
 
@@ -244,7 +308,7 @@ def test_multinomial_is_seeded_and_follows_softmax():
     m = _sampler()
     (a,) = execute(m, [logits])
     (b,) = execute(m, [logits])
-    np.testing.assert_array_equal(a, b)                   # same seeds, same draws
+    np.testing.assert_array_equal(a, b)  # same seeds, same draws
     assert a.min() >= 0 and a.max() < 4
     ok, msg = check_multinomial(logits, a, 0.025)
     assert ok, msg
@@ -302,5 +366,6 @@ def test_aosp_vector(case):
         assert ok, message
         return
     from nnconform.cases.vectors import check_case
+
     status, message = check_case(case)
     assert status == "pass", message

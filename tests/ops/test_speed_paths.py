@@ -1,6 +1,7 @@
 """The reference's speed paths of issue 16 item 5 against the formulations they replace
 (kept here as the oracles), on random shapes and parameters drawn by Hypothesis with a fixed
 seed: every path must give the same bits.  Each example prints its numpy seed."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,10 +25,12 @@ def _rng(s):
 # MAX_POOL_2D / AVERAGE_POOL_2D without the padded copy when no window reaches the padding
 # ---------------------------------------------------------------------------------------
 
+
 def _old_pool_float(x, pads, strides, filt, act, kind):
     """The formulation before the change: always a padded copy (-inf or 0 filled), the
     windows in (ky, kx) order, then the activation; NHWC float32."""
     from nnconform.reference.arith.activation import apply_float
+
     pl, pr, pt, pb = pads
     sw, sh = strides
     fw, fh = filt
@@ -37,7 +40,7 @@ def _old_pool_float(x, pads, strides, filt, act, kind):
     need_h, need_w = (oh - 1) * sh + fh, (ow - 1) * sw + fw
     fill = -np.inf if kind == "max" else 0.0
     padded = np.full((n, max(need_h, pt + h), max(need_w, pl + w), c), fill, np.float32)
-    padded[:, pt:pt + h, pl:pl + w] = x
+    padded[:, pt : pt + h, pl : pl + w] = x
     if kind == "max":
         acc = np.full((n, oh, ow, c), -np.inf, np.float32)
     else:
@@ -46,8 +49,8 @@ def _old_pool_float(x, pads, strides, filt, act, kind):
         cx = np.minimum(np.arange(ow) * sw - pl + fw, w) - np.maximum(np.arange(ow) * sw - pl, 0)
         count = (cy[:, None] * cx[None, :])[:, :, None].astype(np.int64)
     for ky, kx in ((ky, kx) for ky in range(fh) for kx in range(fw)):
-        with np.errstate(invalid="ignore"):       # inf + -inf in the average: NaN, as in the op
-            win = padded[:, ky:ky + (oh - 1) * sh + 1:sh, kx:kx + (ow - 1) * sw + 1:sw]
+        with np.errstate(invalid="ignore"):  # inf + -inf in the average: NaN, as in the op
+            win = padded[:, ky : ky + (oh - 1) * sh + 1 : sh, kx : kx + (ow - 1) * sw + 1 : sw]
             if kind == "max":
                 np.maximum(acc, win, out=acc)
             else:
@@ -64,13 +67,13 @@ def test_float_pooling_matches_padded_formulation(s):
     from nnconform.ir import ModelBuilder
     from nnconform.ir import OperationType as Op
     from nnconform.reference.executor import execute
+
     rng = _rng(s)
     fw, fh = int(rng.integers(1, 4)), int(rng.integers(1, 4))
     sw, sh = int(rng.integers(1, 3)), int(rng.integers(1, 3))
     n, h, w, c = int(rng.integers(1, 3)), int(rng.integers(fh, 9)), int(rng.integers(fw, 9)), int(rng.integers(1, 5))
     # no padding half of the time (the path without the copy), else some
-    pads = (0, 0, 0, 0) if rng.random() < 0.5 else \
-        tuple(int(rng.integers(0, f)) for f in (fw, fw, fh, fh))
+    pads = (0, 0, 0, 0) if rng.random() < 0.5 else tuple(int(rng.integers(0, f)) for f in (fw, fw, fh, fh))
     act = int(rng.integers(0, 4))
     x = rng.uniform(-3, 3, (n, h, w, c)).astype(np.float32)
     pick = rng.random(x.shape)
@@ -93,6 +96,7 @@ def test_float_pooling_matches_padded_formulation(s):
 # DEPTHWISE_CONV_2D tap loop with column phases (stride > 1) against the strided views
 # ---------------------------------------------------------------------------------------
 
+
 def _old_depthwise(xp, w, oh, ow, p, bias=None, block=1 << 16):
     """The tap loop before the column phases: every tap a strided view of ``xp``."""
     n, c = xp.shape[0], xp.shape[3]
@@ -114,14 +118,14 @@ def _old_depthwise(xp, w, oh, ow, p, bias=None, block=1 << 16):
         for r0 in range(0, oh, rows):
             r1 = min(r0 + rows, oh)
             acc = out[b0:b1, r0:r1]
-            t = tmp[:b1 - b0, :r1 - r0]
+            t = tmp[: b1 - b0, : r1 - r0]
             if zero_start:
                 acc[...] = 0
             for i in range(fh):
                 top = r0 * sh + i * dh
                 for j in range(fw):
                     left = j * dw
-                    view = xp[b0:b1, top:top + (r1 - r0 - 1) * sh + 1:sh, left:left + (ow - 1) * sw + 1:sw]
+                    view = xp[b0:b1, top : top + (r1 - r0 - 1) * sh + 1 : sh, left : left + (ow - 1) * sw + 1 : sw]
                     if i == j == 0 and not zero_start:
                         np.multiply(view, wt[i, j], out=acc)
                     else:
@@ -137,13 +141,17 @@ def _old_depthwise(xp, w, oh, ow, p, bias=None, block=1 << 16):
 @given(st.integers(0, 2**32 - 1))
 def test_depthwise_phases_match_strided_views(s):
     from nnconform.reference.ops import depthwise_conv_2d as dw
+
     rng = _rng(s)
     fh, fw = int(rng.integers(1, 6)), int(rng.integers(1, 6))
     sh, sw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
     dh, dwl = int(rng.integers(1, 3)), int(rng.integers(1, 3))
     n, c = int(rng.integers(1, 3)), int(rng.integers(1, 9))
     oh, ow = int(rng.integers(1, 9)), int(rng.integers(1, 9))
-    hp, wp = (oh - 1) * sh + (fh - 1) * dh + 1 + int(rng.integers(0, 3)), (ow - 1) * sw + (fw - 1) * dwl + 1 + int(rng.integers(0, 3))
+    hp, wp = (
+        (oh - 1) * sh + (fh - 1) * dh + 1 + int(rng.integers(0, 3)),
+        (ow - 1) * sw + (fw - 1) * dwl + 1 + int(rng.integers(0, 3)),
+    )
     dtype = np.float32 if rng.random() < 0.7 else np.float64
     xp = rng.uniform(-3, 3, (n, hp, wp, c)).astype(dtype)
     pick = rng.random(xp.shape)
@@ -153,7 +161,7 @@ def test_depthwise_phases_match_strided_views(s):
     w[rng.random(w.shape) < 0.1] = -0.0
     bias = None if rng.random() < 0.3 else rng.uniform(-1, 1, c).astype(dtype)
     if bias is not None and rng.random() < 0.3:
-        bias[0] = -0.0                                   # the "0 +" start
+        bias[0] = -0.0  # the "0 +" start
     p = cc.ConvParams(0, 0, 0, 0, sh, sw, dh, dwl, 0, False, (1,))
     block = int(rng.choice([16, 256, 1 << 16]))
     with pytest.MonkeyPatch.context() as mp:
@@ -169,6 +177,7 @@ def test_depthwise_phases_match_strided_views(s):
 # quantised SOFTMAX: the one-row path (scalar reciprocal) against the many-row path
 # ---------------------------------------------------------------------------------------
 
+
 @seed(16009)
 @SETTINGS
 @given(st.integers(0, 2**32 - 1))
@@ -179,6 +188,7 @@ def test_softmax_one_row_matches_many_rows(s):
     from nnconform.ir import ModelBuilder
     from nnconform.ir import OperationType as Op
     from nnconform.reference.executor import execute
+
     rng = _rng(s)
     t = Q8 if rng.random() < 0.5 else Q8S
     lo, hi = (0, 255) if t == Q8 else (-128, 127)
@@ -187,7 +197,7 @@ def test_softmax_one_row_matches_many_rows(s):
     scale = float(2.0 ** rng.uniform(-8, 1))
     row = rng.integers(lo, hi + 1, size=(1, n))
     if rng.random() < 0.3:
-        row = np.clip(row, lo, lo + int(rng.integers(1, 20)))   # many equal codes, the max repeated
+        row = np.clip(row, lo, lo + int(rng.integers(1, 20)))  # many equal codes, the max repeated
     many = np.concatenate([row, rng.integers(lo, hi + 1, size=(int(rng.integers(1, 4)), n))])
 
     def run(vals):
@@ -199,7 +209,7 @@ def test_softmax_one_row_matches_many_rows(s):
 
     try:
         alone = run(row)
-    except Exception as e:      # beta * scale too small for the kernel: both paths refuse
+    except Exception as e:  # beta * scale too small for the kernel: both paths refuse
         assert "too small" in str(e)
         return
     np.testing.assert_array_equal(alone[0], run(many)[0])
@@ -214,6 +224,7 @@ def test_float_softmax_one_row_matches_many_rows(s):
     or a strided view, with logits spread from a few units (every term counts) to thousands
     (most terms underflow to 0)."""
     from nnconform.reference.ops import softmax
+
     rng = _rng(s)
     n = int(rng.integers(1, 3000))
     spread = float(2.0 ** rng.uniform(-2, 12))
@@ -221,9 +232,9 @@ def test_float_softmax_one_row_matches_many_rows(s):
     row = (rng.standard_normal(n) * spread).astype(np.float32)
     lead = (1,) * int(rng.integers(0, 4))
     others = rng.standard_normal((int(rng.integers(1, 4)), n)).astype(np.float32) * spread
-    strided = rng.random() < 0.3          # a view of every other value of a longer row
+    strided = rng.random() < 0.3  # a view of every other value of a longer row
     alone_in = np.repeat(row, 2)[::2] if strided else row
-    assert n == 1 or alone_in.flags.c_contiguous != strided     # (one value is contiguous at any stride)
+    assert n == 1 or alone_in.flags.c_contiguous != strided  # (one value is contiguous at any stride)
     alone = softmax._softmax_float(alone_in.reshape(lead + (n,)), beta, len(lead))
     among = softmax._softmax_float(np.concatenate([row[None], others]), beta, 1)
     assert alone.shape == lead + (n,) and alone.dtype == np.float32
@@ -233,6 +244,7 @@ def test_float_softmax_one_row_matches_many_rows(s):
 # ---------------------------------------------------------------------------------------
 # A convolution's float bias added over rows of pixels (the bias tiled), not per pixel
 # ---------------------------------------------------------------------------------------
+
 
 @seed(16011)
 @SETTINGS
@@ -248,14 +260,15 @@ def test_tiled_bias_gives_the_broadcast_bits(s, strided):
     bias = rng.standard_normal(c).astype(np.float32)
     for a in (whole.reshape(-1), bias):
         a[rng.integers(0, a.size, max(1, a.size // 20))] = rng.choice(
-            np.array([0.0, -0.0, np.inf, -np.inf, np.nan], np.float32), max(1, a.size // 20))
-    y = whole[:, :, :1]         # every other pixel of ``whole`` when strided
+            np.array([0.0, -0.0, np.inf, -np.inf, np.nan], np.float32), max(1, a.size // 20)
+        )
+    y = whole[:, :, :1]  # every other pixel of ``whole`` when strided
     assert y.flags.c_contiguous != (strided and y.size > c)
     row = cc.bias_row(bias, y.size)
     assert (row is None) == (y.size < cc._BIAS_TILED_FROM or c >= cc._BIAS_ROW)
     if row is not None:
         assert row.size % c == 0 and pixels % (row.size // c) == 0 and not row.flags.writeable
-    with np.errstate(invalid="ignore"):     # inf + -inf: NaN, as the executor allows
+    with np.errstate(invalid="ignore"):  # inf + -inf: NaN, as the executor allows
         want = y + bias
         cc.add_bias_row(y, bias, row)
     assert np.array_equal(y.view(np.uint32), want.view(np.uint32))

@@ -14,11 +14,26 @@ from nnconform.reference.executor import execute
 from nnconform.reference.ops.registry import OpView, get_op
 from nnconform.suites.examples.unary import EXAMPLES
 
-MY_OPS = {"LOGISTIC", "TANH", "SOFTMAX", "LOG_SOFTMAX", "ABS", "NEG", "EXP", "LOG", "SQRT", "RSQRT",
-          "SIN", "FLOOR", "ELU", "HARD_SWISH"}
+MY_OPS = {
+    "LOGISTIC",
+    "TANH",
+    "SOFTMAX",
+    "LOG_SOFTMAX",
+    "ABS",
+    "NEG",
+    "EXP",
+    "LOG",
+    "SQRT",
+    "RSQRT",
+    "SIN",
+    "FLOOR",
+    "ELU",
+    "HARD_SWISH",
+}
 
 
 # (a) hand-checked examples -------------------------------------------------------------
+
 
 @pytest.mark.parametrize("ex", EXAMPLES, ids=lambda e: e.name)
 def test_example(ex):
@@ -26,6 +41,7 @@ def test_example(ex):
 
 
 # (b) validation --------------------------------------------------------------------------
+
 
 def _model(op, in_t, out_t=None, dims=(2, 2), in_q=(0.0, 0), out_q=None, extra=()):
     b = ModelBuilder()
@@ -37,17 +53,23 @@ def _model(op, in_t, out_t=None, dims=(2, 2), in_q=(0.0, 0), out_q=None, extra=(
     return b.build()
 
 
-F32 = lambda v: (lambda b: b.f32(v))
-F16 = lambda v: (lambda b: b.f16(v))
-I32 = lambda v: (lambda b: b.i32(v))
+F32 = lambda v: lambda b: b.f32(v)
+F16 = lambda v: lambda b: b.f16(v)
+I32 = lambda v: lambda b: b.i32(v)
 
 BAD = [
     ("logistic_int32", _model(Op.LOGISTIC, T.TENSOR_INT32), ["input 0"]),
     ("logistic_rank5", _model(Op.LOGISTIC, T.TENSOR_FLOAT32, dims=(1, 1, 1, 1, 2)), ["input 0", "rank"]),
-    ("logistic_out_scale", _model(Op.LOGISTIC, T.TENSOR_QUANT8_ASYMM, in_q=(0.1, 0), out_q=(0.1, 0)),
-     ["output 0", "scale"]),
-    ("logistic_signed_out_zp", _model(Op.LOGISTIC, T.TENSOR_QUANT8_ASYMM_SIGNED, in_q=(0.1, 0), out_q=(1 / 256, 0)),
-     ["output 0", "-128"]),
+    (
+        "logistic_out_scale",
+        _model(Op.LOGISTIC, T.TENSOR_QUANT8_ASYMM, in_q=(0.1, 0), out_q=(0.1, 0)),
+        ["output 0", "scale"],
+    ),
+    (
+        "logistic_signed_out_zp",
+        _model(Op.LOGISTIC, T.TENSOR_QUANT8_ASYMM_SIGNED, in_q=(0.1, 0), out_q=(1 / 256, 0)),
+        ["output 0", "-128"],
+    ),
     ("tanh_type_mismatch", _model(Op.TANH, T.TENSOR_FLOAT32, T.TENSOR_FLOAT16), ["output 0"]),
     ("tanh_out_zp", _model(Op.TANH, T.TENSOR_QUANT8_ASYMM, in_q=(0.1, 128), out_q=(1 / 128, 0)), ["output 0", "128"]),
     ("softmax_missing_beta", _model(Op.SOFTMAX, T.TENSOR_FLOAT32), ["inputs"]),
@@ -56,10 +78,16 @@ BAD = [
     ("softmax_beta_negative", _model(Op.SOFTMAX, T.TENSOR_FLOAT32, extra=[F32(-1.0)]), ["input 1", "beta"]),
     ("softmax_axis_range", _model(Op.SOFTMAX, T.TENSOR_FLOAT32, extra=[F32(1.0), I32(-3)]), ["input 2", "axis"]),
     ("softmax_int32", _model(Op.SOFTMAX, T.TENSOR_INT32, extra=[F32(1.0)]), ["input 0"]),
-    ("softmax_quant_out", _model(Op.SOFTMAX, T.TENSOR_QUANT8_ASYMM, in_q=(0.1, 0), out_q=(1 / 256, 1),
-                                 extra=[F32(1.0)]), ["output 0"]),
-    ("log_softmax_quant", _model(Op.LOG_SOFTMAX, T.TENSOR_QUANT8_ASYMM, in_q=(0.1, 0), extra=[F32(1.0), I32(0)]),
-     ["input 0"]),
+    (
+        "softmax_quant_out",
+        _model(Op.SOFTMAX, T.TENSOR_QUANT8_ASYMM, in_q=(0.1, 0), out_q=(1 / 256, 1), extra=[F32(1.0)]),
+        ["output 0"],
+    ),
+    (
+        "log_softmax_quant",
+        _model(Op.LOG_SOFTMAX, T.TENSOR_QUANT8_ASYMM, in_q=(0.1, 0), extra=[F32(1.0), I32(0)]),
+        ["input 0"],
+    ),
     ("log_softmax_no_axis", _model(Op.LOG_SOFTMAX, T.TENSOR_FLOAT32, extra=[F32(1.0)]), ["inputs"]),
     ("log_softmax_axis_range", _model(Op.LOG_SOFTMAX, T.TENSOR_FLOAT32, extra=[F32(1.0), I32(2)]), ["input 2"]),
     ("log_softmax_fp16_beta", _model(Op.LOG_SOFTMAX, T.TENSOR_FLOAT16, extra=[F32(1.0), I32(0)]), ["input 1"]),
@@ -68,16 +96,22 @@ BAD = [
     ("neg_type_mismatch", _model(Op.NEG, T.TENSOR_INT32, T.TENSOR_FLOAT32), ["output 0"]),
     ("sqrt_two_inputs", _model(Op.SQRT, T.TENSOR_FLOAT32, extra=[F32(1.0)]), ["inputs"]),
     ("rsqrt_int32", _model(Op.RSQRT, T.TENSOR_INT32), ["input 0"]),
-    ("rsqrt_quant8_to_signed", _model(Op.RSQRT, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED,
-                                      in_q=(0.5, 0)), ["output 0"]),
+    (
+        "rsqrt_quant8_to_signed",
+        _model(Op.RSQRT, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, in_q=(0.5, 0)),
+        ["output 0"],
+    ),
     ("sqrt_quant8", _model(Op.SQRT, T.TENSOR_QUANT8_ASYMM, in_q=(0.5, 0)), ["input 0"]),
     ("floor_rank5", _model(Op.FLOOR, T.TENSOR_FLOAT16, dims=(1, 1, 1, 2, 2)), ["input 0", "rank"]),
     ("elu_alpha_int", _model(Op.ELU, T.TENSOR_FLOAT32, extra=[I32(1)]), ["input 1"]),
     ("elu_fp16_alpha_fp32", _model(Op.ELU, T.TENSOR_FLOAT16, extra=[F32(1.0)]), ["input 1"]),
     ("elu_quant", _model(Op.ELU, T.TENSOR_QUANT8_ASYMM, in_q=(0.5, 0), extra=[F32(1.0)]), ["input 0"]),
     ("hard_swish_int32", _model(Op.HARD_SWISH, T.TENSOR_INT32), ["input 0"]),
-    ("hard_swish_type_mismatch", _model(Op.HARD_SWISH, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED,
-                                        in_q=(0.5, 0)), ["output 0"]),
+    (
+        "hard_swish_type_mismatch",
+        _model(Op.HARD_SWISH, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, in_q=(0.5, 0)),
+        ["output 0"],
+    ),
 ]
 
 
@@ -92,7 +126,8 @@ def test_validate_accepts_valid_signatures():
         _model(Op.TANH, T.TENSOR_QUANT8_ASYMM, in_q=(0.1, 3), out_q=(1 / 128, 128)),
         _model(Op.SOFTMAX, T.TENSOR_FLOAT16, extra=[F16(1.0), I32(-2)]),
         _model(Op.LOG_SOFTMAX, T.TENSOR_FLOAT32, extra=[F32(-1.0), I32(1)]),
-        _model(Op.ABS, T.TENSOR_INT32), _model(Op.NEG, T.TENSOR_INT32),
+        _model(Op.ABS, T.TENSOR_INT32),
+        _model(Op.NEG, T.TENSOR_INT32),
         # RSQRT of quant8 / quant8_signed (feature level 7): the output has its own scale and zero point
         _model(Op.RSQRT, T.TENSOR_QUANT8_ASYMM, in_q=(0.25, 3), out_q=(0.01, 200)),
         _model(Op.RSQRT, T.TENSOR_QUANT8_ASYMM_SIGNED, in_q=(0.25, -3), out_q=(0.01, -100), dims=(1, 1, 1, 1, 2)),
@@ -104,6 +139,7 @@ def test_validate_accepts_valid_signatures():
 
 
 # run-time failures the reference reports as OP_FAILED --------------------------------------
+
 
 def test_hard_swish_refuses_output_multiplier_at_least_one():
     m = _model(Op.HARD_SWISH, T.TENSOR_QUANT8_ASYMM, dims=(2,), in_q=(1.0, 0), out_q=(1 / 128, 0))
@@ -124,13 +160,24 @@ def test_softmax_runtime_beta_checked():
 # In NNAPI these only arise as intermediates (e.g. after BOX_WITH_NMS_LIMIT keeps no box);
 # the executor accepts them as inputs, which exercises the same operation code path.
 
-@pytest.mark.parametrize("model", [
-    _model(Op.LOGISTIC, T.TENSOR_QUANT8_ASYMM, dims=(0, 3), in_q=(1 / 16, 128), out_q=(1 / 256, 0)),
-    _model(Op.TANH, T.TENSOR_FLOAT32, dims=(0, 3)),
-    _model(Op.SOFTMAX, T.TENSOR_QUANT8_ASYMM_SIGNED, dims=(0, 4), in_q=(0.25, 0), out_q=(1 / 256, -128),
-           extra=[F32(1.0)]),
-    _model(Op.HARD_SWISH, T.TENSOR_QUANT8_ASYMM, dims=(0,), in_q=(0.078125, 128)),
-], ids=["logistic", "tanh", "softmax", "hard_swish"])
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        _model(Op.LOGISTIC, T.TENSOR_QUANT8_ASYMM, dims=(0, 3), in_q=(1 / 16, 128), out_q=(1 / 256, 0)),
+        _model(Op.TANH, T.TENSOR_FLOAT32, dims=(0, 3)),
+        _model(
+            Op.SOFTMAX,
+            T.TENSOR_QUANT8_ASYMM_SIGNED,
+            dims=(0, 4),
+            in_q=(0.25, 0),
+            out_q=(1 / 256, -128),
+            extra=[F32(1.0)],
+        ),
+        _model(Op.HARD_SWISH, T.TENSOR_QUANT8_ASYMM, dims=(0,), in_q=(0.078125, 128)),
+    ],
+    ids=["logistic", "tanh", "softmax", "hard_swish"],
+)
 def test_zero_sized_allowed(model):
     op = model.main.operands[model.main.input_indexes[0]]
     x = np.zeros(op.dimensions, op.info.dtype)
@@ -138,12 +185,16 @@ def test_zero_sized_allowed(model):
     assert y.shape == op.dimensions and y.dtype == op.info.dtype
 
 
-@pytest.mark.parametrize("model", [
-    _model(Op.LOG_SOFTMAX, T.TENSOR_FLOAT32, dims=(0, 2), extra=[F32(1.0), I32(-1)]),
-    _model(Op.EXP, T.TENSOR_FLOAT32, dims=(0,)),
-    _model(Op.NEG, T.TENSOR_INT32, dims=(2, 0)),
-    _model(Op.ELU, T.TENSOR_FLOAT16, dims=(0, 1), extra=[F16(1.0)]),
-], ids=["log_softmax", "exp", "neg", "elu"])
+@pytest.mark.parametrize(
+    "model",
+    [
+        _model(Op.LOG_SOFTMAX, T.TENSOR_FLOAT32, dims=(0, 2), extra=[F32(1.0), I32(-1)]),
+        _model(Op.EXP, T.TENSOR_FLOAT32, dims=(0,)),
+        _model(Op.NEG, T.TENSOR_INT32, dims=(2, 0)),
+        _model(Op.ELU, T.TENSOR_FLOAT16, dims=(0, 1), extra=[F16(1.0)]),
+    ],
+    ids=["log_softmax", "exp", "neg", "elu"],
+)
 def test_zero_sized_refused(model):
     op = model.main.operands[model.main.input_indexes[0]]
     with pytest.raises(OpFailure, match="zero-sized"):
@@ -152,6 +203,7 @@ def test_zero_sized_refused(model):
 
 # fixed-point helpers -----------------------------------------------------------------------
 
+
 def test_fixed_point_constants():
     assert int(fx.exp_on_negative_values(np.array([0]), 5)[0]) == 2**31 - 1
     assert int(fx.fixed_logistic(np.array([0]), 4)[0]) == 1 << 30
@@ -159,7 +211,7 @@ def test_fixed_point_constants():
 
 
 def test_fixed_point_functions_track_float():
-    q4 = np.arange(-(15 << 27), 15 << 27, 1 << 21, dtype=np.int64)   # [-15, 15) in Q4.27
+    q4 = np.arange(-(15 << 27), 15 << 27, 1 << 21, dtype=np.int64)  # [-15, 15) in Q4.27
     x = q4 / float(1 << 27)
     np.testing.assert_allclose(fx.fixed_logistic(q4, 4) / 2**31, 1 / (1 + np.exp(-x)), atol=2e-6)
     np.testing.assert_allclose(fx.fixed_tanh(q4, 4) / 2**31, np.tanh(x), atol=2e-6)
@@ -169,12 +221,15 @@ def test_fixed_point_functions_track_float():
     np.testing.assert_allclose(fx.one_over_one_plus_x_for_x_in_0_1(q0) / 2**31, 1 / (1 + q0 / 2**31), atol=2e-6)
 
 
-@pytest.mark.parametrize("op,t,out_q,f,step", [
-    (Op.LOGISTIC, T.TENSOR_QUANT8_ASYMM, (1 / 256, 0), lambda x: 1 / (1 + np.exp(-x)), 256),
-    (Op.LOGISTIC, T.TENSOR_QUANT8_ASYMM_SIGNED, (1 / 256, -128), lambda x: 1 / (1 + np.exp(-x)), 256),
-    (Op.TANH, T.TENSOR_QUANT8_ASYMM, (1 / 128, 128), np.tanh, 128),
-    (Op.TANH, T.TENSOR_QUANT8_ASYMM_SIGNED, (1 / 128, 0), np.tanh, 128),
-])
+@pytest.mark.parametrize(
+    "op,t,out_q,f,step",
+    [
+        (Op.LOGISTIC, T.TENSOR_QUANT8_ASYMM, (1 / 256, 0), lambda x: 1 / (1 + np.exp(-x)), 256),
+        (Op.LOGISTIC, T.TENSOR_QUANT8_ASYMM_SIGNED, (1 / 256, -128), lambda x: 1 / (1 + np.exp(-x)), 256),
+        (Op.TANH, T.TENSOR_QUANT8_ASYMM, (1 / 128, 128), np.tanh, 128),
+        (Op.TANH, T.TENSOR_QUANT8_ASYMM_SIGNED, (1 / 128, 0), np.tanh, 128),
+    ],
+)
 @pytest.mark.parametrize("in_q", [(0.02, 100), (0.1, 7), (0.5, -20)])
 def test_quant_activation_all_codes_within_one_step(op, t, out_q, f, step, in_q):
     signed = t == T.TENSOR_QUANT8_ASYMM_SIGNED
@@ -213,5 +268,6 @@ _CASES = vector_cases(MY_OPS)
 @pytest.mark.parametrize("case", _CASES, ids=lambda c: c.test_id)
 def test_aosp_vector(case):
     from nnconform.cases.vectors import check_case
+
     status, message = check_case(case)
     assert status == "pass", message

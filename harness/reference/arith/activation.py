@@ -1,13 +1,14 @@
 """Fused activation functions (the trailing INT32 'activation' input of many operations)."""
+
 from __future__ import annotations
 
 import functools
 
 import numpy as np
 
-try:        # the ufunc np.clip calls (numpy 2), without the ~5-10 us of its Python wrappers
+try:  # the ufunc np.clip calls (numpy 2), without the ~5-10 us of its Python wrappers
     from numpy._core.umath import clip as _clip
-except ImportError:     # numpy 1.x
+except ImportError:  # numpy 1.x
     from numpy.core.umath import clip as _clip
 
 from nnconform.ir import Operand

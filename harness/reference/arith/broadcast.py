@@ -11,6 +11,7 @@ Use :func:`check_static` from ``validate`` (it only judges dimensions the model 
 a model is an unknown size) and :func:`output_shape` from ``execute`` (actual shapes; an
 incompatible pair is an execution failure, as in the reference's ``prepare``).
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -22,7 +23,7 @@ from nnconform.reference.ops.registry import OpContext, OpView
 
 def broadcast_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | None:
     """The broadcast shape of actual shapes ``a`` and ``b``, or None if incompatible."""
-    if a == b:                      # the common case (ndarray shapes are tuples of ints)
+    if a == b:  # the common case (ndarray shapes are tuples of ints)
         return tuple(map(int, a))
     n = max(len(a), len(b))
     pa = (1,) * (n - len(a)) + tuple(int(d) for d in a)
@@ -43,8 +44,11 @@ def check_static(v: OpView, i: int = 0, j: int = 1) -> None:
     for k in range(1, min(len(a), len(b)) + 1):
         x, y = a[-k], b[-k]
         if x and y and x != y and x != 1 and y != 1:
-            v.fail(f"dimensions {list(b)} do not broadcast with input {i}'s {list(a)} "
-                   f"(size {y} against {x}, counting from the right)", input=j)
+            v.fail(
+                f"dimensions {list(b)} do not broadcast with input {i}'s {list(a)} "
+                f"(size {y} against {x}, counting from the right)",
+                input=j,
+            )
 
 
 def output_shape(ctx: OpContext, i: int = 0, j: int = 1) -> tuple[int, ...]:

@@ -5,6 +5,7 @@ Values are int64 numpy arrays holding the raw int32 of a ``FixedPoint<int32, Int
 additions that gemmlowp does in plain int32 arithmetic are wrapped to 32 bits with
 :func:`wrap32`.  The basic multiply/shift primitives live in ``quant.py``.
 """
+
 from __future__ import annotations
 
 import math
@@ -66,8 +67,7 @@ def _exp_on_interval_minus_quarter_to_0(a) -> np.ndarray:
 
 
 # exp(-2**k) in Q0.31 for the barrel shifter over the integer part of the argument.
-_EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
-               (2, 39332535), (3, 720401), (4, 242))
+_EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308), (2, 39332535), (3, 720401), (4, 242))
 
 
 def exp_on_negative_values(a, integer_bits: int) -> np.ndarray:
@@ -83,7 +83,7 @@ def exp_on_negative_values(a, integer_bits: int) -> np.ndarray:
             bit = np.int64(1) << (frac + exponent)
             result = np.where((remainder & bit) != 0, _srdhm(result, multiplier), result)
     if integer_bits > 5:
-        clamp = -(1 << (36 - integer_bits))   # -32.0: exp underflows to zero below it
+        clamp = -(1 << (36 - integer_bits))  # -32.0: exp underflows to zero below it
         result = np.where(a < clamp, 0, result)
     return np.where(a == 0, INT32_MAX, result)
 
@@ -91,7 +91,7 @@ def exp_on_negative_values(a, integer_bits: int) -> np.ndarray:
 def _newton_reciprocal_of_half_denominator(half_denominator) -> np.ndarray:
     """Three Newton-Raphson steps for 1 / half_denominator; Q2.29 result."""
     one_q2 = 1 << 29
-    x = wrap32(1515870810 + _srdhm(half_denominator, -1010580540))    # 48/17 - 32/17 * d
+    x = wrap32(1515870810 + _srdhm(half_denominator, -1010580540))  # 48/17 - 32/17 * d
     for _ in range(3):
         one_minus_dx = wrap32(one_q2 - _srdhm(half_denominator, x))
         x = wrap32(x + rescale(_srdhm(x, one_minus_dx), 4, 2))
@@ -101,7 +101,7 @@ def _newton_reciprocal_of_half_denominator(half_denominator) -> np.ndarray:
 def one_over_one_plus_x_for_x_in_0_1(a) -> np.ndarray:
     """1 / (1 + a) for a in Q0.31 in [0, 1); Q0.31 out."""
     x = _newton_reciprocal_of_half_denominator(rounding_half_sum(a, INT32_MAX))
-    return rescale(x, 1, 0)   # x / 2 as Q1 (exact), then back to Q0
+    return rescale(x, 1, 0)  # x / 2 as Q1 (exact), then back to Q0
 
 
 # ---- the same functions on Python ints (one value at a time) ---------------------------------
@@ -109,6 +109,7 @@ def one_over_one_plus_x_for_x_in_0_1(a) -> np.ndarray:
 # arrays in the functions above; these give the same bits with plain integer arithmetic.
 # Python's ints are unbounded and its >> and & are two's-complement like int64's, so each
 # line mirrors its numpy twin (tests/test_fixedpoint_scalar.py checks them against each other).
+
 
 def _srdhm_int(a: int, b: int) -> int:
     if a == INT32_MIN and b == INT32_MIN:

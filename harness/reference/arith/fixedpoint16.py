@@ -4,6 +4,7 @@
 The int32 counterparts live in ``fixedpoint.py``; these differ in width (15 fractional bits
 for Q0, constants rounded from their int32 forms, int16 wrap-around and saturation).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +12,6 @@ import numpy as np
 from nnconform.reference.arith.quant import rounding_divide_by_pot
 
 INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
-
 
 
 def wrap16(x) -> np.ndarray:
@@ -27,7 +27,7 @@ def srdhm16(a, b) -> np.ndarray:
     ab = a * b
     nudge = np.where(ab >= 0, 1 << 14, 1 - (1 << 14))
     s = ab + nudge
-    out = np.where(s >= 0, s >> 15, -((-s) >> 15))    # C division truncates toward zero
+    out = np.where(s >= 0, s >> 15, -((-s) >> 15))  # C division truncates toward zero
     return np.where((a == INT16_MIN) & (b == INT16_MIN), INT16_MAX, wrap16(out))
 
 
@@ -76,8 +76,7 @@ def _exp_quarter16(a) -> np.ndarray:
     return saturating_add16(constant_term, srdhm16(constant_term, wrap16(x + poly)))
 
 
-_EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308),
-               (2, 39332535), (3, 720401), (4, 242))
+_EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308), (2, 39332535), (3, 720401), (4, 242))
 
 
 def exp_on_negative_values16(a, integer_bits: int) -> np.ndarray:

@@ -7,6 +7,7 @@ operation's time (an ADD of 800,000 elements: 10 of its 11 ms).  With the compil
 on (``nnconform.reference.kernels.jit``) and a CPU that converts halves in hardware, large arrays go
 through the hardware conversion instead: the same bits as numpy's ``astype``.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """The NCHW data-layout flag: operations compute in NHWC and convert at their edges."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,11 +1,11 @@
 """Padding rules shared by convolutions and pooling."""
+
 from __future__ import annotations
 
 PADDING_SAME, PADDING_VALID = 1, 2
 
 
-def explicit_padding(in_size: int, stride: int, filter_size: int, scheme: int,
-                     dilation: int = 1) -> tuple[int, int]:
+def explicit_padding(in_size: int, stride: int, filter_size: int, scheme: int, dilation: int = 1) -> tuple[int, int]:
     """NNAPI's implicit padding: SAME keeps ceil(in/stride) outputs and puts the odd pixel of
     padding at the end (tail); VALID pads nothing."""
     if scheme == PADDING_VALID:
@@ -19,8 +19,7 @@ def explicit_padding(in_size: int, stride: int, filter_size: int, scheme: int,
     return head, needed - head
 
 
-def output_size(in_size: int, filter_size: int, stride: int, pad_head: int, pad_tail: int,
-                dilation: int = 1) -> int:
+def output_size(in_size: int, filter_size: int, stride: int, pad_head: int, pad_tail: int, dilation: int = 1) -> int:
     effective = (filter_size - 1) * dilation + 1
     return (in_size - effective + stride + pad_head + pad_tail) // stride
 

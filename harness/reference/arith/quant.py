@@ -5,6 +5,7 @@ results match it bit for bit: a real multiplier becomes an int32 mantissa and a 
 shift; products round with "saturating rounding doubling high multiply" and shifts round half
 away from zero ("rounding divide by power of two").
 """
+
 from __future__ import annotations
 
 import math
@@ -85,14 +86,14 @@ def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
     every quantised tensor element, so it must stay cheap)."""
     a = np.asarray(a, dtype=np.int64)
     ab = a * np.int64(b) if np.isscalar(b) else a * np.asarray(b, dtype=np.int64)
-    neg = ab >> 63                           # sign of the product: 0 or -1
-    neg &= 1 - (1 << 31)                     # negative products: nudge 1 - 2**30, not 2**30
+    neg = ab >> 63  # sign of the product: 0 or -1
+    neg &= 1 - (1 << 31)  # negative products: nudge 1 - 2**30, not 2**30
     ab += neg
-    ab += (1 << 30)
-    ab += (ab >> 63) & _LOW31                # C++ division truncates toward zero
+    ab += 1 << 30
+    ab += (ab >> 63) & _LOW31  # C++ division truncates toward zero
     ab >>= 31
     if np.isscalar(b) and b != INT32_MIN:
-        return ab                            # the only overflow needs both at INT32_MIN
+        return ab  # the only overflow needs both at INT32_MIN
     overflow = (a == INT32_MIN) & (np.asarray(b) == INT32_MIN)
     return np.where(overflow, INT32_MAX, ab)
 
@@ -117,7 +118,7 @@ def multiply_by_quantized_multiplier(x, multiplier, shift) -> np.ndarray:
     """TFLite MultiplyByQuantizedMultiplier: shift > 0 shifts left before the multiply,
     shift < 0 rounds right after it.  ``multiplier``/``shift`` may be arrays (per channel)."""
     x = np.asarray(x, dtype=np.int64)
-    if np.ndim(shift) == 0 and np.ndim(multiplier) == 0:   # the common per-tensor case
+    if np.ndim(shift) == 0 and np.ndim(multiplier) == 0:  # the common per-tensor case
         shift, multiplier = int(shift), int(multiplier)
         if shift > 0:
             x = x << shift

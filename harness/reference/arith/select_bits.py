@@ -7,6 +7,7 @@ the choice is made on the bit patterns instead: ``a ^ ((a ^ b) & k)`` with ``k``
 where the mask does not hold, so the result holds exactly the chosen elements' bits (NaN payloads and
 zero signs included).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,8 +22,13 @@ def where(mask: np.ndarray, a: np.ndarray, b: np.ndarray, *, b_scratch: bool = F
     of one dtype and one shape (else np.where itself).  ``b_scratch``: ``b`` is a fresh
     array of the caller's that may be overwritten (and returned), which saves allocating
     (and page-faulting) a result."""
-    if (mask.dtype != np.bool_ or a.dtype != b.dtype or a.dtype.itemsize not in _UINT
-            or not (mask.shape == a.shape == b.shape) or a.size < MIN_ELEMENTS):
+    if (
+        mask.dtype != np.bool_
+        or a.dtype != b.dtype
+        or a.dtype.itemsize not in _UINT
+        or not (mask.shape == a.shape == b.shape)
+        or a.size < MIN_ELEMENTS
+    ):
         return np.where(mask, a, b)
     u = _UINT[a.dtype.itemsize]
     au = a.view(u)

@@ -33,6 +33,7 @@ Tables (uint8 [9, 256], by byte pattern: int8 -128..-1 at 128..255):
 The int16 parts stay within +-2**14, so no sum of them wraps; a quantisation outside that
 (an output scale thousands of times finer than an input's) gets no tables.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -55,18 +56,18 @@ def split_tables(t1: np.ndarray, t2: np.ndarray, mo: int, eo: int, zo: int) -> n
     p2, r2 = np.divmod(n2, d)
     distinct = np.unique(r2)
     tables = np.empty((TABLES, 256), np.uint8)
-    tables[8] = np.searchsorted(distinct, r2)                    # rank of r2, 0..255
+    tables[8] = np.searchsorted(distinct, r2)  # rank of r2, 0..255
     parts = [p2]
     n1 = t1.astype(np.int64) * np.int64(mo)
     base = np.int64(1 << 30) + (np.int64(1) << np.int64(e + 30) if e else np.int64(0))
     for row, less in ((0, 0), (2, (1 << 31) if e else 0)):
         p1, r1 = np.divmod(n1 + (base - np.int64(less)), d)
-        count = np.searchsorted(distinct, d - r1)                 # r2 values below D - r1
-        if count.min() < 1:        # (no zero point among t2's codes: not a quantised input)
+        count = np.searchsorted(distinct, d - r1)  # r2 values below D - r1
+        if count.min() < 1:  # (no zero point among t2's codes: not a quantised input)
             return None
         p1 = p1 + zo
         tables[row], tables[row + 1] = _bytes(p1)
-        tables[4 + row // 2] = count - 1                         # carry: rank > this
+        tables[4 + row // 2] = count - 1  # carry: rank > this
         parts.append(p1)
     tables[6], tables[7] = _bytes(p2)
     if any(p.min() < -_PART_LIMIT or p.max() >= _PART_LIMIT for p in parts):

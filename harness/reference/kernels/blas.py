@@ -16,13 +16,19 @@ the process's loaded libraries, the way threadpoolctl does it).  ``NNCONFORM_BLA
 chooses the count (default 1; ``0`` leaves BLAS alone).  Without a loaded OpenBLAS it does
 nothing and says so in its return value.
 """
+
 from __future__ import annotations
 
 import ctypes
 import os
 
-_SYMBOLS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads_64_",
-            "scipy_openblas_set_num_threads", "openblas_set_num_threads64_", "openblas_set_num_threads")
+_SYMBOLS = (
+    "scipy_openblas_set_num_threads64_",
+    "scipy_openblas_set_num_threads_64_",
+    "scipy_openblas_set_num_threads",
+    "openblas_set_num_threads64_",
+    "openblas_set_num_threads",
+)
 _done: str | None = None
 
 
@@ -41,6 +47,7 @@ def limit_blas_threads() -> str:
     if _done is not None:
         return _done
     import numpy  # noqa: F401  (loads numpy's BLAS, so it is in the maps)
+
     raw = os.environ.get("NNCONFORM_BLAS_THREADS", "1").strip()
     try:
         count = int(raw)

@@ -25,14 +25,15 @@ glibc's own environment (``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_MMAP_THRESHOLD_``,
 ``MALLOC_TOP_PAD_`` or ``glibc.malloc`` tunables) are left as chosen.  Elsewhere than glibc it
 does nothing and says so in its return value.
 """
+
 from __future__ import annotations
 
 import ctypes
 import os
 
 DEFAULT_RETAIN_MB = 64
-MMAP_THRESHOLD = 32 << 20     # glibc's own ceiling for its adaptive mmap threshold (64-bit)
-_M_TRIM_THRESHOLD = -1        # mallopt parameter numbers (malloc.h)
+MMAP_THRESHOLD = 32 << 20  # glibc's own ceiling for its adaptive mmap threshold (64-bit)
+_M_TRIM_THRESHOLD = -1  # mallopt parameter numbers (malloc.h)
 _M_MMAP_THRESHOLD = -3
 _GLIBC_VARIABLES = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_")
 _done: str | None = None
@@ -77,7 +78,7 @@ def retain_freed_memory() -> str:
         return _done
     try:
         mb = _retain_mb()
-    except ValueError as e:     # the CLI refuses it up front; a library caller keeps glibc's
+    except ValueError as e:  # the CLI refuses it up front; a library caller keeps glibc's
         _done = f"{e}: heap thresholds unchanged"
         return _done
     if mb == 0:

@@ -14,6 +14,7 @@ in one int16 buffer, rounded up to a multiple of 6 rows (zeros) with two zeros p
 consecutive pairs, [ceil(K/2), 16 * ceil(O/16)], zeros past K and past O.  Packed once per
 filter: a model's constant filter offsets are read-only arrays that live with the model.
 """
+
 from __future__ import annotations
 
 import weakref
@@ -22,7 +23,7 @@ import numpy as np
 
 from nnconform.reference.kernels import jit
 
-ROWS = 6                     # the kernel's tile height
+ROWS = 6  # the kernel's tile height
 _PACKED: dict[int, tuple] = {}
 _PACKED_SIZE = 64
 
@@ -63,11 +64,23 @@ def product(xo: np.ndarray, offsets: np.ndarray, p, oh: int, ow: int) -> np.ndar
     m, k = n * oh * ow, fh * fw * c
     rows = -(-m // ROWS) * ROWS
     a = np.empty(rows * k + 2, np.int16)
-    a[m * k:] = 0
-    patches = a[:m * k]
-    if p.pointwise(fh, fw):                 # the input is its own patch matrix
+    a[m * k :] = 0
+    patches = a[: m * k]
+    if p.pointwise(fh, fw):  # the input is its own patch matrix
         patches[:] = xo.reshape(-1)
     else:
-        jit.im2col(xo, fh, fw, oh, ow, p.stride_h, p.stride_w, p.dil_h, p.dil_w, p.pad_top, p.pad_left,
-                   out=patches.reshape(n, oh, ow, fh, fw, c))
+        jit.im2col(
+            xo,
+            fh,
+            fw,
+            oh,
+            ow,
+            p.stride_h,
+            p.stride_w,
+            p.dil_h,
+            p.dil_w,
+            p.pad_top,
+            p.pad_left,
+            out=patches.reshape(n, oh, ow, fh, fw, c),
+        )
     return jit.int16_product(a, k, packed_filter(offsets), o, rows)[:m].reshape(n, oh, ow, o)

@@ -51,6 +51,7 @@ Why compiled loops, kernel by kernel:
   software, 2-3 ns an element and ~30 ns a subnormal one; compiled, the CPU's conversion
   instructions do eight lanes at a time, at memory speed.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -76,6 +77,7 @@ def enabled() -> bool:
         else:
             try:
                 import numba
+
                 _state["on"], _state["why"] = True, f"numba {numba.__version__}"
             except ImportError:
                 _state["on"], _state["why"] = False, "numba not installed (pip install nnconform[fast])"
@@ -87,9 +89,10 @@ def turn_on_if_installed() -> None:
     unless the environment says otherwise (driver hosts started later inherit it)."""
     if "NNCONFORM_JIT" not in os.environ:
         import importlib.util
+
         if importlib.util.find_spec("numba") is not None:
             os.environ["NNCONFORM_JIT"] = "1"
-            _state.pop("on", None)       # decided again at the next call
+            _state.pop("on", None)  # decided again at the next call
             _state.pop("why", None)
 
 
@@ -132,8 +135,23 @@ def _compile(name: str):
     kernel = _state.get(name)
     if kernel is None:
         from numba import njit
-        global _add_taps, _tap_run, _phases, _pool_window, _srdhm, _rdbp, _reciprocal, _half_to_f32, _f32_to_half, _split_add_blocks, _tile1, _tile2, _tile3, _tile4
-        if _add_taps is None:       # the kernels' helpers, compiled into them (module globals)
+
+        global \
+            _add_taps, \
+            _tap_run, \
+            _phases, \
+            _pool_window, \
+            _srdhm, \
+            _rdbp, \
+            _reciprocal, \
+            _half_to_f32, \
+            _f32_to_half, \
+            _split_add_blocks, \
+            _tile1, \
+            _tile2, \
+            _tile3, \
+            _tile4
+        if _add_taps is None:  # the kernels' helpers, compiled into them (module globals)
             _add_taps = njit(inline="always", cache=True)(_add_taps_py)
             _phases = njit(cache=True)(_phases_py)
             _tap_run = njit(inline="always", cache=True)(_tap_run_py)
@@ -142,8 +160,8 @@ def _compile(name: str):
             _srdhm, _rdbp = fp["_srdhm_int"], fp["_rdbp_int"]
             _reciprocal = fp["one_over_one_plus_x_for_x_in_0_1_int"]
             _half_to_f32, _f32_to_half = _make_half_casts()
-            _split_add_blocks = _make_split_add_blocks()     # (compiled only where it is called)
-            _tile1, _tile2, _tile3, _tile4 = _make_int16_tiles()   # (the same)
+            _split_add_blocks = _make_split_add_blocks()  # (compiled only where it is called)
+            _tile1, _tile2, _tile3, _tile4 = _make_int16_tiles()  # (the same)
         # cache=True keeps the machine code beside this file (__pycache__), so a new worker
         # or driver host loads it instead of compiling again (~1 s a kernel).
         kernel = njit(cache=True, nogil=True)(_PY[name])
@@ -201,8 +219,8 @@ def _phases_py(x, pt, pb, pl, pr, sw):
                     dst[:, :] = 0
                 elif sw == 1:
                     dst[:pl, :] = 0
-                    dst[pl:pl + w, :] = x[b, yy]
-                    dst[pl + w:, :] = 0
+                    dst[pl : pl + w, :] = x[b, yy]
+                    dst[pl + w :, :] = 0
                 else:
                     for k in range(wq):
                         col = k * sw + q - pl
@@ -239,9 +257,9 @@ def _depthwise_py(x, w, out, sh, sw, dh, dw, bias, has_bias, zero_start, pt, pb,
     for x in range(ow):
         for i in range(fh):
             for j in range(fw):
-                wt[i, j, x * c:(x + 1) * c] = w[i, j]
+                wt[i, j, x * c : (x + 1) * c] = w[i, j]
         if has_bias:
-            bt[x * c:(x + 1) * c] = bias
+            bt[x * c : (x + 1) * c] = bias
     for b in range(n):
         for y in range(oh):
             o = out[b, y].reshape(row)
@@ -252,7 +270,7 @@ def _depthwise_py(x, w, out, sh, sw, dh, dw, bias, has_bias, zero_start, pt, pb,
                 for j0 in range(0, fw, 3):
                     taps = min(3, fw - j0)
                     first = i == 0 and j0 == 0 and not zero_start
-                    j1, j2 = j0 + min(1, taps - 1), j0 + min(2, taps - 1)   # repeats are not used
+                    j1, j2 = j0 + min(1, taps - 1), j0 + min(2, taps - 1)  # repeats are not used
                     s0 = _tap_run(ph, b, iy, j0 * dw, sw, c, row)
                     s1 = _tap_run(ph, b, iy, j1 * dw, sw, c, row)
                     s2 = _tap_run(ph, b, iy, j2 * dw, sw, c, row)
@@ -265,7 +283,7 @@ def _depthwise_py(x, w, out, sh, sw, dh, dw, bias, has_bias, zero_start, pt, pb,
 def _tap_run_py(ph, b, iy, col, sw, c, row):
     # The ``row`` inputs a tap at input column ``col`` multiplies along input row ``iy``.
     left = (col // sw) * c
-    return ph[col % sw, b, iy].reshape(ph.shape[3] * c)[left:left + row]
+    return ph[col % sw, b, iy].reshape(ph.shape[3] * c)[left : left + row]
 
 
 _tap_run = None
@@ -340,7 +358,7 @@ def _int16_product_py(a, k, b, c, rows, lanes):
             _tile1(a, b, c, m0, j, k, lanes)
 
 
-_tile1 = _tile2 = _tile3 = _tile4 = None   # _int16_product's 6-row tiles of 1..4 blocks of 16 channels
+_tile1 = _tile2 = _tile3 = _tile4 = None  # _int16_product's 6-row tiles of 1..4 blocks of 16 channels
 
 
 def _dot_offsets_py(xo, w, wz, out):
@@ -377,9 +395,10 @@ def _compiled_fixedpoint(njit) -> dict:
     import types
 
     from nnconform.reference.arith import fixedpoint
+
     names = ("_srdhm_int", "_wrap32_int", "_rdbp_int", "_rescale_int", "one_over_one_plus_x_for_x_in_0_1_int")
     scope = dict(vars(fixedpoint))
-    for name in names:       # numba reads a callee from ``scope`` when its caller compiles
+    for name in names:  # numba reads a callee from ``scope`` when its caller compiles
         f = getattr(fixedpoint, name)
         scope[name] = njit(cache=True)(types.FunctionType(f.__code__, scope, name, f.__defaults__))
     return {name: scope[name] for name in names}
@@ -559,7 +578,7 @@ def _im2col_py(x, out, sh, sw, dh, dw, pt, pl):
 # elements numpy's own conversion (tests/ops/test_half.py compares every half and every
 # float32 class and rounding boundary with numpy).
 
-_half_to_f32 = _f32_to_half = None   # LLVM fpext / fptrunc through the half type (_compile)
+_half_to_f32 = _f32_to_half = None  # LLVM fpext / fptrunc through the half type (_compile)
 
 
 def _make_half_casts():
@@ -574,6 +593,7 @@ def _make_half_casts():
 
         def codegen(context, builder, signature, args):
             return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
+
         return types.float32(types.uint16), codegen
 
     @intrinsic
@@ -583,11 +603,13 @@ def _make_half_casts():
 
         def codegen(context, builder, signature, args):
             return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
+
         return types.uint16(types.float32), codegen
+
     return half_to_f32, f32_to_half
 
 
-_split_add_blocks = None    # add_split's 64-element blocks in AVX-512 VBMI permutes (_compile)
+_split_add_blocks = None  # add_split's 64-element blocks in AVX-512 VBMI permutes (_compile)
 
 
 def _make_split_add_blocks():
@@ -609,16 +631,19 @@ def _make_split_add_blocks():
             count, zo_v, lo_v, hi_v = args[4:]
             i32, i64 = ir.IntType(32), ir.IntType(64)
             vb, vw = ir.VectorType(ir.IntType(8), 64), ir.VectorType(ir.IntType(16), 64)
-            name = "llvm.x86.avx512.vpermi2var.qi.512"     # (table 0..63, index, table 64..127)
+            name = "llvm.x86.avx512.vpermi2var.qi.512"  # (table 0..63, index, table 64..127)
             permute = builder.module.globals.get(name) or ir.Function(
-                builder.module, ir.FunctionType(vb, [vb, vb, vb]), name=name)
+                builder.module, ir.FunctionType(vb, [vb, vb, vb]), name=name
+            )
 
             def load(p, offset):
                 return builder.load(builder.bitcast(builder.gep(p, [offset]), vb.as_pointer()), align=1)
 
             def splat(v):
                 u = builder.insert_element(ir.Constant(vw, ir.Undefined), v, ir.Constant(i32, 0))
-                return builder.shuffle_vector(u, ir.Constant(vw, ir.Undefined), ir.Constant(ir.VectorType(i32, 64), [0] * 64))
+                return builder.shuffle_vector(
+                    u, ir.Constant(vw, ir.Undefined), ir.Constant(ir.VectorType(i32, 64), [0] * 64)
+                )
 
             quarters = [[load(tp, ir.Constant(i64, t * 256 + q * 64)) for q in range(4)] for t in range(9)]
             zo_w, lo_w, hi_w = splat(zo_v), splat(lo_v), splat(hi_v)
@@ -639,16 +664,22 @@ def _make_split_add_blocks():
                     return builder.or_(low, builder.shl(builder.zext(lookup(t + 1, idx, upper), vw), eight))
 
                 p2, rank = word(6, vbb, upper_b), lookup(8, vbb, upper_b)
-                plus = builder.add(builder.add(word(0, va, upper_a), p2),
-                                   builder.zext(builder.icmp_unsigned(">", rank, lookup(4, va, upper_a)), vw))
-                minus = builder.add(builder.add(word(2, va, upper_a), p2),
-                                    builder.zext(builder.icmp_unsigned(">", rank, lookup(5, va, upper_a)), vw))
+                plus = builder.add(
+                    builder.add(word(0, va, upper_a), p2),
+                    builder.zext(builder.icmp_unsigned(">", rank, lookup(4, va, upper_a)), vw),
+                )
+                minus = builder.add(
+                    builder.add(word(2, va, upper_a), p2),
+                    builder.zext(builder.icmp_unsigned(">", rank, lookup(5, va, upper_a)), vw),
+                )
                 v = builder.select(builder.icmp_signed(">", plus, zo_w), plus, minus)
                 v = builder.select(builder.icmp_signed("<", v, lo_w), lo_w, v)
                 v = builder.select(builder.icmp_signed(">", v, hi_w), hi_w, v)
                 builder.store(builder.trunc(v, vb), builder.bitcast(builder.gep(op, [i]), vb.as_pointer()), align=1)
             return context.get_dummy_value()
+
         return sig, codegen
+
     return split_add_blocks
 
 
@@ -674,13 +705,16 @@ def _make_int16_tiles():
                 vd, vw = ir.VectorType(i32, 16), ir.VectorType(ir.IntType(16), 32)
                 name = "llvm.x86.avx512.pmaddw.d.512"
                 madd = builder.module.globals.get(name) or ir.Function(
-                    builder.module, ir.FunctionType(vd, [vw, vw]), name=name)
+                    builder.module, ir.FunctionType(vd, [vw, vw]), name=name
+                )
                 c64 = lambda v: ir.Constant(i64, v)
                 # row lengths of b and c: their second dimensions
                 ldb = builder.extract_value(context.make_array(signature.args[1])(context, builder, args[1]).shape, 1)
                 ldc = builder.extract_value(context.make_array(signature.args[2])(context, builder, args[2]).shape, 1)
-                sums = [[cgutils.alloca_once_value(builder, ir.Constant(vd, [0] * 16)) for q in range(blocks)]
-                        for r in range(6)]
+                sums = [
+                    [cgutils.alloca_once_value(builder, ir.Constant(vd, [0] * 16)) for q in range(blocks)]
+                    for r in range(6)
+                ]
                 splat = ir.Constant(vd, [0] * 16)
                 pairs = builder.udiv(builder.add(k_, c64(1)), c64(2))
                 a_rows = [builder.mul(builder.add(m0_, c64(r)), k_) for r in range(6)]
@@ -688,26 +722,36 @@ def _make_int16_tiles():
                 with cgutils.for_range(builder, pairs) as loop:
                     p = loop.index
                     row = builder.add(builder.mul(p, ldb), col0)
-                    bq = [builder.bitcast(builder.load(builder.bitcast(builder.gep(bp, [builder.add(row, c64(16 * q))]),
-                                                                       vd.as_pointer()), align=4), vw)
-                          for q in range(blocks)]
+                    bq = [
+                        builder.bitcast(
+                            builder.load(
+                                builder.bitcast(builder.gep(bp, [builder.add(row, c64(16 * q))]), vd.as_pointer()),
+                                align=4,
+                            ),
+                            vw,
+                        )
+                        for q in range(blocks)
+                    ]
                     two_p = builder.mul(p, c64(2))
                     for r in range(6):
                         # the pair a[r*k + 2p], a[r*k + 2p + 1] as one word (k may be odd)
-                        word = builder.load(builder.bitcast(builder.gep(ap, [builder.add(a_rows[r], two_p)]),
-                                                            i32.as_pointer()), align=2)
+                        word = builder.load(
+                            builder.bitcast(builder.gep(ap, [builder.add(a_rows[r], two_p)]), i32.as_pointer()), align=2
+                        )
                         v = builder.insert_element(ir.Constant(vd, ir.Undefined), word, ir.Constant(i32, 0))
                         v = builder.bitcast(builder.shuffle_vector(v, ir.Constant(vd, ir.Undefined), splat), vw)
                         for q in range(blocks):
-                            builder.store(builder.add(builder.load(sums[r][q]), builder.call(madd, [v, bq[q]])),
-                                          sums[r][q])
+                            builder.store(
+                                builder.add(builder.load(sums[r][q]), builder.call(madd, [v, bq[q]])), sums[r][q]
+                            )
                 mask_ty = ir.VectorType(ir.IntType(1), 16)
                 store_name = "llvm.masked.store.v16i32.p0"
                 masked_store = builder.module.globals.get(store_name) or ir.Function(
-                    builder.module, ir.FunctionType(ir.VoidType(), [vd, vd.as_pointer(), i32, mask_ty]),
-                    name=store_name)
-                limit = builder.insert_element(ir.Constant(vd, ir.Undefined), builder.trunc(lanes_, i32),
-                                               ir.Constant(i32, 0))
+                    builder.module, ir.FunctionType(ir.VoidType(), [vd, vd.as_pointer(), i32, mask_ty]), name=store_name
+                )
+                limit = builder.insert_element(
+                    ir.Constant(vd, ir.Undefined), builder.trunc(lanes_, i32), ir.Constant(i32, 0)
+                )
                 limit = builder.shuffle_vector(limit, ir.Constant(vd, ir.Undefined), splat)
                 mask = builder.icmp_signed("<", ir.Constant(vd, list(range(16))), limit)
                 for r in range(6):
@@ -719,8 +763,11 @@ def _make_int16_tiles():
                         else:
                             builder.call(masked_store, [builder.load(sums[r][q]), ptr, ir.Constant(i32, 4), mask])
                 return context.get_dummy_value()
+
             return sig, codegen
+
         return tile
+
     return tuple(make(blocks) for blocks in (1, 2, 3, 4))
 
 
@@ -728,10 +775,12 @@ def _host_has(*features: str) -> bool:
     """Whether numba compiles for this x86-64 CPU (no NUMBA_CPU_NAME / NUMBA_CPU_FEATURES)
     and it has every one of ``features`` (LLVM's names: "avx512bw", ...)."""
     import platform
+
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return False
     from llvmlite import binding
     from numba.core import config
+
     have = binding.get_host_cpu_features().flatten().split(",")
     return config.CPU_NAME is None and config.CPU_FEATURES is None and all(f"+{f}" in have for f in features)
 
@@ -748,27 +797,30 @@ def _works(what: str, trial) -> bool:
     except Exception as e:
         reason = f"failed to compile or run ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
     import logging
+
     logging.getLogger(__name__).warning("compiled %s kernel %s; using the numpy path", what, reason)
     return False
 
 
 def _int16_trial() -> bool:
     from nnconform.reference.kernels.int16_conv import packed_filter
+
     rng = np.random.default_rng(0)
-    m, k, o = 7, 5, 21                  # a row tail, an odd k, a channel tail
+    m, k, o = 7, 5, 21  # a row tail, an odd k, a channel tail
     x = rng.integers(-255, 256, (m, k)).astype(np.int16)
     w = rng.integers(-255, 256, (o, k)).astype(np.int16)
     a = np.zeros(12 * k + 2, np.int16)
-    a[:m * k] = x.reshape(-1)
+    a[: m * k] = x.reshape(-1)
     got = int16_product(a, k, packed_filter(w.reshape(o, 1, 1, k)), o, 12)[:m]
     return bool(np.array_equal(got, x.astype(np.int64) @ w.astype(np.int64).T))
 
 
 def _split_add_trial() -> bool:
     from nnconform.reference.kernels.add_split import evaluate
+
     rng = np.random.default_rng(0)
     tables = rng.integers(0, 256, (9, 256)).astype(np.uint8)
-    tables[[1, 3, 7]] = rng.integers(-2, 2, (3, 256)).astype(np.int8).view(np.uint8)   # small int16 parts
+    tables[[1, 3, 7]] = rng.integers(-2, 2, (3, 256)).astype(np.int8).view(np.uint8)  # small int16 parts
     a = rng.integers(0, 256, 130).astype(np.uint8)
     b = rng.integers(0, 256, 130).astype(np.uint8)
     table = evaluate(tables, np.repeat(np.arange(256), 256), np.tile(np.arange(256), 256), 3, 0, 255)
@@ -801,11 +853,13 @@ def half_instructions() -> bool:
     runtime helper that numba does not link, and numpy's conversion is used)."""
     if "half" not in _state:
         import platform
+
         machine = platform.machine().lower()
         if machine in ("aarch64", "arm64"):
             _state["half"] = True
         elif machine in ("x86_64", "amd64"):
             from llvmlite import binding
+
             _state["half"] = "+f16c" in binding.get_host_cpu_features().flatten()
         else:
             _state["half"] = False
@@ -884,17 +938,39 @@ def _scale_half_py(e, r, out):
     return seen
 
 
-_PY = {"depthwise": _depthwise_py, "im2col": _im2col_py, "requantize": _requantize_py, "gather_pairs": _gather_pairs_py,
-       "dot_offsets": _dot_offsets_py, "split_add": _split_add_py,
-       "int16_product": _int16_product_py, "softmax_rows": _softmax_rows_py,
-       "bilinear": _bilinear_py, "average_pool_float": _average_pool_float_py,
-       "average_pool_quant": _average_pool_quant_py,
-       "widen_half": _widen_half_py, "narrow_half": _narrow_half_py,
-       "softmax_half_start": _softmax_half_start_py, "softmax_start": _softmax_start_py, "scale_half": _scale_half_py}
+_PY = {
+    "depthwise": _depthwise_py,
+    "im2col": _im2col_py,
+    "requantize": _requantize_py,
+    "gather_pairs": _gather_pairs_py,
+    "dot_offsets": _dot_offsets_py,
+    "split_add": _split_add_py,
+    "int16_product": _int16_product_py,
+    "softmax_rows": _softmax_rows_py,
+    "bilinear": _bilinear_py,
+    "average_pool_float": _average_pool_float_py,
+    "average_pool_quant": _average_pool_quant_py,
+    "widen_half": _widen_half_py,
+    "narrow_half": _narrow_half_py,
+    "softmax_half_start": _softmax_half_start_py,
+    "softmax_start": _softmax_start_py,
+    "scale_half": _scale_half_py,
+}
 
 
-def depthwise(x: np.ndarray, w: np.ndarray, oh: int, ow: int, sh: int, sw: int, dh: int, dw: int,
-              bias: np.ndarray | None, zero_start: bool, pads: tuple[int, int, int, int] = (0, 0, 0, 0)) -> np.ndarray:
+def depthwise(
+    x: np.ndarray,
+    w: np.ndarray,
+    oh: int,
+    ow: int,
+    sh: int,
+    sw: int,
+    dh: int,
+    dw: int,
+    bias: np.ndarray | None,
+    zero_start: bool,
+    pads: tuple[int, int, int, int] = (0, 0, 0, 0),
+) -> np.ndarray:
     """The compiled twin of ``depthwise_conv_2d._depthwise``: NHWC ``x`` [N, H, W, C] with
     ``pads`` (top, bottom, left, right) rows and columns of zeros around it, taps ``w``
     [fh, fw, C], both of one float dtype -> [N, OH, OW, C]; each output element is
@@ -909,8 +985,20 @@ def depthwise(x: np.ndarray, w: np.ndarray, oh: int, ow: int, sh: int, sw: int, 
     return out
 
 
-def im2col(x: np.ndarray, fh: int, fw: int, oh: int, ow: int, sh: int, sw: int, dh: int, dw: int,
-           pt: int, pl: int, out: np.ndarray | None = None) -> np.ndarray:
+def im2col(
+    x: np.ndarray,
+    fh: int,
+    fw: int,
+    oh: int,
+    ow: int,
+    sh: int,
+    sw: int,
+    dh: int,
+    dw: int,
+    pt: int,
+    pl: int,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
     """The compiled twin of ``conv_common.im2col_padded`` for NHWC ``x`` before its zero
     padding (``pt`` rows above, ``pl`` columns left; the bottom and right padding is implied
     by the output size): [N, OH, OW, fh, fw, C] in ``x``'s dtype, the same values (written
@@ -922,8 +1010,7 @@ def im2col(x: np.ndarray, fh: int, fw: int, oh: int, ow: int, sh: int, sw: int, 
     return out
 
 
-def requantize(acc: np.ndarray, bias: np.ndarray, params: tuple, lo: int, hi: int, dtype,
-               narrow: bool) -> np.ndarray:
+def requantize(acc: np.ndarray, bias: np.ndarray, params: tuple, lo: int, hi: int, dtype, narrow: bool) -> np.ndarray:
     """The compiled twin of conv_common's fused requantiser: accumulators [..., C] holding
     exact integers (float ones within 2**53) -> ``dtype``.  ``params``: the per-channel int64
     arrays [C] (multiplier with the left shift folded in, offset, right shift, sign mask)
@@ -934,37 +1021,52 @@ def requantize(acc: np.ndarray, bias: np.ndarray, params: tuple, lo: int, hi: in
     a2 = acc.reshape(-1, c) if acc.flags.c_contiguous else np.ascontiguousarray(acc).reshape(-1, c)
     out = np.empty(acc.shape, dtype=dtype)
     m, off, rs, sign = params
-    _compile("requantize")(a2, bias.astype(np.int64), m, off, rs, sign, int(lo), int(hi), bool(narrow),
-                           out.reshape(-1, c))
+    _compile("requantize")(
+        a2, bias.astype(np.int64), m, off, rs, sign, int(lo), int(hi), bool(narrow), out.reshape(-1, c)
+    )
     return out
 
 
 def requant_params(channels: int, m_eff, offset, rshift, sign_mask) -> tuple:
     """Scalar or per-channel requantisation parameters as contiguous int64 arrays [channels]
     (built once per requantiser and channel count: ~10 us each)."""
-    return tuple(np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtype=np.int64), (channels,)))
-                 for v in (m_eff, offset, rshift, sign_mask))
+    return tuple(
+        np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtype=np.int64), (channels,)))
+        for v in (m_eff, offset, rshift, sign_mask)
+    )
 
 
 def gather_pairs(table: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``table.reshape(-1)[a * 256 + b]`` for uint8 ``a`` and ``b`` of one shape (the byte
     views of 8-bit tensors) -> an array of ``a``'s shape in ``table``'s dtype."""
     out = np.empty(a.shape, table.dtype)
-    _compile("gather_pairs")(np.ascontiguousarray(table).reshape(-1), np.ascontiguousarray(a).reshape(-1),
-                             np.ascontiguousarray(b).reshape(-1), out.reshape(-1))
+    _compile("gather_pairs")(
+        np.ascontiguousarray(table).reshape(-1),
+        np.ascontiguousarray(a).reshape(-1),
+        np.ascontiguousarray(b).reshape(-1),
+        out.reshape(-1),
+    )
     return out
 
 
-def split_add(tables: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray, zo: int, lo: int,
-              hi: int, dtype) -> np.ndarray:
+def split_add(
+    tables: np.ndarray, table: np.ndarray, a: np.ndarray, b: np.ndarray, zo: int, lo: int, hi: int, dtype
+) -> np.ndarray:
     """add_split.evaluate's result narrowed to ``dtype`` (uint8 or int8), for byte
     patterns ``a`` and ``b`` of one shape; ``tables``: add_split's [9, 256]; ``table``: the
     exact 65,536-entry table, for the elements past the last block of 64.  Only where
     ``byte_permutes()``."""
     out = np.empty(a.shape, dtype)
-    _compile("split_add")(tables.reshape(-1), table.reshape(-1).view(np.uint8), np.ascontiguousarray(a).reshape(-1),
-                          np.ascontiguousarray(b).reshape(-1), out.reshape(-1).view(np.uint8),
-                          np.int16(zo), np.int16(lo), np.int16(hi))
+    _compile("split_add")(
+        tables.reshape(-1),
+        table.reshape(-1).view(np.uint8),
+        np.ascontiguousarray(a).reshape(-1),
+        np.ascontiguousarray(b).reshape(-1),
+        out.reshape(-1).view(np.uint8),
+        np.int16(zo),
+        np.int16(lo),
+        np.int16(hi),
+    )
     return out
 
 
@@ -990,14 +1092,22 @@ def dot_offsets(x: np.ndarray, xz: int, w: np.ndarray, wz: int) -> np.ndarray:
     return out
 
 
-def softmax_rows(codes: np.ndarray, tables: np.ndarray, accumulation_bits: int, minus: int, lo: int, hi: int,
-                 dtype) -> np.ndarray:
+def softmax_rows(
+    codes: np.ndarray, tables: np.ndarray, accumulation_bits: int, minus: int, lo: int, hi: int, dtype
+) -> np.ndarray:
     """The compiled twin of ``softmax._softmax_quant`` on rows of order-preserving uint8
     ``codes`` [R, N]; ``tables``: int64 [3, 256], the (exps, terms, used) of
     ``softmax._exp_tables`` stacked (one array: each argument costs the call ~0.3 us)."""
     out = np.empty(codes.shape, dtype)
-    _compile("softmax_rows")(codes if codes.flags.c_contiguous else np.ascontiguousarray(codes), tables,
-                             accumulation_bits, minus, lo, hi, out)
+    _compile("softmax_rows")(
+        codes if codes.flags.c_contiguous else np.ascontiguousarray(codes),
+        tables,
+        accumulation_bits,
+        minus,
+        lo,
+        hi,
+        out,
+    )
     return out
 
 
@@ -1011,8 +1121,19 @@ def bilinear(x: np.ndarray, rows: tuple, cols: tuple) -> np.ndarray:
     return out
 
 
-def average_pool(x: np.ndarray, fh: int, fw: int, sh: int, sw: int, pt: int, pl: int,
-                 out_h: int, out_w: int, bounds: tuple[int, int] | None = None, dtype=None) -> np.ndarray:
+def average_pool(
+    x: np.ndarray,
+    fh: int,
+    fw: int,
+    sh: int,
+    sw: int,
+    pt: int,
+    pl: int,
+    out_h: int,
+    out_w: int,
+    bounds: tuple[int, int] | None = None,
+    dtype=None,
+) -> np.ndarray:
     """The compiled twin of ``pooling.execute_average_pool``'s window sums: NHWC ``x``
     (float32, or 8-bit codes with ``bounds`` and the output ``dtype``) -> [N, out_h, out_w, C]
     float32 averages before the activation, or the clamped codes."""
@@ -1033,7 +1154,7 @@ def widen_half(x: np.ndarray) -> np.ndarray:
     x = x if x.flags.c_contiguous else np.ascontiguousarray(x)
     out = np.empty(x.shape, np.float32)
     if _compile("widen_half")(x.view(np.uint16).reshape(-1), out.reshape(-1)):
-        nan = np.isnan(x)           # numpy keeps a signalling NaN's payload as it is
+        nan = np.isnan(x)  # numpy keeps a signalling NaN's payload as it is
         out[nan] = x[nan].astype(np.float32)
     return out
 
@@ -1057,7 +1178,7 @@ def softmax_float_row(x: np.ndarray, b32: np.float32) -> np.ndarray | None:
     v = x if x.flags.c_contiguous else np.ascontiguousarray(x)
     e = np.empty(v.shape, np.float32)
     m = _compile("softmax_start")(v, b32, e)
-    if m - m != 0:                # NaN or an infinity (a Python float: np.isfinite costs ~0.6 us)
+    if m - m != 0:  # NaN or an infinity (a Python float: np.isfinite costs ~0.6 us)
         return None
     np.exp(e, out=e)
     e *= np.float32(1) / np.add.reduce(e, None, np.float32)

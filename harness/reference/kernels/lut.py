@@ -14,6 +14,7 @@ Tables are laid out over the byte patterns 0..255 (-128..-1 of int8 sit at 128..
 any 8-bit input indexes them through its uint8 view, with no arithmetic.  Tables are cached by a key that must name every
 parameter the kernel depends on (scales, zero points, activation, ...).
 """
+
 from __future__ import annotations
 
 import logging
@@ -86,6 +87,7 @@ def unary(key: Hashable, kernel: Callable[[np.ndarray], np.ndarray], x: np.ndarr
 class Split(NamedTuple):
     """A binary kernel rewritten as add_split's byte tables (None: not representable) and
     the output's zero point and clamp bounds."""
+
     tables: np.ndarray | None
     zero_point: int
     lo: int
@@ -103,14 +105,20 @@ def _checked_split(parts: Split, table: np.ndarray) -> Split:
     got = jit.split_add(parts.tables, table, rows, cols, parts.zero_point, parts.lo, parts.hi, table.dtype)
     if np.array_equal(got, table.reshape(-1)):
         return parts
-    _log.warning("split ADD tables differ from the exact table in %d of 65536 entries; using the table",
-                 int(np.count_nonzero(got != table.reshape(-1))))
+    _log.warning(
+        "split ADD tables differ from the exact table in %d of 65536 entries; using the table",
+        int(np.count_nonzero(got != table.reshape(-1))),
+    )
     return parts._replace(tables=None)
 
 
-def binary(key: Hashable, kernel: Callable[[np.ndarray, np.ndarray], np.ndarray],
-           a: np.ndarray, b: np.ndarray,
-           split: Callable[[np.dtype, np.dtype], Split] | None = None) -> np.ndarray:
+def binary(
+    key: Hashable,
+    kernel: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    a: np.ndarray,
+    b: np.ndarray,
+    split: Callable[[np.dtype, np.dtype], Split] | None = None,
+) -> np.ndarray:
     """kernel(a, b) for 8-bit a, b (numpy-broadcast): through a 256x256 table when the output
     is large enough or the key was asked for before.  ``split`` (quantised ADD/SUB): the
     same kernel as byte tables, which the compiled permute kernel reads where the CPU has
@@ -128,12 +136,20 @@ def binary(key: Hashable, kernel: Callable[[np.ndarray, np.ndarray], np.ndarray]
         return kernel(da[:, None], db[None, :])
 
     table = _table(key, build)
-    if a.shape == b.shape and jit.worth(size, at=1):     # ~2 us a call: pays at any size
+    if a.shape == b.shape and jit.worth(size, at=1):  # ~2 us a call: pays at any size
         if split is not None and jit.byte_permutes():
             parts = _table((key, "split"), lambda: _checked_split(split(a.dtype, b.dtype), table))
             if parts.tables is not None:
-                return jit.split_add(parts.tables, table, a.view(np.uint8), b.view(np.uint8),
-                                     parts.zero_point, parts.lo, parts.hi, table.dtype)
+                return jit.split_add(
+                    parts.tables,
+                    table,
+                    a.view(np.uint8),
+                    b.view(np.uint8),
+                    parts.zero_point,
+                    parts.lo,
+                    parts.hi,
+                    table.dtype,
+                )
         return jit.gather_pairs(table, a.view(np.uint8), b.view(np.uint8))
     # One flat uint16 index (a's byte pattern in the high byte) and one take: about 3x faster
     # than numpy's two-array fancy indexing table[a, b].

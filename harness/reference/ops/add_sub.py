@@ -27,6 +27,7 @@ This module also holds the pieces the other Broadcast.cpp operations (MUL, DIV) 
 ``validate_arith``, ``fused_activation``, ``float_arith``, ``int32_arith``, ``f32`` and
 ``multiplier_below_one``.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,15 +42,15 @@ from nnconform.reference.arith import activation, broadcast, half, quant
 from nnconform.reference.kernels import add_split, lut
 from nnconform.reference.ops.registry import OpContext, OpView, register
 
-TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED,
-         T.TENSOR_INT32)
+TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_INT32)
 QUANT8 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-ADD_LEFT_SHIFT = 20   # headroom bits the quantised Add kernel gives both inputs
+ADD_LEFT_SHIFT = 20  # headroom bits the quantised Add kernel gives both inputs
 
 
 # ---------------------------------------------------------------------------------------
 # Shared by ADD, SUB, MUL, DIV.
 # ---------------------------------------------------------------------------------------
+
 
 def f32(x: float) -> float:
     """A scale as the HAL holds it (a C float), back in a Python float."""
@@ -79,8 +80,7 @@ def fused_activation(ctx: OpContext) -> int:
     return act
 
 
-def float_arith(ctx: OpContext, fn: Callable[[np.ndarray, np.ndarray], np.ndarray],
-                act: int) -> np.ndarray:
+def float_arith(ctx: OpContext, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], act: int) -> np.ndarray:
     # fp16 computes in float32; fp32 is used as it is (no copies: this is a hot path).
     a, b = half.widen(ctx.inputs[0]), half.widen(ctx.inputs[1])
     # Division by zero and overflow give inf/nan, as IEEE float in the reference does.
@@ -92,8 +92,7 @@ def float_arith(ctx: OpContext, fn: Callable[[np.ndarray, np.ndarray], np.ndarra
     return half.narrow(r, ctx.output_dtype(0))
 
 
-def clamped(fn: Callable[[np.ndarray, np.ndarray], np.ndarray], a: np.ndarray, b: np.ndarray,
-            act: int) -> np.ndarray:
+def clamped(fn: Callable[[np.ndarray, np.ndarray], np.ndarray], a: np.ndarray, b: np.ndarray, act: int) -> np.ndarray:
     """``fn(a, b)`` in float32, clamped in place by the fused activation (float_arith's
     arithmetic, shared with ADD/SUB's plan-time kernel)."""
     r = fn(a, b)
@@ -130,6 +129,7 @@ def empty_output(ctx: OpContext, shape: tuple[int, ...]) -> np.ndarray | None:
 # ---------------------------------------------------------------------------------------
 # ADD / SUB.
 # ---------------------------------------------------------------------------------------
+
 
 def validate(v: OpView) -> None:
     validate_arith(v, TYPES)
@@ -169,13 +169,16 @@ def _quant_add_kernel(ctx: OpContext, act: int, subtract: bool) -> tuple:
     def split(a_dtype, b_dtype) -> lut.Split:
         # the same kernel as byte tables of each input and a carry (add_split.py)
         codes = np.arange(256, dtype=np.uint8)
-        tables = add_split.split_tables(rescaled(codes.view(a_dtype), in1.zero_point, m1, e1),
-                                        rescaled(codes.view(b_dtype), in2.zero_point, m2, e2),
-                                        mo, eo, out.zero_point)
+        tables = add_split.split_tables(
+            rescaled(codes.view(a_dtype), in1.zero_point, m1, e1),
+            rescaled(codes.view(b_dtype), in2.zero_point, m2, e2),
+            mo,
+            eo,
+            out.zero_point,
+        )
         return lut.Split(tables, out.zero_point, *bounds)
 
-    key = ("add", m1, e1, in1.zero_point, m2, e2, in2.zero_point, mo, eo, out.zero_point,
-           bounds, out.type)
+    key = ("add", m1, e1, in1.zero_point, m2, e2, in2.zero_point, mo, eo, out.zero_point, bounds, out.type)
     return key, kernel, split
 
 
@@ -212,26 +215,29 @@ def prepare(v: OpView):
         shape = broadcast.output_shape(ctx)
         act = fused_activation(ctx)
         if not shape or math.prod(shape) == 0 or b_op.type != t or out_op.type != t:
-            return None        # (rank 0: numpy gives a scalar, which execute's caller converts)
+            return None  # (rank 0: numpy gives a scalar, which execute's caller converts)
         if t in QUANT8:
             key, qkernel, split = _quant_add_kernel(ctx, act, subtract)
     except OpFailure:
-        return None            # execute fails the run, with its own message
+        return None  # execute fails the run, with its own message
     sa, sb, da, db = v.operation.inputs[0], v.operation.inputs[1], a_op.dimensions, b_op.dimensions
     if t in QUANT8:
+
         def kernel_quant(values: list):
             a, b = values[sa], values[sb]
             if a is None or b is None or a.shape != da or b.shape != db:
                 return None
             return [lut.binary(key, qkernel, a, b, split)]
+
         return kernel_quant
     fn = np.subtract if subtract else np.add
 
-    def kernel(values: list):       # (a kernel runs inside Executor.run: floats quiet)
+    def kernel(values: list):  # (a kernel runs inside Executor.run: floats quiet)
         a, b = values[sa], values[sb]
         if a is None or b is None or a.shape != da or b.shape != db:
             return None
         return [clamped(fn, a, b, act)]
+
     return kernel
 
 

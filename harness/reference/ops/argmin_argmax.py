@@ -14,6 +14,7 @@ larger / smaller than the best so far):
 - NaN: a NaN never compares larger or smaller, so it is skipped; if the first element is NaN
   nothing ever beats it and the answer is 0.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +24,7 @@ from nnconform.ir import OperationType as Op
 from nnconform.reference.ops.reduce import reject_zero_sized
 from nnconform.reference.ops.registry import OpContext, OpView, register
 
-TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 
 
 def validate(v: OpView) -> None:

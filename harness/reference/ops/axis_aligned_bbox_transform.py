@@ -13,6 +13,7 @@ Semantics: bbox_common.bbox_transform in float32 (fp16 widened, quantised values
 quantised results rounded half away from zero into 1/8 pixels).  A roi with x2 < x1 or y2 < y1,
 or a batch index out of range, fails the execution.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -48,12 +49,19 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     num_rois, num_batches = rois.shape[0], image.shape[0]
     num_classes = deltas.shape[1] // 4
     if num_classes <= 0 or num_batches <= 0:
-        ctx.fail(f"needs at least one class and one image, got deltas {list(deltas.shape)}, "
-                 f"image info {list(image.shape)}")
-    if (rois.shape[1] != 4 or deltas.shape != (num_rois, 4 * num_classes) or batches.shape != (num_rois,)
-            or image.shape[1] != 2):
-        ctx.fail(f"inconsistent shapes: rois {list(rois.shape)}, deltas {list(deltas.shape)}, "
-                 f"batch indices {list(batches.shape)}, image info {list(image.shape)}")
+        ctx.fail(
+            f"needs at least one class and one image, got deltas {list(deltas.shape)}, image info {list(image.shape)}"
+        )
+    if (
+        rois.shape[1] != 4
+        or deltas.shape != (num_rois, 4 * num_classes)
+        or batches.shape != (num_rois,)
+        or image.shape[1] != 2
+    ):
+        ctx.fail(
+            f"inconsistent shapes: rois {list(rois.shape)}, deltas {list(deltas.shape)}, "
+            f"batch indices {list(batches.shape)}, image info {list(image.shape)}"
+        )
     if num_rois == 0:
         return [np.zeros((0, 4 * num_classes), ctx.output_dtype(0))]
     r = bb.to_f32(rois, ctx.in_operands[0])

@@ -29,6 +29,7 @@ Semantics:
   and shift (QuantizeMultiplier); out = MultiplyByQuantizedMultiplier(acc) + zp_out, clamped
   to [-128, 127].  No fused activation.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -69,8 +70,11 @@ def validate(v: OpView) -> None:
         return
     _, inner_x, inner_y, _ = _out_dims(xd, yd, bool(adj_x), bool(adj_y))
     if inner_x and inner_y and inner_x != inner_y:
-        v.fail(f"inner dimensions do not match: {inner_x} (input 0, adj_x={bool(adj_x)}) against "
-               f"{inner_y} (input 1, adj_y={bool(adj_y)})", input=1)
+        v.fail(
+            f"inner dimensions do not match: {inner_x} (input 0, adj_x={bool(adj_x)}) against "
+            f"{inner_y} (input 1, adj_y={bool(adj_y)})",
+            input=1,
+        )
 
 
 def _adj(ctx: OpContext, i: int) -> bool:
@@ -93,8 +97,7 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     if adj_y:
         y = np.swapaxes(y, -1, -2)
     if x.shape[-1] != y.shape[-2]:
-        ctx.fail(f"cannot multiply {list(x.shape[-2:])} by {list(y.shape[-2:])} "
-                 f"(adj_x={adj_x}, adj_y={adj_y})")
+        ctx.fail(f"cannot multiply {list(x.shape[-2:])} by {list(y.shape[-2:])} (adj_x={adj_x}, adj_y={adj_y})")
     t = ctx.in_operands[0].type
     out_op = ctx.out_operands[0]
     if t in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16):

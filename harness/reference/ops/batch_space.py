@@ -16,6 +16,7 @@ SPACE_TO_BATCH_ND inputs: 0, 1 as above;
 Quantised outputs carry the input's scale and zero point.  Zero-sized inputs are rejected at
 run time.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -23,6 +23,7 @@ sat in the tail fill the holes in reverse order.
 Quantised tensors are converted the way the reference converts them: to float32 as
 (q - zero_point) * scale, and back as clamp(round_half_away(x / scale + zero_point)).
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -40,6 +41,7 @@ BOX_SCALE = 0.125
 
 
 # --- conversions ------------------------------------------------------------------------
+
 
 def to_f32(x: np.ndarray, op: Operand) -> np.ndarray:
     """Stored values -> float32 (fp16 widened, quantised dequantised in float32)."""
@@ -68,6 +70,7 @@ def is_box_quant(op: Operand) -> bool:
 
 
 # --- geometry ---------------------------------------------------------------------------
+
 
 def iou(candidates: np.ndarray, kept: np.ndarray) -> np.ndarray:
     """IoU of each candidate box [M, 4] against one kept box [4], float32, reference order.
@@ -131,8 +134,9 @@ def _compact(rest: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return out
 
 
-def nms_single_class(scores: np.ndarray, boxes: np.ndarray, select: np.ndarray,
-                     max_detections: int, discard: Discard) -> np.ndarray:
+def nms_single_class(
+    scores: np.ndarray, boxes: np.ndarray, select: np.ndarray, max_detections: int, discard: Discard
+) -> np.ndarray:
     """Greedy NMS over the candidate indices ``select`` (into ``scores`` and ``boxes``).
     Returns the kept indices in selection order; at most ``max_detections`` (all if < 0)."""
     sel = np.array(select, dtype=np.int64)
@@ -141,11 +145,11 @@ def nms_single_class(scores: np.ndarray, boxes: np.ndarray, select: np.ndarray,
     while start < end and start < limit:
         best = start + int(np.argmax(scores[sel[start:end]]))
         sel[start], sel[best] = sel[best], sel[start]
-        rest = sel[start + 1:end]
+        rest = sel[start + 1 : end]
         if rest.size:
             survivors = _compact(rest, ~discard(rest, iou(boxes[rest], boxes[sel[start]])))
             end = start + 1 + len(survivors)
-            sel[start + 1:end] = survivors
+            sel[start + 1 : end] = survivors
         start += 1
     return sel[:start]
 
@@ -155,8 +159,9 @@ def hard_discard(iou_threshold: float) -> Discard:
     return lambda idx, ious: ious >= thr
 
 
-def soft_discard(scores: np.ndarray, kernel: int, iou_threshold: float, sigma: float,
-                 score_threshold: float) -> Discard:
+def soft_discard(
+    scores: np.ndarray, kernel: int, iou_threshold: float, sigma: float, score_threshold: float
+) -> Discard:
     """BOX_WITH_NMS_LIMIT's kernels: 0 hard (weight 0 at iou >= threshold), 1 linear
     (1 - iou at iou >= threshold), 2 gaussian exp(-iou^2 / sigma).  The candidate's score is
     multiplied by the weight; it is dropped if the new score is below ``score_threshold``."""
@@ -173,6 +178,7 @@ def soft_discard(scores: np.ndarray, kernel: int, iou_threshold: float, sigma: f
     def discard(idx: np.ndarray, ious: np.ndarray) -> np.ndarray:
         scores[idx] = scores[idx] * weight(ious)
         return scores[idx] < keep_thr
+
     return discard
 
 
@@ -197,5 +203,4 @@ def expect_box_quant(v, *, input: int | None = None, output: int | None = None) 
     op = v.inputs[input] if input is not None else v.outputs[output]
     if not is_box_quant(op):
         where = {"input": input} if input is not None else {"output": output}
-        v.fail(f"quantised boxes need scale 0.125 and zero point 0, got ({op.scale:g}, {op.zero_point})",
-               **where)
+        v.fail(f"quantised boxes need scale 0.125 and zero point 0, got ({op.scale:g}, {op.zero_point})", **where)

@@ -30,6 +30,7 @@ Reference behaviour kept: the variant flags (CIFG, peephole, layer norm, project
 into one parameter set and the backward check runs last.  A tensor those flags ask for that
 the forward cell lacks reads as zeros (what the reference's fp16 path does).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -72,8 +73,9 @@ def _check_aux_weights(present, cifg: bool, fail) -> None:
 
 def validate(v: OpView) -> None:
     v.expect_counts(61, (1, 2, 5, 6))
-    cell.validate_float_signature(v, [*range(0, 48), *range(53, 61)], ACTIVATION, CELL_CLIP,
-                                  [MERGE_OUTPUTS, TIME_MAJOR])
+    cell.validate_float_signature(
+        v, [*range(0, 48), *range(53, 61)], ACTIVATION, CELL_CLIP, [MERGE_OUTPUTS, TIME_MAJOR]
+    )
     for i in (INPUT, FW_H, FW_C, BW_H, BW_C):
         if v.is_omitted(i):
             v.fail("is required but omitted", input=i)
@@ -119,11 +121,15 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     if linking != "none":
         a = ctx.inputs[AUX_INPUT]
         if a.ndim != 3 or a.shape[:2] != x.shape[:2]:
-            ctx.fail(f"input {AUX_INPUT} (aux input) must be 3-D with the input's first two dimensions "
-                     f"{list(x.shape[:2])}, got {list(a.shape)}")
+            ctx.fail(
+                f"input {AUX_INPUT} (aux input) must be 3-D with the input's first two dimensions "
+                f"{list(x.shape[:2])}, got {list(a.shape)}"
+            )
         if linking == "cross" and a.shape[2] != n_input:
-            ctx.fail(f"input {AUX_INPUT} (aux input) must be as wide as the input ({n_input}) with aux "
-                     f"weights, got {a.shape[2]}")
+            ctx.fail(
+                f"input {AUX_INPUT} (aux input) must be as wide as the input ({n_input}) with aux "
+                f"weights, got {a.shape[2]}"
+            )
         aux = _to_time_major(a, time_major)
 
     fw_flags, fw_cells, fw_out, fw_w = cell.runtime_cell(ctx, FW, n_input, "forward ")
@@ -136,8 +142,9 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
             for k, g in enumerate(cell.GATES):
                 m = w[f"aux_input_to_{g}_weights"]
                 if m is not None and m.shape != (n_cells, n_input):
-                    ctx.fail(f"{name} aux-input-to-{g} weights must have shape {[n_cells, n_input]}, "
-                             f"got {list(m.shape)}")
+                    ctx.fail(
+                        f"{name} aux-input-to-{g} weights must have shape {[n_cells, n_input]}, got {list(m.shape)}"
+                    )
     # the backward cell's flags win for both directions (see the module docstring)
     params = cell.runtime_params(ctx, ACTIVATION, CELL_CLIP, bw_flags)
     cross_aux = aux if linking == "cross" else None

@@ -31,6 +31,7 @@ reads only the first input_size aux features in cross linking, and reads the par
 aux input with input 0's strides, so both are wrong (or read out of bounds) when
 aux_input_size != input_size.  The vectors all have equal sizes, where the two agree.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,8 +46,7 @@ NO_LINKING, PARALLEL, CROSS = "none", "parallel", "cross"
 
 
 def _linking(present: tuple[bool, bool, bool]) -> str | None:
-    return {(False, False, False): NO_LINKING, (True, False, False): PARALLEL,
-            (True, True, True): CROSS}.get(present)
+    return {(False, False, False): NO_LINKING, (True, False, False): PARALLEL, (True, True, True): CROSS}.get(present)
 
 
 def validate(v: OpView) -> None:
@@ -64,13 +64,17 @@ def validate(v: OpView) -> None:
     if merge is not None:
         allowed = (1, 3) if merge else (2, 4)
         if len(v.outputs) not in allowed:
-            v.fail(f"with merge_outputs={bool(merge)} gives {' or '.join(map(str, allowed))} outputs, "
-                   f"got {len(v.outputs)}")
+            v.fail(
+                f"with merge_outputs={bool(merge)} gives {' or '.join(map(str, allowed))} outputs, got {len(v.outputs)}"
+            )
     # model inputs may still be omitted at execution time; judge only what is fixed now
     fixed = [v.inputs[i].lifetime != Lifetime.SUBGRAPH_INPUT for i in (AUX, FW_AUX_W, BW_AUX_W)]
     if all(fixed) and _linking(tuple(not v.is_omitted(i) for i in (AUX, FW_AUX_W, BW_AUX_W))) is None:
-        v.fail("aux input, forward aux weights and backward aux weights must be all present, "
-               "all omitted, or only the aux input present", input=AUX)
+        v.fail(
+            "aux input, forward aux weights and backward aux weights must be all present, "
+            "all omitted, or only the aux input present",
+            input=AUX,
+        )
 
 
 @register(Op.BIDIRECTIONAL_SEQUENCE_RNN, data_types=rnn.TYPES, validate=validate)
@@ -88,7 +92,7 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         ctx.fail("unsupported combination of aux input and aux weights (present/omitted)")
 
     tm = (lambda a: a) if time_major else (lambda a: np.swapaxes(a, 0, 1))
-    xt = tm(x)                                            # [time, batch, input]
+    xt = tm(x)  # [time, batch, input]
     steps, batch = xt.shape[0], xt.shape[1]
     aux = None
     if mode != NO_LINKING:
@@ -96,8 +100,10 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
             ctx.fail(f"aux input must be 3-D, got shape {list(ctx.inputs[AUX].shape)}")
         aux = tm(ctx.inputs[AUX])
         if aux.shape[:2] != xt.shape[:2]:
-            ctx.fail(f"aux input shape {list(ctx.inputs[AUX].shape)} must match input's first two "
-                     f"dimensions {list(x.shape[:2])}")
+            ctx.fail(
+                f"aux input shape {list(ctx.inputs[AUX].shape)} must match input's first two "
+                f"dimensions {list(x.shape[:2])}"
+            )
     bw_in = aux if mode == PARALLEL else xt
     fw_w, fw_r, fw_b, fw_h, fw_units = rnn.check_cell(ctx, FW, xt.shape[2], batch, "forward ")
     bw_w, bw_r, bw_b, bw_h, bw_units = rnn.check_cell(ctx, BW, bw_in.shape[2], batch, "backward ")
@@ -112,12 +118,10 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     fw_out = np.zeros((steps, batch, fw_units), dtype)
     bw_out = np.zeros((steps, batch, bw_units), dtype)
     for t in range(steps):
-        fw_h = rnn.rnn_step(xt[t], fw_h, fw_w, fw_r, fw_b, act,
-                            aux[t] if mode == CROSS else None, fw_aux_w)
+        fw_h = rnn.rnn_step(xt[t], fw_h, fw_w, fw_r, fw_b, act, aux[t] if mode == CROSS else None, fw_aux_w)
         fw_out[t] = fw_h
     for t in range(steps - 1, -1, -1):
-        bw_h = rnn.rnn_step(bw_in[t], bw_h, bw_w, bw_r, bw_b, act,
-                            aux[t] if mode == CROSS else None, bw_aux_w)
+        bw_h = rnn.rnn_step(bw_in[t], bw_h, bw_w, bw_r, bw_b, act, aux[t] if mode == CROSS else None, bw_aux_w)
         bw_out[t] = bw_h
 
     back = (lambda a: np.ascontiguousarray(a)) if time_major else (lambda a: np.ascontiguousarray(np.swapaxes(a, 0, 1)))

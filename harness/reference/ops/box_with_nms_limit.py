@@ -31,6 +31,7 @@ the rescaled ones (quantised as round(x / scale + zero_point)); boxes are copied
 the input; the batch index is that of the run's first roi.  The reference only checks the first
 num_rois_in_run boxes of each run's flat box list for x1 <= x2, y1 <= y2.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -49,8 +50,7 @@ def validate(v: OpView) -> None:
     t = v.input_type(0)
     box_t = T.TENSOR_QUANT16_ASYMM if t in bb.QUANT8_TYPES else t
     s = bb.scalar_type(t)
-    v.expect_types([t, box_t, T.TENSOR_INT32, s, T.INT32, T.INT32, s, s, s],
-                   [t, box_t, T.TENSOR_INT32, T.TENSOR_INT32])
+    v.expect_types([t, box_t, T.TENSOR_INT32, s, T.INT32, T.INT32, s, s, s], [t, box_t, T.TENSOR_INT32, T.TENSOR_INT32])
     v.expect_rank(0, [2])
     v.expect_rank(1, [2])
     v.expect_rank(2, [1])
@@ -70,8 +70,10 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     if num_classes <= 1:
         ctx.fail(f"needs more than one class (class 0 is background), got {num_classes}")
     if boxes_in.shape != (num_rois, 4 * num_classes) or batches.shape != (num_rois,):
-        ctx.fail(f"boxes {list(boxes_in.shape)} and batch indices {list(batches.shape)} must be "
-                 f"[{num_rois}, {4 * num_classes}] and [{num_rois}]")
+        ctx.fail(
+            f"boxes {list(boxes_in.shape)} and batch indices {list(batches.shape)} must be "
+            f"[{num_rois}, {4 * num_classes}] and [{num_rois}]"
+        )
     score_thr = bb.F32(ctx.scalar(3))
     max_det = int(ctx.scalar(4))
     kernel = int(ctx.scalar(5))
@@ -86,9 +88,9 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
 
     picked, picked_batch = [], []
     for s, e in zip(starts.tolist(), ends.tolist()):
-        run_scores = scores[s * num_classes:e * num_classes]       # a view: soft NMS writes here
-        run_boxes = boxes[s * num_classes:e * num_classes]
-        if bb.bad_boxes(run_boxes[:e - s]).size:
+        run_scores = scores[s * num_classes : e * num_classes]  # a view: soft NMS writes here
+        run_boxes = boxes[s * num_classes : e * num_classes]
+        if bb.bad_boxes(run_boxes[: e - s]).size:
             ctx.fail(f"malformed box (x2 < x1 or y2 < y1) in the rois of batch {int(batches[s])}")
         discard = bb.soft_discard(run_scores, kernel, iou_thr, sigma, nms_score_thr)
         per_class = run_scores.reshape(e - s, num_classes)

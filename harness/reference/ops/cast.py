@@ -20,6 +20,7 @@ Value rules of the CPU reference (a C++ static_cast per element):
     C++.  We follow what Android's ARM64 targets do (FCVTZS/FCVTZU): saturate to the int32
     range, and NaN gives 0.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,11 +30,16 @@ from nnconform.ir import OperationType as Op
 from nnconform.reference.ops.registry import OpContext, OpView, register
 
 CONVERTIBLE = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM)
-IDENTITY_ONLY = (T.TENSOR_BOOL8, T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT16_SYMM,
-                 T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM)
+IDENTITY_ONLY = (
+    T.TENSOR_BOOL8,
+    T.TENSOR_QUANT16_ASYMM,
+    T.TENSOR_QUANT16_SYMM,
+    T.TENSOR_QUANT8_ASYMM_SIGNED,
+    T.TENSOR_QUANT8_SYMM,
+)
 ALL_TYPES = CONVERTIBLE + IDENTITY_ONLY
 
-_INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
 def validate(v: OpView) -> None:

@@ -10,6 +10,7 @@ With G groups of size S = dim / G along the axis, output channel i * G + j is in
 j * S + i: the axis viewed as a [G, S] matrix is transposed to [S, G].  Zero-sized inputs are
 rejected at run time.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,6 +52,6 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     size = x.shape[axis]
     if groups <= 0 or size % groups:
         ctx.fail(f"num_groups {groups} must be > 0 and divide dimension {axis} of size {size}")
-    outer, inner = int(np.prod(x.shape[:axis])), int(np.prod(x.shape[axis + 1:]))
+    outer, inner = int(np.prod(x.shape[:axis])), int(np.prod(x.shape[axis + 1 :]))
     y = x.reshape(outer, groups, size // groups, inner).transpose(0, 2, 1, 3).reshape(x.shape)
     return [y.astype(ctx.output_dtype(0), copy=False)]

@@ -15,6 +15,7 @@ Semantics:
   NOT_EQUAL is true for it).  TENSOR_BOOL8 compares false < true.
 - Zero-sized inputs fail at run time.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,11 +27,23 @@ from nnconform.reference.arith import broadcast
 from nnconform.reference.ops.reduce import reject_zero_sized
 from nnconform.reference.ops.registry import OpContext, OpView, register
 
-TYPES = (T.TENSOR_BOOL8, T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = (
+    T.TENSOR_BOOL8,
+    T.TENSOR_FLOAT16,
+    T.TENSOR_FLOAT32,
+    T.TENSOR_INT32,
+    T.TENSOR_QUANT8_ASYMM,
+    T.TENSOR_QUANT8_ASYMM_SIGNED,
+)
 
-_FUNCS = {Op.EQUAL: np.equal, Op.NOT_EQUAL: np.not_equal, Op.GREATER: np.greater,
-          Op.GREATER_EQUAL: np.greater_equal, Op.LESS: np.less, Op.LESS_EQUAL: np.less_equal}
+_FUNCS = {
+    Op.EQUAL: np.equal,
+    Op.NOT_EQUAL: np.not_equal,
+    Op.GREATER: np.greater,
+    Op.GREATER_EQUAL: np.greater_equal,
+    Op.LESS: np.less,
+    Op.LESS_EQUAL: np.less_equal,
+}
 
 
 def validate(v: OpView) -> None:

@@ -17,6 +17,7 @@ float32:
 TENSOR_QUANT8_ASYMM_SIGNED is handled by shifting values and zero points by +128 into the uint8
 path and back, exactly as the reference does (it matters for float rounding: the bias differs).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -83,8 +84,10 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         ctx.fail(f"axis {axis} is outside [0, {rank})")
     for i, x in enumerate(xs[1:], start=1):
         if x.ndim != rank or any(a != b for d, (a, b) in enumerate(zip(x.shape, xs[0].shape)) if d != axis):
-            ctx.fail(f"input {i} has shape {list(x.shape)}, incompatible with input 0's "
-                     f"{list(xs[0].shape)} along axis {axis}")
+            ctx.fail(
+                f"input {i} has shape {list(x.shape)}, incompatible with input 0's "
+                f"{list(xs[0].shape)} along axis {axis}"
+            )
     out = ctx.out_operands[0]
     if not out.info.is_quant:
         return [np.concatenate(xs, axis=axis)]

@@ -19,6 +19,7 @@ may turn out not to fit a branch's known one: that is an execution failure, not 
 Cyclic subgraph references are rejected by ``nnconform.ir.validation`` before any signature check,
 so the recursion here always ends.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -37,12 +38,16 @@ def incompatibility(inner: Operand, outer: Operand) -> str | None:
         return f"type {inner.type.name} differs from {outer.type.name}"
     if inner.dimensions and outer.dimensions and not inner.info.is_scalar:
         if len(inner.dimensions) != len(outer.dimensions):
-            return f"rank {len(inner.dimensions)} ({list(inner.dimensions)}) differs from rank " \
-                   f"{len(outer.dimensions)} ({list(outer.dimensions)})"
+            return (
+                f"rank {len(inner.dimensions)} ({list(inner.dimensions)}) differs from rank "
+                f"{len(outer.dimensions)} ({list(outer.dimensions)})"
+            )
         for k, (a, b) in enumerate(zip(inner.dimensions, outer.dimensions)):
             if a and b and a != b:
-                return f"dimension {k} is {a}, the other side has {b} ({list(inner.dimensions)} vs " \
-                       f"{list(outer.dimensions)})"
+                return (
+                    f"dimension {k} is {a}, the other side has {b} ({list(inner.dimensions)} vs "
+                    f"{list(outer.dimensions)})"
+                )
     if inner.scale != outer.scale:
         return f"scale {inner.scale:g} differs from {outer.scale:g}"
     if inner.zero_point != outer.zero_point:
@@ -56,12 +61,17 @@ def referenced_subgraph(v: OpView, i: int, role: str) -> tuple[int, Subgraph]:
     """The subgraph that input ``i`` (a SUBGRAPH operand) refers to, as (index, subgraph)."""
     op = v.inputs[i]
     if op.type != T.SUBGRAPH or op.lifetime != Lifetime.SUBGRAPH:
-        v.fail(f"the {role} must be a SUBGRAPH operand with lifetime SUBGRAPH, got {op.type.name} "
-               f"with lifetime {Lifetime(op.lifetime).name}", input=i)
+        v.fail(
+            f"the {role} must be a SUBGRAPH operand with lifetime SUBGRAPH, got {op.type.name} "
+            f"with lifetime {Lifetime(op.lifetime).name}",
+            input=i,
+        )
     ref = int(op.value)
     if not 0 <= ref < len(v.model.referenced):
-        v.fail(f"the {role} refers to referenced[{ref}], but the model has {len(v.model.referenced)} "
-               f"referenced subgraphs", input=i)
+        v.fail(
+            f"the {role} refers to referenced[{ref}], but the model has {len(v.model.referenced)} referenced subgraphs",
+            input=i,
+        )
     return ref, v.model.referenced[ref]
 
 
@@ -73,8 +83,7 @@ def check_condition(v: OpView, operand: Operand, what: str, **slot) -> None:
         v.fail(f"{what} must have dimensions [1], got {list(operand.dimensions)}", **slot)
 
 
-def check_compatible(v: OpView, inner: Operand, outer: Operand, inner_name: str, outer_name: str,
-                     **slot) -> None:
+def check_compatible(v: OpView, inner: Operand, outer: Operand, inner_name: str, outer_name: str, **slot) -> None:
     why = incompatibility(inner, outer)
     if why is not None:
         v.fail(f"{inner_name} is not compatible with {outer_name}: {why}", **slot)
@@ -90,6 +99,7 @@ def check_data_inputs_present(v: OpView, first: int) -> None:
 # ---------------------------------------------------------------------------------------
 # Run time
 # ---------------------------------------------------------------------------------------
+
 
 def subgraph_at(ctx: OpContext, i: int) -> Subgraph:
     """The referenced subgraph named by input ``i`` of the running operation."""
@@ -107,8 +117,7 @@ def _fits(sg: Subgraph, values: Sequence[np.ndarray], role: str, ctx: OpContext)
             continue
         shape = tuple(np.shape(v))
         if len(shape) != len(op.dimensions) or any(d and d != s for d, s in zip(op.dimensions, shape)):
-            ctx.fail(f"{role} input {k} is declared {list(op.dimensions)}, the value passed in has shape "
-                     f"{list(shape)}")
+            ctx.fail(f"{role} input {k} is declared {list(op.dimensions)}, the value passed in has shape {list(shape)}")
 
 
 def run_referenced(ctx: OpContext, sg: Subgraph, values: Sequence[np.ndarray], role: str) -> list[np.ndarray]:
@@ -118,12 +127,15 @@ def run_referenced(ctx: OpContext, sg: Subgraph, values: Sequence[np.ndarray], r
     try:
         return ctx.executor.run_subgraph(sg, list(values))
     except OpFailure as e:
-        raise OpFailure(f"operations[{ctx.index}] ({ctx.operation.name}) {role} "
-                        f"'{sg.name or 'unnamed'}': {e}") from None
+        raise OpFailure(
+            f"operations[{ctx.index}] ({ctx.operation.name}) {role} '{sg.name or 'unnamed'}': {e}"
+        ) from None
 
 
 def condition_value(ctx: OpContext, value: np.ndarray | None, what: str) -> bool:
     if value is None or np.size(value) != 1:
-        ctx.fail(f"{what} must hold exactly one TENSOR_BOOL8 value, got "
-                 f"{'none' if value is None else f'shape {list(np.shape(value))}'}")
+        ctx.fail(
+            f"{what} must hold exactly one TENSOR_BOOL8 value, got "
+            f"{'none' if value is None else f'shape {list(np.shape(value))}'}"
+        )
     return bool(np.asarray(value).reshape(-1)[0])

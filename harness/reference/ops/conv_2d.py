@@ -23,6 +23,7 @@ their own scale and zero point: accumulators are requantised with
 (input_scale * filter_scale) / output_scale.  Only the batch may be 0; padding must be smaller
 than the dilated filter.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -70,6 +71,7 @@ def prepare(v: OpView):
             if x is None or x.shape != dims:
                 return None
             return [cc.conv_float(x, f, b, row, p, oh, ow)]
+
         return kernel
     quant = cc.prepared_quant(ctx, fh * fw * cf, o)
     if quant is None:
@@ -82,6 +84,7 @@ def prepare(v: OpView):
         if x is None or x.shape != dims:
             return None
         return [cc.conv_quant(x, xz, offsets, b, mult, shift, acc_bound, out, p, oh, ow)]
+
     return kernel_quant
 
 

@@ -16,6 +16,7 @@ TRANSPOSE_CONV_2D) and FULLY_CONNECTED.
   as the reference does: real multiplier (input_scale * filter_scale computed in float32, then
   divided in double by output_scale), QuantizeMultiplier, MultiplyByQuantizedMultiplier.
 """
+
 from __future__ import annotations
 
 import functools
@@ -45,14 +46,16 @@ PER_CHANNEL = T.TENSOR_QUANT8_SYMM_PER_CHANNEL
 # Argument layouts
 # ---------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ArgLayout:
     """Input indexes of the scalar arguments of one convolution signature."""
+
     explicit: bool
-    padding: tuple[int, ...]        # (scheme,) or (left, right, top, bottom)
+    padding: tuple[int, ...]  # (scheme,) or (left, right, top, bottom)
     stride_w: int
     stride_h: int
-    extra: tuple[int, ...]          # depth multiplier (DEPTHWISE) or groups (GROUPED)
+    extra: tuple[int, ...]  # depth multiplier (DEPTHWISE) or groups (GROUPED)
     activation: int
     layout: int | None
     dilation: tuple[int, int] | None  # (width factor, height factor)
@@ -69,8 +72,9 @@ class LayoutError(ValueError):
         self.input = input
 
 
-def parse_layout(count: int, type_at: Callable[[int], T], n_extra: int = 0, *,
-                 dilation: bool = True, layout_required: bool = False) -> ArgLayout:
+def parse_layout(
+    count: int, type_at: Callable[[int], T], n_extra: int = 0, *, dilation: bool = True, layout_required: bool = False
+) -> ArgLayout:
     """Which signature ``count`` inputs form.  Raises LayoutError (naming the input when one is
     to blame) otherwise."""
     k = 7 + n_extra  # input count of the shortest implicit-padding form
@@ -94,8 +98,16 @@ def parse_layout(count: int, type_at: Callable[[int], T], n_extra: int = 0, *,
         counts = sorted(act + 1 + r for r in allowed)
         form = "explicit" if explicit else "implicit"
         raise LayoutError(f"the {form} padding signature takes {' or '.join(map(str, counts))} inputs, got {count}")
-    return ArgLayout(explicit, pads, sw, sw + 1, tuple(range(first_extra, act)), act,
-                     act + 1 if rest >= 1 else None, (act + 2, act + 3) if rest == 3 else None)
+    return ArgLayout(
+        explicit,
+        pads,
+        sw,
+        sw + 1,
+        tuple(range(first_extra, act)),
+        act,
+        act + 1 if rest >= 1 else None,
+        (act + 2, act + 3) if rest == 3 else None,
+    )
 
 
 def view_layout(v: OpView, n_extra: int = 0, **kw) -> ArgLayout:
@@ -115,6 +127,7 @@ def ctx_layout(ctx: OpContext, n_extra: int = 0, **kw) -> ArgLayout:
 # ---------------------------------------------------------------------------------------
 # Validation helpers
 # ---------------------------------------------------------------------------------------
+
 
 def known_dim(op: Operand, axis: int) -> int:
     """Size of ``axis`` when the rank and that dimension are known, else 0."""
@@ -142,8 +155,9 @@ def validate_tensor_types(v: OpView, filter_channel_dim: int | None) -> None:
         if cq is None:
             v.fail("a TENSOR_QUANT8_SYMM_PER_CHANNEL filter needs per-channel scales", input=1)
         if cq.channel_dim != filter_channel_dim:
-            v.fail(f"per-channel quantisation must be along dimension {filter_channel_dim}, "
-                   f"got {cq.channel_dim}", input=1)
+            v.fail(
+                f"per-channel quantisation must be along dimension {filter_channel_dim}, got {cq.channel_dim}", input=1
+            )
         n = known_dim(flt, filter_channel_dim)
         if n and len(cq.scales) != n:
             v.fail(f"has {len(cq.scales)} channel scales for {n} channels", input=1)
@@ -185,6 +199,7 @@ def _expect_min(v: OpView, i: int, lo: int, what: str) -> None:
 # ---------------------------------------------------------------------------------------
 # Run-time parameters
 # ---------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ConvParams(WindowPairs):
@@ -247,6 +262,7 @@ def planned_params(ctx: OpContext, n_extra: int = 0, **layout_kw) -> ConvParams:
     """ctx_params(ctx, ctx_layout(ctx, ...)), parsed once per model and input shape when every
     scalar argument is a model constant (a MobileNet's small convolutions spent ~15-20 us a
     call on it); otherwise parsed each run, as a runtime scalar may change."""
+
     def parse() -> ConvParams:
         return ctx_params(ctx, ctx_layout(ctx, n_extra, **layout_kw))
 
@@ -265,8 +281,10 @@ def check_shapes(ctx: OpContext, x: np.ndarray, fh: int, fw: int, p: ConvParams)
         ctx.fail(f"input height, width and depth must be positive (only the batch may be 0), got {list(x.shape)}")
     eh, ew = (fh - 1) * p.dil_h + 1, (fw - 1) * p.dil_w + 1
     if not (eh > p.pad_top and eh > p.pad_bottom and ew > p.pad_left and ew > p.pad_right):
-        ctx.fail(f"padding {[p.pad_left, p.pad_right, p.pad_top, p.pad_bottom]} must be smaller than the "
-                 f"(dilated) filter size {ew}x{eh}")
+        ctx.fail(
+            f"padding {[p.pad_left, p.pad_right, p.pad_top, p.pad_bottom]} must be smaller than the "
+            f"(dilated) filter size {ew}x{eh}"
+        )
     oh = output_size(h, fh, p.stride_h, p.pad_top, p.pad_bottom, p.dil_h)
     ow = output_size(w, fw, p.stride_w, p.pad_left, p.pad_right, p.dil_w)
     if oh <= 0 or ow <= 0:
@@ -277,6 +295,7 @@ def check_shapes(ctx: OpContext, x: np.ndarray, fh: int, fw: int, p: ConvParams)
 # ---------------------------------------------------------------------------------------
 # Arithmetic
 # ---------------------------------------------------------------------------------------
+
 
 def padded(x: np.ndarray, p: ConvParams) -> np.ndarray:
     """NHWC ``x`` with zero padding (callers subtract the zero point first)."""
@@ -292,14 +311,14 @@ def padded_offsets(x: np.ndarray, p: ConvParams, zero_point: int, dtype) -> np.n
     n, h, w, c = x.shape
     xp = np.empty((n, h + p.pad_top + p.pad_bottom, w + p.pad_left + p.pad_right, c), dtype)
     if p.pad_top:
-        xp[:, :p.pad_top] = 0
+        xp[:, : p.pad_top] = 0
     if p.pad_bottom:
-        xp[:, p.pad_top + h:] = 0
+        xp[:, p.pad_top + h :] = 0
     if p.pad_left:
-        xp[:, p.pad_top:p.pad_top + h, :p.pad_left] = 0
+        xp[:, p.pad_top : p.pad_top + h, : p.pad_left] = 0
     if p.pad_right:
-        xp[:, p.pad_top:p.pad_top + h, p.pad_left + w:] = 0
-    inner = xp[:, p.pad_top:p.pad_top + h, p.pad_left:p.pad_left + w]
+        xp[:, p.pad_top : p.pad_top + h, p.pad_left + w :] = 0
+    inner = xp[:, p.pad_top : p.pad_top + h, p.pad_left : p.pad_left + w]
     if zero_point:
         np.subtract(x, dtype(zero_point), out=inner, dtype=dtype, casting="unsafe")
     else:
@@ -310,7 +329,7 @@ def padded_offsets(x: np.ndarray, p: ConvParams, zero_point: int, dtype) -> np.n
 def tap(xp: np.ndarray, i: int, j: int, oh: int, ow: int, p: ConvParams) -> np.ndarray:
     """Strided view [N, OH, OW, C] of padded NHWC ``xp`` seen by filter tap (i, j)."""
     r0, c0 = i * p.dil_h, j * p.dil_w
-    return xp[:, r0:r0 + (oh - 1) * p.stride_h + 1:p.stride_h, c0:c0 + (ow - 1) * p.stride_w + 1:p.stride_w, :]
+    return xp[:, r0 : r0 + (oh - 1) * p.stride_h + 1 : p.stride_h, c0 : c0 + (ow - 1) * p.stride_w + 1 : p.stride_w, :]
 
 
 def im2col(x: np.ndarray, fh: int, fw: int, oh: int, ow: int, p: ConvParams) -> np.ndarray:
@@ -320,8 +339,7 @@ def im2col(x: np.ndarray, fh: int, fw: int, oh: int, ow: int, p: ConvParams) -> 
 
 def im2col_padded(xp: np.ndarray, fh: int, fw: int, oh: int, ow: int, p: ConvParams) -> np.ndarray:
     """im2col of an input already padded as ``p`` says."""
-    if fh == fw == 1 and p.stride_h == p.stride_w == 1 and xp.shape[1:3] == (oh, ow) \
-            and xp.flags.c_contiguous:
+    if fh == fw == 1 and p.stride_h == p.stride_w == 1 and xp.shape[1:3] == (oh, ow) and xp.flags.c_contiguous:
         # a pointwise convolution (most of a MobileNet-style model's CONV_2D): every pixel is
         # its own patch, so the input already is the patch matrix; no copy
         return xp.reshape(xp.shape[0], oh, ow, 1, 1, xp.shape[3])
@@ -332,13 +350,18 @@ def im2col_padded(xp: np.ndarray, fh: int, fw: int, oh: int, ow: int, p: ConvPar
     if (oh - 1) * p.stride_h + (fh - 1) * p.dil_h >= hp or (ow - 1) * p.stride_w + (fw - 1) * p.dil_w >= wp:
         raise ValueError(f"im2col: {fh}x{fw} taps of a {oh}x{ow} output run past the padded {hp}x{wp} input")
     s0, s1, s2, s3 = xp.strides
-    win = as_strided(xp, shape=(n, oh, ow, fh, fw, c),
-                     strides=(s0, s1 * p.stride_h, s2 * p.stride_w, s1 * p.dil_h, s2 * p.dil_w, s3), writeable=False)
+    win = as_strided(
+        xp,
+        shape=(n, oh, ow, fh, fw, c),
+        strides=(s0, s1 * p.stride_h, s2 * p.stride_w, s1 * p.dil_h, s2 * p.dil_w, s3),
+        writeable=False,
+    )
     return np.ascontiguousarray(win)
 
 
-def conv_patches(x: np.ndarray, p: ConvParams, zero_point: int, dtype, fh: int, fw: int, oh: int,
-                 ow: int) -> np.ndarray:
+def conv_patches(
+    x: np.ndarray, p: ConvParams, zero_point: int, dtype, fh: int, fw: int, oh: int, ow: int
+) -> np.ndarray:
     """The patch matrix [N, OH, OW, fh, fw, C] of NHWC ``x - zero_point`` in ``dtype`` with
     ``p``'s zero padding.  A pointwise convolution's is the input itself.  Otherwise, with the
     compiled kernels, one compiled pass makes it from the unpadded input: numpy's strided copy
@@ -356,8 +379,7 @@ def conv_patches(x: np.ndarray, p: ConvParams, zero_point: int, dtype, fh: int, 
 
 def input_bound(ctx: OpContext, i: int, zero_point: int) -> int:
     """offset_bound of input ``i``: a model constant's (a filter) once per model."""
-    return ctx.remember_of_constant(i, ("offset bound", i, zero_point),
-                                    lambda: offset_bound(ctx.inputs[i], zero_point))
+    return ctx.remember_of_constant(i, ("offset bound", i, zero_point), lambda: offset_bound(ctx.inputs[i], zero_point))
 
 
 # The stored range of the quantised input types, by storage dtype (np.iinfo builds an
@@ -404,8 +426,7 @@ def static_setup(v: OpView, checks: Callable, n_extra: int = 0) -> tuple | None:
     checks need a run (or NCHW) or would fail it (execute then fails with its own message)."""
     x_op, f_op, b_op = v.inputs[:3]
     float32 = all(o.type == T.TENSOR_FLOAT32 for o in (x_op, f_op, b_op, v.outputs[0]))
-    if not (float32 or x_op.type in QUANT_TYPES) or not (f_op.is_constant and b_op.is_constant) \
-            or len(v.outputs) != 1:
+    if not (float32 or x_op.type in QUANT_TYPES) or not (f_op.is_constant and b_op.is_constant) or len(v.outputs) != 1:
         return None
     ctx = v.static_context()
     if ctx is None:
@@ -485,6 +506,7 @@ def constant_offsets(ctx: OpContext, i: int, zero_point: int, dtype) -> tuple[np
         def forget(ref, key=key):
             if _OFFSET_CACHE.get(key, (None,))[0] is ref:
                 _OFFSET_CACHE.pop(key, None)
+
         _OFFSET_CACHE[key] = (weakref.ref(values, forget), zero_point, dtype, off, bound)
     return off, bound
 
@@ -501,20 +523,22 @@ def exact_matmul(a: np.ndarray, b: np.ndarray, amax: int, bmax: int) -> np.ndarr
         def mm(x, y):
             return (y @ x[0])[None, :]
     else:
+
         def mm(x, y):
             return x @ y.T
-    if k * per <= (1 << 24):      # every integer up to 2**24 is a float32
+
+    if k * per <= (1 << 24):  # every integer up to 2**24 is a float32
         return mm(a, b)
     if k * per >= (1 << 53):
         raise OverflowError(f"integer accumulation bound {k * per} exceeds float64's exact range")
-    chunks = -(-k * per // ((1 << 24) - 1))       # ceil: slices of about equal length
+    chunks = -(-k * per // ((1 << 24) - 1))  # ceil: slices of about equal length
     step = -(-k // chunks)
     while step * per > (1 << 24):
         chunks += 1
         step = -(-k // chunks)
     acc = np.zeros((a.shape[0], b.shape[0]), np.float64)
     for k0 in range(0, k, step):
-        acc += mm(a[:, k0:k0 + step], b[:, k0:k0 + step])
+        acc += mm(a[:, k0 : k0 + step], b[:, k0 : k0 + step])
     return acc
 
 
@@ -531,8 +555,8 @@ def grouped_matmul_conv(cols: np.ndarray, wmat: np.ndarray, groups: int = 1) -> 
     cg, og = c // groups, o // groups
     out = np.empty((n * oh * ow, o), dtype=np.result_type(cols, wmat))
     for g in range(groups):
-        a = cols[..., g * cg:(g + 1) * cg].reshape(-1, fh * fw * cg)
-        out[:, g * og:(g + 1) * og] = a @ wmat[g * og:(g + 1) * og].reshape(og, -1).T
+        a = cols[..., g * cg : (g + 1) * cg].reshape(-1, fh * fw * cg)
+        out[:, g * og : (g + 1) * og] = a @ wmat[g * og : (g + 1) * og].reshape(og, -1).T
     return out.reshape(n, oh, ow, o)
 
 
@@ -544,12 +568,15 @@ def product_scale(input_scale: float, filter_scale: float) -> float:
 def bias_scale_ok(product: float, bias_scale: float) -> bool:
     """GetQuantizedConvolutionMultipler's rule: bias scale within 1e-6 (relative) of
     input_scale * filter_scale."""
-    return abs(product - float(np.float32(bias_scale))) <= 1e-6 * min(product, float(np.float32(bias_scale))) \
+    return (
+        abs(product - float(np.float32(bias_scale))) <= 1e-6 * min(product, float(np.float32(bias_scale)))
         and product >= 0
+    )
 
 
-def output_multipliers(ctx: OpContext, inp: Operand, flt: Operand, bias: Operand, out: Operand,
-                       n_out: int) -> tuple[np.ndarray, np.ndarray]:
+def output_multipliers(
+    ctx: OpContext, inp: Operand, flt: Operand, bias: Operand, out: Operand, n_out: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(multiplier, shift) per output channel (arrays of length ``n_out``; shift > 0 is left;
     read-only: they are cached per quantisation parameters, as a model asks each run; and
     per model step, which skips even the cache's key of per-channel scales)."""
@@ -559,20 +586,28 @@ def output_multipliers(ctx: OpContext, inp: Operand, flt: Operand, bias: Operand
     return ctx.remember(key, lambda: _multipliers_of(ctx, inp, flt, bias, out, n_out))
 
 
-def _multipliers_of(ctx: OpContext, inp: Operand, flt: Operand, bias: Operand, out: Operand,
-                    n_out: int) -> tuple[np.ndarray, np.ndarray]:
-    scales = tuple(flt.channel_quant.scales) if flt.type == PER_CHANNEL and flt.channel_quant is not None \
-        else None
-    result = _output_multipliers(float(inp.scale), flt.type == PER_CHANNEL, float(flt.scale), scales,
-                                 float(bias.scale), float(out.scale), n_out)
+def _multipliers_of(
+    ctx: OpContext, inp: Operand, flt: Operand, bias: Operand, out: Operand, n_out: int
+) -> tuple[np.ndarray, np.ndarray]:
+    scales = tuple(flt.channel_quant.scales) if flt.type == PER_CHANNEL and flt.channel_quant is not None else None
+    result = _output_multipliers(
+        float(inp.scale), flt.type == PER_CHANNEL, float(flt.scale), scales, float(bias.scale), float(out.scale), n_out
+    )
     if isinstance(result, str):
         ctx.fail(result)
     return result
 
 
 @functools.lru_cache(maxsize=512)
-def _output_multipliers(inp_scale: float, per_channel: bool, flt_scale: float, channel_scales,
-                        bias_scale: float, out_scale_raw: float, n_out: int):
+def _output_multipliers(
+    inp_scale: float,
+    per_channel: bool,
+    flt_scale: float,
+    channel_scales,
+    bias_scale: float,
+    out_scale_raw: float,
+    n_out: int,
+):
     """output_multipliers' arithmetic: the arrays, or the reason the execution fails."""
     out_scale = float(np.float32(out_scale_raw))
     if out_scale <= 0:
@@ -596,8 +631,15 @@ def _output_multipliers(inp_scale: float, per_channel: bool, flt_scale: float, c
     return mult, shift
 
 
-def requantize(acc: np.ndarray, bias: np.ndarray, mult: np.ndarray, shift: np.ndarray,
-               out: Operand, act: int, acc_bound: int | None = None) -> np.ndarray:
+def requantize(
+    acc: np.ndarray,
+    bias: np.ndarray,
+    mult: np.ndarray,
+    shift: np.ndarray,
+    out: Operand,
+    act: int,
+    acc_bound: int | None = None,
+) -> np.ndarray:
     """Accumulators [..., channels] (integers held in any int or float dtype) + bias -> stored
     output values of ``out``.  ``acc_bound`` (optional) bounds |acc|; it lets the fused path
     below prove that its int64 intermediates cannot overflow without scanning ``acc``."""
@@ -636,13 +678,21 @@ def _fused_for(acc_bound: int, bias: np.ndarray, mult, shift, zero_point: int):
         hit = _FUSED_BY_ID.get(id_key)
         if hit is not None and hit[0] is bias and hit[1] is mult and hit[2] is shift:
             return hit[3]
-    key = (acc_bound, bias.dtype.str, bias.tobytes(), np.asarray(mult).dtype.str, np.asarray(mult).tobytes(),
-           np.asarray(shift).dtype.str, np.asarray(shift).tobytes(), zero_point)
+    key = (
+        acc_bound,
+        bias.dtype.str,
+        bias.tobytes(),
+        np.asarray(mult).dtype.str,
+        np.asarray(mult).tobytes(),
+        np.asarray(shift).dtype.str,
+        np.asarray(shift).tobytes(),
+        zero_point,
+    )
     fused = _FUSED_CACHE.get(key, False)
     if fused is False:
         fused = _fused_requantizer(acc_bound, bias, mult, shift, zero_point)
         if len(_FUSED_CACHE) >= 256:
-            _FUSED_CACHE.pop(next(iter(_FUSED_CACHE)), None)   # None: another thread may have evicted it
+            _FUSED_CACHE.pop(next(iter(_FUSED_CACHE)), None)  # None: another thread may have evicted it
         _FUSED_CACHE[key] = fused
     if stable:
         if len(_FUSED_BY_ID) >= 256:
@@ -651,8 +701,7 @@ def _fused_for(acc_bound: int, bias: np.ndarray, mult, shift, zero_point: int):
     return fused
 
 
-def _fused_requantizer(acc_bound: int, bias: np.ndarray, mult: np.ndarray, shift: np.ndarray,
-                       zero_point: int):
+def _fused_requantizer(acc_bound: int, bias: np.ndarray, mult: np.ndarray, shift: np.ndarray, zero_point: int):
     """A function computing, for every accumulator x (bias added), exactly
     clip(RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x << left, m), e) + zp) in a
     handful of in-place int64 passes over cache-sized blocks; None when its intermediates
@@ -691,7 +740,7 @@ def _fused_requantizer(acc_bound: int, bias: np.ndarray, mult: np.ndarray, shift
         sign_mask = np.where(e > 0, np.int64(-(1 << 31)), np.int64(0))
     has_sign_term, has_left = bool(np.any(e)), bool(np.any(left))
     offset_with_nudge = offset + (1 << 30)
-    m_eff = mult << left      # (x << left) * m == x * (m << left): one pass fewer
+    m_eff = mult << left  # (x << left) * m == x * (m << left): one pass fewer
 
     def run_flat(acc: np.ndarray, bias: np.ndarray, lo: int, hi: int, dtype, xdtype) -> np.ndarray:
         """The same formula over flat blocks of whole rows, every per-channel value tiled to
@@ -721,7 +770,7 @@ def _fused_requantizer(acc_bound: int, bias: np.ndarray, mult: np.ndarray, shift
         u = np.empty(length, np.int64)
         t = np.empty(length, np.int64) if has_sign_term else None
         i32 = np.empty(length, np.int32)
-        via_i32 = xdtype == np.float32         # |x| <= 2**24: exact in int32
+        via_i32 = xdtype == np.float32  # |x| <= 2**24: exact in int32
 
         def part(v, k):
             return v[:k] if np.ndim(v) else v
@@ -729,7 +778,7 @@ def _fused_requantizer(acc_bound: int, bias: np.ndarray, mult: np.ndarray, shift
         for start in range(0, flat.size, length):
             k = min(length, flat.size - start)
             x, uu, v = xbuf[:k], u[:k], i32[:k]
-            np.add(flat[start:start + k], bias_t[:k], out=x)
+            np.add(flat[start : start + k], bias_t[:k], out=x)
             if via_i32:
                 np.copyto(v, x, casting="unsafe")
                 np.copyto(uu, v)
@@ -746,13 +795,13 @@ def _fused_requantizer(acc_bound: int, bias: np.ndarray, mult: np.ndarray, shift
             else:
                 uu += part(off_t, k) + (1 << 30)
             np.right_shift(uu, part(rs_t, k), out=uu)
-            np.copyto(v, uu, casting="unsafe")   # |result| < 2**30: x * m < 2**61 (checked)
+            np.copyto(v, uu, casting="unsafe")  # |result| < 2**30: x * m < 2**61 (checked)
             np.maximum(v, lo_t[:k], out=v)
             np.minimum(v, hi_t[:k], out=v)
-            np.copyto(rflat[start:start + k], v, casting="unsafe")
+            np.copyto(rflat[start : start + k], v, casting="unsafe")
         return result
 
-    per_channel: dict = {}      # channel count -> the compiled path's parameter arrays
+    per_channel: dict = {}  # channel count -> the compiled path's parameter arrays
 
     def run(acc: np.ndarray, bias: np.ndarray, lo: int, hi: int, dtype) -> np.ndarray:
         if jit.worth(acc.size, at=1) and (acc.dtype.kind in "iu" or acc_bound + bias_max <= 1 << 53):
@@ -762,8 +811,7 @@ def _fused_requantizer(acc_bound: int, bias: np.ndarray, mult: np.ndarray, shift
                 params = per_channel[channels] = jit.requant_params(channels, m_eff, offset, rshift, sign_mask)
             return jit.requantize(acc, bias, params, lo, hi, dtype, acc_bound < 1 << 31)
         # (below one block, the setup of the flat variant costs more than it saves)
-        if acc.dtype in (np.float32, np.float64) and acc_bound + bias_max <= 1 << 53 \
-                and acc.size >= _REQUANT_BLOCK:
+        if acc.dtype in (np.float32, np.float64) and acc_bound + bias_max <= 1 << 53 and acc.size >= _REQUANT_BLOCK:
             # float32 sums whose bias would leave float32's integers add it in float64
             wide = acc.dtype == np.float64 or acc_bound + bias_max > 1 << 24
             return run_flat(acc, bias, lo, hi, dtype, np.float64 if wide else np.float32)
@@ -776,8 +824,8 @@ def _fused_requantizer(acc_bound: int, bias: np.ndarray, mult: np.ndarray, shift
         tbuf = np.empty_like(ubuf) if has_sign_term else None
         b64 = bias.astype(np.int64)
         for start in range(0, a2.shape[0], rows):
-            block = a2[start:start + rows]
-            u = ubuf[:block.shape[0]]
+            block = a2[start : start + rows]
+            u = ubuf[: block.shape[0]]
             # float accumulators hold exact integers: the float64 sum with the bias is exact
             np.add(block, b64, out=u, casting="unsafe")
             if has_left:
@@ -785,7 +833,7 @@ def _fused_requantizer(acc_bound: int, bias: np.ndarray, mult: np.ndarray, shift
             u *= m
             if tbuf is not None:
                 u += 1 << 30
-                t = tbuf[:block.shape[0]]
+                t = tbuf[: block.shape[0]]
                 np.right_shift(u, 63, out=t)
                 t &= sign_mask
                 u += t
@@ -793,9 +841,9 @@ def _fused_requantizer(acc_bound: int, bias: np.ndarray, mult: np.ndarray, shift
             else:
                 u += offset_with_nudge
             u >>= rshift
-            np.maximum(u, lo, out=u)          # the ufuncs: np.clip's wrapper costs more per block
+            np.maximum(u, lo, out=u)  # the ufuncs: np.clip's wrapper costs more per block
             np.minimum(u, hi, out=u)
-            r2[start:start + block.shape[0]] = u
+            r2[start : start + block.shape[0]] = u
         return result
 
     return run
@@ -852,6 +900,7 @@ def widened_constant(ctx: OpContext, i: int) -> np.ndarray:
         w = to_float32(x)
         w.setflags(write=False)
         return w
+
     return ctx.remember_of_constant(i, ("float32", i), build)
 
 
@@ -903,8 +952,16 @@ def run_conv(ctx: OpContext, p: ConvParams, groups: int = 1) -> np.ndarray:
     return layout.from_nhwc(y, p.nchw)
 
 
-def conv_float(x: np.ndarray, f: np.ndarray, bias: np.ndarray, row: np.ndarray | None, p: ConvParams,
-               oh: int, ow: int, groups: int = 1) -> np.ndarray:
+def conv_float(
+    x: np.ndarray,
+    f: np.ndarray,
+    bias: np.ndarray,
+    row: np.ndarray | None,
+    p: ConvParams,
+    oh: int,
+    ow: int,
+    groups: int = 1,
+) -> np.ndarray:
     """run_conv's float arithmetic, shared with CONV_2D's plan-time kernel: NHWC float32 ``x``,
     filter ``f``, ``bias`` and its tiled ``row`` (``bias_row``) -> the activated float32 output."""
     _, fh, fw, _ = f.shape
@@ -913,14 +970,25 @@ def conv_float(x: np.ndarray, f: np.ndarray, bias: np.ndarray, row: np.ndarray |
     return activation.apply_float(y, p.activation, in_place=y.flags.writeable)
 
 
-def conv_quant(x: np.ndarray, xz: int, offsets: np.ndarray, bias: np.ndarray, mult: np.ndarray,
-               shift: np.ndarray, acc_bound: int, out: Operand, p: ConvParams, oh: int, ow: int,
-               groups: int = 1) -> np.ndarray:
+def conv_quant(
+    x: np.ndarray,
+    xz: int,
+    offsets: np.ndarray,
+    bias: np.ndarray,
+    mult: np.ndarray,
+    shift: np.ndarray,
+    acc_bound: int,
+    out: Operand,
+    p: ConvParams,
+    oh: int,
+    ow: int,
+    groups: int = 1,
+) -> np.ndarray:
     """run_conv's quantised arithmetic, shared with CONV_2D's plan-time kernel: NHWC 8-bit
     ``x`` less ``xz``, in the exact float dtype of the filter's ``offsets``, times them, then
     requantised into ``out``'s stored values."""
     _, fh, fw, _ = offsets.shape
-    if int16_conv.usable(groups, acc_bound):      # the same integer sums, in int16 pairs
+    if int16_conv.usable(groups, acc_bound):  # the same integer sums, in int16 pairs
         acc = int16_conv.product(offsets_as(x, xz, np.int16), offsets, p, oh, ow)
     else:
         acc = grouped_matmul_conv(conv_patches(x, p, xz, offsets.dtype.type, fh, fw, oh, ow), offsets, groups)

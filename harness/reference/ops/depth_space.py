@@ -12,6 +12,7 @@ SPACE_TO_DEPTH: [b, h, w, c] -> [b, h / bs, w / bs, c * bs * bs]; bs must divide
   The exact inverse of DEPTH_TO_SPACE.
 Zero-sized inputs are rejected at run time.
 """
+
 from __future__ import annotations
 
 import numpy as np

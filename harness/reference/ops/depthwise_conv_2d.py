@@ -19,6 +19,7 @@ Types: as CONV_2D, except that a TENSOR_QUANT8_SYMM_PER_CHANNEL filter is quanti
 dimension 3 (channel_dim 3).  Quantised accumulation is exact integer arithmetic; the
 requantisation uses (input_scale * filter_scale[c]) / output_scale per output channel.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -56,9 +57,16 @@ def validate(v: OpView) -> None:
 _BLOCK = 1 << 16
 
 
-def _depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams,
-               bias: np.ndarray | None = None, zero_start: bool | None = None,
-               unpadded: bool = False) -> np.ndarray:
+def _depthwise(
+    xp: np.ndarray,
+    w: np.ndarray,
+    oh: int,
+    ow: int,
+    p: cc.ConvParams,
+    bias: np.ndarray | None = None,
+    zero_start: bool | None = None,
+    unpadded: bool = False,
+) -> np.ndarray:
     """Padded NHWC ``xp`` [N, H', W', C], filter taps ``w`` [fh, fw, C] (one filter per
     channel: a depth multiplier M > 1 is handled by the caller repeating each input channel M
     times) -> [N, OH, OW, C] in ``w``'s dtype, plus ``bias`` [C] when given.  ``unpadded``:
@@ -75,7 +83,7 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams
     n, c = xp.shape[0], xp.shape[3]
     fh, fw = w.shape[:2]
     dtype = w.dtype
-    if zero_start is None:      # (the caller may know it already: a constant bias's, per model)
+    if zero_start is None:  # (the caller may know it already: a constant bias's, per model)
         zero_start = _has_negative_zero(bias)
     # The same sums, compiled (nnconform.reference.kernels.jit), at any size (at=1): numpy's tap loop
     # costs ~60-100 us of calls however small the image (a MobileNet's 4x4x48 tail), the
@@ -89,9 +97,9 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams
     bt = None if bias is None else np.ascontiguousarray(np.broadcast_to(bias.astype(dtype), (ow, c)))
     out = np.empty((n, oh, ow, c), dtype=dtype)
     image = oh * ow * c
-    if image >= _BLOCK:      # blocks of rows within one image
+    if image >= _BLOCK:  # blocks of rows within one image
         rows, images = max(1, _BLOCK // (ow * c)), 1
-    else:                    # blocks of whole images
+    else:  # blocks of whole images
         rows, images = oh, max(1, _BLOCK // image)
     tmp = np.empty((min(images, n), min(rows, oh), ow, c), dtype=dtype)
     sh, sw, dh, dw = p.stride_h, p.stride_w, p.dil_h, p.dil_w
@@ -108,7 +116,7 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams
         for r0 in range(0, oh, rows):
             r1 = min(r0 + rows, oh)
             acc = out[b0:b1, r0:r1]
-            t = tmp[:b1 - b0, :r1 - r0]
+            t = tmp[: b1 - b0, : r1 - r0]
             if zero_start:
                 acc[...] = 0
             for i in range(fh):
@@ -116,10 +124,10 @@ def _depthwise(xp: np.ndarray, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams
                 for j in range(fw):
                     if phases is None:
                         left = j * dw
-                        view = xp[b0:b1, top:top + (r1 - r0 - 1) * sh + 1:sh, left:left + (ow - 1) * sw + 1:sw]
-                    else:       # columns j*dw + x*sw are phase (j*dw) % sw from (j*dw) // sw on
+                        view = xp[b0:b1, top : top + (r1 - r0 - 1) * sh + 1 : sh, left : left + (ow - 1) * sw + 1 : sw]
+                    else:  # columns j*dw + x*sw are phase (j*dw) % sw from (j*dw) // sw on
                         left, q = divmod(j * dw, sw)
-                        view = phases[q][b0:b1, top:top + (r1 - r0 - 1) * sh + 1:sh, left:left + ow]
+                        view = phases[q][b0:b1, top : top + (r1 - r0 - 1) * sh + 1 : sh, left : left + ow]
                     if i == j == 0 and not zero_start:
                         np.multiply(view, wt[i, j], out=acc)
                     else:
@@ -148,10 +156,12 @@ def _repeat_channels(xp: np.ndarray, m: int) -> np.ndarray:
 def _filter_offsets(ctx: OpContext, zero_point: int, dtype) -> np.ndarray:
     """The taps [fh, fw, C] of the filter less its zero point, in ``dtype``: a constant
     filter's once per model (ctx.memo), read-only."""
+
     def taps() -> np.ndarray:
         t = cc.offsets_as(ctx.inputs[1][0], zero_point, dtype)
         t.setflags(write=False)
         return t
+
     return ctx.remember_of_constant(1, ("filter offsets", zero_point, np.dtype(dtype).str), taps)
 
 
@@ -201,6 +211,7 @@ def prepare(v: OpView):
                 return None
             y = _float_taps(x, w, b, zero_start, oh, ow, p, compiled_here(outputs))
             return [activation.apply_float(y, p.activation, in_place=True)]
+
         return kernel
     quant = cc.prepared_quant(ctx, fh * fw, o)
     if quant is None:
@@ -214,23 +225,27 @@ def prepare(v: OpView):
             return None
         y = _quant_taps(x, xz, w, oh, ow, p, compiled_here(outputs))
         return [cc.requantize(y, b, mult, shift, out, p.activation, acc_bound=acc_bound)]
+
     return kernel_quant
 
 
-def _float_taps(x: np.ndarray, w: np.ndarray, bias: np.ndarray, zero_start: bool, oh: int, ow: int,
-                p: cc.ConvParams, compiled: bool) -> np.ndarray:
+def _float_taps(
+    x: np.ndarray, w: np.ndarray, bias: np.ndarray, zero_start: bool, oh: int, ow: int, p: cc.ConvParams, compiled: bool
+) -> np.ndarray:
     """execute's float sums (no activation) for NHWC ``x``, taps ``w`` [fh, fw, C] and
     ``bias``.  The compiled kernel pads the input itself; numpy's taps read it padded, or as
     it is when unpadded (VALID, or after an explicit PAD, as TFLite models have it)."""
     unpadded = compiled or not (p.pad_top or p.pad_bottom or p.pad_left or p.pad_right)
-    x32 = cc.to_float32(x)      # (fp16 widened before the padded copy: numpy's conversion is slow)
+    x32 = cc.to_float32(x)  # (fp16 widened before the padded copy: numpy's conversion is slow)
     xp = np.ascontiguousarray(x32) if unpadded else cc.padded_offsets(x32, p, 0, np.float32)
-    return _depthwise(_repeat_channels(xp, p.extra[0]), w, oh, ow, p, bias=bias, zero_start=zero_start,
-                      unpadded=unpadded)
+    return _depthwise(
+        _repeat_channels(xp, p.extra[0]), w, oh, ow, p, bias=bias, zero_start=zero_start, unpadded=unpadded
+    )
 
 
-def _quant_taps(x: np.ndarray, xz: int, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams,
-                compiled: bool) -> np.ndarray:
+def _quant_taps(
+    x: np.ndarray, xz: int, w: np.ndarray, oh: int, ow: int, p: cc.ConvParams, compiled: bool
+) -> np.ndarray:
     """execute's quantised sums for 8-bit NHWC ``x`` less ``xz`` and the filter's offsets
     ``w`` [fh, fw, C], in ``w``'s exact float dtype (see execute)."""
     dt = w.dtype.type
@@ -263,5 +278,6 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     amax, dt = cc.bound_and_dtype(x, xz, fh * fw, bmax)
     y = _quant_taps(x, xz, _filter_offsets(ctx, fz, dt), oh, ow, p, compiled)
     mult, shift = cc.output_multipliers(ctx, xo, fo, ctx.in_operands[2], out, o)
-    return [layout.from_nhwc(cc.requantize(y, b, mult, shift, out, p.activation, acc_bound=fh * fw * amax * bmax),
-                             p.nchw)]
+    return [
+        layout.from_nhwc(cc.requantize(y, b, mult, shift, out, p.activation, acc_bound=fh * fw * amax * bmax), p.nchw)
+    ]

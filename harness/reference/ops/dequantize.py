@@ -10,6 +10,7 @@ float and multiplied by the float scale), then narrowed to fp16 (round to neares
 TENSOR_FLOAT16 output.  Per-channel inputs use scales[c] of the channel along channelDim and a
 zero point of 0.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,8 +19,12 @@ from nnconform.ir import OperandType as T
 from nnconform.ir import OperationType as Op
 from nnconform.reference.ops.registry import OpContext, OpView, register
 
-INPUT_TYPES = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
-               T.TENSOR_QUANT8_SYMM_PER_CHANNEL)
+INPUT_TYPES = (
+    T.TENSOR_QUANT8_ASYMM,
+    T.TENSOR_QUANT8_ASYMM_SIGNED,
+    T.TENSOR_QUANT8_SYMM,
+    T.TENSOR_QUANT8_SYMM_PER_CHANNEL,
+)
 OUTPUT_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
 
 

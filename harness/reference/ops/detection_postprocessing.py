@@ -29,6 +29,7 @@ y_c + half_h, x_c + half_w).
   NMS on that score keeping max_detections; each kept anchor emits its
   min(num_classes - 1, max_classes) best classes in descending score (stable).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,8 +48,9 @@ def validate(v: OpView) -> None:
     v.expect_types([TYPES])
     t = v.input_type(0)
     s = bb.scalar_type(t)
-    v.expect_types([t, t, t, s, s, s, s, T.BOOL, T.INT32, T.INT32, T.INT32, s, s, T.BOOL],
-                   [t, t, T.TENSOR_INT32, T.TENSOR_INT32])
+    v.expect_types(
+        [t, t, t, s, s, s, s, T.BOOL, T.INT32, T.INT32, T.INT32, s, s, T.BOOL], [t, t, T.TENSOR_INT32, T.TENSOR_INT32]
+    )
     for i, r in enumerate((3, 3, 2)):
         v.expect_rank(i, [r])
     for i, what in ((3, "scale y"), (4, "scale x"), (5, "scale h"), (6, "scale w"), (8, "max detections")):
@@ -88,8 +90,10 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         ctx.fail("zero-sized inputs are not allowed")
     nb, na, nc = scores_in.shape
     if deltas_in.shape[:2] != (nb, na) or deltas_in.shape[2] < 4 or anchors_in.shape != (na, 4):
-        ctx.fail(f"inconsistent shapes: scores {list(scores_in.shape)}, deltas {list(deltas_in.shape)}, "
-                 f"anchors {list(anchors_in.shape)}")
+        ctx.fail(
+            f"inconsistent shapes: scores {list(scores_in.shape)}, deltas {list(deltas_in.shape)}, "
+            f"anchors {list(anchors_in.shape)}"
+        )
     if nc <= 1:
         ctx.fail(f"needs more than one class (class 0 is background), got {nc}")
     scales = tuple(ctx.scalar(i) for i in range(3, 7))
@@ -104,8 +108,7 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     num_out = max_det if regular else max_det * max_classes
 
     scores = bb.to_f32(scores_in, ctx.in_operands[0])
-    boxes = decode(bb.to_f32(anchors_in, ctx.in_operands[2]), bb.to_f32(deltas_in, ctx.in_operands[1])[..., :4],
-                   scales)
+    boxes = decode(bb.to_f32(anchors_in, ctx.in_operands[2]), bb.to_f32(deltas_in, ctx.in_operands[1])[..., :4], scales)
     out_scores = np.zeros((nb, num_out), F32)
     out_boxes = np.zeros((nb, num_out, 4), F32)
     out_classes = np.zeros((nb, num_out), np.int32)
@@ -115,9 +118,13 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         sc = scores[b]
         if regular:
             flat = sc.reshape(-1)
-            by_index = np.repeat(boxes[b], nc, axis=0)   # score index a * nc + c -> box of anchor a
-            kept = [bb.nms_single_class(flat, by_index, np.nonzero(sc[:, c] > score_thr)[0] * nc + c,
-                                        max_per_class, discard) for c in range(1, nc)]
+            by_index = np.repeat(boxes[b], nc, axis=0)  # score index a * nc + c -> box of anchor a
+            kept = [
+                bb.nms_single_class(
+                    flat, by_index, np.nonzero(sc[:, c] > score_thr)[0] * nc + c, max_per_class, discard
+                )
+                for c in range(1, nc)
+            ]
             sel = bb.sort_by_score_desc(np.concatenate(kept), flat)[:max_det]
             m = len(sel)
             out_scores[b, :m] = flat[sel]
@@ -127,7 +134,7 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
             n_cls = min(nc - 1, max_classes)
             best = sc[:, 1:].max(axis=1)
             sel = bb.nms_single_class(best, boxes[b], np.nonzero(best > score_thr)[0], max_det, discard)
-            order = np.argsort(-sc[sel, 1:], axis=1, kind="stable")[:, :n_cls] + 1   # [len(sel), n_cls]
+            order = np.argsort(-sc[sel, 1:], axis=1, kind="stable")[:, :n_cls] + 1  # [len(sel), n_cls]
             m = len(sel) * n_cls
             out_scores[b, :m] = np.take_along_axis(sc[sel], order, axis=1).reshape(-1)
             out_boxes[b, :m] = np.repeat(boxes[b][sel], n_cls, axis=0)

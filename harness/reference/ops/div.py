@@ -17,6 +17,7 @@ Semantics:
   INT32_MIN / -1 wraps to INT32_MIN.
 - A zero-sized output skips the computation.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -21,6 +21,7 @@ clamp(zero_point_out + round_half_away(r / scale_out)).  An input at the zero po
 +inf, which clamps to the type's maximum; an input below it gives NaN, which the reference's
 std::min/std::max clamp also turns into the maximum.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -53,6 +54,7 @@ def _validator(types: tuple[T, ...], max_rank: int | None = None):
         v.expect_same_type(("input", 0), ("output", 0))
         if max_rank is not None:
             v.expect_rank(0, range(0, max_rank + 1))
+
     return validate
 
 
@@ -67,7 +69,7 @@ def _compute(ctx: OpContext) -> list[np.ndarray]:
     if ctx.in_operands[0].info.is_quant:
         return [_rsqrt_quant(ctx)]
     if x.dtype == np.int32:
-        return [_FUNCS[op](x).astype(out_dtype)]   # int32 wrap-around, as in C
+        return [_FUNCS[op](x).astype(out_dtype)]  # int32 wrap-around, as in C
     with np.errstate(all="ignore"):
         return [_FUNCS[op](x.astype(np.float32)).astype(out_dtype)]
 
@@ -84,7 +86,14 @@ def _rsqrt_quant(ctx: OpContext) -> np.ndarray:
     return q.astype(out.info.dtype)
 
 
-for _op, _types, _rank in ((Op.ABS, WITH_INT32, None), (Op.NEG, WITH_INT32, None), (Op.EXP, FLOATS, None),
-                           (Op.LOG, FLOATS, None), (Op.SQRT, FLOATS, None), (Op.RSQRT, RSQRT_TYPES, None),
-                           (Op.SIN, FLOATS, None), (Op.FLOOR, FLOATS, 4)):
+for _op, _types, _rank in (
+    (Op.ABS, WITH_INT32, None),
+    (Op.NEG, WITH_INT32, None),
+    (Op.EXP, FLOATS, None),
+    (Op.LOG, FLOATS, None),
+    (Op.SQRT, FLOATS, None),
+    (Op.RSQRT, RSQRT_TYPES, None),
+    (Op.SIN, FLOATS, None),
+    (Op.FLOOR, FLOATS, 4),
+):
     register(_op, data_types=_types, validate=_validator(_types, _rank))(_compute)

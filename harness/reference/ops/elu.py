@@ -8,6 +8,7 @@
 Computed in float32 (fp16 input and alpha widened first, the result narrowed), as the
 reference does.
 """
+
 from __future__ import annotations
 
 import numpy as np

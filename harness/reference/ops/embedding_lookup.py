@@ -10,6 +10,7 @@ output:  0 values' type, shape [k, ...]: row i is values[lookups[i]].  Quantised
 The data type is that of input 1.  An out-of-range lookup is a run-time failure; zero-sized
 inputs are rejected at run time.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,8 +19,7 @@ from nnconform.ir import OperandType as T
 from nnconform.ir import OperationType as Op
 from nnconform.reference.ops.registry import OpContext, OpView, register
 
-TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 
 
 def validate(v: OpView) -> None:
@@ -41,8 +41,10 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         ctx.fail(f"values must have rank >= 2, got {values.ndim}")
     for i in (0, 1):
         if ctx.inputs[i].size == 0:
-            ctx.fail(f"input {i} is zero-sized {list(ctx.inputs[i].shape)}; EMBEDDING_LOOKUP does not "
-                     "accept zero-sized tensors")
+            ctx.fail(
+                f"input {i} is zero-sized {list(ctx.inputs[i].shape)}; EMBEDDING_LOOKUP does not "
+                "accept zero-sized tensors"
+            )
     rows = values.shape[0]
     bad = (lookups < 0) | (lookups >= rows)
     if np.any(bad):

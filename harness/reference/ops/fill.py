@@ -9,6 +9,7 @@ Signature:
 The operation's data type is the output's; for coverage we key it on input 1, whose scalar
 type maps one to one onto it.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,8 +28,7 @@ def validate(v: OpView) -> None:
     v.expect_types([T.TENSOR_INT32, tuple(VALUE_TYPE.values())], [TYPES])
     want = VALUE_TYPE[v.outputs[0].type]
     if v.input_type(1) != want:
-        v.fail(f"must be {want.name} for a {v.outputs[0].type.name} output, got {v.input_type(1).name}",
-               input=1)
+        v.fail(f"must be {want.name} for a {v.outputs[0].type.name} output, got {v.input_type(1).name}", input=1)
     check_1d_int32(v, 0, "the shape")
     dims = v.constant(0)
     if dims is not None and (dims < 0).any():

@@ -13,6 +13,7 @@ float32); TENSOR_QUANT8_ASYMM or TENSOR_QUANT8_ASYMM_SIGNED input, weights and o
 per-channel weights) with a TENSOR_INT32 bias of scale input_scale * weights_scale; the output
 uses its own scale and zero point (requantised by (input_scale * weights_scale) / output_scale).
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -9,6 +9,7 @@ output:  0 the input's type, shape input.dims[:axis] + indices.dims + input.dims
 
 An index outside the axis is a run-time failure; zero-sized inputs are rejected at run time.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,7 @@ from nnconform.ir import OperandType as T
 from nnconform.ir import OperationType as Op
 from nnconform.reference.ops.registry import OpContext, OpView, register
 
-TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 
 
 def validate(v: OpView) -> None:
@@ -44,8 +44,7 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         ctx.fail(f"axis {axis} is out of range for rank {x.ndim}")
     for i in (0, 2):
         if ctx.inputs[i].size == 0:
-            ctx.fail(f"input {i} is zero-sized {list(ctx.inputs[i].shape)}; GATHER does not accept "
-                     "zero-sized tensors")
+            ctx.fail(f"input {i} is zero-sized {list(ctx.inputs[i].shape)}; GATHER does not accept zero-sized tensors")
     size = x.shape[axis]
     bad = (indices < 0) | (indices >= size)
     if np.any(bad):

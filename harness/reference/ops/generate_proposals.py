@@ -29,6 +29,7 @@ are then kept only if width > min_size, height > min_size, and their centre x1 +
 y1 + h / 2 lies inside the image (< width, < height), in candidate order.  Hard NMS
 (bbox_common.nms_single_class, IoU >= threshold suppresses) keeps at most post_nms boxes.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,8 +52,7 @@ def validate(v: OpView) -> None:
     quant = t in bb.QUANT8_TYPES
     anchor_t = T.TENSOR_QUANT16_SYMM if quant else t
     info_t = T.TENSOR_QUANT16_ASYMM if quant else t
-    v.expect_types([t, t, anchor_t, info_t, s, s, T.INT32, T.INT32, s, s, T.BOOL],
-                   [t, info_t, T.TENSOR_INT32])
+    v.expect_types([t, t, anchor_t, info_t, s, s, T.INT32, T.INT32, s, s, T.BOOL], [t, info_t, T.TENSOR_INT32])
     for i, r in enumerate((4, 4, 2, 2)):
         v.expect_rank(i, [r])
     if quant:
@@ -78,8 +78,10 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     image = bb.to_f32(image_in, ctx.in_operands[3])
     n, h, w, a = scores.shape
     if deltas.shape != (n, h, w, 4 * a) or image.shape != (n, 2) or anchors.shape != (a, 4):
-        ctx.fail(f"inconsistent shapes (NHWC): scores {list(scores.shape)}, deltas {list(deltas.shape)}, "
-                 f"anchors {list(anchors.shape)}, image info {list(image.shape)}")
+        ctx.fail(
+            f"inconsistent shapes (NHWC): scores {list(scores.shape)}, deltas {list(deltas.shape)}, "
+            f"anchors {list(anchors.shape)}, image info {list(image.shape)}"
+        )
     h_stride, w_stride = F32(ctx.scalar(4)), F32(ctx.scalar(5))
     pre_nms, post_nms = int(ctx.scalar(6)), int(ctx.scalar(7))
     discard = bb.hard_discard(ctx.scalar(8))
@@ -105,12 +107,18 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
             select = bb.sort_by_score_desc(select, sc)[:pre_nms]
         cand = boxes[select]
         bw, bh = cand[:, 2] - cand[:, 0], cand[:, 3] - cand[:, 1]
-        ok = ((bw > min_size) & (bh > min_size) & (cand[:, 0] + bw / F32(2) < image[b, 1])
-              & (cand[:, 1] + bh / F32(2) < image[b, 0]))
+        ok = (
+            (bw > min_size)
+            & (bh > min_size)
+            & (cand[:, 0] + bw / F32(2) < image[b, 1])
+            & (cand[:, 1] + bh / F32(2) < image[b, 0])
+        )
         kept = bb.nms_single_class(sc, boxes, select[ok], post_nms, discard)
         out_scores.append(sc[kept])
         out_rois.append(boxes[kept])
         out_batches.append(np.full(len(kept), b, np.int32))
-    return [bb.from_f32(np.concatenate(out_scores), ctx.out_operands[0]),
-            bb.from_f32(np.concatenate(out_rois).reshape(-1, 4), ctx.out_operands[1]),
-            np.concatenate(out_batches).astype(np.int32)]
+    return [
+        bb.from_f32(np.concatenate(out_scores), ctx.out_operands[0]),
+        bb.from_f32(np.concatenate(out_rois).reshape(-1, 4), ctx.out_operands[1]),
+        np.concatenate(out_batches).astype(np.int32),
+    ]

@@ -16,6 +16,7 @@ Output 0: [batches, out_height, out_width, depth_out] (NCHW: [b, depth_out, h, w
 
 Types: as CONV_2D (per-channel filters along channel_dim 0).
 """
+
 from __future__ import annotations
 
 import numpy as np

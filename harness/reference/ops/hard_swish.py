@@ -18,6 +18,7 @@ a rounding shift for a negative one), mapped from [-1, 1] to [0, 1]; the result 
 ``r * p`` with a truncating doubling high multiply, shifted right (rounding) by the output
 exponent, plus zp_out, clamped to the type's range.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -70,12 +71,14 @@ def _hard_swish_quant(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     reluish_real = hires_input_scale / (f32(3.0) / f32(32768.0))
     out_m32, out_exp = quant.quantize_multiplier(float(out_real))
     if out_exp > 0:
-        ctx.fail(f"output scale {out_op.scale:g} is too small for input scale {in_op.scale:g} "
-                 "(the output multiplier must be < 1)")
+        ctx.fail(
+            f"output scale {out_op.scale:g} is too small for input scale {in_op.scale:g} "
+            "(the output multiplier must be < 1)"
+        )
     rel_m32, rel_exp = quant.quantize_multiplier(float(reluish_real))
     out_m16, rel_m16 = _to_int16_multiplier(out_m32), _to_int16_multiplier(rel_m32)
 
-    v = (x.astype(np.int64) - in_op.zero_point) * 128          # fits int16: |q - zp| <= 255
+    v = (x.astype(np.int64) - in_op.zero_point) * 128  # fits int16: |q - zp| <= 255
     preshift_out = _srdhm16(v, out_m16)
     r = v
     if rel_exp > 0:
@@ -86,9 +89,9 @@ def _hard_swish_quant(ctx: OpContext, x: np.ndarray) -> np.ndarray:
         r = _saturating_left_shift16(r, 1)
     elif rel_exp < 0:
         r = quant.rounding_divide_by_pot(r, -rel_exp)
-    r = (r + (1 << 15)) >> 1                                  # [-1, 1] -> [0, 1]
+    r = (r + (1 << 15)) >> 1  # [-1, 1] -> [0, 1]
     y = quant.rounding_divide_by_pot(_sdhm16(r, preshift_out), -out_exp) + out_op.zero_point
-    y = ((y + (1 << 15)) & 0xFFFF) - (1 << 15)   # the reference adds the zero point in int16
+    y = ((y + (1 << 15)) & 0xFFFF) - (1 << 15)  # the reference adds the zero point in int16
     return quant.saturate(y, out_op)
 
 

@@ -14,6 +14,7 @@ The data type is that of input 2.  Lookup is a binary search, so unsorted keys g
 unspecified (but deterministic) results; with duplicate keys any matching row is a valid
 answer and we return the first.  Zero-sized inputs are rejected at run time.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,8 +37,7 @@ def validate(v: OpView) -> None:
         v.expect_same_quant(("input", 2), ("output", 0))
     hits = v.outputs[1]
     if hits.scale != 1.0 or hits.zero_point != 0:
-        v.fail(f"hits must have scale 1.0 and zero point 0, got ({hits.scale:g}, {hits.zero_point})",
-               output=1)
+        v.fail(f"hits must have scale 1.0 and zero point 0, got ({hits.scale:g}, {hits.zero_point})", output=1)
 
 
 @register(Op.HASHTABLE_LOOKUP, data_types=TYPES, validate=validate, primary_input=2)
@@ -49,8 +49,10 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         ctx.fail("values must have rank >= 1")
     for i in range(3):
         if ctx.inputs[i].size == 0:
-            ctx.fail(f"input {i} is zero-sized {list(ctx.inputs[i].shape)}; HASHTABLE_LOOKUP does not "
-                     "accept zero-sized tensors")
+            ctx.fail(
+                f"input {i} is zero-sized {list(ctx.inputs[i].shape)}; HASHTABLE_LOOKUP does not "
+                "accept zero-sized tensors"
+            )
     if keys.shape[0] != values.shape[0]:
         ctx.fail(f"keys has {keys.shape[0]} entries but values has {values.shape[0]} rows")
     pos = np.searchsorted(keys, lookups)

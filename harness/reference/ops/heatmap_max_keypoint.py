@@ -23,6 +23,7 @@ the score the maximum, else offset = A^-1 b (scaled down so neither component ex
 score = g11 - b.d + d'Ad / 2.  The keypoint is box_start + (index + offset + 0.5) / size * box
 size.  A box with x2 < x1 or y2 < y1 fails the execution.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -86,8 +87,10 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     heat = to_nhwc(bb.to_f32(heat_in, ctx.in_operands[0]), nchw)
     n, size, size_w, k = heat.shape
     if size_w != size or size < 2 or boxes_in.shape != (n, 4):
-        ctx.fail(f"heatmaps must be square with size >= 2 and boxes [{n}, 4], got heatmaps "
-                 f"{list(heat.shape)} (NHWC) and boxes {list(boxes_in.shape)}")
+        ctx.fail(
+            f"heatmaps must be square with size >= 2 and boxes [{n}, 4], got heatmaps "
+            f"{list(heat.shape)} (NHWC) and boxes {list(boxes_in.shape)}"
+        )
     boxes = bb.to_f32(boxes_in, ctx.in_operands[1])
     bad = bb.bad_boxes(boxes)
     if bad.size:
@@ -97,7 +100,7 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     flat = heat.reshape(n, size * size, k)
     # First strict maximum above -FLT_MAX (index 0 if nothing beats it), as the reference scans.
     cand = np.where(np.isnan(flat), -np.inf, flat)
-    idx = np.argmax(cand, axis=1)                                          # [n, k]
+    idx = np.argmax(cand, axis=1)  # [n, k]
     best = np.take_along_axis(cand, idx[:, None, :], axis=1)[:, 0, :]
     beaten = best > -FLT_MAX
     idx = np.where(beaten, idx, 0)
@@ -105,13 +108,13 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     row, col = idx // size, idx % size
 
     off = np.array([-1, 0, 1])
-    rows = row[..., None] + off                                            # [n, k, 3]
+    rows = row[..., None] + off  # [n, k, 3]
     cols = col[..., None] + off
     rows = np.where(rows < 0, 1, np.where(rows >= size, size - 2, rows))
     cols = np.where(cols < 0, 1, np.where(cols >= size, size - 2, cols))
     bi = np.arange(n)[:, None, None, None]
     ki = np.arange(k)[None, :, None, None]
-    grid = heat[bi, rows[..., :, None], cols[..., None, :], ki]            # [n, k, 3, 3]
+    grid = heat[bi, rows[..., :, None], cols[..., None, :], ki]  # [n, k, 3, 3]
     d0, d1, score = _solve(grid, max_score, tol)
 
     x1, y1 = boxes[:, None, 0], boxes[:, None, 1]

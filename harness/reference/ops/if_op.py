@@ -14,6 +14,7 @@ parameters; same rank and sizes where both sides know them; see control_flow.py)
 Semantics: only the chosen branch runs.  Its output values, with the shapes the branch actually
 produced, become the IF's outputs (so an outer output of unknown shape gets the branch's).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,9 +27,17 @@ from nnconform.reference.ops.registry import OpContext, OpView, register
 COND, THEN, ELSE, FIRST_INPUT = 0, 1, 2, 3
 
 # Every tensor type a branch can carry (the suite checks each); scalars pass through as well.
-CARRIED_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-                 T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT16_ASYMM,
-                 T.TENSOR_QUANT16_SYMM, T.TENSOR_BOOL8)
+CARRIED_TYPES = (
+    T.TENSOR_FLOAT32,
+    T.TENSOR_FLOAT16,
+    T.TENSOR_INT32,
+    T.TENSOR_QUANT8_ASYMM,
+    T.TENSOR_QUANT8_ASYMM_SIGNED,
+    T.TENSOR_QUANT8_SYMM,
+    T.TENSOR_QUANT16_ASYMM,
+    T.TENSOR_QUANT16_SYMM,
+    T.TENSOR_BOOL8,
+)
 
 
 def validate(v: OpView) -> None:
@@ -50,11 +59,18 @@ def validate(v: OpView) -> None:
         if len(sg.output_indexes) != m:
             v.fail(f"the {name} gives {len(sg.output_indexes)} outputs, the IF has {m}", input=slot)
         for i, idx in enumerate(sg.input_indexes):
-            cf.check_compatible(v, sg.operands[idx], v.inputs[FIRST_INPUT + i], f"{name} input {i}",
-                                f"the IF's input {FIRST_INPUT + i}", input=FIRST_INPUT + i)
+            cf.check_compatible(
+                v,
+                sg.operands[idx],
+                v.inputs[FIRST_INPUT + i],
+                f"{name} input {i}",
+                f"the IF's input {FIRST_INPUT + i}",
+                input=FIRST_INPUT + i,
+            )
         for j, idx in enumerate(sg.output_indexes):
-            cf.check_compatible(v, sg.operands[idx], v.outputs[j], f"{name} output {j}",
-                                f"the IF's output {j}", output=j)
+            cf.check_compatible(
+                v, sg.operands[idx], v.outputs[j], f"{name} output {j}", f"the IF's output {j}", output=j
+            )
 
 
 @register(Op.IF, data_types=CARRIED_TYPES, validate=validate, primary_input=FIRST_INPUT)

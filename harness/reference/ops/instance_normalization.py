@@ -14,6 +14,7 @@ The reference accumulates FLOAT16 in half precision; we compute every type in fl
 narrow to the output type, which stays within the fp16 comparison tolerance while being
 independent of summation order.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,7 +45,7 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         ctx.fail(f"input must have rank 4, got {x.ndim}")
     gamma, beta, epsilon = (float(ctx.scalar(i)) for i in (1, 2, 3))
     nchw = bool(ctx.scalar(4))
-    if x.size == 0:   # an empty batch or plane: nothing to normalise (and no mean of nothing)
+    if x.size == 0:  # an empty batch or plane: nothing to normalise (and no mean of nothing)
         return [x.astype(ctx.output_dtype(0))]
     xf = to_nhwc(x, nchw).astype(np.float64)
     mean = xf.mean(axis=(1, 2), keepdims=True)

@@ -18,6 +18,7 @@ Semantics of the CPU reference:
   TFLite's integer kernel, MultiplyByQuantizedMultiplier(d, mult, 7 - shift), which may round
   differently in the last bit.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,8 +48,11 @@ def validate(v: OpView) -> None:
     if out.type in OUTPUT_QUANT:
         scale, zp = OUTPUT_QUANT[out.type]
         if out.scale != np.float32(scale) or out.zero_point != zp:
-            v.fail(f"{out.type.name} output must have scale 1/128 and zero point {zp}, "
-                   f"got scale {out.scale:g} zero point {out.zero_point}", output=0)
+            v.fail(
+                f"{out.type.name} output must have scale 1/128 and zero point {zp}, "
+                f"got scale {out.scale:g} zero point {out.zero_point}",
+                output=0,
+            )
     axis = v.constant_scalar(1) if len(v.inputs) == 2 else -1
     rank = len(v.inputs[0].dimensions)
     if axis is not None and rank and not -rank <= axis < rank:
@@ -82,13 +86,13 @@ def inv_sqrt_multiplier(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     shift = shift - pairs
     x = x << (2 * pairs)
     # Newton-Raphson for 1/sqrt on Q3.28 fixed point, exactly as gemmlowp computes it.
-    half_input = rounding_divide_by_pot(x >> 1, 1)       # F3
-    half_three = (1 << 28) + (1 << 27)                   # 1.5 in F3
-    r = np.full(x.shape, 1 << 28, np.int64)              # 1.0 in F3
+    half_input = rounding_divide_by_pot(x >> 1, 1)  # F3
+    half_three = (1 << 28) + (1 << 27)  # 1.5 in F3
+    r = np.full(x.shape, 1 << 28, np.int64)  # 1.0 in F3
     for _ in range(5):
-        r3 = _saturating_shift_left(srdhm(srdhm(r, r), r), 6)                  # F9 -> F3
+        r3 = _saturating_shift_left(srdhm(srdhm(r, r), r), 6)  # F9 -> F3
         r = _saturating_shift_left(_wrap32(srdhm(half_three, r) - srdhm(half_input, r3)), 3)  # F6 -> F3
-    mult = srdhm(r, 1518500250)                          # times sqrt(2)/2 in F0
+    mult = srdhm(r, 1518500250)  # times sqrt(2)/2 in F0
     neg = shift < 0
     mult = np.where(neg, _wrap32(mult << np.where(neg, -shift, 0)), mult)
     shift = np.where(neg, 0, shift)

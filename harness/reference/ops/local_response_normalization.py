@@ -15,6 +15,7 @@ No quantised form exists.  FLOAT16 (tensor and scalars) is widened to float32 an
 narrowed back, as the reference does.  The reference accepts any radius and bias; a negative
 radius simply gives an empty window (sqr_sum = 0).
 """
+
 from __future__ import annotations
 
 import numpy as np

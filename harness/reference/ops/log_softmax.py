@@ -11,6 +11,7 @@ subtraction and product is rounded to half precision, each exponential is taken 
 and accumulated into a half-precision sum (in element order), and the log of the sum is
 rounded to half.  This module does the same, rounding at the same points; float32 likewise.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,13 +39,13 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     if 0 in x.shape:
         ctx.fail("zero-sized input is not supported")
     axis = resolve_axis(ctx, ctx.scalar(2), x.ndim)
-    dt = x.dtype.type                 # float32 or float16: the arithmetic type
+    dt = x.dtype.type  # float32 or float16: the arithmetic type
     beta = dt(ctx.scalar(1))
     xs = np.moveaxis(x, axis, -1)
     scaled = ((xs - xs.max(axis=-1, keepdims=True)).astype(dt) * beta).astype(dt)
     exps = np.exp(scaled.astype(np.float64))
     total = np.zeros(xs.shape[:-1], dtype=dt)
-    for i in range(xs.shape[-1]):    # sequential, rounding the running sum as the reference does
+    for i in range(xs.shape[-1]):  # sequential, rounding the running sum as the reference does
         total = (total.astype(np.float64) + exps[..., i]).astype(dt)
     log_sum = np.log(total.astype(np.float64)).astype(dt)
     out = (scaled - log_sum[..., None]).astype(dt)

@@ -11,6 +11,7 @@ Signatures:
 
 Zero-sized inputs fail at run time (the reference does not opt these operations in).
 """
+
 from __future__ import annotations
 
 import numpy as np

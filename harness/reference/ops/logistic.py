@@ -18,6 +18,7 @@ A result of 256 (only reachable for uint8) is clamped to 255.
 
 The fixed-point helpers live in ``fixedpoint.py``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,6 +42,7 @@ TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUA
 # Shared checks for the fixed-output-encoding activations (LOGISTIC, TANH).
 # ---------------------------------------------------------------------------------------
 
+
 def validate_fixed_output_activation(v: OpView, encodings: dict) -> None:
     """One tensor in, one out, same type, rank <= 4; quantised outputs must use the fixed
     (scale, zero point) of ``encodings[type]``."""
@@ -50,16 +52,17 @@ def validate_fixed_output_activation(v: OpView, encodings: dict) -> None:
     v.expect_rank(0, range(0, 5))
     out = v.outputs[0]
     if out.type in encodings:
-        check_fixed_output_quant(out.scale, out.zero_point, encodings[out.type],
-                                 lambda msg: v.fail(msg, output=0))
+        check_fixed_output_quant(out.scale, out.zero_point, encodings[out.type], lambda msg: v.fail(msg, output=0))
 
 
 def check_fixed_output_quant(scale: float, zero_point: int, wanted: tuple[float, int], fail) -> None:
     w_scale, w_zp = wanted
     # the reference compares the float scale for exact equality
     if np.float32(scale) != np.float32(w_scale) or zero_point != w_zp:
-        fail(f"quantised output must have scale {w_scale:g} and zero point {w_zp}, "
-             f"got scale {scale:g} and zero point {zero_point}")
+        fail(
+            f"quantised output must have scale {w_scale:g} and zero point {w_zp}, "
+            f"got scale {scale:g} and zero point {zero_point}"
+        )
 
 
 def input_rescale_params(ctx: OpContext, integer_bits: int = 4) -> tuple[int, int, int]:
@@ -99,7 +102,7 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         return [np.empty(x.shape, out_op.info.dtype)]
     multiplier, left_shift, radius = input_rescale_params(ctx)
     centred = x.astype(np.int64) - in_op.zero_point
-    inside = np.clip(centred, -radius, radius)   # keeps the shifted value in int32
+    inside = np.clip(centred, -radius, radius)  # keeps the shifted value in int32
     q4 = _srdhm(inside << left_shift, multiplier)
     # Q0.31 -> units of 1/256, rounding; a result of exactly 1.0 is clamped below.
     y = rounding_divide_by_pot(fixed_logistic(q4, 4), 23)

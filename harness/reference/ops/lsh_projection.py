@@ -22,6 +22,7 @@ int32 and adds row * 2**num_bits (SPARSE_DEPRECATED does not add the offset).
 Fingerprint64 is FarmHash's 64-bit fingerprint (the farmhashna variant of Hash64), ported
 below to numpy and vectorised over many keys of equal length.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -60,7 +61,7 @@ def _len16(u: np.ndarray, v: np.ndarray, mul) -> np.ndarray:
 
 def _fetch(keys: np.ndarray, at: int, nbytes: int) -> np.ndarray:
     dt = "<u8" if nbytes == 8 else "<u4"
-    return np.ascontiguousarray(keys[:, at:at + nbytes]).view(dt)[:, 0].astype(np.uint64)
+    return np.ascontiguousarray(keys[:, at : at + nbytes]).view(dt)[:, 0].astype(np.uint64)
 
 
 def _weak32(keys: np.ndarray, at: int, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -178,6 +179,7 @@ def fingerprint64_bytes(data: bytes) -> int:
 # The operation.
 # ---------------------------------------------------------------------------------------
 
+
 def validate(v: OpView) -> None:
     v.expect_counts(4, 1)
     hash_t = v.input_type(0)
@@ -221,7 +223,7 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         ctx.fail(f"projection type must be 1, 2 or 3, got {kind}")
 
     num_hash, num_bits = seeds.shape
-    seed_bytes = seeds.astype("<f4").reshape(-1, 1).view(np.uint8)                # [S, 4]
+    seed_bytes = seeds.astype("<f4").reshape(-1, 1).view(np.uint8)  # [S, 4]
     item_bytes = np.ascontiguousarray(x.astype(x.dtype.newbyteorder("<"))).view(np.uint8).reshape(items, -1)
     s = seed_bytes.shape[0]
     keys = np.concatenate([np.repeat(seed_bytes, items, axis=0), np.tile(item_bytes, (s, 1))], axis=1)

@@ -24,6 +24,7 @@ Outputs, all T:
 The cell arithmetic, its variants (CIFG, peephole, projection, layer norm, clipping) and the
 reference's quirks are described in ``lstm_cell.py``.
 """
+
 from __future__ import annotations
 
 import numpy as np

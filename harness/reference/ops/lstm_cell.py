@@ -39,6 +39,7 @@ for activation 0, so with "none" the cell-output product uses the cell gate g, n
 The scratch-buffer output of LSTM holds the gate buffers after the step, gate by gate:
 [i | act(c_new) | f | h] (CIFG: [act(c_new) | 1 - f | h]), each a [batch, num_units] block.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -56,25 +57,40 @@ GATES = ("input", "forget", "cell", "output")
 CELL_TENSORS = (
     *(f"input_to_{g}_weights" for g in GATES),
     *(f"recurrent_to_{g}_weights" for g in GATES),
-    "cell_to_input_weights", "cell_to_forget_weights", "cell_to_output_weights",
-    "input_gate_bias", "forget_gate_bias", "cell_gate_bias", "output_gate_bias",
-    "projection_weights", "projection_bias",
+    "cell_to_input_weights",
+    "cell_to_forget_weights",
+    "cell_to_output_weights",
+    "input_gate_bias",
+    "forget_gate_bias",
+    "cell_gate_bias",
+    "output_gate_bias",
+    "projection_weights",
+    "projection_bias",
 )
 LAYER_NORM_TENSORS = tuple(f"{g}_layer_norm_weights" for g in GATES)
 AUX_TENSORS = tuple(f"aux_input_to_{g}_weights" for g in GATES)
 
 # Tensors every cell must have.
-REQUIRED = ("input_to_forget_weights", "input_to_cell_weights", "input_to_output_weights",
-            "recurrent_to_forget_weights", "recurrent_to_cell_weights", "recurrent_to_output_weights",
-            "forget_gate_bias", "cell_gate_bias", "output_gate_bias")
+REQUIRED = (
+    "input_to_forget_weights",
+    "input_to_cell_weights",
+    "input_to_output_weights",
+    "recurrent_to_forget_weights",
+    "recurrent_to_cell_weights",
+    "recurrent_to_output_weights",
+    "forget_gate_bias",
+    "cell_gate_bias",
+    "output_gate_bias",
+)
 
 
 @dataclass(frozen=True)
 class CellLayout:
     """Operand positions of one cell's tensors inside an operation's input list."""
-    first: int                       # position of input_to_input_weights (the 17 CELL_TENSORS follow)
-    layer_norm: int | None           # position of input_layer_norm_weights (4 follow), None if absent
-    aux: int | None = None           # position of aux_input_to_input_weights (4 follow)
+
+    first: int  # position of input_to_input_weights (the 17 CELL_TENSORS follow)
+    layer_norm: int | None  # position of input_layer_norm_weights (4 follow), None if absent
+    aux: int | None = None  # position of aux_input_to_input_weights (4 follow)
 
     def index(self) -> dict[str, int]:
         out = {name: self.first + k for k, name in enumerate(CELL_TENSORS)}
@@ -102,8 +118,9 @@ class CellParams:
     flags: CellFlags
 
 
-def configure(shape: Callable[[str], tuple[int, ...] | None], n_input: int, fail: Callable[[str, str], None]
-              ) -> tuple[CellFlags, int, int]:
+def configure(
+    shape: Callable[[str], tuple[int, ...] | None], n_input: int, fail: Callable[[str, str], None]
+) -> tuple[CellFlags, int, int]:
     """Check one cell's tensor shapes against each other (AOSP CheckInputTensorDimensions)
     and work out its variant.  ``shape(name)`` gives a tensor's dims, or None when omitted;
     ``fail(name, message)`` reports a problem.  Returns (flags, num_units, output_size)."""
@@ -136,8 +153,10 @@ def configure(shape: Callable[[str], tuple[int, ...] | None], n_input: int, fail
     expect("projection_bias", (n_output,))
 
     if has("input_to_input_weights") != has("recurrent_to_input_weights"):
-        fail("recurrent_to_input_weights", "input-to-input and recurrent-to-input weights must be "
-             "both present (LSTM) or both omitted (CIFG)")
+        fail(
+            "recurrent_to_input_weights",
+            "input-to-input and recurrent-to-input weights must be both present (LSTM) or both omitted (CIFG)",
+        )
     cifg = not has("input_to_input_weights")
     peep = [has(f"cell_to_{g}_weights") for g in ("input", "forget", "output")]
     if not (all(peep[1:]) and (peep[0] or cifg)) and any(peep):
@@ -156,14 +175,20 @@ def configure(shape: Callable[[str], tuple[int, ...] | None], n_input: int, fail
             fail("output_layer_norm_weights", "layer-norm weights must be all present or all omitted")
     elif any(ln) and not all(ln):
         fail("output_layer_norm_weights", "layer-norm weights must be all present or all omitted")
-    flags = CellFlags(cifg, has("cell_to_output_weights"), has("output_layer_norm_weights"),
-                      has("projection_weights"), has("projection_bias"))
+    flags = CellFlags(
+        cifg,
+        has("cell_to_output_weights"),
+        has("output_layer_norm_weights"),
+        has("projection_weights"),
+        has("projection_bias"),
+    )
     return flags, n_cell, n_output
 
 
 # ---------------------------------------------------------------------------------------
 # Arithmetic
 # ---------------------------------------------------------------------------------------
+
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
@@ -203,8 +228,14 @@ def _clip(x: np.ndarray, limit: float) -> np.ndarray:
     return np.clip(x, -lim, lim) if limit > 0 else x
 
 
-def step(p: CellParams, w: dict[str, np.ndarray | None], x: np.ndarray, h: np.ndarray, c: np.ndarray,
-         aux: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def step(
+    p: CellParams,
+    w: dict[str, np.ndarray | None],
+    x: np.ndarray,
+    h: np.ndarray,
+    c: np.ndarray,
+    aux: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One time step for a [batch, input_size] input.  Returns (output, new cell state,
     scratch buffer as [batch, 3 or 4 * num_units])."""
     f = p.flags
@@ -219,7 +250,11 @@ def step(p: CellParams, w: dict[str, np.ndarray | None], x: np.ndarray, h: np.nd
         bias = w.get(f"{g}_gate_bias")
         if bias is None:
             bias = np.zeros_like(w["forget_gate_bias"])
-        acc = np.zeros((batch, bias.shape[0]), np.float32) if f.use_layer_norm else np.broadcast_to(bias, (batch, bias.shape[0]))
+        acc = (
+            np.zeros((batch, bias.shape[0]), np.float32)
+            if f.use_layer_norm
+            else np.broadcast_to(bias, (batch, bias.shape[0]))
+        )
         acc = acc + x @ _weights(w, f"input_to_{g}_weights", w["input_to_forget_weights"]).T
         if aux is not None:
             acc = acc + aux @ _weights(w, f"aux_input_to_{g}_weights", w["input_to_forget_weights"]).T
@@ -240,7 +275,7 @@ def step(p: CellParams, w: dict[str, np.ndarray | None], x: np.ndarray, h: np.nd
     o_gate = _sigmoid(gate("output", c_new))
     c_act = apply_activation(c_new, p.activation)
     if c_act is None:
-        c_act = cell_candidate        # the reference quirk described in the module docstring
+        c_act = cell_candidate  # the reference quirk described in the module docstring
     h_cell = o_gate * c_act
     if f.use_projection_weight:
         out = h_cell @ _weights(w, "projection_weights", None).T
@@ -264,9 +299,15 @@ def _weights(w: dict, name: str, like: np.ndarray | None) -> np.ndarray:
     return m
 
 
-def run_sequence(p: CellParams, w: dict[str, np.ndarray | None], x: np.ndarray, h0: np.ndarray, c0: np.ndarray,
-                 aux: np.ndarray | None = None, forward: bool = True
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def run_sequence(
+    p: CellParams,
+    w: dict[str, np.ndarray | None],
+    x: np.ndarray,
+    h0: np.ndarray,
+    c0: np.ndarray,
+    aux: np.ndarray | None = None,
+    forward: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Run over a time-major [max_time, batch, input_size] input (forward or backward in
     time).  Returns (outputs [max_time, batch, output_size], final output state, final cell
     state, last scratch buffer)."""
@@ -278,7 +319,7 @@ def run_sequence(p: CellParams, w: dict[str, np.ndarray | None], x: np.ndarray, 
     for t in steps:
         h, c, scratch = step(p, w, x[t], h, c, None if aux is None else aux[t])
         outputs[t] = h
-    if scratch is None:   # zero time steps
+    if scratch is None:  # zero time steps
         scratch = np.zeros((x.shape[1], 0), np.float32)
     return outputs, h, c, scratch
 
@@ -292,13 +333,13 @@ def widen(values: Sequence[np.ndarray | None]) -> list[np.ndarray | None]:
 # Operation plumbing shared by the three float LSTM operations
 # ---------------------------------------------------------------------------------------
 
+
 def static_cell_check(v, layout: CellLayout, n_input: int | None, label: str = "") -> CellFlags | None:
     """Run :func:`configure` at validation time when every present tensor of the cell has
     known dimensions (otherwise the check happens at execution).  ``v`` is an OpView."""
     idx = layout.index()
     ops = {name: (v.inputs[i] if i < len(v.inputs) else None) for name, i in idx.items()}
-    if n_input is None or any(op is not None and not op.is_omitted and not op.fully_specified
-                              for op in ops.values()):
+    if n_input is None or any(op is not None and not op.is_omitted and not op.fully_specified for op in ops.values()):
         return None
 
     def shape(name):
@@ -311,8 +352,9 @@ def static_cell_check(v, layout: CellLayout, n_input: int | None, label: str = "
     return configure(shape, n_input, fail)[0]
 
 
-def runtime_cell(ctx, layout: CellLayout, n_input: int, label: str = ""
-                 ) -> tuple[CellFlags, int, int, dict[str, np.ndarray | None]]:
+def runtime_cell(
+    ctx, layout: CellLayout, n_input: int, label: str = ""
+) -> tuple[CellFlags, int, int, dict[str, np.ndarray | None]]:
     """Check one cell at execution time and return (flags, num_units, output_size, float32
     weights by name)."""
     idx = layout.index()
@@ -325,8 +367,9 @@ def runtime_cell(ctx, layout: CellLayout, n_input: int, label: str = ""
         ctx.fail(f"input {idx[name]} ({label}{name}) {message}")
 
     flags, n_cell, n_output = configure(shape, n_input, fail)
-    weights = {name: (None if not ctx.has(i) else np.asarray(ctx.inputs[i], dtype=np.float32))
-               for name, i in idx.items()}
+    weights = {
+        name: (None if not ctx.has(i) else np.asarray(ctx.inputs[i], dtype=np.float32)) for name, i in idx.items()
+    }
     return flags, n_cell, n_output, weights
 
 
@@ -345,17 +388,21 @@ def runtime_params(ctx, act_index: int, clip_index: int, flags: CellFlags) -> Ce
         ctx.fail(f"input {act_index} (activation) must be one of {list(LSTM_ACTIVATIONS)}, got {activation}")
     cell_clip, proj_clip = float(ctx.scalar(clip_index)), float(ctx.scalar(clip_index + 1))
     if cell_clip < 0 or proj_clip < 0:
-        ctx.fail(f"inputs {clip_index}, {clip_index + 1} (cell/projection clip) must be >= 0, "
-                 f"got {cell_clip:g}, {proj_clip:g}")
+        ctx.fail(
+            f"inputs {clip_index}, {clip_index + 1} (cell/projection clip) must be >= 0, "
+            f"got {cell_clip:g}, {proj_clip:g}"
+        )
     return CellParams(activation, cell_clip, proj_clip, flags)
 
 
-def validate_float_signature(v, tensor_inputs: Sequence[int], act_index: int, clip_index: int,
-                             bool_inputs: Sequence[int] = ()) -> None:
+def validate_float_signature(
+    v, tensor_inputs: Sequence[int], act_index: int, clip_index: int, bool_inputs: Sequence[int] = ()
+) -> None:
     """Types of a float LSTM: tensors (present ones) and outputs share input 0's type
     (TENSOR_FLOAT32 or TENSOR_FLOAT16); activation INT32; clips FLOAT32 / FLOAT16 to match;
     flags BOOL.  Constant activation and clips are range-checked."""
     from nnconform.ir import OperandType as T
+
     t = v.input_type(0)
     if t not in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16):
         v.fail(f"must be TENSOR_FLOAT32 or TENSOR_FLOAT16, got {t.name}", input=0)

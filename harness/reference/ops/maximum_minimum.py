@@ -15,6 +15,7 @@ Semantics:
   real / out_scale + out_zp in double, clamped to the type's range and rounded half away from
   zero), and the larger (smaller) stored value is taken.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,8 +26,7 @@ from nnconform.ir import OperationType as Op
 from nnconform.reference.arith import broadcast, quant
 from nnconform.reference.ops.registry import OpContext, OpView, register
 
-TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 
 
 def validate(v: OpView) -> None:
@@ -37,8 +37,7 @@ def validate(v: OpView) -> None:
 
 
 def _requantize(q: np.ndarray, src: Operand, dst: Operand) -> np.ndarray:
-    real = ((q.astype(np.int64) - src.zero_point).astype(np.float32)
-            * np.float32(src.scale)).astype(np.float64)
+    real = ((q.astype(np.int64) - src.zero_point).astype(np.float32) * np.float32(src.scale)).astype(np.float64)
     stored = real / np.float64(np.float32(dst.scale)) + dst.zero_point
     lo, hi = quant.quant_range(dst)
     # Clamping before or after the rounding gives the same integer: lo and hi are integers.

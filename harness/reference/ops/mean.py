@@ -19,6 +19,7 @@ Semantics (CpuExecutor's meanGeneric over TFLite's reference Mean):
   for negative sums of TENSOR_QUANT8_ASYMM_SIGNED (the mean of -3 and -4 stored is -3).
 - Zero-sized inputs, including an empty axes tensor, fail at run time.
 """
+
 from __future__ import annotations
 
 import numpy as np

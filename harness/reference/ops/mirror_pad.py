@@ -14,6 +14,7 @@ REFLECT mirrors around the border element without repeating it ([1, 2, 3] padded
 requantised, so every type is a pure data movement.  Zero-sized inputs are rejected at run
 time (the operation is registered without the zero-sized-input allowance).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +24,7 @@ from nnconform.ir import OperationType as Op
 from nnconform.reference.ops.pad import check_paddings_operand, read_paddings
 from nnconform.reference.ops.registry import OpContext, OpView, register
 
-TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED,
-         T.TENSOR_INT32)
+TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_INT32)
 REFLECT, SYMMETRIC = 0, 1
 _NUMPY_MODE = {REFLECT: "reflect", SYMMETRIC: "symmetric"}
 
@@ -57,7 +57,8 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     # REFLECT cannot reach further than dim - 1 elements without repeating the border.
     limit = np.asarray(x.shape, dtype=np.int64)[:, None] - (1 if mode == REFLECT else 0)
     if np.any(pads > limit):
-        ctx.fail(f"paddings {pads.tolist()} exceed what {_NUMPY_MODE[mode].upper()} allows for input "
-                 f"shape {list(x.shape)}")
+        ctx.fail(
+            f"paddings {pads.tolist()} exceed what {_NUMPY_MODE[mode].upper()} allows for input shape {list(x.shape)}"
+        )
     out = np.pad(x, [tuple(r) for r in pads.tolist()], mode=_NUMPY_MODE[mode])
     return [out.astype(ctx.output_dtype(0), copy=False)]

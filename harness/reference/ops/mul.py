@@ -20,6 +20,7 @@ Semantics:
   output zero point, clamped to the activation range.
 - A zero-sized output skips the computation.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,8 +48,9 @@ def validate(v: OpView) -> None:
     if v.input_type(0) == T.TENSOR_QUANT8_ASYMM:
         product = np.float32(v.inputs[0].scale) * np.float32(v.inputs[1].scale)
         if not np.float32(v.outputs[0].scale) > product:
-            v.fail(f"scale {v.outputs[0].scale:g} must exceed input 0 scale x input 1 scale "
-                   f"({float(product):g})", output=0)
+            v.fail(
+                f"scale {v.outputs[0].scale:g} must exceed input 0 scale x input 1 scale ({float(product):g})", output=0
+            )
 
 
 def _quant_mul(ctx: OpContext, act: int) -> np.ndarray:
@@ -68,8 +70,7 @@ def _quant_mul_kernel(ctx: OpContext, act: int) -> tuple:
         acc = quant.multiply_by_quantized_multiplier(prod, m, shift) + out.zero_point
         return activation.apply_quant(acc, act, out)
 
-    key = ("mul", in1.zero_point, in2.zero_point, m, shift, out.zero_point,
-           activation.quant_bounds(act, out), out.type)
+    key = ("mul", in1.zero_point, in2.zero_point, m, shift, out.zero_point, activation.quant_bounds(act, out), out.type)
     return key, kernel
 
 

@@ -9,6 +9,7 @@ Signature (packages/modules/NeuralNetworks, NeuralNetworksTypes.h and Pack.cpp):
   output 0    rank R + 1: input dims with N inserted at `axis`; output[..., k, ...] (k on the
               axis) is input k+1.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,7 @@ from nnconform.ir import OperandType as T
 from nnconform.ir import OperationType as Op
 from nnconform.reference.ops.registry import OpContext, OpView, register
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED,
-         T.TENSOR_INT32)
+TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_INT32)
 
 
 def validate(v: OpView) -> None:

@@ -16,6 +16,7 @@ pad value is an INT32 scalar of which the reference keeps only the low byte (it 
 operand as uint8_t / int8_t), so 256 pads like 0 and -1 pads like 255 on TENSOR_QUANT8_ASYMM.
 Zero-sized inputs are rejected at run time, as the CPU reference does for these operations.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,8 +31,12 @@ TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUA
 # Up to this output size a +0 pad starts from zeroed memory (see constant_pad).
 ZEROED_MAX_BYTES = 1 << 17
 _QUANT = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-_PAD_VALUE_TYPE = {T.TENSOR_FLOAT32: T.FLOAT32, T.TENSOR_FLOAT16: T.FLOAT16,
-                   T.TENSOR_QUANT8_ASYMM: T.INT32, T.TENSOR_QUANT8_ASYMM_SIGNED: T.INT32}
+_PAD_VALUE_TYPE = {
+    T.TENSOR_FLOAT32: T.FLOAT32,
+    T.TENSOR_FLOAT16: T.FLOAT16,
+    T.TENSOR_QUANT8_ASYMM: T.INT32,
+    T.TENSOR_QUANT8_ASYMM_SIGNED: T.INT32,
+}
 
 
 def check_paddings_operand(v: OpView, data: int = 0, paddings: int = 1) -> None:
@@ -86,8 +91,10 @@ def read_paddings(ctx: OpContext, rank: int, index: int = 1) -> np.ndarray:
 def require_nonempty(ctx: OpContext, *inputs: int) -> None:
     for i in inputs:
         if ctx.inputs[i] is not None and ctx.inputs[i].size == 0:
-            ctx.fail(f"input {i} is zero-sized {list(ctx.inputs[i].shape)}; this operation does not "
-                     "accept zero-sized tensors")
+            ctx.fail(
+                f"input {i} is zero-sized {list(ctx.inputs[i].shape)}; this operation does not "
+                "accept zero-sized tensors"
+            )
 
 
 def _pad_value(ctx: OpContext) -> np.generic:

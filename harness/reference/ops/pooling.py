@@ -28,6 +28,7 @@ Semantics (the CPU reference, i.e. TFLite's kernels):
   output's scale and zero point.
 - FLOAT16 is widened to float32, pooled, and narrowed back.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -81,11 +82,21 @@ def _scalar_types(n_inputs: int) -> list:
 def _input_index(n_inputs: int) -> dict[str, int]:
     """Which input holds each parameter (for error messages)."""
     if _is_explicit(n_inputs):
-        return dict(pad_left=1, pad_right=2, pad_top=3, pad_bottom=4, stride_w=5, stride_h=6,
-                    filter_w=7, filter_h=8, activation=9)
+        return dict(
+            pad_left=1,
+            pad_right=2,
+            pad_top=3,
+            pad_bottom=4,
+            stride_w=5,
+            stride_h=6,
+            filter_w=7,
+            filter_h=8,
+            activation=9,
+        )
     # Implicit padding derives the pads from the scheme (input 1).
-    return dict(pad_left=1, pad_right=1, pad_top=1, pad_bottom=1, stride_w=2, stride_h=3,
-                filter_w=4, filter_h=5, activation=6)
+    return dict(
+        pad_left=1, pad_right=1, pad_top=1, pad_bottom=1, stride_w=2, stride_h=3, filter_w=4, filter_h=5, activation=6
+    )
 
 
 def _check_params(p: PoolParams, n_inputs: int, fail) -> None:
@@ -94,20 +105,27 @@ def _check_params(p: PoolParams, n_inputs: int, fail) -> None:
     for name in ("pad_left", "pad_right", "pad_top", "pad_bottom"):
         if getattr(p, name) < 0:
             fail(f"{name.replace('_', ' ')} must be >= 0, got {getattr(p, name)}", at[name])
-    for name, label in (("stride_w", "stride width"), ("stride_h", "stride height"),
-                        ("filter_w", "filter width"), ("filter_h", "filter height")):
+    for name, label in (
+        ("stride_w", "stride width"),
+        ("stride_h", "stride height"),
+        ("filter_w", "filter width"),
+        ("filter_h", "filter height"),
+    ):
         if getattr(p, name) <= 0:
             fail(f"{label} must be > 0, got {getattr(p, name)}", at[name])
     if p.activation not in activation.FUSED_ACTIVATIONS:
-        fail(f"activation must be one of {list(activation.FUSED_ACTIVATIONS)}, got {p.activation}",
-             at["activation"])
+        fail(f"activation must be one of {list(activation.FUSED_ACTIVATIONS)}, got {p.activation}", at["activation"])
     # A window made only of padding would have nothing to pool.
     if not (p.filter_w > p.pad_left and p.filter_w > p.pad_right):
-        fail(f"filter width {p.filter_w} must exceed the left/right padding ({p.pad_left}, {p.pad_right})",
-             at["filter_w"])
+        fail(
+            f"filter width {p.filter_w} must exceed the left/right padding ({p.pad_left}, {p.pad_right})",
+            at["filter_w"],
+        )
     if not (p.filter_h > p.pad_top and p.filter_h > p.pad_bottom):
-        fail(f"filter height {p.filter_h} must exceed the top/bottom padding ({p.pad_top}, {p.pad_bottom})",
-             at["filter_h"])
+        fail(
+            f"filter height {p.filter_h} must exceed the top/bottom padding ({p.pad_top}, {p.pad_bottom})",
+            at["filter_h"],
+        )
 
 
 def resolve_params(values: list, n_inputs: int, in_h: int, in_w: int) -> PoolParams:
@@ -193,10 +211,10 @@ def _windows(x: np.ndarray, p: PoolParams, out_h: int, out_w: int, fill):
     need_h = (out_h - 1) * p.stride_h + p.filter_h
     need_w = (out_w - 1) * p.stride_w + p.filter_w
     if p.pad_top == p.pad_left == 0 and need_h <= in_h and need_w <= in_w:
-        padded = x           # no window reaches the padding: no padded copy
+        padded = x  # no window reaches the padding: no padded copy
     else:
         padded = np.full((n, max(need_h, p.pad_top + in_h), max(need_w, p.pad_left + in_w), c), fill, dtype=x.dtype)
-        padded[:, p.pad_top:p.pad_top + in_h, p.pad_left:p.pad_left + in_w, :] = x
+        padded[:, p.pad_top : p.pad_top + in_h, p.pad_left : p.pad_left + in_w, :] = x
     for ky in range(p.filter_h):
         rows = slice(ky, ky + (out_h - 1) * p.stride_h + 1, p.stride_h)
         for kx in range(p.filter_w):
@@ -206,9 +224,11 @@ def _windows(x: np.ndarray, p: PoolParams, out_h: int, out_w: int, fill):
 
 def _in_bounds_count(p: PoolParams, in_h: int, in_w: int, out_h: int, out_w: int) -> np.ndarray:
     """Number of real (non-padding) elements under each window: [out_h, out_w, 1]."""
+
     def per_axis(out, stride, pad, k, size):
         start = np.arange(out) * stride - pad
         return np.minimum(start + k, size) - np.maximum(start, 0)
+
     cy = per_axis(out_h, p.stride_h, p.pad_top, p.filter_h, in_h)
     cx = per_axis(out_w, p.stride_w, p.pad_left, p.filter_w, in_w)
     return (cy[:, None] * cx[None, :])[:, :, None].astype(np.int64)
@@ -254,7 +274,7 @@ def execute_average_pool(ctx: OpContext) -> list[np.ndarray]:
 def execute_max_pool(ctx: OpContext) -> list[np.ndarray]:
     x, p, out_h, out_w = _prepare(ctx)
     if ctx.in_operands[0].info.is_float:
-        xf = x.astype(np.float32, copy=False)    # read only: no copy of a float32 input
+        xf = x.astype(np.float32, copy=False)  # read only: no copy of a float32 input
         acc = np.full((x.shape[0], out_h, out_w, x.shape[3]), -np.inf, np.float32)
         for w in _windows(xf, p, out_h, out_w, -np.inf):
             np.maximum(acc, w, out=acc)

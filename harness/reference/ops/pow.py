@@ -8,6 +8,7 @@ Signature:
 Semantics: C's powf on float32 values (fp16 widened and narrowed once), so a negative base
 with a non-integer exponent gives nan, 0 ** negative gives inf, and x ** 0 is 1 even for nan.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -15,6 +15,7 @@ Semantics:
   each rescale the TFLite MultiplyByQuantizedMultiplier of a QuantizeMultiplier factor (any
   size; shift > 0 shifts left first), then saturated into the output type.  No activation.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -13,6 +13,7 @@ Semantics (CPU reference, bit for bit):
   - the clamp is a float std::min/std::max pair, so NaN becomes qmax (std::min(255, NaN)
     keeps 255), +inf qmax and -inf qmin.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -24,6 +24,7 @@ Then, per unit, in gemmlowp 16-bit fixed point: i = logistic(Q3), g = tanh(Q3),
 f = logistic(Q3), o = logistic(Q3); c = saturating_add(rescale_Q4(i * g), f * c_prev);
 h = o * tanh(rescale_Q3(c)); output = 128 + clamp(rounding_shift(h, 8), -128, 127).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -54,7 +55,7 @@ Q8, Q16, I32 = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT16_SYMM, T.TENSOR_INT32
 INPUT, PREV_CELL, PREV_OUTPUT = 0, 13, 14
 WEIGHTS = range(1, 9)
 BIASES = range(9, 13)
-STATE_SCALE = 2.0 ** -11     # StateIntegerBits = 4
+STATE_SCALE = 2.0**-11  # StateIntegerBits = 4
 
 
 def _f32(x: float) -> np.float32:
@@ -79,25 +80,33 @@ def _check_signature(ops, fail, outputs=None) -> None:
     """Quantisation rules shared by validation (operands) and execution."""
     x, prev_out, prev_cell = ops[INPUT], ops[PREV_OUTPUT], ops[PREV_CELL]
     _check_quant(lambda m: fail(INPUT, m), x.scale, x.zero_point, 1 / 128, 128, "input")
-    _check_quant(lambda m: fail(PREV_OUTPUT, m), prev_out.scale, prev_out.zero_point, 1 / 128, 128,
-                 "previous output")
+    _check_quant(lambda m: fail(PREV_OUTPUT, m), prev_out.scale, prev_out.zero_point, 1 / 128, 128, "previous output")
     w0 = ops[1]
     if w0.scale == 0:
         fail(1, "weights scale must not be 0")
     for i in WEIGHTS:
         if ops[i].scale != w0.scale or ops[i].zero_point != w0.zero_point:
-            fail(i, f"weights must share input 1's scale and zero point ({w0.scale:g}, {w0.zero_point}), "
-                    f"got ({ops[i].scale:g}, {ops[i].zero_point})")
+            fail(
+                i,
+                f"weights must share input 1's scale and zero point ({w0.scale:g}, {w0.zero_point}), "
+                f"got ({ops[i].scale:g}, {ops[i].zero_point})",
+            )
     b0 = ops[9]
     if _f32(b0.scale) != _f32(float(_f32(w0.scale)) / 128.0) or b0.zero_point != 0:
-        fail(9, f"bias must have scale weights_scale / 128 = {w0.scale / 128:g} and zero point 0, "
-                f"got {b0.scale:g} and {b0.zero_point}")
+        fail(
+            9,
+            f"bias must have scale weights_scale / 128 = {w0.scale / 128:g} and zero point 0, "
+            f"got {b0.scale:g} and {b0.zero_point}",
+        )
     for i in BIASES:
         if ops[i].scale != b0.scale or ops[i].zero_point != 0:
             fail(i, f"bias must share input 9's scale {b0.scale:g} and zero point 0")
     if prev_cell.zero_point != 0 or _state_integer_bits(prev_cell.scale) != 4:
-        fail(PREV_CELL, f"cell state must have scale 2^-11 (16 / 32768) and zero point 0, got "
-                        f"{prev_cell.scale:g} and {prev_cell.zero_point}")
+        fail(
+            PREV_CELL,
+            f"cell state must have scale 2^-11 (16 / 32768) and zero point 0, got "
+            f"{prev_cell.scale:g} and {prev_cell.zero_point}",
+        )
     if outputs is not None:
         cell_out, out = outputs
         if cell_out.scale != prev_cell.scale or cell_out.zero_point != prev_cell.zero_point:
@@ -120,6 +129,7 @@ def validate(v: OpView) -> None:
         if i is None:
             v.fail(m)
         v.fail(m, input=i)
+
     _check_signature(v.inputs, fail, v.outputs)
     dims = [op.dimensions for op in v.inputs]
     if all(v.inputs[i].fully_specified for i in range(15)):
@@ -147,6 +157,7 @@ def _check_shapes(dims, fail) -> tuple[int, int, int]:
 def execute(ctx: OpContext) -> list[np.ndarray]:
     def fail(i, m):
         ctx.fail(m if i is None else f"input {i}: {m}")
+
     for i in range(15):
         if not ctx.has(i):
             fail(i, "is required but omitted")
@@ -158,18 +169,18 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     w_zp = ctx.in_operands[1].zero_point
     # [input | previous output] against [recurrent | input] weight columns: see the docstring.
     acts = np.concatenate([ins[INPUT], ins[PREV_OUTPUT]], axis=1) - 128
-    gate_order = ((1, 5), (3, 7), (2, 6), (4, 8))       # input, cell (modulation), forget, output
+    gate_order = ((1, 5), (3, 7), (2, 6), (4, 8))  # input, cell (modulation), forget, output
     weights = np.concatenate([np.concatenate([ins[r], ins[i]], axis=1) for i, r in gate_order]) - w_zp
     bias = np.concatenate([ins[9], ins[11], ins[10], ins[12]])
-    acc = bias + acts @ weights.T                        # [batches, 4 * output_size]
+    acc = bias + acts @ weights.T  # [batches, 4 * output_size]
     multiplier, shift = quantize_multiplier(4096.0 * float(_f32(ctx.in_operands[9].scale)))
     acc = np.clip(multiply_by_quantized_multiplier(acc, multiplier, shift), INT16_MIN, INT16_MAX)
     pre_i, pre_g, pre_f, pre_o = np.split(acc, 4, axis=1)
     i_gate, g_gate = logistic16(pre_i, 3), tanh16(pre_g, 3)
     f_gate, o_gate = logistic16(pre_f, 3), logistic16(pre_o, 3)
-    input_times_mod = srdhm16(i_gate, g_gate)                       # Q0
-    prev_times_forget = srdhm16(f_gate, ins[PREV_CELL])             # Q0 * Q4 -> Q4
+    input_times_mod = srdhm16(i_gate, g_gate)  # Q0
+    prev_times_forget = srdhm16(f_gate, ins[PREV_CELL])  # Q0 * Q4 -> Q4
     new_cell = saturating_add16(rescale16(input_times_mod, 0, 4), prev_times_forget)
-    h = srdhm16(o_gate, tanh16(rescale16(new_cell, 4, 3), 3))       # Q0
+    h = srdhm16(o_gate, tanh16(rescale16(new_cell, 4, 3), 3))  # Q0
     out = 128 + np.clip(rounding_divide_by_pot(h, 8), -128, 127)
     return [new_cell.astype(np.int16), out.astype(np.uint8)]

@@ -42,6 +42,7 @@ Reference behaviours kept on purpose (QLSTM.cpp / QuantUtils.cpp):
 One deliberate difference: the reference dereferences a null bias when projection weights
 come without a projection bias; here the bias is taken as zero.
 """
+
 from __future__ import annotations
 
 import math
@@ -58,8 +59,13 @@ from nnconform.reference.arith.quant import multiply_by_quantized_multiplier as 
 from nnconform.reference.arith.quant import saturating_rounding_doubling_high_mul as srdhm32
 from nnconform.reference.ops.registry import OpContext, OpView, register
 
-S8, Q8S, Q16, I32, F32 = (T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT16_SYMM,
-                          T.TENSOR_INT32, T.FLOAT32)
+S8, Q8S, Q16, I32, F32 = (
+    T.TENSOR_QUANT8_ASYMM_SIGNED,
+    T.TENSOR_QUANT8_SYMM,
+    T.TENSOR_QUANT16_SYMM,
+    T.TENSOR_INT32,
+    T.FLOAT32,
+)
 INPUT, PREV_OUTPUT, PREV_CELL = 0, 18, 19
 I2G = {"input": 1, "forget": 2, "cell": 3, "output": 4}
 R2G = {"input": 5, "forget": 6, "cell": 7, "output": 8}
@@ -93,10 +99,13 @@ def checked_log2(x: float) -> int | None:
 # Validation
 # ---------------------------------------------------------------------------------------
 
+
 def _shape_rules(dims, present, fail) -> tuple[int, int, int, int]:
     """AOSP prepare(): shapes and the all-or-none rules.  Returns (batch, input, units, output)."""
+
     def d(i):
         return tuple(dims[i])
+
     if len(d(INPUT)) != 2:
         fail(INPUT, f"must be 2-D, got shape {list(d(INPUT))}")
     batch, n_input = d(INPUT)
@@ -108,6 +117,7 @@ def _shape_rules(dims, present, fail) -> tuple[int, int, int, int]:
     def expect(i, want):
         if present(i) and d(i) != tuple(want):
             fail(i, f"must have shape {list(want)}, got {list(d(i))}")
+
     for g in I2G:
         expect(I2G[g], (n_units, n_input))
         expect(R2G[g], (n_units, n_output))
@@ -152,14 +162,17 @@ def validate(v: OpView) -> None:
             v.fail(f"must have input {i}'s scale and zero point", output=j)
     ops = [None if v.is_omitted(i) else op for i, op in enumerate(v.inputs)]
     if all(op is None or op.info.is_scalar or op.fully_specified for op in ops):
+
         def fail(i, m):
             v.fail(m, input=i)
+
         _shape_rules([() if op is None else op.dimensions for op in ops], lambda i: ops[i] is not None, fail)
 
 
 # ---------------------------------------------------------------------------------------
 # Integer kernels (QuantUtils.cpp)
 # ---------------------------------------------------------------------------------------
+
 
 def _tdiv(a, b) -> np.ndarray:
     """C integer division (truncates toward zero)."""
@@ -178,7 +191,7 @@ def _inv_sqrt(x: np.ndarray, reverse_shift: int) -> tuple[np.ndarray, np.ndarray
     """GetInvSqrtQuantizedMultiplierExp, vectorised over a 1-D int array."""
     x = np.asarray(x, dtype=np.int64)
     small = x <= 1
-    x = np.where(small, 1 << 28, x)          # placeholder keeps the arithmetic in range
+    x = np.where(small, 1 << 28, x)  # placeholder keeps the arithmetic in range
     shift = np.full(x.shape, 11, np.int64)
     for _ in range(2):
         big = x >= (1 << 29)
@@ -194,9 +207,9 @@ def _inv_sqrt(x: np.ndarray, reverse_shift: int) -> tuple[np.ndarray, np.ndarray
     half_three = (1 << 28) + (1 << 27)
     y = np.full(x.shape, 1 << 28, np.int64)  # F3 one
     for _ in range(5):
-        y3 = sat_mul_pot32(srdhm32(srdhm32(y, y), y), 6)                       # F9 -> F3
+        y3 = sat_mul_pot32(srdhm32(srdhm32(y, y), y), 6)  # F9 -> F3
         y = sat_mul_pot32(wrap32(srdhm32(half_three, y) - srdhm32(half_input, y3)), 3)  # F6 -> F3
-    y = srdhm32(y, 1518500250)                                                  # * sqrt(2)/2
+    y = srdhm32(y, 1518500250)  # * sqrt(2)/2
     neg = shift < 0
     y = np.where(neg, y << np.where(neg, -shift, 0), y)
     shift = np.where(neg, 0, shift) * reverse_shift
@@ -236,10 +249,12 @@ def _peephole(acc, weights, cell_state, multiplier, shift, n_output) -> np.ndarr
 # Execution
 # ---------------------------------------------------------------------------------------
 
+
 @register(Op.QUANTIZED_LSTM, data_types=(S8,), validate=validate)
 def execute(ctx: OpContext) -> list[np.ndarray]:
     def fail(i, m):
         ctx.fail(f"input {i}: {m}")
+
     for i in REQUIRED:
         if not ctx.has(i):
             fail(i, "is required but omitted")
@@ -277,12 +292,28 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     def gate(g: str, cell_for_peephole) -> np.ndarray:
         inter = _f(ctx.scalar(INTERMEDIATE[g]))
         wi, wr = val(I2G[g]), val(R2G[g])
-        acc = _matmul_acc(x, -in_zp * wi.sum(axis=1), wi, *qm(_f(ops[I2G[g]].scale) * in_scale / inter, g),
-                          0, zeros16, INT16_MIN, INT16_MAX)
-        acc = _matmul_acc(prev_out, -out_zp * wr.sum(axis=1), wr, *qm(_f(ops[R2G[g]].scale) * out_scale / inter, g),
-                          0, acc, INT16_MIN, INT16_MAX)
+        acc = _matmul_acc(
+            x,
+            -in_zp * wi.sum(axis=1),
+            wi,
+            *qm(_f(ops[I2G[g]].scale) * in_scale / inter, g),
+            0,
+            zeros16,
+            INT16_MIN,
+            INT16_MAX,
+        )
+        acc = _matmul_acc(
+            prev_out,
+            -out_zp * wr.sum(axis=1),
+            wr,
+            *qm(_f(ops[R2G[g]].scale) * out_scale / inter, g),
+            0,
+            acc,
+            INT16_MIN,
+            INT16_MAX,
+        )
         if g in C2G and has(C2G[g]):
-            m, s = qm(np.float32(2.0 ** cell_shift * float(_f(ops[C2G[g]].scale)) / float(inter)), g)
+            m, s = qm(np.float32(2.0**cell_shift * float(_f(ops[C2G[g]].scale)) / float(inter)), g)
             acc = _peephole(acc, val(C2G[g]), cell_for_peephole, m, s, n_output)
         if has(LN[g]):
             ln_scale = _f(ops[LN[g]].scale)
@@ -308,7 +339,7 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
 
     tanh_bits = cell_shift + 15
     tanh_c = tanh16(cell, tanh_bits) if 0 <= tanh_bits <= 6 else i_gate
-    hidden_scale_eff = np.float32(2.0 ** -15 / float(hidden_scale) * 2.0 ** -15)
+    hidden_scale_eff = np.float32(2.0**-15 / float(hidden_scale) * 2.0**-15)
     hm, hs = qm(hidden_scale_eff, "hidden state")
     hidden = np.clip(mbqm(o_gate * tanh_c, hm, hs) - hidden_zp, -128, 127)
 
@@ -316,13 +347,22 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         pw = val(PROJ_W)
         pb = val(PROJ_B) if has(PROJ_B) else np.zeros(n_output, np.int64)
         pm, ps = qm(_f(ops[PROJ_W].scale) * hidden_scale / out_scale, "projection")
-        out = _matmul_acc(hidden, pb + hidden_zp * pw.sum(axis=1), pw, pm, ps, out_zp,
-                          np.zeros((batch, n_output), np.int64), -128, 127)
+        out = _matmul_acc(
+            hidden,
+            pb + hidden_zp * pw.sum(axis=1),
+            pw,
+            pm,
+            ps,
+            out_zp,
+            np.zeros((batch, n_output), np.int64),
+            -128,
+            127,
+        )
         if proj_clip > 0:
             q_clip = int(np.int8(int(min(max(_f(proj_clip) / _f(ops[PROJ_W].scale), _f(-128)), _f(127)))))
             if q_clip > 0:
                 out = np.clip(out, -q_clip, q_clip)
     else:
-        out = hidden.reshape(-1)[:batch * n_output].reshape(batch, n_output)
+        out = hidden.reshape(-1)[: batch * n_output].reshape(batch, n_output)
     out8 = out.astype(np.int8)
     return [out8, cell.astype(np.int16), out8.copy()]

@@ -16,6 +16,7 @@ so a test compares the class frequencies with softmax(logits) within a tolerance
 ``check_multinomial``, which is AOSP's check.
 fp16 logits are widened to float32 first, as in the reference.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -65,11 +66,11 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     lowest = np.finfo(np.float32).min
     row_max = np.where(finite, x, lowest).max(axis=1, initial=lowest).astype(np.float64)
     weights = np.where(finite, np.exp(np.where(finite, x, 0).astype(np.float64) - row_max[:, None]), 0.0)
-    cdf = np.cumsum(weights, axis=1)                       # sequential, as the reference adds
+    cdf = np.cumsum(weights, axis=1)  # sequential, as the reference adds
     total = cdf[:, -1] if cdf.shape[1] else np.zeros(x.shape[0])
     target = _generator(seeds).random((x.shape[0], samples)) * total[:, None]
     out = np.empty((x.shape[0], samples), np.int32)
-    for b in range(x.shape[0]):                            # rows: searchsorted is per row
+    for b in range(x.shape[0]):  # rows: searchsorted is per row
         out[b] = np.searchsorted(cdf[b], target[b], side="right")
     return [out]
 
@@ -107,15 +108,18 @@ def check_multinomial(logits: np.ndarray, samples: np.ndarray, tolerance: float)
     for b in range(batches):
         base = batches * b
         if base + classes > flat_x.size:
-            return False, (f"row {b}: AOSP's check reads logits from offset {base} (batches * b), "
-                           f"past the {flat_x.size} logits")
-        e = np.exp(flat_x[base:base + classes]).astype(np.float32)
+            return False, (
+                f"row {b}: AOSP's check reads logits from offset {base} (batches * b), past the {flat_x.size} logits"
+            )
+        e = np.exp(flat_x[base : base + classes]).astype(np.float32)
         total = np.cumsum(e, dtype=np.float32)[-1] if classes else np.float32(0)
         expected = (e / total).astype(np.float32)
         diff = np.abs(freq - expected)
         fails = ~(diff <= tol)
         if fails.any():
             j = int(np.argmax(fails))
-            return False, (f"row {b} class {j}: frequency {float(freq[j]):.6g} vs expected probability "
-                           f"{float(expected[j]):.6g}, beyond tolerance {float(tol):g}")
+            return False, (
+                f"row {b} class {j}: frequency {float(freq[j]):.6g} vs expected probability "
+                f"{float(expected[j]):.6g}, beyond tolerance {float(tol):g}"
+            )
     return True, ""

@@ -7,6 +7,7 @@ Signature:
   output 0  INT32 scalar.
 The values are never read: only the (run-time) shape matters.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,9 +16,18 @@ from nnconform.ir import OperandType as T
 from nnconform.ir import OperationType as Op
 from nnconform.reference.ops.registry import OpContext, OpView, register
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT16_SYMM, T.TENSOR_BOOL8, T.TENSOR_QUANT8_SYMM_PER_CHANNEL,
-         T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = (
+    T.TENSOR_FLOAT16,
+    T.TENSOR_FLOAT32,
+    T.TENSOR_INT32,
+    T.TENSOR_QUANT8_ASYMM,
+    T.TENSOR_QUANT16_SYMM,
+    T.TENSOR_BOOL8,
+    T.TENSOR_QUANT8_SYMM_PER_CHANNEL,
+    T.TENSOR_QUANT16_ASYMM,
+    T.TENSOR_QUANT8_SYMM,
+    T.TENSOR_QUANT8_ASYMM_SIGNED,
+)
 
 
 def validate(v: OpView) -> None:

@@ -32,6 +32,7 @@ an empty axes tensor, so "no axes" fails at run time instead of reducing nothing
 documentation once claimed it would reduce everything; that was never implemented), whatever
 keep_dims says.  Zero-sized data inputs fail likewise.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -51,6 +52,7 @@ MAX_RANK = 4
 # ---------------------------------------------------------------------------------------
 # Helpers shared with MEAN.
 # ---------------------------------------------------------------------------------------
+
 
 def check_axes_static(v: OpView, data: int = 0, axes: int = 1) -> None:
     """Axes input: 1-D; if constant and the data rank is known, every value in range."""
@@ -73,8 +75,9 @@ def reject_zero_sized(ctx: OpContext) -> None:
     operation opts in; none of the reductions, comparisons or logical operations do)."""
     for i, (arr, op) in enumerate(zip(ctx.inputs, ctx.in_operands)):
         if arr is not None and not op.info.is_scalar and arr.size == 0:
-            ctx.fail(f"input {i} is zero-sized {list(arr.shape)}; {ctx.operation.name} does not "
-                     "accept zero-sized tensors")
+            ctx.fail(
+                f"input {i} is zero-sized {list(arr.shape)}; {ctx.operation.name} does not accept zero-sized tensors"
+            )
 
 
 def resolve_axes(ctx: OpContext, rank: int, axes_input: int = 1) -> tuple[int, ...]:
@@ -127,9 +130,14 @@ def fold_prod(x: np.ndarray, axes: Sequence[int]) -> np.ndarray:
 # The operations.
 # ---------------------------------------------------------------------------------------
 
-_TYPES = {Op.REDUCE_ALL: BOOL_TYPES, Op.REDUCE_ANY: BOOL_TYPES,
-          Op.REDUCE_MAX: MAXMIN_TYPES, Op.REDUCE_MIN: MAXMIN_TYPES,
-          Op.REDUCE_PROD: SUMPROD_TYPES, Op.REDUCE_SUM: SUMPROD_TYPES}
+_TYPES = {
+    Op.REDUCE_ALL: BOOL_TYPES,
+    Op.REDUCE_ANY: BOOL_TYPES,
+    Op.REDUCE_MAX: MAXMIN_TYPES,
+    Op.REDUCE_MIN: MAXMIN_TYPES,
+    Op.REDUCE_PROD: SUMPROD_TYPES,
+    Op.REDUCE_SUM: SUMPROD_TYPES,
+}
 
 
 def validate(v: OpView) -> None:

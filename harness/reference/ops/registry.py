@@ -21,6 +21,7 @@ bits exactly and may only cover runs that execute would not fail: it skips the r
 view and the parameter reads, which for a one-row SOFTMAX or a small convolution cost as
 much as the arithmetic.  Kernels run inside ``Executor.run`` (numpy's float warnings off).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -41,7 +42,7 @@ class OpDef:
     validate: Callable[["OpView"], None]
     data_types: tuple[OperandType, ...]
     module: str
-    primary_input: int = 0   # which input's type is "the" data type (for coverage/support)
+    primary_input: int = 0  # which input's type is "the" data type (for coverage/support)
     prepare: Callable[["OpView"], Callable[[list], Sequence[np.ndarray] | None] | None] | None = None
 
 
@@ -49,17 +50,23 @@ REGISTRY: dict[OperationType, OpDef] = {}
 _loaded = False
 
 
-def register(*op_types: OperationType, data_types: Sequence[OperandType],
-             validate: Callable[["OpView"], None], primary_input: int = 0,
-             prepare: Callable[["OpView"], Callable | None] | None = None):
+def register(
+    *op_types: OperationType,
+    data_types: Sequence[OperandType],
+    validate: Callable[["OpView"], None],
+    primary_input: int = 0,
+    prepare: Callable[["OpView"], Callable | None] | None = None,
+):
     def deco(fn):
         for t in op_types:
             t = OperationType(t)
             if t in REGISTRY:
                 raise RuntimeError(f"{t.name} registered twice ({REGISTRY[t].module} and {fn.__module__})")
-            REGISTRY[t] = OpDef(t, fn, validate, tuple(OperandType(d) for d in data_types),
-                                fn.__module__, primary_input, prepare)
+            REGISTRY[t] = OpDef(
+                t, fn, validate, tuple(OperandType(d) for d in data_types), fn.__module__, primary_input, prepare
+            )
         return fn
+
     return deco
 
 
@@ -69,7 +76,8 @@ def load_all() -> dict[OperationType, OpDef]:
     if not _loaded:
         from nnconform.reference.kernels.blas import limit_blas_threads
         from nnconform.reference.kernels.heap import retain_freed_memory
-        limit_blas_threads()   # the reference's small matrix products: one BLAS thread (see nnconform.reference.kernels.blas)
+
+        limit_blas_threads()  # the reference's small matrix products: one BLAS thread (see nnconform.reference.kernels.blas)
         retain_freed_memory()  # its tensors' pages reused, not faulted in again per run (nnconform.reference.kernels.heap)
         pkg = importlib.import_module(__package__)
         for m in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
@@ -188,8 +196,11 @@ class OpView:
         k0, i0, first = ops[0]
         for k, i, op in ops[1:]:
             if op.scale != first.scale or op.zero_point != first.zero_point:
-                self.fail(f"scale/zero point ({op.scale:g}, {op.zero_point}) must equal {k0} {i0}'s "
-                          f"({first.scale:g}, {first.zero_point})", **{k: i})
+                self.fail(
+                    f"scale/zero point ({op.scale:g}, {op.zero_point}) must equal {k0} {i0}'s "
+                    f"({first.scale:g}, {first.zero_point})",
+                    **{k: i},
+                )
 
     def expect_scalar_in(self, i: int, allowed: Sequence[Any], what: str = "value") -> None:
         v = self.constant_scalar(i)
@@ -279,7 +290,7 @@ class OpContext:
             return default
         known = self.constant_scalars
         if known is not None and i < len(known) and known[i] is not None:
-            return known[i]          # a model constant, read once per model (~1 us a read saved)
+            return known[i]  # a model constant, read once per model (~1 us a read saved)
         return self.inputs[i].reshape(-1)[0].item()
 
     def fail(self, message: str):

@@ -6,6 +6,7 @@ TENSOR_FLOAT16, TENSOR_QUANT8_ASYMM or TENSOR_QUANT8_ASYMM_SIGNED; output 0 the 
 shape.  Quantised outputs must use the input's scale and zero point: the clamp then
 happens on stored values, with bounds quantised by std::round (CalculateActivationRange).
 """
+
 from __future__ import annotations
 
 import numpy as np

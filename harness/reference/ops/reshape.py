@@ -24,6 +24,7 @@ EXPAND_DIMS
 
 All three are byte copies in the CPU reference, so every data type behaves the same.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,7 +37,7 @@ from nnconform.reference.ops.registry import OpContext, OpView, register
 
 TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 EXPAND_DIMS_TYPES = TYPES + (T.TENSOR_INT32,)
-RESHAPE_TYPES = TYPES + (T.TENSOR_INT32,)   # TENSOR_INT32: NNAPI feature level 6
+RESHAPE_TYPES = TYPES + (T.TENSOR_INT32,)  # TENSOR_INT32: NNAPI feature level 6
 
 
 def check_same_type_and_quant(v: OpView, inp: int = 0, out: int = 0) -> None:
@@ -54,6 +55,7 @@ def check_1d_int32(v: OpView, i: int, what: str) -> None:
 
 
 # RESHAPE --------------------------------------------------------------------------------
+
 
 def reshape_output_dims(in_count: int, target, fail) -> tuple[int, ...]:
     target = [int(d) for d in np.asarray(target).reshape(-1)]
@@ -93,7 +95,7 @@ def prepare_reshape(v: OpView):
     try:
         dims = reshape_output_dims(element_count(x_op.dimensions), shape, lambda m: v.fail(m, input=1))
     except ValidationError:
-        return None            # execute fails the run, with its own message
+        return None  # execute fails the run, with its own message
     slot, in_dims = v.operation.inputs[0], x_op.dimensions
 
     def kernel(values: list):
@@ -101,6 +103,7 @@ def prepare_reshape(v: OpView):
         if x is None or x.shape != in_dims:
             return None
         return [x.reshape(dims).copy()]
+
     return kernel
 
 
@@ -114,6 +117,7 @@ def execute_reshape(ctx: OpContext) -> list[np.ndarray]:
 
 
 # SQUEEZE --------------------------------------------------------------------------------
+
 
 def validate_squeeze(v: OpView) -> None:
     v.expect_counts(2, 1)
@@ -154,6 +158,7 @@ def execute_squeeze(ctx: OpContext) -> list[np.ndarray]:
 
 
 # EXPAND_DIMS ----------------------------------------------------------------------------
+
 
 def validate_expand_dims(v: OpView) -> None:
     v.expect_counts(2, 1)

@@ -31,6 +31,7 @@ Source coordinate of output index i (float32 arithmetic, as the reference):
             0 with half_pixel_centers).
 FLOAT16 is widened to float32 and narrowed back.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -55,8 +56,7 @@ def _validate(v: OpView, min_inputs: int) -> None:
     size_type = v.inputs[2].type
     allowed = (T.INT32, _scale_type(v.inputs[0].type))
     if size_type not in allowed:
-        v.fail(f"must be {' or '.join(t.name for t in allowed)} (output size or scale), got {size_type.name}",
-               input=2)
+        v.fail(f"must be {' or '.join(t.name for t in allowed)} (output size or scale), got {size_type.name}", input=2)
     v.expect_types([None, size_type, size_type, T.BOOL, T.BOOL, T.BOOL])
     v.expect_same_type(("input", 0), ("output", 0))
     v.expect_rank(0, [4])
@@ -131,7 +131,7 @@ def execute_bilinear(ctx: OpContext) -> list[np.ndarray]:
         return [from_nhwc(_bilinear_int8(x, out_h, out_w, align, half), nchw)]
     y0, y1, fy = _bilinear_axis(in_h, out_h, align, half)
     x0, x1, fx = _bilinear_axis(in_w, out_w, align, half)
-    xf = x.astype(_F32, copy=False)      # only read
+    xf = x.astype(_F32, copy=False)  # only read
     dtype = ctx.output_dtype(0)
     if jit.worth(x.shape[0] * out_h * out_w * x.shape[3]):
         val = jit.bilinear(xf, (y0, y1, fy), (x0, x1, fx))
@@ -143,10 +143,12 @@ def execute_bilinear(ctx: OpContext) -> list[np.ndarray]:
     one = _F32(1)
     rows0, rows1 = xf[:, y0], xf[:, y1]
     # Same association and order as the reference, so that quantised truncation matches.
-    val = (rows0[:, :, x0] * (one - fy) * (one - fx)
-           + rows1[:, :, x0] * fy * (one - fx)
-           + rows0[:, :, x1] * (one - fy) * fx
-           + rows1[:, :, x1] * fy * fx)
+    val = (
+        rows0[:, :, x0] * (one - fy) * (one - fx)
+        + rows1[:, :, x0] * fy * (one - fx)
+        + rows0[:, :, x1] * (one - fy) * fx
+        + rows1[:, :, x1] * fy * fx
+    )
     if not ctx.in_operands[0].info.is_float:
         val = np.trunc(val)
     return [from_nhwc(val.astype(dtype), nchw)]
@@ -179,8 +181,12 @@ def _bilinear_int8(x: np.ndarray, out_h: int, out_w: int, align: bool, half: boo
     one = 1 << 10
     xi = x.astype(np.int64)
     rows0, rows1 = xi[:, y0], xi[:, y1]
-    acc = (rows0[:, :, x0] * (one - wy) * (one - wx) + rows1[:, :, x0] * wy * (one - wx)
-           + rows0[:, :, x1] * (one - wy) * wx + rows1[:, :, x1] * wy * wx)
+    acc = (
+        rows0[:, :, x0] * (one - wy) * (one - wx)
+        + rows1[:, :, x0] * wy * (one - wx)
+        + rows0[:, :, x1] * (one - wy) * wx
+        + rows1[:, :, x1] * wy * wx
+    )
     rounded = _c_div(acc + np.where(acc > 0, 1 << 19, -(1 << 19)), 1 << 20)
     return rounded.astype(np.int8)
 

@@ -6,6 +6,7 @@ Signature (packages/modules/NeuralNetworks, NeuralNetworksTypes.h and Reverse.cp
   input 1   TENSOR_INT32 of shape [1]: the axis, in [0, rank) (no negative axes).
   output 0  same type, shape, scale and zero point as input 0.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,8 +16,7 @@ from nnconform.ir import OperationType as Op
 from nnconform.reference.ops.registry import OpContext, OpView, register
 from nnconform.reference.ops.reshape import check_same_type_and_quant
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED,
-         T.TENSOR_INT32)
+TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_INT32)
 
 
 def validate(v: OpView) -> None:

@@ -22,6 +22,7 @@ step to step.
 RELU1: the reference's activation functor has no RELU1 case (it aborts); we clamp to
 [-1, 1] as NeuralNetworks.h documents.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -40,9 +41,17 @@ TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
 # The shared cell.
 # ---------------------------------------------------------------------------------------
 
-def rnn_step(x: np.ndarray, h: np.ndarray, weights: np.ndarray, recurrent: np.ndarray,
-             bias: np.ndarray, act: int, aux: np.ndarray | None = None,
-             aux_weights: np.ndarray | None = None) -> np.ndarray:
+
+def rnn_step(
+    x: np.ndarray,
+    h: np.ndarray,
+    weights: np.ndarray,
+    recurrent: np.ndarray,
+    bias: np.ndarray,
+    act: int,
+    aux: np.ndarray | None = None,
+    aux_weights: np.ndarray | None = None,
+) -> np.ndarray:
     """One RNN step for a batch: returns act(x.W^T [+ aux.Waux^T] + h.R^T + bias).
 
     All arrays share one dtype, float32 or float16 (the result's dtype)."""
@@ -60,7 +69,7 @@ def rnn_step(x: np.ndarray, h: np.ndarray, weights: np.ndarray, recurrent: np.nd
         c32, w32 = cols.astype(np.float32), w.astype(np.float32)
         # one term at a time: a loop over the reduction dimension, vectorised over batch x units
         for k in range(c32.shape[1]):
-            acc = (acc.astype(np.float32) + c32[:, k:k + 1] * w32[None, :, k]).astype(np.float16)
+            acc = (acc.astype(np.float32) + c32[:, k : k + 1] * w32[None, :, k]).astype(np.float16)
     return activation.apply_float(acc, act)
 
 
@@ -68,8 +77,10 @@ def rnn_step(x: np.ndarray, h: np.ndarray, weights: np.ndarray, recurrent: np.nd
 # Signature helpers shared by the three RNN operations.
 # ---------------------------------------------------------------------------------------
 
-def check_float_signature(v: OpView, tensor_inputs: Sequence[int], int_inputs: Sequence[int] = (),
-                          bool_inputs: Sequence[int] = ()) -> T:
+
+def check_float_signature(
+    v: OpView, tensor_inputs: Sequence[int], int_inputs: Sequence[int] = (), bool_inputs: Sequence[int] = ()
+) -> T:
     """Input 0 picks T (fp32/fp16); the listed tensor inputs and every output must be T."""
     t = v.input_type(0)
     if t not in TYPES:
@@ -116,8 +127,9 @@ def check_cell(ctx: OpContext, first: int, input_size: int, batch: int, what: st
     if w.shape[1] != input_size:
         ctx.fail(f"{what}weights shape {list(w.shape)} must be [num_units, {input_size}]")
     if r.shape != (units, units) or b.shape != (units,):
-        ctx.fail(f"{what}recurrent weights {list(r.shape)} / bias {list(b.shape)} must be "
-                 f"[{units}, {units}] / [{units}]")
+        ctx.fail(
+            f"{what}recurrent weights {list(r.shape)} / bias {list(b.shape)} must be [{units}, {units}] / [{units}]"
+        )
     if h.shape != (batch, units):
         ctx.fail(f"{what}hidden state shape {list(h.shape)} must be [{batch}, {units}]")
     return w, r, b, h, units
@@ -126,6 +138,7 @@ def check_cell(ctx: OpContext, first: int, input_size: int, batch: int, what: st
 # ---------------------------------------------------------------------------------------
 # RNN.
 # ---------------------------------------------------------------------------------------
+
 
 def validate(v: OpView) -> None:
     v.expect_counts(6, 2)

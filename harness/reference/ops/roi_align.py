@@ -28,6 +28,7 @@ sampling order, divided by their count.
 The reference rejects rois with a bad batch index, negative or out-of-image coordinates, or
 x2 < x1, y2 < y1.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -67,8 +68,16 @@ def validate(v: OpView) -> None:
             v.fail(f"{what} must be >= 0, got {value}", input=i)
 
 
-def check_rois(ctx: OpContext, start: np.ndarray, end: np.ndarray, batch: np.ndarray,
-               num_batches: int, in_h: int, in_w: int, raw: np.ndarray | None = None) -> None:
+def check_rois(
+    ctx: OpContext,
+    start: np.ndarray,
+    end: np.ndarray,
+    batch: np.ndarray,
+    num_batches: int,
+    in_h: int,
+    in_w: int,
+    raw: np.ndarray | None = None,
+) -> None:
     """The reference's malformed-roi checks.  start/end are [N, 2] (x, y) scaled coordinates;
     ``raw`` the unscaled rois (float variants also check them for >= 0)."""
     bad = (batch < 0) | (batch >= num_batches)
@@ -78,8 +87,10 @@ def check_rois(ctx: OpContext, start: np.ndarray, end: np.ndarray, batch: np.nda
     bad |= ~((start[:, 0] <= end[:, 0]) & (start[:, 1] <= end[:, 1]))
     if bad.any():
         i = int(np.nonzero(bad)[0][0])
-        ctx.fail(f"roi {i} is malformed (batch index out of range, outside the {in_h}x{in_w} "
-                 f"feature map, or x2 < x1 / y2 < y1)")
+        ctx.fail(
+            f"roi {i} is malformed (batch index out of range, outside the {in_h}x{in_w} "
+            f"feature map, or x2 < x1 / y2 < y1)"
+        )
 
 
 def _sample_axis(start, step, bin_size, n_out: int, ratio: int, dtype):
@@ -104,7 +115,7 @@ def _lerp_axis(pos, size: int, dtype):
 
 def _geometry(rois, is_quant, dtype, h_stride, w_stride, out_h, out_w, h_ratio, w_ratio):
     """Per roi: scaled start (x, y), end, step sizes, sampling ratios, bin sizes (in dtype)."""
-    if is_quant:   # float32, raw eighths * (1/stride) * 0.125
+    if is_quant:  # float32, raw eighths * (1/stride) * 0.125
         h_scale, w_scale = F32(1.0) / F32(h_stride), F32(1.0) / F32(w_stride)
         r = rois.astype(F32)
         start = np.stack([r[:, 0] * w_scale * F32(0.125), r[:, 1] * h_scale * F32(0.125)], 1)
@@ -138,8 +149,9 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     if min(num_batches, in_h, in_w, depth) <= 0:
         ctx.fail(f"every input dimension must be > 0, got {list(x.shape)} NHWC")
     if rois.shape[1] != 4 or batch.shape != (num_rois,):
-        ctx.fail(f"rois must be [num_rois, 4] with one batch index each, got {list(rois.shape)} "
-                 f"and {list(batch.shape)}")
+        ctx.fail(
+            f"rois must be [num_rois, 4] with one batch index each, got {list(rois.shape)} and {list(batch.shape)}"
+        )
     if out_h <= 0 or out_w <= 0 or not (h_stride > 0 and w_stride > 0) or h_ratio < 0 or w_ratio < 0:
         ctx.fail("output size and strides must be > 0, sampling ratios >= 0")
     out_dtype = ctx.output_dtype(0)
@@ -148,8 +160,9 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
 
     is_quant = not ctx.in_operands[0].info.is_float
     dtype = F32 if is_quant else np.dtype(x.dtype).type
-    start, end, step, ratio, bin_size = _geometry(rois, is_quant, dtype, h_stride, w_stride, out_h, out_w,
-                                                  h_ratio, w_ratio)
+    start, end, step, ratio, bin_size = _geometry(
+        rois, is_quant, dtype, h_stride, w_stride, out_h, out_w, h_ratio, w_ratio
+    )
     check_rois(ctx, start, end, batch, num_batches, in_h, in_w, None if is_quant else rois)
 
     out = np.empty((num_rois, out_h, out_w, depth), out_dtype)
@@ -214,6 +227,6 @@ def _quant_group(ctx, x, b, y0, y1, dy, x0, x1, dx, count):
             for w, v in zip(ws, vals):
                 wq = quant.round_half_away_array(w / W_SCALE).astype(np.int64)
                 acc += wq[..., None] * v
-    acc = acc.astype(np.int32).astype(np.int64)   # the reference accumulates in int32
+    acc = acc.astype(np.int32).astype(np.int64)  # the reference accumulates in int32
     res = quant.multiply_by_quantized_multiplier(acc, mult, -shift) + out_op.zero_point
     return quant.saturate(res, out_op)

@@ -21,6 +21,7 @@ floats) if the window is empty.  Roi arithmetic is float32 (quantised rois dequa
 and half precision for fp16 inputs, as in the reference.  Rois with a bad batch index,
 negative or out-of-map coordinates, or x2 < x1 / y2 < y1 fail the execution.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -82,8 +83,9 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     num_batches, in_h, in_w, depth = x.shape
     num_rois = rois.shape[0]
     if rois.shape[1] != 4 or batch.shape != (num_rois,):
-        ctx.fail(f"rois must be [num_rois, 4] with one batch index each, got {list(rois.shape)} "
-                 f"and {list(batch.shape)}")
+        ctx.fail(
+            f"rois must be [num_rois, 4] with one batch index each, got {list(rois.shape)} and {list(batch.shape)}"
+        )
     if out_h <= 0 or out_w <= 0 or not (h_stride > 0 and w_stride > 0):
         ctx.fail("output size and strides must be > 0")
 
@@ -105,8 +107,8 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     low = -np.inf if is_float else np.iinfo(np.int64).min
     cols = np.arange(in_w)[None, None, :]
     rows = np.arange(in_h)[None, None, :]
-    mask_w = (cols >= w0[:, :, None]) & (cols < w1[:, :, None])          # [R, out_w, W]
-    mask_h = (rows >= h0[:, :, None]) & (rows < h1[:, :, None])          # [R, out_h, H]
+    mask_w = (cols >= w0[:, :, None]) & (cols < w1[:, :, None])  # [R, out_w, W]
+    mask_h = (rows >= h0[:, :, None]) & (rows < h1[:, :, None])  # [R, out_h, H]
     by_col = np.where(mask_w[:, None, :, :, None], vals[:, :, None, :, :], low).max(axis=3)
     pooled = np.where(mask_h[:, :, :, None, None], by_col[:, None, :, :, :], low).max(axis=2)
     empty = ~(mask_h.any(axis=2)[:, :, None] & mask_w.any(axis=2)[:, None, :])

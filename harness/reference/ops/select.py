@@ -12,6 +12,7 @@ are requantised to the output with the reference's double-precision helper:
   real = float32((q - zp_in) * scale_in);  r = real / scale_out + zp_out   (in double)
   q_out = clamp(std::round(r), qmin, qmax)
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +24,7 @@ from nnconform.reference.arith.quant import QUANT_RANGE
 from nnconform.reference.arith.quant import round_half_away_array as round_half_away
 from nnconform.reference.ops.registry import OpContext, OpView, register
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 
 
 def validate(v: OpView) -> None:

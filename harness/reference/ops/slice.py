@@ -11,6 +11,7 @@ Run-time rules (the reference's prepare): begin <= dim, size >= 0 after resolvin
 begin + size <= dim.  A negative begin is rejected as well: the reference would read outside
 the tensor.  SLICE is one of the few operations that accepts zero-sized inputs.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,8 +20,7 @@ from nnconform.ir import OperandType as T
 from nnconform.ir import OperationType as Op
 from nnconform.reference.ops.registry import OpContext, OpView, register
 
-TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 
 
 def validate(v: OpView) -> None:
@@ -58,7 +58,6 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     size = np.where(size == -1, dims - begin, size)
     bad = (begin < 0) | (begin > dims) | (size < 0) | (begin + size > dims)
     if np.any(bad):
-        ctx.fail(f"begin {begin.tolist()} / size {ctx.inputs[2].tolist()} do not fit input shape "
-                 f"{list(x.shape)}")
+        ctx.fail(f"begin {begin.tolist()} / size {ctx.inputs[2].tolist()} do not fit input shape {list(x.shape)}")
     region = tuple(slice(b, b + s) for b, s in zip(begin.tolist(), size.tolist()))
     return [np.ascontiguousarray(x[region]).astype(ctx.output_dtype(0), copy=False)]

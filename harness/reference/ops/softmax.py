@@ -18,6 +18,7 @@ scaled by ``beta * input_scale * 2**26`` (capped at 2**31 - 1) into Q5.26; diffe
 is normalised by its leading-zero count and inverted with ``one_over_one_plus_x``; each output
 is ``exp * (1/sum)`` shifted right (rounding) down to units of 1/256, minus 128 when signed.
 """
+
 from __future__ import annotations
 
 import functools
@@ -45,8 +46,8 @@ from nnconform.reference.ops.registry import OpContext, OpView, register
 TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 OUTPUT_ENCODING = {T.TENSOR_QUANT8_ASYMM: (1.0 / 256, 0), T.TENSOR_QUANT8_ASYMM_SIGNED: (1.0 / 256, -128)}
 
-_SCALED_DIFF_INTEGER_BITS = 5     # Q5.26 for the scaled differences
-_ACCUMULATION_INTEGER_BITS = 12   # Q12.19 for the sum of exponentials
+_SCALED_DIFF_INTEGER_BITS = 5  # Q5.26 for the scaled differences
+_ACCUMULATION_INTEGER_BITS = 12  # Q12.19 for the sum of exponentials
 # Up to this many rows the per-row reciprocal is computed on Python ints (same bits; a
 # classifier's one row costs ~40 numpy calls on 1-element arrays otherwise).
 SCALAR_RECIPROCAL_ROWS = 16
@@ -84,19 +85,20 @@ def validate(v: OpView) -> None:
         validate_axis_constant(v, 2)
     out = v.outputs[0]
     if out.type in OUTPUT_ENCODING:
-        check_fixed_output_quant(out.scale, out.zero_point, OUTPUT_ENCODING[out.type],
-                                 lambda msg: v.fail(msg, output=0))
+        check_fixed_output_quant(
+            out.scale, out.zero_point, OUTPUT_ENCODING[out.type], lambda msg: v.fail(msg, output=0)
+        )
 
 
 def _softmax_float(x: np.ndarray, beta: float, axis: int) -> np.ndarray:
-    x = half.widen(x)      # only read: a float32 input is not copied
+    x = half.widen(x)  # only read: a float32 input is not copied
     b32 = np.float32(beta)
     if axis == x.ndim - 1 and x.size == x.shape[-1]:
         return _softmax_float_row(x, b32)
     # in place on the one fresh array: the same float32 operations in the same order
     # the ufuncs' own reductions (what ndarray.max/sum call, less their Python wrappers)
     e = x - np.maximum.reduce(x, axis=axis, keepdims=True)
-    if b32 != 1:                  # x * 1.0f is x exactly: the common beta = 1 skips a pass
+    if b32 != 1:  # x * 1.0f is x exactly: the common beta = 1 skips a pass
         e *= b32
     np.exp(e, out=e)
     total = np.add.reduce(e, axis=axis, keepdims=True, dtype=np.float32)
@@ -158,8 +160,7 @@ def _stacked_tables(multiplier: int, left_shift: int, diff_min: int) -> np.ndarr
 def _quant_params(beta: float, scale: float) -> tuple[int, int, int] | None:
     """(multiplier, left shift, diff_min) of the fixed-point kernel; None when the reference
     refuses (beta * scale too small).  Cached: a model asks with the same values each run."""
-    real = min(1.0 * f32(beta) * f32(scale) * float(1 << (31 - _SCALED_DIFF_INTEGER_BITS)),
-               float((1 << 31) - 1))
+    real = min(1.0 * f32(beta) * f32(scale) * float(1 << (31 - _SCALED_DIFF_INTEGER_BITS)), float((1 << 31) - 1))
     params = quantize_multiplier_greater_than_one(real)
     if params is None:
         return None
@@ -171,12 +172,11 @@ def _finish(reciprocal, exps, bits_over_unit, used, out_op) -> np.ndarray:
     """Output codes from each element's exponential and its row's reciprocal of the sum."""
     # (exps, reciprocal): the same product, and with one row's reciprocal as a Python int both
     # helpers take their cheaper scalar paths
-    y = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(exps, reciprocal),
-                               bits_over_unit + 31 - 8)
+    y = rounding_divide_by_pot(saturating_rounding_doubling_high_mul(exps, reciprocal), bits_over_unit + 31 - 8)
     lo, hi = quant.quant_range(out_op)
     if out_op.type == T.TENSOR_QUANT8_ASYMM_SIGNED:
         y = y - 128
-    return np.where(used, np.minimum(np.maximum(y, lo), hi), lo)   # np.clip's wrapper costs more here
+    return np.where(used, np.minimum(np.maximum(y, lo), hi), lo)  # np.clip's wrapper costs more here
 
 
 def _softmax_quant_one_row(q: np.ndarray, params: tuple[int, int, int], out_op) -> np.ndarray:
@@ -191,13 +191,13 @@ def _softmax_quant_one_row(q: np.ndarray, params: tuple[int, int, int], out_op) 
     counts = np.bincount(u, minlength=256)
     top = int(u.max())
     # term index -d = top - code; counts[top::-1][k] is the count of code top - k
-    total = int(np.dot(counts[top::-1], terms_table[:top + 1])) & 0xFFFFFFFF   # the wrapped uint32 sum
+    total = int(np.dot(counts[top::-1], terms_table[: top + 1])) & 0xFFFFFFFF  # the wrapped uint32 sum
     headroom_plus_one = 32 - total.bit_length()
     bits_over_unit = _ACCUMULATION_INTEGER_BITS - headroom_plus_one
     reciprocal = one_over_one_plus_x_for_x_in_0_1_int(((total << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31))
     by_diff = _finish(reciprocal, exps_table, bits_over_unit, used_table, out_op).astype(out_op.info.dtype)
-    by_code = np.zeros(256, out_op.info.dtype)      # codes above the max never occur
-    by_code[:top + 1] = by_diff[top::-1]
+    by_code = np.zeros(256, out_op.info.dtype)  # codes above the max never occur
+    by_code[: top + 1] = by_diff[top::-1]
     return by_code.take(u)
 
 
@@ -239,14 +239,15 @@ def _softmax_quant(ctx: OpContext, x: np.ndarray, beta: float, axis: int) -> np.
     # data: look the per-element terms up in a table computed once per parameter set.
     exps_table, terms_table, used_table = _exp_tables(multiplier, left_shift, diff_min)
     neg_diff = q.max(axis=-1, keepdims=True).astype(np.intp) - q
-    total = wrap32(terms_table[neg_diff].sum(axis=-1, keepdims=True)) & 0xFFFFFFFF   # as uint32
+    total = wrap32(terms_table[neg_diff].sum(axis=-1, keepdims=True)) & 0xFFFFFFFF  # as uint32
     # count leading zeros of the 32-bit sum (it is never 0: the max term alone is 2**19)
     headroom_plus_one = 32 - np.frexp(total.astype(np.float64))[1].astype(np.int64)
     bits_over_unit = _ACCUMULATION_INTEGER_BITS - headroom_plus_one
     shifted_sum_minus_one = ((total << headroom_plus_one) & 0xFFFFFFFF) - (1 << 31)
     if shifted_sum_minus_one.size <= SCALAR_RECIPROCAL_ROWS:
-        reciprocal = np.array([one_over_one_plus_x_for_x_in_0_1_int(int(v)) for v in shifted_sum_minus_one.flat],
-                              dtype=np.int64).reshape(shifted_sum_minus_one.shape)
+        reciprocal = np.array(
+            [one_over_one_plus_x_for_x_in_0_1_int(int(v)) for v in shifted_sum_minus_one.flat], dtype=np.int64
+        ).reshape(shifted_sum_minus_one.shape)
     else:
         reciprocal = one_over_one_plus_x_for_x_in_0_1(shifted_sum_minus_one)
     if n >= 256 and q.shape[0] == 1:
@@ -277,7 +278,7 @@ def prepare(v: OpView):
         return None
     dims = x_op.dimensions
     if not dims or len(dims) > 4 or 0 in dims or x_op.info.is_scalar:
-        return None                  # unknown, out of range or empty: execute decides
+        return None  # unknown, out of range or empty: execute decides
     beta = v.constant_scalar(1)
     if beta is None or not beta > 0:
         return None
@@ -288,7 +289,7 @@ def prepare(v: OpView):
     if not x_op.info.is_float:
         return _prepare_quant(x_op, out_op, beta, v.operation.inputs[0])
     if int(np.prod(dims)) != dims[-1]:
-        return None                  # more than one row: the general path, per call
+        return None  # more than one row: the general path, per call
     b32, slot, out_dtype, row = np.float32(beta), v.operation.inputs[0], out_op.info.dtype, _softmax_float_row
     if x_op.info.dtype == np.float32 and out_dtype == np.float32:
         # the compiled first pass, chosen once per plan (as fp16's below)
@@ -303,6 +304,7 @@ def prepare(v: OpView):
                 if y is not None:
                     return [y]
             return [row(x, b32)]
+
         return kernel
 
     if x_op.info.dtype != np.float16 or out_dtype != np.float16:
@@ -310,7 +312,7 @@ def prepare(v: OpView):
     # the compiled row, chosen once per plan (the choice costs ~1 us a call)
     fused = jit.softmax_half_row if half.compiled(int(np.prod(dims))) else None
 
-    def kernel_widened(values: list):            # fp16: computed in float32, stored back
+    def kernel_widened(values: list):  # fp16: computed in float32, stored back
         x = values[slot]
         if x is None or x.shape != dims:
             return None
@@ -319,6 +321,7 @@ def prepare(v: OpView):
             if y is not None:
                 return [y]
         return [half.narrow(row(half.widen(x), b32, own=True), out_dtype)]
+
     return kernel_widened
 
 
@@ -339,6 +342,7 @@ def _prepare_quant(x_op, out_op, beta: float, slot: int):
         if x is None or x.shape != dims or not jit.worth(x.size, at=1):
             return None
         return [_compiled_rows(x.reshape(-1, n), tables, bounds, dtype).reshape(dims)]
+
     return kernel_quant
 
 
@@ -351,7 +355,7 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     beta = ctx.scalar(1)
     if not beta > 0:
         ctx.fail(f"beta must be > 0, got {beta}")
-    if x.size == 0:   # the reference skips the kernel, and with it the axis check
+    if x.size == 0:  # the reference skips the kernel, and with it the axis check
         return [np.empty(x.shape, out_op.info.dtype)]
     axis = resolve_axis(ctx, ctx.scalar(2, -1), x.ndim)
     if in_op.info.is_float:

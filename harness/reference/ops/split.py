@@ -9,6 +9,7 @@ outputs: 0 .. num_splits - 1, the input's type, the input's shape with the axis 
 
 Zero-sized inputs are rejected at run time.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,7 @@ from nnconform.ir import OperandType as T
 from nnconform.ir import OperationType as Op
 from nnconform.reference.ops.registry import OpContext, OpView, register
 
-TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 
 
 def validate(v: OpView) -> None:
@@ -52,7 +52,8 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     if n != len(ctx.out_operands):
         ctx.fail(f"num_splits is {n} but the operation has {len(ctx.out_operands)} outputs")
     if n <= 0 or x.shape[axis] % n:
-        ctx.fail(f"num_splits {n} does not evenly divide dimension {axis % x.ndim} of size "
-                 f"{x.shape[axis]}")
-    return [np.ascontiguousarray(part).astype(ctx.output_dtype(j), copy=False)
-            for j, part in enumerate(np.split(x, n, axis=axis))]
+        ctx.fail(f"num_splits {n} does not evenly divide dimension {axis % x.ndim} of size {x.shape[axis]}")
+    return [
+        np.ascontiguousarray(part).astype(ctx.output_dtype(j), copy=False)
+        for j, part in enumerate(np.split(x, n, axis=axis))
+    ]

@@ -17,6 +17,7 @@ Per dimension (dim = its size), following the reference's index clamping:
 - a shrunk dimension must have stride > 0 and exactly one element.
 Zero-sized inputs are rejected at run time.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,7 @@ TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUA
 
 def validate(v: OpView) -> None:
     v.expect_counts(7, 1)
-    v.expect_types([TYPES, T.TENSOR_INT32, T.TENSOR_INT32, T.TENSOR_INT32, T.INT32, T.INT32, T.INT32],
-                   [TYPES])
+    v.expect_types([TYPES, T.TENSOR_INT32, T.TENSOR_INT32, T.TENSOR_INT32, T.INT32, T.INT32, T.INT32], [TYPES])
     v.expect_same_type(("input", 0), ("output", 0))
     v.expect_rank(0, range(1, 5))
     rank = len(v.inputs[0].dimensions)
@@ -68,8 +68,10 @@ def slice_plan(shape, begin, end, strides, begin_mask, end_mask, shrink_mask):
         count = max(0, math.ceil((e - b) / stride))
         shrink = bool(shrink_mask & (1 << d))
         if shrink and (stride < 0 or count != 1):
-            raise ValueError(f"dimension {d} is shrunk but its slice has stride {stride} and "
-                             f"{count} elements (needs stride > 0 and exactly 1)")
+            raise ValueError(
+                f"dimension {d} is shrunk but its slice has stride {stride} and "
+                f"{count} elements (needs stride > 0 and exactly 1)"
+            )
         plan.append((b, stride, count, shrink))
     return plan
 
@@ -85,8 +87,15 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         if ctx.inputs[i].shape != (x.ndim,):
             ctx.fail(f"{what} must have shape [{x.ndim}], got {list(ctx.inputs[i].shape)}")
     try:
-        plan = slice_plan(x.shape, ctx.inputs[1], ctx.inputs[2], ctx.inputs[3], int(ctx.scalar(4)),
-                          int(ctx.scalar(5)), int(ctx.scalar(6)))
+        plan = slice_plan(
+            x.shape,
+            ctx.inputs[1],
+            ctx.inputs[2],
+            ctx.inputs[3],
+            int(ctx.scalar(4)),
+            int(ctx.scalar(5)),
+            int(ctx.scalar(6)),
+        )
     except ValueError as e:
         ctx.fail(str(e))
     index = np.ix_(*[b + s * np.arange(n, dtype=np.int64) for b, s, n, _ in plan])

@@ -21,6 +21,7 @@ reference (and the AOSP vectors) use memory_size * num_filters, which we follow,
 refuse any other state size (the reference would read past the buffer).
 fp16 is widened to float32, computed, and narrowed, as the reference does.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -67,13 +68,16 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         ctx.fail(f"rank {rank} must be positive and divide num_filters {wf.shape[0]}")
     units = wf.shape[0] // rank
     if wf.shape[1] != input_size or filters != wf.shape[0]:
-        ctx.fail(f"weights_feature {list(wf.shape)} / weights_time {list(wt.shape)} must be "
-                 f"[num_filters, {input_size}] / [num_filters, memory_size]")
+        ctx.fail(
+            f"weights_feature {list(wf.shape)} / weights_time {list(wt.shape)} must be "
+            f"[num_filters, {input_size}] / [num_filters, memory_size]"
+        )
     if bias is not None and bias.shape != (units,):
         ctx.fail(f"bias shape {list(bias.shape)} must be [{units}]")
     if state.shape != (batch, memory * filters):
-        ctx.fail(f"state in shape {list(state.shape)} must be [{batch}, {memory * filters}] "
-                 "(memory_size * num_filters)")
+        ctx.fail(
+            f"state in shape {list(state.shape)} must be [{batch}, {memory * filters}] (memory_size * num_filters)"
+        )
 
     f32 = np.float32
     mem = state.astype(f32).reshape(batch, filters, memory).copy()

@@ -12,6 +12,7 @@ inputs at or beyond the input radius saturate to the ends of the output range, t
 through gemmlowp's fixed-point ``tanh`` (Q0.31) and a rounding shift by 24 (units of 1/128),
 then the output zero point is added; 256 (uint8 only) is clamped to 255.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -49,7 +50,7 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
         return [np.empty(x.shape, out_op.info.dtype)]
     multiplier, left_shift, radius = input_rescale_params(ctx)
     centred = x.astype(np.int64) - in_op.zero_point
-    inside = np.clip(centred, -radius, radius)   # keeps the shifted value in int32
+    inside = np.clip(centred, -radius, radius)  # keeps the shifted value in int32
     q4 = saturating_rounding_doubling_high_mul(inside << left_shift, multiplier)
     y = rounding_divide_by_pot(fixed_tanh(q4, 4), 24) + out_op.zero_point
     lo, hi = quant.quant_range(out_op)

@@ -8,6 +8,7 @@ Signature:
             the whole input block is repeated (a b c d tiled by 2 is a b c d a b c d).
 The reference reads n multiples without checking the length; we require exactly n.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,7 @@ from nnconform.ir import OperationType as Op
 from nnconform.reference.ops.registry import OpContext, OpView, register
 from nnconform.reference.ops.reshape import check_1d_int32, check_same_type_and_quant
 
-TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 
 
 def validate(v: OpView) -> None:

@@ -13,6 +13,7 @@ in descending order and, among equal values, the larger index comes first (the r
 sorts the pairs ascending and reverses them; NNAPI's documentation says the same).
 Quantised inputs order by stored value, which is the real order.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,8 +23,7 @@ from nnconform.ir import OperationType as Op
 from nnconform.reference.ops.reduce import reject_zero_sized
 from nnconform.reference.ops.registry import OpContext, OpView, register
 
-TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-         T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 
 
 def validate(v: OpView) -> None:

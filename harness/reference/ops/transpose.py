@@ -12,6 +12,7 @@ Signature:
 A perm with a repeated entry passes the reference's range checks but then copies garbage; we
 reject it at run time.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -22,6 +22,7 @@ Output 0: [batches, out_height, out_width, depth_out] with
 Types: as CONV_2D (per-channel filters along channel_dim 0, TENSOR_INT32 bias of scale
 input_scale * filter_scale).  No dilation.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -115,8 +116,10 @@ def _scatter(x: np.ndarray, f: np.ndarray, oh: int, ow: int, p: cc.ConvParams, d
     one matmul for all (pixel, tap, o) products, then one strided add per filter tap."""
     n, h, w, c = x.shape
     o, fh, fw, _ = f.shape
-    cols = (x.reshape(-1, c).astype(dtype, copy=False)
-            @ f.transpose(1, 2, 0, 3).reshape(fh * fw * o, c).astype(dtype, copy=False).T)
+    cols = (
+        x.reshape(-1, c).astype(dtype, copy=False)
+        @ f.transpose(1, 2, 0, 3).reshape(fh * fw * o, c).astype(dtype, copy=False).T
+    )
     cols = cols.reshape(n, h, w, fh, fw, o)
     # The full (uncropped) result, extended when a negative tail padding asks for more.
     full_h = max((h - 1) * p.stride_h + fh, p.pad_top + oh)
@@ -124,9 +127,10 @@ def _scatter(x: np.ndarray, f: np.ndarray, oh: int, ow: int, p: cc.ConvParams, d
     buf = np.zeros((n, full_h, full_w, o), dtype=dtype)
     for i in range(fh):
         for j in range(fw):
-            buf[:, i:i + (h - 1) * p.stride_h + 1:p.stride_h, j:j + (w - 1) * p.stride_w + 1:p.stride_w, :] \
-                += cols[:, :, :, i, j, :]
-    return buf[:, p.pad_top:p.pad_top + oh, p.pad_left:p.pad_left + ow, :]
+            buf[:, i : i + (h - 1) * p.stride_h + 1 : p.stride_h, j : j + (w - 1) * p.stride_w + 1 : p.stride_w, :] += (
+                cols[:, :, :, i, j, :]
+            )
+    return buf[:, p.pad_top : p.pad_top + oh, p.pad_left : p.pad_left + ow, :]
 
 
 @register(Op.TRANSPOSE_CONV_2D, data_types=cc.TYPES, validate=validate)
@@ -140,8 +144,9 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     n, h, w, c = x.shape
     o, fh, fw, fc = f.shape
     if min(h, w, c, o, fh, fw) <= 0:
-        ctx.fail(f"input {list(x.shape)} and filter {list(f.shape)} dimensions must be positive "
-                 f"(only the batch may be 0)")
+        ctx.fail(
+            f"input {list(x.shape)} and filter {list(f.shape)} dimensions must be positive (only the batch may be 0)"
+        )
     if c != fc:
         ctx.fail(f"filter depth {fc} differs from the input depth {c}")
     if b.shape[0] != o:

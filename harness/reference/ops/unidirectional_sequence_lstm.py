@@ -15,6 +15,7 @@ Outputs (1 or 3), all T:
 The states are carried in float32 from step to step (fp16 is narrowed only at the end).
 Cell arithmetic and variants: ``lstm_cell.py``.
 """
+
 from __future__ import annotations
 
 import numpy as np

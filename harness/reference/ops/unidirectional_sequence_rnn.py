@@ -16,6 +16,7 @@ Outputs (1 or 2), T:
 
 Each step is ``rnn.rnn_step`` (see rnn.py for fp16 arithmetic); the state is carried in T.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,7 +45,7 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     time_major = ctx.scalar(6)
     if time_major not in (0, 1):
         ctx.fail(f"time_major must be 0 or 1, got {time_major}")
-    xt = x if time_major else np.swapaxes(x, 0, 1)       # [time, batch, input]
+    xt = x if time_major else np.swapaxes(x, 0, 1)  # [time, batch, input]
     w, r, b, h, units = rnn.check_cell(ctx, 1, xt.shape[2], xt.shape[1])
     steps = []
     for t in range(xt.shape[0]):

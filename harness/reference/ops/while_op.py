@@ -25,6 +25,7 @@ accumulator); each iteration's value simply replaces the last.  The loop timeout
 executor's (``Executor.loop_timeout``: 2 s by default, at most 15 s); the execution deadline is
 checked before every operation of every iteration by the executor itself.
 """
+
 from __future__ import annotations
 
 import time
@@ -56,8 +57,14 @@ def validate(v: OpView) -> None:
     if len(cond.output_indexes) != 1:
         v.fail(f"the {cname} must give exactly 1 output, it gives {len(cond.output_indexes)}", input=COND)
     for i, idx in enumerate(cond.input_indexes):
-        cf.check_compatible(v, cond.operands[idx], data[i], f"{cname} input {i}",
-                            f"the WHILE's input {FIRST_INPUT + i}", input=FIRST_INPUT + i)
+        cf.check_compatible(
+            v,
+            cond.operands[idx],
+            data[i],
+            f"{cname} input {i}",
+            f"the WHILE's input {FIRST_INPUT + i}",
+            input=FIRST_INPUT + i,
+        )
     cf.check_condition(v, cond.operands[cond.output_indexes[0]], f"the {cname} output", input=COND)
 
     bref, body = cf.referenced_subgraph(v, BODY, "body")
@@ -68,18 +75,38 @@ def validate(v: OpView) -> None:
     if n_out < m:
         v.fail(f"the {bname} gives {n_out} outputs, fewer than the WHILE's {m} outputs", input=BODY)
     if n_in < n_out:
-        v.fail(f"the {bname} gives {n_out} outputs but takes only {n_in} inputs (each output feeds an "
-               f"input of the next iteration)", input=BODY)
+        v.fail(
+            f"the {bname} gives {n_out} outputs but takes only {n_in} inputs (each output feeds an "
+            f"input of the next iteration)",
+            input=BODY,
+        )
     for i, idx in enumerate(body.input_indexes):
-        cf.check_compatible(v, body.operands[idx], data[i], f"{bname} input {i}",
-                            f"the WHILE's input {FIRST_INPUT + i}", input=FIRST_INPUT + i)
+        cf.check_compatible(
+            v,
+            body.operands[idx],
+            data[i],
+            f"{bname} input {i}",
+            f"the WHILE's input {FIRST_INPUT + i}",
+            input=FIRST_INPUT + i,
+        )
     for j in range(m):
-        cf.check_compatible(v, body.operands[body.output_indexes[j]], v.outputs[j],
-                            f"{bname} output {j}", f"the WHILE's output {j}", output=j)
+        cf.check_compatible(
+            v,
+            body.operands[body.output_indexes[j]],
+            v.outputs[j],
+            f"{bname} output {j}",
+            f"the WHILE's output {j}",
+            output=j,
+        )
     for j in range(n_out):
-        cf.check_compatible(v, body.operands[body.output_indexes[j]], body.operands[body.input_indexes[j]],
-                            f"{bname} output {j}", f"its input {j} (a loop variable keeps its type)",
-                            input=BODY)
+        cf.check_compatible(
+            v,
+            body.operands[body.output_indexes[j]],
+            body.operands[body.input_indexes[j]],
+            f"{bname} output {j}",
+            f"its input {j} (a loop variable keeps its type)",
+            input=BODY,
+        )
 
 
 @register(Op.WHILE, data_types=CARRIED_TYPES, validate=validate, primary_input=FIRST_INPUT)
@@ -96,10 +123,12 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
             break
         elapsed = time.monotonic() - start
         if elapsed > timeout:
-            raise DeadlineMissed(f"operations[{ctx.index}] (WHILE) still looping after {iteration} iterations "
-                                 f"and {elapsed * 1e3:.1f} ms; loop timeout is {timeout * 1e3:g} ms")
+            raise DeadlineMissed(
+                f"operations[{ctx.index}] (WHILE) still looping after {iteration} iterations "
+                f"and {elapsed * 1e3:.1f} ms; loop timeout is {timeout * 1e3:g} ms"
+            )
         outs = cf.run_referenced(ctx, body, variables, "body")
-        variables[:len(outs)] = outs
+        variables[: len(outs)] = outs
         iteration += 1
     # With zero iterations the outputs are the inputs themselves (constants are read-only and a
     # caller's buffer is not ours): hand out copies.
