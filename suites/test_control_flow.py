@@ -39,7 +39,7 @@ from nnconform.ir import OperationType as Op
 from nnconform.isolation.watchdog import HangError, call_with_timeout
 from nnconform.reference.executor import DEFAULT_LOOP_TIMEOUT
 from nnconform.suites.examples import control_flow as cfx
-from nnconform.verdict.runner import FAIL, CaseOutcome, run_case
+from nnconform.verdict.runner import FAIL, Case, CaseOutcome, run
 
 SUITE = "control_flow"
 HANG_BOUND_S = 5.0  # a 1 ms loop timeout must be honoured well within this
@@ -54,16 +54,8 @@ EXAMPLES = cfx.EXAMPLES
 def test_control_flow(example, nn_device, nn_session, nn_record):
     tid = f"{SUITE}/{example.name}"
     nn_record.update(suite=SUITE, test_id=tid, operations=example.operations, data_types=example.data_types)
-    outcome = run_case(nn_device, example.model, example.inputs, example.outputs, expect_failure=example.expect_failure)
-    nn_session.conclude(
-        nn_record,
-        outcome,
-        test_id=tid,
-        model=example.model,
-        inputs=example.inputs,
-        expected=example.outputs,
-        expect_failure=example.expect_failure,
-    )
+    case = Case(tid, example.model, example.inputs, example.outputs, expect_failure=example.expect_failure)
+    nn_session.conclude(nn_record, run(nn_device, case), case)
 
 
 # ---------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ and data type, run through the driver under test and the default accuracy criter
 import pytest
 
 from nnconform.suites.examples import all_examples
-from nnconform.verdict.runner import run_case
+from nnconform.verdict.runner import Case, run
 
 EXAMPLES = all_examples()
 
@@ -17,21 +17,12 @@ def test_generated(example, nn_device, nn_session, nn_record):
         operations=example.operations,
         data_types=example.data_types,
     )
-    outcome = run_case(
-        nn_device,
+    case = Case(
+        f"generated/{example.name}",
         example.model,
         example.inputs,
         example.outputs,
         ignored=example.ignored,
         expect_failure=example.expect_failure,
     )
-    nn_session.conclude(
-        nn_record,
-        outcome,
-        test_id=f"generated/{example.name}",
-        model=example.model,
-        inputs=example.inputs,
-        expected=example.outputs,
-        ignored=example.ignored,
-        expect_failure=example.expect_failure,
-    )
+    nn_session.conclude(nn_record, run(nn_device, case), case)

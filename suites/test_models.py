@@ -74,7 +74,7 @@ from nnconform.models.verdict import SCALED, Reconsidered, reconsider
 from nnconform.plugin import MESSAGE_LIMIT, note_partition
 from nnconform.reference.executor import Executor
 from nnconform.textsafe import clean_text
-from nnconform.verdict.runner import FAIL, run_case
+from nnconform.verdict.runner import FAIL, Case, run_case
 
 BUILTINS = builtin_entries()
 
@@ -100,7 +100,7 @@ def _run_model(name: str, model, inputs, nn_session, nn_device, nn_record, kind:
     expected = Executor(model).run(inputs)
     outcome = run_case(nn_device, model, inputs, expected, criteria=REAL_MODEL)
     if outcome.outcome != FAIL:
-        nn_session.conclude(nn_record, outcome, test_id=test_id, model=model, inputs=inputs, expected=expected)
+        nn_session.conclude(nn_record, outcome, Case(test_id, model, inputs, expected))
         return
     # criteria_set: ``nnconform replay`` judges the dump as this suite does (models.verdict)
     extra: dict[str, Any] = {"suite": "models", "model": name, "criteria_set": REAL_MODEL.name}

@@ -29,11 +29,11 @@ from nnconform.cases.variants import (
     select_mutations,
 )
 from nnconform.cases.vector_index import VectorIndex, code_key
-from nnconform.cases.vectors import case_from_dict, resolve_root, vector_files
+from nnconform.cases.vectors import VectorCase, case_from_dict, resolve_root, vector_files
 from nnconform.ir import SHORT_TYPE_NAME, OperandType
 from nnconform.plugin import case_marks, session_of
 from nnconform.reference.ops.feature_levels import NEWEST_FEATURE_LEVEL, driver_level, folder_level
-from nnconform.verdict.runner import run_case
+from nnconform.verdict.runner import Case, run
 
 
 @functools.lru_cache(maxsize=2)
@@ -281,25 +281,14 @@ def test_vector(vector, nn_device, nn_session, nn_record):
     # RANDOM_MULTINOMIAL's samples are random: element-wise comparison is off and the class
     # frequencies are checked against softmax(logits) instead, as CTS does.
     ignored = [True] * len(case.outputs) if multinomial else case.ignored
-    outcome = run_case(
-        nn_device, case.model, case.inputs, case.outputs, ignored=ignored, expect_failure=case.expect_failure
-    )
+    outcome = run(nn_device, as_case(case), ignored=ignored)
     if multinomial and outcome.outcome == "PASS":
         from nnconform.reference.ops.random_multinomial import check_multinomial
 
         ok, msg = check_multinomial(case.inputs[0], outcome.actual[0], case.multinomial_tolerance)
         if not ok:
             outcome.outcome, outcome.message = "FAIL", f"[RANDOM_MULTINOMIAL] {msg}"
-    nn_session.conclude(
-        nn_record,
-        outcome,
-        test_id=case.test_id,
-        model=case.model,
-        inputs=case.inputs,
-        expected=case.outputs,
-        ignored=case.ignored,
-        expect_failure=case.expect_failure,
-    )
+    nn_session.conclude(nn_record, outcome, as_case(case))
 
 
 def test_vector_variant(vector, variant, nn_device, nn_session, nn_record):
@@ -314,13 +303,16 @@ def test_vector_variant(vector, variant, nn_device, nn_session, nn_record):
     )
     cap = MUTATIONS_PER_CELL if nn_session.variants == "rotate" else None
     outcome = run_variant(nn_device, case, variant, seed=nn_session.seed, mutation_cap=cap)
-    nn_session.conclude(
-        nn_record,
-        outcome,
-        test_id=tid,
-        model=case.model,
-        inputs=case.inputs,
-        expected=case.outputs,
-        ignored=case.ignored,
-        expect_failure=case.expect_failure,
+    nn_session.conclude(nn_record, outcome, as_case(case, tid))
+
+
+def as_case(vector: VectorCase, test_id: str | None = None) -> Case:
+    """A golden vector as the one case value the runner and the verdict take."""
+    return Case(
+        test_id or vector.test_id,
+        vector.model,
+        vector.inputs,
+        vector.outputs,
+        ignored=vector.ignored,
+        expect_failure=vector.expect_failure,
     )

@@ -86,7 +86,7 @@ from nnconform.ir import OperandType as T
 from nnconform.ir import OperationType as Op
 from nnconform.isolation.watchdog import HangError, call_with_timeout
 from nnconform.suites.examples import Example, all_examples
-from nnconform.verdict.runner import FAIL, CaseOutcome, run_case
+from nnconform.verdict.runner import FAIL, Case, CaseOutcome, run_case
 from nnconform.vts.checks import MISSED_DEADLINE, rejections, to_signed
 from nnconform.vts.checks import describe as _describe
 from nnconform.vts.checks import dynamic_variant as _dynamic_variant
@@ -733,7 +733,7 @@ def test_quant_coupling(example, nn_device, nn_session, nn_record):
         outcome = CaseOutcome(FAIL, str(e), "execute")
     if outcome.outcome == "FAIL":
         outcome.message = f"quant8-signed twin of {example.name} disagrees: {outcome.message}"
-    nn_session.conclude(nn_record, outcome, test_id=tid, model=model, inputs=ins, expected=outs)
+    nn_session.conclude(nn_record, outcome, Case(tid, model, ins, outs))
     nn_record["message"] = nn_record["message"] or "quant8-signed twin agrees"
 
 

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from nnconform.artifacts.reportdir import ReportDir
     from nnconform.isolation.proxy import IsolatedDevice
     from nnconform.verdict.results import ResultRecord, ResultsWriter
+    from nnconform.verdict.runner import Case, CaseOutcome
 
 _SESSION_KEY = pytest.StashKey["NnSession"]()
 _PHASES_KEY = pytest.StashKey[dict]()
@@ -574,18 +575,7 @@ class NnSession:
             record["extra"].update(b.to_extra())
         record["extra"]["criterion"] = b.criterion if b is not None and b.criterion else criterion_of(outcome)
 
-    def conclude(
-        self,
-        record: dict,
-        outcome,
-        *,
-        test_id: str,
-        model,
-        inputs,
-        expected,
-        ignored=None,
-        expect_failure: bool = False,
-    ) -> None:
+    def conclude(self, record: dict, outcome: CaseOutcome, case: Case) -> None:
         """Record a runner outcome as the case's verdict (with a dumped spec on failure).  A
         verdict other than PASS ends the test (:class:`Concluded`); pytest's report of it is
         made from the verdict (pytest_runtest_makereport), never the other way round."""
@@ -599,10 +589,16 @@ class NnSession:
         if outcome.outcome in ("CRASH", "HANG"):
             record["extra"]["incident"] = _incident_extra(outcome.details or {})
         if outcome.outcome in ("FAIL", "ERROR", "CRASH", "HANG"):
-            self.attribute(record, model, inputs, outcome, ignored=ignored)
+            self.attribute(record, case.model, case.inputs, outcome, ignored=case.ignored)
             try:
                 record["spec_path"], record["replay"] = self.dump_failure(
-                    test_id, model, inputs, expected, outcome, ignored=ignored, expect_failure=expect_failure
+                    case.test_id,
+                    case.model,
+                    case.inputs,
+                    case.expected,
+                    outcome,
+                    ignored=case.ignored,
+                    expect_failure=case.expect_failure,
                 )
             except Exception as e:  # the verdict matters more than the dump; say why it is missing
                 record["message"] += f" (spec dump failed: {type(e).__name__}: {e})"

@@ -46,6 +46,21 @@ class CaseOutcome:
         return f"partitioned: {self.partition['on_driver']} of {self.partition['operations']} operations on the driver"
 
 
+@dataclass(frozen=True)
+class Case:
+    """One conformance case as a suite hands it over, once: its id, the model, the inputs and
+    the outputs it must give (``ignored``: outputs whose values are not compared;
+    ``expect_failure``: a model the driver must refuse).  :func:`run` runs it and
+    ``NnSession.conclude`` records its verdict from the same value."""
+
+    test_id: str
+    model: Model
+    inputs: Sequence[np.ndarray | None]
+    expected: Sequence[np.ndarray]
+    ignored: Sequence[bool] | None = None
+    expect_failure: bool = False
+
+
 # Partitioned execution of cases the driver supports in part (on by default; the pytest
 # option --no-partition and `nnconform run --no-partition` turn it off for a run).
 PARTITIONING = True
@@ -276,3 +291,10 @@ def _partitioned(
         return done(PASS, text, "compare", actual=actual, comparison=cmp, partition=info)
     ops = ", ".join(model.operation_names())
     return done(FAIL, f"{text}; [{ops}] {cmp.message}", "compare", actual=actual, comparison=cmp, partition=info)
+
+
+def run(device: Device, case: Case, **options: Any) -> CaseOutcome:
+    """:func:`run_case` for a :class:`Case` (``options``: criteria, measure_timing, loop_timeout,
+    partition, or ignored to compare fewer outputs than the case names)."""
+    options.setdefault("ignored", case.ignored)
+    return run_case(device, case.model, case.inputs, case.expected, expect_failure=case.expect_failure, **options)

@@ -178,8 +178,8 @@ def operand_type(model: Model) -> Iterator[ModelMutation]:
             yield ModelMutation(
                 f"operand_type/operands[{k}]={code}",
                 # a code no OperandType has, on purpose: drivers must reject it
-                _set_operand(model, k, dataclasses.replace(operand, type=code)),
-            )  # type: ignore[arg-type]
+                _set_operand(model, k, dataclasses.replace(operand, type=code)),  # type: ignore[arg-type]
+            )
 
 
 def operand_rank(model: Model) -> Iterator[ModelMutation]:
