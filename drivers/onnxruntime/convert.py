@@ -33,7 +33,10 @@ from onnx import TensorProto, helper, numpy_helper
 from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
 from nnconform.ops import activation as nn_activation
 from nnconform import nnapi_params as params
-from nnconform.nnapi_params import same_quant
+from nnconform.drivers.common import converter as conversion, op_params
+from nnconform.drivers.common.layout import TO_NCHW, TO_NHWC, axis_last, nhwc_dims
+from nnconform.drivers.common.types import (CASTABLE, DATA, FILLABLE, FLOATS, NUMERIC, QUANT8,
+                                            movable, pad_fill, require_same_quant, same_quant)
 
 OPSET = 21
 
@@ -51,11 +54,8 @@ ONNX_TYPE = {
     T.TENSOR_QUANT8_SYMM: TensorProto.INT8,
     T.TENSOR_QUANT8_SYMM_PER_CHANNEL: TensorProto.INT8,
 }
-FLOATS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
-QUANT8 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 F32, F16, I32, I64, BOOL = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT32,
                             TensorProto.INT64, TensorProto.BOOL)
-TO_NCHW, TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
 
 
 # ---------------------------------------------------------------------------------------
@@ -369,12 +369,8 @@ def _logical(onnx_op: str, arity: int):
 
 
 def conv_select(c: OpCtx):
-    a, b, out = c.ins[1], c.ins[2], c.outs[0]
-    if a.type in QUANT8:
-        if not (same_quant(a, out) and same_quant(b, out)):
-            raise Unsupported("quantised SELECT with requantisation")
-    elif a.type not in FLOATS + (T.TENSOR_INT32,):
-        raise Unsupported(a.type.name)
+    c.require(1, NUMERIC, "SELECT's input 1")
+    require_same_quant(c, (1, 2), "SELECT")
     c.node("Where", [c.x(0), c.x(1), c.x(2)], [c.y()])
 
 
@@ -547,33 +543,20 @@ def conv_transpose_conv_2d(c: OpCtx):
 
 
 def conv_batch_space(c: OpCtx):
-    x = _movable(c, 0, FLOATS + QUANT8)
-    to_batch = c.op.type == Op.SPACE_TO_BATCH_ND
-    bh, bw = (int(v) for v in c.const(1).reshape(-1))
-    layout_k = 3 if to_batch else 2
-    nchw = bool(c.scalar(layout_k, False))
-    xd = c.dims(x)
-    b, h, w, ch = (xd[0], xd[2], xd[3], xd[1]) if nchw else xd
-    y = c.node("Transpose", [c.x(0)], perm=TO_NHWC) if nchw else c.x(0)
-    if to_batch:
-        (pt, pb), (pl, pr) = c.const(2).reshape(2, 2).tolist()
-        hp, wp = h + pt + pb, w + pl + pr
-        if hp % bh or wp % bw:
-            raise Rejected(f"padded size {hp}x{wp} is not a multiple of the block {bh}x{bw}")
-        if pt or pb or pl or pr:
-            fill = c.const_value(np.asarray(x.zero_point if x.type in QUANT8 else 0, x.info.dtype))
+    x = movable(c, 0, DATA)
+    p = op_params.batch_space(c)
+    y = c.node("Transpose", [c.x(0)], perm=TO_NHWC) if p.nchw else c.x(0)
+    if p.to_batch:
+        pt, pb, pl, pr = p.pads
+        if any(p.pads):
+            fill = c.const_value(pad_fill(c, x, None))
             y = c.node("Pad", [y, c.int64s([0, pt, pl, 0, 0, pb, pr, 0]), fill], mode="constant")
-        y = c.node("Reshape", [y, c.int64s([b, hp // bh, bh, wp // bw, bw, ch])])
-        y = c.node("Transpose", [y], perm=[2, 4, 0, 1, 3, 5])
-        y = c.node("Reshape", [y, c.int64s([b * bh * bw, hp // bh, wp // bw, ch])])
+        view, perm, shape = p.space_to_batch_shapes()
     else:
-        if b % (bh * bw):
-            raise Rejected(f"batch {b} is not a multiple of the block {bh}x{bw}")
-        bo = b // (bh * bw)
-        y = c.node("Reshape", [y, c.int64s([bh, bw, bo, h, w, ch])])
-        y = c.node("Transpose", [y], perm=[2, 3, 0, 4, 1, 5])
-        y = c.node("Reshape", [y, c.int64s([bo, h * bh, w * bw, ch])])
-    if nchw:
+        view, perm, shape = p.batch_to_space_shapes()
+    y = c.node("Reshape", [c.node("Transpose", [c.node("Reshape", [y, c.int64s(view)])], perm=perm),
+                           c.int64s(shape)])
+    if p.nchw:
         c.node("Transpose", [y], [c.y()], perm=TO_NCHW)
     else:
         c.node("Identity", [y], [c.y()])
@@ -657,11 +640,10 @@ def conv_dequantize(c: OpCtx):
 
 def conv_cast(c: OpCtx):
     x, out = c.ins[0], c.outs[0]
-    convertible = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM)
     if x.type == out.type and x.type in ONNX_TYPE:
         c.node("Identity", [c.x(0)], [c.y()])
         return
-    if x.type not in convertible or out.type not in convertible:
+    if x.type not in CASTABLE or out.type not in CASTABLE:
         raise Unsupported(f"{x.type.name} -> {out.type.name}")
     src = c.x(0)
     if out.type == T.TENSOR_QUANT8_ASYMM and x.type != T.TENSOR_QUANT8_ASYMM:
@@ -692,32 +674,16 @@ def conv_cast(c: OpCtx):
 # Data movement
 # ---------------------------------------------------------------------------------------
 
-_MOVABLE = FLOATS + QUANT8 + (T.TENSOR_INT32, T.TENSOR_BOOL8)
-
-
-def _movable(c: OpCtx, k: int = 0, types=_MOVABLE) -> Operand:
-    x = c.require(k, types)
-    for out in c.outs:
-        if not same_quant(x, out):
-            raise Unsupported("quantised output with other parameters than the input")
-    return x
-
-
 def conv_reshape(c: OpCtx):
-    _movable(c)
+    movable(c)
     shape = c.node("Cast", [c.x(1)], to=I64) if not c.ins[1].is_constant else c.int64s(c.const(1))
     c.node("Reshape", [c.x(0), shape], [c.y()], allowzero=1)
 
 
 def conv_squeeze(c: OpCtx):
-    _movable(c)
-    xd = c.ins[0].dimensions
-    if c.omitted(1):
-        xd = c.dims(c.ins[0])
-        axes = [i for i, d in enumerate(xd) if d == 1]
-    else:
-        axes = params.axes(c, 1, c.rank(c.ins[0]))
-    if len(axes) == len(xd):
+    movable(c)
+    axes = op_params.squeeze_axes(c)
+    if len(axes) == c.rank(c.ins[0]):
         c.node("Reshape", [c.x(0), c.int64s([1])], [c.y()])
     elif axes:
         c.node("Squeeze", [c.x(0), c.int64s(axes)], [c.y()])
@@ -726,73 +692,58 @@ def conv_squeeze(c: OpCtx):
 
 
 def conv_expand_dims(c: OpCtx):
-    _movable(c)
+    movable(c)
     c.node("Unsqueeze", [c.x(0), c.int64s([int(c.scalar(1))])], [c.y()])
 
 
 def conv_transpose(c: OpCtx):
-    _movable(c)
-    if c.omitted(1):
-        if c.rank(c.ins[0]) != 2:
-            raise Unsupported("TRANSPOSE without perm on a non-2-D input")
-        perm = [1, 0]
-    else:
-        perm = [int(p) for p in c.const(1).reshape(-1)]
-        if sorted(perm) != list(range(len(perm))):
-            raise Unsupported("perm is not a permutation")
-    c.node("Transpose", [c.x(0)], [c.y()], perm=perm)
+    movable(c)
+    c.node("Transpose", [c.x(0)], [c.y()], perm=op_params.transpose_perm(c))
 
 
 def conv_concatenation(c: OpCtx):
     out = c.outs[0]
     n = len(c.ins) - 1
     axis = int(c.scalar(n))
-    parts = []
     for k in range(n):
-        x = c.require(k, FLOATS + QUANT8)
-        if same_quant(x, out):
-            parts.append(c.x(k))
-        else:
-            raise Unsupported("quantised CONCATENATION with requantisation")
-    c.node("Concat", parts, [c.y()], axis=axis)
+        c.require(k, DATA)
+    require_same_quant(c, range(n), "CONCATENATION", out)
+    c.node("Concat", [c.x(k) for k in range(n)], [c.y()], axis=axis)
 
 
 def conv_gather(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     c.node("Gather", [c.x(0), c.x(2)], [c.y()], axis=int(c.scalar(1)))
 
 
+def _onnx_pads(c: OpCtx, pads: np.ndarray) -> str:
+    # ONNX lists every dimension's begin, then every dimension's end.
+    return c.int64s(list(pads[:, 0]) + list(pads[:, 1]))
+
+
 def conv_pad(c: OpCtx):
-    x = _movable(c, 0, FLOATS + QUANT8)
-    pads = c.const(1).reshape(-1, 2)
-    onnx_pads = c.int64s(list(pads[:, 0]) + list(pads[:, 1]))
-    if c.op.type == Op.PAD_V2:
-        v = c.scalar(2)
-        if x.type in QUANT8:
-            v = np.asarray(v).astype(np.int64).astype(x.info.dtype)  # only the low byte counts
-        value = c.const_value(np.asarray(v, x.info.dtype))
-    else:
-        value = c.const_value(np.asarray(x.zero_point if x.type in QUANT8 else 0, x.info.dtype))
-    c.node("Pad", [c.x(0), onnx_pads, value], [c.y()], mode="constant")
+    x = movable(c, 0, DATA)
+    value = c.const_value(pad_fill(c, x, 2 if c.op.type == Op.PAD_V2 else None))
+    c.node("Pad", [c.x(0), _onnx_pads(c, op_params.paddings(c)), value], [c.y()], mode="constant")
 
 
 def conv_mirror_pad(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-    if int(c.scalar(2)) != 0:
+    movable(c, 0, NUMERIC)
+    pads, mode = op_params.mirror_pad(c)
+    if mode != "reflect":
         raise Unsupported("SYMMETRIC mirror padding (ONNX has only reflect and edge)")
-    pads = c.const(1).reshape(-1, 2)
-    c.node("Pad", [c.x(0), c.int64s(list(pads[:, 0]) + list(pads[:, 1]))], [c.y()], mode="reflect")
+    c.node("Pad", [c.x(0), _onnx_pads(c, pads)], [c.y()], mode="reflect")
 
 
 def conv_slice(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     xd = c.dims(c.ins[0])
     begin, end = params.slice_bounds(c, xd)
     c.node("Slice", [c.x(0), c.int64s(begin), c.int64s(end), c.int64s(range(len(xd)))], [c.y()])
 
 
 def conv_strided_slice(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8)
+    movable(c, 0, DATA)
     xd = c.dims(c.ins[0])
     s = params.strided_slice(c, xd)
     y = c.node("Slice", [c.x(0), c.int64s(s.starts), c.int64s(s.stops), c.int64s(range(len(xd))),
@@ -807,22 +758,19 @@ def conv_strided_slice(c: OpCtx):
 
 
 def conv_split(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-    axis, n = int(c.scalar(1)), int(c.scalar(2))
-    xd = c.dims(c.ins[0])
-    if n != len(c.outs) or n <= 0 or xd[axis] % n:
-        raise Rejected(f"axis of size {xd[axis]} cannot be split into {n} equal parts")
+    movable(c, 0, NUMERIC)
+    axis, n = op_params.split(c)
     c.node("Split", [c.x(0)], [c.y(k) for k in range(len(c.outs))], axis=axis, num_outputs=n)
 
 
 def conv_tile(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     mult = c.node("Cast", [c.x(1)], to=I64) if not c.ins[1].is_constant else c.int64s(c.const(1))
     c.node("Tile", [c.x(0), mult], [c.y()])
 
 
 def conv_reverse(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     axes = [int(a) for a in c.const(1).reshape(-1)]
     if len(axes) != 1:
         raise Unsupported("REVERSE over several axes")
@@ -831,9 +779,8 @@ def conv_reverse(c: OpCtx):
 
 
 def conv_depth_to_space(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8)
-    bs = int(c.scalar(1))
-    nchw = bool(c.scalar(2)) if len(c.ins) > 2 else False
+    movable(c, 0, DATA)
+    bs, nchw = op_params.depth_space(c)
     x = c.x(0) if nchw else c.node("Transpose", [c.x(0)], perm=TO_NCHW)
     op = "DepthToSpace" if c.op.type == Op.DEPTH_TO_SPACE else "SpaceToDepth"
     attrs = dict(blocksize=bs, mode="DCR") if op == "DepthToSpace" else dict(blocksize=bs)
@@ -855,19 +802,9 @@ def conv_resize_bilinear(c: OpCtx):
     with an output size of 1 (NNAPI falls back to in/out there) is unsupported too."""
     x_op = c.require(0, FLOATS)
     out = c.outs[0]
-    nchw = bool(c.scalar(3, False)) if len(c.ins) > 3 else False
-    align = bool(c.scalar(4, False)) if len(c.ins) > 4 else False
-    half = bool(c.scalar(5, False)) if len(c.ins) > 5 else False
-    if align and half:
-        raise Unsupported("align_corners together with half_pixel_centers")
-    n, h, w, ch = (lambda d: (d[0], d[2], d[3], d[1]) if nchw else d)(c.dims(x_op))
-    if c.ins[1].type == T.INT32:
-        out_w, out_h = int(c.scalar(1)), int(c.scalar(2))
-    else:   # scales: floor(in * scale) in float32, as the reference computes the size
-        out_w = int(np.floor(np.float32(w) * np.float32(c.scalar(1))))
-        out_h = int(np.floor(np.float32(h) * np.float32(c.scalar(2))))
-    if out_w <= 0 or out_h <= 0:
-        raise Unsupported(f"output size {out_w}x{out_h}")
+    r = op_params.resize(c)
+    nchw, align, half, out_h, out_w = r.nchw, r.align, r.half, r.out_h, r.out_w
+    n, _, _, ch = nhwc_dims(c.dims(x_op), nchw)
     if align and (out_w == 1 or out_h == 1):
         raise Unsupported("align_corners with an output dimension of 1")
     mode = "align_corners" if align else "half_pixel" if half else "asymmetric"
@@ -881,7 +818,7 @@ def conv_resize_bilinear(c: OpCtx):
 
 
 def conv_argminmax(c: OpCtx):
-    x = c.require(0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    x = c.require(0, NUMERIC)
     op = "ArgMax" if c.op.type == Op.ARGMAX else "ArgMin"
     axis = int(c.scalar(1))
     y = c.node(op, [c.x(0)], axis=axis, keepdims=0)
@@ -940,7 +877,7 @@ def _sequential_prod(c: OpCtx, xf: str, x: Operand, axes, keep: int) -> str:
     if k > _MAX_UNROLLED:
         raise Unsupported(f"REDUCE_PROD over {k} elements (the exact fold is unrolled up to {_MAX_UNROLLED})")
     kept = [i for i in range(len(xd)) if i not in axes]
-    dt = np.float16 if x.type == T.TENSOR_FLOAT16 else np.float32
+    dt = x.info.dtype
     v = xf if dt == np.float32 else c.node("Cast", [xf], to=F16)
     v = c.node("Transpose", [v], perm=kept + list(axes))
     v = c.node("Reshape", [v, c.int64s([-1, k])])
@@ -951,13 +888,12 @@ def _sequential_prod(c: OpCtx, xf: str, x: Operand, axes, keep: int) -> str:
     for p in parts[1:]:
         either = c.node("Or", [c.node("Equal", [acc, zero]), c.node("Equal", [p, zero])])
         acc = c.node("Where", [either, zero, c.node("Mul", [acc, p])])
-    shape = [xd[i] if i in kept else 1 for i in range(len(xd))] if keep else [xd[i] for i in kept] or [1]
-    y = c.node("Reshape", [acc, c.int64s(shape)])
+    y = c.node("Reshape", [acc, c.int64s(op_params.reduced_shape(xd, axes, keep))])
     return y if dt == np.float32 else c.node("Cast", [y], to=F32)
 
 
 def conv_mean(c: OpCtx):
-    x, out = c.require(0, FLOATS + QUANT8), c.outs[0]
+    x, out = c.require(0, DATA), c.outs[0]
     r = c.rank(x)
     axes, keep = params.reduce_axes(c, r)
     keep = int(keep)
@@ -978,7 +914,7 @@ def conv_mean(c: OpCtx):
 
 
 def conv_embedding_lookup(c: OpCtx):
-    _movable(c, 1, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 1, NUMERIC)
     c.node("Gather", [c.x(1), c.x(0)], [c.y()], axis=0)
 
 
@@ -986,7 +922,7 @@ def conv_pack(c: OpCtx):
     axis = int(c.scalar(0))
     parts = []
     for k in range(1, len(c.ins)):
-        _movable(c, k, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+        movable(c, k, NUMERIC)
         parts.append(c.node("Unsqueeze", [c.x(k), c.int64s([axis])]))
     c.node("Concat", parts, [c.y()], axis=axis)
 
@@ -1012,8 +948,7 @@ def conv_batch_matmul(c: OpCtx):
 
 def conv_instance_normalization(c: OpCtx):
     x, out = c.require(0, FLOATS), c.outs[0]
-    gamma, beta, eps = float(c.scalar(1)), float(c.scalar(2)), float(c.scalar(3))
-    nchw = bool(c.scalar(4, False))
+    gamma, beta, eps, nchw = op_params.instance_norm(c)
     channels = c.dims(x)[1 if nchw else 3]
     xin = c.to_f32(c.x(0), x)
     xin = xin if nchw else c.node("Transpose", [xin], perm=TO_NCHW)
@@ -1025,21 +960,18 @@ def conv_instance_normalization(c: OpCtx):
 
 def conv_local_response_normalization(c: OpCtx):
     x, out = c.require(0, FLOATS), c.outs[0]
-    radius = int(c.scalar(1))
-    bias, alpha, beta = float(c.scalar(2)), float(c.scalar(3)), float(c.scalar(4))
     xd = c.dims(x)
-    r = len(xd)
-    axis = int(c.scalar(5, -1)) % r
+    p = op_params.lrn(c, len(xd))
+    axis = p.axis
     # onnxruntime's LRN takes only [N, C, H, W] with the window along C, and ONNX divides
     # alpha by the window size.  Move the axis last, view the rest as N: [M, C, 1, 1].
-    size = 2 * radius + 1
-    perm = [i for i in range(r) if i != axis] + [axis]
+    size = 2 * p.radius + 1
+    perm, inv = axis_last(len(xd), axis)
     moved = [xd[i] for i in perm]
     xt = c.node("Transpose", [c.to_f32(c.x(0), x)], perm=perm)
     x4 = c.node("Reshape", [xt, c.int64s([-1, xd[axis], 1, 1])])
-    y = c.node("LRN", [x4], size=size, alpha=alpha * size, beta=beta, bias=bias)
+    y = c.node("LRN", [x4], size=size, alpha=p.alpha * size, beta=p.beta, bias=p.bias)
     y = c.node("Reshape", [y, c.int64s(moved)])
-    inv = [int(i) for i in np.argsort(perm)]
     c.from_f32(c.node("Transpose", [y], perm=inv), out, c.y())
 
 
@@ -1049,7 +981,7 @@ def conv_rank(c: OpCtx):
 
 def conv_fill(c: OpCtx):
     out = c.outs[0]
-    if out.type not in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32):
+    if out.type not in FILLABLE:
         raise Unsupported(out.type.name)
     value = numpy_helper.from_array(np.asarray([c.scalar(1)], dtype=out.info.dtype), "value")
     shape = c.node("Cast", [c.x(0)], to=I64)
@@ -1057,18 +989,10 @@ def conv_fill(c: OpCtx):
 
 
 def conv_channel_shuffle(c: OpCtx):
-    x = _movable(c, 0, FLOATS + QUANT8)
-    xd = c.dims(x)
-    groups, axis = int(c.scalar(1)), int(c.scalar(2)) % len(xd)
-    ch = xd[axis]
-    if ch % groups:
-        raise Unsupported("channels not divisible by groups")
-    s1 = list(xd[:axis]) + [groups, ch // groups] + list(xd[axis + 1:])
-    y = c.node("Reshape", [c.x(0), c.int64s(s1)])
-    perm = list(range(len(s1)))
-    perm[axis], perm[axis + 1] = axis + 1, axis
-    y = c.node("Transpose", [y], perm=perm)
-    c.node("Reshape", [y, c.int64s(xd)], [c.y()])
+    movable(c, 0, DATA)
+    s = op_params.channel_shuffle(c)
+    y = c.node("Transpose", [c.node("Reshape", [c.x(0), c.int64s(s.grouped)])], perm=list(s.perm))
+    c.node("Reshape", [y, c.int64s(s.dims)], [c.y()])
 
 
 # ---------------------------------------------------------------------------------------
@@ -1105,7 +1029,7 @@ CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
     Op.REVERSE: conv_reverse, Op.DEPTH_TO_SPACE: conv_depth_to_space, Op.SPACE_TO_DEPTH: conv_depth_to_space,
     Op.ARGMAX: conv_argminmax, Op.ARGMIN: conv_argminmax, Op.RESIZE_BILINEAR: conv_resize_bilinear,
     Op.MEAN: conv_mean, Op.REDUCE_SUM: _reduce("ReduceSum", FLOATS), Op.REDUCE_PROD: _reduce("ReduceProd", FLOATS),
-    Op.REDUCE_MAX: _reduce("ReduceMax", FLOATS + QUANT8), Op.REDUCE_MIN: _reduce("ReduceMin", FLOATS + QUANT8),
+    Op.REDUCE_MAX: _reduce("ReduceMax", DATA), Op.REDUCE_MIN: _reduce("ReduceMin", DATA),
     Op.REDUCE_ALL: _reduce("ReduceMin", (T.TENSOR_BOOL8,)), Op.REDUCE_ANY: _reduce("ReduceMax", (T.TENSOR_BOOL8,)),
     Op.EMBEDDING_LOOKUP: conv_embedding_lookup, Op.PACK: conv_pack, Op.BATCH_MATMUL: conv_batch_matmul,
     Op.INSTANCE_NORMALIZATION: conv_instance_normalization,
@@ -1125,34 +1049,17 @@ CONVERTERS.update(recurrent.CONVERTERS)
 # Whole models
 # ---------------------------------------------------------------------------------------
 
-def _check_io_types(sg: Subgraph, indexes) -> None:
-    for i in indexes:
-        if sg.operands[i].type not in ONNX_TYPE:
-            raise Unsupported(f"operand of type {sg.operands[i].type.name}")
-
-
 def convert_operation(g: GraphBuilder, index: int) -> None:
     """Emit one operation into ``g``; raise Unsupported when it cannot be mapped faithfully."""
     op = g.sg.operations[index]
-    try:
-        fn = CONVERTERS[Op(op.type)]
-    except (KeyError, ValueError):
-        raise Unsupported(f"{op.name} has no ONNX mapping in this adapter") from None
-    _check_io_types(g.sg, [i for i in op.outputs])
-    _check_io_types(g.sg, [i for i in op.inputs if g.sg.operands[i].info.is_scalar is False
-                           and not g.sg.operands[i].is_omitted])
+    fn = conversion.lookup(CONVERTERS, op, "ONNX")
+    conversion.check_types(g.sg, op.outputs, ONNX_TYPE)
+    conversion.check_types(g.sg, conversion.tensor_operands(g.sg, op.inputs), ONNX_TYPE)
     fn(OpCtx(g, index))
 
 
 def operation_supported(model: Model, index: int) -> tuple[bool, str]:
-    g = GraphBuilder(model.main, model)
-    try:
-        convert_operation(g, index)
-    except Unsupported as e:
-        return False, str(e)
-    except Rejected:
-        return True, ""
-    return True, ""
+    return conversion.supported(lambda: convert_operation(GraphBuilder(model.main, model), index))
 
 
 def _value_info(sg: Subgraph, i: int) -> onnx.ValueInfoProto:
@@ -1169,13 +1076,9 @@ def _value_info(sg: Subgraph, i: int) -> onnx.ValueInfoProto:
 def to_onnx(model: Model) -> onnx.ModelProto:
     """The whole main graph as an ONNX model (raises Unsupported on the first unmappable op)."""
     sg = model.main
-    _check_io_types(sg, (*sg.input_indexes, *sg.output_indexes))
+    conversion.check_types(sg, (*sg.input_indexes, *sg.output_indexes), ONNX_TYPE)
     g = GraphBuilder(sg, model)
-    for k in range(len(sg.operations)):
-        try:
-            convert_operation(g, k)
-        except (Unsupported, Rejected) as e:
-            raise type(e)(f"operations[{k}] ({sg.operations[k].name}): {e}") from None
+    conversion.convert_all(sg, lambda k: convert_operation(g, k))
     graph = helper.make_graph(g.nodes, sg.name or "main", [_value_info(sg, i) for i in sg.input_indexes],
                               [_value_info(sg, i) for i in sg.output_indexes], g.initializers)
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="nnconform")

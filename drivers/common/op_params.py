@@ -1,0 +1,282 @@
+"""Per-operation NNAPI parameters that ``nnconform.nnapi_params`` does not decode.
+
+``nnapi_params`` holds the rules the reference's own modules expose (convolution signatures,
+implicit padding, pooling, slicing, axes).  This module adds the remaining operations whose
+decoding every adapter repeated: the block operations (BATCH_TO_SPACE_ND / SPACE_TO_BATCH_ND,
+DEPTH_TO_SPACE / SPACE_TO_DEPTH), RESIZE_*, CHANNEL_SHUFFLE, SPLIT, the PAD family,
+TRANSPOSE, SQUEEZE, the normalisations and the reductions' result shape.
+
+Conventions as in ``nnapi_params``: ``c`` is a converter's per-operation context
+(``ParameterAccess``); a parameter that is not constant, or a dimension the rule needs that
+the model leaves unknown, raises :class:`Unsupported`; where the NNAPI reference fails the
+execution for these constant parameters, :class:`Rejected` is raised (the operation is
+supported and preparing it fails, as the reference fails).  Adapters that trace with concrete
+shapes (JAX) pass ``dims=`` instead of reading the model's dimensions.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from nnconform.driver_support import Rejected, Unsupported
+from nnconform.ir import OperandType as T, OperationType as Op
+from nnconform.ops.resize import bilinear_axis, bilinear_axis_fixed, nearest_axis
+
+from .layout import layout_flag, nhwc_dims, spatial, swap_with_next
+
+__all__ = ["BatchSpace", "batch_space", "depth_space", "Resize", "resize", "bilinear_axis",
+           "bilinear_axis_fixed", "nearest_axis", "ChannelShuffle", "channel_shuffle", "split",
+           "paddings", "mirror_pad", "transpose_perm", "squeeze_axes", "reduced_shape",
+           "Lrn", "lrn", "instance_norm"]
+
+
+def _dims(c, dims: Sequence[int] | None, k: int = 0) -> tuple[int, ...]:
+    return tuple(int(d) for d in dims) if dims is not None else tuple(c.dims(c.ins[k]))
+
+
+# ---------------------------------------------------------------------------------------
+# Block operations
+# ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BatchSpace:
+    """BATCH_TO_SPACE_ND (``to_batch`` False) or SPACE_TO_BATCH_ND: the input's NHWC view
+    (``batch``, ``height``, ``width``, ``channels``), the block and, for SPACE_TO_BATCH_ND,
+    the spatial padding (top, bottom, left, right), which pads with real 0 (see
+    ``types.fill_value``)."""
+    to_batch: bool
+    block_h: int
+    block_w: int
+    pads: tuple[int, int, int, int]
+    nchw: bool
+    batch: int
+    height: int
+    width: int
+    channels: int
+
+    @property
+    def padded(self) -> tuple[int, int]:
+        """(height, width) after SPACE_TO_BATCH_ND's padding."""
+        pt, pb, pl, pr = self.pads
+        return self.height + pt + pb, self.width + pl + pr
+
+    @property
+    def out_batch(self) -> int:
+        """BATCH_TO_SPACE_ND's output batch."""
+        return self.batch // (self.block_h * self.block_w)
+
+    def space_to_batch_shapes(self) -> tuple[list[int], tuple[int, ...], list[int]]:
+        """SPACE_TO_BATCH_ND on the padded NHWC image as reshape -> transpose -> reshape:
+        (the 6-D view, its permutation, the output shape)."""
+        b, ch, bh, bw = self.batch, self.channels, self.block_h, self.block_w
+        hp, wp = self.padded
+        return ([b, hp // bh, bh, wp // bw, bw, ch], (2, 4, 0, 1, 3, 5),
+                [b * bh * bw, hp // bh, wp // bw, ch])
+
+    def batch_to_space_shapes(self) -> tuple[list[int], tuple[int, ...], list[int]]:
+        """BATCH_TO_SPACE_ND on the NHWC image as reshape -> transpose -> reshape."""
+        bh, bw, bo, h, w, ch = self.block_h, self.block_w, self.out_batch, self.height, self.width, self.channels
+        return [bh, bw, bo, h, w, ch], (2, 3, 0, 4, 1, 5), [bo, h * bh, w * bw, ch]
+
+
+def batch_space(c, dims: Sequence[int] | None = None) -> BatchSpace:
+    """Input 1 the block [bh, bw]; SPACE_TO_BATCH_ND's input 2 the paddings [[top, bottom],
+    [left, right]]; then the optional NCHW flag.  NNAPI fails the execution when the block
+    does not divide the padded size (SPACE_TO_BATCH_ND) or the batch (BATCH_TO_SPACE_ND)."""
+    to_batch = c.op.type == Op.SPACE_TO_BATCH_ND
+    bh, bw = (int(v) for v in c.const(1).reshape(-1))
+    nchw = layout_flag(c, 3 if to_batch else 2)
+    b, h, w, ch = nhwc_dims(_dims(c, dims), nchw)
+    pads = (0, 0, 0, 0)
+    if to_batch:
+        (pt, pb), (pl, pr) = c.const(2).reshape(2, 2).tolist()
+        pads = (int(pt), int(pb), int(pl), int(pr))
+    p = BatchSpace(to_batch, bh, bw, pads, nchw, b, h, w, ch)
+    if to_batch:
+        hp, wp = p.padded
+        if hp % bh or wp % bw:
+            raise Rejected(f"padded size {hp}x{wp} is not a multiple of the block {bh}x{bw}")
+    elif b % (bh * bw):
+        raise Rejected(f"batch {b} is not a multiple of the block {bh}x{bw}")
+    return p
+
+
+def depth_space(c) -> tuple[int, bool]:
+    """DEPTH_TO_SPACE / SPACE_TO_DEPTH: (block size, NCHW flag)."""
+    return int(c.scalar(1)), layout_flag(c, 2)
+
+
+# ---------------------------------------------------------------------------------------
+# RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR
+# ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Resize:
+    """A resize's flags and sizes; the source tables come from the reference's functions
+    (``bilinear_axis``, ``bilinear_axis_fixed``, ``nearest_axis``, re-exported here)."""
+    nchw: bool
+    align: bool
+    half: bool
+    in_h: int
+    in_w: int
+    out_h: int
+    out_w: int
+
+    def bilinear(self) -> tuple[tuple, tuple]:
+        """((rows lo, hi, weight), (columns lo, hi, weight)) of the float blend."""
+        return (bilinear_axis(self.in_h, self.out_h, self.align, self.half),
+                bilinear_axis(self.in_w, self.out_w, self.align, self.half))
+
+    def bilinear_fixed(self) -> tuple[tuple, tuple]:
+        """The same in TFLite's 1/1024-pixel integer units (the int8 kernel)."""
+        return (bilinear_axis_fixed(self.in_h, self.out_h, self.align, self.half),
+                bilinear_axis_fixed(self.in_w, self.out_w, self.align, self.half))
+
+    def nearest(self) -> tuple[np.ndarray, np.ndarray]:
+        """(source rows, source columns) of RESIZE_NEAREST_NEIGHBOR."""
+        return (nearest_axis(self.in_h, self.out_h, self.align, self.half),
+                nearest_axis(self.in_w, self.out_w, self.align, self.half))
+
+
+def resize(c, dims: Sequence[int] | None = None) -> Resize:
+    """Inputs 1, 2: the output width and height (INT32) or the scales (floats: the size is
+    floor(in * scale) computed in float32, as the reference computes it); 3 the NCHW flag; 4
+    align_corners; 5 half_pixel_centers.  NNAPI fails the execution for align_corners with
+    half_pixel_centers and for an empty output."""
+    nchw, align, half = layout_flag(c, 3), layout_flag(c, 4), layout_flag(c, 5)
+    if align and half:
+        raise Rejected("align_corners together with half_pixel_centers")
+    h, w = spatial(_dims(c, dims), nchw)
+    if c.ins[1].type == T.INT32:
+        out_w, out_h = int(c.scalar(1)), int(c.scalar(2))
+    else:
+        out_w = int(np.floor(np.float32(w) * np.float32(c.scalar(1))))
+        out_h = int(np.floor(np.float32(h) * np.float32(c.scalar(2))))
+    if out_w <= 0 or out_h <= 0:
+        raise Rejected(f"output size {out_w}x{out_h}")
+    return Resize(nchw, align, half, h, w, out_h, out_w)
+
+
+# ---------------------------------------------------------------------------------------
+# CHANNEL_SHUFFLE, SPLIT
+# ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ChannelShuffle:
+    """CHANNEL_SHUFFLE as reshape -> transpose -> reshape: the axis of size ``groups *
+    size`` viewed as [groups, size] (``grouped``) and transposed (``perm``)."""
+    groups: int
+    axis: int
+    dims: tuple[int, ...]
+    grouped: tuple[int, ...]
+    perm: tuple[int, ...]
+
+
+def channel_shuffle(c, dims: Sequence[int] | None = None) -> ChannelShuffle:
+    """Input 1 the number of groups, input 2 the axis (negative counts from the back).  NNAPI
+    fails the execution unless the groups are positive and divide the axis."""
+    xd = _dims(c, dims)
+    groups, axis = int(c.scalar(1)), int(c.scalar(2)) % len(xd)
+    ch = xd[axis]
+    if groups <= 0 or ch % groups:
+        raise Rejected(f"{groups} groups do not divide the {ch} channels")
+    grouped = xd[:axis] + (groups, ch // groups) + xd[axis + 1:]
+    return ChannelShuffle(groups, axis, xd, grouped, tuple(swap_with_next(len(grouped), axis)))
+
+
+def split(c, dims: Sequence[int] | None = None) -> tuple[int, int]:
+    """SPLIT: (non-negative axis, number of parts).  NNAPI fails the execution unless the
+    count matches the outputs and divides the axis."""
+    xd = _dims(c, dims)
+    axis, n = int(c.scalar(1)) % len(xd), int(c.scalar(2))
+    if n != len(c.outs) or n <= 0 or xd[axis] % n:
+        raise Rejected(f"axis of size {xd[axis]} cannot be split into {n} equal parts")
+    return axis, n
+
+
+# ---------------------------------------------------------------------------------------
+# PAD, PAD_V2, MIRROR_PAD
+# ---------------------------------------------------------------------------------------
+
+def paddings(c) -> np.ndarray:
+    """Input 1 of the PAD family: [rank, 2] int64 (before, after) per dimension.  Negative
+    padding fails the execution in NNAPI."""
+    pads = c.const(1).reshape(-1, 2).astype(np.int64)
+    if (pads < 0).any():
+        raise Rejected(f"negative padding {pads.tolist()}")
+    return pads
+
+
+MIRROR_MODES = {0: "reflect", 1: "symmetric"}
+
+
+def mirror_pad(c) -> tuple[np.ndarray, str]:
+    """MIRROR_PAD: (paddings, "reflect" (mode 0: the edge is not repeated) or "symmetric"
+    (mode 1: it is)).  Another mode fails the execution."""
+    mode = int(c.scalar(2))
+    if mode not in MIRROR_MODES:
+        raise Rejected(f"mirror pad mode {mode}")
+    return paddings(c), MIRROR_MODES[mode]
+
+
+# ---------------------------------------------------------------------------------------
+# TRANSPOSE, SQUEEZE, reductions
+# ---------------------------------------------------------------------------------------
+
+def transpose_perm(c) -> list[int]:
+    """TRANSPOSE's permutation: input 1, or when it is omitted the reversal, which NNAPI
+    defines for 2-D inputs only (it fails the execution on other ranks)."""
+    if c.omitted(1):
+        if c.rank(c.ins[0]) != 2:
+            raise Rejected("TRANSPOSE without perm on a non-2-D input")
+        return [1, 0]
+    perm = [int(p) for p in c.const(1).reshape(-1)]
+    if sorted(perm) != list(range(len(perm))):
+        raise Rejected(f"{perm} is not a permutation")
+    return perm
+
+
+def squeeze_axes(c, dims: Sequence[int] | None = None) -> list[int]:
+    """SQUEEZE's axes: input 1 (sorted, non-negative), or when omitted every axis of size 1
+    (which needs the dimensions)."""
+    from nnconform.nnapi_params import axes   # the axes rule itself is nnapi_params'
+    if c.omitted(1):
+        return [i for i, d in enumerate(_dims(c, dims)) if d == 1]
+    return axes(c, 1, len(dims) if dims is not None else c.rank(c.ins[0]))
+
+
+def reduced_shape(dims: Sequence[int], axes: Sequence[int], keep: bool) -> list[int]:
+    """The result shape of a reduction over ``axes``: size 1 there with keep_dims, else
+    without them, and [1] when nothing is left (NNAPI has no 0-d tensors)."""
+    if keep:
+        return [1 if i in axes else d for i, d in enumerate(dims)]
+    return [d for i, d in enumerate(dims) if i not in axes] or [1]
+
+
+# ---------------------------------------------------------------------------------------
+# LOCAL_RESPONSE_NORMALIZATION, INSTANCE_NORMALIZATION
+# ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Lrn:
+    """x / (bias + alpha * sum of x^2 over [i - radius, i + radius] along ``axis``) ^ beta."""
+    radius: int
+    bias: float
+    alpha: float
+    beta: float
+    axis: int
+
+
+def lrn(c, rank: int) -> Lrn:
+    """Inputs 1..4: radius, bias, alpha, beta (float32 values); 5 the optional axis, by
+    default the last."""
+    bias, alpha, beta = (float(np.float32(c.scalar(k))) for k in (2, 3, 4))
+    return Lrn(int(c.scalar(1)), bias, alpha, beta, int(c.scalar(5, -1)) % rank)
+
+
+def instance_norm(c) -> tuple[float, float, float, bool]:
+    """INSTANCE_NORMALIZATION: (gamma, beta, epsilon, NCHW flag)."""
+    gamma, beta, eps = (float(np.float32(c.scalar(k))) for k in (1, 2, 3))
+    return gamma, beta, eps, layout_flag(c, 4)
