@@ -36,7 +36,10 @@ from nnconform.driver_support import ParameterAccess, Rejected, Unsupported
 from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
 from nnconform.ops import activation as nn_activation
 from nnconform import nnapi_params as params
-from nnconform.nnapi_params import same_quant
+from nnconform.drivers.common import converter as conversion, op_params
+from nnconform.drivers.common.layout import TO_NCHW, TO_NHWC
+from nnconform.drivers.common.types import (CASTABLE, DATA, FILLABLE, FLOATS, NUMERIC, QUANT8, movable,
+                                            pad_fill, require_same_quant, same_quant)
 
 __all__ = ["Unsupported", "Rejected", "OV_TYPE", "CONVERTERS", "operation_supported", "to_openvino"]
 
@@ -52,9 +55,6 @@ OV_TYPE = {
     T.TENSOR_QUANT8_SYMM: ov.Type.i8,
     T.TENSOR_QUANT8_SYMM_PER_CHANNEL: ov.Type.i8,
 }
-FLOATS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
-QUANT8 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-TO_NCHW, TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
 
 
 def _out(node) -> ov.Output:
@@ -387,12 +387,8 @@ def _logical(fn, arity: int):
 
 
 def conv_select(c: OpCtx):
-    a, b, out = c.ins[1], c.ins[2], c.outs[0]
-    if a.type in QUANT8:
-        if not (same_quant(a, out) and same_quant(b, out)):
-            raise Unsupported("quantised SELECT with requantisation")
-    elif a.type not in FLOATS + (T.TENSOR_INT32,):
-        raise Unsupported(a.type.name)
+    c.require(1, NUMERIC, "SELECT's input 1")
+    require_same_quant(c, (1, 2), "SELECT")
     c.set(ops.select(c.x(0), c.x(1), c.x(2)))
 
 
@@ -634,13 +630,12 @@ def _trunc(xf) -> ov.Output:
 
 def conv_cast(c: OpCtx):
     x, out = c.ins[0], c.outs[0]
-    convertible = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM)
     if x.type == out.type and x.type in OV_TYPE:
         if x.type in QUANT8 and not same_quant(x, out):
             raise Unsupported("quantised CAST with other parameters")
         c.set(c.x(0))
         return
-    if x.type not in convertible or out.type not in convertible:
+    if x.type not in CASTABLE or out.type not in CASTABLE:
         raise Unsupported(f"{x.type.name} -> {out.type.name}")
     if out.type == T.TENSOR_FLOAT16 and c.op.outputs[0] in c.g.const_derived:
         raise Unsupported("a CAST to float16 of constants only (OpenVINO's constant folding "
@@ -668,19 +663,8 @@ def conv_cast(c: OpCtx):
 # Data movement
 # ---------------------------------------------------------------------------------------
 
-_MOVABLE = FLOATS + QUANT8 + (T.TENSOR_INT32, T.TENSOR_BOOL8)
-
-
-def _movable(c: OpCtx, k: int = 0, types=_MOVABLE) -> Operand:
-    x = c.require(k, types)
-    for out in c.outs:
-        if not same_quant(x, out):
-            raise Unsupported("quantised output with other parameters than the input")
-    return x
-
-
 def conv_reshape(c: OpCtx):
-    _movable(c)
+    movable(c)
     if not c.ins[1].is_constant:
         raise Unsupported("a run-time shape")
     shape = [int(v) for v in c.const(1).reshape(-1)]
@@ -688,14 +672,9 @@ def conv_reshape(c: OpCtx):
 
 
 def conv_squeeze(c: OpCtx):
-    _movable(c)
-    if c.omitted(1):
-        xd = c.dims(c.ins[0])
-        axes = [i for i, d in enumerate(xd) if d == 1]
-    else:
-        xd = c.ins[0].dimensions
-        axes = params.axes(c, 1, c.rank(c.ins[0]))
-    if axes and len(axes) == len(xd):
+    movable(c)
+    axes = op_params.squeeze_axes(c)
+    if axes and len(axes) == c.rank(c.ins[0]):
         c.set(ops.reshape(c.x(0), i64s([1]), special_zero=False))
     elif axes:
         c.set(ops.squeeze(c.x(0), i64s(axes)))
@@ -704,19 +683,15 @@ def conv_squeeze(c: OpCtx):
 
 
 def conv_expand_dims(c: OpCtx):
-    _movable(c)
+    movable(c)
     r = c.rank(c.ins[0])
     axis = int(c.scalar(1))
     c.set(ops.unsqueeze(c.x(0), i64s([axis % (r + 1)])))
 
 
 def conv_transpose(c: OpCtx):
-    _movable(c)
-    r = c.rank(c.ins[0])
-    perm = list(range(r))[::-1] if c.omitted(1) else [int(p) for p in c.const(1).reshape(-1)]
-    if sorted(perm) != list(range(r)):
-        raise Unsupported("perm is not a permutation")
-    c.set(ops.transpose(c.x(0), i64s(perm)))
+    movable(c)
+    c.set(ops.transpose(c.x(0), i64s(op_params.transpose_perm(c))))
 
 
 def conv_concatenation(c: OpCtx):
@@ -725,9 +700,8 @@ def conv_concatenation(c: OpCtx):
     axis = int(c.scalar(n))
     r = c.rank(out) if out.dimensions else c.rank(c.ins[0])
     for k in range(n):
-        x = c.require(k, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-        if not same_quant(x, out):
-            raise Unsupported("quantised CONCATENATION with requantisation")
+        c.require(k, NUMERIC)
+    require_same_quant(c, range(n), "CONCATENATION", out)
     c.set(ops.concat([c.x(k) for k in range(n)], axis % r))
 
 
@@ -756,45 +730,34 @@ def _all_axes(v) -> ov.Output:
 
 
 def conv_gather(c: OpCtx):
-    x = _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    x = movable(c, 0, NUMERIC)
     axis = int(c.scalar(1)) % c.rank(x)
     _indices_in_range(c, 0, 2, axis, "GATHER")
     c.set(ops.gather(c.x(0), c.x(2), c_(axis, np.int64)))
 
 
 def conv_pad(c: OpCtx):
-    x = _movable(c, 0, FLOATS + QUANT8)
-    pads = c.const(1).reshape(-1, 2).astype(np.int64)
-    if (pads < 0).any():
-        raise Unsupported("negative padding")
-    if c.op.type == Op.PAD_V2:
-        v = c.scalar(2)
-        if x.type in QUANT8:
-            v = np.asarray(v).astype(np.int64).astype(x.info.dtype)  # only the low byte counts
-        value = c_(np.asarray(v, x.info.dtype))
-    else:
-        value = c_(np.asarray(x.zero_point if x.type in QUANT8 else 0, x.info.dtype))
+    x = movable(c, 0, DATA)
+    pads = op_params.paddings(c)
+    value = c_(pad_fill(c, x, 2 if c.op.type == Op.PAD_V2 else None))
     c.set(ops.pad(c.x(0), i64s(pads[:, 0]), i64s(pads[:, 1]), "constant", value))
 
 
 def conv_mirror_pad(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-    mode = {0: "reflect", 1: "symmetric"}.get(int(c.scalar(2)))
-    if mode is None:
-        raise Unsupported(f"mirror padding mode {c.scalar(2)}")
-    pads = c.const(1).reshape(-1, 2).astype(np.int64)
+    movable(c, 0, NUMERIC)
+    pads, mode = op_params.mirror_pad(c)
     c.set(ops.pad(c.x(0), i64s(pads[:, 0]), i64s(pads[:, 1]), mode))
 
 
 def conv_slice(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     xd = c.dims(c.ins[0])
     begin, end = params.slice_bounds(c, xd)
     c.set(ops.slice(c.x(0), i64s(begin), i64s(end), i64s([1] * len(xd)), i64s(range(len(xd)))))
 
 
 def conv_strided_slice(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8)
+    movable(c, 0, DATA)
     xd = c.dims(c.ins[0])
     s = params.strided_slice(c, xd)
     y = ops.slice(c.x(0), i64s(s.starts), i64s(s.stops), i64s(s.strides), i64s(range(len(xd))))
@@ -807,24 +770,20 @@ def conv_strided_slice(c: OpCtx):
 
 
 def conv_split(c: OpCtx):
-    x = _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-    axis, n = int(c.scalar(1)), int(c.scalar(2))
-    xd = c.dims(x)
-    axis %= len(xd)
-    if n != len(c.outs) or n <= 0 or xd[axis] % n:
-        raise Rejected(f"axis of size {xd[axis]} cannot be split into {n} equal parts")
+    movable(c, 0, NUMERIC)
+    axis, n = op_params.split(c)
     node = ops.split(c.x(0), c_(axis, np.int64), n)
     for k in range(n):
         c.set(node.output(k), k)
 
 
 def conv_tile(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     c.set(ops.tile(c.x(0), i64s(c.const(1).reshape(-1))))
 
 
 def conv_reverse(c: OpCtx):
-    x = _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    x = movable(c, 0, NUMERIC)
     axes = [int(a) % c.rank(x) for a in c.const(1).reshape(-1)]
     if len(axes) != 1:
         raise Unsupported("REVERSE over several axes")
@@ -833,9 +792,8 @@ def conv_reverse(c: OpCtx):
 
 
 def conv_depth_to_space(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8)
-    bs = int(c.scalar(1))
-    nchw = bool(c.scalar(2)) if len(c.ins) > 2 else False
+    movable(c, 0, DATA)
+    bs, nchw = op_params.depth_space(c)
     x = c.x(0) if nchw else ops.transpose(c.x(0), i64s(TO_NCHW))
     # TensorFlow's (and NNAPI's) order: the block index is the outer part of the depth.
     if c.op.type == Op.DEPTH_TO_SPACE:
@@ -846,37 +804,23 @@ def conv_depth_to_space(c: OpCtx):
 
 
 def conv_batch_space(c: OpCtx):
-    x = _movable(c, 0, FLOATS + QUANT8)
-    to_batch = c.op.type == Op.SPACE_TO_BATCH_ND
-    bh, bw = (int(v) for v in c.const(1).reshape(-1))
-    layout_k = 3 if to_batch else 2
-    nchw = bool(c.scalar(layout_k, False)) if len(c.ins) > layout_k else False
-    xd = c.dims(x)
-    b, h, w, ch = (xd[0], xd[2], xd[3], xd[1]) if nchw else xd
-    y = ops.transpose(c.x(0), i64s(TO_NHWC)) if nchw else c.x(0)
-    if to_batch:
-        (pt, pb), (pl, pr) = c.const(2).reshape(2, 2).tolist()
-        hp, wp = h + pt + pb, w + pl + pr
-        if hp % bh or wp % bw:
-            raise Rejected(f"padded size {hp}x{wp} is not a multiple of the block {bh}x{bw}")
-        if pt or pb or pl or pr:
-            fill = c_(np.asarray(x.zero_point if x.type in QUANT8 else 0, x.info.dtype))
-            y = ops.pad(y, i64s([0, pt, pl, 0]), i64s([0, pb, pr, 0]), "constant", fill)
-        y = ops.reshape(y, i64s([b, hp // bh, bh, wp // bw, bw, ch]), special_zero=False)
-        y = ops.transpose(y, i64s([2, 4, 0, 1, 3, 5]))
-        y = ops.reshape(y, i64s([b * bh * bw, hp // bh, wp // bw, ch]), special_zero=False)
+    x = movable(c, 0, DATA)
+    p = op_params.batch_space(c)
+    y = ops.transpose(c.x(0), i64s(TO_NHWC)) if p.nchw else c.x(0)
+    if p.to_batch:
+        pt, pb, pl, pr = p.pads
+        if any(p.pads):
+            y = ops.pad(y, i64s([0, pt, pl, 0]), i64s([0, pb, pr, 0]), "constant", c_(pad_fill(c, x, None)))
+        view, perm, shape = p.space_to_batch_shapes()
     else:
-        if b % (bh * bw):
-            raise Rejected(f"batch {b} is not a multiple of the block {bh}x{bw}")
-        bo = b // (bh * bw)
-        y = ops.reshape(y, i64s([bh, bw, bo, h, w, ch]), special_zero=False)
-        y = ops.transpose(y, i64s([2, 3, 0, 4, 1, 5]))
-        y = ops.reshape(y, i64s([bo, h * bh, w * bw, ch]), special_zero=False)
-    c.set(ops.transpose(y, i64s(TO_NCHW)) if nchw else y)
+        view, perm, shape = p.batch_to_space_shapes()
+    y = ops.transpose(ops.reshape(y, i64s(view), special_zero=False), i64s(perm))
+    y = ops.reshape(y, i64s(shape), special_zero=False)
+    c.set(ops.transpose(y, i64s(TO_NCHW)) if p.nchw else y)
 
 
 def conv_argminmax(c: OpCtx):
-    x = c.require(0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    x = c.require(0, NUMERIC)
     r = c.rank(x)
     axis = int(c.scalar(1)) % r
     mode = "max" if c.op.type == Op.ARGMAX else "min"
@@ -917,7 +861,7 @@ def _nan_skipping(fn, start: float):
 
 
 def conv_mean(c: OpCtx):
-    x, out = c.require(0, FLOATS + QUANT8), c.outs[0]
+    x, out = c.require(0, DATA), c.outs[0]
     r = c.rank(x)
     axes, keep = params.reduce_axes(c, r)
     if x.type in FLOATS:
@@ -942,7 +886,7 @@ def conv_topk(c: OpCtx):
     """TOPK_V2: values descending, and among equal values the larger index first.  TopK's
     stable mode keeps the smaller index first, so it runs on the last axis reversed and the
     indices are mapped back."""
-    x = c.require(0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    x = c.require(0, NUMERIC)
     if not same_quant(x, c.outs[0]):
         raise Unsupported("quantised TOPK_V2 with other output parameters")
     xd = c.dims(x)
@@ -958,7 +902,7 @@ def conv_topk(c: OpCtx):
 
 
 def conv_embedding_lookup(c: OpCtx):
-    _movable(c, 1, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 1, NUMERIC)
     _indices_in_range(c, 1, 0, 0, "EMBEDDING_LOOKUP")
     c.set(ops.gather(c.x(1), c.x(0), c_(0, np.int64)))
 
@@ -968,7 +912,7 @@ def conv_pack(c: OpCtx):
     r = c.rank(c.ins[1]) + 1
     parts = []
     for k in range(1, len(c.ins)):
-        _movable(c, k, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+        movable(c, k, NUMERIC)
         parts.append(ops.unsqueeze(c.x(k), i64s([axis % r])))
     c.set(ops.concat(parts, axis % r))
 
@@ -983,8 +927,7 @@ def conv_batch_matmul(c: OpCtx):
 
 def conv_instance_normalization(c: OpCtx):
     x = c.require(0, FLOATS)
-    gamma, beta, eps = (float(np.float32(c.scalar(k))) for k in (1, 2, 3))
-    nchw = bool(c.scalar(4, False))
+    gamma, beta, eps, nchw = op_params.instance_norm(c)
     c.dims(x)
     axes = [2, 3] if nchw else [1, 2]
     y = ops.mvn(c.f32(0), i64s(axes), True, eps, "inside_sqrt")
@@ -994,11 +937,10 @@ def conv_instance_normalization(c: OpCtx):
 
 def conv_local_response_normalization(c: OpCtx):
     x = c.require(0, FLOATS)
-    radius = int(c.scalar(1))
-    bias, alpha, beta = (float(np.float32(c.scalar(k))) for k in (2, 3, 4))
     xd = c.dims(x)
     r = len(xd)
-    axis = int(c.scalar(5, -1)) % r if len(c.ins) > 5 else r - 1
+    p = op_params.lrn(c, r)
+    radius, bias, alpha, beta, axis = p.radius, p.bias, p.alpha, p.beta, p.axis
     # NNAPI: x / (bias + alpha * sum of squares over [i - radius, i + radius]) ^ beta, written
     # out: the window sum is a zero-padded running sum along the axis (no LRN node whose
     # alpha scaling and axis conventions differ).
@@ -1024,25 +966,17 @@ def conv_rank(c: OpCtx):
 
 def conv_fill(c: OpCtx):
     out = c.outs[0]
-    if out.type not in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32):
+    if out.type not in FILLABLE:
         raise Unsupported(out.type.name)
     value = c_(np.asarray(c.scalar(1), dtype=out.info.dtype))
     c.set(ops.broadcast(value, ops.convert(c.x(0), ov.Type.i64)))
 
 
 def conv_channel_shuffle(c: OpCtx):
-    x = _movable(c, 0, FLOATS + QUANT8)
-    xd = c.dims(x)
-    groups, axis = int(c.scalar(1)), int(c.scalar(2)) % len(xd)
-    ch = xd[axis]
-    if groups <= 0 or ch % groups:
-        raise Unsupported("channels not divisible by groups")
-    s1 = list(xd[:axis]) + [groups, ch // groups] + list(xd[axis + 1:])
-    y = ops.reshape(c.x(0), i64s(s1), special_zero=False)
-    perm = list(range(len(s1)))
-    perm[axis], perm[axis + 1] = axis + 1, axis
-    y = ops.transpose(y, i64s(perm))
-    c.set(ops.reshape(y, i64s(xd), special_zero=False))
+    movable(c, 0, DATA)
+    s = op_params.channel_shuffle(c)
+    y = ops.transpose(ops.reshape(c.x(0), i64s(s.grouped), special_zero=False), i64s(s.perm))
+    c.set(ops.reshape(y, i64s(s.dims), special_zero=False))
 
 
 # ---------------------------------------------------------------------------------------
@@ -1050,44 +984,15 @@ def conv_channel_shuffle(c: OpCtx):
 # and the graph gathers them (Interpolate's coordinate modes round and clamp their own way).
 # ---------------------------------------------------------------------------------------
 
-def _resize_args(c: OpCtx):
-    x = c.ins[0]
-    nchw = bool(c.scalar(3, False)) if len(c.ins) > 3 else False
-    align = bool(c.scalar(4, False)) if len(c.ins) > 4 else False
-    half = bool(c.scalar(5, False)) if len(c.ins) > 5 else False
-    if align and half:
-        raise Rejected("align_corners together with half_pixel_centers")
-    xd = c.dims(x)
-    h, w = (xd[2], xd[3]) if nchw else (xd[1], xd[2])
-    if c.ins[1].type == T.INT32:
-        out_w, out_h = int(c.scalar(1)), int(c.scalar(2))
-    else:   # scales: floor(in * scale) in float32, as NNAPI computes the size
-        out_w = int(np.floor(np.float32(w) * np.float32(c.scalar(1))))
-        out_h = int(np.floor(np.float32(h) * np.float32(c.scalar(2))))
-    if out_w <= 0 or out_h <= 0:
-        raise Rejected(f"output size {out_w}x{out_h}")
-    return nchw, align, half, (h, w), (out_h, out_w)
-
-
-def _source_scale(n_in: int, n_out: int, align: bool) -> np.float32:
-    if align and n_out > 1:
-        return np.float32(n_in - 1) / np.float32(n_out - 1)
-    return np.float32(n_in) / np.float32(n_out)
-
-
 def _gather_axis(v, index: np.ndarray, axis: int) -> ov.Output:
     return _out(ops.gather(v, c_(index.astype(np.int32)), c_(axis, np.int64)))
 
 
 def conv_resize_nearest(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8)
-    nchw, align, half, (h, w), (oh, ow) = _resize_args(c)
+    movable(c, 0, DATA)
+    r = op_params.resize(c)
     v = c.x(0)
-    for axis, n_in, n_out in ((2 if nchw else 1, h, oh), (3 if nchw else 2, w, ow)):
-        i = np.arange(n_out, dtype=np.float32)
-        src = (i + np.float32(0.5)) * _source_scale(n_in, n_out, align) if half else i * _source_scale(n_in, n_out, align)
-        idx = np.sign(src) * np.floor(np.abs(src) + np.float32(0.5)) if align else np.floor(src)
-        idx = np.clip(idx.astype(np.int64), 0, n_in - 1)
+    for axis, idx in zip((2, 3) if r.nchw else (1, 2), r.nearest()):
         v = _gather_axis(v, idx, axis)
     c.set(v)
 
@@ -1098,16 +1003,9 @@ def conv_resize_bilinear(c: OpCtx):
     TFLite's 1/1024-step integer kernel: bit-exact only with the same float operation order,
     which the plugin's fusions do not promise)."""
     c.require(0, FLOATS)
-    nchw, align, half, (h, w), (oh, ow) = _resize_args(c)
-    tables = []
-    for n_in, n_out in ((h, oh), (w, ow)):
-        i = np.arange(n_out, dtype=np.float32)
-        scale = _source_scale(n_in, n_out, align)
-        src = ((i + np.float32(0.5)) * scale - np.float32(0.5)) if half else i * scale
-        lo = np.maximum(np.floor(src), 0).astype(np.int64)
-        hi = np.minimum(np.ceil(src).astype(np.int64), n_in - 1)
-        tables.append((lo, hi, (src - lo.astype(np.float32)).astype(np.float32)))
-    (y0, y1, fy), (x0, x1, fx) = tables
+    r = op_params.resize(c)
+    nchw, oh, ow = r.nchw, r.out_h, r.out_w
+    (y0, y1, fy), (x0, x1, fx) = r.bilinear()
     ya, xa = (2, 3) if nchw else (1, 2)
     shape_y = [1, 1, oh, 1] if nchw else [1, oh, 1, 1]
     shape_x = [1, 1, 1, ow] if nchw else [1, 1, ow, 1]
@@ -1141,8 +1039,7 @@ def _sequential_prod(xf, x: Operand, c: OpCtx, axes, keep: bool) -> ov.Output:
         p = parts.output(j)
         either = ops.logical_or(ops.equal(acc, zero), ops.equal(p, zero))
         acc = _out(ops.select(either, zero, ops.multiply(acc, p)))
-    shape = [xd[i] if i in kept else 1 for i in range(len(xd))] if keep else [xd[i] for i in kept] or [1]
-    return _out(ops.reshape(acc, i64s(shape), special_zero=False))
+    return _out(ops.reshape(acc, i64s(op_params.reduced_shape(xd, axes, keep)), special_zero=False))
 
 
 _MAX_UNROLLED = 256
@@ -1204,7 +1101,7 @@ def _branch(c: OpCtx, k: int) -> tuple[ov.Model, list, list]:
     if o.type != T.SUBGRAPH or o.value is None:
         raise Unsupported(f"input {k} is not a subgraph reference")
     sub = c.g.referenced[int(np.asarray(o.value).reshape(-1)[0])]
-    _check_io_types(sub, (*sub.input_indexes, *sub.output_indexes))
+    conversion.check_types(sub, (*sub.input_indexes, *sub.output_indexes), OV_TYPE)
     g = GraphBuilder(sub, referenced=c.g.referenced, root=c.g.root)
     for j in range(len(sub.operations)):
         convert_operation(g, j)
@@ -1271,8 +1168,8 @@ CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
     Op.REVERSE: conv_reverse, Op.DEPTH_TO_SPACE: conv_depth_to_space, Op.SPACE_TO_DEPTH: conv_depth_to_space,
     Op.ARGMAX: conv_argminmax, Op.ARGMIN: conv_argminmax,
     Op.MEAN: conv_mean, Op.REDUCE_SUM: _reduce(ops.reduce_sum, FLOATS),
-    Op.REDUCE_MAX: _reduce(_nan_skipping(ops.reduce_max, -_F32_MAX), FLOATS + QUANT8),
-    Op.REDUCE_MIN: _reduce(_nan_skipping(ops.reduce_min, _F32_MAX), FLOATS + QUANT8),
+    Op.REDUCE_MAX: _reduce(_nan_skipping(ops.reduce_max, -_F32_MAX), DATA),
+    Op.REDUCE_MIN: _reduce(_nan_skipping(ops.reduce_min, _F32_MAX), DATA),
     Op.REDUCE_ALL: _reduce(ops.reduce_logical_and, (T.TENSOR_BOOL8,)),
     Op.REDUCE_ANY: _reduce(ops.reduce_logical_or, (T.TENSOR_BOOL8,)),
     Op.EMBEDDING_LOOKUP: conv_embedding_lookup, Op.PACK: conv_pack, Op.BATCH_MATMUL: conv_batch_matmul,
@@ -1288,12 +1185,6 @@ CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
 # ---------------------------------------------------------------------------------------
 # Whole models
 # ---------------------------------------------------------------------------------------
-
-def _check_io_types(sg: Subgraph, indexes) -> None:
-    for i in indexes:
-        if sg.operands[i].type not in OV_TYPE:
-            raise Unsupported(f"operand of type {sg.operands[i].type.name}")
-
 
 def _check_no_subnormal_constants(sg: Subgraph, indexes) -> None:
     """The CPU plugin flushes subnormal float32 values in constants to zero (at run time it
@@ -1312,13 +1203,9 @@ def _check_no_subnormal_constants(sg: Subgraph, indexes) -> None:
 def convert_operation(g: GraphBuilder, index: int) -> None:
     """Build one operation into ``g``; raise Unsupported when it cannot be mapped faithfully."""
     op = g.sg.operations[index]
-    try:
-        fn = CONVERTERS[Op(op.type)]
-    except (KeyError, ValueError):
-        raise Unsupported(f"{op.name} has no OpenVINO mapping in this adapter") from None
-    _check_io_types(g.sg, op.outputs)
-    _check_io_types(g.sg, [i for i in op.inputs if not g.sg.operands[i].info.is_scalar
-                           and not g.sg.operands[i].is_omitted])
+    fn = conversion.lookup(CONVERTERS, op, "OpenVINO")
+    conversion.check_types(g.sg, op.outputs, OV_TYPE)
+    conversion.check_types(g.sg, conversion.tensor_operands(g.sg, op.inputs), OV_TYPE)
     _check_no_subnormal_constants(g.sg, op.inputs)
     if op.outputs and all(i in g.const_derived for i in op.outputs):
         # OpenVINO folds constant-only subgraphs at compile time, and the folding is not the
@@ -1338,26 +1225,16 @@ def convert_operation(g: GraphBuilder, index: int) -> None:
 
 def operation_supported(model: Model, index: int) -> tuple[bool, str]:
     g = GraphBuilder(model.main, with_inputs=False, referenced=model.referenced)
-    try:
-        convert_operation(g, index)
-    except Unsupported as e:
-        return False, str(e)
-    except Rejected:
-        return True, ""
-    return True, ""
+    return conversion.supported(lambda: convert_operation(g, index))
 
 
 def to_openvino(model: Model) -> tuple[ov.Model, list[str]]:
     """The whole main graph as an OpenVINO model (raises Unsupported on the first unmappable op),
     and the messages of its run-time checks (results after the model's outputs, in order)."""
     sg = model.main
-    _check_io_types(sg, (*sg.input_indexes, *sg.output_indexes))
+    conversion.check_types(sg, (*sg.input_indexes, *sg.output_indexes), OV_TYPE)
     g = GraphBuilder(sg, referenced=model.referenced)
-    for k in range(len(sg.operations)):
-        try:
-            convert_operation(g, k)
-        except (Unsupported, Rejected) as e:
-            raise type(e)(f"operations[{k}] ({sg.operations[k].name}): {e}") from None
+    conversion.convert_all(sg, lambda k: convert_operation(g, k))
     results = []
     for i in sg.output_indexes:
         v = g.operand_value(i)
