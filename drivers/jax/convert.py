@@ -34,7 +34,10 @@ from nnconform.driver_support import ParameterAccess, Rejected, Unsupported
 from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
 from nnconform.ops import activation as nn_activation
 from nnconform import nnapi_params as params
-from nnconform.nnapi_params import same_quant
+from nnconform.drivers.common import converter as conversion, op_params
+from nnconform.drivers.common.layout import TO_NCHW, TO_NHWC
+from nnconform.drivers.common.types import (CASTABLE, DATA, FILLABLE, FLOATS, NUMERIC, QUANT8, movable,
+                                            pad_fill, same_quant)
 
 from . import quant_ops as q
 
@@ -44,8 +47,6 @@ __all__ = ["CONVERTERS", "Rejected", "Unsupported", "build_function", "operation
 TYPES = (T.TENSOR_FLOAT32, T.FLOAT32, T.TENSOR_FLOAT16, T.FLOAT16, T.TENSOR_INT32, T.INT32,
          T.TENSOR_BOOL8, T.BOOL, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED,
          T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT8_SYMM_PER_CHANNEL)
-FLOATS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
-QUANT8 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 F32 = jnp.float32
 HIGHEST = lax.Precision.HIGHEST
 
@@ -341,11 +342,9 @@ def _logical(fn, arity: int):
 
 
 def conv_select(c: OpCtx):
-    a, out = c.ins[1], c.outs[0]
+    a, out = c.require(1, NUMERIC, "SELECT's input 1"), c.outs[0]
     if a.type in QUANT8:
         return [jnp.where(c.x(0), q.requantize_to(c, 1, out), q.requantize_to(c, 2, out)).astype(out.info.dtype)]
-    if a.type not in FLOATS + (T.TENSOR_INT32,):
-        raise Unsupported(a.type.name)
     return [jnp.where(c.x(0), c.x(1), c.x(2))]
 
 
@@ -498,10 +497,9 @@ def conv_dequantize(c: OpCtx):
 
 def conv_cast(c: OpCtx):
     x, out = c.ins[0], c.outs[0]
-    convertible = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM)
     if x.type == out.type and x.type in TYPES:
         return [c.x(0)]
-    if x.type not in convertible or out.type not in convertible:
+    if x.type not in CASTABLE or out.type not in CASTABLE:
         raise Unsupported(f"{x.type.name} -> {out.type.name}")
     v = c.x(0)
     if out.type == T.TENSOR_QUANT8_ASYMM:
@@ -526,17 +524,6 @@ def conv_cast(c: OpCtx):
 # Data movement
 # ---------------------------------------------------------------------------------------
 
-_MOVABLE = FLOATS + QUANT8 + (T.TENSOR_INT32, T.TENSOR_BOOL8)
-
-
-def movable(c: OpCtx, k: int = 0, types=_MOVABLE) -> Operand:
-    x = c.require(k, types)
-    for out in c.outs:
-        if not same_quant(x, out):
-            raise Unsupported("quantised output with other parameters than the input")
-    return x
-
-
 def _out_shape(c: OpCtx, y: jax.Array) -> jax.Array:
     """NNAPI has no 0-d tensors: a result that lost every dimension is [1]."""
     return y.reshape(1) if y.ndim == 0 else y
@@ -551,11 +538,7 @@ def conv_reshape(c: OpCtx):
 def conv_squeeze(c: OpCtx):
     movable(c)
     v = c.x(0)
-    if c.omitted(1):
-        axes = [i for i, d in enumerate(v.shape) if d == 1]
-    else:
-        axes = params.axes(c, 1, v.ndim)
-    return [_out_shape(c, jnp.squeeze(v, axis=tuple(axes)))]
+    return [_out_shape(c, jnp.squeeze(v, axis=tuple(op_params.squeeze_axes(c, v.shape))))]
 
 
 def conv_expand_dims(c: OpCtx):
@@ -565,14 +548,7 @@ def conv_expand_dims(c: OpCtx):
 
 def conv_transpose(c: OpCtx):
     movable(c)
-    v = c.x(0)
-    if c.omitted(1):
-        perm = list(range(v.ndim))[::-1]
-    else:
-        perm = [int(p) for p in c.const(1).reshape(-1)]
-        if sorted(perm) != list(range(v.ndim)):
-            raise Rejected("perm is not a permutation")
-    return [jnp.transpose(v, perm)]
+    return [jnp.transpose(c.x(0), op_params.transpose_perm(c))]
 
 
 def conv_concatenation(c: OpCtx):
@@ -581,13 +557,13 @@ def conv_concatenation(c: OpCtx):
     axis = int(c.scalar(n))
     parts = []
     for k in range(n):
-        x = c.require(k, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+        x = c.require(k, NUMERIC)
         parts.append(c.x(k) if same_quant(x, out) else q.concat_requantize(c, k, out))
     return [jnp.concatenate(parts, axis=axis)]
 
 
 def conv_gather(c: OpCtx):
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     v, idx = c.x(0), c.x(2)
     axis = int(c.scalar(1)) % v.ndim
     # Out-of-range indices fail the execution in NNAPI; XLA would clamp, so refuse them when
@@ -602,40 +578,27 @@ def conv_gather(c: OpCtx):
 
 
 def conv_pad(c: OpCtx):
-    x = movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-    pads = [tuple(int(p) for p in row) for row in c.const(1).reshape(-1, 2)]
-    if any(p < 0 for row in pads for p in row):
-        raise Rejected("negative padding")
-    if c.op.type == Op.PAD_V2:
-        v = c.scalar(2)
-        if x.type in QUANT8:
-            v = np.asarray(v).astype(np.int64).astype(x.info.dtype)  # only the low byte counts
-        value = np.asarray(v, x.info.dtype)
-    else:
-        if x.type == T.TENSOR_INT32:
-            raise Unsupported("PAD of TENSOR_INT32")
-        value = np.asarray(x.zero_point if x.type in QUANT8 else 0, x.info.dtype)
-    return [jnp.pad(c.x(0), pads, constant_values=jnp.asarray(value))]
+    v2 = c.op.type == Op.PAD_V2
+    x = movable(c, 0, NUMERIC if v2 else DATA)
+    pads = op_params.paddings(c).tolist()
+    return [jnp.pad(c.x(0), pads, constant_values=jnp.asarray(pad_fill(c, x, 2 if v2 else None)))]
 
 
 def conv_mirror_pad(c: OpCtx):
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-    mode = int(c.scalar(2))
-    if mode not in (0, 1):
-        raise Unsupported(f"mirror pad mode {mode}")
-    pads = [tuple(int(p) for p in row) for row in c.const(1).reshape(-1, 2)]
-    return [jnp.pad(c.x(0), pads, mode="reflect" if mode == 0 else "symmetric")]
+    movable(c, 0, NUMERIC)
+    pads, mode = op_params.mirror_pad(c)
+    return [jnp.pad(c.x(0), pads.tolist(), mode=mode)]
 
 
 def conv_slice(c: OpCtx):
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     v = c.x(0)
     begin, end = params.slice_bounds(c, v.shape)
     return [v[tuple(slice(b, e) for b, e in zip(begin, end))]]
 
 
 def conv_strided_slice(c: OpCtx):
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     v = c.x(0)
     s = params.strided_slice(c, v.shape)
     y = v[tuple(slice(b, e, st) for b, e, st in zip(s.starts, s.stops, s.strides))]
@@ -644,38 +607,35 @@ def conv_strided_slice(c: OpCtx):
 
 
 def conv_split(c: OpCtx):
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     v = c.x(0)
-    axis, n = int(c.scalar(1)) % v.ndim, int(c.scalar(2))
-    if n != len(c.outs) or n <= 0 or v.shape[axis] % n:
-        raise Rejected(f"axis of size {v.shape[axis]} cannot be split into {n} equal parts")
+    axis, n = op_params.split(c, v.shape)
     return list(jnp.split(v, n, axis=axis))
 
 
 def conv_tile(c: OpCtx):
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     return [jnp.tile(c.x(0), [int(m) for m in c.const(1).reshape(-1)])]
 
 
 def conv_reverse(c: OpCtx):
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     v = c.x(0)
     axes = tuple(int(a) % v.ndim for a in c.const(1).reshape(-1))
     return [jnp.flip(v, axis=axes)]
 
 
 def _to_nhwc(v, nchw):
-    return jnp.transpose(v, (0, 2, 3, 1)) if nchw else v
+    return jnp.transpose(v, TO_NHWC) if nchw else v
 
 
 def _from_nhwc(v, nchw):
-    return jnp.transpose(v, (0, 3, 1, 2)) if nchw else v
+    return jnp.transpose(v, TO_NCHW) if nchw else v
 
 
 def conv_depth_to_space(c: OpCtx):
-    movable(c, 0, FLOATS + QUANT8)
-    bs = int(c.scalar(1))
-    nchw = bool(c.scalar(2)) if len(c.ins) > 2 else False
+    movable(c, 0, DATA)
+    bs, nchw = op_params.depth_space(c)
     v = _to_nhwc(c.x(0), nchw)
     n, h, w, ch = v.shape
     if c.op.type == Op.DEPTH_TO_SPACE:
@@ -692,44 +652,27 @@ def conv_depth_to_space(c: OpCtx):
 
 
 def conv_batch_space(c: OpCtx):
-    x = movable(c, 0, FLOATS + QUANT8)
-    to_batch = c.op.type == Op.SPACE_TO_BATCH_ND
-    bh, bw = (int(v) for v in c.const(1).reshape(-1))
-    nchw = bool(c.scalar(3 if to_batch else 2, False))
-    y = _to_nhwc(c.x(0), nchw)
-    b, h, w, ch = y.shape
-    if to_batch:
-        (pt, pb), (pl, pr) = c.const(2).reshape(2, 2).tolist()
-        hp, wp = h + pt + pb, w + pl + pr
-        if hp % bh or wp % bw:
-            raise Rejected(f"padded size {hp}x{wp} is not a multiple of the block {bh}x{bw}")
-        fill = jnp.asarray(np.asarray(x.zero_point if x.type in QUANT8 else 0, x.info.dtype))
-        y = jnp.pad(y, ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=fill)
-        y = y.reshape(b, hp // bh, bh, wp // bw, bw, ch).transpose(2, 4, 0, 1, 3, 5)
-        y = y.reshape(b * bh * bw, hp // bh, wp // bw, ch)
+    x = movable(c, 0, DATA)
+    p = op_params.batch_space(c, c.shape(0))
+    y = _to_nhwc(c.x(0), p.nchw)
+    if p.to_batch:
+        pt, pb, pl, pr = p.pads
+        y = jnp.pad(y, ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=jnp.asarray(pad_fill(c, x, None)))
+        view, perm, shape = p.space_to_batch_shapes()
     else:
-        if b % (bh * bw):
-            raise Rejected(f"batch {b} is not a multiple of the block {bh}x{bw}")
-        bo = b // (bh * bw)
-        y = y.reshape(bh, bw, bo, h, w, ch).transpose(2, 3, 0, 4, 1, 5).reshape(bo, h * bh, w * bw, ch)
-    return [_from_nhwc(y, nchw)]
+        view, perm, shape = p.batch_to_space_shapes()
+    return [_from_nhwc(y.reshape(view).transpose(perm).reshape(shape), p.nchw)]
 
 
 def conv_channel_shuffle(c: OpCtx):
-    movable(c, 0, FLOATS + QUANT8)
+    movable(c, 0, DATA)
     v = c.x(0)
-    groups, axis = int(c.scalar(1)), int(c.scalar(2)) % v.ndim
-    ch = v.shape[axis]
-    if groups <= 0 or ch % groups:
-        raise Rejected("channels not divisible by groups")
-    s1 = v.shape[:axis] + (groups, ch // groups) + v.shape[axis + 1:]
-    perm = list(range(len(s1)))
-    perm[axis], perm[axis + 1] = axis + 1, axis
-    return [jnp.transpose(v.reshape(s1), perm).reshape(v.shape)]
+    s = op_params.channel_shuffle(c, v.shape)
+    return [jnp.transpose(v.reshape(s.grouped), s.perm).reshape(v.shape)]
 
 
 def conv_embedding_lookup(c: OpCtx):
-    movable(c, 1, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 1, NUMERIC)
     if not c.ins[0].is_constant:
         raise Unsupported("EMBEDDING_LOOKUP with run-time indices (XLA clamps out-of-range ones, NNAPI fails)")
     iv = c.const(0)
@@ -742,12 +685,12 @@ def conv_embedding_lookup(c: OpCtx):
 def conv_pack(c: OpCtx):
     axis = int(c.scalar(0))
     for k in range(1, len(c.ins)):
-        movable(c, k, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+        movable(c, k, NUMERIC)
     return [jnp.stack([c.x(k) for k in range(1, len(c.ins))], axis=axis)]
 
 
 def conv_argminmax(c: OpCtx):
-    c.require(0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    c.require(0, NUMERIC)
     v = c.x(0)
     axis = int(c.scalar(1)) % v.ndim
     is_max = c.op.type == Op.ARGMAX
@@ -771,7 +714,7 @@ def conv_rank(c: OpCtx):
 
 def conv_fill(c: OpCtx):
     out = c.outs[0]
-    if out.type not in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32):
+    if out.type not in FILLABLE:
         raise Unsupported(out.type.name)
     shape = [int(s) for s in c.const(0).reshape(-1)]
     return [jnp.full(shape, np.asarray(c.scalar(1), out.info.dtype), dtype=out.info.dtype)]
@@ -825,13 +768,12 @@ def _float_reduce(kind: str, v, x: Operand, axes, keep: bool):
             zero = (acc == 0) | (p == 0)
             return jnp.where(zero, jnp.zeros_like(acc), acc * p), None
         acc, _ = lax.scan(step, flat[:, 0], flat.T[1:]) if k > 1 else (flat[:, 0], None)
-        shape = [v.shape[i] if i in kept else 1 for i in range(v.ndim)] if keep else [v.shape[i] for i in kept]
-        return acc.reshape(shape).astype(F32)
+        return acc.reshape(op_params.reduced_shape(v.shape, axes, keep)).astype(F32)
     raise Unsupported(kind)
 
 
 def conv_mean(c: OpCtx):
-    x = c.require(0, FLOATS + QUANT8)
+    x = c.require(0, DATA)
     v = c.x(0)
     axes, keep = params.reduce_axes(c, v.ndim)
     axes = tuple(axes)
@@ -863,8 +805,8 @@ def conv_batch_matmul(c: OpCtx):
 
 def conv_instance_normalization(c: OpCtx):
     c.require(0, FLOATS)
-    gamma, beta, eps = F32(c.scalar(1)), F32(c.scalar(2)), F32(c.scalar(3))
-    nchw = bool(c.scalar(4, False))
+    *floats, nchw = op_params.instance_norm(c)
+    gamma, beta, eps = (F32(f) for f in floats)
     axes = (2, 3) if nchw else (1, 2)
     v = c.f(0)
     mean = jnp.mean(v, axis=axes, keepdims=True)
@@ -874,10 +816,10 @@ def conv_instance_normalization(c: OpCtx):
 
 def conv_local_response_normalization(c: OpCtx):
     c.require(0, FLOATS)
-    radius = int(c.scalar(1))
-    bias, alpha, beta = F32(c.scalar(2)), F32(c.scalar(3)), F32(c.scalar(4))
     v = c.f(0)
-    axis = int(c.scalar(5, -1)) % v.ndim
+    p = op_params.lrn(c, v.ndim)
+    radius, axis = p.radius, p.axis
+    bias, alpha, beta = F32(p.bias), F32(p.alpha), F32(p.beta)
     moved = jnp.moveaxis(v, axis, -1)
     window = (1,) * (v.ndim - 1) + (2 * radius + 1,)
     pads = ((0, 0),) * (v.ndim - 1) + ((radius, radius),)
@@ -886,47 +828,13 @@ def conv_local_response_normalization(c: OpCtx):
     return [c.out(jnp.moveaxis(y, -1, axis))]
 
 
-def _resize_args(c: OpCtx, n_layout: int):
-    nchw = bool(c.scalar(3, False)) if len(c.ins) > 3 else False
-    align = bool(c.scalar(4, False)) if len(c.ins) > 4 else False
-    half = bool(c.scalar(5, False)) if len(c.ins) > 5 else False
-    if align and half:
-        raise Rejected("align_corners together with half_pixel_centers")
-    v = _to_nhwc(c.x(0), nchw)
-    _, h, w, _ = v.shape
-    if c.ins[1].type == T.INT32:
-        out_w, out_h = int(c.scalar(1)), int(c.scalar(2))
-    else:   # scales: floor(in * scale) in float32, as the reference computes the size
-        out_w = int(np.floor(np.float32(w) * np.float32(c.scalar(1))))
-        out_h = int(np.floor(np.float32(h) * np.float32(c.scalar(2))))
-    if out_w <= 0 or out_h <= 0:
-        raise Rejected(f"output size {out_w}x{out_h}")
-    return v, nchw, align, half, (h, w), (out_h, out_w)
-
-
-def _scale(n_in: int, n_out: int, align: bool) -> np.float32:
-    if align and n_out > 1:
-        return np.float32(n_in - 1) / np.float32(n_out - 1)
-    return np.float32(n_in) / np.float32(n_out)
-
-
 def conv_resize_bilinear(c: OpCtx):
     """The reference's blend (resize.py), float32 coordinates and weights computed at trace
     time in numpy, the four-neighbour sum in the reference's order."""
     c.require(0, FLOATS)
-    v, nchw, align, half, (h, w), (oh, ow) = _resize_args(c, 3)
-
-    def coords(n_in, n_out):
-        s = _scale(n_in, n_out, align)
-        i = np.arange(n_out, dtype=np.float32)
-        src = (i + np.float32(0.5)) * s - np.float32(0.5) if half else i * s
-        lo = np.maximum(np.floor(src), np.float32(0))
-        hi = np.minimum(np.ceil(src), np.float32(n_in - 1))
-        frac = (src - lo).astype(np.float32)
-        return lo.astype(np.int32), hi.astype(np.int32), frac
-    ylo, yhi, fy = coords(h, oh)
-    xlo, xhi, fx = coords(w, ow)
-    vf = v.astype(F32)
+    r = op_params.resize(c, c.shape(0))
+    (ylo, yhi, fy), (xlo, xhi, fx) = r.bilinear()
+    vf = _to_nhwc(c.x(0), r.nchw).astype(F32)
     fy = jnp.asarray(fy).reshape(1, -1, 1, 1)
     fx = jnp.asarray(fx).reshape(1, 1, -1, 1)
 
@@ -935,28 +843,14 @@ def conv_resize_bilinear(c: OpCtx):
     one = F32(1)
     y = (at(ylo, xlo) * (one - fy) * (one - fx) + at(yhi, xlo) * fy * (one - fx)
          + at(ylo, xhi) * (one - fy) * fx + at(yhi, xhi) * fy * fx)
-    return [_from_nhwc(c.out(y), nchw)]
+    return [_from_nhwc(c.out(y), r.nchw)]
 
 
 def conv_resize_nearest(c: OpCtx):
-    movable(c, 0, FLOATS + QUANT8)
-    v, nchw, align, half, (h, w), (oh, ow) = _resize_args(c, 4)
-
-    def index(n_in, n_out):
-        s = _scale(n_in, n_out, align)
-        i = np.arange(n_out, dtype=np.float32)
-        src = (i + np.float32(0.5)) * s if half else i * s
-        if align:
-            t = np.trunc(src)
-            idx = t + (np.abs(src - t) >= 0.5) * np.sign(src)
-        else:
-            idx = np.floor(src)
-        idx = np.minimum(idx, n_in - 1)
-        if half:
-            idx = np.maximum(idx, 0)
-        return idx.astype(np.int32)
-    y = v[:, index(h, oh)][:, :, index(w, ow)]
-    return [_from_nhwc(y, nchw)]
+    movable(c, 0, DATA)
+    r = op_params.resize(c, c.shape(0))
+    rows, cols = r.nearest()
+    return [_from_nhwc(_to_nhwc(c.x(0), r.nchw)[:, rows][:, :, cols], r.nchw)]
 
 
 # ---------------------------------------------------------------------------------------
@@ -1007,22 +901,12 @@ CONVERTERS: dict[Op, Callable[[OpCtx], list]] = {
 # Whole models
 # ---------------------------------------------------------------------------------------
 
-def _check_types(sg: Subgraph, indexes) -> None:
-    for i in indexes:
-        o = sg.operands[i]
-        if o.type not in TYPES:
-            raise Unsupported(f"operand of type {o.type.name}")
-
-
 def run_operation(sg: Subgraph, index: int, values: dict[int, jax.Array]) -> None:
     """Trace one operation: its outputs land in ``values``.  Raises Unsupported / Rejected."""
     op = sg.operations[index]
-    try:
-        fn = CONVERTERS[Op(op.type)]
-    except (KeyError, ValueError):
-        raise Unsupported(f"{op.name} has no jax mapping in this adapter") from None
-    _check_types(sg, op.outputs)
-    _check_types(sg, [i for i in op.inputs if not sg.operands[i].is_omitted])
+    fn = conversion.lookup(CONVERTERS, op, "jax")
+    conversion.check_types(sg, op.outputs, TYPES)
+    conversion.check_types(sg, [i for i in op.inputs if not sg.operands[i].is_omitted], TYPES)
     outs = fn(OpCtx(sg, index, values))
     if len(outs) != len(op.outputs):
         raise AssertionError(f"{op.name} converter returned {len(outs)} outputs for {len(op.outputs)}")
@@ -1036,15 +920,11 @@ def build_function(model: Model) -> Callable:
     if model.referenced:
         raise Unsupported("referenced subgraphs (IF/WHILE) are not mapped")
     sg = model.main
-    _check_types(sg, (*sg.input_indexes, *sg.output_indexes))
+    conversion.check_types(sg, (*sg.input_indexes, *sg.output_indexes), TYPES)
 
     def fn(*inputs):
         values = dict(zip(sg.input_indexes, inputs))
-        for k in range(len(sg.operations)):
-            try:
-                run_operation(sg, k, values)
-            except (Unsupported, Rejected) as e:
-                raise type(e)(f"operations[{k}] ({sg.operations[k].name}): {e}") from None
+        conversion.convert_all(sg, lambda k: run_operation(sg, k, values))
         outs = []
         for i in sg.output_indexes:
             o = sg.operands[i]
@@ -1076,11 +956,7 @@ def operation_supported(model: Model, index: int) -> tuple[bool, str]:
         values = dict(zip(fed, vals))
         run_operation(sg, index, values)
         return tuple(values[i] for i in op.outputs)
-    try:
+    def trace_abstractly():
         with q.x64_scope(model):
             jax.eval_shape(trace, *(abstract(sg.operands[i]) for i in fed))
-    except Unsupported as e:
-        return False, str(e)
-    except Rejected:
-        return True, ""
-    return True, ""
+    return conversion.supported(trace_abstractly)
