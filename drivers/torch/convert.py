@@ -34,7 +34,10 @@ from nnconform.driver_support import ParameterAccess, Rejected, Unsupported
 from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
 from nnconform.ops import activation as nn_activation
 from nnconform import nnapi_params as params
-from nnconform.nnapi_params import same_quant
+from nnconform.drivers.common import converter as conversion, op_params
+from nnconform.drivers.common.layout import TO_NCHW, TO_NHWC
+from nnconform.drivers.common.types import (CASTABLE, DATA, FILLABLE, FLOATS, NUMERIC, QUANT8,
+                                            movable, pad_fill, require_same_quant, same_quant)
 from nnconform.ops.quant import QUANT_RANGE
 
 from . import control_flow, quantfixed
@@ -51,10 +54,6 @@ TORCH_DTYPE = {
     T.TENSOR_QUANT8_SYMM: torch.int8,
     T.TENSOR_QUANT8_SYMM_PER_CHANNEL: torch.int8,
 }
-FLOATS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
-QUANT8 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-MOVABLE = FLOATS + QUANT8 + (T.TENSOR_INT32, T.TENSOR_BOOL8)
-TO_NCHW, TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
 
 Kernel = Callable[..., "torch.Tensor | Sequence[torch.Tensor]"]
 
@@ -106,16 +105,6 @@ def quant_clamp(out: Operand, act: int) -> Callable[[torch.Tensor], torch.Tensor
     return lambda t: torch.clamp(t, lo, hi)
 
 
-def movable(c: OpCtx, k: int = 0, types=MOVABLE) -> Operand:
-    """Pure data movement: any storage type, but a quantised output must keep the input's
-    scale and zero point (otherwise NNAPI requantises)."""
-    x = c.require(k, types)
-    for out in c.outs:
-        if not same_quant(x, out):
-            raise Unsupported("quantised output with other parameters than the input")
-    return x
-
-
 # ---------------------------------------------------------------------------------------
 # Element-wise arithmetic
 # ---------------------------------------------------------------------------------------
@@ -154,7 +143,7 @@ def conv_minmax(c: OpCtx) -> Kernel:
     a, out = c.ins[0], c.outs[0]
     if a.type in QUANT8 and not (same_quant(a, out) and same_quant(c.ins[1], out)):
         raise Unsupported("quantised MAXIMUM/MINIMUM with requantisation")
-    if a.type not in FLOATS + QUANT8 + (T.TENSOR_INT32,):
+    if a.type not in NUMERIC:
         raise Unsupported(a.type.name)
     # std::max(a, b) = a < b ? b : a; std::min(a, b) = b < a ? b : a: ties and NaN as in C++.
     if c.op.type == Op.MAXIMUM:
@@ -248,7 +237,7 @@ def _softmax(log: bool):
 
 
 def conv_l2_normalization(c: OpCtx) -> Kernel:
-    x = c.require(0, FLOATS + QUANT8)
+    x = c.require(0, DATA)
     axis = int(c.scalar(1, -1))
     if x.type in QUANT8:
         xd = c.dims(x)
@@ -295,12 +284,8 @@ def conv_logical(c: OpCtx) -> Kernel:
 
 
 def conv_select(c: OpCtx) -> Kernel:
-    a, b, out = c.ins[1], c.ins[2], c.outs[0]
-    if a.type in QUANT8:
-        if not (same_quant(a, out) and same_quant(b, out)):
-            raise Unsupported("quantised SELECT with requantisation")
-    elif a.type not in FLOATS + (T.TENSOR_INT32,):
-        raise Unsupported(a.type.name)
+    c.require(1, NUMERIC, "SELECT's input 1")
+    require_same_quant(c, (1, 2), "SELECT")
     return lambda cond, x, y: torch.where(cond, x, y)
 
 
@@ -523,8 +508,7 @@ def conv_cast(c: OpCtx) -> Kernel:
         if x.type in QUANT8 and not same_quant(x, out):
             raise Unsupported("quantised CAST with other parameters")
         return lambda t: t.clone()
-    convertible = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM)
-    if x.type not in convertible or out.type not in convertible:
+    if x.type not in CASTABLE or out.type not in CASTABLE:
         raise Unsupported(f"{x.type.name} -> {out.type.name}")
     dt = c.out_dtype()
     if out.type == T.TENSOR_QUANT8_ASYMM:
@@ -558,11 +542,7 @@ def conv_reshape(c: OpCtx) -> Kernel:
 
 def conv_squeeze(c: OpCtx) -> Kernel:
     movable(c)
-    if c.omitted(1):
-        xd = c.dims(c.ins[0])
-        axes = [i for i, d in enumerate(xd) if d == 1]
-    else:
-        axes = params.axes(c, 1, c.rank(c.ins[0]))
+    axes = op_params.squeeze_axes(c)
     rank = c.rank(c.ins[0])
 
     def kernel(t, _a=None):
@@ -579,14 +559,7 @@ def conv_expand_dims(c: OpCtx) -> Kernel:
 
 def conv_transpose(c: OpCtx) -> Kernel:
     movable(c)
-    if c.omitted(1):
-        if c.rank(c.ins[0]) != 2:
-            raise Unsupported("TRANSPOSE without perm on a non-2-D input")
-        perm = [1, 0]
-    else:
-        perm = [int(p) for p in c.const(1).reshape(-1)]
-        if sorted(perm) != list(range(len(perm))):
-            raise Unsupported("perm is not a permutation")
+    perm = op_params.transpose_perm(c)
     return lambda t, _p=None: t.permute(perm).contiguous()
 
 
@@ -595,14 +568,13 @@ def conv_concatenation(c: OpCtx) -> Kernel:
     n = len(c.ins) - 1
     axis = int(c.scalar(n))
     for k in range(n):
-        x = c.require(k, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-        if not same_quant(x, out):
-            raise Unsupported("quantised CONCATENATION with requantisation")
+        c.require(k, NUMERIC)
+    require_same_quant(c, range(n), "CONCATENATION", out)
     return lambda *ts: torch.cat(list(ts[:n]), dim=axis)
 
 
 def conv_gather(c: OpCtx) -> Kernel:
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     axis = int(c.scalar(1))
     r = c.rank(c.ins[0])
     axis %= r
@@ -622,16 +594,10 @@ def _pad_list(pads: np.ndarray) -> list[int]:
 
 
 def conv_pad(c: OpCtx) -> Kernel:
-    x = movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,) if c.op.type == Op.PAD_V2 else FLOATS + QUANT8)
-    pads = c.const(1).reshape(-1, 2)
-    if (pads < 0).any():
-        raise Unsupported("negative padding")
-    if c.op.type == Op.PAD_V2:
-        v = c.scalar(2)
-        if x.type in QUANT8:
-            v = int(np.asarray(v).astype(np.int64).astype(x.info.dtype))   # only the low byte counts
-    else:
-        v = x.zero_point if x.type in QUANT8 else 0
+    v2 = c.op.type == Op.PAD_V2
+    x = movable(c, 0, NUMERIC if v2 else DATA)
+    pads = op_params.paddings(c)
+    v = pad_fill(c, x, 2 if v2 else None).item()
     plist = _pad_list(pads)
 
     def kernel(t, *_):
@@ -647,11 +613,9 @@ def conv_pad(c: OpCtx) -> Kernel:
 
 
 def conv_mirror_pad(c: OpCtx) -> Kernel:
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-    pads = c.const(1).reshape(-1, 2)
-    mode = int(c.scalar(2))
-    if mode not in (0, 1):
-        raise Unsupported(f"mirror pad mode {mode}")
+    movable(c, 0, NUMERIC)
+    pads, mode_name = op_params.mirror_pad(c)
+    mode = 0 if mode_name == "reflect" else 1
     xd = c.dims(c.ins[0])
     # Index maps per dimension, computed once: REFLECT skips the edge, SYMMETRIC repeats it.
     index = []
@@ -677,14 +641,14 @@ def conv_mirror_pad(c: OpCtx) -> Kernel:
 
 
 def conv_slice(c: OpCtx) -> Kernel:
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     begin, end = params.slice_bounds(c, c.dims(c.ins[0]))
     index = tuple(slice(b, e) for b, e in zip(begin, end))
     return lambda t, *_: t[index].clone()
 
 
 def conv_strided_slice(c: OpCtx) -> Kernel:
-    movable(c, 0, FLOATS + QUANT8)
+    movable(c, 0, DATA)
     xd = c.dims(c.ins[0])
     s = params.strided_slice(c, xd)
     index = [torch.tensor(s.positions(i), dtype=torch.long) for i in range(len(xd))]
@@ -698,16 +662,13 @@ def conv_strided_slice(c: OpCtx) -> Kernel:
 
 
 def conv_split(c: OpCtx) -> Kernel:
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-    axis, n = int(c.scalar(1)), int(c.scalar(2))
-    xd = c.dims(c.ins[0])
-    if n != len(c.outs) or n <= 0 or xd[axis] % n:
-        raise Rejected(f"axis of size {xd[axis]} cannot be split into {n} equal parts")
+    movable(c, 0, NUMERIC)
+    axis, n = op_params.split(c)
     return lambda t, *_: [p.clone() for p in torch.chunk(t, n, dim=axis)]
 
 
 def conv_tile(c: OpCtx) -> Kernel:
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     if not c.ins[1].is_constant:
         raise Unsupported("run-time multiples")
     mult = [int(m) for m in c.const(1).reshape(-1)]
@@ -715,7 +676,7 @@ def conv_tile(c: OpCtx) -> Kernel:
 
 
 def conv_reverse(c: OpCtx) -> Kernel:
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     axes = [int(a) for a in c.const(1).reshape(-1)]
     if len(axes) != 1:
         raise Unsupported("REVERSE over several axes")
@@ -723,9 +684,8 @@ def conv_reverse(c: OpCtx) -> Kernel:
 
 
 def conv_depth_space(c: OpCtx) -> Kernel:
-    movable(c, 0, FLOATS + QUANT8)
-    bs = int(c.scalar(1))
-    nchw = bool(c.scalar(2)) if len(c.ins) > 2 else False
+    movable(c, 0, DATA)
+    bs, nchw = op_params.depth_space(c)
     fn = F.pixel_shuffle if c.op.type == Op.DEPTH_TO_SPACE else F.pixel_unshuffle
     to_space = c.op.type == Op.DEPTH_TO_SPACE
 
@@ -747,58 +707,39 @@ def conv_depth_space(c: OpCtx) -> Kernel:
 
 
 def conv_batch_space(c: OpCtx) -> Kernel:
-    x = movable(c, 0, FLOATS + QUANT8)
-    to_batch = c.op.type == Op.SPACE_TO_BATCH_ND
-    bh, bw = (int(v) for v in c.const(1).reshape(-1))
-    nchw = bool(c.scalar(3 if to_batch else 2, False))
-    xd = c.dims(x)
-    b, h, w, ch = (xd[0], xd[2], xd[3], xd[1]) if nchw else xd
-    fill = x.zero_point if x.type in QUANT8 else 0
-    if to_batch:
-        (pt, pb), (pl, pr) = c.const(2).reshape(2, 2).tolist()
-        hp, wp = h + pt + pb, w + pl + pr
-        if hp % bh or wp % bw:
-            raise Rejected(f"padded size {hp}x{wp} is not a multiple of the block {bh}x{bw}")
-
-        def kernel(t, *_):
-            y = t.permute(TO_NHWC) if nchw else t
-            padded = torch.full((b, hp, wp, ch), fill, dtype=t.dtype)
-            padded[:, pt:pt + h, pl:pl + w, :] = y
-            y = padded.reshape(b, hp // bh, bh, wp // bw, bw, ch).permute(2, 4, 0, 1, 3, 5)
-            y = y.reshape(b * bh * bw, hp // bh, wp // bw, ch)
-            return (y.permute(TO_NCHW) if nchw else y).contiguous()
-        return kernel
-    if b % (bh * bw):
-        raise Rejected(f"batch {b} is not a multiple of the block {bh}x{bw}")
-    bo = b // (bh * bw)
+    x = movable(c, 0, DATA)
+    p = op_params.batch_space(c)
+    nchw, fill = p.nchw, pad_fill(c, x, None).item()
+    view, perm, shape = p.space_to_batch_shapes() if p.to_batch else p.batch_to_space_shapes()
+    pt, _, pl, _ = p.pads
+    hp, wp = p.padded
 
     def kernel(t, *_):
         y = t.permute(TO_NHWC) if nchw else t
-        y = y.reshape(bh, bw, bo, h, w, ch).permute(2, 3, 0, 4, 1, 5).reshape(bo, h * bh, w * bw, ch)
+        if p.to_batch:   # torch's constant pad fills integers through a float: pad by hand
+            padded = torch.full((p.batch, hp, wp, p.channels), fill, dtype=t.dtype)
+            padded[:, pt:pt + p.height, pl:pl + p.width, :] = y
+            y = padded
+        y = y.reshape(view).permute(perm).reshape(shape)
         return (y.permute(TO_NCHW) if nchw else y).contiguous()
     return kernel
 
 
 def conv_channel_shuffle(c: OpCtx) -> Kernel:
-    x = movable(c, 0, FLOATS + QUANT8)
-    xd = c.dims(x)
-    groups, axis = int(c.scalar(1)), int(c.scalar(2)) % len(xd)
-    ch = xd[axis]
-    if groups <= 0 or ch % groups:
-        raise Unsupported("channels not divisible by groups")
-    s1 = list(xd[:axis]) + [groups, ch // groups] + list(xd[axis + 1:])
-    return lambda t, *_: t.reshape(s1).transpose(axis, axis + 1).reshape(xd).contiguous()
+    movable(c, 0, DATA)
+    s = op_params.channel_shuffle(c)
+    return lambda t, *_: t.reshape(s.grouped).permute(s.perm).reshape(s.dims).contiguous()
 
 
 def conv_embedding_lookup(c: OpCtx) -> Kernel:
-    movable(c, 1, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 1, NUMERIC)
     return lambda idx, table: torch.index_select(table, 0, idx.long())
 
 
 def conv_pack(c: OpCtx) -> Kernel:
     axis = int(c.scalar(0))
     for k in range(1, len(c.ins)):
-        movable(c, k, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+        movable(c, k, NUMERIC)
     return lambda _a, *ts: torch.stack(list(ts), dim=axis)
 
 
@@ -806,37 +747,8 @@ def conv_pack(c: OpCtx) -> Kernel:
 # Resize (index and weight tables computed once, as the reference computes them)
 # ---------------------------------------------------------------------------------------
 
-def _resize_args(c: OpCtx):
-    x = c.ins[0]
-    nchw = bool(c.scalar(3, False)) if len(c.ins) > 3 else False
-    align = bool(c.scalar(4, False)) if len(c.ins) > 4 else False
-    half = bool(c.scalar(5, False)) if len(c.ins) > 5 else False
-    xd = c.dims(x)
-    h, w = (xd[2], xd[3]) if nchw else (xd[1], xd[2])
-    if c.ins[1].type == T.INT32:
-        out_w, out_h = int(c.scalar(1)), int(c.scalar(2))
-    else:   # scales: floor(in * scale) in float32, as the reference computes the size
-        out_w = int(np.floor(np.float32(w) * np.float32(c.scalar(1))))
-        out_h = int(np.floor(np.float32(h) * np.float32(c.scalar(2))))
-    if out_w <= 0 or out_h <= 0:
-        raise Rejected(f"output size {out_w}x{out_h}")
-    return h, w, out_h, out_w, align, half, nchw
-
-
-def _resize_scale(in_size: int, out_size: int, align: bool) -> np.float32:
-    if align and out_size > 1:
-        return np.float32(in_size - 1) / np.float32(out_size - 1)
-    return np.float32(in_size) / np.float32(out_size)
-
-
-def _bilinear_axis(in_size: int, out_size: int, align: bool, half: bool):
-    scale = _resize_scale(in_size, out_size, align)
-    i = np.arange(out_size, dtype=np.float32)
-    src = (i + np.float32(0.5)) * scale - np.float32(0.5) if half else i * scale
-    lo = np.maximum(np.floor(src), 0).astype(np.int64)
-    hi = np.minimum(np.ceil(src).astype(np.int64), in_size - 1)
-    frac = (src - lo.astype(np.float32)).astype(np.float32)
-    return torch.tensor(lo), torch.tensor(hi), torch.tensor(frac)
+def _tensors(*tables):
+    return [tuple(torch.tensor(a) for a in t) for t in tables]
 
 
 def conv_resize_bilinear(c: OpCtx) -> Kernel:
@@ -846,14 +758,12 @@ def conv_resize_bilinear(c: OpCtx) -> Kernel:
             raise Unsupported("quantised RESIZE_BILINEAR with other output parameters")
     elif x.type not in FLOATS:
         raise Unsupported(x.type.name)
-    h, w, out_h, out_w, align, half, nchw = _resize_args(c)
-    if align and half:
-        raise Unsupported("align_corners together with half_pixel_centers")
+    r = op_params.resize(c)
+    nchw = r.nchw
     dt = TORCH_DTYPE[x.type]
     if x.type == T.TENSOR_QUANT8_ASYMM_SIGNED:
-        return _bilinear_int8(h, w, out_h, out_w, align, half, nchw)
-    ylo, yhi, fy = _bilinear_axis(h, out_h, align, half)
-    xlo, xhi, fx = _bilinear_axis(w, out_w, align, half)
+        return _bilinear_int8(r)
+    (ylo, yhi, fy), (xlo, xhi, fx) = _tensors(*r.bilinear())
     fy, fx = fy.reshape(1, -1, 1, 1), fx.reshape(1, 1, -1, 1)
     truncate = x.type == T.TENSOR_QUANT8_ASYMM
 
@@ -871,22 +781,11 @@ def conv_resize_bilinear(c: OpCtx) -> Kernel:
     return kernel
 
 
-def _bilinear_axis_fixed(in_size: int, out_size: int, align: bool, half: bool):
-    """TFLite's int8 kernel: source coordinates in 1/1024 pixel units."""
-    if align and out_size > 1:
-        scale = ((1 << 10) * (in_size - 1) + (out_size - 1) // 2) // (out_size - 1)
-    else:
-        scale = ((1 << 10) * in_size + out_size // 2) // out_size
-    i = np.arange(out_size, dtype=np.int64)
-    src = i * scale + scale // 2 - (1 << 9) if half else i * scale
-    lo = np.maximum(np.trunc(src / (1 << 10)).astype(np.int64), 0)
-    hi = np.minimum(np.trunc((src + (1 << 10) - 1) / (1 << 10)).astype(np.int64), in_size - 1)
-    return torch.tensor(lo), torch.tensor(hi), torch.tensor(src - (1 << 10) * lo)
-
-
-def _bilinear_int8(h, w, out_h, out_w, align, half, nchw) -> Kernel:
-    ylo, yhi, wy = _bilinear_axis_fixed(h, out_h, align, half)
-    xlo, xhi, wx = _bilinear_axis_fixed(w, out_w, align, half)
+def _bilinear_int8(r: op_params.Resize) -> Kernel:
+    """TFLite's int8 kernel (the reference's for TENSOR_QUANT8_ASYMM_SIGNED): source
+    coordinates in 1/1024 pixel units."""
+    nchw = r.nchw
+    (ylo, yhi, wy), (xlo, xhi, wx) = _tensors(*r.bilinear_fixed())
     wy, wx = wy.reshape(1, -1, 1, 1), wx.reshape(1, 1, -1, 1)
     one = 1 << 10
 
@@ -903,20 +802,10 @@ def _bilinear_int8(h, w, out_h, out_w, align, half, nchw) -> Kernel:
 
 
 def conv_resize_nearest(c: OpCtx) -> Kernel:
-    movable(c, 0, FLOATS + QUANT8)
-    h, w, out_h, out_w, align, half, nchw = _resize_args(c)
-
-    def axis(in_size, out_size):
-        scale = _resize_scale(in_size, out_size, align)
-        i = np.arange(out_size, dtype=np.float32)
-        src = (i + np.float32(0.5)) * scale if half else i * scale
-        idx = (np.sign(src) * np.floor(np.abs(src) + np.float32(0.5))) if align else np.floor(src)
-        idx = np.minimum(idx.astype(np.int64), in_size - 1)
-        if half:
-            idx = np.maximum(idx, 0)
-        return torch.tensor(idx, dtype=torch.long)
-    yi, xi = axis(h, out_h), axis(w, out_w)
-    hd, wd = (2, 3) if nchw else (1, 2)
+    movable(c, 0, DATA)
+    r = op_params.resize(c)
+    yi, xi = (torch.tensor(idx, dtype=torch.long) for idx in r.nearest())
+    hd, wd = (2, 3) if r.nchw else (1, 2)
     return lambda t, *_: torch.index_select(torch.index_select(t, hd, yi), wd, xi)
 
 
@@ -925,7 +814,7 @@ def conv_resize_nearest(c: OpCtx) -> Kernel:
 # ---------------------------------------------------------------------------------------
 
 def conv_argminmax(c: OpCtx) -> Kernel:
-    x = c.require(0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    x = c.require(0, NUMERIC)
     axis = int(c.scalar(1)) % c.rank(x)
     is_max = c.op.type == Op.ARGMAX
     # The reference's loop: ties go to the lowest index (as torch's argmax / argmin), a NaN
@@ -1004,7 +893,7 @@ def _sequential_prod(c: OpCtx, x: Operand, axes, keep: bool) -> Kernel:
     if k > _MAX_UNROLLED:
         raise Unsupported(f"REDUCE_PROD over {k} elements (the exact fold is unrolled up to {_MAX_UNROLLED})")
     kept = [i for i in range(len(xd)) if i not in axes]
-    shape = [xd[i] if i in kept else 1 for i in range(len(xd))] if keep else [xd[i] for i in kept] or [1]
+    shape = op_params.reduced_shape(xd, axes, keep)
     perm = kept + list(axes)
 
     def kernel(t, *_):
@@ -1019,7 +908,7 @@ def _sequential_prod(c: OpCtx, x: Operand, axes, keep: bool) -> Kernel:
 
 
 def conv_mean(c: OpCtx) -> Kernel:
-    x, out = c.require(0, FLOATS + QUANT8), c.outs[0]
+    x, out = c.require(0, DATA), c.outs[0]
     r = c.rank(x)
     axes, keep = params.reduce_axes(c, r)
     finish = _reduced_shape(keep, axes, r)
@@ -1061,8 +950,7 @@ def conv_batch_matmul(c: OpCtx) -> Kernel:
 
 def conv_instance_normalization(c: OpCtx) -> Kernel:
     c.require(0, FLOATS)
-    gamma, beta, eps = float(c.scalar(1)), float(c.scalar(2)), float(c.scalar(3))
-    nchw = bool(c.scalar(4, False))
+    gamma, beta, eps, nchw = op_params.instance_norm(c)
     dims = (2, 3) if nchw else (1, 2)
     dt = c.out_dtype()
 
@@ -1076,10 +964,8 @@ def conv_instance_normalization(c: OpCtx) -> Kernel:
 
 def conv_local_response_normalization(c: OpCtx) -> Kernel:
     x = c.require(0, FLOATS)
-    radius = int(c.scalar(1))
-    bias, alpha, beta = float(c.scalar(2)), float(c.scalar(3)), float(c.scalar(4))
-    r = c.rank(x)
-    axis = int(c.scalar(5, -1)) % r
+    p = op_params.lrn(c, c.rank(x))
+    radius, bias, alpha, beta, axis = p.radius, p.bias, p.alpha, p.beta, p.axis
     size = 2 * radius + 1
     dt = c.out_dtype()
 
@@ -1098,7 +984,7 @@ def conv_rank(c: OpCtx) -> Kernel:
 
 def conv_fill(c: OpCtx) -> Kernel:
     out = c.outs[0]
-    if out.type not in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32):
+    if out.type not in FILLABLE:
         raise Unsupported(out.type.name)
     if not c.ins[0].is_constant:
         raise Unsupported("a run-time shape")
@@ -1137,7 +1023,7 @@ CONVERTERS: dict[Op, Callable[[OpCtx], Kernel]] = {
     Op.ARGMAX: conv_argminmax, Op.ARGMIN: conv_argminmax,
     Op.RESIZE_BILINEAR: conv_resize_bilinear, Op.RESIZE_NEAREST_NEIGHBOR: conv_resize_nearest,
     Op.MEAN: conv_mean, Op.REDUCE_SUM: _reduce("sum", FLOATS), Op.REDUCE_PROD: _reduce("prod", FLOATS),
-    Op.REDUCE_MAX: _reduce("max", FLOATS + QUANT8), Op.REDUCE_MIN: _reduce("min", FLOATS + QUANT8),
+    Op.REDUCE_MAX: _reduce("max", DATA), Op.REDUCE_MIN: _reduce("min", DATA),
     Op.REDUCE_ALL: _reduce("all", (T.TENSOR_BOOL8,)), Op.REDUCE_ANY: _reduce("any", (T.TENSOR_BOOL8,)),
     Op.EMBEDDING_LOOKUP: conv_embedding_lookup, Op.PACK: conv_pack, Op.BATCH_MATMUL: conv_batch_matmul,
     Op.INSTANCE_NORMALIZATION: conv_instance_normalization,
@@ -1151,34 +1037,18 @@ CONVERTERS: dict[Op, Callable[[OpCtx], Kernel]] = {
 # Whole models
 # ---------------------------------------------------------------------------------------
 
-def _check_io_types(sg: Subgraph, indexes) -> None:
-    for i in indexes:
-        if sg.operands[i].type not in TORCH_DTYPE:
-            raise Unsupported(f"operand of type {sg.operands[i].type.name}")
-
-
 def convert_operation(sg: Subgraph, index: int, model: Model | None = None,
                       clock: "control_flow.Clock | None" = None) -> Kernel:
     """The kernel of one operation; Unsupported when it cannot be mapped faithfully."""
     op = sg.operations[index]
-    try:
-        fn = CONVERTERS[Op(op.type)]
-    except (KeyError, ValueError):
-        raise Unsupported(f"{op.name} has no torch mapping in this adapter") from None
-    _check_io_types(sg, op.outputs)
-    _check_io_types(sg, [i for i in op.inputs if not sg.operands[i].info.is_scalar
-                         and not sg.operands[i].is_omitted])
+    fn = conversion.lookup(CONVERTERS, op, "torch")
+    conversion.check_types(sg, op.outputs, TORCH_DTYPE)
+    conversion.check_types(sg, conversion.tensor_operands(sg, op.inputs), TORCH_DTYPE)
     return fn(OpCtx(sg, index, model, clock))
 
 
 def operation_supported(model: Model, index: int) -> tuple[bool, str]:
-    try:
-        convert_operation(model.main, index, model)
-    except Unsupported as e:
-        return False, str(e)
-    except Rejected:
-        return True, ""
-    return True, ""
+    return conversion.supported(lambda: convert_operation(model.main, index, model))
 
 
 def _const_tensor(o: Operand) -> torch.Tensor:
@@ -1194,14 +1064,12 @@ class Plan:
     def __init__(self, model: Model, sg: Subgraph | None = None, clock: "control_flow.Clock | None" = None):
         sg = model.main if sg is None else sg
         self.clock = clock or control_flow.Clock()
-        _check_io_types(sg, (*sg.input_indexes, *sg.output_indexes))
+        conversion.check_types(sg, (*sg.input_indexes, *sg.output_indexes), TORCH_DTYPE)
         self.steps: list[tuple[Kernel, tuple[int, ...], tuple[int, ...]]] = []
         self.constants: dict[int, torch.Tensor | None] = {}
         for k, op in enumerate(sg.operations):
-            try:
+            with conversion.operation_context(sg, k):
                 kernel = convert_operation(sg, k, model, self.clock)
-            except (Unsupported, Rejected) as e:
-                raise type(e)(f"operations[{k}] ({op.name}): {e}") from None
             self.steps.append((kernel, tuple(op.inputs), tuple(op.outputs)))
             for i in op.inputs:
                 o = sg.operands[i]
