@@ -25,7 +25,7 @@ def lookup(table: Mapping[Op, F], op, runtime: str) -> F:
     try:
         return table[Op(op.type)]
     except (KeyError, ValueError):
-        raise Unsupported(f"{op.name} has no {runtime} mapping in this adapter") from None
+        raise Unsupported(f"no {runtime} mapping for {op.name}") from None
 
 
 def check_types(sg: Subgraph, indexes: Iterable[int], known: Collection) -> None:

@@ -140,16 +140,23 @@ class Resize:
                 nearest_axis(self.in_w, self.out_w, self.align, self.half))
 
 
-def resize(c, dims: Sequence[int] | None = None) -> Resize:
+def resize(c, dims: Sequence[int] | None = None, *, known_input: bool = True) -> Resize:
     """Inputs 1, 2: the output width and height (INT32) or the scales (floats: the size is
     floor(in * scale) computed in float32, as the reference computes it); 3 the NCHW flag; 4
     align_corners; 5 half_pixel_centers.  NNAPI fails the execution for align_corners with
-    half_pixel_centers and for an empty output."""
+    half_pixel_centers and for an empty output.  ``known_input`` False: a runtime that
+    resizes by itself only needs the output size, so with INT32 sizes the input's spatial
+    dimensions may be unknown (0 in ``in_h`` / ``in_w``); scales still need them."""
     nchw, align, half = layout_flag(c, 3), layout_flag(c, 4), layout_flag(c, 5)
     if align and half:
         raise Rejected("align_corners together with half_pixel_centers")
-    h, w = spatial(_dims(c, dims), nchw)
-    if c.ins[1].type == T.INT32:
+    sizes = c.ins[1].type == T.INT32
+    if dims is None and not known_input and sizes:
+        raw = c.ins[0].dimensions
+        h, w = spatial(raw, nchw) if len(raw) == 4 else (0, 0)
+    else:
+        h, w = spatial(_dims(c, dims), nchw)
+    if sizes:
         out_w, out_h = int(c.scalar(1)), int(c.scalar(2))
     else:
         out_w = int(np.floor(np.float32(w) * np.float32(c.scalar(1))))

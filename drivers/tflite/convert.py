@@ -32,6 +32,9 @@ from typing import Callable
 
 import numpy as np
 
+from nnconform.drivers.common import converter as conversion, op_params
+from nnconform.drivers.common.layout import TO_NCHW, TO_NHWC
+from nnconform.drivers.common.types import FLOATS, NUMERIC, QUANT8
 from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
 from nnconform.ops.padding import PADDING_SAME, PADDING_VALID, explicit_padding
 from nnconform.ops.strided_slice import slice_plan
@@ -54,10 +57,7 @@ TFL_TYPE = {
 }
 F32, F16, I32, U8, I8, BOOL = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
                               T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_BOOL8)
-FLOATS = (F32, F16)
-QUANT8 = (U8, I8)
 _F16_TYPES = (T.TENSOR_FLOAT16, T.FLOAT16)
-TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
 PAD_SAME, PAD_VALID = S.Padding.SAME, S.Padding.VALID
 
 
@@ -603,21 +603,14 @@ def conv_channel_shuffle(c: OpCtx):
     x = c.require(0, FLOATS + QUANT8)
     if x.type in QUANT8 and not same_quant(x, c.outs[0]):
         raise Unsupported("quantised CHANNEL_SHUFFLE with different input/output parameters")
-    dims = c.dims(x)
-    r = len(dims)
-    groups = int(c.scalar(1))
-    axis = int(c.scalar(2)) % r
-    if groups <= 0 or dims[axis] % groups:
-        raise Unsupported("channel count not divisible by groups")
-    split = list(dims[:axis]) + [groups, dims[axis] // groups] + list(dims[axis + 1:])
-    perm = list(range(r + 1))
-    perm[axis], perm[axis + 1] = axis + 1, axis
+    s = op_params.channel_shuffle(c)
+    dims, split, perm = list(s.dims), list(s.grouped), list(s.perm)
     a = c.temp_like(x, shape=split)
     c.emit(B.RESHAPE, [c.x(0), c.i32(split)], [a], options("ReshapeOptions", newShape=split))
     swapped = [split[p] for p in perm]
     b = c.temp_like(x, shape=swapped)
     c.emit(B.TRANSPOSE, [a, c.i32(perm)], [b])
-    c.emit(B.RESHAPE, [b, c.i32(list(dims))], [c.y()], options("ReshapeOptions", newShape=list(dims)))
+    c.emit(B.RESHAPE, [b, c.i32(dims)], [c.y()], options("ReshapeOptions", newShape=dims))
 
 
 def _pool(code: int, types):
@@ -680,19 +673,12 @@ def _resize(code: int, options_name: str):
     def convert(c: OpCtx):
         x = c.require(0, FLOATS + QUANT8)
         w = Window.__new__(Window)
-        w.nchw = bool(c.scalar(3, False))
-        align = bool(c.scalar(4, False))
-        half = bool(c.scalar(5, False))
-        if c.ins[1].type == T.INT32:
-            out_w, out_h = int(c.scalar(1)), int(c.scalar(2))
-        else:
-            d = c.dims(x)
-            in_h, in_w = (d[2], d[3]) if w.nchw else (d[1], d[2])
-            out_w = int(np.floor(np.float32(in_w) * np.float32(c.scalar(1))))
-            out_h = int(np.floor(np.float32(in_h) * np.float32(c.scalar(2))))
+        r = op_params.resize(c, known_input=False)
+        w.nchw = r.nchw
         t, _ = image_in(c, w)
         out, finish = image_out(c, w)
-        c.emit(code, [t, c.i32([out_h, out_w])], [out], options(options_name, alignCorners=align, halfPixelCenters=half))
+        c.emit(code, [t, c.i32([r.out_h, r.out_w])], [out],
+               options(options_name, alignCorners=r.align, halfPixelCenters=r.half))
         finish()
     return convert
 
@@ -756,9 +742,9 @@ def conv_l2_normalization(c: OpCtx):
 
 
 def conv_lrn(c: OpCtx):
-    c.require(0, FLOATS)
-    opts = options("LocalResponseNormalizationOptions", radius=int(c.scalar(1)), bias=float(c.scalar(2)),
-                   alpha=float(c.scalar(3)), beta=float(c.scalar(4)))
+    x = c.require(0, FLOATS)
+    p = op_params.lrn(c, c.rank(x))
+    opts = options("LocalResponseNormalizationOptions", radius=p.radius, bias=p.bias, alpha=p.alpha, beta=p.beta)
     along_axis(c, 5, lambda s, d: c.emit(B.LOCAL_RESPONSE_NORMALIZATION, [s], [d], opts), rank4=True)
 
 
@@ -793,11 +779,8 @@ def conv_transpose(c: OpCtx):
     x = c.require(0, FLOATS + QUANT8 + (I32,))
     # perm stays a constant: a perm fed at run time may be omitted per request (reverse order),
     # which a prepared TFLite graph cannot follow.
-    if c.omitted(1):
-        perm = c.i32(list(range(c.rank(x)))[::-1])
-    else:
-        perm = c.i32(c.const(1).astype(np.int32).reshape(-1))
-    c.emit(B.TRANSPOSE, [c.x(0), perm], [c.y()])
+    del x
+    c.emit(B.TRANSPOSE, [c.x(0), c.i32(op_params.transpose_perm(c))], [c.y()])
 
 
 def conv_squeeze(c: OpCtx):
@@ -844,13 +827,11 @@ def conv_pad_v2(c: OpCtx):
 
 def conv_mirror_pad(c: OpCtx):
     x = c.require(0, FLOATS + QUANT8 + (I32,))
-    pads = c.const(1).astype(np.int32)
-    mode = int(c.scalar(2))
-    if mode not in (0, 1):
-        raise Unsupported(f"mirror pad mode {mode}")
+    pads, mode_name = op_params.mirror_pad(c)
+    mode = 0 if mode_name == "reflect" else 1
     if x.type in QUANT8 and not same_quant(x, c.outs[0]):
         raise Unsupported("quantised MIRROR_PAD with different input/output parameters")
-    c.emit(B.MIRROR_PAD, [c.x(0), c.g.const(pads.reshape(-1, 2), np.int32)], [c.y()],
+    c.emit(B.MIRROR_PAD, [c.x(0), c.g.const(pads.astype(np.int32), np.int32)], [c.y()],
            options("MirrorPadOptions", mode=mode))
 
 
@@ -985,8 +966,6 @@ def conv_batch_matmul(c: OpCtx):
 # The table
 # ---------------------------------------------------------------------------------------
 
-NUMERIC = FLOATS + (I32,) + QUANT8
-
 CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
     Op.ADD: _binary(B.ADD, "AddOptions", NUMERIC),
     Op.SUB: _binary(B.SUB, "SubOptions", NUMERIC),
@@ -1078,10 +1057,7 @@ CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
 
 def convert_operation(g: GraphConv, index: int) -> None:
     op = g.sg.operations[index]
-    try:
-        fn = CONVERTERS[Op(op.type)]
-    except (KeyError, ValueError):
-        raise Unsupported(f"no TFLite mapping for {op.name}") from None
+    fn = conversion.lookup(CONVERTERS, op, "TFLite")
     ctx = OpCtx(g, index)
     for o in ctx.ins + ctx.outs:
         if not o.info.is_scalar and o.type not in TFL_TYPE:
@@ -1093,13 +1069,7 @@ def convert_operation(g: GraphConv, index: int) -> None:
 def operation_supported(model: Model, index: int) -> tuple[bool, str]:
     """(supported, reason): the operation converted alone, in a scratch model."""
     g = GraphConv(FlatModel(), model, model.main, "probe")
-    try:
-        convert_operation(g, index)
-    except Unsupported as e:
-        return False, str(e)
-    except Rejected:
-        return True, ""
-    return True, ""
+    return conversion.supported(lambda: convert_operation(g, index))
 
 
 def to_tflite(model: Model) -> tuple[bytes, list[int], list[int]]:
