@@ -22,12 +22,13 @@ __all__ = ["RuntimePreparedModel", "RuntimeDevice", "runtime_errors"]
 
 
 @contextlib.contextmanager
-def runtime_errors(prefix: str, limit: int | None = None, types: tuple = (Exception,)):
+def runtime_errors(prefix: str, limit: int | None = None, types: tuple = (Exception,), passes: tuple = ()):
     """What a runtime raises (C++ runtimes surface many exception types) is GENERAL_FAILURE,
-    with the runtime's first message line after ``prefix``; DriverErrors pass through."""
+    with the runtime's first message line after ``prefix``; DriverErrors, and the adapter's
+    own exceptions in ``passes`` (which it maps to another status), pass through."""
     try:
         yield
-    except DriverError:
+    except (DriverError, *passes):
         raise
     except types as e:
         raise DriverError(ErrorStatus.GENERAL_FAILURE, f"{prefix}: {support.first_line(e, limit)}") from None

@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from nnconform.driver_support import Rejected, Unsupported
+from nnconform.driver_support import Rejected
 from nnconform.ir import OperandType as T, OperationType as Op
 from nnconform.ops.resize import bilinear_axis, bilinear_axis_fixed, nearest_axis
 

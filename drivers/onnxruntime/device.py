@@ -22,8 +22,8 @@ import onnxruntime as ort
 
 from nnconform import __version__
 from nnconform import driver_support as support
-from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
-                              ExecutionResult, PreparedModel, Priority)
+from nnconform.driver import DriverError, ErrorStatus, PreparedModel
+from nnconform.drivers.common.device import RuntimeDevice, RuntimePreparedModel, runtime_errors
 from nnconform.errors import DriverLoadError
 from nnconform.executor import clamp_loop_timeout
 from nnconform.ir import Model, Request
@@ -38,15 +38,16 @@ _LEVELS = {
 }
 
 
-class OnnxRuntimePreparedModel(PreparedModel):
+class OnnxRuntimePreparedModel(RuntimePreparedModel):
+    runtime = "onnxruntime"
+
     def __init__(self, model: Model, session: ort.InferenceSession, onnx_model,
                  build_session: Callable[[Model], tuple[ort.InferenceSession, object]] | None = None):
-        self.model = model
+        super().__init__(model)
         self.session = session
         self.onnx_model = onnx_model
         self._inputs = [f"o{i}" for i in model.main.input_indexes]
         self._outputs = [f"o{i}" for i in model.main.output_indexes]
-        self._released = False
         self._build_session = build_session
         # request inputs left without a value -> the session of the model with those operands
         # omitted (built on first use; an omitted optional input changes the converted graph)
@@ -66,22 +67,15 @@ class OnnxRuntimePreparedModel(PreparedModel):
             self._variants[omitted], _ = self._build_session(support.with_omitted_inputs(self.model, omitted))
         return self._variants[omitted]
 
-    def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
-                loop_timeout: float | None = None) -> ExecutionResult:
-        t_driver = time.perf_counter_ns()
-        support.begin_execution(self.model, request, deadline, self._released)
+    def feed(self, request: Request) -> tuple[ort.InferenceSession, dict]:
+        """The session for the inputs this request gives a value, and its feed."""
         omitted = tuple(k for k, arg in enumerate(request.inputs) if arg.has_no_value)
         session = self._session_for(omitted)
-        values = support.request_values(self.model, request, "onnxruntime", omitted=True)
-        feed = {name: v for name, v in zip(self._inputs, values) if v is not None}
-        t_device = time.perf_counter_ns()
-        outputs = self._run(session, feed, deadline, loop_timeout)
-        device_us = (time.perf_counter_ns() - t_device) // 1000
-        return support.finish_execution(self.model, request, outputs, deadline=deadline,
-                                        measure_timing=measure_timing, device_us=device_us, t_driver_ns=t_driver)
+        values = support.request_values(self.model, request, self.runtime, omitted=True)
+        return session, {name: v for name, v in zip(self._inputs, values) if v is not None}
 
-    def _run(self, session: ort.InferenceSession, feed: dict, deadline: float | None,
-             loop_timeout: float | None) -> list:
+    def run(self, feed: tuple[ort.InferenceSession, dict], deadline: float | None,
+            loop_timeout: float | None) -> list:
         """session.run, stopped through RunOptions.terminate when the execution deadline passes
         or, for a model with a WHILE, when the run outlasts the loop timeout (control_flow.py
         explains why per run).  Either is MISSED_DEADLINE_TRANSIENT, as NNAPI's CPU path says."""
@@ -107,8 +101,9 @@ class OnnxRuntimePreparedModel(PreparedModel):
             timer.start()
         with self._lock:
             self._running.add(ro)
+        session, values = feed
         try:
-            return session.run(self._outputs, feed, ro)
+            return session.run(self._outputs, values, ro)
         except Exception as e:  # onnxruntime raises its own exception types from C++
             if fired:
                 raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, fired[0]) from None
@@ -122,9 +117,8 @@ class OnnxRuntimePreparedModel(PreparedModel):
             with self._lock:
                 self._running.discard(ro)
 
-    def release(self) -> None:
+    def drop(self) -> None:
         # a run still going (a hung WHILE the harness gave up on) is asked to stop
-        self._released = True
         with self._lock:
             for ro in self._running:
                 ro.terminate = True
@@ -133,11 +127,11 @@ class OnnxRuntimePreparedModel(PreparedModel):
         self._variants.clear()
 
 
-class OnnxRuntimeDevice(support.ConverterDevice, Device):
+class OnnxRuntimeDevice(RuntimeDevice):
     """NNAPI semantics on onnxruntime.  Honest support: see convert.CONVERTERS."""
 
-    feature_level = 30
     converter = convert
+    operand_types = convert.ONNX_TYPE
 
     def __init__(self, provider: str | None = None, optimization: str | None = None, threads: int = 1):
         self.provider = provider or os.environ.get("NNCONFORM_ORT_PROVIDER", "CPUExecutionProvider")
@@ -153,9 +147,6 @@ class OnnxRuntimeDevice(support.ConverterDevice, Device):
         self.name = "onnxruntime-cpu" if self.provider == "CPUExecutionProvider" else f"onnxruntime-{self.provider}"
         self.version = f"{__version__}+ort{ort.__version__}"
 
-    def capabilities(self) -> Capabilities:
-        return support.uniform_capabilities(convert.ONNX_TYPE)
-
     def _session_options(self) -> ort.SessionOptions:
         so = ort.SessionOptions()
         so.graph_optimization_level = _LEVELS[self.optimization]
@@ -164,10 +155,7 @@ class OnnxRuntimeDevice(support.ConverterDevice, Device):
         so.log_severity_level = 3
         return so
 
-    def prepare(self, model: Model, *, preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
-                priority: Priority = Priority.MEDIUM, deadline: float | None = None,
-                cache_token: bytes | None = None) -> PreparedModel:
-        support.check_prepare_args(model, preference, priority, deadline, cache_token)
+    def prepare_model(self, model: Model) -> PreparedModel:
         try:
             session, onnx_model = self._build(model)
         except DriverError:
@@ -183,13 +171,11 @@ class OnnxRuntimeDevice(support.ConverterDevice, Device):
     def _build(self, model: Model) -> tuple[ort.InferenceSession, object]:
         with support.converting("cannot convert to ONNX"):
             onnx_model = convert.to_onnx(model)
-        try:
+        # onnxruntime's C++ exceptions surface as several Python types
+        with runtime_errors("onnxruntime rejected the graph"):
             session = ort.InferenceSession(onnx_model.SerializeToString(), self._session_options(),
                                            providers=[self.provider],
                                            disabled_optimizers=control_flow.disabled_optimizers(model))
-        except Exception as e:  # onnxruntime's C++ exceptions surface as several Python types
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"onnxruntime rejected the graph: {support.first_line(e)}") \
-                from None
         return session, onnx_model
 
 

@@ -29,8 +29,8 @@ from ai_edge_litert import interpreter as litert
 
 from nnconform import __version__
 from nnconform import driver_support as support
-from nnconform.driver import (Capabilities, Device, DriverError, ErrorStatus, ExecutionPreference,
-                              ExecutionResult, PreparedModel, Priority)
+from nnconform.driver import DriverError, ErrorStatus
+from nnconform.drivers.common.device import RuntimeDevice, RuntimePreparedModel, runtime_errors
 from nnconform.errors import DriverLoadError
 from nnconform.executor import clamp_loop_timeout
 from nnconform.ir import Model, Request
@@ -138,16 +138,17 @@ def invoke_bounded(it, tensors: list[int], timeout_s: float) -> list[np.ndarray]
             for h, raw in zip(head, parts[2:])]
 
 
-class TflitePreparedModel(PreparedModel):
+class TflitePreparedModel(RuntimePreparedModel):
+    runtime = "TFLite"
+
     def __init__(self, model: Model, interpreter, flatbuffer: bytes, inputs: list[int], outputs: list[int]):
-        self.model = model
+        super().__init__(model)
         self.interpreter = interpreter
         self.flatbuffer = flatbuffer
         self._inputs = inputs
         self._outputs = outputs
         self._shapes: list[tuple[int, ...] | None] = [None] * len(inputs)
         self._allocated = False
-        self._released = False
         self._lock = threading.Lock()   # one interpreter: executions take turns
         # A WHILE may never end: such models are invoked in a child that the loop timeout kills.
         self._loop_bounded = control_flow.has_while(model)
@@ -168,19 +169,21 @@ class TflitePreparedModel(PreparedModel):
         self._shapes = shapes
         self._allocated = True
 
-    def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
-                loop_timeout: float | None = None) -> ExecutionResult:
-        t_driver = time.perf_counter_ns()
-        support.begin_execution(self.model, request, deadline, self._released)
+    def feed(self, request: Request) -> tuple["TflitePreparedModel", list[np.ndarray]]:
+        """The interpreter for the inputs this request gives a value (this one, or a variant
+        without the omitted inputs), and the values."""
         omitted = tuple(k for k, arg in enumerate(request.inputs) if arg.has_no_value)
         target = self._variant(omitted) if omitted else self
         # np.require, not np.ascontiguousarray: that one turns a scalar (0-d) into shape [1],
         # which TFLite then resizes the rank-0 input to (FILL's value must stay rank 0).
         values = [np.require(v, requirements="C")
-                  for v in support.request_values(self.model, request, "TFLite", omitted=True) if v is not None]
-        outputs, device_us = target._invoke(values, loop_timeout)
-        return support.finish_execution(self.model, request, outputs, deadline=deadline,
-                                        measure_timing=measure_timing, device_us=device_us, t_driver_ns=t_driver)
+                  for v in support.request_values(self.model, request, self.runtime, omitted=True) if v is not None]
+        return target, values
+
+    def timed_run(self, feed, deadline: float | None, loop_timeout: float | None) -> tuple[list, int]:
+        # the interpreter's lock is waited for first: only the invoke is time on the device
+        target, values = feed
+        return target._invoke(values, loop_timeout)
 
     def _variant(self, omitted: tuple[int, ...]) -> "TflitePreparedModel":
         """This model with the inputs at positions ``omitted`` turned into omitted operands.
@@ -223,19 +226,18 @@ class TflitePreparedModel(PreparedModel):
                 raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite: {support.first_line(e)}") from None
         return outputs, device_us
 
-    def release(self) -> None:
-        self._released = True
+    def drop(self) -> None:
         self.interpreter = None
         for variant in self._variants.values():
             variant.release()
         self._variants.clear()
 
 
-class TfliteDevice(support.ConverterDevice, Device):
+class TfliteDevice(RuntimeDevice):
     """NNAPI semantics on the LiteRT interpreter.  Honest support: see convert.CONVERTERS."""
 
-    feature_level = 30
     converter = convert
+    operand_types = convert.TFL_TYPE
 
     def __init__(self, kernels: str | None = None, threads: int = 1):
         kernels = kernels or os.environ.get("NNCONFORM_TFLITE_KERNELS", "auto")
@@ -247,26 +249,18 @@ class TfliteDevice(support.ConverterDevice, Device):
         self.name = "tflite-cpu" if kernels == "auto" else f"tflite-{kernels}"
         self.version = f"{__version__}+litert{_litert_version()}"
 
-    def capabilities(self) -> Capabilities:
-        return support.uniform_capabilities(convert.TFL_TYPE)
-
-    def prepare(self, model: Model, *, preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
-                priority: Priority = Priority.MEDIUM, deadline: float | None = None,
-                cache_token: bytes | None = None) -> PreparedModel:
-        support.check_prepare_args(model, preference, priority, deadline, cache_token)
+    def prepare_model(self, model: Model) -> TflitePreparedModel:
         return self._build(model)
 
     def _build(self, model: Model) -> "TflitePreparedModel":
         with support.converting("cannot convert to TFLite"):
             flatbuffer, ins, outs = convert.to_tflite(model)
-        try:
+        with runtime_errors("TFLite rejected the model", types=(RuntimeError, ValueError)):
             it = litert.Interpreter(model_content=flatbuffer, num_threads=self.threads,
                                     experimental_op_resolver_type=_RESOLVERS[self.kernels])
             prepared = TflitePreparedModel(model, it, flatbuffer, ins, outs)
             prepared._make = self._build
             prepared.allocate_if_known()
-        except (RuntimeError, ValueError) as e:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite rejected the model: {support.first_line(e)}") from None
         return prepared
 
 
