@@ -17,8 +17,9 @@ from nnconform.driver_support import Unsupported
 from nnconform.ir import Operand, OperandType as T
 from nnconform.nnapi_params import same_quant
 
-__all__ = ["FLOATS", "QUANT8", "DATA", "NUMERIC", "MOVABLE", "CASTABLE", "FILLABLE", "same_quant",
-           "movable", "require_same_quant", "fill_value", "pad_fill"]
+__all__ = ["FLOATS", "QUANT8", "DATA", "NUMERIC", "MOVABLE", "CASTABLE", "FILLABLE", "STORED_TYPES",
+           "storage_table", "same_quant", "movable", "require_same_quant", "require_unchanged_quant",
+           "fill_value", "pad_fill"]
 
 FLOATS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
 QUANT8 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
@@ -31,6 +32,26 @@ MOVABLE = NUMERIC + (T.TENSOR_BOOL8,)
 CASTABLE = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM)
 # The output types FILL writes.
 FILLABLE = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32)
+
+
+def storage_table(float32, float16, int32, bool8, uint8, int8) -> dict:
+    """NNAPI's operand types (tensors and scalars) -> a runtime's storage types.  An adapter
+    stores NNAPI data unchanged: QUANT8_ASYMM is uint8; QUANT8_ASYMM_SIGNED, QUANT8_SYMM and
+    QUANT8_SYMM_PER_CHANNEL are int8 (scale and zero point stay in the converter, or on the
+    tensor for runtimes that keep them there).  The 16-bit quantised types are left out: no
+    adapter stores them."""
+    return {
+        T.TENSOR_FLOAT32: float32, T.FLOAT32: float32,
+        T.TENSOR_FLOAT16: float16, T.FLOAT16: float16,
+        T.TENSOR_INT32: int32, T.INT32: int32,
+        T.TENSOR_BOOL8: bool8, T.BOOL: bool8,
+        T.TENSOR_QUANT8_ASYMM: uint8,
+        T.TENSOR_QUANT8_ASYMM_SIGNED: int8, T.TENSOR_QUANT8_SYMM: int8, T.TENSOR_QUANT8_SYMM_PER_CHANNEL: int8,
+    }
+
+
+# The operand types every adapter stores (the keys of any storage_table).
+STORED_TYPES = tuple(storage_table(*range(6)))
 
 
 def movable(c, k: int = 0, types=MOVABLE) -> Operand:
@@ -50,6 +71,13 @@ def require_same_quant(c, inputs: Iterable[int], what: str, out: Operand | None 
     for k in inputs:
         if not same_quant(c.ins[k], out):
             raise Unsupported(f"quantised {what} with requantisation")
+
+
+def require_unchanged_quant(x: Operand, out: Operand, what: str) -> None:
+    """A quantised ``x`` whose values the mapping passes to ``out`` unchanged (a clamp, a max,
+    a pooling window) must have the output's scale and zero point: NNAPI would requantise."""
+    if x.type in QUANT8 and not same_quant(x, out):
+        raise Unsupported(f"quantised {what} with other output parameters")
 
 
 def fill_value(x: Operand) -> np.ndarray:

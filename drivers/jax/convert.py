@@ -36,17 +36,15 @@ from nnconform.ops import activation as nn_activation
 from nnconform import nnapi_params as params
 from nnconform.drivers.common import converter as conversion, op_params
 from nnconform.drivers.common.layout import TO_NCHW, TO_NHWC
-from nnconform.drivers.common.types import (CASTABLE, DATA, FILLABLE, FLOATS, NUMERIC, QUANT8, movable,
-                                            pad_fill, same_quant)
+from nnconform.drivers.common.types import (CASTABLE, DATA, FILLABLE, FLOATS, NUMERIC, QUANT8, STORED_TYPES,
+                                            movable, pad_fill, same_quant)
 
 from . import quant_ops as q
 
 __all__ = ["CONVERTERS", "Rejected", "Unsupported", "build_function", "operation_supported", "TYPES"]
 
 # Operand types the adapter can carry (as model inputs, outputs or intermediate values).
-TYPES = (T.TENSOR_FLOAT32, T.FLOAT32, T.TENSOR_FLOAT16, T.FLOAT16, T.TENSOR_INT32, T.INT32,
-         T.TENSOR_BOOL8, T.BOOL, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED,
-         T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT8_SYMM_PER_CHANNEL)
+TYPES = STORED_TYPES
 F32 = jnp.float32
 HIGHEST = lax.Precision.HIGHEST
 

@@ -23,7 +23,8 @@ from nnconform.driver_support import Rejected, Unsupported
 from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op
 from nnconform.ops import activation as nn_activation
 from nnconform.ops.conv_common import _output_multipliers
-from nnconform.ops.quant import QUANT_RANGE, quantize_multiplier
+from nnconform.ops.quant import QUANT_RANGE
+from nnconform.drivers.common.quant_rules import ADD_LEFT_SHIFT, add_sub_multipliers, mul_multiplier
 
 QUANT_TYPES = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
                T.TENSOR_QUANT8_SYMM_PER_CHANNEL)
@@ -118,20 +119,6 @@ def mbqm(x: jax.Array, multiplier, shift) -> jax.Array:
     return rounding_divide_by_pot(srdhm(x.astype(I64) << left, jnp.asarray(np.asarray(multiplier, np.int64))), right)
 
 
-def _f32(x) -> float:
-    return float(np.float32(x))
-
-
-def _multiplier_below_one(real: float, what: str) -> tuple[int, int]:
-    """The reference's QuantizeMultiplierSmallerThanOneExp; a ratio outside (0, 1) fails."""
-    if not 0.0 < real < 1.0:
-        raise Rejected(f"{what} rescale factor {real:g} must be in (0, 1)")
-    m, shift = quantize_multiplier(real)
-    if shift > 0:
-        raise Rejected(f"{what} rescale factor {real:g} rounds up to 1")
-    return m, shift
-
-
 def _offsets(c, k: int) -> jax.Array:
     o = c.ins[k]
     return c.x(k).astype(I64) - I64(o.zero_point)
@@ -141,24 +128,14 @@ def _offsets(c, k: int) -> jax.Array:
 # Element-wise
 # ---------------------------------------------------------------------------------------
 
-ADD_LEFT_SHIFT = 20   # the quantised Add kernel's headroom bits (nnconform.ops.add_sub)
-
-
 def quant_arith(c, kind, act: int) -> jax.Array:
     in1, in2, out = c.ins[0], c.ins[1], c.outs[0]
     if kind in (Op.ADD, Op.SUB):
-        s1, s2, so = _f32(in1.scale), _f32(in2.scale), _f32(out.scale)
-        twice_max = 2.0 * max(s1, s2)
-        m1, e1 = _multiplier_below_one(s1 / twice_max, "input 0")
-        m2, e2 = _multiplier_below_one(s2 / twice_max, "input 1")
-        mo, eo = _multiplier_below_one(twice_max / ((1 << ADD_LEFT_SHIFT) * so), "output")
-        if kind == Op.SUB:
-            m2 = -m2
+        (m1, e1), (m2, e2), (mo, eo) = add_sub_multipliers(in1, in2, out, kind == Op.SUB)
         total = mbqm(_offsets(c, 0) << ADD_LEFT_SHIFT, m1, e1) + mbqm(_offsets(c, 1) << ADD_LEFT_SHIFT, m2, e2)
         return quant_clamp(mbqm(total, mo, eo) + I64(out.zero_point), act, out)
     if kind == Op.MUL:
-        product_scale = float(np.float32(in1.scale) * np.float32(in2.scale))
-        m, shift = _multiplier_below_one(product_scale / _f32(out.scale), "output")
+        m, shift = mul_multiplier(in1, in2, out)
         prod = _offsets(c, 0) * _offsets(c, 1)
         return quant_clamp(mbqm(prod, m, shift) + I64(out.zero_point), act, out)
     raise Unsupported(f"quantised {kind.name}")

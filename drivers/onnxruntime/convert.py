@@ -35,8 +35,8 @@ from nnconform.ops import activation as nn_activation
 from nnconform import nnapi_params as params
 from nnconform.drivers.common import converter as conversion, op_params
 from nnconform.drivers.common.layout import TO_NCHW, TO_NHWC, axis_last, nhwc_dims
-from nnconform.drivers.common.types import (CASTABLE, DATA, FILLABLE, FLOATS, NUMERIC, QUANT8,
-                                            movable, pad_fill, require_same_quant, same_quant)
+from nnconform.drivers.common.types import (CASTABLE, DATA, FILLABLE, FLOATS, NUMERIC, QUANT8, movable,
+                                            pad_fill, require_same_quant, same_quant, storage_table)
 
 OPSET = 21
 
@@ -44,16 +44,8 @@ OPSET = 21
 from nnconform.driver_support import ParameterAccess, Rejected, Unsupported  # noqa: E402  (Unsupported re-exported)
 
 
-ONNX_TYPE = {
-    T.TENSOR_FLOAT32: TensorProto.FLOAT, T.FLOAT32: TensorProto.FLOAT,
-    T.TENSOR_FLOAT16: TensorProto.FLOAT16, T.FLOAT16: TensorProto.FLOAT16,
-    T.TENSOR_INT32: TensorProto.INT32, T.INT32: TensorProto.INT32,
-    T.TENSOR_BOOL8: TensorProto.BOOL, T.BOOL: TensorProto.BOOL,
-    T.TENSOR_QUANT8_ASYMM: TensorProto.UINT8,
-    T.TENSOR_QUANT8_ASYMM_SIGNED: TensorProto.INT8,
-    T.TENSOR_QUANT8_SYMM: TensorProto.INT8,
-    T.TENSOR_QUANT8_SYMM_PER_CHANNEL: TensorProto.INT8,
-}
+ONNX_TYPE = storage_table(TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT32, TensorProto.BOOL,
+                          TensorProto.UINT8, TensorProto.INT8)
 F32, F16, I32, I64, BOOL = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT32,
                             TensorProto.INT64, TensorProto.BOOL)
 

@@ -39,22 +39,13 @@ from nnconform import nnapi_params as params
 from nnconform.drivers.common import converter as conversion, op_params
 from nnconform.drivers.common.layout import TO_NCHW, TO_NHWC
 from nnconform.drivers.common.types import (CASTABLE, DATA, FILLABLE, FLOATS, NUMERIC, QUANT8, movable,
-                                            pad_fill, require_same_quant, same_quant)
+                                            pad_fill, require_same_quant, same_quant, storage_table)
 
 __all__ = ["Unsupported", "Rejected", "OV_TYPE", "CONVERTERS", "operation_supported", "to_openvino"]
 
 OPSET = "opset16"
 
-OV_TYPE = {
-    T.TENSOR_FLOAT32: ov.Type.f32, T.FLOAT32: ov.Type.f32,
-    T.TENSOR_FLOAT16: ov.Type.f16, T.FLOAT16: ov.Type.f16,
-    T.TENSOR_INT32: ov.Type.i32, T.INT32: ov.Type.i32,
-    T.TENSOR_BOOL8: ov.Type.boolean, T.BOOL: ov.Type.boolean,
-    T.TENSOR_QUANT8_ASYMM: ov.Type.u8,
-    T.TENSOR_QUANT8_ASYMM_SIGNED: ov.Type.i8,
-    T.TENSOR_QUANT8_SYMM: ov.Type.i8,
-    T.TENSOR_QUANT8_SYMM_PER_CHANNEL: ov.Type.i8,
-}
+OV_TYPE = storage_table(ov.Type.f32, ov.Type.f16, ov.Type.i32, ov.Type.boolean, ov.Type.u8, ov.Type.i8)
 
 
 def _out(node) -> ov.Output:

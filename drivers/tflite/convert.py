@@ -34,7 +34,7 @@ import numpy as np
 
 from nnconform.drivers.common import converter as conversion, op_params
 from nnconform.drivers.common.layout import TO_NCHW, TO_NHWC
-from nnconform.drivers.common.types import FLOATS, NUMERIC, QUANT8
+from nnconform.drivers.common.types import FLOATS, NUMERIC, QUANT8, storage_table
 from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
 from nnconform.ops.padding import PADDING_SAME, PADDING_VALID, explicit_padding
 from nnconform.ops.strided_slice import slice_plan
@@ -45,16 +45,8 @@ from .builder import OMITTED, BuiltinOperator as B, FlatModel, S, SubgraphWriter
 from nnconform.driver_support import ParameterAccess, Rejected, Unsupported  # noqa: E402  (Unsupported re-exported)
 
 
-TFL_TYPE = {
-    T.TENSOR_FLOAT32: TensorType.FLOAT32, T.FLOAT32: TensorType.FLOAT32,
-    T.TENSOR_FLOAT16: TensorType.FLOAT16, T.FLOAT16: TensorType.FLOAT16,
-    T.TENSOR_INT32: TensorType.INT32, T.INT32: TensorType.INT32,
-    T.TENSOR_BOOL8: TensorType.BOOL, T.BOOL: TensorType.BOOL,
-    T.TENSOR_QUANT8_ASYMM: TensorType.UINT8,
-    T.TENSOR_QUANT8_ASYMM_SIGNED: TensorType.INT8,
-    T.TENSOR_QUANT8_SYMM: TensorType.INT8,
-    T.TENSOR_QUANT8_SYMM_PER_CHANNEL: TensorType.INT8,
-}
+TFL_TYPE = storage_table(TensorType.FLOAT32, TensorType.FLOAT16, TensorType.INT32, TensorType.BOOL,
+                         TensorType.UINT8, TensorType.INT8)
 F32, F16, I32, U8, I8, BOOL = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
                               T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_BOOL8)
 _F16_TYPES = (T.TENSOR_FLOAT16, T.FLOAT16)

@@ -36,24 +36,15 @@ from nnconform.ops import activation as nn_activation
 from nnconform import nnapi_params as params
 from nnconform.drivers.common import converter as conversion, op_params
 from nnconform.drivers.common.layout import TO_NCHW, TO_NHWC
-from nnconform.drivers.common.types import (CASTABLE, DATA, FILLABLE, FLOATS, NUMERIC, QUANT8,
-                                            movable, pad_fill, require_same_quant, same_quant)
+from nnconform.drivers.common.types import (CASTABLE, DATA, FILLABLE, FLOATS, NUMERIC, QUANT8, movable,
+                                            pad_fill, require_same_quant, same_quant, storage_table)
 from nnconform.ops.quant import QUANT_RANGE
 
 from . import control_flow, quantfixed
 
 __all__ = ["Unsupported", "Rejected", "Plan", "build_plan", "operation_supported", "TORCH_DTYPE"]
 
-TORCH_DTYPE = {
-    T.TENSOR_FLOAT32: torch.float32, T.FLOAT32: torch.float32,
-    T.TENSOR_FLOAT16: torch.float16, T.FLOAT16: torch.float16,
-    T.TENSOR_INT32: torch.int32, T.INT32: torch.int32,
-    T.TENSOR_BOOL8: torch.bool, T.BOOL: torch.bool,
-    T.TENSOR_QUANT8_ASYMM: torch.uint8,
-    T.TENSOR_QUANT8_ASYMM_SIGNED: torch.int8,
-    T.TENSOR_QUANT8_SYMM: torch.int8,
-    T.TENSOR_QUANT8_SYMM_PER_CHANNEL: torch.int8,
-}
+TORCH_DTYPE = storage_table(torch.float32, torch.float16, torch.int32, torch.bool, torch.uint8, torch.int8)
 
 Kernel = Callable[..., "torch.Tensor | Sequence[torch.Tensor]"]
 

@@ -22,8 +22,8 @@ from nnconform.driver_support import Rejected, Unsupported
 from nnconform.ir import OperandType as T, OperationType as Op
 from nnconform.ops import activation as nn_activation
 from nnconform.ops.quant import quantize_multiplier
+from nnconform.drivers.common.quant_rules import ADD_LEFT_SHIFT, add_sub_multipliers, f32, mul_multiplier
 
-ADD_LEFT_SHIFT = 20          # the quantised Add kernel's headroom bits
 _LOW31 = (1 << 31) - 1
 _NEG_NUDGE = 1 - (1 << 31)   # masked onto negative products: nudge 1 - 2**30 instead of 2**30
 INT32_MIN = -(1 << 31)
@@ -63,21 +63,6 @@ def multiply_by_quantized_multiplier(x: torch.Tensor, multiplier, shift) -> torc
     return rounding_divide_by_pot(srdhm(x << left, multiplier), right)
 
 
-def f32(x: float) -> float:
-    return float(np.float32(x))
-
-
-def multiplier_below_one(real: float, what: str) -> tuple[int, int]:
-    """QuantizeMultiplierSmallerThanOneExp; a ratio outside (0, 1) fails the execution in the
-    reference, so the operation is supported but preparing it fails."""
-    if not 0.0 < real < 1.0:
-        raise Rejected(f"{what} rescale factor {real:g} must be in (0, 1)")
-    m, shift = quantize_multiplier(real)
-    if shift > 0:
-        raise Rejected(f"{what} rescale factor {real:g} rounds up to 1")
-    return m, shift
-
-
 def _clamp_store(out, act: int):
     lo, hi = nn_activation.quant_bounds(act, out)
     dt = torch.uint8 if out.type == T.TENSOR_QUANT8_ASYMM else torch.int8
@@ -95,20 +80,13 @@ def arith_kernel(c, op: Op, act: int):
     store = _clamp_store(out, act)
     z1, z2 = in1.zero_point, in2.zero_point
     if op == Op.MUL:
-        product_scale = float(np.float32(in1.scale) * np.float32(in2.scale))
-        m, shift = multiplier_below_one(product_scale / f32(out.scale), "output")
+        m, shift = mul_multiplier(in1, in2, out)
 
         def mul(a, b, _act=None):
             prod = (a.long() - z1) * (b.long() - z2)
             return store(multiply_by_quantized_multiplier(prod, m, shift))
         return mul
-    s1, s2, so = f32(in1.scale), f32(in2.scale), f32(out.scale)
-    twice_max = 2.0 * max(s1, s2)
-    m1, e1 = multiplier_below_one(s1 / twice_max, "input 0")
-    m2, e2 = multiplier_below_one(s2 / twice_max, "input 1")
-    mo, eo = multiplier_below_one(twice_max / ((1 << ADD_LEFT_SHIFT) * so), "output")
-    if op == Op.SUB:
-        m2 = -m2
+    (m1, e1), (m2, e2), (mo, eo) = add_sub_multipliers(in1, in2, out, op == Op.SUB)
 
     def add(a, b, _act=None):
         x1 = (a.long() - z1) << ADD_LEFT_SHIFT
