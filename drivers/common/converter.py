@@ -14,9 +14,24 @@ from typing import Callable, Collection, Iterable, Mapping, TypeVar
 from nnconform.driver_support import Rejected, Unsupported
 from nnconform.ir import OperationType as Op, Subgraph
 
-__all__ = ["lookup", "check_types", "tensor_operands", "supported", "operation_context", "convert_all"]
+__all__ = ["by_name", "lookup", "check_types", "tensor_operands", "supported", "operation_context", "convert_all"]
 
 F = TypeVar("F")
+
+
+def by_name(namespace: Mapping[str, object], explicit: Mapping[Op, F]) -> dict[Op, F]:
+    """An adapter's operation table: every function of ``namespace`` (a converter module's
+    globals) named ``conv_`` + an operation's name in lower case converts that operation
+    (``conv_squeeze`` SQUEEZE, ``conv_pad_v2`` PAD_V2), and ``explicit`` adds or overrides
+    the rest: converters built by factories and converters shared by several operations.
+    The convention keeps each adapter's table to what is particular to it."""
+    table = {}
+    for op in Op:
+        fn = namespace.get(f"conv_{op.name.lower()}")
+        if callable(fn):
+            table[op] = fn
+    table.update(explicit)
+    return table
 
 
 def lookup(table: Mapping[Op, F], op, runtime: str) -> F:

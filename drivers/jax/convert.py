@@ -855,44 +855,32 @@ def conv_resize_nearest(c: OpCtx):
 # The table
 # ---------------------------------------------------------------------------------------
 
-CONVERTERS: dict[Op, Callable[[OpCtx], list]] = {
+# Every conv_<operation> function above converts that operation (conversion.by_name); the
+# table lists the others: factory-built converters and converters shared by several operations.
+CONVERTERS: dict[Op, Callable[[OpCtx], list]] = conversion.by_name(globals(), {
     Op.ADD: conv_arith, Op.SUB: conv_arith, Op.MUL: conv_arith, Op.DIV: conv_arith,
-    Op.MAXIMUM: _minmax(jnp.maximum, float_max), Op.MINIMUM: _minmax(jnp.minimum, float_min), Op.POW: conv_pow, Op.PRELU: conv_prelu,
+    Op.MAXIMUM: _minmax(jnp.maximum, float_max), Op.MINIMUM: _minmax(jnp.minimum, float_min),
     Op.RELU: _relu(nn_activation.RELU), Op.RELU1: _relu(nn_activation.RELU1),
     Op.RELU6: _relu(nn_activation.RELU6),
-    Op.LOGISTIC: conv_logistic, Op.TANH: conv_tanh,
     Op.ABS: _unary(jnp.abs, jnp.abs), Op.NEG: _unary(jnp.negative, jnp.negative), Op.EXP: _unary(jnp.exp),
     Op.LOG: _unary(jnp.log), Op.SQRT: _unary(jnp.sqrt), Op.SIN: _unary(jnp.sin),
-    Op.FLOOR: _unary(_floor), Op.RSQRT: _unary(_rsqrt), Op.ELU: conv_elu, Op.HARD_SWISH: conv_hard_swish,
+    Op.FLOOR: _unary(_floor), Op.RSQRT: _unary(_rsqrt),
     Op.SOFTMAX: _softmax(False), Op.LOG_SOFTMAX: _softmax(True),
-    Op.L2_NORMALIZATION: conv_l2_normalization,
     Op.EQUAL: _compare(jnp.equal), Op.NOT_EQUAL: _compare(jnp.not_equal),
     Op.GREATER: _compare(jnp.greater), Op.GREATER_EQUAL: _compare(jnp.greater_equal),
     Op.LESS: _compare(jnp.less), Op.LESS_EQUAL: _compare(jnp.less_equal),
     Op.LOGICAL_AND: _logical(jnp.logical_and, 2), Op.LOGICAL_OR: _logical(jnp.logical_or, 2),
     Op.LOGICAL_NOT: _logical(jnp.logical_not, 1),
-    Op.SELECT: conv_select,
-    Op.CONV_2D: conv_conv_2d, Op.DEPTHWISE_CONV_2D: conv_depthwise_conv_2d,
-    Op.GROUPED_CONV_2D: conv_grouped_conv_2d, Op.FULLY_CONNECTED: conv_fully_connected,
-    Op.TRANSPOSE_CONV_2D: conv_transpose_conv_2d,
     Op.BATCH_TO_SPACE_ND: conv_batch_space, Op.SPACE_TO_BATCH_ND: conv_batch_space,
     Op.AVERAGE_POOL_2D: _pool("avg"), Op.MAX_POOL_2D: _pool("max"), Op.L2_POOL_2D: _pool("l2"),
-    Op.QUANTIZE: conv_quantize, Op.DEQUANTIZE: conv_dequantize, Op.CAST: conv_cast,
-    Op.RESHAPE: conv_reshape, Op.SQUEEZE: conv_squeeze, Op.EXPAND_DIMS: conv_expand_dims,
-    Op.TRANSPOSE: conv_transpose, Op.CONCATENATION: conv_concatenation, Op.GATHER: conv_gather,
-    Op.PAD: conv_pad, Op.PAD_V2: conv_pad, Op.MIRROR_PAD: conv_mirror_pad,
-    Op.SLICE: conv_slice, Op.STRIDED_SLICE: conv_strided_slice, Op.SPLIT: conv_split, Op.TILE: conv_tile,
-    Op.REVERSE: conv_reverse, Op.DEPTH_TO_SPACE: conv_depth_to_space, Op.SPACE_TO_DEPTH: conv_depth_to_space,
+    Op.PAD_V2: conv_pad,
+    Op.SPACE_TO_DEPTH: conv_depth_to_space,
     Op.ARGMAX: conv_argminmax, Op.ARGMIN: conv_argminmax,
-    Op.RESIZE_BILINEAR: conv_resize_bilinear, Op.RESIZE_NEAREST_NEIGHBOR: conv_resize_nearest,
-    Op.MEAN: conv_mean, Op.REDUCE_SUM: _reduce("sum"), Op.REDUCE_PROD: _reduce("prod"),
+    Op.RESIZE_NEAREST_NEIGHBOR: conv_resize_nearest,
+    Op.REDUCE_SUM: _reduce("sum"), Op.REDUCE_PROD: _reduce("prod"),
     Op.REDUCE_MAX: _reduce("max"), Op.REDUCE_MIN: _reduce("min"),
     Op.REDUCE_ALL: _reduce("all"), Op.REDUCE_ANY: _reduce("any"),
-    Op.EMBEDDING_LOOKUP: conv_embedding_lookup, Op.PACK: conv_pack, Op.BATCH_MATMUL: conv_batch_matmul,
-    Op.INSTANCE_NORMALIZATION: conv_instance_normalization,
-    Op.LOCAL_RESPONSE_NORMALIZATION: conv_local_response_normalization,
-    Op.RANK: conv_rank, Op.FILL: conv_fill, Op.CHANNEL_SHUFFLE: conv_channel_shuffle,
-}
+})
 
 
 # ---------------------------------------------------------------------------------------

@@ -991,43 +991,31 @@ def conv_channel_shuffle(c: OpCtx):
 # The table
 # ---------------------------------------------------------------------------------------
 
-CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
+# Every conv_<operation> function above converts that operation (conversion.by_name); the
+# table lists the others: factory-built converters and converters shared by several operations.
+CONVERTERS: dict[Op, Callable[[OpCtx], None]] = conversion.by_name(globals(), {
     Op.ADD: _binary_arith("Add"), Op.SUB: _binary_arith("Sub"), Op.MUL: _binary_arith("Mul"),
-    Op.DIV: conv_div,
-    Op.MAXIMUM: _minmax("Max"), Op.MINIMUM: _minmax("Min"), Op.POW: conv_pow, Op.PRELU: conv_prelu,
+    Op.MAXIMUM: _minmax("Max"), Op.MINIMUM: _minmax("Min"),
     Op.RELU: _relu(nn_activation.RELU), Op.RELU1: _relu(nn_activation.RELU1),
     Op.RELU6: _relu(nn_activation.RELU6),
     Op.LOGISTIC: _unary_float("Sigmoid", quant_ok=True), Op.TANH: _unary_float("Tanh", quant_ok=True),
     Op.ABS: _unary_float("Abs", "Abs"), Op.NEG: _unary_float("Neg", "Neg"), Op.EXP: _unary_float("Exp"),
     Op.LOG: _unary_float("Log"), Op.SQRT: _unary_float("Sqrt"), Op.SIN: _unary_float("Sin"),
-    Op.FLOOR: _unary_float("Floor"), Op.RSQRT: conv_rsqrt, Op.ELU: conv_elu, Op.HARD_SWISH: conv_hard_swish,
+    Op.FLOOR: _unary_float("Floor"),
     Op.SOFTMAX: _softmax("Softmax", True), Op.LOG_SOFTMAX: _softmax("LogSoftmax", False),
-    Op.L2_NORMALIZATION: conv_l2_normalization,
     Op.EQUAL: _compare("Equal"), Op.NOT_EQUAL: _compare("Equal", negate=True),
     Op.GREATER: _compare("Greater"), Op.GREATER_EQUAL: _compare("GreaterOrEqual"),
     Op.LESS: _compare("Less"), Op.LESS_EQUAL: _compare("LessOrEqual"),
     Op.LOGICAL_AND: _logical("And", 2), Op.LOGICAL_OR: _logical("Or", 2), Op.LOGICAL_NOT: _logical("Not", 1),
-    Op.SELECT: conv_select,
-    Op.CONV_2D: conv_conv_2d, Op.DEPTHWISE_CONV_2D: conv_depthwise_conv_2d,
-    Op.GROUPED_CONV_2D: conv_grouped_conv_2d, Op.FULLY_CONNECTED: conv_fully_connected,
-    Op.TRANSPOSE_CONV_2D: conv_transpose_conv_2d,
     Op.BATCH_TO_SPACE_ND: conv_batch_space, Op.SPACE_TO_BATCH_ND: conv_batch_space,
     Op.AVERAGE_POOL_2D: _pool("avg"), Op.MAX_POOL_2D: _pool("max"), Op.L2_POOL_2D: _pool("l2"),
-    Op.QUANTIZE: conv_quantize, Op.DEQUANTIZE: conv_dequantize, Op.CAST: conv_cast,
-    Op.RESHAPE: conv_reshape, Op.SQUEEZE: conv_squeeze, Op.EXPAND_DIMS: conv_expand_dims,
-    Op.TRANSPOSE: conv_transpose, Op.CONCATENATION: conv_concatenation, Op.GATHER: conv_gather,
-    Op.PAD: conv_pad, Op.PAD_V2: conv_pad, Op.MIRROR_PAD: conv_mirror_pad,
-    Op.SLICE: conv_slice, Op.STRIDED_SLICE: conv_strided_slice, Op.SPLIT: conv_split, Op.TILE: conv_tile,
-    Op.REVERSE: conv_reverse, Op.DEPTH_TO_SPACE: conv_depth_to_space, Op.SPACE_TO_DEPTH: conv_depth_to_space,
-    Op.ARGMAX: conv_argminmax, Op.ARGMIN: conv_argminmax, Op.RESIZE_BILINEAR: conv_resize_bilinear,
-    Op.MEAN: conv_mean, Op.REDUCE_SUM: _reduce("ReduceSum", FLOATS), Op.REDUCE_PROD: _reduce("ReduceProd", FLOATS),
+    Op.PAD_V2: conv_pad,
+    Op.SPACE_TO_DEPTH: conv_depth_to_space,
+    Op.ARGMAX: conv_argminmax, Op.ARGMIN: conv_argminmax,
+    Op.REDUCE_SUM: _reduce("ReduceSum", FLOATS), Op.REDUCE_PROD: _reduce("ReduceProd", FLOATS),
     Op.REDUCE_MAX: _reduce("ReduceMax", DATA), Op.REDUCE_MIN: _reduce("ReduceMin", DATA),
     Op.REDUCE_ALL: _reduce("ReduceMin", (T.TENSOR_BOOL8,)), Op.REDUCE_ANY: _reduce("ReduceMax", (T.TENSOR_BOOL8,)),
-    Op.EMBEDDING_LOOKUP: conv_embedding_lookup, Op.PACK: conv_pack, Op.BATCH_MATMUL: conv_batch_matmul,
-    Op.INSTANCE_NORMALIZATION: conv_instance_normalization,
-    Op.LOCAL_RESPONSE_NORMALIZATION: conv_local_response_normalization,
-    Op.RANK: conv_rank, Op.FILL: conv_fill, Op.CHANNEL_SHUFFLE: conv_channel_shuffle,
-}
+})
 
 # IF/WHILE (ONNX If/Loop) and the RNN/LSTM families live in their own modules, which use the
 # builders above; they add themselves to the table here.

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnconform.drivers.common import converter as conversion
 from nnconform.ir import OperandType as T, OperationType as Op
 from nnconform.ops import activation as nn_activation
 from nnconform.ops import lstm_cell as cell
@@ -418,16 +419,9 @@ def _quantized_lstm(c) -> None:
                          "rounding doubling high multiplies) has no exact ONNX composition")
 
 
-CONVERTERS = {
-    Op.RNN: conv_rnn,
-    Op.UNIDIRECTIONAL_SEQUENCE_RNN: conv_unidirectional_sequence_rnn,
-    Op.BIDIRECTIONAL_SEQUENCE_RNN: conv_bidirectional_sequence_rnn,
-    Op.LSTM: conv_lstm,
-    Op.UNIDIRECTIONAL_SEQUENCE_LSTM: conv_unidirectional_sequence_lstm,
-    Op.BIDIRECTIONAL_SEQUENCE_LSTM: conv_bidirectional_sequence_lstm,
-    Op.QUANTIZED_16BIT_LSTM: _quantized_lstm,
-    Op.QUANTIZED_LSTM: _quantized_lstm,
-}
+# The conv_<operation> functions above, and the quantised LSTMs this adapter refuses.
+CONVERTERS = conversion.by_name(globals(), {Op.QUANTIZED_16BIT_LSTM: _quantized_lstm,
+                                            Op.QUANTIZED_LSTM: _quantized_lstm})
 
 
 # Last: convert.py imports this module to register CONVERTERS, and the converters here use

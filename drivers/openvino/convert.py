@@ -1127,50 +1127,37 @@ def conv_if(c: OpCtx):
 
 _F32_MAX = float(np.finfo(np.float32).max)
 
-CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
+# Every conv_<operation> function above converts that operation (conversion.by_name); the
+# table lists the others: factory-built converters and converters shared by several operations.
+CONVERTERS: dict[Op, Callable[[OpCtx], None]] = conversion.by_name(globals(), {
     Op.ADD: _binary_arith(ops.add), Op.SUB: _binary_arith(ops.subtract), Op.MUL: _binary_arith(ops.multiply),
-    Op.DIV: conv_div,
-    Op.MAXIMUM: _minmax(ops.maximum), Op.MINIMUM: _minmax(ops.minimum), Op.POW: conv_pow, Op.PRELU: conv_prelu,
+    Op.MAXIMUM: _minmax(ops.maximum), Op.MINIMUM: _minmax(ops.minimum),
     Op.RELU: _relu(nn_activation.RELU), Op.RELU1: _relu(nn_activation.RELU1),
     Op.RELU6: _relu(nn_activation.RELU6),
     Op.LOGISTIC: _unary_float(ops.sigmoid), Op.TANH: _unary_float(ops.tanh),
     Op.ABS: _unary_float(ops.abs, ops.abs), Op.NEG: _unary_float(ops.negative, ops.negative),
     Op.EXP: _unary_float(ops.exp), Op.LOG: _unary_float(ops.log), Op.SQRT: _unary_float(ops.sqrt),
     Op.SIN: _unary_float(ops.sin), Op.FLOOR: _unary_float(ops.floor),
-    Op.RSQRT: conv_rsqrt, Op.ELU: conv_elu, Op.HARD_SWISH: conv_hard_swish,
     Op.SOFTMAX: _softmax(False), Op.LOG_SOFTMAX: _softmax(True),
-    Op.L2_NORMALIZATION: conv_l2_normalization,
     Op.EQUAL: _compare("equal"), Op.NOT_EQUAL: _compare("not_equal"),
     Op.GREATER: _compare("greater"), Op.GREATER_EQUAL: _compare("greater_equal"),
     Op.LESS: _compare("less"), Op.LESS_EQUAL: _compare("less_equal"),
     Op.LOGICAL_AND: _logical(ops.logical_and, 2), Op.LOGICAL_OR: _logical(ops.logical_or, 2),
     Op.LOGICAL_NOT: _logical(ops.logical_not, 1),
-    Op.SELECT: conv_select,
-    Op.CONV_2D: conv_conv_2d, Op.DEPTHWISE_CONV_2D: conv_depthwise_conv_2d,
-    Op.GROUPED_CONV_2D: conv_grouped_conv_2d, Op.FULLY_CONNECTED: conv_fully_connected,
-    Op.TRANSPOSE_CONV_2D: conv_transpose_conv_2d,
     Op.BATCH_TO_SPACE_ND: conv_batch_space, Op.SPACE_TO_BATCH_ND: conv_batch_space,
     Op.AVERAGE_POOL_2D: _pool("avg"), Op.MAX_POOL_2D: _pool("max"), Op.L2_POOL_2D: _pool("l2"),
-    Op.QUANTIZE: conv_quantize, Op.DEQUANTIZE: conv_dequantize, Op.CAST: conv_cast,
-    Op.RESHAPE: conv_reshape, Op.SQUEEZE: conv_squeeze, Op.EXPAND_DIMS: conv_expand_dims,
-    Op.TRANSPOSE: conv_transpose, Op.CONCATENATION: conv_concatenation, Op.GATHER: conv_gather,
-    Op.PAD: conv_pad, Op.PAD_V2: conv_pad, Op.MIRROR_PAD: conv_mirror_pad,
-    Op.SLICE: conv_slice, Op.STRIDED_SLICE: conv_strided_slice, Op.SPLIT: conv_split, Op.TILE: conv_tile,
-    Op.REVERSE: conv_reverse, Op.DEPTH_TO_SPACE: conv_depth_to_space, Op.SPACE_TO_DEPTH: conv_depth_to_space,
+    Op.PAD_V2: conv_pad,
+    Op.SPACE_TO_DEPTH: conv_depth_to_space,
     Op.ARGMAX: conv_argminmax, Op.ARGMIN: conv_argminmax,
-    Op.MEAN: conv_mean, Op.REDUCE_SUM: _reduce(ops.reduce_sum, FLOATS),
+    Op.REDUCE_SUM: _reduce(ops.reduce_sum, FLOATS),
     Op.REDUCE_MAX: _reduce(_nan_skipping(ops.reduce_max, -_F32_MAX), DATA),
     Op.REDUCE_MIN: _reduce(_nan_skipping(ops.reduce_min, _F32_MAX), DATA),
     Op.REDUCE_ALL: _reduce(ops.reduce_logical_and, (T.TENSOR_BOOL8,)),
     Op.REDUCE_ANY: _reduce(ops.reduce_logical_or, (T.TENSOR_BOOL8,)),
-    Op.EMBEDDING_LOOKUP: conv_embedding_lookup, Op.PACK: conv_pack, Op.BATCH_MATMUL: conv_batch_matmul,
-    Op.INSTANCE_NORMALIZATION: conv_instance_normalization,
-    Op.LOCAL_RESPONSE_NORMALIZATION: conv_local_response_normalization,
-    Op.RESIZE_BILINEAR: conv_resize_bilinear, Op.RESIZE_NEAREST_NEIGHBOR: conv_resize_nearest,
-    Op.REDUCE_PROD: conv_reduce_prod, Op.TOPK_V2: conv_topk,
-    Op.IF: conv_if, Op.RNN: conv_rnn, Op.UNIDIRECTIONAL_SEQUENCE_RNN: conv_unidirectional_rnn,
-    Op.RANK: conv_rank, Op.FILL: conv_fill, Op.CHANNEL_SHUFFLE: conv_channel_shuffle,
-}
+    Op.RESIZE_NEAREST_NEIGHBOR: conv_resize_nearest,
+    Op.TOPK_V2: conv_topk,
+    Op.UNIDIRECTIONAL_SEQUENCE_RNN: conv_unidirectional_rnn,
+})
 
 
 # ---------------------------------------------------------------------------------------

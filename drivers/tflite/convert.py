@@ -264,7 +264,7 @@ def _max_min(code: int):
     return convert
 
 
-def conv_relu(code: int):
+def _relu(code: int):
     return _unary(code, FLOATS + QUANT8)
 
 
@@ -958,22 +958,16 @@ def conv_batch_matmul(c: OpCtx):
 # The table
 # ---------------------------------------------------------------------------------------
 
-CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
+# Every conv_<operation> function above converts that operation (conversion.by_name); the
+# table lists the others: factory-built converters and converters shared by several operations.
+CONVERTERS: dict[Op, Callable[[OpCtx], None]] = conversion.by_name(globals(), {
     Op.ADD: _binary(B.ADD, "AddOptions", NUMERIC),
     Op.SUB: _binary(B.SUB, "SubOptions", NUMERIC),
     Op.MUL: _binary(B.MUL, "MulOptions", NUMERIC),
     Op.DIV: _binary(B.DIV, "DivOptions", FLOATS + (I32,), int_code=B.FLOOR_DIV),
-    Op.RELU: conv_relu(B.RELU),
-    Op.RELU1: conv_relu(B.RELU_N1_TO_1),
-    Op.RELU6: conv_relu(B.RELU6),
-    Op.LOGISTIC: conv_logistic,
-    Op.TANH: conv_tanh,
-    Op.HARD_SWISH: conv_hard_swish,
-    Op.ELU: conv_elu,
-    Op.PRELU: conv_prelu,
-    Op.SOFTMAX: conv_softmax,
-    Op.LOG_SOFTMAX: conv_log_softmax,
-    Op.L2_NORMALIZATION: conv_l2_normalization,
+    Op.RELU: _relu(B.RELU),
+    Op.RELU1: _relu(B.RELU_N1_TO_1),
+    Op.RELU6: _relu(B.RELU6),
     Op.LOCAL_RESPONSE_NORMALIZATION: conv_lrn,
     Op.ABS: _unary(B.ABS, FLOATS + (I32,)),
     Op.EXP: _unary(B.EXP, FLOATS),
@@ -995,16 +989,6 @@ CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
     Op.LESS_EQUAL: _compare(B.LESS_EQUAL, NUMERIC),
     Op.MAXIMUM: _max_min(B.MAXIMUM),
     Op.MINIMUM: _max_min(B.MINIMUM),
-    Op.SELECT: conv_select,
-    Op.CAST: conv_cast,
-    Op.QUANTIZE: conv_quantize,
-    Op.DEQUANTIZE: conv_dequantize,
-    Op.CONV_2D: conv_conv_2d,
-    Op.GROUPED_CONV_2D: conv_grouped_conv_2d,
-    Op.TRANSPOSE_CONV_2D: conv_transpose_conv_2d,
-    Op.CHANNEL_SHUFFLE: conv_channel_shuffle,
-    Op.DEPTHWISE_CONV_2D: conv_depthwise_conv_2d,
-    Op.FULLY_CONNECTED: conv_fully_connected,
     Op.AVERAGE_POOL_2D: _pool(B.AVERAGE_POOL_2D, FLOATS + QUANT8),
     Op.MAX_POOL_2D: _pool(B.MAX_POOL_2D, FLOATS + QUANT8),
     Op.L2_POOL_2D: _pool(B.L2_POOL_2D, FLOATS),
@@ -1014,27 +998,9 @@ CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
     Op.SPACE_TO_BATCH_ND: conv_space_to_batch,
     Op.RESIZE_BILINEAR: _resize(B.RESIZE_BILINEAR, "ResizeBilinearOptions"),
     Op.RESIZE_NEAREST_NEIGHBOR: _resize(B.RESIZE_NEAREST_NEIGHBOR, "ResizeNearestNeighborOptions"),
-    Op.CONCATENATION: conv_concatenation,
-    Op.RESHAPE: conv_reshape,
-    Op.TRANSPOSE: conv_transpose,
-    Op.SQUEEZE: conv_squeeze,
-    Op.EXPAND_DIMS: conv_expand_dims,
-    Op.PAD: conv_pad,
-    Op.PAD_V2: conv_pad_v2,
-    Op.MIRROR_PAD: conv_mirror_pad,
-    Op.GATHER: conv_gather,
-    Op.SLICE: conv_slice,
-    Op.STRIDED_SLICE: conv_strided_slice,
-    Op.SPLIT: conv_split,
-    Op.TILE: conv_tile,
-    Op.REVERSE: conv_reverse,
-    Op.PACK: conv_pack,
     Op.ARGMAX: _argminmax(B.ARG_MAX, "ArgMaxOptions"),
     Op.ARGMIN: _argminmax(B.ARG_MIN, "ArgMinOptions"),
-    Op.EMBEDDING_LOOKUP: conv_embedding_lookup,
     Op.TOPK_V2: conv_topk,
-    Op.FILL: conv_fill,
-    Op.RANK: conv_rank,
     Op.MEAN: _reduce(B.MEAN, FLOATS + QUANT8),
     # NNAPI accumulates fp16 sums and products in fp16; TFLite has no fp16 reduction.
     Op.REDUCE_SUM: _reduce(B.SUM, (F32,)),
@@ -1043,8 +1009,7 @@ CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
     Op.REDUCE_MIN: _reduce(B.REDUCE_MIN, FLOATS + QUANT8),
     Op.REDUCE_ANY: _reduce(B.REDUCE_ANY, (BOOL,)),
     Op.REDUCE_ALL: _reduce(B.REDUCE_ALL, (BOOL,)),
-    Op.BATCH_MATMUL: conv_batch_matmul,
-}
+})
 
 
 def convert_operation(g: GraphConv, index: int) -> None:

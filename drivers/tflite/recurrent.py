@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nnconform.drivers.common import converter as conversion
 from nnconform.ir import Lifetime, OperandType as T, OperationType as Op
 
 from .builder import OMITTED, BuiltinOperator as B, S, TensorType, options
@@ -332,11 +333,4 @@ def _reverse(c: OpCtx, t: int, axis: int, dst: int | None = None) -> int:
 def has_state(model) -> bool:
     return any(op.type in CONVERTERS for op in model.main.operations)
 
-CONVERTERS = {
-    Op.RNN: conv_rnn,
-    Op.UNIDIRECTIONAL_SEQUENCE_RNN: conv_unidirectional_sequence_rnn,
-    Op.BIDIRECTIONAL_SEQUENCE_RNN: conv_bidirectional_sequence_rnn,
-    Op.LSTM: conv_lstm,
-    Op.UNIDIRECTIONAL_SEQUENCE_LSTM: conv_unidirectional_sequence_lstm,
-    Op.BIDIRECTIONAL_SEQUENCE_LSTM: conv_bidirectional_sequence_lstm,
-}
+CONVERTERS = conversion.by_name(globals(), {})   # the conv_<operation> functions above
