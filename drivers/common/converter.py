@@ -11,12 +11,24 @@ from __future__ import annotations
 import contextlib
 from typing import Callable, Collection, Iterable, Mapping, TypeVar
 
-from nnconform.driver_support import Rejected, Unsupported
-from nnconform.ir import OperationType as Op, Subgraph
+from nnconform.driver_support import ParameterAccess, Rejected, Unsupported
+from nnconform.ir import Operand, OperationType as Op, Subgraph
 
-__all__ = ["by_name", "lookup", "check_types", "tensor_operands", "supported", "operation_context", "convert_all"]
+__all__ = ["OperationContext", "by_name", "lookup", "check_types", "tensor_operands", "check_operation_types",
+           "supported", "operation_context", "convert_all"]
 
 F = TypeVar("F")
+
+
+class OperationContext(ParameterAccess):
+    """One operation of a subgraph as its converter sees it: ``op``, its input operands
+    ``ins`` and output operands ``outs``, and NNAPI parameters read as Python values
+    (ParameterAccess).  Each adapter's OpCtx adds how its runtime's values are reached."""
+
+    def __init__(self, sg: Subgraph, index: int):
+        self.op = sg.operations[index]
+        self.ins: list[Operand] = [sg.operands[i] for i in self.op.inputs]
+        self.outs: list[Operand] = [sg.operands[i] for i in self.op.outputs]
 
 
 def by_name(namespace: Mapping[str, object], explicit: Mapping[Op, F]) -> dict[Op, F]:
@@ -55,6 +67,13 @@ def tensor_operands(sg: Subgraph, indexes: Iterable[int]) -> list[int]:
     conversion time and omitted optional inputs carry nothing, so neither needs a runtime
     type)."""
     return [i for i in indexes if not sg.operands[i].info.is_scalar and not sg.operands[i].is_omitted]
+
+
+def check_operation_types(sg: Subgraph, op, known: Collection) -> None:
+    """Every output, and every tensor input present, of operation ``op`` has a type the
+    runtime stores."""
+    check_types(sg, op.outputs, known)
+    check_types(sg, tensor_operands(sg, op.inputs), known)
 
 
 def supported(convert: Callable[[], object]) -> tuple[bool, str]:

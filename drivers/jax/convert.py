@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from nnconform.driver_support import ParameterAccess, Rejected, Unsupported
+from nnconform.driver_support import Rejected, Unsupported
 from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
 from nnconform.ops import activation as nn_activation
 from nnconform import nnapi_params as params
@@ -53,13 +53,11 @@ HIGHEST = lax.Precision.HIGHEST
 # The per-operation context
 # ---------------------------------------------------------------------------------------
 
-class OpCtx(ParameterAccess):
+class OpCtx(conversion.OperationContext):
     """One operation seen by its converter: operands (``ins``/``outs``) and traced values."""
 
     def __init__(self, sg: Subgraph, index: int, values: dict[int, jax.Array]):
-        self.op = sg.operations[index]
-        self.ins: list[Operand] = [sg.operands[i] for i in self.op.inputs]
-        self.outs: list[Operand] = [sg.operands[i] for i in self.op.outputs]
+        super().__init__(sg, index)
         self._values = values
         self._sg = sg
 

@@ -41,7 +41,7 @@ from nnconform.drivers.common.types import (CASTABLE, DATA, FILLABLE, FLOATS, NU
 OPSET = 21
 
 
-from nnconform.driver_support import ParameterAccess, Rejected, Unsupported  # noqa: E402  (Unsupported re-exported)
+from nnconform.driver_support import Rejected, Unsupported  # noqa: E402, F401  (re-exported for control_flow, recurrent)
 
 
 ONNX_TYPE = storage_table(TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT32, TensorProto.BOOL,
@@ -96,14 +96,12 @@ class GraphBuilder:
         return f"o{index}"
 
 
-class OpCtx(ParameterAccess):
-    """One operation seen by its converter."""
+class OpCtx(conversion.OperationContext):
+    """One operation seen by its converter, emitting into ``g``."""
 
     def __init__(self, g: GraphBuilder, index: int):
+        super().__init__(g.sg, index)
         self.g = g
-        self.op = g.sg.operations[index]
-        self.ins: list[Operand] = [g.sg.operands[i] for i in self.op.inputs]
-        self.outs: list[Operand] = [g.sg.operands[i] for i in self.op.outputs]
 
     # inputs / outputs --------------------------------------------------------------
     def x(self, k: int) -> str:
@@ -1033,8 +1031,7 @@ def convert_operation(g: GraphBuilder, index: int) -> None:
     """Emit one operation into ``g``; raise Unsupported when it cannot be mapped faithfully."""
     op = g.sg.operations[index]
     fn = conversion.lookup(CONVERTERS, op, "ONNX")
-    conversion.check_types(g.sg, op.outputs, ONNX_TYPE)
-    conversion.check_types(g.sg, conversion.tensor_operands(g.sg, op.inputs), ONNX_TYPE)
+    conversion.check_operation_types(g.sg, op, ONNX_TYPE)
     fn(OpCtx(g, index))
 
 

@@ -32,7 +32,7 @@ import numpy as np
 import openvino as ov
 import openvino.opset16 as ops  # the newest complete opset (opset17 holds only its two new ops)
 
-from nnconform.driver_support import ParameterAccess, Rejected, Unsupported
+from nnconform.driver_support import Rejected, Unsupported
 from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
 from nnconform.ops import activation as nn_activation
 from nnconform import nnapi_params as params
@@ -113,14 +113,12 @@ def _partial_shape(o: Operand) -> ov.PartialShape:
     return ov.PartialShape([d if d > 0 else -1 for d in o.dimensions])
 
 
-class OpCtx(ParameterAccess):
-    """One operation seen by its converter."""
+class OpCtx(conversion.OperationContext):
+    """One operation seen by its converter, building into ``g``."""
 
     def __init__(self, g: GraphBuilder, index: int):
+        super().__init__(g.sg, index)
         self.g = g
-        self.op = g.sg.operations[index]
-        self.ins: list[Operand] = [g.sg.operands[i] for i in self.op.inputs]
-        self.outs: list[Operand] = [g.sg.operands[i] for i in self.op.outputs]
 
     def x(self, k: int) -> ov.Output:
         return self.g.operand_value(self.op.inputs[k])
@@ -1182,8 +1180,7 @@ def convert_operation(g: GraphBuilder, index: int) -> None:
     """Build one operation into ``g``; raise Unsupported when it cannot be mapped faithfully."""
     op = g.sg.operations[index]
     fn = conversion.lookup(CONVERTERS, op, "OpenVINO")
-    conversion.check_types(g.sg, op.outputs, OV_TYPE)
-    conversion.check_types(g.sg, conversion.tensor_operands(g.sg, op.inputs), OV_TYPE)
+    conversion.check_operation_types(g.sg, op, OV_TYPE)
     _check_no_subnormal_constants(g.sg, op.inputs)
     if op.outputs and all(i in g.const_derived for i in op.outputs):
         # OpenVINO folds constant-only subgraphs at compile time, and the folding is not the

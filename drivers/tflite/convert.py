@@ -42,7 +42,7 @@ from nnconform.ops.strided_slice import slice_plan
 from .builder import OMITTED, BuiltinOperator as B, FlatModel, S, SubgraphWriter, TensorType, options
 
 
-from nnconform.driver_support import ParameterAccess, Rejected, Unsupported  # noqa: E402  (Unsupported re-exported)
+from nnconform.driver_support import Rejected, Unsupported  # noqa: E402  (Unsupported re-exported)
 
 
 TFL_TYPE = storage_table(TensorType.FLOAT32, TensorType.FLOAT16, TensorType.INT32, TensorType.BOOL,
@@ -133,14 +133,12 @@ def cast_options(src: int, dst: int):
     return options("CastOptions", inDataType=src, outDataType=dst)
 
 
-class OpCtx(ParameterAccess):
-    """One operation seen by its converter."""
+class OpCtx(conversion.OperationContext):
+    """One operation seen by its converter, emitting into ``g``."""
 
     def __init__(self, g: GraphConv, index: int):
+        super().__init__(g.sg, index)
         self.g = g
-        self.op = g.sg.operations[index]
-        self.ins: list[Operand] = [g.sg.operands[i] for i in self.op.inputs]
-        self.outs: list[Operand] = [g.sg.operands[i] for i in self.op.outputs]
         self._narrow: list[tuple[int, int]] = []
 
     # inputs / outputs ------------------------------------------------------------------
@@ -663,7 +661,7 @@ def conv_space_to_batch(c: OpCtx):
 
 def _resize(code: int, options_name: str):
     def convert(c: OpCtx):
-        x = c.require(0, FLOATS + QUANT8)
+        c.require(0, FLOATS + QUANT8)
         w = Window.__new__(Window)
         r = op_params.resize(c, known_input=False)
         w.nchw = r.nchw

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from nnconform.drivers.common import converter as conversion
-from nnconform.ir import Lifetime, OperandType as T, OperationType as Op
+from nnconform.ir import Lifetime, OperandType as T
 
 from .builder import OMITTED, BuiltinOperator as B, S, TensorType, options
 from .convert import OpCtx, Unsupported, activation, transpose

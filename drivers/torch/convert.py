@@ -30,7 +30,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from nnconform.driver_support import ParameterAccess, Rejected, Unsupported
+from nnconform.driver_support import Rejected, Unsupported
 from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
 from nnconform.ops import activation as nn_activation
 from nnconform import nnapi_params as params
@@ -53,17 +53,15 @@ Kernel = Callable[..., "torch.Tensor | Sequence[torch.Tensor]"]
 # Per-operation context and tensor helpers
 # ---------------------------------------------------------------------------------------
 
-class OpCtx(ParameterAccess):
+class OpCtx(conversion.OperationContext):
     """One operation seen by its converter."""
 
     def __init__(self, sg: Subgraph, index: int, model: Model | None = None,
                  clock: "control_flow.Clock | None" = None):
+        super().__init__(sg, index)
         self.sg = sg
         self.model = model                    # for IF / WHILE: the referenced subgraphs
         self.clock = clock or control_flow.Clock()
-        self.op = sg.operations[index]
-        self.ins: list[Operand] = [sg.operands[i] for i in self.op.inputs]
-        self.outs: list[Operand] = [sg.operands[i] for i in self.op.outputs]
 
     def out_dtype(self, k: int = 0) -> torch.dtype:
         return TORCH_DTYPE[self.outs[k].type]
@@ -1022,8 +1020,7 @@ def convert_operation(sg: Subgraph, index: int, model: Model | None = None,
     """The kernel of one operation; Unsupported when it cannot be mapped faithfully."""
     op = sg.operations[index]
     fn = conversion.lookup(CONVERTERS, op, "torch")
-    conversion.check_types(sg, op.outputs, TORCH_DTYPE)
-    conversion.check_types(sg, conversion.tensor_operands(sg, op.inputs), TORCH_DTYPE)
+    conversion.check_operation_types(sg, op, TORCH_DTYPE)
     return fn(OpCtx(sg, index, model, clock))
 
 
