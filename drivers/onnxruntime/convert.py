@@ -33,7 +33,7 @@ from onnx import TensorProto, helper, numpy_helper
 from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
 from nnconform.ops import activation as nn_activation
 from nnconform import nnapi_params as params
-from nnconform.drivers.common import converter as conversion, op_params
+from nnconform.drivers.common import activation, converter as conversion, op_params
 from nnconform.drivers.common.layout import TO_NCHW, TO_NHWC, axis_last, nhwc_dims
 from nnconform.drivers.common.types import (CASTABLE, DATA, FILLABLE, FLOATS, NUMERIC, QUANT8, movable,
                                             pad_fill, require_same_quant, same_quant, storage_table)
@@ -161,25 +161,22 @@ def zp_const(c: OpCtx, o: Operand) -> str:
 
 def float_activation(c: OpCtx, name: str, act: int, dtype=np.float32) -> str:
     """NNAPI's fused activation on a float tensor (float32 unless ``dtype`` says otherwise)."""
-    if act == nn_activation.NONE:
+    bounds = activation.float_bounds(act)
+    if bounds is None:
         return name
-    if act == nn_activation.RELU:
+    if act == activation.RELU:
         return c.node("Relu", [name])
-    lo, hi = nn_activation.float_bounds(act)
-    if act not in nn_activation.FUSED_ACTIVATIONS:
-        raise Unsupported(f"fused activation {act}")
+    lo, hi = bounds
     return c.node("Clip", [name, c.const_value(np.asarray(lo, dtype)), c.const_value(np.asarray(hi, dtype))])
 
 
 def quant_activation(c: OpCtx, q: str, act: int, out: Operand, target: str | None) -> str:
     """Clamp stored quantised values to NNAPI's activation bounds (exact on integers)."""
-    if act not in nn_activation.FUSED_ACTIVATIONS:
-        raise Unsupported(f"fused activation {act}")
-    lo, hi = nn_activation.quant_bounds(act, out)
-    dt = out.info.dtype
-    full = np.iinfo(dt)
-    if lo <= full.min and hi >= full.max:
+    bounds = activation.quant_bounds(act, out)
+    if bounds is None:
         return c.node("Identity", [q], [target] if target else None)
+    lo, hi = bounds
+    dt = out.info.dtype
     return c.node("Clip", [q, c.const_value(np.asarray(lo, dt)), c.const_value(np.asarray(hi, dt))],
                   [target] if target else None)
 

@@ -36,7 +36,7 @@ from nnconform.driver_support import Rejected, Unsupported
 from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
 from nnconform.ops import activation as nn_activation
 from nnconform import nnapi_params as params
-from nnconform.drivers.common import converter as conversion, op_params
+from nnconform.drivers.common import activation, converter as conversion, op_params
 from nnconform.drivers.common.layout import TO_NCHW, TO_NHWC
 from nnconform.drivers.common.types import (CASTABLE, DATA, FILLABLE, FLOATS, NUMERIC, QUANT8, movable,
                                             pad_fill, require_same_quant, same_quant, storage_table)
@@ -157,13 +157,12 @@ def _const_derived(sg: Subgraph) -> set[int]:
 
 def float_activation(v, act: int) -> ov.Output:
     """NNAPI's fused activation on a float tensor."""
-    if act not in nn_activation.FUSED_ACTIVATIONS:
-        raise Unsupported(f"fused activation {act}")
-    if act == nn_activation.NONE:
+    bounds = activation.float_bounds(act)
+    if bounds is None:
         return _out(v)
-    if act == nn_activation.RELU:
+    if act == activation.RELU:
         return _out(ops.relu(v))
-    lo, hi = nn_activation.float_bounds(act)
+    lo, hi = bounds
     et = _out(v).get_element_type()
     dt = np.float16 if et == ov.Type.f16 else np.float32
     return _out(ops.minimum(ops.maximum(v, c_(lo, dt)), c_(hi, dt)))
@@ -171,12 +170,13 @@ def float_activation(v, act: int) -> ov.Output:
 
 def quant_activation(v, act: int, out: Operand) -> ov.Output:
     """Clamp stored quantised values to NNAPI's activation bounds (exact on integers)."""
-    if act not in nn_activation.FUSED_ACTIVATIONS:
-        raise Unsupported(f"fused activation {act}")
-    lo, hi = nn_activation.quant_bounds(act, out)
+    bounds = activation.quant_bounds(act, out)
+    v = _out(v)
+    if bounds is None:
+        return v
+    lo, hi = bounds
     dt = out.info.dtype
     full = np.iinfo(dt)
-    v = _out(v)
     if lo > full.min:
         v = _out(ops.maximum(v, c_(lo, dt)))
     if hi < full.max:

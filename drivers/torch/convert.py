@@ -34,7 +34,7 @@ from nnconform.driver_support import Rejected, Unsupported
 from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op, Subgraph
 from nnconform.ops import activation as nn_activation
 from nnconform import nnapi_params as params
-from nnconform.drivers.common import converter as conversion, op_params
+from nnconform.drivers.common import activation, converter as conversion, op_params
 from nnconform.drivers.common.layout import TO_NCHW, TO_NHWC
 from nnconform.drivers.common.types import (CASTABLE, DATA, FILLABLE, FLOATS, NUMERIC, QUANT8, movable,
                                             pad_fill, require_same_quant, same_quant, storage_table)
@@ -73,25 +73,22 @@ def wide(t: torch.Tensor) -> torch.Tensor:
 
 
 def float_act(t: torch.Tensor, act: int) -> torch.Tensor:
+    # Runs inside kernels, which torch.compile traces: the reference's bound table is read
+    # directly, as going through activation.float_bounds here made dynamo compile extra graphs
+    # (test_compiled_device_compiles_in_prepare_and_execute_only_runs saw it).
     if act == nn_activation.NONE:
         return t
     lo, hi = nn_activation.float_bounds(act)
     return torch.clamp(t, min=None if np.isinf(lo) else lo, max=None if np.isinf(hi) else hi)
 
 
-def check_act(act: int) -> int:
-    if act not in nn_activation.FUSED_ACTIVATIONS:
-        raise Unsupported(f"fused activation {act}")
-    return act
+check_act = activation.check
 
 
 def quant_clamp(out: Operand, act: int) -> Callable[[torch.Tensor], torch.Tensor]:
     """Clamp stored quantised values to NNAPI's activation bounds (exact on integers)."""
-    lo, hi = nn_activation.quant_bounds(check_act(act), out)
-    qlo, qhi = QUANT_RANGE[out.type]
-    if lo <= qlo and hi >= qhi:
-        return lambda t: t
-    return lambda t: torch.clamp(t, lo, hi)
+    bounds = activation.quant_bounds(act, out)
+    return (lambda t: t) if bounds is None else (lambda t: torch.clamp(t, *bounds))
 
 
 # ---------------------------------------------------------------------------------------
