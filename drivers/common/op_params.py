@@ -20,15 +20,18 @@ from typing import Sequence
 
 import numpy as np
 
-from nnconform.driver_support import Rejected
+from nnconform import nnapi_params
+from nnconform.driver_support import Rejected, Unsupported
 from nnconform.ir import OperandType as T, OperationType as Op
 from nnconform.ops.resize import bilinear_axis, bilinear_axis_fixed, nearest_axis
 
 from .layout import layout_flag, nhwc_dims, spatial, swap_with_next
+from .types import require_unchanged_quant
 
 __all__ = ["BatchSpace", "batch_space", "depth_space", "Resize", "resize", "bilinear_axis",
            "bilinear_axis_fixed", "nearest_axis", "ChannelShuffle", "channel_shuffle", "split",
-           "paddings", "mirror_pad", "transpose_perm", "squeeze_axes", "reduced_shape",
+           "paddings", "mirror_pad", "transpose_perm", "squeeze_axes", "reduced_shape", "Reduction",
+           "reduction", "MAX_UNROLLED", "SequentialFold", "sequential_fold",
            "Lrn", "lrn", "instance_norm"]
 
 
@@ -248,10 +251,9 @@ def transpose_perm(c) -> list[int]:
 def squeeze_axes(c, dims: Sequence[int] | None = None) -> list[int]:
     """SQUEEZE's axes: input 1 (sorted, non-negative), or when omitted every axis of size 1
     (which needs the dimensions)."""
-    from nnconform.nnapi_params import axes   # the axes rule itself is nnapi_params'
     if c.omitted(1):
         return [i for i, d in enumerate(_dims(c, dims)) if d == 1]
-    return axes(c, 1, len(dims) if dims is not None else c.rank(c.ins[0]))
+    return nnapi_params.axes(c, 1, len(dims) if dims is not None else c.rank(c.ins[0]))
 
 
 def reduced_shape(dims: Sequence[int], axes: Sequence[int], keep: bool) -> list[int]:
@@ -260,6 +262,54 @@ def reduced_shape(dims: Sequence[int], axes: Sequence[int], keep: bool) -> list[
     if keep:
         return [1 if i in axes else d for i, d in enumerate(dims)]
     return [d for i, d in enumerate(dims) if i not in axes] or [1]
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """REDUCE_* or MEAN over ``axes`` of a rank-``rank`` input, keeping the reduced dimensions
+    (as 1) or not."""
+    axes: list[int]
+    keep: bool
+    rank: int
+
+    @property
+    def to_one(self) -> bool:
+        """Every dimension reduced away: NNAPI has no 0-d tensors, the result is [1]."""
+        return not self.keep and len(self.axes) == self.rank
+
+
+def reduction(c, types, what: str = "reduction") -> tuple:
+    """(input 0, its Reduction) of REDUCE_* / MEAN: input 0 of one of ``types``; axes and
+    keep_dims as ``nnapi_params.reduce_axes`` reads them; a quantised input must carry the
+    output's scale and zero point (the mappings reduce stored values)."""
+    x = c.require(0, types)
+    r = c.rank(x)
+    axes, keep = nnapi_params.reduce_axes(c, r)
+    require_unchanged_quant(x, c.outs[0], what)
+    return x, Reduction(axes, keep, r)
+
+
+# The longest group a sequential fold is unrolled for (one graph node per element).
+MAX_UNROLLED = 256
+
+
+@dataclass(frozen=True)
+class SequentialFold:
+    """REDUCE_PROD folded as the reference folds it, in row-major order, for runtimes whose
+    own product promises no order: the input transposed by ``perm`` (kept axes first) and
+    viewed as [-1, ``count``], folded along the second axis, then reshaped to ``shape``."""
+    count: int
+    perm: list[int]
+    shape: list[int]
+
+
+def sequential_fold(dims: Sequence[int], axes: Sequence[int], keep: bool) -> SequentialFold:
+    """The fold of ``dims`` over ``axes``; Unsupported beyond MAX_UNROLLED elements a group."""
+    k = int(np.prod([dims[a] for a in axes]))
+    if k > MAX_UNROLLED:
+        raise Unsupported(f"REDUCE_PROD over {k} elements (the exact fold is unrolled up to {MAX_UNROLLED})")
+    kept = [i for i in range(len(dims)) if i not in axes]
+    return SequentialFold(k, kept + list(axes), reduced_shape(dims, axes, keep))
 
 
 # ---------------------------------------------------------------------------------------

@@ -816,12 +816,8 @@ def conv_argminmax(c: OpCtx):
 
 def _reduce(onnx_op: str, types):
     def convert(c: OpCtx):
-        x, out = c.require(0, types), c.outs[0]
-        r = c.rank(x)
-        axes, keep = params.reduce_axes(c, r)
-        keep = int(keep)
-        if x.type in QUANT8 and not same_quant(x, out):
-            raise Unsupported("quantised reduction with other output parameters")
+        x, red = op_params.reduction(c, types)
+        out, axes, keep = c.outs[0], red.axes, int(red.keep)
         if x.type == T.TENSOR_BOOL8:
             y = c.node(onnx_op, [c.node("Cast", [c.x(0)], to=I32), c.int64s(axes)], keepdims=keep)
             y = c.node("Cast", [y], to=BOOL)
@@ -830,11 +826,15 @@ def _reduce(onnx_op: str, types):
             y = c.from_f32(y, out)
         else:
             y = c.node(onnx_op, [c.x(0), c.int64s(axes)], keepdims=keep)
-        if not keep and len(axes) == r:
-            c.node("Reshape", [y, c.int64s([1])], [c.y()])
-        else:
-            c.node("Identity", [y], [c.y()])
+        _reduced_output(c, y, red)
     return convert
+
+
+def _reduced_output(c: OpCtx, y: str, red: op_params.Reduction) -> None:
+    if red.to_one:
+        c.node("Reshape", [y, c.int64s([1])], [c.y()])
+    else:
+        c.node("Identity", [y], [c.y()])
 
 
 def _float_reduce(c: OpCtx, onnx_op: str, xf: str, x: Operand, axes, keep: int) -> str:
@@ -852,21 +852,15 @@ def _float_reduce(c: OpCtx, onnx_op: str, xf: str, x: Operand, axes, keep: int) 
     return c.node(onnx_op, [xf, ax], keepdims=keep)
 
 
-_MAX_UNROLLED = 256
-
-
 def _sequential_prod(c: OpCtx, xf: str, x: Operand, axes, keep: int) -> str:
     """REDUCE_PROD as the reference folds it: in row-major order, in the storage type, and a
     zero on either side of a step gives 0 (so an underflow to 0 sticks even against inf).
     ReduceProd has no defined order or zero rule, so the fold is unrolled (small groups only)."""
-    xd = c.dims(x)
-    k = int(np.prod([xd[a] for a in axes]))
-    if k > _MAX_UNROLLED:
-        raise Unsupported(f"REDUCE_PROD over {k} elements (the exact fold is unrolled up to {_MAX_UNROLLED})")
-    kept = [i for i in range(len(xd)) if i not in axes]
+    fold = op_params.sequential_fold(c.dims(x), axes, keep)
+    k = fold.count
     dt = x.info.dtype
     v = xf if dt == np.float32 else c.node("Cast", [xf], to=F16)
-    v = c.node("Transpose", [v], perm=kept + list(axes))
+    v = c.node("Transpose", [v], perm=fold.perm)
     v = c.node("Reshape", [v, c.int64s([-1, k])])
     parts = c.node("Split", [v], n_out=k, axis=1, num_outputs=k) if k > 1 else [v]
     parts = [parts] if isinstance(parts, str) else parts
@@ -875,29 +869,22 @@ def _sequential_prod(c: OpCtx, xf: str, x: Operand, axes, keep: int) -> str:
     for p in parts[1:]:
         either = c.node("Or", [c.node("Equal", [acc, zero]), c.node("Equal", [p, zero])])
         acc = c.node("Where", [either, zero, c.node("Mul", [acc, p])])
-    y = c.node("Reshape", [acc, c.int64s(op_params.reduced_shape(xd, axes, keep))])
+    y = c.node("Reshape", [acc, c.int64s(fold.shape)])
     return y if dt == np.float32 else c.node("Cast", [y], to=F32)
 
 
 def conv_mean(c: OpCtx):
-    x, out = c.require(0, DATA), c.outs[0]
-    r = c.rank(x)
-    axes, keep = params.reduce_axes(c, r)
-    keep = int(keep)
+    x, red = op_params.reduction(c, DATA, "MEAN")
+    out, axes, keep = c.outs[0], red.axes, int(red.keep)
     if x.type in FLOATS:
         y = c.from_f32(c.node("ReduceMean", [c.to_f32(c.x(0), x), c.int64s(axes)], keepdims=keep), out)
     else:
-        if not same_quant(x, out):
-            raise Unsupported("quantised MEAN with other output parameters")
         # NNAPI: trunc(sum of stored values / count) in integers; ONNX int32 Div truncates too.
         xd = c.dims(x)
         count = int(np.prod([xd[a] for a in axes]))
         s = c.node("ReduceSum", [c.node("Cast", [c.x(0)], to=I32), c.int64s(axes)], keepdims=keep)
         y = c.node("Cast", [c.node("Div", [s, c.const_value(np.int32(count))])], to=ONNX_TYPE[out.type])
-    if not keep and len(axes) == r:
-        c.node("Reshape", [y, c.int64s([1])], [c.y()])
-    else:
-        c.node("Identity", [y], [c.y()])
+    _reduced_output(c, y, red)
 
 
 def conv_embedding_lookup(c: OpCtx):

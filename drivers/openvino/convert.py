@@ -824,17 +824,14 @@ def conv_argminmax(c: OpCtx):
 
 def _reduce(fn, types, bool_via=None):
     def convert(c: OpCtx):
-        x, out = c.require(0, types), c.outs[0]
-        r = c.rank(x)
-        axes, keep = params.reduce_axes(c, r)
-        if x.type in QUANT8 and not same_quant(x, out):
-            raise Unsupported("quantised reduction with other output parameters")
+        x, red = op_params.reduction(c, types)
         xin = c.f32(0) if x.type in FLOATS else c.x(0)
-        y = fn(xin, i64s(axes), keep)
-        if not keep and len(axes) == r:
-            y = ops.reshape(y, i64s([1]), special_zero=False)
-        c.set(y)
+        c.set(_reduced(fn(xin, i64s(red.axes), red.keep), red))
     return convert
+
+
+def _reduced(y, red: op_params.Reduction):
+    return ops.reshape(y, i64s([1]), special_zero=False) if red.to_one else y
 
 
 def _nan_skipping(fn, start: float):
@@ -850,15 +847,12 @@ def _nan_skipping(fn, start: float):
 
 
 def conv_mean(c: OpCtx):
-    x, out = c.require(0, DATA), c.outs[0]
-    r = c.rank(x)
-    axes, keep = params.reduce_axes(c, r)
+    x, red = op_params.reduction(c, DATA, "MEAN")
+    out, axes, keep = c.outs[0], red.axes, red.keep
     if x.type in FLOATS:
         y = ops.reduce_mean(c.f32(0), i64s(axes), keep)
     else:
         # NNAPI: trunc(sum of stored values / count) in integers, no requantisation.
-        if not same_quant(x, out):
-            raise Unsupported("quantised MEAN with other output parameters")
         xd = c.dims(x)
         count = int(np.prod([xd[a] for a in axes]))
         if count > _MAX_INT_COUNT:
@@ -866,9 +860,7 @@ def conv_mean(c: OpCtx):
         total = ops.reduce_sum(ops.convert(c.x(0), ov.Type.f32), i64s(axes), keep)
         q = _int_quotient(total, c_(np.float32(count)))
         y = ops.convert(q, OV_TYPE[out.type])
-    if not keep and len(axes) == r:
-        y = ops.reshape(y, i64s([1]), special_zero=False)
-    c.set(y)
+    c.set(_reduced(y, red))
 
 
 def conv_topk(c: OpCtx):
@@ -1013,12 +1005,9 @@ def _sequential_prod(xf, x: Operand, c: OpCtx, axes, keep: bool) -> ov.Output:
     """REDUCE_PROD as the reference folds it: in row-major order, and a zero on either side of
     a step gives 0 (an underflow to 0 sticks even against inf).  ReduceProd promises no order
     and no zero rule, so the fold is unrolled (small groups only)."""
-    xd = c.dims(x)
-    k = int(np.prod([xd[a] for a in axes]))
-    if k > _MAX_UNROLLED:
-        raise Unsupported(f"REDUCE_PROD over {k} elements (the exact fold is unrolled up to {_MAX_UNROLLED})")
-    kept = [i for i in range(len(xd)) if i not in axes]
-    v = ops.transpose(xf, i64s(kept + list(axes)))
+    fold = op_params.sequential_fold(c.dims(x), axes, keep)
+    k = fold.count
+    v = ops.transpose(xf, i64s(fold.perm))
     v = ops.reshape(v, i64s([-1, k]), special_zero=False)
     et = _out(xf).get_element_type()
     zero = c_(0, np.float16 if et == ov.Type.f16 else np.float32)
@@ -1028,10 +1017,7 @@ def _sequential_prod(xf, x: Operand, c: OpCtx, axes, keep: bool) -> ov.Output:
         p = parts.output(j)
         either = ops.logical_or(ops.equal(acc, zero), ops.equal(p, zero))
         acc = _out(ops.select(either, zero, ops.multiply(acc, p)))
-    return _out(ops.reshape(acc, i64s(op_params.reduced_shape(xd, axes, keep)), special_zero=False))
-
-
-_MAX_UNROLLED = 256
+    return _out(ops.reshape(acc, i64s(fold.shape), special_zero=False))
 
 
 def conv_reduce_prod(c: OpCtx):

@@ -823,13 +823,10 @@ def conv_argminmax(c: OpCtx) -> Kernel:
 
 def _reduce(kind: str, types):
     def convert(c: OpCtx) -> Kernel:
-        x, out = c.require(0, types), c.outs[0]
-        r = c.rank(x)
-        axes, keep = params.reduce_axes(c, r)
-        if x.type in QUANT8 and not same_quant(x, out):
-            raise Unsupported("quantised reduction with other output parameters")
+        x, red = op_params.reduction(c, types)
+        axes, keep = red.axes, red.keep
         dt = c.out_dtype()
-        finish = _reduced_shape(keep, axes, r)
+        finish = _reduced_shape(red)
         if kind == "prod":
             return _sequential_prod(c, x, axes, keep)
         if kind in ("all", "any"):
@@ -861,26 +858,16 @@ def _reduce(kind: str, types):
     return convert
 
 
-def _reduced_shape(keep: bool, axes, r: int):
-    if not keep and len(axes) == r:
-        return lambda y: y.reshape([1])
-    return lambda y: y
-
-
-_MAX_UNROLLED = 256
+def _reduced_shape(red: op_params.Reduction):
+    return (lambda y: y.reshape([1])) if red.to_one else (lambda y: y)
 
 
 def _sequential_prod(c: OpCtx, x: Operand, axes, keep: bool) -> Kernel:
     """REDUCE_PROD as the reference folds it: in row-major order, in the storage type, and a
     zero on either side of a step gives 0 (an underflow to 0 sticks even against inf).
     torch.prod has no defined order or zero rule, so the fold is unrolled (small groups)."""
-    xd = c.dims(x)
-    k = int(np.prod([xd[a] for a in axes]))
-    if k > _MAX_UNROLLED:
-        raise Unsupported(f"REDUCE_PROD over {k} elements (the exact fold is unrolled up to {_MAX_UNROLLED})")
-    kept = [i for i in range(len(xd)) if i not in axes]
-    shape = op_params.reduced_shape(xd, axes, keep)
-    perm = kept + list(axes)
+    fold = op_params.sequential_fold(c.dims(x), axes, keep)
+    k, shape, perm = fold.count, fold.shape, fold.perm
 
     def kernel(t, *_):
         v = t.permute(perm).reshape(-1, k)
@@ -894,15 +881,12 @@ def _sequential_prod(c: OpCtx, x: Operand, axes, keep: bool) -> Kernel:
 
 
 def conv_mean(c: OpCtx) -> Kernel:
-    x, out = c.require(0, DATA), c.outs[0]
-    r = c.rank(x)
-    axes, keep = params.reduce_axes(c, r)
-    finish = _reduced_shape(keep, axes, r)
+    x, red = op_params.reduction(c, DATA, "MEAN")
+    axes, keep = red.axes, red.keep
+    finish = _reduced_shape(red)
     dt = c.out_dtype()
     if x.type in FLOATS:
         return lambda t, *_: finish(torch.mean(wide(t), dim=axes, keepdim=keep).to(dt))
-    if not same_quant(x, out):
-        raise Unsupported("quantised MEAN with other output parameters")
     xd = c.dims(x)
     count = int(np.prod([xd[a] for a in axes]))
     # trunc(sum of stored values / count) in integers.
