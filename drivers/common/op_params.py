@@ -21,18 +21,18 @@ from typing import Sequence
 import numpy as np
 
 from nnconform import nnapi_params
-from nnconform.driver_support import Rejected, Unsupported
-from nnconform.ir import OperandType as T, OperationType as Op
+from nnconform.driver_support import Rejected, Unsupported, known_rank
+from nnconform.ir import Operand, OperandType as T, OperationType as Op
 from nnconform.ops.resize import bilinear_axis, bilinear_axis_fixed, nearest_axis
 
 from .layout import layout_flag, nhwc_dims, spatial, swap_with_next
-from .types import require_unchanged_quant
+from .types import FLOATS, QUANT8, require_unchanged_quant
 
 __all__ = ["BatchSpace", "batch_space", "depth_space", "Resize", "resize", "bilinear_axis",
            "bilinear_axis_fixed", "nearest_axis", "ChannelShuffle", "channel_shuffle", "split",
            "paddings", "mirror_pad", "transpose_perm", "squeeze_axes", "reduced_shape", "Reduction",
            "reduction", "MAX_UNROLLED", "SequentialFold", "sequential_fold",
-           "Lrn", "lrn", "instance_norm"]
+           "Lrn", "lrn", "instance_norm", "Dequantization", "dequantize"]
 
 
 def _dims(c, dims: Sequence[int] | None, k: int = 0) -> tuple[int, ...]:
@@ -337,3 +337,43 @@ def instance_norm(c) -> tuple[float, float, float, bool]:
     """INSTANCE_NORMALIZATION: (gamma, beta, epsilon, NCHW flag)."""
     gamma, beta, eps = (float(np.float32(c.scalar(k))) for k in (1, 2, 3))
     return gamma, beta, eps, layout_flag(c, 4)
+
+
+# ---------------------------------------------------------------------------------------
+# DEQUANTIZE
+# ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Dequantization:
+    """real = scale * (stored - zero_point): one float32 scale, or for
+    TENSOR_QUANT8_SYMM_PER_CHANNEL one scale per index of ``axis`` (zero point 0)."""
+    scale: np.ndarray
+    zero_point: int
+    axis: int | None
+
+    def scale_for(self, x: Operand) -> np.ndarray:
+        """The scale shaped to broadcast against ``x``'s values (per-channel scales need its
+        rank known)."""
+        if self.axis is None:
+            return self.scale
+        shape = [1] * known_rank(x)
+        shape[self.axis] = -1
+        return self.scale.reshape(shape)
+
+
+def dequantization(x: Operand) -> Dequantization:
+    """How ``x``'s stored values map to real ones; Unsupported for a type that is not 8-bit
+    quantised (or a per-channel operand without its channel parameters)."""
+    if x.type in QUANT8 or x.type == T.TENSOR_QUANT8_SYMM:
+        return Dequantization(np.float32(x.scale), int(x.zero_point), None)
+    if x.type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL and x.channel_quant is not None:
+        cq = x.channel_quant
+        return Dequantization(np.asarray(cq.scales, np.float32), 0, cq.channel_dim)
+    raise Unsupported(x.type.name)
+
+
+def dequantize(c) -> Dequantization:
+    """DEQUANTIZE: input 0's dequantization; the output is a float tensor."""
+    if c.outs[0].type not in FLOATS:
+        raise Unsupported(c.outs[0].type.name)
+    return dequantization(c.ins[0])

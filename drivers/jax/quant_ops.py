@@ -24,6 +24,7 @@ from nnconform.ir import Model, Operand, OperandType as T, OperationType as Op
 from nnconform.ops import activation as nn_activation
 from nnconform.ops.conv_common import _output_multipliers
 from nnconform.ops.quant import QUANT_RANGE
+from nnconform.drivers.common.op_params import dequantization
 from nnconform.drivers.common.quant_rules import ADD_LEFT_SHIFT, add_sub_multipliers, mul_multiplier
 
 QUANT_TYPES = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
@@ -67,18 +68,13 @@ def quantize_float(x: jax.Array, out: Operand) -> jax.Array:
 
 def dequantize_float(c, k: int) -> jax.Array:
     """DEQUANTIZE: scale * (q - zp) in float32 (per-channel scales along channel_dim)."""
-    o = c.ins[k]
-    diff = (c.x(k).astype(jnp.int32) - jnp.int32(o.zero_point)).astype(F32)
-    if o.type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
-        cq = o.channel_quant
-        if cq is None:
-            raise Unsupported("per-channel operand without channel parameters")
-        shape = [1] * diff.ndim
-        shape[cq.channel_dim] = -1
-        return jnp.asarray(np.asarray(cq.scales, np.float32)).reshape(shape) * diff
-    if o.type not in QUANT_TYPES:
-        raise Unsupported(o.type.name)
-    return F32(o.scale) * diff
+    d = dequantization(c.ins[k])
+    diff = (c.x(k).astype(jnp.int32) - jnp.int32(d.zero_point)).astype(F32)
+    if d.axis is None:
+        return F32(d.scale) * diff
+    shape = [1] * diff.ndim   # the traced rank: the model's may be unknown
+    shape[d.axis] = -1
+    return jnp.asarray(d.scale).reshape(shape) * diff
 
 
 # ---------------------------------------------------------------------------------------

@@ -610,19 +610,14 @@ def conv_quantize(c: OpCtx):
 
 
 def conv_dequantize(c: OpCtx):
-    x, out = c.ins[0], c.outs[0]
-    if out.type not in FLOATS:
-        raise Unsupported(out.type.name)
-    if x.type in QUANT8 or x.type == T.TENSOR_QUANT8_SYMM:
-        dq = c.node("DequantizeLinear", [c.x(0), c.const_value(np.float32(x.scale)),
-                                         c.const_value(np.asarray(x.zero_point, x.info.dtype))])
-    elif x.type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL and x.channel_quant is not None:
-        cq = x.channel_quant
-        dq = c.node("DequantizeLinear", [c.x(0), c.const_value(np.asarray(cq.scales, np.float32)),
-                                         c.const_value(np.zeros(len(cq.scales), np.int8))], axis=cq.channel_dim)
+    x, d = c.ins[0], op_params.dequantize(c)
+    if d.axis is None:
+        dq = c.node("DequantizeLinear", [c.x(0), c.const_value(d.scale),
+                                         c.const_value(np.asarray(d.zero_point, x.info.dtype))])
     else:
-        raise Unsupported(x.type.name)
-    c.from_f32(dq, out, c.y())
+        dq = c.node("DequantizeLinear", [c.x(0), c.const_value(d.scale),
+                                         c.const_value(np.zeros(len(d.scale), np.int8))], axis=d.axis)
+    c.from_f32(dq, c.outs[0], c.y())
 
 
 def conv_cast(c: OpCtx):

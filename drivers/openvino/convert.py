@@ -594,22 +594,9 @@ def conv_quantize(c: OpCtx):
 
 
 def conv_dequantize(c: OpCtx):
-    x, out = c.ins[0], c.outs[0]
-    if out.type not in FLOATS:
-        raise Unsupported(out.type.name)
-    q = ops.convert(c.x(0), ov.Type.i32)
-    if x.type in QUANT8 or x.type == T.TENSOR_QUANT8_SYMM:
-        diff = ops.convert(ops.subtract(q, c_(x.zero_point, np.int32)), ov.Type.f32)
-        scale = c_(np.float32(x.scale))
-    elif x.type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL and x.channel_quant is not None:
-        cq = x.channel_quant
-        shape = [1] * c.rank(x)
-        shape[cq.channel_dim] = len(cq.scales)
-        diff = ops.convert(q, ov.Type.f32)
-        scale = c_(np.asarray(cq.scales, np.float32).reshape(shape))
-    else:
-        raise Unsupported(x.type.name)
-    c.set(ops.multiply(diff, scale))
+    d = op_params.dequantize(c)
+    diff = ops.convert(ops.subtract(ops.convert(c.x(0), ov.Type.i32), c_(d.zero_point, np.int32)), ov.Type.f32)
+    c.set(ops.multiply(diff, c_(d.scale_for(c.ins[0]))))
 
 
 def _trunc(xf) -> ov.Output:

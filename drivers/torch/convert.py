@@ -472,20 +472,10 @@ def conv_quantize(c: OpCtx) -> Kernel:
 
 
 def conv_dequantize(c: OpCtx) -> Kernel:
-    x, out = c.ins[0], c.outs[0]
-    if out.type not in FLOATS:
-        raise Unsupported(out.type.name)
+    d = op_params.dequantize(c)
     dt = c.out_dtype()
-    if x.type in QUANT8 or x.type == T.TENSOR_QUANT8_SYMM:
-        scale, zp = torch.tensor(np.float32(x.scale)), x.zero_point
-        return lambda t: ((t.to(torch.int32) - zp).float() * scale).to(dt)
-    if x.type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL and x.channel_quant is not None:
-        cq = x.channel_quant
-        shape = [1] * c.rank(x)
-        shape[cq.channel_dim] = -1
-        scales = torch.tensor(np.asarray(cq.scales, np.float32)).reshape(shape)
-        return lambda t: (t.float() * scales).to(dt)
-    raise Unsupported(x.type.name)
+    scale, zp = torch.tensor(d.scale_for(c.ins[0])), d.zero_point
+    return lambda t: ((t.to(torch.int32) - zp).float() * scale).to(dt)
 
 
 def conv_cast(c: OpCtx) -> Kernel:
