@@ -32,11 +32,48 @@ __all__ = ["BatchSpace", "batch_space", "depth_space", "Resize", "resize", "bili
            "bilinear_axis_fixed", "nearest_axis", "ChannelShuffle", "channel_shuffle", "split",
            "paddings", "mirror_pad", "transpose_perm", "squeeze_axes", "reduced_shape", "Reduction",
            "reduction", "MAX_UNROLLED", "SequentialFold", "sequential_fold",
-           "Lrn", "lrn", "instance_norm", "Dequantization", "dequantize"]
+           "Lrn", "lrn", "instance_norm", "Dequantization", "dequantize", "depthwise_channels",
+           "BackpropPadding", "backprop_padding"]
 
 
 def _dims(c, dims: Sequence[int] | None, k: int = 0) -> tuple[int, ...]:
     return tuple(int(d) for d in dims) if dims is not None else tuple(c.dims(c.ins[k]))
+
+
+# ---------------------------------------------------------------------------------------
+# Convolutions (the signatures themselves are nnapi_params')
+# ---------------------------------------------------------------------------------------
+
+def depthwise_channels(c, multiplier: int, nchw: bool, dims: Sequence[int] | None = None,
+                       filter_depth: int | None = None) -> int:
+    """DEPTHWISE_CONV_2D's input channels: the runtimes' grouped convolutions take one group
+    per input channel, which needs the filter depth to be channels x multiplier."""
+    channels = nhwc_dims(_dims(c, dims), nchw)[3]
+    depth = filter_depth if filter_depth is not None else c.dims(c.ins[1])[3]
+    if depth != channels * multiplier:
+        raise Unsupported(f"filter depth {depth} != channels {channels} x multiplier {multiplier}")
+    return channels
+
+
+@dataclass(frozen=True)
+class BackpropPadding:
+    """TRANSPOSE_CONV_2D's padding as ConvTranspose-style APIs (ONNX, OpenVINO) take it: pads
+    that crop the full output, (top, left) and (bottom, right), never negative, and an output
+    padding (height, width) that grows it."""
+    begin: tuple[int, int]
+    end: tuple[int, int]
+    output_padding: tuple[int, int]
+
+
+def backprop_padding(p) -> BackpropPadding:
+    """NNAPI's negative tail padding (the output grows past the last stride) becomes output
+    padding, which those APIs accept only below the stride; a negative head has no form."""
+    extra_h, extra_w = max(0, -p.pad_bottom), max(0, -p.pad_right)
+    if p.pad_left < 0 or p.pad_top < 0 or extra_h >= p.stride_h or extra_w >= p.stride_w:
+        raise Unsupported(f"padding {[p.pad_left, p.pad_right, p.pad_top, p.pad_bottom]} with strides "
+                          f"{[p.stride_w, p.stride_h]}")
+    return BackpropPadding((p.pad_top, p.pad_left), (max(p.pad_bottom, 0), max(p.pad_right, 0)),
+                           (extra_h, extra_w))
 
 
 # ---------------------------------------------------------------------------------------

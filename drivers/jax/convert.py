@@ -383,9 +383,9 @@ def conv_grouped_conv_2d(c: OpCtx):
 
 def conv_depthwise_conv_2d(c: OpCtx):
     def groups(extra, channels):
-        if c.x(1).shape[3] != channels * extra[0]:
-            raise Unsupported(f"filter depth {c.x(1).shape[3]} != channels {channels} x multiplier {extra[0]}")
-        return channels
+        # the traced shapes: channels is the input's, from the layout the signature gives
+        return op_params.depthwise_channels(c, extra[0], False, dims=(1, 1, 1, channels),
+                                            filter_depth=c.x(1).shape[3])
     # [1, fh, fw, C*mult] read as IHWO: output channel c*mult + m belongs to group c.
     return _conv(c, "IHWO", groups, 1)
 

@@ -443,11 +443,7 @@ def conv_grouped_conv_2d(c: OpCtx):
 def conv_depthwise_conv_2d(c: OpCtx):
     scales = _check_conv_types(c, 3)
     pads, strides, dil, (mult,), act, nchw = _conv_args(c, 1)
-    xd = c.dims(c.ins[0])
-    channels = xd[1] if nchw else xd[3]
-    fd = c.dims(c.ins[1])
-    if fd[3] != channels * mult:
-        raise Unsupported(f"filter depth {fd[3]} != channels {channels} x multiplier {mult}")
+    channels = op_params.depthwise_channels(c, mult, nchw)
     xin = c.x(0) if nchw else c.node("Transpose", [c.x(0)], perm=TO_NCHW)
     # [1, fh, fw, C*mult] -> [C*mult, 1, fh, fw]: output channel c*mult + m belongs to group c.
     _emit_conv(c, xin, _filter_oihw(c, 1, (3, 0, 1, 2)), channels, pads, strides, dil, act, nchw, scales)
@@ -486,14 +482,9 @@ def conv_fully_connected(c: OpCtx):
 def conv_transpose_conv_2d(c: OpCtx):
     x, f, out = c.ins[0], c.ins[1], c.outs[0]
     p = params.transpose_conv_params(c)
-    pl, pr, pt, pb, sw, sh, act, nchw = (p.pad_left, p.pad_right, p.pad_top, p.pad_bottom, p.stride_w,
-                                         p.stride_h, p.activation, p.nchw)
-    # ONNX pads are >= 0; NNAPI's negative tail (output grows) is ONNX's output_padding,
-    # which the runtime accepts only below the stride.
-    extra_h, extra_w = max(0, -pb), max(0, -pr)
-    if pl < 0 or pt < 0 or extra_h >= sh or extra_w >= sw:
-        raise Unsupported(f"padding {[pl, pr, pt, pb]} with strides {[sw, sh]}")
-    attrs = dict(pads=[pt, pl, max(pb, 0), max(pr, 0)], strides=[sh, sw], output_padding=[extra_h, extra_w])
+    act, nchw = p.activation, p.nchw
+    bp = op_params.backprop_padding(p)
+    attrs = dict(pads=[*bp.begin, *bp.end], strides=list(p.strides), output_padding=list(bp.output_padding))
     xin = c.x(0) if nchw else c.node("Transpose", [c.x(0)], perm=TO_NCHW)
     if x.type in FLOATS:
         if f.type != x.type:

@@ -448,11 +448,8 @@ def conv_grouped_conv_2d(c: OpCtx):
 def conv_depthwise_conv_2d(c: OpCtx):
     _check_float_conv(c)
     pb, pe, strides, dil, (mult,), act, nchw = _conv_args(c, 1)
-    xd = c.dims(c.ins[0])
-    channels = xd[1] if nchw else xd[3]
+    channels = op_params.depthwise_channels(c, mult, nchw)
     fd = c.dims(c.ins[1])
-    if fd[3] != channels * mult:
-        raise Unsupported(f"filter depth {fd[3]} != channels {channels} x multiplier {mult}")
     # [1, fh, fw, C*mult] -> [C, mult, 1, fh, fw]: output channel c*mult + m belongs to group c.
     w = _filter(c, 1, (3, 0, 1, 2), (channels, mult, 1, fd[1], fd[2]))
     y = ops.group_convolution(_nchw_input(c, nchw), w, strides, pb, pe, dil)
@@ -481,18 +478,12 @@ def conv_fully_connected(c: OpCtx):
 def conv_transpose_conv_2d(c: OpCtx):
     _check_float_conv(c)
     p = params.transpose_conv_params(c)
-    pl, pr, pt, pb, sw, sh, act, nchw = (p.pad_left, p.pad_right, p.pad_top, p.pad_bottom, p.stride_w,
-                                         p.stride_h, p.activation, p.nchw)
-    # OpenVINO's pads crop the full output (>= 0); NNAPI's negative tail (the output grows) is
-    # output_padding, which OpenVINO accepts only below the stride.
-    extra_h, extra_w = max(0, -pb), max(0, -pr)
-    if pl < 0 or pt < 0 or extra_h >= sh or extra_w >= sw:
-        raise Unsupported(f"padding {[pl, pr, pt, pb]} with strides {[sw, sh]}")
+    bp = op_params.backprop_padding(p)
     w = _filter(c, 1, (3, 0, 1, 2))                     # [O, H, W, I] -> [I, O, H, W]
-    y = ops.convolution_backprop_data(_nchw_input(c, nchw), w, [sh, sw], pads_begin=[pt, pl],
-                                      pads_end=[max(pb, 0), max(pr, 0)], dilations=[1, 1],
-                                      output_padding=[extra_h, extra_w])
-    _finish_conv(c, y, act, nchw)
+    y = ops.convolution_backprop_data(_nchw_input(c, p.nchw), w, list(p.strides), pads_begin=list(bp.begin),
+                                      pads_end=list(bp.end), dilations=[1, 1],
+                                      output_padding=list(bp.output_padding))
+    _finish_conv(c, y, p.activation, p.nchw)
 
 
 def _pool_args(c: OpCtx):

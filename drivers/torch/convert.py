@@ -317,11 +317,7 @@ def _groups_grouped(c, extra, nchw):
 
 
 def _groups_depthwise(c, extra, nchw):
-    xd, fd = c.dims(c.ins[0]), c.dims(c.ins[1])
-    channels = xd[1] if nchw else xd[3]
-    if fd[3] != channels * extra[0]:
-        raise Unsupported(f"filter depth {fd[3]} != channels {channels} x multiplier {extra[0]}")
-    return channels
+    return op_params.depthwise_channels(c, extra[0], nchw)
 
 
 def conv_conv_2d(c: OpCtx) -> Kernel:
