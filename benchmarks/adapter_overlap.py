@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
     files = {name: adapter_files(args.drivers, name) for name in ADAPTERS}
     width = max(map(len, ADAPTERS))
-    print(f"substantive lines: " + ", ".join(f"{n} {sum(map(len, files[n]))}" for n in ADAPTERS))
+    print("substantive lines: " + ", ".join(f"{n} {sum(map(len, files[n]))}" for n in ADAPTERS))
     print(f"cell = run(>={args.run} lines)% / any-line% of the ROW adapter's lines found in the COLUMN adapter")
     print(" " * width + " | " + " | ".join(f"{n:>13}" for n in ADAPTERS))
     worst_run = worst_any = 0.0
