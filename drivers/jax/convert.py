@@ -20,6 +20,7 @@ Conventions:
   quant_ops.py) in int64, so it is traced with 64-bit types enabled (device.py scopes that to
   models holding quantised operands).
 """
+
 from __future__ import annotations
 
 import math
@@ -30,23 +31,33 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from nnconform.driver.support import ParameterAccess, Rejected, Unsupported
+from nnconform.driver.support import Rejected, Unsupported
+from nnconform.drivers.common import converter as conversion
+from nnconform.drivers.common import op_params
+from nnconform.drivers.common.layout import TO_NCHW, TO_NHWC
+from nnconform.drivers.common.types import (
+    CASTABLE,
+    DATA,
+    FILLABLE,
+    FLOATS,
+    NUMERIC,
+    QUANT8,
+    STORED_TYPES,
+    movable,
+    pad_fill,
+    same_quant,
+)
 from nnconform.drivers.jax import quant_ops as q
 from nnconform.ir import Model, Operand, Subgraph
 from nnconform.ir import OperandType as T
 from nnconform.ir import OperationType as Op
 from nnconform.ir import nnapi_params as params
-from nnconform.ir.nnapi_params import same_quant
 from nnconform.reference.arith import activation as nn_activation
 
 __all__ = ["CONVERTERS", "Rejected", "Unsupported", "build_function", "operation_supported", "TYPES"]
 
 # Operand types the adapter can carry (as model inputs, outputs or intermediate values).
-TYPES = (T.TENSOR_FLOAT32, T.FLOAT32, T.TENSOR_FLOAT16, T.FLOAT16, T.TENSOR_INT32, T.INT32,
-         T.TENSOR_BOOL8, T.BOOL, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED,
-         T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT8_SYMM_PER_CHANNEL)
-FLOATS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
-QUANT8 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
+TYPES = STORED_TYPES
 F32 = jnp.float32
 HIGHEST = lax.Precision.HIGHEST
 
@@ -55,13 +66,12 @@ HIGHEST = lax.Precision.HIGHEST
 # The per-operation context
 # ---------------------------------------------------------------------------------------
 
-class OpCtx(ParameterAccess):
+
+class OpCtx(conversion.OperationContext):
     """One operation seen by its converter: operands (``ins``/``outs``) and traced values."""
 
     def __init__(self, sg: Subgraph, index: int, values: dict[int, jax.Array]):
-        self.op = sg.operations[index]
-        self.ins: list[Operand] = [sg.operands[i] for i in self.op.inputs]
-        self.outs: list[Operand] = [sg.operands[i] for i in self.op.outputs]
+        super().__init__(sg, index)
         self._values = values
         self._sg = sg
 
@@ -96,6 +106,7 @@ class OpCtx(ParameterAccess):
 # float's bits back into float compares and max/min instructions, which then read denormals
 # as zero.  The exact operations below therefore compare *and select* on the bits as
 # integers, and only reinterpret the chosen bits as floats at the end.
+
 
 def _bits(v: jax.Array) -> jax.Array:
     return lax.bitcast_convert_type(v, jnp.int16 if v.dtype == jnp.float16 else jnp.int32)
@@ -168,6 +179,7 @@ def float_compare(fn, a: jax.Array, b: jax.Array) -> jax.Array:
 # Element-wise arithmetic
 # ---------------------------------------------------------------------------------------
 
+
 def _int32_floor_div(a: jax.Array, b: jax.Array) -> jax.Array:
     """NNAPI's int32 DIV: floor division, a zero divisor gives 0 (no trap)."""
     a, b = jnp.broadcast_arrays(a, b)
@@ -205,6 +217,7 @@ def _minmax(fn, float_fn):
         if a.type in QUANT8:
             return [q.requantize_values(c, fn(q.requantize_to(c, 0, out), q.requantize_to(c, 1, out)), out)]
         raise Unsupported(a.type.name)
+
     return convert
 
 
@@ -223,16 +236,18 @@ def conv_prelu(c: OpCtx):
 # Activations and unary math
 # ---------------------------------------------------------------------------------------
 
+
 def _relu(act: int):
     def convert(c: OpCtx):
         x, out = c.ins[0], c.outs[0]
         if x.type in FLOATS:
-            return [float_act(c.x(0), act)]   # in the storage type: a clamp needs no widening
+            return [float_act(c.x(0), act)]  # in the storage type: a clamp needs no widening
         if x.type in QUANT8:
             if not same_quant(x, out):
                 raise Unsupported("quantised RELU with different input and output parameters")
             return [q.quant_clamp(c.x(0), act, out)]
         raise Unsupported(x.type.name)
+
     return convert
 
 
@@ -244,6 +259,7 @@ def _unary(fn, int32_fn=None):
         if x.type == T.TENSOR_INT32 and int32_fn is not None:
             return [int32_fn(c.x(0))]
         raise Unsupported(x.type.name)
+
     return convert
 
 
@@ -304,6 +320,7 @@ def _softmax(log: bool):
             return [c.out(e - jnp.log(jnp.sum(jnp.exp(e), axis=axis, keepdims=True)))]
         ex = jnp.exp(e)
         return [c.out(ex / jnp.sum(ex, axis=axis, keepdims=True))]
+
     return convert
 
 
@@ -319,6 +336,7 @@ def conv_l2_normalization(c: OpCtx):
 # Comparisons, logical, select
 # ---------------------------------------------------------------------------------------
 
+
 def _compare(fn):
     def convert(c: OpCtx):
         a = c.ins[0]
@@ -328,9 +346,10 @@ def _compare(fn):
             return [float_compare(fn, c.x(0), c.x(1))]
         if a.type == T.TENSOR_INT32:
             return [fn(c.x(0), c.x(1))]
-        if a.type == T.TENSOR_BOOL8:   # false < true, as integers
+        if a.type == T.TENSOR_BOOL8:  # false < true, as integers
             return [fn(c.x(0).astype(jnp.int32), c.x(1).astype(jnp.int32))]
         raise Unsupported(a.type.name)
+
     return convert
 
 
@@ -338,21 +357,21 @@ def _logical(fn, arity: int):
     def convert(c: OpCtx):
         c.require(0, (T.TENSOR_BOOL8,))
         return [fn(*(c.x(k) for k in range(arity)))]
+
     return convert
 
 
 def conv_select(c: OpCtx):
-    a, out = c.ins[1], c.outs[0]
+    a, out = c.require(1, NUMERIC, "SELECT's input 1"), c.outs[0]
     if a.type in QUANT8:
         return [jnp.where(c.x(0), q.requantize_to(c, 1, out), q.requantize_to(c, 2, out)).astype(out.info.dtype)]
-    if a.type not in FLOATS + (T.TENSOR_INT32,):
-        raise Unsupported(a.type.name)
     return [jnp.where(c.x(0), c.x(1), c.x(2))]
 
 
 # ---------------------------------------------------------------------------------------
 # Convolutions, fully connected, pooling
 # ---------------------------------------------------------------------------------------
+
 
 def conv_args(c: OpCtx, n_extra: int, **kw):
     """(pads ((t, b), (l, r)), strides (h, w), dilations (h, w), extra, act, nchw)."""
@@ -369,9 +388,16 @@ def _conv(c: OpCtx, filter_spec: str, groups_of, n_extra: int, **kw):
     if x.type in FLOATS:
         if f.type != x.type:
             raise Unsupported("mixed filter type")
-        y = lax.conv_general_dilated(c.f(0), c.f(1), strides, pads, rhs_dilation=dil,
-                                     dimension_numbers=(lhs, filter_spec, lhs), feature_group_count=groups,
-                                     precision=HIGHEST)
+        y = lax.conv_general_dilated(
+            c.f(0),
+            c.f(1),
+            strides,
+            pads,
+            rhs_dilation=dil,
+            dimension_numbers=(lhs, filter_spec, lhs),
+            feature_group_count=groups,
+            precision=HIGHEST,
+        )
         bias = c.f(2).reshape((1, -1, 1, 1) if nchw else (1, 1, 1, -1))
         return [c.out(float_act(y + bias, act))]
     if x.type in QUANT8:
@@ -389,9 +415,9 @@ def conv_grouped_conv_2d(c: OpCtx):
 
 def conv_depthwise_conv_2d(c: OpCtx):
     def groups(extra, channels):
-        if c.x(1).shape[3] != channels * extra[0]:
-            raise Unsupported(f"filter depth {c.x(1).shape[3]} != channels {channels} x multiplier {extra[0]}")
-        return channels
+        # the traced shapes: channels is the input's, from the layout the signature gives
+        return op_params.depthwise_channels(c, extra[0], False, dims=(1, 1, 1, channels), filter_depth=c.x(1).shape[3])
+
     # [1, fh, fw, C*mult] read as IHWO: output channel c*mult + m belongs to group c.
     return _conv(c, "IHWO", groups, 1)
 
@@ -416,8 +442,16 @@ def conv_fully_connected(c: OpCtx):
 def conv_transpose_conv_2d(c: OpCtx):
     x, f = c.ins[0], c.ins[1]
     p = params.transpose_conv_params(c, shape=c.shape)
-    pl, pr, pt, pb, sw, sh, act, nchw = (p.pad_left, p.pad_right, p.pad_top, p.pad_bottom, p.stride_w,
-                                         p.stride_h, p.activation, p.nchw)
+    pl, pr, pt, pb, sw, sh, act, nchw = (
+        p.pad_left,
+        p.pad_right,
+        p.pad_top,
+        p.pad_bottom,
+        p.stride_w,
+        p.stride_h,
+        p.activation,
+        p.nchw,
+    )
     fh, fw = c.x(1).shape[1:3]
     # A transposed convolution is a plain one over the stride-dilated input with the filter
     # flipped; negative padding (lax crops) covers NNAPI paddings larger than the filter.
@@ -427,8 +461,9 @@ def conv_transpose_conv_2d(c: OpCtx):
         if f.type != x.type:
             raise Unsupported("mixed filter type")
         w = jnp.flip(c.f(1), axis=(1, 2))
-        y = lax.conv_general_dilated(c.f(0), w, (1, 1), pads, lhs_dilation=(sh, sw),
-                                     dimension_numbers=(lhs, "OHWI", lhs), precision=HIGHEST)
+        y = lax.conv_general_dilated(
+            c.f(0), w, (1, 1), pads, lhs_dilation=(sh, sw), dimension_numbers=(lhs, "OHWI", lhs), precision=HIGHEST
+        )
         bias = c.f(2).reshape((1, -1, 1, 1) if nchw else (1, 1, 1, -1))
         return [c.out(float_act(y + bias, act))]
     if x.type in QUANT8:
@@ -438,8 +473,18 @@ def conv_transpose_conv_2d(c: OpCtx):
 
 def pool_args(c: OpCtx):
     p = params.pool_params(c, shape=c.shape)
-    pl, pr, pt, pb, sw, sh, fw, fh, act, nchw = (p.pad_left, p.pad_right, p.pad_top, p.pad_bottom, p.stride_w,
-                                                 p.stride_h, p.filter_w, p.filter_h, p.activation, p.nchw)
+    pl, pr, pt, pb, sw, sh, fw, fh, act, nchw = (
+        p.pad_left,
+        p.pad_right,
+        p.pad_top,
+        p.pad_bottom,
+        p.stride_w,
+        p.stride_h,
+        p.filter_w,
+        p.filter_h,
+        p.activation,
+        p.nchw,
+    )
     if nchw:
         window, strides, pads = (1, 1, fh, fw), (1, 1, sh, sw), ((0, 0), (0, 0), (pt, pb), (pl, pr))
     else:
@@ -476,12 +521,14 @@ def _pool(kind: str):
             else:
                 y = window_sum(v, window, strides, pads) / count
         return [c.out(float_act(y, act))]
+
     return convert
 
 
 # ---------------------------------------------------------------------------------------
 # Quantisation and casts
 # ---------------------------------------------------------------------------------------
+
 
 def conv_quantize(c: OpCtx):
     c.require(0, FLOATS)
@@ -499,10 +546,9 @@ def conv_dequantize(c: OpCtx):
 
 def conv_cast(c: OpCtx):
     x, out = c.ins[0], c.outs[0]
-    convertible = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM)
     if x.type == out.type and x.type in TYPES:
         return [c.x(0)]
-    if x.type not in convertible or out.type not in convertible:
+    if x.type not in CASTABLE or out.type not in CASTABLE:
         raise Unsupported(f"{x.type.name} -> {out.type.name}")
     v = c.x(0)
     if out.type == T.TENSOR_QUANT8_ASYMM:
@@ -516,8 +562,8 @@ def conv_cast(c: OpCtx):
         # NNAPI (ARM64) saturates and gives 0 for NaN; 2**31 is the first float32 above INT32_MAX.
         f = v.astype(F32)
         f = jnp.where(jnp.isnan(f), F32(0), f)
-        y = jnp.clip(f, F32(-2.0 ** 31), F32(2.0 ** 31 - 128)).astype(jnp.int32)
-        return [jnp.where(f >= F32(2.0 ** 31), jnp.int32(2 ** 31 - 1), y)]
+        y = jnp.clip(f, F32(-(2.0**31)), F32(2.0**31 - 128)).astype(jnp.int32)
+        return [jnp.where(f >= F32(2.0**31), jnp.int32(2**31 - 1), y)]
     if out.type == T.TENSOR_FLOAT16 and x.type == T.TENSOR_INT32:
         return [v.astype(F32).astype(jnp.float16)]
     return [v.astype(out.info.dtype)]
@@ -526,16 +572,6 @@ def conv_cast(c: OpCtx):
 # ---------------------------------------------------------------------------------------
 # Data movement
 # ---------------------------------------------------------------------------------------
-
-_MOVABLE = FLOATS + QUANT8 + (T.TENSOR_INT32, T.TENSOR_BOOL8)
-
-
-def movable(c: OpCtx, k: int = 0, types=_MOVABLE) -> Operand:
-    x = c.require(k, types)
-    for out in c.outs:
-        if not same_quant(x, out):
-            raise Unsupported("quantised output with other parameters than the input")
-    return x
 
 
 def _out_shape(c: OpCtx, y: jax.Array) -> jax.Array:
@@ -552,11 +588,7 @@ def conv_reshape(c: OpCtx):
 def conv_squeeze(c: OpCtx):
     movable(c)
     v = c.x(0)
-    if c.omitted(1):
-        axes = [i for i, d in enumerate(v.shape) if d == 1]
-    else:
-        axes = params.axes(c, 1, v.ndim)
-    return [_out_shape(c, jnp.squeeze(v, axis=tuple(axes)))]
+    return [_out_shape(c, jnp.squeeze(v, axis=tuple(op_params.squeeze_axes(c, v.shape))))]
 
 
 def conv_expand_dims(c: OpCtx):
@@ -566,14 +598,7 @@ def conv_expand_dims(c: OpCtx):
 
 def conv_transpose(c: OpCtx):
     movable(c)
-    v = c.x(0)
-    if c.omitted(1):
-        perm = list(range(v.ndim))[::-1]
-    else:
-        perm = [int(p) for p in c.const(1).reshape(-1)]
-        if sorted(perm) != list(range(v.ndim)):
-            raise Rejected("perm is not a permutation")
-    return [jnp.transpose(v, perm)]
+    return [jnp.transpose(c.x(0), op_params.transpose_perm(c))]
 
 
 def conv_concatenation(c: OpCtx):
@@ -582,13 +607,13 @@ def conv_concatenation(c: OpCtx):
     axis = int(c.scalar(n))
     parts = []
     for k in range(n):
-        x = c.require(k, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+        x = c.require(k, NUMERIC)
         parts.append(c.x(k) if same_quant(x, out) else q.concat_requantize(c, k, out))
     return [jnp.concatenate(parts, axis=axis)]
 
 
 def conv_gather(c: OpCtx):
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     v, idx = c.x(0), c.x(2)
     axis = int(c.scalar(1)) % v.ndim
     # Out-of-range indices fail the execution in NNAPI; XLA would clamp, so refuse them when
@@ -603,40 +628,27 @@ def conv_gather(c: OpCtx):
 
 
 def conv_pad(c: OpCtx):
-    x = movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-    pads = [tuple(int(p) for p in row) for row in c.const(1).reshape(-1, 2)]
-    if any(p < 0 for row in pads for p in row):
-        raise Rejected("negative padding")
-    if c.op.type == Op.PAD_V2:
-        v = c.scalar(2)
-        if x.type in QUANT8:
-            v = np.asarray(v).astype(np.int64).astype(x.info.dtype)  # only the low byte counts
-        value = np.asarray(v, x.info.dtype)
-    else:
-        if x.type == T.TENSOR_INT32:
-            raise Unsupported("PAD of TENSOR_INT32")
-        value = np.asarray(x.zero_point if x.type in QUANT8 else 0, x.info.dtype)
-    return [jnp.pad(c.x(0), pads, constant_values=jnp.asarray(value))]
+    v2 = c.op.type == Op.PAD_V2
+    x = movable(c, 0, NUMERIC if v2 else DATA)
+    pads = op_params.paddings(c).tolist()
+    return [jnp.pad(c.x(0), pads, constant_values=jnp.asarray(pad_fill(c, x, 2 if v2 else None)))]
 
 
 def conv_mirror_pad(c: OpCtx):
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-    mode = int(c.scalar(2))
-    if mode not in (0, 1):
-        raise Unsupported(f"mirror pad mode {mode}")
-    pads = [tuple(int(p) for p in row) for row in c.const(1).reshape(-1, 2)]
-    return [jnp.pad(c.x(0), pads, mode="reflect" if mode == 0 else "symmetric")]
+    movable(c, 0, NUMERIC)
+    pads, mode = op_params.mirror_pad(c)
+    return [jnp.pad(c.x(0), pads.tolist(), mode=mode)]
 
 
 def conv_slice(c: OpCtx):
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     v = c.x(0)
     begin, end = params.slice_bounds(c, v.shape)
     return [v[tuple(slice(b, e) for b, e in zip(begin, end))]]
 
 
 def conv_strided_slice(c: OpCtx):
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     v = c.x(0)
     s = params.strided_slice(c, v.shape)
     y = v[tuple(slice(b, e, st) for b, e, st in zip(s.starts, s.stops, s.strides))]
@@ -645,38 +657,35 @@ def conv_strided_slice(c: OpCtx):
 
 
 def conv_split(c: OpCtx):
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     v = c.x(0)
-    axis, n = int(c.scalar(1)) % v.ndim, int(c.scalar(2))
-    if n != len(c.outs) or n <= 0 or v.shape[axis] % n:
-        raise Rejected(f"axis of size {v.shape[axis]} cannot be split into {n} equal parts")
+    axis, n = op_params.split(c, v.shape)
     return list(jnp.split(v, n, axis=axis))
 
 
 def conv_tile(c: OpCtx):
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     return [jnp.tile(c.x(0), [int(m) for m in c.const(1).reshape(-1)])]
 
 
 def conv_reverse(c: OpCtx):
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     v = c.x(0)
     axes = tuple(int(a) % v.ndim for a in c.const(1).reshape(-1))
     return [jnp.flip(v, axis=axes)]
 
 
 def _to_nhwc(v, nchw):
-    return jnp.transpose(v, (0, 2, 3, 1)) if nchw else v
+    return jnp.transpose(v, TO_NHWC) if nchw else v
 
 
 def _from_nhwc(v, nchw):
-    return jnp.transpose(v, (0, 3, 1, 2)) if nchw else v
+    return jnp.transpose(v, TO_NCHW) if nchw else v
 
 
 def conv_depth_to_space(c: OpCtx):
-    movable(c, 0, FLOATS + QUANT8)
-    bs = int(c.scalar(1))
-    nchw = bool(c.scalar(2)) if len(c.ins) > 2 else False
+    movable(c, 0, DATA)
+    bs, nchw = op_params.depth_space(c)
     v = _to_nhwc(c.x(0), nchw)
     n, h, w, ch = v.shape
     if c.op.type == Op.DEPTH_TO_SPACE:
@@ -693,44 +702,27 @@ def conv_depth_to_space(c: OpCtx):
 
 
 def conv_batch_space(c: OpCtx):
-    x = movable(c, 0, FLOATS + QUANT8)
-    to_batch = c.op.type == Op.SPACE_TO_BATCH_ND
-    bh, bw = (int(v) for v in c.const(1).reshape(-1))
-    nchw = bool(c.scalar(3 if to_batch else 2, False))
-    y = _to_nhwc(c.x(0), nchw)
-    b, h, w, ch = y.shape
-    if to_batch:
-        (pt, pb), (pl, pr) = c.const(2).reshape(2, 2).tolist()
-        hp, wp = h + pt + pb, w + pl + pr
-        if hp % bh or wp % bw:
-            raise Rejected(f"padded size {hp}x{wp} is not a multiple of the block {bh}x{bw}")
-        fill = jnp.asarray(np.asarray(x.zero_point if x.type in QUANT8 else 0, x.info.dtype))
-        y = jnp.pad(y, ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=fill)
-        y = y.reshape(b, hp // bh, bh, wp // bw, bw, ch).transpose(2, 4, 0, 1, 3, 5)
-        y = y.reshape(b * bh * bw, hp // bh, wp // bw, ch)
+    x = movable(c, 0, DATA)
+    p = op_params.batch_space(c, c.shape(0))
+    y = _to_nhwc(c.x(0), p.nchw)
+    if p.to_batch:
+        pt, pb, pl, pr = p.pads
+        y = jnp.pad(y, ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=jnp.asarray(pad_fill(c, x, None)))
+        view, perm, shape = p.space_to_batch_shapes()
     else:
-        if b % (bh * bw):
-            raise Rejected(f"batch {b} is not a multiple of the block {bh}x{bw}")
-        bo = b // (bh * bw)
-        y = y.reshape(bh, bw, bo, h, w, ch).transpose(2, 3, 0, 4, 1, 5).reshape(bo, h * bh, w * bw, ch)
-    return [_from_nhwc(y, nchw)]
+        view, perm, shape = p.batch_to_space_shapes()
+    return [_from_nhwc(y.reshape(view).transpose(perm).reshape(shape), p.nchw)]
 
 
 def conv_channel_shuffle(c: OpCtx):
-    movable(c, 0, FLOATS + QUANT8)
+    movable(c, 0, DATA)
     v = c.x(0)
-    groups, axis = int(c.scalar(1)), int(c.scalar(2)) % v.ndim
-    ch = v.shape[axis]
-    if groups <= 0 or ch % groups:
-        raise Rejected("channels not divisible by groups")
-    s1 = v.shape[:axis] + (groups, ch // groups) + v.shape[axis + 1:]
-    perm = list(range(len(s1)))
-    perm[axis], perm[axis + 1] = axis + 1, axis
-    return [jnp.transpose(v.reshape(s1), perm).reshape(v.shape)]
+    s = op_params.channel_shuffle(c, v.shape)
+    return [jnp.transpose(v.reshape(s.grouped), s.perm).reshape(v.shape)]
 
 
 def conv_embedding_lookup(c: OpCtx):
-    movable(c, 1, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 1, NUMERIC)
     if not c.ins[0].is_constant:
         raise Unsupported("EMBEDDING_LOOKUP with run-time indices (XLA clamps out-of-range ones, NNAPI fails)")
     iv = c.const(0)
@@ -743,12 +735,12 @@ def conv_embedding_lookup(c: OpCtx):
 def conv_pack(c: OpCtx):
     axis = int(c.scalar(0))
     for k in range(1, len(c.ins)):
-        movable(c, k, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+        movable(c, k, NUMERIC)
     return [jnp.stack([c.x(k) for k in range(1, len(c.ins))], axis=axis)]
 
 
 def conv_argminmax(c: OpCtx):
-    c.require(0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    c.require(0, NUMERIC)
     v = c.x(0)
     axis = int(c.scalar(1)) % v.ndim
     is_max = c.op.type == Op.ARGMAX
@@ -772,7 +764,7 @@ def conv_rank(c: OpCtx):
 
 def conv_fill(c: OpCtx):
     out = c.outs[0]
-    if out.type not in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32):
+    if out.type not in FILLABLE:
         raise Unsupported(out.type.name)
     shape = [int(s) for s in c.const(0).reshape(-1)]
     return [jnp.full(shape, np.asarray(c.scalar(1), out.info.dtype), dtype=out.info.dtype)]
@@ -781,6 +773,7 @@ def conv_fill(c: OpCtx):
 # ---------------------------------------------------------------------------------------
 # Reductions
 # ---------------------------------------------------------------------------------------
+
 
 def _reduce(kind: str):
     def convert(c: OpCtx):
@@ -800,6 +793,7 @@ def _reduce(kind: str):
         else:
             raise Unsupported(x.type.name)
         return [_out_shape(c, y)]
+
     return convert
 
 
@@ -825,14 +819,14 @@ def _float_reduce(kind: str, v, x: Operand, axes, keep: bool):
         def step(acc, p):
             zero = (acc == 0) | (p == 0)
             return jnp.where(zero, jnp.zeros_like(acc), acc * p), None
+
         acc, _ = lax.scan(step, flat[:, 0], flat.T[1:]) if k > 1 else (flat[:, 0], None)
-        shape = [v.shape[i] if i in kept else 1 for i in range(v.ndim)] if keep else [v.shape[i] for i in kept]
-        return acc.reshape(shape).astype(F32)
+        return acc.reshape(op_params.reduced_shape(v.shape, axes, keep)).astype(F32)
     raise Unsupported(kind)
 
 
 def conv_mean(c: OpCtx):
-    x = c.require(0, FLOATS + QUANT8)
+    x = c.require(0, DATA)
     v = c.x(0)
     axes, keep = params.reduce_axes(c, v.ndim)
     axes = tuple(axes)
@@ -846,6 +840,7 @@ def conv_mean(c: OpCtx):
 # ---------------------------------------------------------------------------------------
 # Matrix products, normalisation, resizing
 # ---------------------------------------------------------------------------------------
+
 
 def conv_batch_matmul(c: OpCtx):
     a, b = c.ins[0], c.ins[1]
@@ -864,8 +859,8 @@ def conv_batch_matmul(c: OpCtx):
 
 def conv_instance_normalization(c: OpCtx):
     c.require(0, FLOATS)
-    gamma, beta, eps = F32(c.scalar(1)), F32(c.scalar(2)), F32(c.scalar(3))
-    nchw = bool(c.scalar(4, False))
+    *floats, nchw = op_params.instance_norm(c)
+    gamma, beta, eps = (F32(f) for f in floats)
     axes = (2, 3) if nchw else (1, 2)
     v = c.f(0)
     mean = jnp.mean(v, axis=axes, keepdims=True)
@@ -875,10 +870,10 @@ def conv_instance_normalization(c: OpCtx):
 
 def conv_local_response_normalization(c: OpCtx):
     c.require(0, FLOATS)
-    radius = int(c.scalar(1))
-    bias, alpha, beta = F32(c.scalar(2)), F32(c.scalar(3)), F32(c.scalar(4))
     v = c.f(0)
-    axis = int(c.scalar(5, -1)) % v.ndim
+    p = op_params.lrn(c, v.ndim)
+    radius, axis = p.radius, p.axis
+    bias, alpha, beta = F32(p.bias), F32(p.alpha), F32(p.beta)
     moved = jnp.moveaxis(v, axis, -1)
     window = (1,) * (v.ndim - 1) + (2 * radius + 1,)
     pads = ((0, 0),) * (v.ndim - 1) + ((radius, radius),)
@@ -887,143 +882,104 @@ def conv_local_response_normalization(c: OpCtx):
     return [c.out(jnp.moveaxis(y, -1, axis))]
 
 
-def _resize_args(c: OpCtx, n_layout: int):
-    nchw = bool(c.scalar(3, False)) if len(c.ins) > 3 else False
-    align = bool(c.scalar(4, False)) if len(c.ins) > 4 else False
-    half = bool(c.scalar(5, False)) if len(c.ins) > 5 else False
-    if align and half:
-        raise Rejected("align_corners together with half_pixel_centers")
-    v = _to_nhwc(c.x(0), nchw)
-    _, h, w, _ = v.shape
-    if c.ins[1].type == T.INT32:
-        out_w, out_h = int(c.scalar(1)), int(c.scalar(2))
-    else:   # scales: floor(in * scale) in float32, as the reference computes the size
-        out_w = int(np.floor(np.float32(w) * np.float32(c.scalar(1))))
-        out_h = int(np.floor(np.float32(h) * np.float32(c.scalar(2))))
-    if out_w <= 0 or out_h <= 0:
-        raise Rejected(f"output size {out_w}x{out_h}")
-    return v, nchw, align, half, (h, w), (out_h, out_w)
-
-
-def _scale(n_in: int, n_out: int, align: bool) -> np.float32:
-    if align and n_out > 1:
-        return np.float32(n_in - 1) / np.float32(n_out - 1)
-    return np.float32(n_in) / np.float32(n_out)
-
-
 def conv_resize_bilinear(c: OpCtx):
     """The reference's blend (resize.py), float32 coordinates and weights computed at trace
     time in numpy, the four-neighbour sum in the reference's order."""
     c.require(0, FLOATS)
-    v, nchw, align, half, (h, w), (oh, ow) = _resize_args(c, 3)
-
-    def coords(n_in, n_out):
-        s = _scale(n_in, n_out, align)
-        i = np.arange(n_out, dtype=np.float32)
-        src = (i + np.float32(0.5)) * s - np.float32(0.5) if half else i * s
-        lo = np.maximum(np.floor(src), np.float32(0))
-        hi = np.minimum(np.ceil(src), np.float32(n_in - 1))
-        frac = (src - lo).astype(np.float32)
-        return lo.astype(np.int32), hi.astype(np.int32), frac
-    ylo, yhi, fy = coords(h, oh)
-    xlo, xhi, fx = coords(w, ow)
-    vf = v.astype(F32)
+    r = op_params.resize(c, c.shape(0))
+    (ylo, yhi, fy), (xlo, xhi, fx) = r.bilinear()
+    vf = _to_nhwc(c.x(0), r.nchw).astype(F32)
     fy = jnp.asarray(fy).reshape(1, -1, 1, 1)
     fx = jnp.asarray(fx).reshape(1, 1, -1, 1)
 
     def at(ys, xs):
         return vf[:, ys][:, :, xs]
+
     one = F32(1)
-    y = (at(ylo, xlo) * (one - fy) * (one - fx) + at(yhi, xlo) * fy * (one - fx)
-         + at(ylo, xhi) * (one - fy) * fx + at(yhi, xhi) * fy * fx)
-    return [_from_nhwc(c.out(y), nchw)]
+    y = (
+        at(ylo, xlo) * (one - fy) * (one - fx)
+        + at(yhi, xlo) * fy * (one - fx)
+        + at(ylo, xhi) * (one - fy) * fx
+        + at(yhi, xhi) * fy * fx
+    )
+    return [_from_nhwc(c.out(y), r.nchw)]
 
 
 def conv_resize_nearest(c: OpCtx):
-    movable(c, 0, FLOATS + QUANT8)
-    v, nchw, align, half, (h, w), (oh, ow) = _resize_args(c, 4)
-
-    def index(n_in, n_out):
-        s = _scale(n_in, n_out, align)
-        i = np.arange(n_out, dtype=np.float32)
-        src = (i + np.float32(0.5)) * s if half else i * s
-        if align:
-            t = np.trunc(src)
-            idx = t + (np.abs(src - t) >= 0.5) * np.sign(src)
-        else:
-            idx = np.floor(src)
-        idx = np.minimum(idx, n_in - 1)
-        if half:
-            idx = np.maximum(idx, 0)
-        return idx.astype(np.int32)
-    y = v[:, index(h, oh)][:, :, index(w, ow)]
-    return [_from_nhwc(y, nchw)]
+    movable(c, 0, DATA)
+    r = op_params.resize(c, c.shape(0))
+    rows, cols = r.nearest()
+    return [_from_nhwc(_to_nhwc(c.x(0), r.nchw)[:, rows][:, :, cols], r.nchw)]
 
 
 # ---------------------------------------------------------------------------------------
 # The table
 # ---------------------------------------------------------------------------------------
 
-CONVERTERS: dict[Op, Callable[[OpCtx], list]] = {
-    Op.ADD: conv_arith, Op.SUB: conv_arith, Op.MUL: conv_arith, Op.DIV: conv_arith,
-    Op.MAXIMUM: _minmax(jnp.maximum, float_max), Op.MINIMUM: _minmax(jnp.minimum, float_min), Op.POW: conv_pow, Op.PRELU: conv_prelu,
-    Op.RELU: _relu(nn_activation.RELU), Op.RELU1: _relu(nn_activation.RELU1),
-    Op.RELU6: _relu(nn_activation.RELU6),
-    Op.LOGISTIC: conv_logistic, Op.TANH: conv_tanh,
-    Op.ABS: _unary(jnp.abs, jnp.abs), Op.NEG: _unary(jnp.negative, jnp.negative), Op.EXP: _unary(jnp.exp),
-    Op.LOG: _unary(jnp.log), Op.SQRT: _unary(jnp.sqrt), Op.SIN: _unary(jnp.sin),
-    Op.FLOOR: _unary(_floor), Op.RSQRT: _unary(_rsqrt), Op.ELU: conv_elu, Op.HARD_SWISH: conv_hard_swish,
-    Op.SOFTMAX: _softmax(False), Op.LOG_SOFTMAX: _softmax(True),
-    Op.L2_NORMALIZATION: conv_l2_normalization,
-    Op.EQUAL: _compare(jnp.equal), Op.NOT_EQUAL: _compare(jnp.not_equal),
-    Op.GREATER: _compare(jnp.greater), Op.GREATER_EQUAL: _compare(jnp.greater_equal),
-    Op.LESS: _compare(jnp.less), Op.LESS_EQUAL: _compare(jnp.less_equal),
-    Op.LOGICAL_AND: _logical(jnp.logical_and, 2), Op.LOGICAL_OR: _logical(jnp.logical_or, 2),
-    Op.LOGICAL_NOT: _logical(jnp.logical_not, 1),
-    Op.SELECT: conv_select,
-    Op.CONV_2D: conv_conv_2d, Op.DEPTHWISE_CONV_2D: conv_depthwise_conv_2d,
-    Op.GROUPED_CONV_2D: conv_grouped_conv_2d, Op.FULLY_CONNECTED: conv_fully_connected,
-    Op.TRANSPOSE_CONV_2D: conv_transpose_conv_2d,
-    Op.BATCH_TO_SPACE_ND: conv_batch_space, Op.SPACE_TO_BATCH_ND: conv_batch_space,
-    Op.AVERAGE_POOL_2D: _pool("avg"), Op.MAX_POOL_2D: _pool("max"), Op.L2_POOL_2D: _pool("l2"),
-    Op.QUANTIZE: conv_quantize, Op.DEQUANTIZE: conv_dequantize, Op.CAST: conv_cast,
-    Op.RESHAPE: conv_reshape, Op.SQUEEZE: conv_squeeze, Op.EXPAND_DIMS: conv_expand_dims,
-    Op.TRANSPOSE: conv_transpose, Op.CONCATENATION: conv_concatenation, Op.GATHER: conv_gather,
-    Op.PAD: conv_pad, Op.PAD_V2: conv_pad, Op.MIRROR_PAD: conv_mirror_pad,
-    Op.SLICE: conv_slice, Op.STRIDED_SLICE: conv_strided_slice, Op.SPLIT: conv_split, Op.TILE: conv_tile,
-    Op.REVERSE: conv_reverse, Op.DEPTH_TO_SPACE: conv_depth_to_space, Op.SPACE_TO_DEPTH: conv_depth_to_space,
-    Op.ARGMAX: conv_argminmax, Op.ARGMIN: conv_argminmax,
-    Op.RESIZE_BILINEAR: conv_resize_bilinear, Op.RESIZE_NEAREST_NEIGHBOR: conv_resize_nearest,
-    Op.MEAN: conv_mean, Op.REDUCE_SUM: _reduce("sum"), Op.REDUCE_PROD: _reduce("prod"),
-    Op.REDUCE_MAX: _reduce("max"), Op.REDUCE_MIN: _reduce("min"),
-    Op.REDUCE_ALL: _reduce("all"), Op.REDUCE_ANY: _reduce("any"),
-    Op.EMBEDDING_LOOKUP: conv_embedding_lookup, Op.PACK: conv_pack, Op.BATCH_MATMUL: conv_batch_matmul,
-    Op.INSTANCE_NORMALIZATION: conv_instance_normalization,
-    Op.LOCAL_RESPONSE_NORMALIZATION: conv_local_response_normalization,
-    Op.RANK: conv_rank, Op.FILL: conv_fill, Op.CHANNEL_SHUFFLE: conv_channel_shuffle,
-}
+# Every conv_<operation> function above converts that operation (conversion.by_name); the
+# table lists the others: factory-built converters and converters shared by several operations.
+CONVERTERS: dict[Op, Callable[[OpCtx], list]] = conversion.by_name(
+    globals(),
+    {
+        Op.ADD: conv_arith,
+        Op.SUB: conv_arith,
+        Op.MUL: conv_arith,
+        Op.DIV: conv_arith,
+        Op.MAXIMUM: _minmax(jnp.maximum, float_max),
+        Op.MINIMUM: _minmax(jnp.minimum, float_min),
+        Op.RELU: _relu(nn_activation.RELU),
+        Op.RELU1: _relu(nn_activation.RELU1),
+        Op.RELU6: _relu(nn_activation.RELU6),
+        Op.ABS: _unary(jnp.abs, jnp.abs),
+        Op.NEG: _unary(jnp.negative, jnp.negative),
+        Op.EXP: _unary(jnp.exp),
+        Op.LOG: _unary(jnp.log),
+        Op.SQRT: _unary(jnp.sqrt),
+        Op.SIN: _unary(jnp.sin),
+        Op.FLOOR: _unary(_floor),
+        Op.RSQRT: _unary(_rsqrt),
+        Op.SOFTMAX: _softmax(False),
+        Op.LOG_SOFTMAX: _softmax(True),
+        Op.EQUAL: _compare(jnp.equal),
+        Op.NOT_EQUAL: _compare(jnp.not_equal),
+        Op.GREATER: _compare(jnp.greater),
+        Op.GREATER_EQUAL: _compare(jnp.greater_equal),
+        Op.LESS: _compare(jnp.less),
+        Op.LESS_EQUAL: _compare(jnp.less_equal),
+        Op.LOGICAL_AND: _logical(jnp.logical_and, 2),
+        Op.LOGICAL_OR: _logical(jnp.logical_or, 2),
+        Op.LOGICAL_NOT: _logical(jnp.logical_not, 1),
+        Op.BATCH_TO_SPACE_ND: conv_batch_space,
+        Op.SPACE_TO_BATCH_ND: conv_batch_space,
+        Op.AVERAGE_POOL_2D: _pool("avg"),
+        Op.MAX_POOL_2D: _pool("max"),
+        Op.L2_POOL_2D: _pool("l2"),
+        Op.PAD_V2: conv_pad,
+        Op.SPACE_TO_DEPTH: conv_depth_to_space,
+        Op.ARGMAX: conv_argminmax,
+        Op.ARGMIN: conv_argminmax,
+        Op.RESIZE_NEAREST_NEIGHBOR: conv_resize_nearest,
+        Op.REDUCE_SUM: _reduce("sum"),
+        Op.REDUCE_PROD: _reduce("prod"),
+        Op.REDUCE_MAX: _reduce("max"),
+        Op.REDUCE_MIN: _reduce("min"),
+        Op.REDUCE_ALL: _reduce("all"),
+        Op.REDUCE_ANY: _reduce("any"),
+    },
+)
 
 
 # ---------------------------------------------------------------------------------------
 # Whole models
 # ---------------------------------------------------------------------------------------
 
-def _check_types(sg: Subgraph, indexes) -> None:
-    for i in indexes:
-        o = sg.operands[i]
-        if o.type not in TYPES:
-            raise Unsupported(f"operand of type {o.type.name}")
-
 
 def run_operation(sg: Subgraph, index: int, values: dict[int, jax.Array]) -> None:
     """Trace one operation: its outputs land in ``values``.  Raises Unsupported / Rejected."""
     op = sg.operations[index]
-    try:
-        fn = CONVERTERS[Op(op.type)]
-    except (KeyError, ValueError):
-        raise Unsupported(f"{op.name} has no jax mapping in this adapter") from None
-    _check_types(sg, op.outputs)
-    _check_types(sg, [i for i in op.inputs if not sg.operands[i].is_omitted])
+    fn = conversion.lookup(CONVERTERS, op, "jax")
+    conversion.check_types(sg, op.outputs, TYPES)
+    conversion.check_types(sg, [i for i in op.inputs if not sg.operands[i].is_omitted], TYPES)
     outs = fn(OpCtx(sg, index, values))
     if len(outs) != len(op.outputs):
         raise AssertionError(f"{op.name} converter returned {len(outs)} outputs for {len(op.outputs)}")
@@ -1037,20 +993,17 @@ def build_function(model: Model) -> Callable:
     if model.referenced:
         raise Unsupported("referenced subgraphs (IF/WHILE) are not mapped")
     sg = model.main
-    _check_types(sg, (*sg.input_indexes, *sg.output_indexes))
+    conversion.check_types(sg, (*sg.input_indexes, *sg.output_indexes), TYPES)
 
     def fn(*inputs):
         values = dict(zip(sg.input_indexes, inputs))
-        for k in range(len(sg.operations)):
-            try:
-                run_operation(sg, k, values)
-            except (Unsupported, Rejected) as e:
-                raise type(e)(f"operations[{k}] ({sg.operations[k].name}): {e}") from None
+        conversion.convert_all(sg, lambda k: run_operation(sg, k, values))
         outs = []
         for i in sg.output_indexes:
             o = sg.operands[i]
             outs.append(jnp.asarray(np.asarray(o.value, o.info.dtype)) if o.is_constant else values[i])
         return tuple(outs)
+
     return fn
 
 
@@ -1064,8 +1017,7 @@ def operation_supported(model: Model, index: int) -> tuple[bool, str]:
     """Whether operation ``index`` of the main graph maps exactly: trace it alone, abstractly."""
     sg = model.main
     op = sg.operations[index]
-    fed = [i for i in dict.fromkeys(op.inputs)
-           if not sg.operands[i].is_constant and not sg.operands[i].is_omitted]
+    fed = [i for i in dict.fromkeys(op.inputs) if not sg.operands[i].is_constant and not sg.operands[i].is_omitted]
     for i in fed:
         if sg.operands[i].type not in TYPES:
             return False, f"operand of type {sg.operands[i].type.name}"
@@ -1077,11 +1029,9 @@ def operation_supported(model: Model, index: int) -> tuple[bool, str]:
         values = dict(zip(fed, vals))
         run_operation(sg, index, values)
         return tuple(values[i] for i in op.outputs)
-    try:
+
+    def trace_abstractly():
         with q.x64_scope(model):
             jax.eval_shape(trace, *(abstract(sg.operands[i]) for i in fed))
-    except Unsupported as e:
-        return False, str(e)
-    except Rejected:
-        return True, ""
-    return True, ""
+
+    return conversion.supported(trace_abstractly)

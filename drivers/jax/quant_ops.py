@@ -10,6 +10,7 @@ Multipliers and shifts are computed at trace time, in Python, with the reference
 helpers (they depend only on the operands' scales), so the two sides cannot drift apart.
 Operations whose quantised kernel is not reproduced here raise Unsupported.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -20,15 +21,21 @@ import numpy as np
 from jax import lax
 
 from nnconform.driver.support import Rejected, Unsupported
+from nnconform.drivers.common.op_params import dequantization
+from nnconform.drivers.common.quant_rules import ADD_LEFT_SHIFT, add_sub_multipliers, mul_multiplier
 from nnconform.ir import Model, Operand
 from nnconform.ir import OperandType as T
 from nnconform.ir import OperationType as Op
 from nnconform.reference.arith import activation as nn_activation
-from nnconform.reference.arith.quant import QUANT_RANGE, quantize_multiplier
+from nnconform.reference.arith.quant import QUANT_RANGE
 from nnconform.reference.ops.conv_common import _output_multipliers
 
-QUANT_TYPES = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
-               T.TENSOR_QUANT8_SYMM_PER_CHANNEL)
+QUANT_TYPES = (
+    T.TENSOR_QUANT8_ASYMM,
+    T.TENSOR_QUANT8_ASYMM_SIGNED,
+    T.TENSOR_QUANT8_SYMM,
+    T.TENSOR_QUANT8_SYMM_PER_CHANNEL,
+)
 F32 = jnp.float32
 
 
@@ -68,18 +75,13 @@ def quantize_float(x: jax.Array, out: Operand) -> jax.Array:
 
 def dequantize_float(c, k: int) -> jax.Array:
     """DEQUANTIZE: scale * (q - zp) in float32 (per-channel scales along channel_dim)."""
-    o = c.ins[k]
-    diff = (c.x(k).astype(jnp.int32) - jnp.int32(o.zero_point)).astype(F32)
-    if o.type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
-        cq = o.channel_quant
-        if cq is None:
-            raise Unsupported("per-channel operand without channel parameters")
-        shape = [1] * diff.ndim
-        shape[cq.channel_dim] = -1
-        return jnp.asarray(np.asarray(cq.scales, np.float32)).reshape(shape) * diff
-    if o.type not in QUANT_TYPES:
-        raise Unsupported(o.type.name)
-    return F32(o.scale) * diff
+    d = dequantization(c.ins[k])
+    diff = (c.x(k).astype(jnp.int32) - jnp.int32(d.zero_point)).astype(F32)
+    if d.axis is None:
+        return F32(d.scale) * diff
+    shape = [1] * diff.ndim  # the traced rank: the model's may be unknown
+    shape[d.axis] = -1
+    return jnp.asarray(d.scale).reshape(shape) * diff
 
 
 # ---------------------------------------------------------------------------------------
@@ -120,20 +122,6 @@ def mbqm(x: jax.Array, multiplier, shift) -> jax.Array:
     return rounding_divide_by_pot(srdhm(x.astype(I64) << left, jnp.asarray(np.asarray(multiplier, np.int64))), right)
 
 
-def _f32(x) -> float:
-    return float(np.float32(x))
-
-
-def _multiplier_below_one(real: float, what: str) -> tuple[int, int]:
-    """The reference's QuantizeMultiplierSmallerThanOneExp; a ratio outside (0, 1) fails."""
-    if not 0.0 < real < 1.0:
-        raise Rejected(f"{what} rescale factor {real:g} must be in (0, 1)")
-    m, shift = quantize_multiplier(real)
-    if shift > 0:
-        raise Rejected(f"{what} rescale factor {real:g} rounds up to 1")
-    return m, shift
-
-
 def _offsets(c, k: int) -> jax.Array:
     o = c.ins[k]
     return c.x(k).astype(I64) - I64(o.zero_point)
@@ -143,24 +131,15 @@ def _offsets(c, k: int) -> jax.Array:
 # Element-wise
 # ---------------------------------------------------------------------------------------
 
-ADD_LEFT_SHIFT = 20   # the quantised Add kernel's headroom bits (nnconform.reference.ops.add_sub)
-
 
 def quant_arith(c, kind, act: int) -> jax.Array:
     in1, in2, out = c.ins[0], c.ins[1], c.outs[0]
     if kind in (Op.ADD, Op.SUB):
-        s1, s2, so = _f32(in1.scale), _f32(in2.scale), _f32(out.scale)
-        twice_max = 2.0 * max(s1, s2)
-        m1, e1 = _multiplier_below_one(s1 / twice_max, "input 0")
-        m2, e2 = _multiplier_below_one(s2 / twice_max, "input 1")
-        mo, eo = _multiplier_below_one(twice_max / ((1 << ADD_LEFT_SHIFT) * so), "output")
-        if kind == Op.SUB:
-            m2 = -m2
+        (m1, e1), (m2, e2), (mo, eo) = add_sub_multipliers(in1, in2, out, kind == Op.SUB)
         total = mbqm(_offsets(c, 0) << ADD_LEFT_SHIFT, m1, e1) + mbqm(_offsets(c, 1) << ADD_LEFT_SHIFT, m2, e2)
         return quant_clamp(mbqm(total, mo, eo) + I64(out.zero_point), act, out)
     if kind == Op.MUL:
-        product_scale = float(np.float32(in1.scale) * np.float32(in2.scale))
-        m, shift = _multiplier_below_one(product_scale / _f32(out.scale), "output")
+        m, shift = mul_multiplier(in1, in2, out)
         prod = _offsets(c, 0) * _offsets(c, 1)
         return quant_clamp(mbqm(prod, m, shift) + I64(out.zero_point), act, out)
     raise Unsupported(f"quantised {kind.name}")
@@ -211,6 +190,7 @@ def dequantize_exact(c, k: int) -> jax.Array:
 # Convolutions and fully connected: exact integer accumulation, then requantisation
 # ---------------------------------------------------------------------------------------
 
+
 def _requantize_acc(c, acc: jax.Array, channel_axis: int, act: int) -> jax.Array:
     """int64 accumulators (+ bias, input 2) -> output 0's stored values, per-channel or
     per-tensor multipliers computed by the reference's own helper."""
@@ -218,8 +198,9 @@ def _requantize_acc(c, acc: jax.Array, channel_axis: int, act: int) -> jax.Array
     n_out = acc.shape[channel_axis]
     per_channel = flt.type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL
     scales = tuple(flt.channel_quant.scales) if per_channel and flt.channel_quant is not None else None
-    result = _output_multipliers(float(inp.scale), per_channel, float(flt.scale), scales, float(bias.scale),
-                                 float(out.scale), n_out)
+    result = _output_multipliers(
+        float(inp.scale), per_channel, float(flt.scale), scales, float(bias.scale), float(out.scale), n_out
+    )
     if isinstance(result, str):
         raise Rejected(result)
     mult, shift = result
@@ -255,9 +236,16 @@ def _exact(v: jax.Array) -> jax.Array:
 def quant_conv(c, filter_spec: str, groups: int, pads, strides, dil, act: int, lhs: str) -> jax.Array:
     channel_dim = filter_spec.index("O")
     w = _filter_offsets(c, channel_dim)
-    acc = lax.conv_general_dilated(_exact(_offsets(c, 0)), _exact(w), strides, pads, rhs_dilation=dil,
-                                   dimension_numbers=(lhs, filter_spec, lhs), feature_group_count=groups,
-                                   precision=lax.Precision.HIGHEST)
+    acc = lax.conv_general_dilated(
+        _exact(_offsets(c, 0)),
+        _exact(w),
+        strides,
+        pads,
+        rhs_dilation=dil,
+        dimension_numbers=(lhs, filter_spec, lhs),
+        feature_group_count=groups,
+        precision=lax.Precision.HIGHEST,
+    )
     return _requantize_acc(c, jnp.round(acc).astype(I64), lhs.index("C"), act)
 
 
@@ -265,8 +253,15 @@ def quant_transpose_conv(c, pads, strides, act: int, lhs: str) -> jax.Array:
     """The transposed convolution as a plain one over the stride-dilated input with the filter
     flipped (convert.conv_transpose_conv_2d), on exact offsets, then the conv requantisation."""
     w = jnp.flip(_filter_offsets(c, 0), axis=(1, 2))
-    acc = lax.conv_general_dilated(_exact(_offsets(c, 0)), _exact(w), (1, 1), pads, lhs_dilation=strides,
-                                   dimension_numbers=(lhs, "OHWI", lhs), precision=lax.Precision.HIGHEST)
+    acc = lax.conv_general_dilated(
+        _exact(_offsets(c, 0)),
+        _exact(w),
+        (1, 1),
+        pads,
+        lhs_dilation=strides,
+        dimension_numbers=(lhs, "OHWI", lhs),
+        precision=lax.Precision.HIGHEST,
+    )
     return _requantize_acc(c, jnp.round(acc).astype(I64), lhs.index("C"), act)
 
 
@@ -275,14 +270,14 @@ def quant_fully_connected(c, act: int) -> jax.Array:
     if w.type != x.type:
         raise Unsupported(f"{x.type.name} with {w.type.name} weights")
     n_units, k = c.x(1).shape
-    acc = jnp.matmul(_exact(_offsets(c, 0).reshape(-1, k)), _exact(_offsets(c, 1)).T,
-                     precision=lax.Precision.HIGHEST)
+    acc = jnp.matmul(_exact(_offsets(c, 0).reshape(-1, k)), _exact(_offsets(c, 1)).T, precision=lax.Precision.HIGHEST)
     return _requantize_acc(c, jnp.round(acc).astype(I64), 1, act)
 
 
 # ---------------------------------------------------------------------------------------
 # Pooling and MEAN on stored values
 # ---------------------------------------------------------------------------------------
+
 
 def quant_pool(c, kind: str, window, strides, pads, act: int) -> jax.Array:
     out = c.outs[0]
@@ -315,6 +310,7 @@ def quant_mean(c, axes, keep: bool) -> jax.Array:
 def _not_mapped(what: str):
     def fn(*_a, **_kw):
         raise Unsupported(f"quantised {what} is not reproduced bit for bit by this adapter")
+
     return fn
 
 

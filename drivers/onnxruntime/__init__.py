@@ -4,6 +4,7 @@ Needs the optional extra (``pip install nnconform[onnx]``); registered as the dr
 ``onnxruntime``.  Importing this package imports onnx and onnxruntime, so a missing extra
 makes the driver loader report "is its optional extra installed?" in one line.
 """
+
 from nnconform.drivers.onnxruntime.device import OnnxRuntimeDevice, OnnxRuntimePreparedModel
 
 __all__ = ["OnnxRuntimeDevice", "OnnxRuntimePreparedModel"]

@@ -34,6 +34,7 @@ it can only differ from NNAPI when the whole run exceeds the timeout without any
 doing so (several long loops in sequence, or long work outside the loops): then the adapter
 reports MISSED_DEADLINE where the reference would finish.  docs/findings.md says so.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Sequence
@@ -55,7 +56,7 @@ def _value_info(sg: Subgraph, index: int, name: str) -> onnx.ValueInfoProto:
     if o.info.is_scalar:
         shape = []
     elif not o.dimensions:
-        shape = None                                   # unknown rank
+        shape = None  # unknown rank
     else:
         shape = [d if d > 0 else None for d in o.dimensions]
     return helper.make_tensor_value_info(name, cv.ONNX_TYPE[o.type], shape)
@@ -82,8 +83,9 @@ def _rename_nodes(nodes, rename: Callable[[str], str]) -> None:
                     _rename_graph(sub, rename)
 
 
-def inline_subgraph(model: Model, sg: Subgraph, inputs: Sequence[str], prefix: str
-                    ) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto], list[str]]:
+def inline_subgraph(
+    model: Model, sg: Subgraph, inputs: Sequence[str], prefix: str
+) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto], list[str]]:
     """Convert ``sg`` with its inputs bound to the ONNX names ``inputs``.  Returns its nodes,
     initialisers and the ONNX names of its outputs (all prefixed with ``prefix``)."""
     if len(inputs) != len(sg.input_indexes):
@@ -93,8 +95,10 @@ def inline_subgraph(model: Model, sg: Subgraph, inputs: Sequence[str], prefix: s
         try:
             cv.convert_operation(g, k)
         except cv.Rejected as e:
-            raise cv.Unsupported(f"subgraph '{sg.name}' operations[{k}] ({sg.operations[k].name}) must fail "
-                                 f"when it runs ({e}); a static graph cannot fail only on that path") from None
+            raise cv.Unsupported(
+                f"subgraph '{sg.name}' operations[{k}] ({sg.operations[k].name}) must fail "
+                f"when it runs ({e}); a static graph cannot fail only on that path"
+            ) from None
         except cv.Unsupported as e:
             raise cv.Unsupported(f"subgraph '{sg.name}' operations[{k}] ({sg.operations[k].name}): {e}") from None
     bound = {f"o{idx}": name for idx, name in zip(sg.input_indexes, inputs)}
@@ -155,8 +159,7 @@ def conv_if(c: cv.OpCtx) -> None:
         outs = _distinct_outputs(c, nodes, outs)
         infos = [_value_info(sg, idx, name) for idx, name in zip(sg.output_indexes, outs)]
         branches.append(_graph(nodes, inits, [], infos, f"{prefix}{role}"))
-    c.node("If", [c.x(COND)], [c.y(k) for k in range(len(c.outs))],
-           then_branch=branches[0], else_branch=branches[1])
+    c.node("If", [c.x(COND)], [c.y(k) for k in range(len(c.outs))], then_branch=branches[0], else_branch=branches[1])
 
 
 def conv_while(c: cv.OpCtx) -> None:
@@ -164,7 +167,7 @@ def conv_while(c: cv.OpCtx) -> None:
     cond_sg, body_sg = _referenced(c, WHILE_COND), _referenced(c, WHILE_BODY)
     data = [c.x(k) for k in range(WHILE_FIRST, len(c.ins))]
     m = len(c.outs)
-    carried = len(body_sg.output_indexes)                 # m + k loop-carried variables
+    carried = len(body_sg.output_indexes)  # m + k loop-carried variables
     if carried < m or carried > len(data):
         raise cv.Unsupported(f"body gives {carried} outputs for {m} WHILE outputs and {len(data)} inputs")
     input_only = data[carried:]
@@ -183,8 +186,10 @@ def conv_while(c: cv.OpCtx) -> None:
     nodes += nodes2
     inits += inits2
     outs = _distinct_outputs(c, nodes, [next_cond] + outs)
-    body_inputs = [helper.make_tensor_value_info(iter_in, cv.I64, []),
-                   helper.make_tensor_value_info(cond_in, cv.BOOL, None)]
+    body_inputs = [
+        helper.make_tensor_value_info(iter_in, cv.I64, []),
+        helper.make_tensor_value_info(cond_in, cv.BOOL, None),
+    ]
     body_inputs += [_value_info(body_sg, body_sg.input_indexes[j], var_in[j]) for j in range(carried)]
     body_outputs = [helper.make_tensor_value_info(outs[0], cv.BOOL, None)]
     body_outputs += [_value_info(body_sg, body_sg.output_indexes[j], outs[1 + j]) for j in range(carried)]

@@ -22,6 +22,7 @@ Conventions:
   QuantizeLinear; fused activations on quantised outputs are an exact Clip on the stored
   values with NNAPI's quantised activation bounds.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -30,38 +31,49 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from nnconform.drivers.common import activation, op_params
+from nnconform.drivers.common import converter as conversion
+from nnconform.drivers.common.layout import TO_NCHW, TO_NHWC, axis_last, nhwc_dims
+from nnconform.drivers.common.types import (
+    CASTABLE,
+    DATA,
+    FILLABLE,
+    FLOATS,
+    NUMERIC,
+    QUANT8,
+    movable,
+    pad_fill,
+    require_same_quant,
+    same_quant,
+    storage_table,
+)
 from nnconform.ir import Model, Operand, Subgraph
 from nnconform.ir import OperandType as T
 from nnconform.ir import OperationType as Op
 from nnconform.ir import nnapi_params as params
-from nnconform.ir.nnapi_params import same_quant
 from nnconform.reference.arith import activation as nn_activation
 
 OPSET = 21
 
 
-from nnconform.driver.support import ParameterAccess, Rejected, Unsupported  # noqa: E402  (Unsupported re-exported)
+from nnconform.driver.support import Rejected, Unsupported  # noqa: E402, F401  (re-exported for control_flow, recurrent)
 
-ONNX_TYPE = {
-    T.TENSOR_FLOAT32: TensorProto.FLOAT, T.FLOAT32: TensorProto.FLOAT,
-    T.TENSOR_FLOAT16: TensorProto.FLOAT16, T.FLOAT16: TensorProto.FLOAT16,
-    T.TENSOR_INT32: TensorProto.INT32, T.INT32: TensorProto.INT32,
-    T.TENSOR_BOOL8: TensorProto.BOOL, T.BOOL: TensorProto.BOOL,
-    T.TENSOR_QUANT8_ASYMM: TensorProto.UINT8,
-    T.TENSOR_QUANT8_ASYMM_SIGNED: TensorProto.INT8,
-    T.TENSOR_QUANT8_SYMM: TensorProto.INT8,
-    T.TENSOR_QUANT8_SYMM_PER_CHANNEL: TensorProto.INT8,
-}
-FLOATS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
-QUANT8 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-F32, F16, I32, I64, BOOL = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT32,
-                            TensorProto.INT64, TensorProto.BOOL)
-TO_NCHW, TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
+ONNX_TYPE = storage_table(
+    TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT32, TensorProto.BOOL, TensorProto.UINT8, TensorProto.INT8
+)
+F32, F16, I32, I64, BOOL = (
+    TensorProto.FLOAT,
+    TensorProto.FLOAT16,
+    TensorProto.INT32,
+    TensorProto.INT64,
+    TensorProto.BOOL,
+)
 
 
 # ---------------------------------------------------------------------------------------
 # Graph building
 # ---------------------------------------------------------------------------------------
+
 
 class GraphBuilder:
     """Nodes and initialisers of one ONNX graph, with fresh-name generation."""
@@ -105,14 +117,12 @@ class GraphBuilder:
         return f"o{index}"
 
 
-class OpCtx(ParameterAccess):
-    """One operation seen by its converter."""
+class OpCtx(conversion.OperationContext):
+    """One operation seen by its converter, emitting into ``g``."""
 
     def __init__(self, g: GraphBuilder, index: int):
+        super().__init__(g.sg, index)
         self.g = g
-        self.op = g.sg.operations[index]
-        self.ins: list[Operand] = [g.sg.operands[i] for i in self.op.inputs]
-        self.outs: list[Operand] = [g.sg.operands[i] for i in self.op.outputs]
 
     # inputs / outputs --------------------------------------------------------------
     def x(self, k: int) -> str:
@@ -151,8 +161,7 @@ class OpCtx(ParameterAccess):
         if o.type in FLOATS:
             return self.to_f32(self.x(k), o)
         if o.type in QUANT8:
-            return self.node("DequantizeLinear", [self.x(k), self.const_value(np.float32(o.scale)),
-                                                  zp_const(self, o)])
+            return self.node("DequantizeLinear", [self.x(k), self.const_value(np.float32(o.scale)), zp_const(self, o)])
         raise Unsupported(f"input {k} of type {o.type.name}")
 
     def requant(self, real: str, out: Operand, act: int, target: str) -> str:
@@ -172,32 +181,31 @@ def zp_const(c: OpCtx, o: Operand) -> str:
 
 def float_activation(c: OpCtx, name: str, act: int, dtype=np.float32) -> str:
     """NNAPI's fused activation on a float tensor (float32 unless ``dtype`` says otherwise)."""
-    if act == nn_activation.NONE:
+    bounds = activation.float_bounds(act)
+    if bounds is None:
         return name
-    if act == nn_activation.RELU:
+    if act == activation.RELU:
         return c.node("Relu", [name])
-    lo, hi = nn_activation.float_bounds(act)
-    if act not in nn_activation.FUSED_ACTIVATIONS:
-        raise Unsupported(f"fused activation {act}")
+    lo, hi = bounds
     return c.node("Clip", [name, c.const_value(np.asarray(lo, dtype)), c.const_value(np.asarray(hi, dtype))])
 
 
 def quant_activation(c: OpCtx, q: str, act: int, out: Operand, target: str | None) -> str:
     """Clamp stored quantised values to NNAPI's activation bounds (exact on integers)."""
-    if act not in nn_activation.FUSED_ACTIVATIONS:
-        raise Unsupported(f"fused activation {act}")
-    lo, hi = nn_activation.quant_bounds(act, out)
-    dt = out.info.dtype
-    full = np.iinfo(dt)
-    if lo <= full.min and hi >= full.max:
+    bounds = activation.quant_bounds(act, out)
+    if bounds is None:
         return c.node("Identity", [q], [target] if target else None)
-    return c.node("Clip", [q, c.const_value(np.asarray(lo, dt)), c.const_value(np.asarray(hi, dt))],
-                  [target] if target else None)
+    lo, hi = bounds
+    dt = out.info.dtype
+    return c.node(
+        "Clip", [q, c.const_value(np.asarray(lo, dt)), c.const_value(np.asarray(hi, dt))], [target] if target else None
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Element-wise arithmetic
 # ---------------------------------------------------------------------------------------
+
 
 def _binary_arith(onnx_op: str, quant_ok: bool = True, int32_ok: bool = True):
     def convert(c: OpCtx):
@@ -215,6 +223,7 @@ def _binary_arith(onnx_op: str, quant_ok: bool = True, int32_ok: bool = True):
             c.requant(y, out, act, c.y())
         else:
             raise Unsupported(f"{a.type.name}")
+
     return convert
 
 
@@ -246,6 +255,7 @@ def _minmax(onnx_op: str):
             c.requant(c.node(onnx_op, [c.dequant(0), c.dequant(1)]), out, nn_activation.NONE, c.y())
         else:
             raise Unsupported(a.type.name)
+
     return convert
 
 
@@ -269,6 +279,7 @@ def conv_prelu(c: OpCtx):
 # Activations and unary math
 # ---------------------------------------------------------------------------------------
 
+
 def _relu(act: int):
     def convert(c: OpCtx):
         x, out = c.ins[0], c.outs[0]
@@ -280,6 +291,7 @@ def _relu(act: int):
             quant_activation(c, c.x(0), act, out, c.y())
         else:
             raise Unsupported(x.type.name)
+
     return convert
 
 
@@ -294,6 +306,7 @@ def _unary_float(onnx_op: str, int32_op: str | None = None, quant_ok: bool = Fal
             c.requant(c.node(onnx_op, [c.dequant(0)]), out, 0, c.y())
         else:
             raise Unsupported(x.type.name)
+
     return convert
 
 
@@ -324,6 +337,7 @@ def _softmax(onnx_op: str, quant_ok: bool):
         if beta != 1.0:
             xf = c.node("Mul", [xf, c.const_value(np.float32(beta))])
         c.requant(c.node(onnx_op, [xf], axis=axis), out, 0, c.y())
+
     return convert
 
 
@@ -340,6 +354,7 @@ def conv_l2_normalization(c: OpCtx):
 # ---------------------------------------------------------------------------------------
 # Comparisons, logical, select
 # ---------------------------------------------------------------------------------------
+
 
 def _compare(onnx_op: str, negate: bool = False):
     def convert(c: OpCtx):
@@ -359,6 +374,7 @@ def _compare(onnx_op: str, negate: bool = False):
             c.node("Not", [c.node(onnx_op, [xa, xb])], [c.y()])
         else:
             c.node(onnx_op, [xa, xb], [c.y()])
+
     return convert
 
 
@@ -366,22 +382,20 @@ def _logical(onnx_op: str, arity: int):
     def convert(c: OpCtx):
         c.require(0, (T.TENSOR_BOOL8,))
         c.node(onnx_op, [c.x(k) for k in range(arity)], [c.y()])
+
     return convert
 
 
 def conv_select(c: OpCtx):
-    a, b, out = c.ins[1], c.ins[2], c.outs[0]
-    if a.type in QUANT8:
-        if not (same_quant(a, out) and same_quant(b, out)):
-            raise Unsupported("quantised SELECT with requantisation")
-    elif a.type not in FLOATS + (T.TENSOR_INT32,):
-        raise Unsupported(a.type.name)
+    c.require(1, NUMERIC, "SELECT's input 1")
+    require_same_quant(c, (1, 2), "SELECT")
     c.node("Where", [c.x(0), c.x(1), c.x(2)], [c.y()])
 
 
 # ---------------------------------------------------------------------------------------
 # Convolutions, fully connected, pooling
 # ---------------------------------------------------------------------------------------
+
 
 def _conv_args(c: OpCtx, n_extra: int, **kw):
     """(pads [t, l, b, r], strides, dilations, extra, act, nchw) in ONNX's order."""
@@ -418,8 +432,16 @@ def _emit_conv(c: OpCtx, x_nchw: str, w_oihw: str, group: int, pads, strides, di
         w_scale, w_zp = c.const_value(np.float32(f.scale)), zp_const(c, f)
     else:
         raise Unsupported(f"filter of type {f.type.name}")
-    inputs = [x_nchw, c.const_value(np.float32(x.scale)), zp_const(c, x), w_oihw, w_scale, w_zp,
-              c.const_value(np.float32(out.scale)), zp_const(c, out)]
+    inputs = [
+        x_nchw,
+        c.const_value(np.float32(x.scale)),
+        zp_const(c, x),
+        w_oihw,
+        w_scale,
+        w_zp,
+        c.const_value(np.float32(out.scale)),
+        zp_const(c, out),
+    ]
     if not c.omitted(2):
         inputs.append(c.x(2))
     y = c.node("QLinearConv", inputs, **attrs)
@@ -437,8 +459,11 @@ def _check_conv_types(c: OpCtx, allow_per_channel_dim: int | None):
     if x.type not in QUANT8:
         raise Unsupported(x.type.name)
     if f.type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
-        if allow_per_channel_dim is None or f.channel_quant is None \
-                or f.channel_quant.channel_dim != allow_per_channel_dim:
+        if (
+            allow_per_channel_dim is None
+            or f.channel_quant is None
+            or f.channel_quant.channel_dim != allow_per_channel_dim
+        ):
             raise Unsupported("per-channel filter layout")
         return list(f.channel_quant.scales)
     return None
@@ -461,11 +486,7 @@ def conv_grouped_conv_2d(c: OpCtx):
 def conv_depthwise_conv_2d(c: OpCtx):
     scales = _check_conv_types(c, 3)
     pads, strides, dil, (mult,), act, nchw = _conv_args(c, 1)
-    xd = c.dims(c.ins[0])
-    channels = xd[1] if nchw else xd[3]
-    fd = c.dims(c.ins[1])
-    if fd[3] != channels * mult:
-        raise Unsupported(f"filter depth {fd[3]} != channels {channels} x multiplier {mult}")
+    channels = op_params.depthwise_channels(c, mult, nchw)
     xin = c.x(0) if nchw else c.node("Transpose", [c.x(0)], perm=TO_NCHW)
     # [1, fh, fw, C*mult] -> [C*mult, 1, fh, fw]: output channel c*mult + m belongs to group c.
     _emit_conv(c, xin, _filter_oihw(c, 1, (3, 0, 1, 2)), channels, pads, strides, dil, act, nchw, scales)
@@ -491,10 +512,21 @@ def conv_fully_connected(c: OpCtx):
         raise Unsupported(f"{x.type.name} with {w.type.name} weights")
     # A 1x1 QLinearConv: input [B, K, 1, 1], weights [N, K, 1, 1], bias [N].
     x4 = c.node("Reshape", [c.x(0), c.int64s([-1, k, 1, 1])])
-    w4 = c.const_value(np.asarray(w.value).reshape(n_units, k, 1, 1)) if w.is_constant else \
-        c.node("Reshape", [c.x(1), c.int64s([n_units, k, 1, 1])])
-    inputs = [x4, c.const_value(np.float32(x.scale)), zp_const(c, x), w4, c.const_value(np.float32(w.scale)),
-              zp_const(c, w), c.const_value(np.float32(out.scale)), zp_const(c, out)]
+    w4 = (
+        c.const_value(np.asarray(w.value).reshape(n_units, k, 1, 1))
+        if w.is_constant
+        else c.node("Reshape", [c.x(1), c.int64s([n_units, k, 1, 1])])
+    )
+    inputs = [
+        x4,
+        c.const_value(np.float32(x.scale)),
+        zp_const(c, x),
+        w4,
+        c.const_value(np.float32(w.scale)),
+        zp_const(c, w),
+        c.const_value(np.float32(out.scale)),
+        zp_const(c, out),
+    ]
     if not c.omitted(2):
         inputs.append(c.x(2))
     y = c.node("Reshape", [c.node("QLinearConv", inputs), c.int64s(c.dims(out))])
@@ -504,14 +536,9 @@ def conv_fully_connected(c: OpCtx):
 def conv_transpose_conv_2d(c: OpCtx):
     x, f, out = c.ins[0], c.ins[1], c.outs[0]
     p = params.transpose_conv_params(c)
-    pl, pr, pt, pb, sw, sh, act, nchw = (p.pad_left, p.pad_right, p.pad_top, p.pad_bottom, p.stride_w,
-                                         p.stride_h, p.activation, p.nchw)
-    # ONNX pads are >= 0; NNAPI's negative tail (output grows) is ONNX's output_padding,
-    # which the runtime accepts only below the stride.
-    extra_h, extra_w = max(0, -pb), max(0, -pr)
-    if pl < 0 or pt < 0 or extra_h >= sh or extra_w >= sw:
-        raise Unsupported(f"padding {[pl, pr, pt, pb]} with strides {[sw, sh]}")
-    attrs = dict(pads=[pt, pl, max(pb, 0), max(pr, 0)], strides=[sh, sw], output_padding=[extra_h, extra_w])
+    act, nchw = p.activation, p.nchw
+    bp = op_params.backprop_padding(p)
+    attrs = dict(pads=[*bp.begin, *bp.end], strides=list(p.strides), output_padding=list(bp.output_padding))
     xin = c.x(0) if nchw else c.node("Transpose", [c.x(0)], perm=TO_NCHW)
     if x.type in FLOATS:
         if f.type != x.type:
@@ -532,8 +559,9 @@ def conv_transpose_conv_2d(c: OpCtx):
         if cq is None or cq.channel_dim != 0:
             raise Unsupported("per-channel filter layout")
         scales = np.asarray(cq.scales, np.float32)
-        wf = c.node("DequantizeLinear", [c.x(1), c.const_value(scales), c.const_value(np.zeros(len(scales), np.int8))],
-                    axis=0)
+        wf = c.node(
+            "DequantizeLinear", [c.x(1), c.const_value(scales), c.const_value(np.zeros(len(scales), np.int8))], axis=0
+        )
         bias_scale = np.float32(x.scale) * scales
     elif f.type == x.type:
         wf = c.node("DequantizeLinear", [c.x(1), c.const_value(np.float32(f.scale)), zp_const(c, f)])
@@ -548,33 +576,19 @@ def conv_transpose_conv_2d(c: OpCtx):
 
 
 def conv_batch_space(c: OpCtx):
-    x = _movable(c, 0, FLOATS + QUANT8)
-    to_batch = c.op.type == Op.SPACE_TO_BATCH_ND
-    bh, bw = (int(v) for v in c.const(1).reshape(-1))
-    layout_k = 3 if to_batch else 2
-    nchw = bool(c.scalar(layout_k, False))
-    xd = c.dims(x)
-    b, h, w, ch = (xd[0], xd[2], xd[3], xd[1]) if nchw else xd
-    y = c.node("Transpose", [c.x(0)], perm=TO_NHWC) if nchw else c.x(0)
-    if to_batch:
-        (pt, pb), (pl, pr) = c.const(2).reshape(2, 2).tolist()
-        hp, wp = h + pt + pb, w + pl + pr
-        if hp % bh or wp % bw:
-            raise Rejected(f"padded size {hp}x{wp} is not a multiple of the block {bh}x{bw}")
-        if pt or pb or pl or pr:
-            fill = c.const_value(np.asarray(x.zero_point if x.type in QUANT8 else 0, x.info.dtype))
+    x = movable(c, 0, DATA)
+    p = op_params.batch_space(c)
+    y = c.node("Transpose", [c.x(0)], perm=TO_NHWC) if p.nchw else c.x(0)
+    if p.to_batch:
+        pt, pb, pl, pr = p.pads
+        if any(p.pads):
+            fill = c.const_value(pad_fill(c, x, None))
             y = c.node("Pad", [y, c.int64s([0, pt, pl, 0, 0, pb, pr, 0]), fill], mode="constant")
-        y = c.node("Reshape", [y, c.int64s([b, hp // bh, bh, wp // bw, bw, ch])])
-        y = c.node("Transpose", [y], perm=[2, 4, 0, 1, 3, 5])
-        y = c.node("Reshape", [y, c.int64s([b * bh * bw, hp // bh, wp // bw, ch])])
+        view, perm, shape = p.space_to_batch_shapes()
     else:
-        if b % (bh * bw):
-            raise Rejected(f"batch {b} is not a multiple of the block {bh}x{bw}")
-        bo = b // (bh * bw)
-        y = c.node("Reshape", [y, c.int64s([bh, bw, bo, h, w, ch])])
-        y = c.node("Transpose", [y], perm=[2, 3, 0, 4, 1, 5])
-        y = c.node("Reshape", [y, c.int64s([bo, h * bh, w * bw, ch])])
-    if nchw:
+        view, perm, shape = p.batch_to_space_shapes()
+    y = c.node("Reshape", [c.node("Transpose", [c.node("Reshape", [y, c.int64s(view)])], perm=perm), c.int64s(shape)])
+    if p.nchw:
         c.node("Transpose", [y], [c.y()], perm=TO_NCHW)
     else:
         c.node("Identity", [y], [c.y()])
@@ -584,8 +598,11 @@ def _pool_args(c: OpCtx):
     p = params.pool_params(c)
     if max(p.pad_left, p.pad_right) >= p.filter_w or max(p.pad_top, p.pad_bottom) >= p.filter_h:
         raise Unsupported("padding as large as the window (ONNX rejects it)")
-    return dict(kernel_shape=list(p.window), pads=[*p.pads_begin, *p.pads_end], strides=list(p.strides)), \
-        p.activation, p.nchw
+    return (
+        dict(kernel_shape=list(p.window), pads=[*p.pads_begin, *p.pads_end], strides=list(p.strides)),
+        p.activation,
+        p.nchw,
+    )
 
 
 def _pool(kind: str):
@@ -622,12 +639,14 @@ def _pool(kind: str):
             quant_activation(c, y, act, out, c.y())
         else:
             c.from_f32(float_activation(c, y, act), out, c.y())
+
     return convert
 
 
 # ---------------------------------------------------------------------------------------
 # Quantisation and casts
 # ---------------------------------------------------------------------------------------
+
 
 def conv_quantize(c: OpCtx):
     x, out = c.require(0, FLOATS), c.outs[0]
@@ -641,28 +660,26 @@ def conv_quantize(c: OpCtx):
 
 
 def conv_dequantize(c: OpCtx):
-    x, out = c.ins[0], c.outs[0]
-    if out.type not in FLOATS:
-        raise Unsupported(out.type.name)
-    if x.type in QUANT8 or x.type == T.TENSOR_QUANT8_SYMM:
-        dq = c.node("DequantizeLinear", [c.x(0), c.const_value(np.float32(x.scale)),
-                                         c.const_value(np.asarray(x.zero_point, x.info.dtype))])
-    elif x.type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL and x.channel_quant is not None:
-        cq = x.channel_quant
-        dq = c.node("DequantizeLinear", [c.x(0), c.const_value(np.asarray(cq.scales, np.float32)),
-                                         c.const_value(np.zeros(len(cq.scales), np.int8))], axis=cq.channel_dim)
+    x, d = c.ins[0], op_params.dequantize(c)
+    if d.axis is None:
+        dq = c.node(
+            "DequantizeLinear", [c.x(0), c.const_value(d.scale), c.const_value(np.asarray(d.zero_point, x.info.dtype))]
+        )
     else:
-        raise Unsupported(x.type.name)
-    c.from_f32(dq, out, c.y())
+        dq = c.node(
+            "DequantizeLinear",
+            [c.x(0), c.const_value(d.scale), c.const_value(np.zeros(len(d.scale), np.int8))],
+            axis=d.axis,
+        )
+    c.from_f32(dq, c.outs[0], c.y())
 
 
 def conv_cast(c: OpCtx):
     x, out = c.ins[0], c.outs[0]
-    convertible = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM)
     if x.type == out.type and x.type in ONNX_TYPE:
         c.node("Identity", [c.x(0)], [c.y()])
         return
-    if x.type not in convertible or out.type not in convertible:
+    if x.type not in CASTABLE or out.type not in CASTABLE:
         raise Unsupported(f"{x.type.name} -> {out.type.name}")
     src = c.x(0)
     if out.type == T.TENSOR_QUANT8_ASYMM and x.type != T.TENSOR_QUANT8_ASYMM:
@@ -680,11 +697,11 @@ def conv_cast(c: OpCtx):
         # gives 0 for NaN.  2**31 is the first float32 above INT32_MAX.
         xf = c.node("Cast", [src], to=F32) if x.type == T.TENSOR_FLOAT16 else src
         xf = c.node("Where", [c.node("IsNaN", [xf]), c.const_value(np.float32(0)), xf])
-        low = c.const_value(np.float32(-2.0 ** 31))
-        safe = c.node("Clip", [xf, low, c.const_value(np.float32(2.0 ** 31 - 128))])
+        low = c.const_value(np.float32(-(2.0**31)))
+        safe = c.node("Clip", [xf, low, c.const_value(np.float32(2.0**31 - 128))])
         y = c.node("Cast", [safe], to=I32)
-        too_big = c.node("GreaterOrEqual", [xf, c.const_value(np.float32(2.0 ** 31))])
-        c.node("Where", [too_big, c.const_value(np.int32(2 ** 31 - 1)), y], [c.y()])
+        too_big = c.node("GreaterOrEqual", [xf, c.const_value(np.float32(2.0**31))])
+        c.node("Where", [too_big, c.const_value(np.int32(2**31 - 1)), y], [c.y()])
         return
     c.node("Cast", [src], [c.y()], to=ONNX_TYPE[out.type])
 
@@ -693,32 +710,17 @@ def conv_cast(c: OpCtx):
 # Data movement
 # ---------------------------------------------------------------------------------------
 
-_MOVABLE = FLOATS + QUANT8 + (T.TENSOR_INT32, T.TENSOR_BOOL8)
-
-
-def _movable(c: OpCtx, k: int = 0, types=_MOVABLE) -> Operand:
-    x = c.require(k, types)
-    for out in c.outs:
-        if not same_quant(x, out):
-            raise Unsupported("quantised output with other parameters than the input")
-    return x
-
 
 def conv_reshape(c: OpCtx):
-    _movable(c)
+    movable(c)
     shape = c.node("Cast", [c.x(1)], to=I64) if not c.ins[1].is_constant else c.int64s(c.const(1))
     c.node("Reshape", [c.x(0), shape], [c.y()], allowzero=1)
 
 
 def conv_squeeze(c: OpCtx):
-    _movable(c)
-    xd = c.ins[0].dimensions
-    if c.omitted(1):
-        xd = c.dims(c.ins[0])
-        axes = [i for i, d in enumerate(xd) if d == 1]
-    else:
-        axes = params.axes(c, 1, c.rank(c.ins[0]))
-    if len(axes) == len(xd):
+    movable(c)
+    axes = op_params.squeeze_axes(c)
+    if len(axes) == c.rank(c.ins[0]):
         c.node("Reshape", [c.x(0), c.int64s([1])], [c.y()])
     elif axes:
         c.node("Squeeze", [c.x(0), c.int64s(axes)], [c.y()])
@@ -727,77 +729,61 @@ def conv_squeeze(c: OpCtx):
 
 
 def conv_expand_dims(c: OpCtx):
-    _movable(c)
+    movable(c)
     c.node("Unsqueeze", [c.x(0), c.int64s([int(c.scalar(1))])], [c.y()])
 
 
 def conv_transpose(c: OpCtx):
-    _movable(c)
-    if c.omitted(1):
-        if c.rank(c.ins[0]) != 2:
-            raise Unsupported("TRANSPOSE without perm on a non-2-D input")
-        perm = [1, 0]
-    else:
-        perm = [int(p) for p in c.const(1).reshape(-1)]
-        if sorted(perm) != list(range(len(perm))):
-            raise Unsupported("perm is not a permutation")
-    c.node("Transpose", [c.x(0)], [c.y()], perm=perm)
+    movable(c)
+    c.node("Transpose", [c.x(0)], [c.y()], perm=op_params.transpose_perm(c))
 
 
 def conv_concatenation(c: OpCtx):
     out = c.outs[0]
     n = len(c.ins) - 1
     axis = int(c.scalar(n))
-    parts = []
     for k in range(n):
-        x = c.require(k, FLOATS + QUANT8)
-        if same_quant(x, out):
-            parts.append(c.x(k))
-        else:
-            raise Unsupported("quantised CONCATENATION with requantisation")
-    c.node("Concat", parts, [c.y()], axis=axis)
+        c.require(k, DATA)
+    require_same_quant(c, range(n), "CONCATENATION", out)
+    c.node("Concat", [c.x(k) for k in range(n)], [c.y()], axis=axis)
 
 
 def conv_gather(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     c.node("Gather", [c.x(0), c.x(2)], [c.y()], axis=int(c.scalar(1)))
 
 
+def _onnx_pads(c: OpCtx, pads: np.ndarray) -> str:
+    # ONNX lists every dimension's begin, then every dimension's end.
+    return c.int64s(list(pads[:, 0]) + list(pads[:, 1]))
+
+
 def conv_pad(c: OpCtx):
-    x = _movable(c, 0, FLOATS + QUANT8)
-    pads = c.const(1).reshape(-1, 2)
-    onnx_pads = c.int64s(list(pads[:, 0]) + list(pads[:, 1]))
-    if c.op.type == Op.PAD_V2:
-        v = c.scalar(2)
-        if x.type in QUANT8:
-            v = np.asarray(v).astype(np.int64).astype(x.info.dtype)  # only the low byte counts
-        value = c.const_value(np.asarray(v, x.info.dtype))
-    else:
-        value = c.const_value(np.asarray(x.zero_point if x.type in QUANT8 else 0, x.info.dtype))
-    c.node("Pad", [c.x(0), onnx_pads, value], [c.y()], mode="constant")
+    x = movable(c, 0, DATA)
+    value = c.const_value(pad_fill(c, x, 2 if c.op.type == Op.PAD_V2 else None))
+    c.node("Pad", [c.x(0), _onnx_pads(c, op_params.paddings(c)), value], [c.y()], mode="constant")
 
 
 def conv_mirror_pad(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-    if int(c.scalar(2)) != 0:
+    movable(c, 0, NUMERIC)
+    pads, mode = op_params.mirror_pad(c)
+    if mode != "reflect":
         raise Unsupported("SYMMETRIC mirror padding (ONNX has only reflect and edge)")
-    pads = c.const(1).reshape(-1, 2)
-    c.node("Pad", [c.x(0), c.int64s(list(pads[:, 0]) + list(pads[:, 1]))], [c.y()], mode="reflect")
+    c.node("Pad", [c.x(0), _onnx_pads(c, pads)], [c.y()], mode="reflect")
 
 
 def conv_slice(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     xd = c.dims(c.ins[0])
     begin, end = params.slice_bounds(c, xd)
     c.node("Slice", [c.x(0), c.int64s(begin), c.int64s(end), c.int64s(range(len(xd)))], [c.y()])
 
 
 def conv_strided_slice(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8)
+    movable(c, 0, DATA)
     xd = c.dims(c.ins[0])
     s = params.strided_slice(c, xd)
-    y = c.node("Slice", [c.x(0), c.int64s(s.starts), c.int64s(s.stops), c.int64s(range(len(xd))),
-                         c.int64s(s.strides)])
+    y = c.node("Slice", [c.x(0), c.int64s(s.starts), c.int64s(s.stops), c.int64s(range(len(xd))), c.int64s(s.strides)])
     shrunk = list(s.shrunk_axes)
     if shrunk and len(shrunk) == len(xd):
         c.node("Reshape", [y, c.int64s([1])], [c.y()])
@@ -808,22 +794,19 @@ def conv_strided_slice(c: OpCtx):
 
 
 def conv_split(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-    axis, n = int(c.scalar(1)), int(c.scalar(2))
-    xd = c.dims(c.ins[0])
-    if n != len(c.outs) or n <= 0 or xd[axis] % n:
-        raise Rejected(f"axis of size {xd[axis]} cannot be split into {n} equal parts")
+    movable(c, 0, NUMERIC)
+    axis, n = op_params.split(c)
     c.node("Split", [c.x(0)], [c.y(k) for k in range(len(c.outs))], axis=axis, num_outputs=n)
 
 
 def conv_tile(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     mult = c.node("Cast", [c.x(1)], to=I64) if not c.ins[1].is_constant else c.int64s(c.const(1))
     c.node("Tile", [c.x(0), mult], [c.y()])
 
 
 def conv_reverse(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     axes = [int(a) for a in c.const(1).reshape(-1)]
     if len(axes) != 1:
         raise Unsupported("REVERSE over several axes")
@@ -832,9 +815,8 @@ def conv_reverse(c: OpCtx):
 
 
 def conv_depth_to_space(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8)
-    bs = int(c.scalar(1))
-    nchw = bool(c.scalar(2)) if len(c.ins) > 2 else False
+    movable(c, 0, DATA)
+    bs, nchw = op_params.depth_space(c)
     x = c.x(0) if nchw else c.node("Transpose", [c.x(0)], perm=TO_NCHW)
     op = "DepthToSpace" if c.op.type == Op.DEPTH_TO_SPACE else "SpaceToDepth"
     attrs = dict(blocksize=bs, mode="DCR") if op == "DepthToSpace" else dict(blocksize=bs)
@@ -856,33 +838,24 @@ def conv_resize_bilinear(c: OpCtx):
     with an output size of 1 (NNAPI falls back to in/out there) is unsupported too."""
     x_op = c.require(0, FLOATS)
     out = c.outs[0]
-    nchw = bool(c.scalar(3, False)) if len(c.ins) > 3 else False
-    align = bool(c.scalar(4, False)) if len(c.ins) > 4 else False
-    half = bool(c.scalar(5, False)) if len(c.ins) > 5 else False
-    if align and half:
-        raise Unsupported("align_corners together with half_pixel_centers")
-    n, h, w, ch = (lambda d: (d[0], d[2], d[3], d[1]) if nchw else d)(c.dims(x_op))
-    if c.ins[1].type == T.INT32:
-        out_w, out_h = int(c.scalar(1)), int(c.scalar(2))
-    else:   # scales: floor(in * scale) in float32, as the reference computes the size
-        out_w = int(np.floor(np.float32(w) * np.float32(c.scalar(1))))
-        out_h = int(np.floor(np.float32(h) * np.float32(c.scalar(2))))
-    if out_w <= 0 or out_h <= 0:
-        raise Unsupported(f"output size {out_w}x{out_h}")
+    r = op_params.resize(c)
+    nchw, align, half, out_h, out_w = r.nchw, r.align, r.half, r.out_h, r.out_w
+    n, _, _, ch = nhwc_dims(c.dims(x_op), nchw)
     if align and (out_w == 1 or out_h == 1):
         raise Unsupported("align_corners with an output dimension of 1")
     mode = "align_corners" if align else "half_pixel" if half else "asymmetric"
     xf = c.to_f32(c.x(0), x_op)
     x = xf if nchw else c.node("Transpose", [xf], perm=TO_NCHW)
-    r = c.node("Resize", [x, "", "", c.int64s([n, ch, out_h, out_w])], mode="linear",
-               coordinate_transformation_mode=mode)
+    r = c.node(
+        "Resize", [x, "", "", c.int64s([n, ch, out_h, out_w])], mode="linear", coordinate_transformation_mode=mode
+    )
     if not nchw:
         r = c.node("Transpose", [r], perm=TO_NHWC)
     c.from_f32(r, out, c.y())
 
 
 def conv_argminmax(c: OpCtx):
-    x = c.require(0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    x = c.require(0, NUMERIC)
     op = "ArgMax" if c.op.type == Op.ARGMAX else "ArgMin"
     axis = int(c.scalar(1))
     y = c.node(op, [c.x(0)], axis=axis, keepdims=0)
@@ -893,12 +866,8 @@ def conv_argminmax(c: OpCtx):
 
 def _reduce(onnx_op: str, types):
     def convert(c: OpCtx):
-        x, out = c.require(0, types), c.outs[0]
-        r = c.rank(x)
-        axes, keep = params.reduce_axes(c, r)
-        keep = int(keep)
-        if x.type in QUANT8 and not same_quant(x, out):
-            raise Unsupported("quantised reduction with other output parameters")
+        x, red = op_params.reduction(c, types)
+        out, axes, keep = c.outs[0], red.axes, int(red.keep)
         if x.type == T.TENSOR_BOOL8:
             y = c.node(onnx_op, [c.node("Cast", [c.x(0)], to=I32), c.int64s(axes)], keepdims=keep)
             y = c.node("Cast", [y], to=BOOL)
@@ -907,11 +876,16 @@ def _reduce(onnx_op: str, types):
             y = c.from_f32(y, out)
         else:
             y = c.node(onnx_op, [c.x(0), c.int64s(axes)], keepdims=keep)
-        if not keep and len(axes) == r:
-            c.node("Reshape", [y, c.int64s([1])], [c.y()])
-        else:
-            c.node("Identity", [y], [c.y()])
+        _reduced_output(c, y, red)
+
     return convert
+
+
+def _reduced_output(c: OpCtx, y: str, red: op_params.Reduction) -> None:
+    if red.to_one:
+        c.node("Reshape", [y, c.int64s([1])], [c.y()])
+    else:
+        c.node("Identity", [y], [c.y()])
 
 
 def _float_reduce(c: OpCtx, onnx_op: str, xf: str, x: Operand, axes, keep: int) -> str:
@@ -929,21 +903,15 @@ def _float_reduce(c: OpCtx, onnx_op: str, xf: str, x: Operand, axes, keep: int) 
     return c.node(onnx_op, [xf, ax], keepdims=keep)
 
 
-_MAX_UNROLLED = 256
-
-
 def _sequential_prod(c: OpCtx, xf: str, x: Operand, axes, keep: int) -> str:
     """REDUCE_PROD as the reference folds it: in row-major order, in the storage type, and a
     zero on either side of a step gives 0 (so an underflow to 0 sticks even against inf).
     ReduceProd has no defined order or zero rule, so the fold is unrolled (small groups only)."""
-    xd = c.dims(x)
-    k = int(np.prod([xd[a] for a in axes]))
-    if k > _MAX_UNROLLED:
-        raise Unsupported(f"REDUCE_PROD over {k} elements (the exact fold is unrolled up to {_MAX_UNROLLED})")
-    kept = [i for i in range(len(xd)) if i not in axes]
-    dt = np.float16 if x.type == T.TENSOR_FLOAT16 else np.float32
+    fold = op_params.sequential_fold(c.dims(x), axes, keep)
+    k = fold.count
+    dt = x.info.dtype
     v = xf if dt == np.float32 else c.node("Cast", [xf], to=F16)
-    v = c.node("Transpose", [v], perm=kept + list(axes))
+    v = c.node("Transpose", [v], perm=fold.perm)
     v = c.node("Reshape", [v, c.int64s([-1, k])])
     parts = c.node("Split", [v], n_out=k, axis=1, num_outputs=k) if k > 1 else [v]
     parts = [parts] if isinstance(parts, str) else parts
@@ -952,34 +920,26 @@ def _sequential_prod(c: OpCtx, xf: str, x: Operand, axes, keep: int) -> str:
     for p in parts[1:]:
         either = c.node("Or", [c.node("Equal", [acc, zero]), c.node("Equal", [p, zero])])
         acc = c.node("Where", [either, zero, c.node("Mul", [acc, p])])
-    shape = [xd[i] if i in kept else 1 for i in range(len(xd))] if keep else [xd[i] for i in kept] or [1]
-    y = c.node("Reshape", [acc, c.int64s(shape)])
+    y = c.node("Reshape", [acc, c.int64s(fold.shape)])
     return y if dt == np.float32 else c.node("Cast", [y], to=F32)
 
 
 def conv_mean(c: OpCtx):
-    x, out = c.require(0, FLOATS + QUANT8), c.outs[0]
-    r = c.rank(x)
-    axes, keep = params.reduce_axes(c, r)
-    keep = int(keep)
+    x, red = op_params.reduction(c, DATA, "MEAN")
+    out, axes, keep = c.outs[0], red.axes, int(red.keep)
     if x.type in FLOATS:
         y = c.from_f32(c.node("ReduceMean", [c.to_f32(c.x(0), x), c.int64s(axes)], keepdims=keep), out)
     else:
-        if not same_quant(x, out):
-            raise Unsupported("quantised MEAN with other output parameters")
         # NNAPI: trunc(sum of stored values / count) in integers; ONNX int32 Div truncates too.
         xd = c.dims(x)
         count = int(np.prod([xd[a] for a in axes]))
         s = c.node("ReduceSum", [c.node("Cast", [c.x(0)], to=I32), c.int64s(axes)], keepdims=keep)
         y = c.node("Cast", [c.node("Div", [s, c.const_value(np.int32(count))])], to=ONNX_TYPE[out.type])
-    if not keep and len(axes) == r:
-        c.node("Reshape", [y, c.int64s([1])], [c.y()])
-    else:
-        c.node("Identity", [y], [c.y()])
+    _reduced_output(c, y, red)
 
 
 def conv_embedding_lookup(c: OpCtx):
-    _movable(c, 1, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 1, NUMERIC)
     c.node("Gather", [c.x(1), c.x(0)], [c.y()], axis=0)
 
 
@@ -987,7 +947,7 @@ def conv_pack(c: OpCtx):
     axis = int(c.scalar(0))
     parts = []
     for k in range(1, len(c.ins)):
-        _movable(c, k, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+        movable(c, k, NUMERIC)
         parts.append(c.node("Unsqueeze", [c.x(k), c.int64s([axis])]))
     c.node("Concat", parts, [c.y()], axis=axis)
 
@@ -1013,34 +973,33 @@ def conv_batch_matmul(c: OpCtx):
 
 def conv_instance_normalization(c: OpCtx):
     x, out = c.require(0, FLOATS), c.outs[0]
-    gamma, beta, eps = float(c.scalar(1)), float(c.scalar(2)), float(c.scalar(3))
-    nchw = bool(c.scalar(4, False))
+    gamma, beta, eps, nchw = op_params.instance_norm(c)
     channels = c.dims(x)[1 if nchw else 3]
     xin = c.to_f32(c.x(0), x)
     xin = xin if nchw else c.node("Transpose", [xin], perm=TO_NCHW)
-    y = c.node("InstanceNormalization", [xin, c.const_value(np.full(channels, gamma, np.float32)),
-                                          c.const_value(np.full(channels, beta, np.float32))], epsilon=eps)
+    y = c.node(
+        "InstanceNormalization",
+        [xin, c.const_value(np.full(channels, gamma, np.float32)), c.const_value(np.full(channels, beta, np.float32))],
+        epsilon=eps,
+    )
     y = y if nchw else c.node("Transpose", [y], perm=TO_NHWC)
     c.from_f32(y, out, c.y())
 
 
 def conv_local_response_normalization(c: OpCtx):
     x, out = c.require(0, FLOATS), c.outs[0]
-    radius = int(c.scalar(1))
-    bias, alpha, beta = float(c.scalar(2)), float(c.scalar(3)), float(c.scalar(4))
     xd = c.dims(x)
-    r = len(xd)
-    axis = int(c.scalar(5, -1)) % r
+    p = op_params.lrn(c, len(xd))
+    axis = p.axis
     # onnxruntime's LRN takes only [N, C, H, W] with the window along C, and ONNX divides
     # alpha by the window size.  Move the axis last, view the rest as N: [M, C, 1, 1].
-    size = 2 * radius + 1
-    perm = [i for i in range(r) if i != axis] + [axis]
+    size = 2 * p.radius + 1
+    perm, inv = axis_last(len(xd), axis)
     moved = [xd[i] for i in perm]
     xt = c.node("Transpose", [c.to_f32(c.x(0), x)], perm=perm)
     x4 = c.node("Reshape", [xt, c.int64s([-1, xd[axis], 1, 1])])
-    y = c.node("LRN", [x4], size=size, alpha=alpha * size, beta=beta, bias=bias)
+    y = c.node("LRN", [x4], size=size, alpha=p.alpha * size, beta=p.beta, bias=p.bias)
     y = c.node("Reshape", [y, c.int64s(moved)])
-    inv = [int(i) for i in np.argsort(perm)]
     c.from_f32(c.node("Transpose", [y], perm=inv), out, c.y())
 
 
@@ -1050,7 +1009,7 @@ def conv_rank(c: OpCtx):
 
 def conv_fill(c: OpCtx):
     out = c.outs[0]
-    if out.type not in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32):
+    if out.type not in FILLABLE:
         raise Unsupported(out.type.name)
     value = numpy_helper.from_array(np.asarray([c.scalar(1)], dtype=out.info.dtype), "value")
     shape = c.node("Cast", [c.x(0)], to=I64)
@@ -1058,61 +1017,66 @@ def conv_fill(c: OpCtx):
 
 
 def conv_channel_shuffle(c: OpCtx):
-    x = _movable(c, 0, FLOATS + QUANT8)
-    xd = c.dims(x)
-    groups, axis = int(c.scalar(1)), int(c.scalar(2)) % len(xd)
-    ch = xd[axis]
-    if ch % groups:
-        raise Unsupported("channels not divisible by groups")
-    s1 = list(xd[:axis]) + [groups, ch // groups] + list(xd[axis + 1:])
-    y = c.node("Reshape", [c.x(0), c.int64s(s1)])
-    perm = list(range(len(s1)))
-    perm[axis], perm[axis + 1] = axis + 1, axis
-    y = c.node("Transpose", [y], perm=perm)
-    c.node("Reshape", [y, c.int64s(xd)], [c.y()])
+    movable(c, 0, DATA)
+    s = op_params.channel_shuffle(c)
+    y = c.node("Transpose", [c.node("Reshape", [c.x(0), c.int64s(s.grouped)])], perm=list(s.perm))
+    c.node("Reshape", [y, c.int64s(s.dims)], [c.y()])
 
 
 # ---------------------------------------------------------------------------------------
 # The table
 # ---------------------------------------------------------------------------------------
 
-CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
-    Op.ADD: _binary_arith("Add"), Op.SUB: _binary_arith("Sub"), Op.MUL: _binary_arith("Mul"),
-    Op.DIV: conv_div,
-    Op.MAXIMUM: _minmax("Max"), Op.MINIMUM: _minmax("Min"), Op.POW: conv_pow, Op.PRELU: conv_prelu,
-    Op.RELU: _relu(nn_activation.RELU), Op.RELU1: _relu(nn_activation.RELU1),
-    Op.RELU6: _relu(nn_activation.RELU6),
-    Op.LOGISTIC: _unary_float("Sigmoid", quant_ok=True), Op.TANH: _unary_float("Tanh", quant_ok=True),
-    Op.ABS: _unary_float("Abs", "Abs"), Op.NEG: _unary_float("Neg", "Neg"), Op.EXP: _unary_float("Exp"),
-    Op.LOG: _unary_float("Log"), Op.SQRT: _unary_float("Sqrt"), Op.SIN: _unary_float("Sin"),
-    Op.FLOOR: _unary_float("Floor"), Op.RSQRT: conv_rsqrt, Op.ELU: conv_elu, Op.HARD_SWISH: conv_hard_swish,
-    Op.SOFTMAX: _softmax("Softmax", True), Op.LOG_SOFTMAX: _softmax("LogSoftmax", False),
-    Op.L2_NORMALIZATION: conv_l2_normalization,
-    Op.EQUAL: _compare("Equal"), Op.NOT_EQUAL: _compare("Equal", negate=True),
-    Op.GREATER: _compare("Greater"), Op.GREATER_EQUAL: _compare("GreaterOrEqual"),
-    Op.LESS: _compare("Less"), Op.LESS_EQUAL: _compare("LessOrEqual"),
-    Op.LOGICAL_AND: _logical("And", 2), Op.LOGICAL_OR: _logical("Or", 2), Op.LOGICAL_NOT: _logical("Not", 1),
-    Op.SELECT: conv_select,
-    Op.CONV_2D: conv_conv_2d, Op.DEPTHWISE_CONV_2D: conv_depthwise_conv_2d,
-    Op.GROUPED_CONV_2D: conv_grouped_conv_2d, Op.FULLY_CONNECTED: conv_fully_connected,
-    Op.TRANSPOSE_CONV_2D: conv_transpose_conv_2d,
-    Op.BATCH_TO_SPACE_ND: conv_batch_space, Op.SPACE_TO_BATCH_ND: conv_batch_space,
-    Op.AVERAGE_POOL_2D: _pool("avg"), Op.MAX_POOL_2D: _pool("max"), Op.L2_POOL_2D: _pool("l2"),
-    Op.QUANTIZE: conv_quantize, Op.DEQUANTIZE: conv_dequantize, Op.CAST: conv_cast,
-    Op.RESHAPE: conv_reshape, Op.SQUEEZE: conv_squeeze, Op.EXPAND_DIMS: conv_expand_dims,
-    Op.TRANSPOSE: conv_transpose, Op.CONCATENATION: conv_concatenation, Op.GATHER: conv_gather,
-    Op.PAD: conv_pad, Op.PAD_V2: conv_pad, Op.MIRROR_PAD: conv_mirror_pad,
-    Op.SLICE: conv_slice, Op.STRIDED_SLICE: conv_strided_slice, Op.SPLIT: conv_split, Op.TILE: conv_tile,
-    Op.REVERSE: conv_reverse, Op.DEPTH_TO_SPACE: conv_depth_to_space, Op.SPACE_TO_DEPTH: conv_depth_to_space,
-    Op.ARGMAX: conv_argminmax, Op.ARGMIN: conv_argminmax, Op.RESIZE_BILINEAR: conv_resize_bilinear,
-    Op.MEAN: conv_mean, Op.REDUCE_SUM: _reduce("ReduceSum", FLOATS), Op.REDUCE_PROD: _reduce("ReduceProd", FLOATS),
-    Op.REDUCE_MAX: _reduce("ReduceMax", FLOATS + QUANT8), Op.REDUCE_MIN: _reduce("ReduceMin", FLOATS + QUANT8),
-    Op.REDUCE_ALL: _reduce("ReduceMin", (T.TENSOR_BOOL8,)), Op.REDUCE_ANY: _reduce("ReduceMax", (T.TENSOR_BOOL8,)),
-    Op.EMBEDDING_LOOKUP: conv_embedding_lookup, Op.PACK: conv_pack, Op.BATCH_MATMUL: conv_batch_matmul,
-    Op.INSTANCE_NORMALIZATION: conv_instance_normalization,
-    Op.LOCAL_RESPONSE_NORMALIZATION: conv_local_response_normalization,
-    Op.RANK: conv_rank, Op.FILL: conv_fill, Op.CHANNEL_SHUFFLE: conv_channel_shuffle,
-}
+# Every conv_<operation> function above converts that operation (conversion.by_name); the
+# table lists the others: factory-built converters and converters shared by several operations.
+CONVERTERS: dict[Op, Callable[[OpCtx], None]] = conversion.by_name(
+    globals(),
+    {
+        Op.ADD: _binary_arith("Add"),
+        Op.SUB: _binary_arith("Sub"),
+        Op.MUL: _binary_arith("Mul"),
+        Op.MAXIMUM: _minmax("Max"),
+        Op.MINIMUM: _minmax("Min"),
+        Op.RELU: _relu(nn_activation.RELU),
+        Op.RELU1: _relu(nn_activation.RELU1),
+        Op.RELU6: _relu(nn_activation.RELU6),
+        Op.LOGISTIC: _unary_float("Sigmoid", quant_ok=True),
+        Op.TANH: _unary_float("Tanh", quant_ok=True),
+        Op.ABS: _unary_float("Abs", "Abs"),
+        Op.NEG: _unary_float("Neg", "Neg"),
+        Op.EXP: _unary_float("Exp"),
+        Op.LOG: _unary_float("Log"),
+        Op.SQRT: _unary_float("Sqrt"),
+        Op.SIN: _unary_float("Sin"),
+        Op.FLOOR: _unary_float("Floor"),
+        Op.SOFTMAX: _softmax("Softmax", True),
+        Op.LOG_SOFTMAX: _softmax("LogSoftmax", False),
+        Op.EQUAL: _compare("Equal"),
+        Op.NOT_EQUAL: _compare("Equal", negate=True),
+        Op.GREATER: _compare("Greater"),
+        Op.GREATER_EQUAL: _compare("GreaterOrEqual"),
+        Op.LESS: _compare("Less"),
+        Op.LESS_EQUAL: _compare("LessOrEqual"),
+        Op.LOGICAL_AND: _logical("And", 2),
+        Op.LOGICAL_OR: _logical("Or", 2),
+        Op.LOGICAL_NOT: _logical("Not", 1),
+        Op.BATCH_TO_SPACE_ND: conv_batch_space,
+        Op.SPACE_TO_BATCH_ND: conv_batch_space,
+        Op.AVERAGE_POOL_2D: _pool("avg"),
+        Op.MAX_POOL_2D: _pool("max"),
+        Op.L2_POOL_2D: _pool("l2"),
+        Op.PAD_V2: conv_pad,
+        Op.SPACE_TO_DEPTH: conv_depth_to_space,
+        Op.ARGMAX: conv_argminmax,
+        Op.ARGMIN: conv_argminmax,
+        Op.REDUCE_SUM: _reduce("ReduceSum", FLOATS),
+        Op.REDUCE_PROD: _reduce("ReduceProd", FLOATS),
+        Op.REDUCE_MAX: _reduce("ReduceMax", DATA),
+        Op.REDUCE_MIN: _reduce("ReduceMin", DATA),
+        Op.REDUCE_ALL: _reduce("ReduceMin", (T.TENSOR_BOOL8,)),
+        Op.REDUCE_ANY: _reduce("ReduceMax", (T.TENSOR_BOOL8,)),
+    },
+)
 
 # IF/WHILE (ONNX If/Loop) and the RNN/LSTM families live in their own modules, which use the
 # builders above; they add themselves to the table here.
@@ -1126,34 +1090,17 @@ CONVERTERS.update(recurrent.CONVERTERS)
 # Whole models
 # ---------------------------------------------------------------------------------------
 
-def _check_io_types(sg: Subgraph, indexes) -> None:
-    for i in indexes:
-        if sg.operands[i].type not in ONNX_TYPE:
-            raise Unsupported(f"operand of type {sg.operands[i].type.name}")
-
 
 def convert_operation(g: GraphBuilder, index: int) -> None:
     """Emit one operation into ``g``; raise Unsupported when it cannot be mapped faithfully."""
     op = g.sg.operations[index]
-    try:
-        fn = CONVERTERS[Op(op.type)]
-    except (KeyError, ValueError):
-        raise Unsupported(f"{op.name} has no ONNX mapping in this adapter") from None
-    _check_io_types(g.sg, [i for i in op.outputs])
-    _check_io_types(g.sg, [i for i in op.inputs if g.sg.operands[i].info.is_scalar is False
-                           and not g.sg.operands[i].is_omitted])
+    fn = conversion.lookup(CONVERTERS, op, "ONNX")
+    conversion.check_operation_types(g.sg, op, ONNX_TYPE)
     fn(OpCtx(g, index))
 
 
 def operation_supported(model: Model, index: int) -> tuple[bool, str]:
-    g = GraphBuilder(model.main, model)
-    try:
-        convert_operation(g, index)
-    except Unsupported as e:
-        return False, str(e)
-    except Rejected:
-        return True, ""
-    return True, ""
+    return conversion.supported(lambda: convert_operation(GraphBuilder(model.main, model), index))
 
 
 def _value_info(sg: Subgraph, i: int) -> onnx.ValueInfoProto:
@@ -1170,15 +1117,16 @@ def _value_info(sg: Subgraph, i: int) -> onnx.ValueInfoProto:
 def to_onnx(model: Model) -> onnx.ModelProto:
     """The whole main graph as an ONNX model (raises Unsupported on the first unmappable op)."""
     sg = model.main
-    _check_io_types(sg, (*sg.input_indexes, *sg.output_indexes))
+    conversion.check_types(sg, (*sg.input_indexes, *sg.output_indexes), ONNX_TYPE)
     g = GraphBuilder(sg, model)
-    for k in range(len(sg.operations)):
-        try:
-            convert_operation(g, k)
-        except (Unsupported, Rejected) as e:
-            raise type(e)(f"operations[{k}] ({sg.operations[k].name}): {e}") from None
-    graph = helper.make_graph(g.nodes, sg.name or "main", [_value_info(sg, i) for i in sg.input_indexes],
-                              [_value_info(sg, i) for i in sg.output_indexes], g.initializers)
+    conversion.convert_all(sg, lambda k: convert_operation(g, k))
+    graph = helper.make_graph(
+        g.nodes,
+        sg.name or "main",
+        [_value_info(sg, i) for i in sg.input_indexes],
+        [_value_info(sg, i) for i in sg.output_indexes],
+        g.initializers,
+    )
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="nnconform")
     m.ir_version = 10
     return m

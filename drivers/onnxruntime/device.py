@@ -11,6 +11,7 @@ Options (constructor arguments, or environment variables for the registered name
                 onnxruntime's own default; $NNCONFORM_ORT_OPTIMIZATION)
   threads       intra-op threads (default 1: many small models, deterministic reductions)
 """
+
 from __future__ import annotations
 
 import os
@@ -21,17 +22,8 @@ from typing import Callable
 import onnxruntime as ort
 
 from nnconform import __version__
-from nnconform.driver import (
-    Capabilities,
-    Device,
-    DriverError,
-    ErrorStatus,
-    ExecutionPreference,
-    ExecutionResult,
-    PreparedModel,
-    Priority,
-    support,
-)
+from nnconform.driver import DriverError, ErrorStatus, PreparedModel, support
+from nnconform.drivers.common.device import RuntimeDevice, RuntimePreparedModel, runtime_errors
 from nnconform.drivers.onnxruntime import control_flow, convert
 from nnconform.errors import DriverLoadError
 from nnconform.ir import Model, Request
@@ -45,15 +37,21 @@ _LEVELS = {
 }
 
 
-class OnnxRuntimePreparedModel(PreparedModel):
-    def __init__(self, model: Model, session: ort.InferenceSession, onnx_model,
-                 build_session: Callable[[Model], tuple[ort.InferenceSession, object]] | None = None):
-        self.model = model
+class OnnxRuntimePreparedModel(RuntimePreparedModel):
+    runtime = "onnxruntime"
+
+    def __init__(
+        self,
+        model: Model,
+        session: ort.InferenceSession,
+        onnx_model,
+        build_session: Callable[[Model], tuple[ort.InferenceSession, object]] | None = None,
+    ):
+        super().__init__(model)
         self.session = session
         self.onnx_model = onnx_model
         self._inputs = [f"o{i}" for i in model.main.input_indexes]
         self._outputs = [f"o{i}" for i in model.main.output_indexes]
-        self._released = False
         self._build_session = build_session
         # request inputs left without a value -> the session of the model with those operands
         # omitted (built on first use; an omitted optional input changes the converted graph)
@@ -64,7 +62,7 @@ class OnnxRuntimePreparedModel(PreparedModel):
 
     def _session_for(self, omitted: tuple[int, ...]) -> ort.InferenceSession:
         if not omitted:
-            if self.session is None:   # prepare could not build it (see OnnxRuntimeDevice.prepare)
+            if self.session is None:  # prepare could not build it (see OnnxRuntimeDevice.prepare)
                 self.session, self.onnx_model = self._build_session(self.model)
             return self.session
         if omitted not in self._variants:
@@ -73,22 +71,14 @@ class OnnxRuntimePreparedModel(PreparedModel):
             self._variants[omitted], _ = self._build_session(support.with_omitted_inputs(self.model, omitted))
         return self._variants[omitted]
 
-    def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
-                loop_timeout: float | None = None) -> ExecutionResult:
-        t_driver = time.perf_counter_ns()
-        support.begin_execution(self.model, request, deadline, self._released)
+    def feed(self, request: Request) -> tuple[ort.InferenceSession, dict]:
+        """The session for the inputs this request gives a value, and its feed."""
         omitted = tuple(k for k, arg in enumerate(request.inputs) if arg.has_no_value)
         session = self._session_for(omitted)
-        values = support.request_values(self.model, request, "onnxruntime", omitted=True)
-        feed = {name: v for name, v in zip(self._inputs, values) if v is not None}
-        t_device = time.perf_counter_ns()
-        outputs = self._run(session, feed, deadline, loop_timeout)
-        device_us = (time.perf_counter_ns() - t_device) // 1000
-        return support.finish_execution(self.model, request, outputs, deadline=deadline,
-                                        measure_timing=measure_timing, device_us=device_us, t_driver_ns=t_driver)
+        values = support.request_values(self.model, request, self.runtime, omitted=True)
+        return session, {name: v for name, v in zip(self._inputs, values) if v is not None}
 
-    def _run(self, session: ort.InferenceSession, feed: dict, deadline: float | None,
-             loop_timeout: float | None) -> list:
+    def run(self, feed: tuple[ort.InferenceSession, dict], deadline: float | None, loop_timeout: float | None) -> list:
         """session.run, stopped through RunOptions.terminate when the execution deadline passes
         or, for a model with a WHILE, when the run outlasts the loop timeout (control_flow.py
         explains why per run).  Either is MISSED_DEADLINE_TRANSIENT, as NNAPI's CPU path says."""
@@ -106,22 +96,24 @@ class OnnxRuntimePreparedModel(PreparedModel):
             wait, why = min(limits)
 
             def stop():
-                fired.append(f"{why} ({wait * 1e3:g} ms) passed; run stopped after "
-                             f"{(time.monotonic() - now) * 1e3:.1f} ms")
+                fired.append(
+                    f"{why} ({wait * 1e3:g} ms) passed; run stopped after {(time.monotonic() - now) * 1e3:.1f} ms"
+                )
                 ro.terminate = True
+
             timer = threading.Timer(wait, stop)
             timer.daemon = True
             timer.start()
         with self._lock:
             self._running.add(ro)
+        session, values = feed
         try:
-            return session.run(self._outputs, feed, ro)
+            return session.run(self._outputs, values, ro)
         except Exception as e:  # onnxruntime raises its own exception types from C++
             if fired:
                 raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, fired[0]) from None
             if self._released:
-                raise DriverError(ErrorStatus.GENERAL_FAILURE, "prepared model was released during the run") \
-                    from None
+                raise DriverError(ErrorStatus.GENERAL_FAILURE, "prepared model was released during the run") from None
             raise DriverError(ErrorStatus.GENERAL_FAILURE, f"onnxruntime: {support.first_line(e)}") from None
         finally:
             if timer is not None:
@@ -129,9 +121,8 @@ class OnnxRuntimePreparedModel(PreparedModel):
             with self._lock:
                 self._running.discard(ro)
 
-    def release(self) -> None:
+    def drop(self) -> None:
         # a run still going (a hung WHILE the harness gave up on) is asked to stop
-        self._released = True
         with self._lock:
             for ro in self._running:
                 ro.terminate = True
@@ -140,28 +131,28 @@ class OnnxRuntimePreparedModel(PreparedModel):
         self._variants.clear()
 
 
-class OnnxRuntimeDevice(support.ConverterDevice, Device):
+class OnnxRuntimeDevice(RuntimeDevice):
     """NNAPI semantics on onnxruntime.  Honest support: see convert.CONVERTERS."""
 
-    feature_level = 30
     converter = convert
+    operand_types = convert.ONNX_TYPE
 
     def __init__(self, provider: str | None = None, optimization: str | None = None, threads: int = 1):
         self.provider = provider or os.environ.get("NNCONFORM_ORT_PROVIDER", "CPUExecutionProvider")
         level = optimization or os.environ.get("NNCONFORM_ORT_OPTIMIZATION", "all")
         if level not in _LEVELS:
-            raise DriverLoadError(f"onnxruntime driver: optimization must be one of {', '.join(_LEVELS)}, got {level!r}")
+            raise DriverLoadError(
+                f"onnxruntime driver: optimization must be one of {', '.join(_LEVELS)}, got {level!r}"
+            )
         if self.provider not in ort.get_available_providers():
-            raise DriverLoadError(f"onnxruntime has no {self.provider} here (available: "
-                             f"{', '.join(ort.get_available_providers())})")
+            raise DriverLoadError(
+                f"onnxruntime has no {self.provider} here (available: {', '.join(ort.get_available_providers())})"
+            )
         self.optimization = level
         self.threads = threads
         # NNAPI getName: "<vendor>-<device>" (vts/device/basics checks it)
         self.name = "onnxruntime-cpu" if self.provider == "CPUExecutionProvider" else f"onnxruntime-{self.provider}"
         self.version = f"{__version__}+ort{ort.__version__}"
-
-    def capabilities(self) -> Capabilities:
-        return support.uniform_capabilities(convert.ONNX_TYPE)
 
     def _session_options(self) -> ort.SessionOptions:
         so = ort.SessionOptions()
@@ -171,10 +162,7 @@ class OnnxRuntimeDevice(support.ConverterDevice, Device):
         so.log_severity_level = 3
         return so
 
-    def prepare(self, model: Model, *, preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
-                priority: Priority = Priority.MEDIUM, deadline: float | None = None,
-                cache_token: bytes | None = None) -> PreparedModel:
-        support.check_prepare_args(model, preference, priority, deadline, cache_token)
+    def prepare_model(self, model: Model) -> PreparedModel:
         try:
             session, onnx_model = self._build(model)
         except DriverError:
@@ -190,13 +178,14 @@ class OnnxRuntimeDevice(support.ConverterDevice, Device):
     def _build(self, model: Model) -> tuple[ort.InferenceSession, object]:
         with support.converting("cannot convert to ONNX"):
             onnx_model = convert.to_onnx(model)
-        try:
-            session = ort.InferenceSession(onnx_model.SerializeToString(), self._session_options(),
-                                           providers=[self.provider],
-                                           disabled_optimizers=control_flow.disabled_optimizers(model))
-        except Exception as e:  # onnxruntime's C++ exceptions surface as several Python types
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"onnxruntime rejected the graph: {support.first_line(e)}") \
-                from None
+        # onnxruntime's C++ exceptions surface as several Python types
+        with runtime_errors("onnxruntime rejected the graph"):
+            session = ort.InferenceSession(
+                onnx_model.SerializeToString(),
+                self._session_options(),
+                providers=[self.provider],
+                disabled_optimizers=control_flow.disabled_optimizers(model),
+            )
         return session, onnx_model
 
 

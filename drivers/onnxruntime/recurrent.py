@@ -32,10 +32,12 @@ Unsupported, with the reason in the message:
   as zeros; we do not reproduce that quirk.
 - LSTM activation SIGNBIT (5) (not a documented LSTM activation).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
+from nnconform.drivers.common import converter as conversion
 from nnconform.ir import OperandType as T
 from nnconform.ir import OperationType as Op
 from nnconform.reference.arith import activation as nn_activation
@@ -47,6 +49,7 @@ FLOATS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
 # ---------------------------------------------------------------------------------------
 # Shared pieces
 # ---------------------------------------------------------------------------------------
+
 
 def _require_float(c) -> None:
     t = c.ins[0].type
@@ -97,6 +100,7 @@ def _write(c, name: str, k: int) -> None:
 # RNN family
 # ---------------------------------------------------------------------------------------
 
+
 def _rnn_cell(c, first: int, act: int, fp16: bool):
     """(W^T, R^T, bias) of the cell whose weights are input ``first``; and a step function."""
     w_t, r_t, bias = _transposed(c, first), _transposed(c, first + 1), _f32(c, first + 2)
@@ -111,6 +115,7 @@ def _rnn_cell(c, first: int, act: int, fp16: bool):
         if fp16:  # the state is carried in fp16 from step to step
             out = c.node("Cast", [c.node("Cast", [out], to=cv.F16)], to=cv.F32)
         return out
+
     return step
 
 
@@ -162,15 +167,17 @@ def conv_bidirectional_sequence_rnn(c) -> None:
     aux = _time_slices(c, _f32(c, AUX), n, time_major) if mode != "none" else None
     bw_xs = aux if mode == "parallel" else xs
     results = {}
-    for name, first, xin, aux_w, order in (("fw", 1, xs, FW_AUX_W, range(n)),
-                                           ("bw", 5, bw_xs, BW_AUX_W, range(n - 1, -1, -1))):
+    for name, first, xin, aux_w, order in (
+        ("fw", 1, xs, FW_AUX_W, range(n)),
+        ("bw", 5, bw_xs, BW_AUX_W, range(n - 1, -1, -1)),
+    ):
         step = _rnn_cell(c, first, act, fp16)
         aux_wt = _transposed(c, aux_w) if mode == "cross" else None
         h, outs = _f32(c, first + 3), [None] * n
         for t in order:
             aux_term = c.node("MatMul", [aux[t], aux_wt]) if aux_wt is not None else None
             h = step(xin[t], h, aux_term)
-            outs[t] = h          # the backward cell's output at step t is written at t
+            outs[t] = h  # the backward cell's output at step t is written at t
         results[name] = (_stack(c, outs, time_major), h)
     fw_seq, fw_h = results["fw"]
     bw_seq, bw_h = results["bw"]
@@ -180,6 +187,7 @@ def conv_bidirectional_sequence_rnn(c) -> None:
 # ---------------------------------------------------------------------------------------
 # LSTM family
 # ---------------------------------------------------------------------------------------
+
 
 def _lstm_flags(c, layout: cell.CellLayout, n_input_k: int, label: str = "") -> cell.CellFlags:
     """The cell variant from which optional tensors are present; the reference's consistency
@@ -202,8 +210,13 @@ def _lstm_flags(c, layout: cell.CellLayout, n_input_k: int, label: str = "") -> 
     for name in cell.REQUIRED:
         if not has(name):
             raise cv.Rejected(f"{label}{name} is required but omitted")
-    return cell.CellFlags(not has("input_to_input_weights"), has("cell_to_output_weights"),
-                          has("output_layer_norm_weights"), has("projection_weights"), has("projection_bias"))
+    return cell.CellFlags(
+        not has("input_to_input_weights"),
+        has("cell_to_output_weights"),
+        has("output_layer_norm_weights"),
+        has("projection_weights"),
+        has("projection_bias"),
+    )
 
 
 def _lstm_activation(c, name: str, act: int) -> str | None:
@@ -234,16 +247,25 @@ def _normalise(c, x: str) -> str:
     axes = c.int64s([-1])
     diff = c.node("Sub", [x, c.node("ReduceMean", [x, axes], keepdims=1)])
     var = c.node("ReduceMean", [c.node("Mul", [diff, diff]), axes], keepdims=1)
-    inv = c.node("Div", [c.const_value(np.float32(1)),
-                         c.node("Sqrt", [c.node("Add", [var, c.const_value(np.float32(1e-8))])])])
+    inv = c.node(
+        "Div", [c.const_value(np.float32(1)), c.node("Sqrt", [c.node("Add", [var, c.const_value(np.float32(1e-8))])])]
+    )
     return c.node("Mul", [diff, inv])
 
 
 class _LstmCell:
     """One cell's tensors as ONNX names and its step (lstm_cell.step, composed)."""
 
-    def __init__(self, c, layout: cell.CellLayout, flags: cell.CellFlags, act: int, cell_clip: float,
-                 proj_clip: float, cross_aux: bool):
+    def __init__(
+        self,
+        c,
+        layout: cell.CellLayout,
+        flags: cell.CellFlags,
+        act: int,
+        cell_clip: float,
+        proj_clip: float,
+        cross_aux: bool,
+    ):
         self.c, self.f, self.act = c, flags, act
         self.cell_clip, self.proj_clip = cell_clip, proj_clip
         idx = layout.index()
@@ -279,7 +301,7 @@ class _LstmCell:
         n = self.c.node
         acc = n("MatMul", [x, self.w[g]])
         if not self.f.use_layer_norm:
-            acc = n("Add", [self.bias[g], acc])     # the sum starts from the bias
+            acc = n("Add", [self.bias[g], acc])  # the sum starts from the bias
         if aux is not None:
             acc = n("Add", [acc, n("MatMul", [aux, self.aux[g]])])
         acc = n("Add", [acc, n("MatMul", [h, self.r[g]])])
@@ -303,7 +325,7 @@ class _LstmCell:
         o_gate = n("Sigmoid", [self._gate("output", x, h, c_new, aux)])
         c_act = _lstm_activation(self.c, c_new, self.act)
         if c_act is None:
-            c_act = candidate         # activation NONE: the reference multiplies by the cell gate
+            c_act = candidate  # activation NONE: the reference multiplies by the cell gate
         h_cell = n("Mul", [o_gate, c_act])
         out = h_cell
         if self.proj is not None:
@@ -382,8 +404,10 @@ def conv_bidirectional_sequence_lstm(c) -> None:
     fw_flags = _lstm_flags(c, FW, 0, "forward ")
     bw_flags = _lstm_flags(c, BW, AUX if linking == "parallel" else 0, "backward ")
     if fw_flags != bw_flags:
-        raise cv.Unsupported(f"forward and backward cells of different variants ({fw_flags} vs {bw_flags}): the "
-                             "reference runs both with the backward variant, which this mapping does not copy")
+        raise cv.Unsupported(
+            f"forward and backward cells of different variants ({fw_flags} vs {bw_flags}): the "
+            "reference runs both with the backward variant, which this mapping does not copy"
+        )
     n = _steps(c, 0, time_major)
     cross = linking == "cross"
     xs = _time_slices(c, _f32(c, 0), n, time_major)
@@ -392,8 +416,9 @@ def conv_bidirectional_sequence_lstm(c) -> None:
     bw = _LstmCell(c, BW, bw_flags, act, cell_clip, proj_clip, cross)
     fw_outs, fw_h, fw_c = _run_lstm(c, fw, xs, _f32(c, 35), _f32(c, 36), range(n), aux if cross else None)
     bw_xs = aux if linking == "parallel" else xs
-    bw_outs, bw_h, bw_c = _run_lstm(c, bw, bw_xs, _f32(c, 37), _f32(c, 38), range(n - 1, -1, -1),
-                                    aux if cross else None)
+    bw_outs, bw_h, bw_c = _run_lstm(
+        c, bw, bw_xs, _f32(c, 37), _f32(c, 38), range(n - 1, -1, -1), aux if cross else None
+    )
     fw_seq, bw_seq = _stack(c, fw_outs, time_major), _stack(c, bw_outs, time_major)
     _write_bidirectional(c, fw_seq, bw_seq, merge, (fw_h, fw_c, bw_h, bw_c))
 
@@ -415,20 +440,16 @@ def _write_bidirectional(c, fw_seq, bw_seq, merge: bool, states) -> None:
 
 
 def _quantized_lstm(c) -> None:
-    raise cv.Unsupported(f"{c.op.name}: fixed-point gate arithmetic (int16 gates, integer sigmoid/tanh, "
-                         "rounding doubling high multiplies) has no exact ONNX composition")
+    raise cv.Unsupported(
+        f"{c.op.name}: fixed-point gate arithmetic (int16 gates, integer sigmoid/tanh, "
+        "rounding doubling high multiplies) has no exact ONNX composition"
+    )
 
 
-CONVERTERS = {
-    Op.RNN: conv_rnn,
-    Op.UNIDIRECTIONAL_SEQUENCE_RNN: conv_unidirectional_sequence_rnn,
-    Op.BIDIRECTIONAL_SEQUENCE_RNN: conv_bidirectional_sequence_rnn,
-    Op.LSTM: conv_lstm,
-    Op.UNIDIRECTIONAL_SEQUENCE_LSTM: conv_unidirectional_sequence_lstm,
-    Op.BIDIRECTIONAL_SEQUENCE_LSTM: conv_bidirectional_sequence_lstm,
-    Op.QUANTIZED_16BIT_LSTM: _quantized_lstm,
-    Op.QUANTIZED_LSTM: _quantized_lstm,
-}
+# The conv_<operation> functions above, and the quantised LSTMs this adapter refuses.
+CONVERTERS = conversion.by_name(
+    globals(), {Op.QUANTIZED_16BIT_LSTM: _quantized_lstm, Op.QUANTIZED_LSTM: _quantized_lstm}
+)
 
 
 # Last: convert.py imports this module to register CONVERTERS, and the converters here use

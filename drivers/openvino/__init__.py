@@ -4,6 +4,7 @@ Needs the optional extra (``pip install nnconform[openvino]``); registered as th
 ``openvino``.  Importing this package imports openvino, so a missing extra makes the driver
 loader report "is its optional extra installed?" in one line.
 """
+
 import sys
 
 # `import openvino` sends a usage event to OpenVINO's telemetry (openvino_telemetry, to Google

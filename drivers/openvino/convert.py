@@ -24,6 +24,7 @@ Conventions:
   add/sub/mul/floor-division, min/max, abs/neg, comparisons); int32 MatMul is computed in
   float by the plugin, so BATCH_MATMUL on int32 is unsupported.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -32,31 +33,34 @@ import numpy as np
 import openvino as ov
 import openvino.opset16 as ops  # the newest complete opset (opset17 holds only its two new ops)
 
-from nnconform.driver.support import ParameterAccess, Rejected, Unsupported
+from nnconform.driver.support import Rejected, Unsupported
+from nnconform.drivers.common import activation, op_params
+from nnconform.drivers.common import converter as conversion
+from nnconform.drivers.common.layout import TO_NCHW, TO_NHWC
+from nnconform.drivers.common.types import (
+    CASTABLE,
+    DATA,
+    FILLABLE,
+    FLOATS,
+    NUMERIC,
+    QUANT8,
+    movable,
+    pad_fill,
+    require_same_quant,
+    same_quant,
+    storage_table,
+)
 from nnconform.ir import Model, Operand, Subgraph
 from nnconform.ir import OperandType as T
 from nnconform.ir import OperationType as Op
 from nnconform.ir import nnapi_params as params
-from nnconform.ir.nnapi_params import same_quant
 from nnconform.reference.arith import activation as nn_activation
 
 __all__ = ["Unsupported", "Rejected", "OV_TYPE", "CONVERTERS", "operation_supported", "to_openvino"]
 
 OPSET = "opset16"
 
-OV_TYPE = {
-    T.TENSOR_FLOAT32: ov.Type.f32, T.FLOAT32: ov.Type.f32,
-    T.TENSOR_FLOAT16: ov.Type.f16, T.FLOAT16: ov.Type.f16,
-    T.TENSOR_INT32: ov.Type.i32, T.INT32: ov.Type.i32,
-    T.TENSOR_BOOL8: ov.Type.boolean, T.BOOL: ov.Type.boolean,
-    T.TENSOR_QUANT8_ASYMM: ov.Type.u8,
-    T.TENSOR_QUANT8_ASYMM_SIGNED: ov.Type.i8,
-    T.TENSOR_QUANT8_SYMM: ov.Type.i8,
-    T.TENSOR_QUANT8_SYMM_PER_CHANNEL: ov.Type.i8,
-}
-FLOATS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
-QUANT8 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-TO_NCHW, TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
+OV_TYPE = storage_table(ov.Type.f32, ov.Type.f16, ov.Type.i32, ov.Type.boolean, ov.Type.u8, ov.Type.i8)
 
 
 def _out(node) -> ov.Output:
@@ -77,13 +81,14 @@ def i64s(values) -> ov.Output:
 # Graph building
 # ---------------------------------------------------------------------------------------
 
+
 class GraphBuilder:
     """The OpenVINO value of every converted operand of one subgraph."""
 
     def __init__(self, subgraph: Subgraph, with_inputs: bool = True, referenced: tuple = (), root=None):
         self.sg = subgraph
-        self.referenced = referenced       # the model's referenced subgraphs (IF branches)
-        self.root = subgraph if root is None else root   # the main graph
+        self.referenced = referenced  # the model's referenced subgraphs (IF branches)
+        self.root = subgraph if root is None else root  # the main graph
         self.const_derived = _const_derived(subgraph)
         self.values: dict[int, ov.Output] = {}
         self.parameters: list = []
@@ -124,14 +129,12 @@ def _partial_shape(o: Operand) -> ov.PartialShape:
     return ov.PartialShape([d if d > 0 else -1 for d in o.dimensions])
 
 
-class OpCtx(ParameterAccess):
-    """One operation seen by its converter."""
+class OpCtx(conversion.OperationContext):
+    """One operation seen by its converter, building into ``g``."""
 
     def __init__(self, g: GraphBuilder, index: int):
+        super().__init__(g.sg, index)
         self.g = g
-        self.op = g.sg.operations[index]
-        self.ins: list[Operand] = [g.sg.operands[i] for i in self.op.inputs]
-        self.outs: list[Operand] = [g.sg.operands[i] for i in self.op.outputs]
 
     def x(self, k: int) -> ov.Output:
         return self.g.operand_value(self.op.inputs[k])
@@ -146,8 +149,10 @@ class OpCtx(ParameterAccess):
                 # OpenVINO folds constant-only subgraphs at compile time, and its folded
                 # Convert to f16 saturates an overflow to +-65504 where the CPU kernel (and
                 # NNAPI) give +-inf (docs/findings_openvino.md#constant-folding).
-                raise Unsupported("a float16 result computed from constants only (OpenVINO's "
-                                  "constant folding saturates f16 overflow instead of giving inf)")
+                raise Unsupported(
+                    "a float16 result computed from constants only (OpenVINO's "
+                    "constant folding saturates f16 overflow instead of giving inf)"
+                )
             v = _out(ops.convert(v, want))
         self.g.values[self.op.outputs[k]] = v
 
@@ -170,13 +175,12 @@ def _const_derived(sg: Subgraph) -> set[int]:
 
 def float_activation(v, act: int) -> ov.Output:
     """NNAPI's fused activation on a float tensor."""
-    if act not in nn_activation.FUSED_ACTIVATIONS:
-        raise Unsupported(f"fused activation {act}")
-    if act == nn_activation.NONE:
+    bounds = activation.float_bounds(act)
+    if bounds is None:
         return _out(v)
-    if act == nn_activation.RELU:
+    if act == activation.RELU:
         return _out(ops.relu(v))
-    lo, hi = nn_activation.float_bounds(act)
+    lo, hi = bounds
     et = _out(v).get_element_type()
     dt = np.float16 if et == ov.Type.f16 else np.float32
     return _out(ops.minimum(ops.maximum(v, c_(lo, dt)), c_(hi, dt)))
@@ -184,12 +188,13 @@ def float_activation(v, act: int) -> ov.Output:
 
 def quant_activation(v, act: int, out: Operand) -> ov.Output:
     """Clamp stored quantised values to NNAPI's activation bounds (exact on integers)."""
-    if act not in nn_activation.FUSED_ACTIVATIONS:
-        raise Unsupported(f"fused activation {act}")
-    lo, hi = nn_activation.quant_bounds(act, out)
+    bounds = activation.quant_bounds(act, out)
+    v = _out(v)
+    if bounds is None:
+        return v
+    lo, hi = bounds
     dt = out.info.dtype
     full = np.iinfo(dt)
-    v = _out(v)
     if lo > full.min:
         v = _out(ops.maximum(v, c_(lo, dt)))
     if hi < full.max:
@@ -215,8 +220,12 @@ def _binary_arith(fn, int32_ok: bool = True):
                 raise Unsupported("int32 arithmetic with a fused activation")
             c.set(fn(c.x(0), c.x(1)))
         else:
-            raise Unsupported(f"{a.type.name} (quantised arithmetic needs NNAPI's fixed-point "
-                              "requantisation)" if a.type in QUANT8 else a.type.name)
+            raise Unsupported(
+                f"{a.type.name} (quantised arithmetic needs NNAPI's fixed-point requantisation)"
+                if a.type in QUANT8
+                else a.type.name
+            )
+
     return convert
 
 
@@ -237,9 +246,10 @@ def _minmax(fn):
         if a.type in FLOATS or a.type == T.TENSOR_INT32:
             c.set(fn(c.x(0), c.x(1)))
         elif a.type in QUANT8 and same_quant(c.ins[0], c.outs[0]) and same_quant(c.ins[1], c.outs[0]):
-            c.set(fn(c.x(0), c.x(1)))       # same parameters: the order of stored values is the real order
+            c.set(fn(c.x(0), c.x(1)))  # same parameters: the order of stored values is the real order
         else:
             raise Unsupported(f"{a.type.name} with requantisation")
+
     return convert
 
 
@@ -259,6 +269,7 @@ def conv_prelu(c: OpCtx):
 # Activations and unary math
 # ---------------------------------------------------------------------------------------
 
+
 def _relu(act: int):
     def convert(c: OpCtx):
         x, out = c.ins[0], c.outs[0]
@@ -270,6 +281,7 @@ def _relu(act: int):
             c.set(quant_activation(c.x(0), act, out))
         else:
             raise Unsupported(x.type.name)
+
     return convert
 
 
@@ -282,6 +294,7 @@ def _unary_float(fn, int32_fn=None):
             c.set(int32_fn(c.x(0)))
         else:
             raise Unsupported(x.type.name)
+
     return convert
 
 
@@ -317,6 +330,7 @@ def _softmax(log: bool):
             xf = ops.multiply(xf, c_(np.float32(beta)))
         r = c.rank(x)
         c.set(ops.log_softmax(xf, axis % r) if log else ops.softmax(xf, axis % r))
+
     return convert
 
 
@@ -333,6 +347,7 @@ def conv_l2_normalization(c: OpCtx):
 # ---------------------------------------------------------------------------------------
 # Comparisons, logical, select
 # ---------------------------------------------------------------------------------------
+
 
 def _int_less(a, b) -> ov.Output:
     """a < b on int32, exactly: the CPU plugin compares int32 in float32 (16777217 == 16777216
@@ -378,6 +393,7 @@ def _compare(name: str):
             c.set(fn(ops.convert(c.x(0), ov.Type.i32), ops.convert(c.x(1), ov.Type.i32)))
         else:
             raise Unsupported(a.type.name)
+
     return convert
 
 
@@ -385,22 +401,20 @@ def _logical(fn, arity: int):
     def convert(c: OpCtx):
         c.require(0, (T.TENSOR_BOOL8,))
         c.set(fn(*[c.x(k) for k in range(arity)]))
+
     return convert
 
 
 def conv_select(c: OpCtx):
-    a, b, out = c.ins[1], c.ins[2], c.outs[0]
-    if a.type in QUANT8:
-        if not (same_quant(a, out) and same_quant(b, out)):
-            raise Unsupported("quantised SELECT with requantisation")
-    elif a.type not in FLOATS + (T.TENSOR_INT32,):
-        raise Unsupported(a.type.name)
+    c.require(1, NUMERIC, "SELECT's input 1")
+    require_same_quant(c, (1, 2), "SELECT")
     c.set(ops.select(c.x(0), c.x(1), c.x(2)))
 
 
 # ---------------------------------------------------------------------------------------
 # Convolutions, fully connected, pooling
 # ---------------------------------------------------------------------------------------
+
 
 def _conv_args(c: OpCtx, n_extra: int, **kw):
     """(pads_begin [t, l], pads_end [b, r], strides, dilations, extra, act, nchw)."""
@@ -445,7 +459,7 @@ def _nchw_input(c: OpCtx, nchw: bool) -> ov.Output:
 def conv_conv_2d(c: OpCtx):
     _check_float_conv(c)
     pb, pe, strides, dil, _, act, nchw = _conv_args(c, 0)
-    w = _filter(c, 1, (0, 3, 1, 2))                     # [O, H, W, I] -> [O, I, H, W]
+    w = _filter(c, 1, (0, 3, 1, 2))  # [O, H, W, I] -> [O, I, H, W]
     y = ops.convolution(_nchw_input(c, nchw), w, strides, pb, pe, dil)
     _finish_conv(c, y, act, nchw)
 
@@ -465,11 +479,8 @@ def conv_grouped_conv_2d(c: OpCtx):
 def conv_depthwise_conv_2d(c: OpCtx):
     _check_float_conv(c)
     pb, pe, strides, dil, (mult,), act, nchw = _conv_args(c, 1)
-    xd = c.dims(c.ins[0])
-    channels = xd[1] if nchw else xd[3]
+    channels = op_params.depthwise_channels(c, mult, nchw)
     fd = c.dims(c.ins[1])
-    if fd[3] != channels * mult:
-        raise Unsupported(f"filter depth {fd[3]} != channels {channels} x multiplier {mult}")
     # [1, fh, fw, C*mult] -> [C, mult, 1, fh, fw]: output channel c*mult + m belongs to group c.
     w = _filter(c, 1, (3, 0, 1, 2), (channels, mult, 1, fd[1], fd[2]))
     y = ops.group_convolution(_nchw_input(c, nchw), w, strides, pb, pe, dil)
@@ -498,18 +509,18 @@ def conv_fully_connected(c: OpCtx):
 def conv_transpose_conv_2d(c: OpCtx):
     _check_float_conv(c)
     p = params.transpose_conv_params(c)
-    pl, pr, pt, pb, sw, sh, act, nchw = (p.pad_left, p.pad_right, p.pad_top, p.pad_bottom, p.stride_w,
-                                         p.stride_h, p.activation, p.nchw)
-    # OpenVINO's pads crop the full output (>= 0); NNAPI's negative tail (the output grows) is
-    # output_padding, which OpenVINO accepts only below the stride.
-    extra_h, extra_w = max(0, -pb), max(0, -pr)
-    if pl < 0 or pt < 0 or extra_h >= sh or extra_w >= sw:
-        raise Unsupported(f"padding {[pl, pr, pt, pb]} with strides {[sw, sh]}")
-    w = _filter(c, 1, (3, 0, 1, 2))                     # [O, H, W, I] -> [I, O, H, W]
-    y = ops.convolution_backprop_data(_nchw_input(c, nchw), w, [sh, sw], pads_begin=[pt, pl],
-                                      pads_end=[max(pb, 0), max(pr, 0)], dilations=[1, 1],
-                                      output_padding=[extra_h, extra_w])
-    _finish_conv(c, y, act, nchw)
+    bp = op_params.backprop_padding(p)
+    w = _filter(c, 1, (3, 0, 1, 2))  # [O, H, W, I] -> [I, O, H, W]
+    y = ops.convolution_backprop_data(
+        _nchw_input(c, p.nchw),
+        w,
+        list(p.strides),
+        pads_begin=list(bp.begin),
+        pads_end=list(bp.end),
+        dilations=[1, 1],
+        output_padding=list(bp.output_padding),
+    )
+    _finish_conv(c, y, p.activation, p.nchw)
 
 
 def _pool_args(c: OpCtx):
@@ -517,8 +528,16 @@ def _pool_args(c: OpCtx):
     if max(p.pad_left, p.pad_right) >= p.filter_w or max(p.pad_top, p.pad_bottom) >= p.filter_h:
         # a window wholly in the padding: NNAPI averages nothing; OpenVINO divides by zero
         raise Unsupported("padding as large as the window")
-    return dict(strides=list(p.strides), pads_begin=list(p.pads_begin), pads_end=list(p.pads_end),
-                kernel_shape=list(p.window)), p.activation, p.nchw
+    return (
+        dict(
+            strides=list(p.strides),
+            pads_begin=list(p.pads_begin),
+            pads_end=list(p.pads_end),
+            kernel_shape=list(p.window),
+        ),
+        p.activation,
+        p.nchw,
+    )
 
 
 def _pool(kind: str):
@@ -542,13 +561,23 @@ def _pool(kind: str):
         else:
             if kind == "l2":
                 xin = ops.multiply(xin, xin)
-            y = ops.avg_pool(xin, a["strides"], a["pads_begin"], a["pads_end"], a["kernel_shape"], exclude_pad=True,
-                             rounding_type="floor", auto_pad="explicit", dilations=[1, 1])
+            y = ops.avg_pool(
+                xin,
+                a["strides"],
+                a["pads_begin"],
+                a["pads_end"],
+                a["kernel_shape"],
+                exclude_pad=True,
+                rounding_type="floor",
+                auto_pad="explicit",
+                dilations=[1, 1],
+            )
             if kind == "l2":
                 y = ops.sqrt(y)
         if not nchw:
             y = ops.transpose(y, i64s(TO_NHWC))
         c.set(quant_activation(y, act, out) if quant else float_activation(y, act))
+
     return convert
 
 
@@ -582,12 +611,14 @@ def _quant_average_pool(c: OpCtx, a: dict, act: int, nchw: bool):
     def per_axis(n_out, stride, pad, k, size):
         start = np.arange(n_out) * stride - pad
         return np.minimum(start + k, size) - np.maximum(start, 0)
+
     count = (per_axis(oh, sh, pt, fh, h)[:, None] * per_axis(ow, sw, pl, fw, w)[None, :]).astype(np.float32)
     xin = _out(ops.convert(c.x(0), ov.Type.f32))
     if not nchw:
         xin = ops.transpose(xin, i64s(TO_NCHW))
-    total = ops.group_convolution(xin, c_(np.ones((ch, 1, 1, fh, fw), np.float32)), [sh, sw], [pt, pl],
-                                  [pb, pr], [1, 1])
+    total = ops.group_convolution(
+        xin, c_(np.ones((ch, 1, 1, fh, fw), np.float32)), [sh, sw], [pt, pl], [pb, pr], [1, 1]
+    )
     count = count.reshape(1, 1, oh, ow)
     y = _int_quotient(total, c_(count), np.floor(count / 2))
     lo, hi = nn_activation.quant_bounds(act, out)
@@ -601,32 +632,19 @@ def _quant_average_pool(c: OpCtx, a: dict, act: int, nchw: bool):
 # Quantisation and casts
 # ---------------------------------------------------------------------------------------
 
+
 def conv_quantize(c: OpCtx):
     # NNAPI: zero_point + round_half_away(x / scale) with a correctly rounded float32 division.
     # The CPU plugin turns a division by the constant scale into a multiplication by its
     # reciprocal, which lands on the other side of .5 ties (scale 0.3: 132 of 4000 values off
     # by one; docs/findings_openvino.md#divide-by-constant): not mapped.
-    raise Unsupported("QUANTIZE (the plugin divides by the constant scale as a multiplication "
-                      "by its reciprocal)")
+    raise Unsupported("QUANTIZE (the plugin divides by the constant scale as a multiplication by its reciprocal)")
 
 
 def conv_dequantize(c: OpCtx):
-    x, out = c.ins[0], c.outs[0]
-    if out.type not in FLOATS:
-        raise Unsupported(out.type.name)
-    q = ops.convert(c.x(0), ov.Type.i32)
-    if x.type in QUANT8 or x.type == T.TENSOR_QUANT8_SYMM:
-        diff = ops.convert(ops.subtract(q, c_(x.zero_point, np.int32)), ov.Type.f32)
-        scale = c_(np.float32(x.scale))
-    elif x.type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL and x.channel_quant is not None:
-        cq = x.channel_quant
-        shape = [1] * c.rank(x)
-        shape[cq.channel_dim] = len(cq.scales)
-        diff = ops.convert(q, ov.Type.f32)
-        scale = c_(np.asarray(cq.scales, np.float32).reshape(shape))
-    else:
-        raise Unsupported(x.type.name)
-    c.set(ops.multiply(diff, scale))
+    d = op_params.dequantize(c)
+    diff = ops.convert(ops.subtract(ops.convert(c.x(0), ov.Type.i32), c_(d.zero_point, np.int32)), ov.Type.f32)
+    c.set(ops.multiply(diff, c_(d.scale_for(c.ins[0]))))
 
 
 def _trunc(xf) -> ov.Output:
@@ -636,17 +654,18 @@ def _trunc(xf) -> ov.Output:
 
 def conv_cast(c: OpCtx):
     x, out = c.ins[0], c.outs[0]
-    convertible = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM)
     if x.type == out.type and x.type in OV_TYPE:
         if x.type in QUANT8 and not same_quant(x, out):
             raise Unsupported("quantised CAST with other parameters")
         c.set(c.x(0))
         return
-    if x.type not in convertible or out.type not in convertible:
+    if x.type not in CASTABLE or out.type not in CASTABLE:
         raise Unsupported(f"{x.type.name} -> {out.type.name}")
     if out.type == T.TENSOR_FLOAT16 and c.op.outputs[0] in c.g.const_derived:
-        raise Unsupported("a CAST to float16 of constants only (OpenVINO's constant folding "
-                          "saturates f16 overflow instead of giving inf)")
+        raise Unsupported(
+            "a CAST to float16 of constants only (OpenVINO's constant folding "
+            "saturates f16 overflow instead of giving inf)"
+        )
     src = c.x(0)
     if out.type == T.TENSOR_QUANT8_ASYMM:
         # NNAPI saturates into 0..255 and truncates toward zero (NaN: undefined, not in CTS).
@@ -658,10 +677,10 @@ def conv_cast(c: OpCtx):
         # Saturate, truncate, and 0 for NaN (the reference's ARM64 conversion).
         xf = c.f32(0)
         xf = ops.select(ops.is_nan(xf), c_(0, np.float32), xf)
-        safe = ops.minimum(ops.maximum(_trunc(xf), c_(-2.0 ** 31, np.float32)), c_(2.0 ** 31 - 128, np.float32))
+        safe = ops.minimum(ops.maximum(_trunc(xf), c_(-(2.0**31), np.float32)), c_(2.0**31 - 128, np.float32))
         y = ops.convert(safe, ov.Type.i32)
-        too_big = ops.greater_equal(xf, c_(2.0 ** 31, np.float32))
-        c.set(ops.select(too_big, c_(2 ** 31 - 1, np.int32), y))
+        too_big = ops.greater_equal(xf, c_(2.0**31, np.float32))
+        c.set(ops.select(too_big, c_(2**31 - 1, np.int32), y))
         return
     c.set(ops.convert(src, OV_TYPE[out.type]))
 
@@ -670,19 +689,9 @@ def conv_cast(c: OpCtx):
 # Data movement
 # ---------------------------------------------------------------------------------------
 
-_MOVABLE = FLOATS + QUANT8 + (T.TENSOR_INT32, T.TENSOR_BOOL8)
-
-
-def _movable(c: OpCtx, k: int = 0, types=_MOVABLE) -> Operand:
-    x = c.require(k, types)
-    for out in c.outs:
-        if not same_quant(x, out):
-            raise Unsupported("quantised output with other parameters than the input")
-    return x
-
 
 def conv_reshape(c: OpCtx):
-    _movable(c)
+    movable(c)
     if not c.ins[1].is_constant:
         raise Unsupported("a run-time shape")
     shape = [int(v) for v in c.const(1).reshape(-1)]
@@ -690,14 +699,9 @@ def conv_reshape(c: OpCtx):
 
 
 def conv_squeeze(c: OpCtx):
-    _movable(c)
-    if c.omitted(1):
-        xd = c.dims(c.ins[0])
-        axes = [i for i, d in enumerate(xd) if d == 1]
-    else:
-        xd = c.ins[0].dimensions
-        axes = params.axes(c, 1, c.rank(c.ins[0]))
-    if axes and len(axes) == len(xd):
+    movable(c)
+    axes = op_params.squeeze_axes(c)
+    if axes and len(axes) == c.rank(c.ins[0]):
         c.set(ops.reshape(c.x(0), i64s([1]), special_zero=False))
     elif axes:
         c.set(ops.squeeze(c.x(0), i64s(axes)))
@@ -706,19 +710,15 @@ def conv_squeeze(c: OpCtx):
 
 
 def conv_expand_dims(c: OpCtx):
-    _movable(c)
+    movable(c)
     r = c.rank(c.ins[0])
     axis = int(c.scalar(1))
     c.set(ops.unsqueeze(c.x(0), i64s([axis % (r + 1)])))
 
 
 def conv_transpose(c: OpCtx):
-    _movable(c)
-    r = c.rank(c.ins[0])
-    perm = list(range(r))[::-1] if c.omitted(1) else [int(p) for p in c.const(1).reshape(-1)]
-    if sorted(perm) != list(range(r)):
-        raise Unsupported("perm is not a permutation")
-    c.set(ops.transpose(c.x(0), i64s(perm)))
+    movable(c)
+    c.set(ops.transpose(c.x(0), i64s(op_params.transpose_perm(c))))
 
 
 def conv_concatenation(c: OpCtx):
@@ -727,9 +727,8 @@ def conv_concatenation(c: OpCtx):
     axis = int(c.scalar(n))
     r = c.rank(out) if out.dimensions else c.rank(c.ins[0])
     for k in range(n):
-        x = c.require(k, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-        if not same_quant(x, out):
-            raise Unsupported("quantised CONCATENATION with requantisation")
+        c.require(k, NUMERIC)
+    require_same_quant(c, range(n), "CONCATENATION", out)
     c.set(ops.concat([c.x(k) for k in range(n)], axis % r))
 
 
@@ -747,56 +746,45 @@ def _indices_in_range(c: OpCtx, data_k: int, indices_k: int, axis: int, what: st
     size = ops.gather(ops.shape_of(c.x(data_k), "i32"), c_(axis, np.int64), c_(0, np.int64))
     i = c.x(indices_k)
     ok = ops.logical_and(ops.greater_equal(i, c_(0, np.int32)), _int_less(i, size))
-    c.g.run_checks.append((_out(ops.reduce_logical_and(ok, _all_axes(i), False)),
-                           f"{what} index out of range"))
+    c.g.run_checks.append((_out(ops.reduce_logical_and(ok, _all_axes(i), False)), f"{what} index out of range"))
 
 
 def _all_axes(v) -> ov.Output:
     """Every axis of ``v`` (rank known or not), for a full reduction."""
-    return _out(ops.range(c_(0, np.int64), ops.squeeze(ops.shape_of(ops.shape_of(v, "i64")), i64s([0])),
-                          c_(1, np.int64), "i64"))
+    return _out(
+        ops.range(c_(0, np.int64), ops.squeeze(ops.shape_of(ops.shape_of(v, "i64")), i64s([0])), c_(1, np.int64), "i64")
+    )
 
 
 def conv_gather(c: OpCtx):
-    x = _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    x = movable(c, 0, NUMERIC)
     axis = int(c.scalar(1)) % c.rank(x)
     _indices_in_range(c, 0, 2, axis, "GATHER")
     c.set(ops.gather(c.x(0), c.x(2), c_(axis, np.int64)))
 
 
 def conv_pad(c: OpCtx):
-    x = _movable(c, 0, FLOATS + QUANT8)
-    pads = c.const(1).reshape(-1, 2).astype(np.int64)
-    if (pads < 0).any():
-        raise Unsupported("negative padding")
-    if c.op.type == Op.PAD_V2:
-        v = c.scalar(2)
-        if x.type in QUANT8:
-            v = np.asarray(v).astype(np.int64).astype(x.info.dtype)  # only the low byte counts
-        value = c_(np.asarray(v, x.info.dtype))
-    else:
-        value = c_(np.asarray(x.zero_point if x.type in QUANT8 else 0, x.info.dtype))
+    x = movable(c, 0, DATA)
+    pads = op_params.paddings(c)
+    value = c_(pad_fill(c, x, 2 if c.op.type == Op.PAD_V2 else None))
     c.set(ops.pad(c.x(0), i64s(pads[:, 0]), i64s(pads[:, 1]), "constant", value))
 
 
 def conv_mirror_pad(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-    mode = {0: "reflect", 1: "symmetric"}.get(int(c.scalar(2)))
-    if mode is None:
-        raise Unsupported(f"mirror padding mode {c.scalar(2)}")
-    pads = c.const(1).reshape(-1, 2).astype(np.int64)
+    movable(c, 0, NUMERIC)
+    pads, mode = op_params.mirror_pad(c)
     c.set(ops.pad(c.x(0), i64s(pads[:, 0]), i64s(pads[:, 1]), mode))
 
 
 def conv_slice(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     xd = c.dims(c.ins[0])
     begin, end = params.slice_bounds(c, xd)
     c.set(ops.slice(c.x(0), i64s(begin), i64s(end), i64s([1] * len(xd)), i64s(range(len(xd)))))
 
 
 def conv_strided_slice(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8)
+    movable(c, 0, DATA)
     xd = c.dims(c.ins[0])
     s = params.strided_slice(c, xd)
     y = ops.slice(c.x(0), i64s(s.starts), i64s(s.stops), i64s(s.strides), i64s(range(len(xd))))
@@ -809,24 +797,20 @@ def conv_strided_slice(c: OpCtx):
 
 
 def conv_split(c: OpCtx):
-    x = _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-    axis, n = int(c.scalar(1)), int(c.scalar(2))
-    xd = c.dims(x)
-    axis %= len(xd)
-    if n != len(c.outs) or n <= 0 or xd[axis] % n:
-        raise Rejected(f"axis of size {xd[axis]} cannot be split into {n} equal parts")
+    movable(c, 0, NUMERIC)
+    axis, n = op_params.split(c)
     node = ops.split(c.x(0), c_(axis, np.int64), n)
     for k in range(n):
         c.set(node.output(k), k)
 
 
 def conv_tile(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     c.set(ops.tile(c.x(0), i64s(c.const(1).reshape(-1))))
 
 
 def conv_reverse(c: OpCtx):
-    x = _movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    x = movable(c, 0, NUMERIC)
     axes = [int(a) % c.rank(x) for a in c.const(1).reshape(-1)]
     if len(axes) != 1:
         raise Unsupported("REVERSE over several axes")
@@ -835,9 +819,8 @@ def conv_reverse(c: OpCtx):
 
 
 def conv_depth_to_space(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8)
-    bs = int(c.scalar(1))
-    nchw = bool(c.scalar(2)) if len(c.ins) > 2 else False
+    movable(c, 0, DATA)
+    bs, nchw = op_params.depth_space(c)
     x = c.x(0) if nchw else ops.transpose(c.x(0), i64s(TO_NCHW))
     # TensorFlow's (and NNAPI's) order: the block index is the outer part of the depth.
     if c.op.type == Op.DEPTH_TO_SPACE:
@@ -848,37 +831,23 @@ def conv_depth_to_space(c: OpCtx):
 
 
 def conv_batch_space(c: OpCtx):
-    x = _movable(c, 0, FLOATS + QUANT8)
-    to_batch = c.op.type == Op.SPACE_TO_BATCH_ND
-    bh, bw = (int(v) for v in c.const(1).reshape(-1))
-    layout_k = 3 if to_batch else 2
-    nchw = bool(c.scalar(layout_k, False)) if len(c.ins) > layout_k else False
-    xd = c.dims(x)
-    b, h, w, ch = (xd[0], xd[2], xd[3], xd[1]) if nchw else xd
-    y = ops.transpose(c.x(0), i64s(TO_NHWC)) if nchw else c.x(0)
-    if to_batch:
-        (pt, pb), (pl, pr) = c.const(2).reshape(2, 2).tolist()
-        hp, wp = h + pt + pb, w + pl + pr
-        if hp % bh or wp % bw:
-            raise Rejected(f"padded size {hp}x{wp} is not a multiple of the block {bh}x{bw}")
-        if pt or pb or pl or pr:
-            fill = c_(np.asarray(x.zero_point if x.type in QUANT8 else 0, x.info.dtype))
-            y = ops.pad(y, i64s([0, pt, pl, 0]), i64s([0, pb, pr, 0]), "constant", fill)
-        y = ops.reshape(y, i64s([b, hp // bh, bh, wp // bw, bw, ch]), special_zero=False)
-        y = ops.transpose(y, i64s([2, 4, 0, 1, 3, 5]))
-        y = ops.reshape(y, i64s([b * bh * bw, hp // bh, wp // bw, ch]), special_zero=False)
+    x = movable(c, 0, DATA)
+    p = op_params.batch_space(c)
+    y = ops.transpose(c.x(0), i64s(TO_NHWC)) if p.nchw else c.x(0)
+    if p.to_batch:
+        pt, pb, pl, pr = p.pads
+        if any(p.pads):
+            y = ops.pad(y, i64s([0, pt, pl, 0]), i64s([0, pb, pr, 0]), "constant", c_(pad_fill(c, x, None)))
+        view, perm, shape = p.space_to_batch_shapes()
     else:
-        if b % (bh * bw):
-            raise Rejected(f"batch {b} is not a multiple of the block {bh}x{bw}")
-        bo = b // (bh * bw)
-        y = ops.reshape(y, i64s([bh, bw, bo, h, w, ch]), special_zero=False)
-        y = ops.transpose(y, i64s([2, 3, 0, 4, 1, 5]))
-        y = ops.reshape(y, i64s([bo, h * bh, w * bw, ch]), special_zero=False)
-    c.set(ops.transpose(y, i64s(TO_NCHW)) if nchw else y)
+        view, perm, shape = p.batch_to_space_shapes()
+    y = ops.transpose(ops.reshape(y, i64s(view), special_zero=False), i64s(perm))
+    y = ops.reshape(y, i64s(shape), special_zero=False)
+    c.set(ops.transpose(y, i64s(TO_NCHW)) if p.nchw else y)
 
 
 def conv_argminmax(c: OpCtx):
-    x = c.require(0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    x = c.require(0, NUMERIC)
     r = c.rank(x)
     axis = int(c.scalar(1)) % r
     mode = "max" if c.op.type == Op.ARGMAX else "min"
@@ -893,41 +862,38 @@ def conv_argminmax(c: OpCtx):
 
 def _reduce(fn, types, bool_via=None):
     def convert(c: OpCtx):
-        x, out = c.require(0, types), c.outs[0]
-        r = c.rank(x)
-        axes, keep = params.reduce_axes(c, r)
-        if x.type in QUANT8 and not same_quant(x, out):
-            raise Unsupported("quantised reduction with other output parameters")
+        x, red = op_params.reduction(c, types)
         xin = c.f32(0) if x.type in FLOATS else c.x(0)
-        y = fn(xin, i64s(axes), keep)
-        if not keep and len(axes) == r:
-            y = ops.reshape(y, i64s([1]), special_zero=False)
-        c.set(y)
+        c.set(_reduced(fn(xin, i64s(red.axes), red.keep), red))
+
     return convert
+
+
+def _reduced(y, red: op_params.Reduction):
+    return ops.reshape(y, i64s([1]), special_zero=False) if red.to_one else y
 
 
 def _nan_skipping(fn, start: float):
     """REDUCE_MAX/MIN as the reference folds them: from the lowest/highest finite value, NaN
     skipped (OpenVINO's reduction propagates or drops NaN its own way)."""
+
     def reduce(xf, axes, keep):
         et = xf.get_element_type() if isinstance(xf, ov.Output) else _out(xf).get_element_type()
         if et != ov.Type.f32:
             return fn(xf, axes, keep)
         xf = ops.select(ops.is_nan(xf), c_(start, np.float32), xf)
         return fn(xf, axes, keep)
+
     return reduce
 
 
 def conv_mean(c: OpCtx):
-    x, out = c.require(0, FLOATS + QUANT8), c.outs[0]
-    r = c.rank(x)
-    axes, keep = params.reduce_axes(c, r)
+    x, red = op_params.reduction(c, DATA, "MEAN")
+    out, axes, keep = c.outs[0], red.axes, red.keep
     if x.type in FLOATS:
         y = ops.reduce_mean(c.f32(0), i64s(axes), keep)
     else:
         # NNAPI: trunc(sum of stored values / count) in integers, no requantisation.
-        if not same_quant(x, out):
-            raise Unsupported("quantised MEAN with other output parameters")
         xd = c.dims(x)
         count = int(np.prod([xd[a] for a in axes]))
         if count > _MAX_INT_COUNT:
@@ -935,16 +901,14 @@ def conv_mean(c: OpCtx):
         total = ops.reduce_sum(ops.convert(c.x(0), ov.Type.f32), i64s(axes), keep)
         q = _int_quotient(total, c_(np.float32(count)))
         y = ops.convert(q, OV_TYPE[out.type])
-    if not keep and len(axes) == r:
-        y = ops.reshape(y, i64s([1]), special_zero=False)
-    c.set(y)
+    c.set(_reduced(y, red))
 
 
 def conv_topk(c: OpCtx):
     """TOPK_V2: values descending, and among equal values the larger index first.  TopK's
     stable mode keeps the smaller index first, so it runs on the last axis reversed and the
     indices are mapped back."""
-    x = c.require(0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    x = c.require(0, NUMERIC)
     if not same_quant(x, c.outs[0]):
         raise Unsupported("quantised TOPK_V2 with other output parameters")
     xd = c.dims(x)
@@ -960,7 +924,7 @@ def conv_topk(c: OpCtx):
 
 
 def conv_embedding_lookup(c: OpCtx):
-    _movable(c, 1, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 1, NUMERIC)
     _indices_in_range(c, 1, 0, 0, "EMBEDDING_LOOKUP")
     c.set(ops.gather(c.x(1), c.x(0), c_(0, np.int64)))
 
@@ -970,7 +934,7 @@ def conv_pack(c: OpCtx):
     r = c.rank(c.ins[1]) + 1
     parts = []
     for k in range(1, len(c.ins)):
-        _movable(c, k, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+        movable(c, k, NUMERIC)
         parts.append(ops.unsqueeze(c.x(k), i64s([axis % r])))
     c.set(ops.concat(parts, axis % r))
 
@@ -985,8 +949,7 @@ def conv_batch_matmul(c: OpCtx):
 
 def conv_instance_normalization(c: OpCtx):
     x = c.require(0, FLOATS)
-    gamma, beta, eps = (float(np.float32(c.scalar(k))) for k in (1, 2, 3))
-    nchw = bool(c.scalar(4, False))
+    gamma, beta, eps, nchw = op_params.instance_norm(c)
     c.dims(x)
     axes = [2, 3] if nchw else [1, 2]
     y = ops.mvn(c.f32(0), i64s(axes), True, eps, "inside_sqrt")
@@ -996,11 +959,10 @@ def conv_instance_normalization(c: OpCtx):
 
 def conv_local_response_normalization(c: OpCtx):
     x = c.require(0, FLOATS)
-    radius = int(c.scalar(1))
-    bias, alpha, beta = (float(np.float32(c.scalar(k))) for k in (2, 3, 4))
     xd = c.dims(x)
     r = len(xd)
-    axis = int(c.scalar(5, -1)) % r if len(c.ins) > 5 else r - 1
+    p = op_params.lrn(c, r)
+    radius, bias, alpha, beta, axis = p.radius, p.bias, p.alpha, p.beta, p.axis
     # NNAPI: x / (bias + alpha * sum of squares over [i - radius, i + radius]) ^ beta, written
     # out: the window sum is a zero-padded running sum along the axis (no LRN node whose
     # alpha scaling and axis conventions differ).
@@ -1015,8 +977,7 @@ def conv_local_response_normalization(c: OpCtx):
     for k in range(max(0, radius - n + 1), min(2 * radius, radius + n - 1) + 1):
         part = ops.slice(padded, i64s([k]), i64s([k + n]), i64s([1]), i64s([axis]))
         total = part if total is None else ops.add(total, part)
-    denom = ops.power(ops.add(ops.multiply(total, c_(np.float32(alpha))), c_(np.float32(bias))),
-                      c_(np.float32(beta)))
+    denom = ops.power(ops.add(ops.multiply(total, c_(np.float32(alpha))), c_(np.float32(bias))), c_(np.float32(beta)))
     c.set(ops.divide(xf, denom))
 
 
@@ -1026,25 +987,17 @@ def conv_rank(c: OpCtx):
 
 def conv_fill(c: OpCtx):
     out = c.outs[0]
-    if out.type not in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32):
+    if out.type not in FILLABLE:
         raise Unsupported(out.type.name)
     value = c_(np.asarray(c.scalar(1), dtype=out.info.dtype))
     c.set(ops.broadcast(value, ops.convert(c.x(0), ov.Type.i64)))
 
 
 def conv_channel_shuffle(c: OpCtx):
-    x = _movable(c, 0, FLOATS + QUANT8)
-    xd = c.dims(x)
-    groups, axis = int(c.scalar(1)), int(c.scalar(2)) % len(xd)
-    ch = xd[axis]
-    if groups <= 0 or ch % groups:
-        raise Unsupported("channels not divisible by groups")
-    s1 = list(xd[:axis]) + [groups, ch // groups] + list(xd[axis + 1:])
-    y = ops.reshape(c.x(0), i64s(s1), special_zero=False)
-    perm = list(range(len(s1)))
-    perm[axis], perm[axis + 1] = axis + 1, axis
-    y = ops.transpose(y, i64s(perm))
-    c.set(ops.reshape(y, i64s(xd), special_zero=False))
+    movable(c, 0, DATA)
+    s = op_params.channel_shuffle(c)
+    y = ops.transpose(ops.reshape(c.x(0), i64s(s.grouped), special_zero=False), i64s(s.perm))
+    c.set(ops.reshape(y, i64s(s.dims), special_zero=False))
 
 
 # ---------------------------------------------------------------------------------------
@@ -1052,44 +1005,16 @@ def conv_channel_shuffle(c: OpCtx):
 # and the graph gathers them (Interpolate's coordinate modes round and clamp their own way).
 # ---------------------------------------------------------------------------------------
 
-def _resize_args(c: OpCtx):
-    x = c.ins[0]
-    nchw = bool(c.scalar(3, False)) if len(c.ins) > 3 else False
-    align = bool(c.scalar(4, False)) if len(c.ins) > 4 else False
-    half = bool(c.scalar(5, False)) if len(c.ins) > 5 else False
-    if align and half:
-        raise Rejected("align_corners together with half_pixel_centers")
-    xd = c.dims(x)
-    h, w = (xd[2], xd[3]) if nchw else (xd[1], xd[2])
-    if c.ins[1].type == T.INT32:
-        out_w, out_h = int(c.scalar(1)), int(c.scalar(2))
-    else:   # scales: floor(in * scale) in float32, as NNAPI computes the size
-        out_w = int(np.floor(np.float32(w) * np.float32(c.scalar(1))))
-        out_h = int(np.floor(np.float32(h) * np.float32(c.scalar(2))))
-    if out_w <= 0 or out_h <= 0:
-        raise Rejected(f"output size {out_w}x{out_h}")
-    return nchw, align, half, (h, w), (out_h, out_w)
-
-
-def _source_scale(n_in: int, n_out: int, align: bool) -> np.float32:
-    if align and n_out > 1:
-        return np.float32(n_in - 1) / np.float32(n_out - 1)
-    return np.float32(n_in) / np.float32(n_out)
-
 
 def _gather_axis(v, index: np.ndarray, axis: int) -> ov.Output:
     return _out(ops.gather(v, c_(index.astype(np.int32)), c_(axis, np.int64)))
 
 
 def conv_resize_nearest(c: OpCtx):
-    _movable(c, 0, FLOATS + QUANT8)
-    nchw, align, half, (h, w), (oh, ow) = _resize_args(c)
+    movable(c, 0, DATA)
+    r = op_params.resize(c)
     v = c.x(0)
-    for axis, n_in, n_out in ((2 if nchw else 1, h, oh), (3 if nchw else 2, w, ow)):
-        i = np.arange(n_out, dtype=np.float32)
-        src = (i + np.float32(0.5)) * _source_scale(n_in, n_out, align) if half else i * _source_scale(n_in, n_out, align)
-        idx = np.sign(src) * np.floor(np.abs(src) + np.float32(0.5)) if align else np.floor(src)
-        idx = np.clip(idx.astype(np.int64), 0, n_in - 1)
+    for axis, idx in zip((2, 3) if r.nchw else (1, 2), r.nearest()):
         v = _gather_axis(v, idx, axis)
     c.set(v)
 
@@ -1100,16 +1025,9 @@ def conv_resize_bilinear(c: OpCtx):
     TFLite's 1/1024-step integer kernel: bit-exact only with the same float operation order,
     which the plugin's fusions do not promise)."""
     c.require(0, FLOATS)
-    nchw, align, half, (h, w), (oh, ow) = _resize_args(c)
-    tables = []
-    for n_in, n_out in ((h, oh), (w, ow)):
-        i = np.arange(n_out, dtype=np.float32)
-        scale = _source_scale(n_in, n_out, align)
-        src = ((i + np.float32(0.5)) * scale - np.float32(0.5)) if half else i * scale
-        lo = np.maximum(np.floor(src), 0).astype(np.int64)
-        hi = np.minimum(np.ceil(src).astype(np.int64), n_in - 1)
-        tables.append((lo, hi, (src - lo.astype(np.float32)).astype(np.float32)))
-    (y0, y1, fy), (x0, x1, fx) = tables
+    r = op_params.resize(c)
+    nchw, oh, ow = r.nchw, r.out_h, r.out_w
+    (y0, y1, fy), (x0, x1, fx) = r.bilinear()
     ya, xa = (2, 3) if nchw else (1, 2)
     shape_y = [1, 1, oh, 1] if nchw else [1, oh, 1, 1]
     shape_x = [1, 1, 1, ow] if nchw else [1, 1, ow, 1]
@@ -1117,10 +1035,12 @@ def conv_resize_bilinear(c: OpCtx):
     gy_, gx_ = c_((1 - fy).reshape(shape_y)), c_((1 - fx).reshape(shape_x))
     xf = c.f32(0)
     rows0, rows1 = _gather_axis(xf, y0, ya), _gather_axis(xf, y1, ya)
-    terms = [ops.multiply(ops.multiply(_gather_axis(rows0, x0, xa), gy_), gx_),
-             ops.multiply(ops.multiply(_gather_axis(rows1, x0, xa), fy_), gx_),
-             ops.multiply(ops.multiply(_gather_axis(rows0, x1, xa), gy_), fx_),
-             ops.multiply(ops.multiply(_gather_axis(rows1, x1, xa), fy_), fx_)]
+    terms = [
+        ops.multiply(ops.multiply(_gather_axis(rows0, x0, xa), gy_), gx_),
+        ops.multiply(ops.multiply(_gather_axis(rows1, x0, xa), fy_), gx_),
+        ops.multiply(ops.multiply(_gather_axis(rows0, x1, xa), gy_), fx_),
+        ops.multiply(ops.multiply(_gather_axis(rows1, x1, xa), fy_), fx_),
+    ]
     c.set(ops.add(ops.add(ops.add(terms[0], terms[1]), terms[2]), terms[3]))
 
 
@@ -1128,12 +1048,9 @@ def _sequential_prod(xf, x: Operand, c: OpCtx, axes, keep: bool) -> ov.Output:
     """REDUCE_PROD as the reference folds it: in row-major order, and a zero on either side of
     a step gives 0 (an underflow to 0 sticks even against inf).  ReduceProd promises no order
     and no zero rule, so the fold is unrolled (small groups only)."""
-    xd = c.dims(x)
-    k = int(np.prod([xd[a] for a in axes]))
-    if k > _MAX_UNROLLED:
-        raise Unsupported(f"REDUCE_PROD over {k} elements (the exact fold is unrolled up to {_MAX_UNROLLED})")
-    kept = [i for i in range(len(xd)) if i not in axes]
-    v = ops.transpose(xf, i64s(kept + list(axes)))
+    fold = op_params.sequential_fold(c.dims(x), axes, keep)
+    k = fold.count
+    v = ops.transpose(xf, i64s(fold.perm))
     v = ops.reshape(v, i64s([-1, k]), special_zero=False)
     et = _out(xf).get_element_type()
     zero = c_(0, np.float16 if et == ov.Type.f16 else np.float32)
@@ -1143,11 +1060,7 @@ def _sequential_prod(xf, x: Operand, c: OpCtx, axes, keep: bool) -> ov.Output:
         p = parts.output(j)
         either = ops.logical_or(ops.equal(acc, zero), ops.equal(p, zero))
         acc = _out(ops.select(either, zero, ops.multiply(acc, p)))
-    shape = [xd[i] if i in kept else 1 for i in range(len(xd))] if keep else [xd[i] for i in kept] or [1]
-    return _out(ops.reshape(acc, i64s(shape), special_zero=False))
-
-
-_MAX_UNROLLED = 256
+    return _out(ops.reshape(acc, i64s(fold.shape), special_zero=False))
 
 
 def conv_reduce_prod(c: OpCtx):
@@ -1167,7 +1080,7 @@ def conv_rnn(c: OpCtx):
     y = ops.add(ops.add(ops.matmul(c.x(0), c.x(1), False, True), ops.matmul(c.x(4), c.x(2), False, True)), c.x(3))
     y = float_activation(y, act)
     c.set(y, 0)
-    c.set(ops.convert(y, ov.Type.f32), 1)     # a node of its own: two outputs, two tensors
+    c.set(ops.convert(y, ov.Type.f32), 1)  # a node of its own: two outputs, two tensors
 
 
 _MAX_STEPS = 64
@@ -1200,13 +1113,14 @@ def conv_unidirectional_rnn(c: OpCtx):
 # Control flow
 # ---------------------------------------------------------------------------------------
 
+
 def _branch(c: OpCtx, k: int) -> tuple[ov.Model, list, list]:
     """Referenced subgraph of input k as an OpenVINO body: (model, parameters, results)."""
     o = c.ins[k]
     if o.type != T.SUBGRAPH or o.value is None:
         raise Unsupported(f"input {k} is not a subgraph reference")
     sub = c.g.referenced[int(np.asarray(o.value).reshape(-1)[0])]
-    _check_io_types(sub, (*sub.input_indexes, *sub.output_indexes))
+    conversion.check_types(sub, (*sub.input_indexes, *sub.output_indexes), OV_TYPE)
     g = GraphBuilder(sub, referenced=c.g.referenced, root=c.g.root)
     for j in range(len(sub.operations)):
         convert_operation(g, j)
@@ -1226,11 +1140,12 @@ def conv_if(c: OpCtx):
         # The CPU plugin's If takes the else branch whenever its condition is computed by
         # another node (even logical_not(logical_not(p)) of a true p): only a condition fed
         # straight from a model input works (docs/findings_openvino.md#if-condition).
-        raise Unsupported("an IF condition that is not a model input (the CPU plugin's If then "
-                          "always takes the else branch)")
+        raise Unsupported(
+            "an IF condition that is not a model input (the CPU plugin's If then always takes the else branch)"
+        )
     then_m, then_p, then_r = _branch(c, 1)
     else_m, else_p, else_r = _branch(c, 2)
-    node = ops.if_op(c.x(0))     # the [1] condition as it is: a Reshape to a scalar is a computed one
+    node = ops.if_op(c.x(0))  # the [1] condition as it is: a Reshape to a scalar is a computed one
     node.set_then_body(then_m)
     node.set_else_body(else_m)
     for k, (tp, ep) in enumerate(zip(then_p, else_p)):
@@ -1241,60 +1156,63 @@ def conv_if(c: OpCtx):
 
 _F32_MAX = float(np.finfo(np.float32).max)
 
-CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
-    Op.ADD: _binary_arith(ops.add), Op.SUB: _binary_arith(ops.subtract), Op.MUL: _binary_arith(ops.multiply),
-    Op.DIV: conv_div,
-    Op.MAXIMUM: _minmax(ops.maximum), Op.MINIMUM: _minmax(ops.minimum), Op.POW: conv_pow, Op.PRELU: conv_prelu,
-    Op.RELU: _relu(nn_activation.RELU), Op.RELU1: _relu(nn_activation.RELU1),
-    Op.RELU6: _relu(nn_activation.RELU6),
-    Op.LOGISTIC: _unary_float(ops.sigmoid), Op.TANH: _unary_float(ops.tanh),
-    Op.ABS: _unary_float(ops.abs, ops.abs), Op.NEG: _unary_float(ops.negative, ops.negative),
-    Op.EXP: _unary_float(ops.exp), Op.LOG: _unary_float(ops.log), Op.SQRT: _unary_float(ops.sqrt),
-    Op.SIN: _unary_float(ops.sin), Op.FLOOR: _unary_float(ops.floor),
-    Op.RSQRT: conv_rsqrt, Op.ELU: conv_elu, Op.HARD_SWISH: conv_hard_swish,
-    Op.SOFTMAX: _softmax(False), Op.LOG_SOFTMAX: _softmax(True),
-    Op.L2_NORMALIZATION: conv_l2_normalization,
-    Op.EQUAL: _compare("equal"), Op.NOT_EQUAL: _compare("not_equal"),
-    Op.GREATER: _compare("greater"), Op.GREATER_EQUAL: _compare("greater_equal"),
-    Op.LESS: _compare("less"), Op.LESS_EQUAL: _compare("less_equal"),
-    Op.LOGICAL_AND: _logical(ops.logical_and, 2), Op.LOGICAL_OR: _logical(ops.logical_or, 2),
-    Op.LOGICAL_NOT: _logical(ops.logical_not, 1),
-    Op.SELECT: conv_select,
-    Op.CONV_2D: conv_conv_2d, Op.DEPTHWISE_CONV_2D: conv_depthwise_conv_2d,
-    Op.GROUPED_CONV_2D: conv_grouped_conv_2d, Op.FULLY_CONNECTED: conv_fully_connected,
-    Op.TRANSPOSE_CONV_2D: conv_transpose_conv_2d,
-    Op.BATCH_TO_SPACE_ND: conv_batch_space, Op.SPACE_TO_BATCH_ND: conv_batch_space,
-    Op.AVERAGE_POOL_2D: _pool("avg"), Op.MAX_POOL_2D: _pool("max"), Op.L2_POOL_2D: _pool("l2"),
-    Op.QUANTIZE: conv_quantize, Op.DEQUANTIZE: conv_dequantize, Op.CAST: conv_cast,
-    Op.RESHAPE: conv_reshape, Op.SQUEEZE: conv_squeeze, Op.EXPAND_DIMS: conv_expand_dims,
-    Op.TRANSPOSE: conv_transpose, Op.CONCATENATION: conv_concatenation, Op.GATHER: conv_gather,
-    Op.PAD: conv_pad, Op.PAD_V2: conv_pad, Op.MIRROR_PAD: conv_mirror_pad,
-    Op.SLICE: conv_slice, Op.STRIDED_SLICE: conv_strided_slice, Op.SPLIT: conv_split, Op.TILE: conv_tile,
-    Op.REVERSE: conv_reverse, Op.DEPTH_TO_SPACE: conv_depth_to_space, Op.SPACE_TO_DEPTH: conv_depth_to_space,
-    Op.ARGMAX: conv_argminmax, Op.ARGMIN: conv_argminmax,
-    Op.MEAN: conv_mean, Op.REDUCE_SUM: _reduce(ops.reduce_sum, FLOATS),
-    Op.REDUCE_MAX: _reduce(_nan_skipping(ops.reduce_max, -_F32_MAX), FLOATS + QUANT8),
-    Op.REDUCE_MIN: _reduce(_nan_skipping(ops.reduce_min, _F32_MAX), FLOATS + QUANT8),
-    Op.REDUCE_ALL: _reduce(ops.reduce_logical_and, (T.TENSOR_BOOL8,)),
-    Op.REDUCE_ANY: _reduce(ops.reduce_logical_or, (T.TENSOR_BOOL8,)),
-    Op.EMBEDDING_LOOKUP: conv_embedding_lookup, Op.PACK: conv_pack, Op.BATCH_MATMUL: conv_batch_matmul,
-    Op.INSTANCE_NORMALIZATION: conv_instance_normalization,
-    Op.LOCAL_RESPONSE_NORMALIZATION: conv_local_response_normalization,
-    Op.RESIZE_BILINEAR: conv_resize_bilinear, Op.RESIZE_NEAREST_NEIGHBOR: conv_resize_nearest,
-    Op.REDUCE_PROD: conv_reduce_prod, Op.TOPK_V2: conv_topk,
-    Op.IF: conv_if, Op.RNN: conv_rnn, Op.UNIDIRECTIONAL_SEQUENCE_RNN: conv_unidirectional_rnn,
-    Op.RANK: conv_rank, Op.FILL: conv_fill, Op.CHANNEL_SHUFFLE: conv_channel_shuffle,
-}
+# Every conv_<operation> function above converts that operation (conversion.by_name); the
+# table lists the others: factory-built converters and converters shared by several operations.
+CONVERTERS: dict[Op, Callable[[OpCtx], None]] = conversion.by_name(
+    globals(),
+    {
+        Op.ADD: _binary_arith(ops.add),
+        Op.SUB: _binary_arith(ops.subtract),
+        Op.MUL: _binary_arith(ops.multiply),
+        Op.MAXIMUM: _minmax(ops.maximum),
+        Op.MINIMUM: _minmax(ops.minimum),
+        Op.RELU: _relu(nn_activation.RELU),
+        Op.RELU1: _relu(nn_activation.RELU1),
+        Op.RELU6: _relu(nn_activation.RELU6),
+        Op.LOGISTIC: _unary_float(ops.sigmoid),
+        Op.TANH: _unary_float(ops.tanh),
+        Op.ABS: _unary_float(ops.abs, ops.abs),
+        Op.NEG: _unary_float(ops.negative, ops.negative),
+        Op.EXP: _unary_float(ops.exp),
+        Op.LOG: _unary_float(ops.log),
+        Op.SQRT: _unary_float(ops.sqrt),
+        Op.SIN: _unary_float(ops.sin),
+        Op.FLOOR: _unary_float(ops.floor),
+        Op.SOFTMAX: _softmax(False),
+        Op.LOG_SOFTMAX: _softmax(True),
+        Op.EQUAL: _compare("equal"),
+        Op.NOT_EQUAL: _compare("not_equal"),
+        Op.GREATER: _compare("greater"),
+        Op.GREATER_EQUAL: _compare("greater_equal"),
+        Op.LESS: _compare("less"),
+        Op.LESS_EQUAL: _compare("less_equal"),
+        Op.LOGICAL_AND: _logical(ops.logical_and, 2),
+        Op.LOGICAL_OR: _logical(ops.logical_or, 2),
+        Op.LOGICAL_NOT: _logical(ops.logical_not, 1),
+        Op.BATCH_TO_SPACE_ND: conv_batch_space,
+        Op.SPACE_TO_BATCH_ND: conv_batch_space,
+        Op.AVERAGE_POOL_2D: _pool("avg"),
+        Op.MAX_POOL_2D: _pool("max"),
+        Op.L2_POOL_2D: _pool("l2"),
+        Op.PAD_V2: conv_pad,
+        Op.SPACE_TO_DEPTH: conv_depth_to_space,
+        Op.ARGMAX: conv_argminmax,
+        Op.ARGMIN: conv_argminmax,
+        Op.REDUCE_SUM: _reduce(ops.reduce_sum, FLOATS),
+        Op.REDUCE_MAX: _reduce(_nan_skipping(ops.reduce_max, -_F32_MAX), DATA),
+        Op.REDUCE_MIN: _reduce(_nan_skipping(ops.reduce_min, _F32_MAX), DATA),
+        Op.REDUCE_ALL: _reduce(ops.reduce_logical_and, (T.TENSOR_BOOL8,)),
+        Op.REDUCE_ANY: _reduce(ops.reduce_logical_or, (T.TENSOR_BOOL8,)),
+        Op.RESIZE_NEAREST_NEIGHBOR: conv_resize_nearest,
+        Op.TOPK_V2: conv_topk,
+        Op.UNIDIRECTIONAL_SEQUENCE_RNN: conv_unidirectional_rnn,
+    },
+)
 
 
 # ---------------------------------------------------------------------------------------
 # Whole models
 # ---------------------------------------------------------------------------------------
-
-def _check_io_types(sg: Subgraph, indexes) -> None:
-    for i in indexes:
-        if sg.operands[i].type not in OV_TYPE:
-            raise Unsupported(f"operand of type {sg.operands[i].type.name}")
 
 
 def _check_no_subnormal_constants(sg: Subgraph, indexes) -> None:
@@ -1307,27 +1225,22 @@ def _check_no_subnormal_constants(sg: Subgraph, indexes) -> None:
         if o.is_constant and o.type in (T.TENSOR_FLOAT32, T.FLOAT32):
             v = np.abs(np.asarray(o.value, np.float32))
             if ((v > 0) & (v < tiny)).any():
-                raise Unsupported("constant input with subnormal float32 values (the CPU plugin "
-                                  "flushes them to zero)")
+                raise Unsupported("constant input with subnormal float32 values (the CPU plugin flushes them to zero)")
 
 
 def convert_operation(g: GraphBuilder, index: int) -> None:
     """Build one operation into ``g``; raise Unsupported when it cannot be mapped faithfully."""
     op = g.sg.operations[index]
-    try:
-        fn = CONVERTERS[Op(op.type)]
-    except (KeyError, ValueError):
-        raise Unsupported(f"{op.name} has no OpenVINO mapping in this adapter") from None
-    _check_io_types(g.sg, op.outputs)
-    _check_io_types(g.sg, [i for i in op.inputs if not g.sg.operands[i].info.is_scalar
-                           and not g.sg.operands[i].is_omitted])
+    fn = conversion.lookup(CONVERTERS, op, "OpenVINO")
+    conversion.check_operation_types(g.sg, op, OV_TYPE)
     _check_no_subnormal_constants(g.sg, op.inputs)
     if op.outputs and all(i in g.const_derived for i in op.outputs):
         # OpenVINO folds constant-only subgraphs at compile time, and the folding is not the
         # kernels' arithmetic: Abs(Add(-236, -255)) folds to -491, an f16 overflow to -+65504
         # (docs/findings_openvino.md#constant-folding).  Such operations run elsewhere.
-        raise Unsupported("computed from constants only (OpenVINO's compile-time constant "
-                          "folding does not compute NNAPI's answer)")
+        raise Unsupported(
+            "computed from constants only (OpenVINO's compile-time constant folding does not compute NNAPI's answer)"
+        )
     try:
         fn(OpCtx(g, index))
     except (Unsupported, Rejected):
@@ -1340,26 +1253,16 @@ def convert_operation(g: GraphBuilder, index: int) -> None:
 
 def operation_supported(model: Model, index: int) -> tuple[bool, str]:
     g = GraphBuilder(model.main, with_inputs=False, referenced=model.referenced)
-    try:
-        convert_operation(g, index)
-    except Unsupported as e:
-        return False, str(e)
-    except Rejected:
-        return True, ""
-    return True, ""
+    return conversion.supported(lambda: convert_operation(g, index))
 
 
 def to_openvino(model: Model) -> tuple[ov.Model, list[str]]:
     """The whole main graph as an OpenVINO model (raises Unsupported on the first unmappable op),
     and the messages of its run-time checks (results after the model's outputs, in order)."""
     sg = model.main
-    _check_io_types(sg, (*sg.input_indexes, *sg.output_indexes))
+    conversion.check_types(sg, (*sg.input_indexes, *sg.output_indexes), OV_TYPE)
     g = GraphBuilder(sg, referenced=model.referenced)
-    for k in range(len(sg.operations)):
-        try:
-            convert_operation(g, k)
-        except (Unsupported, Rejected) as e:
-            raise type(e)(f"operations[{k}] ({sg.operations[k].name}): {e}") from None
+    conversion.convert_all(sg, lambda k: convert_operation(g, k))
     results = []
     for i in sg.output_indexes:
         v = g.operand_value(i)

@@ -13,45 +13,36 @@ The CPU plugin is compiled with INFERENCE_PRECISION_HINT f32: left alone it runs
 graphs in bf16 (or fp16) on CPUs that have those units, which NNAPI's float32 does not allow
 (relaxed computation is the model's choice, not the driver's).
 """
+
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 import openvino as ov
 
 from nnconform import __version__
-from nnconform.driver import (
-    Capabilities,
-    Device,
-    DriverError,
-    ErrorStatus,
-    ExecutionPreference,
-    ExecutionResult,
-    PreparedModel,
-    Priority,
-    support,
-)
+from nnconform.driver import DriverError, ErrorStatus, PreparedModel, support
+from nnconform.drivers.common.device import RuntimeDevice, RuntimePreparedModel, runtime_errors
 from nnconform.drivers.openvino import convert
 from nnconform.errors import DriverLoadError
 from nnconform.ir import Model, Request
 
 
-class OpenVinoPreparedModel(PreparedModel):
+class OpenVinoPreparedModel(RuntimePreparedModel):
+    runtime = "OpenVINO"
+
     def __init__(self, model: Model, compiled: ov.CompiledModel, run_checks: list[str]):
-        self.model = model
+        super().__init__(model)
         self.compiled = compiled
         self.run_checks = run_checks
-        self._released = False
 
-    def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
-                loop_timeout: float | None = None) -> ExecutionResult:
-        t_driver = time.perf_counter_ns()
-        support.begin_execution(self.model, request, deadline, self._released)
-        feed = [np.ascontiguousarray(v) for v in support.request_values(self.model, request, "OpenVINO")]
-        t_device = time.perf_counter_ns()
-        try:
+    def feed(self, request: Request) -> list[np.ndarray]:
+        return [np.ascontiguousarray(v) for v in super().feed(request)]
+
+    def run(self, feed, deadline: float | None, loop_timeout: float | None) -> list:
+        # OpenVINO raises RuntimeError (and others) from C++
+        with runtime_errors("openvino", 300):
             # An infer request per execution: executions of one prepared model may run
             # concurrently (NNAPI allows it), and a request holds one set of tensors.
             infer = self.compiled.create_infer_request()
@@ -59,40 +50,32 @@ class OpenVinoPreparedModel(PreparedModel):
             # Copies: the request's output tensors are reused by the next inference.
             n = len(self.model.main.output_indexes)
             outputs = [np.array(infer.get_output_tensor(k).data, copy=True) for k in range(n)]
-            failed = [msg for k, msg in enumerate(self.run_checks)
-                      if not bool(infer.get_output_tensor(n + k).data)]
-        except Exception as e:  # OpenVINO raises RuntimeError (and others) from C++
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"openvino: {support.first_line(e, 300)}") from None
+            failed = [msg for k, msg in enumerate(self.run_checks) if not bool(infer.get_output_tensor(n + k).data)]
         if failed:
             # NNAPI fails the execution (the reference does too); OpenVINO would return zeros.
             raise DriverError(ErrorStatus.GENERAL_FAILURE, failed[0])
-        device_us = (time.perf_counter_ns() - t_device) // 1000
-        return support.finish_execution(self.model, request, outputs, deadline=deadline,
-                                        measure_timing=measure_timing, device_us=device_us, t_driver_ns=t_driver)
+        return outputs
 
-    def release(self) -> None:
-        self._released = True
+    def drop(self) -> None:
         self.compiled = None
 
 
-class OpenVinoDevice(support.ConverterDevice, Device):
+class OpenVinoDevice(RuntimeDevice):
     """NNAPI semantics on OpenVINO.  Honest support: see convert.CONVERTERS."""
 
-    feature_level = 30
     converter = convert
+    operand_types = convert.OV_TYPE
 
     def __init__(self, device: str | None = None, threads: int = 1):
         self.device = device or os.environ.get("NNCONFORM_OV_DEVICE", "CPU")
         self.core = ov.Core()
         if self.device not in self.core.available_devices:
-            raise DriverLoadError(f"OpenVINO has no {self.device} device here (available: "
-                                  f"{', '.join(self.core.available_devices)})")
+            raise DriverLoadError(
+                f"OpenVINO has no {self.device} device here (available: {', '.join(self.core.available_devices)})"
+            )
         self.threads = threads
-        self.name = f"openvino-{self.device.lower()}"       # NNAPI's "<vendor>-<device>"
+        self.name = f"openvino-{self.device.lower()}"  # NNAPI's "<vendor>-<device>"
         self.version = f"{__version__}+ov{ov.__version__.split('-')[0]}"
-
-    def capabilities(self) -> Capabilities:
-        return support.uniform_capabilities(convert.OV_TYPE)
 
     def _config(self) -> dict:
         config = {"INFERENCE_NUM_THREADS": self.threads}
@@ -100,17 +83,12 @@ class OpenVinoDevice(support.ConverterDevice, Device):
             config["INFERENCE_PRECISION_HINT"] = "f32"
         return config
 
-    def prepare(self, model: Model, *, preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
-                priority: Priority = Priority.MEDIUM, deadline: float | None = None,
-                cache_token: bytes | None = None) -> PreparedModel:
-        support.check_prepare_args(model, preference, priority, deadline, cache_token)
+    def prepare_model(self, model: Model) -> PreparedModel:
         with support.converting("cannot convert to OpenVINO"):
             ov_model, run_checks = convert.to_openvino(model)
-        try:
+        # OpenVINO's C++ exceptions surface as RuntimeError and others
+        with runtime_errors("OpenVINO rejected the graph", 300):
             compiled = self.core.compile_model(ov_model, self.device, self._config())
-        except Exception as e:  # OpenVINO's C++ exceptions surface as RuntimeError and others
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"OpenVINO rejected the graph: {support.first_line(e, 300)}") \
-                from None
         return OpenVinoPreparedModel(model, compiled, run_checks)
 
 

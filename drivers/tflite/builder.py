@@ -15,6 +15,7 @@ Conventions of the format that matter here:
   itself must be concrete, so it gets 1 there);
 - ``-1`` as an operator input means "optional input omitted".
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -40,7 +41,7 @@ class _AlignedBuffer(S.BufferT):
         if raw:
             builder.StartVector(1, len(raw), 16)
             builder.head = builder.head - len(raw)
-            builder.Bytes[builder.head:builder.head + len(raw)] = raw
+            builder.Bytes[builder.head : builder.head + len(raw)] = raw
             data = builder.EndVector()
         S.BufferStart(builder)
         if data is not None:
@@ -72,9 +73,17 @@ class SubgraphWriter:
     def index(self) -> int:
         return self.model.subgraphs.index(self)
 
-    def tensor(self, shape: Sequence[int] | None, ttype: int, *, name: str = "", data: np.ndarray | None = None,
-               scale: Sequence[float] | None = None, zero_point: Sequence[int] | None = None,
-               quantized_dimension: int = 0) -> int:
+    def tensor(
+        self,
+        shape: Sequence[int] | None,
+        ttype: int,
+        *,
+        name: str = "",
+        data: np.ndarray | None = None,
+        scale: Sequence[float] | None = None,
+        zero_point: Sequence[int] | None = None,
+        quantized_dimension: int = 0,
+    ) -> int:
         """Add a tensor and return its index.  ``shape`` None is an unknown rank; 0 entries
         are unknown dimensions.  ``data`` (already in the tensor's storage dtype) makes it a
         constant."""

@@ -22,6 +22,7 @@ timeout) cannot be expressed in the graph: TFLite has no clock and the Python in
 no cancellation hook.  device.py therefore runs models that contain a WHILE in a forked child
 and kills the child when the timeout passes (see device.invoke_bounded).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -77,7 +78,7 @@ def _may_be_persistent(sg) -> set[int]:
     """Operands of ``sg`` that LiteRT may hold in a persistent read-only tensor."""
     const = {i for i, o in enumerate(sg.operands) if o.is_constant}
     persistent: set[int] = set()
-    for op in sg.operations:                 # NNAPI operations are in execution order
+    for op in sg.operations:  # NNAPI operations are in execution order
         ins = [i for i in op.inputs if not sg.operands[i].is_omitted]
         if op.type in _ALWAYS_PERSISTENT or all(i in const for i in ins):
             const.update(op.outputs)
@@ -89,8 +90,9 @@ def _arena_copy(g: GraphConv, sg, i: int, persistent: set[int]) -> int:
     t = g.tensor(i)
     if i not in persistent:
         return t
-    copy = g.w.tensor(dims_or_none(sg.operands[i]), g.w.tensor_type(t), name=f"o{i}_copy",
-                      **quant_kwargs(sg.operands[i]))
+    copy = g.w.tensor(
+        dims_or_none(sg.operands[i]), g.w.tensor_type(t), name=f"o{i}_copy", **quant_kwargs(sg.operands[i])
+    )
     # SELECT_V2(true, x, x): pure data movement for every type (an arithmetic copy such as
     # ADD of -0.0 would meet XNNPACK's subnormal flush), and not folded at prepare time.
     true = g.const(np.ones((), np.bool_), np.bool_)
@@ -116,8 +118,12 @@ def conv_if(c: OpCtx):
     c.require(0, (T.TENSOR_BOOL8,), "the condition")
     then_sg = convert_subgraph(c, referenced_index(c, 1), "then")
     else_sg = convert_subgraph(c, referenced_index(c, 2), "else")
-    c.emit(B.IF, [c.g.tensor(c.op.inputs[0])] + _outer_inputs(c, 3), _outer_outputs(c),
-           options("IfOptions", thenSubgraphIndex=then_sg, elseSubgraphIndex=else_sg))
+    c.emit(
+        B.IF,
+        [c.g.tensor(c.op.inputs[0])] + _outer_inputs(c, 3),
+        _outer_outputs(c),
+        options("IfOptions", thenSubgraphIndex=then_sg, elseSubgraphIndex=else_sg),
+    )
 
 
 def conv_while(c: OpCtx):
@@ -125,9 +131,9 @@ def conv_while(c: OpCtx):
     cond_ref, body_ref = referenced_index(c, 0), referenced_index(c, 1)
     body = model.referenced[body_ref]
     cond = model.referenced[cond_ref]
-    n_vars = len(c.ins) - 2                      # m + k + n
+    n_vars = len(c.ins) - 2  # m + k + n
     m = len(c.outs)
-    mk = len(body.output_indexes)                # m + k
+    mk = len(body.output_indexes)  # m + k
     if len(body.input_indexes) != n_vars or len(cond.input_indexes) != n_vars or mk < m:
         raise Unsupported("WHILE operand counts do not match its subgraphs")
     cond_sg = convert_subgraph(c, cond_ref, "cond")
@@ -139,8 +145,7 @@ def conv_while(c: OpCtx):
         # return them); typed and quantised like the variable they carry.
         inner = c.ins[2 + p]
         outs.append(c.g.temp(None, c.g.w.tensor_type(ins[p]), **quant_kwargs(inner)))
-    c.emit(B.WHILE, ins, outs,
-           options("WhileOptions", condSubgraphIndex=cond_sg, bodySubgraphIndex=body_sg))
+    c.emit(B.WHILE, ins, outs, options("WhileOptions", condSubgraphIndex=cond_sg, bodySubgraphIndex=body_sg))
 
 
 def has_while(model: Model) -> bool:

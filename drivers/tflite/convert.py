@@ -26,13 +26,18 @@ Conventions:
   a PAD (zero, i.e. the zero point for quantised tensors) in front of a VALID convolution.
   Pooling has no such rewrite (padding must not count in an average), so it is unsupported.
 """
+
 from __future__ import annotations
 
 from typing import Callable
 
 import numpy as np
 
-from nnconform.driver.support import ParameterAccess, Rejected, Unsupported
+from nnconform.driver.support import Rejected, Unsupported  # noqa: E402  (Unsupported re-exported)
+from nnconform.drivers.common import converter as conversion
+from nnconform.drivers.common import op_params
+from nnconform.drivers.common.layout import TO_NCHW, TO_NHWC
+from nnconform.drivers.common.types import FLOATS, NUMERIC, QUANT8, storage_table
 from nnconform.drivers.tflite.builder import OMITTED, FlatModel, S, SubgraphWriter, TensorType, options
 from nnconform.drivers.tflite.builder import BuiltinOperator as B
 from nnconform.ir import Model, Operand, Subgraph
@@ -41,28 +46,25 @@ from nnconform.ir import OperationType as Op
 from nnconform.reference.arith.padding import PADDING_SAME, PADDING_VALID, explicit_padding
 from nnconform.reference.ops.strided_slice import slice_plan
 
-TFL_TYPE = {
-    T.TENSOR_FLOAT32: TensorType.FLOAT32, T.FLOAT32: TensorType.FLOAT32,
-    T.TENSOR_FLOAT16: TensorType.FLOAT16, T.FLOAT16: TensorType.FLOAT16,
-    T.TENSOR_INT32: TensorType.INT32, T.INT32: TensorType.INT32,
-    T.TENSOR_BOOL8: TensorType.BOOL, T.BOOL: TensorType.BOOL,
-    T.TENSOR_QUANT8_ASYMM: TensorType.UINT8,
-    T.TENSOR_QUANT8_ASYMM_SIGNED: TensorType.INT8,
-    T.TENSOR_QUANT8_SYMM: TensorType.INT8,
-    T.TENSOR_QUANT8_SYMM_PER_CHANNEL: TensorType.INT8,
-}
-F32, F16, I32, U8, I8, BOOL = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
-                              T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_BOOL8)
-FLOATS = (F32, F16)
-QUANT8 = (U8, I8)
+TFL_TYPE = storage_table(
+    TensorType.FLOAT32, TensorType.FLOAT16, TensorType.INT32, TensorType.BOOL, TensorType.UINT8, TensorType.INT8
+)
+F32, F16, I32, U8, I8, BOOL = (
+    T.TENSOR_FLOAT32,
+    T.TENSOR_FLOAT16,
+    T.TENSOR_INT32,
+    T.TENSOR_QUANT8_ASYMM,
+    T.TENSOR_QUANT8_ASYMM_SIGNED,
+    T.TENSOR_BOOL8,
+)
 _F16_TYPES = (T.TENSOR_FLOAT16, T.FLOAT16)
-TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
 PAD_SAME, PAD_VALID = S.Padding.SAME, S.Padding.VALID
 
 
 # ---------------------------------------------------------------------------------------
 # One NNAPI subgraph -> one TFLite subgraph
 # ---------------------------------------------------------------------------------------
+
 
 class GraphConv:
     """Tensors of one converted subgraph: operand ``i`` gets its TFLite tensor on first use."""
@@ -89,8 +91,9 @@ class GraphConv:
                 data = np.asarray(o.value).reshape(o.dimensions if not o.info.is_scalar else ())
                 if shape is None:
                     shape = list(data.shape)
-            self._tensors[i] = self.w.tensor(shape, TFL_TYPE[o.type], name=o.name or f"o{i}", data=data,
-                                             **quant_kwargs(o))
+            self._tensors[i] = self.w.tensor(
+                shape, TFL_TYPE[o.type], name=o.name or f"o{i}", data=data, **quant_kwargs(o)
+            )
         return self._tensors[i]
 
     def temp(self, shape, ttype: int, **quant) -> int:
@@ -99,9 +102,13 @@ class GraphConv:
     def const(self, value, dtype, ttype: int | None = None, **quant) -> int:
         arr = np.asarray(value, dtype=dtype)
         if ttype is None:
-            ttype = {np.dtype(np.int32): TensorType.INT32, np.dtype(np.float32): TensorType.FLOAT32,
-                     np.dtype(np.uint8): TensorType.UINT8, np.dtype(np.int8): TensorType.INT8,
-                     np.dtype(np.bool_): TensorType.BOOL}[arr.dtype]
+            ttype = {
+                np.dtype(np.int32): TensorType.INT32,
+                np.dtype(np.float32): TensorType.FLOAT32,
+                np.dtype(np.uint8): TensorType.UINT8,
+                np.dtype(np.int8): TensorType.INT8,
+                np.dtype(np.bool_): TensorType.BOOL,
+            }[arr.dtype]
         return self.w.tensor(list(arr.shape), ttype, name=f"c{len(self.w.sg.tensors)}", data=arr, **quant)
 
     def widened(self, i: int) -> int:
@@ -112,8 +119,7 @@ class GraphConv:
         if i not in self._widened:
             if o.is_constant:
                 data = np.asarray(o.value, dtype=np.float32)
-                self._widened[i] = self.w.tensor(list(data.shape), TensorType.FLOAT32, data=data,
-                                                 name=f"o{i}_f32")
+                self._widened[i] = self.w.tensor(list(data.shape), TensorType.FLOAT32, data=data, name=f"o{i}_f32")
             else:
                 t = self.temp(dims_or_none(o), TensorType.FLOAT32)
                 self.w.op(B.CAST, [self.tensor(i)], [t], cast_options(TensorType.FLOAT16, TensorType.FLOAT32))
@@ -140,14 +146,12 @@ def cast_options(src: int, dst: int):
     return options("CastOptions", inDataType=src, outDataType=dst)
 
 
-class OpCtx(ParameterAccess):
-    """One operation seen by its converter."""
+class OpCtx(conversion.OperationContext):
+    """One operation seen by its converter, emitting into ``g``."""
 
     def __init__(self, g: GraphConv, index: int):
+        super().__init__(g.sg, index)
         self.g = g
-        self.op = g.sg.operations[index]
-        self.ins: list[Operand] = [g.sg.operands[i] for i in self.op.inputs]
-        self.outs: list[Operand] = [g.sg.operands[i] for i in self.op.outputs]
         self._narrow: list[tuple[int, int]] = []
 
     # inputs / outputs ------------------------------------------------------------------
@@ -223,6 +227,7 @@ def transpose(c: OpCtx, src: int, perm, like: Operand, dst: int | None = None) -
 # Element-wise
 # ---------------------------------------------------------------------------------------
 
+
 def _binary(code: int, options_name: str | None, types, *, int_code: int | None = None):
     def convert(c: OpCtx):
         x = c.require(0, types)
@@ -233,6 +238,7 @@ def _binary(code: int, options_name: str | None, types, *, int_code: int | None 
         tcode = int_code if (x.type == I32 and int_code is not None) else code
         opts = options(options_name, fusedActivationFunction=act) if options_name and tcode == code else None
         c.emit(tcode, [c.x(0), c.x(1)], [c.y()], opts)
+
     return convert
 
 
@@ -242,6 +248,7 @@ def _unary(code: int, types, *, same_params: bool = False):
         if same_params and x.type in QUANT8 and not same_quant(x, c.outs[0]):
             raise Unsupported("quantised input and output with different parameters")
         c.emit(code, [c.x(0)], [c.y()])
+
     return convert
 
 
@@ -254,9 +261,9 @@ def _compare(code: int, types):
             # needs every input scale < 1 (scale 1.0 aborts the process, larger scales give
             # wrong answers; see docs/findings_tflite.md).
             if max(x.scale, c.ins[1].scale) >= 1.0:
-                raise Unsupported("quantised comparison with an input scale >= 1 (TFLite's kernel "
-                                  "needs scales < 1)")
+                raise Unsupported("quantised comparison with an input scale >= 1 (TFLite's kernel needs scales < 1)")
         c.emit(code, [c.x(0), c.x(1)], [c.y()])
+
     return convert
 
 
@@ -268,10 +275,11 @@ def _max_min(code: int):
         if x.type in QUANT8 and not same_quant(x, c.ins[1], c.outs[0]):
             raise Unsupported("quantised inputs/output with different scales or zero points")
         c.emit(code, [c.x(0), c.x(1)], [c.y()])
+
     return convert
 
 
-def conv_relu(code: int):
+def _relu(code: int):
     return _unary(code, FLOATS + QUANT8)
 
 
@@ -350,6 +358,7 @@ def conv_dequantize(c: OpCtx):
 # Convolutions and pooling
 # ---------------------------------------------------------------------------------------
 
+
 class Window:
     """Padding / strides / activation / layout / dilation of a conv or pool operation,
     from NNAPI's implicit (scheme) or explicit (four pads) form."""
@@ -427,8 +436,7 @@ def pad_image(c: OpCtx, t: int, like: Operand, pads) -> int:
     """Zero-pad an NHWC image (the zero point for quantised tensors, i.e. real 0)."""
     top, bottom, left, right = pads
     out = c.temp_like(like)
-    c.emit(B.PAD, [t, c.g.const(np.array([[0, 0], [top, bottom], [left, right], [0, 0]], np.int32), np.int32)],
-           [out])
+    c.emit(B.PAD, [t, c.g.const(np.array([[0, 0], [top, bottom], [left, right], [0, 0]], np.int32), np.int32)], [out])
     return out
 
 
@@ -482,9 +490,20 @@ def conv_conv_2d(c: OpCtx):
     if in_c and in_c != fdims[3]:
         raise Unsupported("filter depth differs from the input depth")
     out, finish = image_out(c, w)
-    c.emit(B.CONV_2D, [t, c.x(1), conv_bias(c)], [out],
-           options("Conv2DOptions", padding=pad, strideW=w.stride_w, strideH=w.stride_h,
-                   fusedActivationFunction=w.act, dilationWFactor=w.dil_w, dilationHFactor=w.dil_h))
+    c.emit(
+        B.CONV_2D,
+        [t, c.x(1), conv_bias(c)],
+        [out],
+        options(
+            "Conv2DOptions",
+            padding=pad,
+            strideW=w.stride_w,
+            strideH=w.stride_h,
+            fusedActivationFunction=w.act,
+            dilationWFactor=w.dil_w,
+            dilationHFactor=w.dil_h,
+        ),
+    )
     finish()
 
 
@@ -517,9 +536,20 @@ def conv_grouped_conv_2d(c: OpCtx):
     if pre is not None:
         t = pad_image(c, t, x, pre)
     out, finish = image_out(c, w)
-    c.emit(B.CONV_2D, [t, c.x(1), c.x(2)], [out],
-           options("Conv2DOptions", padding=pad, strideW=stride_w, strideH=stride_h,
-                   fusedActivationFunction=act, dilationWFactor=1, dilationHFactor=1))
+    c.emit(
+        B.CONV_2D,
+        [t, c.x(1), c.x(2)],
+        [out],
+        options(
+            "Conv2DOptions",
+            padding=pad,
+            strideW=stride_w,
+            strideH=stride_h,
+            fusedActivationFunction=act,
+            dilationWFactor=1,
+            dilationHFactor=1,
+        ),
+    )
     finish()
 
 
@@ -538,10 +568,21 @@ def conv_depthwise_conv_2d(c: OpCtx):
     if not in_c or in_c * multiplier != fdims[3]:
         raise Unsupported("depthwise filter depth is not input depth x multiplier")
     out, finish = image_out(c, w)
-    c.emit(B.DEPTHWISE_CONV_2D, [t, c.x(1), conv_bias(c)], [out],
-           options("DepthwiseConv2DOptions", padding=pad, strideW=w.stride_w, strideH=w.stride_h,
-                   depthMultiplier=multiplier, fusedActivationFunction=w.act,
-                   dilationWFactor=w.dil_w, dilationHFactor=w.dil_h))
+    c.emit(
+        B.DEPTHWISE_CONV_2D,
+        [t, c.x(1), conv_bias(c)],
+        [out],
+        options(
+            "DepthwiseConv2DOptions",
+            padding=pad,
+            strideW=w.stride_w,
+            strideH=w.stride_h,
+            depthMultiplier=multiplier,
+            fusedActivationFunction=w.act,
+            dilationWFactor=w.dil_w,
+            dilationHFactor=w.dil_h,
+        ),
+    )
     finish()
 
 
@@ -551,8 +592,12 @@ def conv_fully_connected(c: OpCtx):
     if x.type == I8 and wt.zero_point != 0:
         raise Unsupported("TENSOR_QUANT8_ASYMM_SIGNED weights with a non-zero zero point")
     act = activation(c, 3)
-    c.emit(B.FULLY_CONNECTED, [c.x(0), c.x(1), c.x(2)], [c.y()],
-           options("FullyConnectedOptions", fusedActivationFunction=act, keepNumDims=False))
+    c.emit(
+        B.FULLY_CONNECTED,
+        [c.x(0), c.x(1), c.x(2)],
+        [c.y()],
+        options("FullyConnectedOptions", fusedActivationFunction=act, keepNumDims=False),
+    )
 
 
 def conv_transpose_conv_2d(c: OpCtx):
@@ -574,6 +619,7 @@ def conv_transpose_conv_2d(c: OpCtx):
         out_h, out_w = (shape[2], shape[3]) if nchw else (shape[1], shape[2])
         scheme = int(c.scalar(4))
         from nnconform.reference.ops.transpose_conv_2d import transpose_padding
+
         pl, pr = transpose_padding(out_w, sw, fdims[2], scheme)
         pt, pb = transpose_padding(out_h, sh, fdims[1], scheme)
     if min(pl, pr, pt, pb) < 0:
@@ -589,8 +635,12 @@ def conv_transpose_conv_2d(c: OpCtx):
     t, _ = image_in(c, w)
     out, finish = image_out(c, w)
     full = c.temp_like(c.outs[0], shape=[n, full_h, full_w, fdims[0]]) if (pl or pr or pt or pb) else out
-    c.emit(B.TRANSPOSE_CONV, [c.i32([n, full_h, full_w, fdims[0]]), c.x(1), t, conv_bias(c)], [full],
-           options("TransposeConvOptions", padding=PAD_VALID, strideW=sw, strideH=sh, fusedActivationFunction=act))
+    c.emit(
+        B.TRANSPOSE_CONV,
+        [c.i32([n, full_h, full_w, fdims[0]]), c.x(1), t, conv_bias(c)],
+        [full],
+        options("TransposeConvOptions", padding=PAD_VALID, strideW=sw, strideH=sh, fusedActivationFunction=act),
+    )
     if full != out:
         c.emit(B.SLICE, [full, c.i32([0, pt, pl, 0]), c.i32([n, out_h, out_w, fdims[0]])], [out])
     finish()
@@ -602,21 +652,14 @@ def conv_channel_shuffle(c: OpCtx):
     x = c.require(0, FLOATS + QUANT8)
     if x.type in QUANT8 and not same_quant(x, c.outs[0]):
         raise Unsupported("quantised CHANNEL_SHUFFLE with different input/output parameters")
-    dims = c.dims(x)
-    r = len(dims)
-    groups = int(c.scalar(1))
-    axis = int(c.scalar(2)) % r
-    if groups <= 0 or dims[axis] % groups:
-        raise Unsupported("channel count not divisible by groups")
-    split = list(dims[:axis]) + [groups, dims[axis] // groups] + list(dims[axis + 1:])
-    perm = list(range(r + 1))
-    perm[axis], perm[axis + 1] = axis + 1, axis
+    s = op_params.channel_shuffle(c)
+    dims, split, perm = list(s.dims), list(s.grouped), list(s.perm)
     a = c.temp_like(x, shape=split)
     c.emit(B.RESHAPE, [c.x(0), c.i32(split)], [a], options("ReshapeOptions", newShape=split))
     swapped = [split[p] for p in perm]
     b = c.temp_like(x, shape=swapped)
     c.emit(B.TRANSPOSE, [a, c.i32(perm)], [b])
-    c.emit(B.RESHAPE, [b, c.i32(list(dims))], [c.y()], options("ReshapeOptions", newShape=list(dims)))
+    c.emit(B.RESHAPE, [b, c.i32(dims)], [c.y()], options("ReshapeOptions", newShape=dims))
 
 
 def _pool(code: int, types):
@@ -632,14 +675,28 @@ def _pool(code: int, types):
         if pre is not None:
             raise Unsupported("explicit pooling padding that is neither SAME nor VALID")
         out, finish = image_out(c, w)
-        c.emit(code, [t], [out], options("Pool2DOptions", padding=pad, strideW=w.stride_w, strideH=w.stride_h,
-                                         filterWidth=fw, filterHeight=fh, fusedActivationFunction=w.act))
+        c.emit(
+            code,
+            [t],
+            [out],
+            options(
+                "Pool2DOptions",
+                padding=pad,
+                strideW=w.stride_w,
+                strideH=w.stride_h,
+                filterWidth=fw,
+                filterHeight=fh,
+                fusedActivationFunction=w.act,
+            ),
+        )
         finish()
+
     return convert
 
 
 def _image_param_op(code: int, options_name: str):
     """DEPTH_TO_SPACE / SPACE_TO_DEPTH: (input, block size, [layout])."""
+
     def convert(c: OpCtx):
         c.require(0, FLOATS + QUANT8)
         block = int(c.scalar(1))
@@ -649,6 +706,7 @@ def _image_param_op(code: int, options_name: str):
         out, finish = image_out(c, w)
         c.emit(code, [t], [out], options(options_name, blockSize=block))
         finish()
+
     return convert
 
 
@@ -677,28 +735,27 @@ def conv_space_to_batch(c: OpCtx):
 
 def _resize(code: int, options_name: str):
     def convert(c: OpCtx):
-        x = c.require(0, FLOATS + QUANT8)
+        c.require(0, FLOATS + QUANT8)
         w = Window.__new__(Window)
-        w.nchw = bool(c.scalar(3, False))
-        align = bool(c.scalar(4, False))
-        half = bool(c.scalar(5, False))
-        if c.ins[1].type == T.INT32:
-            out_w, out_h = int(c.scalar(1)), int(c.scalar(2))
-        else:
-            d = c.dims(x)
-            in_h, in_w = (d[2], d[3]) if w.nchw else (d[1], d[2])
-            out_w = int(np.floor(np.float32(in_w) * np.float32(c.scalar(1))))
-            out_h = int(np.floor(np.float32(in_h) * np.float32(c.scalar(2))))
+        r = op_params.resize(c, known_input=False)
+        w.nchw = r.nchw
         t, _ = image_in(c, w)
         out, finish = image_out(c, w)
-        c.emit(code, [t, c.i32([out_h, out_w])], [out], options(options_name, alignCorners=align, halfPixelCenters=half))
+        c.emit(
+            code,
+            [t, c.i32([r.out_h, r.out_w])],
+            [out],
+            options(options_name, alignCorners=r.align, halfPixelCenters=r.half),
+        )
         finish()
+
     return convert
 
 
 # ---------------------------------------------------------------------------------------
 # Normalisation
 # ---------------------------------------------------------------------------------------
+
 
 def along_axis(c: OpCtx, k: int, emit: Callable[[int, int], None], *, rank4: bool = False) -> None:
     """TFLite normalises along the last axis only: NNAPI's ``axis`` (input ``k``, default -1)
@@ -750,20 +807,22 @@ def conv_log_softmax(c: OpCtx):
 
 def conv_l2_normalization(c: OpCtx):
     c.require(0, FLOATS + QUANT8)
-    along_axis(c, 1, lambda s, d: c.emit(B.L2_NORMALIZATION, [s], [d],
-                                         options("L2NormOptions", fusedActivationFunction=0)))
+    along_axis(
+        c, 1, lambda s, d: c.emit(B.L2_NORMALIZATION, [s], [d], options("L2NormOptions", fusedActivationFunction=0))
+    )
 
 
 def conv_lrn(c: OpCtx):
-    c.require(0, FLOATS)
-    opts = options("LocalResponseNormalizationOptions", radius=int(c.scalar(1)), bias=float(c.scalar(2)),
-                   alpha=float(c.scalar(3)), beta=float(c.scalar(4)))
+    x = c.require(0, FLOATS)
+    p = op_params.lrn(c, c.rank(x))
+    opts = options("LocalResponseNormalizationOptions", radius=p.radius, bias=p.bias, alpha=p.alpha, beta=p.beta)
     along_axis(c, 5, lambda s, d: c.emit(B.LOCAL_RESPONSE_NORMALIZATION, [s], [d], opts), rank4=True)
 
 
 # ---------------------------------------------------------------------------------------
 # Data movement
 # ---------------------------------------------------------------------------------------
+
 
 def conv_concatenation(c: OpCtx):
     n = len(c.ins) - 1
@@ -773,16 +832,22 @@ def conv_concatenation(c: OpCtx):
     axis = int(c.scalar(n))
     # uint8 inputs are rescaled to the output's parameters; TFLite's int8 kernel is not.
     if x.type == I8 and not same_quant(*c.ins[:n], c.outs[0]):
-        raise Unsupported("TENSOR_QUANT8_ASYMM_SIGNED concatenation with differing parameters "
-                          "(TFLite's int8 kernel needs one scale and zero point)")
-    c.emit(B.CONCATENATION, [c.x(k) for k in range(n)], [c.y()],
-           options("ConcatenationOptions", axis=axis, fusedActivationFunction=0))
+        raise Unsupported(
+            "TENSOR_QUANT8_ASYMM_SIGNED concatenation with differing parameters "
+            "(TFLite's int8 kernel needs one scale and zero point)"
+        )
+    c.emit(
+        B.CONCATENATION,
+        [c.x(k) for k in range(n)],
+        [c.y()],
+        options("ConcatenationOptions", axis=axis, fusedActivationFunction=0),
+    )
 
 
 def conv_reshape(c: OpCtx):
     c.require(0, FLOATS + QUANT8 + (I32, BOOL))
     if not c.ins[1].is_constant:
-        c.emit(B.RESHAPE, [c.x(0), c.x(1)], [c.y()])      # TFLite reads the shape at run time
+        c.emit(B.RESHAPE, [c.x(0), c.x(1)], [c.y()])  # TFLite reads the shape at run time
         return
     shape = c.const(1).astype(np.int32).reshape(-1)
     c.emit(B.RESHAPE, [c.x(0), c.i32(shape)], [c.y()], options("ReshapeOptions", newShape=[int(s) for s in shape]))
@@ -792,11 +857,8 @@ def conv_transpose(c: OpCtx):
     x = c.require(0, FLOATS + QUANT8 + (I32,))
     # perm stays a constant: a perm fed at run time may be omitted per request (reverse order),
     # which a prepared TFLite graph cannot follow.
-    if c.omitted(1):
-        perm = c.i32(list(range(c.rank(x)))[::-1])
-    else:
-        perm = c.i32(c.const(1).astype(np.int32).reshape(-1))
-    c.emit(B.TRANSPOSE, [c.x(0), perm], [c.y()])
+    del x
+    c.emit(B.TRANSPOSE, [c.x(0), c.i32(op_params.transpose_perm(c))], [c.y()])
 
 
 def conv_squeeze(c: OpCtx):
@@ -834,8 +896,9 @@ def conv_pad_v2(c: OpCtx):
         info = np.iinfo(x.info.dtype)
         if not info.min <= value <= info.max:
             raise Unsupported("pad value outside the quantised range")
-        vt = c.g.const(np.array([value], x.info.dtype), x.info.dtype, TFL_TYPE[x.type],
-                       scale=[x.scale], zero_point=[x.zero_point])
+        vt = c.g.const(
+            np.array([value], x.info.dtype), x.info.dtype, TFL_TYPE[x.type], scale=[x.scale], zero_point=[x.zero_point]
+        )
     else:
         vt = c.g.const(np.array([value], np.float32), np.float32)
     c.emit(B.PADV2, [c.x(0), c.g.const(pads.reshape(-1, 2), np.int32), vt], [c.y()])
@@ -843,14 +906,16 @@ def conv_pad_v2(c: OpCtx):
 
 def conv_mirror_pad(c: OpCtx):
     x = c.require(0, FLOATS + QUANT8 + (I32,))
-    pads = c.const(1).astype(np.int32)
-    mode = int(c.scalar(2))
-    if mode not in (0, 1):
-        raise Unsupported(f"mirror pad mode {mode}")
+    pads, mode_name = op_params.mirror_pad(c)
+    mode = 0 if mode_name == "reflect" else 1
     if x.type in QUANT8 and not same_quant(x, c.outs[0]):
         raise Unsupported("quantised MIRROR_PAD with different input/output parameters")
-    c.emit(B.MIRROR_PAD, [c.x(0), c.g.const(pads.reshape(-1, 2), np.int32)], [c.y()],
-           options("MirrorPadOptions", mode=mode))
+    c.emit(
+        B.MIRROR_PAD,
+        [c.x(0), c.g.const(pads.astype(np.int32), np.int32)],
+        [c.y()],
+        options("MirrorPadOptions", mode=mode),
+    )
 
 
 def conv_gather(c: OpCtx):
@@ -883,9 +948,16 @@ def conv_strided_slice(c: OpCtx):
     elif smask:
         raise Unsupported("axis shrinking on unknown dimensions (NNAPI's one-element check)")
     out_rank = r - bin(smask & ((1 << r) - 1)).count("1")
-    emit_no_rank0(c, out_rank, lambda y: c.emit(
-        B.STRIDED_SLICE, [c.x(0), c.i32(begin), c.i32(end), c.i32(strides)], [y],
-        options("StridedSliceOptions", beginMask=bmask, endMask=emask, shrinkAxisMask=smask)))
+    emit_no_rank0(
+        c,
+        out_rank,
+        lambda y: c.emit(
+            B.STRIDED_SLICE,
+            [c.x(0), c.i32(begin), c.i32(end), c.i32(strides)],
+            [y],
+            options("StridedSliceOptions", beginMask=bmask, endMask=emask, shrinkAxisMask=smask),
+        ),
+    )
 
 
 def conv_split(c: OpCtx):
@@ -923,8 +995,12 @@ def _argminmax(code: int, options_name: str):
     def convert(c: OpCtx):
         x = c.require(0, FLOATS + QUANT8 + (I32,))
         axis = int(c.scalar(1))
-        emit_no_rank0(c, c.rank(x) - 1, lambda y: c.emit(code, [c.x(0), c.i32([axis])], [y],
-                                                         options(options_name, outputType=TensorType.INT32)))
+        emit_no_rank0(
+            c,
+            c.rank(x) - 1,
+            lambda y: c.emit(code, [c.x(0), c.i32([axis])], [y], options(options_name, outputType=TensorType.INT32)),
+        )
+
     return convert
 
 
@@ -959,6 +1035,7 @@ def conv_rank(c: OpCtx):
 # Reductions and matrix products
 # ---------------------------------------------------------------------------------------
 
+
 def _reduce(code: int, types):
     def convert(c: OpCtx):
         x = c.require(0, types)
@@ -968,119 +1045,88 @@ def _reduce(code: int, types):
         keep = int(c.scalar(2)) > 0
         r = c.rank(x)
         out_rank = r if keep else r - len({int(a) % r for a in axes})
-        emit_no_rank0(c, out_rank, lambda y: c.emit(code, [c.x(0), c.i32(axes)], [y],
-                                                    options("ReducerOptions", keepDims=keep)))
+        emit_no_rank0(
+            c, out_rank, lambda y: c.emit(code, [c.x(0), c.i32(axes)], [y], options("ReducerOptions", keepDims=keep))
+        )
+
     return convert
 
 
 def conv_batch_matmul(c: OpCtx):
     x = c.require(0, (F32, F16))
     c.require(1, (x.type,))
-    c.emit(B.BATCH_MATMUL, [c.x(0), c.x(1)], [c.y()],
-           options("BatchMatMulOptions", adjX=bool(c.scalar(2, False)), adjY=bool(c.scalar(3, False))))
+    c.emit(
+        B.BATCH_MATMUL,
+        [c.x(0), c.x(1)],
+        [c.y()],
+        options("BatchMatMulOptions", adjX=bool(c.scalar(2, False)), adjY=bool(c.scalar(3, False))),
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # The table
 # ---------------------------------------------------------------------------------------
 
-NUMERIC = FLOATS + (I32,) + QUANT8
-
-CONVERTERS: dict[Op, Callable[[OpCtx], None]] = {
-    Op.ADD: _binary(B.ADD, "AddOptions", NUMERIC),
-    Op.SUB: _binary(B.SUB, "SubOptions", NUMERIC),
-    Op.MUL: _binary(B.MUL, "MulOptions", NUMERIC),
-    Op.DIV: _binary(B.DIV, "DivOptions", FLOATS + (I32,), int_code=B.FLOOR_DIV),
-    Op.RELU: conv_relu(B.RELU),
-    Op.RELU1: conv_relu(B.RELU_N1_TO_1),
-    Op.RELU6: conv_relu(B.RELU6),
-    Op.LOGISTIC: conv_logistic,
-    Op.TANH: conv_tanh,
-    Op.HARD_SWISH: conv_hard_swish,
-    Op.ELU: conv_elu,
-    Op.PRELU: conv_prelu,
-    Op.SOFTMAX: conv_softmax,
-    Op.LOG_SOFTMAX: conv_log_softmax,
-    Op.L2_NORMALIZATION: conv_l2_normalization,
-    Op.LOCAL_RESPONSE_NORMALIZATION: conv_lrn,
-    Op.ABS: _unary(B.ABS, FLOATS + (I32,)),
-    Op.EXP: _unary(B.EXP, FLOATS),
-    Op.LOG: _unary(B.LOG, FLOATS),
-    Op.SQRT: _unary(B.SQRT, FLOATS),
-    Op.RSQRT: _unary(B.RSQRT, FLOATS),
-    Op.SIN: _unary(B.SIN, FLOATS),
-    Op.NEG: _unary(B.NEG, FLOATS + (I32,)),
-    Op.FLOOR: _unary(B.FLOOR, FLOATS),
-    Op.LOGICAL_NOT: _unary(B.LOGICAL_NOT, (BOOL,)),
-    Op.LOGICAL_AND: _compare(B.LOGICAL_AND, (BOOL,)),
-    Op.LOGICAL_OR: _compare(B.LOGICAL_OR, (BOOL,)),
-    Op.POW: _compare(B.POW, FLOATS),
-    Op.EQUAL: _compare(B.EQUAL, NUMERIC + (BOOL,)),
-    Op.NOT_EQUAL: _compare(B.NOT_EQUAL, NUMERIC + (BOOL,)),
-    Op.GREATER: _compare(B.GREATER, NUMERIC),
-    Op.GREATER_EQUAL: _compare(B.GREATER_EQUAL, NUMERIC),
-    Op.LESS: _compare(B.LESS, NUMERIC),
-    Op.LESS_EQUAL: _compare(B.LESS_EQUAL, NUMERIC),
-    Op.MAXIMUM: _max_min(B.MAXIMUM),
-    Op.MINIMUM: _max_min(B.MINIMUM),
-    Op.SELECT: conv_select,
-    Op.CAST: conv_cast,
-    Op.QUANTIZE: conv_quantize,
-    Op.DEQUANTIZE: conv_dequantize,
-    Op.CONV_2D: conv_conv_2d,
-    Op.GROUPED_CONV_2D: conv_grouped_conv_2d,
-    Op.TRANSPOSE_CONV_2D: conv_transpose_conv_2d,
-    Op.CHANNEL_SHUFFLE: conv_channel_shuffle,
-    Op.DEPTHWISE_CONV_2D: conv_depthwise_conv_2d,
-    Op.FULLY_CONNECTED: conv_fully_connected,
-    Op.AVERAGE_POOL_2D: _pool(B.AVERAGE_POOL_2D, FLOATS + QUANT8),
-    Op.MAX_POOL_2D: _pool(B.MAX_POOL_2D, FLOATS + QUANT8),
-    Op.L2_POOL_2D: _pool(B.L2_POOL_2D, FLOATS),
-    Op.DEPTH_TO_SPACE: _image_param_op(B.DEPTH_TO_SPACE, "DepthToSpaceOptions"),
-    Op.SPACE_TO_DEPTH: _image_param_op(B.SPACE_TO_DEPTH, "SpaceToDepthOptions"),
-    Op.BATCH_TO_SPACE_ND: conv_batch_to_space,
-    Op.SPACE_TO_BATCH_ND: conv_space_to_batch,
-    Op.RESIZE_BILINEAR: _resize(B.RESIZE_BILINEAR, "ResizeBilinearOptions"),
-    Op.RESIZE_NEAREST_NEIGHBOR: _resize(B.RESIZE_NEAREST_NEIGHBOR, "ResizeNearestNeighborOptions"),
-    Op.CONCATENATION: conv_concatenation,
-    Op.RESHAPE: conv_reshape,
-    Op.TRANSPOSE: conv_transpose,
-    Op.SQUEEZE: conv_squeeze,
-    Op.EXPAND_DIMS: conv_expand_dims,
-    Op.PAD: conv_pad,
-    Op.PAD_V2: conv_pad_v2,
-    Op.MIRROR_PAD: conv_mirror_pad,
-    Op.GATHER: conv_gather,
-    Op.SLICE: conv_slice,
-    Op.STRIDED_SLICE: conv_strided_slice,
-    Op.SPLIT: conv_split,
-    Op.TILE: conv_tile,
-    Op.REVERSE: conv_reverse,
-    Op.PACK: conv_pack,
-    Op.ARGMAX: _argminmax(B.ARG_MAX, "ArgMaxOptions"),
-    Op.ARGMIN: _argminmax(B.ARG_MIN, "ArgMinOptions"),
-    Op.EMBEDDING_LOOKUP: conv_embedding_lookup,
-    Op.TOPK_V2: conv_topk,
-    Op.FILL: conv_fill,
-    Op.RANK: conv_rank,
-    Op.MEAN: _reduce(B.MEAN, FLOATS + QUANT8),
-    # NNAPI accumulates fp16 sums and products in fp16; TFLite has no fp16 reduction.
-    Op.REDUCE_SUM: _reduce(B.SUM, (F32,)),
-    Op.REDUCE_PROD: _reduce(B.REDUCE_PROD, (F32,)),
-    Op.REDUCE_MAX: _reduce(B.REDUCE_MAX, FLOATS + QUANT8),
-    Op.REDUCE_MIN: _reduce(B.REDUCE_MIN, FLOATS + QUANT8),
-    Op.REDUCE_ANY: _reduce(B.REDUCE_ANY, (BOOL,)),
-    Op.REDUCE_ALL: _reduce(B.REDUCE_ALL, (BOOL,)),
-    Op.BATCH_MATMUL: conv_batch_matmul,
-}
+# Every conv_<operation> function above converts that operation (conversion.by_name); the
+# table lists the others: factory-built converters and converters shared by several operations.
+CONVERTERS: dict[Op, Callable[[OpCtx], None]] = conversion.by_name(
+    globals(),
+    {
+        Op.ADD: _binary(B.ADD, "AddOptions", NUMERIC),
+        Op.SUB: _binary(B.SUB, "SubOptions", NUMERIC),
+        Op.MUL: _binary(B.MUL, "MulOptions", NUMERIC),
+        Op.DIV: _binary(B.DIV, "DivOptions", FLOATS + (I32,), int_code=B.FLOOR_DIV),
+        Op.RELU: _relu(B.RELU),
+        Op.RELU1: _relu(B.RELU_N1_TO_1),
+        Op.RELU6: _relu(B.RELU6),
+        Op.LOCAL_RESPONSE_NORMALIZATION: conv_lrn,
+        Op.ABS: _unary(B.ABS, FLOATS + (I32,)),
+        Op.EXP: _unary(B.EXP, FLOATS),
+        Op.LOG: _unary(B.LOG, FLOATS),
+        Op.SQRT: _unary(B.SQRT, FLOATS),
+        Op.RSQRT: _unary(B.RSQRT, FLOATS),
+        Op.SIN: _unary(B.SIN, FLOATS),
+        Op.NEG: _unary(B.NEG, FLOATS + (I32,)),
+        Op.FLOOR: _unary(B.FLOOR, FLOATS),
+        Op.LOGICAL_NOT: _unary(B.LOGICAL_NOT, (BOOL,)),
+        Op.LOGICAL_AND: _compare(B.LOGICAL_AND, (BOOL,)),
+        Op.LOGICAL_OR: _compare(B.LOGICAL_OR, (BOOL,)),
+        Op.POW: _compare(B.POW, FLOATS),
+        Op.EQUAL: _compare(B.EQUAL, NUMERIC + (BOOL,)),
+        Op.NOT_EQUAL: _compare(B.NOT_EQUAL, NUMERIC + (BOOL,)),
+        Op.GREATER: _compare(B.GREATER, NUMERIC),
+        Op.GREATER_EQUAL: _compare(B.GREATER_EQUAL, NUMERIC),
+        Op.LESS: _compare(B.LESS, NUMERIC),
+        Op.LESS_EQUAL: _compare(B.LESS_EQUAL, NUMERIC),
+        Op.MAXIMUM: _max_min(B.MAXIMUM),
+        Op.MINIMUM: _max_min(B.MINIMUM),
+        Op.AVERAGE_POOL_2D: _pool(B.AVERAGE_POOL_2D, FLOATS + QUANT8),
+        Op.MAX_POOL_2D: _pool(B.MAX_POOL_2D, FLOATS + QUANT8),
+        Op.L2_POOL_2D: _pool(B.L2_POOL_2D, FLOATS),
+        Op.DEPTH_TO_SPACE: _image_param_op(B.DEPTH_TO_SPACE, "DepthToSpaceOptions"),
+        Op.SPACE_TO_DEPTH: _image_param_op(B.SPACE_TO_DEPTH, "SpaceToDepthOptions"),
+        Op.BATCH_TO_SPACE_ND: conv_batch_to_space,
+        Op.SPACE_TO_BATCH_ND: conv_space_to_batch,
+        Op.RESIZE_BILINEAR: _resize(B.RESIZE_BILINEAR, "ResizeBilinearOptions"),
+        Op.RESIZE_NEAREST_NEIGHBOR: _resize(B.RESIZE_NEAREST_NEIGHBOR, "ResizeNearestNeighborOptions"),
+        Op.ARGMAX: _argminmax(B.ARG_MAX, "ArgMaxOptions"),
+        Op.ARGMIN: _argminmax(B.ARG_MIN, "ArgMinOptions"),
+        Op.TOPK_V2: conv_topk,
+        Op.MEAN: _reduce(B.MEAN, FLOATS + QUANT8),
+        # NNAPI accumulates fp16 sums and products in fp16; TFLite has no fp16 reduction.
+        Op.REDUCE_SUM: _reduce(B.SUM, (F32,)),
+        Op.REDUCE_PROD: _reduce(B.REDUCE_PROD, (F32,)),
+        Op.REDUCE_MAX: _reduce(B.REDUCE_MAX, FLOATS + QUANT8),
+        Op.REDUCE_MIN: _reduce(B.REDUCE_MIN, FLOATS + QUANT8),
+        Op.REDUCE_ANY: _reduce(B.REDUCE_ANY, (BOOL,)),
+        Op.REDUCE_ALL: _reduce(B.REDUCE_ALL, (BOOL,)),
+    },
+)
 
 
 def convert_operation(g: GraphConv, index: int) -> None:
     op = g.sg.operations[index]
-    try:
-        fn = CONVERTERS[Op(op.type)]
-    except (KeyError, ValueError):
-        raise Unsupported(f"no TFLite mapping for {op.name}") from None
+    fn = conversion.lookup(CONVERTERS, op, "TFLite")
     ctx = OpCtx(g, index)
     for o in ctx.ins + ctx.outs:
         if not o.info.is_scalar and o.type not in TFL_TYPE:
@@ -1092,13 +1138,7 @@ def convert_operation(g: GraphConv, index: int) -> None:
 def operation_supported(model: Model, index: int) -> tuple[bool, str]:
     """(supported, reason): the operation converted alone, in a scratch model."""
     g = GraphConv(FlatModel(), model, model.main, "probe")
-    try:
-        convert_operation(g, index)
-    except Unsupported as e:
-        return False, str(e)
-    except Rejected:
-        return True, ""
-    return True, ""
+    return conversion.supported(lambda: convert_operation(g, index))
 
 
 def to_tflite(model: Model) -> tuple[bytes, list[int], list[int]]:

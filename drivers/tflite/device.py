@@ -15,6 +15,7 @@ Options (constructor arguments, or environment variables for the registered name
             "ref"     - TFLite's reference kernels.
   threads   interpreter threads (default 1: many small models, deterministic reductions)
 """
+
 from __future__ import annotations
 
 import json
@@ -28,17 +29,8 @@ import numpy as np
 from ai_edge_litert import interpreter as litert
 
 from nnconform import __version__
-from nnconform.driver import (
-    Capabilities,
-    Device,
-    DriverError,
-    ErrorStatus,
-    ExecutionPreference,
-    ExecutionResult,
-    PreparedModel,
-    Priority,
-    support,
-)
+from nnconform.driver import DriverError, ErrorStatus, support
+from nnconform.drivers.common.device import RuntimeDevice, RuntimePreparedModel, runtime_errors
 from nnconform.drivers.tflite import convert  # first: it registers control_flow (which imports it)
 
 # isort: split
@@ -57,12 +49,13 @@ _RESOLVERS = {
 def _litert_version() -> str:
     try:
         from importlib.metadata import version
+
         return version("ai-edge-litert")
     except Exception:  # metadata missing in an unusual install: the name still works
         return "unknown"
 
 
-_CHILD_BOUND_S = 10.0   # a child that cannot start, or send its outputs, is a device failure
+_CHILD_BOUND_S = 10.0  # a child that cannot start, or send its outputs, is a device failure
 
 
 def invoke_bounded(it, tensors: list[int], timeout_s: float) -> list[np.ndarray]:
@@ -82,11 +75,11 @@ def invoke_bounded(it, tensors: list[int], timeout_s: float) -> list[np.ndarray]
     decodes plain numeric bytes only.  The parent's interpreter is not changed by the child."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
-    if pid == 0:   # child: invoke, send, exit without running the parent's cleanup handlers
+    if pid == 0:  # child: invoke, send, exit without running the parent's cleanup handlers
         status = 0
         try:
             os.close(read_fd)
-            os.write(write_fd, b"S")     # the loop timeout runs from here, not from the fork
+            os.write(write_fd, b"S")  # the loop timeout runs from here, not from the fork
             try:
                 it.invoke()
             finally:
@@ -100,7 +93,7 @@ def invoke_bounded(it, tensors: list[int], timeout_s: float) -> list[np.ndarray]
             blob = b"".join(len(p).to_bytes(8, "little") + p for p in payload)
             view = memoryview(blob)
             while view:
-                view = view[os.write(write_fd, view):]
+                view = view[os.write(write_fd, view) :]
         finally:
             os._exit(status)
     os.close(write_fd)
@@ -113,10 +106,15 @@ def invoke_bounded(it, tensors: list[int], timeout_s: float) -> list[np.ndarray]
             if left <= 0:
                 os.kill(pid, signal.SIGKILL)
                 if phase == 1:
-                    raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT,
-                                      f"loop timeout of {timeout_s * 1e3:g} ms passed (WHILE still running)")
-                raise DriverError(ErrorStatus.GENERAL_FAILURE, "the invoking child did not "
-                                  f"{'start' if phase == 0 else 'send its outputs'} within {_CHILD_BOUND_S:g} s")
+                    raise DriverError(
+                        ErrorStatus.MISSED_DEADLINE_TRANSIENT,
+                        f"loop timeout of {timeout_s * 1e3:g} ms passed (WHILE still running)",
+                    )
+                raise DriverError(
+                    ErrorStatus.GENERAL_FAILURE,
+                    "the invoking child did not "
+                    f"{'start' if phase == 0 else 'send its outputs'} within {_CHILD_BOUND_S:g} s",
+                )
             ready, _, _ = select.select([read_fd], [], [], left)
             if not ready:
                 continue
@@ -134,8 +132,8 @@ def invoke_bounded(it, tensors: list[int], timeout_s: float) -> list[np.ndarray]
     chunks = [bytes(received[2:])]
     parts, blob, pos = [], b"".join(chunks), 0
     while pos + 8 <= len(blob):
-        n = int.from_bytes(blob[pos:pos + 8], "little")
-        parts.append(blob[pos + 8:pos + 8 + n])
+        n = int.from_bytes(blob[pos : pos + 8], "little")
+        parts.append(blob[pos + 8 : pos + 8 + n])
         pos += 8 + n
     if not parts or parts[0] != b"OK":
         why = parts[1].decode(errors="replace") if len(parts) > 1 else "the invoking child died"
@@ -143,26 +141,28 @@ def invoke_bounded(it, tensors: list[int], timeout_s: float) -> list[np.ndarray]
     head = json.loads(parts[1])
     if len(head) != len(tensors) or len(parts) != 2 + len(tensors):
         raise RuntimeError("the invoking child sent a malformed answer")
-    return [np.frombuffer(raw, dtype=np.dtype(h["dtype"])).reshape(h["shape"]).copy()
-            for h, raw in zip(head, parts[2:])]
+    return [
+        np.frombuffer(raw, dtype=np.dtype(h["dtype"])).reshape(h["shape"]).copy() for h, raw in zip(head, parts[2:])
+    ]
 
 
-class TflitePreparedModel(PreparedModel):
+class TflitePreparedModel(RuntimePreparedModel):
+    runtime = "TFLite"
+
     def __init__(self, model: Model, interpreter, flatbuffer: bytes, inputs: list[int], outputs: list[int]):
-        self.model = model
+        super().__init__(model)
         self.interpreter = interpreter
         self.flatbuffer = flatbuffer
         self._inputs = inputs
         self._outputs = outputs
         self._shapes: list[tuple[int, ...] | None] = [None] * len(inputs)
         self._allocated = False
-        self._released = False
-        self._lock = threading.Lock()   # one interpreter: executions take turns
+        self._lock = threading.Lock()  # one interpreter: executions take turns
         # A WHILE may never end: such models are invoked in a child that the loop timeout kills.
         self._loop_bounded = control_flow.has_while(model)
         # Recurrent states are TFLite variable tensors: zeroed, then fed, before every invoke.
         self._stateful = recurrent.has_state(model)
-        self._make = None               # model -> TflitePreparedModel (the device's prepare)
+        self._make = None  # model -> TflitePreparedModel (the device's prepare)
         self._variants: dict[tuple[int, ...], TflitePreparedModel] = {}
 
     def allocate_if_known(self) -> None:
@@ -177,19 +177,24 @@ class TflitePreparedModel(PreparedModel):
         self._shapes = shapes
         self._allocated = True
 
-    def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
-                loop_timeout: float | None = None) -> ExecutionResult:
-        t_driver = time.perf_counter_ns()
-        support.begin_execution(self.model, request, deadline, self._released)
+    def feed(self, request: Request) -> tuple["TflitePreparedModel", list[np.ndarray]]:
+        """The interpreter for the inputs this request gives a value (this one, or a variant
+        without the omitted inputs), and the values."""
         omitted = tuple(k for k, arg in enumerate(request.inputs) if arg.has_no_value)
         target = self._variant(omitted) if omitted else self
         # np.require, not np.ascontiguousarray: that one turns a scalar (0-d) into shape [1],
         # which TFLite then resizes the rank-0 input to (FILL's value must stay rank 0).
-        values = [np.require(v, requirements="C")
-                  for v in support.request_values(self.model, request, "TFLite", omitted=True) if v is not None]
-        outputs, device_us = target._invoke(values, loop_timeout)
-        return support.finish_execution(self.model, request, outputs, deadline=deadline,
-                                        measure_timing=measure_timing, device_us=device_us, t_driver_ns=t_driver)
+        values = [
+            np.require(v, requirements="C")
+            for v in support.request_values(self.model, request, self.runtime, omitted=True)
+            if v is not None
+        ]
+        return target, values
+
+    def timed_run(self, feed, deadline: float | None, loop_timeout: float | None) -> tuple[list, int]:
+        # the interpreter's lock is waited for first: only the invoke is time on the device
+        target, values = feed
+        return target._invoke(values, loop_timeout)
 
     def _variant(self, omitted: tuple[int, ...]) -> "TflitePreparedModel":
         """This model with the inputs at positions ``omitted`` turned into omitted operands.
@@ -232,19 +237,18 @@ class TflitePreparedModel(PreparedModel):
                 raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite: {support.first_line(e)}") from None
         return outputs, device_us
 
-    def release(self) -> None:
-        self._released = True
+    def drop(self) -> None:
         self.interpreter = None
         for variant in self._variants.values():
             variant.release()
         self._variants.clear()
 
 
-class TfliteDevice(support.ConverterDevice, Device):
+class TfliteDevice(RuntimeDevice):
     """NNAPI semantics on the LiteRT interpreter.  Honest support: see convert.CONVERTERS."""
 
-    feature_level = 30
     converter = convert
+    operand_types = convert.TFL_TYPE
 
     def __init__(self, kernels: str | None = None, threads: int = 1):
         kernels = kernels or os.environ.get("NNCONFORM_TFLITE_KERNELS", "auto")
@@ -256,26 +260,21 @@ class TfliteDevice(support.ConverterDevice, Device):
         self.name = "tflite-cpu" if kernels == "auto" else f"tflite-{kernels}"
         self.version = f"{__version__}+litert{_litert_version()}"
 
-    def capabilities(self) -> Capabilities:
-        return support.uniform_capabilities(convert.TFL_TYPE)
-
-    def prepare(self, model: Model, *, preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
-                priority: Priority = Priority.MEDIUM, deadline: float | None = None,
-                cache_token: bytes | None = None) -> PreparedModel:
-        support.check_prepare_args(model, preference, priority, deadline, cache_token)
+    def prepare_model(self, model: Model) -> TflitePreparedModel:
         return self._build(model)
 
     def _build(self, model: Model) -> "TflitePreparedModel":
         with support.converting("cannot convert to TFLite"):
             flatbuffer, ins, outs = convert.to_tflite(model)
-        try:
-            it = litert.Interpreter(model_content=flatbuffer, num_threads=self.threads,
-                                    experimental_op_resolver_type=_RESOLVERS[self.kernels])
+        with runtime_errors("TFLite rejected the model", types=(RuntimeError, ValueError)):
+            it = litert.Interpreter(
+                model_content=flatbuffer,
+                num_threads=self.threads,
+                experimental_op_resolver_type=_RESOLVERS[self.kernels],
+            )
             prepared = TflitePreparedModel(model, it, flatbuffer, ins, outs)
             prepared._make = self._build
             prepared.allocate_if_known()
-        except (RuntimeError, ValueError) as e:
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"TFLite rejected the model: {support.first_line(e)}") from None
         return prepared
 
 

@@ -32,19 +32,20 @@ Only TENSOR_FLOAT32: TFLite's float kernels compute in float32 and take float32 
 states, and NNAPI's fp16 RNN/SVDF reference rounds every partial sum to fp16, which float32
 arithmetic does not reproduce.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
+from nnconform.drivers.common import converter as conversion
 from nnconform.drivers.tflite.builder import OMITTED, S, TensorType, options
 from nnconform.drivers.tflite.builder import BuiltinOperator as B
 from nnconform.drivers.tflite.convert import OpCtx, Unsupported, activation, transpose
 from nnconform.ir import Lifetime
 from nnconform.ir import OperandType as T
-from nnconform.ir import OperationType as Op
 
 F32 = T.TENSOR_FLOAT32
-LSTM_ACTIVATIONS = (0, 1, 3, 4)           # NNAPI's 6 (sigmoid) has no flatbuffer code
+LSTM_ACTIVATIONS = (0, 1, 3, 4)  # NNAPI's 6 (sigmoid) has no flatbuffer code
 
 
 def float32_only(c: OpCtx) -> None:
@@ -55,8 +56,10 @@ def float32_only(c: OpCtx) -> None:
         if o.type != F32:
             raise Unsupported(f"output of type {o.type.name}")
     if c.g.sg is not c.g.model.main:
-        raise Unsupported("a recurrent operation inside an IF/WHILE subgraph (its state is a "
-                          "variable tensor the device can only feed in the main graph)")
+        raise Unsupported(
+            "a recurrent operation inside an IF/WHILE subgraph (its state is a "
+            "variable tensor the device can only feed in the main graph)"
+        )
 
 
 def _readers(c: OpCtx, operand: int) -> int:
@@ -72,16 +75,16 @@ def state_in(c: OpCtx, k: int) -> int:
     sg = c.g.sg
     if o.is_constant:
         if np.any(np.asarray(o.value) != 0):
-            raise Unsupported(f"state input {k} is a non-zero constant (a TFLite variable tensor "
-                              "starts at zero)")
+            raise Unsupported(f"state input {k} is a non-zero constant (a TFLite variable tensor starts at zero)")
         t = c.g.temp(list(c.dims(o)), TensorType.FLOAT32)
     elif o.lifetime == Lifetime.SUBGRAPH_INPUT and index in sg.input_indexes:
         if _readers(c, index) != 1 or index in sg.output_indexes:
             raise Unsupported(f"state input {k} is read elsewhere too (TFLite overwrites it in place)")
         t = c.g.tensor(index)
     else:
-        raise Unsupported(f"state input {k} is computed by another operation (TFLite cannot copy "
-                          "into a variable tensor)")
+        raise Unsupported(
+            f"state input {k} is computed by another operation (TFLite cannot copy into a variable tensor)"
+        )
     c.g.w.sg.tensors[t].isVariable = True
     return t
 
@@ -89,7 +92,7 @@ def state_in(c: OpCtx, k: int) -> int:
 def state_out(c: OpCtx, k: int, var: int) -> None:
     """Output ``k`` (the new state) is the variable tensor ``var`` after the kernel."""
     index = c.op.outputs[k]
-    known = c.g._tensors
+    known = c.g._tensors  # noqa: SLF001  (the operand -> tensor table of this subgraph)
     if index in known:
         raise Unsupported(f"state output {k} already has a tensor")
     known[index] = var
@@ -100,12 +103,13 @@ def zeros_output(c: OpCtx, k: int) -> None:
     reads it."""
     index = c.op.outputs[k]
     if _readers(c, index):
-        raise Unsupported(f"output {k} (the scratch buffer) is read by another operation; TFLite "
-                          "does not expose its scratch")
+        raise Unsupported(
+            f"output {k} (the scratch buffer) is read by another operation; TFLite does not expose its scratch"
+        )
     o = c.outs[k]
     if o.fully_specified:
         shape = list(o.dimensions)
-    else:   # a dynamic-shape output: [batch, (3 with CIFG, else 4) * num_units] from the inputs
+    else:  # a dynamic-shape output: [batch, (3 with CIFG, else 4) * num_units] from the inputs
         batch, n_cell = c.dims(c.ins[0])[0], c.dims(c.ins[4])[0]
         shape = [batch, (3 if c.omitted(1) else 4) * n_cell]
     c.emit(B.FILL, [c.i32(shape), c.g.const(np.float32(0.0).reshape(()), np.float32)], [c.y(k)])
@@ -128,14 +132,18 @@ def _time_major(c: OpCtx, swap: bool, n_out: int, aux_k: int):
     outs = [c.y(k) for k in range(n_out)]
     if not swap:
         return x, aux_x, outs, lambda: None
-    x, aux_x = (t if t == OMITTED else
-                transpose(c, t, [1, 0, 2], c.ins[k], dst=c.g.temp(_swapped(c.ins[k]), TensorType.FLOAT32))
-                for t, k in ((x, 0), (aux_x, aux_k)))
+    x, aux_x = (
+        t
+        if t == OMITTED
+        else transpose(c, t, [1, 0, 2], c.ins[k], dst=c.g.temp(_swapped(c.ins[k]), TensorType.FLOAT32))
+        for t, k in ((x, 0), (aux_x, aux_k))
+    )
     temps = [c.g.temp(_swapped(c.outs[k]), TensorType.FLOAT32) for k in range(n_out)]
 
     def finish():
         for k, (t, dst) in enumerate(zip(temps, outs)):
             transpose(c, t, [1, 0, 2], c.outs[k], dst=dst)
+
     return x, aux_x, temps, finish
 
 
@@ -147,12 +155,12 @@ def _bool(c: OpCtx, k: int) -> bool:
 # RNN family
 # ---------------------------------------------------------------------------------------
 
+
 def conv_rnn(c: OpCtx):
     float32_only(c)
     act = activation(c, 5)
     h = state_in(c, 4)
-    c.emit(B.RNN, [c.x(0), c.x(1), c.x(2), c.x(3), h], [c.y(1)],
-           options("RNNOptions", fusedActivationFunction=act))
+    c.emit(B.RNN, [c.x(0), c.x(1), c.x(2), c.x(3), h], [c.y(1)], options("RNNOptions", fusedActivationFunction=act))
     state_out(c, 0, h)
 
 
@@ -163,8 +171,12 @@ def conv_unidirectional_sequence_rnn(c: OpCtx):
     if time_major not in (0, 1):
         raise Unsupported(f"time_major {time_major}")
     h = state_in(c, 4)
-    c.emit(B.UNIDIRECTIONAL_SEQUENCE_RNN, [c.x(0), c.x(1), c.x(2), c.x(3), h], [c.y(0)],
-           options("SequenceRNNOptions", timeMajor=bool(time_major), fusedActivationFunction=act))
+    c.emit(
+        B.UNIDIRECTIONAL_SEQUENCE_RNN,
+        [c.x(0), c.x(1), c.x(2), c.x(3), h],
+        [c.y(0)],
+        options("SequenceRNNOptions", timeMajor=bool(time_major), fusedActivationFunction=act),
+    )
     if len(c.outs) == 2:
         state_out(c, 1, h)
 
@@ -185,11 +197,25 @@ def conv_bidirectional_sequence_rnn(c: OpCtx):
     # linking runs time-major between TRANSPOSEs.
     swap = aux == [True, False, False] and not time_major
     x, aux_x, outs, finish = _time_major(c, swap, n_dir_out, 9)
-    ins = [x] + [c.x(k) for k in range(1, 4)] + [fw_h] + [c.x(k) for k in range(5, 8)] + [bw_h] + \
-          [aux_x, c.x(10), c.x(11)]
-    c.emit(B.BIDIRECTIONAL_SEQUENCE_RNN, ins, outs,
-           options("BidirectionalSequenceRNNOptions", timeMajor=time_major or swap, fusedActivationFunction=act,
-                   mergeOutputs=merge))
+    ins = (
+        [x]
+        + [c.x(k) for k in range(1, 4)]
+        + [fw_h]
+        + [c.x(k) for k in range(5, 8)]
+        + [bw_h]
+        + [aux_x, c.x(10), c.x(11)]
+    )
+    c.emit(
+        B.BIDIRECTIONAL_SEQUENCE_RNN,
+        ins,
+        outs,
+        options(
+            "BidirectionalSequenceRNNOptions",
+            timeMajor=time_major or swap,
+            fusedActivationFunction=act,
+            mergeOutputs=merge,
+        ),
+    )
     finish()
     if len(c.outs) == n_dir_out + 2:
         state_out(c, n_dir_out, fw_h)
@@ -201,6 +227,7 @@ def conv_bidirectional_sequence_rnn(c: OpCtx):
 # ---------------------------------------------------------------------------------------
 # LSTM family
 # ---------------------------------------------------------------------------------------
+
 
 def _lstm_params(c: OpCtx, act_k: int, clip_k: int) -> dict:
     act = c.scalar(act_k)
@@ -240,8 +267,12 @@ def conv_unidirectional_sequence_lstm(c: OpCtx):
     time_major = _bool(c, 23)
     h, cs = state_in(c, 18), state_in(c, 19)
     ins = [c.x(0)] + _cell(c, 1) + [h, cs] + _layer_norm(c, 24)
-    c.emit(B.UNIDIRECTIONAL_SEQUENCE_LSTM, ins, [c.y(0)],
-           options("UnidirectionalSequenceLSTMOptions", timeMajor=time_major, **opts))
+    c.emit(
+        B.UNIDIRECTIONAL_SEQUENCE_LSTM,
+        ins,
+        [c.y(0)],
+        options("UnidirectionalSequenceLSTMOptions", timeMajor=time_major, **opts),
+    )
     if len(c.outs) == 3:
         state_out(c, 1, h)
         state_out(c, 2, cs)
@@ -259,10 +290,12 @@ def conv_bidirectional_sequence_lstm(c: OpCtx):
     float32_only(c)
     opts = _lstm_params(c, 48, 49)
     merge, time_major = _bool(c, 51), _bool(c, 52)
-    present = lambda ks: [not c.omitted(k) for k in ks]
+    present = lambda ks: [not c.omitted(k) for k in ks]  # noqa: E731
     if present(range(1, 18)) != present(range(18, 35)) or present(range(53, 57)) != present(range(57, 61)):
-        raise Unsupported("forward and backward cells of different variants (the reference "
-                          "runs both with the backward cell's variant)")
+        raise Unsupported(
+            "forward and backward cells of different variants (the reference "
+            "runs both with the backward cell's variant)"
+        )
     aux_in, aux_w = not c.omitted(39), present(range(40, 48))
     cross = any(aux_w)
     if cross and not aux_in:
@@ -274,11 +307,12 @@ def conv_bidirectional_sequence_lstm(c: OpCtx):
     if cross:
         x = _concat(c, [x, aux], 2)
 
-    def direction(first: int, ln_first: int, aux_first: int, states: tuple[int, int], backward: bool,
-                  dst: int | None) -> int:
+    def direction(
+        first: int, ln_first: int, aux_first: int, states: tuple[int, int], backward: bool, dst: int | None
+    ) -> int:
         cell = _cell(c, first)
         if cross:
-            for g in range(4):            # input-to-{input, forget, cell, output} weights
+            for g in range(4):  # input-to-{input, forget, cell, output} weights
                 w, wa = cell[g], c.x(aux_first + g)
                 if (w == OMITTED) != (wa == OMITTED):
                     raise Unsupported("an aux weight present where its gate's input weight is not")
@@ -289,8 +323,12 @@ def conv_bidirectional_sequence_lstm(c: OpCtx):
             src = _reverse(c, src, t_axis)
         h, cs = state_in(c, states[0]), state_in(c, states[1])
         out = dst if dst is not None and not backward else c.g.temp(None, TensorType.FLOAT32)
-        c.emit(B.UNIDIRECTIONAL_SEQUENCE_LSTM, [src] + cell + [h, cs] + _layer_norm(c, ln_first), [out],
-               options("UnidirectionalSequenceLSTMOptions", timeMajor=time_major, **opts))
+        c.emit(
+            B.UNIDIRECTIONAL_SEQUENCE_LSTM,
+            [src] + cell + [h, cs] + _layer_norm(c, ln_first),
+            [out],
+            options("UnidirectionalSequenceLSTMOptions", timeMajor=time_major, **opts),
+        )
         state_vars.extend([h, cs])
         return _reverse(c, out, t_axis, dst) if backward else out
 
@@ -334,11 +372,5 @@ def _reverse(c: OpCtx, t: int, axis: int, dst: int | None = None) -> int:
 def has_state(model) -> bool:
     return any(op.type in CONVERTERS for op in model.main.operations)
 
-CONVERTERS = {
-    Op.RNN: conv_rnn,
-    Op.UNIDIRECTIONAL_SEQUENCE_RNN: conv_unidirectional_sequence_rnn,
-    Op.BIDIRECTIONAL_SEQUENCE_RNN: conv_bidirectional_sequence_rnn,
-    Op.LSTM: conv_lstm,
-    Op.UNIDIRECTIONAL_SEQUENCE_LSTM: conv_unidirectional_sequence_lstm,
-    Op.BIDIRECTIONAL_SEQUENCE_LSTM: conv_bidirectional_sequence_lstm,
-}
+
+CONVERTERS = conversion.by_name(globals(), {})  # the conv_<operation> functions above

@@ -5,6 +5,7 @@ Needs the optional extra (``pip install nnconform[torch]``); registered as the d
 ``torch`` (eager) and ``torch-compile`` (inductor).  Importing this package imports torch, so
 a missing extra makes the driver loader report "is its optional extra installed?" in one line.
 """
+
 from nnconform.drivers.torch.device import TorchCompileDevice, TorchDevice, TorchPreparedModel
 
 __all__ = ["TorchCompileDevice", "TorchDevice", "TorchPreparedModel"]

@@ -12,6 +12,7 @@ deadline, the execution fails with MISSED_DEADLINE_TRANSIENT (:class:`LoopTimeou
 otherwise the body's m + k outputs replace the first m + k variables, the input-only ones
 stay.
 """
+
 from __future__ import annotations
 
 import time
@@ -32,17 +33,20 @@ class LoopTimeout(Exception):
 class Clock:
     """The current execution's loop timeout and deadline, shared by a model's plans (set by
     the device before every execution)."""
+
     loop_timeout: float = DEFAULT_LOOP_TIMEOUT
     deadline: float | None = None
 
     def set(self, loop_timeout: float | None, deadline: float | None) -> None:
-        self.loop_timeout = DEFAULT_LOOP_TIMEOUT if loop_timeout is None else \
-            min(max(float(loop_timeout), 0.0), MAX_LOOP_TIMEOUT)
+        self.loop_timeout = (
+            DEFAULT_LOOP_TIMEOUT if loop_timeout is None else min(max(float(loop_timeout), 0.0), MAX_LOOP_TIMEOUT)
+        )
         self.deadline = deadline
 
 
 def _subplan(c, k: int):
     from nnconform.drivers.torch.convert import Plan
+
     ref = c.ins[k]
     if c.model is None or not isinstance(ref.value, (int,)) and getattr(ref.value, "ndim", 1) != 0:
         raise Unsupported("a subgraph reference without its model")
@@ -62,6 +66,7 @@ def conv_if(c):
     @torch._dynamo.disable
     def kernel(cond, _then, _else, *xs):
         return (then_plan if _truth(cond) else else_plan).run(*xs)
+
     return kernel
 
 
@@ -81,6 +86,7 @@ def conv_while(c):
             if clock.deadline is not None and now > clock.deadline:
                 raise LoopTimeout("WHILE loop ran past the execution deadline")
             new = body_plan.run(*variables)
-            variables[:len(new)] = new
+            variables[: len(new)] = new
         return variables[:m]
+
     return kernel

@@ -22,6 +22,7 @@ Conventions:
   arg-max/min, QUANTIZE / DEQUANTIZE, MEAN and the element-wise ADD / SUB / MUL through
   gemmlowp's fixed-point requantisation in int64 (quantfixed.py).
 """
+
 from __future__ import annotations
 
 from typing import Callable, Sequence
@@ -30,32 +31,34 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from nnconform.driver.support import ParameterAccess, Rejected, Unsupported
+from nnconform.driver.support import Rejected, Unsupported
+from nnconform.drivers.common import activation, op_params
+from nnconform.drivers.common import converter as conversion
+from nnconform.drivers.common.layout import TO_NCHW, TO_NHWC
+from nnconform.drivers.common.types import (
+    CASTABLE,
+    DATA,
+    FILLABLE,
+    FLOATS,
+    NUMERIC,
+    QUANT8,
+    movable,
+    pad_fill,
+    require_same_quant,
+    same_quant,
+    storage_table,
+)
 from nnconform.drivers.torch import control_flow, quantfixed
 from nnconform.ir import Model, Operand, Subgraph
 from nnconform.ir import OperandType as T
 from nnconform.ir import OperationType as Op
 from nnconform.ir import nnapi_params as params
-from nnconform.ir.nnapi_params import same_quant
 from nnconform.reference.arith import activation as nn_activation
 from nnconform.reference.arith.quant import QUANT_RANGE
 
 __all__ = ["Unsupported", "Rejected", "Plan", "build_plan", "operation_supported", "TORCH_DTYPE"]
 
-TORCH_DTYPE = {
-    T.TENSOR_FLOAT32: torch.float32, T.FLOAT32: torch.float32,
-    T.TENSOR_FLOAT16: torch.float16, T.FLOAT16: torch.float16,
-    T.TENSOR_INT32: torch.int32, T.INT32: torch.int32,
-    T.TENSOR_BOOL8: torch.bool, T.BOOL: torch.bool,
-    T.TENSOR_QUANT8_ASYMM: torch.uint8,
-    T.TENSOR_QUANT8_ASYMM_SIGNED: torch.int8,
-    T.TENSOR_QUANT8_SYMM: torch.int8,
-    T.TENSOR_QUANT8_SYMM_PER_CHANNEL: torch.int8,
-}
-FLOATS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
-QUANT8 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
-MOVABLE = FLOATS + QUANT8 + (T.TENSOR_INT32, T.TENSOR_BOOL8)
-TO_NCHW, TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
+TORCH_DTYPE = storage_table(torch.float32, torch.float16, torch.int32, torch.bool, torch.uint8, torch.int8)
 
 Kernel = Callable[..., "torch.Tensor | Sequence[torch.Tensor]"]
 
@@ -64,17 +67,15 @@ Kernel = Callable[..., "torch.Tensor | Sequence[torch.Tensor]"]
 # Per-operation context and tensor helpers
 # ---------------------------------------------------------------------------------------
 
-class OpCtx(ParameterAccess):
+
+class OpCtx(conversion.OperationContext):
     """One operation seen by its converter."""
 
-    def __init__(self, sg: Subgraph, index: int, model: Model | None = None,
-                 clock: "control_flow.Clock | None" = None):
+    def __init__(self, sg: Subgraph, index: int, model: Model | None = None, clock: "control_flow.Clock | None" = None):
+        super().__init__(sg, index)
         self.sg = sg
-        self.model = model                    # for IF / WHILE: the referenced subgraphs
+        self.model = model  # for IF / WHILE: the referenced subgraphs
         self.clock = clock or control_flow.Clock()
-        self.op = sg.operations[index]
-        self.ins: list[Operand] = [sg.operands[i] for i in self.op.inputs]
-        self.outs: list[Operand] = [sg.operands[i] for i in self.op.outputs]
 
     def out_dtype(self, k: int = 0) -> torch.dtype:
         return TORCH_DTYPE[self.outs[k].type]
@@ -86,35 +87,22 @@ def wide(t: torch.Tensor) -> torch.Tensor:
 
 
 def float_act(t: torch.Tensor, act: int) -> torch.Tensor:
+    # Runs inside kernels, which torch.compile traces: the reference's bound table is read
+    # directly, as going through activation.float_bounds here made dynamo compile extra graphs
+    # (test_compiled_device_compiles_in_prepare_and_execute_only_runs saw it).
     if act == nn_activation.NONE:
         return t
     lo, hi = nn_activation.float_bounds(act)
     return torch.clamp(t, min=None if np.isinf(lo) else lo, max=None if np.isinf(hi) else hi)
 
 
-def check_act(act: int) -> int:
-    if act not in nn_activation.FUSED_ACTIVATIONS:
-        raise Unsupported(f"fused activation {act}")
-    return act
+check_act = activation.check
 
 
 def quant_clamp(out: Operand, act: int) -> Callable[[torch.Tensor], torch.Tensor]:
     """Clamp stored quantised values to NNAPI's activation bounds (exact on integers)."""
-    lo, hi = nn_activation.quant_bounds(check_act(act), out)
-    qlo, qhi = QUANT_RANGE[out.type]
-    if lo <= qlo and hi >= qhi:
-        return lambda t: t
-    return lambda t: torch.clamp(t, lo, hi)
-
-
-def movable(c: OpCtx, k: int = 0, types=MOVABLE) -> Operand:
-    """Pure data movement: any storage type, but a quantised output must keep the input's
-    scale and zero point (otherwise NNAPI requantises)."""
-    x = c.require(k, types)
-    for out in c.outs:
-        if not same_quant(x, out):
-            raise Unsupported("quantised output with other parameters than the input")
-    return x
+    bounds = activation.quant_bounds(act, out)
+    return (lambda t: t) if bounds is None else (lambda t: torch.clamp(t, *bounds))
 
 
 # ---------------------------------------------------------------------------------------
@@ -155,7 +143,7 @@ def conv_minmax(c: OpCtx) -> Kernel:
     a, out = c.ins[0], c.outs[0]
     if a.type in QUANT8 and not (same_quant(a, out) and same_quant(c.ins[1], out)):
         raise Unsupported("quantised MAXIMUM/MINIMUM with requantisation")
-    if a.type not in FLOATS + QUANT8 + (T.TENSOR_INT32,):
+    if a.type not in NUMERIC:
         raise Unsupported(a.type.name)
     # std::max(a, b) = a < b ? b : a; std::min(a, b) = b < a ? b : a: ties and NaN as in C++.
     if c.op.type == Op.MAXIMUM:
@@ -176,12 +164,14 @@ def conv_prelu(c: OpCtx) -> Kernel:
     def kernel(x, alpha):
         xf = wide(x)
         return torch.where(xf < 0, xf * wide(alpha), xf).to(dt)
+
     return kernel
 
 
 # ---------------------------------------------------------------------------------------
 # Activations and unary math
 # ---------------------------------------------------------------------------------------
+
 
 def _relu(act: int):
     def convert(c: OpCtx) -> Kernel:
@@ -194,6 +184,7 @@ def _relu(act: int):
                 raise Unsupported("quantised RELU with different input and output parameters")
             return quant_clamp(out, act)
         raise Unsupported(x.type.name)
+
     return convert
 
 
@@ -206,9 +197,17 @@ def _hard_swish(t):
 
 
 _UNARY_FLOAT = {
-    Op.LOGISTIC: torch.sigmoid, Op.TANH: torch.tanh, Op.ABS: torch.abs, Op.NEG: torch.neg,
-    Op.EXP: torch.exp, Op.LOG: torch.log, Op.SQRT: torch.sqrt, Op.SIN: torch.sin,
-    Op.FLOOR: torch.floor, Op.RSQRT: _rsqrt, Op.HARD_SWISH: _hard_swish,
+    Op.LOGISTIC: torch.sigmoid,
+    Op.TANH: torch.tanh,
+    Op.ABS: torch.abs,
+    Op.NEG: torch.neg,
+    Op.EXP: torch.exp,
+    Op.LOG: torch.log,
+    Op.SQRT: torch.sqrt,
+    Op.SIN: torch.sin,
+    Op.FLOOR: torch.floor,
+    Op.RSQRT: _rsqrt,
+    Op.HARD_SWISH: _hard_swish,
 }
 
 
@@ -219,7 +218,7 @@ def conv_unary(c: OpCtx) -> Kernel:
         dt = c.out_dtype()
         return lambda t: fn(wide(t)).to(dt)
     if x.type == T.TENSOR_INT32 and c.op.type in (Op.ABS, Op.NEG):
-        return lambda t: fn(t.long()).to(torch.int32)   # -INT32_MIN wraps to INT32_MIN
+        return lambda t: fn(t.long()).to(torch.int32)  # -INT32_MIN wraps to INT32_MIN
     raise Unsupported(x.type.name)
 
 
@@ -231,6 +230,7 @@ def conv_elu(c: OpCtx) -> Kernel:
     def kernel(t, _alpha=None):
         xf = wide(t)
         return torch.where(xf < 0, alpha * torch.expm1(xf), xf).to(dt)
+
     return kernel
 
 
@@ -244,12 +244,14 @@ def _softmax(log: bool):
 
         def kernel(t, *_):
             return fn(wide(t) * beta, dim=axis).to(dt)
+
         return kernel
+
     return convert
 
 
 def conv_l2_normalization(c: OpCtx) -> Kernel:
-    x = c.require(0, FLOATS + QUANT8)
+    x = c.require(0, DATA)
     axis = int(c.scalar(1, -1))
     if x.type in QUANT8:
         xd = c.dims(x)
@@ -262,6 +264,7 @@ def conv_l2_normalization(c: OpCtx) -> Kernel:
         xf = wide(t)
         norm = torch.sqrt(torch.sum(xf * xf, dim=axis, keepdim=True))
         return (xf / torch.clamp(norm, min=1e-6)).to(dt)
+
     return kernel
 
 
@@ -269,8 +272,14 @@ def conv_l2_normalization(c: OpCtx) -> Kernel:
 # Comparisons, logical, select
 # ---------------------------------------------------------------------------------------
 
-_COMPARE = {Op.EQUAL: torch.eq, Op.NOT_EQUAL: torch.ne, Op.GREATER: torch.gt,
-            Op.GREATER_EQUAL: torch.ge, Op.LESS: torch.lt, Op.LESS_EQUAL: torch.le}
+_COMPARE = {
+    Op.EQUAL: torch.eq,
+    Op.NOT_EQUAL: torch.ne,
+    Op.GREATER: torch.gt,
+    Op.GREATER_EQUAL: torch.ge,
+    Op.LESS: torch.lt,
+    Op.LESS_EQUAL: torch.le,
+}
 
 
 def conv_compare(c: OpCtx) -> Kernel:
@@ -283,7 +292,7 @@ def conv_compare(c: OpCtx) -> Kernel:
         return lambda x, y: fn(x, y)
     if a.type in FLOATS or a.type == T.TENSOR_INT32:
         return lambda x, y: fn(x, y)
-    if a.type == T.TENSOR_BOOL8:   # false < true, as integers
+    if a.type == T.TENSOR_BOOL8:  # false < true, as integers
         return lambda x, y: fn(x.to(torch.int32), y.to(torch.int32))
     raise Unsupported(a.type.name)
 
@@ -296,18 +305,15 @@ def conv_logical(c: OpCtx) -> Kernel:
 
 
 def conv_select(c: OpCtx) -> Kernel:
-    a, b, out = c.ins[1], c.ins[2], c.outs[0]
-    if a.type in QUANT8:
-        if not (same_quant(a, out) and same_quant(b, out)):
-            raise Unsupported("quantised SELECT with requantisation")
-    elif a.type not in FLOATS + (T.TENSOR_INT32,):
-        raise Unsupported(a.type.name)
+    c.require(1, NUMERIC, "SELECT's input 1")
+    require_same_quant(c, (1, 2), "SELECT")
     return lambda cond, x, y: torch.where(cond, x, y)
 
 
 # ---------------------------------------------------------------------------------------
 # Convolutions, fully connected, pooling (floats)
 # ---------------------------------------------------------------------------------------
+
 
 def conv_args(c: OpCtx, n_extra: int):
     """(pads (left, right, top, bottom) as F.pad takes them, strides (h, w), dilations (h, w),
@@ -331,10 +337,12 @@ def _float_conv(c: OpCtx, n_extra: int, filter_perm, groups_of) -> Kernel:
 
     def kernel(t, w, b, *_):
         xin = wide(t) if nchw else wide(t).permute(TO_NCHW)
-        y = F.conv2d(F.pad(xin, pads), wide(w).permute(filter_perm), wide(b), stride=strides,
-                     dilation=dil, groups=groups)
+        y = F.conv2d(
+            F.pad(xin, pads), wide(w).permute(filter_perm), wide(b), stride=strides, dilation=dil, groups=groups
+        )
         y = float_act(y, act)
         return (y if nchw else y.permute(TO_NHWC)).contiguous().to(dt)
+
     return kernel
 
 
@@ -347,11 +355,7 @@ def _groups_grouped(c, extra, nchw):
 
 
 def _groups_depthwise(c, extra, nchw):
-    xd, fd = c.dims(c.ins[0]), c.dims(c.ins[1])
-    channels = xd[1] if nchw else xd[3]
-    if fd[3] != channels * extra[0]:
-        raise Unsupported(f"filter depth {fd[3]} != channels {channels} x multiplier {extra[0]}")
-    return channels
+    return op_params.depthwise_channels(c, extra[0], nchw)
 
 
 def conv_conv_2d(c: OpCtx) -> Kernel:
@@ -385,6 +389,7 @@ def conv_fully_connected(c: OpCtx) -> Kernel:
         if b is not None:
             y = y + wide(b)
         return float_act(y, act).reshape(out_shape).to(dt)
+
     return kernel
 
 
@@ -414,6 +419,7 @@ def conv_transpose_conv_2d(c: OpCtx) -> Kernel:
         y = F.pad(y, crop) + wide(b).reshape(1, -1, 1, 1)
         y = float_act(y, act)
         return (y if nchw else y.permute(TO_NHWC)).contiguous().to(dt)
+
     return kernel
 
 
@@ -431,6 +437,7 @@ def _pool(kind: str):
                 raise Unsupported("quantised L2 pooling or pooling with other output parameters")
             clamp = quant_clamp(out, act)
             if kind == "avg":
+
                 def qavg(t, *_):
                     # The stored values summed over the in-image cells (exact in float64),
                     # divided by their count rounding half away from zero, as integers.
@@ -441,6 +448,7 @@ def _pool(kind: str):
                     avg = torch.sign(acc) * torch.div(torch.abs(acc) + count // 2, count, rounding_mode="floor")
                     y = clamp(avg).to(t.dtype)
                     return (y if nchw else y.permute(TO_NHWC)).contiguous()
+
                 return qavg
             low = float(QUANT_RANGE[x.type][0]) - 1.0
 
@@ -450,6 +458,7 @@ def _pool(kind: str):
                 y = F.max_pool2d(F.pad(xin, pads, value=low), window, strides)
                 y = clamp(y.to(t.dtype))
                 return (y if nchw else y.permute(TO_NHWC)).contiguous()
+
             return qmax
         if x.type not in FLOATS:
             raise Unsupported(x.type.name)
@@ -470,13 +479,16 @@ def _pool(kind: str):
                     y = torch.sqrt(y)
             y = float_act(y, act)
             return (y if nchw else y.permute(TO_NHWC)).contiguous().to(dt)
+
         return kernel
+
     return convert
 
 
 # ---------------------------------------------------------------------------------------
 # Quantisation and casts
 # ---------------------------------------------------------------------------------------
+
 
 def round_half_away(t: torch.Tensor) -> torch.Tensor:
     """std::round, exact for every finite float (x - trunc(x) is exact)."""
@@ -498,24 +510,15 @@ def conv_quantize(c: OpCtx) -> Kernel:
         q = round_half_away(wide(t) / torch.tensor(scale, dtype=torch.float32)).double() + zp
         q = torch.where(torch.isnan(q), torch.full_like(q, hi), torch.clamp(q, lo, hi))
         return q.to(dt)
+
     return kernel
 
 
 def conv_dequantize(c: OpCtx) -> Kernel:
-    x, out = c.ins[0], c.outs[0]
-    if out.type not in FLOATS:
-        raise Unsupported(out.type.name)
+    d = op_params.dequantize(c)
     dt = c.out_dtype()
-    if x.type in QUANT8 or x.type == T.TENSOR_QUANT8_SYMM:
-        scale, zp = torch.tensor(np.float32(x.scale)), x.zero_point
-        return lambda t: ((t.to(torch.int32) - zp).float() * scale).to(dt)
-    if x.type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL and x.channel_quant is not None:
-        cq = x.channel_quant
-        shape = [1] * c.rank(x)
-        shape[cq.channel_dim] = -1
-        scales = torch.tensor(np.asarray(cq.scales, np.float32)).reshape(shape)
-        return lambda t: (t.float() * scales).to(dt)
-    raise Unsupported(x.type.name)
+    scale, zp = torch.tensor(d.scale_for(c.ins[0])), d.zero_point
+    return lambda t: ((t.to(torch.int32) - zp).float() * scale).to(dt)
 
 
 def conv_cast(c: OpCtx) -> Kernel:
@@ -524,8 +527,7 @@ def conv_cast(c: OpCtx) -> Kernel:
         if x.type in QUANT8 and not same_quant(x, out):
             raise Unsupported("quantised CAST with other parameters")
         return lambda t: t.clone()
-    convertible = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM)
-    if x.type not in convertible or out.type not in convertible:
+    if x.type not in CASTABLE or out.type not in CASTABLE:
         raise Unsupported(f"{x.type.name} -> {out.type.name}")
     dt = c.out_dtype()
     if out.type == T.TENSOR_QUANT8_ASYMM:
@@ -538,16 +540,18 @@ def conv_cast(c: OpCtx) -> Kernel:
         def kernel(t):
             xf = wide(t).double()
             xf = torch.where(torch.isnan(xf), torch.zeros_like(xf), xf)
-            return torch.trunc(torch.clamp(xf, -2.0 ** 31, 2.0 ** 31 - 1)).to(torch.int32)
+            return torch.trunc(torch.clamp(xf, -(2.0**31), 2.0**31 - 1)).to(torch.int32)
+
         return kernel
     if out.type == T.TENSOR_FLOAT16 and x.type == T.TENSOR_INT32:
-        return lambda t: t.float().to(dt)   # int32 -> float32 -> float16, as the reference
+        return lambda t: t.float().to(dt)  # int32 -> float32 -> float16, as the reference
     return lambda t: t.to(dt)
 
 
 # ---------------------------------------------------------------------------------------
 # Data movement
 # ---------------------------------------------------------------------------------------
+
 
 def conv_reshape(c: OpCtx) -> Kernel:
     movable(c)
@@ -559,16 +563,13 @@ def conv_reshape(c: OpCtx) -> Kernel:
 
 def conv_squeeze(c: OpCtx) -> Kernel:
     movable(c)
-    if c.omitted(1):
-        xd = c.dims(c.ins[0])
-        axes = [i for i, d in enumerate(xd) if d == 1]
-    else:
-        axes = params.axes(c, 1, c.rank(c.ins[0]))
+    axes = op_params.squeeze_axes(c)
     rank = c.rank(c.ins[0])
 
     def kernel(t, _a=None):
         shape = [d for i, d in enumerate(t.shape) if i not in axes]
         return t.reshape(shape or [1]).clone()
+
     return kernel if len(axes) < rank else (lambda t, _a=None: t.reshape([1]).clone())
 
 
@@ -580,14 +581,7 @@ def conv_expand_dims(c: OpCtx) -> Kernel:
 
 def conv_transpose(c: OpCtx) -> Kernel:
     movable(c)
-    if c.omitted(1):
-        if c.rank(c.ins[0]) != 2:
-            raise Unsupported("TRANSPOSE without perm on a non-2-D input")
-        perm = [1, 0]
-    else:
-        perm = [int(p) for p in c.const(1).reshape(-1)]
-        if sorted(perm) != list(range(len(perm))):
-            raise Unsupported("perm is not a permutation")
+    perm = op_params.transpose_perm(c)
     return lambda t, _p=None: t.permute(perm).contiguous()
 
 
@@ -596,21 +590,21 @@ def conv_concatenation(c: OpCtx) -> Kernel:
     n = len(c.ins) - 1
     axis = int(c.scalar(n))
     for k in range(n):
-        x = c.require(k, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-        if not same_quant(x, out):
-            raise Unsupported("quantised CONCATENATION with requantisation")
+        c.require(k, NUMERIC)
+    require_same_quant(c, range(n), "CONCATENATION", out)
     return lambda *ts: torch.cat(list(ts[:n]), dim=axis)
 
 
 def conv_gather(c: OpCtx) -> Kernel:
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     axis = int(c.scalar(1))
     r = c.rank(c.ins[0])
     axis %= r
 
     def kernel(t, _a, idx):
         flat = torch.index_select(t, axis, idx.reshape(-1).long())
-        return flat.reshape(list(t.shape[:axis]) + list(idx.shape) + list(t.shape[axis + 1:]))
+        return flat.reshape(list(t.shape[:axis]) + list(idx.shape) + list(t.shape[axis + 1 :]))
+
     return kernel
 
 
@@ -623,16 +617,10 @@ def _pad_list(pads: np.ndarray) -> list[int]:
 
 
 def conv_pad(c: OpCtx) -> Kernel:
-    x = movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,) if c.op.type == Op.PAD_V2 else FLOATS + QUANT8)
-    pads = c.const(1).reshape(-1, 2)
-    if (pads < 0).any():
-        raise Unsupported("negative padding")
-    if c.op.type == Op.PAD_V2:
-        v = c.scalar(2)
-        if x.type in QUANT8:
-            v = int(np.asarray(v).astype(np.int64).astype(x.info.dtype))   # only the low byte counts
-    else:
-        v = x.zero_point if x.type in QUANT8 else 0
+    v2 = c.op.type == Op.PAD_V2
+    x = movable(c, 0, NUMERIC if v2 else DATA)
+    pads = op_params.paddings(c)
+    v = pad_fill(c, x, 2 if v2 else None).item()
     plist = _pad_list(pads)
 
     def kernel(t, *_):
@@ -644,15 +632,14 @@ def conv_pad(c: OpCtx) -> Kernel:
         index = tuple(slice(int(b), int(b) + d) for d, (b, _a) in zip(t.shape, pads))
         y[index] = t
         return y
+
     return kernel
 
 
 def conv_mirror_pad(c: OpCtx) -> Kernel:
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-    pads = c.const(1).reshape(-1, 2)
-    mode = int(c.scalar(2))
-    if mode not in (0, 1):
-        raise Unsupported(f"mirror pad mode {mode}")
+    movable(c, 0, NUMERIC)
+    pads, mode_name = op_params.mirror_pad(c)
+    mode = 0 if mode_name == "reflect" else 1
     xd = c.dims(c.ins[0])
     # Index maps per dimension, computed once: REFLECT skips the edge, SYMMETRIC repeats it.
     index = []
@@ -674,41 +661,40 @@ def conv_mirror_pad(c: OpCtx) -> Kernel:
         for axis, idx in enumerate(index):
             t = torch.index_select(t, axis, idx)
         return t
+
     return kernel
 
 
 def conv_slice(c: OpCtx) -> Kernel:
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     begin, end = params.slice_bounds(c, c.dims(c.ins[0]))
     index = tuple(slice(b, e) for b, e in zip(begin, end))
     return lambda t, *_: t[index].clone()
 
 
 def conv_strided_slice(c: OpCtx) -> Kernel:
-    movable(c, 0, FLOATS + QUANT8)
+    movable(c, 0, DATA)
     xd = c.dims(c.ins[0])
     s = params.strided_slice(c, xd)
     index = [torch.tensor(s.positions(i), dtype=torch.long) for i in range(len(xd))]
     out_shape = s.out_shape
 
     def kernel(t, *_):
-        for axis, idx in enumerate(index):   # negative strides too: an explicit index list
+        for axis, idx in enumerate(index):  # negative strides too: an explicit index list
             t = torch.index_select(t, axis, idx)
         return t.reshape(out_shape)
+
     return kernel
 
 
 def conv_split(c: OpCtx) -> Kernel:
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
-    axis, n = int(c.scalar(1)), int(c.scalar(2))
-    xd = c.dims(c.ins[0])
-    if n != len(c.outs) or n <= 0 or xd[axis] % n:
-        raise Rejected(f"axis of size {xd[axis]} cannot be split into {n} equal parts")
+    movable(c, 0, NUMERIC)
+    axis, n = op_params.split(c)
     return lambda t, *_: [p.clone() for p in torch.chunk(t, n, dim=axis)]
 
 
 def conv_tile(c: OpCtx) -> Kernel:
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     if not c.ins[1].is_constant:
         raise Unsupported("run-time multiples")
     mult = [int(m) for m in c.const(1).reshape(-1)]
@@ -716,7 +702,7 @@ def conv_tile(c: OpCtx) -> Kernel:
 
 
 def conv_reverse(c: OpCtx) -> Kernel:
-    movable(c, 0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 0, NUMERIC)
     axes = [int(a) for a in c.const(1).reshape(-1)]
     if len(axes) != 1:
         raise Unsupported("REVERSE over several axes")
@@ -724,9 +710,8 @@ def conv_reverse(c: OpCtx) -> Kernel:
 
 
 def conv_depth_space(c: OpCtx) -> Kernel:
-    movable(c, 0, FLOATS + QUANT8)
-    bs = int(c.scalar(1))
-    nchw = bool(c.scalar(2)) if len(c.ins) > 2 else False
+    movable(c, 0, DATA)
+    bs, nchw = op_params.depth_space(c)
     fn = F.pixel_shuffle if c.op.type == Op.DEPTH_TO_SPACE else F.pixel_unshuffle
     to_space = c.op.type == Op.DEPTH_TO_SPACE
 
@@ -741,65 +726,51 @@ def conv_depth_space(c: OpCtx) -> Kernel:
         else:
             y = fn(x, bs)
             oc = y.shape[1]
-            y = y.reshape(n, oc // (bs * bs), bs * bs, h // bs, w // bs).transpose(1, 2) \
+            y = (
+                y.reshape(n, oc // (bs * bs), bs * bs, h // bs, w // bs)
+                .transpose(1, 2)
                 .reshape(n, oc, h // bs, w // bs)
+            )
         return (y if nchw else y.permute(TO_NHWC)).contiguous()
+
     return kernel
 
 
 def conv_batch_space(c: OpCtx) -> Kernel:
-    x = movable(c, 0, FLOATS + QUANT8)
-    to_batch = c.op.type == Op.SPACE_TO_BATCH_ND
-    bh, bw = (int(v) for v in c.const(1).reshape(-1))
-    nchw = bool(c.scalar(3 if to_batch else 2, False))
-    xd = c.dims(x)
-    b, h, w, ch = (xd[0], xd[2], xd[3], xd[1]) if nchw else xd
-    fill = x.zero_point if x.type in QUANT8 else 0
-    if to_batch:
-        (pt, pb), (pl, pr) = c.const(2).reshape(2, 2).tolist()
-        hp, wp = h + pt + pb, w + pl + pr
-        if hp % bh or wp % bw:
-            raise Rejected(f"padded size {hp}x{wp} is not a multiple of the block {bh}x{bw}")
-
-        def kernel(t, *_):
-            y = t.permute(TO_NHWC) if nchw else t
-            padded = torch.full((b, hp, wp, ch), fill, dtype=t.dtype)
-            padded[:, pt:pt + h, pl:pl + w, :] = y
-            y = padded.reshape(b, hp // bh, bh, wp // bw, bw, ch).permute(2, 4, 0, 1, 3, 5)
-            y = y.reshape(b * bh * bw, hp // bh, wp // bw, ch)
-            return (y.permute(TO_NCHW) if nchw else y).contiguous()
-        return kernel
-    if b % (bh * bw):
-        raise Rejected(f"batch {b} is not a multiple of the block {bh}x{bw}")
-    bo = b // (bh * bw)
+    x = movable(c, 0, DATA)
+    p = op_params.batch_space(c)
+    nchw, fill = p.nchw, pad_fill(c, x, None).item()
+    view, perm, shape = p.space_to_batch_shapes() if p.to_batch else p.batch_to_space_shapes()
+    pt, _, pl, _ = p.pads
+    hp, wp = p.padded
 
     def kernel(t, *_):
         y = t.permute(TO_NHWC) if nchw else t
-        y = y.reshape(bh, bw, bo, h, w, ch).permute(2, 3, 0, 4, 1, 5).reshape(bo, h * bh, w * bw, ch)
+        if p.to_batch:  # torch's constant pad fills integers through a float: pad by hand
+            padded = torch.full((p.batch, hp, wp, p.channels), fill, dtype=t.dtype)
+            padded[:, pt : pt + p.height, pl : pl + p.width, :] = y
+            y = padded
+        y = y.reshape(view).permute(perm).reshape(shape)
         return (y.permute(TO_NCHW) if nchw else y).contiguous()
+
     return kernel
 
 
 def conv_channel_shuffle(c: OpCtx) -> Kernel:
-    x = movable(c, 0, FLOATS + QUANT8)
-    xd = c.dims(x)
-    groups, axis = int(c.scalar(1)), int(c.scalar(2)) % len(xd)
-    ch = xd[axis]
-    if groups <= 0 or ch % groups:
-        raise Unsupported("channels not divisible by groups")
-    s1 = list(xd[:axis]) + [groups, ch // groups] + list(xd[axis + 1:])
-    return lambda t, *_: t.reshape(s1).transpose(axis, axis + 1).reshape(xd).contiguous()
+    movable(c, 0, DATA)
+    s = op_params.channel_shuffle(c)
+    return lambda t, *_: t.reshape(s.grouped).permute(s.perm).reshape(s.dims).contiguous()
 
 
 def conv_embedding_lookup(c: OpCtx) -> Kernel:
-    movable(c, 1, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    movable(c, 1, NUMERIC)
     return lambda idx, table: torch.index_select(table, 0, idx.long())
 
 
 def conv_pack(c: OpCtx) -> Kernel:
     axis = int(c.scalar(0))
     for k in range(1, len(c.ins)):
-        movable(c, k, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+        movable(c, k, NUMERIC)
     return lambda _a, *ts: torch.stack(list(ts), dim=axis)
 
 
@@ -807,37 +778,9 @@ def conv_pack(c: OpCtx) -> Kernel:
 # Resize (index and weight tables computed once, as the reference computes them)
 # ---------------------------------------------------------------------------------------
 
-def _resize_args(c: OpCtx):
-    x = c.ins[0]
-    nchw = bool(c.scalar(3, False)) if len(c.ins) > 3 else False
-    align = bool(c.scalar(4, False)) if len(c.ins) > 4 else False
-    half = bool(c.scalar(5, False)) if len(c.ins) > 5 else False
-    xd = c.dims(x)
-    h, w = (xd[2], xd[3]) if nchw else (xd[1], xd[2])
-    if c.ins[1].type == T.INT32:
-        out_w, out_h = int(c.scalar(1)), int(c.scalar(2))
-    else:   # scales: floor(in * scale) in float32, as the reference computes the size
-        out_w = int(np.floor(np.float32(w) * np.float32(c.scalar(1))))
-        out_h = int(np.floor(np.float32(h) * np.float32(c.scalar(2))))
-    if out_w <= 0 or out_h <= 0:
-        raise Rejected(f"output size {out_w}x{out_h}")
-    return h, w, out_h, out_w, align, half, nchw
 
-
-def _resize_scale(in_size: int, out_size: int, align: bool) -> np.float32:
-    if align and out_size > 1:
-        return np.float32(in_size - 1) / np.float32(out_size - 1)
-    return np.float32(in_size) / np.float32(out_size)
-
-
-def _bilinear_axis(in_size: int, out_size: int, align: bool, half: bool):
-    scale = _resize_scale(in_size, out_size, align)
-    i = np.arange(out_size, dtype=np.float32)
-    src = (i + np.float32(0.5)) * scale - np.float32(0.5) if half else i * scale
-    lo = np.maximum(np.floor(src), 0).astype(np.int64)
-    hi = np.minimum(np.ceil(src).astype(np.int64), in_size - 1)
-    frac = (src - lo.astype(np.float32)).astype(np.float32)
-    return torch.tensor(lo), torch.tensor(hi), torch.tensor(frac)
+def _tensors(*tables):
+    return [tuple(torch.tensor(a) for a in t) for t in tables]
 
 
 def conv_resize_bilinear(c: OpCtx) -> Kernel:
@@ -847,14 +790,12 @@ def conv_resize_bilinear(c: OpCtx) -> Kernel:
             raise Unsupported("quantised RESIZE_BILINEAR with other output parameters")
     elif x.type not in FLOATS:
         raise Unsupported(x.type.name)
-    h, w, out_h, out_w, align, half, nchw = _resize_args(c)
-    if align and half:
-        raise Unsupported("align_corners together with half_pixel_centers")
+    r = op_params.resize(c)
+    nchw = r.nchw
     dt = TORCH_DTYPE[x.type]
     if x.type == T.TENSOR_QUANT8_ASYMM_SIGNED:
-        return _bilinear_int8(h, w, out_h, out_w, align, half, nchw)
-    ylo, yhi, fy = _bilinear_axis(h, out_h, align, half)
-    xlo, xhi, fx = _bilinear_axis(w, out_w, align, half)
+        return _bilinear_int8(r)
+    (ylo, yhi, fy), (xlo, xhi, fx) = _tensors(*r.bilinear())
     fy, fx = fy.reshape(1, -1, 1, 1), fx.reshape(1, 1, -1, 1)
     truncate = x.type == T.TENSOR_QUANT8_ASYMM
 
@@ -863,61 +804,50 @@ def conv_resize_bilinear(c: OpCtx) -> Kernel:
         top, bottom = v[:, ylo], v[:, yhi]
         # The reference's blend: the same association and order, in float32 (so that the
         # quantised truncation toward zero lands on the same integers).
-        y = (top[:, :, xlo] * (1 - fy) * (1 - fx) + bottom[:, :, xlo] * fy * (1 - fx)
-             + top[:, :, xhi] * (1 - fy) * fx + bottom[:, :, xhi] * fy * fx)
+        y = (
+            top[:, :, xlo] * (1 - fy) * (1 - fx)
+            + bottom[:, :, xlo] * fy * (1 - fx)
+            + top[:, :, xhi] * (1 - fy) * fx
+            + bottom[:, :, xhi] * fy * fx
+        )
         if truncate:
             y = torch.trunc(y)
         y = y.to(dt)
         return (y.permute(TO_NCHW) if nchw else y).contiguous()
+
     return kernel
 
 
-def _bilinear_axis_fixed(in_size: int, out_size: int, align: bool, half: bool):
-    """TFLite's int8 kernel: source coordinates in 1/1024 pixel units."""
-    if align and out_size > 1:
-        scale = ((1 << 10) * (in_size - 1) + (out_size - 1) // 2) // (out_size - 1)
-    else:
-        scale = ((1 << 10) * in_size + out_size // 2) // out_size
-    i = np.arange(out_size, dtype=np.int64)
-    src = i * scale + scale // 2 - (1 << 9) if half else i * scale
-    lo = np.maximum(np.trunc(src / (1 << 10)).astype(np.int64), 0)
-    hi = np.minimum(np.trunc((src + (1 << 10) - 1) / (1 << 10)).astype(np.int64), in_size - 1)
-    return torch.tensor(lo), torch.tensor(hi), torch.tensor(src - (1 << 10) * lo)
-
-
-def _bilinear_int8(h, w, out_h, out_w, align, half, nchw) -> Kernel:
-    ylo, yhi, wy = _bilinear_axis_fixed(h, out_h, align, half)
-    xlo, xhi, wx = _bilinear_axis_fixed(w, out_w, align, half)
+def _bilinear_int8(r: op_params.Resize) -> Kernel:
+    """TFLite's int8 kernel (the reference's for TENSOR_QUANT8_ASYMM_SIGNED): source
+    coordinates in 1/1024 pixel units."""
+    nchw = r.nchw
+    (ylo, yhi, wy), (xlo, xhi, wx) = _tensors(*r.bilinear_fixed())
     wy, wx = wy.reshape(1, -1, 1, 1), wx.reshape(1, 1, -1, 1)
     one = 1 << 10
 
     def kernel(t, *_):
         v = (t.permute(TO_NHWC) if nchw else t).long()
         top, bottom = v[:, ylo], v[:, yhi]
-        acc = (top[:, :, xlo] * (one - wy) * (one - wx) + bottom[:, :, xlo] * wy * (one - wx)
-               + top[:, :, xhi] * (one - wy) * wx + bottom[:, :, xhi] * wy * wx)
+        acc = (
+            top[:, :, xlo] * (one - wy) * (one - wx)
+            + bottom[:, :, xlo] * wy * (one - wx)
+            + top[:, :, xhi] * (one - wy) * wx
+            + bottom[:, :, xhi] * wy * wx
+        )
         # round half away from zero from 1/2**20 units (C division truncates toward zero)
         nudged = acc + torch.where(acc > 0, 1 << 19, -(1 << 19))
         y = torch.div(nudged, 1 << 20, rounding_mode="trunc").to(torch.int8)
         return (y.permute(TO_NCHW) if nchw else y).contiguous()
+
     return kernel
 
 
 def conv_resize_nearest(c: OpCtx) -> Kernel:
-    movable(c, 0, FLOATS + QUANT8)
-    h, w, out_h, out_w, align, half, nchw = _resize_args(c)
-
-    def axis(in_size, out_size):
-        scale = _resize_scale(in_size, out_size, align)
-        i = np.arange(out_size, dtype=np.float32)
-        src = (i + np.float32(0.5)) * scale if half else i * scale
-        idx = (np.sign(src) * np.floor(np.abs(src) + np.float32(0.5))) if align else np.floor(src)
-        idx = np.minimum(idx.astype(np.int64), in_size - 1)
-        if half:
-            idx = np.maximum(idx, 0)
-        return torch.tensor(idx, dtype=torch.long)
-    yi, xi = axis(h, out_h), axis(w, out_w)
-    hd, wd = (2, 3) if nchw else (1, 2)
+    movable(c, 0, DATA)
+    r = op_params.resize(c)
+    yi, xi = (torch.tensor(idx, dtype=torch.long) for idx in r.nearest())
+    hd, wd = (2, 3) if r.nchw else (1, 2)
     return lambda t, *_: torch.index_select(torch.index_select(t, hd, yi), wd, xi)
 
 
@@ -925,8 +855,9 @@ def conv_resize_nearest(c: OpCtx) -> Kernel:
 # Reductions, arg-max/min
 # ---------------------------------------------------------------------------------------
 
+
 def conv_argminmax(c: OpCtx) -> Kernel:
-    x = c.require(0, FLOATS + QUANT8 + (T.TENSOR_INT32,))
+    x = c.require(0, NUMERIC)
     axis = int(c.scalar(1)) % c.rank(x)
     is_max = c.op.type == Op.ARGMAX
     # The reference's loop: ties go to the lowest index (as torch's argmax / argmin), a NaN
@@ -944,18 +875,16 @@ def conv_argminmax(c: OpCtx) -> Kernel:
             r = torch.argmax(v, dim=axis) if is_max else torch.argmin(v, dim=axis)
         r = r.to(torch.int32)
         return r.reshape([1]) if r.dim() == 0 else r
+
     return kernel
 
 
 def _reduce(kind: str, types):
     def convert(c: OpCtx) -> Kernel:
-        x, out = c.require(0, types), c.outs[0]
-        r = c.rank(x)
-        axes, keep = params.reduce_axes(c, r)
-        if x.type in QUANT8 and not same_quant(x, out):
-            raise Unsupported("quantised reduction with other output parameters")
+        x, red = op_params.reduction(c, types)
+        axes, keep = red.axes, red.keep
         dt = c.out_dtype()
-        finish = _reduced_shape(keep, axes, r)
+        finish = _reduced_shape(red)
         if kind == "prod":
             return _sequential_prod(c, x, axes, keep)
         if kind in ("all", "any"):
@@ -966,13 +895,15 @@ def _reduce(kind: str, types):
                 for a in reversed(axes):
                     y = fn(y, dim=a, keepdim=keep)
                 return finish(y)
+
             return boolean
         if kind == "sum":
             return lambda t, *_: finish(torch.sum(wide(t), dim=axes, keepdim=keep).to(dt))
         is_max = kind == "max"
         if x.type in QUANT8:
-            return lambda t, *_: finish(torch.amax(t, dim=axes, keepdim=keep) if is_max
-                                        else torch.amin(t, dim=axes, keepdim=keep))
+            return lambda t, *_: finish(
+                torch.amax(t, dim=axes, keepdim=keep) if is_max else torch.amin(t, dim=axes, keepdim=keep)
+            )
         # The reference folds from the lowest (highest) finite value and skips NaN.
         finite = float(np.finfo(np.float16 if x.type == T.TENSOR_FLOAT16 else np.float32).max)
         start = -finite if is_max else finite
@@ -983,30 +914,22 @@ def _reduce(kind: str, types):
             y = torch.amax(v, dim=axes, keepdim=keep) if is_max else torch.amin(v, dim=axes, keepdim=keep)
             y = torch.clamp(y, min=start) if is_max else torch.clamp(y, max=start)
             return finish(y.to(dt))
+
         return kernel
+
     return convert
 
 
-def _reduced_shape(keep: bool, axes, r: int):
-    if not keep and len(axes) == r:
-        return lambda y: y.reshape([1])
-    return lambda y: y
-
-
-_MAX_UNROLLED = 256
+def _reduced_shape(red: op_params.Reduction):
+    return (lambda y: y.reshape([1])) if red.to_one else (lambda y: y)
 
 
 def _sequential_prod(c: OpCtx, x: Operand, axes, keep: bool) -> Kernel:
     """REDUCE_PROD as the reference folds it: in row-major order, in the storage type, and a
     zero on either side of a step gives 0 (an underflow to 0 sticks even against inf).
     torch.prod has no defined order or zero rule, so the fold is unrolled (small groups)."""
-    xd = c.dims(x)
-    k = int(np.prod([xd[a] for a in axes]))
-    if k > _MAX_UNROLLED:
-        raise Unsupported(f"REDUCE_PROD over {k} elements (the exact fold is unrolled up to {_MAX_UNROLLED})")
-    kept = [i for i in range(len(xd)) if i not in axes]
-    shape = [xd[i] if i in kept else 1 for i in range(len(xd))] if keep else [xd[i] for i in kept] or [1]
-    perm = kept + list(axes)
+    fold = op_params.sequential_fold(c.dims(x), axes, keep)
+    k, shape, perm = fold.count, fold.shape, fold.perm
 
     def kernel(t, *_):
         v = t.permute(perm).reshape(-1, k)
@@ -1016,29 +939,29 @@ def _sequential_prod(c: OpCtx, x: Operand, axes, keep: bool) -> Kernel:
             zero = (acc == 0) | (p == 0)
             acc = torch.where(zero, torch.zeros_like(acc), acc * p)
         return acc.reshape(shape)
+
     return kernel
 
 
 def conv_mean(c: OpCtx) -> Kernel:
-    x, out = c.require(0, FLOATS + QUANT8), c.outs[0]
-    r = c.rank(x)
-    axes, keep = params.reduce_axes(c, r)
-    finish = _reduced_shape(keep, axes, r)
+    x, red = op_params.reduction(c, DATA, "MEAN")
+    axes, keep = red.axes, red.keep
+    finish = _reduced_shape(red)
     dt = c.out_dtype()
     if x.type in FLOATS:
         return lambda t, *_: finish(torch.mean(wide(t), dim=axes, keepdim=keep).to(dt))
-    if not same_quant(x, out):
-        raise Unsupported("quantised MEAN with other output parameters")
     xd = c.dims(x)
     count = int(np.prod([xd[a] for a in axes]))
     # trunc(sum of stored values / count) in integers.
-    return lambda t, *_: finish(torch.div(torch.sum(t.long(), dim=axes, keepdim=keep), count,
-                                          rounding_mode="trunc").to(dt))
+    return lambda t, *_: finish(
+        torch.div(torch.sum(t.long(), dim=axes, keepdim=keep), count, rounding_mode="trunc").to(dt)
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # Matrix products, normalisations, shapes
 # ---------------------------------------------------------------------------------------
+
 
 def conv_batch_matmul(c: OpCtx) -> Kernel:
     a = c.ins[0]
@@ -1049,7 +972,7 @@ def conv_batch_matmul(c: OpCtx) -> Kernel:
 
     def kernel(x, y, *_):
         if a.type == T.TENSOR_INT32:
-            x, y = x.long(), y.long()   # int64 products and sums, narrowed: two's complement
+            x, y = x.long(), y.long()  # int64 products and sums, narrowed: two's complement
         else:
             x, y = wide(x), wide(y)
         if adj_a:
@@ -1057,13 +980,13 @@ def conv_batch_matmul(c: OpCtx) -> Kernel:
         if adj_b:
             y = y.transpose(-1, -2)
         return torch.matmul(x, y).to(dt)
+
     return kernel
 
 
 def conv_instance_normalization(c: OpCtx) -> Kernel:
     c.require(0, FLOATS)
-    gamma, beta, eps = float(c.scalar(1)), float(c.scalar(2)), float(c.scalar(3))
-    nchw = bool(c.scalar(4, False))
+    gamma, beta, eps, nchw = op_params.instance_norm(c)
     dims = (2, 3) if nchw else (1, 2)
     dt = c.out_dtype()
 
@@ -1072,15 +995,14 @@ def conv_instance_normalization(c: OpCtx) -> Kernel:
         mean = torch.mean(xf, dim=dims, keepdim=True)
         var = torch.mean((xf - mean) ** 2, dim=dims, keepdim=True)
         return ((xf - mean) * gamma / torch.sqrt(var + eps) + beta).to(dt)
+
     return kernel
 
 
 def conv_local_response_normalization(c: OpCtx) -> Kernel:
     x = c.require(0, FLOATS)
-    radius = int(c.scalar(1))
-    bias, alpha, beta = float(c.scalar(2)), float(c.scalar(3)), float(c.scalar(4))
-    r = c.rank(x)
-    axis = int(c.scalar(5, -1)) % r
+    p = op_params.lrn(c, c.rank(x))
+    radius, bias, alpha, beta, axis = p.radius, p.bias, p.alpha, p.beta, p.axis
     size = 2 * radius + 1
     dt = c.out_dtype()
 
@@ -1090,6 +1012,7 @@ def conv_local_response_normalization(c: OpCtx) -> Kernel:
         total = sq.unfold(-1, size, 1).sum(-1)
         y = xf / torch.pow(bias + alpha * total, beta)
         return y.movedim(-1, axis).contiguous().to(dt)
+
     return kernel
 
 
@@ -1099,7 +1022,7 @@ def conv_rank(c: OpCtx) -> Kernel:
 
 def conv_fill(c: OpCtx) -> Kernel:
     out = c.outs[0]
-    if out.type not in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32):
+    if out.type not in FILLABLE:
         raise Unsupported(out.type.name)
     if not c.ins[0].is_constant:
         raise Unsupported("a run-time shape")
@@ -1113,73 +1036,67 @@ def conv_fill(c: OpCtx) -> Kernel:
 # The table
 # ---------------------------------------------------------------------------------------
 
-CONVERTERS: dict[Op, Callable[[OpCtx], Kernel]] = {
-    Op.ADD: conv_arith, Op.SUB: conv_arith, Op.MUL: conv_arith, Op.DIV: conv_arith,
-    Op.MAXIMUM: conv_minmax, Op.MINIMUM: conv_minmax, Op.POW: conv_pow, Op.PRELU: conv_prelu,
-    Op.RELU: _relu(nn_activation.RELU), Op.RELU1: _relu(nn_activation.RELU1),
-    Op.RELU6: _relu(nn_activation.RELU6),
-    **{op: conv_unary for op in _UNARY_FLOAT},
-    Op.ELU: conv_elu, Op.SOFTMAX: _softmax(False), Op.LOG_SOFTMAX: _softmax(True),
-    Op.L2_NORMALIZATION: conv_l2_normalization,
-    **{op: conv_compare for op in _COMPARE},
-    Op.LOGICAL_AND: conv_logical, Op.LOGICAL_OR: conv_logical, Op.LOGICAL_NOT: conv_logical,
-    Op.SELECT: conv_select,
-    Op.CONV_2D: conv_conv_2d, Op.DEPTHWISE_CONV_2D: conv_depthwise_conv_2d,
-    Op.GROUPED_CONV_2D: conv_grouped_conv_2d, Op.FULLY_CONNECTED: conv_fully_connected,
-    Op.TRANSPOSE_CONV_2D: conv_transpose_conv_2d,
-    Op.BATCH_TO_SPACE_ND: conv_batch_space, Op.SPACE_TO_BATCH_ND: conv_batch_space,
-    Op.AVERAGE_POOL_2D: _pool("avg"), Op.MAX_POOL_2D: _pool("max"), Op.L2_POOL_2D: _pool("l2"),
-    Op.QUANTIZE: conv_quantize, Op.DEQUANTIZE: conv_dequantize, Op.CAST: conv_cast,
-    Op.RESHAPE: conv_reshape, Op.SQUEEZE: conv_squeeze, Op.EXPAND_DIMS: conv_expand_dims,
-    Op.TRANSPOSE: conv_transpose, Op.CONCATENATION: conv_concatenation, Op.GATHER: conv_gather,
-    Op.PAD: conv_pad, Op.PAD_V2: conv_pad, Op.MIRROR_PAD: conv_mirror_pad,
-    Op.SLICE: conv_slice, Op.STRIDED_SLICE: conv_strided_slice, Op.SPLIT: conv_split, Op.TILE: conv_tile,
-    Op.REVERSE: conv_reverse, Op.DEPTH_TO_SPACE: conv_depth_space, Op.SPACE_TO_DEPTH: conv_depth_space,
-    Op.ARGMAX: conv_argminmax, Op.ARGMIN: conv_argminmax,
-    Op.RESIZE_BILINEAR: conv_resize_bilinear, Op.RESIZE_NEAREST_NEIGHBOR: conv_resize_nearest,
-    Op.MEAN: conv_mean, Op.REDUCE_SUM: _reduce("sum", FLOATS), Op.REDUCE_PROD: _reduce("prod", FLOATS),
-    Op.REDUCE_MAX: _reduce("max", FLOATS + QUANT8), Op.REDUCE_MIN: _reduce("min", FLOATS + QUANT8),
-    Op.REDUCE_ALL: _reduce("all", (T.TENSOR_BOOL8,)), Op.REDUCE_ANY: _reduce("any", (T.TENSOR_BOOL8,)),
-    Op.EMBEDDING_LOOKUP: conv_embedding_lookup, Op.PACK: conv_pack, Op.BATCH_MATMUL: conv_batch_matmul,
-    Op.INSTANCE_NORMALIZATION: conv_instance_normalization,
-    Op.LOCAL_RESPONSE_NORMALIZATION: conv_local_response_normalization,
-    Op.RANK: conv_rank, Op.FILL: conv_fill, Op.CHANNEL_SHUFFLE: conv_channel_shuffle,
-    Op.IF: control_flow.conv_if, Op.WHILE: control_flow.conv_while,
-}
+# Every conv_<operation> function above converts that operation (conversion.by_name); the
+# table lists the others: factory-built converters and converters shared by several operations.
+CONVERTERS: dict[Op, Callable[[OpCtx], Kernel]] = conversion.by_name(
+    globals(),
+    {
+        Op.ADD: conv_arith,
+        Op.SUB: conv_arith,
+        Op.MUL: conv_arith,
+        Op.DIV: conv_arith,
+        Op.MAXIMUM: conv_minmax,
+        Op.MINIMUM: conv_minmax,
+        Op.RELU: _relu(nn_activation.RELU),
+        Op.RELU1: _relu(nn_activation.RELU1),
+        Op.RELU6: _relu(nn_activation.RELU6),
+        **{op: conv_unary for op in _UNARY_FLOAT},
+        Op.SOFTMAX: _softmax(False),
+        Op.LOG_SOFTMAX: _softmax(True),
+        **{op: conv_compare for op in _COMPARE},
+        Op.LOGICAL_AND: conv_logical,
+        Op.LOGICAL_OR: conv_logical,
+        Op.LOGICAL_NOT: conv_logical,
+        Op.BATCH_TO_SPACE_ND: conv_batch_space,
+        Op.SPACE_TO_BATCH_ND: conv_batch_space,
+        Op.AVERAGE_POOL_2D: _pool("avg"),
+        Op.MAX_POOL_2D: _pool("max"),
+        Op.L2_POOL_2D: _pool("l2"),
+        Op.PAD_V2: conv_pad,
+        Op.DEPTH_TO_SPACE: conv_depth_space,
+        Op.SPACE_TO_DEPTH: conv_depth_space,
+        Op.ARGMAX: conv_argminmax,
+        Op.ARGMIN: conv_argminmax,
+        Op.RESIZE_NEAREST_NEIGHBOR: conv_resize_nearest,
+        Op.REDUCE_SUM: _reduce("sum", FLOATS),
+        Op.REDUCE_PROD: _reduce("prod", FLOATS),
+        Op.REDUCE_MAX: _reduce("max", DATA),
+        Op.REDUCE_MIN: _reduce("min", DATA),
+        Op.REDUCE_ALL: _reduce("all", (T.TENSOR_BOOL8,)),
+        Op.REDUCE_ANY: _reduce("any", (T.TENSOR_BOOL8,)),
+        Op.IF: control_flow.conv_if,
+        Op.WHILE: control_flow.conv_while,
+    },
+)
 
 
 # ---------------------------------------------------------------------------------------
 # Whole models
 # ---------------------------------------------------------------------------------------
 
-def _check_io_types(sg: Subgraph, indexes) -> None:
-    for i in indexes:
-        if sg.operands[i].type not in TORCH_DTYPE:
-            raise Unsupported(f"operand of type {sg.operands[i].type.name}")
 
-
-def convert_operation(sg: Subgraph, index: int, model: Model | None = None,
-                      clock: "control_flow.Clock | None" = None) -> Kernel:
+def convert_operation(
+    sg: Subgraph, index: int, model: Model | None = None, clock: "control_flow.Clock | None" = None
+) -> Kernel:
     """The kernel of one operation; Unsupported when it cannot be mapped faithfully."""
     op = sg.operations[index]
-    try:
-        fn = CONVERTERS[Op(op.type)]
-    except (KeyError, ValueError):
-        raise Unsupported(f"{op.name} has no torch mapping in this adapter") from None
-    _check_io_types(sg, op.outputs)
-    _check_io_types(sg, [i for i in op.inputs if not sg.operands[i].info.is_scalar
-                         and not sg.operands[i].is_omitted])
+    fn = conversion.lookup(CONVERTERS, op, "torch")
+    conversion.check_operation_types(sg, op, TORCH_DTYPE)
     return fn(OpCtx(sg, index, model, clock))
 
 
 def operation_supported(model: Model, index: int) -> tuple[bool, str]:
-    try:
-        convert_operation(model.main, index, model)
-    except Unsupported as e:
-        return False, str(e)
-    except Rejected:
-        return True, ""
-    return True, ""
+    return conversion.supported(lambda: convert_operation(model.main, index, model))
 
 
 def _const_tensor(o: Operand) -> torch.Tensor:
@@ -1195,22 +1112,20 @@ class Plan:
     def __init__(self, model: Model, sg: Subgraph | None = None, clock: "control_flow.Clock | None" = None):
         sg = model.main if sg is None else sg
         self.clock = clock or control_flow.Clock()
-        _check_io_types(sg, (*sg.input_indexes, *sg.output_indexes))
+        conversion.check_types(sg, (*sg.input_indexes, *sg.output_indexes), TORCH_DTYPE)
         self.steps: list[tuple[Kernel, tuple[int, ...], tuple[int, ...]]] = []
         self.constants: dict[int, torch.Tensor | None] = {}
         for k, op in enumerate(sg.operations):
-            try:
+            with conversion.operation_context(sg, k):
                 kernel = convert_operation(sg, k, model, self.clock)
-            except (Unsupported, Rejected) as e:
-                raise type(e)(f"operations[{k}] ({op.name}): {e}") from None
             self.steps.append((kernel, tuple(op.inputs), tuple(op.outputs)))
             for i in op.inputs:
                 o = sg.operands[i]
                 if o.is_constant and o.type in TORCH_DTYPE and i not in self.constants:
                     self.constants[i] = _const_tensor(o)
                 elif o.is_omitted or o.type == T.SUBGRAPH or o.is_constant:
-                    self.constants.setdefault(i, None)   # read at conversion time, or absent
-        for i in sg.output_indexes:   # an output may be a constant no operation reads
+                    self.constants.setdefault(i, None)  # read at conversion time, or absent
+        for i in sg.output_indexes:  # an output may be a constant no operation reads
             if sg.operands[i].is_constant and sg.operands[i].type in TORCH_DTYPE:
                 self.constants.setdefault(i, _const_tensor(sg.operands[i]))
         self.inputs = tuple(sg.input_indexes)

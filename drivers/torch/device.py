@@ -15,67 +15,52 @@ Options (constructor arguments, or environment variables for the registered name
   backend   torch.compile backend, default inductor ($NNCONFORM_TORCH_BACKEND)
   threads   intra-op threads (default 1: many small models, deterministic reductions)
 """
+
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 import torch
 
 from nnconform import __version__
-from nnconform.driver import (
-    Capabilities,
-    Device,
-    DriverError,
-    ErrorStatus,
-    ExecutionPreference,
-    ExecutionResult,
-    PreparedModel,
-    Priority,
-    support,
-)
+from nnconform.driver import DriverError, ErrorStatus, PreparedModel, support
+from nnconform.drivers.common.device import RuntimeDevice, RuntimePreparedModel, runtime_errors
 from nnconform.drivers.torch import control_flow, convert
 from nnconform.ir import Model, Request
 
 
-class TorchPreparedModel(PreparedModel):
+class TorchPreparedModel(RuntimePreparedModel):
+    runtime = "torch"
+
     def __init__(self, model: Model, plan: convert.Plan, runner):
-        self.model = model
+        super().__init__(model)
         self.plan = plan
         self._run = runner
-        self._released = False
 
-    def execute(self, request: Request, *, measure_timing: bool = False, deadline: float | None = None,
-                loop_timeout: float | None = None) -> ExecutionResult:
-        t_driver = time.perf_counter_ns()
-        support.begin_execution(self.model, request, deadline, self._released)
+    def feed(self, request: Request) -> list[torch.Tensor]:
         # torch.from_numpy shares the memory: private, writable copies.
-        feed = [torch.from_numpy(v) for v in support.request_values(self.model, request, "torch", copy=True)]
-        t_device = time.perf_counter_ns()
+        return [torch.from_numpy(v) for v in support.request_values(self.model, request, self.runtime, copy=True)]
+
+    def run(self, feed, deadline: float | None, loop_timeout: float | None) -> list:
         self.plan.clock.set(loop_timeout, deadline)
         try:
-            with torch.no_grad():
-                outputs = [np.array(t.detach().numpy()) for t in self._run(*feed)]
+            # torch raises many types (RuntimeError, IndexError, backend errors)
+            with runtime_errors("torch", passes=(control_flow.LoopTimeout,)), torch.no_grad():
+                return [np.array(t.detach().numpy()) for t in self._run(*feed)]
         except control_flow.LoopTimeout as e:
             raise DriverError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, str(e)) from None
-        except Exception as e:  # torch raises many types (RuntimeError, IndexError, backend errors)
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"torch: {support.first_line(e)}") from None
-        device_us = (time.perf_counter_ns() - t_device) // 1000
-        return support.finish_execution(self.model, request, outputs, deadline=deadline,
-                                        measure_timing=measure_timing, device_us=device_us, t_driver_ns=t_driver)
 
-    def release(self) -> None:
-        self._released = True
+    def drop(self) -> None:
         self._run = None
 
 
-class TorchDevice(support.ConverterDevice, Device):
+class TorchDevice(RuntimeDevice):
     """NNAPI semantics on torch, eager.  Honest support: see convert.CONVERTERS."""
 
-    feature_level = 30
     compiled = False
     converter = convert
+    operand_types = convert.TORCH_DTYPE
 
     def __init__(self, compile: bool | None = None, backend: str | None = None, threads: int = 1):
         if compile is not None:
@@ -87,13 +72,7 @@ class TorchDevice(support.ConverterDevice, Device):
         self.name = f"pytorch-{self.backend}" if self.compiled else "pytorch-eager"
         self.version = f"{__version__}+torch{torch.__version__}"
 
-    def capabilities(self) -> Capabilities:
-        return support.uniform_capabilities(convert.TORCH_DTYPE)
-
-    def prepare(self, model: Model, *, preference: ExecutionPreference = ExecutionPreference.FAST_SINGLE_ANSWER,
-                priority: Priority = Priority.MEDIUM, deadline: float | None = None,
-                cache_token: bytes | None = None) -> PreparedModel:
-        support.check_prepare_args(model, preference, priority, deadline, cache_token)
+    def prepare_model(self, model: Model) -> PreparedModel:
         with support.converting("cannot map to torch"):
             plan = convert.build_plan(model)
         runner = self._compile(model, plan) if self.compiled else plan.run
@@ -102,7 +81,8 @@ class TorchDevice(support.ConverterDevice, Device):
     def _compile(self, model: Model, plan: convert.Plan):
         """torch.compile the whole plan once and warm it with the model's input shapes (when
         they are all known), so that execute() only runs the compiled code."""
-        try:
+        # dynamo / inductor raise many types (BackendCompilerFailed, ...)
+        with runtime_errors("torch.compile failed"):
             compiled = torch.compile(plan.run, backend=self.backend, dynamic=False, fullgraph=False)
             sample = _sample_inputs(model)
             if sample is not None:
@@ -113,9 +93,7 @@ class TorchDevice(support.ConverterDevice, Device):
                     with torch.no_grad():
                         compiled(*sample)
                 except control_flow.LoopTimeout:
-                    pass   # the warm-up's own bound, not a failure of the model
-        except Exception as e:  # dynamo / inductor raise many types (BackendCompilerFailed, ...)
-            raise DriverError(ErrorStatus.GENERAL_FAILURE, f"torch.compile failed: {support.first_line(e)}") from None
+                    pass  # the warm-up's own bound, not a failure of the model
         return compiled
 
 

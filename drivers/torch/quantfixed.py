@@ -12,6 +12,7 @@ product and partial sum is an integer far below 2**53, so the float64 sum is exa
 accumulator is then an int64 tensor.  The multipliers come from the model's float32 scales
 at conversion time (QuantizeMultiplier), as the reference computes them.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,14 +20,14 @@ import torch
 import torch.nn.functional as F
 
 from nnconform.driver.support import Rejected, Unsupported
+from nnconform.drivers.common.quant_rules import ADD_LEFT_SHIFT, add_sub_multipliers, f32, mul_multiplier
 from nnconform.ir import OperandType as T
 from nnconform.ir import OperationType as Op
 from nnconform.reference.arith import activation as nn_activation
 from nnconform.reference.arith.quant import quantize_multiplier
 
-ADD_LEFT_SHIFT = 20          # the quantised Add kernel's headroom bits
 _LOW31 = (1 << 31) - 1
-_NEG_NUDGE = 1 - (1 << 31)   # masked onto negative products: nudge 1 - 2**30 instead of 2**30
+_NEG_NUDGE = 1 - (1 << 31)  # masked onto negative products: nudge 1 - 2**30 instead of 2**30
 INT32_MIN = -(1 << 31)
 QUANT8 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)
 PER_CHANNEL = T.TENSOR_QUANT8_SYMM_PER_CHANNEL
@@ -38,7 +39,7 @@ def srdhm(a: torch.Tensor, b) -> torch.Tensor:
     multiplier, or an int64 tensor of them; never INT32_MIN, so no saturation case)."""
     ab = a * b
     ab = ab + ((ab >> 63) & _NEG_NUDGE) + (1 << 30)
-    ab = ab + ((ab >> 63) & _LOW31)      # C++ division truncates toward zero
+    ab = ab + ((ab >> 63) & _LOW31)  # C++ division truncates toward zero
     return ab >> 31
 
 
@@ -64,21 +65,6 @@ def multiply_by_quantized_multiplier(x: torch.Tensor, multiplier, shift) -> torc
     return rounding_divide_by_pot(srdhm(x << left, multiplier), right)
 
 
-def f32(x: float) -> float:
-    return float(np.float32(x))
-
-
-def multiplier_below_one(real: float, what: str) -> tuple[int, int]:
-    """QuantizeMultiplierSmallerThanOneExp; a ratio outside (0, 1) fails the execution in the
-    reference, so the operation is supported but preparing it fails."""
-    if not 0.0 < real < 1.0:
-        raise Rejected(f"{what} rescale factor {real:g} must be in (0, 1)")
-    m, shift = quantize_multiplier(real)
-    if shift > 0:
-        raise Rejected(f"{what} rescale factor {real:g} rounds up to 1")
-    return m, shift
-
-
 def _clamp_store(out, act: int):
     lo, hi = nn_activation.quant_bounds(act, out)
     dt = torch.uint8 if out.type == T.TENSOR_QUANT8_ASYMM else torch.int8
@@ -89,6 +75,7 @@ def _clamp_store(out, act: int):
 # ADD, SUB, MUL
 # ---------------------------------------------------------------------------------------
 
+
 def arith_kernel(c, op: Op, act: int):
     in1, in2, out = c.ins[0], c.ins[1], c.outs[0]
     if in2.type != in1.type or out.type != in1.type:
@@ -96,32 +83,28 @@ def arith_kernel(c, op: Op, act: int):
     store = _clamp_store(out, act)
     z1, z2 = in1.zero_point, in2.zero_point
     if op == Op.MUL:
-        product_scale = float(np.float32(in1.scale) * np.float32(in2.scale))
-        m, shift = multiplier_below_one(product_scale / f32(out.scale), "output")
+        m, shift = mul_multiplier(in1, in2, out)
 
         def mul(a, b, _act=None):
             prod = (a.long() - z1) * (b.long() - z2)
             return store(multiply_by_quantized_multiplier(prod, m, shift))
+
         return mul
-    s1, s2, so = f32(in1.scale), f32(in2.scale), f32(out.scale)
-    twice_max = 2.0 * max(s1, s2)
-    m1, e1 = multiplier_below_one(s1 / twice_max, "input 0")
-    m2, e2 = multiplier_below_one(s2 / twice_max, "input 1")
-    mo, eo = multiplier_below_one(twice_max / ((1 << ADD_LEFT_SHIFT) * so), "output")
-    if op == Op.SUB:
-        m2 = -m2
+    (m1, e1), (m2, e2), (mo, eo) = add_sub_multipliers(in1, in2, out, op == Op.SUB)
 
     def add(a, b, _act=None):
         x1 = (a.long() - z1) << ADD_LEFT_SHIFT
         x2 = (b.long() - z2) << ADD_LEFT_SHIFT
         total = multiply_by_quantized_multiplier(x1, m1, e1) + multiply_by_quantized_multiplier(x2, m2, e2)
         return store(multiply_by_quantized_multiplier(total, mo, eo))
+
     return add
 
 
 # ---------------------------------------------------------------------------------------
 # Convolutions and FULLY_CONNECTED
 # ---------------------------------------------------------------------------------------
+
 
 def _bias_scale_ok(product: float, bias_scale: float) -> bool:
     """The reference's rule: bias scale within 1e-6 (relative) of input_scale * filter_scale."""
@@ -146,8 +129,10 @@ def output_multipliers(x, f, bias, out, n_out: int, channel_dim: int):
     else:
         raise Unsupported(f"filter of type {f.type.name}")
     pairs = [quantize_multiplier(p / out_scale) for p in products]
-    return (torch.tensor([m for m, _ in pairs], dtype=torch.long),
-            torch.tensor([s for _, s in pairs], dtype=torch.long))
+    return (
+        torch.tensor([m for m, _ in pairs], dtype=torch.long),
+        torch.tensor([s for _, s in pairs], dtype=torch.long),
+    )
 
 
 def _check_types(c):
@@ -161,6 +146,7 @@ def _check_types(c):
 
 def conv_kernel(c, n_extra: int, filter_perm, groups_of):
     from nnconform.drivers.torch.convert import conv_args  # the float converter's argument parsing (one place)
+
     x, f, b, out = _check_types(c)
     pads, strides, dil, extra, act, nchw = conv_args(c, n_extra)
     groups = groups_of(c, extra, nchw)
@@ -181,6 +167,7 @@ def conv_kernel(c, n_extra: int, filter_perm, groups_of):
         acc = acc + bias.long().reshape(1, -1, 1, 1)
         y = store(multiply_by_quantized_multiplier(acc, mult, shift))
         return (y if nchw else y.permute(TO_NHWC)).contiguous()
+
     return kernel
 
 
@@ -199,6 +186,7 @@ def fully_connected_kernel(c, act: int):
         wo = (wt.long() - zw).double()
         acc = (xo @ wo.t()).long() + bias.long()
         return store(multiply_by_quantized_multiplier(acc, mult, shift)).reshape(out_shape)
+
     return kernel
 
 
@@ -207,6 +195,7 @@ def transpose_conv_kernel(c):
     NNAPI paddings cropped (or, for a negative tail, zero accumulators added), bias added in
     int64, then the convolution's requantisation."""
     from nnconform.drivers.torch.convert import transpose_conv_args
+
     x, f, b, out = _check_types(c)
     crop_pads, strides, act, nchw = transpose_conv_args(c)
     pl, pr, pt, pb = crop_pads
@@ -226,6 +215,7 @@ def transpose_conv_kernel(c):
         acc = acc + bias.long().reshape(1, -1, 1, 1)
         y = store(multiply_by_quantized_multiplier(acc, mult, shift))
         return (y if nchw else y.permute(TO_NHWC)).contiguous()
+
     return kernel
 
 
@@ -239,8 +229,11 @@ _INT32_MAX = (1 << 31) - 1
 def _saturating_shift_left(x: torch.Tensor, exponent: int) -> torch.Tensor:
     """gemmlowp SaturatingRoundingMultiplyByPOT for a positive exponent."""
     threshold = (1 << (31 - exponent)) - 1
-    return torch.where(x > threshold, torch.full_like(x, _INT32_MAX),
-                       torch.where(x < -threshold, torch.full_like(x, INT32_MIN), x << exponent))
+    return torch.where(
+        x > threshold,
+        torch.full_like(x, _INT32_MAX),
+        torch.where(x < -threshold, torch.full_like(x, INT32_MIN), x << exponent),
+    )
 
 
 def _wrap32(x: torch.Tensor) -> torch.Tensor:
@@ -270,7 +263,7 @@ def inv_sqrt_multiplier(sums: torch.Tensor):
     for _ in range(5):
         r3 = _saturating_shift_left(srdhm(srdhm(r, r), r), 6)
         r = _saturating_shift_left(_wrap32(srdhm(torch.full_like(r, half_three), r) - srdhm(half_input, r3)), 3)
-    mult = srdhm(r, 1518500250)            # times sqrt(2)/2
+    mult = srdhm(r, 1518500250)  # times sqrt(2)/2
     neg = shift < 0
     mult = torch.where(neg, _wrap32(mult << torch.where(neg, -shift, torch.zeros_like(shift))), mult)
     shift = torch.where(neg, torch.zeros_like(shift), shift)
@@ -296,10 +289,11 @@ def l2_normalization_kernel(c, axis: int):
     def kernel(t, *_):
         d = t.long() - zp
         mult, shift = inv_sqrt_multiplier(torch.sum(d * d, dim=axis, keepdim=True))
-        if signed_last:   # TFLite's int8 kernel
+        if signed_last:  # TFLite's int8 kernel
             return torch.clamp(multiply_by_quantized_multiplier(d, mult, shift + 7), -128, 127).to(torch.int8)
         y = rounding_divide_by_pot(srdhm(d * 128, mult), -shift)
         if out.type == T.TENSOR_QUANT8_ASYMM:
             return torch.clamp(y + 128, 0, 255).to(torch.uint8)
         return torch.clamp(y, -128, 127).to(torch.int8)
+
     return kernel

@@ -1114,7 +1114,7 @@ def softmax_rows(
 def bilinear(x: np.ndarray, rows: tuple, cols: tuple) -> np.ndarray:
     """The compiled twin of the float path of ``resize.execute_bilinear``: float32 NHWC
     ``x``; ``rows``/``cols``: (low index, high index, float32 weight of the high one) per
-    output row / column, as ``resize._bilinear_axis`` gives them."""
+    output row / column, as ``resize.bilinear_axis`` gives them."""
     (y0, y1, fy), (x0, x1, fx) = rows, cols
     out = np.empty((x.shape[0], y0.shape[0], x0.shape[0], x.shape[3]), np.float32)
     _compile("bilinear")(np.ascontiguousarray(x), y0, y1, fy, x0, x1, fx, out)

@@ -107,14 +107,17 @@ def _prepare(ctx: OpContext):
     return x, nchw, align, half, out_h, out_w
 
 
-def _resize_scale(in_size: int, out_size: int, align: bool) -> np.float32:
+# resize_scale, bilinear_axis, bilinear_axis_fixed and nearest_axis are public: the runtime
+# adapters (nnconform.drivers.common.op_params) build their gather tables with them, so an
+# adapter's source pixels and weights are the reference's by construction.
+def resize_scale(in_size: int, out_size: int, align: bool) -> np.float32:
     if align and out_size > 1:
         return _F32(in_size - 1) / _F32(out_size - 1)
     return _F32(in_size) / _F32(out_size)
 
 
-def _bilinear_axis(in_size: int, out_size: int, align: bool, half: bool):
-    scale = _resize_scale(in_size, out_size, align)
+def bilinear_axis(in_size: int, out_size: int, align: bool, half: bool):
+    scale = resize_scale(in_size, out_size, align)
     i = np.arange(out_size, dtype=_F32)
     src = ((i + _F32(0.5)) * scale - _F32(0.5)) if half else i * scale
     lo = np.maximum(np.floor(src), 0).astype(np.int64)
@@ -129,8 +132,8 @@ def execute_bilinear(ctx: OpContext) -> list[np.ndarray]:
     _, in_h, in_w, _ = x.shape
     if ctx.in_operands[0].type == T.TENSOR_QUANT8_ASYMM_SIGNED:
         return [from_nhwc(_bilinear_int8(x, out_h, out_w, align, half), nchw)]
-    y0, y1, fy = _bilinear_axis(in_h, out_h, align, half)
-    x0, x1, fx = _bilinear_axis(in_w, out_w, align, half)
+    y0, y1, fy = bilinear_axis(in_h, out_h, align, half)
+    x0, x1, fx = bilinear_axis(in_w, out_w, align, half)
     xf = x.astype(_F32, copy=False)  # only read
     dtype = ctx.output_dtype(0)
     if jit.worth(x.shape[0] * out_h * out_w * x.shape[3]):
@@ -160,7 +163,7 @@ def _c_div(a: np.ndarray, b: int) -> np.ndarray:
     return np.where(a < 0, -q, q)
 
 
-def _bilinear_axis_fixed(in_size: int, out_size: int, align: bool, half: bool):
+def bilinear_axis_fixed(in_size: int, out_size: int, align: bool, half: bool):
     """Source coordinates in 1/1024 pixel units for the int8 kernel."""
     if align and out_size > 1:
         scale = ((1 << 10) * (in_size - 1) + (out_size - 1) // 2) // (out_size - 1)
@@ -174,8 +177,8 @@ def _bilinear_axis_fixed(in_size: int, out_size: int, align: bool, half: bool):
 
 
 def _bilinear_int8(x: np.ndarray, out_h: int, out_w: int, align: bool, half: bool) -> np.ndarray:
-    y0, y1, wy = _bilinear_axis_fixed(x.shape[1], out_h, align, half)
-    x0, x1, wx = _bilinear_axis_fixed(x.shape[2], out_w, align, half)
+    y0, y1, wy = bilinear_axis_fixed(x.shape[1], out_h, align, half)
+    x0, x1, wx = bilinear_axis_fixed(x.shape[2], out_w, align, half)
     wy = wy[None, :, None, None]
     wx = wx[None, None, :, None]
     one = 1 << 10
@@ -191,8 +194,8 @@ def _bilinear_int8(x: np.ndarray, out_h: int, out_w: int, align: bool, half: boo
     return rounded.astype(np.int8)
 
 
-def _nearest_axis(in_size: int, out_size: int, align: bool, half: bool) -> np.ndarray:
-    scale = _resize_scale(in_size, out_size, align)
+def nearest_axis(in_size: int, out_size: int, align: bool, half: bool) -> np.ndarray:
+    scale = resize_scale(in_size, out_size, align)
     i = np.arange(out_size, dtype=_F32)
     src = ((i + _F32(0.5)) * scale) if half else i * scale
     idx = (np.sign(src) * np.floor(np.abs(src) + _F32(0.5))) if align else np.floor(src)
@@ -204,6 +207,6 @@ def _nearest_axis(in_size: int, out_size: int, align: bool, half: bool) -> np.nd
 def execute_nearest(ctx: OpContext) -> list[np.ndarray]:
     x, nchw, align, half, out_h, out_w = _prepare(ctx)
     _, in_h, in_w, _ = x.shape
-    ys = _nearest_axis(in_h, out_h, align, half)
-    xs = _nearest_axis(in_w, out_w, align, half)
+    ys = nearest_axis(in_h, out_h, align, half)
+    xs = nearest_axis(in_w, out_w, align, half)
     return [from_nhwc(x[:, ys][:, :, xs], nchw)]
