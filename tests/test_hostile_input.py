@@ -299,7 +299,7 @@ def test_plugin_failure_message_is_cleaned_and_bounded(tmp_path):
         textwrap.dedent("""
         import numpy as np
         from nnconform.ir import ModelBuilder, OperandType as T, OperationType as Op
-        from nnconform.verdict.runner import CaseOutcome
+        from nnconform.verdict.runner import Case, CaseOutcome
 
         def test_nasty(nn_session, nn_record):
             b = ModelBuilder()
@@ -307,8 +307,8 @@ def test_plugin_failure_message_is_cleaned_and_bounded(tmp_path):
             b.operation(Op.RELU, [x], [b.output(T.TENSOR_FLOAT32, [1])])
             outcome = CaseOutcome("FAIL", "\\x1b[2J\\x1b]0;pwned\\x07\\x1b[31mboom\\x1b[0m\\x00" + "y" * 100000,
                                   "execute")
-            nn_session.conclude(nn_record, outcome, test_id="nasty", model=b.build(),
-                                inputs=[np.ones(1, np.float32)], expected=[np.ones(1, np.float32)])
+            case = Case("nasty", b.build(), [np.ones(1, np.float32)], [np.ones(1, np.float32)])
+            nn_session.conclude(nn_record, outcome, case)
     """)
     )
     report = tmp_path / "report"

@@ -722,14 +722,14 @@ def test_failures_whose_names_clean_alike_get_separate_dumps(tmp_path):
     suite = tmp_path / "test_collide.py"
     suite.write_text(
         "import numpy as np, pytest\n"
-        "from nnconform.verdict.runner import CaseOutcome\n"
+        "from nnconform.verdict.runner import Case, CaseOutcome\n"
         "from helpers_collide import relu\n"
         "@pytest.mark.parametrize('tid', ['dup/case', 'dup:case'])\n"
         "def test_case(tid, nn_session, nn_record):\n"
         "    nn_record.update(suite='collide', test_id=tid)\n"
         "    model, x = relu()\n"
         "    nn_session.conclude(nn_record, CaseOutcome('FAIL', f'planted failure of {tid}', 'compare'),\n"
-        "                        test_id=tid, model=model, inputs=[x], expected=[x])\n"
+        "                        Case(tid, model, [x], [x]))\n"
     )
     (tmp_path / "helpers_collide.py").write_text(
         "import numpy as np\n"
