@@ -160,6 +160,7 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
             f"driver host, call bound {a.call_timeout:g} s, memory limit "
             f"{format_size(a.mem_limit) if a.mem_limit else 'none'}"
         )
+    _say_driver(a)
     print(
         f"nnconform: running suites {', '.join(chosen)} against driver '{a.driver}'; "
         + (f"seed {seed}; " if seed is not None else "seed from the run being resumed; ")
@@ -494,6 +495,7 @@ def cmd_replay(a: argparse.Namespace) -> int:
     except DriverLoadError as e:
         return _err(str(e))
     try:
+        _say_driver(a)
         return _replay_examples(a, spec, device)
     finally:
         if getattr(device, "isolated", False):
@@ -898,6 +900,7 @@ def cmd_probe(a: argparse.Namespace) -> int:
     except DriverLoadError as e:
         return _err(str(e))
     try:
+        _say_driver(a)
         cache = CapabilityCache(device, a.report_dir, samples=a.samples, seed=a.seed)
         if a.force:
             cache.cells.clear()
@@ -1010,6 +1013,7 @@ def cmd_stress(a: argparse.Namespace) -> int:
                 _check_driver(a.driver, in_process=False)  # one line now rather than a dead worker later
             except DriverLoadError as e:
                 return _err(str(e))
+        _say_driver(a)
         if a.cluster:
             return _stress_on_cluster(a, cfg)
         return run_stress(cfg, resume=a.resume)
@@ -1074,6 +1078,7 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
                 _check_driver(a.driver, in_process=False)  # one line now rather than a dead host later
             except DriverLoadError as e:
                 return _err(str(e))
+        _say_driver(a)
         if a.cluster:
             from nnconform.cluster import ClusterError
             from nnconform.cluster.connect import open_cluster, parse_resources
@@ -1383,6 +1388,63 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAIL
 
 
+def choose_driver(a: argparse.Namespace) -> str:
+    """The driver a command runs, said on stderr when it was not given: ``replay`` takes the one
+    the spec file records, ``--resume`` the one the report directory's run.json records (a
+    different --driver is refused: a resumed run never mixes drivers), and everything else the
+    bundled reference.  ValueError (a usage error) for a refused combination."""
+    given = a.driver
+    recorded, source = None, ""
+    if a.command == "replay":
+        recorded, source = _recorded_spec_driver(a.spec), f"the spec file {_shown(a.spec, 200)}"
+    elif getattr(a, "resume", False):
+        from nnconform.artifacts import read_run
+
+        run = read_run(a.report_dir)
+        recorded = run.get("driver") if isinstance(run.get("driver"), str) else None
+        if recorded is None and isinstance(run.get("options"), dict):  # the fuzzer's record
+            recorded = run["options"].get("driver") if isinstance(run["options"].get("driver"), str) else None
+        source = f"{_shown(a.report_dir, 200)}/run.json"
+        if given is not None and recorded is not None and given != recorded:
+            from nnconform.driver.loader import resolve_driver_spec
+
+            if resolve_driver_spec(given) != recorded:
+                raise ValueError(
+                    f"--resume: {source} records driver '{_shown(recorded, 200)}', not '{_shown(given, 200)}'; "
+                    f"a resumed run keeps its driver (leave out --driver, or start a new run in another --report-dir)"
+                )
+    if given is not None:
+        return str(given)
+    if recorded:
+        a.driver_note = f"driver '{_shown(recorded, 200)}', as recorded in {source} (give --driver to choose another)"
+        return recorded
+    if not getattr(a, "resume", False):  # (a resume with no record fails on its own, in one line)
+        a.driver_note = "no --driver given: using the bundled reference driver"
+    return "reference"
+
+
+def _say_driver(a: argparse.Namespace) -> None:
+    """The driver choice made for the user, said once the command has checked its input and
+    starts (a usage error stays one line)."""
+    note = getattr(a, "driver_note", None)
+    if note:
+        print(f"nnconform: {note}", file=sys.stderr, flush=True)
+        a.driver_note = None
+
+
+def _recorded_spec_driver(path: str) -> str | None:
+    """The driver a spec file's meta records, if it can be read (load problems are reported by
+    replay itself, after this)."""
+    from nnconform.ir.spec import load_spec
+
+    try:
+        meta = load_spec(path, validate=False).meta or {}
+    except Exception:  # the replay that follows reports what is wrong with the file, in one line
+        return None
+    d = meta.get("driver")
+    return d if isinstance(d, str) and d else None
+
+
 def _main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []
@@ -1394,6 +1456,12 @@ def _main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         return _err(str(e))
     from nnconform.driver.loader import resolve_driver_spec
+
+    if getattr(a, "command", None) in ("run", "probe", "stress", "fuzz", "replay"):
+        try:
+            a.driver = choose_driver(a)
+        except ValueError as e:
+            return _err(str(e))
 
     # A driver file given by a relative path is made absolute here, once: driver hosts, sandbox
     # workers and cluster workers may run in another directory, and reports name it so too.

@@ -140,7 +140,8 @@ OPTIONS: dict[str, SharedOption] = {
             "--driver",
             TEXT,
             "driver under test: an installed name (`nnconform drivers`), "
-            "module:attribute, or path/to/file.py:attribute",
+            "module:attribute, or path/to/file.py:attribute (default: replay and --resume take the "
+            "recorded driver, other commands the bundled reference, and say so)",
             default="reference",
             metavar="DRIVER",
             pytest_name="--driver",
@@ -318,6 +319,10 @@ def add_options(parser: argparse.ArgumentParser, command: str) -> None:
             continue
         default = opt.default_for(command)
         help_text = opt.help + (" (repeatable)" if repeat else "")
+        if name == "--driver":
+            # None: not given.  The command then chooses, and says which (nnconform.cli.choose_driver):
+            # the recorded driver for replay and --resume, else the bundled reference.
+            default = None
         parser.add_argument(
             *flags,
             dest=opt.dest,
