@@ -2,7 +2,8 @@
 external).  Rendered with jinja2 from ``report.html`` beside this module, autoescaped: every
 text taken from records is HTML-escaped.
 
-Sections, in the order a driver engineer triages: the run status, the counts with a per-suite
+Sections, in the order a driver engineer triages: the headline (driver, version and verdict,
+coloured red / amber / green: reports/headline.py) and the run status, the counts with a per-suite
 bar chart, the **failure buckets** (reports/triage.py: failures grouped by blamed operation,
 data type, criterion and normalised message; a count, one replay command and the expandable
 list of cases each; filter by text, outcome and suite, sort by any column), the conformance
@@ -25,6 +26,7 @@ import jinja2
 
 from nnconform import __version__
 from nnconform.reports import charts, triage
+from nnconform.reports.headline import headline
 from nnconform.verdict.results import BAD_OUTCOMES, OUTCOMES, PASS, XFAIL, ResultRecord
 
 NONE_LABEL = triage.NONE_LABEL
@@ -52,9 +54,15 @@ td.skip { background: #e4e4e4; color: #555; } td.empty { background: #fff; }
 code { font-size: 0.9em; white-space: pre-wrap; word-break: break-all; }
 .legend { color: #555; font-size: 0.85em; max-width: 70em; }
 .status { font-size: 1.1em; font-weight: bold; padding: 0.4em 0.7em; border-radius: 4px; display: inline-block; }
-.status-complete { background: #c8efc8; color: #17631a; }
-.status-running { background: #fff3c4; color: #6b5200; }
-.status-interrupted { background: #f4b6b6; color: #a30000; }
+.verdict { padding: 0.3em 0.6em; border-radius: 4px; display: inline-block; }
+.verdict-red { background: #f4b6b6; color: #a30000; }
+.verdict-amber { background: #fff3c4; color: #6b5200; }
+.verdict-green { background: #c8efc8; color: #17631a; }
+.report-kind { display: block; font-size: 0.55em; font-weight: normal; color: #555; margin-top: 0.3em; }
+/* The status line says whether the run finished, not whether the driver passed (the
+   headline's colour says that): a finished run's line is neutral, never green. */
+.status-complete { background: #eee; color: #333; }
+.status-running, .status-interrupted { background: #fff3c4; color: #6b5200; }
 .controls { margin: 0.5em 0; display: flex; gap: 1.2em; align-items: center; flex-wrap: wrap; }
 .controls input[type=search] { width: 22em; }
 #buckets { width: 100%; }
@@ -266,6 +274,7 @@ def render_html(
     m["report date"] = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     m.update(meta or {})
     status = str((meta or {}).get("status", "") or "")
+    verdict = headline(records, meta)
     chart_data = {s: charts.kind_counts(c, triage.kind) for s, c in suites.items()}
     suite_rows = [(s, suites[s], False) for s in suites] + [("all suites", total, True)]
     return (
@@ -273,6 +282,7 @@ def render_html(
         .get_template(TEMPLATE)
         .render(
             title=title,
+            verdict=verdict,
             css=_CSS,
             script=_SCRIPT,
             status=status,

@@ -134,6 +134,9 @@ def test_buckets_charts_and_matrix_render(tmp_path, report):
     assert re.search(r'data-op="ADD" data-type="quant8" title="\d+ pass, 40 fail', dom)
     assert not re.search(r'data-op="CONV_2D" data-type="quant8" title="\d+ pass, [1-9]', dom)
     assert dom.index('id="failures"') < dom.index('id="matrix"')
+    # the headline: verdict and driver, red, before everything else (issue #46)
+    assert "<title>d: 45 FAIL, 1 CRASH - nnconform report</title>" in dom
+    assert re.search(r'<h1 id="verdict" data-verdict="red"><span class="verdict verdict-red">d: 45 FAIL, 1 CRASH<', dom)
 
 
 def test_text_outcome_and_suite_filters(tmp_path, report):

@@ -196,7 +196,9 @@ def test_html_no_failures_and_title_escaped(tmp_path):
     recs = [r for r in records() if r.outcome in ("PASS", "SKIP")]
     p = write_html(recs, tmp_path / "r.html", title="night <1>")
     h = p.read_text()
-    assert "<title>night &lt;1&gt;</title>" in h
+    # the caller's title names the report's kind after the verdict, escaped like every text
+    assert re.search(r"<title>ref: \d+ PASS, \d+ SKIP - night &lt;1&gt;</title>", h)
+    assert '<span class="report-kind">night &lt;1&gt;</span>' in h
     assert re.search(r"<h2>Failures</h2>\s*<p>None.</p>", h)
 
 
