@@ -1003,17 +1003,9 @@ def cmd_stress(a: argparse.Namespace) -> int:
             claims=not a.no_probe,
         )
         check_config(cfg)  # --budget 0, --workers 0 ... would run nothing and exit 0: usage errors
-        problem = _check_cluster(a)
-        if problem:
-            return _err(problem)
-        if not a.resume:
-            from nnconform.errors import DriverLoadError
-
-            try:
-                _check_driver(a.driver, in_process=False)  # one line now rather than a dead worker later
-            except DriverLoadError as e:
-                return _err(str(e))
-        _say_driver(a)
+        problem = _ready_to_start(a)
+        if problem is not None:
+            return problem
         if a.cluster:
             return _stress_on_cluster(a, cfg)
         return run_stress(cfg, resume=a.resume)
@@ -1068,17 +1060,9 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
             mem_limit=a.mem_limit,
             slow_s=a.slow,
         )
-        problem = _check_cluster(a)
-        if problem:
-            return _err(problem)
-        if not a.resume:
-            from nnconform.errors import DriverLoadError
-
-            try:
-                _check_driver(a.driver, in_process=False)  # one line now rather than a dead host later
-            except DriverLoadError as e:
-                return _err(str(e))
-        _say_driver(a)
+        problem = _ready_to_start(a)
+        if problem is not None:
+            return problem
         if a.cluster:
             from nnconform.cluster import ClusterError
             from nnconform.cluster.connect import open_cluster, parse_resources
@@ -1421,6 +1405,25 @@ def choose_driver(a: argparse.Namespace) -> str:
     if not getattr(a, "resume", False):  # (a resume with no record fails on its own, in one line)
         a.driver_note = "no --driver given: using the bundled reference driver"
     return "reference"
+
+
+def _ready_to_start(a: argparse.Namespace) -> int | None:
+    """The last checks of stress and fuzz before their first case: --cluster's options and a
+    driver that loads (one line now rather than a dead worker or host later; a resumed run's
+    recorded driver is loaded by the run).  The exit status of a problem, else None, and the
+    driver choice is said."""
+    problem = _check_cluster(a)
+    if problem:
+        return _err(problem)
+    if not a.resume:
+        from nnconform.errors import DriverLoadError
+
+        try:
+            _check_driver(a.driver, in_process=False)
+        except DriverLoadError as e:
+            return _err(str(e))
+    _say_driver(a)
+    return None
 
 
 def _say_driver(a: argparse.Namespace) -> None:
