@@ -15,7 +15,22 @@ RESULTS_FILE = "results.jsonl"
 CSV_FILE = "results.csv"
 HTML_FILE = "report.html"
 
-__all__ = ["build_reports", "write_csv", "write_html", "RESULTS_FILE", "CSV_FILE", "HTML_FILE"]
+__all__ = ["build_reports", "write_results_csv", "write_csv", "write_html", "RESULTS_FILE", "CSV_FILE", "HTML_FILE"]
+
+
+def write_results_csv(records: list, report_dir: str | os.PathLike) -> Path:
+    """``report_dir/results.csv`` from these rows, written under a fresh temporary name and
+    renamed into place: a symlink planted at results.csv is replaced, never written through."""
+    report_dir = Path(report_dir)
+    fd, tmp = tempfile.mkstemp(prefix=".results.csv.", suffix=".tmp", dir=report_dir)
+    os.close(fd)
+    try:
+        write_csv(records, tmp)
+        os.replace(tmp, report_dir / CSV_FILE)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return report_dir / CSV_FILE
 
 
 def build_reports(
@@ -33,17 +48,7 @@ def build_reports(
     report_dir = Path(report_dir)
     if records is None:
         records = read_results(report_dir / RESULTS_FILE)
-    # Written under a fresh temporary name, then renamed into place: a symlink planted at
-    # results.csv or report.html is replaced, never written through.
-    fd, tmp = tempfile.mkstemp(prefix=".results.csv.", suffix=".tmp", dir=report_dir)
-    os.close(fd)
-    try:
-        write_csv(records, tmp)
-        os.replace(tmp, report_dir / CSV_FILE)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    csv_path = report_dir / CSV_FILE
+    csv_path = write_results_csv(records, report_dir)
     coverage_rows = None
     if with_coverage:
         from nnconform.cases.coverage import coverage

@@ -42,13 +42,15 @@ def test_sizes(text, size):
     assert parse_size(format_size(size)) == size
 
 
-@pytest.mark.parametrize("text, seconds", [("90s", 90), ("30m", 1800), ("2h", 7200), ("1h30m", 5400), ("0.5", 0.5)])
+@pytest.mark.parametrize(
+    "text, seconds", [("90s", 90), ("30m", 1800), ("2h", 7200), ("1h30m", 5400), ("0.5", 0.5), ("45", 45)]
+)
 def test_durations(text, seconds):
     assert parse_duration(text) == seconds
     assert parse_duration(format_duration(seconds)) == seconds
 
 
-@pytest.mark.parametrize("bad", ["", "soon", "0", "0s", "-5", "nan", "inf", "5x", "1m-"])
+@pytest.mark.parametrize("bad", ["", "soon", "0", "0s", "0m", "-5", "nan", "inf", "-inf", "1e999", "5x", "1m-"])
 def test_bad_durations_are_refused(bad):
     with pytest.raises(ValueError, match="not a duration"):
         parse_duration(bad)

@@ -21,10 +21,8 @@ from nnconform.reference.executor import Executor
 from nnconform.stress.random_models import random_model
 from nnconform.stress.runner import (
     StressConfig,
-    StressUsageError,
     build_plan,
     case_seed,
-    parse_budget,
     plan_counts,
     run_stress,
 )
@@ -80,13 +78,6 @@ def test_random_models_repeat_from_the_seed():
 
 
 # ---- planning -------------------------------------------------------------------------------
-
-
-def test_parse_budget():
-    assert parse_budget("30m") == 1800 and parse_budget("2h") == 7200 and parse_budget("1h30m") == 5400
-    assert parse_budget("90s") == 90 and parse_budget("45") == 45
-    with pytest.raises(StressUsageError):
-        parse_budget("soon")
 
 
 def test_plan_is_deterministic_interleaved_and_case_params_ignore_the_budget():

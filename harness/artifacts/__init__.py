@@ -61,24 +61,18 @@ def record_exit(report_dir: os.PathLike[str] | str, exit_status: ExitStatus | in
 
 def write_common(
     report_dir: os.PathLike[str] | str, records: Iterable[Any], meta: dict[str, Any], title: str, html: bool = True
-) -> None:
+) -> tuple[Path, Path | None]:
     """results.csv, summary.json and (unless the command writes its own page) report.html
-    from the rows of ``results.jsonl``."""
-    from nnconform.reports import build_reports, write_csv
+    from the rows of ``results.jsonl``.  Returns the paths of results.csv and report.html."""
+    from nnconform.reports import build_reports, write_results_csv
     from nnconform.reports.summary import write_summary
 
     rows = list(records)
     d = Path(report_dir)
     write_summary(d, rows, meta)
     if html:
-        build_reports(d, meta=meta, title=title, records=rows)
-    else:
-        from nnconform.artifacts.reportdir import atomic_write
-
-        tmp = d / f".{RESULTS_CSV}.tmp"
-        write_csv(rows, tmp)
-        atomic_write(d / RESULTS_CSV, tmp.read_bytes())
-        tmp.unlink()
+        return build_reports(d, meta=meta, title=title, records=rows)
+    return write_results_csv(rows, d), None
 
 
 __all__ = [

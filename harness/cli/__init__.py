@@ -490,6 +490,10 @@ def cmd_replay(a: argparse.Namespace) -> int:
         return _err(f"{_shown(a.spec)}: {e.strerror}", EXIT_USAGE)
     if not spec.examples:
         return _err(f"{_shown(a.spec)}: examples: no examples to replay", EXIT_USAGE)
+    recorded = (spec.meta or {}).get("driver")
+    a.driver = choose_driver(
+        a, recorded if isinstance(recorded, str) and recorded else None, f"the spec file {_shown(a.spec, 200)}"
+    )
     try:
         device = _replay_device(a)
     except DriverLoadError as e:
@@ -1372,16 +1376,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAIL
 
 
-def choose_driver(a: argparse.Namespace) -> str:
+def choose_driver(a: argparse.Namespace, recorded: str | None = None, source: str = "") -> str:
     """The driver a command runs, said on stderr when it was not given: ``replay`` takes the one
-    the spec file records, ``--resume`` the one the report directory's run.json records (a
-    different --driver is refused: a resumed run never mixes drivers), and everything else the
-    bundled reference.  ValueError (a usage error) for a refused combination."""
+    its spec file records (``recorded``, read from ``source``), ``--resume`` the one the report
+    directory's run.json records (a different --driver is refused: a resumed run never mixes
+    drivers), and everything else the bundled reference.  ValueError (a usage error) for a
+    refused combination."""
     given = a.driver
-    recorded, source = None, ""
-    if a.command == "replay":
-        recorded, source = _recorded_spec_driver(a.spec), f"the spec file {_shown(a.spec, 200)}"
-    elif getattr(a, "resume", False):
+    if getattr(a, "resume", False):
         from nnconform.artifacts import read_run
 
         run = read_run(a.report_dir)
@@ -1435,19 +1437,6 @@ def _say_driver(a: argparse.Namespace) -> None:
         a.driver_note = None
 
 
-def _recorded_spec_driver(path: str) -> str | None:
-    """The driver a spec file's meta records, if it can be read (load problems are reported by
-    replay itself, after this)."""
-    from nnconform.ir.spec import load_spec
-
-    try:
-        meta = load_spec(path, validate=False).meta or {}
-    except Exception:  # the replay that follows reports what is wrong with the file, in one line
-        return None
-    d = meta.get("driver")
-    return d if isinstance(d, str) and d else None
-
-
 def _main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []
@@ -1460,7 +1449,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return _err(str(e))
     from nnconform.driver.loader import resolve_driver_spec
 
-    if getattr(a, "command", None) in ("run", "probe", "stress", "fuzz", "replay"):
+    if getattr(a, "command", None) in ("run", "probe", "stress", "fuzz"):  # (replay: once its spec is read)
         try:
             a.driver = choose_driver(a)
         except ValueError as e:

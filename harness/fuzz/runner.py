@@ -685,11 +685,7 @@ def run_fuzz(cfg: FuzzConfig, resume: bool = False, out=None, err=None, cases=No
         journal.close()
         if device is not None:
             device.close()
-    code = ExitStatus.INCOMPLETE if interrupted else ExitStatus.CLEAN
-    report = write_reports(rd, exit_status=code)
-    if not interrupted and report["buckets"]:
-        code = ExitStatus.FAILURES
-        _record_exit(rd, code, report)
+    report = write_reports(rd, interrupted=interrupted)
     print(
         f"nnconform fuzz: {report['cases']} cases in {report['elapsed_s']:.0f} s "
         f"({report['cases_per_s']:.1f}/s), {len(report['buckets'])} bucket(s); seed {cfg.seed}; "
@@ -703,7 +699,7 @@ def run_fuzz(cfg: FuzzConfig, resume: bool = False, out=None, err=None, cases=No
             f"{b['count']} case(s); " + (f"replay: {b['replay']}" if b.get("spec") else b.get("replay", "")),
             file=out,
         )
-    return int(code)
+    return int(report["exit_status"])
 
 
 def _new_bucket(cfg, device, state, journal, finding, model, inputs, index, seed, found_at, out, tty) -> None:
@@ -757,13 +753,6 @@ def _new_bucket(cfg, device, state, journal, finding, model, inputs, index, seed
 def _manifest(rd: Path) -> dict:
     path = rd / MANIFEST if (rd / MANIFEST).exists() or not (rd / LEGACY_MANIFEST).exists() else rd / LEGACY_MANIFEST
     return json.loads(path.read_text())
-
-
-def _record_exit(rd: Path, code: ExitStatus, rep: dict) -> None:
-    from nnconform.artifacts import record_exit
-
-    if (rd / MANIFEST).exists():
-        record_exit(rd, code, status=_status_text(rep, code))
 
 
 def _status_text(rep: dict, code: ExitStatus) -> str:
@@ -828,10 +817,11 @@ def build_report(rd: Path) -> dict:
     }
 
 
-def write_reports(rd: Path, exit_status: ExitStatus | None = None) -> dict:
+def write_reports(rd: Path, interrupted: bool = False) -> dict:
     """The fuzz run's artifacts from its journal: results.jsonl/.csv (a row per bucket),
-    summary.json, report.html, fuzz-report.json, and the exit status in run.json."""
-    from nnconform.artifacts import RESULTS_JSONL, write_common
+    summary.json, report.html, fuzz-report.json, and the exit status in run.json (also the
+    report's ``exit_status``): 3 when interrupted, else 1 when a bucket was found, else 0."""
+    from nnconform.artifacts import RESULTS_JSONL, record_exit, write_common
     from nnconform.artifacts.reportdir import atomic_write
     from nnconform.verdict.results import record_to_json
 
@@ -839,7 +829,8 @@ def write_reports(rd: Path, exit_status: ExitStatus | None = None) -> dict:
     atomic_write(rd / REPORT_JSON, json.dumps(rep, indent=1, allow_nan=False, default=str))
     rows = bucket_rows(rep)
     atomic_write(rd / RESULTS_JSONL, "".join(record_to_json(r) + "\n" for r in rows))
-    code = exit_status if exit_status is not None else (ExitStatus.FAILURES if rows else ExitStatus.CLEAN)
+    code = ExitStatus.of([r.outcome for r in rows], complete=not interrupted)
+    rep["exit_status"] = int(code)
     write_common(
         rd,
         rows,
@@ -847,7 +838,8 @@ def write_reports(rd: Path, exit_status: ExitStatus | None = None) -> dict:
         title="nnconform fuzz report",
         html=False,
     )
-    _record_exit(rd, code, rep)
+    if (rd / MANIFEST).exists():  # (a run recorded under the legacy name keeps that record)
+        record_exit(rd, code, status=_status_text(rep, code))
     e = html.escape
     table_rows = "".join(
         f"<tr><td>{e(b['id'])}</td><td>{e(b['verdict'])}</td><td>{e(b.get('signal') or '')}</td>"
@@ -876,16 +868,6 @@ def write_reports(rd: Path, exit_status: ExitStatus | None = None) -> dict:
     )
     (rd / REPORT_HTML).write_text(page, encoding="utf-8")
     return rep
-
-
-def parse_size(text: str) -> int:
-    """A size by the shared option table's syntax (512M, 1G), as a FuzzUsageError when bad."""
-    from nnconform.cli.options import parse_size as parse
-
-    try:
-        return parse(text)
-    except ValueError as e:
-        raise FuzzUsageError(str(e)) from None
 
 
 __all__ = [

@@ -85,18 +85,6 @@ class StressUsageError(Exception):
     """Bad arguments or an unusable report directory; one line for the user."""
 
 
-def parse_budget(text: str) -> float:
-    """'30m', '2h', '90s', '1h30m' or a number of seconds -> seconds, by the shared option
-    table's duration syntax (positive and finite: a budget of 0 would run nothing and report
-    success)."""
-    from nnconform.cli.options import parse_duration
-
-    try:
-        return parse_duration(text)
-    except ValueError as e:
-        raise StressUsageError(f"bad budget: {e}") from None
-
-
 def check_config(cfg: "StressConfig") -> None:
     """Reject a configuration that would run nothing (and so 'pass'): StressUsageError."""
     if not (isinstance(cfg.budget_s, (int, float)) and math.isfinite(cfg.budget_s) and cfg.budget_s > 0):
@@ -491,7 +479,8 @@ def not_run_line(missing: list[str]) -> str:
 
 
 def rebuild_reports(report_dir: str | os.PathLike, meta: dict | None = None):
-    from nnconform.reports import RESULTS_FILE, build_reports
+    from nnconform.artifacts import write_common
+    from nnconform.reports import RESULTS_FILE
 
     manifest = {}
     mpath = Path(report_dir) / MANIFEST
@@ -505,16 +494,13 @@ def rebuild_reports(report_dir: str | os.PathLike, meta: dict | None = None):
         "tests": ", ".join(manifest.get("tests", [])),
     }
     journal = Path(report_dir) / RESULTS_FILE
+    records = read_results(journal) if journal.exists() else []
     if manifest and journal.exists():
-        missing = tests_not_run(manifest, read_results(journal))
+        missing = tests_not_run(manifest, records)
         m["tests not run"] = not_run_line(missing) if missing else "none: every selected test ran"
     m.update(meta or {})
     m["status"] = m.get("status") or manifest.get("status") or "complete"
-    csv_path, html_path = build_reports(report_dir, meta=m, title="nnconform stress report")
-    from nnconform.reports.summary import write_summary
-
-    write_summary(report_dir, read_results(journal) if journal.exists() else [], m)
-    return csv_path, html_path
+    return write_common(report_dir, records, m, title="nnconform stress report")
 
 
 def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_factory=None) -> int:
@@ -718,7 +704,6 @@ __all__ = [
     "StressUsageError",
     "run_stress",
     "rebuild_reports",
-    "parse_budget",
     "case_seed",
     "build_plan",
     "plan_counts",

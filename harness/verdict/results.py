@@ -95,7 +95,7 @@ class ResultRecord:
     def from_dict(cls, d: dict[str, Any]) -> "ResultRecord":
         """Build a record from a parsed line.  Keys this version does not know (written by a
         newer harness, or by hand) are kept in ``extra`` rather than rejected."""
-        known = _known_fields(cls)
+        known = _FIELD_NAMES
         kwargs = {k: v for k, v in d.items() if k in known}
         extra = dict(kwargs.pop("extra", None) or {})
         for k, v in d.items():
@@ -105,10 +105,6 @@ class ResultRecord:
         if missing:
             raise ValueError(f"record lacks {', '.join(missing)}")
         return cls(**kwargs, extra=extra)
-
-
-def _known_fields(cls: type) -> frozenset[str]:
-    return _FIELD_NAMES
 
 
 def _json_default(v: Any) -> Any:
