@@ -200,3 +200,17 @@ def test_the_package_ships_no_test_drivers():
     doubles = Path(__file__).parent / "drivers"
     for path in sorted(doubles.glob("*.py")):  # and each one loads as a file
         assert import_driver_file(path).__file__ == str(path.resolve())
+
+
+def test_a_driver_that_never_finishes_loading_says_where_it_is_stuck():
+    # the host's stacks are taken before it is killed: the one-line error names the frame
+    from helpers import double
+
+    from nnconform.isolation.proxy import IsolatedDevice
+
+    with pytest.raises(DriverLoadError) as e:
+        IsolatedDevice(double("slow_load", "NeverLoads"), startup_timeout=3)
+    msg = str(e.value)
+    assert "did not start within 3 s" in msg
+    assert "stuck in" in msg and "_wait_for_a_device_that_never_answers (slow_load.py)" in msg, msg
+    assert "\n" not in msg

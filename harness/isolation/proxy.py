@@ -30,6 +30,7 @@ import builtins
 import collections
 import concurrent.futures
 import itertools
+import os
 import pickle
 import re
 import threading
@@ -75,6 +76,7 @@ from nnconform.reference.ops.feature_levels import NEWEST_FEATURE_LEVEL
 DEFAULT_CALL_TIMEOUT = 60.0  # seconds one driver call may take before it is a HANG
 DEFAULT_MEM_LIMIT = 4 << 30  # RLIMIT_AS of a driver host (bytes)
 STARTUP_TIMEOUT = 120.0  # seconds for a host to load the driver and say "ready"
+READER_JOIN_S = 10.0  # how long close() waits for the reader to see the end of the reply pipe
 REJECT_BUDGET_S = 0.5  # a reject_many reply after this long (one round trip per many models)
 HANG_DUMP_S = childproc.HANG_DUMP_S  # time given to faulthandler to write the stacks
 STDERR_TAIL_LINES = 30
@@ -172,6 +174,16 @@ def _decode_error(err: Any) -> BaseException:
     raise wire.ProtocolViolation(f"unknown error kind {str(kind)[:20]!r}")
 
 
+def _stuck_at(dump: str) -> str:
+    """The innermost frames of the main thread in a faulthandler dump of a host that has not
+    started, "function (file.py) <- caller (file.py)"; "" when the dump has none.  The
+    watchdog thread (nnconform.isolation.reaper) is never the one stuck."""
+    for block in childproc.fault_blocks(dump):
+        if block and not any(f.endswith("reaper.py") and fn == "watch" for f, fn in block):
+            return " <- ".join(f"{fn} ({os.path.basename(f)})" for f, fn in block[:3])
+    return ""
+
+
 def _list(v: Any, limit: int = 1 << 20) -> list[Any]:
     if not isinstance(v, list) or len(v) > limit:
         raise wire.ProtocolViolation("malformed list in a reply")
@@ -249,6 +261,7 @@ class _Host:
         self.drops: collections.deque[int] = collections.deque()
         self.lock = threading.Lock()
         self.write_lock = threading.Lock()
+        self.pipes_closed = False
         self.ids = itertools.count(1)
         self.death: HostIncident | None = None
         self.killing = False
@@ -274,9 +287,13 @@ class _Host:
         except wire.ProtocolViolation as e:
             first = f"protocol: {e}"
         if not isinstance(first, tuple) or not first[0].get("ready"):
+            if first == "timeout":
+                # where the load is stuck (an import, a device that never answers) is the
+                # diagnosis: every thread's stack, taken before the kill
+                self.child.dump_stacks(HANG_DUMP_S)
             why = self._startup_failure(first)
             self.kill_everything()
-            self.child.close_fds()
+            self._close_pipes()
             self.cleanup()
             raise DriverLoadError(why)
         ready = first[0]
@@ -297,7 +314,11 @@ class _Host:
             error: str = first[0]["error"]
             return error[:2000]
         if first == "timeout":
-            return f"driver '{self.owner.driver_spec}': the driver host did not start within {self.owner.startup_timeout:g} s"
+            where = _stuck_at(self.child.stderr.fault_dump())
+            return (
+                f"driver '{self.owner.driver_spec}': the driver host did not start within "
+                f"{self.owner.startup_timeout:g} s" + (f" (stuck in {where})" if where else "")
+            )
         self.child.wait_exit(5)
         tail = self.stderr_tail().strip().splitlines()
         return (
@@ -328,20 +349,25 @@ class _Host:
             args = dict(args, _drop=dropped)
         blob = pickle.dumps(args, protocol=5)
         try:
-            with self.write_lock:
-                wire.write_frame(self.req_fd, {"id": call_id, "op": op}, [blob])
+            self._write({"id": call_id, "op": op}, [blob])
         except OSError:
             # The host is gone; the reader classifies how and fails this slot with it.
             self.thread.join(10)
         return slot
+
+    def _write(self, header: dict[str, Any], bufs: list[bytes]) -> None:
+        """One request frame; BrokenPipeError once the pipes are closed (see _close_pipes)."""
+        with self.write_lock:
+            if self.pipes_closed:
+                raise BrokenPipeError("the driver host's pipes are closed")
+            wire.write_frame(self.req_fd, header, bufs)
 
     def notify(self, op: str, args: dict[str, Any]) -> None:
         """A message with no answer (fence signalled, handles dropped)."""
         if self.death is not None:
             return
         try:
-            with self.write_lock:
-                wire.write_frame(self.req_fd, {"id": 0, "op": op}, [pickle.dumps(args, protocol=5)])
+            self._write({"id": 0, "op": op}, [pickle.dumps(args, protocol=5)])
         except OSError:
             return  # the host is gone: the reader records how; a notice has nobody to tell
 
@@ -474,15 +500,40 @@ class _Host:
                 self.death = HostCrash("the driver host was closed")
         if alive:
             try:
-                with self.write_lock:
-                    wire.write_frame(self.req_fd, {"id": 0, "op": "quit"}, [])
+                self._write({"id": 0, "op": "quit"}, [])
                 self.child.wait_exit(5)
             except OSError:
                 pass  # the host is gone already: killed below all the same
         self.kill_everything()
         self._fail_pending()
-        self.child.close_fds()
+        self._close_pipes()
         self.cleanup()
+
+    def _close_pipes(self) -> None:
+        """Close both pipe ends, but never under a thread that may still use one.  A closed
+        descriptor's number is given to the next pipe opened (the next host's): a write
+        started by another thread would land in that host's requests, and a late read by
+        this host's reader would steal that host's replies (its call then waits to a HANG).
+        So writers check ``pipes_closed`` under the write lock, and the reply pipe is closed
+        once the reader has seen the end of it; a reader still blocked after the wait (a
+        descendant kept the pipe's write end) keeps its descriptor open."""
+        with self.write_lock:
+            if self.pipes_closed:
+                return
+            self.pipes_closed = True
+            try:
+                os.close(self.req_fd)
+            except OSError:
+                pass  # closed already: nothing left to release
+        reader = getattr(self, "thread", None)  # not started when the host failed to start
+        if reader is not None and reader is not threading.current_thread():
+            reader.join(READER_JOIN_S)
+            if reader.is_alive():
+                return
+        try:
+            os.close(self.res_fd)
+        except OSError:
+            pass  # closed already: nothing left to release
 
     def cleanup(self) -> None:
         self.child.stderr.remove()
@@ -749,6 +800,8 @@ class IsolatedDevice(Device):
         with self._start_lock:
             h = self._current
             if h is None or h.death is not None:
+                if h is not None:
+                    h._close_pipes()  # the dead host's descriptors, before new pipes are opened
                 self.hosts_started += 1
                 h = self._current = _Host(self, self.hosts_started)
         return h
