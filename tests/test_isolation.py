@@ -783,3 +783,33 @@ def test_reply_headers_nested_too_deep_are_a_protocol_violation_however_they_are
     assert wire.parse_json(b'{"ok": [1, 2]}') == {"ok": [1, 2]}
     with pytest.raises(wire.ProtocolViolation, match="NaN in a reply"):
         wire.parse_json(b'{"ok": NaN}')
+
+
+def test_a_closed_host_never_touches_a_reused_descriptor():
+    """After close() the old host's reader has ended and its writers are refused: the pipe
+    numbers it held go to the next pipes opened (the next host's), where a late read would
+    steal that host's replies and a late write would land in its requests."""
+    import select
+
+    from nnconform.isolation.proxy import IsolatedDevice
+
+    dev = IsolatedDevice("reference")
+    h = dev._current
+    dev.capabilities()
+    old_req, old_res = h.req_fd, h.res_fd
+    dev.close()
+    assert not h.thread.is_alive()
+    fresh = [os.pipe() for _ in range(4)]  # likely to be given the old numbers again
+    try:
+        h.notify("drop", {"handles": [1]})  # a late notice from another thread: dropped
+        # a writer that checked the host was alive just before close(): refused, not written
+        with pytest.raises(BrokenPipeError):
+            h._write({"id": 99, "op": "capabilities"}, [])
+        for r, w in fresh:
+            assert select.select([r], [], [], 0)[0] == [], "a closed host wrote into a reused pipe"
+        reused = {old_req, old_res} & {fd for pair in fresh for fd in pair}
+        assert reused, "the test meant to reuse the closed host's descriptor numbers"
+    finally:
+        for r, w in fresh:
+            os.close(r)
+            os.close(w)
