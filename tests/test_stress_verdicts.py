@@ -1,0 +1,65 @@
+"""performance-degradation measures the driver, not the machine (issue 47, point 1): the
+compile loop is compared with a control loading the machine alike without the driver, in
+interleaved windows, and only a slowdown with confidence above the limit fails.  The broken
+driver's effect is huge (every compilation holds the lock inference needs for 50 ms), so no
+verdict here depends on how loaded the machine is."""
+
+import numpy as np
+from helpers import double, double_module
+
+from nnconform.drivers.reference import ReferenceDevice
+from nnconform.isolation.sandbox import CaseContext
+from nnconform.stress.runner import StressConfig, run_stress
+from nnconform.stress.tests import StressOptions, performance_degradation, ratio_interval
+from nnconform.verdict.results import read_results
+
+BROKEN = double("broken_stress")
+
+
+def _ctx(device):
+    return CaseContext(device, "x", "performance-degradation#0", 1, 120.0)
+
+
+def test_ratio_interval_is_seeded_and_brackets_the_mean():
+    x = np.log(np.array([1.0, 1.1, 0.9, 1.05, 0.95, 1.0, 1.02, 0.98]))
+    a, b = ratio_interval(x, seed=5), ratio_interval(x, seed=5)
+    assert a == b
+    point, lo, hi = a
+    assert lo <= point <= hi and lo < 0 < hi
+    # a constant ratio has a zero-width interval at that ratio
+    p, lo, hi = ratio_interval(np.full(8, np.log(3.0)), seed=1)
+    assert np.isclose(lo, np.log(3.0)) and np.isclose(hi, np.log(3.0))
+
+
+def test_reference_is_not_failed_and_reports_the_interval():
+    v = performance_degradation(_ctx(ReferenceDevice()), warmup=0.2, duration=1.6, threshold=0.5, seed=3)
+    assert v.verdict == "SUCCESS", v.reason
+    assert "interval" in v.reason and "control" in v.reason
+    e = v.extra
+    assert e["degradation_low"] <= e["degradation"] <= e["degradation_high"]
+    assert e["pairs"] == 8 and e["compiles"] > 0 and e["latency_control_ms"] > 0
+
+
+def test_compilation_holding_the_inference_lock_fails():
+    dev = double_module("broken_stress").CompileBlocksInference()
+    v = performance_degradation(_ctx(dev), warmup=0.2, duration=1.6, threshold=0.5, seed=3)
+    assert v.verdict == "FAILURE", v.reason
+    # every compilation stalls inference for 50 ms of each ~70 ms cycle: far past +50%
+    assert v.extra["degradation_low"] > 0.5, v.extra
+
+
+def test_compile_lock_driver_fails_through_the_stress_runner(tmp_path):
+    cfg = StressConfig(
+        driver=BROKEN + "CompileBlocksInference",
+        budget_s=600,
+        tests=["performance-degradation"],
+        workers=1,
+        seed=4,
+        report_dir=str(tmp_path / "run"),
+        cases=["performance-degradation#0"],
+        options=StressOptions(durations={"performance-degradation": 1.6}, hang_grace=120),
+    )
+    assert run_stress(cfg) == 1
+    [row] = [r for r in read_results(tmp_path / "run" / "results.jsonl") if r.test_id == "performance-degradation#0"]
+    assert row.outcome == "FAILURE", row.message
+    assert "interval" in row.message and row.extra["degradation_low"] > 0.5
