@@ -63,3 +63,46 @@ def test_compile_lock_driver_fails_through_the_stress_runner(tmp_path):
     [row] = [r for r in read_results(tmp_path / "run" / "results.jsonl") if r.test_id == "performance-degradation#0"]
     assert row.outcome == "FAILURE", row.message
     assert "interval" in row.message and row.extra["degradation_low"] > 0.5
+
+
+# ---- budgets cover every test first (issue 47, point 6) ------------------------------------
+
+
+def test_budget_fit_names_the_tests_a_short_budget_cannot_reach():
+    from nnconform.stress.runner import TESTS, budget_fit, build_plan, plan_counts
+
+    o = StressOptions()
+    plan = build_plan(plan_counts(list(TESTS), 30, 1, o), 5, o)
+    # every test's first case comes before any second case
+    firsts = [k for k, c in enumerate(plan) if c.index == 0]
+    assert firsts == list(range(len(TESTS)))
+    late, needed = budget_fit(plan, 30, 1, o)
+    assert "execution-soak" in late and "random-model-load" not in late
+    assert needed > 120  # the soak alone is 121 s nominal
+    late_big, needed_big = budget_fit(plan, needed + 1, 1, o)
+    assert late_big == [] and needed_big == needed
+    # two workers lay the first cases side by side: less wall time is needed
+    assert budget_fit(plan, 30, 2, o)[1] < needed
+
+
+def test_a_short_budget_names_the_unreachable_tests_before_the_first_case(tmp_path):
+    import io
+    import json
+
+    out = io.StringIO()
+    cfg = StressConfig(
+        driver="reference",
+        budget_s=0.5,
+        tests=["random-model-load", "compile-leak"],
+        workers=1,
+        seed=1,
+        report_dir=str(tmp_path / "run"),
+        options=StressOptions(durations={"compile-leak": 0.5}, hang_grace=120),
+        claims=False,
+    )
+    run_stress(cfg, out=out)
+    text = out.getvalue()
+    warn = text.index("not expected to reach the first case of: compile-leak")
+    assert warn < text.index("\ntest ")  # before the verdict table
+    manifest = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert manifest["first_cases"]["not_expected"] == ["compile-leak"]

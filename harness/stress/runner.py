@@ -8,7 +8,10 @@ name and the index (:func:`case_seed`), and its parameters from that seed and th
 only, so a case replays alike whatever the budget.  The budget (x workers) is shared among the
 tests by weight; each test gets as many cases as its nominal case duration fits (at least
 one).  The first case of every test comes first (shortest first), so a short budget runs each
-test once where it can; the other cases of all tests are interleaved.  A selected test that still gets no case
+test once where it can; the other cases of all tests are interleaved.  Before the first case
+the runner lays those first cases out on the workers by their nominal durations
+(:func:`budget_fit`) and names the tests whose first case the budget is not expected to
+reach, with the budget that would cover them all (terminal and ``run.json``).  A selected test that still gets no case
 before the budget runs out is named at the end (terminal and report) and the exit status is
 3, "incomplete" (unless a case failed: 1).  The plan, seed and options are written to
 ``run.json`` in the report directory before the first case starts.
@@ -145,6 +148,46 @@ def build_plan(counts: dict[str, int], run_seed: int, options: StressOptions) ->
         s = case_seed(run_seed, name, k)
         cases.append(Case(name, k, s, TESTS[name].params(k, s, options)))
     return cases
+
+
+def first_case_schedule(plan: list[Case], budget_s: float, workers: int, options: StressOptions) -> dict[str, float]:
+    """When each test's first case is expected to start (seconds into the run): the plan's
+    first cases laid out on ``workers`` slots by their nominal durations, as the scheduler
+    hands them out (in plan order, each to the slot free first; an exclusive case waits for
+    every slot and holds them all).  Only first cases: they all come before any second one."""
+    free = [0.0] * max(1, workers)
+    starts: dict[str, float] = {}
+    for c in plan:
+        if c.index != 0 or c.test in starts:
+            continue
+        t = TESTS[c.test]
+        cost = t.nominal_s(options)
+        if t.exclusive:
+            start = max(free)
+            free = [start + cost] * len(free)
+        else:
+            k = min(range(len(free)), key=free.__getitem__)
+            start = free[k]
+            free[k] = start + cost
+        starts[c.test] = start
+    return starts
+
+
+def budget_fit(plan: list[Case], budget_s: float, workers: int, options: StressOptions) -> tuple[list[str], float]:
+    """(tests whose first case is not expected to finish within ``budget_s``, the budget that
+    covers every selected test's first case), from their nominal durations."""
+    starts = first_case_schedule(plan, budget_s, workers, options)
+    ends = {name: start + TESTS[name].nominal_s(options) for name, start in starts.items()}
+    late = [name for name, end in ends.items() if end > budget_s]
+    return late, max(ends.values(), default=0.0)
+
+
+def fit_line(late: list[str], needed_s: float, budget_s: float) -> str:
+    return (
+        f"the budget of {budget_s:.0f} s is not expected to reach the first case of: {', '.join(late)} "
+        f"(every test's first case needs about {math.ceil(needed_s)} s; --budget {math.ceil(needed_s * 1.2)}s "
+        f"leaves some margin)"
+    )
 
 
 def parse_case_key(key: str) -> tuple[str, int]:
@@ -498,6 +541,9 @@ def rebuild_reports(report_dir: str | os.PathLike, meta: dict | None = None):
     if manifest and journal.exists():
         missing = tests_not_run(manifest, records)
         m["tests not run"] = not_run_line(missing) if missing else "none: every selected test ran"
+    fit = manifest.get("first_cases") or {}
+    if fit.get("not_expected"):
+        m["budget plan"] = fit_line(fit["not_expected"], fit.get("needed_s", 0.0), fit.get("budget_s", 0.0))
     m.update(meta or {})
     m["status"] = m.get("status") or manifest.get("status") or "complete"
     return write_common(report_dir, records, m, title="nnconform stress report")
@@ -574,6 +620,9 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
     remaining_nominal = sum(TESTS[c.test].nominal_s(cfg.options) for c in todo) / max(1, cfg.workers)
     budget = max(cfg.budget_s - used, remaining_nominal) if resume else cfg.budget_s
     manifest["sessions"] = manifest.get("sessions", []) + [_now_iso()]
+    if not cfg.cases:
+        late, needed = budget_fit(todo, budget, cfg.workers, cfg.options)
+        manifest["first_cases"] = {"budget_s": budget, "needed_s": round(needed, 1), "not_expected": late}
     _write_json_atomic(mpath, manifest)
 
     print(
@@ -585,6 +634,11 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
         flush=True,
     )
     print(f"nnconform stress: journal {journal}", file=out, flush=True)
+    if not cfg.cases:
+        late, needed = budget_fit(todo, budget, cfg.workers, cfg.options)
+        if late:
+            # said before the first case: a nightly job learns now which budget covers every test
+            print(f"nnconform stress: warning: {fit_line(late, needed, budget)}", file=out, flush=True)
 
     sched = _Scheduler(todo, time.monotonic() + budget)
     progress = Progress(len(plan), budget, done=len(plan) - len(todo), stream=err)
@@ -714,5 +768,6 @@ __all__ = [
     "MANIFEST",
     "check_config",
     "tests_not_run",
+    "budget_fit",
     "EXIT_INCOMPLETE",
 ]
