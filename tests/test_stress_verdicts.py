@@ -106,3 +106,65 @@ def test_a_short_budget_names_the_unreachable_tests_before_the_first_case(tmp_pa
     assert warn < text.index("\ntest ")  # before the verdict table
     manifest = json.loads((tmp_path / "run" / "run.json").read_text())
     assert manifest["first_cases"]["not_expected"] == ["compile-leak"]
+
+
+# ---- a random-graph CRASH is blamed on one operation and shrunk (issue 46, point 5) --------
+
+
+def test_shrink_bisects_to_the_operation_and_its_smallest_failing_graph():
+    from nnconform.isolation.sandbox import SandboxResult
+    from nnconform.stress.shrink import shrink
+    from nnconform.stress.tests import TESTS, graph_of
+    from nnconform.stress.tests import StressOptions as O
+
+    params = TESTS["random-inference"].params(3, 11, O())
+    rm = graph_of(params)
+    ops = rm.model.main.operations
+    target = next(n for n in range(len(ops) // 2, len(ops)) if ops[n].name == "SUB")
+    crash = SandboxResult("CRASH", "worker killed by SIGABRT", signal=6)
+    tried = []
+
+    def try_keep(keep):  # a driver that aborts on any graph holding operation ``target``
+        tried.append(list(keep))
+        return crash if target in keep else SandboxResult("SUCCESS")
+
+    s = shrink(rm.model, rm.inputs, crash, try_keep)
+    assert s is not None and s.index == target and s.operation == "SUB" and s.keep == [target]
+    assert s.complete and s.of == len(ops) and s.tries == len(tried) <= 12
+    assert [op.name for op in s.model.main.operations] == ["SUB"]
+    assert len(s.inputs) == len(s.model.main.input_indexes)
+    # a crash by another signal is not the same failure: nothing smaller is kept
+    other = shrink(rm.model, rm.inputs, SandboxResult("CRASH", "x", signal=11), try_keep)
+    assert other.keep == list(range(len(ops)))
+
+
+def test_abort_in_sub_inside_a_large_random_graph_is_blamed_on_sub_and_shrunk(tmp_path):
+    import json
+
+    from nnconform.ir.spec import load_spec
+
+    rdir = tmp_path / "run"
+    cfg = StressConfig(
+        driver=BROKEN + "AbortsInSub",
+        budget_s=600,
+        tests=["random-inference"],
+        workers=1,
+        seed=1,
+        report_dir=str(rdir),
+        cases=["random-inference#1"],  # a 514-operation fp32 graph with its first SUB at 214
+        options=StressOptions(hang_grace=120),
+        claims=False,
+    )
+    assert run_stress(cfg) == 1
+    [row] = read_results(rdir / "results.jsonl")
+    assert row.outcome == "CRASH" and row.extra["signal"] == 6
+    assert (row.blamed_operation, row.blamed_data_type) == ("SUB", "fp32")
+    assert row.operations == ["SUB"] and row.data_types == ["fp32"]  # the matrix paints one cell
+    assert row.extra["shrunk"]["operations"] == 1 and row.extra["shrunk"]["from"] > 500
+    spec = load_spec(row.spec_path)
+    assert [op.name for op in spec.model.main.operations] == ["SUB"]
+    assert row.extra["full_spec"] and row.extra["full_spec"] != row.spec_path
+    summary = json.loads((rdir / "summary.json").read_text())
+    [bucket] = summary["buckets"]
+    assert bucket["operation"] == "SUB" and bucket["data_type"] == "fp32" and "SIGABRT" in bucket["message"]
+    assert summary["per_data_type"] == {"fp32": {"CRASH": 1}}

@@ -404,12 +404,92 @@ def ask_claims(cfg: StressConfig, out) -> dict:
     return claims
 
 
-def _record(cfg: StressConfig, case: Case, res: SandboxResult, liveness: SandboxResult | None) -> ResultRecord:
+def _dump_minimal(cfg: StressConfig, case: Case, res: SandboxResult, shrunk, replay: str) -> str | None:
+    """The shrunk graph of a CRASH/HANG as a spec file of its own (what ``replay`` should run
+    first); None when it cannot be written (the row keeps the full graph's spec)."""
+    from nnconform.ir.spec import SpecExample, SpecFile, dump_spec, failure_meta
+    from nnconform.ir.spec import replay_command as spec_replay
+    from nnconform.reference.executor import Executor
+
+    path = Path(cfg.report_dir) / SPEC_DIR / f"{case.test}-{case.index}-minimal.json"
+    name = f"random_{case.params['graph']}_seed{case.params['seed']}_minimal_{shrunk.operation.lower()}"
+    try:
+        expected = Executor(shrunk.model).run(list(shrunk.inputs))
+        meta = failure_meta(
+            seed=case.seed,
+            driver=cfg.driver,
+            actual_outputs=[],
+            criterion={"verdict": res.verdict, "reason": res.reason[:500]},
+            replay=spec_replay(path, cfg.driver),
+            example=name,
+            suite=SUITE,
+            test_id=case.key,
+            run_seed=cfg.seed,
+            stress_replay=replay,
+            shrunk_from=shrunk.of,
+        )
+        examples = [SpecExample(name, list(shrunk.inputs), list(expected), ())]
+        dump_spec(SpecFile(shrunk.model, examples, meta), path)
+    except Exception as e:  # noqa: BLE001 - a spec that cannot be written must not lose the row
+        print(f"nnconform stress: the minimal spec of {case.key} was not written: {e}", file=sys.stderr)
+        return None
+    return str(path)
+
+
+def shrink_case(cfg: StressConfig, box, case: Case, res: SandboxResult):
+    """Blame a random-graph CRASH/HANG on one operation and shrink its graph
+    (nnconform.stress.shrink), each candidate run in ``box``."""
+    from nnconform.stress.shrink import SHRINK_BUDGET_S, SHRINK_TARGET, shrink
+    from nnconform.stress.tests import graph_of
+
+    rm = graph_of(case.params)
+    timeout = TESTS[case.test].timeout_s(cfg.options)
+
+    def try_keep(keep: list[int]) -> SandboxResult:
+        return box.run(
+            SHRINK_TARGET,
+            {"test": case.test, "params": case.params, "keep": keep},
+            timeout=timeout,
+            case_key=f"{case.key}/shrink",
+            seed=case.seed,
+        )
+
+    return shrink(rm.model, rm.inputs, res, try_keep, budget_s=SHRINK_BUDGET_S)
+
+
+def _record(
+    cfg: StressConfig, case: Case, res: SandboxResult, liveness: SandboxResult | None, shrunk=None
+) -> ResultRecord:
     replay = replay_command(cfg, case.key)
     spec_path, ops, types = None, [], []
     if res.verdict != SUCCESS:
         spec_path, ops, types = _dump_spec(cfg, case, res, replay)
     message = res.reason
+    blamed_op = blamed_type = ""
+    shrink_extra: dict = {}
+    if shrunk is not None:
+        from nnconform.isolation.childproc import signal_name
+
+        full_ops = shrunk.of
+        minimal = _dump_minimal(cfg, case, res, shrunk, replay)
+        blamed_op, blamed_type = shrunk.operation, shrunk.data_type
+        what = res.verdict + (f" {signal_name(res.signal)}" if res.signal is not None else "")
+        shrink_extra = {
+            "shrunk": shrunk.to_extra(),
+            "blamed_index": shrunk.index,
+            "blamed_how": shrunk.how,
+            # the bucket's words: the same for every graph this defect crashes
+            "blamed_message": f"{what} in {blamed_op} {blamed_type}",
+        }
+        message += (
+            f"; blamed on {blamed_op} ({blamed_type}, operation {shrunk.index} of {full_ops}): "
+            f"still {res.verdict} as a {len(shrunk.keep)}-operation graph"
+            + ("" if shrunk.complete else " (shrink stopped at its time budget)")
+        )
+        if minimal:
+            shrink_extra["full_spec"] = spec_path
+            spec_path = minimal
+            ops, types = shrunk.model.operation_names(), shrunk.model.data_types()
     params = dict(case.params)
     if params.get("cells") is not None:  # the claimed cells are the run's (manifest); count them here
         params["cells"] = len(params["cells"])
@@ -434,6 +514,7 @@ def _record(cfg: StressConfig, case: Case, res: SandboxResult, liveness: Sandbox
         from nnconform.ir.spec import replay_command as spec_replay
 
         extra["spec_replay"] = spec_replay(spec_path, cfg.driver)
+    extra.update(shrink_extra)
     if liveness is not None:
         extra["liveness"] = {"verdict": liveness.verdict, "reason": liveness.reason}
         message += (
@@ -452,6 +533,8 @@ def _record(cfg: StressConfig, case: Case, res: SandboxResult, liveness: Sandbox
         message=message,
         replay=replay,
         extra=extra,
+        blamed_operation=blamed_op,
+        blamed_data_type=blamed_type,
     )
 
 
@@ -663,9 +746,12 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
                         case_key=case.key,
                         seed=case.seed,
                     )
-                    live = None
+                    live = shrunk = None
                     if res.verdict in (CRASH, HANG) and not aborting.is_set():
                         live = box.run(PROBE_TARGET, {}, timeout=probe_timeout, case_key=f"{case.key}/liveness")
+                        if TESTS[case.test].random_graph and not aborting.is_set():
+                            progress.note(f"{res.verdict} {case.key}: shrinking its random graph")
+                            shrunk = shrink_case(cfg, box, case, res)
                 except SandboxError as e:
                     fatal.append(f"cannot start a worker for driver '{cfg.driver}': {e}")
                     sched.stop()
@@ -674,7 +760,7 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
                 if aborting.is_set():  # interrupted: this case is not done, --resume reruns it
                     sched.finished(case)
                     return
-                rec = _record(cfg, case, res, live)
+                rec = _record(cfg, case, res, live, shrunk)
                 writer.write(rec)
                 if box_factory is not None:
                     writer.sync()

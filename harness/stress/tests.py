@@ -62,6 +62,7 @@ from nnconform.isolation.sandbox import CaseContext, Verdict
 from nnconform.stress import SOAK_EXECUTIONS
 from nnconform.stress import workload as wl
 from nnconform.stress.random_models import GRAPH_SIZES, random_model
+from nnconform.verdict.results import SUCCESS
 
 CLIENT_STARTUP_S = 15.0
 
@@ -384,6 +385,45 @@ def claimed_cells(ctx: CaseContext) -> Verdict:
     return Verdict.success(f"{n} claimed cells over {len(out)} data type(s)", claims=out)
 
 
+def load_graph(ctx: CaseContext, model, label: str, pause: float = 0.0) -> Verdict:
+    """Support query and prepare of one graph, partitioned when the driver claims a part
+    (random-model-load's body; the shrink runs its candidates through it too)."""
+    from nnconform.driver import DriverError
+
+    ctx.breadcrumb(f"{label}: supported_operations")
+    supported = ctx.device.supported_operations(model)
+    if not any(supported):
+        return Verdict.success(f"not supported at all (0/{len(supported)} ops)")
+    if not all(supported):
+        # As Android loads a model a driver supports in part: the driver compiles the
+        # partitions it claims (the rest would run on the CPU), each as a model of its own.
+        from nnconform.verdict.partition import assign, plan, submodel
+
+        parts = [p for p in plan(model, assign(ctx.device, model, supported)) if p.on_driver]
+        for k, part in enumerate(parts):
+            ctx.breadcrumb(f"{label}: prepare driver partition {k} of {len(parts)}")
+            try:
+                ctx.device.prepare(submodel(model, part)).release()
+            except DriverError as e:
+                return Verdict.failure(
+                    f"prepare failed on driver partition {k} ({len(part.operations)} claimed "
+                    f"ops: {part.names(model)[:200]}): {e}"
+                )
+        time.sleep(pause)
+        n_on = sum(len(p.operations) for p in parts)
+        return Verdict.success(
+            f"partitioned: {n_on} of {len(supported)} ops in {len(parts)} driver partition(s) prepared",
+            partitioned=True,
+        )
+    ctx.breadcrumb(f"{label}: prepare")
+    try:
+        ctx.device.prepare(model).release()
+    except DriverError as e:
+        return Verdict.failure(f"prepare failed on a supported random graph: {e}")
+    time.sleep(pause)
+    return Verdict.success("prepared")
+
+
 def random_model_load(
     ctx: CaseContext,
     seed: int,
@@ -393,42 +433,30 @@ def random_model_load(
     value_classes: bool = False,
     cells=None,
 ) -> Verdict:
-    from nnconform.driver import DriverError
-
     rm = graph_of(dict(seed=seed, graph=graph, dtype=dtype, value_classes=value_classes, cells=cells))
-    ctx.breadcrumb(f"random graph seed {seed} {graph}: supported_operations")
-    supported = ctx.device.supported_operations(rm.model)
-    if not any(supported):
-        return Verdict.success(f"not supported at all (0/{len(supported)} ops)")
-    if not all(supported):
-        # As Android loads a model a driver supports in part: the driver compiles the
-        # partitions it claims (the rest would run on the CPU), each as a model of its own.
-        from nnconform.verdict.partition import assign, plan, submodel
+    v = load_graph(ctx, rm.model, f"random graph seed {seed} {graph}", pause)
+    if v.verdict == SUCCESS:
+        v.reason = (v.reason + "; " if v.reason != "prepared" else "") + rm.describe()[:160]
+    return v
 
-        parts = [p for p in plan(rm.model, assign(ctx.device, rm.model, supported)) if p.on_driver]
-        for k, part in enumerate(parts):
-            ctx.breadcrumb(f"random graph seed {seed} {graph}: prepare driver partition {k} of {len(parts)}")
-            try:
-                ctx.device.prepare(submodel(rm.model, part)).release()
-            except DriverError as e:
-                return Verdict.failure(
-                    f"prepare failed on driver partition {k} ({len(part.operations)} claimed "
-                    f"ops: {part.names(rm.model)[:200]}): {e}"
-                )
-        time.sleep(pause)
-        n_on = sum(len(p.operations) for p in parts)
-        return Verdict.success(
-            f"partitioned: {n_on} of {len(supported)} ops in {len(parts)} driver "
-            f"partition(s) prepared; " + rm.describe()[:160],
-            partitioned=True,
-        )
-    ctx.breadcrumb(f"random graph seed {seed} {graph}: prepare")
-    try:
-        ctx.device.prepare(rm.model).release()
-    except DriverError as e:
-        return Verdict.failure(f"prepare failed on a supported random graph: {e}")
+
+def infer_graph(ctx: CaseContext, model, inputs, ignored, graph: str, label: str, pause: float = 0.0) -> Verdict:
+    """One graph prepared, executed and compared with the reference executor
+    (random-inference's body; the shrink runs its candidates through it too)."""
+    from nnconform.reference.executor import Executor
+    from nnconform.verdict.criteria import LARGE_GRAPH, SMALL_GRAPH
+    from nnconform.verdict.runner import FAIL, SKIP, run_case
+
+    expected = Executor(model).run(list(inputs))
+    crit = LARGE_GRAPH if GRAPH_SIZES[graph][0] > 10 else SMALL_GRAPH
+    ctx.breadcrumb(f"{label}: run")
+    out = run_case(ctx.device, model, list(inputs), expected, criteria=crit, ignored=ignored or None)
     time.sleep(pause)
-    return Verdict.success(rm.describe()[:200])
+    if out.outcome == FAIL:
+        return Verdict.failure(out.message, stage=out.stage)
+    if out.outcome == SKIP:
+        return Verdict.success(out.message)
+    return Verdict.success("ran and matched")
 
 
 def random_inference(
@@ -440,21 +468,11 @@ def random_inference(
     value_classes: bool = False,
     cells=None,
 ) -> Verdict:
-    from nnconform.reference.executor import Executor
-    from nnconform.verdict.criteria import LARGE_GRAPH, SMALL_GRAPH
-    from nnconform.verdict.runner import FAIL, SKIP, run_case
-
     rm = graph_of(dict(seed=seed, graph=graph, dtype=dtype, value_classes=value_classes, cells=cells))
-    expected = Executor(rm.model).run(rm.inputs)
-    crit = LARGE_GRAPH if GRAPH_SIZES[graph][0] > 10 else SMALL_GRAPH
-    ctx.breadcrumb(f"random graph seed {seed} {graph}: run")
-    out = run_case(ctx.device, rm.model, rm.inputs, expected, criteria=crit, ignored=rm.ignored or None)
-    time.sleep(pause)
-    if out.outcome == FAIL:
-        return Verdict.failure(out.message, stage=out.stage)
-    if out.outcome == SKIP:
-        return Verdict.success(out.message)
-    return Verdict.success(rm.describe()[:200])
+    v = infer_graph(ctx, rm.model, rm.inputs, rm.ignored, graph, f"random graph seed {seed} {graph}", pause)
+    if v.verdict == SUCCESS and v.reason == "ran and matched":
+        v.reason = rm.describe()[:200]
+    return v
 
 
 PERF_MODEL = "conv_2d_same_3x3_stride2_fp32"
@@ -496,7 +514,9 @@ def _burn_cpu(seconds: float) -> None:
         sum(range(256))
 
 
-def ratio_interval(log_ratios: np.ndarray, seed: int, resamples: int = PERF_BOOTSTRAP, confidence: float = PERF_CONFIDENCE):
+def ratio_interval(
+    log_ratios: np.ndarray, seed: int, resamples: int = PERF_BOOTSTRAP, confidence: float = PERF_CONFIDENCE
+):
     """(point, low, high) of the mean of ``log_ratios`` (one per window pair): a seeded
     percentile bootstrap over the pairs.  Pairs, not single executions, are resampled: the
     executions of one window share its machine load and are not independent."""
