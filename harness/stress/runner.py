@@ -174,19 +174,20 @@ def first_case_schedule(plan: list[Case], budget_s: float, workers: int, options
 
 
 def budget_fit(plan: list[Case], budget_s: float, workers: int, options: StressOptions) -> tuple[list[str], float]:
-    """(tests whose first case is not expected to finish within ``budget_s``, the budget that
-    covers every selected test's first case), from their nominal durations."""
+    """(tests whose first case is not expected to start within ``budget_s``, the time by which
+    every selected test's first case is expected to have started), from nominal durations.
+    A case that starts before the budget ends runs to its end, so a test is reached when its
+    first case starts in time."""
     starts = first_case_schedule(plan, budget_s, workers, options)
-    ends = {name: start + TESTS[name].nominal_s(options) for name, start in starts.items()}
-    late = [name for name, end in ends.items() if end > budget_s]
-    return late, max(ends.values(), default=0.0)
+    late = [name for name, start in starts.items() if start >= budget_s]
+    return late, max(starts.values(), default=0.0)
 
 
 def fit_line(late: list[str], needed_s: float, budget_s: float) -> str:
     return (
         f"the budget of {budget_s:.0f} s is not expected to reach the first case of: {', '.join(late)} "
-        f"(every test's first case needs about {math.ceil(needed_s)} s; --budget {math.ceil(needed_s * 1.2)}s "
-        f"leaves some margin)"
+        f"(the last test's first case is expected to start at about {math.ceil(needed_s)} s; "
+        f"--budget {math.ceil(needed_s * 1.2) + 1}s leaves some margin)"
     )
 
 
@@ -436,14 +437,17 @@ def _dump_minimal(cfg: StressConfig, case: Case, res: SandboxResult, shrunk, rep
     return str(path)
 
 
-def shrink_case(cfg: StressConfig, box, case: Case, res: SandboxResult):
+def shrink_case(cfg: StressConfig, box, case: Case, res: SandboxResult, left_s: float):
     """Blame a random-graph CRASH/HANG on one operation and shrink its graph
-    (nnconform.stress.shrink), each candidate run in ``box``."""
+    (nnconform.stress.shrink), each candidate run in ``box``, within ``left_s`` seconds (what
+    the run's budget has left).  (Shrunk or None, a note for the row)."""
     from nnconform.stress.shrink import SHRINK_BUDGET_S, SHRINK_TARGET, shrink
     from nnconform.stress.tests import graph_of
 
-    rm = graph_of(case.params)
     timeout = TESTS[case.test].timeout_s(cfg.options)
+    if left_s < timeout:
+        return None, "not shrunk: the run's budget was spent"
+    rm = graph_of(case.params)
 
     def try_keep(keep: list[int]) -> SandboxResult:
         return box.run(
@@ -454,11 +458,14 @@ def shrink_case(cfg: StressConfig, box, case: Case, res: SandboxResult):
             seed=case.seed,
         )
 
-    return shrink(rm.model, rm.inputs, res, try_keep, budget_s=SHRINK_BUDGET_S)
+    shrunk = shrink(rm.model, rm.inputs, res, try_keep, budget_s=min(SHRINK_BUDGET_S, left_s))
+    if shrunk is None:
+        return None, f"not attributed: the whole graph did not end in {res.verdict} again (a flaky failure?)"
+    return shrunk, ""
 
 
 def _record(
-    cfg: StressConfig, case: Case, res: SandboxResult, liveness: SandboxResult | None, shrunk=None
+    cfg: StressConfig, case: Case, res: SandboxResult, liveness: SandboxResult | None, shrunk=None, shrink_note=""
 ) -> ResultRecord:
     replay = replay_command(cfg, case.key)
     spec_path, ops, types = None, [], []
@@ -467,6 +474,9 @@ def _record(
     message = res.reason
     blamed_op = blamed_type = ""
     shrink_extra: dict = {}
+    if shrink_note:
+        shrink_extra["shrink"] = shrink_note
+        message += f"; {shrink_note}"
     if shrunk is not None:
         from nnconform.isolation.childproc import signal_name
 
@@ -747,11 +757,12 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
                         seed=case.seed,
                     )
                     live = shrunk = None
+                    shrink_note = ""
                     if res.verdict in (CRASH, HANG) and not aborting.is_set():
                         live = box.run(PROBE_TARGET, {}, timeout=probe_timeout, case_key=f"{case.key}/liveness")
                         if TESTS[case.test].random_graph and not aborting.is_set():
                             progress.note(f"{res.verdict} {case.key}: shrinking its random graph")
-                            shrunk = shrink_case(cfg, box, case, res)
+                            shrunk, shrink_note = shrink_case(cfg, box, case, res, sched.end - time.monotonic())
                 except SandboxError as e:
                     fatal.append(f"cannot start a worker for driver '{cfg.driver}': {e}")
                     sched.stop()
@@ -760,7 +771,7 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
                 if aborting.is_set():  # interrupted: this case is not done, --resume reruns it
                     sched.finished(case)
                     return
-                rec = _record(cfg, case, res, live, shrunk)
+                rec = _record(cfg, case, res, live, shrunk, shrink_note)
                 writer.write(rec)
                 if box_factory is not None:
                     writer.sync()

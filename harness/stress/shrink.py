@@ -15,10 +15,14 @@ run in the sandbox (a crash of a candidate costs a worker, never the runner):
 3. else the operation with everything of the prefix that **feeds it**;
 4. else the prefix itself.
 
+The whole graph is run twice more before the search: a failure that does not happen again is
+not attributed (the row says the shrink could not reproduce it), since bisecting a flaky
+failure would blame whichever operation the coin fell on.
 A candidate "fails the same way" when it ends with the same verdict (CRASH or HANG) and,
-for a CRASH by signal, the same signal.  Candidates run what the case ran: support query and
-prepare for random-model-load, execution too for random-inference.  The search is bounded by
-``SHRINK_BUDGET_S`` (a hanging candidate costs its whole time limit); when it runs out, the
+for a CRASH, the same signal or exit code.  Candidates run what the case ran: support query and
+prepare for random-model-load; prepare and execute (outputs not compared) for random-inference.  The search is bounded by
+``SHRINK_BUDGET_S`` and by what is left of the run's budget (a hanging candidate costs its
+whole time limit); when it runs out, the
 best graph found so far stands, and the row says so.  Same seed, same graph, same steps: the
 shrink replays.
 """
@@ -37,6 +41,7 @@ from nnconform.verdict.results import CRASH, HANG
 
 SHRINK_TARGET = "nnconform.stress.shrink:run_subgraph"
 SHRINK_BUDGET_S = 90.0  # wall time the search of one case may spend
+REPEATS = 2  # runs of the whole graph that must fail alike before the search starts
 _PASSIVE = (Lifetime.CONSTANT_COPY, Lifetime.CONSTANT_REFERENCE, Lifetime.NO_VALUE, Lifetime.SUBGRAPH)
 
 
@@ -49,6 +54,8 @@ def sub_case(model: Model, inputs, keep) -> tuple[Model, list[np.ndarray]]:
 
     sg = model.main
     keep = sorted(set(int(k) for k in keep))
+    if keep == list(range(len(sg.operations))):
+        return model, list(inputs)  # the whole graph: nothing to cut, no reference run
     written = [i for n in keep for i in sg.operations[n].outputs]
     written_set = set(written)
     read = {i for n in keep for i in sg.operations[n].inputs}
@@ -89,6 +96,7 @@ def feeding(model: Model, target: int, within: int) -> list[int]:
 def run_subgraph(ctx: CaseContext, test: str, params: dict, keep: list[int]) -> Verdict:
     """Sandbox target: the random-graph case ``test`` with ``params``, cut down to the
     operations ``keep``, run as the test runs its graphs."""
+    from nnconform.ir import Request
     from nnconform.stress.tests import graph_of, infer_graph, load_graph
 
     rm = graph_of(params)
@@ -97,7 +105,20 @@ def run_subgraph(ctx: CaseContext, test: str, params: dict, keep: list[int]) -> 
     label = f"{len(keep)}-operation part of random graph seed {params['seed']}"
     if test == "random-model-load":
         return load_graph(ctx, model, label)
-    return infer_graph(ctx, model, inputs, (), params["graph"], label)
+    ctx.breadcrumb(f"{label}: supported_operations")
+    if not all(ctx.device.supported_operations(model)):
+        # a driver that claims a part runs it partitioned, as the case did
+        return infer_graph(ctx, model, inputs, (), params["graph"], label)
+    # inference: prepared and executed, not compared (only a CRASH or HANG counts here, and
+    # the reference's run of a 600-operation graph would double the cost of every candidate)
+    ctx.breadcrumb(f"{label}: prepare")
+    prepared = ctx.device.prepare(model)
+    try:
+        ctx.breadcrumb(f"{label}: execute")
+        prepared.execute(Request.from_arrays(model, inputs))
+    finally:
+        prepared.release()
+    return Verdict.success(f"{label}: executed")
 
 
 @dataclass
@@ -130,7 +151,7 @@ class Shrunk:
 def same_failure(original: SandboxResult, res: SandboxResult) -> bool:
     if res.verdict != original.verdict or res.verdict not in (CRASH, HANG):
         return False
-    return original.signal is None or res.signal == original.signal
+    return res.signal == original.signal and res.exit_code == original.exit_code
 
 
 def shrink(
@@ -140,10 +161,9 @@ def shrink(
     try_keep: Callable[[list[int]], SandboxResult],
     budget_s: float = SHRINK_BUDGET_S,
 ) -> Shrunk | None:
-    """Search (see the module docstring) with ``try_keep(keep)`` running one candidate; None
-    for a graph without operations.  When no candidate fails alike, the bisection has shown
-    every shorter prefix passing, and the last operation is blamed (the whole graph failed in
-    the case itself)."""
+    """Search (see the module docstring) with ``try_keep(keep)`` running one candidate.  The
+    whole graph is run again first (REPEATS times): a failure it does not repeat (a flaky driver) is blamed on
+    nothing and None is returned, as for a graph without operations."""
     from nnconform.verdict.attribution import operation_data_type
 
     n = len(model.main.operations)
@@ -161,8 +181,10 @@ def shrink(
     def out_of_time() -> bool:
         return time.monotonic() - t0 > budget_s
 
-    # prefix bisection: lo passes (0 operations pass by definition), hi fails (the whole
-    # graph failed in the case itself)
+    for _ in range(REPEATS):
+        if not fails(list(range(n))):
+            return None
+    # prefix bisection: lo passes (0 operations pass by definition), hi fails
     lo, hi, complete = 0, n, True
     while hi - lo > 1:
         if out_of_time():
