@@ -30,7 +30,10 @@ the tail of the worker's stderr (faulthandler's stack for a crash or hang), the 
 (what the case was running), a dumped model spec where the model is known (random graphs: the
 graph and its inputs with the reference's outputs; workload tests: the example in flight), the
 command that reruns exactly that case (``replay``), and for CRASH/HANG the liveness probe's
-verdict (a fresh worker running a small known-good model).
+verdict (a fresh worker running a small known-good model).  A random graph's CRASH/HANG is
+then blamed on one operation and shrunk (:func:`shrink_case`, nnconform.stress.shrink): the
+row's ``blamed_operation`` / ``blamed_data_type``, its spec the smallest graph that still
+fails, ``extra.shrunk`` how it was found.
 
 Whole-life leak verdict: every row carries its worker's pid and RSS after the case; at the end
 of a run every worker whose RSS grew by more than ``StressOptions.worker_leak_mb`` (512 MiB)
