@@ -172,3 +172,24 @@ def test_abort_in_sub_inside_a_large_random_graph_is_blamed_on_sub_and_shrunk(tm
     [bucket] = summary["buckets"]
     assert bucket["operation"] == "SUB" and bucket["data_type"] == "fp32" and "SIGABRT" in bucket["message"]
     assert summary["per_data_type"] == {"fp32": {"CRASH": 1}}
+
+
+def test_hang_in_sub_inside_a_random_graph_is_blamed_on_sub(tmp_path):
+    rdir = tmp_path / "run"
+    cfg = StressConfig(
+        driver=BROKEN + "HangsInSub",
+        budget_s=600,
+        tests=["random-inference"],
+        workers=1,
+        seed=10,
+        report_dir=str(rdir),
+        cases=["random-inference#0"],  # 9 operations, the SUB at 7: each hanging try costs 2 + 6 s
+        options=StressOptions(hang_grace=6),
+        claims=False,
+    )
+    assert run_stress(cfg) == 1
+    [row] = read_results(rdir / "results.jsonl")
+    assert row.outcome == "HANG"
+    assert (row.blamed_operation, row.blamed_data_type) == ("SUB", "fp32"), row.message
+    assert row.operations == ["SUB"] and row.extra["shrunk"]["from"] == 9
+    assert "HANG in SUB fp32" == row.extra["blamed_message"]

@@ -32,6 +32,7 @@ Drivers for the verdicts of single tests:
 
     CompileBlocksInference  a compilation holds a device-wide lock for 50 ms; execute waits on it
     AbortsInSub          abort() (SIGABRT) when executing any model that holds a SUB
+    HangsInSub           execute never returns on any model that holds a SUB
 
 RandomlyBroken is configured by the environment (inherited by sandbox workers and their
 clients): ``NNCONFORM_BROKEN_RATES="seed=7,crash=0.01,exit=0.005,hang=0.005,leak=0.05,
@@ -403,11 +404,24 @@ class AbortsInSub(ReferenceDevice):
         class Prepared(ReferencePreparedModel):
             def execute(self, request, **kw2):
                 if has_sub:
-                    log_action("abort")
-                    os.abort()
+                    device.fail_in_sub()
                 return super().execute(request, **kw2)
 
+        device = self
         return Prepared(pm.model)
+
+    def fail_in_sub(self) -> None:
+        log_action("abort")
+        os.abort()
+
+
+class HangsInSub(AbortsInSub):
+    """Executing a model that holds a SUB never returns; every other model runs right."""
+
+    name = "broken-hangs-in-sub"
+
+    def fail_in_sub(self) -> None:
+        hang()
 
 
 DEFAULT_RATES = {"crash": 0.004, "exit": 0.002, "hang": 0.002, "leak": 0.02, "raise": 0.004, "garbage": 0.002}
