@@ -8,7 +8,10 @@ name and the index (:func:`case_seed`), and its parameters from that seed and th
 only, so a case replays alike whatever the budget.  The budget (x workers) is shared among the
 tests by weight; each test gets as many cases as its nominal case duration fits (at least
 one).  The first case of every test comes first (shortest first), so a short budget runs each
-test once where it can; the other cases of all tests are interleaved.  A selected test that still gets no case
+test once where it can; the other cases of all tests are interleaved.  Before the first case
+the runner lays those first cases out on the workers by their nominal durations
+(:func:`budget_fit`) and names the tests whose first case the budget is not expected to
+reach, with the budget that would cover them all (terminal and ``run.json``).  A selected test that still gets no case
 before the budget runs out is named at the end (terminal and report) and the exit status is
 3, "incomplete" (unless a case failed: 1).  The plan, seed and options are written to
 ``run.json`` in the report directory before the first case starts.
@@ -27,7 +30,10 @@ the tail of the worker's stderr (faulthandler's stack for a crash or hang), the 
 (what the case was running), a dumped model spec where the model is known (random graphs: the
 graph and its inputs with the reference's outputs; workload tests: the example in flight), the
 command that reruns exactly that case (``replay``), and for CRASH/HANG the liveness probe's
-verdict (a fresh worker running a small known-good model).
+verdict (a fresh worker running a small known-good model).  A random graph's CRASH/HANG is
+then blamed on one operation and shrunk (:func:`shrink_case`, nnconform.stress.shrink): the
+row's ``blamed_operation`` / ``blamed_data_type``, its spec the smallest graph that still
+fails, ``extra.shrunk`` how it was found.
 
 Whole-life leak verdict: every row carries its worker's pid and RSS after the case; at the end
 of a run every worker whose RSS grew by more than ``StressOptions.worker_leak_mb`` (512 MiB)
@@ -145,6 +151,47 @@ def build_plan(counts: dict[str, int], run_seed: int, options: StressOptions) ->
         s = case_seed(run_seed, name, k)
         cases.append(Case(name, k, s, TESTS[name].params(k, s, options)))
     return cases
+
+
+def first_case_schedule(plan: list[Case], budget_s: float, workers: int, options: StressOptions) -> dict[str, float]:
+    """When each test's first case is expected to start (seconds into the run): the plan's
+    first cases laid out on ``workers`` slots by their nominal durations, as the scheduler
+    hands them out (in plan order, each to the slot free first; an exclusive case waits for
+    every slot and holds them all).  Only first cases: they all come before any second one."""
+    free = [0.0] * max(1, workers)
+    starts: dict[str, float] = {}
+    for c in plan:
+        if c.index != 0 or c.test in starts:
+            continue
+        t = TESTS[c.test]
+        cost = t.nominal_s(options)
+        if t.exclusive:
+            start = max(free)
+            free = [start + cost] * len(free)
+        else:
+            k = min(range(len(free)), key=free.__getitem__)
+            start = free[k]
+            free[k] = start + cost
+        starts[c.test] = start
+    return starts
+
+
+def budget_fit(plan: list[Case], budget_s: float, workers: int, options: StressOptions) -> tuple[list[str], float]:
+    """(tests whose first case is not expected to start within ``budget_s``, the time by which
+    every selected test's first case is expected to have started), from nominal durations.
+    A case that starts before the budget ends runs to its end, so a test is reached when its
+    first case starts in time."""
+    starts = first_case_schedule(plan, budget_s, workers, options)
+    late = [name for name, start in starts.items() if start >= budget_s]
+    return late, max(starts.values(), default=0.0)
+
+
+def fit_line(late: list[str], needed_s: float, budget_s: float) -> str:
+    return (
+        f"the budget of {budget_s:.0f} s is not expected to reach the first case of: {', '.join(late)} "
+        f"(the last test's first case is expected to start at about {math.ceil(needed_s)} s; "
+        f"--budget {math.ceil(needed_s * 1.2) + 1}s leaves some margin)"
+    )
 
 
 def parse_case_key(key: str) -> tuple[str, int]:
@@ -361,12 +408,101 @@ def ask_claims(cfg: StressConfig, out) -> dict:
     return claims
 
 
-def _record(cfg: StressConfig, case: Case, res: SandboxResult, liveness: SandboxResult | None) -> ResultRecord:
+def _dump_minimal(cfg: StressConfig, case: Case, res: SandboxResult, shrunk, replay: str) -> str | None:
+    """The shrunk graph of a CRASH/HANG as a spec file of its own (what ``replay`` should run
+    first); None when it cannot be written (the row keeps the full graph's spec)."""
+    from nnconform.ir.spec import SpecExample, SpecFile, dump_spec, failure_meta
+    from nnconform.ir.spec import replay_command as spec_replay
+    from nnconform.reference.executor import Executor
+
+    path = Path(cfg.report_dir) / SPEC_DIR / f"{case.test}-{case.index}-minimal.json"
+    name = f"random_{case.params['graph']}_seed{case.params['seed']}_minimal_{shrunk.operation.lower()}"
+    try:
+        expected = Executor(shrunk.model).run(list(shrunk.inputs))
+        meta = failure_meta(
+            seed=case.seed,
+            driver=cfg.driver,
+            actual_outputs=[],
+            criterion={"verdict": res.verdict, "reason": res.reason[:500]},
+            replay=spec_replay(path, cfg.driver),
+            example=name,
+            suite=SUITE,
+            test_id=case.key,
+            run_seed=cfg.seed,
+            stress_replay=replay,
+            shrunk_from=shrunk.of,
+        )
+        examples = [SpecExample(name, list(shrunk.inputs), list(expected), ())]
+        dump_spec(SpecFile(shrunk.model, examples, meta), path)
+    except Exception as e:  # noqa: BLE001 - a spec that cannot be written must not lose the row
+        print(f"nnconform stress: the minimal spec of {case.key} was not written: {e}", file=sys.stderr)
+        return None
+    return str(path)
+
+
+def shrink_case(cfg: StressConfig, box, case: Case, res: SandboxResult, left_s: float):
+    """Blame a random-graph CRASH/HANG on one operation and shrink its graph
+    (nnconform.stress.shrink), each candidate run in ``box``, within ``left_s`` seconds (what
+    the run's budget has left).  (Shrunk or None, a note for the row)."""
+    from nnconform.stress.shrink import SHRINK_BUDGET_S, SHRINK_TARGET, shrink
+    from nnconform.stress.tests import graph_of
+
+    timeout = TESTS[case.test].timeout_s(cfg.options)
+    if left_s < timeout:
+        return None, "not shrunk: the run's budget was spent"
+    rm = graph_of(case.params)
+
+    def try_keep(keep: list[int]) -> SandboxResult:
+        return box.run(
+            SHRINK_TARGET,
+            {"test": case.test, "params": case.params, "keep": keep},
+            timeout=timeout,
+            case_key=f"{case.key}/shrink",
+            seed=case.seed,
+        )
+
+    shrunk = shrink(rm.model, rm.inputs, res, try_keep, budget_s=min(SHRINK_BUDGET_S, left_s))
+    if shrunk is None:
+        return None, f"not attributed: the whole graph did not end in {res.verdict} again (a flaky failure?)"
+    return shrunk, ""
+
+
+def _record(
+    cfg: StressConfig, case: Case, res: SandboxResult, liveness: SandboxResult | None, shrunk=None, shrink_note=""
+) -> ResultRecord:
     replay = replay_command(cfg, case.key)
     spec_path, ops, types = None, [], []
     if res.verdict != SUCCESS:
         spec_path, ops, types = _dump_spec(cfg, case, res, replay)
     message = res.reason
+    blamed_op = blamed_type = ""
+    shrink_extra: dict = {}
+    if shrink_note:
+        shrink_extra["shrink"] = shrink_note
+        message += f"; {shrink_note}"
+    if shrunk is not None:
+        from nnconform.isolation.childproc import signal_name
+
+        full_ops = shrunk.of
+        minimal = _dump_minimal(cfg, case, res, shrunk, replay)
+        blamed_op, blamed_type = shrunk.operation, shrunk.data_type
+        what = res.verdict + (f" {signal_name(res.signal)}" if res.signal is not None else "")
+        shrink_extra = {
+            "shrunk": shrunk.to_extra(),
+            "blamed_index": shrunk.index,
+            "blamed_how": shrunk.how,
+            # the bucket's words: the same for every graph this defect crashes
+            "blamed_message": f"{what} in {blamed_op} {blamed_type}",
+        }
+        message += (
+            f"; blamed on {blamed_op} ({blamed_type}, operation {shrunk.index} of {full_ops}): "
+            f"still {res.verdict} as a {len(shrunk.keep)}-operation graph"
+            + ("" if shrunk.complete else " (shrink stopped at its time budget)")
+        )
+        if minimal:
+            shrink_extra["full_spec"] = spec_path
+            spec_path = minimal
+            ops, types = shrunk.model.operation_names(), shrunk.model.data_types()
     params = dict(case.params)
     if params.get("cells") is not None:  # the claimed cells are the run's (manifest); count them here
         params["cells"] = len(params["cells"])
@@ -391,6 +527,7 @@ def _record(cfg: StressConfig, case: Case, res: SandboxResult, liveness: Sandbox
         from nnconform.ir.spec import replay_command as spec_replay
 
         extra["spec_replay"] = spec_replay(spec_path, cfg.driver)
+    extra.update(shrink_extra)
     if liveness is not None:
         extra["liveness"] = {"verdict": liveness.verdict, "reason": liveness.reason}
         message += (
@@ -409,6 +546,8 @@ def _record(cfg: StressConfig, case: Case, res: SandboxResult, liveness: Sandbox
         message=message,
         replay=replay,
         extra=extra,
+        blamed_operation=blamed_op,
+        blamed_data_type=blamed_type,
     )
 
 
@@ -498,6 +637,9 @@ def rebuild_reports(report_dir: str | os.PathLike, meta: dict | None = None):
     if manifest and journal.exists():
         missing = tests_not_run(manifest, records)
         m["tests not run"] = not_run_line(missing) if missing else "none: every selected test ran"
+    fit = manifest.get("first_cases") or {}
+    if fit.get("not_expected"):
+        m["budget plan"] = fit_line(fit["not_expected"], fit.get("needed_s", 0.0), fit.get("budget_s", 0.0))
     m.update(meta or {})
     m["status"] = m.get("status") or manifest.get("status") or "complete"
     return write_common(report_dir, records, m, title="nnconform stress report")
@@ -574,6 +716,9 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
     remaining_nominal = sum(TESTS[c.test].nominal_s(cfg.options) for c in todo) / max(1, cfg.workers)
     budget = max(cfg.budget_s - used, remaining_nominal) if resume else cfg.budget_s
     manifest["sessions"] = manifest.get("sessions", []) + [_now_iso()]
+    if not cfg.cases:
+        late, needed = budget_fit(todo, budget, cfg.workers, cfg.options)
+        manifest["first_cases"] = {"budget_s": budget, "needed_s": round(needed, 1), "not_expected": late}
     _write_json_atomic(mpath, manifest)
 
     print(
@@ -585,6 +730,11 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
         flush=True,
     )
     print(f"nnconform stress: journal {journal}", file=out, flush=True)
+    if not cfg.cases:
+        late, needed = budget_fit(todo, budget, cfg.workers, cfg.options)
+        if late:
+            # said before the first case: a nightly job learns now which budget covers every test
+            print(f"nnconform stress: warning: {fit_line(late, needed, budget)}", file=out, flush=True)
 
     sched = _Scheduler(todo, time.monotonic() + budget)
     progress = Progress(len(plan), budget, done=len(plan) - len(todo), stream=err)
@@ -609,9 +759,13 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
                         case_key=case.key,
                         seed=case.seed,
                     )
-                    live = None
+                    live = shrunk = None
+                    shrink_note = ""
                     if res.verdict in (CRASH, HANG) and not aborting.is_set():
                         live = box.run(PROBE_TARGET, {}, timeout=probe_timeout, case_key=f"{case.key}/liveness")
+                        if TESTS[case.test].random_graph and not aborting.is_set():
+                            progress.note(f"{res.verdict} {case.key}: shrinking its random graph")
+                            shrunk, shrink_note = shrink_case(cfg, box, case, res, sched.end - time.monotonic())
                 except SandboxError as e:
                     fatal.append(f"cannot start a worker for driver '{cfg.driver}': {e}")
                     sched.stop()
@@ -620,7 +774,7 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
                 if aborting.is_set():  # interrupted: this case is not done, --resume reruns it
                     sched.finished(case)
                     return
-                rec = _record(cfg, case, res, live)
+                rec = _record(cfg, case, res, live, shrunk, shrink_note)
                 writer.write(rec)
                 if box_factory is not None:
                     writer.sync()
@@ -714,5 +868,6 @@ __all__ = [
     "MANIFEST",
     "check_config",
     "tests_not_run",
+    "budget_fit",
     "EXIT_INCOMPLETE",
 ]

@@ -20,8 +20,11 @@ and the case's wall-clock limit (duration + grace, past which the sandbox calls 
                                 alternate plain and value-class inputs
     random-inference            the same graphs, prepared, executed and compared with the
                                 reference executor (SmallGraph / LargeGraph criteria)
-    performance-degradation     latency alone vs with a thread compiling every 20 ms;
-                                FAILURE above +50% (runs alone: no other case beside it)
+    performance-degradation     latency with a thread compiling every 20 ms vs with a control
+                                thread burning the same CPU time without the driver, in 8
+                                interleaved window pairs; FAILURE when the lower end of the
+                                95% bootstrap interval of the driver's share is above +50%
+                                (runs alone: no other case beside it)
     leak                        one prepared model executed for D s while the worker's RSS is
                                 sampled; FAILURE on steady growth past a threshold
     compile-leak                prepare/release cycles of one model for D s (MLTS model-loading
@@ -40,6 +43,7 @@ a note, as in MLTS.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import select
 import signal
@@ -58,6 +62,7 @@ from nnconform.isolation.sandbox import CaseContext, Verdict
 from nnconform.stress import SOAK_EXECUTIONS
 from nnconform.stress import workload as wl
 from nnconform.stress.random_models import GRAPH_SIZES, random_model
+from nnconform.verdict.results import SUCCESS
 
 CLIENT_STARTUP_S = 15.0
 
@@ -380,6 +385,45 @@ def claimed_cells(ctx: CaseContext) -> Verdict:
     return Verdict.success(f"{n} claimed cells over {len(out)} data type(s)", claims=out)
 
 
+def load_graph(ctx: CaseContext, model, label: str, pause: float = 0.0) -> Verdict:
+    """Support query and prepare of one graph, partitioned when the driver claims a part
+    (random-model-load's body; the shrink runs its candidates through it too)."""
+    from nnconform.driver import DriverError
+
+    ctx.breadcrumb(f"{label}: supported_operations")
+    supported = ctx.device.supported_operations(model)
+    if not any(supported):
+        return Verdict.success(f"not supported at all (0/{len(supported)} ops)")
+    if not all(supported):
+        # As Android loads a model a driver supports in part: the driver compiles the
+        # partitions it claims (the rest would run on the CPU), each as a model of its own.
+        from nnconform.verdict.partition import assign, plan, submodel
+
+        parts = [p for p in plan(model, assign(ctx.device, model, supported)) if p.on_driver]
+        for k, part in enumerate(parts):
+            ctx.breadcrumb(f"{label}: prepare driver partition {k} of {len(parts)}")
+            try:
+                ctx.device.prepare(submodel(model, part)).release()
+            except DriverError as e:
+                return Verdict.failure(
+                    f"prepare failed on driver partition {k} ({len(part.operations)} claimed "
+                    f"ops: {part.names(model)[:200]}): {e}"
+                )
+        time.sleep(pause)
+        n_on = sum(len(p.operations) for p in parts)
+        return Verdict.success(
+            f"partitioned: {n_on} of {len(supported)} ops in {len(parts)} driver partition(s) prepared",
+            partitioned=True,
+        )
+    ctx.breadcrumb(f"{label}: prepare")
+    try:
+        ctx.device.prepare(model).release()
+    except DriverError as e:
+        return Verdict.failure(f"prepare failed on a supported random graph: {e}")
+    time.sleep(pause)
+    return Verdict.success("prepared")
+
+
 def random_model_load(
     ctx: CaseContext,
     seed: int,
@@ -389,42 +433,30 @@ def random_model_load(
     value_classes: bool = False,
     cells=None,
 ) -> Verdict:
-    from nnconform.driver import DriverError
-
     rm = graph_of(dict(seed=seed, graph=graph, dtype=dtype, value_classes=value_classes, cells=cells))
-    ctx.breadcrumb(f"random graph seed {seed} {graph}: supported_operations")
-    supported = ctx.device.supported_operations(rm.model)
-    if not any(supported):
-        return Verdict.success(f"not supported at all (0/{len(supported)} ops)")
-    if not all(supported):
-        # As Android loads a model a driver supports in part: the driver compiles the
-        # partitions it claims (the rest would run on the CPU), each as a model of its own.
-        from nnconform.verdict.partition import assign, plan, submodel
+    v = load_graph(ctx, rm.model, f"random graph seed {seed} {graph}", pause)
+    if v.verdict == SUCCESS:
+        v.reason = (v.reason + "; " if v.reason != "prepared" else "") + rm.describe()[:160]
+    return v
 
-        parts = [p for p in plan(rm.model, assign(ctx.device, rm.model, supported)) if p.on_driver]
-        for k, part in enumerate(parts):
-            ctx.breadcrumb(f"random graph seed {seed} {graph}: prepare driver partition {k} of {len(parts)}")
-            try:
-                ctx.device.prepare(submodel(rm.model, part)).release()
-            except DriverError as e:
-                return Verdict.failure(
-                    f"prepare failed on driver partition {k} ({len(part.operations)} claimed "
-                    f"ops: {part.names(rm.model)[:200]}): {e}"
-                )
-        time.sleep(pause)
-        n_on = sum(len(p.operations) for p in parts)
-        return Verdict.success(
-            f"partitioned: {n_on} of {len(supported)} ops in {len(parts)} driver "
-            f"partition(s) prepared; " + rm.describe()[:160],
-            partitioned=True,
-        )
-    ctx.breadcrumb(f"random graph seed {seed} {graph}: prepare")
-    try:
-        ctx.device.prepare(rm.model).release()
-    except DriverError as e:
-        return Verdict.failure(f"prepare failed on a supported random graph: {e}")
+
+def infer_graph(ctx: CaseContext, model, inputs, ignored, graph: str, label: str, pause: float = 0.0) -> Verdict:
+    """One graph prepared, executed and compared with the reference executor
+    (random-inference's body; the shrink runs its candidates through it too)."""
+    from nnconform.reference.executor import Executor
+    from nnconform.verdict.criteria import LARGE_GRAPH, SMALL_GRAPH
+    from nnconform.verdict.runner import FAIL, SKIP, run_case
+
+    expected = Executor(model).run(list(inputs))
+    crit = LARGE_GRAPH if GRAPH_SIZES[graph][0] > 10 else SMALL_GRAPH
+    ctx.breadcrumb(f"{label}: run")
+    out = run_case(ctx.device, model, list(inputs), expected, criteria=crit, ignored=ignored or None)
     time.sleep(pause)
-    return Verdict.success(rm.describe()[:200])
+    if out.outcome == FAIL:
+        return Verdict.failure(out.message, stage=out.stage)
+    if out.outcome == SKIP:
+        return Verdict.success(out.message)
+    return Verdict.success("ran and matched")
 
 
 def random_inference(
@@ -436,25 +468,18 @@ def random_inference(
     value_classes: bool = False,
     cells=None,
 ) -> Verdict:
-    from nnconform.reference.executor import Executor
-    from nnconform.verdict.criteria import LARGE_GRAPH, SMALL_GRAPH
-    from nnconform.verdict.runner import FAIL, SKIP, run_case
-
     rm = graph_of(dict(seed=seed, graph=graph, dtype=dtype, value_classes=value_classes, cells=cells))
-    expected = Executor(rm.model).run(rm.inputs)
-    crit = LARGE_GRAPH if GRAPH_SIZES[graph][0] > 10 else SMALL_GRAPH
-    ctx.breadcrumb(f"random graph seed {seed} {graph}: run")
-    out = run_case(ctx.device, rm.model, rm.inputs, expected, criteria=crit, ignored=rm.ignored or None)
-    time.sleep(pause)
-    if out.outcome == FAIL:
-        return Verdict.failure(out.message, stage=out.stage)
-    if out.outcome == SKIP:
-        return Verdict.success(out.message)
-    return Verdict.success(rm.describe()[:200])
+    v = infer_graph(ctx, rm.model, rm.inputs, rm.ignored, graph, f"random graph seed {seed} {graph}", pause)
+    if v.verdict == SUCCESS and v.reason == "ran and matched":
+        v.reason = rm.describe()[:200]
+    return v
 
 
 PERF_MODEL = "conv_2d_same_3x3_stride2_fp32"
 COMPILE_GAP_S = 0.020
+PERF_PAIRS = 8  # interleaved (compile loop, control) window pairs per case
+PERF_BOOTSTRAP = 2000  # bootstrap resamples of the pairs' log latency ratios
+PERF_CONFIDENCE = 0.95  # two-sided interval; the verdict uses its lower end
 
 
 class WrongResult(Exception):
@@ -470,7 +495,7 @@ def _checked(ex, result) -> None:
         raise WrongResult(f"{ex.name}: {cmp.message}")
 
 
-def _latency(prepared, request, seconds: float, ex) -> tuple[float, float, int]:
+def _latencies(prepared, request, seconds: float, ex) -> np.ndarray:
     times = []
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
@@ -478,10 +503,47 @@ def _latency(prepared, request, seconds: float, ex) -> tuple[float, float, int]:
         result = prepared.execute(request)
         times.append(time.perf_counter() - t)
         _checked(ex, result)
-    return float(np.median(times)), float(np.mean(times)), len(times)
+    return np.asarray(times, dtype=np.float64)
 
 
-def performance_degradation(ctx: CaseContext, warmup: float, duration: float, threshold: float) -> Verdict:
+def _burn_cpu(seconds: float) -> None:
+    """Spend ``seconds`` of this thread's CPU time in Python bytecode: it holds the GIL and a
+    core as a Python compilation would, and touches no driver."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        sum(range(256))
+
+
+def ratio_interval(
+    log_ratios: np.ndarray, seed: int, resamples: int = PERF_BOOTSTRAP, confidence: float = PERF_CONFIDENCE
+):
+    """(point, low, high) of the mean of ``log_ratios`` (one per window pair): a seeded
+    percentile bootstrap over the pairs.  Pairs, not single executions, are resampled: the
+    executions of one window share its machine load and are not independent."""
+    rng = np.random.default_rng(seed)
+    x = np.asarray(log_ratios, dtype=np.float64)
+    means = x[rng.integers(0, x.size, size=(resamples, x.size))].mean(axis=1)
+    a = (1.0 - confidence) / 2
+    lo, hi = np.quantile(means, [a, 1.0 - a])
+    return float(x.mean()), float(lo), float(hi)
+
+
+def performance_degradation(
+    ctx: CaseContext,
+    warmup: float,
+    duration: float,
+    threshold: float,
+    seed: int = 0,
+    pairs: int = PERF_PAIRS,
+) -> Verdict:
+    """Inference latency with a compilation every COMPILE_GAP_S on another thread, against a
+    control that loads the machine alike without touching the driver: a thread that burns, per
+    cycle, the CPU time the driver's compilations took (measured in the windows so far) and
+    waits the same gap.  ``pairs`` pairs of windows (``duration`` / ``pairs`` s each), the
+    order inside a pair drawn from ``seed``, so load that comes and goes on a shared machine
+    falls on both alike.  Per pair the log of mean(compiling) / mean(control); FAILURE
+    only when the lower end of the bootstrap interval of their mean is above ``threshold``:
+    the slowdown the driver's compilation causes, with confidence."""
     from nnconform.ir import Request
 
     ex = wl.example(PERF_MODEL) if PERF_MODEL in wl._examples_by_name() else wl.workload(ctx.device)[0]
@@ -491,53 +553,90 @@ def performance_degradation(ctx: CaseContext, warmup: float, duration: float, th
         return Verdict.failure(why)
     prepared = ctx.device.prepare(ex.model)
     request = Request.from_arrays(ex.model, list(ex.inputs))
-    try:
-        _latency(prepared, request, warmup, ex)
-        alone, mean_alone, n_alone = _latency(prepared, request, duration, ex)
-    except WrongResult as e:
-        prepared.release()
-        return Verdict.failure(str(e))
-    stop = threading.Event()
-    compiles = [0]
+    rng = np.random.default_rng(seed)
+    window = duration / max(1, pairs)
+    compile_cpu: list[float] = []  # thread CPU seconds of each compilation
     died: list[str] = []
+    # per window the MEAN latency: a driver that stalls one execution in many for a whole
+    # compilation leaves the median alone, not the mean (nor the throughput)
+    means: dict[str, list[float]] = {"compile": [], "control": []}
+    counts = {"compile": 0, "control": 0}
 
-    def compile_loop() -> None:
+    def compile_loop(stop: threading.Event) -> None:
         try:
             while not stop.is_set():
+                c = time.thread_time()
                 ctx.device.prepare(ex.model).release()
-                compiles[0] += 1
+                compile_cpu.append(time.thread_time() - c)
                 stop.wait(COMPILE_GAP_S)
-        except BaseException as e:  # the load is gone: the loaded latency would mean nothing
-            died.append(f"compile thread died after {compiles[0]} compiles: {exc_text(e)}")
+        except BaseException as e:  # the load is gone: the window's latency would mean nothing
+            died.append(f"compile thread died after {len(compile_cpu)} compiles: {exc_text(e)}")
 
-    t = threading.Thread(target=compile_loop, daemon=True)
-    t.start()
+    def control_loop(stop: threading.Event) -> None:
+        per_cycle = float(np.mean(compile_cpu)) if compile_cpu else 0.0
+        while not stop.is_set():
+            _burn_cpu(per_cycle)
+            stop.wait(COMPILE_GAP_S)
+
+    def measure(kind: str) -> None:
+        stop = threading.Event()
+        t = threading.Thread(target=compile_loop if kind == "compile" else control_loop, args=(stop,), daemon=True)
+        ctx.breadcrumb(f"example {ex.name}: latency with the {kind} loop")
+        t.start()
+        try:
+            lat = _latencies(prepared, request, window, ex)
+        finally:
+            stop.set()
+            t.join()  # a compilation stuck in the driver: no verdict, the sandbox calls HANG
+        means[kind].append(float(np.mean(lat)) if lat.size else float("nan"))
+        counts[kind] += int(lat.size)
+
     try:
-        loaded, mean_loaded, n_loaded = _latency(prepared, request, duration, ex)
+        _latencies(prepared, request, warmup, ex)
+        alone = _latencies(prepared, request, window, ex)
+        for k in range(pairs):
+            # the first pair measures the compilations first: the control needs their CPU time
+            order = ("compile", "control") if k == 0 or rng.random() < 0.5 else ("control", "compile")
+            for kind in order:
+                measure(kind)
+                if died:
+                    return Verdict.failure(died[0], compiles=len(compile_cpu), model=ex.name)
     except WrongResult as e:
         return Verdict.failure(str(e))
     finally:
-        stop.set()
-        t.join()
         prepared.release()
-    if died:
-        return Verdict.failure(died[0], compiles=compiles[0], model=ex.name)
-    degradation = loaded / alone - 1.0
+    comp, ctrl = np.asarray(means["compile"]), np.asarray(means["control"])
+    if not (np.all(comp > 0) and np.all(ctrl > 0)):
+        return Verdict.failure(
+            f"a latency window of {window:.2f} s finished no execution "
+            f"({counts['compile']} with compilations, {counts['control']} with the control)",
+            model=ex.name,
+        )
+    point, lo, hi = ratio_interval(np.log(comp / ctrl), seed)
+    degradation, low, high = math.expm1(point), math.expm1(lo), math.expm1(hi)
     info = dict(
-        latency_alone_ms=alone * 1e3,
-        latency_loaded_ms=loaded * 1e3,
+        latency_alone_ms=float(np.mean(alone)) * 1e3 if alone.size else None,
+        latency_loaded_ms=float(np.median(comp)) * 1e3,
+        latency_control_ms=float(np.median(ctrl)) * 1e3,
         degradation=degradation,
-        mean_alone_ms=mean_alone * 1e3,
-        mean_loaded_ms=mean_loaded * 1e3,
-        executions=n_alone + n_loaded,
-        compiles=compiles[0],
+        degradation_low=low,
+        degradation_high=high,
+        confidence=PERF_CONFIDENCE,
+        pairs=pairs,
+        window_s=window,
+        control_cpu_ms_per_cycle=float(np.mean(compile_cpu)) * 1e3 if compile_cpu else 0.0,
+        executions=int(alone.size) + counts["compile"] + counts["control"],
+        compiles=len(compile_cpu),
         model=ex.name,
     )
     text = (
-        f"median latency {alone * 1e3:.3f} ms alone, {loaded * 1e3:.3f} ms with a compile every "
-        f"{COMPILE_GAP_S * 1e3:.0f} ms ({degradation:+.0%}, limit +{threshold:.0%})"
+        f"mean latency {np.median(comp) * 1e3:.3f} ms with a compile every {COMPILE_GAP_S * 1e3:.0f} ms, "
+        f"{np.median(ctrl) * 1e3:.3f} ms under a control burning the same CPU "
+        f"({np.mean(alone) * 1e3 if alone.size else float('nan'):.3f} ms alone); driver's share "
+        f"{degradation:+.0%}, {PERF_CONFIDENCE:.0%} interval [{low:+.0%}, {high:+.0%}] over {pairs} window pairs "
+        f"(limit +{threshold:.0%})"
     )
-    if degradation > threshold:
+    if low > threshold:
         return Verdict.failure(text, **info)
     return Verdict.success(text, **info)
 
@@ -774,10 +873,11 @@ TESTS: dict[str, StressTest] = {
             "performance-degradation",
             lambda ctx, **p: performance_degradation(ctx, **p),
             lambda i, s, o: dict(
-                warmup=1.0, duration=o.duration("performance-degradation"), threshold=o.perf_threshold
+                warmup=1.0, duration=o.duration("performance-degradation"), threshold=o.perf_threshold, seed=s
             ),
-            lambda o: 1.0 + 2 * o.duration("performance-degradation"),
-            lambda o: 1.0 + 2 * o.duration("performance-degradation") + o.hang_grace,
+            # warm-up, an alone window, then the compiling and the control windows
+            lambda o: 1.0 + (2 + 1 / PERF_PAIRS) * o.duration("performance-degradation"),
+            lambda o: 1.0 + (2 + 1 / PERF_PAIRS) * o.duration("performance-degradation") + o.hang_grace,
             exclusive=True,
         ),
         StressTest(

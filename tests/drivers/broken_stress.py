@@ -28,6 +28,12 @@ Drivers that leave things behind (once per case, on the first execute of that ca
     LeavesShm            creates a file in /dev/shm and never unlinks it
     SetsidChildThenCrash / SetsidChildThenHang  start ``setsid sleep 600``, then SIGSEGV / hang
 
+Drivers for the verdicts of single tests:
+
+    CompileBlocksInference  a compilation holds a device-wide lock for 50 ms; execute waits on it
+    AbortsInSub          abort() (SIGABRT) when executing any model that holds a SUB
+    HangsInSub           execute never returns on any model that holds a SUB
+
 RandomlyBroken is configured by the environment (inherited by sandbox workers and their
 clients): ``NNCONFORM_BROKEN_RATES="seed=7,crash=0.01,exit=0.005,hang=0.005,leak=0.05,
 raise=0.01,garbage=0.005"`` (per-execution probabilities; unnamed ones keep their defaults).
@@ -351,6 +357,70 @@ class SetsidChildThenHang(_Misbehaving):
 
     def misbehave(self, request):
         spawn_setsid_sleep()
+        hang()
+
+
+COMPILE_HOLDS_S = 0.050  # CompileBlocksInference: how long each compilation holds the lock
+
+
+class CompileBlocksInference(ReferenceDevice):
+    """Every compilation holds one device-wide lock for COMPILE_HOLDS_S (sleeping: almost no
+    CPU), and every execution takes that lock: inference waits for any compilation in
+    flight.  The driver-caused slowdown performance-degradation must catch."""
+
+    name = "broken-compile-blocks-inference"
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self._global = threading.Lock()
+
+    def prepare(self, model, **kw):
+        with self._global:
+            import time
+
+            time.sleep(COMPILE_HOLDS_S)
+            pm = super().prepare(model, **kw)
+        lock = self._global
+
+        class Prepared(ReferencePreparedModel):
+            def execute(self, request, **kw2):
+                with lock:
+                    return super().execute(request, **kw2)
+
+        return Prepared(pm.model)
+
+
+class AbortsInSub(ReferenceDevice):
+    """SIGABRT (``abort()``, as a failed native assertion) when executing a model that holds a
+    SUB; every other model runs right.  The random-graph crash the stress runner must blame on
+    SUB and shrink."""
+
+    name = "broken-aborts-in-sub"
+
+    def prepare(self, model, **kw):
+        pm = super().prepare(model, **kw)
+        has_sub = any(op.type.name == "SUB" for op in model.main.operations)
+
+        class Prepared(ReferencePreparedModel):
+            def execute(self, request, **kw2):
+                if has_sub:
+                    device.fail_in_sub()
+                return super().execute(request, **kw2)
+
+        device = self
+        return Prepared(pm.model)
+
+    def fail_in_sub(self) -> None:
+        log_action("abort")
+        os.abort()
+
+
+class HangsInSub(AbortsInSub):
+    """Executing a model that holds a SUB never returns; every other model runs right."""
+
+    name = "broken-hangs-in-sub"
+
+    def fail_in_sub(self) -> None:
         hang()
 
 
