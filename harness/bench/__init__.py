@@ -447,7 +447,6 @@ def run_bench(
 ) -> list[BenchRow]:
     """Every model on every driver; ``legacy`` keywords (warmup=, iterations=, inputs_count=,
     seed=, call_timeout=, mem_limit=) set the matching Settings fields."""
-    from nnconform.errors import DriverLoadError
     from nnconform.isolation.proxy import DEFAULT_MEM_LIMIT, open_isolated
 
     s = settings or Settings()
@@ -463,15 +462,15 @@ def run_bench(
         def open_device(spec: str = spec):
             return open_isolated(spec, call_timeout=s.call_timeout, mem_limit=mem)
 
-        try:
-            open_device().close()  # the driver loads at all: else one FAIL row per model, quickly
-        except DriverLoadError as e:
-            for entry in entries:
-                rows.append(BenchRow(entry.name, spec, "FAIL", message=f"driver: {e}"))
-                bar.step(f"{spec} {entry.name}: driver did not load")
-            continue
+        loaded = False
         for entry in entries:
+            if not loaded and rows and rows[-1].driver == spec and rows[-1].message.startswith("driver: "):
+                # the driver did not load for the model before: one FAIL row per model, quickly
+                rows.append(BenchRow(entry.name, spec, "FAIL", message=rows[-1].message))
+                bar.step(f"{spec} {entry.name}: driver did not load")
+                continue
             row = bench_model(open_device, spec, entry, s, golden_root)
+            loaded = loaded or row.load_ms is not None
             rows.append(row)
             bar.step(f"{spec} {entry.name}: " + (f"p50 {row.p50_ms:.2f} ms" if row.p50_ms is not None else row.status))
     if baseline_rows is not None:

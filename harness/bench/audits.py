@@ -29,6 +29,9 @@ from nnconform.bench.statistics import intervals_overlap, percentile_interval
 PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
 CACHE_RATIO = 0.5
 CACHE_QUERIES = 16  # fresh and repeated queries each
+# Fewer cannot judge: the 99 % interval of a median needs 8 samples, and with 12 it leaves out
+# the slowest and fastest (the repeated input's first query is a fresh one to any cache).
+CACHE_MIN_QUERIES = 12
 SEED_RATIO = 1.25
 SEED_FAIL_RATIO = 2.0
 SEED_OFFSET = 1_000_003  # the other seed: far from every seed the main run used
@@ -57,6 +60,7 @@ def _median_iv(lat: Sequence[float]) -> tuple[float, tuple[float | None, float |
 def result_cache(pm, fresh_request: Callable[[int], object], *, queries: int = CACHE_QUERIES) -> tuple[str, str, dict]:
     """``fresh_request(k)`` makes a request of inputs never used before (k = 0..queries);
     request 0 is the repeated one."""
+    queries = max(queries, CACHE_MIN_QUERIES)
     repeated = fresh_request(0)
     fresh_ms, rep_ms = [], []
     for k in range(1, queries + 1):

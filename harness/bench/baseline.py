@@ -81,12 +81,18 @@ def compare(
     t = thresholds or THRESHOLDS
     out: dict[str, tuple[str, str]] = {}
     tag = f"p{percentile:g}"
-    now, before = _num(row.get(f"{tag}_ms")), _num(base.get(f"{tag}_ms"))
+
+    def target(r: Mapping[str, Any]) -> tuple[float | None, float | None, float | None]:
+        # the run's requested percentile; a baseline run for another one still has p50/p90/p99
+        if _num(r.get("target_percentile")) == percentile:
+            return _num(r.get("target_ms")), _num(r.get("target_low_ms")), _num(r.get("target_high_ms"))
+        return _num(r.get(f"{tag}_ms")), _num(r.get(f"{tag}_low_ms")), _num(r.get(f"{tag}_high_ms"))
+
+    (now, lo_now, _), (before, _, hi_before) = target(row), target(base)
     if now is None or before is None:
-        out["latency"] = ("", "not measured in both runs")
+        out["latency"] = ("", f"{tag} not measured in both runs")
     else:
         ratio = now / before if before > 0 else float("inf")
-        lo_now, hi_before = _num(row.get(f"{tag}_low_ms")), _num(base.get(f"{tag}_high_ms"))
         apart = lo_now is not None and hi_before is not None and lo_now > hi_before
         text = f"{tag} {now:.4g} ms vs {before:.4g} ms (x{ratio:.2f}; intervals {'apart' if apart else 'overlap'})"
         lat = t["latency"]
@@ -98,7 +104,7 @@ def compare(
             out["latency"] = (PASS, text)
 
     def startup(r: Mapping[str, Any]) -> float | None:
-        a, b = _num(r.get("prepare_ms")), _num(r.get("first_execution_ms"))
+        a, b = _num(r.get("compile_without_cache_ms")), _num(r.get("first_execution_ms"))
         return None if a is None or b is None else a + b
 
     v, m = _ratio_verdict(startup(row), startup(base), t["startup"], t["startup"]["min_ms"])
