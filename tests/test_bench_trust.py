@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 from helpers import double
 
-from nnconform.bench import Settings, run_bench, write_artifacts, write_csv
+from nnconform.bench import Settings, gate, run_bench, statistics, write_artifacts, write_csv
 from nnconform.bench import baseline as bl
-from nnconform.bench import gate, statistics
 from nnconform.cli import main
 from nnconform.ir import ModelBuilder
 from nnconform.ir import OperandType as T
