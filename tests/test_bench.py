@@ -148,7 +148,8 @@ def test_cli_bench_usage_errors(tmp_path, capsys):
     assert not out.exists()
 
 
-def test_cli_bench_reference_writes_files(tmp_path, capsys):
+def test_cli_bench_reference_writes_files(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # golden outputs go there
     import os
 
     out = tmp_path / "b"

@@ -164,7 +164,8 @@ def test_baseline_fails_a_2x_slowdown_and_passes_a_run_against_itself(tmp_path):
     assert r.baseline_accuracy == "PASS"
 
 
-def test_cli_bench_baseline_scenario_and_errors(tmp_path, capsys):
+def test_cli_bench_baseline_scenario_and_errors(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # golden outputs go there
     first, second = tmp_path / "a", tmp_path / "b"
     common = ["--models", "mobilenet_v1_float", "--iterations", "11", "--percentile", "50", "--inputs", "1"]
     assert main(["bench", "--driver", "reference", *common, "--scenario", "offline", "--report-dir", str(first)]) == 0
