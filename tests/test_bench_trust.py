@@ -166,29 +166,34 @@ def test_baseline_fails_a_2x_slowdown_and_passes_a_run_against_itself(tmp_path):
 
 def test_cli_bench_baseline_scenario_and_errors(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # golden outputs go there
-    first, second = tmp_path / "a", tmp_path / "b"
+    first, second, third = tmp_path / "a", tmp_path / "b", tmp_path / "c"
     common = ["--models", "mobilenet_v1_float", "--iterations", "11", "--percentile", "50", "--inputs", "1"]
-    assert main(["bench", "--driver", "reference", *common, "--scenario", "offline", "--report-dir", str(first)]) == 0
-    with open(first / "bench.csv") as f:
+    single = [*common, "--scenario", "single-stream"]
+    assert main(["bench", "--driver", "reference", *single, "--report-dir", str(first)]) == 0
+    # a second driver as the baseline: the deliberate slowdown fails against the reference
+    slow = double("broken_bench", "SlowDown")
+    args = ["bench", "--driver", "reference", "--driver", slow, "--baseline", "reference", *single]
+    assert main([*args, "--report-dir", str(second)]) == 1
+    with open(second / "bench.csv") as f:
+        ref, slowed = list(csv.DictReader(f))
+    assert ref["baseline"] == "" and slowed["baseline_latency"] == "FAIL" and slowed["verdict"] == "FAIL"
+    assert slowed["baseline_accuracy"] == "PASS" and "intervals apart" in slowed["baseline_message"]
+    # a directory as the baseline, offline only: the rows pair up, accuracy is judged, latency has no percentile
+    capsys.readouterr()
+    assert main(["bench", "--driver", "reference", *common, "--scenario", "offline", "--baseline", str(first),
+                 "--report-dir", str(third)]) in (0, 1)  # fmt: skip
+    with open(third / "bench.csv") as f:
         (row,) = list(csv.DictReader(f))
     assert row["offline_qps"] and not row["p50_ms"] and row["audit_cache"] == "PASS"
-    capsys.readouterr()
-    # the same driver against that run: its rows pair up and every metric gets a word
-    assert main(["bench", "--driver", "reference", *common, "--baseline", str(first), "--report-dir", str(second)]) in (
-        0,
-        1,
-    )
-    with open(second / "bench.csv") as f:
-        (row,) = list(csv.DictReader(f))
-    assert row["baseline_accuracy"] == "PASS" and row["baseline_latency"] == ""  # offline only: no percentile
-    assert row["baseline_startup"] in ("PASS", "PASS_WITH_WARNING", "FAIL") and "startup" in row["baseline_message"]
+    assert row["baseline_accuracy"] == "PASS" and row["baseline_latency"] == ""
     page = (second / "report.html").read_text()
-    assert "verdict-" in page and "<script" not in page and "baseline" in page
+    assert "verdict-red" in page and "<script" not in page and "latency: FAIL" in page
     for args, why in [
         (["--scenario", "server"], "unknown scenario server"),
         (["--baseline", str(tmp_path / "nowhere")], "cannot read bench.csv"),
         (["--must-accelerate", str(tmp_path / "none.txt")], "cannot read"),
         (["--percentile", "100"], "below 100"),
+        (["--baseline", "reference"], "needs a second --driver"),
     ]:
         capsys.readouterr()
         assert main(["bench", *common, *args, "--report-dir", str(tmp_path / "x")]) == 2

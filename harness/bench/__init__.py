@@ -441,12 +441,15 @@ def run_bench(
     settings: Settings | None = None,
     *,
     baseline_rows: dict | None = None,
+    baseline_driver: str | None = None,
     golden_root: Path | None = None,
     log=print,
     **legacy: Any,
 ) -> list[BenchRow]:
     """Every model on every driver; ``legacy`` keywords (warmup=, iterations=, inputs_count=,
-    seed=, call_timeout=, mem_limit=) set the matching Settings fields."""
+    seed=, call_timeout=, mem_limit=) set the matching Settings fields.  ``baseline_rows``
+    (baseline.load) or ``baseline_driver`` (one of ``drivers``: every other driver is judged
+    against its rows of this run) give the baseline verdicts."""
     from nnconform.isolation.proxy import DEFAULT_MEM_LIMIT, open_isolated
 
     s = settings or Settings()
@@ -473,6 +476,9 @@ def run_bench(
             loaded = loaded or row.load_ms is not None
             rows.append(row)
             bar.step(f"{spec} {entry.name}: " + (f"p50 {row.p50_ms:.2f} ms" if row.p50_ms is not None else row.status))
+    if baseline_driver is not None:
+        mine = [r for r in rows if r.driver == baseline_driver]
+        baseline_rows = {(r.model, d): r.csv_row() for r in mine for d in drivers if d != baseline_driver}
     if baseline_rows is not None:
         apply_baseline(rows, baseline_rows, s.percentile)
     for r in rows:

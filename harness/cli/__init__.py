@@ -813,10 +813,14 @@ def cmd_bench(a: argparse.Namespace) -> int:
     try:
         chosen = scenarios.parse_scenarios(a.scenario)
         rules = gate.load_rules(a.must_accelerate) if a.must_accelerate else []
-        base = bench_baseline.load(a.baseline) if a.baseline else None
+        drivers = a.driver or ["reference"]
+        # --baseline names a directory, or one of this run's drivers (the others are judged against it)
+        base_driver = a.baseline if a.baseline and a.baseline in drivers and not Path(a.baseline).is_dir() else None
+        base = bench_baseline.load(a.baseline) if a.baseline and base_driver is None else None
+        if base_driver is not None and len(drivers) < 2:
+            raise ValueError(f"--baseline {base_driver}: a driver as baseline needs a second --driver to judge")
     except ValueError as e:
         return _err(_shown(e, 300))
-    drivers = a.driver or ["reference"]
     if not a.driver:
         print("nnconform bench: no --driver given: benchmarking the bundled reference driver", flush=True)
     from nnconform.driver.loader import check_driver_name
@@ -856,7 +860,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
             f"(seed {a.seed}); every model in a fresh driver host; reference: {jit.describe()}",
             flush=True,
         )
-        rows = run_bench(drivers, entries, settings, baseline_rows=base)
+        rows = run_bench(drivers, entries, settings, baseline_rows=base, baseline_driver=base_driver)
         kernels = jit.describe()
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

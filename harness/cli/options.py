@@ -260,9 +260,10 @@ OPTIONS: dict[str, SharedOption] = {
         SharedOption(
             "--baseline",
             TEXT,
-            "an earlier bench report directory: PASS / PASS_WITH_WARNING / FAIL per model and metric "
-            "(latency, start-up, memory, accuracy; thresholds in docs/benchmark.md)",
-            metavar="DIR",
+            "an earlier bench report directory, or one of this run's --driver names: PASS / "
+            "PASS_WITH_WARNING / FAIL per model and metric (latency, start-up, memory, accuracy; "
+            "thresholds in docs/benchmark.md)",
+            metavar="DIR|DRIVER",
         ),
         SharedOption(
             "--must-accelerate",
