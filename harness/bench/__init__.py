@@ -44,7 +44,7 @@ from nnconform.bench.memory import PeakMeter, host_pid
 from nnconform.ir import Model, Request
 
 if TYPE_CHECKING:
-    from nnconform.driver import Device
+    from nnconform.isolation.proxy import IsolatedDevice
 
 HISTOGRAM_BINS = 20
 MB = 1 << 20
@@ -241,7 +241,7 @@ def _requests(model: Model, entry, seeds: Sequence[int]) -> list[Request]:
 
 
 def bench_model(
-    open_device: Callable[[], Device],
+    open_device: Callable[[], IsolatedDevice],
     driver_name: str,
     entry,
     settings: Settings,

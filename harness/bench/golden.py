@@ -23,7 +23,7 @@ import hashlib
 import math
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -61,11 +61,13 @@ def golden_set(entry, model: Model, seeds: Sequence[int], root: Path | None = No
         pass  # absent or damaged: computed again below and stored over it
     ex = Executor(model)
     golden = [[np.array(o, copy=True) for o in ex.run(x)] for x in inputs]
-    arrays = {f"o{k}_{j}": o for k, outs in enumerate(golden) for j, o in enumerate(outs)}
+    arrays: dict[str, Any] = {f"o{k}_{j}": o for k, outs in enumerate(golden) for j, o in enumerate(outs)}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".part.npz")
-        np.savez(tmp, inputs_sha256=np.array(digest), outputs=np.array(len(golden[0]) if golden else 0), **arrays)
+        arrays["inputs_sha256"] = np.array(digest)
+        arrays["outputs"] = np.array(len(golden[0]) if golden else 0)
+        np.savez(tmp, **arrays)
         os.replace(tmp, path)
     except OSError:
         pass  # a read-only cache only costs recomputing next time; the numbers are the same

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Sequence, Union
 
 import numpy as np
 
 # The confidence of every interval and of the early-stopping rule (MLPerf's default is 99 %).
 CONFIDENCE = 0.99
+Samples = Union[Sequence[float], np.ndarray]
 REPORTED_PERCENTILES = (50.0, 90.0, 99.0)
 
 
@@ -97,7 +98,7 @@ def order_ranks(n: int, percentile: float, confidence: float = CONFIDENCE) -> tu
     return lo, u
 
 
-def percentile_interval(samples: Sequence[float], percentile: float, confidence: float = CONFIDENCE) -> Interval:
+def percentile_interval(samples: Samples, percentile: float, confidence: float = CONFIDENCE) -> Interval:
     a = np.sort(np.asarray(samples, dtype=np.float64))
     if a.size == 0:
         raise ValueError("no samples")
@@ -109,7 +110,7 @@ def percentile_interval(samples: Sequence[float], percentile: float, confidence:
     return Interval(percentile, value, float(a[ranks[0] - 1]), float(a[ranks[1] - 1]), supported)
 
 
-def early_stopping_estimate(samples: Sequence[float], percentile: float, confidence: float = CONFIDENCE):
+def early_stopping_estimate(samples: Samples, percentile: float, confidence: float = CONFIDENCE):
     """(latency, discarded) or None when the run is shorter than min_queries: the ``p``-th
     percentile is at most ``latency`` with the given confidence."""
     a = np.sort(np.asarray(samples, dtype=np.float64))
@@ -124,7 +125,7 @@ def early_stopping_estimate(samples: Sequence[float], percentile: float, confide
     return float(a[n - 1 - t]), t
 
 
-def summarise(samples: Sequence[float], confidence: float = CONFIDENCE) -> dict:
+def summarise(samples: Samples, confidence: float = CONFIDENCE) -> dict:
     """Mean, spread and every reported percentile with its interval, as flat columns."""
     a = np.asarray(samples, dtype=np.float64)
     if a.size == 0:
