@@ -315,7 +315,6 @@ def bench_model(
             cached.execute(requests[0])
             row.first_execution_cached_ms = _ms(t0)
             cached.release()
-        verdicts = []
         if scenarios.SINGLE_STREAM in settings.scenarios:
             stage = "single-stream"
             meter.reset()
@@ -326,15 +325,14 @@ def bench_model(
             _fill_latency(row, ss, settings)
             v, m = audits.same_outputs(actual, ss.outputs)
             row.audit_same_outputs, msgs = v, [f"same outputs: {m}"]
-            stage = "audit: other seed"
-            other = _requests(model, entry, [settings.seed + 2 * audits.SEED_OFFSET + k for k in range(len(inputs))])
-            oss = scenarios.single_stream(pm, other, warmup=1, queries=settings.queries(), min_duration=0.0)
-            v, m, figs = audits.input_seed(ss.latencies_ms, oss.latencies_ms)
-            row.audit_seed, row.seed_p50_ms = v, figs["seed_p50_ms"]
-            msgs.append(f"seed: {m}")
-            verdicts += [row.audit_same_outputs, row.audit_seed]
         else:
             msgs = []
+        stage = "audit: other seed"
+        other = _requests(model, entry, [settings.seed + 2 * audits.SEED_OFFSET + k for k in range(len(inputs))])
+        n_audit = max(settings.audit_queries, audits.CACHE_MIN_QUERIES)
+        v, m, figs = audits.input_seed(pm, requests, other, queries=n_audit)
+        row.audit_seed, row.seed_p50_ms = v, figs["seed_p50_ms"]
+        msgs.append(f"seed: {m}")
         stage = "audit: result cache"
         base_seed = settings.seed + audits.SEED_OFFSET
 
@@ -348,7 +346,6 @@ def bench_model(
             figs["cache_repeated_p50_ms"],
         )
         msgs.append(f"cache: {m}")
-        verdicts.append(v)
         row.audit_message = "; ".join(msgs)
         if scenarios.OFFLINE in settings.scenarios:
             stage = "offline"
