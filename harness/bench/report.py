@@ -130,7 +130,9 @@ td.l,th.l{text-align:left}td:not(.l){white-space:nowrap}.ok{color:#176417}.bad{c
 vertical-align:middle}.share i{display:block;height:8px;background:#2ca02c}
 .legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:12px;height:12px;
 margin-right:4px;vertical-align:middle}.note{color:#555;font-size:12px;max-width:1000px}
-.charts{display:flex;flex-wrap:wrap;gap:8px 24px}.chart{flex:0 0 auto}details{margin-top:16px}"""
+.charts{display:flex;flex-wrap:wrap;gap:8px 24px}.chart{flex:0 0 auto}details{margin-top:16px}
+.glance td.model{max-width:240px}.glance td.v{width:1%}.glance td.acc{min-width:190px}.glance td.aud{min-width:95px}
+.glance tr.first td{border-top:2px solid #999}"""
 
 
 def _chip(v: str, label: str = "", title: str = "") -> str:
@@ -154,11 +156,11 @@ def _f(v, fmt: str = ".3g") -> str:
     return "-" if v is None else format(v, fmt)
 
 
-def _glance_row(r: BenchRow) -> str:
+def _glance_row(r: BenchRow, first: bool) -> str:
     status = "" if r.status == "OK" else f"<br><span class='small bad'>{_e(r.status)}</span>"
-    audits = "".join(
-        _chip(v, k) for k, v in (("outputs", r.audit_same_outputs), ("cache", r.audit_cache), ("seed", r.audit_seed))
-    )
+    ran = r.load_ms is not None
+    named = (("outputs", r.audit_same_outputs), ("cache", r.audit_cache), ("seed", r.audit_seed))
+    audits = "".join(_chip(v, k) for k, v in named if v) or "-"
     if r.accuracy_verdict:
         acc = _chip(r.accuracy_verdict, "", r.accuracy_message)
         if r.top1_agreement is not None:
@@ -194,32 +196,41 @@ def _glance_row(r: BenchRow) -> str:
         else "-"
     )
     startup = (
-        f"load {_f(r.load_ms, '.0f')}<br>prepare {_f(r.compile_without_cache_ms)}<br>1st {_f(r.first_execution_ms)}"
-        + (
-            f"<br><span class='small'>cache: {_f(r.prepare_from_cache_ms)} + {_f(r.first_execution_cached_ms)}</span>"
-            if r.prepare_from_cache_ms is not None
-            else ""
+        "-"
+        if not ran
+        else (
+            f"load {_f(r.load_ms, '.0f')}<br>prepare {_f(r.compile_without_cache_ms)}<br>1st {_f(r.first_execution_ms)}"
+            + (
+                f"<br><span class='small'>cache: {_f(r.prepare_from_cache_ms)} + {_f(r.first_execution_cached_ms)}</span>"
+                if r.prepare_from_cache_ms is not None
+                else ""
+            )
         )
     )
     memory = (
-        f"load {_f(r.rss_after_load_mb, '.0f')}<br>prepare {_f(r.peak_rss_prepare_mb, '.0f')}<br>"
-        f"run {_f(r.peak_rss_execute_mb, '.0f')}"
+        "-"
+        if not ran
+        else (
+            f"load {_f(r.rss_after_load_mb, '.0f')}<br>prepare {_f(r.peak_rss_prepare_mb, '.0f')}<br>"
+            f"run {_f(r.peak_rss_execute_mb, '.0f')}"
+        )
     )
     queries = (
-        f"{r.iterations} <span class='small'>(min {r.min_queries}; +{r.warmup_queries} warm-up)</span>"
+        f"{r.iterations}<br><span class='small'>min {r.min_queries}<br>+{r.warmup_queries} warm-up</span>"
         if r.iterations
         else "-"
     )
     msg = f"<br><span class='small'>{_e(r.message[:300])}</span>" if r.message else ""
     cells = [
-        f"<td class='l'><b>{_e(r.model)}</b><br>{_e(r.driver)}{msg}</td>",
-        f"<td class='l'>{_chip(r.verdict)}{status}</td>",
+        f"<td class='l model'><b>{_e(r.model)}</b><br>{_e(r.driver)}{msg}</td>",
+        f"<td class='l v'>{_chip(r.verdict)}{status}</td>",
         f"<td>{_iv(r, 'p50')}</td><td>{_iv(r, 'p90')}</td><td>{_iv(r, 'p99')}</td>",
         f"<td>{queries}</td><td>{_f(r.offline_qps, '.1f')}</td>",
         f"<td>{startup}</td><td>{memory}</td>",
-        f"<td class='l'>{audits}</td><td class='l'>{acc}</td><td class='l'>{share}</td><td class='l'>{base}</td>",
+        f"<td class='l aud'>{audits}</td><td class='l acc'>{acc}</td><td class='l'>{share}</td>",
+        f"<td class='l'>{base}</td>",
     ]
-    return "<tr>" + "".join(cells) + "</tr>"
+    return f"<tr{' class=first' if first else ''}>" + "".join(cells) + "</tr>"
 
 
 def write_html(rows: Sequence[BenchRow], path: Path, meta: dict, records: Sequence | None = None) -> None:
@@ -257,12 +268,13 @@ def write_html(rows: Sequence[BenchRow], path: Path, meta: dict, records: Sequen
         f"<style>{_CSS}</style></head><body>",
         f"<h1 class='verdict-{verdict.kind}'>nnconform bench: {_e(verdict.text)}</h1>",
         "<p class='note'>" + " &middot; ".join(f"{_e(k)}: {_e(v)}" for k, v in meta.items()) + "</p>",
-        "<h2>At a glance</h2><div style='overflow-x:auto'><table><tr>"
+        "<h2>At a glance</h2><div style='overflow-x:auto'><table class='glance'><tr>"
         "<th class='l'>model / driver</th><th class='l'>verdict</th><th>p50 ms<br>[99% CI]</th>"
         "<th>p90 ms<br>[99% CI]</th><th>p99 ms<br>[99% CI]</th><th>queries</th><th>offline<br>qps</th>"
         "<th>start-up ms</th><th>peak host<br>memory MB</th><th class='l'>audits</th><th class='l'>accuracy "
         "(golden)</th><th class='l'>on the driver</th><th class='l'>baseline</th></tr>",
-        *(_glance_row(r) for r in rows),
+        # model by model, the drivers next to each other
+        *(_glance_row(by[(m, d)], j == 0) for m in models for j, d in enumerate([d for d in drivers if (m, d) in by])),
         "</table></div>",
         f"<div class='legend' style='margin-top:18px'>{legend}</div>",
         "<div class='charts'>",
