@@ -199,3 +199,19 @@ def test_cli_bench_baseline_scenario_and_errors(tmp_path, capsys, monkeypatch):
         assert main(["bench", *common, *args, "--report-dir", str(tmp_path / "x")]) == 2
         err = capsys.readouterr().err
         assert why in err and err.strip().count("\n") <= 1, err
+
+
+def test_golden_outputs_are_stored_once_and_recomputed_when_damaged(tmp_path):
+    from nnconform.bench.golden import golden_set
+
+    entry = builtin_entries()["mobilenet_v1_quant8"]
+    model = entry.load()
+    inputs, first, how = golden_set(entry, model, [5, 6], tmp_path)
+    assert how == "computed" and len(first) == 2
+    _, again, how = golden_set(entry, model, [5, 6], tmp_path)
+    assert how == "stored" and all(np.array_equal(a, b) for x, y in zip(first, again) for a, b in zip(x, y))
+    (path,) = tmp_path.glob("mobilenet_v1_quant8-*.npz")
+    path.write_bytes(b"not a zip")
+    _, third, how = golden_set(entry, model, [5, 6], tmp_path)
+    assert how == "computed" and all(np.array_equal(a, b) for x, y in zip(first, third) for a, b in zip(x, y))
+    assert golden_set(entry, model, [7], tmp_path)[2] == "computed"  # another seed set, another file

@@ -2,8 +2,8 @@
 
 Each model gets a small fixed set of inputs (its seeded inputs, seeds ``seed .. seed+n-1``)
 and their golden outputs, computed once by the reference executor and stored in the cache
-(``$XDG_CACHE_HOME/nnconform/golden/``, one ``.npz`` per model, seed set and harness
-version; a damaged or mismatching file is recomputed).  Then, per model:
+(``$XDG_CACHE_HOME/nnconform/golden/``, one ``.npz`` per model digest, seed set and
+harness version; a damaged or mismatching file is recomputed).  Then, per model:
 
 - classifiers: top-1 agreement (the driver's best class is the golden one) and top-5
   agreement (the golden best class is among the driver's five best);
@@ -38,10 +38,27 @@ def golden_root() -> Path:
     return Path(base) / "nnconform" / "golden"
 
 
-def _key(entry, seeds: Sequence[int]) -> str:
+def model_digest(model: Model) -> str:
+    """A digest of the main graph: operations, operand types, shapes, quantisation and
+    constant values (a rebuilt or re-imported model that changed gets new golden outputs)."""
+    h = hashlib.sha256()
+    sg = model.main
+    for op in sg.operations:
+        h.update(f"{int(op.type)}:{op.inputs}:{op.outputs};".encode())
+    for o in sg.operands:
+        h.update(f"{int(o.type)}:{o.dimensions}:{o.scale}:{o.zero_point}:{int(o.lifetime)};".encode())
+        if isinstance(o.value, np.ndarray):
+            h.update(np.ascontiguousarray(o.value).tobytes())
+        elif o.value is not None:
+            h.update(repr(o.value).encode())
+    h.update(f"{sg.input_indexes}:{sg.output_indexes}".encode())
+    return h.hexdigest()
+
+
+def _key(entry, model: Model, seeds: Sequence[int]) -> str:
     from nnconform import __version__
 
-    text = f"{entry.name}|{entry.source}|{list(seeds)}|{__version__}"
+    text = f"{entry.name}|{model_digest(model)}|{list(seeds)}|{__version__}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -50,7 +67,7 @@ def golden_set(entry, model: Model, seeds: Sequence[int], root: Path | None = No
     from nnconform.reference.executor import Executor
 
     inputs = [entry.inputs(s) for s in seeds]
-    path = (root or golden_root()) / f"{entry.name}-{_key(entry, seeds)}.npz"
+    path = (root or golden_root()) / f"{entry.name}-{_key(entry, model, seeds)}.npz"
     digest = hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for x in inputs for a in x)).hexdigest()
     try:
         with np.load(path, allow_pickle=False) as z:
@@ -149,10 +166,10 @@ def verdict(device, model: Model, inputs, expected, actual) -> tuple[str, str, s
             return WARN, f"input {k}: {cmp.message[:200]}; but {steps.describe()}", ""
         if steps.step is not None:
             n, name, step_cmp = steps.step
-            return FAIL, f"input {k}: {cmp.message[:160]}; first diverging operation #{n} {name}", f"#{n} {name}"
+            return FAIL, f"input {k}: {cmp.message[:240]}; first diverging operation #{n} {name}", f"#{n} {name}"
         alone = first_failing_operation_alone(device, model, x)
         if alone is not None:
             n, name, _, _ = alone
-            return FAIL, f"input {k}: {cmp.message[:160]}; first diverging operation #{n} {name}", f"#{n} {name}"
+            return FAIL, f"input {k}: {cmp.message[:240]}; first diverging operation #{n} {name}", f"#{n} {name}"
         return FAIL, f"input {k}: {cmp.message[:200]}; no single operation fails alone ({steps.describe()[:120]})", ""
     return PASS, f"{len(inputs)} golden input(s) within RealModel", ""
