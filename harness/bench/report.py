@@ -131,7 +131,7 @@ vertical-align:middle}.share i{display:block;height:8px;background:#2ca02c}
 .legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:12px;height:12px;
 margin-right:4px;vertical-align:middle}.note{color:#555;font-size:12px;max-width:1000px}
 .charts{display:flex;flex-wrap:wrap;gap:8px 24px}.chart{flex:0 0 auto}details{margin-top:16px}
-.glance td.model{max-width:240px}.glance td.v{width:1%}.glance td.acc{min-width:190px}.glance td.aud{min-width:95px}
+.glance td.model{max-width:240px}.glance td.v{width:1%}.glance td.acc{min-width:150px}.glance td.base{min-width:125px}.glance td.model{min-width:170px;overflow-wrap:anywhere}.glance td.aud{min-width:95px}
 .glance tr.first td{border-top:2px solid #999}"""
 
 
@@ -228,7 +228,7 @@ def _glance_row(r: BenchRow, first: bool) -> str:
         f"<td>{queries}</td><td>{_f(r.offline_qps, '.1f')}</td>",
         f"<td>{startup}</td><td>{memory}</td>",
         f"<td class='l aud'>{audits}</td><td class='l acc'>{acc}</td><td class='l'>{share}</td>",
-        f"<td class='l'>{base}</td>",
+        f"<td class='l base'>{base}</td>",
     ]
     return f"<tr{' class=first' if first else ''}>" + "".join(cells) + "</tr>"
 
