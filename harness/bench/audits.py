@@ -84,7 +84,8 @@ def result_cache(pm, fresh_request: Callable[[int], object], *, queries: int = C
 def input_seed(pm, main: Sequence, other: Sequence, *, queries: int) -> tuple[str, str, dict]:
     """Queries of the run's inputs and of another seed's, interleaved (so that a change of
     load hits both alike), ``queries`` of each."""
-    main_ms, other_ms = [], []
+    main_ms: list[float] = []
+    other_ms: list[float] = []
     for k in range(queries):
         for reqs, out in ((main, main_ms), (other, other_ms)):
             t0 = time.perf_counter()
