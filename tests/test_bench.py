@@ -34,10 +34,21 @@ def _floor_entry() -> ModelEntry:
 
 def test_reference_bench_rows_csv_and_html(tmp_path):
     entry = builtin_entries()["mobilenet_v1_quant8"]
-    rows = run_bench(["reference"], [entry], warmup=1, iterations=4, inputs_count=2, seed=3, log=lambda *a: None)
+    rows = run_bench(
+        ["reference"],
+        [entry],
+        warmup=1,
+        iterations=4,
+        inputs_count=2,
+        seed=3,
+        percentile=50.0,
+        golden_root=tmp_path,
+        log=lambda *a: None,
+    )
     (r,) = rows
     assert r.status == "OK", r.message
-    assert r.iterations == 4 and len(r.latencies_ms) == 4 and r.testset_size == 2
+    # 4 asked, but p50 needs 11 queries by the early-stopping rule
+    assert r.iterations == 11 and len(r.latencies_ms) == 11 and r.testset_size == 2 and r.min_queries == 11
     assert r.min_ms <= r.p50_ms <= r.p90_ms <= r.p99_ms <= r.max_ms
     assert r.max_single_error == 0.0 and r.mse == 0.0 and r.top1_agreement == 1.0 and r.top5_agreement == 1.0
     assert r.compile_without_cache_ms is not None
@@ -61,7 +72,9 @@ def test_a_crashing_driver_is_a_row_and_the_bench_goes_on(tmp_path):
         warmup=0,
         iterations=2,
         inputs_count=1,
+        percentile=50.0,
         call_timeout=60,
+        golden_root=tmp_path,
         log=lambda *a: None,
     )
     assert [r.status for r in rows] == ["CRASH", "OK"]
@@ -77,12 +90,14 @@ def test_a_driver_that_leaves_processes_running_fails_its_row(tmp_path):
         warmup=0,
         iterations=2,
         inputs_count=1,
+        percentile=50.0,
         call_timeout=60,
+        golden_root=tmp_path,
         log=lambda *a: None,
     )
     assert [r.status for r in rows] == ["FAIL", "OK"], [(r.status, r.message) for r in rows]
     assert "left" in rows[0].message and "sleep" in rows[0].message
-    assert rows[0].iterations == 2  # its numbers are kept; the status says what went wrong
+    assert rows[0].iterations == 11  # its numbers are kept; the status says what went wrong
 
 
 def test_accuracy_numbers():
@@ -133,7 +148,8 @@ def test_cli_bench_usage_errors(tmp_path, capsys):
     assert not out.exists()
 
 
-def test_cli_bench_reference_writes_files(tmp_path, capsys):
+def test_cli_bench_reference_writes_files(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # golden outputs go there
     import os
 
     out = tmp_path / "b"
@@ -149,6 +165,8 @@ def test_cli_bench_reference_writes_files(tmp_path, capsys):
             "0",
             "--iterations",
             "2",
+            "--percentile",
+            "50",
             "--inputs",
             "1",
             "--report-dir",

@@ -1,163 +1,188 @@
-"""``nnconform bench``: the MLTS benchmark for real models.
+"""``nnconform bench``: a benchmark a release decision can rest on.
 
-    nnconform bench --driver tflite --driver onnxruntime [--models mobilenet_v2_quant8 ...]
+    nnconform bench --driver tflite --driver onnxruntime [--models builtin,zoo] [--baseline DIR]
 
-Per driver and model (built-in MobileNets, and the fetched zoo models that import):
+Per driver and model (built-in MobileNets, and the fetched zoo models that import), each in a
+fresh driver host (a crash or hang is that model's row, status CRASH / HANG):
 
-- compilation (MLTS's CompilationBenchmarkResult): ``compile_without_cache_ms`` (a cold
-  ``prepare``), and for drivers with CompilationCaching ``save_to_cache_ms`` (``prepare`` with
-  a cache token) and ``prepare_from_cache_ms``;
-- latency: ``--warmup`` executions, then ``--iterations`` timed ones cycling through the
-  seeded inputs; mean, standard deviation, p50/p90/p99, min, max and a histogram.  The time is
-  the caller's wall clock around ``execute``, so for an isolated driver it includes the round
-  trip to its host (the same for every driver, and what an app sees through the HAL);
-- accuracy against the reference executor on the same inputs (MLTS's evaluator): the largest
-  absolute error and the mean squared error over all outputs (quantised outputs dequantised),
-  and for classifiers top-1 agreement (the driver's argmax is the reference's) and top-5
-  agreement (the reference's top class is among the driver's five best).
+- start-up (:mod:`.memory`, this module): load (the host starting and loading the driver),
+  prepare without the compilation cache, first execution; with a cache (drivers with
+  CompilationCaching) saving to it, preparing from it and that model's first execution; the
+  peak resident memory of the driver host while preparing and in steady execution;
+- scenarios (:mod:`.scenarios`): single-stream latency with every reported percentile's
+  confidence interval from order statistics, and a query count that supports the requested
+  percentile by MLPerf's early-stopping rule (:mod:`.statistics`), over at least
+  ``--min-duration``; warm-up queries excluded and reported; offline throughput;
+- audits (:mod:`.audits`): timed outputs equal accuracy mode's, no result caching, the same
+  latency with inputs of another seed;
+- accuracy on golden data (:mod:`.golden`), with a failing model traced to an operation;
+- the fall-back gate (:mod:`.gate`): the share of each model the driver takes, and
+  ``--must-accelerate`` rules;
+- verdicts against ``--baseline`` (:mod:`.baseline`, every threshold in one place).
 
-Every driver runs in a driver host (``nnconform.isolation.proxy.open_isolated``): a crash or hang
-of the driver is that model's row (status CRASH / HANG) and the bench goes on with a fresh
-host.  Results: ``bench.csv`` (one row per driver x model) and ``bench.html`` (a
-self-contained page comparing the drivers side by side, inline SVG charts, no scripts).
-Numbers are printed and written, never judged: speed is not a test verdict.
+The time is the caller's wall clock around ``execute``, so for an isolated driver it includes
+the round trip to its host (the same for every driver, and what an app sees through the HAL).
+Results: ``bench.csv`` (every number, one row per driver x model), ``bench.html`` (also the
+report directory's report.html) and the artifact contract's files.
 """
 
 from __future__ import annotations
 
 import csv
-import html
-import math
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
+from nnconform.bench import audits, baseline, gate, golden, scenarios, statistics
+from nnconform.bench.golden import metrics as _metrics
+from nnconform.bench.memory import PeakMeter, host_pid
 from nnconform.ir import Model, Request
 
 if TYPE_CHECKING:
-    from nnconform.driver import Device
+    from nnconform.isolation.proxy import IsolatedDevice
 
-CSV_COLUMNS = [
-    "model",
-    "driver",
-    "status",
-    "message",
-    "operations",
-    "testset_size",
-    "iterations",
-    "total_time_sec",
-    "mean_ms",
-    "std_ms",
-    "p50_ms",
-    "p90_ms",
-    "p99_ms",
-    "min_ms",
-    "max_ms",
-    "compile_without_cache_ms",
-    "save_to_cache_ms",
-    "prepare_from_cache_ms",
-    "max_single_error",
-    "mse",
-    "top1_agreement",
-    "top5_agreement",
-]
 HISTOGRAM_BINS = 20
+MB = 1 << 20
+
+
+@dataclass
+class Settings:
+    """What a bench run does (the CLI's options)."""
+
+    warmup: int = 5
+    iterations: int = 50  # at least this many single-stream queries (more if the percentile needs them)
+    inputs_count: int = 4  # golden inputs per model
+    seed: int = 0
+    percentile: float = 90.0  # the percentile the query count must support, and baselines compare
+    min_duration: float = 0.0  # seconds of single-stream queries at least
+    scenarios: tuple[str, ...] = scenarios.SCENARIOS
+    audit_queries: int = audits.CACHE_QUERIES
+    rules: Sequence[gate.Rule] = ()
+    call_timeout: float = 120.0
+    mem_limit: int | None = None
+
+    def queries(self) -> int:
+        return max(self.iterations, statistics.min_queries(self.percentile))
 
 
 @dataclass
 class BenchRow:
     model: str
     driver: str
-    status: str = "OK"  # OK, UNSUPPORTED, UNMAPPED (no NNAPI import), FAIL, CRASH, HANG
+    status: str = "OK"  # OK, PARTIAL, UNSUPPORTED, UNMAPPED (no NNAPI import), FAIL, CRASH, HANG
+    verdict: str = ""  # PASS, PASS_WITH_WARNING or FAIL: the status, audits, accuracy, gate and baseline together
     message: str = ""
     operations: int = 0
+    ops_on_driver: int | None = None
+    driver_share: float | None = None  # estimated share of the model's work the driver takes
+    gate: str = ""  # PASS / FAIL under --must-accelerate ('' when no rule names the model)
     testset_size: int = 0
+    golden: str = ""  # stored / computed
+    # single-stream
     iterations: int = 0
+    min_queries: int | None = None
+    target_percentile: float | None = None
+    warmup_queries: int = 0
+    warmup_mean_ms: float | None = None
+    duration_s: float | None = None
     total_time_sec: float | None = None
     mean_ms: float | None = None
     std_ms: float | None = None
-    p50_ms: float | None = None
-    p90_ms: float | None = None
-    p99_ms: float | None = None
     min_ms: float | None = None
     max_ms: float | None = None
+    p50_ms: float | None = None
+    p50_low_ms: float | None = None
+    p50_high_ms: float | None = None
+    p50_supported: bool | None = None
+    p90_ms: float | None = None
+    p90_low_ms: float | None = None
+    p90_high_ms: float | None = None
+    p90_supported: bool | None = None
+    p99_ms: float | None = None
+    p99_low_ms: float | None = None
+    p99_high_ms: float | None = None
+    p99_supported: bool | None = None
+    target_ms: float | None = None
+    target_low_ms: float | None = None
+    target_high_ms: float | None = None
+    early_stop_ms: float | None = None  # the target percentile is below this at 99 % confidence
+    early_stop_discarded: int | None = None
+    # offline
+    offline_queries: int | None = None
+    offline_qps: float | None = None
+    offline_burst: bool | None = None
+    # start-up
+    load_ms: float | None = None
     compile_without_cache_ms: float | None = None
+    first_execution_ms: float | None = None
     save_to_cache_ms: float | None = None
     prepare_from_cache_ms: float | None = None
+    first_execution_cached_ms: float | None = None
+    # memory of the driver host
+    rss_after_load_mb: float | None = None
+    peak_rss_prepare_mb: float | None = None
+    peak_rss_execute_mb: float | None = None
+    peak_since_start: bool | None = None
+    # audits
+    audit_same_outputs: str = ""
+    audit_cache: str = ""
+    audit_seed: str = ""
+    audit_message: str = ""
+    cache_fresh_p50_ms: float | None = None
+    cache_repeated_p50_ms: float | None = None
+    seed_p50_ms: float | None = None
+    # accuracy on golden data
     max_single_error: float | None = None
+    mean_abs_error: float | None = None
     mse: float | None = None
+    within_tolerance: float | None = None
     top1_agreement: float | None = None
     top5_agreement: float | None = None
+    accuracy_verdict: str = ""
+    accuracy_traced_to: str = ""
+    accuracy_message: str = ""
+    # against --baseline
+    baseline: str = ""
+    baseline_latency: str = ""
+    baseline_startup: str = ""
+    baseline_memory: str = ""
+    baseline_accuracy: str = ""
+    baseline_message: str = ""
     latencies_ms: list[float] = field(default_factory=list)
 
     def csv_row(self) -> dict:
         d = asdict(self)
-        return {k: ("" if d[k] is None else (f"{d[k]:.6g}" if isinstance(d[k], float) else d[k])) for k in CSV_COLUMNS}
+        return {k: _cell(d[k]) for k in CSV_COLUMNS}
 
 
-def _as_float(model: Model, k: int, arr: np.ndarray) -> np.ndarray:
-    op = model.main.operands[model.main.output_indexes[k]]
-    a = np.asarray(arr)
-    if op.info.is_quant:
-        return (a.astype(np.float64) - op.zero_point) * op.scale
-    return a.astype(np.float64)
+def _cell(v: Any) -> Any:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return v
 
 
-def accuracy(
-    model: Model, expected: Sequence[Sequence[np.ndarray]], actual: Sequence[Sequence[np.ndarray]], classifier: bool
-) -> dict:
-    """max abs error, MSE over every output element, and top-1/top-5 agreement of output 0."""
-    max_err, sq, n = 0.0, 0.0, 0
-    top1 = top5 = 0
-    for exp, act in zip(expected, actual):
-        for k, (e, a) in enumerate(zip(exp, act)):
-            ef, af = _as_float(model, k, e), _as_float(model, k, a)
-            if ef.shape != af.shape:
-                return {
-                    "max_single_error": math.inf,
-                    "mse": math.inf,
-                    "top1_agreement": 0.0 if classifier else None,
-                    "top5_agreement": 0.0 if classifier else None,
-                }
-            d = np.abs(ef - af)
-            bad = ~np.isfinite(d)
-            max_err = max(max_err, math.inf if bad.any() else float(d.max(initial=0.0)))
-            sq += float(np.sum(np.where(bad, 0.0, d) ** 2))
-            n += d.size
-        if classifier:
-            e0 = _as_float(model, 0, exp[0]).reshape(-1)
-            a0 = _as_float(model, 0, act[0]).reshape(-1)
-            ref_top = int(np.argmax(e0))
-            top1 += int(int(np.argmax(a0)) == ref_top)
-            top5 += int(ref_top in np.argsort(-a0, kind="stable")[:5])
-    count = max(len(expected), 1)
-    return {
-        "max_single_error": max_err,
-        "mse": sq / n if n else 0.0,
-        "top1_agreement": top1 / count if classifier else None,
-        "top5_agreement": top5 / count if classifier else None,
-    }
+CSV_COLUMNS = [f.name for f in fields(BenchRow) if f.name != "latencies_ms"]
+
+
+def accuracy(model: Model, expected, actual, classifier: bool) -> dict:
+    """max abs error, MSE and top-1/top-5 agreement (the golden module's metrics, in the
+    older four-figure form)."""
+    m = _metrics(model, expected, actual, classifier)
+    return {k: m[k] for k in ("max_single_error", "mse", "top1_agreement", "top5_agreement")}
 
 
 def latency_stats(lat_ms: Sequence[float]) -> dict:
-    a = np.asarray(lat_ms, dtype=np.float64)
-    if a.size == 0:
-        return {}
-    return {
-        "mean_ms": float(a.mean()),
-        "std_ms": float(a.std()),
-        "p50_ms": float(np.percentile(a, 50)),
-        "p90_ms": float(np.percentile(a, 90)),
-        "p99_ms": float(np.percentile(a, 99)),
-        "min_ms": float(a.min()),
-        "max_ms": float(a.max()),
-        "total_time_sec": float(a.sum() / 1000.0),
-    }
+    """Mean, spread, min/max and the reported percentiles (with their intervals)."""
+    s = statistics.summarise(lat_ms)
+    s.pop("queries", None)
+    return s
 
 
 class Progress:
@@ -188,24 +213,17 @@ def _incident_status(e: BaseException) -> str | None:
     return e.verdict if isinstance(e, HostIncident) else None
 
 
-def bench_model(
-    device: Device,
-    driver_name: str,
-    entry,
-    *,
-    warmup: int,
-    iterations: int,
-    inputs_count: int,
-    seed: int,
-    progress: Callable[[str], None] | None = None,
-) -> BenchRow:
-    """Benchmark one model on one (isolated) device."""
-    from nnconform.driver import CompilationCaching
-    from nnconform.reference.executor import Executor
+def _ms(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1e3
 
-    row = BenchRow(entry.name, driver_name)
+
+def _mb(v: int | None) -> float | None:
+    return None if v is None else v / MB
+
+
+def _load_model(row: BenchRow, entry) -> Model | None:
     try:
-        model = entry.load()
+        return entry.load()
     except Exception as e:  # an import problem of a zoo model is that model's row
         from nnconform.cases.tflite_import import UnmappedOperations
 
@@ -215,335 +233,344 @@ def bench_model(
             if isinstance(e, UnmappedOperations)
             else f"load: {type(e).__name__}: {e}"
         )
+        return None
+
+
+def _requests(model: Model, entry, seeds: Sequence[int]) -> list[Request]:
+    return [Request.from_arrays(model, entry.inputs(s)) for s in seeds]
+
+
+def bench_model(
+    open_device: Callable[[], IsolatedDevice],
+    driver_name: str,
+    entry,
+    settings: Settings,
+    golden_root: Path | None = None,
+) -> BenchRow:
+    """Benchmark one model on a fresh device from ``open_device`` (closed before returning)."""
+    from nnconform.driver import CompilationCaching
+    from nnconform.errors import DriverLoadError
+
+    row = BenchRow(entry.name, driver_name)
+    model = _load_model(row, entry)
+    if model is None:
         return row
     row.operations = len(model.main.operations)
-    inputs = [entry.inputs(seed + k) for k in range(inputs_count)]
-    row.testset_size = len(inputs)
-    ref = Executor(model)
-    expected = [[np.array(o, copy=True) for o in ref.run(x)] for x in inputs]
-    stage = "supported_operations"
+    seeds = [settings.seed + k for k in range(settings.inputs_count)]
     try:
+        inputs, expected, row.golden = golden.golden_set(entry, model, seeds, golden_root)
+    except Exception as e:  # the reference cannot compute this model: no golden data, no bench row
+        row.status, row.message = "FAIL", f"golden outputs: the reference failed: {type(e).__name__}: {str(e)[:300]}"
+        return row
+    row.testset_size = len(inputs)
+    stage = "load"
+    t0 = time.perf_counter()
+    try:
+        device = open_device()
+    except DriverLoadError as e:
+        row.status, row.message = "FAIL", f"driver: {e}"
+        return row
+    row.load_ms = _ms(t0)
+    meter = PeakMeter(host_pid(device))
+    row.rss_after_load_mb = _mb(meter.rss())
+    try:
+        stage = "supported_operations"
         supported = device.supported_operations(model)
-        missing = sorted({model.main.operations[k].name for k, ok in enumerate(supported) if not ok})
-        if missing:
-            row.status, row.message = "UNSUPPORTED", "unsupported: " + ", ".join(missing)
+        got = gate.share(model, supported)
+        row.ops_on_driver, row.driver_share = got.on_driver, got.time_share
+        names = [driver_name, getattr(device, "name", "")]
+        row.gate, gate_msg = gate.check(
+            settings.rules, names, int(getattr(device, "feature_level", 0)), entry.name, got
+        )
+        if not got.whole:
+            row.status = "PARTIAL" if got.on_driver else "UNSUPPORTED"
+            row.message = (
+                f"the driver takes {got.on_driver}/{got.total} operations (~{got.time_share:.0%} of the work); "
+                f"refused: {', '.join(got.refused[:5])}{' ...' if len(got.refused) > 5 else ''}"
+            )
+            if gate_msg:
+                row.message += f"; gate: {gate_msg}"
             return row
         stage = "prepare"
+        meter.reset()
         t0 = time.perf_counter()
         pm = device.prepare(model)
-        row.compile_without_cache_ms = (time.perf_counter() - t0) * 1e3
+        row.compile_without_cache_ms = _ms(t0)
+        row.peak_rss_prepare_mb = _mb(meter.peak())
+        stage = "execute (accuracy mode)"
+        requests = [Request.from_arrays(model, x) for x in inputs]
+        t0 = time.perf_counter()
+        first = pm.execute(requests[0])
+        row.first_execution_ms = _ms(t0)
+        actual = [list(first.outputs)] + [list(pm.execute(r).outputs) for r in requests[1:]]
         if isinstance(device, CompilationCaching):
             token = os.urandom(32)
             stage = "prepare (saving to cache)"
             t0 = time.perf_counter()
             saved = device.prepare(model, cache_token=token)
-            row.save_to_cache_ms = (time.perf_counter() - t0) * 1e3
+            row.save_to_cache_ms = _ms(t0)
             saved.release()
             stage = "prepare_from_cache"
             t0 = time.perf_counter()
             cached = device.prepare_from_cache(token)
-            row.prepare_from_cache_ms = (time.perf_counter() - t0) * 1e3
-            cached.release()
-        stage = "execute"
-        requests = [Request.from_arrays(model, x) for x in inputs]
-        actual = [list(pm.execute(r).outputs) for r in requests]
-        for k in range(warmup):
-            pm.execute(requests[k % len(requests)])
-        lat = []
-        for k in range(iterations):
-            r = requests[k % len(requests)]
+            row.prepare_from_cache_ms = _ms(t0)
+            stage = "first execution from cache"
             t0 = time.perf_counter()
-            pm.execute(r)
-            lat.append((time.perf_counter() - t0) * 1e3)
+            cached.execute(requests[0])
+            row.first_execution_cached_ms = _ms(t0)
+            cached.release()
+        if scenarios.SINGLE_STREAM in settings.scenarios:
+            stage = "single-stream"
+            meter.reset()
+            ss = scenarios.single_stream(
+                pm, requests, warmup=settings.warmup, queries=settings.queries(), min_duration=settings.min_duration
+            )
+            row.peak_rss_execute_mb = _mb(meter.peak())
+            _fill_latency(row, ss, settings)
+            v, m = audits.same_outputs(actual, ss.outputs)
+            row.audit_same_outputs, msgs = v, [f"same outputs: {m}"]
+        else:
+            msgs = []
+        stage = "audit: other seed"
+        other = _requests(model, entry, [settings.seed + 2 * audits.SEED_OFFSET + k for k in range(len(inputs))])
+        n_audit = max(settings.audit_queries, audits.CACHE_MIN_QUERIES)
+        v, m, figs = audits.input_seed(pm, requests, other, queries=n_audit)
+        row.audit_seed, row.seed_p50_ms = v, figs["seed_p50_ms"]
+        msgs.append(f"seed: {m}")
+        stage = "audit: result cache"
+        base_seed = settings.seed + audits.SEED_OFFSET
+
+        def fresh(k: int) -> Request:
+            return Request.from_arrays(model, entry.inputs(base_seed + k))
+
+        v, m, figs = audits.result_cache(pm, fresh, queries=settings.audit_queries)
+        row.audit_cache, row.cache_fresh_p50_ms, row.cache_repeated_p50_ms = (
+            v,
+            figs["cache_fresh_p50_ms"],
+            figs["cache_repeated_p50_ms"],
+        )
+        msgs.append(f"cache: {m}")
+        row.audit_message = "; ".join(msgs)
+        if scenarios.OFFLINE in settings.scenarios:
+            stage = "offline"
+            if row.peak_rss_execute_mb is None:
+                meter.reset()
+            off = scenarios.offline(pm, requests, queries=settings.queries())
+            if row.peak_rss_execute_mb is None:
+                row.peak_rss_execute_mb = _mb(meter.peak())
+            row.offline_queries, row.offline_qps, row.offline_burst = off.queries, off.qps, off.burst
+            if off.note:
+                row.message = f"offline: {off.note}"
+        row.peak_since_start = meter.peak_since_start
+        stage = "accuracy"
+        for k, v in _metrics(model, expected, actual, entry.classifier).items():
+            setattr(row, k, v)
+        row.accuracy_verdict, row.accuracy_message, row.accuracy_traced_to = golden.verdict(
+            device, model, inputs, expected, actual
+        )
         pm.release()
+        if row.gate:
+            row.message = "; ".join(filter(None, [row.message, f"gate: {gate_msg}"]))
+        left = device.end_case()["processes"]
+        if left:
+            # as in the suites: processes the driver leaves running are killed and fail the row
+            row.status = "FAIL"
+            row.message = "; ".join(
+                filter(
+                    None, [row.message, f"driver left {len(left)} process(es) running (killed): " + "; ".join(left[:3])]
+                )
+            )
     except Exception as e:  # the driver's failure (or crash/hang, through the host) is this row
         row.status = _incident_status(e) or "FAIL"
         row.message = f"{stage}: {type(e).__name__}: {str(e)[:300]}"
-        return row
+        if row.status in ("CRASH", "HANG") and hasattr(device, "liveness"):
+            row.message += f" ({device.liveness()})"
+    finally:
+        device.close()
+    return row
+
+
+def _fill_latency(row: BenchRow, ss: scenarios.SingleStream, settings: Settings) -> None:
+    lat = ss.latencies_ms
     row.iterations = len(lat)
     row.latencies_ms = lat
+    row.warmup_queries = len(ss.warmup_ms)
+    row.warmup_mean_ms = float(np.mean(ss.warmup_ms)) if ss.warmup_ms else None
+    row.duration_s = ss.duration_s
+    row.min_queries = statistics.min_queries(settings.percentile)
+    row.target_percentile = settings.percentile
     for k, v in latency_stats(lat).items():
         setattr(row, k, v)
-    for k, v in accuracy(model, expected, actual, entry.classifier).items():
-        setattr(row, k, v)
-    if progress:
-        progress(f"{driver_name} {entry.name}: {row.mean_ms:.2f} ms")
-    return row
+    iv = statistics.percentile_interval(lat, settings.percentile)
+    row.target_ms, row.target_low_ms, row.target_high_ms = iv.value, iv.low, iv.high
+    es = statistics.early_stopping_estimate(lat, settings.percentile)
+    if es is not None:
+        row.early_stop_ms, row.early_stop_discarded = es
+
+
+def decide(row: BenchRow) -> None:
+    """The row's verdict: its status, audits, accuracy, gate and baseline together."""
+    if row.status not in ("OK", "PARTIAL", "UNSUPPORTED", "UNMAPPED"):
+        row.verdict = "FAIL"
+        return
+    parts = [row.audit_same_outputs, row.audit_cache, row.audit_seed, row.accuracy_verdict, row.gate, row.baseline]
+    if "FAIL" in parts:
+        row.verdict = "FAIL"
+    elif row.status != "OK":
+        row.verdict = ""  # not measured, and no rule says it had to be
+    elif "WARN" in parts or baseline.WARN in parts:
+        row.verdict = baseline.WARN
+    else:
+        row.verdict = "PASS"
+
+
+def apply_baseline(rows: Sequence[BenchRow], base: dict, percentile: float, thresholds=None) -> None:
+    for r in rows:
+        b = base.get((r.model, r.driver))
+        if b is None or r.status != "OK":
+            continue
+        got = baseline.compare(r.csv_row(), b, percentile, thresholds)
+        r.baseline_latency, r.baseline_startup = got["latency"][0], got["startup"][0]
+        r.baseline_memory, r.baseline_accuracy = got["memory"][0], got["accuracy"][0]
+        r.baseline = baseline.overall(got)
+        r.baseline_message = "; ".join(f"{k}: {v or 'n/a'} {m}" for k, (v, m) in got.items())
 
 
 def run_bench(
     drivers: Sequence[str],
     entries: Sequence,
+    settings: Settings | None = None,
     *,
-    warmup: int = 5,
-    iterations: int = 50,
-    inputs_count: int = 4,
-    seed: int = 0,
-    call_timeout: float = 120.0,
-    mem_limit: int | None = None,
+    baseline_rows: dict | None = None,
+    baseline_driver: str | None = None,
+    golden_root: Path | None = None,
     log=print,
+    **legacy: Any,
 ) -> list[BenchRow]:
-    from nnconform.errors import DriverLoadError
+    """Every model on every driver; ``legacy`` keywords (warmup=, iterations=, inputs_count=,
+    seed=, call_timeout=, mem_limit=) set the matching Settings fields.  ``baseline_rows``
+    (baseline.load) or ``baseline_driver`` (one of ``drivers``: every other driver is judged
+    against its rows of this run) give the baseline verdicts."""
     from nnconform.isolation.proxy import DEFAULT_MEM_LIMIT, open_isolated
 
+    s = settings or Settings()
+    for k, v in legacy.items():
+        if not hasattr(s, k):
+            raise TypeError(f"run_bench() got an unexpected keyword argument {k!r}")
+        setattr(s, k, v)
     rows: list[BenchRow] = []
     bar = Progress(len(drivers) * len(entries))
+    mem = DEFAULT_MEM_LIMIT if s.mem_limit is None else s.mem_limit
     for spec in drivers:
-        try:
-            device = open_isolated(
-                spec, call_timeout=call_timeout, mem_limit=DEFAULT_MEM_LIMIT if mem_limit is None else mem_limit
-            )
-        except DriverLoadError as e:
-            for entry in entries:
-                rows.append(BenchRow(entry.name, spec, "FAIL", f"driver: {e}"))
+
+        def open_device(spec: str = spec):
+            return open_isolated(spec, call_timeout=s.call_timeout, mem_limit=mem)
+
+        loaded = False
+        for entry in entries:
+            if not loaded and rows and rows[-1].driver == spec and rows[-1].message.startswith("driver: "):
+                # the driver did not load for the model before: one FAIL row per model, quickly
+                rows.append(BenchRow(entry.name, spec, "FAIL", message=rows[-1].message))
                 bar.step(f"{spec} {entry.name}: driver did not load")
-            continue
-        try:
-            for entry in entries:
-                row = bench_model(
-                    device, spec, entry, warmup=warmup, iterations=iterations, inputs_count=inputs_count, seed=seed
-                )
-                if row.status in ("CRASH", "HANG"):
-                    row.message += f" ({device.liveness()})"
-                else:
-                    # as in the suites: processes the driver leaves running are killed now, before
-                    # they can eat the next model's (or driver's) time, and fail the row
-                    left = device.end_case()["processes"]
-                    if left:
-                        row.status = "FAIL"
-                        row.message = "; ".join(
-                            filter(
-                                None,
-                                [
-                                    row.message,
-                                    (
-                                        f"driver left {len(left)} process(es) running after the model (killed): "
-                                        + "; ".join(left[:3])
-                                    ),
-                                ],
-                            )
-                        )
-                rows.append(row)
-                bar.step(f"{spec} {entry.name}: " + (f"{row.mean_ms:.2f} ms" if row.status == "OK" else row.status))
-        finally:
-            device.close()
+                continue
+            row = bench_model(open_device, spec, entry, s, golden_root)
+            loaded = loaded or row.load_ms is not None
+            rows.append(row)
+            bar.step(f"{spec} {entry.name}: " + (f"p50 {row.p50_ms:.2f} ms" if row.p50_ms is not None else row.status))
+    if baseline_driver is not None:
+        mine = [r for r in rows if r.driver == baseline_driver]
+        baseline_rows = {(r.model, d): r.csv_row() for r in mine for d in drivers if d != baseline_driver}
+    if baseline_rows is not None:
+        apply_baseline(rows, baseline_rows, s.percentile)
+    for r in rows:
+        decide(r)
     return rows
 
 
 def write_csv(rows: Sequence[BenchRow], path: Path) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as f:
+    tmp = path.with_name(path.name + ".part")
+    with open(tmp, "w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, fieldnames=CSV_COLUMNS)
         w.writeheader()
         for r in rows:
             w.writerow(r.csv_row())
+    os.replace(tmp, path)
 
 
 def table(rows: Sequence[BenchRow]) -> str:
     """A plain-text table of the main numbers (what the CLI prints)."""
-    head = (
-        f"{'model':32s} {'driver':12s} {'status':8s} {'compile':>9s} {'mean':>8s} {'std':>7s} {'p50':>8s} "
-        f"{'p90':>8s} {'p99':>8s} {'max err':>9s} {'top1':>5s} {'top5':>5s}"
-    )
-    lines = [head, "-" * len(head)]
 
     def f(v, fmt):
         return "-" if v is None else format(v, fmt)
 
+    def iv(r: BenchRow, tag: str) -> str:
+        v, lo, hi = getattr(r, f"{tag}_ms"), getattr(r, f"{tag}_low_ms"), getattr(r, f"{tag}_high_ms")
+        if v is None:
+            return "-"
+        return f"{v:.3f} [{lo:.3f},{hi:.3f}]" if lo is not None and hi is not None else f"{v:.3f} [n<]"
+
+    head = (
+        f"{'model':30s} {'driver':12s} {'verdict':9s} {'status':8s} {'p50 [99% CI] ms':>24s} {'p90 [99% CI] ms':>24s} "
+        f"{'n':>5s} {'qps':>7s} {'load':>7s} {'prep':>7s} {'1st':>7s} {'MB exe':>7s} {'audits':7s} {'acc':5s} "
+        f"{'top1':>5s} {'base':5s}"
+    )
+    lines = [head, "-" * len(head)]
     for r in rows:
+        aud = "".join((v or "-")[0] for v in (r.audit_same_outputs, r.audit_cache, r.audit_seed))
         lines.append(
-            f"{r.model[:32]:32s} {r.driver[:12]:12s} {r.status:8s} {f(r.compile_without_cache_ms, '9.1f')} "
-            f"{f(r.mean_ms, '8.3f')} {f(r.std_ms, '7.3f')} {f(r.p50_ms, '8.3f')} {f(r.p90_ms, '8.3f')} "
-            f"{f(r.p99_ms, '8.3f')} {f(r.max_single_error, '9.2e')} {f(r.top1_agreement, '5.2f')} "
-            f"{f(r.top5_agreement, '5.2f')}"
+            f"{r.model[:30]:30s} {r.driver[:12]:12s} {(r.verdict or '-')[:9]:9s} {r.status[:8]:8s} "
+            f"{iv(r, 'p50'):>24s} {iv(r, 'p90'):>24s} {r.iterations:5d} {f(r.offline_qps, '7.1f')} "
+            f"{f(r.load_ms, '7.0f')} {f(r.compile_without_cache_ms, '7.1f')} {f(r.first_execution_ms, '7.2f')} "
+            f"{f(r.peak_rss_execute_mb, '7.0f')} {aud:7s} {(r.accuracy_verdict or '-')[:5]:5s} "
+            f"{f(r.top1_agreement, '5.2f')} {(r.baseline or '-')[:5]:5s}"
         )
-    lines.append("(times in ms; latency is the wall clock around execute through the driver host)")
+    lines.append(
+        "(ms; latency: wall clock around execute through the driver host; audits: same outputs, result cache, "
+        "other seed; P/W/F = PASS/WARN/FAIL)"
+    )
     return "\n".join(lines)
 
 
-# ---- HTML ---------------------------------------------------------------------------------
+# A benchmark row as an outcome of the artifact contract: a model the driver cannot take (or
+# nnconform cannot import) is skipped unless a --must-accelerate rule said it had to.
+def row_outcome(r: BenchRow) -> str:
+    if r.status in ("CRASH", "HANG"):
+        return r.status
+    if r.verdict == "FAIL":
+        return "FAIL"
+    if r.status in ("UNSUPPORTED", "UNMAPPED", "PARTIAL"):
+        return "SKIP"
+    return "PASS"
 
-_PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
 
+def result_records(rows: Sequence[BenchRow], meta: dict) -> list:
+    """One result row of the artifact contract per model x driver."""
+    from nnconform.verdict.outcome import Outcome
+    from nnconform.verdict.results import ResultRecord
 
-def _e(x) -> str:
-    return html.escape(str(x), quote=True)
-
-
-def _bar_chart(
-    title: str,
-    models: list[str],
-    drivers: list[str],
-    value: Callable[[str, str], float | None],
-    unit: str,
-    log_scale: bool = False,
-    status: Callable[[str, str], str] | None = None,
-) -> str:
-    """Grouped horizontal bars: one group per model, one bar per driver."""
-    bar_h, gap, left, width = 12, 8, 210, 330
-    vals = [value(m, d) for m in models for d in drivers]
-    finite = [v for v in vals if v is not None and math.isfinite(v) and v > 0]
-    vmax = max(finite) if finite else 1.0
-    vmin = min(finite) if finite else 1.0
-
-    def scale(v: float) -> float:
-        if log_scale and vmax > vmin:
-            lo = math.log10(vmin) - 0.3
-            return width * (math.log10(v) - lo) / (math.log10(vmax) - lo)
-        return width * v / vmax
-
-    group = bar_h * len(drivers) + gap
-    height = 40 + group * len(models) + 20
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 110}" height="{height}" '
-        f'role="img" aria-label="{_e(title)}">',
-        f'<text x="4" y="18" font-size="14" font-weight="bold">{_e(title)}'
-        f"{' (log scale)' if log_scale and vmax > vmin else ''}</text>",
-    ]
-    y = 34
-    for m in models:
-        parts.append(f'<text x="{left - 6}" y="{y + group / 2}" font-size="11" text-anchor="end">{_e(m)}</text>')
-        for j, d in enumerate(drivers):
-            v = value(m, d)
-            color = _PALETTE[j % len(_PALETTE)]
-            if v is None or not math.isfinite(v):
-                why = status(m, d) if status is not None else "n/a"
-                parts.append(
-                    f'<text x="{left + 4}" y="{y + bar_h - 3}" font-size="10" fill="#999">{_e(d)}: {_e(why)}</text>'
+    return [
+        ResultRecord(
+            suite="bench",
+            test_id=f"bench/{r.model}",
+            driver=r.driver,
+            outcome=Outcome(row_outcome(r)),
+            message="; ".join(
+                filter(
+                    None,
+                    [
+                        r.message,
+                        r.accuracy_message if r.accuracy_verdict == "FAIL" else "",
+                        r.audit_message if "FAIL" in (r.audit_cache, r.audit_same_outputs, r.audit_seed) else "",
+                        r.baseline_message if r.baseline == "FAIL" else "",
+                    ],
                 )
-            else:
-                w = max(scale(v) if v > 0 else 0.0, 1.0)
-                parts.append(
-                    f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" fill="{color}">'
-                    f"<title>{_e(d)} {_e(m)}: {v:.4g} {unit}</title></rect>"
-                )
-                parts.append(f'<text x="{left + w + 4:.1f}" y="{y + bar_h - 3}" font-size="10">{v:.3g}</text>')
-            y += bar_h
-        y += gap
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def _histogram(row: BenchRow, color: str) -> str:
-    w, h, pad = 260, 90, 18
-    lat = np.asarray(row.latencies_ms)
-    if lat.size == 0:
-        return ""
-    hi = float(np.percentile(lat, 99.5)) if lat.size > 10 else float(lat.max())
-    lo = float(lat.min())
-    if hi <= lo:
-        hi = lo + 1e-3
-    counts, edges = np.histogram(np.clip(lat, lo, hi), bins=HISTOGRAM_BINS, range=(lo, hi))
-    cmax = max(int(counts.max()), 1)
-    bw = w / HISTOGRAM_BINS
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h + pad}">']
-    for k, c in enumerate(counts):
-        bh = (h - 14) * c / cmax
-        parts.append(
-            f'<rect x="{k * bw:.1f}" y="{h - bh:.1f}" width="{bw - 1:.1f}" height="{bh:.1f}" fill="{color}">'
-            f"<title>{edges[k]:.3f}-{edges[k + 1]:.3f} ms: {int(c)}</title></rect>"
+            ),
+            duration_s=float(r.total_time_sec or 0.0),
+            seed=meta.get("seed"),
+            extra={k: v for k, v in r.csv_row().items() if k not in ("model", "driver", "message")},
         )
-    parts.append(f'<text x="0" y="{h + 13}" font-size="10">{lo:.3g} ms</text>')
-    parts.append(f'<text x="{w}" y="{h + 13}" font-size="10" text-anchor="end">{hi:.3g} ms</text>')
-    parts.append(f'<text x="{w / 2}" y="10" font-size="10" text-anchor="middle">{_e(row.driver)}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-_CSS = """body{font-family:system-ui,sans-serif;margin:24px;color:#222}h1{font-size:22px}
-h2{font-size:17px;margin-top:28px}table{border-collapse:collapse;font-size:12px}
-td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}th{background:#f2f2f2}
-td.l,th.l{text-align:left}td:not(.l){white-space:nowrap}.ok{color:#176417}.bad{color:#a11}.hist{display:inline-block;margin:4px 12px 4px 0}
-.legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:12px;height:12px;
-margin-right:4px;vertical-align:middle}.note{color:#555;font-size:12px;max-width:900px}
-.charts{display:flex;flex-wrap:wrap;gap:8px 24px}.chart{flex:0 0 auto}"""
-
-
-def write_html(rows: Sequence[BenchRow], path: Path, meta: dict) -> None:
-    models = list(dict.fromkeys(r.model for r in rows))
-    drivers = list(dict.fromkeys(r.driver for r in rows))
-    by = {(r.model, r.driver): r for r in rows}
-
-    def metric(name: str):
-        def get(m, d):
-            r = by.get((m, d))
-            return getattr(r, name) if r is not None and r.status == "OK" else None
-
-        return get
-
-    def status(m, d):
-        r = by.get((m, d))
-        return "not run" if r is None else (r.status if r.status != "OK" else "n/a")
-
-    def chart(title, name, unit):
-        return (
-            "<div class='chart'>"
-            + _bar_chart(title, models, drivers, metric(name), unit, log_scale=True, status=status)
-            + "</div>"
-        )
-
-    legend = "".join(
-        f'<span><i style="background:{_PALETTE[j % len(_PALETTE)]}"></i>{_e(d)}</span>' for j, d in enumerate(drivers)
-    )
-    out = [
-        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>nnconform bench</title>",
-        f"<style>{_CSS}</style></head><body>",
-        "<h1>nnconform bench: drivers side by side</h1>",
-        "<p class='note'>" + " &middot; ".join(f"{_e(k)}: {_e(v)}" for k, v in meta.items()) + "</p>",
-        f"<div class='legend'>{legend}</div>",
-        "<div class='charts'>",
-        chart("Mean latency per inference (ms)", "mean_ms", "ms"),
-        chart("p99 latency (ms)", "p99_ms", "ms"),
-        chart("Compilation without cache (ms)", "compile_without_cache_ms", "ms"),
-        chart("Max absolute error against the reference", "max_single_error", ""),
-        "</div>",
-        "<h2>All numbers</h2><div style='overflow-x:auto'><table><tr>"
-        + "".join(
-            f"<th class='l'>{_e(c)}</th>" if c in ("model", "driver", "status", "message") else f"<th>{_e(c)}</th>"
-            for c in CSV_COLUMNS
-        )
-        + "</tr>",
+        for r in rows
     ]
-    for r in rows:
-        cells = r.csv_row()
-        tds = []
-        for c in CSV_COLUMNS:
-            cls = "l" if c in ("model", "driver", "status", "message") else ""
-            if c == "status":
-                cls += " ok" if r.status == "OK" else " bad"
-            tds.append(f"<td class='{cls.strip()}'>{_e(cells[c])}</td>")
-        out.append("<tr>" + "".join(tds) + "</tr>")
-    out.append("</table></div><h2>Latency histograms</h2>")
-    for m in models:
-        hists = [
-            _histogram(by[(m, d)], _PALETTE[j % len(_PALETTE)])
-            for j, d in enumerate(drivers)
-            if (m, d) in by and by[(m, d)].status == "OK"
-        ]
-        if hists:
-            out.append(
-                f"<h3 style='font-size:13px'>{_e(m)}</h3>" + "".join(f"<div class='hist'>{h}</div>" for h in hists)
-            )
-    out.append(
-        "<p class='note'>Latency: wall clock around execute, after warm-up, through each driver's host "
-        "process. Accuracy: against nnconform's reference executor on the same seeded inputs "
-        "(quantised outputs dequantised); top-1: the driver's best class is the reference's; top-5: "
-        "the reference's best class is among the driver's five best.</p></body></html>"
-    )
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text("".join(out), encoding="utf-8")
-    os.replace(tmp, path)
-
-
-# A benchmark row's status as an outcome of the artifact contract: a model the driver cannot
-# take (or nnconform cannot import) is skipped, not failed.
-STATUS_OUTCOME = {
-    "OK": "PASS",
-    "UNSUPPORTED": "SKIP",
-    "UNMAPPED": "SKIP",
-    "FAIL": "FAIL",
-    "CRASH": "CRASH",
-    "HANG": "HANG",
-}
 
 
 def write_artifacts(rows: Sequence[BenchRow], out: Path, meta: dict) -> int:
@@ -552,27 +579,16 @@ def write_artifacts(rows: Sequence[BenchRow], out: Path, meta: dict) -> int:
     benchmark page) and run.json with the exit status, which is returned."""
     from nnconform.artifacts import RESULTS_JSONL, write_common, write_run
     from nnconform.artifacts.reportdir import atomic_write
-    from nnconform.verdict.outcome import ExitStatus, Outcome
-    from nnconform.verdict.results import ResultRecord, record_to_json
+    from nnconform.bench.report import write_html
+    from nnconform.verdict.outcome import ExitStatus
+    from nnconform.verdict.results import record_to_json
 
-    records = [
-        ResultRecord(
-            suite="bench",
-            test_id=f"bench/{r.model}",
-            driver=r.driver,
-            outcome=Outcome(STATUS_OUTCOME.get(r.status, "ERROR")),
-            message=r.message,
-            duration_s=float(r.total_time_sec or 0.0),
-            seed=meta.get("seed"),
-            extra={k: v for k, v in r.csv_row().items() if k not in ("model", "driver", "message")},
-        )
-        for r in rows
-    ]
+    records = result_records(rows, meta)
     atomic_write(out / RESULTS_JSONL, "".join(record_to_json(r) + "\n" for r in records))
     code = ExitStatus.of([r.outcome for r in records])
     status = f"complete: {len(records)} model x driver rows"
     write_common(out, records, {**meta, "status": status}, title="nnconform bench", html=False)
-    write_html(rows, out / "report.html", meta)
+    write_html(rows, out / "report.html", {**meta, "status": status}, records)
     write_run(
         out,
         {
@@ -585,3 +601,6 @@ def write_artifacts(rows: Sequence[BenchRow], out: Path, meta: dict) -> int:
         },
     )
     return int(code)
+
+
+from nnconform.bench.report import write_html as write_html  # noqa: E402  (it needs the row type above)

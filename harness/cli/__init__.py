@@ -800,7 +800,8 @@ def cmd_bench(a: argparse.Namespace) -> int:
     import datetime
 
     from nnconform import __version__
-    from nnconform.bench import run_bench, table, write_artifacts, write_csv, write_html
+    from nnconform.bench import Settings, gate, run_bench, scenarios, table, write_artifacts, write_csv, write_html
+    from nnconform.bench import baseline as bench_baseline
     from nnconform.models.zoo import ZooError
 
     try:
@@ -809,7 +810,17 @@ def cmd_bench(a: argparse.Namespace) -> int:
         return _err(_shown(e, 300))
     if a.iterations < 1 or a.warmup < 0 or a.inputs < 1:
         return _err("--iterations and --inputs must be at least 1, --warmup at least 0")
-    drivers = a.driver or ["reference"]
+    try:
+        chosen = scenarios.parse_scenarios(a.scenario)
+        rules = gate.load_rules(a.must_accelerate) if a.must_accelerate else []
+        drivers = a.driver or ["reference"]
+        # --baseline names a directory, or one of this run's drivers (the others are judged against it)
+        base_driver = a.baseline if a.baseline and a.baseline in drivers and not Path(a.baseline).is_dir() else None
+        base = bench_baseline.load(a.baseline) if a.baseline and base_driver is None else None
+        if base_driver is not None and len(drivers) < 2:
+            raise ValueError(f"--baseline {base_driver}: a driver as baseline needs a second --driver to judge")
+    except ValueError as e:
+        return _err(_shown(e, 300))
     if not a.driver:
         print("nnconform bench: no --driver given: benchmarking the bundled reference driver", flush=True)
     from nnconform.driver.loader import check_driver_name
@@ -825,38 +836,49 @@ def cmd_bench(a: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         return _err(f"{_shown(out)}: {e.strerror or e}")
+    settings = Settings(
+        warmup=a.warmup,
+        iterations=a.iterations,
+        inputs_count=a.inputs,
+        seed=a.seed,
+        percentile=a.percentile,
+        min_duration=a.min_duration,
+        scenarios=chosen,
+        rules=rules,
+        call_timeout=a.call_timeout,
+        mem_limit=a.mem_limit,
+    )
     from nnconform.reference.kernels import jit
 
     # A benchmark warms up before it times: the reference's compiled kernels ([fast] extra)
     # are on for it unless NNCONFORM_JIT says otherwise (driver hosts inherit the variable).
     with jit.on_if_installed():
         print(
-            f"nnconform bench: {len(entries)} model(s) x {len(drivers)} driver(s); warm-up {a.warmup}, "
-            f"{a.iterations} timed executions, {a.inputs} seeded inputs (seed {a.seed}); every driver in a "
-            f"driver host; reference: {jit.describe()}",
+            f"nnconform bench: {len(entries)} model(s) x {len(drivers)} driver(s); {', '.join(chosen)}; warm-up "
+            f"{a.warmup}, at least {settings.queries()} timed queries (p{a.percentile:g} needs "
+            f"{settings.queries()} by early stopping) over at least {a.min_duration:g}s; {a.inputs} golden inputs "
+            f"(seed {a.seed}); every model in a fresh driver host; reference: {jit.describe()}",
             flush=True,
         )
-        rows = run_bench(
-            drivers,
-            entries,
-            warmup=a.warmup,
-            iterations=a.iterations,
-            inputs_count=a.inputs,
-            seed=a.seed,
-            call_timeout=a.call_timeout,
-            mem_limit=a.mem_limit,
-        )
+        rows = run_bench(drivers, entries, settings, baseline_rows=base, baseline_driver=base_driver)
         kernels = jit.describe()
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "harness": __version__,
         "drivers": ", ".join(drivers),
+        "scenarios": ", ".join(chosen),
         "warm-up": a.warmup,
         "iterations": a.iterations,
+        "percentile": a.percentile,
+        "min-duration": a.min_duration,
         "inputs": a.inputs,
         "seed": a.seed,
         "cpus": os.cpu_count(),
     }
+    if a.baseline:
+        meta["baseline"] = a.baseline
+    if a.must_accelerate:
+        meta["must-accelerate"] = a.must_accelerate
     # The reference is the accuracy baseline (and maybe a benchmarked driver): whether it ran
     # its compiled kernels ([fast] extra) or numpy only explains its latency column.
     meta["reference kernels"] = kernels
@@ -1274,7 +1296,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mf.add_argument("--wheel", help="extract from this mediapipe wheel instead of downloading it")
     msub.add_parser("list", help="built-in models and fetched zoo models (with what imports)")
-    bn = sub.add_parser("bench", help="MLTS benchmark: compile time, latency and accuracy of real models per driver")
+    bn = sub.add_parser(
+        "bench",
+        help="benchmark real models per driver: latency with confidence intervals, start-up, memory, "
+        "audits, accuracy on golden data, fall-back gate, verdicts against a baseline",
+    )
     add_options(bn, "bench")
     bn.add_argument(
         "--models",
@@ -1283,8 +1309,13 @@ def build_parser() -> argparse.ArgumentParser:
         "repeatable; default: all, see `nnconform models list`)",
     )
     bn.add_argument("--warmup", type=int, default=5, help="untimed executions first (default 5)")
-    bn.add_argument("--iterations", type=int, default=50, help="timed executions per model (default 50)")
-    bn.add_argument("--inputs", type=int, default=4, help="seeded inputs per model for accuracy (default 4)")
+    bn.add_argument(
+        "--iterations",
+        type=int,
+        default=50,
+        help="timed single-stream queries per model at least (default 50; raised to what --percentile needs)",
+    )
+    bn.add_argument("--inputs", type=int, default=4, help="golden inputs per model for accuracy (default 4)")
     pb = sub.add_parser(
         "probe",
         help="capability probe: what the driver claims vs what works, per operation "

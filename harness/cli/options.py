@@ -95,6 +95,17 @@ def _text(text: object) -> str:
     return str(text)
 
 
+def parse_percentile(text: object) -> float:
+    """A percentile strictly between 0 and 100 (90, 99, 99.9)."""
+    try:
+        v = float(str(text).strip().rstrip("%").lstrip("pP"))
+    except ValueError:
+        raise ValueError(f"{text!r} is not a percentile (e.g. 90, 99, 99.9)") from None
+    if not 0.0 < v < 100.0:
+        raise ValueError(f"percentile {text!r} must be above 0 and below 100")
+    return v
+
+
 @dataclass(frozen=True)
 class Kind:
     """A value syntax: how text becomes a value and back."""
@@ -109,6 +120,7 @@ DURATION = Kind("duration", parse_duration, format_duration)
 SEED = Kind("seed", parse_seed)
 COUNT = Kind("count", parse_positive_int)
 TEXT = Kind("text", _text)
+PERCENTILE = Kind("percentile", parse_percentile, lambda v: f"{v:g}")
 FLAG = Kind("flag", bool)
 
 
@@ -223,6 +235,43 @@ OPTIONS: dict[str, SharedOption] = {
             "with --cluster: run cases only on workers started with these resources, e.g. device=1",
             metavar="NAME=N[,...]",
         ),
+        SharedOption(
+            "--scenario",
+            TEXT,
+            "which scenarios run: single-stream (latency percentiles), offline (throughput), "
+            "comma-separated (default: both)",
+            metavar="NAME[,NAME]",
+        ),
+        SharedOption(
+            "--percentile",
+            PERCENTILE,
+            "the latency percentile the query count must support (MLPerf's early-stopping rule: 64 "
+            "queries for 90, 662 for 99) and baselines compare (default 90)",
+            default=90.0,
+            metavar="P",
+        ),
+        SharedOption(
+            "--min-duration",
+            DURATION,
+            "single-stream runs at least this long per model, beyond the query count (default 0s)",
+            default=0.0,
+            metavar="DURATION",
+        ),
+        SharedOption(
+            "--baseline",
+            TEXT,
+            "an earlier bench report directory, or one of this run's --driver names: PASS / "
+            "PASS_WITH_WARNING / FAIL per model and metric (latency, start-up, memory, accuracy; "
+            "thresholds in docs/benchmark.md)",
+            metavar="DIR|DRIVER",
+        ),
+        SharedOption(
+            "--must-accelerate",
+            TEXT,
+            "file of 'DRIVER-PATTERN MODEL-PATTERN [FEATURE-LEVEL]' lines: models that must run wholly "
+            "on the driver (one that falls back fails the gate)",
+            metavar="FILE",
+        ),
     ]
 }
 
@@ -265,7 +314,18 @@ COMMAND_OPTIONS: dict[str, tuple[str, ...]] = {
         "--cluster",
         "--worker-resources",
     ),
-    "bench": ("--driver", "--report-dir", "--seed", "--call-timeout", "--mem-limit"),
+    "bench": (
+        "--driver",
+        "--report-dir",
+        "--seed",
+        "--call-timeout",
+        "--mem-limit",
+        "--scenario",
+        "--percentile",
+        "--min-duration",
+        "--baseline",
+        "--must-accelerate",
+    ),
     "import": ("--seed",),
 }
 # bench compares several drivers: its --driver may be repeated.
@@ -405,5 +465,6 @@ __all__ = [
     "parse_duration",
     "format_duration",
     "parse_seed",
+    "parse_percentile",
     "options_table_markdown",
 ]
