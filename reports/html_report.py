@@ -189,6 +189,7 @@ def _bucket_view(b: triage.Bucket) -> dict:
         "replay": b.replay,
         "no_replay": b.no_replay,
         "stack": [str(f) for f in (rep.extra.get("stack") or [])],
+        "driver_frame": str(rep.extra.get("driver_frame") or ""),
         "spec_path": rep.spec_path or "",
         "rows": b.rows[:CASES_PER_BUCKET],
     }
@@ -246,7 +247,8 @@ def _stress_verdicts(records: list[ResultRecord]) -> list[tuple[str, Counter, st
     per: dict[str, Counter] = {}
     durations: dict[str, list[float]] = {}
     for r in records:
-        if r.outcome in STRESS_OUTCOMES:
+        # a conformance run's CRASH or HANG is no stress verdict: only stress rows count
+        if r.outcome in STRESS_OUTCOMES and (r.suite == "stress" or r.outcome in ("SUCCESS", "FAILURE")):
             name = r.test_id.split("#", 1)[0]
             per.setdefault(name, Counter())[r.outcome] += 1
             durations.setdefault(name, []).append(float(r.extra.get("case_s", r.duration_s) or 0.0))

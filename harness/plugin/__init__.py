@@ -1431,9 +1431,12 @@ def _terminal_digest(tr, rows, report_dir: Path | None = None) -> None:
             )
             replay = triage.replay_here(b.replay, report_dir) if report_dir is not None and b.replay else b.replay
             tr.write_line(f"          {'replay: ' + replay if replay else b.no_replay}")
-            stack = b.representative.extra.get("stack") or []
+            stack = [str(f) for f in b.representative.extra.get("stack") or []]
             if stack:
-                tr.write_line("          crashing thread: " + " <- ".join(str(f) for f in stack[:3]))
+                # from the driver's innermost frame on (the library frame it called is above it)
+                frame = str(b.representative.extra.get("driver_frame") or "")
+                start = stack.index(frame) if frame in stack else 0
+                tr.write_line("          crashing thread: " + " <- ".join(stack[start : start + 3]))
         if len(buckets) > DIGEST_BUCKETS:
             tr.write_line(f"  ... {len(buckets) - DIGEST_BUCKETS} more buckets in report.html")
 
