@@ -57,6 +57,20 @@ def test_one_bug_is_one_bucket_whatever_the_message_says():
     assert [(b.operation, b.data_type, b.criterion, b.count) for b in got] == [("CONV_2D", "fp32", "wrong values", 4)]
 
 
+def test_a_vts_row_names_the_operation_its_message_embeds():
+    from nnconform.plugin import _blamed
+
+    rec = {
+        "operations": [],
+        "data_types": [],
+        "extra": {},
+        "message": "conv_2d_valid_2x2_fp32: " + MISMATCH.format(i=0),
+    }
+    assert _blamed(rec, "FAIL") == ("CONV_2D", "fp32")
+    rec["message"] = "[ADD, CONV_2D] " + MISMATCH.format(i=0)  # two operations: nobody to blame
+    assert _blamed(rec, "FAIL") == ("", "")
+
+
 def test_unattributed_checks_and_other_defects_stay_apart():
     rows = [
         row("vts/capabilities", "capability 3 is negative", suite="vts", ops=(), types=()),

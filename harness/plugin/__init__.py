@@ -1108,6 +1108,12 @@ def _blamed(rec: dict, outcome: str) -> tuple[str, str]:
     ops = sorted({str(o) for o in rec.get("operations", [])})
     if len(ops) == 1:
         return ops[0], first_type
+    # a vts check that embeds one operation's mismatch ("[CONV_2D] output 0 (TENSOR_...")
+    from nnconform.reports.triage import named_in_message
+
+    op, dtype = named_in_message(str(rec.get("message", "")))
+    if op and (not ops or op in ops):
+        return op, dtype or first_type
     return "", ""
 
 
