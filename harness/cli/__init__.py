@@ -596,9 +596,10 @@ def _replay_examples(a: argparse.Namespace, spec, device) -> int:
             for m in out.comparison.mismatches:
                 print(f"  {m}")
         if out.outcome in ("CRASH", "HANG") and out.details:
-            from nnconform.plugin import incident_stack
+            from nnconform.isolation.childproc import crash_stack
 
-            stack = incident_stack(out.details)
+            # the host's whole faulthandler dump (the rows' extra.stack comes from the same)
+            stack = crash_stack(str(out.details.get("fault_dump") or out.details.get("stderr_tail") or ""))
             if stack:
                 # the thread that crashed or hung, innermost (the driver's) frame first
                 print("  crashing thread's stack (most recent call first):")
