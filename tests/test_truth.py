@@ -278,3 +278,37 @@ def test_interrupted_run_says_how_to_resume(tmp_path):
     assert r.returncode == 3, r.stdout[-3000:] + r.stderr[-2000:]
     hint = [line for line in r.stdout.splitlines() if "to run the rest: nnconform run --resume --report-dir" in line]
     assert len(hint) == 1 and hint[0].endswith(str(tmp_path / "r")), r.stdout[-3000:]
+
+
+DUMP = """Fatal Python error: Aborted
+
+Thread 0x00007f01 (most recent call first):
+  File "/usr/lib/python3.11/threading.py", line 320 in wait
+  File "/usr/lib/python3.11/queue.py", line 171 in get
+  File "/x/harness/isolation/host.py", line 90 in reader
+
+Current thread 0x00007f02 (most recent call first):
+  File "/usr/lib/python3.11/selectors.py", line 415 in select
+  File "/x/harness/isolation/host.py", line 172 in serve
+
+Thread 0x00007f03 (most recent call first):
+  File "/usr/lib/python3.11/site-packages/numpy/core/numeric.py", line 10 in convolve
+  File "/home/me/acme/kernels.py", line 88 in conv
+  File "/home/me/acme/driver.py", line 40 in execute
+  File "/x/harness/isolation/host.py", line 336 in op_execute
+"""
+
+
+def test_crash_stack_is_the_thread_in_the_driver_not_an_idle_one():
+    from nnconform.isolation.childproc import crash_stack, driver_frame
+
+    stack = crash_stack(DUMP)
+    # a hang's dump: the signalled thread is the host's idle loop; the thread in the driver
+    # is the one shown, innermost first, the library frame it called kept above it
+    assert stack == [
+        "core/numeric.py:10 in convolve",
+        "acme/kernels.py:88 in conv",
+        "acme/driver.py:40 in execute",
+        "isolation/host.py:336 in op_execute",
+    ]
+    assert driver_frame(DUMP) == "acme/kernels.py:88 in conv"
