@@ -22,6 +22,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nnconform.reports.headline import driver_label
 from nnconform.reports.summary import latest_rows
 from nnconform.verdict.results import BAD_OUTCOMES, GOOD_OUTCOMES, ResultRecord, read_results
 
@@ -40,15 +41,50 @@ class Change:
 
 
 @dataclass
+class BucketChange:
+    """A failure bucket (nnconform.reports.triage: operation, data type, defect) and how many
+    cases it held in each run."""
+
+    operation: str
+    data_type: str
+    defect: str
+    count_a: int
+    count_b: int
+    replay: str  # of B's bucket (A's when B has none)
+
+    @property
+    def kind(self) -> str:
+        return "new" if not self.count_a else ("fixed" if not self.count_b else "still failing")
+
+
+@dataclass
 class RunDiff:
     a: str
     b: str
     changes: dict[str, list[Change]] = field(default_factory=dict)
     cases_a: int = 0
     cases_b: int = 0
+    driver_a: str = ""
+    driver_b: str = ""
+    seeds_a: str = ""
+    seeds_b: str = ""
+    names_a: str = ""  # driver names without versions
+    names_b: str = ""
+    buckets: list[BucketChange] = field(default_factory=list)
 
     def count(self, kind: str) -> int:
         return len(self.changes.get(kind, []))
+
+    def comparison(self) -> str:
+        """Whether the two runs ran the same driver and seed: what a difference can mean."""
+        if self.driver_a == self.driver_b:
+            driver = "same driver and version"
+        elif self.names_a == self.names_b:
+            driver = "same driver, DIFFERENT versions"
+        else:
+            driver = "DIFFERENT drivers"
+        seed = "same seed" if self.seeds_a == self.seeds_b else "different seeds (the random suite drew other cases)"
+        return f"{driver}, {seed}"
 
 
 def load_run(path: str | os.PathLike) -> list[ResultRecord]:
@@ -93,14 +129,60 @@ def diff_runs(rows_a: list[ResultRecord], rows_b: list[ResultRecord], a: str = "
         out.changes[kind].append(
             Change(tid, kind, ra.outcome if ra else "", rb.outcome if rb else "", failing.message, failing.replay)
         )
+    out.driver_a, out.driver_b = driver_label(rows_a), driver_label(rows_b)
+    out.seeds_a, out.seeds_b = _seeds(rows_a), _seeds(rows_b)
+    out.names_a, out.names_b = (", ".join(sorted({r.driver for r in rows})) for rows in (rows_a, rows_b))
+    out.buckets = _bucket_changes(rows_a, rows_b)
+    # replay commands are recorded relative to their report directory: shown from here
+    from nnconform.reports.triage import replay_here
+
+    for c in [*out.buckets, *(c for v in out.changes.values() for c in v)]:
+        run = (
+            b
+            if (isinstance(c, Change) and c.after in BAD_OUTCOMES) or (isinstance(c, BucketChange) and c.count_b)
+            else a
+        )
+        if c.replay and os.path.isdir(run):
+            c.replay = replay_here(c.replay, run)
     return out
+
+
+def _seeds(rows: list[ResultRecord]) -> str:
+    return ", ".join(str(s) for s in sorted({r.seed for r in rows if r.seed is not None})) or "none recorded"
+
+
+def _bucket_changes(rows_a: list[ResultRecord], rows_b: list[ResultRecord]) -> list[BucketChange]:
+    from nnconform.reports import triage
+
+    def by_key(rows):
+        return {(b.operation, b.data_type, b.criterion): b for b in triage.buckets(rows)}
+
+    ba, bb = by_key(rows_a), by_key(rows_b)
+    out = []
+    for key in set(ba) | set(bb):
+        a, b = ba.get(key), bb.get(key)
+        replay = (b or a).replay if (b or a) is not None else ""
+        out.append(BucketChange(*key, a.count if a else 0, b.count if b else 0, replay))
+    order = {"new": 0, "still failing": 1, "fixed": 2}
+    return sorted(out, key=lambda c: (order[c.kind], -max(c.count_a, c.count_b), c.operation, c.data_type))
 
 
 def render_text(d: RunDiff, limit: int = 50) -> str:
     lines = [
         f"nnconform diff: A = {d.a} ({d.cases_a} cases), B = {d.b} ({d.cases_b} cases)",
-        "  " + ", ".join(f"{d.count(k)} {k}" for k in CLASSES),
+        "  " + ", ".join(f"{d.count(k)} {k}" for k in CLASSES) + " (cases)",
+        f"  A: driver {d.driver_a}, seed {d.seeds_a}",
+        f"  B: driver {d.driver_b}, seed {d.seeds_b}",
+        f"  {d.comparison()}",
     ]
+    if d.buckets:
+        lines.append(f"\nfailure buckets ({len(d.buckets)}; cases in A -> B):")
+        for c in d.buckets[:limit]:
+            lines.append(f"  {c.kind:13s} {c.operation} {c.data_type}: {c.defect}: {c.count_a} -> {c.count_b}")
+            if c.replay:
+                lines.append(f"      {c.replay}")
+        if len(d.buckets) > limit:
+            lines.append(f"  ... and {len(d.buckets) - limit} more buckets (see the HTML)")
     for kind in CLASSES:
         items = d.changes.get(kind, [])
         if not items:
@@ -126,7 +208,13 @@ _DIFF_TEMPLATE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>nnconform diff</title><style>{{ css }}</style></head>
 <body>
 <h1>nnconform diff</h1>
-<p>A = <code>{{ d.a }}</code> ({{ d.cases_a }} cases), B = <code>{{ d.b }}</code> ({{ d.cases_b }} cases)</p>
+<p>A = <code>{{ d.a }}</code> ({{ d.cases_a }} cases): driver <b id="driver-a">{{ d.driver_a }}</b>, seed {{ d.seeds_a }}<br>
+B = <code>{{ d.b }}</code> ({{ d.cases_b }} cases): driver <b id="driver-b">{{ d.driver_b }}</b>, seed {{ d.seeds_b }}<br>
+<span id="comparison">{{ d.comparison() }}</span></p>
+{% if d.buckets %}<h2 id="buckets">Failure buckets ({{ d.buckets | length }})</h2>
+<table><tr><th>change</th><th>operation</th><th>data type</th><th>defect</th><th>cases in A</th><th>cases in B</th><th>replay</th></tr>
+{% for c in d.buckets %}<tr class="bucket-{{ c.kind | replace(' ', '-') }}"><td>{{ c.kind }}</td><td>{{ c.operation }}</td><td>{{ c.data_type }}</td><td>{{ c.defect }}</td><td class="num">{{ c.count_a }}</td><td class="num">{{ c.count_b }}</td><td><code>{{ c.replay }}</code></td></tr>
+{% endfor %}</table>{% endif %}
 <p>{% for k in classes %}<span id="count-{{ k | replace(' ', '-') }}">{{ d.count(k) }} {{ k }}</span>{% if not loop.last %}, {% endif %}{% endfor %}</p>
 {% for k in classes %}{% if d.changes[k] %}
 <h2 id="{{ k | replace(' ', '-') }}">{{ k }} ({{ d.changes[k] | length }})</h2>

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from nnconform.reports.summary import latest_rows, skip_ratio
+from nnconform.reports.triage import rejected_as_expected
 from nnconform.verdict.outcome import Outcome
 from nnconform.verdict.results import ResultRecord
 
@@ -66,6 +67,14 @@ def headline(records: Iterable[ResultRecord], meta: Mapping[str, object] | None 
     if bad:
         return Headline(RED, f"{who}: {bad}" + (f" ({status})" if incomplete else ""))
     clean = _counts(counts, CLEAN_ORDER) or "no cases"
+    rejected = sum(1 for r in rows if r.outcome == Outcome.PASS and rejected_as_expected(r))
+    if rejected:
+        # what the driver computed, apart from the must-reject cases it refused (issue 46, 6)
+        computed = counts[Outcome.PASS] - rejected
+        rest = _counts(counts, [o for o in CLEAN_ORDER if o is not Outcome.PASS])
+        clean = ", ".join(
+            p for p in (f"{computed} PASS computed on the driver", f"{rejected} rejected as expected", rest) if p
+        )
     if incomplete:
         return Headline(AMBER, f"{who}: {status}, {clean}")
     if not rows:

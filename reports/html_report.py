@@ -27,6 +27,7 @@ import jinja2
 from nnconform import __version__
 from nnconform.reports import charts, triage
 from nnconform.reports.headline import headline
+from nnconform.reports.summary import latest_rows
 from nnconform.verdict.results import BAD_OUTCOMES, OUTCOMES, PASS, XFAIL, ResultRecord
 
 NONE_LABEL = triage.NONE_LABEL
@@ -68,6 +69,11 @@ code { font-size: 0.9em; white-space: pre-wrap; word-break: break-all; }
 #buckets { width: 100%; }
 #buckets td.msg { max-width: 40em; }
 #buckets td.replay { min-width: 24em; max-width: 36em; }
+pre.stack { font-size: 0.85em; background: #f6f0f0; padding: 0.3em 0.5em; margin: 0.2em 0; white-space: pre-wrap; }
+td.elsewhere { color: #999; text-align: center; }
+nav#toc { margin: 0.6em 0; font-size: 0.9em; }
+nav#toc a { margin-right: 1em; }
+.skip-warning { background: #fff3c4; color: #6b5200; padding: 0.4em 0.7em; border-radius: 4px; }
 details.cases summary { cursor: pointer; color: #1a4f9c; margin-top: 0.3em; }
 table.case-list { font-size: 0.95em; }
 svg.chart { display: block; margin: 0.6em 0; }
@@ -180,7 +186,10 @@ def _bucket_view(b: triage.Bucket) -> dict:
         "outcome_set": " ".join(sorted({r.outcome for r in b.rows})),
         "suite_set": " ".join(sorted({r.suite for r in b.rows})),
         "search": search,
-        "replay": rep.replay,
+        "replay": b.replay,
+        "no_replay": b.no_replay,
+        "stack": [str(f) for f in (rep.extra.get("stack") or [])],
+        "driver_frame": str(rep.extra.get("driver_frame") or ""),
         "spec_path": rep.spec_path or "",
         "rows": b.rows[:CASES_PER_BUCKET],
     }
@@ -197,6 +206,21 @@ def _matrix_rows(m: triage.Matrix) -> list[dict]:
                 continue
             good, bad, skip = c["good"], c["bad"], c["skip"] + c["xfail"]
             failing = failing or bad > 0
+            if not (good or bad or skip):
+                # only passes the driver did not compute (refused must-reject cases, the
+                # reference's side of partitioned cases): not coloured, not a pass
+                cells.append(
+                    {
+                        "empty": False,
+                        "type": t,
+                        "cls": "elsewhere",
+                        "text": "-",
+                        "title": f"not computed by the driver ({c['elsewhere']} case(s) rejected as expected "
+                        "or run on the reference)",
+                        "colour": "#fff",
+                    }
+                )
+                continue
             cls = "bad" if bad else ("good" if good else "skip")
             cells.append(
                 {
@@ -223,7 +247,8 @@ def _stress_verdicts(records: list[ResultRecord]) -> list[tuple[str, Counter, st
     per: dict[str, Counter] = {}
     durations: dict[str, list[float]] = {}
     for r in records:
-        if r.outcome in STRESS_OUTCOMES:
+        # a conformance run's CRASH or HANG is no stress verdict: only stress rows count
+        if r.outcome in STRESS_OUTCOMES and (r.suite == "stress" or r.outcome in ("SUCCESS", "FAILURE")):
             name = r.test_id.split("#", 1)[0]
             per.setdefault(name, Counter())[r.outcome] += 1
             durations.setdefault(name, []).append(float(r.extra.get("case_s", r.duration_s) or 0.0))
@@ -298,6 +323,7 @@ def render_html(
             accumulated=[r for r in records if r.outcome == PASS and (r.extra or {}).get("accumulated_rounding")],
             matrix=triage.matrix(records) if records else triage.Matrix([], [], {}),
             matrix_rows=_matrix_rows(triage.matrix(records)) if records else [],
+            skip_reasons=triage.skip_reasons(latest_rows(records)),
             present=present,
             suite_rows=suite_rows,
             meta=list(m.items()),

@@ -107,7 +107,8 @@ def build_summary(records: Iterable[ResultRecord], meta: Mapping[str, object] | 
                 "message": b.message,
                 "count": b.count,
                 "example": b.representative.test_id,
-                "replay": b.representative.replay,
+                "replay": b.replay,
+                "no_replay": b.no_replay,
             }
             for b in triage.buckets(rows)
         ],
@@ -149,7 +150,7 @@ def github_annotations(
     for b in bl[:limit]:
         rep = b.representative
         title = f"nnconform: {b.operation} {b.data_type} ({b.count} case{'s' if b.count != 1 else ''}, {b.criterion})"
-        body = f"{rep.test_id}: {rep.message}" + (f"\nreplay: {rep.replay}" if rep.replay else "")
+        body = f"{rep.test_id}: {rep.message}" + (f"\nreplay: {b.replay}" if b.replay else f"\n{b.no_replay}")
         where = (file_of or {}).get(rep.suite)
         props = (f"file={_escape_property(where)}," if where else "") + f"title={_escape_property(title)}"
         out.append(f"::error {props}::{_escape_data(body[:4000])}")

@@ -83,7 +83,10 @@ def test_cli_text_html_and_exit_status(tmp_path):
     r = nnconform("diff", str(a), str(b), "--html", str(tmp_path / "d.html"))
     assert r.returncode == 1, r.stderr  # B has a new failure
     assert "1 new, 1 fixed, 0 flaky, 0 still failing" in r.stdout
-    assert "nnconform replay v/1" in r.stdout
+    # a replay command is recorded relative to its report directory: shown from here
+    assert f"nnconform replay {b / 'v/1'}" in r.stdout
+    assert "A: driver dev 1.0, seed" in r.stdout and "B: driver dev 2, seed" in r.stdout
+    assert "same driver, DIFFERENT versions" in r.stdout and "failure buckets" in r.stdout
     assert "v/1" in (tmp_path / "d.html").read_text()
     r = nnconform("diff", str(b), str(a))
     assert r.returncode == 1 and "1 new, 1 fixed" in r.stdout

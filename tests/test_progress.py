@@ -74,3 +74,14 @@ def test_progress_off_and_bad_value(tmp_path):
     assert quiet.returncode == 0 and not re.search(r"cases \(\d+%\)", quiet.stdout)
     bad = _run(tmp_path, "--progress", "-1")
     assert bad.returncode == 2 and "--progress must be >= 0" in bad.stderr
+
+
+def test_eta_counts_work_not_one_off_set_up():
+    # one 5 s host start in the first case's set-up, then 1 ms cases: the other 900 cases
+    # cost about a second, not 45 (issue 46)
+    est = Estimate(Counter(vectors=1000))
+    est.finish("vectors", 0.001, one_off=5.0)
+    for _ in range(99):
+        est.finish("vectors", 0.001)
+    eta = est.eta(elapsed=5.1)
+    assert eta is not None and 0.5 < eta < 2.0, eta

@@ -72,7 +72,7 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
             parse_mode(a.variants)
         except ValueError as e:
             return _err(f"--variants: {e}")
-    problem = _check_cluster(a)
+    problem = _check_cluster(a) or _check_history(a) or _check_last_failed(a)
     if problem:
         return _err(problem)
     if a.cluster and a.workers is not None and a.workers > 1:
@@ -183,6 +183,25 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     # run.json and reports are on disk.  (A cluster run leaves Dask's own exit handlers to run.)
     _LEAVE_WITHOUT_TEARDOWN = not a.cluster
     return _run_exit_code(Path(a.report_dir), code)
+
+
+def _check_history(a: argparse.Namespace) -> str:
+    """--history names a directory (its history.jsonl is kept there): a file there would
+    make the run end without its reports."""
+    if a.history and Path(a.history).exists() and not Path(a.history).is_dir():
+        return f"--history: {a.history} is a file; give a directory (the run history is kept in its history.jsonl)"
+    return ""
+
+
+def _check_last_failed(a: argparse.Namespace) -> str:
+    """--lf re-runs the failures of the run recorded in --report-dir: with no run there it
+    would run everything and replace nothing it could name."""
+    if not a.last_failed or a.resume:
+        return ""
+    journal = Path(a.report_dir) / "results.jsonl"
+    if not journal.is_file():
+        return f"--lf: no earlier run in {a.report_dir} (no results.jsonl): nothing to re-run; run without --lf first"
+    return ""
 
 
 @contextlib.contextmanager
@@ -576,10 +595,20 @@ def _replay_examples(a: argparse.Namespace, spec, device) -> int:
         if out.comparison is not None and a.verbose:
             for m in out.comparison.mismatches:
                 print(f"  {m}")
-        if out.outcome in ("CRASH", "HANG") and out.details and out.details.get("stderr_tail"):
-            print("  driver host stderr (tail):")
-            for line in str(out.details["stderr_tail"]).splitlines()[-12:]:
-                print(f"    {_shown(line, 400)}")
+        if out.outcome in ("CRASH", "HANG") and out.details:
+            from nnconform.isolation.childproc import crash_stack
+
+            # the host's whole faulthandler dump (the rows' extra.stack comes from the same)
+            stack = crash_stack(str(out.details.get("fault_dump") or out.details.get("stderr_tail") or ""))
+            if stack:
+                # the thread that crashed or hung, innermost (the driver's) frame first
+                print("  crashing thread's stack (most recent call first):")
+                for line in stack:
+                    print(f"    {_shown(line, 400)}")
+            elif out.details.get("stderr_tail"):
+                print("  driver host stderr (tail):")
+                for line in str(out.details["stderr_tail"]).splitlines()[-12:]:
+                    print(f"    {_shown(line, 400)}")
         if out.outcome in ("CRASH", "HANG"):
             print(f"  {device.liveness()}")
         if out.outcome in ("FAIL", "ERROR", "CRASH", "HANG"):
@@ -606,7 +635,11 @@ def cmd_coverage(a: argparse.Namespace) -> int:
     results = Path(a.results) if a.results else None
     if results is not None and not results.exists():
         return _err(f"{results}: no such results file (run the vectors suite first)", EXIT_FAIL)
-    rows = coverage(results)
+    try:
+        rows = coverage(results)
+    except (OSError, ValueError) as e:
+        # a text file, a damaged journal: one line, not a traceback
+        return _err(f"--results: {e}", EXIT_USAGE)
     if a.write_readme:
         from nnconform.cases.coverage import update_readme
 

@@ -54,7 +54,7 @@ import numpy as np
 
 from nnconform.fuzz.generate import make_case, operation_names
 from nnconform.ir import Model, Subgraph
-from nnconform.isolation.childproc import fault_blocks, signal_name
+from nnconform.isolation.childproc import fault_blocks, is_driver_frame, signal_name
 from nnconform.verdict.outcome import ExitStatus, Outcome
 
 if TYPE_CHECKING:
@@ -70,20 +70,6 @@ EXIT_OK, EXIT_FOUND, EXIT_INTERRUPTED = (int(ExitStatus.CLEAN), int(ExitStatus.F
 # slower than --slow computed, but not as a driver may (a failure, not a crash).
 ROW_OUTCOME = {"CRASH": Outcome.CRASH, "HANG": Outcome.HANG, "OOM": Outcome.CRASH, "SLOW": Outcome.FAIL}
 PROGRESS_EVERY_S = 2.0
-# The driver host's own frames: nnconform.isolation.host / hostproto since the layer packages
-# (a checkout or an install), and the flat modules' paths from before them
-_NOT_DRIVER = (
-    "/isolation/host.py",
-    "/isolation/hostproto.py",
-    "/nnconform/host.py",
-    "/nnconform/hostproto.py",
-    "/harness/host.py",
-    "/harness/hostproto.py",
-    "/concurrent/futures/",
-    "/threading.py",
-    "/selectors.py",
-    "/queue.py",
-)
 
 
 class FuzzUsageError(Exception):
@@ -134,11 +120,7 @@ def driver_frames(stderr_tail: str, limit: int = 3) -> list[str]:
     # the host's stderr holds this incident's dump (a crashed or hung host is replaced by a
     # fresh one with a fresh stderr file); the innermost driver frames come first in a block
     for block in fault_blocks(stderr_tail):
-        frames = [
-            f"{os.path.basename(f)}:{fn}"
-            for f, fn in block
-            if not any(s in f for s in _NOT_DRIVER) and "/lib/python3" not in f and not f.startswith("<")
-        ]
+        frames = [f"{os.path.basename(f)}:{fn}" for f, fn in block if is_driver_frame(f)]
         if frames:
             return frames[:limit]
     return []

@@ -174,18 +174,18 @@ def file_tail(path: str, offset: int = 0, lines: int = 30, chars: int = 6000) ->
 
 _CURRENT = "Current thread "
 _CURRENT_HEADER = re.compile(r"^Current thread 0x[0-9a-fA-F]+ \(most recent call first\):", re.MULTILINE)
-_FRAME = re.compile(r'^\s*File "([^"]+)", line \d+ in (\S+)')
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+) in (\S+)')
 
 
-def fault_blocks(text: str) -> list[list[tuple[str, str]]]:
-    """The thread blocks of the faulthandler dumps in ``text``, each a list of ``(file,
+def fault_frames(text: str) -> list[list[tuple[str, int, str]]]:
+    """The thread blocks of the faulthandler dumps in ``text``, each a list of ``(file, line,
     function)`` frames, most recent call first.  The crashing thread's block (faulthandler's
     "Current thread") comes first, then all blocks in the order written.  A blank line ends a
     block (faulthandler separates them so); frames with no block header before them belong to
     a block whose header was cut off and are left out."""
-    blocks: list[list[tuple[str, str]]] = []
-    cur: list[tuple[str, str]] | None = None
-    current: list[tuple[str, str]] | None = None
+    blocks: list[list[tuple[str, int, str]]] = []
+    cur: list[tuple[str, int, str]] | None = None
+    current: list[tuple[str, int, str]] | None = None
     for line in (text or "").splitlines():
         if not line.strip():
             cur = None
@@ -197,8 +197,62 @@ def fault_blocks(text: str) -> list[list[tuple[str, str]]]:
             continue
         m = _FRAME.match(line)
         if m and cur is not None:
-            cur.append((m.group(1), m.group(2)))
+            cur.append((m.group(1), int(m.group(2)), m.group(3)))
     return ([current] if current is not None else []) + blocks
+
+
+def fault_blocks(text: str) -> list[list[tuple[str, str]]]:
+    """:func:`fault_frames` without the line numbers: ``(file, function)`` frames."""
+    return [[(f, fn) for f, _, fn in block] for block in fault_frames(text)]
+
+
+# Frames that are not the driver's: the driver host's own loop and protocol (since the layer
+# packages, and the flat modules' paths from before them) and the standard library's thread
+# and queue machinery every idle thread sits in.
+NOT_DRIVER = (
+    "/isolation/host.py",
+    "/isolation/hostproto.py",
+    "/nnconform/host.py",
+    "/nnconform/hostproto.py",
+    "/harness/host.py",
+    "/harness/hostproto.py",
+    "/concurrent/futures/",
+    "/threading.py",
+    "/selectors.py",
+    "/queue.py",
+)
+
+
+def is_driver_frame(path: str) -> bool:
+    return not any(s in path for s in NOT_DRIVER) and "/lib/python3" not in path and not path.startswith("<")
+
+
+def _short_path(path: str) -> str:
+    parts = path.split("/")
+    return "/".join(parts[-2:]) if len(parts) > 2 else path
+
+
+def crash_stack(text: str, limit: int = 16) -> list[str]:
+    """The stack of the thread that crashed or hung, as ``dir/file.py:LINE in function``
+    lines, most recent call first (so the driver's own frames come first): from the last
+    faulthandler dump in ``text``, the first thread block (the crashing thread's first) with a
+    frame of the driver.  Idle harness threads are left out.  Empty when no block has one."""
+    for block in fault_frames(text):
+        if any(is_driver_frame(f) for f, _, _ in block):
+            # frames inside the standard library above the driver's innermost frame (a lock
+            # it waits on, a numpy call) stay: they say where the driver was stuck
+            return [f"{_short_path(f)}:{line} in {fn}" for f, line, fn in block[:limit]]
+    return []
+
+
+def driver_frame(text: str) -> str:
+    """The innermost driver frame of :func:`crash_stack`'s thread, ``dir/file.py:LINE in
+    function`` ("" when there is none): what a crash is bucketed on."""
+    for block in fault_frames(text):
+        for f, line, fn in block:
+            if is_driver_frame(f):
+                return f"{_short_path(f)}:{line} in {fn}"
+    return ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -409,6 +463,10 @@ __all__ = [
     "classify",
     "exit_text",
     "fault_blocks",
+    "fault_frames",
+    "crash_stack",
+    "driver_frame",
+    "is_driver_frame",
     "file_tail",
     "signal_name",
 ]

@@ -236,6 +236,7 @@ class NnSession:
         self.previous: Path | None = None
         self.planned: int | None = None
         self.not_claimed = 0  # cases --nn-only-supported deselected (this process)
+        self.warnings: list[str] = []  # printed before the digest at the end of the run
         # A cluster worker's batch (nnconform.cluster): test function -> the parameter ids it
         # runs, so a suite with thousands of cases builds only those; None: all.
         self.only_ids: dict[str, set[str]] | None = None
@@ -557,7 +558,11 @@ class NnSession:
         if outcome.actual is not None:
             meta["actual_outputs"] = list(outcome.actual)  # spec.dump_spec encodes arrays
         meta.update(extra_meta or {})
-        replay = f"nnconform replay {shlex.quote(str(path))} --driver {shlex.quote(self.driver_spec)}"
+        # relative to the report directory, where the command is meant to be run: a report
+        # downloaded as a CI artifact has another absolute path (the terminal digest prints
+        # it as seen from the current directory, see replay_here)
+        where = os.path.relpath(path, self.report_dir)
+        replay = f"nnconform replay {shlex.quote(where)} --driver {shlex.quote(self.driver_spec)}"
         meta["replay"] = replay
         ex = SpecExample("case", list(inputs), list(expected), tuple(ignored or ()), expect_failure)
         atomic_write(path, dumps_spec(SpecFile(model, [ex], meta)))
@@ -584,10 +589,14 @@ class NnSession:
         record["message"] = clean_text(outcome.message)[:MESSAGE_LIMIT]
         note_partition(record, outcome)
         record["verdict"] = Outcome.parse(outcome.outcome)
+        if outcome.outcome == "PASS" and case.expect_failure:
+            # a must-reject case refused: a pass, but nothing the driver computed (the
+            # headline and the matrix do not count it as computed, nnconform.reports.triage)
+            record["extra"]["rejected_as_expected"] = True
         if outcome.outcome == "SKIP":
             raise Concluded(record["message"])
         if outcome.outcome in ("CRASH", "HANG"):
-            record["extra"]["incident"] = _incident_extra(outcome.details or {})
+            note_incident(record, outcome.details or {})
         if outcome.outcome in ("FAIL", "ERROR", "CRASH", "HANG"):
             self.attribute(record, case.model, case.inputs, outcome, ignored=case.ignored)
             try:
@@ -660,6 +669,26 @@ def criterion_of(outcome) -> str:
 def _incident_extra(details: dict) -> dict:
     keep = ("stderr_tail", "host_pid", "signal", "exit_code", "protocol", "liveness")
     return {k: details[k] for k in keep if k in details}
+
+
+def incident_stack(details: dict) -> list[str]:
+    """The crashing (or hung) thread's stack of a driver-host incident, driver frames first,
+    from the whole faulthandler dump the host left (the 30-line stderr tail keeps idle
+    threads and cuts the top frames); the tail when there is no dump."""
+    from nnconform.isolation.childproc import crash_stack
+
+    return crash_stack(str(details.get("fault_dump") or details.get("stderr_tail") or ""))
+
+
+def note_incident(record: dict, details: dict) -> None:
+    """A CRASH or HANG row's incident details, and its stack in ``extra.stack``."""
+    from nnconform.isolation.childproc import driver_frame
+
+    record["extra"]["incident"] = _incident_extra(details)
+    stack = incident_stack(details)
+    if stack:
+        record["extra"]["stack"] = stack
+        record["extra"]["driver_frame"] = driver_frame(str(details.get("fault_dump") or details.get("stderr_tail")))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -1051,7 +1080,7 @@ def _host_verdict(session: NnSession, item: pytest.Item, rec: dict) -> tuple[str
     if new:
         first = new[0]
         first["liveness"] = dev.liveness()
-        rec["extra"]["incident"] = _incident_extra(first)
+        note_incident(rec, first)
         if len(new) > 1:
             rec["extra"]["incidents"] = len(new)
         return first["verdict"], f"{first['message']}; {first['liveness']}"
@@ -1079,6 +1108,12 @@ def _blamed(rec: dict, outcome: str) -> tuple[str, str]:
     ops = sorted({str(o) for o in rec.get("operations", [])})
     if len(ops) == 1:
         return ops[0], first_type
+    # a vts check that embeds one operation's mismatch ("[CONV_2D] output 0 (TENSOR_...")
+    from nnconform.reports.triage import named_in_message
+
+    op, dtype = named_in_message(str(rec.get("message", "")))
+    if op and (not ops or op in ops):
+        return op, dtype or first_type
     return "", ""
 
 
@@ -1177,6 +1212,8 @@ def _junit_xml(config: pytest.Config):
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     s: NnSession = session.config.stash[_SESSION_KEY]
+    if not s.is_worker:
+        _cap_terminal(session.config)  # the terminal reporter exists by now
     xml = _junit_xml(session.config)
     if xml is not None and not s.is_worker:
         for k, v in (
@@ -1223,6 +1260,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     else:
         status = f"interrupted after {done} of {planned} cases"
     s.final_status, s.final_counts = status, counts
+    s.warnings.extend(_stale_expectations(s, rows))
     try:
         s.write_status(status, done)
         if done:
@@ -1237,8 +1275,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
             if session.config.getoption("nn_history"):
                 from nnconform.reports.history import append_history, read_history
 
-                append_history(session.config.getoption("nn_history"), summary)
-                history = read_history(session.config.getoption("nn_history"))
+                try:
+                    append_history(session.config.getoption("nn_history"), summary)
+                    history = read_history(session.config.getoption("nn_history"))
+                except OSError as e:
+                    # the history is an extra: the run's own reports are written all the same
+                    s.warnings.append(
+                        f"nnconform: --history: {describe_os_error(e, Path(session.config.getoption('nn_history')))}"
+                    )
             # The coverage table describes the reference executor; show it on reference runs.
             s.reports = build_reports(
                 s.report_dir, meta=meta, with_coverage=s.driver_spec == "reference", history=history, records=rows
@@ -1250,6 +1294,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
         s.write_status(status, done, exit_status=int(s.exit_status))
     except OSError as e:
         s.status_line = f"nnconform: {describe_os_error(e, s.report_dir)}; rows already in results.jsonl are valid"
+
+
+def _stale_expectations(s: NnSession, rows: list) -> list[str]:
+    """One warning per expected-failures entry that matched no case of this run (a typo, a
+    renamed vector, or a selection that left its cases out): such an entry silently excuses
+    nothing, and a typo in it hides the failure it was meant to excuse."""
+    import fnmatch
+
+    if not s.expectations:
+        return []
+    ids = {str(r.test_id) for r in rows}
+    ids |= {t.split("[", 1)[0] for t in ids}  # a variant inherits its vector's entry
+    out = []
+    for e in s.expectations:
+        rx = re.compile(fnmatch.translate(e.pattern))
+        if not any(rx.match(t) for t in ids):
+            out.append(f"nnconform: --expected-failures: {e.pattern!r} matches no case of this run ({e.reason})")
+    return out
 
 
 def _exit_status(session: pytest.Session, s: NnSession, status: str, counts: dict) -> ExitStatus:
@@ -1292,8 +1354,54 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     s.close_report_dir()
 
 
-def _terminal_digest(tr, rows) -> None:
-    """Per-suite counts, the most common skip reasons and the biggest failure buckets."""
+# Failure blocks (pytest's FAILURES section) and FAILED lines shown in the terminal: the rest
+# are in report.html.  1,685 failures printed 6,793 lines and buried the digest.
+FAILURE_BLOCKS = 20
+DIGEST_BUCKETS = 10
+SKIP_REASONS = 5
+# operation names and data-type lists in a skip reason ("does not support WHILE for int32")
+_SKIP_NAMES = re.compile(
+    r"\b[A-Z][A-Z0-9_]{2,}\b|\b(?:fp16|fp32|int32|bool8|relaxed|quant\w*)(?:/(?:fp16|fp32|int32|bool8|quant\w*))*\b"
+)
+
+
+def _cap_terminal(config: pytest.Config) -> None:
+    """Make pytest's failure sections show the first FAILURE_BLOCKS failures and errors of a
+    conformance run, and end the terminal output with nnconform's digest (after pytest's
+    short summary, which comes after every plugin's terminal summary)."""
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if tr is None:
+        return
+    getreports, short_summary = tr.getreports, tr.short_test_summary
+
+    def conformance() -> bool:
+        return getattr(config.stash.get(_SESSION_KEY, None), "_reportdir", None) is not None
+
+    def capped_getreports(name: str = ""):
+        reports = getreports(name)
+        return reports[:FAILURE_BLOCKS] if name in ("failed", "error") and conformance() else reports
+
+    def capped_short_summary() -> None:
+        if not conformance():
+            return short_summary()
+        full = {k: tr.stats.get(k) for k in ("failed", "error")}
+        try:
+            for k, v in full.items():
+                if v is not None:
+                    tr.stats[k] = v[:FAILURE_BLOCKS]
+            short_summary()
+        finally:
+            for k, v in full.items():
+                if v is not None:
+                    tr.stats[k] = v
+        _nn_terminal_end(tr, config, hidden=sum(max(0, len(v or []) - FAILURE_BLOCKS) for v in full.values()))
+
+    tr.getreports, tr.short_test_summary = capped_getreports, capped_short_summary
+
+
+def _terminal_digest(tr, rows, report_dir: Path | None = None) -> None:
+    """Per-suite counts, the most common skip reasons (their real text) and the failure
+    buckets, each with its replay command."""
     from collections import Counter
 
     from nnconform.reports import triage
@@ -1304,18 +1412,90 @@ def _terminal_digest(tr, rows) -> None:
     for suite, c in triage.per_suite(rows).items():
         note = f" ({lenient[suite]} of the PASSes as accumulated rounding: see the report)" if lenient[suite] else ""
         tr.write_line(f"nnconform: suite {suite}: " + ", ".join(f"{n} {o}" for o, n in c.most_common()) + note)
-    skips = Counter(triage.normalise_message(r.message) for r in rows if r.outcome == "SKIP")
-    if skips:
-        tr.write_line(f"nnconform: skip reasons ({sum(skips.values())} skipped, {len(skips)} reasons), most common:")
-        for reason, n in skips.most_common(5):
-            tr.write_line(f"  {n:6d}  {reason[:150]}")
+    skipped = [r for r in rows if r.outcome == "SKIP"]
+    if skipped:
+        # grouped by their text without numbers, names, operations and types; each group shown
+        # by a real reason (never the grouping key, "mediapipe==#.14"); report.html lists
+        # them per operation
+        groups: dict[str, list[str]] = {}
+        for r in skipped:
+            text = (r.message or "(no reason given)").splitlines()[0]
+            groups.setdefault(_SKIP_NAMES.sub("X", triage.normalise_message(text)), []).append(text)
+        tr.write_line(f"nnconform: skip reasons ({len(skipped)} skipped), most common:")
+        for _, texts in sorted(groups.items(), key=lambda kv: -len(kv[1]))[:SKIP_REASONS]:
+            others = len(set(texts)) - 1
+            tr.write_line(
+                f"  {len(texts):6d}  {texts[0][:150]}" + (f" (and {others} like it: see report.html)" if others else "")
+            )
     buckets = triage.buckets(rows)
     if buckets:
-        tr.write_line(f"nnconform: {sum(b.count for b in buckets)} failures in {len(buckets)} buckets, biggest:")
-        for b in buckets[:5]:
+        tr.write_line(f"nnconform: {sum(b.count for b in buckets)} failures in {len(buckets)} buckets:", red=True)
+        for b in buckets[:DIGEST_BUCKETS]:
             tr.write_line(
-                f"  {b.count:6d}  {b.operation} {b.data_type}  {b.criterion}  e.g. {b.representative.test_id}"
+                f"  {b.count:6d}  {b.operation} {b.data_type}: {b.criterion} ({b.outcomes}), "
+                f"e.g. {b.representative.test_id}"
             )
+            replay = triage.replay_here(b.replay, report_dir) if report_dir is not None and b.replay else b.replay
+            tr.write_line(f"          {'replay: ' + replay if replay else b.no_replay}")
+            stack = [str(f) for f in b.representative.extra.get("stack") or []]
+            if stack:
+                # from the driver's innermost frame on (the library frame it called is above it)
+                frame = str(b.representative.extra.get("driver_frame") or "")
+                start = stack.index(frame) if frame in stack else 0
+                tr.write_line("          crashing thread: " + " <- ".join(stack[start : start + 3]))
+        if len(buckets) > DIGEST_BUCKETS:
+            tr.write_line(f"  ... {len(buckets) - DIGEST_BUCKETS} more buckets in report.html")
+
+
+def _mostly_skipped_warning(tr, rows) -> None:
+    """A run in which most cases skip is no pass (its badge is amber): say so, with what the
+    driver actually computed (cases it ran, apart from the must-reject cases it refused)."""
+    from nnconform.reports import triage
+    from nnconform.reports.headline import MOSTLY_SKIPPED
+    from nnconform.reports.summary import latest_rows, skip_ratio
+
+    rows = latest_rows(rows)
+    ratio = skip_ratio(rows)
+    if ratio <= MOSTLY_SKIPPED:
+        return
+    computed = sum(1 for r in rows if triage.kind(r.outcome) != "skip" and not triage.rejected_as_expected(r))
+    tr.write_line(
+        f"nnconform: WARNING: {ratio:.0%} of the {len(rows)} cases skipped; the driver computed {computed} of them "
+        "(must-reject cases it refused not counted): this run is not a pass (--max-skip-ratio makes it fail)",
+        yellow=True,
+        bold=True,
+    )
+
+
+def _nn_terminal_end(tr, config: pytest.Config, hidden: int = 0) -> None:
+    """The last lines of a conformance run's terminal output: how many failure blocks were
+    left out, the run's status, the digest and the report's path."""
+    s: NnSession = config.stash[_SESSION_KEY]
+    if getattr(s, "_digest_done", False):
+        return
+    s._digest_done = True
+    if hidden:
+        tr.write_line(f"nnconform: {hidden} more failures not shown here: see {s.report_dir / 'report.html'}")
+    status = getattr(s, "final_status", None)
+    if status is not None:
+        counts = ", ".join(f"{n} {o}" for o, n in sorted(s.final_counts.items()))
+        tr.write_line(f"nnconform: run {status} ({counts or 'no rows'}), seed {s.seed}")
+        if status.startswith("interrupted"):
+            tr.write_line(
+                f"nnconform: to run the rest: nnconform run --resume --report-dir {shlex.quote(str(s.report_dir))}",
+                yellow=True,
+            )
+    for line in getattr(s, "warnings", []):
+        tr.write_line(line, yellow=True)
+    rows = getattr(s, "rows_read", None)
+    if rows:
+        _terminal_digest(tr, rows, s.report_dir)
+        _mostly_skipped_warning(tr, rows)
+    if getattr(s, "reports", None):
+        csv_path, html_path = s.reports
+        tr.write_line(f"nnconform: reports -> {csv_path}, {html_path}, {s.summary_path}")
+    if getattr(s, "skip_gate", None):
+        tr.write_line(s.skip_gate, red=True)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
@@ -1330,18 +1510,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.write_line(
             f"nnconform: --only-supported: {s.not_claimed} cases the driver does not claim entirely were not run"
         )
-    status = getattr(s, "final_status", None)
-    if status is not None:
-        counts = ", ".join(f"{n} {o}" for o, n in sorted(s.final_counts.items()))
-        terminalreporter.write_line(f"nnconform: run {status} ({counts or 'no rows'}), seed {s.seed}")
-    rows = getattr(s, "rows_read", None)
-    if rows:
-        _terminal_digest(terminalreporter, rows)
-    if getattr(s, "reports", None):
-        csv_path, html_path = s.reports
-        terminalreporter.write_line(f"nnconform: reports -> {csv_path}, {html_path}, {s.summary_path}")
-    if getattr(s, "skip_gate", None):
-        terminalreporter.write_line(s.skip_gate, red=True)
+    if not terminalreporter.reportchars or config.option.no_summary:
+        _nn_terminal_end(terminalreporter, config)  # pytest's short summary will not follow
     if os.environ.get("GITHUB_ACTIONS") == "true" and getattr(s, "rows_read", None):
         # GitHub Actions reads these workflow commands from the log as annotations.
         from nnconform.reports.summary import github_annotations
