@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 import numpy as np
 
-from nnconform.isolation import childproc, reaper
+from nnconform.isolation import childproc, pools, reaper
 from nnconform.isolation import hostproto as wire
 from nnconform.reference.ops.feature_levels import NEWEST_FEATURE_LEVEL
 
@@ -91,7 +91,29 @@ class _Garbage(Exception):
     """The driver returned something that is not what the interface promises."""
 
 
-def _result(result: object, bufs: list[bytes]) -> dict[str, Any]:
+class _InputWritten(Exception):
+    """The driver tried to write a read-only input of the pool (numpy refused it)."""
+
+
+def _written_inputs(e: BaseException, views: dict[int, np.ndarray]) -> list[int]:
+    """Which input views an array in the failing frames shares memory with (the one the driver
+    tried to write, most likely); empty when none can be told."""
+    found: set[int] = set()
+    tb = e.__traceback__
+    while tb is not None:
+        for v in list(tb.tb_frame.f_locals.values()):
+            v = getattr(v, "value", v)  # a RequestArgument the driver holds, or an array
+            if isinstance(v, np.ndarray):
+                found.update(i for i, view in views.items() if np.may_share_memory(v, view))
+        tb = tb.tb_next
+    return sorted(found)
+
+
+def _result(
+    result: object, bufs: list[bytes], regions: dict[int, tuple[np.ndarray, int]] | None = None
+) -> dict[str, Any]:
+    """The reply of an execution.  An output with a pool region (``regions``: index -> its
+    view, its size) stays there: written in place by the driver, or copied in here."""
     from nnconform.driver import ExecutionResult
 
     if not isinstance(result, ExecutionResult):
@@ -104,6 +126,11 @@ def _result(result: object, bufs: list[bytes]) -> dict[str, Any]:
         base = np.asarray(a)
         if base.dtype.str not in wire.ALLOWED_DTYPES:
             raise _Garbage(f"execute returned output {i} of dtype {base.dtype}, not a tensor storage type")
+        if regions and i in regions:
+            how = pools.place_output(base, *regions[i])
+            if how:
+                encoded.append({"pool": i, "dtype": base.dtype.str, "shape": [int(d) for d in base.shape], "how": how})
+                continue
         encoded.append(wire.encode_array(base, bufs))
     try:
         shapes = [_shape(s) for s in result.output_shapes]
@@ -128,6 +155,7 @@ class Host:
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="nnconform-host-call")
         # handle -> (the arrays of its last result, their bytes then): the aliasing watch
         self.held: dict[int, tuple[list[np.ndarray], list[bytes]]] = {}
+        self.maps = pools.HostMaps()  # the harness's request pools, mapped here
 
     # -- plumbing -------------------------------------------------------------------------
     def send(self, header: dict[str, Any], bufs: Sequence[bytes] = ()) -> None:
@@ -168,11 +196,14 @@ class Host:
         bufs: list[bytes] = []
         for k in args.pop("_drop", ()):  # objects the harness no longer references
             self.forget(k)
+        self.maps.forget(args.pop("_unmap", ()))  # pool segments the harness has removed
         try:
             value = getattr(self, "op_" + op)(bufs=bufs, **args)
             header: dict[str, Any] = {"id": call_id, "ok": value}
         except _Garbage as e:
             header, bufs = {"id": call_id, "err": {"kind": "garbage", "message": str(e)}}, []
+        except _InputWritten as e:
+            header, bufs = {"id": call_id, "err": {"kind": "input_written", "message": str(e)}}, []
         except BaseException as e:  # everything a driver raises is that call's answer
             header, bufs = {"id": call_id, "err": _exc_reply(e)}, []
         if call_id == 0:
@@ -322,7 +353,9 @@ class Host:
         harms no harness reference; here, in the driver's own process, that is visible: the
         arrays of this handle's previous result no longer hold what they held when returned.
         The indices of those outputs ride along with the reply as ``aliased``."""
-        outs = [np.asarray(a) for a in result.outputs]
+        # an output written in place is the pool's, which the harness refills for the next call
+        placed = [isinstance(r, dict) and r.get("how") == "inplace" for r in reply["outputs"]]
+        outs = [np.zeros(0) if p else np.asarray(a) for a, p in zip(result.outputs, placed)]
         with self.lock:
             before = self.held.get(handle)
             self.held[handle] = (outs, [a.tobytes() for a in outs])
@@ -332,9 +365,31 @@ class Host:
                 reply["aliased"] = changed
         return reply
 
-    def op_execute(self, bufs: list[bytes], handle: int, request: Request, kwargs: dict[str, Any]) -> dict[str, Any]:
-        result = self.get(handle).execute(request, **kwargs)
-        return self._watch(handle, result, _result(result, bufs))
+    def _pooled(
+        self, fn: Callable[..., Any], request: Request, kwargs: dict[str, Any], pool: dict[str, Any] | None
+    ) -> tuple[Any, dict[int, tuple[np.ndarray, int]] | None]:
+        """Call ``fn(request)`` with the request's pooled operands as views into the pool."""
+        if pool is None:
+            return fn(request, **kwargs), None
+        req, regions = self.maps.request(request, pool)
+        try:
+            return fn(req, **kwargs), regions
+        except ValueError as e:
+            if "read-only" not in str(e):
+                raise
+            views = {i: a.value for i, a in enumerate(req.inputs) if isinstance(a.value, np.ndarray)}
+            which = _written_inputs(e, views)
+            named = f"input {', '.join(map(str, which))}" if which else "an input"
+            raise _InputWritten(
+                f"inputs_unchanged: the driver tried to write {named}, which is read-only "
+                f"({type(e).__name__}: {str(e)[:120]})"
+            ) from None
+
+    def op_execute(
+        self, bufs: list[bytes], handle: int, request: Request, kwargs: dict[str, Any], pool: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        result, regions = self._pooled(self.get(handle).execute, request, kwargs, pool)
+        return self._watch(handle, result, _result(result, bufs, regions))
 
     def op_execute_async(
         self, bufs: list[bytes], handle: int, request: Request, kwargs: dict[str, Any]
@@ -390,10 +445,10 @@ class Host:
         self.get(handle).free_memory(slot)
 
     def op_burst_execute(
-        self, bufs: list[bytes], handle: int, request: Request, kwargs: dict[str, Any]
+        self, bufs: list[bytes], handle: int, request: Request, kwargs: dict[str, Any], pool: dict[str, Any] | None = None
     ) -> dict[str, Any]:
-        result = self.get(handle).execute(request, **kwargs)
-        return self._watch(handle, result, _result(result, bufs))
+        result, regions = self._pooled(self.get(handle).execute, request, kwargs, pool)
+        return self._watch(handle, result, _result(result, bufs, regions))
 
     def op_allocate(
         self, bufs: list[bytes], desc: Any, models: list[int], input_roles: Any, output_roles: Any

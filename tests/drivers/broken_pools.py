@@ -1,0 +1,108 @@
+"""DELIBERATELY BROKEN DRIVERS, for testing the harness itself.  Never use them as references.
+
+Each is the reference driver with one defect of how it treats request memory or its cache,
+the kind a bring-up driver has; the memory-pool checks (nnconform.isolation.pools) and the
+cache checks (nnconform.vts.cache_checks) must name each:
+
+    ScribblesInputs   computes, then uses its input buffers as scratch (zeroes them), as if
+                      inputs were the driver's to reuse: inputs_unchanged
+    OverrunsOutput    writes each output in place through its address, one element too many
+                      (an off-by-one in a native copy loop): guard_bytes
+    UnwrittenTail     writes each output in place but stops one element short (a loop bound
+                      computed from the wrong dimension): output_written
+    MostRecentCache   validates the cache files it is given, then hands back the compilation
+                      it made most recently, whatever the token names: cache/several_tokens
+
+Name them on the command line as ``tests/drivers/broken_pools.py:ScribblesInputs``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from nnconform.driver import ExecutionResult
+from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
+
+
+class _InPlace(ReferencePreparedModel):
+    """Writes outputs into the request's output views (``RequestArgument.buffer``) by address,
+    ``extra`` elements more (or fewer, when negative) than each output has."""
+
+    extra = 0
+
+    def execute(self, request, **kw):
+        result = super().execute(request, **kw)
+        outs = []
+        for arg, a in zip(request.outputs, result.outputs):
+            view = arg.buffer
+            if view is None or view.nbytes < a.nbytes:
+                outs.append(a)
+                continue
+            src = np.ascontiguousarray(a)
+            n = max(0, src.nbytes + self.extra * src.itemsize)
+            grown = np.zeros(n // src.itemsize + 1, dtype=src.dtype)
+            grown[: src.size] = src.reshape(-1)
+            ctypes.memmove(view.ctypes.data, grown.ctypes.data, n)  # the driver's own copy loop
+            outs.append(view.reshape(-1)[: src.size].reshape(a.shape))
+        return ExecutionResult(tuple(outs), result.output_shapes, result.timing)
+
+
+class _Overrun(_InPlace):
+    extra = 1
+
+
+class _Short(_InPlace):
+    extra = -1
+
+
+class _Scribble(ReferencePreparedModel):
+    def execute(self, request, **kw):
+        result = super().execute(request, **kw)
+        for arg in request.inputs:
+            if isinstance(arg.value, np.ndarray) and arg.value.size:
+                arg.value[...] = 0  # inputs used as scratch after the run
+        return result
+
+
+class ScribblesInputs(ReferenceDevice):
+    name = "broken-pools-scribbles-inputs"
+
+    def prepare(self, model, **kw):
+        super().prepare(model, **kw)  # the argument checks, the cache save
+        return _Scribble(model)
+
+
+class OverrunsOutput(ReferenceDevice):
+    name = "broken-pools-overruns-output"
+
+    def prepare(self, model, **kw):
+        super().prepare(model, **kw)
+        return _Overrun(model)
+
+
+class UnwrittenTail(ReferenceDevice):
+    name = "broken-pools-unwritten-tail"
+
+    def prepare(self, model, **kw):
+        super().prepare(model, **kw)
+        return _Short(model)
+
+
+class MostRecentCache(ReferenceDevice):
+    name = "broken-pools-most-recent-cache"
+
+    def prepare(self, model, **kw):
+        pm = super().prepare(model, **kw)
+        if kw.get("cache_token") is not None:
+            self._latest = model  # the defect: one slot for "the" cached compilation
+        return pm
+
+    def prepare_from_cache(self, cache_token, **kw):
+        pm = super().prepare_from_cache(cache_token, **kw)  # files checked as the reference does
+        latest = getattr(self, "_latest", None)
+        return ReferencePreparedModel(latest) if latest is not None else pm
+
+
+__all__ = ["ScribblesInputs", "OverrunsOutput", "UnwrittenTail", "MostRecentCache"]
