@@ -963,6 +963,11 @@ class IsolatedDevice(Device):
         if h is not None:
             h.close()
 
+    def restart(self) -> None:
+        """End the driver host; the next call starts a fresh one (state that must survive a
+        process, such as a compilation cache in files, is checked across it)."""
+        self.close()
+
     def busy_calls(self) -> list[str]:
         """Driver calls still unanswered (a suite gave up waiting on them)."""
         h = self._current
