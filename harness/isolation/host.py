@@ -95,20 +95,6 @@ class _InputWritten(Exception):
     """The driver tried to write a read-only input of the pool (numpy refused it)."""
 
 
-def _written_inputs(e: BaseException, views: dict[int, np.ndarray]) -> list[int]:
-    """Which input views an array in the failing frames shares memory with (the one the driver
-    tried to write, most likely); empty when none can be told."""
-    found: set[int] = set()
-    tb = e.__traceback__
-    while tb is not None:
-        for v in list(tb.tb_frame.f_locals.values()):
-            v = getattr(v, "value", v)  # a RequestArgument the driver holds, or an array
-            if isinstance(v, np.ndarray):
-                found.update(i for i, view in views.items() if np.may_share_memory(v, view))
-        tb = tb.tb_next
-    return sorted(found)
-
-
 def _result(
     result: object, bufs: list[bytes], regions: dict[int, tuple[np.ndarray, int]] | None = None
 ) -> dict[str, Any]:
@@ -377,13 +363,7 @@ class Host:
         except ValueError as e:
             if "read-only" not in str(e):
                 raise
-            views = {i: a.value for i, a in enumerate(req.inputs) if isinstance(a.value, np.ndarray)}
-            which = _written_inputs(e, views)
-            named = f"input {', '.join(map(str, which))}" if which else "an input"
-            raise _InputWritten(
-                f"inputs_unchanged: the driver tried to write {named}, which is read-only "
-                f"({type(e).__name__}: {str(e)[:120]})"
-            ) from None
+            raise _InputWritten(pools.read_only_message(e, req)) from None
 
     def op_execute(
         self, bufs: list[bytes], handle: int, request: Request, kwargs: dict[str, Any], pool: dict[str, Any] | None = None

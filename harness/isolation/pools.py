@@ -248,6 +248,26 @@ def unwritten_message(o: OutRegion, idx: np.ndarray, total: int) -> str:
     )
 
 
+def read_only_message(e: BaseException, request: Any) -> str:
+    """The inputs_unchanged message for a driver whose write to a read-only input view numpy
+    refused (``e``: that ValueError), naming the input when the failing frames hold it."""
+    views = {i: a.value for i, a in enumerate(request.inputs) if isinstance(a.value, np.ndarray)}
+    found: set[int] = set()
+    tb = e.__traceback__
+    tb = tb.tb_next if tb is not None else None  # the first frame is the harness's own call
+    while tb is not None:
+        for v in list(tb.tb_frame.f_locals.values()):
+            v = getattr(v, "value", v)  # a RequestArgument the driver holds, or an array
+            if isinstance(v, np.ndarray):
+                found.update(i for i, view in views.items() if np.may_share_memory(v, view))
+        tb = tb.tb_next
+    named = f"input {', '.join(map(str, sorted(found)))}" if found else "an input"
+    return (
+        f"inputs_unchanged: the driver tried to write {named}, which is read-only "
+        f"({type(e).__name__}: {str(e)[:120]})"
+    )
+
+
 # ---- segments (harness side) -----------------------------------------------------------------
 
 
@@ -462,8 +482,15 @@ def execute_in_process(
                 view = view.reshape(o.shape)
             views[o.index] = view
             outs[o.index] = replace(outs[o.index], buffer=view)
+        given = replace(request, inputs=tuple(ins), outputs=tuple(outs))
         try:
-            result = execute(replace(request, inputs=tuple(ins), outputs=tuple(outs)))
+            result = execute(given)
+        except ValueError as e:
+            check_inputs(buf, placement)
+            check_guards(buf, placement)
+            if "read-only" in str(e):
+                raise _violation(read_only_message(e, given)) from None
+            raise
         except BaseException:
             check_inputs(buf, placement)
             check_guards(buf, placement)
