@@ -10,8 +10,12 @@ cache checks (nnconform.vts.cache_checks) must name each:
                       (an off-by-one in a native copy loop): guard_bytes
     UnwrittenTail     writes each output in place but stops one element short (a loop bound
                       computed from the wrong dimension): output_written
+    ScribblesNatively writes zeros over its first input through its address (as native code
+                      does): the read-only mapping faults, a CRASH that says why
     MostRecentCache   validates the cache files it is given, then hands back the compilation
                       it made most recently, whatever the token names: cache/several_tokens
+
+``InPlace`` is the control: it writes every output in place, exactly, and must pass.
 
 Name them on the command line as ``tests/drivers/broken_pools.py:ScribblesInputs``.
 """
@@ -66,6 +70,30 @@ class _Scribble(ReferencePreparedModel):
         return result
 
 
+class _NativeScribble(ReferencePreparedModel):
+    def execute(self, request, **kw):
+        result = super().execute(request, **kw)
+        v = request.inputs[0].value
+        ctypes.memset(v.ctypes.data, 0, v.nbytes)  # a native runtime's scratch write
+        return result
+
+
+class InPlace(ReferenceDevice):
+    name = "pools-in-place"
+
+    def prepare(self, model, **kw):
+        super().prepare(model, **kw)
+        return _InPlace(model)
+
+
+class ScribblesNatively(ReferenceDevice):
+    name = "broken-pools-scribbles-natively"
+
+    def prepare(self, model, **kw):
+        super().prepare(model, **kw)
+        return _NativeScribble(model)
+
+
 class ScribblesInputs(ReferenceDevice):
     name = "broken-pools-scribbles-inputs"
 
@@ -105,4 +133,4 @@ class MostRecentCache(ReferenceDevice):
         return ReferencePreparedModel(latest) if latest is not None else pm
 
 
-__all__ = ["ScribblesInputs", "OverrunsOutput", "UnwrittenTail", "MostRecentCache"]
+__all__ = ["InPlace", "ScribblesNatively", "ScribblesInputs", "OverrunsOutput", "UnwrittenTail", "MostRecentCache"]

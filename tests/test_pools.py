@@ -1,0 +1,145 @@
+"""Request memory pools (nnconform.isolation.pools, issue 48): each defect of how a driver
+treats request memory is caught by its named check, behind a driver host and in-process; the
+reference and an exact in-place writer pass; no segment is left in /dev/shm."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from helpers import add_model, double, double_module
+
+from nnconform.drivers.reference import ReferenceDevice
+from nnconform.ir import Request
+from nnconform.ir import OperandType as T
+from nnconform.isolation import pools
+from nnconform.isolation.proxy import PoolViolation, open_isolated
+from nnconform.reference.executor import Executor
+from nnconform.verdict.runner import run_case
+
+_mod = double_module("broken_pools")
+FP32 = add_model()
+# quant8 outputs of 165 (0xA5, the one-byte poison) are real values, not unwritten elements
+QUANT = add_model(T.TENSOR_QUANT8_ASYMM, (2, 3), scale=1.0, zp=0)
+FP32_IN = [np.arange(4, dtype=np.float32).reshape(2, 2), np.ones((2, 2), np.float32)]
+QUANT_IN = [np.full((2, 3), 100, np.uint8), np.array([[65, 65, 1, 2, 65, 3]], np.uint8).reshape(2, 3)]
+
+EXPECTED = {
+    "ScribblesInputs": "inputs_unchanged: the driver tried to write input 0",
+    "OverrunsOutput": "guard_bytes: the driver wrote past the end of output 0",
+    "UnwrittenTail": "output_written: the driver wrote output 0 in place but left 1 of",
+}
+
+
+def _cases():
+    for model, inputs in ((FP32, FP32_IN), (QUANT, QUANT_IN)):
+        yield model, inputs, Executor(model).run(inputs)
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    opened = {}
+
+    def get(name):
+        if name not in opened:
+            opened[name] = open_isolated(double("broken_pools", name) if name != "reference" else "reference")
+        return opened[name]
+
+    yield get
+    for d in opened.values():
+        d.close()
+
+
+@pytest.mark.parametrize("name", ["reference", "InPlace"])
+def test_honest_drivers_pass_behind_a_host_and_in_process(name, hosts):
+    for device in (hosts(name), ReferenceDevice() if name == "reference" else _mod.InPlace()):
+        for model, inputs, expected in _cases():
+            for _ in range(5):  # the fourth execution of a host uses unaligned offsets
+                got = run_case(device, model, inputs, expected)
+                assert got.outcome == "PASS", got.message
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_defect_is_named_behind_a_host_and_in_process(name, hosts):
+    for device in (hosts(name), getattr(_mod, name)()):
+        for model, inputs, expected in _cases():
+            got = run_case(device, model, inputs, expected)
+            assert got.outcome == "FAIL"
+            assert got.message.startswith(EXPECTED[name]), got.message
+
+
+def test_unwritten_reports_the_first_index(hosts):
+    pm = hosts("UnwrittenTail").prepare(FP32)
+    with pytest.raises(PoolViolation, match=r"left 1 of 4 element\(s\) unwritten .*first at index 3"):
+        pm.execute(Request.from_arrays(FP32, FP32_IN))
+
+
+def test_overrun_says_how_far(hosts):
+    pm = hosts("OverrunsOutput").prepare(QUANT)
+    with pytest.raises(PoolViolation, match=r"1 byte\(s\) after its 6-byte region \(1 element of uint8\)"):
+        pm.execute(Request.from_arrays(QUANT, QUANT_IN))
+
+
+def test_a_native_write_to_an_input_faults_and_the_crash_says_why():
+    device = open_isolated(double("broken_pools", "ScribblesNatively"))
+    try:
+        model, inputs, expected = next(_cases())
+        got = run_case(device, model, inputs, expected)
+        assert got.outcome == "CRASH"
+        assert "SIGSEGV" in got.message and "inputs_unchanged" in got.message, got.message
+        # the next case gets a fresh host, and the reference-computed part still works there
+        assert device.liveness().startswith("liveness OK")
+    finally:
+        device.close()
+
+
+def test_inputs_given_to_the_driver_are_read_only_views_and_outputs_have_buffers(hosts):
+    seen = {}
+
+    class Spy(ReferenceDevice):
+        def prepare(self, model, **kw):
+            pm = super().prepare(model, **kw)
+            real = pm.execute
+
+            def execute(request, **k):
+                seen["inputs_writeable"] = [a.value.flags.writeable for a in request.inputs]
+                seen["buffers"] = [None if a.buffer is None else a.buffer.shape for a in request.outputs]
+                return real(request, **k)
+
+            pm.execute = execute
+            return pm
+
+    model, inputs, expected = next(_cases())
+    assert run_case(Spy(), model, inputs, expected).outcome == "PASS"
+    assert seen == {"inputs_writeable": [False, False], "buffers": [(2, 2)]}
+
+
+def test_a_pool_round_trip_checks_every_region():
+    model, inputs, _ = next(_cases())
+    request = Request.from_arrays(model, inputs)
+    placement = pools.plan(request, pools.output_specs(model, request), odd=True)
+    assert all(r.offset % pools.ALIGN for r in placement.inputs + placement.outputs)  # unaligned
+    buf = np.zeros(placement.total, np.uint8)
+    pools.fill(buf, placement, request)
+    pools.check_inputs(buf, placement)
+    pools.check_guards(buf, placement)
+    o = placement.outputs[0]
+    assert pools.unwritten(buf, o, o.size).tolist() == [0, 1, 2, 3]
+    buf[placement.inputs[1].offset + 5] ^= 1
+    with pytest.raises(PoolViolation, match="inputs_unchanged: the driver wrote to input 1, .*first at index 1"):
+        pools.check_inputs(buf, placement)
+
+
+def test_segments_are_removed_when_the_host_closes():
+    def ours():
+        return {f for f in os.listdir(pools.SHM_DIR) if f.startswith(f"{pools.PREFIX}{os.getpid()}-")}
+
+    before = ours()
+    device = open_isolated("reference")
+    pm = device.prepare(FP32)
+    for _ in range(3):
+        pm.execute(Request.from_arrays(FP32, FP32_IN))
+    assert ours() - before  # the host's pool, reused
+    device.close()
+    assert ours() == before
