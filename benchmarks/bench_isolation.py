@@ -85,8 +85,8 @@ while True:
 
 
 def transfer(size: int, repeats: int) -> tuple[float, float]:
-    from nnconform.isolation import pools
     from nnconform.ir import Request, RequestArgument
+    from nnconform.isolation import pools
 
     req_r, req_w = os.pipe()
     res_r, res_w = os.pipe()

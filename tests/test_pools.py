@@ -11,8 +11,8 @@ import pytest
 from helpers import add_model, double, double_module
 
 from nnconform.drivers.reference import ReferenceDevice
-from nnconform.ir import Request
 from nnconform.ir import OperandType as T
+from nnconform.ir import Request
 from nnconform.isolation import pools
 from nnconform.isolation.proxy import PoolViolation, open_isolated
 from nnconform.reference.executor import Executor

@@ -366,7 +366,12 @@ class Host:
             raise _InputWritten(pools.read_only_message(e, req)) from None
 
     def op_execute(
-        self, bufs: list[bytes], handle: int, request: Request, kwargs: dict[str, Any], pool: dict[str, Any] | None = None
+        self,
+        bufs: list[bytes],
+        handle: int,
+        request: Request,
+        kwargs: dict[str, Any],
+        pool: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         result, regions = self._pooled(self.get(handle).execute, request, kwargs, pool)
         return self._watch(handle, result, _result(result, bufs, regions))
@@ -425,7 +430,12 @@ class Host:
         self.get(handle).free_memory(slot)
 
     def op_burst_execute(
-        self, bufs: list[bytes], handle: int, request: Request, kwargs: dict[str, Any], pool: dict[str, Any] | None = None
+        self,
+        bufs: list[bytes],
+        handle: int,
+        request: Request,
+        kwargs: dict[str, Any],
+        pool: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         result, regions = self._pooled(self.get(handle).execute, request, kwargs, pool)
         return self._watch(handle, result, _result(result, bufs, regions))

@@ -263,8 +263,7 @@ def read_only_message(e: BaseException, request: Any) -> str:
         tb = tb.tb_next
     named = f"input {', '.join(map(str, sorted(found)))}" if found else "an input"
     return (
-        f"inputs_unchanged: the driver tried to write {named}, which is read-only "
-        f"({type(e).__name__}: {str(e)[:120]})"
+        f"inputs_unchanged: the driver tried to write {named}, which is read-only ({type(e).__name__}: {str(e)[:120]})"
     )
 
 
@@ -454,9 +453,7 @@ def read_output(buf: np.ndarray, o: OutRegion, dtype: str, shape: list[int]) -> 
     return out
 
 
-def execute_in_process(
-    execute: Callable[[Any], Any], request: Any, model: Any
-) -> Any:
+def execute_in_process(execute: Callable[[Any], Any], request: Any, model: Any) -> Any:
     """Run ``execute(request)`` on an in-process driver with its operands in a plain buffer of
     the harness (inputs read-only views, outputs with poisoned ``buffer`` views and guards),
     then the same checks as behind a host.  Returns the ExecutionResult with fresh arrays."""

@@ -657,7 +657,9 @@ def _explain_fault(e: HostCrash, placement: pools.Placement) -> HostCrash:
     return out
 
 
-def _pooled_execute(remote: "_Remote", op: str, request: Request, kwargs: dict[str, Any]) -> tuple[ExecutionResult, Any]:
+def _pooled_execute(
+    remote: "_Remote", op: str, request: Request, kwargs: dict[str, Any]
+) -> tuple[ExecutionResult, Any]:
     """One synchronous execution with its operands in a shared-memory pool, and the pool checks
     (nnconform.isolation.pools) on its answer, whether the driver succeeded or failed."""
     host = remote._live()

@@ -554,9 +554,10 @@ def _wrong_quiet(ctx: CacheContext, other: CacheModel, cm: CacheModel) -> str | 
     for the message; None when ``other`` explains the wrong result (same shapes needed)."""
     from nnconform.reference.executor import Executor
 
-    if other.model.main.operands[other.model.main.input_indexes[0]].info != cm.model.main.operands[
-        cm.model.main.input_indexes[0]
-    ].info:
+    if (
+        other.model.main.operands[other.model.main.input_indexes[0]].info
+        != cm.model.main.operands[cm.model.main.input_indexes[0]].info
+    ):
         return "other types"
     try:
         want = Executor(other.model).run(cm.inputs)
