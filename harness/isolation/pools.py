@@ -307,10 +307,41 @@ def _unlink(path: str) -> None:
         return  # removed already (close twice, or a reaper): nothing left to do
 
 
+def remove_stale() -> list[str]:
+    """Unlink the pool segments of harness processes that no longer run (killed before their
+    finalizers could remove them); returns the names removed."""
+    gone = []
+    try:
+        names = [n for n in os.listdir(SHM_DIR) if n.startswith(PREFIX)]
+    except OSError:
+        return gone
+    for name in names:
+        pid = name[len(PREFIX) :].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # its harness still runs
+        except ProcessLookupError:
+            pass  # dead: its segments are leftovers
+        except PermissionError:
+            continue  # another user's process
+        _unlink(os.path.join(SHM_DIR, name))
+        gone.append(name)
+    return gone
+
+
+_stale_checked = False
+
+
 class PoolSet:
     """The segments of one driver host: reused across executions, one per execution in flight."""
 
     def __init__(self) -> None:
+        global _stale_checked
+        if not _stale_checked:
+            _stale_checked = True
+            remove_stale()
         self.lock = threading.Lock()
         self.free: list[Segment] = []
         self.gone: list[str] = []  # unlinked segments the host may still have mapped
