@@ -143,3 +143,21 @@ def test_segments_are_removed_when_the_host_closes():
     assert ours() - before  # the host's pool, reused
     device.close()
     assert ours() == before
+
+
+@pytest.mark.parametrize("name", ["reference", "InPlace", *sorted(EXPECTED)])
+def test_async_and_burst_executions_are_checked_too(name, hosts):
+    device = hosts(name)
+    for model, inputs, expected in _cases():
+        pm = device.prepare(model)
+        burst = pm.configure_burst()
+        for run in (
+            lambda r: pm.execute_async(r).result(timeout=60),
+            burst.execute,
+        ):
+            if name in EXPECTED:
+                with pytest.raises(PoolViolation, match="^" + EXPECTED[name]):
+                    run(Request.from_arrays(model, inputs))
+            else:
+                got = run(Request.from_arrays(model, inputs))
+                assert all(np.array_equal(a, e) for a, e in zip(got.outputs, expected))

@@ -377,12 +377,21 @@ class Host:
         return self._watch(handle, result, _result(result, bufs, regions))
 
     def op_execute_async(
-        self, bufs: list[bytes], handle: int, request: Request, kwargs: dict[str, Any]
+        self,
+        bufs: list[bytes],
+        handle: int,
+        request: Request,
+        kwargs: dict[str, Any],
+        pool: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        fut = self.get(handle).execute_async(request, **kwargs)
-        if not isinstance(fut, concurrent.futures.Future):
-            raise _Garbage(f"execute_async returned {type(fut).__name__}, not a concurrent.futures.Future")
-        return _result(fut.result(), bufs)
+        def run(req: Request, **kw: Any) -> Any:
+            fut = self.get(handle).execute_async(req, **kw)
+            if not isinstance(fut, concurrent.futures.Future):
+                raise _Garbage(f"execute_async returned {type(fut).__name__}, not a concurrent.futures.Future")
+            return fut.result()
+
+        result, regions = self._pooled(run, request, kwargs, pool)
+        return _result(result, bufs, regions)
 
     def op_release(self, bufs: list[bytes], handle: int) -> None:
         try:
