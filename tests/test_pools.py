@@ -29,6 +29,7 @@ EXPECTED = {
     "ScribblesInputs": "inputs_unchanged: the driver tried to write input 0",
     "OverrunsOutput": "guard_bytes: the driver wrote past the end of output 0",
     "UnwrittenTail": "output_written: the driver wrote output 0 in place but left 1 of",
+    "WritesThenRejects": "outputs_untouched: the driver rejected the request as INVALID_ARGUMENT but wrote to output 0",
 }
 
 

@@ -18,6 +18,8 @@ named check; a violation raises :class:`PoolViolation`, a FAIL with that message
     guard_bytes       the bytes after each output region are untouched (an overrun)
     output_written    a driver that wrote an output in place wrote every element of it (the
                       poison is gone); a driver that returned its own arrays had them copied in
+    outputs_untouched a request the driver rejected (INVALID_ARGUMENT: nothing ran) left
+                      every output region as the harness filled it
 
 Poison is a signalling-NaN bit pattern per element width, which no float computation produces;
 for integer outputs the same bits can be a real value, so an apparent unwritten element is
@@ -223,6 +225,25 @@ def check_guards(buf: np.ndarray, placement: Placement) -> None:
             raise _violation(
                 f"guard_bytes: the driver wrote past the end of output {o.index}: {over} byte(s){more} "
                 f"after its {o.size}-byte region ({elems})"
+            )
+
+
+def check_untouched(buf: np.ndarray, placement: Placement, error: BaseException, alternate: bool = False) -> None:
+    """After a request the driver rejected as INVALID_ARGUMENT: nothing ran, so every output
+    region must still hold exactly the poison the harness put there."""
+    from nnconform.driver import DriverError, ErrorStatus
+
+    if not isinstance(error, DriverError) or error.status != ErrorStatus.INVALID_ARGUMENT:
+        return
+    for o in placement.outputs:
+        want = np.empty(o.size, dtype=np.uint8)
+        poison(want, np.dtype(o.dtype).itemsize, alternate)
+        now = buf[o.offset : o.offset + o.size]
+        if not np.array_equal(now, want):
+            first = int(np.flatnonzero(now != want)[0])
+            raise _violation(
+                f"outputs_untouched: the driver rejected the request as INVALID_ARGUMENT but wrote to "
+                f"output {o.index} (first changed element {first // np.dtype(o.dtype).itemsize})"
             )
 
 
@@ -519,9 +540,10 @@ def execute_in_process(execute: Callable[[Any], Any], request: Any, model: Any) 
             if "read-only" in str(e):
                 raise _violation(read_only_message(e, given)) from None
             raise
-        except BaseException:
+        except BaseException as e:
             check_inputs(buf, placement)
             check_guards(buf, placement)
+            check_untouched(buf, placement, e, alternate)
             raise
         check_inputs(buf, placement)
         check_guards(buf, placement)

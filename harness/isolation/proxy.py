@@ -679,10 +679,11 @@ def _pooled_execute(
             v, bufs = remote._call(
                 op, {"request": stripped, "kwargs": kwargs, "pool": placement.describe(seg.path, seg.size)}
             )
-        except DriverError:
+        except DriverError as e:
             # a failed execution still must not have touched its inputs or overrun an output
             pools.check_inputs(seg.buf, placement)
             pools.check_guards(seg.buf, placement)
+            pools.check_untouched(seg.buf, placement, e, alternate)
             raise
         except HostCrash as e:
             raise _explain_fault(e, placement) from None
@@ -799,6 +800,7 @@ class RemotePreparedModel(_Remote, PreparedModel):
                 if isinstance(exc, DriverError):
                     pools.check_inputs(seg.buf, placement)
                     pools.check_guards(seg.buf, placement)
+                    pools.check_untouched(seg.buf, placement, exc)
                 fut.set_exception(_explain_fault(exc, placement) if isinstance(exc, HostCrash) else exc)
                 return
             v, bufs = inner.result()

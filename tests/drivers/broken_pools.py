@@ -12,6 +12,8 @@ cache checks (nnconform.vts.cache_checks) must name each:
                       computed from the wrong dimension): output_written
     ScribblesNatively writes zeros over its first input through its address (as native code
                       does): the read-only mapping faults, a CRASH that says why
+    WritesThenRejects writes its outputs in place, then rejects the request as
+                      INVALID_ARGUMENT (validation after the work): outputs_untouched
     MostRecentCache   validates the cache files it is given, then hands back the compilation
                       it made most recently, whatever the token names: cache/several_tokens
 
@@ -26,7 +28,7 @@ import ctypes
 
 import numpy as np
 
-from nnconform.driver import ExecutionResult
+from nnconform.driver import DriverError, ErrorStatus, ExecutionResult
 from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
 
 
@@ -76,6 +78,20 @@ class _NativeScribble(ReferencePreparedModel):
         v = request.inputs[0].value
         ctypes.memset(v.ctypes.data, 0, v.nbytes)  # a native runtime's scratch write
         return result
+
+
+class _WriteThenReject(_InPlace):
+    def execute(self, request, **kw):
+        super().execute(request, **kw)
+        raise DriverError(ErrorStatus.INVALID_ARGUMENT, "request rejected (after running it)")
+
+
+class WritesThenRejects(ReferenceDevice):
+    name = "broken-pools-writes-then-rejects"
+
+    def prepare(self, model, **kw):
+        super().prepare(model, **kw)
+        return _WriteThenReject(model)
 
 
 class InPlace(ReferenceDevice):
@@ -133,4 +149,4 @@ class MostRecentCache(ReferenceDevice):
         return ReferencePreparedModel(latest) if latest is not None else pm
 
 
-__all__ = ["InPlace", "ScribblesNatively", "ScribblesInputs", "OverrunsOutput", "UnwrittenTail", "MostRecentCache"]
+__all__ = ["WritesThenRejects", "InPlace", "ScribblesNatively", "ScribblesInputs", "OverrunsOutput", "UnwrittenTail", "MostRecentCache"]
