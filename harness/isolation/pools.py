@@ -5,7 +5,8 @@ offset, length).  The harness does the same for every execution it sends to a dr
 
 - one POSIX shared-memory segment (a file in /dev/shm, reused across executions) holds all the
   operands of a request, each at its own offset; every fourth execution of a host places them
-  at odd, unaligned offsets (NNAPI lets an application choose any offset);
+  at odd, unaligned offsets (NNAPI lets an application choose any offset), and every other one
+  lays the outputs first, so that the region one execution wrote is an input of the next;
 - the host maps the segment twice: read-only for the inputs (a write to an input faults, or
   numpy refuses it) and writable for the outputs, and gives the driver views of both
   (``RequestArgument.value`` for inputs, ``RequestArgument.buffer`` for outputs);
@@ -145,8 +146,10 @@ def output_specs(model: Any, request: Any) -> list[OutSpec | None]:
     return out
 
 
-def plan(request: Any, specs: Sequence[OutSpec | None], odd: bool) -> Placement:
-    """Offsets for the pooled operands of ``request``; ``odd`` shifts each region off alignment."""
+def plan(request: Any, specs: Sequence[OutSpec | None], odd: bool, outputs_first: bool = False) -> Placement:
+    """Offsets for the pooled operands of ``request``; ``odd`` shifts each region off alignment;
+    ``outputs_first`` lays the outputs before the inputs (so that, the segment being reused,
+    the region one execution wrote is what the next one reads)."""
     pos = 0
     ins: list[InRegion] = []
     outs: list[OutRegion] = []
@@ -158,16 +161,22 @@ def plan(request: Any, specs: Sequence[OutSpec | None], odd: bool) -> Placement:
         pos = start + nbytes + guard
         return start
 
-    for i, arg in enumerate(request.inputs):
-        if arg.value is None or arg.has_no_value or arg.memory is not None:
-            continue
-        v = np.asarray(arg.value)
-        if v.dtype.str not in _ALLOWED:
-            continue
-        ins.append(InRegion(i, at(v.nbytes, 0), v.dtype.str, tuple(int(d) for d in v.shape), v.nbytes))
-    for i, spec in enumerate(specs):
-        if spec is not None:
-            outs.append(OutRegion(i, at(spec.size, GUARD), spec.size, spec.dtype.str, spec.shape))
+    def place_inputs() -> None:
+        for i, arg in enumerate(request.inputs):
+            if arg.value is None or arg.has_no_value or arg.memory is not None:
+                continue
+            v = np.asarray(arg.value)
+            if v.dtype.str not in _ALLOWED:
+                continue
+            ins.append(InRegion(i, at(v.nbytes, 0), v.dtype.str, tuple(int(d) for d in v.shape), v.nbytes))
+
+    def place_outputs() -> None:
+        for i, spec in enumerate(specs):
+            if spec is not None:
+                outs.append(OutRegion(i, at(spec.size, GUARD), spec.size, spec.dtype.str, spec.shape))
+
+    for step in (place_outputs, place_inputs) if outputs_first else (place_inputs, place_outputs):
+        step()
     return Placement(ins, outs, max(pos, 1))
 
 
@@ -398,9 +407,12 @@ class PoolSet:
             out, self.gone = self.gone, []
         return out
 
-    def odd(self) -> bool:
-        """Every fourth execution places its operands at unaligned offsets."""
-        return next(self.count) % 4 == 3
+    def layout(self) -> dict[str, bool]:
+        """How the next execution lays out its operands (``plan``'s keywords): every fourth at
+        unaligned offsets; every other one outputs first, so that a region written as an
+        output is read as an input by the next execution."""
+        n = next(self.count)
+        return {"odd": n % 4 == 3, "outputs_first": n % 2 == 1}
 
     def close(self) -> None:
         with self.lock:

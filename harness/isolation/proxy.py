@@ -666,7 +666,7 @@ def _pooled_execute(
     if not pools.ENABLED:
         v, bufs = remote._call(op, {"request": request, "kwargs": kwargs})
         return _decode_result(v, bufs), v
-    placement = pools.plan(request, pools.output_specs(getattr(remote, "_model", None), request), host.pools.odd())
+    placement = pools.plan(request, pools.output_specs(getattr(remote, "_model", None), request), **host.pools.layout())
     if not placement.inputs and not placement.outputs:
         v, bufs = remote._call(op, {"request": request, "kwargs": kwargs})
         return _decode_result(v, bufs), v
@@ -748,7 +748,7 @@ class RemotePreparedModel(_Remote, PreparedModel):
         fut: concurrent.futures.Future[ExecutionResult] = interrupts.Future()  # its result() wait is sliced too
         host = self._live()
         kwargs = dict(measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout)
-        placement = pools.plan(request, pools.output_specs(self._model, request), host.pools.odd())
+        placement = pools.plan(request, pools.output_specs(self._model, request), **host.pools.layout())
         if not pools.ENABLED or not (placement.inputs or placement.outputs):
             host.start_call(
                 "execute_async",

@@ -14,6 +14,9 @@ cache checks (nnconform.vts.cache_checks) must name each:
                       does): the read-only mapping faults, a CRASH that says why
     WritesThenRejects writes its outputs in place, then rejects the request as
                       INVALID_ARGUMENT (validation after the work): outputs_untouched
+    BurstSnapshots    a burst copies a device buffer's contents when the buffer is cached in a
+                      slot and executes with that copy: a buffer refilled while cached is not
+                      seen (vts/state/across_calls)
     MostRecentCache   validates the cache files it is given, then hands back the compilation
                       it made most recently, whatever the token names: cache/several_tokens
 
@@ -25,11 +28,13 @@ Name them on the command line as ``tests/drivers/broken_pools.py:ScribblesInputs
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 
 import numpy as np
 
 from nnconform.driver import DriverError, ErrorStatus, ExecutionResult
-from nnconform.drivers.reference import ReferenceDevice, ReferencePreparedModel
+from nnconform.drivers.reference import _TRACKER, ReferenceBurst, ReferenceDevice, ReferencePreparedModel
+from nnconform.ir import RequestArgument
 
 
 class _InPlace(ReferencePreparedModel):
@@ -134,6 +139,36 @@ class UnwrittenTail(ReferenceDevice):
         return _Short(model)
 
 
+class _SnapshotBurst(ReferenceBurst):
+    def cache_memory(self, token):
+        slot = super().cache_memory(token)
+        self._snap = getattr(self, "_snap", {})
+        self._snap[int(token)] = _TRACKER.get(int(token)).read().copy()  # the defect: copied once
+        return slot
+
+    def execute(self, request, **kw):
+        snap = getattr(self, "_snap", {})
+        ins = tuple(
+            RequestArgument(value=snap[a.memory], dimensions=tuple(snap[a.memory].shape)) if a.memory in snap else a
+            for a in request.inputs
+        )
+        return super().execute(dataclasses.replace(request, inputs=ins), **kw)
+
+
+class _SnapshotPrepared(ReferencePreparedModel):
+    def configure_burst(self):
+        super().configure_burst()  # the release checks
+        return _SnapshotBurst(self)
+
+
+class BurstSnapshots(ReferenceDevice):
+    name = "broken-pools-burst-snapshots"
+
+    def prepare(self, model, **kw):
+        super().prepare(model, **kw)
+        return _SnapshotPrepared(model)
+
+
 class MostRecentCache(ReferenceDevice):
     name = "broken-pools-most-recent-cache"
 
@@ -149,4 +184,13 @@ class MostRecentCache(ReferenceDevice):
         return ReferencePreparedModel(latest) if latest is not None else pm
 
 
-__all__ = ["WritesThenRejects", "InPlace", "ScribblesNatively", "ScribblesInputs", "OverrunsOutput", "UnwrittenTail", "MostRecentCache"]
+__all__ = [
+    "BurstSnapshots",
+    "WritesThenRejects",
+    "InPlace",
+    "ScribblesNatively",
+    "ScribblesInputs",
+    "OverrunsOutput",
+    "UnwrittenTail",
+    "MostRecentCache",
+]
