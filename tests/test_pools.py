@@ -162,3 +162,46 @@ def test_async_and_burst_executions_are_checked_too(name, hosts):
             else:
                 got = run(Request.from_arrays(model, inputs))
                 assert all(np.array_equal(a, e) for a, e in zip(got.outputs, expected))
+
+
+# ---- the default run catches each (subprocess runs of `nnconform run`, small selections) ---------
+
+
+def _run(tmp_path, driver: str, suite: str, selection: str) -> list[dict]:
+    import json
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "nnconform", "run", "--driver", double("broken_pools", driver), "--suite", suite]
+    cmd += ["--report-dir", str(tmp_path / "report"), "--seed", "1", "--", "-k", selection]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]  # failures found, nothing else
+    return [json.loads(x) for x in (tmp_path / "report" / "results.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize(
+    "driver,suite,selection,test_id,message",
+    [
+        (
+            "ScribblesInputs",
+            "vectors",
+            "V1_0/add_quant8 and not internal",
+            "V1_0/add_quant8",
+            EXPECTED["ScribblesInputs"],
+        ),
+        (
+            "OverrunsOutput",
+            "vectors",
+            "V1_0/add_quant8 and not internal",
+            "V1_0/add_quant8",
+            EXPECTED["OverrunsOutput"],
+        ),
+        ("UnwrittenTail", "vectors", "V1_0/add_quant8 and not internal", "V1_0/add_quant8", EXPECTED["UnwrittenTail"]),
+        ("MostRecentCache", "vts", "several_tokens", "vts/cache/several_tokens", "several_tokens: "),
+        ("BurstSnapshots", "vts", "state", "vts/state/across_calls", "burst with buffer"),
+    ],
+)
+def test_the_default_run_names_each_defect(tmp_path, driver, suite, selection, test_id, message):
+    rows = {r["test_id"]: r for r in _run(tmp_path, driver, suite, selection)}
+    assert rows[test_id]["outcome"] == "FAIL", rows[test_id]
+    assert rows[test_id]["message"].startswith(message), rows[test_id]["message"]
