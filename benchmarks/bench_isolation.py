@@ -129,6 +129,44 @@ def transfer(size: int, repeats: int) -> tuple[float, float]:
     return out["pipe"], out["pool"]
 
 
+def small_executions(n: int) -> list[tuple[str, float, float]]:
+    """Per-execution wall time of small requests through one reference host, pools on and off
+    (alternating rounds in one process, so that load on the machine hits both alike)."""
+    from nnconform.ir import ModelBuilder, Request
+    from nnconform.ir import OperandType as T
+    from nnconform.ir import OperationType as Op
+    from nnconform.isolation import pools
+    from nnconform.isolation.proxy import open_isolated
+
+    rows = []
+    device = open_isolated("reference")
+    try:
+        for dims in ((2, 3), (64, 64), (256, 256)):
+            b = ModelBuilder()
+            x, y = b.input(T.TENSOR_FLOAT32, list(dims)), b.input(T.TENSOR_FLOAT32, list(dims))
+            z = b.output(T.TENSOR_FLOAT32, list(dims))
+            b.operation(Op.ADD, [x, y, b.i32(0)], [z])
+            model = b.build()
+            pm = device.prepare(model)
+            a = np.ones(dims, np.float32)
+            times: dict[bool, list[float]] = {True: [], False: []}
+            for _ in range(5):
+                for enabled in (True, False):
+                    pools.ENABLED = enabled
+                    t0 = time.perf_counter()
+                    for _ in range(n):
+                        pm.execute(Request.from_arrays(model, [a, a]))
+                    times[enabled].append((time.perf_counter() - t0) / n * 1e6)
+            pools.ENABLED = True
+            rows.append(
+                (f"ADD {dims[0]}x{dims[1]} fp32", statistics.median(times[False]), statistics.median(times[True]))
+            )
+    finally:
+        pools.ENABLED = True
+        device.close()
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-k", default=None, help="pytest -k expression to run a subset of the vectors")
@@ -141,6 +179,11 @@ def main() -> int:
     for size in (4 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20):
         pipe, pool = transfer(size, a.repeats if size < (16 << 20) else max(3, a.repeats // 4))
         print(f"| {size >> 10} KiB | {pipe:.3f} | {pool:.3f} | {pipe / pool:.2f}x |", flush=True)
+    print()
+    print("| one execution, reference host | pipe us | pools us | pools / pipe |")
+    print("|---|---:|---:|---:|")
+    for what, pipe, pool in small_executions(max(20, a.repeats * 5)):
+        print(f"| {what} | {pipe:.0f} | {pool:.0f} | {pool / pipe:.2f} |", flush=True)
     if a.transfer_only:
         return 0
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import builtins
 import collections
 import concurrent.futures
-import dataclasses
 import itertools
 import os
 import pickle
@@ -608,8 +607,8 @@ def _strip(request: Request, placement: pools.Placement) -> Request:
         return request
     ins = list(request.inputs)
     for r in placement.inputs:
-        ins[r.index] = dataclasses.replace(ins[r.index], value=None)
-    return dataclasses.replace(request, inputs=tuple(ins))
+        ins[r.index] = pools.replace(ins[r.index], value=None)
+    return pools.replace(request, inputs=tuple(ins))
 
 
 def _decode_pooled(
