@@ -142,6 +142,8 @@ class Host:
         # handle -> (the arrays of its last result, their bytes then): the aliasing watch
         self.held: dict[int, tuple[list[np.ndarray], list[bytes]]] = {}
         self.maps = pools.HostMaps()  # the harness's request pools, mapped here
+        # fenced handle -> (its output regions, the request the driver was given) until waited
+        self.fenced_regions: dict[int, tuple[dict[int, tuple[np.ndarray, int]], Any]] = {}
 
     # -- plumbing -------------------------------------------------------------------------
     def send(self, header: dict[str, Any], bufs: Sequence[bytes] = ()) -> None:
@@ -353,13 +355,14 @@ class Host:
 
     def _pooled(
         self, fn: Callable[..., Any], request: Request, kwargs: dict[str, Any], pool: dict[str, Any] | None
-    ) -> tuple[Any, dict[int, tuple[np.ndarray, int]] | None]:
-        """Call ``fn(request)`` with the request's pooled operands as views into the pool."""
+    ) -> tuple[Any, dict[int, tuple[np.ndarray, int]] | None, Request]:
+        """Call ``fn(request)`` with the request's pooled operands as views into the pool;
+        returns its answer, the output regions (view, size) and the request it was given."""
         if pool is None:
-            return fn(request, **kwargs), None
+            return fn(request, **kwargs), None, request
         req, regions = self.maps.request(request, pool)
         try:
-            return fn(req, **kwargs), regions
+            return fn(req, **kwargs), regions, req
         except ValueError as e:
             if "read-only" not in str(e):
                 raise
@@ -373,7 +376,7 @@ class Host:
         kwargs: dict[str, Any],
         pool: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        result, regions = self._pooled(self.get(handle).execute, request, kwargs, pool)
+        result, regions, _ = self._pooled(self.get(handle).execute, request, kwargs, pool)
         return self._watch(handle, result, _result(result, bufs, regions))
 
     def op_execute_async(
@@ -390,7 +393,7 @@ class Host:
                 raise _Garbage(f"execute_async returned {type(fut).__name__}, not a concurrent.futures.Future")
             return fut.result()
 
-        result, regions = self._pooled(run, request, kwargs, pool)
+        result, regions, _ = self._pooled(run, request, kwargs, pool)
         return _result(result, bufs, regions)
 
     def op_release(self, bufs: list[bytes], handle: int) -> None:
@@ -405,17 +408,39 @@ class Host:
             return self.fences.setdefault(fence, threading.Event())
 
     def op_execute_fenced(
-        self, bufs: list[bytes], handle: int, request: Request, fences: list[int | None], kwargs: dict[str, Any]
+        self,
+        bufs: list[bytes],
+        handle: int,
+        request: Request,
+        fences: list[int | None],
+        kwargs: dict[str, Any],
+        pool: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         events = [None if f is None else self._fence(f) for f in fences]
-        h = self.get(handle).execute_fenced(request, events, **kwargs)
-        return {"handle": self.keep(h)}
+        h, regions, given = self._pooled(
+            lambda req, **kw: self.get(handle).execute_fenced(req, events, **kw), request, kwargs, pool
+        )
+        k = self.keep(h)
+        if regions is not None:
+            with self.lock:
+                self.fenced_regions[k] = (regions, given)
+        return {"handle": k}
 
     def signal_fence(self, fence: int) -> None:
         self._fence(fence).set()
 
     def op_fenced_wait(self, bufs: list[bytes], handle: int, timeout: Any) -> dict[str, Any]:
-        return _result(self.get(handle).wait(timeout), bufs)
+        # the pool regions of a fenced execution serve its first wait only: the harness then
+        # gives the segment to other executions
+        with self.lock:
+            regions, req = self.fenced_regions.pop(handle, (None, None))
+        try:
+            result = self.get(handle).wait(timeout)
+        except ValueError as e:
+            if req is None or "read-only" not in str(e):
+                raise
+            raise _InputWritten(pools.read_only_message(e, req)) from None
+        return _result(result, bufs, regions)
 
     def op_fenced_info(self, bufs: list[bytes], handle: int) -> dict[str, Any]:
         info = self.get(handle).get_execution_info()
@@ -446,7 +471,7 @@ class Host:
         kwargs: dict[str, Any],
         pool: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        result, regions = self._pooled(self.get(handle).execute, request, kwargs, pool)
+        result, regions, _ = self._pooled(self.get(handle).execute, request, kwargs, pool)
         return self._watch(handle, result, _result(result, bufs, regions))
 
     def op_allocate(

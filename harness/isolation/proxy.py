@@ -850,20 +850,44 @@ class RemotePreparedModel(_Remote, PreparedModel):
             fid = next(self._device._fence_ids)
             fences.append(fid)
             interrupts.thread(_forward_fence, args=(ev, weakref.ref(host), fid), name=f"nnconform-fence-{fid}")
-        v, _ = self._call(
-            "execute_fenced",
-            {
-                "request": request,
-                "fences": fences,
-                "kwargs": dict(
-                    measure_timing=measure_timing,
-                    deadline=deadline,
-                    loop_timeout=loop_timeout,
-                    timeout_after_fence=timeout_after_fence,
-                ),
-            },
+        kwargs = dict(
+            measure_timing=measure_timing,
+            deadline=deadline,
+            loop_timeout=loop_timeout,
+            timeout_after_fence=timeout_after_fence,
         )
-        return RemoteFencedHandle(self._device, host, _handle(v))
+        placement = pools.plan(request, pools.output_specs(self._model, request), **host.pools.layout())
+        if not pools.ENABLED or not (placement.inputs or placement.outputs):
+            v, _ = self._call("execute_fenced", {"request": request, "fences": fences, "kwargs": kwargs})
+            return RemoteFencedHandle(self._device, host, _handle(v))
+        seg = host.pools.acquire(placement.total)
+        pools.fill(seg.buf, placement, request)
+        try:
+            v, _ = self._call(
+                "execute_fenced",
+                {
+                    "request": _strip(request, placement),
+                    "fences": fences,
+                    "kwargs": kwargs,
+                    "pool": placement.describe(seg.path, seg.size),
+                },
+            )
+        except DriverError as e:
+            try:
+                pools.check_inputs(seg.buf, placement)
+                pools.check_guards(seg.buf, placement)
+                pools.check_untouched(seg.buf, placement, e)
+            finally:
+                host.pools.release(seg)
+            raise
+        except BaseException as e:
+            host.pools.release(seg)
+            if isinstance(e, HostCrash):
+                raise _explain_fault(e, placement) from None
+            raise
+        handle = RemoteFencedHandle(self._device, host, _handle(v))
+        handle._pool = (seg, placement)
+        return handle
 
     def configure_burst(self) -> Burst:
         v, _ = self._call("configure_burst", {})
@@ -882,10 +906,40 @@ def _forward_fence(event: threading.Event, host_ref: weakref.ref[_Host], fid: in
 
 
 class RemoteFencedHandle(_Remote, FencedExecutionHandle):
+    #: the pool segment of its execution and where the operands are, until the first wait
+    #: returns (a handle never waited for keeps its segment out of reuse; it is freed with it)
+    _pool: tuple[pools.Segment, pools.Placement] | None = None
+
     def wait(self, timeout: float | None = None) -> ExecutionResult:
         bound = self._device.call_timeout + (timeout or 0)
-        v, bufs = self._call("fenced_wait", {"timeout": timeout}, bound)
-        return _decode_result(v, bufs)
+        pool, self._pool = self._pool, None
+        if pool is None:
+            v, bufs = self._call("fenced_wait", {"timeout": timeout}, bound)
+            return _decode_result(v, bufs)
+        seg, placement = pool
+        try:
+            try:
+                v, bufs = self._call("fenced_wait", {"timeout": timeout}, bound)
+            except DriverError as e:
+                pools.check_inputs(seg.buf, placement)
+                pools.check_guards(seg.buf, placement)
+                pools.check_untouched(seg.buf, placement, e)
+                raise
+            except HostCrash as e:
+                raise _explain_fault(e, placement) from None
+            pools.check_inputs(seg.buf, placement)
+            pools.check_guards(seg.buf, placement)
+            result, inplace = _decode_pooled(v, bufs, placement, seg.buf)
+            for o in placement.outputs:
+                if inplace.get(o.index):
+                    a = result.outputs[o.index]
+                    idx = pools.unwritten(seg.buf, o, a.nbytes)
+                    # integer poison cannot be confirmed here (a fenced execution is not re-run)
+                    if idx.size and not pools.needs_confirmation(o.dtype):
+                        raise pools._violation(pools.unwritten_message(o, idx, a.size))
+            return result
+        finally:
+            self._host.pools.release(seg)
 
     def get_execution_info(self) -> FencedExecutionInfo:
         v, _ = self._call("fenced_info", {})
