@@ -209,3 +209,16 @@ def test_the_default_run_names_each_defect(tmp_path, driver, suite, selection, t
     rows = {r["test_id"]: r for r in _run(tmp_path, driver, suite, selection)}
     assert rows[test_id]["outcome"] == "FAIL", rows[test_id]
     assert rows[test_id]["message"].startswith(message), rows[test_id]["message"]
+
+
+def test_segments_of_a_dead_harness_are_removed(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    pid = int(dead.stdout)
+    monkeypatch.setattr(pools, "SHM_DIR", str(tmp_path))
+    for name in (f"{pools.PREFIX}{pid}-1", f"{pools.PREFIX}{os.getpid()}-1", "someone-else"):
+        (tmp_path / name).write_bytes(b"x")
+    assert pools.remove_stale() == [f"{pools.PREFIX}{pid}-1"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{pools.PREFIX}{os.getpid()}-1", "someone-else"]
