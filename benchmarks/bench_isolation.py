@@ -10,7 +10,7 @@
    faster than -n 1 (needs two free cores).
 2. Moving one output of S bytes from a host to the harness: through the reply pipe (raw bytes
    after a JSON header, what nnconform did before pools) vs through a request pool
-   (nnconform.isolation.pools: a reused /dev/shm segment the harness poisons and guards, the
+   (nnconform.isolation.pools: a reused sealed memfd segment the harness poisons and guards, the
    host maps and writes the output into, the harness checks the guard and copies the output
    out: it must own a fresh array either way).  Median of repeated round trips per size,
    4 KiB to 256 MiB.
@@ -78,7 +78,7 @@ while True:
         wire.write_frame(res, {"id": 1, "ok": ref}, bufs)
     else:
         p = f[0]["pool"]
-        ro, rw = maps._get(p["path"], p["size"])
+        ro, rw = maps._get(p["id"], p["path"], p["size"])
         np.frombuffer(rw, np.uint8, size, offset=p["offset"])[:] = arr  # the driver writes in place
         wire.write_frame(res, {"id": 1, "ok": {"pool": 0}})
 """
@@ -113,7 +113,9 @@ def transfer(size: int, repeats: int) -> tuple[float, float]:
                 seg = pool_set.acquire(placement.total)
                 pools.fill(seg.buf, placement, request)
                 o = placement.outputs[0]
-                wire.write_frame(req_w, {"op": mode, "pool": {"path": seg.path, "size": seg.size, "offset": o.offset}})
+                wire.write_frame(
+                    req_w, {"op": mode, "pool": {"id": seg.id, "path": seg.path, "size": seg.size, "offset": o.offset}}
+                )
                 header, bufs = reader.read()
                 pools.check_guards(seg.buf, placement)
                 got = pools.read_output(seg.buf, o, "|u1", [size])

@@ -3,7 +3,7 @@
 NNAPI hands a driver its inputs and outputs as regions of memory pools (``DataLocation``: pool,
 offset, length).  The harness does the same for every execution it sends to a driver host:
 
-- one POSIX shared-memory segment (a file in /dev/shm, reused across executions) holds all the
+- one shared-memory segment (a sealed memfd, reused across executions) holds all the
   operands of a request, each at its own offset; every fourth execution of a host places them
   at odd, unaligned offsets (NNAPI lets an application choose any offset), and every other one
   lays the outputs first, so that the region one execution wrote is an input of the next;
@@ -33,6 +33,7 @@ run on the executions of the conformance runner (:func:`execute_in_process`).
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import math
 import mmap
@@ -43,8 +44,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
-
-from nnconform.isolation.reaper import SHM_DIR
 
 PREFIX = "nnconform-pool-"
 # False sends every operand through the pipe as before pools existed (for measurements only:
@@ -117,11 +116,12 @@ class Placement:
     total: int
     originals: list[np.ndarray] = field(default_factory=list)  # input bytes as placed (uint8)
 
-    def describe(self, path: str, size: int) -> dict[str, Any]:
+    def describe(self, seg: "Segment") -> dict[str, Any]:
         """What the host needs to map and view the regions (pickled with the call)."""
         return {
-            "path": path,
-            "size": size,
+            "id": seg.id,
+            "path": seg.path,
+            "size": seg.size,
             "inputs": [(r.index, r.offset, r.dtype, r.shape) for r in self.inputs],
             "outputs": [(r.index, r.offset, r.size, r.dtype, r.shape) for r in self.outputs],
         }
@@ -315,80 +315,47 @@ def read_only_message(e: BaseException, request: Any) -> str:
 
 
 class Segment:
-    """One shared-memory file in /dev/shm, mapped read-write by the harness."""
+    """One shared-memory segment: a memfd sealed against resizing (a driver holding a writable
+    descriptor cannot shrink it under the harness's mapping, which would make the harness's
+    next read a SIGBUS), mapped read-write by the harness.  The host opens it through
+    ``/proc/<harness pid>/fd/<n>``.  It lives as long as a descriptor or a mapping of it does:
+    nothing is left in /dev/shm, whatever way the processes end."""
 
     _ids = itertools.count(1)
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.path = os.path.join(SHM_DIR, f"{PREFIX}{os.getpid()}-{next(self._ids)}")
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        self.id = next(self._ids)
+        fd = os.memfd_create(f"{PREFIX}{self.id}", os.MFD_ALLOW_SEALING | os.MFD_CLOEXEC)
         try:
             os.ftruncate(fd, size)
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
             self.mm = mmap.mmap(fd, size)
         except BaseException:
             os.close(fd)
-            _unlink(self.path)
             raise
-        os.close(fd)
+        self.fd = fd
+        self.path = f"/proc/{os.getpid()}/fd/{fd}"
         self.buf = np.frombuffer(self.mm, dtype=np.uint8)
-        self._finalizer = weakref.finalize(self, _unlink, self.path)
+        self._finalizer = weakref.finalize(self, os.close, fd)
 
     def close(self) -> None:
-        """Unlink the file and unmap it (a view still exported keeps the mapping until freed)."""
+        """Close the descriptor and unmap (a view still exported keeps the mapping until freed)."""
         self._finalizer()
         del self.buf
         try:
             self.mm.close()
         except BufferError:
-            return  # a caller still holds a view: the mapping goes with it; the file is gone
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        return  # removed already (close twice, or a reaper): nothing left to do
-
-
-def remove_stale() -> list[str]:
-    """Unlink the pool segments of harness processes that no longer run (killed before their
-    finalizers could remove them); returns the names removed."""
-    gone = []
-    try:
-        names = [n for n in os.listdir(SHM_DIR) if n.startswith(PREFIX)]
-    except OSError:
-        return gone
-    for name in names:
-        pid = name[len(PREFIX) :].split("-", 1)[0]
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            os.kill(int(pid), 0)
-            continue  # its harness still runs
-        except ProcessLookupError:
-            pass  # dead: its segments are leftovers
-        except PermissionError:
-            continue  # another user's process
-        _unlink(os.path.join(SHM_DIR, name))
-        gone.append(name)
-    return gone
-
-
-_stale_checked = False
+            return  # a caller still holds a view: the mapping goes with it
 
 
 class PoolSet:
     """The segments of one driver host: reused across executions, one per execution in flight."""
 
     def __init__(self) -> None:
-        global _stale_checked
-        if not _stale_checked:
-            _stale_checked = True
-            remove_stale()
         self.lock = threading.Lock()
         self.free: list[Segment] = []
-        self.gone: list[str] = []  # unlinked segments the host may still have mapped
+        self.gone: list[int] = []  # ids of closed segments the host may still have mapped
         self.count = itertools.count()
         self.closed = False
 
@@ -413,10 +380,10 @@ class PoolSet:
             while len(self.free) > KEEP_FREE:
                 old = min(self.free, key=lambda s: s.size)
                 self.free.remove(old)
-                self.gone.append(old.path)
+                self.gone.append(old.id)
                 old.close()
 
-    def take_gone(self) -> list[str]:
+    def take_gone(self) -> list[int]:
         with self.lock:
             out, self.gone = self.gone, []
         return out
@@ -444,12 +411,13 @@ class HostMaps:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.maps: dict[str, tuple[mmap.mmap, mmap.mmap]] = {}
+        # by segment id, not path: a closed segment's descriptor number is reused by the next
+        self.maps: dict[int, tuple[mmap.mmap, mmap.mmap]] = {}
 
-    def _get(self, path: str, size: int) -> tuple[mmap.mmap, mmap.mmap]:
+    def _get(self, seg_id: int, path: str, size: int) -> tuple[mmap.mmap, mmap.mmap]:
         with self.lock:
-            got = self.maps.get(path)
-            if got is not None and len(got[0]) == size:
+            got = self.maps.get(seg_id)
+            if got is not None:
                 return got
         ro_fd = os.open(path, os.O_RDONLY)
         try:
@@ -462,13 +430,13 @@ class HostMaps:
         finally:
             os.close(rw_fd)
         with self.lock:
-            self.maps[path] = (ro, rw)
+            self.maps[seg_id] = (ro, rw)
         return ro, rw
 
-    def forget(self, paths: Sequence[str]) -> None:
-        for p in paths:
+    def forget(self, ids: Sequence[int]) -> None:
+        for k in ids:
             with self.lock:
-                got = self.maps.pop(p, None)
+                got = self.maps.pop(k, None)
             for m in got or ():
                 try:
                     m.close()
@@ -478,7 +446,7 @@ class HostMaps:
     def request(self, request: Any, desc: dict[str, Any]) -> tuple[Any, dict[int, tuple[np.ndarray, int]]]:
         """The request the driver sees: inputs as read-only views into the pool, outputs with
         a writable ``buffer`` view.  Also returns, per output, (its view, its region size)."""
-        ro, rw = self._get(desc["path"], desc["size"])
+        ro, rw = self._get(desc["id"], desc["path"], desc["size"])
         ins = list(request.inputs)
         for i, off, dtype, shape in desc["inputs"]:
             dt = np.dtype(dtype)

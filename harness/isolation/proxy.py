@@ -675,9 +675,7 @@ def _pooled_execute(
     def once(alternate: bool) -> tuple[Any, list[bytes | bytearray]]:
         pools.fill(seg.buf, placement, request, alternate)
         try:
-            v, bufs = remote._call(
-                op, {"request": stripped, "kwargs": kwargs, "pool": placement.describe(seg.path, seg.size)}
-            )
+            v, bufs = remote._call(op, {"request": stripped, "kwargs": kwargs, "pool": placement.describe(seg)})
         except DriverError as e:
             # a failed execution still must not have touched its inputs or overrun an output
             pools.check_inputs(seg.buf, placement)
@@ -768,7 +766,7 @@ class RemotePreparedModel(_Remote, PreparedModel):
                     "handle": self._handle,
                     "request": _strip(request, placement),
                     "kwargs": kwargs,
-                    "pool": placement.describe(seg.path, seg.size),
+                    "pool": placement.describe(seg),
                 },
                 self._device.call_timeout,
                 future=inner,
@@ -869,7 +867,7 @@ class RemotePreparedModel(_Remote, PreparedModel):
                     "request": _strip(request, placement),
                     "fences": fences,
                     "kwargs": kwargs,
-                    "pool": placement.describe(seg.path, seg.size),
+                    "pool": placement.describe(seg),
                 },
             )
         except DriverError as e:
