@@ -226,3 +226,21 @@ def test_the_default_run_names_each_defect(tmp_path, driver, suite, selection, t
     rows = {r["test_id"]: r for r in _run(tmp_path, driver, suite, selection)}
     assert rows[test_id]["outcome"] == "FAIL", rows[test_id]
     assert rows[test_id]["message"].startswith(message), rows[test_id]["message"]
+
+
+def test_a_pool_set_keeps_few_bytes_for_reuse():
+    ps = pools.PoolSet()  # segments are not touched here: no memory is used
+    a, b = ps.acquire(300 << 20), ps.acquire(300 << 20)
+    assert a.size == b.size == 304 << 20  # 16 MiB steps for large segments, not 512 MiB
+    ps.release(a)
+    ps.release(b)
+    assert len(ps.free) == 1  # at most KEEP_BYTES kept
+    kept = ps.free[0]
+    assert ps.take_gone() == [(b if kept is a else a).id]  # the host is told to unmap the other
+    assert ps.acquire(200 << 20) is kept  # reused
+    small = [ps.acquire(1000) for _ in range(pools.KEEP_FREE + 2)]
+    for s in small:
+        ps.release(s)
+    assert len(ps.free) == pools.KEEP_FREE
+    ps.close()
+    kept.close()

@@ -53,6 +53,8 @@ GUARD = 64  # bytes of guard pattern after every output region
 ALIGN = 64  # offsets of aligned layouts
 MIN_SEGMENT = 64 << 10
 KEEP_FREE = 6  # free segments kept per host for reuse
+KEEP_BYTES = 512 << 20  # ... holding at most this much (a 256 MiB tensor's segment is reused)
+_BIG_STEP = 16 << 20  # segments from this size on grow in these steps
 _GUARD_PATTERN = np.random.default_rng(0x4E4E).integers(0, 256, GUARD, dtype=np.uint8)  # fixed, not secret
 # Poison per element width: signalling NaNs for float16/32/64 (no arithmetic produces them).
 _POISON = {1: 0xA5, 2: 0x7DA5, 4: 0x7FA5A5A5, 8: 0x7FF5A5A5A5A5A5A5}
@@ -367,8 +369,10 @@ class PoolSet:
                 self.free.remove(seg)
                 return seg
         size = MIN_SEGMENT
-        while size < nbytes:
+        while size < nbytes and size < _BIG_STEP:
             size *= 2
+        if size < nbytes:  # large: whole steps, not the next power of two (up to 2x wasted)
+            size = -(-nbytes // _BIG_STEP) * _BIG_STEP
         return Segment(size)
 
     def release(self, seg: Segment) -> None:
@@ -377,11 +381,16 @@ class PoolSet:
                 seg.close()
                 return
             self.free.append(seg)
+            # the host maps every segment twice, under its RLIMIT_AS: keep few bytes, then few
+            while sum(s.size for s in self.free) > KEEP_BYTES and len(self.free) > 0:
+                self._drop(max(self.free, key=lambda s: s.size))
             while len(self.free) > KEEP_FREE:
-                old = min(self.free, key=lambda s: s.size)
-                self.free.remove(old)
-                self.gone.append(old.id)
-                old.close()
+                self._drop(min(self.free, key=lambda s: s.size))
+
+    def _drop(self, seg: Segment) -> None:
+        self.free.remove(seg)
+        self.gone.append(seg.id)
+        seg.close()
 
     def take_gone(self) -> list[int]:
         with self.lock:
