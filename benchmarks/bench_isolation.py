@@ -132,7 +132,7 @@ def transfer(size: int, repeats: int) -> tuple[float, float]:
 
 
 def small_executions(n: int) -> list[tuple[str, float, float]]:
-    """Per-execution wall time of small requests through one reference host, pools on and off
+    """Per-execution wall time of requests through one reference host, pools on and off
     (alternating rounds in one process, so that load on the machine hits both alike)."""
     from nnconform.ir import ModelBuilder, Request
     from nnconform.ir import OperandType as T
@@ -143,7 +143,8 @@ def small_executions(n: int) -> list[tuple[str, float, float]]:
     rows = []
     device = open_isolated("reference")
     try:
-        for dims in ((2, 3), (64, 64), (256, 256)):
+        for dims in ((2, 3), (64, 64), (256, 256), (2048, 8192)):
+            reps = n if dims[0] * dims[1] < (1 << 20) else 3  # the last: 64 MiB per tensor
             b = ModelBuilder()
             x, y = b.input(T.TENSOR_FLOAT32, list(dims)), b.input(T.TENSOR_FLOAT32, list(dims))
             z = b.output(T.TENSOR_FLOAT32, list(dims))
@@ -156,9 +157,9 @@ def small_executions(n: int) -> list[tuple[str, float, float]]:
                 for enabled in (True, False):
                     pools.ENABLED = enabled
                     t0 = time.perf_counter()
-                    for _ in range(n):
+                    for _ in range(reps):
                         pm.execute(Request.from_arrays(model, [a, a]))
-                    times[enabled].append((time.perf_counter() - t0) / n * 1e6)
+                    times[enabled].append((time.perf_counter() - t0) / reps * 1e6)
             pools.ENABLED = True
             rows.append(
                 (f"ADD {dims[0]}x{dims[1]} fp32", statistics.median(times[False]), statistics.median(times[True]))
@@ -182,7 +183,7 @@ def main() -> int:
         pipe, pool = transfer(size, a.repeats if size < (16 << 20) else max(3, a.repeats // 4))
         print(f"| {size >> 10} KiB | {pipe:.3f} | {pool:.3f} | {pipe / pool:.2f}x |", flush=True)
     print()
-    print("| one execution, reference host | pipe us | pools us | pools / pipe |")
+    print("| one execution (two inputs, one output), reference host | pipe us | pools us | pools / pipe |")
     print("|---|---:|---:|---:|")
     for what, pipe, pool in small_executions(max(20, a.repeats * 5)):
         print(f"| {what} | {pipe:.0f} | {pool:.0f} | {pool / pipe:.2f} |", flush=True)
