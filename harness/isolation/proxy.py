@@ -15,6 +15,9 @@ What can go wrong across the boundary becomes one of these exceptions:
   are killed;
 - ``DriverProtocolError`` (FAIL): the driver returned something the interface does not allow
   (not an ExecutionResult, outputs that are not arrays...);
+- ``PoolViolation`` (FAIL, a DriverProtocolError): a request's tensors travel in shared-memory
+  pools (nnconform.isolation.pools) and a check of them failed after an execution: an input
+  written, an output overrun or half-written in place, an output of a rejected request changed;
 - ``StaleHandle`` (FAIL): an object of a host that has since died was used;
 - anything the driver raised comes back as a ``DriverError`` or as an exception of the same
   type name (a ``RemoteException``; never a BaseException, so a driver's KeyboardInterrupt or
