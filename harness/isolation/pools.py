@@ -41,7 +41,7 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
@@ -62,7 +62,10 @@ _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _FLOAT_KINDS = "f"
 
 
-def replace(obj: Any, **changes: Any) -> Any:
+_T = TypeVar("_T")
+
+
+def replace(obj: _T, **changes: Any) -> _T:
     """``dataclasses.replace`` for the frozen Request and RequestArgument, without re-running
     their __init__ (several times cheaper; this runs on every execution)."""
     new = object.__new__(type(obj))
