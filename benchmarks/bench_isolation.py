@@ -9,9 +9,11 @@
    pytest-xdist workers, one host each).  Goals: isolated <= 1.3x in-process; -n 2 >= 1.7x
    faster than -n 1 (needs two free cores).
 2. Moving one output of S bytes from a host to the harness: through the reply pipe (raw bytes
-   after a JSON header, what nnconform does) vs through a POSIX shared-memory segment (the
-   host writes it, the harness copies it out: the harness must own a fresh array either way).
-   Median of repeated round trips per size.
+   after a JSON header, what nnconform did before pools) vs through a request pool
+   (nnconform.isolation.pools: a reused sealed memfd segment the harness poisons and guards, the
+   host maps and writes the output into, the harness checks the guard and copies the output
+   out: it must own a fresh array either way).  Median of repeated round trips per size,
+   4 KiB to 256 MiB.
 """
 
 from __future__ import annotations
@@ -60,12 +62,11 @@ def run_suite(extra: list[str], k: str | None) -> tuple[float, str]:
 # ---- transfer: pipe vs shared memory ---------------------------------------------------------
 
 _CHILD = r"""
-import os, sys, numpy as np
-from multiprocessing import shared_memory
-from nnconform.isolation import hostproto as wire
+import sys, numpy as np
+from nnconform.isolation import hostproto as wire, pools
 req, res, size = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 arr = np.random.default_rng(0).integers(0, 255, size, dtype=np.uint8)
-shm = shared_memory.SharedMemory(create=True, size=max(size, 1))
+maps = pools.HostMaps()
 reader = wire.FrameReader(req, trusted=True)
 while True:
     f = reader.read()
@@ -76,14 +77,16 @@ while True:
         ref = wire.encode_array(arr, bufs)
         wire.write_frame(res, {"id": 1, "ok": ref}, bufs)
     else:
-        np.frombuffer(shm.buf, np.uint8, size)[:] = arr
-        wire.write_frame(res, {"id": 1, "ok": {"shm": shm.name, "size": size}})
-shm.close(); shm.unlink()
+        p = f[0]["pool"]
+        ro, rw = maps._get(p["id"], p["path"], p["size"])
+        np.frombuffer(rw, np.uint8, size, offset=p["offset"])[:] = arr  # the driver writes in place
+        wire.write_frame(res, {"id": 1, "ok": {"pool": 0}})
 """
 
 
 def transfer(size: int, repeats: int) -> tuple[float, float]:
-    from multiprocessing import shared_memory
+    from nnconform.ir import Request, RequestArgument
+    from nnconform.isolation import pools
 
     req_r, req_w = os.pipe()
     res_r, res_w = os.pipe()
@@ -93,30 +96,78 @@ def transfer(size: int, repeats: int) -> tuple[float, float]:
     wire.widen_pipe(req_w)
     wire.widen_pipe(res_r)
     reader = wire.FrameReader(res_r)
-    attached = {}
+    pool_set = pools.PoolSet()
+    request = Request((), (RequestArgument(),))
+    spec = pools.OutSpec(np.dtype(np.uint8), (size,), size)
     out = {}
-    for mode in ("pipe", "shm"):
+    for mode in ("pipe", "pool"):
         samples = []
         for _ in range(repeats + 2):
             t0 = time.perf_counter()
-            wire.write_frame(req_w, {"op": mode})
-            header, bufs = reader.read()
             if mode == "pipe":
+                wire.write_frame(req_w, {"op": mode})
+                header, bufs = reader.read()
                 got = wire.decode_array(header["ok"], bufs)
             else:
-                name = header["ok"]["shm"]
-                seg = attached.get(name) or attached.setdefault(name, shared_memory.SharedMemory(name=name))
-                got = np.frombuffer(seg.buf, np.uint8, size).copy()
+                placement = pools.plan(request, [spec], odd=False)
+                seg = pool_set.acquire(placement.total)
+                pools.fill(seg.buf, placement, request)
+                o = placement.outputs[0]
+                wire.write_frame(
+                    req_w, {"op": mode, "pool": {"id": seg.id, "path": seg.path, "size": seg.size, "offset": o.offset}}
+                )
+                header, bufs = reader.read()
+                pools.check_guards(seg.buf, placement)
+                got = pools.read_output(seg.buf, o, "|u1", [size])
+                pool_set.release(seg)
             samples.append(time.perf_counter() - t0)
             assert got.size == size
         out[mode] = statistics.median(samples[2:]) * 1e3
     wire.write_frame(req_w, {"op": "quit"})
     p.wait()
-    for seg in attached.values():
-        seg.close()
+    pool_set.close()
     os.close(req_w)
     os.close(res_r)
-    return out["pipe"], out["shm"]
+    return out["pipe"], out["pool"]
+
+
+def small_executions(n: int) -> list[tuple[str, float, float]]:
+    """Per-execution wall time of requests through one reference host, pools on and off
+    (alternating rounds in one process, so that load on the machine hits both alike)."""
+    from nnconform.ir import ModelBuilder, Request
+    from nnconform.ir import OperandType as T
+    from nnconform.ir import OperationType as Op
+    from nnconform.isolation import pools
+    from nnconform.isolation.proxy import open_isolated
+
+    rows = []
+    device = open_isolated("reference")
+    try:
+        for dims in ((2, 3), (64, 64), (256, 256), (2048, 8192)):
+            reps = n if dims[0] * dims[1] < (1 << 20) else 3  # the last: 64 MiB per tensor
+            b = ModelBuilder()
+            x, y = b.input(T.TENSOR_FLOAT32, list(dims)), b.input(T.TENSOR_FLOAT32, list(dims))
+            z = b.output(T.TENSOR_FLOAT32, list(dims))
+            b.operation(Op.ADD, [x, y, b.i32(0)], [z])
+            model = b.build()
+            pm = device.prepare(model)
+            a = np.ones(dims, np.float32)
+            times: dict[bool, list[float]] = {True: [], False: []}
+            for _ in range(5):
+                for enabled in (True, False):
+                    pools.ENABLED = enabled
+                    t0 = time.perf_counter()
+                    for _ in range(reps):
+                        pm.execute(Request.from_arrays(model, [a, a]))
+                    times[enabled].append((time.perf_counter() - t0) / reps * 1e6)
+            pools.ENABLED = True
+            rows.append(
+                (f"ADD {dims[0]}x{dims[1]} fp32", statistics.median(times[False]), statistics.median(times[True]))
+            )
+    finally:
+        pools.ENABLED = True
+        device.close()
+    return rows
 
 
 def main() -> int:
@@ -126,11 +177,16 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=20)
     a = ap.parse_args()
 
-    print("| size | pipe ms | shared memory ms | shm / pipe |")
+    print("| size | pipe ms | pool ms | pipe / pool |")
     print("|---:|---:|---:|---:|")
-    for size in (4 << 10, 256 << 10, 4 << 20, 64 << 20):
-        pipe, shm = transfer(size, a.repeats if size < (16 << 20) else max(3, a.repeats // 4))
-        print(f"| {size >> 10} KiB | {pipe:.3f} | {shm:.3f} | {shm / pipe:.2f} |", flush=True)
+    for size in (4 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20):
+        pipe, pool = transfer(size, a.repeats if size < (16 << 20) else max(3, a.repeats // 4))
+        print(f"| {size >> 10} KiB | {pipe:.3f} | {pool:.3f} | {pipe / pool:.2f}x |", flush=True)
+    print()
+    print("| one execution (two inputs, one output), reference host | pipe us | pools us | pools / pipe |")
+    print("|---|---:|---:|---:|")
+    for what, pipe, pool in small_executions(max(20, a.repeats * 5)):
+        print(f"| {what} | {pipe:.0f} | {pool:.0f} | {pool / pipe:.2f} |", flush=True)
     if a.transfer_only:
         return 0
 

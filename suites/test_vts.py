@@ -1288,7 +1288,7 @@ def _memory_misuse(device, pm, model, request, x, y, bad):
 
 # The security and robustness cases (compilation-cache attacks, device basics, a cycle) live in
 # their own module; naming them here makes them vts cases (ids vts/cache/*, vts/device/*,
-# vts/memory_domain/*, vts/burst/memory_slots).
+# vts/memory_domain/*, vts/burst/memory_slots, vts/state/across_calls).
 from nnconform.suites import vts_security as _security  # noqa: E402
 
 test_cache = _security.test_cache
@@ -1297,3 +1297,4 @@ test_device_cycle = _security.test_device_cycle
 test_memory_domain_conv = _security.test_memory_domain_conv
 test_memory_domain_shared = _security.test_memory_domain_shared
 test_burst_memory_slots = _security.test_burst_memory_slots
+test_state_across_calls = _security.test_state_across_calls

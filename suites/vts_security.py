@@ -495,3 +495,117 @@ def test_burst_memory_slots(nn_device, nn_session, nn_record):
         bad,
         "burst memory slots: use, invalid slot, double free and use after release all answered with errors, no crash",
     )
+
+
+# ---- state across calls ------------------------------------------------------------------
+
+
+def test_state_across_calls(nn_device, nn_session, nn_record):
+    """Device buffers and burst slots live across calls: a buffer written by one prepared
+    model's execution is read by another's, refilled by copy_from and read again; three buffers
+    cached in burst slots are used, one slot is freed out of order, the others are used again,
+    the freed buffer is cached anew.  Every result must be that of the data now in the buffer."""
+    import dataclasses
+
+    import numpy as np
+
+    from nnconform.driver import BufferDesc, BufferRole, BurstExecution, BurstMemory, MemoryDomains
+    from nnconform.ir import Request, RequestArgument
+
+    _begin(nn_record, f"{SUITE}/state/across_calls", ["ADD", "MUL"], ["fp32"])
+    if not isinstance(nn_device, MemoryDomains):
+        nn_record["message"] = "the driver has no memory domains (MemoryDomains)"
+        pytest.skip(nn_record["message"])
+    model = two_io_model()
+    call = lambda fn, what: call_with_timeout(fn, BOUND_S, what)
+    rng = np.random.default_rng([nn_session.seed, 48])
+    xs = [rng.standard_normal((1, 8)).astype(np.float32) for _ in range(4)]
+    y = rng.standard_normal((1, 8)).astype(np.float32)
+    bad: list[str] = []
+    pm1 = call(lambda: nn_device.prepare(model), "prepare")
+    pm2 = call(lambda: nn_device.prepare(model), "prepare")
+
+    def via(inp: int | None, out: int | None, x: np.ndarray) -> Request:
+        req = Request.from_arrays(model, [x, y])
+        ins = (RequestArgument(memory=inp), req.inputs[1]) if inp is not None else req.inputs
+        outs = (RequestArgument(memory=out), req.outputs[1]) if out is not None else req.outputs
+        return dataclasses.replace(req, inputs=ins, outputs=outs)
+
+    try:
+        try:
+            # one buffer: output 0 of pm1, input 0 of pm1 and pm2 (device memory across models)
+            roles_in, roles_out = [BufferRole(0, 0), BufferRole(1, 0)], [BufferRole(0, 0)]
+            shared, stok = call(lambda: nn_device.allocate(BufferDesc(), [pm1, pm2], roles_in, roles_out), "allocate")
+            burst_bufs = [
+                call(lambda: nn_device.allocate(BufferDesc(), [pm1], [BufferRole(0, 0)], []), "allocate")
+                for _ in range(3)
+            ]
+        except DriverError as e:
+            if e.status == ErrorStatus.GENERAL_FAILURE:
+                nn_record["message"] = "allocate declined fp32 [1, 8] roles (VTS skips)"
+                pytest.skip(nn_record["message"])
+            raise
+
+        def expect(got, x, what: str) -> None:
+            if not np.allclose(got.outputs[1], x * y, rtol=1e-5, atol=1e-6):
+                bad.append(f"{what}: output 1 is not x * y for the data now in the buffer")
+
+        try:
+            # pm1 writes x0 + y into the shared buffer; pm2 reads it as its x
+            call(lambda: pm1.execute(via(None, int(stok), xs[0])), "execute into device memory")
+            got = call(lambda: pm2.execute(via(int(stok), None, xs[0])), "execute from device memory")
+            expect(got, xs[0] + y, "a buffer written by one prepared model, read by another")
+            if not np.allclose(call(shared.copy_to, "copy_to"), xs[0] + y, rtol=1e-5, atol=1e-6):
+                bad.append("copy_to of a buffer an execution wrote does not give what it wrote")
+            # refilled by the client: both models must see the new data, not a stale copy
+            call(lambda: shared.copy_from(xs[1]), "copy_from")
+            for k, pm in enumerate((pm1, pm2, pm1)):
+                got = call(lambda: pm.execute(via(int(stok), None, xs[1])), "execute from device memory")
+                expect(got, xs[1], f"execution {k + 1} after copy_from refilled the buffer")
+        except Exception as e:
+            bad.append(f"device memory across executions and prepared models: {_describe(e)}")
+
+        if isinstance(pm1, BurstExecution):
+            burst = call(pm1.configure_burst, "configure_burst")
+            if isinstance(burst, BurstMemory):
+                try:
+                    for (buf, _), x in zip(burst_bufs, xs):
+                        call(lambda: buf.copy_from(x), "copy_from")
+                    slots = [call(lambda: burst.cache_memory(int(t)), "cache_memory") for _, t in burst_bufs]
+                    order = [int(i) for i in rng.permutation(3)]
+                    for i in order:
+                        got = call(lambda: burst.execute(via(int(burst_bufs[i][1]), None, xs[i])), "burst execute")
+                        expect(got, xs[i], f"burst with buffer {i} in slot {slots[i]}")
+                    freed = order[1]  # not the first nor the last cached: out of order
+                    call(lambda: burst.free_memory(slots[freed]), "free_memory")
+                    for i in order[::-1]:
+                        if i == freed:
+                            continue
+                        got = call(lambda: burst.execute(via(int(burst_bufs[i][1]), None, xs[i])), "burst execute")
+                        expect(got, xs[i], f"burst with buffer {i} after slot {slots[freed]} was freed")
+                    # a cached buffer refilled by the client: the burst must see the new data
+                    kept = order[0]
+                    call(lambda: burst_bufs[kept][0].copy_from(xs[3]), "copy_from")
+                    got = call(lambda: burst.execute(via(int(burst_bufs[kept][1]), None, xs[3])), "burst execute")
+                    expect(got, xs[3], f"burst with buffer {kept} refilled while cached in slot {slots[kept]}")
+                    call(lambda: burst_bufs[freed][0].copy_from(xs[3]), "copy_from")
+                    slots[freed] = call(lambda: burst.cache_memory(int(burst_bufs[freed][1])), "cache_memory")
+                    got = call(lambda: burst.execute(via(int(burst_bufs[freed][1]), None, xs[3])), "burst execute")
+                    expect(got, xs[3], f"burst with buffer {freed} cached again after its slot was freed and refilled")
+                    for i in order:
+                        call(lambda: burst.free_memory(slots[i]), "free_memory")
+                except Exception as e:
+                    bad.append(f"burst memory slots reused and freed out of order: {_describe(e)}")
+            call(burst.release, "burst release")
+    finally:
+        for pm in (pm1, pm2):
+            try:
+                call(pm.release, "release")
+            except Exception:  # a crashed host: the CRASH is recorded by the plugin
+                pass
+    _finish(
+        nn_record,
+        bad,
+        "device memory shared by two prepared models and refilled, burst slots reused and freed out of order: "
+        "every result matched the data in its buffer",
+    )

@@ -13,6 +13,7 @@ from nnconform.vts import cache_checks
 
 _broken_cache = double_module("broken_cache")
 NoIntegrityCache, TokenKeyedCache = _broken_cache.NoIntegrityCache, _broken_cache.TokenKeyedCache
+MostRecentCache = double_module("broken_pools").MostRecentCache
 
 # CI keeps TOCTOU short; `nnconform run --suite vts` runs the full 100 iterations.  Seed 4:
 # with NoIntegrityCache most flipped bits break its JSON (and so fail, as required); at this
@@ -23,6 +24,7 @@ EXPECTED_FAILURES = {
     ReferenceDevice: set(),
     NoIntegrityCache: {"corrupt_model_cache"},
     TokenKeyedCache: {"file_count_save", "access_mode", "replaced", "corrupt_model_cache"},
+    MostRecentCache: {"several_tokens"},
 }
 # The TOCTOU checks are probabilistic by nature (whether a concurrent copy lands inside the
 # driver's read or write): for the broken drivers they are run but not part of the exact set.

@@ -180,8 +180,10 @@ def test_hostile_driver_gets_its_verdict_and_the_run_goes_on(driver, verdict, fr
 
 
 def test_scribbling_on_inputs_harms_nobody(tmp_path, reference_outcomes):
-    """The driver zeroes its input arrays after every execution; in its host it only zeroes
-    its own copies, so every case has the reference outcome and the dumps are untouched."""
+    """The driver zeroes its input arrays after every execution where it can make them
+    writable; in its host they are read-only views of the request pool, which numpy will not
+    make writable, so it gives up, every case has the reference outcome and the dumps are
+    untouched (a driver that writes anyway is tests/test_pools.py's inputs_unchanged)."""
     env, mark = marked_env()
     r = run_cli(
         "run",

@@ -184,7 +184,7 @@ def test_reference_passes_vts(tmp_path):
     ]
     optional += [f"vts/cache/{c}" for c in CACHE_CHECKS] + ["vts/device/basics", "vts/device/cycle"]
     optional += [f"vts/memory_domain/conv_{t}" for t in ("fp32", "fp16", "quant8", "quant8_signed")]
-    optional += ["vts/memory_domain/shared_buffer", "vts/burst/memory_slots"]
+    optional += ["vts/memory_domain/shared_buffer", "vts/burst/memory_slots", "vts/state/across_calls"]
     assert {i: outcome.get(i) for i in optional} == {i: "PASS" for i in optional}
     assert outcome["vts/consistency/paths"] == "PASS"
     assert all(r["suite"] == "vts" for r in rows)

@@ -387,6 +387,12 @@ class RequestArgument:
     omits an optional input.  ``memory`` is the token of a driver-managed buffer
     (``nnconform.driver.MemoryDomains.allocate``) that holds the input or receives the output,
     HAL's Request.MemoryPool token; ``value`` and ``capacity`` are then unset.
+
+    ``buffer`` is set by the harness on outputs it placed in a memory pool: a writable view of
+    the output's region (shaped when the dimensions are known, flat otherwise).  A driver may
+    write the output there and return that view (as a native runtime writes through the
+    pointer it is given), or ignore it and return its own array.  Inputs placed in a pool
+    come as read-only ``value`` views.
     """
 
     value: np.ndarray | None = None
@@ -394,6 +400,7 @@ class RequestArgument:
     capacity: int | None = None
     has_no_value: bool = False
     memory: int | None = None
+    buffer: Any = None
 
 
 @dataclass(frozen=True, eq=False)

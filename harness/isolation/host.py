@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 import numpy as np
 
-from nnconform.isolation import childproc, reaper
+from nnconform.isolation import childproc, pools, reaper
 from nnconform.isolation import hostproto as wire
 from nnconform.reference.ops.feature_levels import NEWEST_FEATURE_LEVEL
 
@@ -91,7 +91,15 @@ class _Garbage(Exception):
     """The driver returned something that is not what the interface promises."""
 
 
-def _result(result: object, bufs: list[bytes]) -> dict[str, Any]:
+class _InputWritten(Exception):
+    """The driver tried to write a read-only input of the pool (numpy refused it)."""
+
+
+def _result(
+    result: object, bufs: list[bytes], regions: dict[int, tuple[np.ndarray, int]] | None = None
+) -> dict[str, Any]:
+    """The reply of an execution.  An output with a pool region (``regions``: index -> its
+    view, its size) stays there: written in place by the driver, or copied in here."""
     from nnconform.driver import ExecutionResult
 
     if not isinstance(result, ExecutionResult):
@@ -104,6 +112,11 @@ def _result(result: object, bufs: list[bytes]) -> dict[str, Any]:
         base = np.asarray(a)
         if base.dtype.str not in wire.ALLOWED_DTYPES:
             raise _Garbage(f"execute returned output {i} of dtype {base.dtype}, not a tensor storage type")
+        if regions and i in regions:
+            how = pools.place_output(base, *regions[i])
+            if how:
+                encoded.append({"pool": i, "dtype": base.dtype.str, "shape": [int(d) for d in base.shape], "how": how})
+                continue
         encoded.append(wire.encode_array(base, bufs))
     try:
         shapes = [_shape(s) for s in result.output_shapes]
@@ -128,6 +141,9 @@ class Host:
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="nnconform-host-call")
         # handle -> (the arrays of its last result, their bytes then): the aliasing watch
         self.held: dict[int, tuple[list[np.ndarray], list[bytes]]] = {}
+        self.maps = pools.HostMaps()  # the harness's request pools, mapped here
+        # fenced handle -> (its output regions, the request the driver was given) until waited
+        self.fenced_regions: dict[int, tuple[dict[int, tuple[np.ndarray, int]], Any]] = {}
 
     # -- plumbing -------------------------------------------------------------------------
     def send(self, header: dict[str, Any], bufs: Sequence[bytes] = ()) -> None:
@@ -168,11 +184,14 @@ class Host:
         bufs: list[bytes] = []
         for k in args.pop("_drop", ()):  # objects the harness no longer references
             self.forget(k)
+        self.maps.forget(args.pop("_unmap", ()))  # pool segments the harness has removed
         try:
             value = getattr(self, "op_" + op)(bufs=bufs, **args)
             header: dict[str, Any] = {"id": call_id, "ok": value}
         except _Garbage as e:
             header, bufs = {"id": call_id, "err": {"kind": "garbage", "message": str(e)}}, []
+        except _InputWritten as e:
+            header, bufs = {"id": call_id, "err": {"kind": "input_written", "message": str(e)}}, []
         except BaseException as e:  # everything a driver raises is that call's answer
             header, bufs = {"id": call_id, "err": _exc_reply(e)}, []
         if call_id == 0:
@@ -322,7 +341,9 @@ class Host:
         harms no harness reference; here, in the driver's own process, that is visible: the
         arrays of this handle's previous result no longer hold what they held when returned.
         The indices of those outputs ride along with the reply as ``aliased``."""
-        outs = [np.asarray(a) for a in result.outputs]
+        # an output written in place is the pool's, which the harness refills for the next call
+        placed = [isinstance(r, dict) and r.get("how") == "inplace" for r in reply["outputs"]]
+        outs = [np.zeros(0) if p else np.asarray(a) for a, p in zip(result.outputs, placed)]
         with self.lock:
             before = self.held.get(handle)
             self.held[handle] = (outs, [a.tobytes() for a in outs])
@@ -332,17 +353,48 @@ class Host:
                 reply["aliased"] = changed
         return reply
 
-    def op_execute(self, bufs: list[bytes], handle: int, request: Request, kwargs: dict[str, Any]) -> dict[str, Any]:
-        result = self.get(handle).execute(request, **kwargs)
-        return self._watch(handle, result, _result(result, bufs))
+    def _pooled(
+        self, fn: Callable[..., Any], request: Request, kwargs: dict[str, Any], pool: dict[str, Any] | None
+    ) -> tuple[Any, dict[int, tuple[np.ndarray, int]] | None, Request]:
+        """Call ``fn(request)`` with the request's pooled operands as views into the pool;
+        returns its answer, the output regions (view, size) and the request it was given."""
+        if pool is None:
+            return fn(request, **kwargs), None, request
+        req, regions = self.maps.request(request, pool)
+        try:
+            return fn(req, **kwargs), regions, req
+        except ValueError as e:
+            if "read-only" not in str(e):
+                raise
+            raise _InputWritten(pools.read_only_message(e, req)) from None
+
+    def op_execute(
+        self,
+        bufs: list[bytes],
+        handle: int,
+        request: Request,
+        kwargs: dict[str, Any],
+        pool: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        result, regions, _ = self._pooled(self.get(handle).execute, request, kwargs, pool)
+        return self._watch(handle, result, _result(result, bufs, regions))
 
     def op_execute_async(
-        self, bufs: list[bytes], handle: int, request: Request, kwargs: dict[str, Any]
+        self,
+        bufs: list[bytes],
+        handle: int,
+        request: Request,
+        kwargs: dict[str, Any],
+        pool: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        fut = self.get(handle).execute_async(request, **kwargs)
-        if not isinstance(fut, concurrent.futures.Future):
-            raise _Garbage(f"execute_async returned {type(fut).__name__}, not a concurrent.futures.Future")
-        return _result(fut.result(), bufs)
+        def run(req: Request, **kw: Any) -> Any:
+            fut = self.get(handle).execute_async(req, **kw)
+            if not isinstance(fut, concurrent.futures.Future):
+                raise _Garbage(f"execute_async returned {type(fut).__name__}, not a concurrent.futures.Future")
+            return fut.result()
+
+        result, regions, _ = self._pooled(run, request, kwargs, pool)
+        return _result(result, bufs, regions)
 
     def op_release(self, bufs: list[bytes], handle: int) -> None:
         try:
@@ -356,17 +408,39 @@ class Host:
             return self.fences.setdefault(fence, threading.Event())
 
     def op_execute_fenced(
-        self, bufs: list[bytes], handle: int, request: Request, fences: list[int | None], kwargs: dict[str, Any]
+        self,
+        bufs: list[bytes],
+        handle: int,
+        request: Request,
+        fences: list[int | None],
+        kwargs: dict[str, Any],
+        pool: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         events = [None if f is None else self._fence(f) for f in fences]
-        h = self.get(handle).execute_fenced(request, events, **kwargs)
-        return {"handle": self.keep(h)}
+        h, regions, given = self._pooled(
+            lambda req, **kw: self.get(handle).execute_fenced(req, events, **kw), request, kwargs, pool
+        )
+        k = self.keep(h)
+        if regions is not None:
+            with self.lock:
+                self.fenced_regions[k] = (regions, given)
+        return {"handle": k}
 
     def signal_fence(self, fence: int) -> None:
         self._fence(fence).set()
 
     def op_fenced_wait(self, bufs: list[bytes], handle: int, timeout: Any) -> dict[str, Any]:
-        return _result(self.get(handle).wait(timeout), bufs)
+        # the pool regions of a fenced execution serve its first wait only: the harness then
+        # gives the segment to other executions
+        with self.lock:
+            regions, req = self.fenced_regions.pop(handle, (None, None))
+        try:
+            result = self.get(handle).wait(timeout)
+        except ValueError as e:
+            if req is None or "read-only" not in str(e):
+                raise
+            raise _InputWritten(pools.read_only_message(e, req)) from None
+        return _result(result, bufs, regions)
 
     def op_fenced_info(self, bufs: list[bytes], handle: int) -> dict[str, Any]:
         info = self.get(handle).get_execution_info()
@@ -390,10 +464,15 @@ class Host:
         self.get(handle).free_memory(slot)
 
     def op_burst_execute(
-        self, bufs: list[bytes], handle: int, request: Request, kwargs: dict[str, Any]
+        self,
+        bufs: list[bytes],
+        handle: int,
+        request: Request,
+        kwargs: dict[str, Any],
+        pool: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        result = self.get(handle).execute(request, **kwargs)
-        return self._watch(handle, result, _result(result, bufs))
+        result, regions, _ = self._pooled(self.get(handle).execute, request, kwargs, pool)
+        return self._watch(handle, result, _result(result, bufs, regions))
 
     def op_allocate(
         self, bufs: list[bytes], desc: Any, models: list[int], input_roles: Any, output_roles: Any

@@ -15,6 +15,9 @@ What can go wrong across the boundary becomes one of these exceptions:
   are killed;
 - ``DriverProtocolError`` (FAIL): the driver returned something the interface does not allow
   (not an ExecutionResult, outputs that are not arrays...);
+- ``PoolViolation`` (FAIL, a DriverProtocolError): a request's tensors travel in shared-memory
+  pools (nnconform.isolation.pools) and a check of them failed after an execution: an input
+  written, an output overrun or half-written in place, an output of a rejected request changed;
 - ``StaleHandle`` (FAIL): an object of a host that has since died was used;
 - anything the driver raised comes back as a ``DriverError`` or as an exception of the same
   type name (a ``RemoteException``; never a BaseException, so a driver's KeyboardInterrupt or
@@ -68,7 +71,7 @@ from nnconform.driver import (
 )
 from nnconform.errors import DriverLoadError, NnError
 from nnconform.ir import Model, OperandType, Request
-from nnconform.isolation import childproc, interrupts
+from nnconform.isolation import childproc, interrupts, pools
 from nnconform.isolation import hostproto as wire
 from nnconform.isolation.childproc import CRASH, HANG
 from nnconform.reference.ops.feature_levels import NEWEST_FEATURE_LEVEL
@@ -105,6 +108,12 @@ class HostHang(HostIncident):
 
 class DriverProtocolError(NnError):
     """The driver answered with something the driver interface does not allow."""
+
+
+class PoolViolation(DriverProtocolError):
+    """A memory-pool check failed (nnconform.isolation.pools): an input written, an output
+    overrun, or an output written in place only in part.  The message starts with the check's
+    name (inputs_unchanged, guard_bytes, output_written)."""
 
 
 class StaleHandle(NnError):
@@ -166,6 +175,8 @@ def _decode_error(err: Any) -> BaseException:
         )
     if kind == "garbage":
         return DriverProtocolError(_text(err.get("message")) or "malformed driver result")
+    if kind == "input_written":
+        return PoolViolation(_text(err.get("message")) or "inputs_unchanged: the driver wrote to a read-only input")
     if kind == "exception":
         cls = _remote_class(err.get("type"))
         e: RemoteException = cls(_text(err.get("message")))
@@ -265,6 +276,7 @@ class _Host:
         self.ids = itertools.count(1)
         self.death: HostIncident | None = None
         self.killing = False
+        self.pools = pools.PoolSet()  # the shared-memory segments of this host's requests
         # Every process of this host inherits its token (_TOKEN_VAR), so that its orphans can be
         # told from the harness's other children once they re-parent here.
         self.child = childproc.Child(
@@ -347,6 +359,9 @@ class _Host:
             while self.drops:
                 dropped.append(self.drops.popleft())
             args = dict(args, _drop=dropped)
+        gone = self.pools.take_gone()
+        if gone:
+            args = dict(args, _unmap=gone)
         blob = pickle.dumps(args, protocol=5)
         try:
             self._write({"id": call_id, "op": op}, [blob])
@@ -461,6 +476,7 @@ class _Host:
         self._fail_pending()
 
     def _fail_pending(self) -> None:
+        self.pools.close()  # segments in use are closed when their calls give them back
         with self.lock:
             slots, self.pending = list(self.pending.values()), {}
         for s in slots:
@@ -536,6 +552,7 @@ class _Host:
             pass  # closed already: nothing left to release
 
     def cleanup(self) -> None:
+        self.pools.close()
         self.child.stderr.remove()
 
     def stderr_tail(self) -> str:
@@ -586,7 +603,119 @@ def _aliased(v: Any) -> list[int]:
     return got
 
 
+def _strip(request: Request, placement: pools.Placement) -> Request:
+    """The request as it crosses the pipe: pooled inputs without their values (the host gives
+    the driver views of the pool instead)."""
+    if not placement.inputs:
+        return request
+    ins = list(request.inputs)
+    for r in placement.inputs:
+        ins[r.index] = pools.replace(ins[r.index], value=None)
+    return pools.replace(request, inputs=tuple(ins))
+
+
+def _decode_pooled(
+    v: Any, bufs: Sequence[bytes | bytearray], placement: pools.Placement, buf: np.ndarray
+) -> tuple[ExecutionResult, dict[int, bool]]:
+    """An execution reply whose outputs are in the pool (``{"pool": i, ...}``) or inline."""
+    if not isinstance(v, dict):
+        raise wire.ProtocolViolation("malformed execution result")
+    regions = {o.index: o for o in placement.outputs}
+    outs: list[np.ndarray] = []
+    inplace: dict[int, bool] = {}
+    for i, ref in enumerate(_list(v.get("outputs"), 1 << 16)):
+        if isinstance(ref, dict) and "pool" in ref:
+            o = regions.get(ref["pool"]) if type(ref["pool"]) is int else None
+            dtype, shape, how = ref.get("dtype"), ref.get("shape"), ref.get("how")
+            if (
+                o is None
+                or o.index != i
+                or not isinstance(dtype, str)
+                or dtype not in wire.ALLOWED_DTYPES
+                or not isinstance(shape, list)
+                or len(shape) > 16
+                or not all(type(d) is int and 0 <= d < 2**31 for d in shape)
+                or how not in ("inplace", "copied")
+            ):
+                raise wire.ProtocolViolation("malformed pooled output reference")
+            outs.append(pools.read_output(buf, o, dtype, shape))
+            inplace[i] = how == "inplace"
+        else:
+            outs.append(wire.decode_array(ref, bufs))
+    shapes = tuple(_decode_shape(s) for s in _list(v.get("output_shapes"), 1 << 16))
+    return ExecutionResult(tuple(outs), shapes, _decode_timing(v.get("timing"))), inplace
+
+
+def _explain_fault(e: HostCrash, placement: pools.Placement) -> HostCrash:
+    """A host killed by SIGSEGV/SIGBUS while its inputs were mapped read-only: say so."""
+    if not placement.inputs or e.details.get("signal") not in (7, 11):
+        return e
+    which = ", ".join(str(r.index) for r in placement.inputs)
+    out = HostCrash(
+        f"{e} (inputs_unchanged: the driver's inputs [{which}] are mapped read-only in its host; "
+        f"a driver that writes to one faults)",
+        **e.details,
+    )
+    return out
+
+
+def _pooled_execute(
+    remote: "_Remote", op: str, request: Request, kwargs: dict[str, Any]
+) -> tuple[ExecutionResult, Any]:
+    """One synchronous execution with its operands in a shared-memory pool, and the pool checks
+    (nnconform.isolation.pools) on its answer, whether the driver succeeded or failed."""
+    host = remote._live()
+    if not pools.ENABLED:
+        v, bufs = remote._call(op, {"request": request, "kwargs": kwargs})
+        return _decode_result(v, bufs), v
+    placement = pools.plan(request, pools.output_specs(getattr(remote, "_model", None), request), **host.pools.layout())
+    if not placement.inputs and not placement.outputs:
+        v, bufs = remote._call(op, {"request": request, "kwargs": kwargs})
+        return _decode_result(v, bufs), v
+    seg = host.pools.acquire(placement.total)
+    stripped = _strip(request, placement)
+
+    def once(alternate: bool) -> tuple[Any, list[bytes | bytearray]]:
+        pools.fill(seg.buf, placement, request, alternate)
+        try:
+            v, bufs = remote._call(op, {"request": stripped, "kwargs": kwargs, "pool": placement.describe(seg)})
+        except DriverError as e:
+            # a failed execution still must not have touched its inputs or overrun an output
+            pools.check_inputs(seg.buf, placement)
+            pools.check_guards(seg.buf, placement)
+            pools.check_untouched(seg.buf, placement, e, alternate)
+            raise
+        except HostCrash as e:
+            raise _explain_fault(e, placement) from None
+        pools.check_inputs(seg.buf, placement)
+        pools.check_guards(seg.buf, placement)
+        return v, bufs
+
+    try:
+        v, bufs = once(False)
+        result, inplace = _decode_pooled(v, bufs, placement, seg.buf)
+        for o in placement.outputs:
+            if not inplace.get(o.index):
+                continue
+            a = result.outputs[o.index]
+            idx = pools.unwritten(seg.buf, o, a.nbytes)
+            if idx.size and pools.needs_confirmation(o.dtype):
+                v, bufs = once(True)
+                result, inplace = _decode_pooled(v, bufs, placement, seg.buf)
+                if inplace.get(o.index):
+                    idx = np.intersect1d(idx, pools.unwritten(seg.buf, o, a.nbytes, alternate=True))
+                else:
+                    idx = idx[:0]
+            if idx.size:
+                raise pools._violation(pools.unwritten_message(o, idx, a.size))
+        return result, v
+    finally:
+        host.pools.release(seg)
+
+
 class RemotePreparedModel(_Remote, PreparedModel):
+    _model: Model | None = None  # the model prepared (None from a cache): sizes the output regions
+
     #: After each synchronous execution: the outputs of the one before it that the driver
     #: overwrote since it returned them (found in the driver host; nnconform.verdict.aliasing reads it).
     aliased_outputs: list[int] = []
@@ -599,14 +728,8 @@ class RemotePreparedModel(_Remote, PreparedModel):
         deadline: float | None = None,
         loop_timeout: float | None = None,
     ) -> ExecutionResult:
-        v, bufs = self._call(
-            "execute",
-            {
-                "request": request,
-                "kwargs": dict(measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout),
-            },
-        )
-        result = _decode_result(v, bufs)
+        kwargs = dict(measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout)
+        result, v = _pooled_execute(self, "execute", request, kwargs)
         self.aliased_outputs = _aliased(v)
         return result
 
@@ -624,18 +747,90 @@ class RemotePreparedModel(_Remote, PreparedModel):
     ) -> concurrent.futures.Future[ExecutionResult]:
         fut: concurrent.futures.Future[ExecutionResult] = interrupts.Future()  # its result() wait is sliced too
         host = self._live()
-        host.start_call(
-            "execute_async",
-            {
-                "handle": self._handle,
-                "request": request,
-                "kwargs": dict(measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout),
-            },
-            self._device.call_timeout,
-            future=fut,
-            decode=_decode_result,
-        )
+        kwargs = dict(measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout)
+        placement = pools.plan(request, pools.output_specs(self._model, request), **host.pools.layout())
+        if not pools.ENABLED or not (placement.inputs or placement.outputs):
+            host.start_call(
+                "execute_async",
+                {"handle": self._handle, "request": request, "kwargs": kwargs},
+                self._device.call_timeout,
+                future=fut,
+                decode=_decode_result,
+            )
+            return fut
+        seg = host.pools.acquire(placement.total)
+        pools.fill(seg.buf, placement, request)
+        inner: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        inner.add_done_callback(lambda f: self._async_done(f, fut, host, seg, placement, request, kwargs))
+        try:
+            host.start_call(
+                "execute_async",
+                {
+                    "handle": self._handle,
+                    "request": _strip(request, placement),
+                    "kwargs": kwargs,
+                    "pool": placement.describe(seg),
+                },
+                self._device.call_timeout,
+                future=inner,
+                decode=lambda v, bufs: (v, bufs),
+            )
+        except BaseException:
+            host.pools.release(seg)
+            raise
         return fut
+
+    def _async_done(
+        self,
+        inner: concurrent.futures.Future[Any],
+        fut: concurrent.futures.Future[ExecutionResult],
+        host: _Host,
+        seg: pools.Segment,
+        placement: pools.Placement,
+        request: Request,
+        kwargs: dict[str, Any],
+    ) -> None:
+        """The pool checks of an asynchronous execution, on the reader thread (no driver call
+        may be made here: an integer output that looks unwritten is confirmed by a synchronous
+        execution on a thread of its own)."""
+        confirm = False
+        try:
+            exc = inner.exception()
+            if exc is not None:
+                if isinstance(exc, DriverError):
+                    pools.check_inputs(seg.buf, placement)
+                    pools.check_guards(seg.buf, placement)
+                    pools.check_untouched(seg.buf, placement, exc)
+                fut.set_exception(_explain_fault(exc, placement) if isinstance(exc, HostCrash) else exc)
+                return
+            v, bufs = inner.result()
+            pools.check_inputs(seg.buf, placement)
+            pools.check_guards(seg.buf, placement)
+            result, inplace = _decode_pooled(v, bufs, placement, seg.buf)
+            for o in placement.outputs:
+                if inplace.get(o.index):
+                    a = result.outputs[o.index]
+                    idx = pools.unwritten(seg.buf, o, a.nbytes)
+                    if idx.size and pools.needs_confirmation(o.dtype):
+                        confirm = True
+                    elif idx.size:
+                        raise pools._violation(pools.unwritten_message(o, idx, a.size))
+            if not confirm:
+                fut.set_result(result)
+        except (wire.ProtocolViolation, NnError) as e:
+            fut.set_exception(e)
+        finally:
+            host.pools.release(seg)
+        if confirm:
+            interrupts.thread(self._confirm, args=(fut, request, kwargs), name="nnconform-pool-confirm")
+
+    def _confirm(
+        self, fut: concurrent.futures.Future[ExecutionResult], request: Request, kwargs: dict[str, Any]
+    ) -> None:
+        try:
+            fut.set_result(_pooled_execute(self, "execute", request, kwargs)[0])
+        except Exception as e:  # the synchronous execution's verdict is this future's
+            fut.set_exception(e)
 
     def execute_fenced(
         self,
@@ -656,25 +851,51 @@ class RemotePreparedModel(_Remote, PreparedModel):
             fid = next(self._device._fence_ids)
             fences.append(fid)
             interrupts.thread(_forward_fence, args=(ev, weakref.ref(host), fid), name=f"nnconform-fence-{fid}")
-        v, _ = self._call(
-            "execute_fenced",
-            {
-                "request": request,
-                "fences": fences,
-                "kwargs": dict(
-                    measure_timing=measure_timing,
-                    deadline=deadline,
-                    loop_timeout=loop_timeout,
-                    timeout_after_fence=timeout_after_fence,
-                ),
-            },
+        kwargs = dict(
+            measure_timing=measure_timing,
+            deadline=deadline,
+            loop_timeout=loop_timeout,
+            timeout_after_fence=timeout_after_fence,
         )
-        return RemoteFencedHandle(self._device, host, _handle(v))
+        placement = pools.plan(request, pools.output_specs(self._model, request), **host.pools.layout())
+        if not pools.ENABLED or not (placement.inputs or placement.outputs):
+            v, _ = self._call("execute_fenced", {"request": request, "fences": fences, "kwargs": kwargs})
+            return RemoteFencedHandle(self._device, host, _handle(v))
+        seg = host.pools.acquire(placement.total)
+        pools.fill(seg.buf, placement, request)
+        try:
+            v, _ = self._call(
+                "execute_fenced",
+                {
+                    "request": _strip(request, placement),
+                    "fences": fences,
+                    "kwargs": kwargs,
+                    "pool": placement.describe(seg),
+                },
+            )
+        except DriverError as e:
+            try:
+                pools.check_inputs(seg.buf, placement)
+                pools.check_guards(seg.buf, placement)
+                pools.check_untouched(seg.buf, placement, e)
+            finally:
+                host.pools.release(seg)
+            raise
+        except BaseException as e:
+            host.pools.release(seg)
+            if isinstance(e, HostCrash):
+                raise _explain_fault(e, placement) from None
+            raise
+        handle = RemoteFencedHandle(self._device, host, _handle(v))
+        handle._pool = (seg, placement)
+        return handle
 
     def configure_burst(self) -> Burst:
         v, _ = self._call("configure_burst", {})
         memory = isinstance(v, dict) and "BurstMemory" in _list(v.get("ifaces", []), 4)
-        return (RemoteMemoryBurst if memory else RemoteBurst)(self._device, self._host, _handle(v))
+        burst = (RemoteMemoryBurst if memory else RemoteBurst)(self._device, self._host, _handle(v))
+        burst._model = self._model
+        return burst
 
 
 def _forward_fence(event: threading.Event, host_ref: weakref.ref[_Host], fid: int) -> None:
@@ -686,10 +907,40 @@ def _forward_fence(event: threading.Event, host_ref: weakref.ref[_Host], fid: in
 
 
 class RemoteFencedHandle(_Remote, FencedExecutionHandle):
+    #: the pool segment of its execution and where the operands are, until the first wait
+    #: returns (a handle never waited for keeps its segment out of reuse; it is freed with it)
+    _pool: tuple[pools.Segment, pools.Placement] | None = None
+
     def wait(self, timeout: float | None = None) -> ExecutionResult:
         bound = self._device.call_timeout + (timeout or 0)
-        v, bufs = self._call("fenced_wait", {"timeout": timeout}, bound)
-        return _decode_result(v, bufs)
+        pool, self._pool = self._pool, None
+        if pool is None:
+            v, bufs = self._call("fenced_wait", {"timeout": timeout}, bound)
+            return _decode_result(v, bufs)
+        seg, placement = pool
+        try:
+            try:
+                v, bufs = self._call("fenced_wait", {"timeout": timeout}, bound)
+            except DriverError as e:
+                pools.check_inputs(seg.buf, placement)
+                pools.check_guards(seg.buf, placement)
+                pools.check_untouched(seg.buf, placement, e)
+                raise
+            except HostCrash as e:
+                raise _explain_fault(e, placement) from None
+            pools.check_inputs(seg.buf, placement)
+            pools.check_guards(seg.buf, placement)
+            result, inplace = _decode_pooled(v, bufs, placement, seg.buf)
+            for o in placement.outputs:
+                if inplace.get(o.index):
+                    a = result.outputs[o.index]
+                    idx = pools.unwritten(seg.buf, o, a.nbytes)
+                    # integer poison cannot be confirmed here (a fenced execution is not re-run)
+                    if idx.size and not pools.needs_confirmation(o.dtype):
+                        raise pools._violation(pools.unwritten_message(o, idx, a.size))
+            return result
+        finally:
+            self._host.pools.release(seg)
 
     def get_execution_info(self) -> FencedExecutionInfo:
         v, _ = self._call("fenced_info", {})
@@ -706,6 +957,7 @@ class RemoteFencedHandle(_Remote, FencedExecutionHandle):
 
 class RemoteBurst(_Remote, Burst):
     aliased_outputs: list[int] = []
+    _model: Model | None = None
 
     def execute(
         self,
@@ -715,14 +967,8 @@ class RemoteBurst(_Remote, Burst):
         deadline: float | None = None,
         loop_timeout: float | None = None,
     ) -> ExecutionResult:
-        v, bufs = self._call(
-            "burst_execute",
-            {
-                "request": request,
-                "kwargs": dict(measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout),
-            },
-        )
-        result = _decode_result(v, bufs)
+        kwargs = dict(measure_timing=measure_timing, deadline=deadline, loop_timeout=loop_timeout)
+        result, v = _pooled_execute(self, "burst_execute", request, kwargs)
         self.aliased_outputs = _aliased(v)
         return result
 
@@ -846,6 +1092,11 @@ class IsolatedDevice(Device):
         if h is not None:
             h.close()
 
+    def restart(self) -> None:
+        """End the driver host; the next call starts a fresh one (state that must survive a
+        process, such as a compilation cache in files, is checked across it)."""
+        self.close()
+
     def busy_calls(self) -> list[str]:
         """Driver calls still unanswered (a suite gave up waiting on them)."""
         h = self._current
@@ -967,7 +1218,9 @@ class IsolatedDevice(Device):
         )
         kwargs.update(_cache_files(model_cache, data_cache))
         v, _ = host.call("prepare", {"model": model, "kwargs": kwargs})
-        return self._prepared(host, v)
+        pm = self._prepared(host, v)
+        pm._model = model  # type: ignore[attr-defined]  # always a RemotePreparedModel
+        return pm
 
     def prepare_from_cache(
         self,

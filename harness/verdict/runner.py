@@ -18,6 +18,7 @@ import numpy as np
 
 from nnconform.driver import Device, DriverError, ErrorStatus, ExecutionResult, PreparedModel
 from nnconform.ir import Model, Request
+from nnconform.isolation import pools
 from nnconform.isolation.proxy import DriverProtocolError, HostIncident, StaleHandle
 from nnconform.verdict.criteria import Comparison, Criteria, compare
 from nnconform.verdict.outcome import Outcome
@@ -192,7 +193,16 @@ def run_case(
     try:
         try:
             request = Request.from_arrays(model, list(inputs))
-            result = prepared.execute(request, measure_timing=measure_timing, loop_timeout=loop_timeout)
+            if getattr(device, "isolated", False):
+                # behind a host every execution travels in pools and is checked (proxy.py)
+                result = prepared.execute(request, measure_timing=measure_timing, loop_timeout=loop_timeout)
+            else:
+                # in-process the pools are plain buffers of the harness; the same checks
+                result = pools.execute_in_process(
+                    lambda r: prepared.execute(r, measure_timing=measure_timing, loop_timeout=loop_timeout),
+                    request,
+                    model,
+                )
         finally:
             _release(prepared)
     except DriverError as e:

@@ -24,6 +24,9 @@ by every step.
                          GENERAL_FAILURE (per seed)
     corrupt_data_cache   the same in a data-cache file: no crash; a prepared model computes right
     wrong_token          one flipped bit in the token: GENERAL_FAILURE
+    several_tokens       four models (two pairs of twins) saved under four tokens and file sets,
+                         then loaded back in a shuffled (seeded) order: each computes its own
+                         model, in the same driver process and again in a fresh one
 """
 
 from __future__ import annotations
@@ -110,6 +113,7 @@ class CacheContext:
     corruption_seeds: int = DEFAULT_CORRUPTION_SEEDS
     call: Callable[[Callable[[], Any], str], Any] = staticmethod(lambda fn, what: fn())
     _n: Any = field(default_factory=itertools.count)
+    _last_outputs: list | None = None  # the outputs of the last execute of _wrong
 
     def __post_init__(self):
         self.workdir = Path(self.workdir)
@@ -174,6 +178,7 @@ def _wrong(ctx, cm: CacheModel, pm) -> str | None:
     got = _try(ctx, lambda: pm.execute(Request.from_arrays(cm.model, cm.inputs)), "execute")
     if isinstance(got, BaseException):
         return f"execute gave {_describe(got)}"
+    ctx._last_outputs = list(got.outputs)
     cmp = compare(cm.model, cm.expected, list(got.outputs))
     return None if cmp.passed else f"wrong results ({cmp.message[:160]})"
 
@@ -504,6 +509,66 @@ def wrong_token(ctx: CacheContext) -> list[str]:
     return bad
 
 
+def several_tokens(ctx: CacheContext) -> list[str]:
+    """A cache is state across calls: a driver that keys it wrongly (one slot for "the" cached
+    compilation, a token truncated, files shared between tokens) still passes a single save and
+    load.  Save every model first, then load each back in a shuffled order."""
+    bad: list[str] = []
+    models = [m for pair in cache_models(ctx.seed) for m in pair]
+    saved: list[tuple[CacheModel, bytes, list[CacheFile], list[CacheFile]]] = []
+    for k, cm in enumerate(models):
+        mc, dc = ctx.files()
+        token = ctx.token(110 + k)
+        pm = _save(ctx, cm, token, mc, dc)
+        if isinstance(pm, BaseException):
+            bad.append(f"several_tokens: {cm.name}: prepare with cache files gave {_describe(pm)}")
+            continue
+        _release(ctx, pm)
+        saved.append((cm, token, mc, dc))
+    rng = np.random.default_rng([ctx.seed, 110])
+    restart = getattr(ctx.device, "restart", None)  # a fresh driver process (isolated drivers only)
+    rounds = ["the same driver process"] + (["a fresh driver process"] if callable(restart) else [])
+    for where in rounds:
+        if where != rounds[0] and callable(restart):
+            restart()
+        order = [saved[i] for i in rng.permutation(len(saved))]
+        for cm, token, mc, dc in order:
+            got = _load(ctx, token, mc, dc)
+            if isinstance(got, BaseException):
+                bad.append(f"several_tokens: {cm.name}: prepare_from_cache in {where} gave {_describe(got)}")
+                continue
+            why = _wrong(ctx, cm, got)
+            _release(ctx, got)
+            if why:
+                others = [o.name for o, *_ in saved if o is not cm and _wrong_quiet(ctx, o, cm) is None]
+                hint = f"; it computes {others[0]} instead" if others else ""
+                bad.append(
+                    f"several_tokens: {cm.name} loaded by its token in {where} (after {len(saved)} models were "
+                    f"saved under {len(saved)} tokens) gives {why}{hint}"
+                )
+    return bad
+
+
+def _wrong_quiet(ctx: CacheContext, other: CacheModel, cm: CacheModel) -> str | None:
+    """Does ``other``'s model, run on ``cm``'s inputs, give what the driver gave?  Only a hint
+    for the message; None when ``other`` explains the wrong result (same shapes needed)."""
+    from nnconform.reference.executor import Executor
+
+    if (
+        other.model.main.operands[other.model.main.input_indexes[0]].info
+        != cm.model.main.operands[cm.model.main.input_indexes[0]].info
+    ):
+        return "other types"
+    try:
+        want = Executor(other.model).run(cm.inputs)
+    except Exception as e:  # a hint only: no hint when the other model cannot run these inputs
+        return str(e)
+    got = ctx._last_outputs
+    if got is None or not all(np.array_equal(a, b) for a, b in zip(want, got)):
+        return "differs"
+    return None
+
+
 CHECKS: dict[str, Callable[[CacheContext], list[str]]] = {
     "save_retrieve": save_retrieve,
     "file_count_save": file_count_save,
@@ -515,4 +580,5 @@ CHECKS: dict[str, Callable[[CacheContext], list[str]]] = {
     "corrupt_model_cache": corrupt_model_cache,
     "corrupt_data_cache": corrupt_data_cache,
     "wrong_token": wrong_token,
+    "several_tokens": several_tokens,
 }

@@ -19,7 +19,8 @@ get the verdict and every other case the reference driver's outcome:
     DoubleForks         a grandchild whose parent exits (re-parented)  -> FAIL
     GarblesPipe         execute writes junk into the host's reply pipe   -> CRASH (protocol)
     ScribblesInputs     every execution zeroes its input arrays after computing the right
-                        outputs (all cases; in isolation it harms nobody)  -> same as reference
+                        outputs where it can make them writable (all cases; behind the host
+                        they are read-only pool views it cannot)  -> same as reference
 
 Name them as ``tests/drivers/broken_isolation.py:Segfault``.
 """
