@@ -57,9 +57,11 @@ def test_exhaustive(sweep: Sweep, nn_device, nn_session, nn_record):
     if outcome.outcome != FAIL or not stats.failing.size:
         nn_session.conclude(nn_record, outcome, case)
         return
+    frac = info["worst_fraction"]
+    frac_text = f"{frac:.3g}" if isinstance(frac, float) else str(frac)
     head = (
         f"{stats.failing.size} of {stats.elements} inputs fail (worst {info['worst_ulp']} ULP, "
-        f"{info['worst_fraction']} x the tolerance)"
+        f"{frac_text} x the tolerance)"
     )
     worst = stats.worst_index
     assert worst is not None

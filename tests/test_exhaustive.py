@@ -149,7 +149,12 @@ def test_reference_passes_and_rows_carry_the_error_report(tmp_path):
 CAUGHT = [
     ("LogFlushesSubnormals", "LOG-fp32 or EXP-fp32", "exhaustive/LOG-fp32", None),
     ("TanhFp16Band", "TANH-fp16 or LOGISTIC-fp16", "exhaustive/TANH-fp16", None),
-    ("QuantAddOnePair", "ADD-quant8-a_0.5z128 or ADD-quant8_signed", "exhaustive/ADD-quant8-a_0.5z128_b_0.25z0_out_0.75z128_act_0", [[200], [37]]),
+    (
+        "QuantAddOnePair",
+        "ADD-quant8-a_0.5z128 or ADD-quant8_signed",
+        "exhaustive/ADD-quant8-a_0.5z128_b_0.25z0_out_0.75z128_act_0",
+        [[200], [37]],
+    ),
 ]
 
 
@@ -197,3 +202,26 @@ def test_broken_driver_caught_with_a_small_spec(tmp_path, name, select, failing,
         timeout=300,
     )
     assert r.returncode == 1, r.stdout + r.stderr
+
+
+def test_report_section_one_line_per_operation_and_type():
+    from nnconform.reports.html_report import _exhaustive_rows, render_html
+    from nnconform.verdict.results import ResultRecord
+
+    def row(test_id, outcome, **info):
+        base = {"operation": "TANH", "data_type": "fp16", "grid": "all", "elements": 10, "worst_ulp": 0}
+        return ResultRecord(
+            suite="exhaustive", test_id=test_id, driver="d", outcome=outcome, extra={"exhaustive": {**base, **info}}
+        )
+
+    recs = [
+        row("exhaustive/a", "PASS", worst_fraction=0.5),
+        row("exhaustive/b", "FAIL", grid="in 0.1z0", worst_ulp=155, worst_fraction=5.39, shrunk_to=1),
+        row("exhaustive/c", "PASS", operation="LOG", worst_fraction="inf"),
+    ]
+    rows = _exhaustive_rows(recs)
+    assert rows == [
+        ["LOG fp16", "1/1", "10", "0", "inf", ""],
+        ["TANH fp16", "1/2", "20", "155", "5.39", "in 0.1z0 (1 input(s) in its spec)"],
+    ]
+    assert '<section id="exhaustive">' in render_html(recs)

@@ -195,6 +195,16 @@ class Sweep:
     def test_id(self) -> str:
         return f"exhaustive/{self.name}"
 
+    # the names the pytest plugin marks a case with (-m "log and fp32")
+    @property
+    def operations(self) -> tuple[str, ...]:
+        return (self.operation.name,)
+
+    @property
+    def data_types(self) -> tuple[str, ...]:
+        base = self.data_type.removesuffix("_relaxed")
+        return (base, "relaxed") if base != self.data_type else (base,)
+
 
 def _unary_builder(op: Op, t: T, out_t: T | None = None, qin=None, qout=None, relaxed=False, extra=None):
     def build(n: int) -> Model:
@@ -287,7 +297,15 @@ def _unary_float_sweeps(tier: str) -> list[Sweep]:
                 return [x[domain_mask(op, x)]]
 
             out.append(
-                Sweep(f"{op.name}-{tag}", op, tag, "all" if t == F16 else "sample", _unary_builder(op, t, relaxed=relaxed, extra=extra), inputs, tier)
+                Sweep(
+                    f"{op.name}-{tag}",
+                    op,
+                    tag,
+                    "all" if t == F16 else "sample",
+                    _unary_builder(op, t, relaxed=relaxed, extra=extra),
+                    inputs,
+                    tier,
+                )
             )
         # CAST to the other float type (rounding to nearest, overflow to inf) and QUANTIZE
         other = F32 if t == F16 else F16

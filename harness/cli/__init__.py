@@ -157,7 +157,10 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
             args += ["--nn-worker-resources", a.worker_resources]
         if a.cluster_grace is not None:
             args += ["--nn-cluster-grace", repr(a.cluster_grace)]
-    args += ["--nn-selection", json.dumps({"suites": chosen, "vectors": a.vectors, "pytest_args": extra, "exhaustive": tier})]
+    args += [
+        "--nn-selection",
+        json.dumps({"suites": chosen, "vectors": a.vectors, "pytest_args": extra, "exhaustive": tier}),
+    ]
     args += extra
     if a.in_process:
         isolation = "in-process (no driver host: a crash or hang of the driver ends or stalls the run)"
