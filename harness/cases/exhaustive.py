@@ -232,11 +232,28 @@ def _binary_builder(op: Op, t: T, out_t: T | None = None, q=None, act=None, rela
 
 
 def _valid(model: Model) -> bool:
+    """NNAPI's model rules accept ``model``, and, when it is quantised, AOSP's CPU path can
+    execute it: a rescale whose multiplier is not below 1 (MUL's input product scale against
+    its output scale, HARD_SWISH's input scale / 128 against its output scale, ...) fails the
+    execution whatever the inputs, so NNAPI gives no result to judge there."""
+    from nnconform.errors import OpFailure
     from nnconform.ir.validation import ValidationError, validate_model
+    from nnconform.reference.executor import execute
 
     try:
         validate_model(model)
     except ValidationError:
+        return False
+    sg = model.main
+    if not any(type_info(sg.operands[i].type).is_quant for i in (*sg.input_indexes, *sg.output_indexes)):
+        return True
+    inputs = [
+        np.full(sg.operands[i].dimensions, sg.operands[i].zero_point, type_info(sg.operands[i].type).dtype)
+        for i in sg.input_indexes
+    ]
+    try:
+        execute(model, inputs)
+    except OpFailure:
         return False
     return True
 
@@ -401,10 +418,6 @@ def _binary_quant_sweeps(tier: str) -> list[Sweep]:
             else:
                 acts = (None,)
             for q in _binary_quant_grid(t, tier):
-                if op == Op.MUL and q[0][0] * q[1][0] >= q[2][0]:
-                    # AOSP's CPU MUL fails the execution unless the product scale is below the
-                    # output scale (QuantizeMultiplierSmallerThanOneExp): no result to judge
-                    continue
                 for act in acts:
                     out_t = B8 if op in COMPARE else t
                     qq = (q[0], q[1], (0.0, 0)) if op in COMPARE else q
