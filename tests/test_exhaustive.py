@@ -48,6 +48,7 @@ def test_domain_rules_exclude_by_rule():
     assert X.domain_mask(Op.SIN, x).tolist() == [False, False, True, True, True, True, True, False]
     assert X.domain_mask(Op.RELU, x).tolist() == [False] + [True] * 7  # infinities are defined
     assert X.domain_mask(Op.HARD_SWISH, x).tolist()[1] is False  # -inf * 0: NaN
+    assert not X.domain_mask(Op.HARD_SWISH, np.array([3e38], np.float32))[0]  # the product overflows
     assert X.domain_mask(Op.LESS, x).all()  # comparisons define NaN
     a = np.array([np.inf, np.inf, 0.0, 1.0, -2.0, 0.0], np.float32)
     b = np.array([-np.inf, np.inf, np.inf, 0.0, 0.5, -1.0], np.float32)
@@ -225,3 +226,18 @@ def test_report_section_one_line_per_operation_and_type():
         ["TANH fp16", "1/2", "20", "155", "5.39", "in 0.1z0 (1 input(s) in its spec)"],
     ]
     assert '<section id="exhaustive">' in render_html(recs)
+
+
+@pytest.mark.parametrize("op", [Op.LOGISTIC, Op.TANH])
+def test_reference_zero_point_code_at_a_coarse_input_scale(op):
+    """Found by the sweep (onnxruntime disagreed): with input scale 256 the fixed-point input
+    radius is 0 and AOSP's saturation test sent the zero-point code (exactly 0.0) to the
+    bottom of the range; logistic(0) = 0.5 and tanh(0) = 0."""
+    from nnconform.reference.executor import execute
+
+    for t, zp, want in ((X.Q8, 255, 128), (X.Q8S, 127, 0)):
+        model = X._unary_builder(op, t, qin=(256.0, zp), qout=X._FIXED_OUT[(op, t)])(3)
+        dt = np.uint8 if t == X.Q8 else np.int8
+        (y,) = execute(model, [np.array([zp, zp - 1, zp - 200], dt)])
+        lo = 0 if t == X.Q8 else -128
+        assert y.tolist() == [want, lo, lo], (op.name, t.name)

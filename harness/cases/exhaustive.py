@@ -17,8 +17,8 @@ Each :class:`Sweep` is one operation, data type and parameter grid point.  Two t
 Inputs outside an operation's defined domain are removed by rule (:func:`domain_mask`), never
 by sampling: NaN only where IEEE defines a non-NaN result (comparisons), infinities only where
 NNAPI's result is defined without overflow or NaN (``generators.signatures``), LOG / RSQRT
-positive, SQRT non-negative, SIN finite, DIV by non-zero, POW of a positive base, and no
-inf - inf, 0 * inf.
+positive, SQRT non-negative, SIN finite, DIV by non-zero, POW of a positive base, fp32
+HARD_SWISH below FLT_MAX / 6 (its product overflows above), and no inf - inf, 0 * inf.
 A relaxed fp32 model may compute in fp16, so its inputs stay in the fp16 normal range
 (NNAPI's relaxed mode gives fp16 range and precision; subnormals may be flushed there only).
 
@@ -115,6 +115,10 @@ def domain_mask(op: Op, x: np.ndarray) -> np.ndarray:
             keep &= x >= 0
         elif op == Op.SIN:
             keep &= np.isfinite(x)
+        elif op == Op.HARD_SWISH and x.dtype == np.float32:
+            # x * relu6(x + 3) / 6 overflows in its product above FLT_MAX / 6: AOSP's order gives
+            # inf, x * (relu6(x + 3) / 6) gives x; NNAPI does not say which
+            keep &= ~(np.abs(x) > np.finfo(np.float32).max / 6)
         elif op == Op.QUANTIZE:
             keep &= np.isfinite(x)  # saturation of +-inf is not stated by NNAPI
     return keep
