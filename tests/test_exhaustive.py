@@ -241,3 +241,15 @@ def test_reference_zero_point_code_at_a_coarse_input_scale(op):
         (y,) = execute(model, [np.array([zp, zp - 1, zp - 200], dt)])
         lo = 0 if t == X.Q8 else -128
         assert y.tolist() == [want, lo, lo], (op.name, t.name)
+
+
+def test_a_bad_shard_is_one_line_and_exit_2(tmp_path):
+    r = subprocess.run(
+        [sys.executable, "-m", "nnconform", "run", "--suite", "exhaustive", "--shard", "5/4"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert r.returncode == 2 and "not a shard" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (tmp_path / "nnconform-report").exists()
