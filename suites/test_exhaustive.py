@@ -49,10 +49,12 @@ def test_exhaustive(sweep: Sweep, nn_device, nn_session, nn_record):
     info: dict = {"operation": sweep.operation.name, "data_type": sweep.data_type, "grid": sweep.grid}
     nn_record["extra"]["exhaustive"] = info
     outcome = run(nn_device, case)
-    if outcome.actual is None or len(outcome.actual) != 1 or outcome.actual[0].shape != case.expected[0].shape:
+    got = outcome.actual[0] if outcome.actual is not None and len(outcome.actual) == 1 else None
+    want = case.expected[0]
+    if not isinstance(got, np.ndarray) or got.shape != want.shape or got.dtype != want.dtype:
         nn_session.conclude(nn_record, outcome, case)  # no values to measure: the runner's verdict
         return
-    stats = error_stats(case.model, case.expected[0], outcome.actual[0])
+    stats = error_stats(case.model, want, got)
     info.update(stats.summary())
     if outcome.outcome != FAIL or not stats.failing.size:
         nn_session.conclude(nn_record, outcome, case)

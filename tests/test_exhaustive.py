@@ -253,3 +253,12 @@ def test_a_bad_shard_is_one_line_and_exit_2(tmp_path):
     )
     assert r.returncode == 2 and "not a shard" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert not (tmp_path / "nnconform-report").exists()
+
+
+@pytest.mark.parametrize("name", ["WrongDtype", "GarbageResult"])
+def test_a_result_without_values_to_measure_is_the_runners_verdict(tmp_path, name):
+    rows = _run(tmp_path, double("broken", name), "ABS-fp16 or ADD-quant8-a_0.5z128")
+    assert len(rows) == 2 and {r["outcome"] for r in rows} == {"FAIL"}, [r["message"] for r in rows]
+    for r in rows:
+        assert "elements" not in r["extra"]["exhaustive"], r["extra"]  # nothing to measure
+        assert r["message"]
