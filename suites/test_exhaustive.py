@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nnconform.cases.exhaustive import Sweep, error_stats, shard, subsets, sweeps
+from nnconform.cases.exhaustive import Sweep, error_stats, flush_verdict, shard, subsets, sweeps
 from nnconform.reference.executor import execute
-from nnconform.verdict.runner import FAIL, Case, run
+from nnconform.verdict.runner import FAIL, PASS, Case, run
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -56,6 +56,7 @@ def test_exhaustive(sweep: Sweep, nn_device, nn_session, nn_record):
         return
     stats = error_stats(case.model, want, got)
     info.update(stats.summary())
+    outcome = flush_verdict(outcome, stats)
     if outcome.outcome != FAIL or not stats.failing.size:
         nn_session.conclude(nn_record, outcome, case)
         return
@@ -70,6 +71,8 @@ def test_exhaustive(sweep: Sweep, nn_device, nn_session, nn_record):
     for subset in subsets(stats.failing, worst):
         small = _case(sweep, [x[subset] for x in case.inputs])
         again = run(nn_device, small)
+        if again.outcome == PASS and again.actual is not None:
+            again = flush_verdict(again, error_stats(small.model, small.expected[0], again.actual[0]))
         if again.outcome == FAIL:
             info["failing_inputs"] = [x.tolist() for x in small.inputs]
             info["shrunk_to"] = int(subset.size)

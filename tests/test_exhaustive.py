@@ -150,6 +150,7 @@ def test_reference_passes_and_rows_carry_the_error_report(tmp_path):
 CAUGHT = [
     ("LogFlushesSubnormals", "LOG-fp32 or EXP-fp32", "exhaustive/LOG-fp32", None),
     ("TanhFp16Band", "TANH-fp16 or LOGISTIC-fp16", "exhaustive/TANH-fp16", None),
+    ("MulFlushesResults", "MUL-fp32 or DIV-fp32", "exhaustive/MUL-fp32-pairs-stratified", None),
     (
         "QuantAddOnePair",
         "ADD-quant8-a_0.5z128 or ADD-quant8_signed",
@@ -192,6 +193,8 @@ def test_broken_driver_caught_with_a_small_spec(tmp_path, name, select, failing,
     if name == "LogFlushesSubnormals":
         (x,) = ex.inputs
         assert np.all((np.asarray(x) != 0) & (np.abs(np.asarray(x)) < np.finfo(np.float32).tiny))
+    if name == "MulFlushesResults":
+        assert "subnormal results returned as 0" in row["message"] and info["flushed_subnormals"] > 0
     if name == "TanhFp16Band":
         (x,) = ex.inputs
         assert np.all((np.asarray(x) >= 0.5) & (np.asarray(x) <= 0.504))
