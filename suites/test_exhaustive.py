@@ -54,7 +54,7 @@ def test_exhaustive(sweep: Sweep, nn_device, nn_session, nn_record):
     if not isinstance(got, np.ndarray) or got.shape != want.shape or got.dtype != want.dtype:
         nn_session.conclude(nn_record, outcome, case)  # no values to measure: the runner's verdict
         return
-    stats = error_stats(case.model, want, got)
+    stats = error_stats(case.model, want, got, inputs=case.inputs)
     info.update(stats.summary())
     outcome = flush_verdict(outcome, stats)
     if outcome.outcome != FAIL or not stats.failing.size:
@@ -72,7 +72,9 @@ def test_exhaustive(sweep: Sweep, nn_device, nn_session, nn_record):
         small = _case(sweep, [x[subset] for x in case.inputs])
         again = run(nn_device, small)
         if again.outcome == PASS and again.actual is not None:
-            again = flush_verdict(again, error_stats(small.model, small.expected[0], again.actual[0]))
+            again = flush_verdict(
+                again, error_stats(small.model, small.expected[0], again.actual[0], inputs=small.inputs)
+            )
         if again.outcome == FAIL:
             info["failing_inputs"] = [x.tolist() for x in small.inputs]
             info["shrunk_to"] = int(subset.size)

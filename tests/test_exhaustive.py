@@ -150,7 +150,7 @@ def test_reference_passes_and_rows_carry_the_error_report(tmp_path):
 CAUGHT = [
     ("LogFlushesSubnormals", "LOG-fp32 or EXP-fp32", "exhaustive/LOG-fp32", None),
     ("TanhFp16Band", "TANH-fp16 or LOGISTIC-fp16", "exhaustive/TANH-fp16", None),
-    ("MulFlushesResults", "MUL-fp32 or DIV-fp32", "exhaustive/MUL-fp32-pairs-stratified", None),
+    ("MulFlushesInputs", "MUL-fp32 or DIV-fp32", "exhaustive/MUL-fp32-pairs-stratified", None),
     (
         "QuantAddOnePair",
         "ADD-quant8-a_0.5z128 or ADD-quant8_signed",
@@ -193,8 +193,8 @@ def test_broken_driver_caught_with_a_small_spec(tmp_path, name, select, failing,
     if name == "LogFlushesSubnormals":
         (x,) = ex.inputs
         assert np.all((np.asarray(x) != 0) & (np.abs(np.asarray(x)) < np.finfo(np.float32).tiny))
-    if name == "MulFlushesResults":
-        assert "subnormal results returned as 0" in row["message"] and info["flushed_subnormals"] > 0
+    if name == "MulFlushesInputs":
+        assert "subnormal inputs read as 0" in row["message"] and info["flushed_subnormals"] > 0
     if name == "TanhFp16Band":
         (x,) = ex.inputs
         assert np.all((np.asarray(x) >= 0.5) & (np.asarray(x) <= 0.504))
@@ -265,3 +265,18 @@ def test_a_result_without_values_to_measure_is_the_runners_verdict(tmp_path, nam
     for r in rows:
         assert "elements" not in r["extra"]["exhaustive"], r["extra"]  # nothing to measure
         assert r["message"]
+
+
+def test_no_flush_rule_is_about_subnormal_inputs():
+    from nnconform.ir import OperandType as T
+
+    mul = X._binary_builder(Op.MUL, T.TENSOR_FLOAT32, act=0)(3)
+    a = np.array([1e-40, 1e-20, 2.0], np.float32)
+    b = np.array([1.0, 1e-20, 3.0], np.float32)
+    e = a * b  # 1e-40 (subnormal input), 1e-40 (normal inputs), 6
+    got = np.array([0.0, 0.0, 6.0], np.float32)
+    s = X.error_stats(mul, e, got, inputs=[a, b])
+    assert s.flushed == 1 and s.failing.tolist() == [0]  # the far tail of normal inputs is the tolerance's
+    assert X.error_stats(mul, e, got).flushed == 0  # without the inputs: tolerance only
+    relaxed = X._binary_builder(Op.MUL, T.TENSOR_FLOAT32, act=0, relaxed=True)(3)
+    assert X.error_stats(relaxed, e, got, inputs=[a, b]).flushed == 0  # relaxed models may flush

@@ -583,7 +583,7 @@ def _replay_examples(a: argparse.Namespace, spec, device) -> int:
         if str(meta.get("test_id", "")).startswith("exhaustive/"):
             from nnconform.cases.exhaustive import replay_verdict
 
-            out = replay_verdict(spec.model, ex.outputs, out)  # the sweep's no-flush rule too
+            out = replay_verdict(spec.model, ex.inputs, ex.outputs, out)  # the sweep's no-flush rule too
         print(
             f"example {i} ({_shown(ex.name, 80)}) on {a.driver}: {out.outcome}"
             + (f": {_shown(out.message, 2000)}" if out.message else "")

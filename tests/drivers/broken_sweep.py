@@ -10,8 +10,8 @@ each one with a failing spec of a few elements:
                           0.5 .. 0.50342 (a band a "fast path" table got wrong)
     QuantAddOnePair       quantised (asymmetric uint8) ADD is 5 codes too high for the one
                           byte pair (200, 37), whatever the scales
-    MulFlushesResults     fp32 MUL returns subnormal results as zero: inside the fp32 atol
-                          (1e-5), so only the sweep's no-flush rule sees it
+    MulFlushesInputs      fp32 MUL reads subnormal inputs as zero (MUL(1e-40, 1) = 0): inside
+                          the fp32 atol (1e-5), so only the sweep's no-flush rule sees it
 
 Name them on the command line as ``tests/drivers/broken_sweep.py:LogFlushesSubnormals``.
 """
@@ -77,13 +77,15 @@ class QuantAddOnePair(_OverridingDevice):
     overrides = {Op.ADD: _add_one_pair}
 
 
-def _mul_flushing_results(ctx):
-    (out,) = get_op(Op.MUL).execute(ctx)
-    if out.dtype != np.float32:
-        return [out]
-    return [np.where(np.abs(out) < np.finfo(np.float32).tiny, np.float32(0), out).astype(np.float32)]
+def _mul_flushing_inputs(ctx):
+    if ctx.inputs[0].dtype == np.float32:
+        tiny = np.finfo(np.float32).tiny
+        ctx.inputs = [np.where(np.abs(x) < tiny, np.float32(0), x).astype(np.float32) for x in ctx.inputs[:2]] + list(
+            ctx.inputs[2:]
+        )
+    return get_op(Op.MUL).execute(ctx)
 
 
-class MulFlushesResults(_OverridingDevice):
-    name = "broken-mul-flushes-results"
-    overrides = {Op.MUL: _mul_flushing_results}
+class MulFlushesInputs(_OverridingDevice):
+    name = "broken-mul-flushes-inputs"
+    overrides = {Op.MUL: _mul_flushing_inputs}
