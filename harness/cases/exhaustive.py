@@ -660,12 +660,24 @@ def flush_verdict(outcome: Any, stats: SweepStats) -> Any:
         return outcome
     import dataclasses
 
+    from nnconform.verdict.criteria import Comparison, Mismatch
+
+    message = (
+        f"{stats.flushed} of {stats.elements} subnormal inputs read as 0: their subnormal results "
+        "came back as 0 (inside the tolerance, but NNAPI allows flushing subnormals only in relaxed models)"
+    )
+    first = int(np.flatnonzero(np.isinf(stats.fraction))[0]) if np.isinf(stats.fraction).any() else None
+    # a mismatch of its own kind: the failure buckets group these apart from tolerance failures
+    mismatch = Mismatch(
+        0, "no_flush", message, flat_index=first, criterion="exhaustive.no_flush", num_bad=stats.flushed
+    )
+    crit = outcome.comparison.criteria if outcome.comparison is not None else None
     return dataclasses.replace(
         outcome,
         outcome="FAIL",
         stage="compare",
-        message=f"{stats.flushed} of {stats.elements} subnormal inputs read as 0: their subnormal results "
-        "came back as 0 (inside the tolerance, but NNAPI allows flushing subnormals only in relaxed models)",
+        message=message,
+        comparison=Comparison(False, [mismatch], message, crit),
     )
 
 
