@@ -334,6 +334,7 @@ def render_html(
             stress_outcomes=("SUCCESS", "FAILURE", "HANG", "CRASH"),
             coverage=_coverage_rows(coverage_rows),
             ledger=_ledger_rows(records),
+            exhaustive=_exhaustive_rows(records),
             variants=_variant_rows(records, present),
         )
     )
@@ -354,6 +355,39 @@ def _ledger_rows(records) -> list[list[str]]:
     from nnconform.generators import ledger
 
     return ledger.table_rows(*ledger.aggregate(r for r in records if r.suite == "random"))
+
+
+def _exhaustive_rows(records) -> list[list[str]]:
+    """The exhaustive suite per operation and data type: sweeps (grid points) run and failed,
+    inputs swept, the worst error in ULPs (codes for quantised outputs) and as a multiple of
+    the tolerance, and the first failing sweep with its shrunk input count."""
+    groups: dict[tuple[str, str], dict] = {}
+    for r in records:
+        info = (r.extra or {}).get("exhaustive") if r.suite == "exhaustive" else None
+        if not info:
+            continue
+        g = groups.setdefault(
+            (info.get("operation", "?"), info.get("data_type", "?")),
+            {"n": 0, "bad": 0, "elements": 0, "ulp": None, "frac": 0.0, "first": ""},
+        )
+        g["n"] += 1
+        g["elements"] += int(info.get("elements") or 0)
+        if info.get("worst_ulp") is not None:
+            g["ulp"] = max(g["ulp"] or 0, int(info["worst_ulp"]))
+        frac = info.get("worst_fraction")
+        if frac is not None:
+            g["frac"] = max(g["frac"], float(frac))
+        if r.outcome in BAD_OUTCOMES:
+            g["bad"] += 1
+            if not g["first"]:
+                shrunk = info.get("shrunk_to")
+                g["first"] = f"{info.get('grid', '')}" + (f" ({shrunk} input(s) in its spec)" if shrunk else "")
+    rows = []
+    for (op, t), g in sorted(groups.items()):
+        frac = "inf" if g["frac"] == float("inf") else f"{g['frac']:.3g}"
+        ulp = "" if g["ulp"] is None else str(g["ulp"])
+        rows.append([f"{op} {t}", f"{g['n'] - g['bad']}/{g['n']}", f"{g['elements']:,}", ulp, frac, g["first"]])
+    return rows
 
 
 def write_html(

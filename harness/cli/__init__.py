@@ -57,7 +57,11 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
     from nnconform.errors import DriverLoadError
 
     suites = available_suites()
+    # The exhaustive suite runs its full tier only when named: the default run holds its
+    # quick tier (seconds).  A resumed run keeps the tier it recorded.
+    tier = "full" if a.suite and "exhaustive" in a.suite else "quick"
     if a.resume:
+        tier = recorded_selection(Path(a.report_dir)).get("exhaustive", tier)
         # The run being resumed decides what "the rest" is: its suites, variants, vectors
         # directory and pytest arguments, unless given again here.
         a, extra = _with_recorded_selection(a, extra)
@@ -109,8 +113,10 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
             "--mem-limit": a.mem_limit,
             "--in-process": a.in_process,
             "--resume": a.resume,
+            "--shard": a.shard,
         }
     )
+    args += ["--nn-exhaustive", tier]
     args += ["-p", "no:cacheprovider", "--import-mode=importlib", "-q", "-rfE", "--timeout", "0"]
     args += quiet_plugins(chosen, extra)
     # --lf / --ff: "last run" is the one recorded in --report-dir (nnconform's own journal, not
@@ -151,7 +157,10 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
             args += ["--nn-worker-resources", a.worker_resources]
         if a.cluster_grace is not None:
             args += ["--nn-cluster-grace", repr(a.cluster_grace)]
-    args += ["--nn-selection", json.dumps({"suites": chosen, "vectors": a.vectors, "pytest_args": extra})]
+    args += [
+        "--nn-selection",
+        json.dumps({"suites": chosen, "vectors": a.vectors, "pytest_args": extra, "exhaustive": tier}),
+    ]
     args += extra
     if a.in_process:
         isolation = "in-process (no driver host: a crash or hang of the driver ends or stalls the run)"
@@ -290,6 +299,8 @@ def recorded_selection(report_dir: Path) -> dict:
     out: dict = {}
     if isinstance(status.get("suites"), str) and status["suites"].strip():
         out["suites"] = [s.strip() for s in status["suites"].split(",") if s.strip()]
+    if status.get("exhaustive tier") in ("quick", "full"):
+        out["exhaustive"] = status["exhaustive tier"]
     if isinstance(status.get("vectors variants"), str) and status["vectors variants"].strip():
         out["variants"] = status["vectors variants"].strip()
     if isinstance(status.get("vectors directory"), str) and status["vectors directory"]:
@@ -588,6 +599,10 @@ def _replay_examples(a: argparse.Namespace, spec, device) -> int:
                 out.message += f" (step check failed: {type(e).__name__}: {e})"
             if second is not None and second.accepted is not None:
                 out.outcome, out.message = "PASS", f"{second.message} (as the models suite judges)"
+        if str(meta.get("test_id", "")).startswith("exhaustive/"):
+            from nnconform.cases.exhaustive import replay_verdict
+
+            out = replay_verdict(spec.model, ex.inputs, ex.outputs, out)  # the sweep's no-flush rule too
         print(
             f"example {i} ({_shown(ex.name, 80)}) on {a.driver}: {out.outcome}"
             + (f": {_shown(out.message, 2000)}" if out.message else "")

@@ -91,6 +91,16 @@ def parse_positive_int(text: object) -> int:
     return n
 
 
+def parse_shard(text: object) -> tuple[int, int]:
+    from nnconform.cases.exhaustive import parse_shard as parse
+
+    return parse(text)
+
+
+def format_shard(spec: tuple[int, int]) -> str:
+    return f"{spec[0]}/{spec[1]}"
+
+
 def _text(text: object) -> str:
     return str(text)
 
@@ -122,6 +132,7 @@ COUNT = Kind("count", parse_positive_int)
 TEXT = Kind("text", _text)
 PERCENTILE = Kind("percentile", parse_percentile, lambda v: f"{v:g}")
 FLAG = Kind("flag", bool)
+SHARD = Kind("shard", parse_shard, format_shard)
 
 
 @dataclass(frozen=True)
@@ -223,6 +234,14 @@ OPTIONS: dict[str, SharedOption] = {
             pytest_name="--nn-in-process",
         ),
         SharedOption(
+            "--shard",
+            SHARD,
+            "run the i-th of n interleaved shards of the exhaustive suite's sweeps, e.g. 3/8 "
+            "(nightly machines split the full sweep; other suites are not sharded)",
+            metavar="I/N",
+            pytest_name="--nn-shard",
+        ),
+        SharedOption(
             "--cluster",
             TEXT,
             "run the cases on a Dask cluster: a scheduler address "
@@ -287,6 +306,7 @@ COMMAND_OPTIONS: dict[str, tuple[str, ...]] = {
         "--workers",
         "--resume",
         "--in-process",
+        "--shard",
         "--cluster",
         "--worker-resources",
     ),

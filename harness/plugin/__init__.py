@@ -157,6 +157,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "with, recorded in run.json so that --resume runs the same cases",
     )
     g.addoption(
+        "--nn-exhaustive",
+        default="quick",
+        choices=("quick", "full"),
+        help="the exhaustive suite's tier: quick (default: seconds) or full (the whole grid and "
+        "every fp16 pair; `nnconform run --suite exhaustive` sets it)",
+    )
+    g.addoption(
         "--nn-max-skip-ratio",
         type=float,
         default=None,
@@ -479,6 +486,8 @@ class NnSession:
             out["suites"] = ", ".join(sel["suites"])
         if sel.get("vectors"):
             out["vectors directory"] = str(sel["vectors"])
+        if sel.get("exhaustive") and "exhaustive" in (sel.get("suites") or ()):
+            out["exhaustive tier"] = str(sel["exhaustive"])
         if sel.get("pytest_args"):
             out["pytest arguments"] = shlex.join(sel["pytest_args"])
         return out

@@ -107,5 +107,9 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     # Q0.31 -> units of 1/256, rounding; a result of exactly 1.0 is clamped below.
     y = rounding_divide_by_pot(fixed_logistic(q4, 4), 23)
     lo, hi = quant.quant_range(out_op)
-    y = np.where(centred <= -radius, 0, np.where(centred >= radius, 255, np.minimum(y, 255)))
+    # The zero-point code is exactly 0.0 whatever the scale: logistic(0) = 0.5.  With an input
+    # scale of about 8 or more the radius is 0, and AOSP's `<= -radius` test sends that code to
+    # the bottom of the range too (found by the exhaustive sweep; NNAPI defines 0.5).
+    edge = centred != 0
+    y = np.where(edge & (centred <= -radius), 0, np.where(edge & (centred >= radius), 255, np.minimum(y, 255)))
     return [np.clip(y + out_op.zero_point, lo, hi).astype(out_op.info.dtype)]

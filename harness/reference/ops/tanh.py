@@ -56,5 +56,8 @@ def execute(ctx: OpContext) -> list[np.ndarray]:
     lo, hi = quant.quant_range(out_op)
     # uint8 only: +1.0 rounds to 256, one past the top code
     y = np.where(y == 256, 255, y)
-    y = np.where(centred <= -radius, lo, np.where(centred >= radius, hi, y))
+    # tanh(0) = 0 at the zero-point code, also when a coarse input scale makes the radius 0
+    # (AOSP's `<= -radius` test gives -1 there; see logistic.py)
+    edge = centred != 0
+    y = np.where(edge & (centred <= -radius), lo, np.where(edge & (centred >= radius), hi, y))
     return [np.clip(y, lo, hi).astype(out_op.info.dtype)]
