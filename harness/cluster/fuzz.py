@@ -50,7 +50,11 @@ def fuzz_chunk(
             dev = _DEVICES[key] = open_isolated(driver, call_timeout=call_timeout, mem_limit=mem_limit)
     os.environ["NNCONFORM_CLUSTER_WORKER"] = worker_address() or "unknown"
     steer = steer or {}
-    steering = Steering({k: frozenset(v) for k, v in steer.get("triggers", {}).items()}, steer.get("enabled", True))
+    steering = Steering(
+        {k: frozenset(v) for k, v in steer.get("triggers", {}).items()},
+        steer.get("enabled", True),
+        dict(steer.get("confirmed", {})),
+    )
     hang_keys = set(steer.get("hang_keys", ()))
     cfg = FuzzConfig(
         driver, report_dir=Path("."), seed=run_seed, call_timeout=call_timeout, mem_limit=mem_limit, slow_s=slow_s
@@ -112,6 +116,7 @@ def cluster_cases(handle, chunk: int = 16, log=print):
         def submit(s: int, n: int, attempt: int) -> None:
             steer = {
                 "triggers": state.steering.as_json(),
+                "confirmed": dict(state.steering.confirmed),
                 "enabled": cfg.steer,
                 "hang_keys": sorted(state.hang_keys),
                 "repeat_hang_timeout": cfg.repeat_hang_timeout,

@@ -603,6 +603,8 @@ class State:
                 s.finding_indexes.add(int(r["index"]))
                 if r["key"] in s.buckets and "features" in r:
                     s.steering.learn(r["key"], r["features"])
+                    if r.get("predicted") == r["key"]:
+                        s.steering.confirm(r["key"])
         return s
 
 
@@ -835,6 +837,8 @@ def run_fuzz(cfg: FuzzConfig, resume: bool = False, out=None, err=None, cases=No
                     state.budget["repeats"] += 1
                     state.budget["short_bound_repeats"] += cr.short_bound
                     state.steering.learn(finding.key, cr.features)
+                    if cr.predicted == finding.key:
+                        state.steering.confirm(finding.key)
             index += 1
             if time.monotonic() - last_progress >= PROGRESS_EVERY_S:
                 last_progress = time.monotonic()

@@ -11,7 +11,8 @@ A new bucket starts with the features of its first case that its minimal (shrunk
 each repeat narrows the trigger to what it shares with the repeat, so the trigger converges
 on what the bug needs.  A case drawn with every feature of some bucket's trigger is a
 *predicted repeat*: it is kept only with probability ``REPEAT_ACCEPT``, else a new case is
-drawn for the same index (``MAX_DRAWS`` at most; the last draw is kept).  The draws and the
+drawn for the same index (``MAX_DRAWS`` at most; the last draw is kept); the more
+predictions of a bucket have come true, the rarer the exceptions.  The draws and the
 keep/reject coin are seeded by the run seed and the case index; with the journal's buckets
 and findings, a resumed run steers as the interrupted one did.
 
@@ -28,7 +29,11 @@ import numpy as np
 
 from nnconform.fuzz.generate import KINDS, TracedCase, make_traced_case
 
-REPEAT_ACCEPT = 0.02  # a predicted repeat still runs now and then: the prediction may be wrong
+# A predicted repeat still runs now and then (the prediction may be wrong): with probability
+# REPEAT_ACCEPT / (1 + k), k the predicted repeats of that bucket already run and found right.
+# A prediction confirmed again and again is trusted more: the checks grow like the square root
+# of the draws, not in proportion (a known hang costs a driver host restart every time).
+REPEAT_ACCEPT = 0.05
 MAX_DRAWS = 24
 
 
@@ -74,6 +79,11 @@ def _informative(trigger: frozenset) -> bool:
 class Steering:
     triggers: dict = field(default_factory=dict)  # bucket key -> frozenset of features
     enabled: bool = True
+    confirmed: dict = field(default_factory=dict)  # bucket key -> predicted repeats run and found right
+
+    def confirm(self, key: str) -> None:
+        """A case predicted to repeat bucket ``key`` did."""
+        self.confirmed[key] = self.confirmed.get(key, 0) + 1
 
     def learn(self, key: str, features) -> None:
         """A case of bucket ``key`` had ``features``: the trigger keeps what they share."""
@@ -96,7 +106,8 @@ class Steering:
         for attempt in range(MAX_DRAWS):
             case = make_traced_case(draw_seed(run_seed, index, attempt), kind)
             predicted = self.predicts(case.features) if self.enabled else None
-            if predicted is None or coin.random() < REPEAT_ACCEPT or attempt == MAX_DRAWS - 1:
+            keep = REPEAT_ACCEPT / (1 + self.confirmed.get(predicted, 0))
+            if predicted is None or coin.random() < keep or attempt == MAX_DRAWS - 1:
                 return Draw(case, attempt, rejected, predicted)
             rejected += 1
         raise AssertionError("unreachable: the last draw is always kept")
