@@ -158,6 +158,7 @@ def test_trio_driver_frequent_hang_does_not_hide_the_two_crashes(tmp_path):
     assert set(rep["kinds"]) == set(KINDS) and rep["plan"]["first_round_not_reached"] == []
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["fuzz"]["budget"] == b and len(summary["fuzz"]["timeline"]) == 3
+    assert sum(summary["fuzz"]["repeats_over_time"]["counts"]) == b["repeats"]
     page = (tmp_path / fz.REPORT_HTML).read_text()
     assert "How the budget was spent" in page and "<svg" in page and "dims:zero" in page
     # a resumed run steers as this one did: the journal gives back the triggers

@@ -976,6 +976,7 @@ def build_report(rd: Path) -> dict:
     seconds_by_key: dict[str, float] = {}
     short_by_key: dict[str, int] = {}
     seen: set[int] = set()
+    repeat_times: list[float] = []
     for r in recs:
         if r.get("kind") == "finding" and int(r["index"]) not in seen:
             seen.add(int(r["index"]))
@@ -983,6 +984,8 @@ def build_report(rd: Path) -> dict:
             counts_by_key[k] = counts_by_key.get(k, 0) + 1
             seconds_by_key[k] = seconds_by_key.get(k, 0.0) + float(r.get("case_s", r.get("duration_s", 0.0)))
             short_by_key[k] = short_by_key.get(k, 0) + bool(r.get("short_bound"))
+            if counts_by_key[k] > 1:
+                repeat_times.append(float(r.get("elapsed_s", 0.0)))
     buckets = []
     for b in sorted(state.buckets.values(), key=lambda b: b["first_elapsed_s"]):
         k = b["key"]
@@ -1015,9 +1018,17 @@ def build_report(rd: Path) -> dict:
             {"elapsed_s": b["first_elapsed_s"], "case": b["first_index"], "bucket": b["id"], "verdict": b["verdict"]}
             for b in buckets
         ],
+        "repeats_over_time": _binned(repeat_times, elapsed),
         "kinds": dict(sorted(state.kinds.items())),
         "plan": dict(the_plan, first_round_not_reached=not_reached),
     }
+
+
+def _binned(times: list[float], elapsed: float, bins: int = 30) -> dict:
+    """Repeats per time bin (bins of equal length over the run), for the report's chart."""
+    width = max(elapsed, 1e-9) / bins
+    counts = np.bincount(np.minimum((np.asarray(times, float) / width).astype(int), bins - 1), minlength=bins)
+    return {"bin_s": round(width, 3), "counts": [int(c) for c in counts[:bins]]}
 
 
 def budget_spent(state: "State", elapsed: float) -> dict:
@@ -1054,6 +1065,7 @@ def _add_to_summary(rd: Path, rep: dict) -> None:
         "elapsed_s": rep["elapsed_s"],
         "budget": rep["budget"],
         "timeline": rep["timeline"],
+        "repeats_over_time": rep["repeats_over_time"],
         "kinds": rep["kinds"],
         "plan": rep["plan"],
         "steer": rep["options"].get("steer", False),
@@ -1087,6 +1099,17 @@ def _timeline_svg(rep: dict, width: int = 560, height: int = 160) -> str:
         )
     pts.append((x(total), y(k)))
     line = " ".join(f"{a:.1f},{b:.1f}" for a, b in pts)
+    # repeats per time bin: grey bars along the bottom, the tallest a third of the height
+    rot = rep.get("repeats_over_time") or {"bin_s": 0, "counts": []}
+    peak = max(rot["counts"] or [0])
+    bw = (right - left) / max(len(rot["counts"]), 1)
+    bars = "".join(
+        f'<rect x="{left + i * bw:.1f}" y="{bottom - (bottom - top) / 3 * c / peak:.1f}" width="{bw * 0.9:.1f}" '
+        f'height="{(bottom - top) / 3 * c / peak:.1f}" fill="#ccc"><title>{c} repeat(s) in '
+        f"{i * rot['bin_s']:.0f}..{(i + 1) * rot['bin_s']:.0f} s</title></rect>"
+        for i, c in enumerate(rot["counts"])
+        if c and peak
+    )
     return (
         f'<svg width="{width}" height="{height}" role="img" aria-label="buckets found over time">'
         f'<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="#999"/>'
@@ -1095,7 +1118,10 @@ def _timeline_svg(rep: dict, width: int = 560, height: int = 160) -> str:
         f'<text x="{left - 6}" y="{bottom + 4}" text-anchor="end" font-size="11">0</text>'
         f'<text x="{left}" y="{height - 6}" font-size="11">0 s</text>'
         f'<text x="{right}" y="{height - 6}" text-anchor="end" font-size="11">{total:.0f} s</text>'
-        f'<polyline points="{line}" fill="none" stroke="#333" stroke-width="1.5"/>' + "".join(dots) + "</svg>"
+        + bars
+        + f'<polyline points="{line}" fill="none" stroke="#333" stroke-width="1.5"/>'
+        + "".join(dots)
+        + "</svg>"
     )
 
 
@@ -1140,7 +1166,9 @@ def _budget_html(rep: dict) -> str:
         f"Once a hang is known, every call is first bounded by "
         f"{rep['options'].get('repeat_hang_timeout', rep['options'].get('call_timeout', 0)):g} s.</p>"
         f"<table><tr><th>time went to</th><th>cases</th><th>time</th><th>share</th></tr>{body}</table>"
-        f"<h3>New buckets over time</h3>{_timeline_svg(rep)}"
+        "<h3>New buckets over time</h3><p>The line counts the buckets found (a dot at each, red a crash, "
+        f"amber a hang); the grey bars are the repeats of known buckets in each {rep['repeats_over_time']['bin_s']:.0f} s "
+        f"(at most {max(rep['repeats_over_time']['counts'] or [0])}).</p>{_timeline_svg(rep)}"
         "<h3>Cases per kind</h3><p>The first case of each kind runs before any kind gets its second.</p>"
         f"<table><tr><th>kind</th><th>cases</th></tr>{kind_cells}</table>" + "".join(f"<p>{n}</p>" for n in notes)
     )
