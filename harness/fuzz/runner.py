@@ -4,8 +4,13 @@ journal, resume and reports.
     nnconform fuzz --driver X --budget 10m [--seed S] [--report-dir D] [--resume]
     nnconform fuzz --driver X --cases 300 --seed 1        (a fixed amount of work, for CI)
 
-**Cases.**  Case ``i`` of a run is :func:`nnconform.fuzz.generate.make_case` of
-``case_seed(run seed, i)``: the same seed always gives the same cases, whatever the machine.
+**Cases.**  Case ``i`` of a run is drawn by :class:`nnconform.fuzz.steer.Steering` from the run
+seed and ``i``: the first ten cases are one of each kind (the plan), later ones are drawn
+away from the known buckets' triggers (a draw predicted to repeat a known bucket is mostly put
+back).  The steering learns only from the run's findings, which the journal keeps, so the
+same seed and driver give the same cases, whatever the machine.  Once a HANG bucket is known,
+every call is first bounded by ``repeat_hang_timeout``: a repeat of a known hang costs that
+much; any other hang under it is run again under the full bound (:func:`run_bounded`).
 Each case goes through the driver host exactly as ``nnconform replay`` runs a spec example
 that must fail (:func:`nnconform.verdict.runner.run_case` with ``expect_failure``): the support query,
 then prepare and execute.  A clean error anywhere is a success; so is a model the driver
@@ -31,7 +36,8 @@ continues from the last progress line with what is left of the budget; the few c
 it are run again (their findings are not counted twice).  At the end (and again on resume)
 the artifact contract's files are written from the journal (nnconform.artifacts): one
 results row per bucket, ``summary.json``, ``report.html`` (the bucket table) and, beside them,
-``fuzz-report.json`` with every bucket's details.
+``fuzz-report.json`` with every bucket's details; the page and ``summary.json`` (``fuzz``)
+say how the budget was spent (clean cases, new buckets, shrinking, repeats, buckets over time).
 """
 
 from __future__ import annotations
@@ -1032,8 +1038,9 @@ def _binned(times: list[float], elapsed: float, bins: int = 30) -> dict:
 
 
 def budget_spent(state: "State", elapsed: float) -> dict:
-    """Where the run's time went: seconds and cases per use, and the rest (driver host
-    restarts between cases, drawing, journal), rounded for the report."""
+    """Where the run's time went: seconds and cases per use (a case's seconds include the
+    restart of a driver host it killed), and the rest (drawing cases, journal), rounded for the
+    report."""
     b = state.budget
     used = b["clean_s"] + b["new_s"] + b["repeat_s"] + b["shrink_s"]
     findings = sum(int(state.counts.get(v, 0)) for v in VERDICTS)
@@ -1139,7 +1146,7 @@ def _budget_html(rep: dict) -> str:
             b["repeats"],
             b["repeat_s"],
         ),
-        ("the rest (driver host restarts, drawing, journal)", "", b["other_s"]),
+        ("the rest (drawing cases, the draws put back among them; journal; reports)", "", b["other_s"]),
     ]
     body = "".join(
         f"<tr><td>{e(what)}</td><td>{n}</td><td>{sec:.1f} s</td><td>{100 * sec / total:.0f}%</td></tr>"
