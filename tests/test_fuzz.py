@@ -266,3 +266,19 @@ def test_case_features_name_the_malformations():
         "request:omitted-input",
     } <= f
     assert "operand:unknown-type" not in f and "graph:no-operations" not in f
+
+
+def test_a_run_stopped_while_shrinking_makes_the_bucket_on_resume(tmp_path):
+    """The journal has the finding but not its bucket (stopped while shrinking it): the
+    resumed run runs the case again and makes the bucket, counting the finding once."""
+    fz.run_fuzz(_cfg(tmp_path, TRIO, seed=TRIO_SEED, max_cases=3), out=io.StringIO(), err=io.StringIO())
+    recs = fz.read_journal(tmp_path / fz.JOURNAL)
+    first = next(r for r in recs if r["kind"] == "finding")
+    counts = {"cases": first["index"], **{v: 0 for v in fz.VERDICTS}}
+    counts[first["verdict"]] = 1
+    progress = {"kind": "progress", "next_index": first["index"], "elapsed_s": 1.0, "counts": counts}
+    (tmp_path / fz.JOURNAL).write_text(json.dumps(first) + "\n" + json.dumps(progress) + "\n")
+    assert fz.run_fuzz(_cfg(tmp_path, TRIO), resume=True, out=io.StringIO(), err=io.StringIO()) == fz.EXIT_FOUND
+    rep = json.loads((tmp_path / fz.REPORT_JSON).read_text())
+    b = next(b for b in rep["buckets"] if b["key"] == first["key"])
+    assert b["first_index"] == first["index"] and b["count"] == 1 and rep["counts"][first["verdict"]] == 1

@@ -802,9 +802,12 @@ def run_fuzz(cfg: FuzzConfig, resume: bool = False, out=None, err=None, cases=No
             state.budget["predicted_repeats_run"] += cr.predicted is not None
             if finding is None:
                 state.budget["clean_s"] += cr.duration_s
-            elif index not in state.finding_indexes:
+            elif index not in state.finding_indexes or finding.key not in state.buckets:
+                # (a finding recorded before an interruption whose bucket was never written,
+                # the run stopped while shrinking it: the bucket is made now, counted once)
+                if index not in state.finding_indexes:
+                    state.counts[finding.verdict] += 1
                 state.finding_indexes.add(index)
-                state.counts[finding.verdict] += 1
                 journal.write(
                     {
                         "kind": "finding",
