@@ -291,7 +291,9 @@ def test_stress_on_cluster_gives_the_local_verdicts(tmp_path):
 
 @needs_dask
 def test_fuzz_on_cluster_gives_the_local_buckets(tmp_path):
-    """The fragile driver's first planted bug (an OOM at case 3 of seed 111) found alike."""
+    """The fragile driver's first planted bug (an OOM at case 0 of seed 3) found alike.  Only
+    the first bucket is compared: after it, a local run steers at once while a chunk on the
+    cluster draws with the triggers known when it was sent."""
     common = [
         "fuzz",
         "--driver",
@@ -299,7 +301,7 @@ def test_fuzz_on_cluster_gives_the_local_buckets(tmp_path):
         "--cases",
         "6",
         "--seed",
-        "111",
+        "3",
         "--call-timeout",
         "2",
     ]
@@ -309,7 +311,8 @@ def test_fuzz_on_cluster_gives_the_local_buckets(tmp_path):
         assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]  # found something
         rep = json.loads((tmp_path / name / "fuzz-report.json").read_text())
         assert rep["cases"] == 6
-        got[name] = [(b["verdict"], b["key"], b["first_index"], b["count"]) for b in rep["buckets"]]
+        got[name] = [(b["verdict"], b["key"], b["first_index"]) for b in rep["buckets"]][:1]
+        assert rep["kinds"] and sum(rep["kinds"].values()) == 6
     assert got["local"] and got["local"][0][0] == "OOM" and got["cluster"] == got["local"]
 
 

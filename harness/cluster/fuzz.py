@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from pathlib import Path
 
 from nnconform.cluster.dispatch import _killed_worker, _why, worker_address
 
@@ -23,13 +24,23 @@ _LOCK = threading.Lock()
 
 
 def fuzz_chunk(
-    driver: str, call_timeout: float, mem_limit: int, slow_s: float, run_seed: int, start: int, count: int
+    driver: str,
+    call_timeout: float,
+    mem_limit: int,
+    slow_s: float,
+    run_seed: int,
+    start: int,
+    count: int,
+    steer: dict | None = None,
 ) -> dict:
-    """On a worker: cases start..start+count-1 on this worker thread's driver host."""
+    """On a worker: cases start..start+count-1 on this worker thread's driver host, drawn with
+    the coordinator's steering as it was when the chunk was sent (``steer``: triggers, the
+    known hang keys, the repeat bound, whether to steer)."""
     import os
+    import time
 
-    from nnconform.fuzz.generate import make_case
-    from nnconform.fuzz.runner import case_seed, run_one
+    from nnconform.fuzz.runner import FuzzConfig, run_bounded
+    from nnconform.fuzz.steer import Steering
     from nnconform.isolation.proxy import open_isolated
 
     key = (driver, call_timeout, mem_limit, threading.get_ident())
@@ -38,12 +49,36 @@ def fuzz_chunk(
         if dev is None:
             dev = _DEVICES[key] = open_isolated(driver, call_timeout=call_timeout, mem_limit=mem_limit)
     os.environ["NNCONFORM_CLUSTER_WORKER"] = worker_address() or "unknown"
+    steer = steer or {}
+    steering = Steering(
+        {k: frozenset(v) for k, v in steer.get("triggers", {}).items()},
+        steer.get("enabled", True),
+        dict(steer.get("confirmed", {})),
+    )
+    hang_keys = set(steer.get("hang_keys", ()))
+    cfg = FuzzConfig(
+        driver, report_dir=Path("."), seed=run_seed, call_timeout=call_timeout, mem_limit=mem_limit, slow_s=slow_s
+    )
+    cfg.repeat_hang_timeout = float(steer.get("repeat_hang_timeout", cfg.repeat_hang_timeout))
     out = []
     for i in range(start, start + count):
-        seed = case_seed(run_seed, i)
-        model, inputs = make_case(seed)
-        f = run_one(dev, model, inputs, slow_s)
-        out.append((i, seed, dataclasses.asdict(f) if f is not None else None))
+        d = steering.draw(run_seed, i)
+        t0 = time.monotonic()
+        f, short = run_bounded(dev, d.case.model, d.case.inputs, cfg, hang_keys)
+        out.append(
+            {
+                "index": i,
+                "seed": d.case.seed,
+                "kind": d.case.kind,
+                "features": sorted(d.case.features),
+                "finding": dataclasses.asdict(f) if f is not None else None,
+                "duration_s": time.monotonic() - t0,
+                "attempt": d.attempt,
+                "rejected": d.rejected,
+                "predicted": d.predicted,
+                "short_bound": short,
+            }
+        )
     return {"cases": out, "worker": worker_address()}
 
 
@@ -66,10 +101,10 @@ def lost_finding(worker: str, why: str):
 def cluster_cases(handle, chunk: int = 16, log=print):
     """A ``cases`` source for :func:`nnconform.fuzz.runner.run_fuzz` running on ``handle``."""
 
-    def source(cfg, start: int, should_stop):
+    def source(cfg, start: int, should_stop, state):
         from distributed import as_completed
 
-        from nnconform.fuzz.runner import Finding, case_seed
+        from nnconform.fuzz.runner import CaseRun, Finding
 
         kw = {"resources": dict(handle.resources)} if handle.resources else {}
         limit = max(2, 2 * handle.slots())
@@ -79,8 +114,25 @@ def cluster_cases(handle, chunk: int = 16, log=print):
         nxt, want = start, start
 
         def submit(s: int, n: int, attempt: int) -> None:
+            steer = {
+                "triggers": state.steering.as_json(),
+                "confirmed": dict(state.steering.confirmed),
+                "enabled": cfg.steer,
+                "hang_keys": sorted(state.hang_keys),
+                "repeat_hang_timeout": cfg.repeat_hang_timeout,
+            }
             fut = handle.client.submit(
-                fuzz_chunk, cfg.driver, cfg.call_timeout, cfg.mem_limit, cfg.slow_s, cfg.seed, s, n, pure=False, **kw
+                fuzz_chunk,
+                cfg.driver,
+                cfg.call_timeout,
+                cfg.mem_limit,
+                cfg.slow_s,
+                cfg.seed,
+                s,
+                n,
+                steer,
+                pure=False,
+                **kw,
             )
             flight[fut.key] = (fut, s, n, attempt)
             ac.add(fut)
@@ -106,15 +158,28 @@ def cluster_cases(handle, chunk: int = 16, log=print):
                         for i in range(s, s + n):
                             submit(i, 1, 2)
                     else:
-                        ready[s] = (case_seed(cfg.seed, s), lost_finding(w, why))
+                        # the case is drawn again here for its kind and features
+                        d = state.steering.draw(cfg.seed, s)
+                        ready[s] = CaseRun(s, d.case.seed, d.case.kind, d.case.features, lost_finding(w, why), 0.0)
                 else:
-                    for i, seed, f in res["cases"]:
-                        ready[i] = (seed, Finding(**f) if f is not None else None)
+                    for c in res["cases"]:
+                        f = c["finding"]
+                        ready[c["index"]] = CaseRun(
+                            c["index"],
+                            c["seed"],
+                            c["kind"],
+                            frozenset(c["features"]),
+                            Finding(**f) if f is not None else None,
+                            c["duration_s"],
+                            c["attempt"],
+                            c["rejected"],
+                            c["predicted"],
+                            c["short_bound"],
+                        )
                 finally:
                     fut.release()
                 while want in ready:
-                    seed, f = ready.pop(want)
-                    yield want, seed, None, None, f
+                    yield ready.pop(want)
                     want += 1
         finally:
             for fut, *_ in flight.values():
