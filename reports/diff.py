@@ -136,7 +136,8 @@ def diff_runs(rows_a: list[ResultRecord], rows_b: list[ResultRecord], a: str = "
     # replay commands are recorded relative to their report directory: shown from here
     from nnconform.reports.triage import replay_here
 
-    for c in [*out.buckets, *(c for v in out.changes.values() for c in v)]:
+    shown: list[Change | BucketChange] = [*out.buckets, *(c for v in out.changes.values() for c in v)]
+    for c in shown:
         run = (
             b
             if (isinstance(c, Change) and c.after in BAD_OUTCOMES) or (isinstance(c, BucketChange) and c.count_b)
@@ -154,15 +155,17 @@ def _seeds(rows: list[ResultRecord]) -> str:
 def _bucket_changes(rows_a: list[ResultRecord], rows_b: list[ResultRecord]) -> list[BucketChange]:
     from nnconform.reports import triage
 
-    def by_key(rows):
+    def by_key(rows: list[ResultRecord]) -> dict[tuple[str, str, str], triage.Bucket]:
         return {(b.operation, b.data_type, b.criterion): b for b in triage.buckets(rows)}
 
     ba, bb = by_key(rows_a), by_key(rows_b)
-    out = []
+    out: list[BucketChange] = []
     for key in set(ba) | set(bb):
         a, b = ba.get(key), bb.get(key)
-        replay = (b or a).replay if (b or a) is not None else ""
-        out.append(BucketChange(*key, a.count if a else 0, b.count if b else 0, replay))
+        either = b or a
+        replay = either.replay if either is not None else ""
+        op, data_type, defect = key
+        out.append(BucketChange(op, data_type, defect, a.count if a else 0, b.count if b else 0, replay))
     order = {"new": 0, "still failing": 1, "fixed": 2}
     return sorted(out, key=lambda c: (order[c.kind], -max(c.count_a, c.count_b), c.operation, c.data_type))
 
@@ -177,10 +180,10 @@ def render_text(d: RunDiff, limit: int = 50) -> str:
     ]
     if d.buckets:
         lines.append(f"\nfailure buckets ({len(d.buckets)}; cases in A -> B):")
-        for c in d.buckets[:limit]:
-            lines.append(f"  {c.kind:13s} {c.operation} {c.data_type}: {c.defect}: {c.count_a} -> {c.count_b}")
-            if c.replay:
-                lines.append(f"      {c.replay}")
+        for bc in d.buckets[:limit]:
+            lines.append(f"  {bc.kind:13s} {bc.operation} {bc.data_type}: {bc.defect}: {bc.count_a} -> {bc.count_b}")
+            if bc.replay:
+                lines.append(f"      {bc.replay}")
         if len(d.buckets) > limit:
             lines.append(f"  ... and {len(d.buckets) - limit} more buckets (see the HTML)")
     for kind in CLASSES:

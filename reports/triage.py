@@ -22,7 +22,7 @@ import shlex
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from nnconform.verdict.results import BAD_OUTCOMES, GOOD_OUTCOMES, SKIPPED_OUTCOMES, XFAIL, ResultRecord
 
@@ -196,7 +196,8 @@ CASE_SUITES = {"vectors", "generated", "random", "models", "control_flow", "stre
 def crash_signature(r: ResultRecord) -> str:
     """A CRASH or HANG as a defect: the signal (or exit status) and the innermost driver frame
     of the crashing thread's stack (``extra.stack``), else the stage it happened in."""
-    incident = r.extra.get("incident") if isinstance(r.extra.get("incident"), dict) else {}
+    got = r.extra.get("incident")
+    incident: dict[str, Any] = got if isinstance(got, dict) else {}
     sig = incident.get("signal")
     if sig:
         from nnconform.isolation.childproc import signal_name

@@ -54,7 +54,8 @@ def test_exhaustive(sweep: Sweep, nn_device, nn_session, nn_record):
     if not isinstance(got, np.ndarray) or got.shape != want.shape or got.dtype != want.dtype:
         nn_session.conclude(nn_record, outcome, case)  # no values to measure: the runner's verdict
         return
-    stats = error_stats(case.model, want, got, inputs=case.inputs)
+    given = [x for x in case.inputs if x is not None]  # a sweep gives every input
+    stats = error_stats(case.model, want, got, inputs=given)
     info.update(stats.summary())
     outcome = flush_verdict(outcome, stats)
     if outcome.outcome != FAIL or not stats.failing.size:
@@ -69,14 +70,17 @@ def test_exhaustive(sweep: Sweep, nn_device, nn_session, nn_record):
     worst = stats.worst_index
     assert worst is not None
     for subset in subsets(stats.failing, worst):
-        small = _case(sweep, [x[subset] for x in case.inputs])
+        small = _case(sweep, [x[subset] for x in given])
         again = run(nn_device, small)
         if again.outcome == PASS and again.actual is not None:
             again = flush_verdict(
-                again, error_stats(small.model, small.expected[0], again.actual[0], inputs=small.inputs)
+                again,
+                error_stats(
+                    small.model, small.expected[0], again.actual[0], inputs=[x for x in small.inputs if x is not None]
+                ),
             )
         if again.outcome == FAIL:
-            info["failing_inputs"] = [x.tolist() for x in small.inputs]
+            info["failing_inputs"] = [x.tolist() for x in small.inputs if x is not None]
             info["shrunk_to"] = int(subset.size)
             again.message = f"{head}; shrunk to {subset.size} input(s): {again.message}"
             nn_session.conclude(nn_record, again, small)

@@ -29,6 +29,7 @@ vectors use (``criteria.default_criteria``, exact where NNAPI defines the result
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -74,7 +75,7 @@ def fp32_sample(mantissas: int = 256) -> np.ndarray:
     return np.concatenate([pos, pos | np.uint32(0x80000000)]).view(np.float32)
 
 
-def fp_stratified(dtype: np.dtype, n: int) -> np.ndarray:
+def fp_stratified(dtype: type[np.floating[Any]], n: int) -> np.ndarray:
     """``n`` values spread over the whole bit-pattern line of ``dtype`` (both signs, every
     binade about equally), plus +-0, +-inf, the smallest subnormal and the largest finite."""
     dt = np.dtype(dtype)
@@ -172,6 +173,16 @@ def q_points(t: T, tier: str) -> list[tuple[float, int]]:
     return [(s, z) for s in Q_SCALES_FULL for z in (lo, mid, hi)]
 
 
+def _in_domain(op: Op, t: T, relaxed: bool) -> list[np.ndarray]:
+    """The float sweep's values of ``t`` that are in ``op``'s domain, as its one input."""
+    x = _float_values(t, relaxed)
+    return [x[domain_mask(op, x)]]
+
+
+def _all_codes(t: T) -> list[np.ndarray]:
+    return [codes(t)]
+
+
 def codes(t: T) -> np.ndarray:
     info = np.iinfo(type_info(t).dtype)
     return np.arange(info.min, info.max + 1).astype(type_info(t).dtype)
@@ -240,8 +251,8 @@ def _valid(model: Model) -> bool:
     execute it: a rescale whose multiplier is not below 1 (MUL's input product scale against
     its output scale, HARD_SWISH's input scale / 128 against its output scale, ...) fails the
     execution whatever the inputs, so NNAPI gives no result to judge there."""
-    from nnconform.errors import OpFailure
-    from nnconform.ir.validation import ValidationError, validate_model
+    from nnconform.errors import OpFailure, ValidationError
+    from nnconform.ir.validation import validate_model
     from nnconform.reference.executor import execute
 
     try:
@@ -337,7 +348,7 @@ def _unary_float_sweeps(tier: str) -> list[Sweep]:
                 tag,
                 "all" if t == F16 else "sample",
                 _unary_builder(Op.CAST, t, other, relaxed=relaxed),
-                lambda t=t, relaxed=relaxed: [(x := _float_values(t, relaxed))[domain_mask(Op.CAST, x)]],
+                functools.partial(_in_domain, Op.CAST, t, relaxed),
                 tier,
             )
         )
@@ -350,7 +361,7 @@ def _unary_float_sweeps(tier: str) -> list[Sweep]:
                         tag,
                         f"out {_q(qp)}",
                         _unary_builder(Op.QUANTIZE, t, qt, qout=qp, relaxed=relaxed),
-                        lambda t=t, relaxed=relaxed: [(x := _float_values(t, relaxed))[domain_mask(Op.QUANTIZE, x)]],
+                        functools.partial(_in_domain, Op.QUANTIZE, t, relaxed),
                         tier,
                     )
                 )
@@ -378,7 +389,7 @@ def _unary_quant_sweeps(tier: str) -> list[Sweep]:
                         _short(t),
                         f"in {_q(qin)} out {_q(qout)}",
                         _unary_builder(op, t, qin=qin, qout=qout, extra=extra),
-                        lambda t=t: [codes(t)],
+                        functools.partial(_all_codes, t),
                         tier,
                     )
                     out.append(sw)
@@ -391,7 +402,7 @@ def _unary_quant_sweeps(tier: str) -> list[Sweep]:
                         _short(t),
                         f"in {_q(qin)}",
                         _unary_builder(Op.DEQUANTIZE, t, ft, qin=qin),
-                        lambda t=t: [codes(t)],
+                        functools.partial(_all_codes, t),
                         tier,
                     )
                 )
@@ -434,7 +445,7 @@ def _binary_quant_sweeps(tier: str) -> list[Sweep]:
                             _short(t),
                             grid,
                             _binary_builder(op, t, out_t, q=qq, act=act),
-                            lambda t=t: _byte_pairs(t),
+                            functools.partial(_byte_pairs, t),
                             tier,
                         )
                     )
@@ -472,7 +483,7 @@ def _binary_float_sweeps(tier: str) -> list[Sweep]:
                     _short(t),
                     "stratified 256x256",
                     _binary_builder(op, t, out_t, act=act),
-                    lambda op=op, t=t: _float_pairs_stratified(op, t),
+                    functools.partial(_float_pairs_stratified, op, t),
                     tier,
                 )
             )
@@ -493,7 +504,7 @@ def _binary_float_sweeps(tier: str) -> list[Sweep]:
                         "fp16",
                         f"every pair, first operand chunk {c}",
                         _binary_builder(op, F16, out_t, act=act),
-                        lambda op=op, c=c: _float_pairs_chunk(op, c),
+                        functools.partial(_float_pairs_chunk, op, c),
                         tier,
                     )
                 )

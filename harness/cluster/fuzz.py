@@ -110,7 +110,7 @@ def cluster_cases(handle, chunk: int = 16, log=print):
         limit = max(2, 2 * handle.slots())
         ac = as_completed()
         flight: dict = {}  # future key -> (future, start, count, attempt)
-        ready: dict[int, tuple] = {}  # index -> (seed, Finding | None)
+        ready: dict[int, CaseRun] = {}  # index -> the case as run
         nxt, want = start, start
 
         def submit(s: int, n: int, attempt: int) -> None:

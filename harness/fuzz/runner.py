@@ -400,7 +400,7 @@ def _zeros_for(sg: Subgraph, k: int) -> np.ndarray:
 
     o = sg.operands[k] if 0 <= k < len(sg.operands) else None
     dt = _dtype(int(o.type)) if o is not None and isinstance(o.type, int) else None
-    if dt is None:
+    if o is None or dt is None:
         return np.zeros(1, np.float32)
     dims = tuple(o.dimensions)
     ok = all(0 < d <= 64 for d in dims) and int(np.prod(dims or (1,))) <= 4096

@@ -198,6 +198,7 @@ class NnSession:
     summary_path: Path
     reports: tuple[Path, Path]
     skip_gate: str
+    digest_done = False  # the digest is printed once (terminal summary and the interrupt path)
     exit_status: ExitStatus
 
     def __init__(self, config: pytest.Config):
@@ -1480,9 +1481,9 @@ def _nn_terminal_end(tr, config: pytest.Config, hidden: int = 0) -> None:
     """The last lines of a conformance run's terminal output: how many failure blocks were
     left out, the run's status, the digest and the report's path."""
     s: NnSession = config.stash[_SESSION_KEY]
-    if getattr(s, "_digest_done", False):
+    if s.digest_done:
         return
-    s._digest_done = True
+    s.digest_done = True
     if hidden:
         tr.write_line(f"nnconform: {hidden} more failures not shown here: see {s.report_dir / 'report.html'}")
     status = getattr(s, "final_status", None)
