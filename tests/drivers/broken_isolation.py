@@ -10,6 +10,7 @@ get the verdict and every other case the reference driver's outcome:
     SysExit             execute raises SystemExit(3)                   -> FAIL
     KeyboardInterrupts  execute raises KeyboardInterrupt               -> FAIL
     HangsInExecute      execute never returns                          -> HANG
+    HangsOnRelu         execute never returns on a model with RELU (not FLOOR) -> HANG
     HangsInPrepare      prepare never returns, with SIGALRM ignored    -> HANG
     Allocates30GB       execute allocates 30 GB                        -> FAIL (MemoryError)
     LyingArray          outputs are zeros in an ndarray subclass whose == is always True -> FAIL
@@ -43,15 +44,16 @@ TRIGGER = Op.FLOOR
 CHILD_SECONDS = "600"
 
 
-def _triggered(model) -> bool:
-    return any(op.type == TRIGGER for op in model.main.operations)
+def _triggered(model, trigger=TRIGGER) -> bool:
+    return any(op.type == trigger for op in model.main.operations)
 
 
 class _HostilePrepared(ReferencePreparedModel):
     hook = None
+    trigger = TRIGGER
 
     def execute(self, request, **kw) -> ExecutionResult:
-        if _triggered(self.model):
+        if _triggered(self.model, self.trigger):
             return type(self).hook(self, request, kw)
         return super().execute(request, **kw)
 
@@ -59,10 +61,15 @@ class _HostilePrepared(ReferencePreparedModel):
 class _Hostile(ReferenceDevice):
     name = "hostile"
     hook = None
+    trigger = TRIGGER
 
     def prepare(self, model, **kw):
         pm = super().prepare(model, **kw)
-        cls = type(f"{type(self).__name__}Prepared", (_HostilePrepared,), {"hook": type(self).hook})
+        cls = type(
+            f"{type(self).__name__}Prepared",
+            (_HostilePrepared,),
+            {"hook": type(self).hook, "trigger": type(self).trigger},
+        )
         return cls(pm.model)
 
 
@@ -166,6 +173,14 @@ class KeyboardInterrupts(_Hostile):
 
 class HangsInExecute(_Hostile):
     hook = _hang
+
+
+class HangsOnRelu(_Hostile):
+    """Hangs in execute on every model with a RELU: one operation, every data type and rank
+    (the capability probe quarantines it; each RELU case of the run costs one call bound)."""
+
+    hook = _hang
+    trigger = Op.RELU
 
 
 class HangsInPrepare(ReferenceDevice):
