@@ -390,6 +390,16 @@ class CapabilityCache:
         how many were probed.  Writes the file as it goes (every operation), so a run stopped
         during the probe keeps what it learnt.  ``progress(cell, operations done, operations
         to probe)`` after every cell."""
+        missing_ops, tys = self._missing(operations, types)
+        if not missing_ops:
+            return 0
+        return self._probe(missing_ops, tys, progress)
+
+    def ensure_needed(self, operations: Iterable[Op] | None = None, types: Iterable[T] | None = None) -> int:
+        """How many operations ``ensure`` would probe (0: the cache has them all)."""
+        return len(self._missing(operations, types)[0])
+
+    def _missing(self, operations, types) -> tuple[list[Op], set[T] | None]:
         from nnconform.generators.signatures import SIGNATURES
 
         ops = list(operations) if operations is not None else list(SIGNATURES)
@@ -406,8 +416,9 @@ class CapabilityCache:
                 for r in sig.ranks
             ):
                 missing_ops.append(op)
-        if not missing_ops:
-            return 0
+        return missing_ops, tys
+
+    def _probe(self, missing_ops: list[Op], tys: set[T] | None, progress) -> int:
         t0 = time.perf_counter()
         new = 0
         try:

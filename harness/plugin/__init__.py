@@ -401,7 +401,7 @@ class NnSession:
             call_timeout=self.config.getoption("nn_probe_timeout", None),
             fresh=bool(self.config.getoption("nn_reprobe", False)),
         )
-        complete = cache.data()["complete"]
+        complete = cache.ensure_needed(getattr(self, "probe_ops", None)) == 0
         say(
             f"nnconform: capability matrix of {cache.name} {cache.version}: {cache.path}"
             + (f" ({cache.stale})" if cache.stale and not complete else "")
@@ -410,7 +410,12 @@ class NnSession:
         )
         from nnconform.cli import ProbeProgress
 
-        cache.ensure(progress=ProbeProgress(say))
+        try:
+            cache.ensure(getattr(self, "probe_ops", None), progress=ProbeProgress(say))
+        except KeyboardInterrupt:
+            # the report of the stopped run says how far the probe got (cells kept in the file)
+            self.capability_text = f"probe stopped after {len(cache.cells)} cells ({cache.path.name})"
+            raise
         data = cache.data()
         s = data["summary"]
         bad = [f"{c['operation']} {c['data_type']} rank {c['rank']}" for c in data["cells"] if c["status"] == OVER]
@@ -832,6 +837,25 @@ def pytest_xdist_node_collection_finished(node, ids) -> None:
         s.write_status("running")
 
 
+def _probed_operations(items: list) -> list | None:
+    """The operations the auto probe covers: those of the selected cases (their markers), so
+    a ``-k`` selection of a few cases is not preceded by a probe of all 1,125 cells; None
+    (every operation) when a case's operations are not known from its markers (the random
+    suite's draws)."""
+    from nnconform.generators.signatures import SIGNATURES
+
+    by_marker = {marker_name(op.name): op for op in SIGNATURES}
+    ops: set = set()
+    for it in items:
+        if not _is_case(it):
+            continue
+        mine = {by_marker[m.name] for m in it.iter_markers() if m.name in by_marker}
+        if not mine:
+            return None
+        ops |= mine
+    return sorted(ops, key=lambda op: op.name)
+
+
 def _is_case(item) -> bool:
     return "nn_record" in getattr(item, "fixturenames", ())
 
@@ -846,6 +870,7 @@ def pytest_collection_modifyitems(session, config: pytest.Config, items: list) -
         items[:] = [it for it in items if not it.name.endswith("[no-variants]")]
     if not s.is_worker:
         s.planned = sum(1 for it in items if _is_case(it))
+        s.probe_ops = _probed_operations(items)
         if s.planned:
             s.open_report_dir()
     if s.last_failed:
