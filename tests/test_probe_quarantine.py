@@ -279,3 +279,18 @@ def test_a_copied_driver_directory_has_its_own_fingerprint(tmp_path):
     assert fa["files"] == fb["files"] == 1 and fa["digest"] != fb["digest"]
     assert fa == driver_fingerprint(f"{a / src.name}:HangsOnRelu", "hostile", "0.1.0")
     assert os.path.isfile(a / src.name)
+
+
+def test_the_status_line_says_at_which_stage_a_run_stopped():
+    from types import SimpleNamespace
+
+    from nnconform.plugin import _run_status
+
+    def status(stage, done, interrupted, planned=7):
+        return _run_status(SimpleNamespace(planned=planned, stage=stage), done, interrupted)
+
+    assert status("probe", 0, True) == "interrupted during the capability probe, after 0 of 7 cases"
+    assert status("collection", 0, True, planned=None) == "interrupted during collection, after 0 cases"
+    assert status("cases", 3, True) == "interrupted after 3 of 7 cases"
+    assert status("report writing", 7, False) == "complete: 7 of 7 cases"
+    assert status("cases", 3, False) == "interrupted after 3 of 7 cases", "fewer rows than planned is not complete"
