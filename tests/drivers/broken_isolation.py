@@ -27,6 +27,9 @@ NNCONFORM_HOSTILE_ON_GRAPHS=1 (inherited by driver hosts, stress sandboxes and f
 they also strike on every model of two or more operations: for the commands whose models are
 random graphs or real models (stress, fuzz, bench).  One-operation models (the liveness check
 after a crash or hang) are still served, so a test sees the incident, not a dead driver.
+NNCONFORM_HOSTILE_IN_QUERY=1 makes them strike at the start of every supported_operations,
+before the model is validated: for `fuzz`, whose malformed models are refused there, before
+any prepare or execute.
 """
 
 from __future__ import annotations
@@ -68,6 +71,14 @@ class _Hostile(ReferenceDevice):
     name = "hostile"
     hook = None
     trigger = TRIGGER
+
+    def supported_operations(self, model):
+        if os.environ.get("NNCONFORM_HOSTILE_IN_QUERY") == "1":
+            try:
+                type(self).hook(None, None, {})
+            except AttributeError:
+                pass  # the hook went on to compute an answer, with no prepared model: its harm is done
+        return super().supported_operations(model)
 
     def prepare(self, model, **kw):
         pm = super().prepare(model, **kw)
