@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import NoReturn, Sequence, cast
 
@@ -110,6 +111,8 @@ def cmd_run(a: argparse.Namespace, extra: list[str]) -> int:
             "--driver": a.driver,
             "--report-dir": a.report_dir,
             "--call-timeout": a.call_timeout,
+            "--probe-timeout": a.probe_timeout,
+            "--reprobe": a.reprobe,
             "--mem-limit": a.mem_limit,
             "--in-process": a.in_process,
             "--resume": a.resume,
@@ -954,7 +957,7 @@ def cmd_bench(a: argparse.Namespace) -> int:
 
 def cmd_probe(a: argparse.Namespace) -> int:
     """Capability probe (nnconform.cases.probe): claimed vs working per operation x type x rank."""
-    from nnconform.cases.probe import OVER, UNDER, CapabilityCache
+    from nnconform.cases.probe import CRASH, HANG, OVER, UNDER, CapabilityCache, describe_cell, summary_text
     from nnconform.errors import DriverLoadError
 
     if a.samples < 1:
@@ -975,19 +978,32 @@ def cmd_probe(a: argparse.Namespace) -> int:
         return _err(str(e))
     try:
         _say_driver(a)
-        cache = CapabilityCache(device, a.report_dir, samples=a.samples, seed=a.seed)
-        if a.force:
-            cache.cells.clear()
-            cache.probed_s = 0.0
+        cache = CapabilityCache(
+            device,
+            a.report_dir,
+            samples=a.samples,
+            seed=a.seed,
+            driver_spec=a.driver,
+            call_timeout=a.probe_timeout,
+            fresh=a.force or a.reprobe,
+        )
         print(
-            f"nnconform: probing {cache.name} {cache.version} ({a.samples} model(s) per cell, seed {a.seed}); "
-            f"matrix: {cache.path}",
+            f"nnconform: probing {cache.name} {cache.version} ({a.samples} model(s) per cell, seed {a.seed}, "
+            f"each call bounded by {a.probe_timeout:g} s); matrix: {cache.path}"
+            + (f" ({cache.stale}: probing again)" if cache.stale else ""),
             flush=True,
         )
-        probed = cache.ensure(ops)
+        with _interrupt_on_termination():
+            probed = cache.ensure(ops, progress=ProbeProgress(print))
         if not probed:
             cache.write()  # rewrite the Markdown from the cached cells
         data = cache.data()
+    except KeyboardInterrupt:
+        print(
+            f"nnconform: probe interrupted; the cells probed so far are in {cache.path}",
+            file=sys.stderr,
+        )
+        return EXIT_INCOMPLETE
     except OSError as e:
         from nnconform.artifacts.reportdir import describe_os_error
 
@@ -996,18 +1012,47 @@ def cmd_probe(a: argparse.Namespace) -> int:
         if getattr(device, "isolated", False):
             device.close()
     s = data["summary"]
-    print(
-        f"{len(data['cells'])} cells ({probed} probed now, {data['seconds']} s of probing): "
-        + ", ".join(f"{v} {k}" for k, v in s.items())
-    )
+    print(f"{len(data['cells'])} cells ({probed} probed now, {data['seconds']} s of probing): " + summary_text(s))
     for c in data["cells"]:
-        if c["status"] in (OVER, UNDER):
+        if c["status"] in (OVER, UNDER, CRASH, HANG):
+            msg = describe_cell(c) if c["status"] in (CRASH, HANG) else c["message"]
             print(
                 f"  {c['status']}: {c['operation']} {c['data_type']} rank {c['rank']}"
-                + (f" ({c['message'][:120]})" if c["message"] else "")
+                + (f" ({msg[:160]})" if msg else "")
             )
     print(f"nnconform: capability matrix written to {cache.path} and {cache.path.parent / 'capabilities.md'}")
-    return EXIT_FAIL if s[OVER] else 0
+    return EXIT_FAIL if s[OVER] or s[CRASH] or s[HANG] else 0
+
+
+class ProbeProgress:
+    """The probe's progress, as lines: at most one every ``every`` seconds, and at once for a
+    cell that crashed or hung (the one the user is waiting on)."""
+
+    def __init__(self, write, every: float = 2.0):
+        self.write, self.every = write, every
+        self.last = time.monotonic()
+        self.cells = self.incidents = 0
+
+    def __call__(self, cell, done_ops: int, total_ops: int) -> None:
+        from nnconform.cases.probe import CRASH, HANG, _status
+
+        self.cells += 1
+        status = cell.status if cell.status else _status(cell)
+        now = time.monotonic()
+        if status in (CRASH, HANG):
+            self.incidents += 1
+            self.write(
+                f"nnconform: probe: {cell.incident} in {cell.operation} {cell.data_type} rank {cell.rank} "
+                f"({cell.message[:120]}); {cell.operation} {cell.data_type} quarantined"
+            )
+        elif now - self.last >= self.every:
+            self.write(
+                f"nnconform: probe: operation {done_ops + 1} of {total_ops} ({cell.operation}), "
+                f"{self.cells} cells, {self.incidents} quarantined"
+            )
+        else:
+            return
+        self.last = now
 
 
 # ---- stress ------------------------------------------------------------------------------
@@ -1367,12 +1412,12 @@ def build_parser() -> argparse.ArgumentParser:
     pb = sub.add_parser(
         "probe",
         help="capability probe: what the driver claims vs what works, per operation "
-        "x data type x rank (exit 1 on an over-claim)",
+        "x data type x rank (exit 1 on an over-claim, a crash or a hang)",
     )
     add_options(pb, "probe")
     pb.add_argument("--samples", type=int, default=2, help="one-operation models per cell (default 2)")
     pb.add_argument("--ops", help="only these operations, comma-separated (default: every covered one)")
-    pb.add_argument("--force", action="store_true", help="probe again even if the matrix is cached")
+    pb.add_argument("--force", action="store_true", help="the same as --reprobe")
     st = sub.add_parser("stress", help="MLTS-style crash tests and random graphs in subprocess sandboxes")
     add_options(st, "stress")
     st.add_argument("--tests", action="append", help="comma-separated stress tests (default: all; see --list)")

@@ -199,6 +199,22 @@ OPTIONS: dict[str, SharedOption] = {
             pytest_name="--nn-call-timeout",
         ),
         SharedOption(
+            "--probe-timeout",
+            DURATION,
+            "how long one driver call of the capability probe may take before its operation and data type "
+            "are quarantined as a HANG (default 5s: the probe's models have one tiny operation)",
+            default=5.0,
+            metavar="DURATION",
+            pytest_name="--nn-probe-timeout",
+        ),
+        SharedOption(
+            "--reprobe",
+            FLAG,
+            "probe the driver again instead of reusing the capability matrix cached in --report-dir "
+            "(a cached matrix is reused only for the same driver files, version, harness and probe settings)",
+            pytest_name="--nn-reprobe",
+        ),
+        SharedOption(
             "--mem-limit",
             SIZE,
             "memory limit (RLIMIT_AS) of each driver host or stress worker: 4G, 512M, 0 for none (default 4G)",
@@ -302,6 +318,8 @@ COMMAND_OPTIONS: dict[str, tuple[str, ...]] = {
         "--report-dir",
         "--seed",
         "--call-timeout",
+        "--probe-timeout",
+        "--reprobe",
         "--mem-limit",
         "--workers",
         "--resume",
@@ -311,7 +329,16 @@ COMMAND_OPTIONS: dict[str, tuple[str, ...]] = {
         "--worker-resources",
     ),
     "replay": ("--driver", "--call-timeout", "--mem-limit", "--in-process"),
-    "probe": ("--driver", "--report-dir", "--seed", "--call-timeout", "--mem-limit", "--in-process"),
+    "probe": (
+        "--driver",
+        "--report-dir",
+        "--seed",
+        "--call-timeout",
+        "--probe-timeout",
+        "--reprobe",
+        "--mem-limit",
+        "--in-process",
+    ),
     "stress": (
         "--driver",
         "--report-dir",

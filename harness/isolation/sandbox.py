@@ -57,6 +57,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -483,6 +484,37 @@ def _after_case(out: Verdict, deaths: list[str], procs: list[str], shm: list[str
     return out
 
 
+def _judges() -> dict[tuple[str, str], Any]:
+    """The functions and classes of every nnconform module loaded now, the comparison and the
+    reference executor among them (imported first): a driver runs in the stress worker's own
+    process, and one that replaces them (``criteria.compare = always_pass``) would judge its
+    own cases.  Taken before the driver loads; _restore_judges puts back what it replaced."""
+    import nnconform.reference.executor  # noqa: F401  (the judges, loaded before the driver)
+    import nnconform.verdict.criteria  # noqa: F401
+    import nnconform.verdict.runner  # noqa: F401
+
+    snap: dict[tuple[str, str], Any] = {}
+    for name, mod in list(sys.modules.items()):
+        if mod is None or not (name == "nnconform" or name.startswith("nnconform.")):
+            continue
+        for attr, v in list(vars(mod).items()):
+            if isinstance(v, (types.FunctionType, type)):
+                snap[(name, attr)] = v
+    return snap
+
+
+def _restore_judges(snap: dict[tuple[str, str], Any]) -> list[str]:
+    """The names of snapshot functions or classes that were replaced or removed since (each put
+    back)."""
+    changed = []
+    for (name, attr), v in snap.items():
+        mod = sys.modules.get(name)
+        if mod is not None and vars(mod).get(attr) is not v:
+            changed.append(f"{name}.{attr}")
+            setattr(mod, attr, v)
+    return changed
+
+
 def _worker_main(argv: list[str]) -> int:
     import traceback
 
@@ -502,6 +534,7 @@ def _worker_main(argv: list[str]) -> int:
     from nnconform.driver.loader import load_driver
     from nnconform.errors import NnError
 
+    judges = _judges()
     try:
         device = load_driver(a.driver)
     except NnError as e:
@@ -524,6 +557,7 @@ def _worker_main(argv: list[str]) -> int:
         deaths_mark = thread_deaths.mark()
         t1 = time.perf_counter()
         recycle = False
+        tampered = _restore_judges(judges)  # (replaced while loading, or after the last case)
         try:
             out = _resolve(msg["target"])(ctx, **msg.get("kwargs", {}))
             if not isinstance(out, Verdict):
@@ -545,6 +579,13 @@ def _worker_main(argv: list[str]) -> int:
             )
             recycle = isinstance(e, (SystemExit, KeyboardInterrupt))
         case_s = time.perf_counter() - t1
+        tampered += _restore_judges(judges)
+        if tampered:
+            text = (
+                f"the driver replaced {_n(len(tampered), 'function', 'functions')} of nnconform in the worker "
+                f"({', '.join(sorted(set(tampered))[:5])}): put back; this case's verdict cannot be trusted"
+            )
+            out = Verdict(FAILURE, text + (f" (case: {out.reason})" if out.reason else ""), out.extra, out.recycle)
         procs = reaper.kill_descendants(os.getpid(), keep=driver_procs)
         # New /dev/shm entries that no process outside this worker holds are what the case
         # left.  They are named in the row and then removed, so a nightly of thousands of

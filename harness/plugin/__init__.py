@@ -19,6 +19,7 @@ writes ``results.csv`` and ``report.html`` at the end, also after Ctrl-C.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import functools
 import gc
@@ -262,15 +263,19 @@ class NnSession:
         self._device: Any = None
         self._claims: Any = None
         self.capability_text = ""
+        # How far the run got, for a report of a run stopped early: "collection", "probe"
+        # (the capability probe, during collection), "cases", "report writing".
+        self.stage = "collection"
         self._writer: ResultsWriter | None = None
         self._reportdir: ReportDir | None = None
         self.rows = 0
         self.started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
     # report directory (controlling process only) -----------------------------------------
-    def open_report_dir(self) -> None:
+    def open_report_dir(self, probe: bool = True) -> None:
         """Lock the report directory, move an earlier run's results aside (or, resuming, read
-        which cases are done) and mark the run as running.  Idempotent."""
+        which cases are done) and mark the run as running, then (``probe``) run the capability
+        probe.  Idempotent."""
         from nnconform.artifacts.reportdir import ReportDirError, acquire
         from nnconform.verdict.results import read_results
 
@@ -303,7 +308,8 @@ class NnSession:
                 if self.config.getoption("nn_last_failed") or self.config.getoption("nn_failed_first"):
                     self.last_failed = self._failed_in(self.previous)
             self.write_status("running")
-            self.auto_probe()
+            if probe:
+                self.auto_probe()
         except ReportDirError as e:
             raise pytest.UsageError(str(e)) from None
         except ValueError as e:  # a damaged journal or run.json
@@ -384,36 +390,61 @@ class NnSession:
         return self._device
 
     def auto_probe(self) -> None:
-        """At the start of a run: the capability matrix of this driver version, from the
-        report directory's cache or probed now (nnconform.cases.probe).  Off with --no-probe or
-        NNCONFORM_AUTO_PROBE=0 (the harness's own tests set it: a full probe costs 20-30 s)."""
+        """At the start of a run: the capability matrix of this driver, from the report
+        directory's cache (same driver files, version and probe settings) or probed now, each
+        call bounded by --probe-timeout, a crashing or hanging operation quarantined
+        (nnconform.cases.probe).  Off with --no-probe or NNCONFORM_AUTO_PROBE=0 (the harness's
+        own tests set it: a full probe costs 20-30 s); --reprobe ignores the cache."""
         if self.config.getoption("nn_no_probe", False) or os.environ.get("NNCONFORM_AUTO_PROBE", "1") == "0":
             return
-        from nnconform.cases.probe import OVER, UNDER, CapabilityCache
+        from nnconform.cases.probe import CRASH, HANG, OVER, UNDER, CapabilityCache, summary_text
 
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
-        cache = CapabilityCache(self.device, self.report_dir)
-        if tr is not None:
-            tr.write_line(
-                f"nnconform: capability matrix of {cache.name} {cache.version}: {cache.path}"
-                + ("" if cache.data()["complete"] else " (probing now)")
-            )
-        cache.ensure()
+        say = tr.write_line if tr is not None else (lambda line: None)
+        self.stage = "probe"
+        self.write_status("running: capability probe")
+        cache = CapabilityCache(
+            self.device,
+            self.report_dir,
+            driver_spec=self.driver_spec,
+            call_timeout=self.config.getoption("nn_probe_timeout", None),
+            fresh=bool(self.config.getoption("nn_reprobe", False)),
+        )
+        complete = cache.ensure_needed(getattr(self, "probe_ops", None)) == 0
+        say(
+            f"nnconform: capability matrix of {cache.name} {cache.version}: {cache.path}"
+            + (f" ({cache.stale})" if cache.stale and not complete else "")
+            + ("" if complete else f" (probing now, each call bounded by {cache.call_timeout:g} s)")
+            + (f" (made {cache.created})" if complete and cache.created else "")
+        )
+        from nnconform.cli import ProbeProgress
+
+        try:
+            cache.ensure(getattr(self, "probe_ops", None), progress=ProbeProgress(say))
+        except KeyboardInterrupt:
+            # the report of the stopped run says how far the probe got (cells kept in the file)
+            self.capability_text = f"probe stopped after {len(cache.cells)} cells ({cache.path.name})"
+            raise
         data = cache.data()
         s = data["summary"]
         bad = [f"{c['operation']} {c['data_type']} rank {c['rank']}" for c in data["cells"] if c["status"] == OVER]
+        stuck = [
+            f"{c['operation']} {c['data_type']} ({c['incident']})"
+            for c in data["cells"]
+            if c["status"] in (CRASH, HANG)
+        ]
         self.capability_text = (
-            ", ".join(f"{v} {k}" for k, v in s.items())
+            summary_text(s)
             + f" ({cache.path.name}"
+            + (f", made {cache.created}" if cache.created else "")
             + (f"; over-claims: {', '.join(bad[:8])}" if bad else "")
+            + (f"; crashed or hung in the probe: {', '.join(stuck[:8])}" if stuck else "")
             + ")"
         )
-        if tr is not None:
-            tr.write_line(f"nnconform: capabilities: {self.capability_text}")
-            if s[UNDER]:
-                tr.write_line(
-                    f"nnconform: {s[UNDER]} under-claimed cell(s): see {cache.path.parent / 'capabilities.md'}"
-                )
+        say(f"nnconform: capabilities: {self.capability_text}")
+        if s[UNDER]:
+            say(f"nnconform: {s[UNDER]} under-claimed cell(s): see {cache.path.parent / 'capabilities.md'}")
+        self.stage = "collection"
 
     def claims(self):
         """What the driver claims per operation x type x rank (nnconform.cases.probe.ClaimCache),
@@ -845,6 +876,25 @@ def pytest_xdist_node_collection_finished(node, ids) -> None:
         s.write_status("running")
 
 
+def _probed_operations(items: list) -> list | None:
+    """The operations the auto probe covers: those of the selected cases (their markers), so
+    a ``-k`` selection of a few cases is not preceded by a probe of all 1,125 cells; None
+    (every operation) when a case's operations are not known from its markers (the random
+    suite's draws)."""
+    from nnconform.generators.signatures import SIGNATURES
+
+    by_marker = {marker_name(op.name): op for op in SIGNATURES}
+    ops: set = set()
+    for it in items:
+        if not _is_case(it):
+            continue
+        mine = {by_marker[m.name] for m in it.iter_markers() if m.name in by_marker}
+        if not mine:
+            return None
+        ops |= mine
+    return sorted(ops, key=lambda op: op.name)
+
+
 def _is_case(item) -> bool:
     return "nn_record" in getattr(item, "fixturenames", ())
 
@@ -859,6 +909,7 @@ def pytest_collection_modifyitems(session, config: pytest.Config, items: list) -
         items[:] = [it for it in items if not it.name.endswith("[no-variants]")]
     if not s.is_worker:
         s.planned = sum(1 for it in items if _is_case(it))
+        s.probe_ops = _probed_operations(items)
         if s.planned:
             s.open_report_dir()
     if s.last_failed:
@@ -975,6 +1026,14 @@ def nn_record(request: pytest.FixtureRequest) -> dict:
     rec: dict[str, Any] = _new_record()
     request.node.stash[_PHASES_KEY] = {"record": rec, "reports": []}
     return rec
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Collection (and the capability probe in it) is over: from here a stop is "during cases"."""
+    s: NnSession | None = session.config.stash.get(_SESSION_KEY, None)
+    if s is not None:
+        s.stage = "cases"
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -1248,7 +1307,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
             out["nn_not_claimed"] = s.not_claimed
         return
     if s._reportdir is None:
-        return  # no conformance case in this pytest run
+        if not (exitstatus == pytest.ExitCode.INTERRUPTED and _names_nnconform_options(session.config)):
+            return  # no conformance case in this pytest run
+        try:  # a conformance run stopped during collection: its report says so
+            s.open_report_dir(probe=False)
+        except pytest.UsageError:
+            return  # (the directory is another run's, or unusable: nothing of ours to report)
     from nnconform.artifacts.reportdir import describe_os_error
     from nnconform.verdict.results import read_results
 
@@ -1262,46 +1326,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
         s.status_line = f"nnconform: cannot read the results journal: {e}"
         return
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or session.shouldstop or session.shouldfail
-    planned = s.planned
-    if planned is not None and done >= planned and not interrupted:
-        status = f"complete: {done} of {planned} cases"
-    elif planned is None:
-        status = f"interrupted after {done} cases" if interrupted else f"complete: {done} cases"
-    else:
-        status = f"interrupted after {done} of {planned} cases"
-    s.final_status, s.final_counts = status, counts
+    status = _run_status(s, done, interrupted)
     s.warnings.extend(_stale_expectations(s, rows))
     try:
-        s.write_status(status, done)
-        if done:
-            from nnconform.reports import build_reports
-            from nnconform.reports.summary import build_summary, write_summary
-
-            meta = dict(s.meta(), status=status)
-            s.rows_read = rows
-            summary = build_summary(rows, meta)
-            s.summary_path = write_summary(s.report_dir, rows, meta, summary=summary)
-            history = None
-            if session.config.getoption("nn_history"):
-                from nnconform.reports.history import append_history, read_history
-
-                try:
-                    append_history(session.config.getoption("nn_history"), summary)
-                    history = read_history(session.config.getoption("nn_history"))
-                except OSError as e:
-                    # the history is an extra: the run's own reports are written all the same
-                    s.warnings.append(
-                        f"nnconform: --history: {describe_os_error(e, Path(session.config.getoption('nn_history')))}"
-                    )
-            # The coverage table describes the reference executor; show it on reference runs.
-            s.reports = build_reports(
-                s.report_dir, meta=meta, with_coverage=s.driver_spec == "reference", history=history, records=rows
-            )
-            _finish_ci(session, s, summary)
-        # The exit status is decided here, from the outcomes, and recorded: `nnconform run`
-        # reads it from run.json rather than working it out again.
-        s.exit_status = _exit_status(session, s, status, counts)
-        s.write_status(status, done, exit_status=int(s.exit_status))
+        s.stage = "report writing"
+        try:
+            _write_run_reports(session, s, status, done, rows, counts)
+        except KeyboardInterrupt:
+            # Stopped while writing the reports: write them again, saying so, with the stop
+            # signals held back meanwhile (they stay pending, and are acted on after), so that
+            # report.html and summary.json exist and are whole.
+            status = _run_status(s, done, True) + " (stopped while the reports were written)"
+            with _signals_held():
+                _write_run_reports(session, s, status, done, rows, counts)
     except OSError as e:
         s.status_line = f"nnconform: {describe_os_error(e, s.report_dir)}; rows already in results.jsonl are valid"
 
@@ -1322,6 +1359,80 @@ def _stale_expectations(s: NnSession, rows: list) -> list[str]:
         if not any(rx.match(t) for t in ids):
             out.append(f"nnconform: --expected-failures: {e.pattern!r} matches no case of this run ({e.reason})")
     return out
+
+
+_STAGE_WORDS = {"collection": "during collection", "probe": "during the capability probe", "cases": ""}
+
+
+def _run_status(s: NnSession, done: int, interrupted: bool) -> str:
+    """run.json's and the reports' status line: complete, or how far an interrupted run got."""
+    planned = s.planned
+    if not interrupted and (planned is None or done >= planned):
+        return f"complete: {done} of {planned} cases" if planned is not None else f"complete: {done} cases"
+    where = _STAGE_WORDS.get(s.stage, "")
+    return (
+        "interrupted "
+        + (f"{where}, " if where else "")
+        + (f"after {done} of {planned} cases" if planned is not None else f"after {done} cases")
+    )
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """The stop signals blocked in this thread while inside; a pending one is delivered, and
+    its KeyboardInterrupt dropped, on the way out (the run has already stopped and said so)."""
+    import signal
+
+    from nnconform.isolation.interrupts import STOP_SIGNALS
+
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        except KeyboardInterrupt:
+            pass  # a second stop request for a run that is already stopping: nothing left to stop
+
+
+def _write_run_reports(session: pytest.Session, s: NnSession, status: str, done: int, rows, counts) -> None:
+    """run.json, summary.json, results.csv and report.html of the run, also when no case ran
+    (stopped in collection or in the probe: the report says how far the run got)."""
+    s.final_status, s.final_counts = status, counts
+    s.write_status(status, done)
+    from nnconform.reports import build_reports
+    from nnconform.reports.summary import build_summary, write_summary
+
+    meta = dict(s.meta(), status=status)
+    s.rows_read = rows
+    summary = build_summary(rows, meta)
+    s.summary_path = write_summary(s.report_dir, rows, meta, summary=summary)
+    history = None
+    if session.config.getoption("nn_history"):
+        from nnconform.reports.history import append_history, read_history
+
+        try:
+            append_history(session.config.getoption("nn_history"), summary)
+            history = read_history(session.config.getoption("nn_history"))
+        except OSError as e:
+            # the history is an extra: the run's own reports are written all the same
+            from nnconform.artifacts.reportdir import describe_os_error
+
+            s.warnings.append(
+                f"nnconform: --history: {describe_os_error(e, Path(session.config.getoption('nn_history')))}"
+            )
+    # The coverage table describes the reference executor; show it on reference runs.
+    s.reports = build_reports(
+        s.report_dir, meta=meta, with_coverage=s.driver_spec == "reference", history=history, records=rows
+    )
+    _finish_ci(session, s, summary)
+    # The exit status is decided here, from the outcomes, and recorded: `nnconform run`
+    # reads it from run.json rather than working it out again.
+    s.exit_status = _exit_status(session, s, status, counts)
+    s.write_status(status, done, exit_status=int(s.exit_status))
 
 
 def _exit_status(session: pytest.Session, s: NnSession, status: str, counts: dict) -> ExitStatus:

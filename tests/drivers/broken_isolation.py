@@ -10,6 +10,7 @@ get the verdict and every other case the reference driver's outcome:
     SysExit             execute raises SystemExit(3)                   -> FAIL
     KeyboardInterrupts  execute raises KeyboardInterrupt               -> FAIL
     HangsInExecute      execute never returns                          -> HANG
+    HangsOnRelu         execute never returns on a model with RELU (not FLOOR) -> HANG
     HangsInPrepare      prepare never returns, with SIGALRM ignored    -> HANG
     Allocates30GB       execute allocates 30 GB                        -> FAIL (MemoryError)
     LyingArray          outputs are zeros in an ndarray subclass whose == is always True -> FAIL
@@ -22,7 +23,14 @@ get the verdict and every other case the reference driver's outcome:
                         outputs where it can make them writable (all cases; behind the host
                         they are read-only pool views it cannot)  -> same as reference
 
-Name them as ``tests/drivers/broken_isolation.py:Segfault``.
+Name them as ``tests/drivers/broken_isolation.py:Segfault``.  With the environment variable
+NNCONFORM_HOSTILE_ON_GRAPHS=1 (inherited by driver hosts, stress sandboxes and fuzz workers)
+they also strike on every model of two or more operations: for the commands whose models are
+random graphs or real models (stress, fuzz, bench).  One-operation models (the liveness check
+after a crash or hang) are still served, so a test sees the incident, not a dead driver.
+NNCONFORM_HOSTILE_IN_QUERY=1 makes them strike at the start of every supported_operations,
+before the model is validated: for `fuzz`, whose malformed models are refused there, before
+any prepare or execute.
 """
 
 from __future__ import annotations
@@ -44,15 +52,18 @@ TRIGGER = Op.FLOOR
 CHILD_SECONDS = "600"
 
 
-def _triggered(model) -> bool:
-    return any(op.type == TRIGGER for op in model.main.operations)
+def _triggered(model, trigger=TRIGGER) -> bool:
+    if os.environ.get("NNCONFORM_HOSTILE_ON_GRAPHS") == "1" and len(model.main.operations) >= 2:
+        return True
+    return any(op.type == trigger for op in model.main.operations)
 
 
 class _HostilePrepared(ReferencePreparedModel):
     hook = None
+    trigger = TRIGGER
 
     def execute(self, request, **kw) -> ExecutionResult:
-        if _triggered(self.model):
+        if _triggered(self.model, self.trigger):
             return type(self).hook(self, request, kw)
         return super().execute(request, **kw)
 
@@ -60,10 +71,23 @@ class _HostilePrepared(ReferencePreparedModel):
 class _Hostile(ReferenceDevice):
     name = "hostile"
     hook = None
+    trigger = TRIGGER
+
+    def supported_operations(self, model):
+        if os.environ.get("NNCONFORM_HOSTILE_IN_QUERY") == "1":
+            try:
+                type(self).hook(None, None, {})
+            except AttributeError:
+                pass  # the hook went on to compute an answer, with no prepared model: its harm is done
+        return super().supported_operations(model)
 
     def prepare(self, model, **kw):
         pm = super().prepare(model, **kw)
-        cls = type(f"{type(self).__name__}Prepared", (_HostilePrepared,), {"hook": type(self).hook})
+        cls = type(
+            f"{type(self).__name__}Prepared",
+            (_HostilePrepared,),
+            {"hook": type(self).hook, "trigger": type(self).trigger},
+        )
         return cls(pm.model)
 
 
@@ -167,6 +191,14 @@ class KeyboardInterrupts(_Hostile):
 
 class HangsInExecute(_Hostile):
     hook = _hang
+
+
+class HangsOnRelu(_Hostile):
+    """Hangs in execute on every model with a RELU: one operation, every data type and rank
+    (the capability probe quarantines it; each RELU case of the run costs one call bound)."""
+
+    hook = _hang
+    trigger = Op.RELU
 
 
 class HangsInPrepare(ReferenceDevice):
