@@ -97,6 +97,11 @@ def _incident(e: BaseException) -> str:
     return str(e.verdict) if isinstance(e, HostIncident) else ""
 
 
+def _per_cell(progress: Callable[[Cell, int, int], None], done: int, total: int) -> Callable[[Cell], None]:
+    """The probe's per-cell callback, telling ``progress`` how many operations are done."""
+    return lambda c: progress(c, done, total)
+
+
 class _Incident(Exception):
     def __init__(self, kind: str, claimed: bool, message: str):
         super().__init__(message)
@@ -430,7 +435,7 @@ class CapabilityCache:
                     operations=[op],
                     types=tys,
                     call_timeout=self.call_timeout,
-                    progress=(lambda c, i=i: progress(c, i, len(missing_ops))) if progress else None,
+                    progress=_per_cell(progress, i, len(missing_ops)) if progress else None,
                 )
                 for c in cells:
                     key = (c.operation, c.data_type, c.rank)

@@ -40,6 +40,7 @@ from nnconform.verdict.outcome import ExitStatus, Outcome
 
 if TYPE_CHECKING:
     from nnconform.artifacts.reportdir import ReportDir
+    from nnconform.ir import OperationType
     from nnconform.isolation.proxy import IsolatedDevice
     from nnconform.verdict.results import ResultRecord, ResultsWriter
     from nnconform.verdict.runner import Case, CaseOutcome
@@ -200,6 +201,7 @@ class NnSession:
     reports: tuple[Path, Path]
     skip_gate: str
     digest_done = False  # the digest is printed once (terminal summary and the interrupt path)
+    probe_ops: list[OperationType] | None = None  # the operations the auto probe covers (None: all)
     exit_status: ExitStatus
 
     def __init__(self, config: pytest.Config):
@@ -420,7 +422,7 @@ class NnSession:
         from nnconform.cli import ProbeProgress
 
         try:
-            cache.ensure(getattr(self, "probe_ops", None), progress=ProbeProgress(say))
+            cache.ensure(self.probe_ops, progress=ProbeProgress(say))
         except KeyboardInterrupt:
             # the report of the stopped run says how far the probe got (cells kept in the file)
             self.capability_text = f"probe stopped after {len(cache.cells)} cells ({cache.path.name})"
@@ -876,7 +878,7 @@ def pytest_xdist_node_collection_finished(node, ids) -> None:
         s.write_status("running")
 
 
-def _probed_operations(items: list) -> list | None:
+def _probed_operations(items: list) -> list[OperationType] | None:
     """The operations the auto probe covers: those of the selected cases (their markers), so
     a ``-k`` selection of a few cases is not preceded by a probe of all 1,125 cells; None
     (every operation) when a case's operations are not known from its markers (the random
@@ -1325,7 +1327,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
     except (OSError, ValueError) as e:
         s.status_line = f"nnconform: cannot read the results journal: {e}"
         return
-    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or session.shouldstop or session.shouldfail
+    interrupted = bool(exitstatus == pytest.ExitCode.INTERRUPTED or session.shouldstop or session.shouldfail)
     status = _run_status(s, done, interrupted)
     s.warnings.extend(_stale_expectations(s, rows))
     try:
