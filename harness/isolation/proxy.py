@@ -647,13 +647,15 @@ def _decode_pooled(
 
 
 def _explain_fault(e: HostCrash, placement: pools.Placement) -> HostCrash:
-    """A host killed by SIGSEGV/SIGBUS while its inputs were mapped read-only: say so."""
+    """A host killed by SIGSEGV/SIGBUS while its inputs were mapped read-only: say that a
+    write to an input is one possible cause.  Only possible: the fault's address is not known
+    here, and a driver that faults elsewhere (a null pointer) dies the same way."""
     if not placement.inputs or e.details.get("signal") not in (7, 11):
         return e
     which = ", ".join(str(r.index) for r in placement.inputs)
     out = HostCrash(
-        f"{e} (inputs_unchanged: the driver's inputs [{which}] are mapped read-only in its host; "
-        f"a driver that writes to one faults)",
+        f"{e} (possibly inputs_unchanged: the driver's inputs [{which}] are mapped read-only in its "
+        f"host, so a write to one faults like this)",
         **e.details,
     )
     return out
