@@ -20,7 +20,7 @@ import functools
 import os
 from collections import Counter
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import jinja2
 
@@ -188,11 +188,23 @@ def _bucket_view(b: triage.Bucket) -> dict:
         "search": search,
         "replay": b.replay,
         "no_replay": b.no_replay,
-        "stack": [str(f) for f in (rep.extra.get("stack") or [])],
-        "driver_frame": str(rep.extra.get("driver_frame") or ""),
+        **_stack_parts(rep),
         "spec_path": rep.spec_path or "",
         "rows": b.rows[:CASES_PER_BUCKET],
     }
+
+
+def _stack_parts(rep: ResultRecord) -> dict[str, Any]:
+    """The crashing thread's stack with the driver's frames first: from the driver's
+    innermost frame outwards (``stack``), then what the driver had called when it died
+    (``above``: library frames such as ctypes, innermost first), so the driver's own line
+    is the first a reader sees."""
+    stack = [str(f) for f in (rep.extra.get("stack") or [])]
+    frame = str(rep.extra.get("driver_frame") or "")
+    if frame and frame in stack:
+        i = stack.index(frame)
+        return {"stack": stack[i:], "above": stack[:i], "driver_frame": frame}
+    return {"stack": stack, "above": [], "driver_frame": frame}
 
 
 def _matrix_rows(m: triage.Matrix) -> list[dict]:

@@ -312,3 +312,21 @@ def test_crash_stack_is_the_thread_in_the_driver_not_an_idle_one():
         "isolation/host.py:336 in op_execute",
     ]
     assert driver_frame(DUMP) == "acme/kernels.py:88 in conv"
+
+
+def test_the_html_shows_a_crash_stack_from_the_drivers_own_frame():
+    # a library frame the driver called (ctypes) is innermost; the driver's line comes first
+    stack = ["ctypes/__init__.py:519 in string_at", "drivers/mine.py:99 in _segfault", "drivers/mine.py:67 in execute"]
+    crash = row(
+        "generated/floor_fp32",
+        "driver host killed by SIGSEGV",
+        suite="generated",
+        ops=("FLOOR",),
+        outcome="CRASH",
+        extra={"stack": stack, "driver_frame": stack[1], "incident": {"signal": 11}},
+    )
+    html = render_html([crash], title="t")
+    block = html[html.index("crashing thread") :]
+    assert block.index("drivers/mine.py:99 in _segfault") < block.index("drivers/mine.py:67 in execute")
+    assert block.index("drivers/mine.py:67 in execute") < block.index("ctypes/__init__.py:519 in string_at")
+    assert "what that frame had called" in block
