@@ -374,3 +374,31 @@ def test_aliased_outputs_are_reported_as_aliasing(tmp_path, in_process):
 def test_the_reference_is_not_aliased(tmp_path, in_process):
     rows = _run(tmp_path, "reference", "-k", "aliased", in_process=in_process)
     assert len(rows) == 6 and all(r["outcome"] == "PASS" for r in rows), rows
+
+
+def test_an_output_that_is_a_view_of_a_pooled_input_is_not_aliasing():
+    """The harness refills a pooled input's region for the next request: a driver whose
+    output was a view of that input did nothing wrong (its values were copied out at once),
+    while a driver that overwrites its own returned arrays still is aliasing."""
+    from nnconform.ir import ModelBuilder, Request
+    from nnconform.ir import OperandType as T
+    from nnconform.ir import OperationType as Op
+    from nnconform.isolation.proxy import IsolatedDevice
+
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, (2, 3))
+    shape = b.const(T.TENSOR_INT32, (2,), np.array([3, 2], np.int32))
+    y = b.output(T.TENSOR_FLOAT32, (3, 2))
+    b.operation(Op.RESHAPE, [x, shape], [y])
+    model = b.build()
+    for driver, aliased in ((double("broken_domains", "ReshapeAsInputView"), []), (BROKEN + "AliasedOutputs", [0])):
+        dev = IsolatedDevice(driver)
+        try:
+            pm = dev.prepare(model)
+            first = pm.execute(Request.from_arrays(model, [np.arange(6, dtype=np.float32).reshape(2, 3)]))
+            second = pm.execute(Request.from_arrays(model, [np.full((2, 3), 7, np.float32)]))
+            assert first.outputs[0].ravel().tolist() == list(range(6))
+            assert second.outputs[0].ravel().tolist() == [7.0] * 6
+            assert pm.aliased_outputs == aliased, driver
+        finally:
+            dev.close()

@@ -335,14 +335,24 @@ class Host:
             return [int(n) for n in got]
         return {"malformed": repr(got)[:120]}
 
-    def _watch(self, handle: int, result: Any, reply: dict[str, Any]) -> dict[str, Any]:
+    def _watch(self, handle: int, result: Any, reply: dict[str, Any], given: Request | None = None) -> dict[str, Any]:
         """The aliasing watch.  Replies are decoded into fresh arrays on the harness side, so a
         driver that hands out its output arrays and overwrites them on the next execution
         harms no harness reference; here, in the driver's own process, that is visible: the
         arrays of this handle's previous result no longer hold what they held when returned.
         The indices of those outputs ride along with the reply as ``aliased``."""
-        # an output written in place is the pool's, which the harness refills for the next call
-        placed = [isinstance(r, dict) and r.get("how") == "inplace" for r in reply["outputs"]]
+        # An output written in place is the pool's, which the harness refills for the next call;
+        # so is an output the driver returned as a view of a pooled input (a whole-tensor SLICE,
+        # a reshape): its values were copied out at once, and the next request's inputs
+        # overwrite that region by design, not because the driver reuses its arrays.
+        pooled_inputs = [
+            a.value for a in (given.inputs if given is not None else ()) if isinstance(a.value, np.ndarray)
+        ]
+        placed = [
+            (isinstance(r, dict) and r.get("how") == "inplace")
+            or (isinstance(a, np.ndarray) and any(np.may_share_memory(a, v) for v in pooled_inputs))
+            for a, r in zip(result.outputs, reply["outputs"])
+        ]
         outs = [np.zeros(0) if p else np.asarray(a) for a, p in zip(result.outputs, placed)]
         with self.lock:
             before = self.held.get(handle)
@@ -376,8 +386,8 @@ class Host:
         kwargs: dict[str, Any],
         pool: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        result, regions, _ = self._pooled(self.get(handle).execute, request, kwargs, pool)
-        return self._watch(handle, result, _result(result, bufs, regions))
+        result, regions, given = self._pooled(self.get(handle).execute, request, kwargs, pool)
+        return self._watch(handle, result, _result(result, bufs, regions), given if regions is not None else None)
 
     def op_execute_async(
         self,
@@ -471,8 +481,8 @@ class Host:
         kwargs: dict[str, Any],
         pool: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        result, regions, _ = self._pooled(self.get(handle).execute, request, kwargs, pool)
-        return self._watch(handle, result, _result(result, bufs, regions))
+        result, regions, given = self._pooled(self.get(handle).execute, request, kwargs, pool)
+        return self._watch(handle, result, _result(result, bufs, regions), given if regions is not None else None)
 
     def op_allocate(
         self, bufs: list[bytes], desc: Any, models: list[int], input_roles: Any, output_roles: Any

@@ -443,3 +443,25 @@ class UnknownDimsUnresolved(ReferenceDevice):
     def prepare(self, model, **kw):
         super().prepare(model, **kw)
         return _UnresolvedPrepared(model)
+
+
+# -- an honest driver whose output is a view of its input --------------------------------------------
+
+
+class _InputViewPrepared(ReferencePreparedModel):
+    def execute(self, request, **kw):
+        result = super().execute(request, **kw)
+        # a RESHAPE computed as a view of the input (as numpy's reshape gives): legitimate,
+        # the values are copied into the output at once
+        view = np.asarray(request.inputs[0].value).reshape(result.outputs[0].shape)
+        return type(result)((view,), result.output_shapes, result.timing)
+
+
+class ReshapeAsInputView(ReferenceDevice):
+    """Not broken: its RESHAPE output is a view of the input the harness gave it."""
+
+    name = "reshape-as-input-view"
+
+    def prepare(self, model, **kw):
+        super().prepare(model, **kw)
+        return _InputViewPrepared(model)
