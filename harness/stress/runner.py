@@ -60,6 +60,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from nnconform.isolation.sandbox import DEFAULT_MEM_LIMIT, Sandbox, SandboxError, SandboxResult
 from nnconform.stress.progress import Progress
@@ -326,11 +327,33 @@ def replay_command(cfg: StressConfig, key: str) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def _spec_meta(
+    cfg: StressConfig, case: Case, res: SandboxResult, path: Path, name: str, replay: str, **extra: Any
+) -> dict[str, Any]:
+    """The failure metadata of a stress case's spec file (the whole graph's, or the shrunk one's
+    with ``shrunk_from``): the run and case seeds, the verdict, and both replay commands."""
+    from nnconform.ir.spec import failure_meta
+    from nnconform.ir.spec import replay_command as spec_replay
+
+    return failure_meta(
+        seed=case.seed,
+        driver=cfg.driver,
+        actual_outputs=[],
+        criterion={"verdict": res.verdict, "reason": res.reason[:500]},
+        replay=spec_replay(path, cfg.driver),
+        example=name,
+        suite=SUITE,
+        test_id=case.key,
+        run_seed=cfg.seed,
+        stress_replay=replay,
+        **extra,
+    )
+
+
 def _dump_spec(cfg: StressConfig, case: Case, res: SandboxResult, replay: str):
     """The model the case was running when it went wrong, as a spec file; (path, ops, types) or
     (None, [], []) when no single model is known (e.g. a client process died)."""
-    from nnconform.ir.spec import SpecExample, SpecFile, dump_spec, failure_meta
-    from nnconform.ir.spec import replay_command as spec_replay
+    from nnconform.ir.spec import SpecExample, SpecFile, dump_spec
     from nnconform.stress import workload as wl
 
     t = TESTS[case.test]
@@ -359,18 +382,7 @@ def _dump_spec(cfg: StressConfig, case: Case, res: SandboxResult, replay: str):
     if model is None:
         return None, [], []
     path = Path(cfg.report_dir) / SPEC_DIR / f"{case.test}-{case.index}.json"
-    meta = failure_meta(
-        seed=case.seed,
-        driver=cfg.driver,
-        actual_outputs=[],
-        criterion={"verdict": res.verdict, "reason": res.reason[:500]},
-        replay=spec_replay(path, cfg.driver),
-        example=name,
-        suite=SUITE,
-        test_id=case.key,
-        run_seed=cfg.seed,
-        stress_replay=replay,
-    )
+    meta = _spec_meta(cfg, case, res, path, name, replay)
     assert inputs is not None  # set together with model
     examples = [SpecExample(name, list(inputs), list(expected), ignored)] if expected is not None else []
     try:
@@ -411,27 +423,14 @@ def ask_claims(cfg: StressConfig, out) -> dict:
 def _dump_minimal(cfg: StressConfig, case: Case, res: SandboxResult, shrunk, replay: str) -> str | None:
     """The shrunk graph of a CRASH/HANG as a spec file of its own (what ``replay`` should run
     first); None when it cannot be written (the row keeps the full graph's spec)."""
-    from nnconform.ir.spec import SpecExample, SpecFile, dump_spec, failure_meta
-    from nnconform.ir.spec import replay_command as spec_replay
+    from nnconform.ir.spec import SpecExample, SpecFile, dump_spec
     from nnconform.reference.executor import Executor
 
     path = Path(cfg.report_dir) / SPEC_DIR / f"{case.test}-{case.index}-minimal.json"
     name = f"random_{case.params['graph']}_seed{case.params['seed']}_minimal_{shrunk.operation.lower()}"
     try:
         expected = Executor(shrunk.model).run(list(shrunk.inputs))
-        meta = failure_meta(
-            seed=case.seed,
-            driver=cfg.driver,
-            actual_outputs=[],
-            criterion={"verdict": res.verdict, "reason": res.reason[:500]},
-            replay=spec_replay(path, cfg.driver),
-            example=name,
-            suite=SUITE,
-            test_id=case.key,
-            run_seed=cfg.seed,
-            stress_replay=replay,
-            shrunk_from=shrunk.of,
-        )
+        meta = _spec_meta(cfg, case, res, path, name, replay, shrunk_from=shrunk.of)
         examples = [SpecExample(name, list(shrunk.inputs), list(expected), ())]
         dump_spec(SpecFile(shrunk.model, examples, meta), path)
     except Exception as e:  # noqa: BLE001 - a spec that cannot be written must not lose the row
