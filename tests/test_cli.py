@@ -57,6 +57,16 @@ def test_unknown_driver_is_one_line(tmp_path):
     assert r.stderr.strip().count("\n") == 0 and "unknown driver 'nosuchdriver'" in r.stderr
 
 
+def test_a_selection_of_no_case_is_a_one_line_usage_error(tmp_path):
+    """A -k that matches nothing ran nothing: exit 2 with a line saying so, not a silent 3."""
+    r = nnconform(
+        "run", "--driver", "reference", "--suite", "generated", "--report-dir", str(tmp_path / "r"),
+        "--no-probe", "--", "-k", "no_case_is_named_like_this",
+    )  # fmt: skip
+    assert r.returncode == 2, r.stdout[-2000:] + r.stderr[-2000:]
+    assert r.stderr.strip().count("\n") == 0 and "the selection holds no case" in r.stderr
+
+
 @pytest.mark.parametrize(
     "content,fragment",
     [

@@ -407,13 +407,17 @@ def _run_options(a: argparse.Namespace) -> tuple[float, int]:
 
 def _run_exit_code(report_dir: Path, pytest_code: int) -> int:
     """The exit status the plugin decided and recorded in run.json (nnconform.verdict.outcome.ExitStatus);
-    a usage error pytest reported is 2, and a run.json without one (the session ended before
-    it could decide: killed during collection, a full disk) is 3."""
+    a usage error pytest reported is 2, and so is a selection of no case at all (a ``-k`` that
+    matches nothing); a run.json without one (the session ended before it could decide: killed
+    during collection, a full disk) is 3."""
     if pytest_code in (pytest_codes().USAGE_ERROR,):
         return EXIT_USAGE
     try:
         status = json.loads((report_dir / "run.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        if pytest_code == pytest_codes().NO_TESTS_COLLECTED:
+            # Nothing ran and no report was opened: say so, rather than a silent "incomplete".
+            return _err("run: the selection holds no case (check -k / -m and --suite); nothing ran", EXIT_USAGE)
         return EXIT_INCOMPLETE if pytest_code != 0 else EXIT_OK
     code = status.get("exit_status") if isinstance(status, dict) else None
     if isinstance(code, int) and code in (EXIT_OK, EXIT_FAIL, EXIT_INCOMPLETE):
