@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from nnconform.cases.variants import KINDS, Variant, applicable, mutation_eligible, run_variant, select_mutations
+from nnconform.cases.variants import KINDS, applicable, mutation_eligible, run_variant, select_mutations
 from nnconform.cases.vectors import case_from_dict, resolve_root, vector_files
 from nnconform.isolation.proxy import open_isolated
 from nnconform.verdict.runner import Case, run
@@ -112,7 +112,9 @@ def bare_loop(tree: Path, rows: list[dict], seed: int) -> tuple[float, list[tupl
                 cache.clear()
                 case = cache[tid.split("[", 1)[0]] = case_from_dict(d, path)
             if variant is None:
-                c = Case(tid, case.model, case.inputs, case.outputs, ignored=case.ignored, expect_failure=case.expect_failure)
+                c = Case(
+                    tid, case.model, case.inputs, case.outputs, ignored=case.ignored, expect_failure=case.expect_failure
+                )
                 out = run(device, c, ignored=case.ignored)
             else:
                 out = run_variant(device, case, variant, seed=seed, mutation_cap=None)
