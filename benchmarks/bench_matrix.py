@@ -8,14 +8,16 @@ For each variant kind (and ``plain``, the sync run of test_vector) the same cell
 - **harness**: ``nnconform run --driver reference --suite vectors --variants KIND`` on a vectors
   tree holding only the sampled files, as a user runs it (a subprocess: pytest, the plugin,
   one driver host, the journal and the reports; ``-k test_vector_variant`` keeps the plain
-  runs out of a kind's row).  Its fixed cost (start-up, collection, the
-  reports) is measured by the same command with ``-k`` matching no cell, and subtracted: what
-  is left is the per-cell cost the matrix pays 538,000 times.
+  runs out of a kind's row).  Its fixed cost (start-up and collection) is measured by the
+  same command with ``-k`` matching no cell, and subtracted; that run starts no driver host
+  and writes no report, so those count in the per-cell cost, the one the matrix pays 538,000
+  times.
 - **bare loop**: in this process, one driver host (the same ``IsolatedDevice``) and a loop that
   calls ``run_variant`` (or the plain runner) on exactly the cells the harness recorded, with
   the same requests, checks and comparison, and no pytest.
 
-It prints cells/s both ways and their ratio per kind, and checks that the bare loop reached
+It prints cells/s both ways (medians of ``--repeat`` runs) and their ratio per kind, and
+checks that the bare loop reached
 the same (cell, outcome) rows as the harness.  The sampled files are drawn with ``--seed``
 (printed) from the files that have cells of the kind; nothing is asserted about speed.
 """
@@ -26,6 +28,7 @@ import argparse
 import json
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -47,15 +50,20 @@ def _kinds_of(d: dict) -> set[str]:
     return kinds | {"plain"}
 
 
-def sample_files(root: Path, kind: str, n: int, rng: random.Random) -> list[Path]:
-    having = []
+def kinds_by_file(root: Path) -> dict[Path, set[str]]:
+    """The kinds each vectors file has cells of (every file read once, for every kind)."""
+    out = {}
     for f in vector_files(root):
         try:
             cases = json.loads(f.read_text())
         except (OSError, ValueError):
             continue
-        if any(kind in _kinds_of(d) for d in cases if isinstance(d, dict)):
-            having.append(f)
+        out[f] = set().union(*(_kinds_of(d) for d in cases if isinstance(d, dict)))
+    return out
+
+
+def sample_files(kinds: dict[Path, set[str]], kind: str, n: int, rng: random.Random) -> list[Path]:
+    having = [f for f, ks in kinds.items() if kind in ks]
     return sorted(rng.sample(having, min(n, len(having))))
 
 
@@ -130,23 +138,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--files", type=int, default=6, help="vector files sampled per kind (default 6)")
     ap.add_argument("--kinds", default="plain," + ",".join(KINDS), help="comma list (default: plain and every kind)")
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each way per kind; medians are shown (default 3)")
     a = ap.parse_args(argv)
     seed = a.seed if a.seed is not None else random.SystemRandom().randrange(2**31)
     print(f"bench_matrix: seed {seed}, {a.files} file(s) per kind", flush=True)
     rng = random.Random(seed)
-    root = resolve_root(None)
+    kinds = kinds_by_file(resolve_root(None))
     table = []
     for kind in a.kinds.split(","):
-        files = sample_files(root, kind, a.files, rng)
+        files = sample_files(kinds, kind, a.files, rng)
         with tempfile.TemporaryDirectory(prefix="bench-matrix-tree-") as t:
             tree = Path(t)
             for f in files:
                 (tree / f.parent.name).mkdir(exist_ok=True)
                 shutil.copy(f, tree / f.parent.name / f.name)
-            fixed, _ = harness(tree, kind, NO_CELL, seed)
+            # medians of --repeat runs: a kind's run is a second or two, so one run is noisy
+            fixed = statistics.median(harness(tree, kind, NO_CELL, seed)[0] for _ in range(a.repeat))
             # a kind's run is its cells alone: test_vector's plain runs are the "plain" row
-            wall, rows = harness(tree, kind, None if kind == "plain" else "test_vector_variant", seed)
-            bare, got = bare_loop(tree, rows, seed)
+            runs = [
+                harness(tree, kind, None if kind == "plain" else "test_vector_variant", seed) for _ in range(a.repeat)
+            ]
+            wall, rows = statistics.median(w for w, _ in runs), runs[0][1]
+            bares = [bare_loop(tree, rows, seed) for _ in range(a.repeat)]
+            bare, got = statistics.median(b for b, _ in bares), bares[0][1]
         want = sorted((r["test_id"], r["outcome"]) for r in rows)
         same = "yes" if sorted(got) == want else f"NO ({len(set(got) ^ set(want))} differ)"
         n = len(rows)

@@ -85,7 +85,7 @@ class ExitStatus(enum.IntEnum):
 
     CLEAN = 0  # everything ran; no case failed
     FAILURES = 1  # everything ran; some case failed (or a gate such as --max-skip-ratio)
-    USAGE = 2  # bad option, unknown driver, malformed input file, busy report directory
+    USAGE = 2  # bad option, unknown driver, malformed input file, busy report directory, no case selected
     INCOMPLETE = 3  # interrupted (Ctrl-C, SIGTERM, SIGHUP), budget too short, a lost worker
 
     @classmethod
@@ -101,7 +101,8 @@ EXIT_STATUS_MEANING = {
     ExitStatus.CLEAN: "complete, no case failed",
     ExitStatus.FAILURES: "complete, some case failed (FAIL, ERROR, CRASH, HANG, XPASS, FAILURE) "
     "or a gate such as --max-skip-ratio did",
-    ExitStatus.USAGE: "usage error: bad option, unknown driver, malformed input file, busy report directory",
+    ExitStatus.USAGE: "usage error: bad option, unknown driver, malformed input file, busy report directory, "
+    "a selection of no case",
     ExitStatus.INCOMPLETE: "interrupted or incomplete: Ctrl-C, SIGTERM or SIGHUP, a budget too short "
     "for every test, a lost worker, a full disk; --resume continues",
 }
