@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,7 @@ from nnconform.cases.vector_index import VectorIndex, code_key
 from nnconform.cases.vectors import VectorCase, case_from_dict, resolve_root, vector_files
 from nnconform.ir import SHORT_TYPE_NAME, OperandType
 from nnconform.plugin import case_marks, session_of
+from nnconform.plugin.cells import cells_of, end_item, record_cell
 from nnconform.reference.ops.feature_levels import NEWEST_FEATURE_LEVEL, driver_level, folder_level
 from nnconform.verdict.runner import Case, run
 
@@ -118,7 +120,7 @@ def _ops_and_types(d: dict) -> tuple[set[str], set[str]]:
 def pytest_generate_tests(metafunc):
     if "vector" not in metafunc.fixturenames:
         return
-    if "variant" in metafunc.fixturenames:
+    if "variants" in metafunc.fixturenames:
         _generate_variants(metafunc)
         return
     try:
@@ -205,26 +207,46 @@ def _generate_variants(metafunc):
     if index is not None:
         index.save(files)
     mutations = _select_mutations(eligible, session.variants, session.seed)
+    # One item per vector, its cells run by the test one after the other, each its own row
+    # (nnconform.plugin.cells): as one item each, the cells' items cost more than the cells.
     params, ids = [], []
     for f, i, vid, raw, ops, types in light:
-        variants = [Variant(*v) for v in raw]
-        ops_types = (set(ops), set(types))
+        variants = [_variant(*v) for v in raw]
         chosen = select(variants, session.variants, session.seed, vid) + mutations.get(vid, [])
         if wanted is not None:
             chosen = [v for v in chosen if f"{vid}[{v.id}]" in wanted]
-        marks = case_marks(*ops_types) if chosen else ()
-        for v in chosen:
-            params.append(pytest.param(("case", str(f), i), v, marks=marks))
-            ids.append(f"{vid}[{v.id}]")
+        if chosen:
+            params.append(pytest.param(("case", str(f), i), tuple(chosen), marks=case_marks(set(ops), set(types))))
+            ids.append(vid)
     if not params:  # --nn-variants none (or kinds no vector has): no cells, not an empty-set SKIP
         metafunc.parametrize(
-            "vector,variant",
+            "vector,variants",
             [pytest.param(None, None, marks=pytest.mark.skip(reason="no vectors variant selected"))],
             ids=["no-variants"],
             indirect=["vector"],
         )
         return
-    metafunc.parametrize("vector,variant", params, ids=ids, indirect=["vector"])
+    metafunc.parametrize("vector,variants", params, ids=ids, indirect=["vector"])
+
+
+@functools.lru_cache(maxsize=None)
+def _variant(*fields) -> Variant:
+    """One Variant object per distinct cell kind, shared by every vector (538,000 cells)."""
+    return Variant(*fields)
+
+
+@functools.lru_cache(maxsize=None)
+def _cell_extra(v: Variant) -> dict:
+    return {"variant": v.id, "variant_kind": v.kind}
+
+
+def nn_item_cells(item) -> list | None:
+    """The cells of a test_vector_variant item (nnconform.plugin.cells): (cell id, row extras)."""
+    callspec = getattr(item, "callspec", None)
+    variants = callspec.params.get("variants") if callspec is not None else None
+    if not variants:
+        return None
+    return [(v.id, _cell_extra(v)) for v in variants]
 
 
 @pytest.fixture
@@ -241,13 +263,10 @@ def vector(request, nn_record):
         nn_record["test_id"] = f"{folder}/{Path(path).name}"
         pytest.fail(f"{path}: {what}; none of its cases ran", pytrace=False)
     d = _file_cases(path)[what]
-    # the parameter itself, not getfixturevalue: that builds a pseudo-fixture per item, a
-    # noticeable part of a cell's cost with --variants all (~530,000 items)
+    nn_record["test_id"] = f"{folder}/{d['name']}"
     callspec = getattr(request.node, "callspec", None)
-    variant = callspec.params.get("variant", PLAIN) if callspec is not None else PLAIN
-    suffix = "" if variant == PLAIN else f"[{variant.id}]"
-    nn_record["test_id"] = f"{folder}/{d['name']}{suffix}"
-    nn_record["extra"].update(variant=variant.id, variant_kind=variant.kind)
+    if callspec is None or "variants" not in callspec.params:  # test_vector: the plain cell
+        nn_record["extra"].update(variant=PLAIN.id, variant_kind=PLAIN.kind)
     try:
         case = _case(path, what)
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
@@ -291,19 +310,33 @@ def test_vector(vector, nn_device, nn_session, nn_record):
     nn_session.conclude(nn_record, outcome, as_case(case))
 
 
-def test_vector_variant(vector, variant, nn_device, nn_session, nn_record):
-    """One cell of the VTS execution matrix (nnconform.cases.variants) on one golden vector."""
+def test_vector_variant(vector, variants, nn_device, nn_session, nn_record, request):
+    """The cells of the VTS execution matrix (nnconform.cases.variants) on one golden vector,
+    one after the other, each recorded as its own row (nnconform.plugin.cells)."""
     case = vector
-    tid = f"{case.test_id}[{variant.id}]"
-    nn_record.update(test_id=tid, operations=list(case.operations), data_types=case.model.data_types())
-    # A failure's dumped spec replays the plain sync case; this reruns the cell itself.
-    nn_record["extra"]["rerun"] = (
-        f"nnconform run --driver {nn_session.driver_spec} --suite vectors --variants "
-        f"{variant.kind} --seed {nn_session.seed} -- -k '{case.name}'"
-    )
+    todo = cells_of(request.node) or {}
+    operations, data_types = list(case.operations), case.model.data_types()
     cap = MUTATIONS_PER_CELL if nn_session.variants == "rotate" else None
-    outcome = run_variant(nn_device, case, variant, seed=nn_session.seed, mutation_cap=cap)
-    nn_session.conclude(nn_record, outcome, as_case(case, tid))
+    rows = []
+    for variant in variants:
+        if variant.id not in todo:  # left out by -k, or recorded before a --resume
+            continue
+        started = time.perf_counter()
+        tid = f"{case.test_id}[{variant.id}]"
+        rec = dict(nn_record, test_id=tid, operations=operations, data_types=data_types)
+        rec["extra"] = dict(nn_record["extra"], **_cell_extra(variant))
+        # A failure's dumped spec replays the plain sync case; this reruns the cell itself.
+        rec["extra"]["rerun"] = (
+            f"nnconform run --driver {nn_session.driver_spec} --suite vectors --variants "
+            f"{variant.kind} --seed {nn_session.seed} -- -k '{tid}'"
+        )
+        outcome = run_variant(nn_device, case, variant, seed=nn_session.seed, mutation_cap=cap)
+        rows.append(
+            record_cell(
+                nn_session, request.node, variant.id, rec, outcome, as_case(case, tid), time.perf_counter() - started
+            )
+        )
+    end_item(rows)
 
 
 def as_case(vector: VectorCase, test_id: str | None = None) -> Case:

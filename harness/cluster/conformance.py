@@ -39,6 +39,7 @@ from nnconform.cluster.dispatch import (
     worker_address,
 )
 from nnconform.isolation import interrupts
+from nnconform.plugin.cells import cell_nodeid, cells_of, item_nodeid_of
 
 if TYPE_CHECKING:
     from nnconform.cluster.connect import ClusterHandle
@@ -110,7 +111,16 @@ class _Coordinator:
         from nnconform.plugin import session_of
 
         self.session, self.s = session, session_of(session.config)
-        self.items = {case_key(it.nodeid): it for it in items}
+        # case key -> (item, cell): a batched item (nnconform.plugin.cells) is one case per
+        # cell, each dispatched, streamed back and lost on its own
+        self.items: dict[str, tuple[Any, str | None]] = {}
+        for it in items:
+            cells = cells_of(it)
+            if cells is None:
+                self.items[case_key(it.nodeid)] = (it, None)
+            else:
+                for c in cells:
+                    self.items[case_key(cell_nodeid(it.nodeid, c))] = (it, c)
         self.tr = session.config.pluginmanager.get_plugin("terminalreporter")
 
     def log(self, text: str) -> None:
@@ -133,11 +143,13 @@ class _Coordinator:
         for row in rows:
             row = dict(row)
             key, spec = row.pop("_key", None), row.pop("_spec", None)
-            item = self.items.get(key)
-            if item is None or key in seen:
+            found = self.items.get(key)
+            if found is None or key in seen:
                 continue
+            item, cell = found
             extra = dict(row.get("extra") or {})
-            extra["nodeid"], extra["cluster_worker"] = item.nodeid, worker or extra.get("cluster_worker", "")
+            nodeid = item.nodeid if cell is None else cell_nodeid(item.nodeid, cell)
+            extra["nodeid"], extra["cluster_worker"] = nodeid, worker or extra.get("cluster_worker", "")
             row["extra"] = extra
             if spec and row.get("spec_path"):
                 self._place_spec(row, spec)
@@ -174,16 +186,19 @@ class _Coordinator:
         from nnconform.verdict.outcome import Outcome
         from nnconform.verdict.results import ResultRecord
 
-        item = self.items[key]
+        item, cell = self.items[key]
         s = self.s
+        nodeid = item.nodeid if cell is None else cell_nodeid(item.nodeid, cell)
         suite = Path(str(item.path)).stem.removeprefix("test_")
-        replay = (
-            f"nnconform run --driver {shlex.quote(s.driver_spec)} --suite {suite} --seed {s.seed} "
-            f"-- {shlex.quote(item.nodeid)}"
-        )
         callspec = getattr(item, "callspec", None)
         # the suites name a case <suite>/<parameter id>; the test itself never ran to say so
         test_id = f"{suite}/{callspec.id}" if callspec is not None else item.name
+        if cell is not None:
+            test_id = f"{callspec.id if callspec is not None else item.name}[{cell}]"
+        replay = (
+            f"nnconform run --driver {shlex.quote(s.driver_spec)} --suite {suite} --seed {s.seed} "
+            f"-- {shlex.quote(item.nodeid)}" + (f" -k {shlex.quote(test_id)}" if cell is not None else "")
+        )
         row = ResultRecord(
             suite=suite,
             test_id=test_id,
@@ -194,7 +209,8 @@ class _Coordinator:
             f"been queued again once ({why})",
             replay=replay,
             extra={
-                "nodeid": item.nodeid,
+                **((cells_of(item) or {}).get(cell) or {}),
+                "nodeid": nodeid,
                 "cluster_worker": worker,
                 "criterion": "crash",
                 "incident": {"cluster_worker": worker, "why": why},
@@ -202,7 +218,7 @@ class _Coordinator:
         )
         s.write_row(row)
         self._count("CRASH")
-        self.log(f"nnconform cluster: CRASH {item.nodeid}: lost with worker {worker}")
+        self.log(f"nnconform cluster: CRASH {nodeid}: lost with worker {worker}")
 
     def run(self) -> None:
         from nnconform.cluster import ClusterError
@@ -443,11 +459,15 @@ def worker_args(keys: list[str], payload: dict, report_dir: Path) -> list[str]:
     from nnconform.cli import quiet_plugins, suites_dir
 
     sd = suites_dir()
-    args = []
+    args: list[str] = []
     suites = set()
     for k in keys:
         f, _, rest = k.partition("::")
-        args.append(f"{sd / f}::{rest}")
+        # a cell's key names its batched item; the item runs the batch's cells of it only
+        # (_Rows.wanted), so each item is named once
+        arg = f"{sd / f}::{item_nodeid_of(rest) or rest}"
+        if not args or args[-1] != arg:
+            args.append(arg)
         suites.add(Path(f).stem.removeprefix("test_"))
     args += [
         "--driver",

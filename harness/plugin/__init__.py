@@ -36,6 +36,7 @@ import pytest
 
 from nnconform import __version__
 from nnconform.cli.options import add_pytest_options
+from nnconform.plugin import cells as _cells
 from nnconform.verdict.outcome import ExitStatus, Outcome
 
 if TYPE_CHECKING:
@@ -202,6 +203,7 @@ class NnSession:
     skip_gate: str
     digest_done = False  # the digest is printed once (terminal summary and the interrupt path)
     probe_ops: list[OperationType] | None = None  # the operations the auto probe covers (None: all)
+    cell_plan: Any = None  # xdist: the first worker's planned cases by suite (nnconform.plugin.cells)
     exit_status: ExitStatus
 
     def __init__(self, config: pytest.Config):
@@ -627,6 +629,15 @@ class NnSession:
         """Record a runner outcome as the case's verdict (with a dumped spec on failure).  A
         verdict other than PASS ends the test (:class:`Concluded`); pytest's report of it is
         made from the verdict (pytest_runtest_makereport), never the other way round."""
+        self.settle(record, outcome, case)
+        if outcome.outcome == "SKIP":
+            raise Concluded(record["message"])
+        if outcome.outcome in ("FAIL", "ERROR", "CRASH", "HANG"):
+            raise Concluded(record["message"] + (f"\n  replay: {record['replay']}" if record.get("replay") else ""))
+
+    def settle(self, record: dict, outcome: CaseOutcome, case: Case) -> None:
+        """Put a runner outcome in the record as the case's verdict: its message, the blamed
+        operation and a dumped spec of a failure (conclude, and a batched item's cells)."""
         from nnconform.textsafe import clean_text
 
         record["message"] = clean_text(outcome.message)[:MESSAGE_LIMIT]
@@ -636,8 +647,6 @@ class NnSession:
             # a must-reject case refused: a pass, but nothing the driver computed (the
             # headline and the matrix do not count it as computed, nnconform.reports.triage)
             record["extra"]["rejected_as_expected"] = True
-        if outcome.outcome == "SKIP":
-            raise Concluded(record["message"])
         if outcome.outcome in ("CRASH", "HANG"):
             note_incident(record, outcome.details or {})
         if outcome.outcome in ("FAIL", "ERROR", "CRASH", "HANG"):
@@ -654,7 +663,6 @@ class NnSession:
                 )
             except Exception as e:  # the verdict matters more than the dump; say why it is missing
                 record["message"] += f" (spec dump failed: {type(e).__name__}: {e})"
-            raise Concluded(record["message"] + (f"\n  replay: {record['replay']}" if record.get("replay") else ""))
 
 
 class Concluded(BaseException):
@@ -799,6 +807,7 @@ def pytest_itemcollected(item) -> None:
         return
     from nnconform.ir import SHORT_TYPE_NAME, OperandType, OperationType
 
+    _cells.declare(item)
     item.add_marker(marker_name(item.path.stem.removeprefix("test_")))
     names: set[str] = set()
     for v in getattr(getattr(item, "callspec", None), "params", {}).values():
@@ -872,7 +881,9 @@ def pytest_testnodedown(node, error) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node, ids) -> None:
     s: NnSession = node.config.stash[_SESSION_KEY]
-    planned = len(ids) + len(s.done_nodeids)
+    plan = _cells.read_plan(s, node)  # the cells of batched items, which ids do not show
+    planned = (sum(plan.values()) if plan is not None else len(ids)) + len(s.done_nodeids)
+    s.cell_plan = plan
     if s.planned is None or planned > s.planned:
         s.planned = planned
         s.write_status("running")
@@ -901,6 +912,21 @@ def _is_case(item) -> bool:
     return "nn_record" in getattr(item, "fixturenames", ())
 
 
+@pytest.hookimpl(wrapper=True, specname="pytest_collection_modifyitems")
+def pytest_collection_modifyitems_by_cell(session, config: pytest.Config, items: list):
+    """``-k`` is evaluated here, not by pytest's own hook, when a batched item (one item, a
+    row per cell: nnconform.plugin.cells) was collected: its cells are matched one by one."""
+    keyword = config.option.keyword
+    if not keyword or not keyword.strip() or not any(_cells.cells_of(it) is not None for it in items):
+        return (yield)
+    _cells.select_by_keyword(config, items, keyword.lstrip())
+    config.option.keyword = ""
+    try:
+        return (yield)
+    finally:
+        config.option.keyword = keyword
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config: pytest.Config, items: list) -> None:
     s: NnSession = config.stash[_SESSION_KEY]
@@ -910,32 +936,38 @@ def pytest_collection_modifyitems(session, config: pytest.Config, items: list) -
         config.hook.pytest_deselected(items=empty)
         items[:] = [it for it in items if not it.name.endswith("[no-variants]")]
     if not s.is_worker:
-        s.planned = sum(1 for it in items if _is_case(it))
+        s.planned = _cells.count(items)
         s.probe_ops = _probed_operations(items)
         if s.planned:
             s.open_report_dir()
     if s.last_failed:
         failed = set(s.last_failed)
         if config.getoption("nn_last_failed"):
-            rest = [it for it in items if it.nodeid not in failed]
-            if rest and len(rest) < len(items):
-                config.hook.pytest_deselected(items=rest)
-                items[:] = [it for it in items if it.nodeid in failed]
-        else:  # --nn-failed-first: a stable reorder
-            items[:] = sorted(items, key=lambda it: it.nodeid not in failed)
+            # (none of the failed cases in this selection: the selection runs)
+            if any(_has_case_in(it, failed) for it in items):
+                _cells.narrow(config, items, lambda nodeid: nodeid in failed)
+        else:  # --nn-failed-first: a stable reorder (a batched item by any failed cell)
+            items[:] = sorted(items, key=lambda it: not _has_case_in(it, failed))
         if not s.is_worker:
-            s.planned = sum(1 for it in items if _is_case(it))
+            s.planned = _cells.count(items)
     if config.getoption("nn_only_supported") and (s.is_worker or not _xdist_active(config)):
         _keep_only_supported(s, config, items)
         if not s.is_worker:
-            s.planned = sum(1 for it in items if _is_case(it))
+            s.planned = _cells.count(items)
     if s.done_nodeids:
-        done = [it for it in items if it.nodeid in s.done_nodeids]
-        if done:
-            config.hook.pytest_deselected(items=done)
-            items[:] = [it for it in items if it.nodeid not in s.done_nodeids]
+        done = s.done_nodeids
+        _cells.narrow(config, items, lambda nodeid: nodeid not in done)
+    if s.is_worker:
+        _cells.write_plan(s, items)
     if not s.is_worker:
         s.write_status("running")
+
+
+def _has_case_in(item, nodeids: set) -> bool:
+    cells = _cells.cells_of(item)
+    if cells is None:
+        return item.nodeid in nodeids
+    return any(_cells.cell_nodeid(item.nodeid, c) in nodeids for c in cells)
 
 
 def case_model(item):
@@ -1060,10 +1092,14 @@ def pytest_runtest_makereport(item: pytest.Item, call):
         verdict = _call_verdict(item, phases["record"], call, report)
         phases["record"]["call_verdict"] = verdict
         _report_from_verdict(item, report, verdict, call)
-        _apply_expectation(item, phases["record"], report)
+        if _cells.cells_of(item) is None:  # a batched item's cells meet their entries one by one
+            _apply_expectation(item, phases["record"], report)
     phases["reports"].append(report)
     if report.when == "teardown":
         row = _write_item_row(item, phases)
+        if row is None:  # a batched item: its cells' rows are written; the progress line counts them
+            report.user_properties.append(("nnconform.cells", str(len(_cells.cells_of(item) or ()))))
+            return
         # JUnit XML: every case's nnconform verdict as <property> elements of its testcase
         # (plain strings: xdist's wire format carries no enum)
         report.user_properties.extend(
@@ -1092,16 +1128,15 @@ def pytest_runtest_logreport(report) -> None:
         report.user_properties = []
 
 
-def _apply_expectation(item: pytest.Item, rec: dict, report) -> None:
-    """--expected-failures: a listed case that failed is reported as xfail (pytest's own
-    representation, so the terminal, JUnit and the exit status agree); one that passed is a
-    strict XPASS failure, or a PASS with a note when its entry is non-strict."""
-    s: NnSession = item.config.stash[_SESSION_KEY]
+def _expectation(s: NnSession, rec: dict, *, failed: bool, crashlike: bool, test_id: str = ""):
+    """--expected-failures for a finished case: ("XFAIL", entry) for a listed case that
+    failed, ("XPASS", entry) for one with a strict entry that passed, else None (a non-strict
+    entry of a case that passed is noted in the record as stale)."""
     if not s.expectations:
-        return
+        return None
     from nnconform.verdict.expectations import match
 
-    test_id = str(rec.get("test_id") or item.name)
+    test_id = str(rec.get("test_id") or test_id)
     exp = match(s.expectations, test_id)
     inherited = False
     if rec["extra"].get("variant") not in (None, "general-sync"):
@@ -1113,19 +1148,48 @@ def _apply_expectation(item: pytest.Item, rec: dict, report) -> None:
         if base is not None and (exp is None or exp is base):
             exp, inherited = base, True
     if exp is None:
-        return
+        return None
     rec["extra"]["expected_failure"] = exp.to_dict()
-    if inherited and report.passed:
-        return
-    if report.failed and rec.get("call_verdict") not in (Outcome.CRASH, Outcome.HANG):
-        report.outcome, report.wasxfail = "skipped", exp.describe()
+    if inherited and not failed:
+        return None
+    if failed and not crashlike:
         rec["expectation"] = "XFAIL"
-    elif report.passed and exp.strict:
+        return "XFAIL", exp
+    if not failed and exp.strict:
+        rec["expectation"] = "XPASS"
+        return "XPASS", exp
+    if not failed:
+        rec["extra"]["note"] = f"listed as an expected failure ({exp.pattern}) but passed: the entry is stale"
+    return None
+
+
+def expectation_for(s: NnSession, rec: dict, *, failed: bool, crashlike: bool) -> tuple[Outcome, str] | None:
+    """A batched item's cell (nnconform.plugin.cells): its row's (outcome, message) when an
+    --expected-failures entry turns it XFAIL or XPASS, else None."""
+    found = _expectation(s, rec, failed=failed, crashlike=crashlike)
+    if found is None:
+        return None
+    kind, exp = found
+    if kind == "XFAIL":
+        return Outcome.XFAIL, f"expected failure: {exp.describe()}; {rec.get('message', '')}"
+    return Outcome.XPASS, f"[XPASS(strict)] expected to fail ({exp.describe()}) but passed"
+
+
+def _apply_expectation(item: pytest.Item, rec: dict, report) -> None:
+    """--expected-failures: a listed case that failed is reported as xfail (pytest's own
+    representation, so the terminal, JUnit and the exit status agree); one that passed is a
+    strict XPASS failure, or a PASS with a note when its entry is non-strict."""
+    s: NnSession = item.config.stash[_SESSION_KEY]
+    crashlike = rec.get("call_verdict") in (Outcome.CRASH, Outcome.HANG)
+    found = _expectation(s, rec, failed=report.failed, crashlike=crashlike, test_id=item.name)
+    if found is None:
+        return
+    kind, exp = found
+    if kind == "XFAIL":
+        report.outcome, report.wasxfail = "skipped", exp.describe()
+    else:
         report.outcome = "failed"
         report.longrepr = f"[XPASS(strict)] expected to fail ({exp.describe()}) but passed"
-        rec["expectation"] = "XPASS"
-    elif report.passed:
-        rec["extra"]["note"] = f"listed as an expected failure ({exp.pattern}) but passed: the entry is stale"
 
 
 def _crash_line(report) -> str:
@@ -1212,12 +1276,38 @@ def _row_outcome(rec: dict, reports: list) -> tuple[Outcome, str]:
 
 
 def _write_item_row(item: pytest.Item, phases: dict):
-    from nnconform.textsafe import clean_text
-    from nnconform.verdict.results import ResultRecord
-
+    """The row of a finished item (tear-down): its verdict, with the driver host's incidents
+    during it; a batched item (nnconform.plugin.cells) writes the rows of the cells it did
+    not record itself and returns None."""
     session: NnSession = item.config.stash[_SESSION_KEY]
     rec = phases["record"]
     outcome, message = _row_outcome(rec, phases["reports"])
+    duration = sum(r.duration for r in phases["reports"])
+    if _cells.cells_of(item) is not None:
+        if _cells.write_unfinished(session, item, rec, outcome, message, duration) and outcome.bad:
+            _fail_teardown(phases, f"nnconform: {outcome}: {message}")
+        return None
+    row = write_case_row(session, item, rec, outcome, message, duration, item.nodeid, phases=phases)
+    return row
+
+
+def _fail_teardown(phases: dict, text: str) -> None:
+    """Make pytest's own verdict agree with the rows: an item whose case the host broke did
+    not pass.  Its call phase is already reported (to the terminal, to the xdist controller),
+    so the tear-down report, not yet sent, carries it."""
+    if not any(r.failed for r in phases["reports"]):
+        teardown = phases["reports"][-1]
+        teardown.outcome, teardown.longrepr = "failed", text
+
+
+def write_case_row(
+    session: NnSession, item, rec: dict, outcome: Outcome, message: str, duration: float, nodeid: str, phases=None
+):
+    """Write one case's row: its verdict combined with the driver host's incidents since the
+    case began (a CRASH or HANG overrides what the test concluded)."""
+    from nnconform.textsafe import clean_text
+    from nnconform.verdict.results import ResultRecord
+
     host = _host_verdict(session, item, rec)
     if host is not None:
         verdict, why = host
@@ -1229,13 +1319,9 @@ def _write_item_row(item: pytest.Item, phases: dict):
             outcome, message = Outcome.parse(verdict), why
         else:
             message = f"{message}; {why}"
-        # Make pytest's own verdict agree with the row: a case the host broke did not pass.
-        # The call phase is already reported (to the terminal, to the xdist controller), so
-        # the teardown report, not yet sent, carries it.
-        if not any(r.failed for r in phases["reports"]):
-            teardown = phases["reports"][-1]
-            teardown.outcome, teardown.longrepr = "failed", f"nnconform: {outcome}: {why}"
-    rec["extra"]["nodeid"] = item.nodeid
+        if phases is not None:
+            _fail_teardown(phases, f"nnconform: {outcome}: {why}")
+    rec["extra"]["nodeid"] = nodeid
     version = getattr(session._device, "version", None) if session._device is not None else None
     if isinstance(version, str) and version:
         rec["extra"].setdefault("driver_version", version[:200])  # nnconform diff: same driver?
@@ -1243,7 +1329,6 @@ def _write_item_row(item: pytest.Item, phases: dict):
         rec["extra"]["isolation"] = "in-process"
     suite = rec.get("suite") or Path(str(item.fspath)).stem.removeprefix("test_")
     blamed, blamed_type = _blamed(rec, outcome)
-    duration = sum(r.duration for r in phases["reports"])
     row = ResultRecord(
         suite=suite,
         test_id=rec.get("test_id") or item.name,

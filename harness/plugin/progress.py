@@ -54,10 +54,10 @@ class Estimate:
         self.one_off = 0.0  # set-up and tear-down time of the finished cases (seconds)
         self.workers = 1  # xdist workers running cases side by side
 
-    def finish(self, suite: str, duration: float, one_off: float = 0.0) -> None:
-        """A case finished: ``duration`` is its own work (its call phase), ``one_off`` the
-        set-up and tear-down around it."""
-        self.done[suite] += 1
+    def finish(self, suite: str, duration: float, one_off: float = 0.0, cases: int = 1) -> None:
+        """A case finished (or ``cases`` of them, a batched item's cells): ``duration`` is
+        their own work (the call phase), ``one_off`` the set-up and tear-down around it."""
+        self.done[suite] += cases
         self.case_time[suite] += max(0.0, duration)
         self.one_off += max(0.0, one_off)
 
@@ -110,10 +110,10 @@ class ProgressReporter:
         # (call, setup) durations of the cases in flight
         self._phase_time: dict[str, tuple[float, float]] = {}
 
-    def _plan(self, nodeids) -> None:
+    def _plan(self, planned: Counter) -> None:
         # A resumed run's recorded cases are deselected before this point (on the workers
         # too), so what is planned here is what is left to run.
-        self.estimate = Estimate(Counter(suite_of(n) for n in nodeids))
+        self.estimate = Estimate(planned)
         n = getattr(self.config.option, "numprocesses", None)
         self.estimate.workers = n if isinstance(n, int) and n > 0 else 1
         self.started = self.last_print = time.monotonic()
@@ -121,12 +121,19 @@ class ProgressReporter:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if self.estimate is None and session.items:
-            self._plan(it.nodeid for it in session.items if "nn_record" in getattr(it, "fixturenames", ()))
+            from nnconform.plugin.cells import by_suite
 
-    @pytest.hookimpl(optionalhook=True)
+            self._plan(by_suite(session.items))  # a batched item counts its cells
+
+    @pytest.hookimpl(optionalhook=True, trylast=True)
     def pytest_xdist_node_collection_finished(self, node, ids) -> None:
         if self.estimate is None:  # every worker collects the same cases: plan from the first
-            self._plan(n for n in ids if _is_suite_nodeid(n))
+            from nnconform.plugin import session_of
+
+            # the worker's plan counts a batched item's cells (nnconform.plugin.cells); read
+            # by the plugin's own hook, which runs first
+            plan = session_of(self.config).cell_plan
+            self._plan(plan if plan is not None else Counter(suite_of(n) for n in ids if _is_suite_nodeid(n)))
 
     def pytest_runtest_logreport(self, report) -> None:
         est = self.estimate
@@ -145,7 +152,9 @@ class ProgressReporter:
             self._phase_time[report.nodeid] = (call, around)
             self.current = suite
             return
-        est.finish(suite, call, around)
+        # a batched item (nnconform.plugin.cells) finished all its cells at once
+        cells = next((int(v) for k, v in report.user_properties if k == "nnconform.cells"), 1)
+        est.finish(suite, call, around, cases=max(1, cells))
         now = time.monotonic()
         if now - self.last_print >= self.interval:
             self.last_print = now
