@@ -125,8 +125,12 @@ def select_by_keyword(config: pytest.Config, items: list, expression: str) -> No
         if cells is None:
             (kept if expr.evaluate(matcher) else dropped).append(it)
             continue
-        others = set(matcher._names) - {it.name}
-        left = {c: x for c, x in cells.items() if expr.evaluate(KeywordMatcher(others | {cell_nodeid(it.name, c)}))}
+        cell_matcher = _CellMatcher(set(matcher._names) - {it.name})
+        left = {}
+        for c, x in cells.items():
+            cell_matcher.cell = cell_nodeid(it.name, c).lower()
+            if expr.evaluate(cell_matcher):
+                left[c] = x
         if left:
             it.stash[_CELLS_KEY] = left
             kept.append(it)
@@ -135,6 +139,26 @@ def select_by_keyword(config: pytest.Config, items: list, expression: str) -> No
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+class _CellMatcher:
+    """pytest's KeywordMatcher for one cell: a case-insensitive substring of one of the item's
+    names (its parents, markers, keywords) or of the cell's own name.  The item's part is
+    asked once per word for all its cells (a vector has up to a few hundred)."""
+
+    def __init__(self, names: set[str]):
+        self.names = [n.lower() for n in names]
+        self.known: dict[str, bool] = {}
+        self.cell = ""
+
+    def __call__(self, subname: str, /, **kwargs) -> bool:
+        if kwargs:
+            raise pytest.UsageError("Keyword expressions do not support call parameters.")
+        word = subname.lower()
+        hit = self.known.get(word)
+        if hit is None:
+            hit = self.known[word] = any(word in n for n in self.names)
+        return hit or word in self.cell
 
 
 # ---- the plan under xdist: the controller sees item ids, the workers know the cells ----------
