@@ -4,6 +4,7 @@ with their own ids and node ids, a crash confined to its cell, --lf by cell, JUn
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -126,3 +127,54 @@ def test_a_crash_is_its_cells_row_and_lf_reruns_those_cells(tree, tmp_path):
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
     again = Counter((x["test_id"], x["outcome"]) for x in rows(report))
     assert set(again) == {(t, "CRASH") for t in crashed}
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("distributed") is None,
+    reason='dask.distributed not installed: pip install "nnconform[cluster]"',
+)
+def test_the_cluster_dispatches_cells_and_gives_the_local_rows(tree, tmp_path):
+    """--cluster: each cell is a case of its own (dispatched, streamed back, written with the
+    coordinator's cell node id); the rows are the local run's."""
+    local, remote = tmp_path / "local", tmp_path / "cluster"
+    select = ["-k", "not burst"]
+    r = run(tree, local, pytest_args=select)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    r = run(tree, remote, "--cluster", "local:2", pytest_args=select)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    want = {(x["extra"]["nodeid"], x["test_id"], x["outcome"]) for x in rows(local)}
+    got = rows(remote)
+    assert len(got) == len(want) == 4 * len(VECTORS)  # sync-timing, async, async-timing, plain
+    assert {(x["extra"]["nodeid"], x["test_id"], x["outcome"]) for x in got} == want
+    assert f"{len(want)} case(s) in" in r.stdout
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("distributed") is None,
+    reason='dask.distributed not installed: pip install "nnconform[cluster]"',
+)
+def test_a_cell_that_always_kills_its_cluster_worker_is_a_crash_row_of_that_cell(tmp_path):
+    """A driver that kills the Dask worker on L2_POOL_2D: that vector's cell is lost twice and
+    becomes a CRASH row with the cell's own test id, node id and variant; the add cells pass."""
+    d = tmp_path / "vectors" / "V1_0"
+    d.mkdir(parents=True)
+    for f in ("add.json", "l2_pool_float.json"):
+        shutil.copy(default_root() / "V1_0" / f, d / f)
+    report = tmp_path / "r"
+    r = run(
+        d.parent,
+        report,
+        "--cluster",
+        "local:1",
+        driver=double("broken_cluster", "KillsWorkerOnL2Pool"),
+        pytest_args=["-k", "(add or l2_pool_float) and not internal and general-async and not timing"],
+    )
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
+    got = {x["test_id"]: x for x in rows(report)}
+    assert set(got) == {"V1_0/add[general-async]", "V1_0/l2_pool_float[general-async]"}
+    crash = got["V1_0/l2_pool_float[general-async]"]
+    assert crash["outcome"] == "CRASH" and "cluster worker" in crash["message"]
+    assert crash["extra"]["nodeid"].endswith("::test_vector_variant[V1_0/l2_pool_float[general-async]]")
+    assert crash["extra"]["variant"] == "general-async"
+    assert "-k 'V1_0/l2_pool_float[general-async]'" in crash["replay"]
+    assert got["V1_0/add[general-async]"]["outcome"] == "PASS"
