@@ -93,22 +93,12 @@ def by_suite(items) -> Counter:
 def narrow(config: pytest.Config, items: list, keep_case) -> None:
     """Deselect the cases ``keep_case(nodeid)`` rejects: an ordinary item by its node id, a
     batched item's cells by theirs (the item goes when none is left)."""
-    kept: list = []
-    dropped: list = []
-    for it in items:
-        cells = cells_of(it)
-        if cells is None:
-            (kept if keep_case(it.nodeid) else dropped).append(it)
-            continue
-        left = {c: x for c, x in cells.items() if keep_case(cell_nodeid(it.nodeid, c))}
-        if left:
-            it.stash[_CELLS_KEY] = left
-            kept.append(it)
-        else:
-            dropped.append(it)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
+    _deselect(
+        config,
+        items,
+        lambda it: keep_case(it.nodeid),
+        lambda it, cells: {c: x for c, x in cells.items() if keep_case(cell_nodeid(it.nodeid, c))},
+    )
 
 
 def select_by_keyword(config: pytest.Config, items: list, expression: str) -> None:
@@ -117,25 +107,34 @@ def select_by_keyword(config: pytest.Config, items: list, expression: str) -> No
     from _pytest.mark import KeywordMatcher, _parse_expression
 
     expr = _parse_expression(expression, "Wrong expression passed to '-k'")
+
+    def cells_matching(it, cells: dict) -> dict:
+        matcher = _CellMatcher(set(KeywordMatcher.from_item(it)._names) - {it.name})
+        left = {}
+        for c, x in cells.items():
+            matcher.cell = cell_nodeid(it.name, c).lower()
+            if expr.evaluate(matcher):
+                left[c] = x
+        return left
+
+    _deselect(config, items, lambda it: expr.evaluate(KeywordMatcher.from_item(it)), cells_matching)
+
+
+def _deselect(config: pytest.Config, items: list, keep_item, keep_cells) -> None:
+    """Keep an ordinary item when ``keep_item(item)``, a batched one with the cells
+    ``keep_cells(item, cells)`` leaves (none left: the item goes); the rest is deselected."""
     kept: list = []
     dropped: list = []
     for it in items:
-        matcher = KeywordMatcher.from_item(it)
         cells = cells_of(it)
         if cells is None:
-            (kept if expr.evaluate(matcher) else dropped).append(it)
-            continue
-        cell_matcher = _CellMatcher(set(matcher._names) - {it.name})
-        left = {}
-        for c, x in cells.items():
-            cell_matcher.cell = cell_nodeid(it.name, c).lower()
-            if expr.evaluate(cell_matcher):
-                left[c] = x
-        if left:
-            it.stash[_CELLS_KEY] = left
-            kept.append(it)
+            keep = keep_item(it)
         else:
-            dropped.append(it)
+            left = keep_cells(it, cells)
+            if left:
+                it.stash[_CELLS_KEY] = left
+            keep = bool(left)
+        (kept if keep else dropped).append(it)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept

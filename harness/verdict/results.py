@@ -315,14 +315,5 @@ def read_results(path: str | os.PathLike[str]) -> list[ResultRecord]:
     return records
 
 
-_SHARED_LEN = 200  # longer strings (tracebacks, replay commands) are mostly one row's own
-_SHARED_FIELDS = (
-    "suite",
-    "driver",
-    "message",
-    "blamed_operation",
-    "blamed_data_type",
-    "spec_path",
-    "replay",
-    "outcome",
-)
+_SHARED_LEN = 200  # longer strings (tracebacks, commands) are mostly one row's own
+_SHARED_FIELDS = ("suite", "driver", "message", "blamed_operation", "blamed_data_type")
