@@ -678,3 +678,53 @@ def test_request_scalar_input():
     validate_request(m, Request.from_arrays(m, [x2, 3]))
     req = Request((RequestArgument(value=x2), RequestArgument(value=np.array([1, 2], np.int32))), (out(),))
     rejects_request(m, req, "request.inputs[1].value", "scalar, got 2 values")
+
+
+# ---------------------------------------------------------------------------------------
+# The memo of valid operands and signatures
+# ---------------------------------------------------------------------------------------
+
+
+def _verdict(model: Model) -> str:
+    try:
+        validate_model(model)
+    except ValidationError as e:
+        return str(e)
+    return "valid"
+
+
+@pytest.mark.parametrize(
+    "lookalike",
+    [
+        # equal to the valid operand under Python's ==, but not the same operand to NNAPI
+        lambda m: replace_operand(m, 3, dimensions=(True, 2, 2, 1)),
+        lambda m: replace_operand(m, 0, type=float(F32)),
+        lambda m: replace_operand(m, 4, zero_point=0.0),
+        lambda m: replace_operand(m, 1, value=np.arange(4, dtype=np.float32).reshape(4)),
+        # a constant parameter the signature check reads: activation code 7 is not one
+        lambda m: replace_operand(m, 2, value=np.array(7, dtype=np.int32)),
+        # a signature rule across operands: RELU's output type must be its input's
+        lambda m: replace_operand(m, 4, type=T.TENSOR_FLOAT16),
+    ],
+)
+def test_a_lookalike_of_a_valid_model_gets_the_verdict_of_a_cold_check(lookalike, monkeypatch):
+    import nnconform.ir.validation as validation
+
+    model = lookalike(base_model())
+    monkeypatch.setattr(validation, "_VALID_OPERANDS", set())
+    monkeypatch.setattr(validation, "_VALID_SIGNATURES", set())
+    cold = _verdict(model)
+    assert cold != "valid"
+    validate_model(base_model())  # the valid twin fills the memo
+    assert validation._VALID_OPERANDS and validation._VALID_SIGNATURES
+    assert _verdict(model) == cold
+
+
+def test_the_same_model_asked_twice_gets_the_same_verdict():
+    # supported_operations then prepare on one model object: the second answer is the first's
+    broken = replace_operand(base_model(), 2, value=np.array(7, dtype=np.int32))
+    first, second = _verdict(broken), _verdict(broken)
+    assert first == second != "valid"
+    valid = base_model()
+    assert _verdict(valid) == _verdict(valid) == "valid"
+    assert _verdict(broken) == first  # and after another model was judged in between

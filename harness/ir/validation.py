@@ -151,7 +151,58 @@ def _is_index(x: Any) -> bool:
 # ---------------------------------------------------------------------------------------
 
 
+# Operand descriptions already found valid, by what decides the verdict (_operand_key).  The
+# model-mutation cells hand a driver thousands of models that differ from their vector's in one
+# place, and the reference validates each in supported_operations and again in prepare: most of
+# their operands are ones it has already judged.  Only valid ones are kept (a broken operand is
+# checked in full every time, so its message is always the full check's); bounded.
+_VALID_OPERANDS: set[tuple[Any, ...]] = set()
+_VALID_OPERANDS_MAX = 1 << 16
+
+
+def _operand_key(op: Operand) -> tuple[Any, ...] | None:
+    """Everything _check_operand's verdict depends on, or None where that is not the operand
+    alone (a SUBGRAPH operand's index is checked against its model) or not cheaply hashable.
+    The type of every scalar field is part of the key: 3.0 == 3 and True == 1 in Python, but
+    a float type code or a bool dimension is invalid where the int is not."""
+    value, cq, dims = op.value, op.channel_quant, op.dimensions
+    if value is None:
+        vkey: tuple[Any, ...] | None = None
+    elif type(value) is np.ndarray:
+        vkey = (value.dtype, value.shape)
+    else:
+        return None
+    if type(dims) is not tuple:
+        return None
+    if cq is not None:
+        if type(cq.scales) is not tuple:
+            return None
+        ckey: tuple[Any, ...] | None = (type(cq.channel_dim), cq.channel_dim, repr(cq.scales))
+    else:
+        ckey = None
+    t, lt, scale, zp, nc = op.type, op.lifetime, op.scale, op.zero_point, op.num_consumers
+    if lt == Lifetime.SUBGRAPH:
+        return None
+    # repr: a tuple's text tells 1 from True and from np.int64(1), as the check does
+    return (type(t), t, type(lt), lt, repr(dims), type(scale), scale, type(zp), zp, type(nc), nc, vkey, ckey)
+
+
 def _check_operand(model: Model, op: Operand, p: str) -> None:
+    try:
+        key = _operand_key(op)
+        known = key in _VALID_OPERANDS
+    except (TypeError, ValueError):  # a mutated field that neither hashes nor compares: judged in full
+        key, known = None, False
+    if known:
+        return
+    _check_operand_in_full(model, op, p)
+    if key is not None:
+        if len(_VALID_OPERANDS) >= _VALID_OPERANDS_MAX:
+            _VALID_OPERANDS.clear()
+        _VALID_OPERANDS.add(key)
+
+
+def _check_operand_in_full(model: Model, op: Operand, p: str) -> None:
     if not operand_type_valid(op.type):
         _fail(
             f"{p}.type",
@@ -362,6 +413,37 @@ def _check_reference_cycles(model: Model) -> None:
             visit(g, [])
 
 
+# Operations whose signature check passed, by what that check reads (_signature_key); the
+# same reasoning and the same bounds as _VALID_OPERANDS.
+_VALID_SIGNATURES: set[tuple[Any, ...]] = set()
+_SIGNATURE_CONSTANT_BYTES = 4096  # constants up to this size are part of the key; larger: no key
+_MODEL_DEPENDENT = {OperationType.IF, OperationType.WHILE}  # they read the referenced subgraphs
+
+
+def _signature_key(sg: Subgraph, operation: Any) -> tuple[Any, ...] | None:
+    """Everything an operation's signature check can read: its type and, for each of its
+    operands, the operand's description and a small constant's bytes (a check reads constant
+    parameters: activation codes, paddings, axes).  None for IF and WHILE, which check the
+    subgraphs they refer to, and where an operand has no key or a large constant."""
+    t = operation.type
+    if t in _MODEL_DEPENDENT:
+        return None
+    parts: list[Any] = [type(t), t, len(operation.inputs)]
+    operands = sg.operands
+    for k in (*operation.inputs, *operation.outputs):
+        op = operands[k]
+        key = _operand_key(op)
+        if key is None:
+            return None
+        parts.append(key)
+        value = op.value
+        if value is not None:
+            if value.nbytes > _SIGNATURE_CONSTANT_BYTES:
+                return None
+            parts.append(value.tobytes())
+    return tuple(parts)
+
+
 def _check_signatures(model: Model, sg: Subgraph, prefix: str) -> None:
     from nnconform.reference.ops.registry import OpView, load_all
 
@@ -370,6 +452,14 @@ def _check_signatures(model: Model, sg: Subgraph, prefix: str) -> None:
         opdef = registry.get(OperationType(int(operation.type)))
         if opdef is None:
             continue  # valid but not implemented: the driver reports it unsupported
+        try:
+            # the check itself is part of the key: the registry is the reference's to change
+            key = _signature_key(sg, operation)
+            key = None if key is None else (opdef.validate, key)
+            if key in _VALID_SIGNATURES:
+                continue
+        except (TypeError, ValueError):  # as in _check_operand: judged in full
+            key = None
         where = f"{prefix}operations[{n}] ({opdef.type.name})"
         try:
             opdef.validate(OpView(model, sg, n, where=where))
@@ -378,10 +468,37 @@ def _check_signatures(model: Model, sg: Subgraph, prefix: str) -> None:
         except Exception as e:  # a bug in a signature check, not a verdict on the model
             e.add_note(f"while checking the signature of {where} ({opdef.module})")
             raise
+        if key is not None:
+            if len(_VALID_SIGNATURES) >= _VALID_OPERANDS_MAX:
+                _VALID_SIGNATURES.clear()
+            _VALID_SIGNATURES.add(key)
+
+
+# The last model judged and its verdict (None: valid).  A driver is asked supported_operations
+# and then prepare about the same model object (the mutation checks do so for every mutated
+# model), and the reference validates in both; a Model is frozen, so the same object has the
+# same verdict.  The reference is kept (not its id), so the object cannot be a new one that
+# reuses the address.
+_LAST: tuple[Model | None, ValidationError | None] = (None, None)
 
 
 def validate_model(model: Model) -> None:
     """Raise ValidationError at the first broken rule (see the module docstring)."""
+    global _LAST
+    last, error = _LAST
+    if model is last:
+        if error is not None:
+            raise ValidationError(error.where, error.message)
+        return
+    try:
+        _validate_model(model)
+    except ValidationError as e:
+        _LAST = (model, e)
+        raise
+    _LAST = (model, None)
+
+
+def _validate_model(model: Model) -> None:
     if not model.main.operands:
         _fail("operands", "the main subgraph has no operands (empty model)")
     if not model.main.operations:
