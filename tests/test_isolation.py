@@ -20,6 +20,7 @@ import time
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers import double
 
@@ -793,6 +794,7 @@ def test_a_closed_host_never_touches_a_reused_descriptor():
     steal that host's replies and a late write would land in its requests."""
     import select
 
+    from nnconform.isolation import hostproto as wire
     from nnconform.isolation.proxy import IsolatedDevice
 
     dev = IsolatedDevice("reference")
@@ -806,7 +808,7 @@ def test_a_closed_host_never_touches_a_reused_descriptor():
         h.notify("drop", {"handles": [1]})  # a late notice from another thread: dropped
         # a writer that checked the host was alive just before close(): refused, not written
         with pytest.raises(BrokenPipeError):
-            h._write({"id": 99, "op": "capabilities"}, [])
+            h._write(wire.encode_call(99, "capabilities", {}))
         for r, w in fresh:
             assert select.select([r], [], [], 0)[0] == [], "a closed host wrote into a reused pipe"
         reused = {old_req, old_res} & {fd for pair in fresh for fd in pair}
@@ -815,3 +817,33 @@ def test_a_closed_host_never_touches_a_reused_descriptor():
         for r, w in fresh:
             os.close(r)
             os.close(w)
+
+
+def test_call_frames_carry_small_and_big_arguments_and_a_cut_frame_is_a_violation():
+    """harness -> host frames (one pickle a call): a small call, a call bigger than the pipe
+    buffer (written as two parts, read in place), and a frame cut short by a closing pipe."""
+    import threading
+
+    from nnconform.isolation import hostproto as wire
+
+    big = np.arange(3 << 20, dtype=np.uint8)  # 3 MiB: several pipe buffers, read in place
+    r, w = os.pipe()
+    frames = [wire.encode_call(1, "status", {}), wire.encode_call(2, "execute", {"x": big})]
+    assert [len(f) for f in frames] == [1, 2]
+
+    def write():
+        for f in frames:
+            wire.send_call(w, f)
+        os.write(w, wire.encode_call(3, "status", {})[0][:5])  # a frame cut short
+        os.close(w)
+
+    t = threading.Thread(target=write)
+    t.start()
+    got = wire.FrameReader(r).calls()
+    assert next(got) == (1, "status", {})
+    call_id, op, args = next(got)
+    assert (call_id, op) == (2, "execute") and np.array_equal(args["x"], big)
+    with pytest.raises(wire.ProtocolViolation, match="middle of a frame"):
+        next(got)
+    t.join()
+    os.close(r)

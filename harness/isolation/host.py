@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
-import pickle
+import queue
 import sys
 import threading
 import time
 import traceback
-from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -126,6 +126,44 @@ def _result(
     return {"outputs": encoded, "output_shapes": shapes, "timing": timing}
 
 
+class _Workers:
+    """The threads that serve calls: a call goes to an idle thread, or to a new one while
+    fewer than ``limit`` exist (a driver may block a call for good: a hang the harness is
+    about to judge, or an execution waiting on a fence the next call signals).
+
+    What concurrent.futures.ThreadPoolExecutor does, without a Future, a work item and a
+    semaphore per call, which cost about as much as serving a small call: every call of
+    every cell comes through here."""
+
+    def __init__(self, limit: int, name: str) -> None:
+        self.limit, self.name = limit, name
+        self.queue: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]]] = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.threads = self.idle = 0
+
+    def submit(self, fn: Callable[..., None], *args: Any) -> None:
+        with self.lock:
+            if self.idle:
+                self.idle -= 1  # that thread's next get takes this call
+                spawn = False
+            else:
+                spawn = self.threads < self.limit
+                self.threads += spawn
+        self.queue.put((fn, args))
+        if spawn:
+            threading.Thread(target=self._work, name=f"{self.name}-{self.threads}", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            fn, args = self.queue.get()
+            try:
+                fn(*args)
+            except BaseException:  # serve answers what the driver raises; this is a host bug
+                traceback.print_exc()  # (to the host's stderr file, which the harness reads on a crash)
+            with self.lock:
+                self.idle += 1
+
+
 class Host:
     # ``device`` and everything it hands out are the driver's objects, untrusted: what they
     # answer is checked here, so they are typed Any
@@ -138,7 +176,7 @@ class Host:
         self.fences: dict[int, threading.Event] = {}
         self.next_id = 1
         self.lock = threading.Lock()
-        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="nnconform-host-call")
+        self.pool = _Workers(64, "nnconform-host-call")
         # handle -> (the arrays of its last result, their bytes then): the aliasing watch
         self.held: dict[int, tuple[list[np.ndarray], list[bytes]]] = {}
         self.maps = pools.HostMaps()  # the harness's request pools, mapped here
@@ -515,7 +553,7 @@ def main(argv: list[str]) -> int:
     if a.mem_limit > 0:
         # named in a MemoryError's reply (_exc_reply)
         os.environ["NNCONFORM_HOST_MEM_LIMIT"] = f"{a.mem_limit / 2**30:g} GiB RLIMIT_AS"
-    reader = wire.FrameReader(a.req_fd, trusted=True)
+    reader = wire.FrameReader(a.req_fd)
 
     from nnconform import driver as d
     from nnconform.driver.loader import load_driver
@@ -546,16 +584,13 @@ def main(argv: list[str]) -> int:
             "ifaces": [n for n in _DEVICE_INTERFACES if isinstance(device, getattr(d, n))],
         }
     )
-    for header, bufs in reader.frames():
-        op = header.get("op")
+    for call_id, op, args in reader.calls():
         if op == "quit":
             break
-        args = pickle.loads(bufs[0]) if bufs else {}
         if op == "signal_fence":  # fire and forget: must not wait behind a busy pool
             host.signal_fence(args["fence"])
             continue
-        # every call frame of the harness (a trusted pipe) names its op
-        host.pool.submit(host.serve, header["id"], cast(str, op), args)
+        host.pool.submit(host.serve, call_id, op, args)
     reaper.kill_descendants(os.getpid())
     os._exit(0)  # a driver's non-daemon threads must not keep a finished host alive
 

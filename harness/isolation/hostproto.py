@@ -1,12 +1,12 @@
 """The wire format between the harness and a driver host process.
 
-One frame is ``u32 header length | header (UTF-8 JSON object) | binary buffers``, the header
-listing the buffers' lengths under ``"bufs"``.  Both directions use it, but they trust it
-differently, on purpose:
+The two directions trust each other differently, on purpose, and so use two frame formats:
 
-- harness -> host: the call's arguments (models, requests, arrays) travel as one pickle.  The
-  host trusts the harness; pickle keeps every IR detail at full speed.
-- host -> harness: JSON plus raw bytes only.  The harness never unpickles or executes anything a
+- harness -> host, a call: ``u64 length | one pickle of (call id, op, arguments)`` (models,
+  requests, arrays).  The host trusts the harness; pickle keeps every IR detail at full speed,
+  and one pickle a call is the cheapest a round trip gets (``encode_call``, ``FrameReader.calls``).
+- host -> harness, a reply: ``u32 header length | header (UTF-8 JSON object) | binary
+  buffers``, the header listing the buffers' lengths under ``"bufs"``: JSON plus raw bytes only.  The harness never unpickles or executes anything a
   host sends; an array comes back as ``{"nd": k, "dtype": "<f4", "shape": [...]}`` pointing at
   raw buffer ``k`` and is rebuilt here as a fresh base-class ndarray.  A driver therefore
   cannot run code in the harness, hand it an array subclass, or share memory with it.
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import select
 import struct
 import time
@@ -32,6 +33,7 @@ from nnconform.errors import NnError
 MAX_HEADER = 16 << 20  # a reply's JSON: shapes, messages, lists of bools
 DEFAULT_MAX_PAYLOAD = 4 << 30  # all raw buffers of one reply (outputs of one execution)
 _LEN = struct.Struct("<I")
+_CALL_LEN = struct.Struct("<Q")
 _BIG = 1 << 20  # buffers from this size on are read in place
 PIPE_SIZE = 1 << 20  # F_SETPIPE_SZ: fewer context switches for big tensors
 _F_SETPIPE_SZ = 1031
@@ -71,7 +73,7 @@ class ProtocolViolation(NnError):
     """A driver host sent something that is not a well-formed reply."""
 
 
-def _send_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+def send_all(fd: int, data: bytes | bytearray | memoryview) -> None:
     view = memoryview(data).cast("B")
     while view:
         n = os.write(fd, view)
@@ -83,11 +85,25 @@ def write_frame(fd: int, header: dict[str, Any], bufs: Sequence[Any] = ()) -> No
     header = dict(header, bufs=[memoryview(b).nbytes for b in bufs])
     head = json.dumps(header, separators=(",", ":"), allow_nan=False).encode("utf-8")
     if len(bufs) == 0 or sum(memoryview(b).nbytes for b in bufs) < 65536:
-        _send_all(fd, b"".join([_LEN.pack(len(head)), head, *[bytes(memoryview(b).cast("B")) for b in bufs]]))
+        send_all(fd, b"".join([_LEN.pack(len(head)), head, *[bytes(memoryview(b).cast("B")) for b in bufs]]))
         return
-    _send_all(fd, _LEN.pack(len(head)) + head)
+    send_all(fd, _LEN.pack(len(head)) + head)
     for b in bufs:
-        _send_all(fd, b)
+        send_all(fd, b)
+
+
+def encode_call(call_id: int, op: str, args: dict[str, Any]) -> list[bytes]:
+    """A call frame, harness -> host, as the buffers to write in order (see send_call)."""
+    blob = pickle.dumps((call_id, op, args), protocol=5)
+    if len(blob) < 65536:
+        return [_CALL_LEN.pack(len(blob)) + blob]
+    return [_CALL_LEN.pack(len(blob)), blob]  # a big request is not copied to prefix it
+
+
+def send_call(fd: int, frame: list[bytes]) -> None:
+    """Write one call frame (the caller serialises writers).  Raises OSError when the host is gone."""
+    for part in frame:
+        send_all(fd, part)
 
 
 class FrameReader:
@@ -133,6 +149,21 @@ class FrameReader:
                 return None
             have += got
         return out
+
+    def calls(self) -> Iterator[tuple[int, str, dict[str, Any]]]:
+        """Host side: every call frame, as (call id, op, arguments), until the pipe closes.
+        Only for the harness's pipe: it unpickles."""
+        while True:
+            if not self._fill(_CALL_LEN.size, None):
+                if self._buf:
+                    raise ProtocolViolation("the pipe closed in the middle of a frame")
+                return
+            (n,) = _CALL_LEN.unpack(self._buf[: _CALL_LEN.size])
+            del self._buf[: _CALL_LEN.size]
+            blob = self._read_big(n, None) if n >= _BIG else (self._take(n) if self._fill(n, None) else None)
+            if blob is None:
+                raise ProtocolViolation("the pipe closed in the middle of a frame")
+            yield pickle.loads(blob)
 
     def frames(self) -> Iterator[tuple[dict[str, Any], list[bytes | bytearray]]]:
         """Every frame, as (header, bufs), until the pipe closes (no deadline)."""
@@ -187,6 +218,10 @@ def _reject_constant(name: str) -> NoReturn:
     raise ProtocolViolation(f"{name} in a reply")
 
 
+# one decoder for every reply (json.loads with hooks builds a new one, scanner and all, per call)
+_DECODER = json.JSONDecoder(parse_int=_parse_int, parse_constant=_reject_constant)
+
+
 def parse_json(data: bytes) -> Any:
     """Strict JSON for untrusted replies: bounded nesting and integer size, no NaN tokens."""
     # Nesting cannot go deeper than the number of brackets that open it: most replies have a
@@ -203,7 +238,7 @@ def parse_json(data: bytes) -> Any:
             elif ch in (93, 125):
                 cur -= 1
     try:
-        return json.loads(data.decode("utf-8"), parse_int=_parse_int, parse_constant=_reject_constant)
+        return _DECODER.decode(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError, RecursionError) as e:
         raise ProtocolViolation(f"reply is not valid JSON ({type(e).__name__}: {str(e)[:80]})") from None
 

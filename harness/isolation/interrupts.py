@@ -30,7 +30,7 @@ import concurrent.futures
 import signal
 import threading
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 #: Longest stretch the main thread waits without looking at received signals (seconds).  Ten
 #: wake-ups a second cost nothing next to a driver call, and Ctrl-C feels immediate.
@@ -77,7 +77,15 @@ def _slices(timeout: float | None) -> Iterator[float]:
         yield left
 
 
-def wait(event: threading.Event, timeout: float | None = None) -> bool:
+class Waitable(Protocol):
+    """What ``wait`` needs of an event (threading.Event, or the proxy's one-shot answer)."""
+
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+    def is_set(self) -> bool: ...
+
+
+def wait(event: Waitable, timeout: float | None = None) -> bool:
     """``event.wait(timeout)``, so sliced that a KeyboardInterrupt (or any other signal
     handler's exception) is raised within a slice, whichever thread the signal hit."""
     return any(event.wait(s) for s in _slices(timeout)) or event.is_set()

@@ -34,7 +34,6 @@ import collections
 import concurrent.futures
 import itertools
 import os
-import pickle
 import re
 import threading
 import time
@@ -244,9 +243,41 @@ def _handle(v: Any) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
+class _Answered:
+    """A threading.Event that is set once: a call's answer has come (or its host died).
+
+    Each slot is taken out of ``pending`` under the host's lock by whoever answers it (the
+    reader or _fail_pending), so it is set exactly once; a held lock released then is all an
+    event needs, without the Condition (and its per-wait lock) of a threading.Event, on every
+    round trip to a driver host."""
+
+    __slots__ = ("_lock", "_set")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        self._set = False
+
+    def set(self) -> None:
+        if not self._set:
+            self._set = True
+            self._lock.release()
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._set:
+            return True
+        if self._lock.acquire(timeout=-1 if timeout is None else max(timeout, 0.0)):
+            self._lock.release()  # set stays set: later waits pass at once
+            return True
+        return self._set
+
+
 class _Slot:
     __slots__ = ("event", "header", "bufs", "error", "deadline", "bound", "what", "future", "decode")
-    event: threading.Event
+    event: _Answered
     header: dict[str, Any] | None
     bufs: list[bytes | bytearray] | None
     error: BaseException | None
@@ -257,7 +288,7 @@ class _Slot:
     decode: Callable[[Any, list[bytes | bytearray]], Any] | None
 
     def __init__(self, bound: float, what: str) -> None:
-        self.event = threading.Event()
+        self.event = _Answered()
         self.header, self.bufs, self.error = None, None, None
         self.deadline, self.bound, self.what = time.monotonic() + bound, bound, what
         self.future, self.decode = None, None
@@ -362,27 +393,28 @@ class _Host:
         gone = self.pools.take_gone()
         if gone:
             args = dict(args, _unmap=gone)
-        blob = pickle.dumps(args, protocol=5)
+        frame = wire.encode_call(call_id, op, args)
         try:
-            self._write({"id": call_id, "op": op}, [blob])
+            self._write(frame)
         except OSError:
             # The host is gone; the reader classifies how and fails this slot with it.
             self.thread.join(10)
         return slot
 
-    def _write(self, header: dict[str, Any], bufs: list[bytes]) -> None:
-        """One request frame; BrokenPipeError once the pipes are closed (see _close_pipes)."""
+    def _write(self, frame: list[bytes]) -> None:
+        """One call frame (wire.encode_call); BrokenPipeError once the pipes are closed (see
+        _close_pipes)."""
         with self.write_lock:
             if self.pipes_closed:
                 raise BrokenPipeError("the driver host's pipes are closed")
-            wire.write_frame(self.req_fd, header, bufs)
+            wire.send_call(self.req_fd, frame)
 
     def notify(self, op: str, args: dict[str, Any]) -> None:
         """A message with no answer (fence signalled, handles dropped)."""
         if self.death is not None:
             return
         try:
-            self._write({"id": 0, "op": op}, [pickle.dumps(args, protocol=5)])
+            self._write(wire.encode_call(0, op, args))
         except OSError:
             return  # the host is gone: the reader records how; a notice has nobody to tell
 
@@ -516,7 +548,7 @@ class _Host:
                 self.death = HostCrash("the driver host was closed")
         if alive:
             try:
-                self._write({"id": 0, "op": "quit"}, [])
+                self._write(wire.encode_call(0, "quit", {}))
                 self.child.wait_exit(5)
             except OSError:
                 pass  # the host is gone already: killed below all the same
