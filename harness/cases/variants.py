@@ -897,13 +897,20 @@ def _mutation(ctx: _Ctx) -> str:
     return f"{len(mutations)} {cls} mutations rejected{sampled}"
 
 
+_REQUEST_MUTATIONS: list[Any] = [None, []]  # [the vector case, its request mutations]
+
+
 def _request_mutation(ctx: _Ctx) -> str:
     v, case = ctx.variant, ctx.case
     from nnconform.vts.mutations import request_mutation_class, request_mutations
 
     _, pm = ctx.shared()
     ctx.need_path(pm, v.path)
-    mutations = [m for m in request_mutations(case.model, ctx.request()) if request_mutation_class(m.name) == v.arg]
+    # A vector's request mutations, made once for all its request_mutation cells (a class on a
+    # path each: about eighty cells a vector), kept with the vector they were made from.
+    if _REQUEST_MUTATIONS[0] is not case:
+        _REQUEST_MUTATIONS[:] = [case, list(request_mutations(case.model, ctx.request()))]
+    mutations = [m for m in _REQUEST_MUTATIONS[1] if request_mutation_class(m.name) == v.arg]
     if not mutations:
         ctx.skip(f"no {v.arg} request mutation applies to this model", "execute")
     n_outputs = len(case.model.main.output_indexes)
