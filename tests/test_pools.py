@@ -11,8 +11,9 @@ import pytest
 from helpers import add_model, double, double_module
 
 from nnconform.drivers.reference import ReferenceDevice
+from nnconform.ir import ModelBuilder, Request
 from nnconform.ir import OperandType as T
-from nnconform.ir import Request
+from nnconform.ir import OperationType as Op
 from nnconform.isolation import pools
 from nnconform.isolation.proxy import PoolViolation, open_isolated
 from nnconform.reference.executor import Executor
@@ -93,6 +94,55 @@ def test_a_native_write_to_an_input_faults_and_the_crash_says_why():
         assert device.liveness().startswith("liveness OK")
     finally:
         device.close()
+
+
+def test_a_far_overrun_faults_on_the_guard_page_and_the_crash_names_the_output():
+    device = open_isolated(double("broken_pools", "OverrunsFar"))
+    try:
+        for model, inputs, expected in _cases():
+            got = run_case(device, model, inputs, expected)
+            assert got.outcome == "CRASH", got.message
+            assert "SIGSEGV" in got.message, got.message
+            assert "guard_bytes: the driver wrote past the end of output 0: over all" in got.message, got.message
+            assert "inaccessible page" in got.message, got.message
+        # asynchronous executions fault the same way, and the future says so
+        model, inputs, _ = next(_cases())
+        pm = device.prepare(model)
+        with pytest.raises(Exception, match="guard_bytes: the driver wrote past the end of output 0"):
+            pm.execute_async(Request.from_arrays(model, inputs)).result(timeout=60)
+        assert device.liveness().startswith("liveness OK")
+    finally:
+        device.close()
+
+
+@pytest.mark.parametrize("odd,outputs_first", [(False, False), (True, False), (False, True), (True, True)])
+def test_guard_pages_follow_each_output_on_a_page_boundary(odd, outputs_first):
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, [3, 5])
+    outs = [b.output(T.TENSOR_FLOAT32, [3, 5]) for _ in range(3)]
+    for o in outs:
+        b.operation(Op.RELU, [x], [o])
+    model = b.build()
+    request = Request.from_arrays(model, [np.ones((3, 5), np.float32)])
+    placement = pools.plan(request, pools.output_specs(model, request), odd, outputs_first, guard_pages=True)
+    pages = [o.page for o in placement.outputs]
+    assert len(set(pages)) == 3 and all(p % pools.PAGE == 0 for p in pages)
+    spans = [(r.offset, r.offset + r.nbytes) for r in placement.inputs]
+    for o in placement.outputs:
+        assert o.offset + o.size + o.guard == o.page  # the guard bytes run up to the page
+        assert pools.GUARD <= o.guard < pools.GUARD + pools.PAGE
+        spans += [(o.offset, o.page + pools.PAGE)]
+    spans.sort()
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # nothing overlaps a guard page
+    assert placement.total >= max(pages) + pools.PAGE
+    buf = np.zeros(placement.total, np.uint8)
+    pools.fill(buf, placement, request)
+    pools.check_guards(buf, placement)
+    o = placement.outputs[1]
+    buf[o.offset + o.size + o.guard - 1] ^= 0xFF  # the last guard byte before the page
+    with pytest.raises(PoolViolation, match=f"output 1: {o.guard} byte\\(s\\) or more after its 60-byte region"):
+        pools.check_guards(buf, placement)
+    assert pools.fault_message(buf, placement).startswith("guard_bytes: the driver wrote")
 
 
 def test_inputs_given_to_the_driver_are_read_only_views_and_outputs_have_buffers(hosts):

@@ -646,19 +646,14 @@ def _decode_pooled(
     return ExecutionResult(tuple(outs), shapes, _decode_timing(v.get("timing"))), inplace
 
 
-def _explain_fault(e: HostCrash, placement: pools.Placement) -> HostCrash:
-    """A host killed by SIGSEGV/SIGBUS while its inputs were mapped read-only: say that a
-    write to an input is one possible cause.  Only possible: the fault's address is not known
-    here, and a driver that faults elsewhere (a null pointer) dies the same way."""
-    if not placement.inputs or e.details.get("signal") not in (7, 11):
+def _explain_fault(e: HostCrash, placement: pools.Placement, buf: np.ndarray) -> HostCrash:
+    """A host killed by SIGSEGV/SIGBUS while its request was in a pool: say what the pool
+    shows (``buf``: the harness's own mapping of it, intact after the host's death): an
+    output overrun into its inaccessible guard page, or the possible causes (pools.fault_message)."""
+    if e.details.get("signal") not in (7, 11):
         return e
-    which = ", ".join(str(r.index) for r in placement.inputs)
-    out = HostCrash(
-        f"{e} (possibly inputs_unchanged: the driver's inputs [{which}] are mapped read-only in its "
-        f"host, so a write to one faults like this)",
-        **e.details,
-    )
-    return out
+    why = pools.fault_message(buf, placement)
+    return HostCrash(f"{e} ({why})", **e.details) if why else e
 
 
 def _pooled_execute(
@@ -688,7 +683,7 @@ def _pooled_execute(
             pools.check_untouched(seg.buf, placement, e, alternate)
             raise
         except HostCrash as e:
-            raise _explain_fault(e, placement) from None
+            raise _explain_fault(e, placement, seg.buf) from None
         pools.check_inputs(seg.buf, placement)
         pools.check_guards(seg.buf, placement)
         return v, bufs
@@ -803,7 +798,7 @@ class RemotePreparedModel(_Remote, PreparedModel):
                     pools.check_inputs(seg.buf, placement)
                     pools.check_guards(seg.buf, placement)
                     pools.check_untouched(seg.buf, placement, exc)
-                fut.set_exception(_explain_fault(exc, placement) if isinstance(exc, HostCrash) else exc)
+                fut.set_exception(_explain_fault(exc, placement, seg.buf) if isinstance(exc, HostCrash) else exc)
                 return
             v, bufs = inner.result()
             pools.check_inputs(seg.buf, placement)
@@ -884,10 +879,12 @@ class RemotePreparedModel(_Remote, PreparedModel):
                 host.pools.release(seg)
             raise
         except BaseException as e:
-            host.pools.release(seg)
-            if isinstance(e, HostCrash):
-                raise _explain_fault(e, placement) from None
-            raise
+            try:
+                if isinstance(e, HostCrash):  # read the pool before it goes back
+                    raise _explain_fault(e, placement, seg.buf) from None
+                raise
+            finally:
+                host.pools.release(seg)
         handle = RemoteFencedHandle(self._device, host, _handle(v))
         handle._pool = (seg, placement)
         return handle
@@ -929,7 +926,7 @@ class RemoteFencedHandle(_Remote, FencedExecutionHandle):
                 pools.check_untouched(seg.buf, placement, e)
                 raise
             except HostCrash as e:
-                raise _explain_fault(e, placement) from None
+                raise _explain_fault(e, placement, seg.buf) from None
             pools.check_inputs(seg.buf, placement)
             pools.check_guards(seg.buf, placement)
             result, inplace = _decode_pooled(v, bufs, placement, seg.buf)
