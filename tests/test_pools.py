@@ -145,6 +145,27 @@ def test_guard_pages_follow_each_output_on_a_page_boundary(odd, outputs_first):
     assert pools.fault_message(buf, placement).startswith("guard_bytes: the driver wrote")
 
 
+def test_a_model_prepared_from_a_cache_has_output_regions(hosts):
+    device = hosts("OverrunsOutput")
+    token = bytes(range(32))
+    device.prepare(QUANT, cache_token=token).release()
+    pm = device.prepare_from_cache(token)  # sized by the model last prepared under this token
+    with pytest.raises(PoolViolation, match=r"guard_bytes: .* 1 byte\(s\) after its 6-byte region"):
+        pm.execute(Request.from_arrays(QUANT, QUANT_IN))
+    pm.release()
+    device.prepare(FP32, cache_token=token).release()  # the token now names another model
+    pm = device.prepare_from_cache(token)
+    with pytest.raises(PoolViolation, match=r"guard_bytes: .* 4 byte\(s\) after its 16-byte region"):
+        pm.execute(Request.from_arrays(FP32, FP32_IN))
+    pm.release()
+    ref = hosts("reference")
+    ref.prepare(FP32, cache_token=token).release()
+    pm = ref.prepare_from_cache(token)
+    got = pm.execute(Request.from_arrays(FP32, FP32_IN))
+    assert np.array_equal(got.outputs[0], Executor(FP32).run(FP32_IN)[0])
+    pm.release()
+
+
 def test_inputs_given_to_the_driver_are_read_only_views_and_outputs_have_buffers(hosts):
     seen = {}
 

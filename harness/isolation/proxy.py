@@ -83,6 +83,7 @@ READER_JOIN_S = 10.0  # how long close() waits for the reader to see the end of 
 REJECT_BUDGET_S = 0.5  # a reject_many reply after this long (one round trip per many models)
 HANG_DUMP_S = childproc.HANG_DUMP_S  # time given to faulthandler to write the stacks
 STDERR_TAIL_LINES = 30
+CACHED_MODELS = 256  # cache tokens whose models a device proxy remembers (prepare_from_cache)
 _TOKEN_VAR = "NNCONFORM_HOST_TOKEN"
 # how childproc.classify names the host and what its death interrupted
 _WORDING = {"who": "driver host", "unfinished": "in the middle of a call"}
@@ -1033,6 +1034,10 @@ class IsolatedDevice(Device):
         self._fence_ids = itertools.count(1)
         self._start_lock = threading.Lock()
         self._current: _Host | None = None
+        # the model each cache token was last prepared with (a model prepared from a cache
+        # then gets output regions sized by it, as the NNAPI runtime knows a compilation's
+        # model); a bounded LRU, by token
+        self._cached_models: collections.OrderedDict[bytes, Model] = collections.OrderedDict()
         info = self._host().info  # fail now, with the loader's one-line error, if the driver cannot load
         self.name, self.version, self.feature_level = info["name"], info["version"], info["feature_level"]
         self.interfaces = list(info["ifaces"])
@@ -1219,6 +1224,12 @@ class IsolatedDevice(Device):
         v, _ = host.call("prepare", {"model": model, "kwargs": kwargs})
         pm = self._prepared(host, v)
         pm._model = model  # type: ignore[attr-defined]  # always a RemotePreparedModel
+        if isinstance(cache_token, (bytes, bytearray)):
+            token = bytes(cache_token)
+            self._cached_models.pop(token, None)
+            self._cached_models[token] = model
+            while len(self._cached_models) > CACHED_MODELS:
+                self._cached_models.popitem(last=False)
         return pm
 
     def prepare_from_cache(
@@ -1230,7 +1241,15 @@ class IsolatedDevice(Device):
     ) -> PreparedModel:
         host = self._host()
         v, _ = host.call("prepare_from_cache", {"token": cache_token, "kwargs": _cache_files(model_cache, data_cache)})
-        return self._prepared(host, v)
+        pm = self._prepared(host, v)
+        # The model this token was compiled from, if it was compiled through this device:
+        # the outputs get regions of its sizes.  A driver that loads another model's
+        # compilation still writes that model's outputs, which either fit (copied in, judged
+        # by their values) or do not (they travel through the pipe), so nothing is hidden.
+        known = self._cached_models.get(bytes(cache_token)) if isinstance(cache_token, (bytes, bytearray)) else None
+        if known is not None:
+            pm._model = known  # type: ignore[attr-defined]  # always a RemotePreparedModel
+        return pm
 
     def cache_file_counts(self) -> tuple[int, int]:
         v, _ = self._host().call("cache_file_counts", {})

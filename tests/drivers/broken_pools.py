@@ -7,7 +7,8 @@ cache checks (nnconform.vts.cache_checks) must name each:
     ScribblesInputs   computes, then uses its input buffers as scratch (zeroes them), as if
                       inputs were the driver's to reuse: inputs_unchanged
     OverrunsOutput    writes each output in place through its address, one element too many
-                      (an off-by-one in a native copy loop): guard_bytes
+                      (an off-by-one in a native copy loop), also when prepared from its
+                      cache: guard_bytes
     OverrunsFar       the same loop, 4096 elements too many (a size computed in the wrong
                       unit): beyond the guard bytes into the inaccessible page after them, so
                       the host faults; a CRASH whose message says guard_bytes and the output
@@ -136,6 +137,10 @@ class OverrunsOutput(ReferenceDevice):
     def prepare(self, model, **kw):
         super().prepare(model, **kw)
         return _Overrun(model)
+
+    def prepare_from_cache(self, cache_token, **kw):
+        # the same copy loop in a compilation loaded from the cache
+        return _Overrun(super().prepare_from_cache(cache_token, **kw).model)
 
 
 class OverrunsFar(ReferenceDevice):
