@@ -18,6 +18,7 @@ from nnconform.isolation import pools
 from nnconform.isolation.proxy import PoolViolation, open_isolated
 from nnconform.reference.executor import Executor
 from nnconform.verdict.runner import run_case
+from nnconform.vts.checks import dynamic_variant
 
 _mod = double_module("broken_pools")
 FP32 = add_model()
@@ -164,6 +165,22 @@ def test_a_model_prepared_from_a_cache_has_output_regions(hosts):
     got = pm.execute(Request.from_arrays(FP32, FP32_IN))
     assert np.array_equal(got.outputs[0], Executor(FP32).run(FP32_IN)[0])
     pm.release()
+
+
+@pytest.mark.parametrize("isolated", [True, False])
+def test_outputs_of_unknown_dimensions_get_regions_sized_by_the_expected_output(isolated, hosts):
+    dyn = dynamic_variant(FP32)  # the output's dimensions unknown to the driver
+    assert dyn is not None and 0 in dyn.main.operands[dyn.main.output_indexes[0]].dimensions
+    expected = Executor(FP32).run(FP32_IN)
+    request = pools.capacities_from(dyn, Request.from_arrays(dyn, FP32_IN), expected)
+    assert request.outputs[0].capacity == 16  # 2x2 float32, as VTS sizes such a buffer
+    assert pools.output_specs(dyn, request)[0] == pools.OutSpec(np.dtype(np.float32), None, 16)
+    for name, want in (("UnwrittenTail", "output_written: "), ("OverrunsOutput", "guard_bytes: ")):
+        device = hosts(name) if isolated else getattr(_mod, name)()
+        got = run_case(device, dyn, FP32_IN, expected)
+        assert got.outcome == "FAIL" and got.message.startswith(want), got.message
+    device = hosts("InPlace") if isolated else _mod.InPlace()
+    assert run_case(device, dyn, FP32_IN, expected).outcome == "PASS"
 
 
 def test_inputs_given_to_the_driver_are_read_only_views_and_outputs_have_buffers(hosts):

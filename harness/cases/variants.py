@@ -62,6 +62,7 @@ from nnconform.driver import (
     Priority,
 )
 from nnconform.ir import Model, Request, RequestArgument
+from nnconform.isolation import pools
 from nnconform.isolation.proxy import DriverProtocolError, HostIncident
 from nnconform.verdict.runner import FAIL, PASS, SKIP, CaseOutcome
 from nnconform.vts.checks import (
@@ -525,7 +526,13 @@ class _Ctx:
                 self.fail(f"{prefix}[RANDOM_MULTINOMIAL] {msg}", "compare")
 
     def request(self, model: Model | None = None, inputs=None) -> Request:
-        return Request.from_arrays(model or self.case.model, list(self.case.inputs if inputs is None else inputs))
+        model = model or self.case.model
+        request = Request.from_arrays(model, list(self.case.inputs if inputs is None else inputs))
+        if self.case.expect_failure:
+            return request
+        # outputs of unknown dimensions get buffers of the golden outputs' sizes, as VTS gives
+        # them (and so pool regions with their checks)
+        return pools.capacities_from(model, request, self.case.outputs)
 
 
 def run_variant(device, case, variant: Variant, *, seed: int = 0, mutation_cap: int | None = None) -> CaseOutcome:

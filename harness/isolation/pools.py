@@ -154,8 +154,9 @@ class OutSpec:
 
 
 def output_specs(model: Any, request: Any) -> list[OutSpec | None]:
-    """Per request output, its region (None: it travels as today, e.g. a device buffer, or an
-    output of unknown size without a capacity)."""
+    """Per request output, its region (None: it travels as today: a device buffer, an output
+    of unknown size without a capacity (the runners give one, ``capacities_from``), an output
+    of a prepared model whose model the harness does not know)."""
     out: list[OutSpec | None] = []
     if model is None:
         return [None] * len(request.outputs)
@@ -174,6 +175,27 @@ def output_specs(model: Any, request: Any) -> list[OutSpec | None]:
             continue
         out.append(OutSpec(dt, dims if known and needed == size else None, int(size)))
     return out
+
+
+def capacities_from(model: Any, request: Any, expected: Sequence[Any]) -> Any:
+    """``request`` with a capacity on each output whose dimensions the model leaves unknown
+    and nothing else sizes: the byte size of the expected output.  NNAPI has no output without
+    a buffer (every DataLocation has a length), and VTS sizes the buffers of outputs of
+    unspecified dimensions by the golden output the same way; a correct driver fills it
+    exactly, one whose output is larger must answer OUTPUT_INSUFFICIENT_SIZE.  The output
+    then gets a pool region (``output_specs``) and its checks."""
+    outs = list(request.outputs)
+    changed = False
+    for i, (idx, want) in enumerate(zip(model.main.output_indexes, expected)):
+        arg, op = outs[i], model.main.operands[idx]
+        if arg.capacity is not None or arg.memory is not None or arg.has_no_value or want is None:
+            continue
+        dims = tuple(arg.dimensions) if arg.dimensions else tuple(op.dimensions)
+        if (len(dims) > 0 and all(d > 0 for d in dims)) or (len(dims) == 0 and op.info.is_scalar):
+            continue  # known: the region is sized by the dimensions already
+        outs[i] = replace(arg, capacity=math.prod(np.shape(want)) * np.dtype(op.info.dtype).itemsize)
+        changed = True
+    return replace(request, outputs=tuple(outs)) if changed else request
 
 
 def plan(
