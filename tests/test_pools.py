@@ -276,15 +276,15 @@ def test_async_and_burst_executions_are_checked_too(name, hosts):
 # ---- the default run catches each (subprocess runs of `nnconform run`, small selections) ---------
 
 
-def _run(tmp_path, driver: str, suite: str, selection: str) -> list[dict]:
+def _run(tmp_path, driver: str, suite: str, selection: str, *extra: str, status: int = 1) -> list[dict]:
     import json
     import subprocess
     import sys
 
     cmd = [sys.executable, "-m", "nnconform", "run", "--driver", double("broken_pools", driver), "--suite", suite]
-    cmd += ["--report-dir", str(tmp_path / "report"), "--seed", "1", "--", "-k", selection]
+    cmd += ["--report-dir", str(tmp_path / "report"), "--seed", "1", *extra, "--", "-k", selection]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]  # failures found, nothing else
+    assert r.returncode == status, r.stdout[-2000:] + r.stderr[-2000:]  # 1: failures found, nothing else
     return [json.loads(x) for x in (tmp_path / "report" / "results.jsonl").read_text().splitlines()]
 
 
@@ -332,3 +332,28 @@ def test_a_pool_set_keeps_few_bytes_for_reuse():
     assert len(ps.free) == pools.KEEP_FREE
     ps.close()
     kept.close()
+
+
+@pytest.mark.parametrize("driver", ["ScribblesInputs", "OverrunsOutput", "UnwrittenTail", "InPlace"])
+def test_in_process_matrix_cells_are_checked_too(tmp_path, driver):
+    """--in-process: the vectors matrix's cells (sync, async and burst here) run their
+    executions through the harness's plain-buffer pools with the same named checks."""
+    rows = _run(
+        tmp_path,
+        driver,
+        "vectors",
+        "V1_0/add_quant8 and not internal",
+        "--in-process",
+        "--no-probe",
+        "--variants",
+        "general",
+        status=0 if driver == "InPlace" else 1,
+    )
+    cells = [r for r in rows if "[general-" in r["test_id"]]
+    assert {r["test_id"].split("[")[1] for r in cells} >= {"general-async]", "general-burst]", "general-sync-timing]"}
+    for r in cells:
+        if driver == "InPlace":
+            assert r["outcome"] == "PASS", r
+        else:
+            assert r["outcome"] == "FAIL", r
+            assert r["message"].startswith(EXPECTED[driver].split(" input 0")[0]), r["message"]
