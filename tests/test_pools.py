@@ -357,3 +357,21 @@ def test_in_process_matrix_cells_are_checked_too(tmp_path, driver):
         else:
             assert r["outcome"] == "FAIL", r
             assert r["message"].startswith(EXPECTED[driver].split(" input 0")[0]), r["message"]
+
+
+def test_a_far_overrun_is_a_crash_naming_the_output_on_every_path_of_a_run(tmp_path):
+    """Behind a host, sync, async and burst cells: the burst's release after the crash (its
+    handle stale) must not replace the execution's verdict and explanation."""
+    rows = _run(
+        tmp_path,
+        "OverrunsFar",
+        "vectors",
+        "V1_0/add_quant8 and not internal",
+        "--no-probe",
+        "--variants",
+        "general",
+    )
+    assert {r["test_id"].split("[")[-1] for r in rows} >= {"general-async]", "general-burst]", "general-sync-timing]"}
+    for r in rows:
+        assert r["outcome"] == "CRASH", r
+        assert "guard_bytes: the driver wrote past the end of output 0: over all" in r["message"], r["message"]
