@@ -375,3 +375,39 @@ def test_a_far_overrun_is_a_crash_naming_the_output_on_every_path_of_a_run(tmp_p
     for r in rows:
         assert r["outcome"] == "CRASH", r
         assert "guard_bytes: the driver wrote past the end of output 0: over all" in r["message"], r["message"]
+
+
+def test_a_host_keeps_guard_pages_until_an_output_region_needs_the_page():
+    """HostMaps._guard: pages guarded for one layout stay guarded for the next unless an
+    output region of the next covers them (then they are writable again, and written here)."""
+    seg = pools.Segment(256 << 10)
+    maps = pools.HostMaps()
+    try:
+
+        def run(dims, outputs_first):
+            model = add_model(dims=dims)
+            a = np.ones(dims, np.float32)
+            request = Request.from_arrays(model, [a, a])
+            placement = pools.plan(request, pools.output_specs(model, request), False, outputs_first, guard_pages=True)
+            pools.fill(seg.buf, placement, request)
+            _, regions = maps.request(request, placement.describe(seg))
+            view, size = regions[0]
+            view[...] = 2.0  # the host writes the whole region: no page in it may be guarded
+            pools.check_guards(seg.buf, placement)
+            o = placement.outputs[0]
+            guarded = maps.guarded[seg.id]
+            assert o.page in guarded
+            assert not any(p < o.offset + o.size and p + pools.PAGE > o.offset for p in guarded)
+            return o.page, guarded
+
+        a, guarded = run((64, 64), False)  # inputs first: the output and its page further in
+        assert guarded == {a}
+        b, guarded = run((64, 64), True)  # outputs first: another page; the first stays guarded
+        assert b != a and guarded == {a, b}
+        for first in (False, True, False):  # the two layouts alternate with no mprotect call
+            assert run((64, 64), first)[1] == {a, b}
+        d, guarded = run((8, 1024), True)  # a 32 KiB output covers the 16 KiB one's page
+        assert b not in guarded and guarded == {a, d}
+    finally:
+        maps.forget([seg.id])
+        seg.close()
