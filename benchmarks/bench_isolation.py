@@ -3,6 +3,7 @@
     python benchmarks/bench_isolation.py                     # vectors suite, full (several minutes)
     python benchmarks/bench_isolation.py -k "conv or add"    # a subset, for a quick look
     python benchmarks/bench_isolation.py --transfer-only
+    python benchmarks/bench_isolation.py --bookkeeping      # pools' CPU cost per execution
 
 1. The vectors suite on the reference driver, wall time of ``nnconform run`` (a subprocess, as a
    user runs it): in-process vs isolated (one driver host), and isolated with ``-n 2`` (two
@@ -170,12 +171,65 @@ def small_executions(n: int) -> list[tuple[str, float, float]]:
     return rows
 
 
+def bookkeeping(n: int) -> list[tuple[str, float]]:
+    """CPU time (user + system, min of 7 rounds) of one execution's pool bookkeeping on both
+    sides, no driver host and no pipe: plan, fill, the host's views (HostMaps.request, with its
+    mprotect calls for guard pages), an in-place write, the checks and reading the output back.
+    What pools add to every execution, measurable under load (wall times of whole round trips
+    swing by 2x on the shared machine; CPU time of this loop by about 20 %)."""
+    from nnconform.ir import ModelBuilder, Request
+    from nnconform.ir import OperandType as T
+    from nnconform.ir import OperationType as Op
+    from nnconform.isolation import pools
+
+    rows = []
+    for dims in ((2, 3), (64, 64), (256, 256)):
+        b = ModelBuilder()
+        x, y = b.input(T.TENSOR_FLOAT32, list(dims)), b.input(T.TENSOR_FLOAT32, list(dims))
+        z = b.output(T.TENSOR_FLOAT32, list(dims))
+        b.operation(Op.ADD, [x, y, b.i32(0)], [z])
+        model = b.build()
+        a = np.ones(dims, np.float32)
+        ps, maps = pools.PoolSet(), pools.HostMaps()
+        reps = n if dims[0] < 256 else max(1, n // 7)
+        rounds = []
+        for _ in range(7):
+            t0 = time.process_time()
+            for _ in range(reps):
+                req = Request.from_arrays(model, [a, a])
+                pl = pools.plan(req, pools.output_specs(model, req), **ps.layout())
+                seg = ps.acquire(pl.total)
+                pools.fill(seg.buf, pl, req)
+                _, regions = maps.request(req, pl.describe(seg))
+                regions[0][0][...] = 1.0  # the driver writes its output in place
+                del regions
+                pools.check_inputs(seg.buf, pl)
+                pools.check_guards(seg.buf, pl)
+                o = pl.outputs[0]
+                pools.unwritten(seg.buf, o, o.size)
+                pools.read_output(seg.buf, o, "<f4", list(dims))
+                ps.release(seg)
+            rounds.append((time.process_time() - t0) / reps * 1e6)
+        maps.forget([s.id for s in ps.free])
+        ps.close()
+        rows.append((f"ADD {dims[0]}x{dims[1]} fp32", min(rounds)))
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-k", default=None, help="pytest -k expression to run a subset of the vectors")
     ap.add_argument("--transfer-only", action="store_true")
     ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--bookkeeping", action="store_true", help="only the pools' per-execution CPU cost, no host")
     a = ap.parse_args()
+
+    if a.bookkeeping:
+        print("| pool bookkeeping of one execution, both sides, no host | CPU us |")
+        print("|---|---:|")
+        for what, us in bookkeeping(2000):
+            print(f"| {what} | {us:.1f} |", flush=True)
+        return 0
 
     print("| size | pipe ms | pool ms | pipe / pool |")
     print("|---:|---:|---:|---:|")

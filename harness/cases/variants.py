@@ -62,6 +62,7 @@ from nnconform.driver import (
     Priority,
 )
 from nnconform.ir import Model, Request, RequestArgument
+from nnconform.isolation import pools
 from nnconform.isolation.proxy import DriverProtocolError, HostIncident
 from nnconform.verdict.runner import FAIL, PASS, SKIP, CaseOutcome
 from nnconform.vts.checks import (
@@ -411,6 +412,7 @@ class _Ctx:
     seed: int
     mutation_cap: int | None = None
     prepared: list = dataclasses.field(default_factory=list)
+    models: list = dataclasses.field(default_factory=list)  # (model, prepared model) of this cell
 
     @property
     def ops(self) -> str:
@@ -443,6 +445,7 @@ class _Ctx:
         if isinstance(pm, DriverError):
             self.fail(f"prepare failed although every operation is supported: {pm}", "prepare")
         self.prepared.append(pm)
+        self.models.append((model, pm))
         return pm
 
     def shared(self, tag: str = "model", build: Callable[[], Model | None] | None = None):
@@ -481,22 +484,43 @@ class _Ctx:
             self.fail(f"{path} execution returned {type(got).__name__}, not an ExecutionResult")
         return got
 
+    def model_of(self, pm) -> Model | None:
+        """The model ``pm`` was prepared from in this cell or kept for the vector (None: not
+        known here)."""
+        for m, p in (*self.models, *SHARED.models.values()):
+            if p is pm:
+                return m
+        return None
+
     def _execute(self, pm, path: str, request: Request, **kw):
         self.need_path(pm, path)
+        if getattr(self.device, "isolated", False):
+            pooled = lambda what, fn: _call(what, lambda: fn(request))  # noqa: E731  # the proxy pools and checks
+        else:
+            # In-process the pools are plain buffers of the harness with the same checks
+            # (pools.execute_in_process); a violation is a DriverProtocolError, a FAIL of the cell.
+            model = self.model_of(pm)
+
+            def pooled(what: str, fn: Callable[[Request], Any]) -> Any:
+                return _call(what, lambda: pools.execute_in_process(fn, request, model))
+
         if path == "sync":
-            return _call("execute", lambda: pm.execute(request, **kw))
+            return pooled("execute", lambda r: pm.execute(r, **kw))
         if path == "async":
-            return _call("execute_async", lambda: pm.execute_async(request, **kw).result(timeout=BOUND_S))
+            return pooled("execute_async", lambda r: pm.execute_async(r, **kw).result(timeout=BOUND_S))
         if path == "burst":
             burst = _call("configure_burst", pm.configure_burst)
             if isinstance(burst, DriverError):
                 self.fail(f"configure_burst failed: {burst}")
-            try:
-                return _call("burst execute", lambda: burst.execute(request, **kw))
-            finally:
-                _call("burst release", burst.release)
+            # An execution that ends the cell (a CRASH, HANG or check failure) skips the
+            # release: after a crash the burst's handle is stale, and the release's own error
+            # would replace the execution's verdict and its explanation.  The burst then goes
+            # with its last reference (a proxy's host drops it; an in-process one is collected).
+            got = pooled("burst execute", lambda r: burst.execute(r, **kw))
+            _call("burst release", burst.release)
+            return got
         if path == "fenced":
-            return _call("execute_fenced", lambda: pm.execute_fenced(request, (), **kw).wait(BOUND_S))
+            return pooled("execute_fenced", lambda r: pm.execute_fenced(r, (), **kw).wait(BOUND_S))
         raise ValueError(f"unknown execution path {path!r}")
 
     def check(
@@ -525,7 +549,13 @@ class _Ctx:
                 self.fail(f"{prefix}[RANDOM_MULTINOMIAL] {msg}", "compare")
 
     def request(self, model: Model | None = None, inputs=None) -> Request:
-        return Request.from_arrays(model or self.case.model, list(self.case.inputs if inputs is None else inputs))
+        model = model or self.case.model
+        request = Request.from_arrays(model, list(self.case.inputs if inputs is None else inputs))
+        if self.case.expect_failure:
+            return request
+        # outputs of unknown dimensions get buffers of the golden outputs' sizes, as VTS gives
+        # them (and so pool regions with their checks)
+        return pools.capacities_from(model, request, self.case.outputs)
 
 
 def run_variant(device, case, variant: Variant, *, seed: int = 0, mutation_cap: int | None = None) -> CaseOutcome:
@@ -844,6 +874,7 @@ def _caching(ctx: _Ctx) -> str:
     if isinstance(again, DriverError):
         ctx.fail(f"prepare_from_cache right after saving under the token gave {again}", "prepare")
     ctx.prepared.append(again)
+    ctx.models.append((case.model, again))  # the model saved under the token sizes its outputs in-process
     ctx.check(case.model, ctx.execute(again, "sync", ctx.request()), what="prepared from the cache")
     return "compiled with a cache token and prepared from the cache; results right"
 

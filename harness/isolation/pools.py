@@ -10,7 +10,11 @@ offset, length).  The harness does the same for every execution it sends to a dr
 - the host maps the segment twice: read-only for the inputs (a write to an input faults, or
   numpy refuses it) and writable for the outputs, and gives the driver views of both
   (``RequestArgument.value`` for inputs, ``RequestArgument.buffer`` for outputs);
-- each output region is pre-filled with a poison pattern and followed by guard bytes.
+- each output region is pre-filled with a poison pattern and followed by guard bytes; behind
+  a driver host, the guard bytes run up to the next page boundary and the page after them is
+  made inaccessible (PROT_NONE) in the host's writable mapping, so that an overrun too long
+  for the guard bytes faults in the host: a CRASH whose message names the output (an overrun
+  within the guard bytes stays a ``guard_bytes`` FAIL).
 
 After every execution the harness, which keeps its own mapping, checks three things (each a
 named check; a violation raises :class:`PoolViolation`, a FAIL with that message):
@@ -33,6 +37,7 @@ run on the executions of the conformance runner (:func:`execute_in_process`).
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import itertools
 import math
@@ -49,13 +54,18 @@ PREFIX = "nnconform-pool-"
 # False sends every operand through the pipe as before pools existed (for measurements only:
 # the checks need the pools)
 ENABLED = True
-GUARD = 64  # bytes of guard pattern after every output region
+GUARD = 64  # bytes of guard pattern after every output region (at least)
+PAGE = mmap.PAGESIZE
+MAX_GUARDED = 64  # pages a driver host keeps inaccessible per segment (HostMaps._guard)
 ALIGN = 64  # offsets of aligned layouts
 MIN_SEGMENT = 64 << 10
 KEEP_FREE = 6  # free segments kept per host for reuse
 KEEP_BYTES = 512 << 20  # ... holding at most this much (a 256 MiB tensor's segment is reused)
 _BIG_STEP = 16 << 20  # segments from this size on grow in these steps
 _GUARD_PATTERN = np.random.default_rng(0x4E4E).integers(0, 256, GUARD, dtype=np.uint8)  # fixed, not secret
+# the pattern repeated over the longest guard band (GUARD bytes, then up to a page boundary)
+_GUARD_BAND = np.resize(_GUARD_PATTERN, GUARD + PAGE)
+_GUARD_BYTES = _GUARD_BAND.tobytes()
 # Poison per element width: signalling NaNs for float16/32/64 (no arithmetic produces them).
 _POISON = {1: 0xA5, 2: 0x7DA5, 4: 0x7FA5A5A5, 8: 0x7FF5A5A5A5A5A5A5}
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -110,6 +120,8 @@ class OutRegion:
     size: int  # bytes the driver may write (the output's capacity)
     dtype: str
     shape: tuple[int, ...] | None  # None: dimensions unknown, the view is flat
+    guard: int = GUARD  # bytes of guard pattern right after the region
+    page: int | None = None  # offset of the inaccessible page after the guard bytes (None: none)
 
 
 @dataclass
@@ -129,6 +141,7 @@ class Placement:
             "size": seg.size,
             "inputs": [(r.index, r.offset, r.dtype, r.shape) for r in self.inputs],
             "outputs": [(r.index, r.offset, r.size, r.dtype, r.shape) for r in self.outputs],
+            "guard_pages": [r.page for r in self.outputs if r.page is not None],
         }
 
 
@@ -143,8 +156,9 @@ class OutSpec:
 
 
 def output_specs(model: Any, request: Any) -> list[OutSpec | None]:
-    """Per request output, its region (None: it travels as today, e.g. a device buffer, or an
-    output of unknown size without a capacity)."""
+    """Per request output, its region (None: it travels as today: a device buffer, an output
+    of unknown size without a capacity (the runners give one, ``capacities_from``), an output
+    of a prepared model whose model the harness does not know)."""
     out: list[OutSpec | None] = []
     if model is None:
         return [None] * len(request.outputs)
@@ -165,10 +179,39 @@ def output_specs(model: Any, request: Any) -> list[OutSpec | None]:
     return out
 
 
-def plan(request: Any, specs: Sequence[OutSpec | None], odd: bool, outputs_first: bool = False) -> Placement:
+def capacities_from(model: Any, request: Any, expected: Sequence[Any]) -> Any:
+    """``request`` with a capacity on each output whose dimensions the model leaves unknown
+    and nothing else sizes: the byte size of the expected output.  NNAPI has no output without
+    a buffer (every DataLocation has a length), and VTS sizes the buffers of outputs of
+    unspecified dimensions by the golden output the same way; a correct driver fills it
+    exactly, one whose output is larger must answer OUTPUT_INSUFFICIENT_SIZE.  The output
+    then gets a pool region (``output_specs``) and its checks."""
+    outs = list(request.outputs)
+    changed = False
+    for i, (idx, want) in enumerate(zip(model.main.output_indexes, expected)):
+        arg, op = outs[i], model.main.operands[idx]
+        if arg.capacity is not None or arg.memory is not None or arg.has_no_value or want is None:
+            continue
+        dims = tuple(arg.dimensions) if arg.dimensions else tuple(op.dimensions)
+        if (len(dims) > 0 and all(d > 0 for d in dims)) or (len(dims) == 0 and op.info.is_scalar):
+            continue  # known: the region is sized by the dimensions already
+        outs[i] = replace(arg, capacity=math.prod(np.shape(want)) * np.dtype(op.info.dtype).itemsize)
+        changed = True
+    return replace(request, outputs=tuple(outs)) if changed else request
+
+
+def plan(
+    request: Any,
+    specs: Sequence[OutSpec | None],
+    odd: bool,
+    outputs_first: bool = False,
+    guard_pages: bool = False,
+) -> Placement:
     """Offsets for the pooled operands of ``request``; ``odd`` shifts each region off alignment;
     ``outputs_first`` lays the outputs before the inputs (so that, the segment being reused,
-    the region one execution wrote is what the next one reads)."""
+    the region one execution wrote is what the next one reads); ``guard_pages`` stretches each
+    output's guard bytes to the next page boundary and reserves the page after them (the host
+    makes it inaccessible: only behind a host, where a fault ends the host, not the harness)."""
     pos = 0
     ins: list[InRegion] = []
     outs: list[OutRegion] = []
@@ -190,9 +233,20 @@ def plan(request: Any, specs: Sequence[OutSpec | None], odd: bool, outputs_first
             ins.append(InRegion(i, at(v.nbytes, 0), v.dtype.str, tuple(int(d) for d in v.shape), v.nbytes))
 
     def place_outputs() -> None:
+        nonlocal pos
         for i, spec in enumerate(specs):
-            if spec is not None:
-                outs.append(OutRegion(i, at(spec.size, GUARD), spec.size, spec.dtype.str, spec.shape))
+            if spec is None:
+                continue
+            start = at(spec.size, GUARD)
+            if not guard_pages:
+                outs.append(OutRegion(i, start, spec.size, spec.dtype.str, spec.shape))
+                continue
+            # the guard bytes end where the page after them begins; the region keeps its
+            # (aligned or odd) start, so the band is GUARD to GUARD + PAGE - 1 bytes long
+            page = -(-pos // PAGE) * PAGE
+            end = start + spec.size
+            outs.append(OutRegion(i, start, spec.size, spec.dtype.str, spec.shape, page - end, page))
+            pos = page + PAGE
 
     for step in (place_outputs, place_inputs) if outputs_first else (place_inputs, place_outputs):
         step()
@@ -215,7 +269,7 @@ def fill(buf: np.ndarray, placement: Placement, request: Any, alternate: bool = 
         placement.originals.append(src)
     for o in placement.outputs:
         poison(buf[o.offset : o.offset + o.size], np.dtype(o.dtype).itemsize, alternate)
-        buf[o.offset + o.size : o.offset + o.size + GUARD] = _GUARD_PATTERN
+        buf[o.offset + o.size : o.offset + o.size + o.guard] = _GUARD_BAND[: o.guard]
 
 
 def poison(region: np.ndarray, itemsize: int, alternate: bool = False) -> None:
@@ -243,17 +297,62 @@ def check_inputs(buf: np.ndarray, placement: Placement) -> None:
 
 def check_guards(buf: np.ndarray, placement: Placement) -> None:
     for o in placement.outputs:
-        g = buf[o.offset + o.size : o.offset + o.size + GUARD]
-        bad = np.flatnonzero(g != _GUARD_PATTERN)
-        if bad.size:
-            over = int(bad[-1]) + 1
+        over = overrun(buf, o)
+        if over:
             item = np.dtype(o.dtype).itemsize
             elems = f"{-(-over // item)} element{'s' if -(-over // item) > 1 else ''} of {np.dtype(o.dtype).name}"
-            more = " or more" if over == GUARD else ""
+            more = " or more" if over == o.guard else ""
             raise _violation(
                 f"guard_bytes: the driver wrote past the end of output {o.index}: {over} byte(s){more} "
                 f"after its {o.size}-byte region ({elems})"
             )
+
+
+def overrun(buf: np.ndarray, o: OutRegion) -> int:
+    """How many bytes past output region ``o`` its guard bytes show changed (0: none)."""
+    g = buf[o.offset + o.size : o.offset + o.size + o.guard]
+    if g.tobytes() == _GUARD_BYTES[: o.guard]:  # the usual case: a memcmp, 4x cheaper than numpy's
+        return 0
+    bad = np.flatnonzero(g != _GUARD_BAND[: o.guard])
+    return int(bad[-1]) + 1 if bad.size else 0
+
+
+def fault_message(buf: np.ndarray, placement: Placement) -> str:
+    """Why a driver host may have died of SIGSEGV/SIGBUS during an execution, from what the
+    harness can see in its own mapping afterwards ("" when nothing points anywhere).
+
+    An output whose guard bytes are overwritten all the way to its inaccessible page was
+    overrun, and the overrun went on into the page: that is the fault, said as a fact.  Without
+    such a trace it can only be a possibility: the fault address is not known here, and a
+    driver that faults elsewhere (a null pointer) dies the same way."""
+    for o in placement.outputs:
+        over = overrun(buf, o)
+        if o.page is not None and over == o.guard:
+            return (
+                f"guard_bytes: the driver wrote past the end of output {o.index}: over all {o.guard} guard "
+                f"bytes after its {o.size}-byte region and on into the inaccessible page after them, "
+                f"where the write faulted"
+            )
+        if over:
+            return (
+                f"guard_bytes: the driver wrote {over} byte(s) past the end of output {o.index} before it "
+                f"faulted (its {o.size}-byte region is followed by {o.guard} guard bytes)"
+            )
+    maybe = []
+    if placement.inputs:
+        which = ", ".join(str(r.index) for r in placement.inputs)
+        maybe.append(
+            f"inputs_unchanged: the driver's inputs [{which}] are mapped read-only in its host, "
+            f"so a write to one faults like this"
+        )
+    paged = [o for o in placement.outputs if o.page is not None]
+    if paged:
+        which = ", ".join(f"{o.index} (after {o.guard} guard bytes)" for o in paged)
+        maybe.append(
+            f"guard_bytes: an inaccessible page follows outputs [{which}], so a write that skips "
+            f"past the guard bytes faults like this"
+        )
+    return "possibly " + "; or ".join(maybe) if maybe else ""
 
 
 def check_untouched(buf: np.ndarray, placement: Placement, error: BaseException, alternate: bool = False) -> None:
@@ -403,9 +502,10 @@ class PoolSet:
     def layout(self) -> dict[str, bool]:
         """How the next execution lays out its operands (``plan``'s keywords): every fourth at
         unaligned offsets; every other one outputs first, so that a region written as an
-        output is read as an input by the next execution."""
+        output is read as an input by the next execution; always with guard pages (these
+        segments are mapped by a driver host)."""
         n = next(self.count)
-        return {"odd": n % 4 == 3, "outputs_first": n % 2 == 1}
+        return {"odd": n % 4 == 3, "outputs_first": n % 2 == 1, "guard_pages": True}
 
     def close(self) -> None:
         with self.lock:
@@ -418,13 +518,31 @@ class PoolSet:
 # ---- the host side ---------------------------------------------------------------------------
 
 
+_libc: Any = None
+_PROT_NONE = 0  # <sys/mman.h>; Python's mmap module has PROT_READ and PROT_WRITE only
+
+
+def _mprotect(addr: int, length: int, prot: int) -> bool:
+    """mprotect(2) on part of a mapping (Python's mmap cannot); False when refused."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+        _libc.mprotect.restype = ctypes.c_int
+    return int(_libc.mprotect(addr, length, prot)) == 0
+
+
 class HostMaps:
-    """The driver host's mappings of the harness's segments: read-only and read-write."""
+    """The driver host's mappings of the harness's segments: read-only and read-write.  In
+    the writable mapping, the page after each output's guard bytes is made inaccessible for
+    the execution that placed it there (``guard_pages`` of the pool description)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         # by segment id, not path: a closed segment's descriptor number is reused by the next
         self.maps: dict[int, tuple[mmap.mmap, mmap.mmap]] = {}
+        self.base: dict[int, int] = {}  # address of each writable mapping
+        self.guarded: dict[int, frozenset[int]] = {}  # offsets of its pages now PROT_NONE
 
     def _get(self, seg_id: int, path: str, size: int) -> tuple[mmap.mmap, mmap.mmap]:
         with self.lock:
@@ -441,14 +559,52 @@ class HostMaps:
             rw = mmap.mmap(rw_fd, size)
         finally:
             os.close(rw_fd)
+        probe = np.frombuffer(rw, dtype=np.uint8, count=1)
+        base = _address(probe)
+        del probe  # no exported view may outlive this: forget() must be able to close rw
         with self.lock:
             self.maps[seg_id] = (ro, rw)
+            self.base[seg_id] = base
+            self.guarded[seg_id] = frozenset()
         return ro, rw
+
+    def _guard(self, seg_id: int, size: int, pages: Sequence[int], outputs: Sequence[tuple[int, int]]) -> None:
+        """Make ``pages`` of segment ``seg_id``'s writable mapping inaccessible, and writable
+        again any page an earlier execution guarded that one of this execution's output
+        regions (``outputs``: offset, size) now covers.  Other pages guarded before stay
+        inaccessible: this mapping is written only through output regions, so a page outside
+        them is one more guard, and a segment whose layouts alternate (inputs or outputs
+        first) stops needing mprotect calls after its first two executions.  At most
+        MAX_GUARDED pages stay guarded per segment (each splits the mapping, and the kernel
+        limits a process's mappings).  One segment serves one execution at a time, so
+        nothing else writes it meanwhile."""
+        want = frozenset(p for p in pages if type(p) is int and 0 <= p and p % PAGE == 0 and p + PAGE <= size)
+        with self.lock:
+            have, base = self.guarded.get(seg_id, frozenset()), self.base.get(seg_id)
+        if base is None:
+            return
+        spans = [(off, off + n) for off, n in outputs]
+        free = {p for p in have - want if any(p < e and p + PAGE > o for o, e in spans)}
+        if len(have | want) > MAX_GUARDED:
+            free = set(have - want)
+        if not free and want <= have:
+            return
+        done = set(have)
+        for p in free:
+            if _mprotect(base + p, PAGE, mmap.PROT_READ | mmap.PROT_WRITE):
+                done.discard(p)
+        for p in want - have:
+            if _mprotect(base + p, PAGE, _PROT_NONE):  # refused: the guard bytes still check
+                done.add(p)
+        with self.lock:
+            self.guarded[seg_id] = frozenset(done)
 
     def forget(self, ids: Sequence[int]) -> None:
         for k in ids:
             with self.lock:
                 got = self.maps.pop(k, None)
+                self.base.pop(k, None)
+                self.guarded.pop(k, None)
             for m in got or ():
                 try:
                     m.close()
@@ -459,6 +615,7 @@ class HostMaps:
         """The request the driver sees: inputs as read-only views into the pool, outputs with
         a writable ``buffer`` view.  Also returns, per output, (its view, its region size)."""
         ro, rw = self._get(desc["id"], desc["path"], desc["size"])
+        self._guard(desc["id"], desc["size"], desc.get("guard_pages") or (), [(o[1], o[2]) for o in desc["outputs"]])
         ins = list(request.inputs)
         for i, off, dtype, shape in desc["inputs"]:
             dt = np.dtype(dtype)

@@ -82,6 +82,7 @@ READER_JOIN_S = 10.0  # how long close() waits for the reader to see the end of 
 REJECT_BUDGET_S = 0.5  # a reject_many reply after this long (one round trip per many models)
 HANG_DUMP_S = childproc.HANG_DUMP_S  # time given to faulthandler to write the stacks
 STDERR_TAIL_LINES = 30
+CACHED_MODELS = 256  # cache tokens whose models a device proxy remembers (prepare_from_cache)
 _TOKEN_VAR = "NNCONFORM_HOST_TOKEN"
 # how childproc.classify names the host and what its death interrupted
 _WORDING = {"who": "driver host", "unfinished": "in the middle of a call"}
@@ -678,19 +679,14 @@ def _decode_pooled(
     return ExecutionResult(tuple(outs), shapes, _decode_timing(v.get("timing"))), inplace
 
 
-def _explain_fault(e: HostCrash, placement: pools.Placement) -> HostCrash:
-    """A host killed by SIGSEGV/SIGBUS while its inputs were mapped read-only: say that a
-    write to an input is one possible cause.  Only possible: the fault's address is not known
-    here, and a driver that faults elsewhere (a null pointer) dies the same way."""
-    if not placement.inputs or e.details.get("signal") not in (7, 11):
+def _explain_fault(e: HostCrash, placement: pools.Placement, buf: np.ndarray) -> HostCrash:
+    """A host killed by SIGSEGV/SIGBUS while its request was in a pool: say what the pool
+    shows (``buf``: the harness's own mapping of it, intact after the host's death): an
+    output overrun into its inaccessible guard page, or the possible causes (pools.fault_message)."""
+    if e.details.get("signal") not in (7, 11):
         return e
-    which = ", ".join(str(r.index) for r in placement.inputs)
-    out = HostCrash(
-        f"{e} (possibly inputs_unchanged: the driver's inputs [{which}] are mapped read-only in its "
-        f"host, so a write to one faults like this)",
-        **e.details,
-    )
-    return out
+    why = pools.fault_message(buf, placement)
+    return HostCrash(f"{e} ({why})", **e.details) if why else e
 
 
 def _pooled_execute(
@@ -720,7 +716,7 @@ def _pooled_execute(
             pools.check_untouched(seg.buf, placement, e, alternate)
             raise
         except HostCrash as e:
-            raise _explain_fault(e, placement) from None
+            raise _explain_fault(e, placement, seg.buf) from None
         pools.check_inputs(seg.buf, placement)
         pools.check_guards(seg.buf, placement)
         return v, bufs
@@ -835,7 +831,7 @@ class RemotePreparedModel(_Remote, PreparedModel):
                     pools.check_inputs(seg.buf, placement)
                     pools.check_guards(seg.buf, placement)
                     pools.check_untouched(seg.buf, placement, exc)
-                fut.set_exception(_explain_fault(exc, placement) if isinstance(exc, HostCrash) else exc)
+                fut.set_exception(_explain_fault(exc, placement, seg.buf) if isinstance(exc, HostCrash) else exc)
                 return
             v, bufs = inner.result()
             pools.check_inputs(seg.buf, placement)
@@ -916,10 +912,12 @@ class RemotePreparedModel(_Remote, PreparedModel):
                 host.pools.release(seg)
             raise
         except BaseException as e:
-            host.pools.release(seg)
-            if isinstance(e, HostCrash):
-                raise _explain_fault(e, placement) from None
-            raise
+            try:
+                if isinstance(e, HostCrash):  # read the pool before it goes back
+                    raise _explain_fault(e, placement, seg.buf) from None
+                raise
+            finally:
+                host.pools.release(seg)
         handle = RemoteFencedHandle(self._device, host, _handle(v))
         handle._pool = (seg, placement)
         return handle
@@ -961,7 +959,7 @@ class RemoteFencedHandle(_Remote, FencedExecutionHandle):
                 pools.check_untouched(seg.buf, placement, e)
                 raise
             except HostCrash as e:
-                raise _explain_fault(e, placement) from None
+                raise _explain_fault(e, placement, seg.buf) from None
             pools.check_inputs(seg.buf, placement)
             pools.check_guards(seg.buf, placement)
             result, inplace = _decode_pooled(v, bufs, placement, seg.buf)
@@ -1068,6 +1066,10 @@ class IsolatedDevice(Device):
         self._fence_ids = itertools.count(1)
         self._start_lock = threading.Lock()
         self._current: _Host | None = None
+        # the model each cache token was last prepared with (a model prepared from a cache
+        # then gets output regions sized by it, as the NNAPI runtime knows a compilation's
+        # model); a bounded LRU, by token
+        self._cached_models: collections.OrderedDict[bytes, Model] = collections.OrderedDict()
         info = self._host().info  # fail now, with the loader's one-line error, if the driver cannot load
         self.name, self.version, self.feature_level = info["name"], info["version"], info["feature_level"]
         self.interfaces = list(info["ifaces"])
@@ -1254,6 +1256,12 @@ class IsolatedDevice(Device):
         v, _ = host.call("prepare", {"model": model, "kwargs": kwargs})
         pm = self._prepared(host, v)
         pm._model = model  # type: ignore[attr-defined]  # always a RemotePreparedModel
+        if isinstance(cache_token, (bytes, bytearray)):
+            token = bytes(cache_token)
+            self._cached_models.pop(token, None)
+            self._cached_models[token] = model
+            while len(self._cached_models) > CACHED_MODELS:
+                self._cached_models.popitem(last=False)
         return pm
 
     def prepare_from_cache(
@@ -1265,7 +1273,15 @@ class IsolatedDevice(Device):
     ) -> PreparedModel:
         host = self._host()
         v, _ = host.call("prepare_from_cache", {"token": cache_token, "kwargs": _cache_files(model_cache, data_cache)})
-        return self._prepared(host, v)
+        pm = self._prepared(host, v)
+        # The model this token was compiled from, if it was compiled through this device:
+        # the outputs get regions of its sizes.  A driver that loads another model's
+        # compilation still writes that model's outputs, which either fit (copied in, judged
+        # by their values) or do not (they travel through the pipe), so nothing is hidden.
+        known = self._cached_models.get(bytes(cache_token)) if isinstance(cache_token, (bytes, bytearray)) else None
+        if known is not None:
+            pm._model = known  # type: ignore[attr-defined]  # always a RemotePreparedModel
+        return pm
 
     def cache_file_counts(self) -> tuple[int, int]:
         v, _ = self._host().call("cache_file_counts", {})

@@ -7,7 +7,11 @@ cache checks (nnconform.vts.cache_checks) must name each:
     ScribblesInputs   computes, then uses its input buffers as scratch (zeroes them), as if
                       inputs were the driver's to reuse: inputs_unchanged
     OverrunsOutput    writes each output in place through its address, one element too many
-                      (an off-by-one in a native copy loop): guard_bytes
+                      (an off-by-one in a native copy loop), also when prepared from its
+                      cache: guard_bytes
+    OverrunsFar       the same loop, 4096 elements too many (a size computed in the wrong
+                      unit): beyond the guard bytes into the inaccessible page after them, so
+                      the host faults; a CRASH whose message says guard_bytes and the output
     UnwrittenTail     writes each output in place but stops one element short (a loop bound
                       computed from the wrong dimension): output_written
     ScribblesNatively writes zeros over its first input through its address (as native code
@@ -62,6 +66,10 @@ class _InPlace(ReferencePreparedModel):
 
 class _Overrun(_InPlace):
     extra = 1
+
+
+class _FarOverrun(_InPlace):
+    extra = 4096
 
 
 class _Short(_InPlace):
@@ -130,6 +138,18 @@ class OverrunsOutput(ReferenceDevice):
         super().prepare(model, **kw)
         return _Overrun(model)
 
+    def prepare_from_cache(self, cache_token, **kw):
+        # the same copy loop in a compilation loaded from the cache
+        return _Overrun(super().prepare_from_cache(cache_token, **kw).model)
+
+
+class OverrunsFar(ReferenceDevice):
+    name = "broken-pools-overruns-far"
+
+    def prepare(self, model, **kw):
+        super().prepare(model, **kw)
+        return _FarOverrun(model)
+
 
 class UnwrittenTail(ReferenceDevice):
     name = "broken-pools-unwritten-tail"
@@ -191,6 +211,7 @@ __all__ = [
     "ScribblesNatively",
     "ScribblesInputs",
     "OverrunsOutput",
+    "OverrunsFar",
     "UnwrittenTail",
     "MostRecentCache",
 ]
