@@ -26,6 +26,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from nnconform.verdict.outcome import Outcome
 from nnconform.verdict.results import ResultRecord, record_to_json
 
 COLUMNS = [f.name for f in dataclasses.fields(ResultRecord)]
@@ -45,7 +46,6 @@ _TEXT = (
     "suite",
     "test_id",
     "driver",
-    "outcome",
     "blamed_operation",
     "blamed_data_type",
     "message",
@@ -53,6 +53,7 @@ _TEXT = (
     "timestamp",
 )
 _LISTS = ("operations", "data_types")
+_OUTCOME_TYPES = (str, Outcome)
 
 
 def _cells(values: dict, extra_text: str) -> tuple:
@@ -71,6 +72,8 @@ def _as_written(r: ResultRecord) -> tuple | None:
         and (s is None or type(s) is int)
         and (r.spec_path is None or type(r.spec_path) is str)
         and all(type(getattr(r, k)) is str for k in _TEXT)
+        # an Outcome (a StrEnum) is written as its value, as results.jsonl has it
+        and type(r.outcome) in _OUTCOME_TYPES
     ):
         return None
     try:
