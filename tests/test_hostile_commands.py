@@ -5,14 +5,18 @@ in prepare, BaseException, a 30 GB allocation, a forked child, scribbling on inp
 arrays, patching nnconform) go through `run` with the capability probe, `probe`, `stress`,
 `fuzz`, `bench` and `run --cluster local:2`; each must end with the verdict the driver earns,
 its report, and no process of the run left behind.  `run` without the probe, `replay` and
-`run -n 2` already have their hostile matrix in tests/test_isolation.py
+`run -n 2` have their hostile matrix in tests/test_isolation.py
 (test_hostile_driver_gets_its_verdict_and_the_run_goes_on, test_replay_of_a_hostile_driver,
-test_pytest_xdist_with_a_hostile_driver).
+test_pytest_xdist_with_a_hostile_driver); test_replay here replays for the drivers of this
+matrix that test_isolation's CASES leave out (ScribblesInputs), so every command meets all ten.
 
 Kept cheap: one FLOOR case for `run`, FLOOR alone for `probe`, one stress case, three fuzz
-cases, one bench model, short call bounds.  `stress`, `fuzz` and `bench` draw or build their
-own models, so there the drivers strike on every graph of two or more operations
-(NNCONFORM_HOSTILE_ON_GRAPHS=1)."""
+cases, one bench model.  A call bound costs time only when a call reaches it, and only the
+hanging drivers' calls do (each hang costs one bound: the probe's sample, the case, every
+candidate of a stress shrink), so they run under short bounds (HANG_BOUNDS) and every other
+driver under generous ones that a busy machine cannot turn into a false HANG.  `stress`,
+`fuzz` and `bench` draw or build their own models, so there the drivers strike on every graph
+of two or more operations (NNCONFORM_HOSTILE_ON_GRAPHS=1)."""
 
 from __future__ import annotations
 
@@ -24,7 +28,8 @@ from pathlib import Path
 
 import pytest
 from helpers import double
-from test_isolation import marked_env, no_survivors
+from test_isolation import CASES as ISOLATION_CASES
+from test_isolation import floor_spec, marked_env, no_survivors  # noqa: F401 (floor_spec: a fixture)
 
 HOSTILE = double("broken_isolation")
 
@@ -43,6 +48,16 @@ DRIVERS = {
     "PatchesNnconform": "fail",
 }
 IDS = list(DRIVERS)
+
+# Seconds: the bounds of each kind of call, as passed to the commands (--probe-timeout,
+# --call-timeout, --hang-grace).  The hanging drivers reach every bound, so theirs are short;
+# the others' are never reached by a working call, however long, so they are generous.
+HANG_BOUNDS = {"probe": "1", "call": "1", "grace": "1s"}
+CALM_BOUNDS = {"probe": "3", "call": "5", "grace": "3s"}
+
+
+def _bounds(driver: str) -> dict[str, str]:
+    return HANG_BOUNDS if DRIVERS[driver] == "hang" else CALM_BOUNDS
 
 
 def _nnconform(*args: str, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -88,9 +103,9 @@ def test_run_with_the_probe(driver, tmp_path):
         "--seed",
         "1",
         "--probe-timeout",
-        "3",
+        _bounds(driver)["probe"],
         "--call-timeout",
-        "5",
+        _bounds(driver)["call"],
         "--",
         "-k",
         "floor_fp32",
@@ -128,7 +143,7 @@ def test_probe(driver, tmp_path):
         "--samples",
         "1",
         "--probe-timeout",
-        "3",
+        _bounds(driver)["probe"],
         env=env,
     )
     out = r.stdout[-3000:] + r.stderr[-2000:]
@@ -169,7 +184,7 @@ def test_stress(driver, tmp_path):
         "--budget",
         "120s",
         "--hang-grace",
-        "3s",
+        _bounds(driver)["grace"],
         "--no-probe",
         env=env,
     )
@@ -208,7 +223,7 @@ def test_fuzz(driver, tmp_path):
         "--cases",
         "3",
         "--call-timeout",
-        "3",
+        _bounds(driver)["call"],
         env=env,
     )
     out = r.stdout[-3000:] + r.stderr[-2000:]
@@ -248,7 +263,7 @@ def test_bench(driver, tmp_path):
         "--inputs",
         "1",
         "--call-timeout",
-        "5",
+        _bounds(driver)["call"],
         env=env,
     )
     out = r.stdout[-3000:] + r.stderr[-2000:]
@@ -286,7 +301,7 @@ def test_run_on_a_local_cluster(driver, tmp_path):
         "--seed",
         "1",
         "--call-timeout",
-        "5",
+        _bounds(driver)["call"],
         "--no-probe",
         "--cluster",
         "local:2",
@@ -301,4 +316,24 @@ def test_run_on_a_local_cluster(driver, tmp_path):
     _has_report(tmp_path, out)
     (row,) = [row for row in _rows(tmp_path) if row["test_id"] == "generated/floor_fp32"]
     assert row["outcome"] in RUN_VERDICT[kind], row
+    assert no_survivors(mark) == []
+
+
+# test_isolation replays a FLOOR spec against its own list of hostile drivers; the ones of this
+# matrix it leaves out are replayed here, so `replay` meets every driver above.
+REPLAY_ELSEWHERE = {case[0] for case in ISOLATION_CASES}
+REPLAY_HERE = [d for d in IDS if d not in REPLAY_ELSEWHERE]
+
+
+@pytest.mark.parametrize("driver", REPLAY_HERE)
+def test_replay(driver, floor_spec):  # noqa: F811 (the fixture imported above)
+    env, mark = _env()
+    r = _nnconform(
+        "replay", str(floor_spec), "--driver", HOSTILE + driver, "--call-timeout", _bounds(driver)["call"], env=env
+    )
+    out = r.stdout[-3000:] + r.stderr[-2000:]
+    verdict = RUN_VERDICT[DRIVERS[driver]]
+    assert r.returncode == (0 if DRIVERS[driver] == "clean" else 1), out
+    assert any(f": {v}" in r.stdout for v in verdict), out
+    assert "Traceback" not in r.stderr, out
     assert no_survivors(mark) == []

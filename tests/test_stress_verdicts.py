@@ -1,8 +1,13 @@
 """performance-degradation measures the driver, not the machine (issue 47, point 1): the
 compile loop is compared with a control loading the machine alike without the driver, in
-interleaved windows, and only a slowdown with confidence above the limit fails.  The broken
-driver's effect is huge (every compilation holds the lock inference needs for 50 ms), so no
-verdict here depends on how loaded the machine is."""
+interleaved windows, and only a slowdown with confidence above the limit fails.  A second
+check fits the control windows' latency, relative to the same model on the reference executor
+timed right after each execution, against the compilations made so far: it catches a driver
+whose latency grows with every compilation, which the first check cancels out.  The broken
+drivers' effects are huge (a compilation holds the lock inference needs for 50 ms; every
+execution checksums 16 KiB per compilation ever made), and both checks compare the driver
+with something the same load falls on, so no verdict here depends on how loaded the machine
+is."""
 
 import numpy as np
 from helpers import double, double_module
@@ -10,7 +15,7 @@ from helpers import double, double_module
 from nnconform.drivers.reference import ReferenceDevice
 from nnconform.isolation.sandbox import CaseContext
 from nnconform.stress.runner import StressConfig, run_stress
-from nnconform.stress.tests import StressOptions, performance_degradation, ratio_interval
+from nnconform.stress.tests import StressOptions, growth_interval, performance_degradation, ratio_interval
 from nnconform.verdict.results import read_results
 
 BROKEN = double("broken_stress")
@@ -31,13 +36,32 @@ def test_ratio_interval_is_seeded_and_brackets_the_mean():
     assert np.isclose(lo, np.log(3.0)) and np.isclose(hi, np.log(3.0))
 
 
+def test_growth_interval_is_seeded_and_recovers_a_known_growth():
+    after = np.array([5, 12, 20, 26, 35, 41, 50, 57], dtype=float)
+    noise = np.random.default_rng(0).normal(0.0, 0.02, after.size)
+    # latency doubling from the first window to the last (log-linear in the compilations)
+    grows = np.log(2.0) * (after - after[0]) / np.ptp(after) + noise
+    a, b = growth_interval(after, grows, seed=7), growth_interval(after, grows, seed=7)
+    assert a == b
+    point, lo, hi = a
+    assert lo <= point <= hi and 0.8 < lo and hi < 1.25
+    # flat up to noise: an interval around zero
+    point, lo, hi = growth_interval(after, noise, seed=7)
+    assert lo < 0 < hi and abs(point) < 0.1
+    # windows that all came after as many compilations: no slope, no verdict
+    assert growth_interval(np.full(8, 9.0), noise, seed=7) is None
+
+
 def test_reference_is_not_failed_and_reports_the_interval():
     v = performance_degradation(_ctx(ReferenceDevice()), warmup=0.2, duration=1.6, threshold=0.5, seed=3)
     assert v.verdict == "SUCCESS", v.reason
-    assert "interval" in v.reason and "control" in v.reason
+    assert "interval" in v.reason and "control" in v.reason and "compilations" in v.reason
     e = v.extra
     assert e["degradation_low"] <= e["degradation"] <= e["degradation_high"]
     assert e["pairs"] == 8 and e["compiles"] > 0 and e["latency_control_ms"] > 0
+    assert e["growth_low"] <= e["growth"] <= e["growth_high"] < 0.5
+    first, last = e["growth_compiles"]
+    assert 0 < first < last <= e["compiles"]
 
 
 def test_compilation_holding_the_inference_lock_fails():
@@ -46,6 +70,18 @@ def test_compilation_holding_the_inference_lock_fails():
     assert v.verdict == "FAILURE", v.reason
     # every compilation stalls inference for 50 ms of each ~70 ms cycle: far past +50%
     assert v.extra["degradation_low"] > 0.5, v.extra
+
+
+def test_latency_growing_with_compilations_fails_on_growth_not_on_share():
+    dev = double_module("broken_stress").LatencyGrowsWithCompilations()
+    v = performance_degradation(_ctx(dev), warmup=0.2, duration=1.6, threshold=0.5, seed=3)
+    assert v.verdict == "FAILURE", v.reason
+    assert v.reason.startswith("latency grows with the number of compilations"), v.reason
+    # every compilation adds a 16 KiB checksum to each execution: far past +50% over the case
+    assert v.extra["growth_low"] > 0.5, v.extra
+    # the growth slows the control windows as much as the compiling ones: the first check
+    # alone would have let the driver through
+    assert v.extra["degradation_low"] < 0.5, v.extra
 
 
 def test_compile_lock_driver_fails_through_the_stress_runner(tmp_path):
@@ -63,6 +99,30 @@ def test_compile_lock_driver_fails_through_the_stress_runner(tmp_path):
     [row] = [r for r in read_results(tmp_path / "run" / "results.jsonl") if r.test_id == "performance-degradation#0"]
     assert row.outcome == "FAILURE", row.message
     assert "interval" in row.message and row.extra["degradation_low"] > 0.5
+
+
+def test_latency_growth_driver_fails_through_the_stress_runner_and_the_reference_does_not(tmp_path):
+    def run(driver: str, name: str):
+        cfg = StressConfig(
+            driver=driver,
+            budget_s=600,
+            tests=["performance-degradation"],
+            workers=1,
+            seed=4,
+            report_dir=str(tmp_path / name),
+            cases=["performance-degradation#0"],
+            options=StressOptions(durations={"performance-degradation": 1.6}, hang_grace=120),
+        )
+        code = run_stress(cfg)
+        [row] = [r for r in read_results(tmp_path / name / "results.jsonl") if r.test_id == "performance-degradation#0"]
+        return code, row
+
+    code, row = run(BROKEN + "LatencyGrowsWithCompilations", "broken")
+    assert code == 1 and row.outcome == "FAILURE", row.message
+    assert "grows with the number of compilations" in row.message and row.extra["growth_low"] > 0.5
+    code, row = run("reference", "reference")
+    assert code == 0 and row.outcome == "SUCCESS", row.message
+    assert row.extra["growth_low"] < 0.5
 
 
 # ---- budgets cover every test first (issue 47, point 6) ------------------------------------

@@ -1437,7 +1437,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=10.0,
         help="seconds past a case's duration before HANG",
     )
-    st.add_argument("--perf-threshold", type=float, default=0.5, help="performance degradation limit (0.5 = +50%%)")
+    st.add_argument(
+        "--perf-threshold",
+        type=float,
+        default=0.5,
+        help="performance-degradation limit, on the driver's share of the slowdown and on latency "
+        "growth over the case's compilations (0.5 = +50%%)",
+    )
     st.add_argument("--leak-threshold-mb", type=float, default=32.0, help="RSS growth that counts as a leak")
     st.add_argument("--random-pause", type=float, default=0.0, help="pause after each random-graph case (s)")
     from nnconform.stress import SOAK_EXECUTIONS

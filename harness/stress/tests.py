@@ -23,8 +23,10 @@ and the case's wall-clock limit (duration + grace, past which the sandbox calls 
     performance-degradation     latency with a thread compiling every 20 ms vs with a control
                                 thread burning the same CPU time without the driver, in 8
                                 interleaved window pairs; FAILURE when the lower end of the
-                                95% bootstrap interval of the driver's share is above +50%
-                                (runs alone: no other case beside it)
+                                95% bootstrap interval of the driver's share is above +50%,
+                                or that of the growth of the control windows' latency
+                                (relative to the reference executor) over the case's
+                                compilations (runs alone: no other case beside it)
     leak                        one prepared model executed for D s while the worker's RSS is
                                 sampled; FAILURE on steady growth past a threshold
     compile-leak                prepare/release cycles of one model for D s (MLTS model-loading
@@ -76,7 +78,7 @@ class StressOptions:
     processes: int = 3  # multi-process clients
     client_threads: int = 2  # threads per client
     hang_grace: float = 10.0  # seconds past a case's duration before it is a HANG
-    perf_threshold: float = 0.5  # performance-degradation limit (0.5 = +50 %)
+    perf_threshold: float = 0.5  # performance-degradation limit, share and growth (0.5 = +50 %)
     leak_threshold_mb: float = 32.0  # RSS growth that counts as a leak
     soak_executions: int = SOAK_EXECUTIONS  # execution-soak: executions of one prepared model
     worker_leak_mb: float = 512.0  # a worker's RSS growth over its whole life that fails the run
@@ -495,15 +497,21 @@ def _checked(ex, result) -> None:
         raise WrongResult(f"{ex.name}: {cmp.message}")
 
 
-def _latencies(prepared, request, seconds: float, ex) -> np.ndarray:
-    times = []
+def _latencies(prepared, request, seconds: float, ex, calibrate: Callable[[], Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(driver latencies, calibration latencies) of ``seconds`` of executions, each followed by
+    one call of ``calibrate``: the same work without the driver, timed back to back with it so
+    that whatever load the machine has at that moment falls on both."""
+    times, cal = [], []
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         t = time.perf_counter()
         result = prepared.execute(request)
         times.append(time.perf_counter() - t)
         _checked(ex, result)
-    return np.asarray(times, dtype=np.float64)
+        t = time.perf_counter()
+        calibrate()
+        cal.append(time.perf_counter() - t)
+    return np.asarray(times, dtype=np.float64), np.asarray(cal, dtype=np.float64)
 
 
 def _burn_cpu(seconds: float) -> None:
@@ -528,6 +536,41 @@ def ratio_interval(
     return float(x.mean()), float(lo), float(hi)
 
 
+def growth_interval(
+    compiles: np.ndarray,
+    log_ratios: np.ndarray,
+    seed: int,
+    resamples: int = PERF_BOOTSTRAP,
+    confidence: float = PERF_CONFIDENCE,
+):
+    """(point, low, high) of how much the driver's latency relative to the calibration grows
+    from the control window after the fewest compilations to the one after the most: a
+    least-squares line of ``log_ratios`` (one per control window) on ``compiles`` (the
+    compilations made before it), as a relative change, with a seeded percentile bootstrap
+    over the windows.  None when every window came after as many compilations."""
+    x = np.asarray(compiles, dtype=np.float64)
+    y = np.asarray(log_ratios, dtype=np.float64)
+    if x.size < 3 or np.ptp(x) == 0:
+        return None
+
+    def slope(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:  # one line fit per row
+        dx = xs - xs.mean(axis=-1, keepdims=True)
+        sxx = (dx * dx).sum(axis=-1)
+        sxy = (dx * (ys - ys.mean(axis=-1, keepdims=True))).sum(axis=-1)
+        # a resample that draws one window over and over has no slope: left out
+        return np.divide(sxy, sxx, out=np.full(sxx.shape, np.nan), where=sxx > 0)
+
+    span = float(np.ptp(x))
+    point = float(np.expm1(slope(x, y) * span))
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, x.size, size=(resamples, x.size))
+    b = slope(x[idx], y[idx])
+    b = b[np.isfinite(b)]
+    a = (1.0 - confidence) / 2
+    lo, hi = np.expm1(np.quantile(b, [a, 1.0 - a]) * span)
+    return point, float(lo), float(hi)
+
+
 def performance_degradation(
     ctx: CaseContext,
     warmup: float,
@@ -541,10 +584,19 @@ def performance_degradation(
     cycle, the CPU time the driver's compilations took (measured in the windows so far) and
     waits the same gap.  ``pairs`` pairs of windows (``duration`` / ``pairs`` s each), the
     order inside a pair drawn from ``seed``, so load that comes and goes on a shared machine
-    falls on both alike.  Per pair the log of mean(compiling) / mean(control); FAILURE
-    only when the lower end of the bootstrap interval of their mean is above ``threshold``:
-    the slowdown the driver's compilation causes, with confidence."""
+    falls on both alike.  Two checks, each failing only when the lower end of its bootstrap
+    interval is above ``threshold``:
+
+    - the driver's share of the slowdown: per pair the log of mean(compiling) / mean(control);
+    - latency growing with the number of compilations made so far (a driver that keeps every
+      compilation somewhere each execution walks): it slows the control windows as much as
+      the compiling ones, so the first check cancels it.  Each execution is followed by the
+      same model on the reference executor (the calibration), and the control windows' median
+      ratio of the two latencies is fitted against the compilations made before each window.
+      The ratio, not the latency, so a machine that gets busier during the case is not
+      taken for growth."""
     from nnconform.ir import Request
+    from nnconform.reference.executor import Executor
 
     ex = wl.example(PERF_MODEL) if PERF_MODEL in wl._examples_by_name() else wl.workload(ctx.device)[0]
     ctx.breadcrumb(f"example {ex.name}: latency")
@@ -553,6 +605,11 @@ def performance_degradation(
         return Verdict.failure(why)
     prepared = ctx.device.prepare(ex.model)
     request = Request.from_arrays(ex.model, list(ex.inputs))
+    executor, inputs = Executor(ex.model), list(ex.inputs)
+
+    def calibrate() -> None:
+        executor.run(inputs)
+
     rng = np.random.default_rng(seed)
     window = duration / max(1, pairs)
     compile_cpu: list[float] = []  # thread CPU seconds of each compilation
@@ -561,6 +618,11 @@ def performance_degradation(
     # compilation leaves the median alone, not the mean (nor the throughput)
     means: dict[str, list[float]] = {"compile": [], "control": []}
     counts = {"compile": 0, "control": 0}
+    # per control window: the median over its executions of log(driver latency / the calibration
+    # right after it); the median because growth slows every execution, and a preemption on a
+    # busy machine lands on one of a pair, not both
+    control_ratio: list[float] = []
+    control_after: list[int] = []  # per control window: the compilations made before it
 
     def compile_loop(stop: threading.Event) -> None:
         try:
@@ -582,18 +644,22 @@ def performance_degradation(
         stop = threading.Event()
         t = threading.Thread(target=compile_loop if kind == "compile" else control_loop, args=(stop,), daemon=True)
         ctx.breadcrumb(f"example {ex.name}: latency with the {kind} loop")
+        before = len(compile_cpu)
         t.start()
         try:
-            lat = _latencies(prepared, request, window, ex)
+            lat, cal = _latencies(prepared, request, window, ex, calibrate)
         finally:
             stop.set()
             t.join()  # a compilation stuck in the driver: no verdict, the sandbox calls HANG
         means[kind].append(float(np.mean(lat)) if lat.size else float("nan"))
         counts[kind] += int(lat.size)
+        if kind == "control" and lat.size:
+            control_ratio.append(float(np.median(np.log(lat / cal))))
+            control_after.append(before)
 
     try:
-        _latencies(prepared, request, warmup, ex)
-        alone = _latencies(prepared, request, window, ex)
+        _latencies(prepared, request, warmup, ex, calibrate)
+        alone, _ = _latencies(prepared, request, window, ex, calibrate)
         for k in range(pairs):
             # the first pair measures the compilations first: the control needs their CPU time
             order = ("compile", "control") if k == 0 or rng.random() < 0.5 else ("control", "compile")
@@ -614,6 +680,8 @@ def performance_degradation(
         )
     point, lo, hi = ratio_interval(np.log(comp / ctrl), seed)
     degradation, low, high = math.expm1(point), math.expm1(lo), math.expm1(hi)
+    # its own stream of the case seed: the first check's interval stays what it was
+    grown = growth_interval(np.asarray(control_after), np.asarray(control_ratio), seed + 1)
     info = dict(
         latency_alone_ms=float(np.mean(alone)) * 1e3 if alone.size else None,
         latency_loaded_ms=float(np.median(comp)) * 1e3,
@@ -621,6 +689,10 @@ def performance_degradation(
         degradation=degradation,
         degradation_low=low,
         degradation_high=high,
+        growth=grown[0] if grown else None,
+        growth_low=grown[1] if grown else None,
+        growth_high=grown[2] if grown else None,
+        growth_compiles=[min(control_after), max(control_after)] if control_after else None,
         confidence=PERF_CONFIDENCE,
         pairs=pairs,
         window_s=window,
@@ -629,16 +701,28 @@ def performance_degradation(
         compiles=len(compile_cpu),
         model=ex.name,
     )
-    text = (
+    share = (
         f"mean latency {np.median(comp) * 1e3:.3f} ms with a compile every {COMPILE_GAP_S * 1e3:.0f} ms, "
         f"{np.median(ctrl) * 1e3:.3f} ms under a control burning the same CPU "
         f"({np.mean(alone) * 1e3 if alone.size else float('nan'):.3f} ms alone); driver's share "
         f"{degradation:+.0%}, {PERF_CONFIDENCE:.0%} interval [{low:+.0%}, {high:+.0%}] over {pairs} window pairs "
         f"(limit +{threshold:.0%})"
     )
+    if grown:
+        g_text = (
+            f"execute latency relative to the same model on the reference executor {grown[0]:+.0%} "
+            f"from the control window after "
+            f"{min(control_after)} compilations to the one after {max(control_after)}, "
+            f"{PERF_CONFIDENCE:.0%} interval [{grown[1]:+.0%}, {grown[2]:+.0%}] (limit +{threshold:.0%})"
+        )
+    else:
+        g_text = "growth with the compilations not measured (the control windows came after as many)"
+    if grown and grown[1] > threshold:
+        # the growth first: it is the reason, and the share alone would look harmless
+        return Verdict.failure(f"latency grows with the number of compilations: {g_text}; {share}", **info)
     if low > threshold:
-        return Verdict.failure(text, **info)
-    return Verdict.success(text, **info)
+        return Verdict.failure(f"{share}; {g_text}", **info)
+    return Verdict.success(f"{share}; {g_text}", **info)
 
 
 LEAK_MODEL = "relu_fp32"

@@ -31,6 +31,8 @@ Drivers that leave things behind (once per case, on the first execute of that ca
 Drivers for the verdicts of single tests:
 
     CompileBlocksInference  a compilation holds a device-wide lock for 50 ms; execute waits on it
+    LatencyGrowsWithCompilations  every compilation ever made stays in a device-wide registry
+                         that each execute checksums: latency grows with the compilations
     AbortsInSub          abort() (SIGABRT) when executing any model that holds a SUB
     HangsInSub           execute never returns on any model that holds a SUB
 
@@ -53,6 +55,7 @@ import hashlib
 import json
 import os
 import threading
+import zlib
 
 import numpy as np
 
@@ -386,6 +389,43 @@ class CompileBlocksInference(ReferenceDevice):
             def execute(self, request, **kw2):
                 with lock:
                     return super().execute(request, **kw2)
+
+        return Prepared(pm.model)
+
+
+REGISTRY_ENTRY_BYTES = 16384  # LatencyGrowsWithCompilations: what each execute checksums per compilation
+
+
+class LatencyGrowsWithCompilations(ReferenceDevice):
+    """Each compilation leaves an entry (REGISTRY_ENTRY_BYTES of compiled-artifact bytes) in a
+    device-wide registry that release never empties, and every execution verifies the
+    checksum of every entry before it runs.  Execute latency grows with the number of
+    compilations made so far, in the windows without compilations as much as in those with
+    them, so comparing the compile loop with its control cancels it out: the slowdown the
+    growth check of performance-degradation must catch."""
+
+    name = "broken-latency-grows-with-compilations"
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self._registry: list[tuple[bytes, int]] = []  # (artifact, its checksum), one per compilation
+        self._registry_lock = threading.Lock()
+
+    def prepare(self, model, **kw):
+        pm = super().prepare(model, **kw)
+        # a distinct artifact per compilation; its content only has to be checksummed
+        artifact = len(self._registry).to_bytes(8, "little") * (REGISTRY_ENTRY_BYTES // 8)
+        with self._registry_lock:
+            self._registry.append((artifact, zlib.crc32(artifact)))
+        registry = self._registry
+
+        class Prepared(ReferencePreparedModel):
+            def execute(self, request, **kw2):
+                # the bug: every compilation ever made is re-verified, on every execution
+                for blob, crc in list(registry):
+                    if zlib.crc32(blob) != crc:
+                        raise RuntimeError("corrupt compilation registry")
+                return super().execute(request, **kw2)
 
         return Prepared(pm.model)
 
