@@ -735,6 +735,45 @@ def replay_verdict(model: Model, inputs: Sequence[np.ndarray], expected: Sequenc
     return flush_verdict(outcome, error_stats(model, want, got, inputs=inputs))
 
 
+def sweep_case(sweep: Sweep, inputs: list[np.ndarray]) -> Any:
+    """The sweep over ``inputs`` as a ``verdict.runner.Case``, expected outputs from the reference."""
+    from nnconform.reference.executor import execute
+    from nnconform.verdict.runner import Case
+
+    model = sweep.build(int(inputs[0].size))
+    return Case(sweep.test_id, model, inputs, execute(model, inputs))
+
+
+@dataclass
+class SweepRun:
+    """One sweep run on a driver: the case, the runner's outcome with the no-flush rule
+    applied, the row's ``extra.exhaustive`` (``info``) and the per-element errors (None when
+    the driver gave no output of the expected shape and type to measure)."""
+
+    case: Any
+    outcome: Any
+    info: dict[str, Any]
+    stats: SweepStats | None
+
+
+def run_sweep(device: Any, sweep: Sweep, **options: Any) -> SweepRun:
+    """Run ``sweep`` whole on ``device`` (``verdict.runner.run`` with ``options``) and measure
+    it: what the suite and the stress test's shards do with every sweep before any shrinking."""
+    from nnconform.verdict.runner import run
+
+    case = sweep_case(sweep, sweep.make_inputs())
+    info: dict[str, Any] = {"operation": sweep.operation.name, "data_type": sweep.data_type, "grid": sweep.grid}
+    outcome = run(device, case, **options)
+    got = outcome.actual[0] if outcome.actual is not None and len(outcome.actual) == 1 else None
+    want = case.expected[0]
+    if not isinstance(got, np.ndarray) or got.shape != want.shape or got.dtype != want.dtype:
+        return SweepRun(case, outcome, info, None)  # no values to measure: the runner's verdict
+    given = [x for x in case.inputs if x is not None]  # a sweep gives every input
+    stats = error_stats(case.model, want, got, inputs=given)
+    info.update(stats.summary())
+    return SweepRun(case, flush_verdict(outcome, stats), info, stats)
+
+
 def subsets(failing: np.ndarray, worst: int) -> list[np.ndarray]:
     """Candidate failing-input sets, smallest first: the worst element alone, the first, worst
     and last failing elements, then up to 64 failing elements."""
