@@ -987,14 +987,15 @@ TESTS: dict[str, StressTest] = {
             lambda i, s, o: dict(duration=o.duration("compile-leak"), threshold_mb=o.leak_threshold_mb / 4),
             *_timed("compile-leak"),
         ),
-        # A shard's limit is generous: its sweeps' time depends on the driver's speed, and a
-        # call that hangs is still caught (five times the estimate, plus the grace).
+        # A shard's limit is generous: a slow driver's shard takes several times the estimate
+        # (which is the reference's) and must not be called a HANG; a call that hangs is still
+        # caught, at twenty times the estimate plus the grace.
         StressTest(
             "exhaustive",
             lambda ctx, **p: exhaustive_shard(ctx, **p),
             exhaustive_params,
             lambda o: o.duration("exhaustive"),
-            lambda o: 5 * o.duration("exhaustive") + o.hang_grace,
+            lambda o: 20 * o.duration("exhaustive") + o.hang_grace,
         ),
         # the soak's case limit is its duration: it ends at the target count or the duration
         StressTest(
