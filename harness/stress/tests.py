@@ -838,7 +838,7 @@ def exhaustive_shard(ctx: CaseContext, shard: int, shards: int, tier: str) -> Ve
 
         path = os.path.join(os.path.dirname(suites.__file__), "test_exhaustive.py")
         rerun = f"python -m pytest {path} --driver {DRIVER} --nn-exhaustive {tier} --nn-shard {shard}/{shards}"
-    info = dict(
+    info: dict[str, Any] = dict(
         shard=f"{shard}/{shards}",
         tier=tier,
         sweeps=len(items),

@@ -603,6 +603,8 @@ def ulp_distance(expected: np.ndarray, actual: np.ndarray) -> np.ndarray:
     on either side gives -1."""
     expected = np.asarray(expected)
     actual = np.asarray(actual)
+    ibits: type[np.signedinteger[Any]]
+    wide: type[np.signedinteger[Any]]
     if expected.dtype == np.float16:
         # fp16 patterns fit int32 with room for their difference: half the memory traffic of int64
         ibits, wide, shift = np.int16, np.int32, 15
@@ -615,11 +617,11 @@ def ulp_distance(expected: np.ndarray, actual: np.ndarray) -> np.ndarray:
     def ordered(x: np.ndarray) -> np.ndarray:
         # Sign-magnitude bit patterns mapped onto a monotonic integer line: a negative pattern
         # b becomes -(b & magnitude), computed without a branch as (m ^ s) - s with s = 0 or -1.
-        b = np.ascontiguousarray(x).view(ibits).astype(wide)
-        s = b >> shift
-        b &= (1 << shift) - 1
-        b ^= s
-        b -= s
+        b: np.ndarray = np.ascontiguousarray(x).view(ibits).astype(wide)
+        s = np.right_shift(b, shift)
+        np.bitwise_and(b, (1 << shift) - 1, out=b)
+        np.bitwise_xor(b, s, out=b)
+        np.subtract(b, s, out=b)
         return b
 
     d = ordered(actual)
@@ -844,7 +846,7 @@ def _identical(exp: np.ndarray, act: np.ndarray) -> tuple[bool, bool]:
         return False, False
     # an all-ones exponent is inf (zero mantissa) or NaN
     top, mag = (0x7C00, 0x7FFF) if exp.dtype.itemsize == 2 else (0x7F800000, 0x7FFFFFFF)
-    magnitude = bits & bits.dtype.type(mag)
+    magnitude = np.bitwise_and(bits, np.asarray(mag, bits.dtype))
     special = magnitude >= top
     if not special.any():
         return True, False
