@@ -99,6 +99,16 @@ def test_pair_chunk_inputs_are_the_masked_product(op):
             assert np.array_equal(want.view(np.uint16), have.view(np.uint16)), (op, c)
 
 
+def test_every_sweep_of_a_tier_is_one_of_a_kind():
+    # a sweep made twice (the comparisons once per output encoding they do not have) costs a
+    # second run and gives two rows of one test id
+    for tier in X.TIERS:
+        names = [s.name for s in X.sweeps(tier)]
+        assert len(names) == len(set(names)), tier
+    compare = [s for s in X.sweeps("full") if s.operation == Op.EQUAL and s.data_type == "quant8"]
+    assert len(compare) == 16  # every (a, b) encoding pair of the grid once
+
+
 def test_shards_partition_the_sweeps():
     items = list(range(23))
     parts = [X.shard(items, (i, 4)) for i in range(1, 5)]

@@ -432,10 +432,15 @@ def _binary_quant_sweeps(tier: str) -> list[Sweep]:
                 acts = (0,) if tier == "quick" else (0, 1, 2, 3)
             else:
                 acts = (None,)
-            for q in _binary_quant_grid(t, tier):
+            grid_points = _binary_quant_grid(t, tier)
+            if op in COMPARE:
+                # a comparison's bool8 output has no encoding: the grid's output encodings would
+                # make the same sweep once per encoding
+                grid_points = list(dict.fromkeys((q[0], q[1], (0.0, 0)) for q in grid_points))
+            for q in grid_points:
                 for act in acts:
                     out_t = B8 if op in COMPARE else t
-                    qq = (q[0], q[1], (0.0, 0)) if op in COMPARE else q
+                    qq = q
                     grid = f"a {_q(q[0])} b {_q(q[1])}" + ("" if op in COMPARE else f" out {_q(q[2])}")
                     grid += f" act {act}" if act is not None else ""
                     out.append(
