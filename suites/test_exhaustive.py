@@ -16,12 +16,10 @@ spec (a driver that fails only on a big tensor keeps the whole sweep as its spec
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from nnconform.cases.exhaustive import Sweep, error_stats, flush_verdict, shard, subsets, sweeps
-from nnconform.reference.executor import execute
-from nnconform.verdict.runner import FAIL, PASS, Case, run
+from nnconform.cases.exhaustive import Sweep, error_stats, flush_verdict, run_sweep, shard, subsets, sweep_case, sweeps
+from nnconform.verdict.runner import FAIL, PASS, run
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -33,34 +31,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("sweep", items, ids=[s.name for s in items])
 
 
-def _case(sweep: Sweep, inputs: list[np.ndarray]) -> Case:
-    model = sweep.build(int(inputs[0].size))
-    return Case(sweep.test_id, model, inputs, execute(model, inputs))
-
-
 def test_exhaustive(sweep: Sweep, nn_device, nn_session, nn_record):
-    case = _case(sweep, sweep.make_inputs())
-    nn_record.update(
-        suite="exhaustive",
-        test_id=sweep.test_id,
-        operations=case.model.operation_names(),
-        data_types=case.model.data_types(),
-    )
-    info: dict = {"operation": sweep.operation.name, "data_type": sweep.data_type, "grid": sweep.grid}
+    nn_record.update(suite="exhaustive", test_id=sweep.test_id)
+    nn_record["extra"]["exhaustive"] = {}
+    swept = run_sweep(nn_device, sweep)
+    case, outcome, info, stats = swept.case, swept.outcome, swept.info, swept.stats
+    nn_record.update(operations=case.model.operation_names(), data_types=case.model.data_types())
     nn_record["extra"]["exhaustive"] = info
-    outcome = run(nn_device, case)
-    got = outcome.actual[0] if outcome.actual is not None and len(outcome.actual) == 1 else None
-    want = case.expected[0]
-    if not isinstance(got, np.ndarray) or got.shape != want.shape or got.dtype != want.dtype:
-        nn_session.conclude(nn_record, outcome, case)  # no values to measure: the runner's verdict
-        return
-    given = [x for x in case.inputs if x is not None]  # a sweep gives every input
-    stats = error_stats(case.model, want, got, inputs=given)
-    info.update(stats.summary())
-    outcome = flush_verdict(outcome, stats)
-    if outcome.outcome != FAIL or not stats.failing.size:
+    if stats is None or outcome.outcome != FAIL or not stats.failing.size:
         nn_session.conclude(nn_record, outcome, case)
         return
+    given = [x for x in case.inputs if x is not None]
     frac = info["worst_fraction"]
     frac_text = f"{frac:.3g}" if isinstance(frac, float) else str(frac)
     head = (
@@ -70,7 +51,7 @@ def test_exhaustive(sweep: Sweep, nn_device, nn_session, nn_record):
     worst = stats.worst_index
     assert worst is not None
     for subset in subsets(stats.failing, worst):
-        small = _case(sweep, [x[subset] for x in given])
+        small = sweep_case(sweep, [x[subset] for x in given])
         again = run(nn_device, small)
         if again.outcome == PASS and again.actual is not None:
             again = flush_verdict(

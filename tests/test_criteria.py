@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -12,7 +13,7 @@ from nnconform.ir import ModelBuilder
 from nnconform.ir import OperandType as T
 from nnconform.ir import OperationType as O
 from nnconform.verdict import criteria as C
-from nnconform.verdict.criteria import compare, default_criteria, ulp_distance
+from nnconform.verdict.criteria import Tolerance, compare, default_criteria, ulp_distance
 
 QUANT = {
     T.TENSOR_QUANT8_ASYMM,
@@ -416,6 +417,51 @@ def test_ulp_distance():
     assert ulp_distance(eh, ah).tolist() == [3, 0, 1]
     with pytest.raises(TypeError):
         ulp_distance(np.zeros(2), np.zeros(2))
+
+
+def test_ulp_distance_is_the_count_of_values_between_for_every_fp16_pattern():
+    # Oracle: the rank of each non-NaN fp16 value on the sorted line of distinct values (-0
+    # and +0 share one rank); the distance is the difference of ranks.  Checked for every
+    # pattern against a spread of others, NaNs included (-1).
+    allv = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    finite = allv[~np.isnan(allv)]
+    line = np.unique(finite.astype(np.float64))  # -0 and +0 are one float64 value
+    rank = np.searchsorted(line, finite.astype(np.float64))
+    rng = np.random.default_rng(403)  # fixed seed: the shifts are named in any failure
+    for shift in rng.integers(1, 1 << 16, size=8):
+        other = np.roll(allv, int(shift))
+        got = ulp_distance(allv, other)
+        nan = np.isnan(allv) | np.isnan(other)
+        assert (got[nan] == -1).all(), shift
+        keep = ~nan
+        want = np.abs(
+            np.searchsorted(line, other[keep].astype(np.float64)) - np.searchsorted(line, allv[keep].astype(np.float64))
+        )
+        assert np.array_equal(got[keep], want), shift
+        assert got.dtype == np.int64
+    assert rank.max() == line.size - 1
+
+
+def test_identical_outputs_with_infinities_keep_the_bias_check():
+    # A driver that returns the expected bits passes without the float64 passes, except
+    # where an equal infinity reaches a checked bias: inf - inf is NaN there and that check
+    # fails, as it always did (the shortcut must not change a verdict).
+    b = ModelBuilder()
+    x = b.input(T.TENSOR_FLOAT32, (64,))
+    b.operation(O.RELU, [x], [b.output(T.TENSOR_FLOAT32, (64,))])
+    m = b.build()
+    e = np.linspace(-1, 1, 64).astype(np.float32)
+    assert compare(m, [e], [e.copy()]).passed
+    e_inf = e.copy()
+    e_inf[5] = np.inf
+    assert compare(m, [e_inf], [e_inf.copy()]).passed  # default criteria: no bias check on RELU
+    crit = dataclasses.replace(default_criteria(m), float32=Tolerance(atol=1e-5, rtol=1e-5, bias=1e-3, mse=1e-3))
+    crit = dataclasses.replace(crit, exact_where_defined=False, skip_invalid_fp=False)
+    assert compare(m, [e], [e.copy()], criteria=crit).passed
+    got = compare(m, [e_inf], [e_inf.copy()], criteria=crit)
+    assert not got.passed and {mm.kind for mm in got.mismatches} == {"bias", "mse"}
+    skipping = dataclasses.replace(crit, skip_invalid_fp=True)
+    assert compare(m, [e_inf], [e_inf.copy()], criteria=skipping).passed  # the infinity is skipped
 
 
 def test_relaxed_fp32_output_reports_fp32_ulps():

@@ -85,6 +85,30 @@ def test_full_tier_every_fp16_pair_in_chunks():
     assert set(np.unique(a.view(np.uint16)).tolist()) <= set(range(3 * X.CHUNK, 4 * X.CHUNK))
 
 
+@pytest.mark.parametrize("op", [Op.ADD, Op.POW, Op.DIV, Op.LESS])
+def test_pair_chunk_inputs_are_the_masked_product(op):
+    # The chunk's inputs are built on a broadcast grid; they must be exactly the pairs of the
+    # plain definition (first operands repeated, every second operand tiled, the domain rule).
+    v = X.fp16_all()
+    for c in (0, 511, 1000):
+        a = np.repeat(v[c * X.CHUNK : (c + 1) * X.CHUNK], v.size)
+        b = np.tile(v, X.CHUNK)
+        keep = X.pair_mask(op, a, b)
+        got = X._float_pairs_chunk(op, c)
+        for want, have in zip((a[keep], b[keep]), got):
+            assert np.array_equal(want.view(np.uint16), have.view(np.uint16)), (op, c)
+
+
+def test_every_sweep_of_a_tier_is_one_of_a_kind():
+    # a sweep made twice (the comparisons once per output encoding they do not have) costs a
+    # second run and gives two rows of one test id
+    for tier in X.TIERS:
+        names = [s.name for s in X.sweeps(tier)]
+        assert len(names) == len(set(names)), tier
+    compare = [s for s in X.sweeps("full") if s.operation == Op.EQUAL and s.data_type == "quant8"]
+    assert len(compare) == 16  # every (a, b) encoding pair of the grid once
+
+
 def test_shards_partition_the_sweeps():
     items = list(range(23))
     parts = [X.shard(items, (i, 4)) for i in range(1, 5)]

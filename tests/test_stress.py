@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from helpers import double, double_module
 
+from nnconform.cases import exhaustive as X
 from nnconform.cli import main
 from nnconform.ir import OperationType as Op
 from nnconform.ir.spec import load_spec
@@ -26,7 +27,7 @@ from nnconform.stress.runner import (
     plan_counts,
     run_stress,
 )
-from nnconform.stress.tests import TESTS, StressOptions
+from nnconform.stress.tests import TESTS, StressOptions, exhaustive_params
 from nnconform.verdict.results import read_results
 
 _broken_stress = double_module("broken_stress")
@@ -52,6 +53,7 @@ SHORT = {
 #   the stress command's job; here its row must hold measured latencies.
 GRACE = 60.0
 NO_PERF_LIMIT = 1e9
+QUICK_SWEEPS = len(X.sweeps("quick"))
 
 
 # ---- random graphs ------------------------------------------------------------------------
@@ -108,6 +110,9 @@ def _cfg(tmp_path, driver="reference", **kw):
             client_threads=1,
             hang_grace=GRACE,
             perf_threshold=NO_PERF_LIMIT,
+            # one quick-tier sweep per exhaustive case: the full tier's shards take minutes
+            exhaustive_tier="quick",
+            exhaustive_shards=QUICK_SWEEPS,
         ),
     )
     return StressConfig(
@@ -363,3 +368,56 @@ def test_random_model_load_prepares_the_claimed_partitions(tmp_path):
     [row] = read_results(tmp_path / "run" / "results.jsonl")
     assert row.outcome == "SUCCESS" and row.message.startswith("partitioned: "), row.message
     assert row.extra["partitioned"] is True
+
+
+# ---- the exhaustive suite's shards ----------------------------------------------------------
+
+
+def test_exhaustive_cases_rotate_over_the_shards_and_come_first_like_every_test():
+    o = StressOptions(exhaustive_shards=8, run_seed=6)
+    assert [exhaustive_params(k, 0, o)["shard"] for k in range(4)] == [7, 8, 1, 2]
+    # successive nights with seeds 0, k, 2k, ... and k cases each tile the shards in order
+    nights = [
+        exhaustive_params(k, 0, StressOptions(exhaustive_shards=8, run_seed=3 * night))["shard"]
+        for night in range(3)
+        for k in range(3)
+    ]
+    assert nights == [1, 2, 3, 4, 5, 6, 7, 8, 1]
+    # in a whole plan, the exhaustive test gets its first case before any test gets a second
+    opts = StressOptions(run_seed=5)
+    counts = plan_counts(list(TESTS), 3600, 2, opts)
+    assert counts["exhaustive"] > 1
+    plan = build_plan(counts, 5, opts)
+    first_second = min(i for i, c in enumerate(plan) if c.index > 0)
+    assert {c.test for c in plan[:first_second]} == set(TESTS)
+    shards = [c.params["shard"] for c in plan if c.test == "exhaustive"]
+    assert shards == [(5 + k) % 256 + 1 for k in range(counts["exhaustive"])]
+
+
+def test_exhaustive_case_runs_its_shard_and_rows_name_it(tmp_path):
+    code = run_stress(_cfg(tmp_path, tests=["exhaustive"], cases=["exhaustive#0", "exhaustive#1"], seed=40))
+    rows = {r.test_id: r for r in read_results(tmp_path / "run" / "results.jsonl")}
+    assert code == 0 and set(rows) == {"exhaustive#0", "exhaustive#1"}
+    quick = X.sweeps("quick")
+    for k in (0, 1):
+        r = rows[f"exhaustive#{k}"]
+        assert r.outcome == "SUCCESS", r.message
+        assert r.extra["shard"] == f"{41 + k}/{QUICK_SWEEPS}" and r.extra["sweeps"] == 1
+        assert r.extra["passed"] == 1 and r.extra["failed"] == 0
+        assert r.extra["elements"] == quick[40 + k].make_inputs()[0].size
+        assert f"shard {41 + k}/{QUICK_SWEEPS}" in r.message
+
+
+def test_exhaustive_case_fails_on_a_broken_sweep_with_the_command_to_rerun_it(tmp_path):
+    # the seed puts fp16 TANH (wrong on a narrow band) in case 0's shard
+    names = [s.name for s in X.sweeps("quick")]
+    seed = names.index("TANH-fp16")
+    driver = double("broken_sweep", "TanhFp16Band")
+    code = run_stress(_cfg(tmp_path, driver=driver, tests=["exhaustive"], cases=["exhaustive#0"], seed=seed))
+    (row,) = read_results(tmp_path / "run" / "results.jsonl")
+    assert code == 1 and row.outcome == "FAILURE"
+    assert row.extra["failed"] == 1 and row.extra["failing_sweeps"][0]["sweep"] == "TANH-fp16"
+    assert row.extra["failing_sweeps"][0]["failing"] == 8  # the eight values of the band
+    assert "TANH-fp16" in row.message and "--nn-shard" in row.extra["rerun"]
+    assert driver in row.extra["rerun"] and "<driver>" not in row.message
+    assert f"--seed {seed}" in row.replay and "--exhaustive-tier quick" in row.replay

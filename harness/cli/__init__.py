@@ -1109,9 +1109,13 @@ def cmd_stress(a: argparse.Namespace) -> int:
             random_pause=a.random_pause,
             soak_executions=a.soak_executions,
             worker_leak_mb=a.worker_leak_mb,
+            exhaustive_shards=a.exhaustive_shards,
+            exhaustive_tier=a.exhaustive_tier,
         )
         if a.soak_executions < 1 or a.worker_leak_mb <= 0:
             return _err("--soak-executions must be >= 1 and --worker-leak-mb > 0")
+        if a.exhaustive_shards < 1:
+            return _err("--exhaustive-shards must be >= 1")
         seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "little")
         cfg = StressConfig(
             driver=a.driver,
@@ -1460,6 +1464,19 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=512.0,
         help="a worker's RSS growth over its whole life that fails the run (MiB, default 512)",
+    )
+    st.add_argument(
+        "--exhaustive-shards",
+        type=int,
+        default=256,
+        help="the exhaustive test cuts the suite's tier in this many shards and runs one per case, "
+        "case k of seed S the shard (S + k) mod N + 1 (default 256)",
+    )
+    st.add_argument(
+        "--exhaustive-tier",
+        choices=("full", "quick"),
+        default="full",
+        help="the exhaustive suite's tier the shards cut (default full)",
     )
     st.add_argument(
         "--no-probe",

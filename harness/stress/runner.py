@@ -317,9 +317,12 @@ def replay_command(cfg: StressConfig, key: str) -> str:
         ("--random-pause", "random_pause"),
         ("--soak-executions", "soak_executions"),
         ("--worker-leak-mb", "worker_leak_mb"),
+        ("--exhaustive-shards", "exhaustive_shards"),
     ):
         if getattr(o, attr) != getattr(d, attr):
             parts += [flag, f"{getattr(o, attr):g}"]
+    if o.exhaustive_tier != d.exhaustive_tier:
+        parts += ["--exhaustive-tier", o.exhaustive_tier]
     if not cfg.claims:
         parts += ["--no-probe"]
     if cfg.mem_limit != DEFAULT_MEM_LIMIT:
@@ -527,6 +530,11 @@ def _record(
 
         extra["spec_replay"] = spec_replay(spec_path, cfg.driver)
     extra.update(shrink_extra)
+    if isinstance(extra.get("rerun"), str):
+        from nnconform.stress.tests import DRIVER
+
+        extra["rerun"] = extra["rerun"].replace(DRIVER, shlex.quote(cfg.driver))
+        message = message.replace(DRIVER, shlex.quote(cfg.driver))
     if liveness is not None:
         extra["liveness"] = {"verdict": liveness.verdict, "reason": liveness.reason}
         message += (
@@ -687,6 +695,7 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
             counts = plan_counts(cfg.tests, cfg.budget_s, cfg.workers, cfg.options)
         if cfg.claims and not cfg.options.claims and any(TESTS[t].random_graph for t in cfg.tests):
             cfg.options.claims = ask_claims(cfg, out)
+        cfg.options.run_seed = cfg.seed
         manifest = {
             "format": MANIFEST_FORMAT,
             "version": 1,
@@ -702,6 +711,9 @@ def run_stress(cfg: StressConfig, resume: bool = False, out=None, err=None, box_
             "cases": cfg.cases,
             "sessions": [],
         }
+    # cases derive their parameters from the seed (the exhaustive test's shards): the options
+    # carry it, and the manifest keeps it for --resume
+    cfg.options.run_seed = cfg.seed
     plan = build_plan(counts, cfg.seed, cfg.options)
     if cfg.cases:
         wanted = set(cfg.cases)

@@ -32,6 +32,12 @@ and the case's wall-clock limit (duration + grace, past which the sandbox calls 
     compile-leak                prepare/release cycles of one model for D s (MLTS model-loading
                                 stress), RSS sampled per compilation; FAILURE on steady growth
                                 past leak_threshold_mb / 4, reported per compilation
+    exhaustive                  one shard of the exhaustive suite's full tier per case
+                                (exhaustive_shards shards; case k of a run with seed S runs
+                                shard (S + k) mod n + 1, so runs with successive seeds
+                                rotate over the whole tier); every sweep of it run and
+                                measured as the suite does; FAILURE names the failing sweeps
+                                and the command that reruns the shard through the suite
     execution-soak              one prepared model executed until soak_executions (70,000:
                                 past request counters that wrap at 2^16) or D s; every result
                                 must equal the first, checked one; the rate is in the row
@@ -45,6 +51,7 @@ a note, as in MLTS.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import select
@@ -67,6 +74,7 @@ from nnconform.stress.random_models import GRAPH_SIZES, random_model
 from nnconform.verdict.results import SUCCESS
 
 CLIENT_STARTUP_S = 15.0
+DRIVER = "<driver>"  # in a case's rerun command: the runner substitutes the run's --driver
 
 
 @dataclass
@@ -88,6 +96,12 @@ class StressOptions:
     # manifest, so --resume and replays rebuild the same graphs).  Empty: fp32 over every
     # covered operation (the claims could not be asked, or --no-probe).
     claims: dict = field(default_factory=dict)
+    exhaustive_shards: int = 256  # the exhaustive tier is cut in this many shards, one per case
+    exhaustive_tier: str = "full"  # which tier of the exhaustive suite the shards cut
+    # The run's seed (the runner sets it before planning; kept in the manifest): the exhaustive
+    # test's shard of case k is (run_seed + k) mod exhaustive_shards, so --case replays and
+    # --resume give each case the shard it had.
+    run_seed: int = 0
 
     def duration(self, test: str) -> float:
         return float(self.durations.get(test, DEFAULT_DURATIONS[test]))
@@ -113,6 +127,9 @@ DEFAULT_DURATIONS = {
     "leak": 10.0,
     "compile-leak": 10.0,
     "execution-soak": 120.0,
+    # a shard's planning estimate: 1/256 of the full tier is ~59 sweeps, ~49 of them 4.2 M-element
+    # fp16-pair chunks (0.1-0.6 s each on the reference, 2-core machine under load)
+    "exhaustive": 30.0,
 }
 
 
@@ -854,6 +871,84 @@ def compile_leak(ctx: CaseContext, duration: float, threshold_mb: float, warmup_
     return Verdict.success(text, **info)
 
 
+def exhaustive_params(index: int, seed: int, o: StressOptions) -> dict:
+    """Case ``index``'s shard: consecutive cases take consecutive shards from the run seed's."""
+    n = max(1, int(o.exhaustive_shards))
+    return dict(shard=(o.run_seed + index) % n + 1, shards=n, tier=o.exhaustive_tier)
+
+
+def exhaustive_shard(ctx: CaseContext, shard: int, shards: int, tier: str) -> Verdict:
+    """Every sweep of one shard of the exhaustive suite (``nnconform.cases.exhaustive``), run on
+    the driver and measured as the suite does (the tolerances, the no-flush rule).  A sweep the
+    driver does not support is a skip; any other outcome but PASS fails the case, which names
+    those sweeps with their worst error.  Shrinking to a small spec is the suite's work: the
+    row gives the command that reruns this shard through it."""
+    from nnconform.cases import exhaustive as X
+    from nnconform.verdict.runner import PASS, SKIP
+
+    items = X.shard(_sweeps_of(tier), (shard, shards))
+    passed = skipped = elements = 0
+    worst_ulp: int | None = None
+    failed: list[dict] = []
+    for k, sweep in enumerate(items):
+        ctx.breadcrumb(f"exhaustive shard {shard}/{shards}: sweep {k + 1} of {len(items)}, {sweep.name}")
+        swept = X.run_sweep(ctx.device, sweep, partition=False)
+        out = swept.outcome
+        if out.outcome == SKIP:
+            skipped += 1
+            continue
+        elements += int(swept.info.get("elements") or 0)
+        if swept.info.get("worst_ulp") is not None:
+            worst_ulp = max(worst_ulp or 0, int(swept.info["worst_ulp"]))
+        if out.outcome == PASS:
+            passed += 1
+            continue
+        first = (str(out.message).splitlines() or [""])[0]
+        failed.append(
+            dict(
+                sweep=sweep.name,
+                outcome=str(out.outcome),
+                failing=swept.info.get("failing"),
+                worst_ulp=swept.info.get("worst_ulp"),
+                worst_fraction=swept.info.get("worst_fraction"),
+                message=first[:300],
+            )
+        )
+    # the runner puts the run's driver in place of DRIVER (a case does not know how it was named)
+    if tier == "full":
+        rerun = f"nnconform run --driver {DRIVER} --suite exhaustive --shard {shard}/{shards}"
+    else:  # `nnconform run --suite exhaustive` is the full tier: the suite file under pytest
+        from nnconform import suites
+
+        path = os.path.join(os.path.dirname(suites.__file__), "test_exhaustive.py")
+        rerun = f"python -m pytest {path} --driver {DRIVER} --nn-exhaustive {tier} --nn-shard {shard}/{shards}"
+    info: dict[str, Any] = dict(
+        shard=f"{shard}/{shards}",
+        tier=tier,
+        sweeps=len(items),
+        passed=passed,
+        skipped=skipped,
+        failed=len(failed),
+        elements=elements,
+        worst_ulp=worst_ulp,
+        failing_sweeps=failed[:20],
+        rerun=rerun,
+    )
+    text = f"shard {shard}/{shards} of the {tier} tier: {len(items)} sweeps, {passed} passed, {skipped} skipped"
+    if failed:
+        names = ", ".join(f["sweep"] for f in failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
+        return Verdict.failure(f"{text}, {len(failed)} failed ({names}); rerun with specs: {rerun}", **info)
+    return Verdict.success(f"{text}, {elements:,} inputs; worst {worst_ulp} ULP", **info)
+
+
+@functools.lru_cache(maxsize=2)
+def _sweeps_of(tier: str) -> list:
+    # building the full tier's 15,125 sweeps (each model validated) takes seconds: once per worker
+    from nnconform.cases import exhaustive as X
+
+    return X.sweeps(tier)
+
+
 def execution_soak(ctx: CaseContext, duration: float, executions: int) -> Verdict:
     """One prepared model executed ``executions`` times (or for ``duration`` s): request ids
     and counters that wrap at 2^16 or 2^31 inside a driver are passed.  The first result is
@@ -975,6 +1070,16 @@ TESTS: dict[str, StressTest] = {
             lambda ctx, **p: compile_leak(ctx, **p),
             lambda i, s, o: dict(duration=o.duration("compile-leak"), threshold_mb=o.leak_threshold_mb / 4),
             *_timed("compile-leak"),
+        ),
+        # A shard's limit is generous: a slow driver's shard takes several times the estimate
+        # (which is the reference's) and must not be called a HANG; a call that hangs is still
+        # caught, at twenty times the estimate plus the grace.
+        StressTest(
+            "exhaustive",
+            lambda ctx, **p: exhaustive_shard(ctx, **p),
+            exhaustive_params,
+            lambda o: o.duration("exhaustive"),
+            lambda o: 20 * o.duration("exhaustive") + o.hang_grace,
         ),
         # the soak's case limit is its duration: it ends at the target count or the duration
         StressTest(
