@@ -84,6 +84,18 @@ def _release(prepared: PreparedModel) -> None:
         return  # its host died during execute: nothing left to release, and the CRASH/HANG is the verdict
 
 
+def _insufficient_why(e: DriverError, expected: Sequence[Any]) -> str:
+    """For OUTPUT_INSUFFICIENT_SIZE: the outputs' buffers were sized by the expected outputs'
+    shapes (pools.capacities_from), so the driver's outputs came out larger than the expected
+    shapes; name what it reported against what was expected."""
+    if e.status != ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
+        return ""
+    got = [list(s.dimensions) for s in e.output_shapes]
+    want = [list(np.shape(x)) for x in expected]
+    reported = f"; the driver reported output shapes {got}" if got else ""
+    return f" (the output buffers hold the expected output shapes {want}{reported})"
+
+
 def run_case(
     device: Device,
     model: Model,
@@ -217,7 +229,7 @@ def run_case(
             )
         if expect_failure:
             return done(PASS, f"execution failed as expected: {e}", "execute")
-        return done(FAIL, f"execution failed on [{ops}]: {e}", "execute")
+        return done(FAIL, f"execution failed on [{ops}]: {e}{_insufficient_why(e, expected)}", "execute")
     except HostIncident as e:
         return done(e.verdict, f"{e} (in execute on [{ops}])", "execute", details=e.details)
     except DriverProtocolError as e:
