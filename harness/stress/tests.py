@@ -813,6 +813,9 @@ def _fit_growth(xs: np.ndarray, rs: np.ndarray) -> tuple[float, float, float]:
     return float(slope), float(fit[-1] - fit[0]), r2
 
 
+_MAX_RSS_SAMPLES = 4096  # compile_leak's RSS samples at most (then thinned)
+
+
 def compile_leak(ctx: CaseContext, duration: float, threshold_mb: float, warmup_fraction: float = 0.2) -> Verdict:
     """MLTS model-loading stress, watched: prepare and release one model in a loop for
     ``duration`` s, sampling RSS after every compilation; a steady growth (fitted over the
@@ -823,15 +826,21 @@ def compile_leak(ctx: CaseContext, duration: float, threshold_mb: float, warmup_
     counts: list[int] = []
     rss: list[int] = []
     t0 = time.perf_counter()
-    n = 0
+    n, stride = 0, 8
     try:
         while time.perf_counter() - t0 < duration:
             prepared = ctx.device.prepare(ex.model)
             prepared.release()
             n += 1
-            if n <= 64 or n % 8 == 0:
+            if n <= 64 or n % stride == 0:
                 counts.append(n)
                 rss.append(ctx.rss_bytes())
+                if len(counts) >= _MAX_RSS_SAMPLES:
+                    # Bounded: a driver that compiles a million times a second would otherwise
+                    # see this loop's own sample lists grow with every compilation, and be
+                    # blamed for them.  Every other sample goes, and the stride doubles.
+                    del counts[::2], rss[::2]
+                    stride *= 2
     except MemoryError:
         # A fast machine reaches the memory limit within the case's duration: the samples taken
         # until then still say how much each compilation kept.
