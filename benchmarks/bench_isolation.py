@@ -68,17 +68,15 @@ from nnconform.isolation import hostproto as wire, pools
 req, res, size = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 arr = np.random.default_rng(0).integers(0, 255, size, dtype=np.uint8)
 maps = pools.HostMaps()
-reader = wire.FrameReader(req, trusted=True)
-while True:
-    f = reader.read()
-    if f is None or f[0].get("op") == "quit":
+for _, op, args in wire.FrameReader(req).calls():
+    if op == "quit":
         break
-    if f[0]["op"] == "pipe":
+    if op == "pipe":
         bufs = []
         ref = wire.encode_array(arr, bufs)
         wire.write_frame(res, {"id": 1, "ok": ref}, bufs)
     else:
-        p = f[0]["pool"]
+        p = args["pool"]
         ro, rw = maps._get(p["id"], p["path"], p["size"])
         np.frombuffer(rw, np.uint8, size, offset=p["offset"])[:] = arr  # the driver writes in place
         wire.write_frame(res, {"id": 1, "ok": {"pool": 0}})
@@ -106,7 +104,7 @@ def transfer(size: int, repeats: int) -> tuple[float, float]:
         for _ in range(repeats + 2):
             t0 = time.perf_counter()
             if mode == "pipe":
-                wire.write_frame(req_w, {"op": mode})
+                wire.send_call(req_w, wire.encode_call(1, mode, {}))
                 header, bufs = reader.read()
                 got = wire.decode_array(header["ok"], bufs)
             else:
@@ -114,9 +112,8 @@ def transfer(size: int, repeats: int) -> tuple[float, float]:
                 seg = pool_set.acquire(placement.total)
                 pools.fill(seg.buf, placement, request)
                 o = placement.outputs[0]
-                wire.write_frame(
-                    req_w, {"op": mode, "pool": {"id": seg.id, "path": seg.path, "size": seg.size, "offset": o.offset}}
-                )
+                pool = {"id": seg.id, "path": seg.path, "size": seg.size, "offset": o.offset}
+                wire.send_call(req_w, wire.encode_call(1, mode, {"pool": pool}))
                 header, bufs = reader.read()
                 pools.check_guards(seg.buf, placement)
                 got = pools.read_output(seg.buf, o, "|u1", [size])
@@ -124,7 +121,7 @@ def transfer(size: int, repeats: int) -> tuple[float, float]:
             samples.append(time.perf_counter() - t0)
             assert got.size == size
         out[mode] = statistics.median(samples[2:]) * 1e3
-    wire.write_frame(req_w, {"op": "quit"})
+    wire.send_call(req_w, wire.encode_call(0, "quit", {}))
     p.wait()
     pool_set.close()
     os.close(req_w)

@@ -440,7 +440,6 @@ def _binary_quant_sweeps(tier: str) -> list[Sweep]:
             for q in grid_points:
                 for act in acts:
                     out_t = B8 if op in COMPARE else t
-                    qq = q
                     grid = f"a {_q(q[0])} b {_q(q[1])}" + ("" if op in COMPARE else f" out {_q(q[2])}")
                     grid += f" act {act}" if act is not None else ""
                     out.append(
@@ -449,7 +448,7 @@ def _binary_quant_sweeps(tier: str) -> list[Sweep]:
                             op,
                             _short(t),
                             grid,
-                            _binary_builder(op, t, out_t, q=qq, act=act),
+                            _binary_builder(op, t, out_t, q=q, act=act),
                             functools.partial(_byte_pairs, t),
                             tier,
                         )

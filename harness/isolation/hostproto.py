@@ -110,8 +110,8 @@ class FrameReader:
     """Reads frames from a pipe.  ``read(deadline)`` returns (header, bufs), None at EOF, and
     raises TimeoutError past ``deadline`` (a ``time.monotonic()`` value or None)."""
 
-    def __init__(self, fd: int, *, max_payload: int = DEFAULT_MAX_PAYLOAD, trusted: bool = False):
-        self.fd, self.max_payload, self.trusted = fd, max_payload, trusted
+    def __init__(self, fd: int, *, max_payload: int = DEFAULT_MAX_PAYLOAD):
+        self.fd, self.max_payload = fd, max_payload
         self._buf = bytearray()
 
     def _fill(self, n: int, deadline: float | None) -> bool:
@@ -181,7 +181,7 @@ class FrameReader:
         if not self._fill(4 + hlen, deadline):
             raise ProtocolViolation("the pipe closed in the middle of a frame")
         del self._buf[:4]
-        header = parse_json(self._take(hlen)) if not self.trusted else json.loads(self._take(hlen))
+        header = parse_json(self._take(hlen))
         if not isinstance(header, dict):
             raise ProtocolViolation("frame header is not a JSON object")
         sizes = header.get("bufs", [])

@@ -952,7 +952,7 @@ def exhaustive_shard(ctx: CaseContext, shard: int, shards: int, tier: str) -> Ve
 
 @functools.lru_cache(maxsize=2)
 def _sweeps_of(tier: str) -> list:
-    # building the full tier's 15,125 sweeps (each model validated) takes seconds: once per worker
+    # building the full tier's 14,741 sweeps (each model validated) takes seconds: once per worker
     from nnconform.cases import exhaustive as X
 
     return X.sweeps(tier)
