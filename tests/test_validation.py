@@ -728,3 +728,19 @@ def test_the_same_model_asked_twice_gets_the_same_verdict():
     valid = base_model()
     assert _verdict(valid) == _verdict(valid) == "valid"
     assert _verdict(broken) == first  # and after another model was judged in between
+
+
+def test_an_invalid_model_judged_is_not_kept_alive_by_the_next_verdicts():
+    # The memo of the last verdict once kept the exception, whose traceback's frames held the
+    # verdict before it: every invalid model judged since the last valid one stayed alive, a
+    # chain the garbage collector walked again and again (a mutation cell judges ~130 of them).
+    import weakref
+
+    broken = [replace_operand(base_model(), 2, value=np.array(7 + k, dtype=np.int32)) for k in range(3)]
+    refs = [weakref.ref(m) for m in broken]
+    for m in broken:
+        assert _verdict(m) != "valid"
+    del m, broken  # refcounting alone frees them: no cycle may hold them
+    assert [r() is None for r in refs] == [True, True, False]  # the last one is the memo's
+    validate_model(base_model())
+    assert refs[2]() is None

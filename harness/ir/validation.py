@@ -474,26 +474,29 @@ def _check_signatures(model: Model, sg: Subgraph, prefix: str) -> None:
             _VALID_SIGNATURES.add(key)
 
 
-# The last model judged and its verdict (None: valid).  A driver is asked supported_operations
-# and then prepare about the same model object (the mutation checks do so for every mutated
-# model), and the reference validates in both; a Model is frozen, so the same object has the
-# same verdict.  The reference is kept (not its id), so the object cannot be a new one that
-# reuses the address.
-_LAST: tuple[Model | None, ValidationError | None] = (None, None)
+# The last model judged and its verdict (None: valid; else the error's where and message).  A
+# driver is asked supported_operations and then prepare about the same model object (the
+# mutation checks do so for every mutated model), and the reference validates in both; a Model
+# is frozen, so the same object has the same verdict.  The reference is kept (not its id), so
+# the object cannot be a new one that reuses the address.  Only the error's text is kept, not
+# the exception: its traceback holds the frames that judged it, and a frame holding the
+# verdict before it chained every invalid model judged since the last valid one (with their
+# frames), which the garbage collector then walked again and again.
+_LAST: tuple[Model | None, tuple[str, str] | None] = (None, None)
 
 
 def validate_model(model: Model) -> None:
     """Raise ValidationError at the first broken rule (see the module docstring)."""
     global _LAST
-    last, error = _LAST
-    if model is last:
-        if error is not None:
-            raise ValidationError(error.where, error.message)
+    if _LAST[0] is model:
+        verdict = _LAST[1]
+        if verdict is not None:
+            raise ValidationError(*verdict)
         return
     try:
         _validate_model(model)
     except ValidationError as e:
-        _LAST = (model, e)
+        _LAST = (model, (e.where, e.message))
         raise
     _LAST = (model, None)
 
