@@ -103,7 +103,73 @@ def _plain(cell):
 def iter_rows(records: Iterable[ResultRecord]) -> Iterator[tuple]:
     """The CSV's rows (without the header), cells as written, one at a time."""
     for r in records:
-        yield tuple(_plain(c) for c in (_as_written(r) or _through_json(r)))
+        yield _fast_row(r) or tuple(_plain(c) for c in (_as_written(r) or _through_json(r)))
+
+
+def _fast_row(r: ResultRecord) -> tuple | None:
+    """iter_rows's cells of a row nnconform wrote (every text a str, the seed an int or None,
+    a finite duration, plain-JSON ``extra``), built in one go: the same cells as the general
+    path, about three times faster (a whole execution matrix is 538,000 rows).  None for
+    any other row."""
+    v = r.__dict__
+    d, seed, spec, ops, types = v["duration_s"], v["seed"], v["spec_path"], v["operations"], v["data_types"]
+    if not (
+        type(d) in _NUMBERS
+        and math.isfinite(d)
+        and (seed is None or type(seed) is int)
+        and (spec is None or type(spec) is str)
+        and type(ops) is list
+        and type(types) is list
+        and all(type(v[k]) is str for k in _TEXT)
+        and type(v["outcome"]) in _OUTCOME_TYPES
+    ):
+        return None
+    try:
+        extra = json.dumps(r.extra, sort_keys=True, allow_nan=False) if r.extra else ""
+        joined_ops, joined_types = LIST_SEPARATOR.join(ops), LIST_SEPARATOR.join(types)
+    except (TypeError, ValueError):
+        return None
+    return (
+        _text_cell(v["suite"]),
+        _text_cell(v["test_id"]),
+        _text_cell(v["driver"]),
+        _text_cell(str(v["outcome"])),
+        _text_cell(joined_ops),
+        _text_cell(joined_types),
+        _text_cell(v["blamed_operation"]),
+        _text_cell(v["blamed_data_type"]),
+        d,
+        "" if seed is None else seed,
+        "" if spec is None else _text_cell(spec),
+        _text_cell(v["message"]),
+        _text_cell(v["replay"]),
+        _text_cell(v["timestamp"]),
+        _text_cell(extra),
+    )
+
+
+def _text_cell(s: str) -> str:
+    return "'" + s if s.startswith(FORMULA_STARTS) else s
+
+
+# _fast_row writes the columns in this order
+assert COLUMNS == [
+    "suite",
+    "test_id",
+    "driver",
+    "outcome",
+    "operations",
+    "data_types",
+    "blamed_operation",
+    "blamed_data_type",
+    "duration_s",
+    "seed",
+    "spec_path",
+    "message",
+    "replay",
+    "timestamp",
+    "extra",
+], COLUMNS
 
 
 def write_csv(records: Iterable[ResultRecord], path: str | os.PathLike) -> Path:

@@ -1400,12 +1400,25 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus) -> None:
             s.open_report_dir(probe=False)
         except pytest.UsageError:
             return  # (the directory is another run's, or unusable: nothing of ours to report)
-    from nnconform.artifacts.reportdir import describe_os_error
-    from nnconform.verdict.results import read_results
-
     # The journal is read once here, for the status, the summary and the reports (a
     # --variants all run has 538,000 rows: each read took 20 s).
     journal = s.report_dir / "results.jsonl"
+    # The report stage makes no reference cycles worth collecting, and the cyclic collector,
+    # counting containers, walked the whole matrix's 538,000 records again and again: a third
+    # of the stage (in a process that ends right after it).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _report_stage(session, s, exitstatus, journal)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _report_stage(session: pytest.Session, s: NnSession, exitstatus: int | pytest.ExitCode, journal: Path) -> None:
+    from nnconform.artifacts.reportdir import describe_os_error
+    from nnconform.verdict.results import read_results
+
     try:
         rows = read_results(journal) if journal.exists() else []
         done, counts = _case_counts(rows)

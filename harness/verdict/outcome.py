@@ -38,6 +38,9 @@ class Outcome(enum.StrEnum):
         """The outcome named by ``value``; ValueError naming the allowed ones otherwise."""
         if isinstance(value, cls):
             return value
+        got = cls._value2member_map_.get(value) if type(value) is str else None
+        if got is not None:  # the usual case, without Enum's call machinery (every row read)
+            return got  # type: ignore[return-value]
         try:
             return cls(str(value))
         except ValueError:
