@@ -54,6 +54,7 @@ leave an input's dimensions to its buffer; the driver owning the token checks th
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Iterator, NoReturn, cast
 
 import numpy as np
@@ -110,6 +111,13 @@ _KNOWN_BEFORE_RUN = {
     Lifetime.SUBGRAPH,
 }
 _WRITABLE = {Lifetime.TEMPORARY_VARIABLE, Lifetime.SUBGRAPH_OUTPUT}
+
+
+@functools.lru_cache(maxsize=256)
+def _text(dtype: np.dtype) -> str:
+    """A dtype's name as str() gives it, remembered: numpy works it out anew each time (~5 us),
+    and the model-mutation checks put a dtype in tens of thousands of messages."""
+    return str(dtype)
 
 
 def _fail(where: str, message: str) -> NoReturn:
@@ -286,7 +294,9 @@ def _check_operand_in_full(model: Model, op: Operand, p: str) -> None:
             _fail(f"{p}.value", f"must be a numpy array, got {type(value).__name__}")
         if t not in _OEM:
             if value.dtype != info.dtype:
-                _fail(f"{p}.value", f"dtype {value.dtype} does not match {t.name}, stored as {info.dtype}")
+                _fail(
+                    f"{p}.value", f"dtype {_text(value.dtype)} does not match {t.name}, stored as {_text(info.dtype)}"
+                )
             want = element_count(dims)
             if value.size != want:
                 _fail(f"{p}.value", f"has {value.size} values, dimensions {list(dims)} need {want}")
@@ -550,7 +560,9 @@ def _check_argument(op: Operand, arg: RequestArgument, p: str, is_input: bool) -
             and value.dtype != info.dtype
             and not np.can_cast(value.dtype, info.dtype, casting="same_kind")
         ):
-            _fail(f"{p}.value", f"dtype {value.dtype} cannot hold {op.type.name} (stored as {info.dtype})")
+            _fail(
+                f"{p}.value", f"dtype {_text(value.dtype)} cannot hold {op.type.name} (stored as {_text(info.dtype)})"
+            )
     elif is_input and arg.memory is None:
         _fail(f"{p}.value", "is missing (set has_no_value to omit an optional input)")
     if info.is_scalar:

@@ -185,6 +185,10 @@ def _decode_error(err: Any) -> BaseException:
     raise wire.ProtocolViolation(f"unknown error kind {str(kind)[:20]!r}")
 
 
+# the message of a rejection answered by reject_many, which does not send the driver's own
+_REJECTED_TEXT = "rejected (reject_many does not carry the driver's message of a rejection)"
+
+
 def _stuck_at(dump: str) -> str:
     """The innermost frames of the main thread in a faulthandler dump of a host that has not
     started, "function (file.py) <- caller (file.py)"; "" when the dump has none.  The
@@ -1201,8 +1205,10 @@ class IsolatedDevice(Device):
         """The supported_operations / prepare answers to invalid models
         (nnconform.vts.mutations.ModelMutation), many per round trip (the host's
         ``op_reject_many``); for each model, in order, its ``(what, answer)`` steps, an answer
-        being True (accepted) or the exception the call raised.  May answer for only the
-        first models (the host's time budget): the caller sends the rest again."""
+        being True (accepted) or the exception the call raised (an INVALID_ARGUMENT rejection
+        as a DriverError without the driver's message, which the check never reads).  May
+        answer for only the first models (the host's time budget): the caller sends the rest
+        again."""
         host = self._host()
         checks = [(m.model, bool(m.query_support), m.preference, m.priority) for m in mutations]
         v, _ = host.call(
@@ -1220,7 +1226,12 @@ class IsolatedDevice(Device):
                 ):
                     raise wire.ProtocolViolation("malformed reject_many reply")
                 what, answer = step
-                decoded.append((what, _decode_error(answer["err"]) if "err" in answer else True))
+                if "err" in answer:
+                    decoded.append((what, _decode_error(answer["err"])))
+                elif answer.get("rejected") is True:
+                    decoded.append((what, DriverError(ErrorStatus.INVALID_ARGUMENT, _REJECTED_TEXT)))
+                else:
+                    decoded.append((what, True))
             if not decoded:
                 raise wire.ProtocolViolation("reject_many answered a model with no steps")
             out.append(decoded)
