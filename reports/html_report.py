@@ -272,11 +272,9 @@ def _stress_verdicts(records: list[ResultRecord]) -> list[tuple[str, Counter, st
 
 
 def _stress_memory(records: list[ResultRecord]) -> str:
-    values = [
-        float(r.extra["rss_mb"])
-        for r in sorted(records, key=lambda r: r.timestamp)
-        if isinstance(r.extra.get("rss_mb"), (int, float))
-    ]
+    # the rows that have it, then in time order (a conformance run's 538,000 rows have none)
+    rows = [r for r in records if isinstance(r.extra.get("rss_mb"), (int, float))]
+    values = [float(r.extra["rss_mb"]) for r in sorted(rows, key=lambda r: r.timestamp)]
     return charts.line(values, "stress worker RSS after each case", "MB")
 
 
@@ -312,6 +310,9 @@ def render_html(
     m.update(meta or {})
     status = str((meta or {}).get("status", "") or "")
     verdict = headline(records, meta)
+    # each made once: a pass over every row (538,000 for a whole execution matrix)
+    matrix = triage.matrix(records) if records else triage.Matrix([], [], {})
+    latest = latest_rows(records)
     chart_data = {s: charts.kind_counts(c, triage.kind) for s, c in suites.items()}
     suite_rows = [(s, suites[s], False) for s in suites] + [("all suites", total, True)]
     return (
@@ -333,9 +334,9 @@ def render_html(
             bad_suites=sorted({r.suite for r in bad}),
             xfails=[r for r in records if r.outcome == XFAIL],
             accumulated=[r for r in records if r.outcome == PASS and (r.extra or {}).get("accumulated_rounding")],
-            matrix=triage.matrix(records) if records else triage.Matrix([], [], {}),
-            matrix_rows=_matrix_rows(triage.matrix(records)) if records else [],
-            skip_reasons=triage.skip_reasons(latest_rows(records)),
+            matrix=matrix,
+            matrix_rows=_matrix_rows(matrix) if records else [],
+            skip_reasons=triage.skip_reasons(latest),
             present=present,
             suite_rows=suite_rows,
             meta=list(m.items()),
@@ -347,19 +348,17 @@ def render_html(
             coverage=_coverage_rows(coverage_rows),
             ledger=_ledger_rows(records),
             exhaustive=_exhaustive_rows(records),
-            variants=_variant_rows(records, present),
+            variants=_variant_rows(latest, present),
         )
     )
 
 
-def _variant_rows(records, present) -> list[tuple[str, int, int, list[int]]]:
-    """(kind, (vector, variant) pairs, distinct variants, counts per present outcome)."""
-    from nnconform.reports.summary import latest_rows, variant_counts
+def _variant_rows(latest, present) -> list[tuple[str, int, int, list[int]]]:
+    """(kind, (vector, variant) pairs, distinct variants, counts per present outcome), from
+    the latest row of each case."""
+    from nnconform.reports.summary import variant_counts
 
-    return [
-        (k, d["pairs"], d["variants"], [d.get(o, 0) for o in present])
-        for k, d in variant_counts(latest_rows(records)).items()
-    ]
+    return [(k, d["pairs"], d["variants"], [d.get(o, 0) for o in present]) for k, d in variant_counts(latest).items()]
 
 
 def _ledger_rows(records) -> list[list[str]]:
