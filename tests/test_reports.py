@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pandas as pd
@@ -262,3 +263,52 @@ def test_models_passed_as_accumulated_rounding_are_listed():
     assert "Passed as accumulated rounding (1)" in section and "models/mobilenet_v2_quant8" in section
     assert "|diff| 10 &gt; atol 3 &lt;b&gt;" in section and "mobilenet_v1_float" not in section
     assert 'id="accumulated-rounding"' not in render_html([plain])
+
+
+def test_a_large_run_writes_its_csv_in_a_forked_child_with_the_same_bytes(report_dir, monkeypatch):
+    import nnconform.reports as reports
+
+    csv_path, _ = build_reports(report_dir)
+    inline = csv_path.read_bytes()
+    csv_path.unlink()
+    started = []
+    real = reports._CsvJob.__init__
+
+    def spy(self, *a, **kw):
+        real(self, *a, **kw)
+        started.append(self.proc.pid)
+
+    monkeypatch.setattr(reports, "PARALLEL_CSV_ROWS", 1)
+    monkeypatch.setattr(reports._CsvJob, "__init__", spy)
+    csv_path, _ = build_reports(report_dir)
+    assert started and started[0] != os.getpid()
+    assert csv_path.read_bytes() == inline
+    assert sorted(p.name for p in report_dir.iterdir()) == ["report.html", "results.csv", "results.jsonl"]
+
+
+def test_a_csv_child_that_fails_leaves_the_csv_to_the_parent(report_dir, monkeypatch):
+    import nnconform.reports as reports
+
+    inline = build_reports(report_dir)[0].read_bytes()
+
+    def broken(records, path):
+        raise OSError("the child's disk is full")
+
+    monkeypatch.setattr(reports, "PARALLEL_CSV_ROWS", 1)
+    monkeypatch.setattr(reports, "_write_csv_child", broken)  # inherited by the forked child
+    csv_path, _ = build_reports(report_dir)
+    assert csv_path.read_bytes() == inline
+    assert not [p for p in report_dir.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_report_stage_that_breaks_off_stops_the_csv_child(report_dir, monkeypatch):
+    import nnconform.reports as reports
+
+    def interrupted(*a, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(reports, "PARALLEL_CSV_ROWS", 1)
+    monkeypatch.setattr(reports, "write_html", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build_reports(report_dir)
+    assert not [p for p in report_dir.iterdir() if p.name.endswith(".tmp")]
