@@ -399,6 +399,35 @@ def test_the_execution_cells_of_a_vector_share_one_preparation(subset):
     assert dev.calls == {"supported_operations": 4, "prepare": 4, "release": 3}, dev.calls
 
 
+def test_the_burst_cells_of_a_vector_share_one_burst(subset):
+    """As one prepared model, one burst per vector (VTS runs a test's executions and request
+    validations through one burst); the next vector releases it before its prepared model."""
+    from nnconform.drivers.reference import ReferenceBurst
+
+    class Burst(ReferenceBurst):
+        def release(self):
+            self._prepared.calls["burst release"] += 1
+            super().release()
+
+    class Prepared(_CountingPrepared):
+        def configure_burst(self):
+            self.calls["configure_burst"] += 1
+            return Burst(self)
+
+    _, add, add_path = subset[0]
+    _, conv, conv_path = subset[2]
+    dev = _Counting()
+    dev.PREPARED = Prepared
+    case = case_from_dict(add, add_path)
+    cells = [Variant("general", "burst"), Variant("general", "burst", timing=True)]
+    cells += [Variant("request_mutation", "burst", "input_wrong_rank"), Variant("deadline", "burst", "unlimited")]
+    for v in cells:
+        assert run_variant(dev, case, v, seed=1).outcome == "PASS", v
+    assert dev.calls == {"supported_operations": 1, "prepare": 1, "configure_burst": 1}, dev.calls
+    assert run_variant(dev, case_from_dict(conv, conv_path), cells[0], seed=1).outcome == "PASS"
+    assert dev.calls["burst release"] == 1 and dev.calls["release"] == 1 and dev.calls["configure_burst"] == 2
+
+
 def test_a_failing_cell_leaves_no_preparation_for_the_next(subset):
     _, add, add_path = subset[0]
     dev = _Counting()

@@ -366,6 +366,7 @@ class _SharedPrepared:
     def __init__(self):
         self.device = self.case = self.state = None
         self.models: dict[str, tuple[Model, Any]] = {}
+        self.bursts: list[tuple[Any, Any]] = []  # (kept prepared model, its burst)
 
     def lookup(self, ctx: "_Ctx", tag: str):
         """The (model, prepared model) kept under ``tag`` for ctx's vector, or None.  Switching
@@ -381,13 +382,29 @@ class _SharedPrepared:
     def keep(self, tag: str, model: Model, pm) -> None:
         self.models[tag] = (model, pm)
 
+    def kept(self, pm) -> bool:
+        return any(p is pm for _, p in self.models.values())
+
+    def burst_of(self, pm):
+        """The burst configured on the kept prepared model ``pm`` for this vector's cells, or None."""
+        for p, burst in self.bursts:
+            if p is pm:
+                return burst
+        return None
+
     def drop(self, release: bool = True) -> None:
         """Forget the kept models; release them too when ``release`` and their host is the
         one they were prepared on (after an incident the handles are stale)."""
         models, healthy = self.models, self.device is not None and self.state == _host_state(self.device)
-        self.models, self.device, self.case, self.state = {}, None, None, None
+        bursts = self.bursts
+        self.models, self.bursts, self.device, self.case, self.state = {}, [], None, None, None
         if not (release and healthy):
             return
+        for _, burst in bursts:  # before the prepared models they were configured on
+            try:
+                burst.release()
+            except Exception:  # as _Ctx.release_all: a failing release is not the verdict of a cell
+                continue
         for _, pm in models.values():
             try:
                 pm.release()
@@ -509,9 +526,20 @@ class _Ctx:
         if path == "async":
             return pooled("execute_async", lambda r: pm.execute_async(r, **kw).result(timeout=BOUND_S))
         if path == "burst":
+            kept = SHARED.kept(pm)
+            burst = SHARED.burst_of(pm) if kept else None
+            if burst is not None:
+                # One burst per vector, as one prepared model: VTS too runs a test's executions
+                # (and all its request validations) through one burst.  Configure and release
+                # were two of a burst cell's three round trips; a failing cell drops it with
+                # the prepared model (_SharedPrepared).
+                return pooled("burst execute", lambda r: burst.execute(r, **kw))
             burst = _call("configure_burst", pm.configure_burst)
             if isinstance(burst, DriverError):
                 self.fail(f"configure_burst failed: {burst}")
+            if kept:
+                SHARED.bursts.append((pm, burst))
+                return pooled("burst execute", lambda r: burst.execute(r, **kw))
             # An execution that ends the cell (a CRASH, HANG or check failure) skips the
             # release: after a crash the burst's handle is stale, and the release's own error
             # would replace the execution's verdict and its explanation.  The burst then goes
