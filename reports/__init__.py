@@ -55,23 +55,25 @@ class _CsvJob:
 
         self.records, self.report_dir = records, report_dir
         self.tmp = _temporary_csv(report_dir)
-        self.proc = None
-        with warnings.catch_warnings():
-            # Python 3.12+ warns that forking a process with threads may deadlock the child:
-            # this child only writes a file from objects it already has (no lock, no import)
-            warnings.simplefilter("ignore", DeprecationWarning)
-            proc = multiprocessing.get_context("fork").Process(
-                target=_write_csv_child, args=(records, self.tmp), name="nnconform-csv", daemon=True
-            )
-            proc.start()
-        self.proc = proc
+        try:
+            with warnings.catch_warnings():
+                # Python 3.12+ warns that forking a process with threads may deadlock the
+                # child: this child only writes a file from objects it already has (no lock,
+                # no import)
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self.proc = multiprocessing.get_context("fork").Process(
+                    target=_write_csv_child, args=(records, self.tmp), name="nnconform-csv", daemon=True
+                )
+                self.proc.start()
+        except BaseException:
+            os.unlink(self.tmp)
+            raise
 
     def abandon(self) -> None:
         """The report stage broke off (an interrupt, an error): stop the child, drop its file."""
         try:
-            if self.proc is not None:
-                self.proc.kill()
-                self.proc.join()
+            self.proc.kill()
+            self.proc.join()
         finally:
             if os.path.exists(self.tmp):
                 os.unlink(self.tmp)
@@ -79,13 +81,10 @@ class _CsvJob:
     def finish(self) -> Path:
         out = self.report_dir / CSV_FILE
         try:
-            if self.proc is not None:
-                self.proc.join()
-            if self.proc is not None and self.proc.exitcode == 0:
-                os.replace(self.tmp, out)
-            else:
+            self.proc.join()
+            if self.proc.exitcode != 0:
                 write_csv(self.records, self.tmp)
-                os.replace(self.tmp, out)
+            os.replace(self.tmp, out)
         finally:
             if os.path.exists(self.tmp):
                 os.unlink(self.tmp)

@@ -62,27 +62,6 @@ def _cells(values: dict, extra_text: str) -> tuple:
     )
 
 
-def _as_written(r: ResultRecord) -> tuple | None:
-    """The record's cells as results.jsonl has its values, with ``extra`` as its CSV text,
-    when every value already is plain JSON (the rows nnconform writes); None otherwise (numpy
-    values, NaN, paths...: _through_json)."""
-    d, s = r.duration_s, r.seed
-    if not (
-        (type(d) in _NUMBERS and math.isfinite(d))
-        and (s is None or type(s) is int)
-        and (r.spec_path is None or type(r.spec_path) is str)
-        and all(type(getattr(r, k)) is str for k in _TEXT)
-        # an Outcome (a StrEnum) is written as its value, as results.jsonl has it
-        and type(r.outcome) in _OUTCOME_TYPES
-    ):
-        return None
-    try:
-        extra = json.dumps(r.extra, sort_keys=True, allow_nan=False) if r.extra else ""
-    except (TypeError, ValueError):
-        return None
-    return _cells(r.__dict__, extra)
-
-
 def _through_json(r: ResultRecord) -> tuple:
     # Through the results-file JSON, so numpy values and NaNs in ``extra`` look the same here
     # as in results.jsonl.
@@ -103,7 +82,7 @@ def _plain(cell):
 def iter_rows(records: Iterable[ResultRecord]) -> Iterator[tuple]:
     """The CSV's rows (without the header), cells as written, one at a time."""
     for r in records:
-        yield _fast_row(r) or tuple(_plain(c) for c in (_as_written(r) or _through_json(r)))
+        yield _fast_row(r) or tuple(_plain(c) for c in _through_json(r))
 
 
 def _fast_row(r: ResultRecord) -> tuple | None:
