@@ -57,10 +57,11 @@ class _CsvJob:
         self.tmp = _temporary_csv(report_dir)
         try:
             with warnings.catch_warnings():
-                # Python 3.12+ warns that forking a process with threads may deadlock the
-                # child: this child only writes a file from objects it already has (no lock,
-                # no import)
+                # Python 3.12+ (and JAX, once imported) warn that forking a process with
+                # threads may deadlock the child: this child only writes a file from objects
+                # it already has (no lock, no import, no JAX)
                 warnings.simplefilter("ignore", DeprecationWarning)
+                warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
                 self.proc = multiprocessing.get_context("fork").Process(
                     target=_write_csv_child, args=(records, self.tmp), name="nnconform-csv", daemon=True
                 )
